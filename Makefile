@@ -1,0 +1,37 @@
+# Weft's quick start: `make demo` and `make test` set up what they need
+# (Debian packages, a Ninja build in build/) and then run.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DLLVM_USE_LINKER=lld -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+
+.PHONY: setup configure build demo test check-lit check-unit clean
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/build.ninja: | setup
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+configure: setup $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+check-lit: build
+	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
+
+check-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# lit first, then ctest, whose summary line closes the run.
+test: build
+	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD)

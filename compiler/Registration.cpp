@@ -1,0 +1,12 @@
+//===- Registration.cpp - register Weft dialects and passes ---------------===//
+
+#include "compiler/Registration.h"
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "passes/decompose/Passes.h"
+
+void weft::registerAllDialects(mlir::DialectRegistry &registry) {
+  registerWeftDialects(registry);
+}
+
+void weft::registerAllPasses() { registerWeftDecomposePasses(); }

@@ -1,0 +1,738 @@
+//===- Evaluator.cpp - the reference evaluator of weft graphs -------------===//
+//
+// One handler per op, each a direct transcription of the op's description.
+// Loops are deliberately naive; clarity is the point.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/reference/Evaluator.h"
+
+#include "runtime/support/Float.h"
+#include "runtime/support/Random.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+
+namespace weft::reference {
+
+Tensor Tensor::zeros(std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return Tensor(std::move(shape), std::vector<double>(n, 0.0));
+}
+
+int64_t Tensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+namespace {
+using runtime::DType;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<int64_t> shapeOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+/// Calls fn(index, flat) for every multi-index of `shape` in row-major order.
+template <typename Fn> void forEachIndex(const std::vector<int64_t> &shape, Fn fn) {
+  int64_t n = product(shape);
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    fn(index, flat);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+/// A tensor viewed as rows of its dimension `dim`: [outer, n, inner].
+struct Rows {
+  int64_t outer, n, inner;
+  Rows(const std::vector<int64_t> &shape, int64_t dim)
+      : outer(product(ArrayRef<int64_t>(shape).take_front(dim))),
+        n(shape[dim]),
+        inner(product(ArrayRef<int64_t>(shape).drop_front(dim + 1))) {}
+  int64_t count() const { return outer * inner; }
+  /// Flat offset of element j of row r.
+  int64_t at(int64_t r, int64_t j) const {
+    return (r / inner) * n * inner + j * inner + r % inner;
+  }
+};
+
+/// Slot of each (token, choice) pair under weft.expert_dispatch's rule, or -1
+/// for a dropped pair; fails on an expert id outside [0, E).
+FailureOr<std::vector<int64_t>> assignSlots(Operation *op, const Tensor &indices,
+                                            int64_t experts, int64_t capacity) {
+  std::vector<int64_t> fill(experts, 0), slots(indices.data.size(), -1);
+  for (size_t p = 0; p < indices.data.size(); ++p) {
+    auto e = static_cast<int64_t>(indices.data[p]);
+    if (e < 0 || e >= experts)
+      return op->emitError("expert id ")
+             << e << " at index " << p << " is outside [0, " << experts << ")";
+    if (fill[e] < capacity)
+      slots[p] = fill[e]++;
+  }
+  return slots;
+}
+
+class Interpreter {
+public:
+  Interpreter(Precision precision, const ParamProvider &params)
+      : precision(precision), params(params) {}
+
+  FailureOr<std::vector<Tensor>> run(func::FuncOp func, ArrayRef<Tensor> inputs);
+
+private:
+  Precision precision;
+  const ParamProvider &params;
+  llvm::DenseMap<Value, Tensor> env;
+
+  const Tensor &get(Value v) { return env.find(v)->second; }
+
+  /// Rounds every element to `v`'s element type and binds it.
+  void bind(Value v, Tensor t) {
+    t.shape = shapeOf(v);
+    DType type = roundingType(cast<RankedTensorType>(v.getType()).getElementType());
+    if (type != DType::F64)
+      for (double &x : t.data)
+        x = runtime::roundTo(x, type);
+    env[v] = std::move(t);
+  }
+
+  DType roundingType(Type elt) {
+    if (elt.isF32())
+      return precision == Precision::F32 ? DType::F32 : DType::F64;
+    if (elt.isBF16())
+      return DType::BF16;
+    if (elt.isF16())
+      return DType::F16;
+    if (isa<Float8E4M3FNType>(elt))
+      return DType::F8E4M3FN;
+    if (isa<Float8E5M2Type>(elt))
+      return DType::F8E5M2;
+    return DType::I64;
+  }
+
+  template <typename Fn> Tensor map(Value in, Fn fn) {
+    Tensor t = get(in);
+    for (double &x : t.data)
+      x = fn(x);
+    return t;
+  }
+  template <typename Fn> Tensor zip(Value lhs, Value rhs, Fn fn) {
+    Tensor t = get(lhs);
+    const Tensor &r = get(rhs);
+    for (size_t i = 0; i < t.data.size(); ++i)
+      t.data[i] = fn(t.data[i], r.data[i]);
+    return t;
+  }
+
+  LogicalResult eval(Operation *op);
+  FailureOr<Tensor> evalConstant(ConstantOp op);
+  Tensor evalMatmul(MatmulOp op);
+  Tensor evalReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
+                    double init, double (*combine)(double, double), bool mean);
+  Tensor evalNorm(Value input, Value weight, Value bias, double eps, bool rms);
+  Tensor evalSoftmax(const Tensor &in, int64_t dim);
+  Tensor evalAttention(AttentionOp op);
+  FailureOr<Tensor> evalCrossEntropy(CrossEntropyOp op);
+  std::pair<Tensor, Tensor> topK(const Tensor &in, int64_t k);
+};
+
+FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
+                                                ArrayRef<Tensor> inputs) {
+  if (func.getNumArguments() != inputs.size())
+    return func.emitError("function takes ")
+           << func.getNumArguments() << " arguments but " << inputs.size()
+           << " inputs were given";
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    if (shapeOf(arg) != inputs[i].shape ||
+        inputs[i].numElements() != static_cast<int64_t>(inputs[i].data.size()))
+      return func.emitError("input ") << i << " does not match argument type "
+                                      << arg.getType();
+    bind(arg, inputs[i]);
+  }
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Tensor> results;
+      for (Value v : ret.getOperands())
+        results.push_back(get(v));
+      return results;
+    }
+    if (failed(eval(&op)))
+      return failure();
+  }
+  return func.emitError("function has no return");
+}
+
+LogicalResult Interpreter::eval(Operation *op) {
+  auto unary = [&](Operation *o, auto fn) {
+    bind(o->getResult(0), map(o->getOperand(0), fn));
+    return success();
+  };
+  auto binary = [&](Operation *o, auto fn) {
+    bind(o->getResult(0), zip(o->getOperand(0), o->getOperand(1), fn));
+    return success();
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ParamOp p) -> LogicalResult {
+        FailureOr<Tensor> value = params(p);
+        if (failed(value))
+          return failure();
+        if (value->shape != shapeOf(p.getResult()))
+          return p.emitError("value supplied for parameter '")
+                 << p.getName() << "' has the wrong shape";
+        bind(p.getResult(), std::move(*value));
+        return success();
+      })
+      .Case([&](ConstantOp c) -> LogicalResult {
+        FailureOr<Tensor> value = evalConstant(c);
+        if (failed(value))
+          return failure();
+        bind(c.getResult(), std::move(*value));
+        return success();
+      })
+      .Case([&](NegOp o) { return unary(o, [](double x) { return -x; }); })
+      .Case([&](ExpOp o) { return unary(o, [](double x) { return std::exp(x); }); })
+      .Case([&](LogOp o) { return unary(o, [](double x) { return std::log(x); }); })
+      .Case([&](TanhOp o) { return unary(o, [](double x) { return std::tanh(x); }); })
+      .Case([&](SqrtOp o) { return unary(o, [](double x) { return std::sqrt(x); }); })
+      .Case([&](RsqrtOp o) {
+        return unary(o, [](double x) { return 1.0 / std::sqrt(x); });
+      })
+      .Case([&](SquareOp o) { return unary(o, [](double x) { return x * x; }); })
+      .Case([&](GeluOp o) {
+        return unary(o, [](double x) {
+          return 0.5 * x *
+                 (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                  (x + 0.044715 * x * x * x)));
+        });
+      })
+      .Case([&](SiluOp o) {
+        return unary(o, [](double x) { return x / (1.0 + std::exp(-x)); });
+      })
+      .Case([&](PowOp o) {
+        double e = o.getExponent().convertToDouble();
+        return unary(o, [e](double x) { return std::pow(x, e); });
+      })
+      .Case([&](AddOp o) { return binary(o, [](double a, double b) { return a + b; }); })
+      .Case([&](SubOp o) { return binary(o, [](double a, double b) { return a - b; }); })
+      .Case([&](MulOp o) { return binary(o, [](double a, double b) { return a * b; }); })
+      .Case([&](DivOp o) { return binary(o, [](double a, double b) { return a / b; }); })
+      .Case([&](MaxOp o) {
+        return binary(o, [](double a, double b) {
+          return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+        });
+      })
+      .Case([&](MatmulOp o) {
+        bind(o.getResult(), evalMatmul(o));
+        return success();
+      })
+      .Case([&](ReshapeOp o) {
+        bind(o.getResult(), get(o.getInput()));
+        return success();
+      })
+      .Case([&](CastOp o) {
+        bind(o.getResult(), get(o.getInput()));
+        return success();
+      })
+      .Case([&](TransposeOp o) {
+        const Tensor &in = get(o.getInput());
+        std::vector<int64_t> inStrides = stridesOf(in.shape);
+        ArrayRef<int64_t> perm = o.getPermutation();
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        forEachIndex(out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+          int64_t off = 0;
+          for (size_t d = 0; d < i.size(); ++d)
+            off += i[d] * inStrides[perm[d]];
+          out.data[flat] = in.data[off];
+        });
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](BroadcastOp o) {
+        const Tensor &in = get(o.getInput());
+        std::vector<int64_t> inStrides = stridesOf(in.shape);
+        ArrayRef<int64_t> dims = o.getDims();
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        forEachIndex(out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+          int64_t off = 0;
+          for (size_t d = 0; d < dims.size(); ++d)
+            off += (in.shape[d] == 1 ? 0 : i[dims[d]]) * inStrides[d];
+          out.data[flat] = in.data[off];
+        });
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](SliceOp o) {
+        const Tensor &in = get(o.getInput());
+        std::vector<int64_t> inStrides = stridesOf(in.shape);
+        ArrayRef<int64_t> starts = o.getStarts();
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        forEachIndex(out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+          int64_t off = 0;
+          for (size_t d = 0; d < i.size(); ++d)
+            off += (starts[d] + i[d]) * inStrides[d];
+          out.data[flat] = in.data[off];
+        });
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](ConcatOp o) {
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        std::vector<int64_t> outStrides = stridesOf(out.shape);
+        auto dim = static_cast<int64_t>(o.getDim());
+        int64_t shift = 0;
+        for (Value v : o.getInputs()) {
+          const Tensor &in = get(v);
+          forEachIndex(in.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+            int64_t off = 0;
+            for (size_t d = 0; d < i.size(); ++d)
+              off += (i[d] + (static_cast<int64_t>(d) == dim ? shift : 0)) *
+                     outStrides[d];
+            out.data[off] = in.data[flat];
+          });
+          shift += in.shape[dim];
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](ReduceSumOp o) {
+        bind(o.getResult(),
+             evalReduce(o, o.getInput(), o.getDims(), 0.0,
+                        [](double a, double b) { return a + b; }, false));
+        return success();
+      })
+      .Case([&](ReduceMeanOp o) {
+        bind(o.getResult(),
+             evalReduce(o, o.getInput(), o.getDims(), 0.0,
+                        [](double a, double b) { return a + b; }, true));
+        return success();
+      })
+      .Case([&](ReduceMaxOp o) {
+        bind(o.getResult(),
+             evalReduce(o, o.getInput(), o.getDims(), -kInf,
+                        [](double a, double b) {
+                          return std::isnan(a) || std::isnan(b) ? kNaN
+                                                                : std::max(a, b);
+                        },
+                        false));
+        return success();
+      })
+      .Case([&](EmbeddingOp o) -> LogicalResult {
+        const Tensor &table = get(o.getTable()), &ids = get(o.getIds());
+        int64_t vocab = table.shape[0], dim = table.shape[1];
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t i = 0; i < ids.data.size(); ++i) {
+          auto id = static_cast<int64_t>(ids.data[i]);
+          if (id < 0 || id >= vocab)
+            return o.emitError("token id ")
+                   << id << " at position " << i
+                   << " is outside the vocabulary [0, " << vocab << ")";
+          std::copy_n(table.data.begin() + id * dim, dim,
+                      out.data.begin() + i * dim);
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](LayerNormOp o) {
+        bind(o.getResult(), evalNorm(o.getInput(), o.getWeight(), o.getBias(),
+                                     o.getEpsilon().convertToDouble(), false));
+        return success();
+      })
+      .Case([&](RMSNormOp o) {
+        bind(o.getResult(), evalNorm(o.getInput(), o.getWeight(), Value(),
+                                     o.getEpsilon().convertToDouble(), true));
+        return success();
+      })
+      .Case([&](SoftmaxOp o) {
+        bind(o.getResult(), evalSoftmax(get(o.getInput()),
+                                        static_cast<int64_t>(o.getDim())));
+        return success();
+      })
+      .Case([&](RopeOp o) {
+        Tensor out = get(o.getInput());
+        const std::vector<int64_t> &s = out.shape;
+        int64_t half = s[3] / 2;
+        double theta = o.getTheta().convertToDouble();
+        auto offset = static_cast<int64_t>(o.getPositionOffset());
+        for (int64_t b = 0; b < s[0]; ++b)
+          for (int64_t p = 0; p < s[1]; ++p)
+            for (int64_t h = 0; h < s[2]; ++h) {
+              double *x = &out.data[((b * s[1] + p) * s[2] + h) * s[3]];
+              for (int64_t i = 0; i < half; ++i) {
+                double f = static_cast<double>(p + offset) *
+                           std::pow(theta, -2.0 * i / static_cast<double>(s[3]));
+                double x1 = x[i], x2 = x[i + half];
+                x[i] = x1 * std::cos(f) - x2 * std::sin(f);
+                x[i + half] = x2 * std::cos(f) + x1 * std::sin(f);
+              }
+            }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](AttentionOp o) {
+        bind(o.getResult(), evalAttention(o));
+        return success();
+      })
+      .Case([&](DropoutOp o) {
+        double rate = o.getRate().convertToDouble();
+        auto seed = static_cast<uint64_t>(o.getSeed());
+        Tensor t = get(o.getInput());
+        if (rate > 0.0)
+          for (size_t i = 0; i < t.data.size(); ++i)
+            t.data[i] = runtime::uniform24(seed, i) >= rate
+                            ? t.data[i] / (1.0 - rate)
+                            : 0.0;
+        bind(o.getResult(), std::move(t));
+        return success();
+      })
+      .Case([&](CrossEntropyOp o) -> LogicalResult {
+        FailureOr<Tensor> loss = evalCrossEntropy(o);
+        if (failed(loss))
+          return failure();
+        bind(o.getResult(), std::move(*loss));
+        return success();
+      })
+      .Case([&](OneHotOp o) {
+        const Tensor &in = get(o.getIndices());
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        int64_t classes = out.shape.back();
+        for (size_t i = 0; i < in.data.size(); ++i) {
+          auto c = static_cast<int64_t>(in.data[i]);
+          if (c >= 0 && c < classes)
+            out.data[i * classes + c] = 1.0;
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](TopKOp o) {
+        auto [values, ids] = topK(get(o.getInput()), static_cast<int64_t>(o.getK()));
+        bind(o.getValues(), std::move(values));
+        bind(o.getIndices(), std::move(ids));
+        return success();
+      })
+      .Case([&](TopKGatingOp o) {
+        Tensor probs = evalSoftmax(get(o.getLogits()), 1);
+        auto [weights, ids] = topK(probs, static_cast<int64_t>(o.getK()));
+        if (o.getNormalize()) {
+          int64_t k = weights.shape[1];
+          for (int64_t t = 0; t < weights.shape[0]; ++t) {
+            double sum = 0.0;
+            for (int64_t j = 0; j < k; ++j)
+              sum += weights.data[t * k + j];
+            for (int64_t j = 0; j < k; ++j)
+              weights.data[t * k + j] /= sum;
+          }
+        }
+        bind(o.getWeights(), std::move(weights));
+        bind(o.getIndices(), std::move(ids));
+        return success();
+      })
+      .Case([&](ExpertDispatchOp o) -> LogicalResult {
+        const Tensor &in = get(o.getInput()), &ids = get(o.getIndices());
+        auto experts = static_cast<int64_t>(o.getNumExperts());
+        auto capacity = static_cast<int64_t>(o.getCapacity());
+        FailureOr<std::vector<int64_t>> slots =
+            assignSlots(o, ids, experts, capacity);
+        if (failed(slots))
+          return failure();
+        int64_t k = ids.shape[1], dim = in.shape[1];
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t p = 0; p < slots->size(); ++p) {
+          if ((*slots)[p] < 0)
+            continue;
+          auto e = static_cast<int64_t>(ids.data[p]);
+          std::copy_n(in.data.begin() + (p / k) * dim, dim,
+                      out.data.begin() + (e * capacity + (*slots)[p]) * dim);
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](ExpertCombineOp o) -> LogicalResult {
+        const Tensor &eo = get(o.getExpertOutputs()), &w = get(o.getWeights()),
+                     &ids = get(o.getIndices());
+        int64_t experts = eo.shape[0], capacity = eo.shape[1], dim = eo.shape[2];
+        FailureOr<std::vector<int64_t>> slots =
+            assignSlots(o, ids, experts, capacity);
+        if (failed(slots))
+          return failure();
+        int64_t k = ids.shape[1];
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t p = 0; p < slots->size(); ++p) {
+          if ((*slots)[p] < 0)
+            continue;
+          auto e = static_cast<int64_t>(ids.data[p]);
+          const double *src = &eo.data[(e * capacity + (*slots)[p]) * dim];
+          double *dst = &out.data[(p / k) * dim];
+          for (int64_t d = 0; d < dim; ++d)
+            dst[d] += w.data[p] * src[d];
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Default([](Operation *o) {
+        return o->emitError("the reference evaluator does not know this op");
+      });
+}
+
+FailureOr<Tensor> Interpreter::evalConstant(ConstantOp op) {
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitError("only dense constants can be evaluated");
+  Tensor t = Tensor::zeros(shapeOf(op.getResult()));
+  if (isa<FloatType>(dense.getElementType())) {
+    size_t i = 0;
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      APFloat d = v;
+      bool lost;
+      d.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      t.data[i++] = d.convertToDouble();
+    }
+  } else {
+    size_t i = 0;
+    for (const APInt &v : dense.getValues<APInt>())
+      t.data[i++] = static_cast<double>(v.getSExtValue());
+  }
+  return t;
+}
+
+Tensor Interpreter::evalMatmul(MatmulOp op) {
+  const Tensor &a = get(op.getLhs()), &b = get(op.getRhs());
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  size_t ar = a.shape.size(), br = b.shape.size();
+  int64_t m = ta ? a.shape[ar - 1] : a.shape[ar - 2];
+  int64_t k = ta ? a.shape[ar - 2] : a.shape[ar - 1];
+  int64_t n = tb ? b.shape[br - 2] : b.shape[br - 1];
+  Tensor out = Tensor::zeros(shapeOf(op.getResult()));
+  int64_t batches = out.numElements() / (m * n);
+  int64_t aStep = ar > 2 ? m * k : 0, bStep = br > 2 ? k * n : 0;
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    const double *pa = &a.data[bt * aStep], *pb = &b.data[bt * bStep];
+    double *po = &out.data[bt * m * n];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t l = 0; l < k; ++l)
+          sum += pa[ta ? l * m + i : i * k + l] * pb[tb ? j * k + l : l * n + j];
+        po[i * n + j] = sum;
+      }
+  }
+  return out;
+}
+
+Tensor Interpreter::evalReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
+                               double init, double (*combine)(double, double),
+                               bool mean) {
+  const Tensor &in = get(input);
+  Tensor out = Tensor::zeros(shapeOf(op->getResult(0)));
+  std::fill(out.data.begin(), out.data.end(), init);
+  std::vector<int64_t> outStrides = stridesOf(out.shape);
+  int64_t count = 1;
+  for (int64_t d : dims)
+    count *= in.shape[d];
+  forEachIndex(in.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+    int64_t off = 0, od = 0;
+    for (size_t d = 0; d < i.size(); ++d)
+      if (!llvm::is_contained(dims, static_cast<int64_t>(d)))
+        off += i[d] * outStrides[od++];
+    out.data[off] = combine(out.data[off], in.data[flat]);
+  });
+  if (mean)
+    for (double &x : out.data)
+      x /= static_cast<double>(count);
+  return out;
+}
+
+Tensor Interpreter::evalNorm(Value input, Value weight, Value bias, double eps,
+                             bool rms) {
+  Tensor out = get(input);
+  const Tensor &w = get(weight);
+  int64_t dim = out.shape.back();
+  for (int64_t r = 0; r < out.numElements() / dim; ++r) {
+    double *x = &out.data[r * dim];
+    double mean = 0.0;
+    if (!rms) {
+      for (int64_t j = 0; j < dim; ++j)
+        mean += x[j];
+      mean /= static_cast<double>(dim);
+    }
+    double var = 0.0;
+    for (int64_t j = 0; j < dim; ++j)
+      var += (x[j] - mean) * (x[j] - mean);
+    double inv = 1.0 / std::sqrt(var / static_cast<double>(dim) + eps);
+    for (int64_t j = 0; j < dim; ++j)
+      x[j] = (x[j] - mean) * inv * w.data[j] + (bias ? get(bias).data[j] : 0.0);
+  }
+  return out;
+}
+
+Tensor Interpreter::evalSoftmax(const Tensor &in, int64_t dim) {
+  Tensor out = in;
+  Rows rows(in.shape, dim);
+  for (int64_t r = 0; r < rows.count(); ++r) {
+    double m = -kInf, sum = 0.0;
+    for (int64_t j = 0; j < rows.n; ++j)
+      m = std::max(m, in.data[rows.at(r, j)]);
+    for (int64_t j = 0; j < rows.n; ++j)
+      sum += out.data[rows.at(r, j)] = std::exp(in.data[rows.at(r, j)] - m);
+    for (int64_t j = 0; j < rows.n; ++j)
+      out.data[rows.at(r, j)] /= sum;
+  }
+  return out;
+}
+
+Tensor Interpreter::evalAttention(AttentionOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
+               &v = get(op.getValue());
+  int64_t batch = q.shape[0], s = q.shape[1], hq = q.shape[2], d = q.shape[3];
+  int64_t t = k.shape[1], hkv = k.shape[2], dv = v.shape[3];
+  int64_t group = hq / hkv;
+  double scale = op.getScale().convertToDouble();
+  bool causal = op.getCausal();
+  Tensor out = Tensor::zeros(shapeOf(op.getResult()));
+  std::vector<double> p(t);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h) {
+      int64_t kvh = h / group;
+      for (int64_t i = 0; i < s; ++i) {
+        const double *qi = &q.data[((b * s + i) * hq + h) * d];
+        double m = -kInf;
+        for (int64_t j = 0; j < t; ++j) {
+          if (causal && j > i + (t - s)) {
+            p[j] = -kInf;
+            continue;
+          }
+          const double *kj = &k.data[((b * t + j) * hkv + kvh) * d];
+          double dot = 0.0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += qi[c] * kj[c];
+          p[j] = scale * dot;
+          m = std::max(m, p[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < t; ++j)
+          sum += p[j] = std::exp(p[j] - m);
+        double *o = &out.data[((b * s + i) * hq + h) * dv];
+        for (int64_t j = 0; j < t; ++j) {
+          const double *vj = &v.data[((b * t + j) * hkv + kvh) * dv];
+          for (int64_t c = 0; c < dv; ++c)
+            o[c] += p[j] / sum * vj[c];
+        }
+      }
+    }
+  return out;
+}
+
+FailureOr<Tensor> Interpreter::evalCrossEntropy(CrossEntropyOp op) {
+  const Tensor &logits = get(op.getLogits()), &labels = get(op.getLabels());
+  int64_t vocab = logits.shape.back();
+  auto ignore = static_cast<int64_t>(op.getIgnoreIndex());
+  double total = 0.0;
+  int64_t count = 0;
+  for (size_t n = 0; n < labels.data.size(); ++n) {
+    auto label = static_cast<int64_t>(labels.data[n]);
+    if (label == ignore)
+      continue;
+    if (label < 0 || label >= vocab)
+      return op.emitError("label ") << label << " at position " << n
+                                    << " is outside the vocabulary [0, "
+                                    << vocab << ")";
+    const double *x = &logits.data[n * vocab];
+    double m = *std::max_element(x, x + vocab), sum = 0.0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(x[j] - m);
+    total += std::log(sum) + m - x[label];
+    ++count;
+  }
+  return Tensor({}, {count ? total / static_cast<double>(count) : 0.0});
+}
+
+std::pair<Tensor, Tensor> Interpreter::topK(const Tensor &in, int64_t k) {
+  int64_t n = in.shape.back(), rows = in.numElements() / n;
+  std::vector<int64_t> shape = in.shape;
+  shape.back() = k;
+  Tensor values = Tensor::zeros(shape), ids = Tensor::zeros(shape);
+  std::vector<int64_t> order(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *x = &in.data[r * n];
+    std::iota(order.begin(), order.end(), 0);
+    // Stable, so equal values keep the lower position first.
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+    for (int64_t j = 0; j < k; ++j) {
+      values.data[r * k + j] = x[order[j]];
+      ids.data[r * k + j] = static_cast<double>(order[j]);
+    }
+  }
+  return {std::move(values), std::move(ids)};
+}
+} // namespace
+
+Tensor initialParamValue(ParamOp param, uint64_t seed) {
+  Tensor t = Tensor::zeros(shapeOf(param.getResult()));
+  uint64_t stream = seed ^ runtime::fnv1a64(param.getName().str());
+  double scale = param.getScale() ? param.getScale()->convertToDouble() : 0.0;
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    switch (param.getInit()) {
+    case InitKind::Zeros: t.data[i] = 0.0; break;
+    case InitKind::Ones: t.data[i] = 1.0; break;
+    case InitKind::Normal: t.data[i] = scale * runtime::normal(stream, i); break;
+    case InitKind::Uniform:
+      t.data[i] = scale * (2.0 * runtime::uniform24(stream, i) - 1.0);
+      break;
+    }
+  }
+  return t;
+}
+
+ParamProvider randomInitProvider(uint64_t seed) {
+  return [seed](ParamOp param) -> FailureOr<Tensor> {
+    return initialParamValue(param, seed);
+  };
+}
+
+FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func, ArrayRef<Tensor> inputs,
+                                        const ParamProvider &params,
+                                        Precision precision) {
+  Interpreter interpreter(precision, params);
+  return interpreter.run(func, inputs);
+}
+
+int64_t countParameters(func::FuncOp func) {
+  int64_t total = 0;
+  func.walk([&](ParamOp p) {
+    total += cast<RankedTensorType>(p.getResult().getType()).getNumElements();
+  });
+  return total;
+}
+
+} // namespace weft::reference

@@ -1,0 +1,51 @@
+//===- Weights.cpp - parameters from safetensors checkpoints --------------===//
+
+#include "compiler/reference/Weights.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+
+namespace weft::reference {
+
+std::optional<runtime::DType> storageType(Type elt) {
+  using runtime::DType;
+  if (elt.isF32()) return DType::F32;
+  if (elt.isBF16()) return DType::BF16;
+  if (elt.isF16()) return DType::F16;
+  if (isa<Float8E4M3FNType>(elt)) return DType::F8E4M3FN;
+  if (isa<Float8E5M2Type>(elt)) return DType::F8E5M2;
+  if (elt.isInteger(32)) return DType::I32;
+  if (elt.isInteger(64)) return DType::I64;
+  return std::nullopt;
+}
+
+ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file) {
+  return [&file](ParamOp param) -> FailureOr<Tensor> {
+    std::string name = param.getName().str();
+    const runtime::TensorInfo *info = file.find(name);
+    StringRef prefix = "transformer.";
+    if (!info && StringRef(name).starts_with(prefix))
+      info = file.find(name.substr(prefix.size()));
+    if (!info)
+      return param.emitError() << file.label() << ": no tensor named '" << name
+                               << "' for this parameter";
+    auto type = cast<RankedTensorType>(param.getResult().getType());
+    std::optional<runtime::DType> want = storageType(type.getElementType());
+    if (!want || *want != info->dtype)
+      return param.emitError()
+             << file.label() << ": tensor '" << info->name << "' has dtype "
+             << runtime::dtypeName(info->dtype) << " but the parameter is "
+             << type.getElementType();
+    if (ArrayRef<int64_t>(info->shape) != type.getShape())
+      return param.emitError()
+             << file.label() << ": tensor '" << info->name << "' has shape ["
+             << llvm::join(llvm::map_range(info->shape,
+                                           [](int64_t d) { return std::to_string(d); }),
+                           ", ")
+             << "] but the parameter is " << param.getResult().getType();
+    return Tensor(info->shape, file.toDoubles(*info));
+  };
+}
+
+} // namespace weft::reference

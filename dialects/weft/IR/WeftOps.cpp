@@ -1,0 +1,538 @@
+//===- WeftOps.cpp - weft op verifiers and shape inference ----------------===//
+//
+// Shape rules live in each op's inferReturnTypes, so the parser, the builder
+// and the verifier share one statement of them; hasVerifier covers what
+// inference cannot see (attributes, explicitly spelled result types).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/weft/IR/WeftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace weft;
+
+#include "dialects/weft/IR/WeftEnums.cpp.inc"
+#include "dialects/weft/IR/WeftInterfaces.cpp.inc"
+
+bool weft::isWeftFloat(Type type) {
+  return isa<Float32Type, BFloat16Type, Float16Type, Float8E4M3FNType,
+             Float8E5M2Type>(type);
+}
+
+namespace {
+/// Prints a shape as "[2, 8, 64]" for diagnostics.
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+/// The static ranked tensor type of `v`, or a diagnostic naming `what`.
+/// Inference runs while parsing, before ODS type constraints are checked,
+/// so it must not assume well-typed operands.
+FailureOr<RankedTensorType> staticTensor(Value v, std::optional<Location> loc,
+                                         StringRef what) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return emitOptionalError(loc, what, " must be a statically shaped tensor, got ",
+                             v.getType());
+  return type;
+}
+
+/// Checks that `dims` is strictly increasing and within [0, rank).
+LogicalResult checkDimList(ArrayRef<int64_t> dims, int64_t rank,
+                           std::optional<Location> loc, StringRef what) {
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d >= rank)
+      return emitOptionalError(loc, what, " ", d, " is out of range for rank ",
+                               rank);
+    if (i > 0 && dims[i - 1] >= d)
+      return emitOptionalError(loc, what, "s ", shapeStr(dims),
+                               " must be strictly increasing");
+  }
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError("parameter name must not be empty");
+  bool takesScale =
+      getInit() == InitKind::Normal || getInit() == InitKind::Uniform;
+  if (takesScale && !getScale())
+    return emitOpError("initializer '")
+           << stringifyInitKind(getInit()) << "' needs a scale";
+  if (!takesScale && getScale())
+    return emitOpError("initializer '")
+           << stringifyInitKind(getInit()) << "' takes no scale";
+  if (takesScale && !(getScale()->convertToDouble() > 0.0))
+    return emitOpError("initializer scale must be positive, got ")
+           << getScale()->convertToDouble();
+  // Names must be unique so a checkpoint maps onto parameters one to one.
+  for (Operation &other : *getOperation()->getBlock()) {
+    if (&other == getOperation())
+      break;
+    if (auto param = dyn_cast<ParamOp>(other); param && param.getName() == getName())
+      return emitOpError("parameter '") << getName() << "' is declared twice";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp, ReshapeOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << shapeStr(in.getShape()) << " (" << in.getNumElements()
+           << " elements) into " << shapeStr(out.getShape()) << " ("
+           << out.getNumElements() << " elements)";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto lhs = staticTensor(adaptor.getLhs(), loc, "matmul lhs");
+  auto rhs = staticTensor(adaptor.getRhs(), loc, "matmul rhs");
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (lhs->getRank() < 2 || rhs->getRank() < 2)
+    return emitOptionalError(loc, "matmul operands must have rank >= 2, got ",
+                             lhs->getRank(), " and ", rhs->getRank());
+  if (lhs->getElementType() != rhs->getElementType())
+    return emitOptionalError(loc, "matmul operand element types differ: ",
+                             lhs->getElementType(), " vs ",
+                             rhs->getElementType());
+  ArrayRef<int64_t> ls = lhs->getShape(), rs = rhs->getShape();
+  int64_t lr = ls.size(), rr = rs.size();
+  int64_t m = adaptor.getTransposeLhs() ? ls[lr - 1] : ls[lr - 2];
+  int64_t kl = adaptor.getTransposeLhs() ? ls[lr - 2] : ls[lr - 1];
+  int64_t kr = adaptor.getTransposeRhs() ? rs[rr - 1] : rs[rr - 2];
+  int64_t n = adaptor.getTransposeRhs() ? rs[rr - 2] : rs[rr - 1];
+  if (kl != kr)
+    return emitOptionalError(loc, "matmul contraction sizes differ: lhs has ",
+                             kl, ", rhs has ", kr);
+  ArrayRef<int64_t> lb = ls.drop_back(2), rb = rs.drop_back(2);
+  if (!lb.empty() && !rb.empty() && lb != rb)
+    return emitOptionalError(loc, "matmul batch dimensions differ: ",
+                             shapeStr(lb), " vs ", shapeStr(rb));
+  SmallVector<int64_t> shape(lb.empty() ? rb : lb);
+  shape.push_back(m);
+  shape.push_back(n);
+  results.push_back(RankedTensorType::get(shape, lhs->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto in = staticTensor(adaptor.getInput(), loc, "transpose input");
+  if (failed(in))
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = in->getRank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(loc, "permutation ", shapeStr(perm), " has ",
+                             perm.size(), " entries for a tensor of rank ",
+                             rank);
+  SmallVector<bool> seen(rank, false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return emitOptionalError(loc, shapeStr(perm),
+                               " is not a permutation of 0..", rank - 1);
+    seen[p] = true;
+    shape.push_back(in->getDimSize(p));
+  }
+  results.push_back(RankedTensorType::get(shape, in->getElementType()));
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  ArrayRef<int64_t> dims = getDims();
+  if (static_cast<int64_t>(dims.size()) != in.getRank())
+    return emitOpError("dims ") << shapeStr(dims) << " has " << dims.size()
+                                << " entries for an input of rank "
+                                << in.getRank();
+  if (failed(checkDimList(dims, out.getRank(), getLoc(), "broadcast dim")))
+    return failure();
+  for (auto [d, target] : llvm::enumerate(dims)) {
+    int64_t from = in.getDimSize(d), to = out.getDimSize(target);
+    if (from != 1 && from != to)
+      return emitOpError("input dimension ")
+             << d << " of size " << from << " cannot broadcast to result dimension "
+             << target << " of size " << to;
+  }
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  auto in = staticTensor(adaptor.getInput(), loc, "slice input");
+  if (failed(in))
+    return failure();
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits();
+  int64_t rank = in->getRank();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(limits.size()) != rank)
+    return emitOptionalError(loc, "slice starts ", shapeStr(starts),
+                             " and limits ", shapeStr(limits),
+                             " must both have rank ", rank, " entries");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > in->getDimSize(d))
+      return emitOptionalError(loc, "slice of dimension ", d, " [", starts[d],
+                               ", ", limits[d], ") is outside [0, ",
+                               in->getDimSize(d), "]");
+    shape.push_back(limits[d] - starts[d]);
+  }
+  results.push_back(RankedTensorType::get(shape, in->getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "concat needs at least one input");
+  auto first = staticTensor(adaptor.getInputs().front(), loc, "concat input");
+  if (failed(first))
+    return failure();
+  int64_t rank = first->getRank();
+  int64_t dim = static_cast<int64_t>(adaptor.getDim());
+  if (dim < 0 || dim >= rank)
+    return emitOptionalError(loc, "concat dim ", dim,
+                             " is out of range for rank ", rank);
+  SmallVector<int64_t> shape(first->getShape());
+  shape[dim] = 0;
+  for (auto [i, v] : llvm::enumerate(adaptor.getInputs())) {
+    auto t = staticTensor(v, loc, "concat input");
+    if (failed(t))
+      return failure();
+    if (t->getElementType() != first->getElementType() || t->getRank() != rank)
+      return emitOptionalError(loc, "concat input ", i, " has type ",
+                               Type(*t), ", unlike input 0 of type ",
+                               Type(*first));
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && t->getDimSize(d) != first->getDimSize(d))
+        return emitOptionalError(loc, "concat input ", i, " has size ",
+                                 t->getDimSize(d), " in dimension ", d,
+                                 ", input 0 has ", first->getDimSize(d));
+    shape[dim] += t->getDimSize(dim);
+  }
+  results.push_back(RankedTensorType::get(shape, first->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// Shared by the three reductions: the result drops the reduced dims.
+static LogicalResult inferReduce(Value input, ArrayRef<int64_t> dims,
+                                 std::optional<Location> loc,
+                                 SmallVectorImpl<Type> &results) {
+  auto in = staticTensor(input, loc, "reduction input");
+  if (failed(in))
+    return failure();
+  if (dims.empty())
+    return emitOptionalError(loc, "reduction needs at least one dim");
+  if (failed(checkDimList(dims, in->getRank(), loc, "reduction dim")))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < in->getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(in->getDimSize(d));
+  results.push_back(RankedTensorType::get(shape, in->getElementType()));
+  return success();
+}
+
+#define WEFT_REDUCE_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &results) {         \
+    return inferReduce(adaptor.getInput(), adaptor.getDims(), loc, results);   \
+  }
+WEFT_REDUCE_INFER(ReduceSumOp)
+WEFT_REDUCE_INFER(ReduceMaxOp)
+WEFT_REDUCE_INFER(ReduceMeanOp)
+#undef WEFT_REDUCE_INFER
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto table = staticTensor(adaptor.getTable(), loc, "embedding table");
+  auto ids = staticTensor(adaptor.getIds(), loc, "embedding ids");
+  if (failed(table) || failed(ids))
+    return failure();
+  if (table->getRank() != 2)
+    return emitOptionalError(loc, "embedding table must be [vocab, dim], got ",
+                             shapeStr(table->getShape()));
+  SmallVector<int64_t> shape(ids->getShape());
+  shape.push_back(table->getDimSize(1));
+  results.push_back(RankedTensorType::get(shape, table->getElementType()));
+  return success();
+}
+
+/// Checks a norm's per-feature vector against the input's last dimension.
+static LogicalResult verifyNormVector(Operation *op, RankedTensorType input,
+                                      RankedTensorType vec, StringRef what) {
+  if (input.getRank() < 1)
+    return op->emitOpError("input must have rank >= 1");
+  int64_t d = input.getDimSize(input.getRank() - 1);
+  if (vec.getRank() != 1 || vec.getDimSize(0) != d)
+    return op->emitOpError() << what << " must be [" << d
+                             << "] to match the last input dimension, got "
+                             << shapeStr(vec.getShape());
+  if (vec.getElementType() != input.getElementType())
+    return op->emitOpError() << what << " element type " << vec.getElementType()
+                             << " differs from the input's "
+                             << input.getElementType();
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (!(getEpsilon().convertToDouble() >= 0.0))
+    return emitOpError("epsilon must be non-negative");
+  auto in = getInput().getType();
+  if (failed(verifyNormVector(*this, in, getWeight().getType(), "weight")))
+    return failure();
+  return verifyNormVector(*this, in, getBias().getType(), "bias");
+}
+
+LogicalResult RMSNormOp::verify() {
+  if (!(getEpsilon().convertToDouble() >= 0.0))
+    return emitOpError("epsilon must be non-negative");
+  return verifyNormVector(*this, getInput().getType(), getWeight().getType(),
+                          "weight");
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  int64_t dim = static_cast<int64_t>(getDim());
+  if (dim < 0 || dim >= rank)
+    return emitOpError("softmax dim ") << dim << " is out of range for rank "
+                                       << rank;
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  auto type = getInput().getType();
+  if (type.getRank() != 4)
+    return emitOpError("input must be [batch, seq, heads, head_dim], got ")
+           << shapeStr(type.getShape());
+  if (type.getDimSize(3) % 2 != 0)
+    return emitOpError("head_dim ") << type.getDimSize(3) << " must be even";
+  if (!(getTheta().convertToDouble() > 0.0))
+    return emitOpError("theta must be positive");
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto q = staticTensor(adaptor.getQuery(), loc, "attention query");
+  auto k = staticTensor(adaptor.getKey(), loc, "attention key");
+  auto v = staticTensor(adaptor.getValue(), loc, "attention value");
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  if (q->getRank() != 4 || k->getRank() != 4 || v->getRank() != 4)
+    return emitOptionalError(
+        loc, "attention operands must be [batch, seq, heads, head_dim], got ",
+        shapeStr(q->getShape()), ", ", shapeStr(k->getShape()), ", ",
+        shapeStr(v->getShape()));
+  if (q->getElementType() != k->getElementType() ||
+      q->getElementType() != v->getElementType())
+    return emitOptionalError(loc, "attention operand element types differ");
+  ArrayRef<int64_t> qs = q->getShape(), ks = k->getShape(), vs = v->getShape();
+  if (qs[0] != ks[0] || qs[0] != vs[0])
+    return emitOptionalError(loc, "attention batch sizes differ: ", qs[0], ", ",
+                             ks[0], ", ", vs[0]);
+  if (ks[1] != vs[1] || ks[2] != vs[2])
+    return emitOptionalError(loc, "key ", shapeStr(ks), " and value ",
+                             shapeStr(vs),
+                             " must agree in sequence length and heads");
+  if (qs[3] != ks[3])
+    return emitOptionalError(loc, "query head_dim ", qs[3],
+                             " differs from key head_dim ", ks[3]);
+  if (ks[2] == 0 || qs[2] % ks[2] != 0)
+    return emitOptionalError(loc, "query heads ", qs[2],
+                             " are not a multiple of key/value heads ", ks[2]);
+  results.push_back(RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]},
+                                          q->getElementType()));
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError("rate must be in [0, 1), got ") << rate;
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *ctx,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  auto logits = staticTensor(adaptor.getLogits(), loc, "cross_entropy logits");
+  auto labels = staticTensor(adaptor.getLabels(), loc, "cross_entropy labels");
+  if (failed(logits) || failed(labels))
+    return failure();
+  if (logits->getRank() < 1 ||
+      logits->getShape().drop_back() != labels->getShape())
+    return emitOptionalError(loc, "labels ", shapeStr(labels->getShape()),
+                             " must be the logits shape ",
+                             shapeStr(logits->getShape()),
+                             " without its last (vocabulary) dimension");
+  results.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult OneHotOp::verify() {
+  auto in = getIndices().getType(), out = getResult().getType();
+  if (out.getRank() != in.getRank() + 1 ||
+      out.getShape().drop_back() != in.getShape() ||
+      out.getDimSize(out.getRank() - 1) < 1)
+    return emitOpError("result ")
+           << shapeStr(out.getShape()) << " must be the indices shape "
+           << shapeStr(in.getShape()) << " plus one class dimension";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// Shared by topk and topk_gating: [..., N] -> values and i32 ids [..., k].
+static LogicalResult inferTopK(Value input, int64_t k, int64_t requiredRank,
+                               std::optional<Location> loc,
+                               SmallVectorImpl<Type> &results) {
+  auto in = staticTensor(input, loc, "topk input");
+  if (failed(in))
+    return failure();
+  if (in->getRank() < 1 || (requiredRank > 0 && in->getRank() != requiredRank))
+    return emitOptionalError(loc, "topk input has unexpected shape ",
+                             shapeStr(in->getShape()));
+  int64_t n = in->getDimSize(in->getRank() - 1);
+  if (k < 1 || k > n)
+    return emitOptionalError(loc, "k = ", k, " must be in [1, ", n, "]");
+  SmallVector<int64_t> shape(in->getShape());
+  shape.back() = k;
+  results.push_back(RankedTensorType::get(shape, in->getElementType()));
+  results.push_back(
+      RankedTensorType::get(shape, IntegerType::get(in->getContext(), 32)));
+  return success();
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  return inferTopK(adaptor.getInput(), static_cast<int64_t>(adaptor.getK()),
+                   /*requiredRank=*/0, loc, results);
+}
+
+LogicalResult TopKGatingOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  return inferTopK(adaptor.getLogits(), static_cast<int64_t>(adaptor.getK()),
+                   /*requiredRank=*/2, loc, results);
+}
+
+LogicalResult ExpertDispatchOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto in = staticTensor(adaptor.getInput(), loc, "expert_dispatch input");
+  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_dispatch indices");
+  if (failed(in) || failed(idx))
+    return failure();
+  if (in->getRank() != 2 || idx->getRank() != 2 ||
+      idx->getDimSize(0) != in->getDimSize(0))
+    return emitOptionalError(loc, "expert_dispatch wants input [T, D] and "
+                             "indices [T, k], got ",
+                             shapeStr(in->getShape()), " and ",
+                             shapeStr(idx->getShape()));
+  auto e = static_cast<int64_t>(adaptor.getNumExperts());
+  auto c = static_cast<int64_t>(adaptor.getCapacity());
+  if (e < 1 || c < 1)
+    return emitOptionalError(loc, "num_experts (", e, ") and capacity (", c,
+                             ") must be positive");
+  results.push_back(RankedTensorType::get({e, c, in->getDimSize(1)},
+                                          in->getElementType()));
+  return success();
+}
+
+LogicalResult ExpertCombineOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto eo = staticTensor(adaptor.getExpertOutputs(), loc, "expert outputs");
+  auto w = staticTensor(adaptor.getWeights(), loc, "expert_combine weights");
+  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_combine indices");
+  if (failed(eo) || failed(w) || failed(idx))
+    return failure();
+  if (eo->getRank() != 3 || w->getRank() != 2 ||
+      w->getShape() != idx->getShape())
+    return emitOptionalError(loc, "expert_combine wants expert outputs "
+                             "[E, C, D] and weights, indices [T, k], got ",
+                             shapeStr(eo->getShape()), ", ",
+                             shapeStr(w->getShape()), ", ",
+                             shapeStr(idx->getShape()));
+  if (w->getElementType() != eo->getElementType())
+    return emitOptionalError(loc, "expert_combine weights element type ",
+                             w->getElementType(), " differs from ",
+                             eo->getElementType());
+  results.push_back(RankedTensorType::get(
+      {w->getDimSize(0), eo->getDimSize(2)}, eo->getElementType()));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/weft/IR/WeftOps.cpp.inc"

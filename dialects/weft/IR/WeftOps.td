@@ -1,0 +1,620 @@
+//===- WeftOps.td - weft graph ops -------------------------*- tablegen -*-===//
+//
+// Ops of the weft graph dialect. Each description states the exact semantics
+// that the reference evaluator implements.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_OPS_TD
+#define WEFT_OPS_TD
+
+include "dialects/weft/IR/WeftDialect.td"
+include "dialects/weft/IR/WeftAttrs.td"
+include "dialects/weft/IR/WeftInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Weft_FloatTensor
+    : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
+def Weft_IntTensor : StaticShapeTensorOf<[I32, I64]>;
+def Weft_Tensor
+    : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
+def Weft_ScalarF32 : 0DTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Weft_ParamOp : Weft_Op<"param"> {
+  let summary = "a trainable parameter";
+  let description = [{
+    Declares the trainable tensor `name` and yields its current value. Names
+    are unique within a function and are exactly the names a Hugging Face
+    state dict uses, so a safetensors checkpoint maps onto params one to one.
+
+    `init` says how a fresh run fills the tensor; `scale` is its argument:
+    `zeros` and `ones` take none; `normal` draws N(0, scale^2); `uniform`
+    draws U(-scale, scale). Draws come from the counter-based generator of
+    `runtime/support/Random.h`: element i (row-major) of a parameter named N
+    under run seed s uses the stream `s ^ fnv1a64(N)`, so a value does not
+    depend on the order in which parameters are created.
+
+    The op has no operands; passes that build a training step (autodiff, the
+    optimizer) treat every `weft.param` result as a leaf to differentiate.
+
+    ```mlir
+    %w = weft.param "transformer.wte.weight" init(normal, 2.0e-02) : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Weft_InitKind:$init,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $name `init` `(` $init (`,` $scale^)? `)` attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_ConstantOp : Weft_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    Yields the dense elements attribute `value`. Decompositions use splat
+    constants for scalars such as epsilons and scales.
+
+    ```mlir
+    %c = weft.constant dense<1.0e-05> : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+class Weft_UnaryOp<string mnemonic, string semantics, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat(traits,
+          [Pure, Elementwise, SameOperandsAndResultType])> {
+  let summary = "elementwise " # mnemonic;
+  let description = [{
+    Applies, to every element x of `input`, y = }] # semantics # [{, computed
+    in at least fp32 and rounded to the element type. The result has the
+    input's type.
+
+    ```mlir
+    %y = weft.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Weft_NegOp : Weft_UnaryOp<"neg", "-x">;
+def Weft_ExpOp : Weft_UnaryOp<"exp", "e^x (inf on overflow)">;
+def Weft_LogOp : Weft_UnaryOp<"log",
+    "ln(x) (-inf at 0, NaN below 0)">;
+def Weft_TanhOp : Weft_UnaryOp<"tanh", "tanh(x)">;
+def Weft_SqrtOp : Weft_UnaryOp<"sqrt", "sqrt(x) (NaN below 0)">;
+def Weft_RsqrtOp : Weft_UnaryOp<"rsqrt", "1 / sqrt(x) (inf at 0)">;
+def Weft_SquareOp : Weft_UnaryOp<"square", "x * x">;
+def Weft_GeluOp : Weft_UnaryOp<"gelu",
+    "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form GPT-2 "
+    "calls gelu_new", [DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]>;
+def Weft_SiluOp : Weft_UnaryOp<"silu", "x / (1 + e^-x)",
+    [DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]>;
+
+def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise power by a constant exponent";
+  let description = [{
+    y = x ^ exponent for every element, with C's `pow` semantics (a negative
+    base with a non-integer exponent gives NaN).
+
+    ```mlir
+    %y = weft.pow %x {exponent = 3.0 : f64} : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, F64Attr:$exponent);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class Weft_BinaryOp<string mnemonic, string semantics>
+    : Weft_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise " # mnemonic;
+  let description = [{
+    z = }] # semantics # [{ for each pair of elements at the same index.
+    Operands and result have one type: there is no implicit broadcasting;
+    use `weft.broadcast` to expand an operand first.
+
+    ```mlir
+    %z = weft.}] # mnemonic # [{ %x, %y : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Weft_AddOp : Weft_BinaryOp<"add", "x + y">;
+def Weft_SubOp : Weft_BinaryOp<"sub", "x - y">;
+def Weft_MulOp : Weft_BinaryOp<"mul", "x * y">;
+def Weft_DivOp : Weft_BinaryOp<"div", "x / y (IEEE: x/0 is +-inf or NaN)">;
+def Weft_MaxOp : Weft_BinaryOp<"max",
+    "max(x, y) (NaN if either is NaN)">;
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product";
+  let description = [{
+    `lhs` has shape [B..., M, K] (or [B..., K, M] with `transpose_lhs`),
+    `rhs` has shape [B..., K, N] (or [B..., N, K] with `transpose_rhs`). The
+    result is [B..., M, N] with r[b, m, n] = sum_k lhs[b, m, k] rhs[b, k, n],
+    accumulated in fp32 or wider and rounded once. The batch dims B... of the
+    two operands are equal, or one operand has none and is shared by every
+    batch (a weight). Both operands have the same element type, which the
+    result keeps.
+
+    ```mlir
+    %y = weft.matmul %x, %w transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def Weft_ReshapeOp : Weft_Op<"reshape", [Pure]> {
+  let summary = "reinterpret a tensor's shape";
+  let description = [{
+    Yields the elements of `input` in row-major order under the result's
+    shape, which has the same number of elements and element type.
+
+    ```mlir
+    %y = weft.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permute dimensions";
+  let description = [{
+    result[i] = input[j] where j[permutation[d]] = i[d] for every d, so
+    result dimension d is input dimension `permutation[d]`. `permutation`
+    is a permutation of 0..rank-1.
+
+    ```mlir
+    %y = weft.transpose %x [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` type($input)";
+}
+
+def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure]> {
+  let summary = "expand a tensor to a larger shape";
+  let description = [{
+    Dimension d of `input` becomes dimension `dims[d]` of the result
+    (`dims` strictly increasing); every other result dimension is new and
+    repeats the input. An input dimension of size 1 may map to a larger
+    result dimension and is repeated; otherwise the sizes agree.
+    result[i] = input[k] with k_d = (input dim d is 1 ? 0 : i[dims[d]]).
+
+    ```mlir
+    %y = weft.broadcast %b dims [2] : tensor<64xf32> -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a contiguous box of a tensor";
+  let description = [{
+    result[i] = input[starts + i] for 0 <= i < limits - starts, per dimension.
+    Requires 0 <= starts[d] <= limits[d] <= size[d].
+
+    ```mlir
+    %y = weft.slice %wpe [0, 0] to [8, 64] : tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = [{
+    $input $starts `to` $limits attr-dict `:` type($input)
+  }];
+}
+
+def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "join tensors along one dimension";
+  let description = [{
+    Joins the `inputs`, in order, along dimension `dim`. All inputs have the
+    same rank, element type and sizes in every other dimension.
+
+    ```mlir
+    %y = weft.concat %a, %b dim 0 : tensor<1x8xf32>, tensor<3x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Weft_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$inputs `dim` $dim attr-dict `:` type($inputs)";
+}
+
+def Weft_CastOp : Weft_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "convert the element type";
+  let description = [{
+    Converts every element to the result element type: float to float rounds
+    to nearest, ties to even (f8E4M3FN has no infinity: values beyond its
+    range become NaN; f8E5M2 overflows to infinity); int to float rounds;
+    float to int truncates toward zero.
+
+    ```mlir
+    %y = weft.cast %x : tensor<4xf32> to tensor<4xbf16>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Weft_ReduceOp<string mnemonic, string semantics>
+    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "reduce dimensions by " # semantics;
+  let description = [{
+    Reduces the listed dimensions (`dims`, strictly increasing, at least one)
+    by }] # semantics # [{, accumulating in fp32 or wider; the result drops
+    them and keeps the element type. Reducing every dimension gives a 0-d
+    tensor.
+
+    ```mlir
+    %y = weft.}] # mnemonic # [{ %x dims [1] : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `dims` $dims attr-dict `:` type($input)";
+}
+
+def Weft_ReduceSumOp : Weft_ReduceOp<"reduce_sum", "summation">;
+def Weft_ReduceMaxOp : Weft_ReduceOp<"reduce_max", "maximum">;
+def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean",
+    "the arithmetic mean">;
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `table` is [V, D]; `ids` has any shape S of integers. The result is
+    [S..., D] with result[s, :] = table[ids[s], :]. An id outside [0, V) is
+    an error at run time (the evaluator reports it; no clamping).
+
+    ```mlir
+    %h = weft.embedding %wte, %ids : tensor<256x64xf32>, tensor<2x8xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$table, Weft_IntTensor:$ids);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids)
+  }];
+}
+
+def Weft_LayerNormOp : Weft_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    For every row x of the last dimension (size D):
+    y = (x - mean(x)) / sqrt(var(x) + epsilon) * weight + bias, with the
+    biased variance var(x) = mean((x - mean(x))^2). `weight` and `bias`
+    are [D]. Computed in fp32 or wider, rounded once.
+
+    ```mlir
+    %y = weft.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f64}
+        : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Weft_FloatTensor:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight)
+    `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_RMSNormOp : Weft_Op<"rms_norm",
+    [Pure, AllTypesMatch<["input", "result"]>,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "root-mean-square normalisation over the last dimension";
+  let description = [{
+    For every row x of the last dimension (size D):
+    y = x / sqrt(mean(x^2) + epsilon) * weight, with `weight` [D], as Llama's
+    RMSNorm. Computed in fp32 or wider, rounded once.
+
+    ```mlir
+    %y = weft.rms_norm %x, %g {epsilon = 1.0e-05 : f64}
+        : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_SoftmaxOp : Weft_Op<"softmax",
+    [Pure, SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    y_i = e^(x_i - m) / sum_j e^(x_j - m) along dimension `dim`, where m is the
+    maximum along it (so large inputs do not overflow). A slice whose
+    elements are all -inf gives NaN, as in PyTorch.
+
+    ```mlir
+    %p = weft.softmax %s dim 3 : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType]> {
+  let summary = "rotary position embedding (Hugging Face rotate_half layout)";
+  let description = [{
+    `input` is [B, S, H, Dh] with Dh even. For position s (the index along
+    dimension 1, plus `position_offset`) and i in [0, Dh/2):
+    f_i = s * theta^(-2i/Dh), and with x1 = x[..., i], x2 = x[..., i + Dh/2]:
+      y[..., i]        = x1 cos f_i - x2 sin f_i
+      y[..., i + Dh/2] = x2 cos f_i + x1 sin f_i
+    This is Llama's `apply_rotary_pos_emb` with `rotate_half`, so Hugging
+    Face q/k projection weights are used unpermuted.
+
+    ```mlir
+    %q = weft.rope %x {theta = 10000.0 : f64} : tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       DefaultValuedAttr<I64Attr, "0">:$position_offset);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_AttentionOp : Weft_Op<"attention",
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "multi-head scaled dot-product attention (GQA, causal)";
+  let description = [{
+    `query` is [B, S, Hq, D], `key` is [B, T, Hkv, D], `value` is
+    [B, T, Hkv, Dv], Hq a multiple of Hkv; the result is [B, S, Hq, Dv].
+    Query head h reads key/value head h / (Hq / Hkv) (grouped-query attention;
+    Hkv = Hq is multi-head, Hkv = 1 multi-query). For each b, h, s:
+      p = softmax_t(scale * <query[b,s,h], key[b,t,h']>)
+      result[b,s,h] = sum_t p_t value[b,t,h']
+    With `causal`, key t is visible to query s only if t <= s + (T - S)
+    (queries are the last S positions of the sequence). Scores and the
+    softmax are computed in fp32 or wider; the result is rounded once.
+    The usual scale is 1/sqrt(D).
+
+    ```mlir
+    %o = weft.attention %q, %k, %v scale = 0.25 causal
+        : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
+                       Weft_FloatTensor:$value, F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($value)
+  }];
+}
+
+def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+  let summary = "seeded inverted dropout";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the survivors by
+    1 / (1 - rate); 0 <= rate < 1, and rate 0 is the identity. The mask is a
+    pure function of `seed` and the element's row-major index i: the element
+    is kept iff u(seed, i) >= rate, where u is the 24-bit uniform of
+    `runtime/support/Random.h`:
+      z = seed + (i + 1) * 0x9E3779B97F4A7C15 (mod 2^64), finalised with
+      splitmix64; u = (z >> 40) * 2^-24.
+    So recomputation in the backward and every backend draw the same mask.
+
+    ```mlir
+    %y = weft.dropout %x {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "mean token cross-entropy with an ignore index";
+  let description = [{
+    `logits` is [N..., V]; `labels` is [N...] of integers. For every position
+    n whose label is not `ignore_index`:
+      loss_n = logsumexp(logits[n, :]) - logits[n, labels[n]].
+    The result is the 0-d f32 mean of loss_n over those positions (0 when
+    every label is ignored). A label outside [0, V) other than
+    `ignore_index` is an error at run time.
+
+    ```mlir
+    %l = weft.cross_entropy %logits, %labels {ignore_index = -100 : i64}
+        : tensor<2x8x256xf32>, tensor<2x8xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IntTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Weft_ScalarF32:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
+  }];
+}
+
+def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
+  let summary = "one-hot encode integers";
+  let description = [{
+    `indices` is [N...]; the result is [N..., C] with result[n, c] = 1 if
+    indices[n] == c else 0. An index outside [0, C) gives an all-zero row
+    (which is how cross-entropy's decomposition drops ignored labels).
+
+    ```mlir
+    %o = weft.one_hot %labels : tensor<2x8xi32> -> tensor<2x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Weft_IntTensor:$indices);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Weft_TopKOp : Weft_Op<"topk", [Pure, InferTypeOpAdaptor]> {
+  let summary = "k largest values along the last dimension";
+  let description = [{
+    For each row of the last dimension returns its k largest values in
+    descending order and their i32 positions; among equal values the lower
+    position comes first. 1 <= k <= size of the last dimension.
+
+    ```mlir
+    %v, %i = weft.topk %x k = 2 : tensor<16x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, I64Attr:$k);
+  let results = (outs Weft_FloatTensor:$values, Weft_IntTensor:$indices);
+  let assemblyFormat = "$input `k` `=` $k attr-dict `:` type($input)";
+}
+
+def Weft_TopKGatingOp : Weft_Op<"topk_gating",
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "top-k expert routing (Mixtral / GShard)";
+  let description = [{
+    `logits` is [T, E] router scores. p = softmax over the E experts; the
+    result is the top-k of p per token (`weights` [T, k], descending, ties to
+    the lower expert) and their expert ids (`indices` [T, k], i32). With
+    `normalize` the k weights are divided by their sum, as Mixtral does.
+
+    ```mlir
+    %w, %e = weft.topk_gating %r k = 2 normalize : tensor<16x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, I64Attr:$k,
+                       UnitAttr:$normalize);
+  let results = (outs Weft_FloatTensor:$weights, Weft_IntTensor:$indices);
+  let assemblyFormat = [{
+    $logits `k` `=` $k (`normalize` $normalize^)? attr-dict `:` type($logits)
+  }];
+}
+
+def Weft_ExpertDispatchOp : Weft_Op<"expert_dispatch",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gather tokens into per-expert capacity slots";
+  let description = [{
+    `input` is [T, D] tokens, `indices` [T, k] their experts (from
+    `weft.topk_gating`). The result is [E, C, D] with E = `num_experts` and
+    C = `capacity`. Slots are assigned in token order, then choice order:
+    visiting (t, j) for t = 0..T-1, j = 0..k-1, the pair takes the next free
+    slot of expert e = indices[t, j], if any; a pair that finds its expert
+    full is dropped (GShard's capacity rule). Unused slots are zero.
+    capacity >= T never drops a token (each token picks an expert once).
+    An expert id outside [0, E) is an error at run time.
+
+    ```mlir
+    %d = weft.expert_dispatch %x, %e experts = 8 capacity = 16
+        : tensor<16x64xf32>, tensor<16x2xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_IntTensor:$indices,
+                       I64Attr:$num_experts, I64Attr:$capacity);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `experts` `=` $num_experts `capacity` `=` $capacity
+    attr-dict `:` type($input) `,` type($indices)
+  }];
+}
+
+def Weft_ExpertCombineOp : Weft_Op<"expert_combine",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "weighted sum of expert outputs back into token order";
+  let description = [{
+    `expert_outputs` is [E, C, D], `weights` and `indices` are [T, k] as given
+    to `weft.expert_dispatch`, which assigned pair (t, j) to slot c of expert
+    indices[t, j] by the same rule. The result is [T, D]:
+      result[t] = sum over kept pairs (t, j) of weights[t, j] * expert_outputs[e, c]
+    Dropped pairs contribute zero.
+
+    ```mlir
+    %y = weft.expert_combine %eo, %w, %e
+        : tensor<8x16x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$expert_outputs,
+                       Weft_FloatTensor:$weights, Weft_IntTensor:$indices);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $expert_outputs `,` $weights `,` $indices attr-dict `:`
+    type($expert_outputs) `,` type($weights) `,` type($indices)
+  }];
+}
+
+#endif // WEFT_OPS_TD

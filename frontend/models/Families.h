@@ -1,0 +1,36 @@
+//===- Families.h - graph builders of the model families --------*- C++ -*-===//
+//
+// Internal to frontend/models: each family adds its inputs, parameters and
+// forward computation to a GraphBuilder.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_FRONTEND_MODELS_FAMILIES_H
+#define WEFT_FRONTEND_MODELS_FAMILIES_H
+
+#include "frontend/GraphBuilder.h"
+#include "frontend/models/ModelConfig.h"
+
+namespace weft {
+
+struct ModelOutputs {
+  mlir::Value loss;
+  mlir::Value logits;
+};
+
+/// The inputs every family takes: token ids and next-token labels, [B, S].
+struct ModelInputs {
+  mlir::Value tokens;
+  mlir::Value labels;
+};
+ModelInputs addModelInputs(GraphBuilder &g, const ModelBuildOptions &options);
+
+ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &config,
+                       const ModelBuildOptions &options, mlir::Type dtype);
+/// Llama and Mixtral: they differ only in the feed-forward block.
+ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &config,
+                        const ModelBuildOptions &options, mlir::Type dtype);
+
+} // namespace weft
+
+#endif // WEFT_FRONTEND_MODELS_FAMILIES_H

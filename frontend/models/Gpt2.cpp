@@ -1,0 +1,76 @@
+//===- Gpt2.cpp - GPT-2 (Hugging Face GPT2LMHeadModel) --------------------===//
+//
+// Names and layouts follow GPT2LMHeadModel's state dict: Conv1D weights are
+// [in, out] (so x @ W), the LM head is tied to transformer.wte. Dropout is
+// left out: this is the evaluation-mode forward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/models/Families.h"
+
+#include <cmath>
+#include <string>
+
+using namespace mlir;
+
+namespace weft {
+
+ModelInputs addModelInputs(GraphBuilder &g, const ModelBuildOptions &o) {
+  Type i32 = g.builder().getI32Type();
+  return {g.input("tokens", {o.batch, o.seq}, i32),
+          g.input("labels", {o.batch, o.seq}, i32)};
+}
+
+ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
+                       const ModelBuildOptions &o, Type dtype) {
+  int64_t b = o.batch, s = o.seq, d = c.hiddenSize, h = c.numHeads,
+          hd = c.headDim, f = c.intermediateSize;
+  ModelInputs in = addModelInputs(g, o);
+  Init weights = Init::normal(c.initStd);
+  // GPT-2 scales the residual projections by 1/sqrt(2 * n_layer).
+  Init residual = Init::normal(c.initStd / std::sqrt(2.0 * c.numLayers));
+  auto linear = [&](Value x, const std::string &name, int64_t din, int64_t dout,
+                    Init init) {
+    Value w = g.param(name + ".weight", {din, dout}, dtype, init);
+    Value bias = g.param(name + ".bias", {dout}, dtype, Init::zeros());
+    return g.addBias(g.matmul(x, w), bias);
+  };
+  auto layerNorm = [&](Value x, const std::string &name) {
+    Value w = g.param(name + ".weight", {d}, dtype, Init::ones());
+    Value bias = g.param(name + ".bias", {d}, dtype, Init::zeros());
+    return g.layerNorm(x, w, bias, c.normEps);
+  };
+
+  g.setScope("transformer.wte");
+  Value wte = g.param("transformer.wte.weight", {c.vocabSize, d}, dtype, weights);
+  Value wpe = g.param("transformer.wpe.weight", {c.maxPositions, d}, dtype, weights);
+  Value x = g.embedding(wte, in.tokens);
+  x = g.add(x, g.broadcast(g.slice(wpe, {0, 0}, {s, d}), {b, s, d}, {1, 2}));
+
+  for (int64_t layer = 0; layer < c.numLayers; ++layer) {
+    std::string p = "transformer.h." + std::to_string(layer);
+    g.setScope(p + ".attn");
+    Value a = layerNorm(x, p + ".ln_1");
+    Value qkv = linear(a, p + ".attn.c_attn", d, 3 * d, weights);
+    auto head = [&](int64_t i) {
+      return g.reshape(g.slice(qkv, {0, 0, i * d}, {b, s, (i + 1) * d}),
+                       {b, s, h, hd});
+    };
+    Value att = g.attention(head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),
+                            /*causal=*/true);
+    att = linear(g.reshape(att, {b, s, d}), p + ".attn.c_proj", d, d, residual);
+    x = g.add(x, att);
+    g.setScope(p + ".mlp");
+    Value m = layerNorm(x, p + ".ln_2");
+    m = g.gelu(linear(m, p + ".mlp.c_fc", d, f, weights));
+    m = linear(m, p + ".mlp.c_proj", f, d, residual);
+    x = g.add(x, m);
+  }
+  g.setScope("transformer.ln_f");
+  x = layerNorm(x, "transformer.ln_f");
+  g.setScope("lm_head");
+  Value logits = g.matmul(x, wte, false, /*transposeRhs=*/true);
+  return {g.crossEntropy(logits, in.labels), logits};
+}
+
+} // namespace weft

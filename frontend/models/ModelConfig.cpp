@@ -1,0 +1,209 @@
+//===- ModelConfig.cpp - parse and validate Hugging Face configs ----------===//
+
+#include "frontend/models/ModelConfig.h"
+
+#include "frontend/models/Families.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+
+namespace weft {
+namespace {
+/// Reads fields of one config object, collecting the first error.
+class FieldReader {
+public:
+  FieldReader(const json::Object &obj, StringRef label) : obj(obj), label(label) {}
+
+  Error error(const Twine &message) {
+    return createStringError(inconvertibleErrorCode(), label + ": " + message);
+  }
+
+  /// A positive integer; `fallback` (if >0) when absent or null.
+  Expected<int64_t> positive(StringRef key, int64_t fallback = 0) {
+    const json::Value *v = obj.get(key);
+    if (!v || v->getAsNull()) {
+      if (fallback > 0)
+        return fallback;
+      return error("missing required field '" + key + "'");
+    }
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i || *i <= 0)
+      return error("field '" + key + "' must be a positive integer");
+    return *i;
+  }
+  Expected<double> number(StringRef key, double fallback) {
+    const json::Value *v = obj.get(key);
+    if (!v || v->getAsNull())
+      return fallback;
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !(*d > 0))
+      return error("field '" + key + "' must be a positive number");
+    return *d;
+  }
+  Expected<bool> boolean(StringRef key, bool fallback) {
+    const json::Value *v = obj.get(key);
+    if (!v || v->getAsNull())
+      return fallback;
+    std::optional<bool> b = v->getAsBoolean();
+    if (!b)
+      return error("field '" + key + "' must be true or false");
+    return *b;
+  }
+
+private:
+  const json::Object &obj;
+  StringRef label;
+};
+
+#define WEFT_READ(dst, expr)                                                   \
+  do {                                                                         \
+    auto value = (expr);                                                       \
+    if (!value)                                                                \
+      return value.takeError();                                                \
+    dst = *value;                                                              \
+  } while (false)
+} // namespace
+
+Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
+  Expected<json::Value> parsed = json::parse(text);
+  if (!parsed)
+    return createStringError(inconvertibleErrorCode(),
+                             label + ": invalid JSON: " +
+                                 toString(parsed.takeError()));
+  const json::Object *obj = parsed->getAsObject();
+  if (!obj)
+    return createStringError(inconvertibleErrorCode(),
+                             label + ": config must be a JSON object");
+  FieldReader r(*obj, label);
+  ModelConfig c;
+  std::optional<StringRef> type = obj->getString("model_type");
+  if (!type)
+    return r.error("missing required field 'model_type'");
+  if (*type == "gpt2") {
+    c.family = ModelFamily::Gpt2;
+    WEFT_READ(c.vocabSize, r.positive("vocab_size"));
+    WEFT_READ(c.maxPositions, r.positive("n_positions"));
+    WEFT_READ(c.hiddenSize, r.positive("n_embd"));
+    WEFT_READ(c.numLayers, r.positive("n_layer"));
+    WEFT_READ(c.numHeads, r.positive("n_head"));
+    WEFT_READ(c.intermediateSize, r.positive("n_inner", 4 * c.hiddenSize));
+    WEFT_READ(c.normEps, r.number("layer_norm_epsilon", 1e-5));
+    WEFT_READ(c.initStd, r.number("initializer_range", 0.02));
+    WEFT_READ(c.tieWordEmbeddings, r.boolean("tie_word_embeddings", true));
+    c.numKvHeads = c.numHeads;
+    if (std::optional<StringRef> act = obj->getString("activation_function");
+        act && *act != "gelu_new" && *act != "gelu_pytorch_tanh")
+      return r.error("activation_function '" + *act +
+                     "' is not supported (gelu_new, gelu_pytorch_tanh)");
+    if (!c.tieWordEmbeddings)
+      return r.error("gpt2 with tie_word_embeddings = false is not supported");
+  } else if (*type == "llama" || *type == "mixtral") {
+    c.family = *type == "llama" ? ModelFamily::Llama : ModelFamily::Mixtral;
+    WEFT_READ(c.vocabSize, r.positive("vocab_size"));
+    WEFT_READ(c.hiddenSize, r.positive("hidden_size"));
+    WEFT_READ(c.intermediateSize, r.positive("intermediate_size"));
+    WEFT_READ(c.numLayers, r.positive("num_hidden_layers"));
+    WEFT_READ(c.numHeads, r.positive("num_attention_heads"));
+    WEFT_READ(c.numKvHeads, r.positive("num_key_value_heads", c.numHeads));
+    WEFT_READ(c.maxPositions, r.positive("max_position_embeddings", 2048));
+    WEFT_READ(c.normEps, r.number("rms_norm_eps", 1e-6));
+    WEFT_READ(c.ropeTheta, r.number("rope_theta", 10000.0));
+    WEFT_READ(c.initStd, r.number("initializer_range", 0.02));
+    WEFT_READ(c.tieWordEmbeddings, r.boolean("tie_word_embeddings", false));
+    if (const json::Value *scaling = obj->get("rope_scaling");
+        scaling && !scaling->getAsNull())
+      return r.error("rope_scaling is not supported yet; it must be null");
+    for (StringRef key : {"attention_bias", "mlp_bias"}) {
+      bool bias = false;
+      WEFT_READ(bias, r.boolean(key, false));
+      if (bias)
+        return r.error("field '" + key + "' = true is not supported");
+    }
+    if (std::optional<StringRef> act = obj->getString("hidden_act");
+        act && *act != "silu")
+      return r.error("hidden_act '" + *act + "' is not supported (silu)");
+    if (c.family == ModelFamily::Mixtral) {
+      WEFT_READ(c.numExperts, r.positive("num_local_experts"));
+      WEFT_READ(c.expertsPerToken, r.positive("num_experts_per_tok"));
+      if (c.expertsPerToken > c.numExperts)
+        return r.error(formatv("num_experts_per_tok ({0}) exceeds "
+                               "num_local_experts ({1})",
+                               c.expertsPerToken, c.numExperts));
+    }
+  } else {
+    return r.error("unknown model_type '" + *type +
+                   "' (supported: gpt2, llama, mixtral)");
+  }
+  if (c.hiddenSize % c.numHeads != 0)
+    return r.error(formatv("hidden size {0} is not divisible by the {1} "
+                           "attention heads",
+                           c.hiddenSize, c.numHeads));
+  if (c.numHeads % c.numKvHeads != 0)
+    return r.error(formatv("{0} key/value heads do not divide the {1} "
+                           "attention heads",
+                           c.numKvHeads, c.numHeads));
+  c.headDim = c.hiddenSize / c.numHeads;
+  if (c.family != ModelFamily::Gpt2) {
+    WEFT_READ(c.headDim, r.positive("head_dim", c.headDim));
+    if (c.headDim % 2 != 0)
+      return r.error(formatv("head_dim {0} must be even for rotary "
+                             "embeddings", c.headDim));
+  }
+  return c;
+}
+
+Expected<ModelConfig> ModelConfig::load(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
+  if (!buffer)
+    return createStringError(buffer.getError(),
+                             path + ": cannot read: " + buffer.getError().message());
+  return parse((*buffer)->getBuffer(), path);
+}
+
+int64_t ModelConfig::analyticParameterCount() const {
+  int64_t d = hiddenSize, v = vocabSize, f = intermediateSize;
+  if (family == ModelFamily::Gpt2) {
+    // Per layer: two LayerNorms, c_attn, attn c_proj, c_fc, mlp c_proj.
+    int64_t layer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) +
+                    (d * f + f) + (f * d + d);
+    return v * d + maxPositions * d + numLayers * layer + 2 * d;
+  }
+  int64_t qo = 2 * d * numHeads * headDim, kv = 2 * d * numKvHeads * headDim;
+  int64_t mlp = 3 * d * f;
+  if (family == ModelFamily::Mixtral)
+    mlp = numExperts * mlp + numExperts * d; // experts + router
+  int64_t layer = 2 * d + qo + kv + mlp;
+  return v * d + numLayers * layer + d + (tieWordEmbeddings ? 0 : v * d);
+}
+
+Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildModel(mlir::MLIRContext &context, const ModelConfig &config,
+           const ModelBuildOptions &options) {
+  auto fail = [](const Twine &message) -> Error {
+    return createStringError(inconvertibleErrorCode(), message);
+  };
+  if (options.batch <= 0 || options.seq <= 0)
+    return fail(formatv("batch ({0}) and sequence length ({1}) must be positive",
+                        options.batch, options.seq));
+  if (options.seq > config.maxPositions)
+    return fail(formatv("sequence length {0} exceeds the model's {1} positions",
+                        options.seq, config.maxPositions));
+  if (options.dtype != "f32" && options.dtype != "bf16" && options.dtype != "f16")
+    return fail("dtype '" + options.dtype + "' is not one of f32, bf16, f16");
+  GraphBuilder g(context);
+  mlir::Type dtype = options.dtype == "f32"    ? g.builder().getF32Type()
+                     : options.dtype == "bf16" ? g.builder().getBF16Type()
+                                               : g.builder().getF16Type();
+  ModelOutputs out = config.family == ModelFamily::Gpt2
+                         ? buildGpt2(g, config, options, dtype)
+                         : buildLlama(g, config, options, dtype);
+  mlir::OwningOpRef<mlir::ModuleOp> module = g.finish({out.loss, out.logits});
+  if (!module)
+    return fail("the generated graph does not verify (a bug in Weft)");
+  return module;
+}
+
+} // namespace weft

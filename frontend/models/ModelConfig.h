@@ -1,0 +1,65 @@
+//===- ModelConfig.h - model families from Hugging Face configs -*- C++ -*-===//
+//
+// Reads a Hugging Face style config.json (model_type gpt2, llama or mixtral,
+// with the field names transformers uses) and builds the model's forward
+// graph with loss. Parameter names and layouts are exactly Hugging Face's, so
+// a safetensors checkpoint of the same model maps onto the graph one to one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_FRONTEND_MODELS_MODELCONFIG_H
+#define WEFT_FRONTEND_MODELS_MODELCONFIG_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace weft {
+
+enum class ModelFamily { Gpt2, Llama, Mixtral };
+
+struct ModelConfig {
+  ModelFamily family = ModelFamily::Gpt2;
+  int64_t vocabSize = 0;
+  int64_t hiddenSize = 0;
+  int64_t numLayers = 0;
+  int64_t numHeads = 0;
+  int64_t numKvHeads = 0;
+  int64_t headDim = 0;
+  int64_t intermediateSize = 0;
+  int64_t maxPositions = 0;
+  double normEps = 1e-5;
+  double ropeTheta = 10000.0;
+  double initStd = 0.02;
+  bool tieWordEmbeddings = false;
+  int64_t numExperts = 0;      // mixtral: num_local_experts
+  int64_t expertsPerToken = 0; // mixtral: num_experts_per_tok
+
+  /// Parses and validates config JSON; `label` (the file name) prefixes every
+  /// error, which names the offending field.
+  static llvm::Expected<ModelConfig> parse(llvm::StringRef json,
+                                           llvm::StringRef label);
+  static llvm::Expected<ModelConfig> load(llvm::StringRef path);
+
+  /// Parameter count from the architecture's closed form (for tests and
+  /// reports; the graph's own count must agree).
+  int64_t analyticParameterCount() const;
+};
+
+struct ModelBuildOptions {
+  int64_t batch = 1;
+  int64_t seq = 0;
+  /// Element type of parameters and activations ("f32", "bf16", "f16").
+  std::string dtype = "f32";
+};
+
+/// Builds `forward(tokens: [B,S] i32, labels: [B,S] i32) -> (loss, logits)`.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildModel(mlir::MLIRContext &context, const ModelConfig &config,
+           const ModelBuildOptions &options);
+
+} // namespace weft
+
+#endif // WEFT_FRONTEND_MODELS_MODELCONFIG_H

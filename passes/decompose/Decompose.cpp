@@ -1,0 +1,47 @@
+//===- Decompose.cpp - expand composite weft ops --------------------------===//
+
+#include "passes/decompose/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace weft {
+#define GEN_PASS_DEF_DECOMPOSE
+#include "passes/decompose/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+struct DecomposePass : weft::impl::DecomposeBase<DecomposePass> {
+  using DecomposeBase::DecomposeBase;
+
+  void runOnOperation() override {
+    llvm::StringSet<> wanted;
+    for (const std::string &name : ops)
+      wanted.insert(name);
+    auto selected = [&](Operation *op) {
+      return wanted.empty() || wanted.contains(op->getName().getStringRef());
+    };
+    // Expansions may create composites (attention -> softmax), so sweep until
+    // a sweep finds nothing selected.
+    while (true) {
+      SmallVector<weft::DecomposableOpInterface> work;
+      getOperation()->walk([&](weft::DecomposableOpInterface op) {
+        if (selected(op))
+          work.push_back(op);
+      });
+      if (work.empty())
+        return;
+      for (weft::DecomposableOpInterface op : work) {
+        OpBuilder builder(op);
+        FailureOr<SmallVector<Value>> replacement = op.decompose(builder);
+        if (failed(replacement))
+          return signalPassFailure();
+        op->replaceAllUsesWith(*replacement);
+        op->erase();
+      }
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,45 @@
+//===- Float.h - element types, narrow-float rounding and encoding -*- C++ -*-===//
+//
+// The element types Weft stores (safetensors' names) and exact conversions
+// between them and double: round-to-nearest-even into bf16, f16 and the two
+// FP8 formats, and their bit encodings. The reference evaluator emulates
+// narrow types with roundTo(); checkpoints use encode()/decode().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_SUPPORT_FLOAT_H
+#define WEFT_RUNTIME_SUPPORT_FLOAT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace weft::runtime {
+
+enum class DType {
+  F64, F32, BF16, F16, F8E4M3FN, F8E5M2,
+  I64, I32, I16, I8, U64, U32, U16, U8, Bool
+};
+
+/// Bytes per element.
+size_t dtypeSize(DType type);
+/// The safetensors name ("F32", "BF16", "F8_E4M3", ...).
+std::string_view dtypeName(DType type);
+/// Parses a safetensors dtype name.
+std::optional<DType> dtypeFromName(std::string_view name);
+bool isFloatingPoint(DType type);
+
+/// Rounds `x` to the nearest value of floating-point type `type`, ties to
+/// even, with the type's overflow rule (infinity, or NaN for F8E4M3FN which
+/// has no infinity). Integer types round toward zero. F64 returns x.
+double roundTo(double x, DType type);
+
+/// Reads one little-endian element at `bytes` as a double (exactly).
+double decode(const uint8_t *bytes, DType type);
+/// Writes roundTo(x, type) as one little-endian element at `bytes`.
+void encode(double x, DType type, uint8_t *bytes);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_SUPPORT_FLOAT_H

@@ -1,0 +1,266 @@
+//===- weftc.cpp - the Weft compiler driver -------------------------------===//
+//
+//   weftc import --config config.json --batch B --seq S -o model.mlir
+//   weftc eval model.mlir|--config config.json [--weights W.safetensors]
+//              --tokens FILE [--token-bytes 2|4 | --tokenizer bytes]
+//              [--logits out.safetensors]
+//
+// Thin: parsing flags and files, then calls into frontend/ and compiler/.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Registration.h"
+#include "compiler/reference/Evaluator.h"
+#include "compiler/reference/Weights.h"
+#include "frontend/models/ModelConfig.h"
+#include "runtime/data/TokenFile.h"
+#include "runtime/io/Safetensors.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include <cmath>
+
+using namespace llvm;
+using namespace mlir;
+
+namespace {
+cl::SubCommand importCmd("import",
+                         "Emit the forward graph (with loss) of a model family");
+cl::SubCommand evalCmd("eval", "Run a graph on the reference evaluator and "
+                               "print its mean loss");
+
+cl::opt<std::string> configPath("config", cl::desc("Hugging Face config.json"),
+                                cl::value_desc("file"), cl::sub(importCmd),
+                                cl::sub(evalCmd));
+cl::opt<int64_t> batchSize("batch", cl::desc("Batch size (default 1)"),
+                           cl::init(1), cl::sub(importCmd), cl::sub(evalCmd));
+cl::opt<int64_t> seqLen("seq",
+                        cl::desc("Sequence length (import: default the model's "
+                                 "max positions; eval: as many as the tokens "
+                                 "allow, up to that)"),
+                        cl::init(0), cl::sub(importCmd), cl::sub(evalCmd));
+cl::opt<std::string> dtypeName("dtype",
+                               cl::desc("Parameter/activation type: f32, bf16 "
+                                        "or f16 (default f32)"),
+                               cl::init("f32"), cl::sub(importCmd),
+                               cl::sub(evalCmd));
+cl::opt<std::string> outputPath("o", cl::desc("Output file (default stdout)"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::sub(importCmd));
+
+cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
+                               cl::sub(evalCmd));
+cl::opt<std::string> weightsPath("weights",
+                                 cl::desc("safetensors checkpoint (default: "
+                                          "random initialisation from --seed)"),
+                                 cl::value_desc("file"), cl::sub(evalCmd));
+cl::opt<std::string> tokensPath("tokens", cl::desc("Token file"),
+                                cl::value_desc("file"), cl::sub(evalCmd));
+cl::opt<int> tokenBytes("token-bytes",
+                        cl::desc("Width of a token id in a flat token file: 2 "
+                                 "(uint16) or 4 (uint32); default 2"),
+                        cl::init(2), cl::sub(evalCmd));
+cl::opt<std::string> tokenizer("tokenizer",
+                               cl::desc("'bytes': read --tokens as text, one "
+                                        "token per byte"),
+                               cl::sub(evalCmd));
+cl::opt<std::string> logitsPath("logits",
+                                cl::desc("Write the logits to this safetensors "
+                                         "file (tensor 'logits', F32)"),
+                                cl::value_desc("file"), cl::sub(evalCmd));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random initialisation"),
+                       cl::init(0), cl::sub(evalCmd));
+cl::opt<std::string> precision("precision",
+                               cl::desc("Evaluator precision: f32 (default) "
+                                        "or f64"),
+                               cl::init("f32"), cl::sub(evalCmd));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "weftc") << message << "\n";
+  return 1;
+}
+int fail(const absl::Status &status) {
+  return fail(std::string(status.message()));
+}
+
+int runImport(MLIRContext &context) {
+  if (configPath.empty())
+    return fail("import needs --config");
+  Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
+  if (!config)
+    return fail(toString(config.takeError()));
+  weft::ModelBuildOptions options{batchSize,
+                                  seqLen > 0 ? seqLen : config->maxPositions,
+                                  dtypeName};
+  auto module = weft::buildModel(context, *config, options);
+  if (!module)
+    return fail(configPath + ": " + toString(module.takeError()));
+  std::string error;
+  auto output = openOutputFile(outputPath, &error);
+  if (!output)
+    return fail(error);
+  (*module)->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
+
+/// Loads the graph named by the positional file or built from --config.
+OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
+                                int64_t seq) {
+  if (!modelPath.empty()) {
+    if (!configPath.empty()) {
+      fail("give either a model.mlir or --config, not both");
+      return nullptr;
+    }
+    return parseSourceFile<ModuleOp>(modelPath, sources, &context);
+  }
+  if (configPath.empty()) {
+    fail("eval needs a model.mlir or --config");
+    return nullptr;
+  }
+  Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
+  if (!config) {
+    fail(toString(config.takeError()));
+    return nullptr;
+  }
+  weft::ModelBuildOptions options{batchSize,
+                                  seq > 0 ? std::min(seq, config->maxPositions)
+                                          : config->maxPositions,
+                                  dtypeName};
+  auto module = weft::buildModel(context, *config, options);
+  if (!module) {
+    fail(configPath + ": " + toString(module.takeError()));
+    return nullptr;
+  }
+  return std::move(*module);
+}
+
+int runEval(MLIRContext &context) {
+  if (tokensPath.empty())
+    return fail("eval needs --tokens");
+  if (!tokenizer.empty() && tokenizer != "bytes")
+    return fail("unknown --tokenizer '" + tokenizer + "' (supported: bytes)");
+  absl::StatusOr<std::vector<uint32_t>> tokens =
+      tokenizer == "bytes" ? weft::runtime::readByteTokens(tokensPath)
+                           : weft::runtime::readTokenFile(tokensPath, tokenBytes);
+  if (!tokens.ok())
+    return fail(tokens.status());
+  if (batchSize <= 0)
+    return fail("--batch must be positive");
+  // Default sequence length: as long as the tokens allow (labels need one
+  // extra token); a config clamps it to the model's positions.
+  int64_t seq = seqLen > 0 ? seqLen
+                           : (static_cast<int64_t>(tokens->size()) - 1) / batchSize;
+
+  SourceMgr sources;
+  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  OwningOpRef<ModuleOp> module = loadModel(context, sources, seq);
+  if (!module)
+    return 1;
+  auto funcs = module->getOps<func::FuncOp>();
+  if (funcs.empty())
+    return fail((modelPath.empty() ? configPath : modelPath) +
+                ": the module has no function to evaluate");
+  func::FuncOp func = *funcs.begin();
+  auto argType = [&](unsigned i) {
+    return dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+  };
+  if (func.getNumArguments() != 2 || !argType(0) || argType(0) != argType(1) ||
+      argType(0).getRank() != 2 || !argType(0).getElementType().isInteger() ||
+      func.getNumResults() < 1)
+    return fail("@" + func.getSymName() +
+                " must take (tokens, labels) as two [batch, seq] integer "
+                "tensors and return the loss first");
+  int64_t b = argType(0).getDimSize(0), s = argType(0).getDimSize(1);
+  if (static_cast<int64_t>(tokens->size()) < b * s + 1)
+    return fail(tokensPath + ": has " + Twine(tokens->size()) +
+                " tokens; one batch of " + Twine(b) + " x " + Twine(s) +
+                " needs " + Twine(b * s + 1));
+  int64_t vocab = -1;
+  func.walk([&](weft::EmbeddingOp op) {
+    if (vocab < 0)
+      vocab = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+  });
+  std::vector<uint32_t> window(tokens->begin(), tokens->begin() + b * s + 1);
+  if (vocab > 0) {
+    absl::Status range = weft::runtime::checkTokenRange(
+        window, static_cast<uint32_t>(vocab), tokensPath);
+    if (!range.ok())
+      return fail(range);
+  }
+  weft::reference::Tensor ids({b, s}, {}), labels({b, s}, {});
+  for (int64_t i = 0; i < b * s; ++i) {
+    ids.data.push_back(window[i]);
+    labels.data.push_back(window[i + 1]);
+  }
+  // Rows are consecutive windows of the stream: row r starts at r * s.
+
+  std::optional<weft::runtime::SafetensorsFile> weights;
+  weft::reference::ParamProvider provider;
+  if (!weightsPath.empty()) {
+    auto file = weft::runtime::SafetensorsFile::read(weightsPath);
+    if (!file.ok())
+      return fail(file.status());
+    weights.emplace(std::move(*file));
+    provider = weft::reference::safetensorsProvider(*weights);
+  } else {
+    provider = weft::reference::randomInitProvider(seed);
+  }
+  if (precision != "f32" && precision != "f64")
+    return fail("--precision must be f32 or f64");
+  auto results = weft::reference::evaluate(
+      func, {ids, labels}, provider,
+      precision == "f64" ? weft::reference::Precision::F64
+                         : weft::reference::Precision::F32);
+  if (failed(results))
+    return 1;
+  double loss = (*results)[0].data.at(0);
+  outs() << formatv("loss {0:F6} over {1} tokens ({2} x {3})\n", loss, b * s, b, s);
+  if (vocab > 0)
+    outs() << formatv("ln(vocab) = {0:F6}\n", std::log(double(vocab)));
+  if (!logitsPath.empty()) {
+    if (results->size() < 2)
+      return fail("@" + func.getSymName() + " returns no logits to write");
+    const weft::reference::Tensor &logits = (*results)[1];
+    absl::Status st = weft::runtime::writeSafetensors(
+        logitsPath, {{"logits", weft::runtime::DType::F32, logits.shape, logits.data}},
+        {{"format", "pt"}, {"producer", "weftc eval"}});
+    if (!st.ok())
+      return fail(st);
+  }
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "weftc: the Weft compiler\n\n"
+      "  weftc import --config config.json --batch B --seq S -o model.mlir\n"
+      "  weftc eval model.mlir|--config config.json [--weights W.safetensors]\n"
+      "             --tokens FILE [--token-bytes 2|4 | --tokenizer bytes]\n"
+      "             [--logits out.safetensors]\n\n"
+      "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
+  DialectRegistry registry;
+  weft::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  if (importCmd)
+    return runImport(context);
+  if (evalCmd)
+    return runEval(context);
+  return fail("expected a subcommand: import or eval (see --help)");
+}

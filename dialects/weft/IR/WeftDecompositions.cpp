@@ -174,7 +174,7 @@ FailureOr<SmallVector<Value>> CrossEntropyOp::decompose(OpBuilder &builder) {
 
 FailureOr<SmallVector<Value>> TopKGatingOp::decompose(OpBuilder &builder) {
   Emitter e{builder, getLoc()};
-  Value probs = e.softmax(getLogits(), 1);
+  Value probs = SoftmaxOp::create(builder, getLoc(), getLogits(), 1);
   auto topk = TopKOp::create(builder, getLoc(), probs, getK());
   Value weights = topk.getValues();
   if (getNormalize())
@@ -229,7 +229,8 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
     scores = e.add(scores, BroadcastOp::create(builder, loc, e.typeOf(scores),
                                                maskValue, ArrayRef<int64_t>{2, 3}));
   }
-  Value probs = e.softmax(scores, 3);
+  // A composite softmax, so a backend may keep it for a fused kernel.
+  Value probs = SoftmaxOp::create(builder, loc, scores, 3);
   Value out = MatmulOp::create(builder, loc, probs, v, false, false);
   return SmallVector<Value>{TransposeOp::create(builder, loc, out, headsFirst)};
 }

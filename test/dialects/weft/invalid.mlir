@@ -1,0 +1,509 @@
+// RUN: weft-opt %s -split-input-file -verify-diagnostics
+
+// Every verifier and shape-inference error of the weft dialect.
+
+func.func @param_empty_name() -> tensor<4xf32> {
+  // expected-error @+1 {{parameter name must not be empty}}
+  %0 = weft.param "" init(zeros) : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @param_normal_needs_scale() -> tensor<4xf32> {
+  // expected-error @+1 {{initializer 'normal' needs a scale}}
+  %0 = weft.param "w" init(normal) : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @param_zeros_takes_no_scale() -> tensor<4xf32> {
+  // expected-error @+1 {{initializer 'zeros' takes no scale}}
+  %0 = weft.param "w" init(zeros, 1.0) : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @param_negative_scale() -> tensor<4xf32> {
+  // expected-error @+1 {{initializer scale must be positive, got -1}}
+  %0 = weft.param "w" init(uniform, -1.0) : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @param_duplicate() -> tensor<4xf32> {
+  %0 = weft.param "w" init(zeros) : tensor<4xf32>
+  // expected-error @+1 {{parameter 'w' is declared twice}}
+  %1 = weft.param "w" init(ones) : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @param_int() -> tensor<4xi32> {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of}}
+  %0 = weft.param "w" init(zeros) : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @dynamic_shape(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{must be statically shaped tensor}}
+  %0 = weft.exp %x : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// expected-note @+1 {{prior use here}}
+func.func @elementwise_type_mismatch(%x: tensor<4xf32>, %y: tensor<4xbf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{use of value '%y' expects different type than prior uses}}
+  %0 = weft.add %x, %y : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @elementwise_shape_mismatch(%x: tensor<4xf32>, %y: tensor<5xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "weft.mul"(%x, %y) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @elementwise_int(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of}}
+  %0 = weft.exp %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x6xf32>) -> tensor<5x2xf32> {
+  // expected-error @+1 {{cannot reshape [2, 6] (12 elements) into [5, 2] (10 elements)}}
+  %0 = weft.reshape %x : tensor<2x6xf32> -> tensor<5x2xf32>
+  return %0 : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @reshape_element_type(%x: tensor<2x6xf32>) -> tensor<12xbf16> {
+  // expected-error @+1 {{element type changes from 'f32' to 'bf16'}}
+  %0 = weft.reshape %x : tensor<2x6xf32> -> tensor<12xbf16>
+  return %0 : tensor<12xbf16>
+}
+
+// -----
+
+func.func @matmul_rank(%x: tensor<8xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{matmul operands must have rank >= 2, got 1 and 2}}
+  %0 = weft.matmul %x, %w : tensor<8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%x: tensor<2x8x64xf32>, %w: tensor<256x64xf32>) {
+  // expected-error @+1 {{matmul contraction sizes differ: lhs has 64, rhs has 256}}
+  %0 = weft.matmul %x, %w : tensor<2x8x64xf32>, tensor<256x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types(%x: tensor<8x4xf32>, %w: tensor<4x8xbf16>) {
+  // expected-error @+1 {{matmul operand element types differ: 'f32' vs 'bf16'}}
+  %0 = weft.matmul %x, %w : tensor<8x4xf32>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%x: tensor<2x8x4xf32>, %w: tensor<3x4x8xf32>) {
+  // expected-error @+1 {{matmul batch dimensions differ: [2] vs [3]}}
+  %0 = weft.matmul %x, %w : tensor<2x8x4xf32>, tensor<3x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_wrong_result(%x: tensor<8x4xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+2 {{'weft.matmul' op inferred type(s) 'tensor<8x8xf32>' are incompatible with return type(s) of operation 'tensor<8x9xf32>'}}
+  // expected-error @+1 {{'weft.matmul' op failed to infer returned types}}
+  %0 = "weft.matmul"(%x, %w) : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x9xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{permutation [0] has 1 entries for a tensor of rank 2}}
+  %0 = weft.transpose %x [0] : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{[0, 0] is not a permutation of 0..1}}
+  %0 = weft.transpose %x [0, 0] : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_length(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{dims [0, 1] has 2 entries for an input of rank 1}}
+  %0 = weft.broadcast %x dims [0, 1] : tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @broadcast_dim_range(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{broadcast dim 2 is out of range for rank 2}}
+  %0 = weft.broadcast %x dims [2] : tensor<4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @broadcast_dims_order(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{broadcast dims [1, 0] must be strictly increasing}}
+  %0 = weft.broadcast %x dims [1, 0] : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @broadcast_size(%x: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{input dimension 0 of size 3 cannot broadcast to result dimension 1 of size 4}}
+  %0 = weft.broadcast %x dims [1] : tensor<3xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @broadcast_element_type(%x: tensor<4xf32>) -> tensor<2x4xf16> {
+  // expected-error @+1 {{element type changes from 'f32' to 'f16'}}
+  %0 = weft.broadcast %x dims [1] : tensor<4xf32> -> tensor<2x4xf16>
+  return %0 : tensor<2x4xf16>
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{slice starts [0] and limits [2] must both have rank 2 entries}}
+  %0 = weft.slice %x [0] to [2] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{slice of dimension 1 [2, 5) is outside [0, 4]}}
+  %0 = weft.slice %x [0, 2] to [4, 5] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() -> tensor<4xf32> {
+  // expected-error @+2 {{concat needs at least one input}}
+  // expected-error @+1 {{'weft.concat' op failed to infer returned types}}
+  %0 = "weft.concat"() {dim = 0 : i64} : () -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @concat_dim(%x: tensor<4xf32>) {
+  // expected-error @+1 {{concat dim 1 is out of range for rank 1}}
+  %0 = weft.concat %x, %x dim 1 : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_types(%x: tensor<4xf32>, %y: tensor<4xbf16>) {
+  // expected-error @+1 {{concat input 1 has type 'tensor<4xbf16>', unlike input 0 of type 'tensor<4xf32>'}}
+  %0 = weft.concat %x, %y dim 0 : tensor<4xf32>, tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @concat_sizes(%x: tensor<2x4xf32>, %y: tensor<2x5xf32>) {
+  // expected-error @+1 {{concat input 1 has size 5 in dimension 1, input 0 has 4}}
+  %0 = weft.concat %x, %y dim 0 : tensor<2x4xf32>, tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_no_dims(%x: tensor<4xf32>) {
+  // expected-error @+1 {{reduction needs at least one dim}}
+  %0 = weft.reduce_sum %x dims [] : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_range(%x: tensor<4xf32>) {
+  // expected-error @+1 {{reduction dim 1 is out of range for rank 1}}
+  %0 = weft.reduce_max %x dims [1] : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_order(%x: tensor<4x4xf32>) {
+  // expected-error @+1 {{reduction dims [1, 1] must be strictly increasing}}
+  %0 = weft.reduce_mean %x dims [1, 1] : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<256xf32>, %ids: tensor<2x8xi32>) {
+  // expected-error @+1 {{embedding table must be [vocab, dim], got [256]}}
+  %0 = weft.embedding %t, %ids : tensor<256xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @embedding_float_ids(%t: tensor<256x8xf32>, %ids: tensor<2x8xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = weft.embedding %t, %ids : tensor<256x8xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight(%x: tensor<2x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{weight must be [64] to match the last input dimension, got [32]}}
+  %0 = weft.layer_norm %x, %g, %g : tensor<2x64xf32>, tensor<32xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_type(%x: tensor<2x64xf32>, %g: tensor<64xf32>, %b: tensor<64xbf16>) {
+  // expected-error @+1 {{bias element type 'bf16' differs from the input's 'f32'}}
+  %0 = weft.layer_norm %x, %g, %b : tensor<2x64xf32>, tensor<64xf32>, tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon(%x: tensor<2x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+1 {{epsilon must be non-negative}}
+  %0 = weft.layer_norm %x, %g, %g {epsilon = -1.0 : f64} : tensor<2x64xf32>, tensor<64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scalar(%x: tensor<f32>, %g: tensor<1xf32>) {
+  // expected-error @+1 {{input must have rank >= 1}}
+  %0 = weft.layer_norm %x, %g, %g : tensor<f32>, tensor<1xf32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight(%x: tensor<2x64xf32>, %g: tensor<2x64xf32>) {
+  // expected-error @+1 {{weight must be [64] to match the last input dimension, got [2, 64]}}
+  %0 = weft.rms_norm %x, %g : tensor<2x64xf32>, tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<2x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+1 {{epsilon must be non-negative}}
+  %0 = weft.rms_norm %x, %g {epsilon = -1.0e-6 : f64} : tensor<2x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_dim(%x: tensor<2x64xf32>) {
+  // expected-error @+1 {{softmax dim 2 is out of range for rank 2}}
+  %0 = weft.softmax %x dim 2 : tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rank(%x: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{input must be [batch, seq, heads, head_dim], got [2, 8, 64]}}
+  %0 = weft.rope %x : tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd(%x: tensor<2x8x4x15xf32>) {
+  // expected-error @+1 {{head_dim 15 must be even}}
+  %0 = weft.rope %x : tensor<2x8x4x15xf32>
+  return
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{theta must be positive}}
+  %0 = weft.rope %x {theta = 0.0 : f64} : tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{attention operands must be [batch, seq, heads, head_dim], got [2, 8, 64], [2, 8, 64], [2, 8, 64]}}
+  %0 = weft.attention %q, %q, %q scale = 1.0 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xbf16>) {
+  // expected-error @+1 {{attention operand element types differ}}
+  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x8x4x16xf32>, %k: tensor<3x8x4x16xf32>) {
+  // expected-error @+1 {{attention batch sizes differ: 2, 3, 3}}
+  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<3x8x4x16xf32>, tensor<3x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x9x4x16xf32>) {
+  // expected-error @+1 {{key [2, 8, 4, 16] and value [2, 9, 4, 16] must agree in sequence length and heads}}
+  %0 = weft.attention %q, %k, %v scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x9x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{query head_dim 16 differs from key head_dim 8}}
+  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>) {
+  // expected-error @+1 {{query heads 4 are not a multiple of key/value heads 3}}
+  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_rate(%x: tensor<4xf32>) {
+  // expected-error @+1 {{rate must be in [0, 1), got 1}}
+  %0 = weft.dropout %x {rate = 1.0 : f64, seed = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%l: tensor<2x8x256xf32>, %y: tensor<2x7xi32>) {
+  // expected-error @+1 {{labels [2, 7] must be the logits shape [2, 8, 256] without its last (vocabulary) dimension}}
+  %0 = weft.cross_entropy %l, %y : tensor<2x8x256xf32>, tensor<2x7xi32>
+  return
+}
+
+// -----
+
+func.func @one_hot_shape(%y: tensor<2x8xi32>) {
+  // expected-error @+1 {{result [2, 256] must be the indices shape [2, 8] plus one class dimension}}
+  %0 = weft.one_hot %y : tensor<2x8xi32> -> tensor<2x256xf32>
+  return
+}
+
+// -----
+
+func.func @topk_k(%x: tensor<16x8xf32>) {
+  // expected-error @+1 {{k = 9 must be in [1, 8]}}
+  %0:2 = weft.topk %x k = 9 : tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @topk_gating_rank(%x: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{topk input has unexpected shape [2, 16, 8]}}
+  %0:2 = weft.topk_gating %x k = 2 : tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @dispatch_shapes(%x: tensor<16x64xf32>, %e: tensor<15x2xi32>) {
+  // expected-error @+1 {{expert_dispatch wants input [T, D] and indices [T, k], got [16, 64] and [15, 2]}}
+  %0 = weft.expert_dispatch %x, %e experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<15x2xi32>
+  return
+}
+
+// -----
+
+func.func @dispatch_capacity(%x: tensor<16x64xf32>, %e: tensor<16x2xi32>) {
+  // expected-error @+1 {{num_experts (8) and capacity (0) must be positive}}
+  %0 = weft.expert_dispatch %x, %e experts = 8 capacity = 0 : tensor<16x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @combine_shapes(%y: tensor<8x4x64xf32>, %w: tensor<16x2xf32>, %e: tensor<16x3xi32>) {
+  // expected-error @+1 {{expert_combine wants expert outputs [E, C, D] and weights, indices [T, k], got [8, 4, 64], [16, 2], [16, 3]}}
+  %0 = weft.expert_combine %y, %w, %e : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x3xi32>
+  return
+}
+
+// -----
+
+func.func @combine_types(%y: tensor<8x4x64xf32>, %w: tensor<16x2xbf16>, %e: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_combine weights element type 'bf16' differs from 'f32'}}
+  %0 = weft.expert_combine %y, %w, %e : tensor<8x4x64xf32>, tensor<16x2xbf16>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "weft.cast"(%x) : (tensor<4xf32>) -> tensor<5xbf16>
+  return
+}
+
+// -----
+
+func.func @unknown_op(%x: tensor<4xf32>) {
+  // expected-error @+1 {{custom op 'weft.frobnicate' is unknown}}
+  %0 = weft.frobnicate %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @malformed(%x: tensor<4xf32>) {
+  // expected-error @+1 {{expected ':'}}
+  %0 = weft.exp %x tensor<4xf32>
+  return
+}

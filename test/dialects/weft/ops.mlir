@@ -1,0 +1,142 @@
+// RUN: weft-opt %s | FileCheck %s
+// RUN: weft-opt %s | weft-opt | FileCheck %s
+// RUN: weft-opt %s --mlir-print-op-generic | weft-opt | FileCheck %s
+
+// Every weft op parses, verifies, infers its result type and prints back in
+// its custom form.
+
+// CHECK-LABEL: func.func @params_and_constants
+func.func @params_and_constants() -> (tensor<4x8xf32>, tensor<8xbf16>, tensor<2xf16>, tensor<3xf32>, tensor<2x2xf32>) {
+  // CHECK: weft.param "w" init(normal, 2.000000e-02) : tensor<4x8xf32>
+  %w = weft.param "w" init(normal, 0.02) : tensor<4x8xf32>
+  // CHECK: weft.param "g" init(ones) : tensor<8xbf16>
+  %g = weft.param "g" init(ones) : tensor<8xbf16>
+  // CHECK: weft.param "b" init(zeros) : tensor<2xf16>
+  %b = weft.param "b" init(zeros) : tensor<2xf16>
+  // CHECK: weft.param "u" init(uniform, 1.000000e-01) : tensor<3xf32>
+  %u = weft.param "u" init(uniform, 0.1) : tensor<3xf32>
+  // CHECK: weft.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+  %c = weft.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  return %w, %g, %b, %u, %c : tensor<4x8xf32>, tensor<8xbf16>, tensor<2xf16>, tensor<3xf32>, tensor<2x2xf32>
+}
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: weft.add %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %0 = weft.add %x, %y : tensor<4x8xf32>
+  // CHECK: weft.sub
+  %1 = weft.sub %0, %y : tensor<4x8xf32>
+  // CHECK: weft.mul
+  %2 = weft.mul %1, %y : tensor<4x8xf32>
+  // CHECK: weft.div
+  %3 = weft.div %2, %y : tensor<4x8xf32>
+  // CHECK: weft.max
+  %4 = weft.max %3, %y : tensor<4x8xf32>
+  // CHECK: weft.neg
+  %5 = weft.neg %4 : tensor<4x8xf32>
+  // CHECK: weft.exp
+  %6 = weft.exp %5 : tensor<4x8xf32>
+  // CHECK: weft.log
+  %7 = weft.log %6 : tensor<4x8xf32>
+  // CHECK: weft.tanh
+  %8 = weft.tanh %7 : tensor<4x8xf32>
+  // CHECK: weft.sqrt
+  %9 = weft.sqrt %8 : tensor<4x8xf32>
+  // CHECK: weft.rsqrt
+  %10 = weft.rsqrt %9 : tensor<4x8xf32>
+  // CHECK: weft.square
+  %11 = weft.square %10 : tensor<4x8xf32>
+  // CHECK: weft.pow %{{.*}} {exponent = 3.000000e+00 : f64} : tensor<4x8xf32>
+  %12 = weft.pow %11 {exponent = 3.0 : f64} : tensor<4x8xf32>
+  // CHECK: weft.gelu
+  %13 = weft.gelu %12 : tensor<4x8xf32>
+  // CHECK: weft.silu
+  %14 = weft.silu %13 : tensor<4x8xf32>
+  return %14 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @narrow_types
+func.func @narrow_types(%x: tensor<4xbf16>, %y: tensor<4xf8E4M3FN>, %z: tensor<4xf8E5M2>) -> (tensor<4xbf16>, tensor<4xf32>, tensor<4xf8E5M2>) {
+  // CHECK: weft.add %{{.*}}, %{{.*}} : tensor<4xbf16>
+  %0 = weft.add %x, %x : tensor<4xbf16>
+  // CHECK: weft.cast %{{.*}} : tensor<4xf8E4M3FN> to tensor<4xf32>
+  %1 = weft.cast %y : tensor<4xf8E4M3FN> to tensor<4xf32>
+  // CHECK: weft.mul %{{.*}}, %{{.*}} : tensor<4xf8E5M2>
+  %2 = weft.mul %z, %z : tensor<4xf8E5M2>
+  return %0, %1, %2 : tensor<4xbf16>, tensor<4xf32>, tensor<4xf8E5M2>
+}
+
+// CHECK-LABEL: func.func @linear_algebra
+func.func @linear_algebra(%x: tensor<2x8x64xf32>, %w: tensor<256x64xf32>, %a: tensor<3x4x5xf32>, %b: tensor<3x6x4xf32>) -> (tensor<2x8x256xf32>, tensor<3x5x6xf32>) {
+  // CHECK: weft.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>
+  %0 = weft.matmul %x, %w transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>
+  // CHECK: weft.matmul %{{.*}}, %{{.*}} transpose_lhs transpose_rhs : tensor<3x4x5xf32>, tensor<3x6x4xf32>
+  %1 = weft.matmul %a, %b transpose_lhs transpose_rhs : tensor<3x4x5xf32>, tensor<3x6x4xf32>
+  return %0, %1 : tensor<2x8x256xf32>, tensor<3x5x6xf32>
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x8x64xf32>, %b: tensor<64xf32>, %p: tensor<32x64xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x8x64xf32>, tensor<8x64xf32>, tensor<40x64xf32>, tensor<2x8x64xbf16>) {
+  // CHECK: weft.reshape %{{.*}} : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  %0 = weft.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+  // CHECK: weft.transpose %{{.*}} [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  %1 = weft.transpose %0 [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+  // CHECK: weft.broadcast %{{.*}} dims [2] : tensor<64xf32> -> tensor<2x8x64xf32>
+  %2 = weft.broadcast %b dims [2] : tensor<64xf32> -> tensor<2x8x64xf32>
+  // CHECK: weft.slice %{{.*}} [0, 0] to [8, 64] : tensor<32x64xf32>
+  %3 = weft.slice %p [0, 0] to [8, 64] : tensor<32x64xf32>
+  // CHECK: weft.concat %{{.*}}, %{{.*}} dim 0 : tensor<32x64xf32>, tensor<8x64xf32>
+  %4 = weft.concat %p, %3 dim 0 : tensor<32x64xf32>, tensor<8x64xf32>
+  // CHECK: weft.cast %{{.*}} : tensor<2x8x64xf32> to tensor<2x8x64xbf16>
+  %5 = weft.cast %x : tensor<2x8x64xf32> to tensor<2x8x64xbf16>
+  return %1, %2, %3, %4, %5 : tensor<2x4x8x16xf32>, tensor<2x8x64xf32>, tensor<8x64xf32>, tensor<40x64xf32>, tensor<2x8x64xbf16>
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<4x8x16xf32>) -> (tensor<4xf32>, tensor<4x16xf32>, tensor<f32>) {
+  // CHECK: weft.reduce_sum %{{.*}} dims [1, 2] : tensor<4x8x16xf32>
+  %0 = weft.reduce_sum %x dims [1, 2] : tensor<4x8x16xf32>
+  // CHECK: weft.reduce_max %{{.*}} dims [1] : tensor<4x8x16xf32>
+  %1 = weft.reduce_max %x dims [1] : tensor<4x8x16xf32>
+  // CHECK: weft.reduce_mean %{{.*}} dims [0, 1, 2] : tensor<4x8x16xf32>
+  %2 = weft.reduce_mean %x dims [0, 1, 2] : tensor<4x8x16xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4x16xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @nn
+func.func @nn(%ids: tensor<2x8xi32>, %table: tensor<256x64xf32>, %g: tensor<64xf32>, %q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x64xf32>, tensor<f32>, tensor<2x8x256xf32>) {
+  // CHECK: weft.embedding %{{.*}}, %{{.*}} : tensor<256x64xf32>, tensor<2x8xi32>
+  %h = weft.embedding %table, %ids : tensor<256x64xf32>, tensor<2x8xi32>
+  // CHECK: weft.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %ln = weft.layer_norm %h, %g, %g {epsilon = 1.0e-6 : f64} : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+  // CHECK: weft.rms_norm %{{.*}}, %{{.*}} : tensor<2x8x64xf32>, tensor<64xf32>
+  %rms = weft.rms_norm %h, %g : tensor<2x8x64xf32>, tensor<64xf32>
+  // CHECK: weft.rope %{{.*}} {theta = 5.000000e+05 : f64} : tensor<2x8x4x16xf32>
+  %r = weft.rope %q {theta = 500000.0 : f64} : tensor<2x8x4x16xf32>
+  // CHECK: weft.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  %a = weft.attention %r, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  // CHECK: weft.softmax %{{.*}} dim 2 : tensor<2x8x64xf32>
+  %s = weft.softmax %h dim 2 : tensor<2x8x64xf32>
+  // CHECK: weft.dropout %{{.*}} {rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  %d = weft.dropout %s {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  %logits = weft.matmul %h, %table transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>
+  // CHECK: weft.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8xi32>
+  %loss = weft.cross_entropy %logits, %ids {ignore_index = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8xi32>
+  // CHECK: weft.one_hot %{{.*}} : tensor<2x8xi32> -> tensor<2x8x256xf32>
+  %oh = weft.one_hot %ids : tensor<2x8xi32> -> tensor<2x8x256xf32>
+  return %ln, %rms, %d, %r, %a, %s, %loss, %oh : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x64xf32>, tensor<f32>, tensor<2x8x256xf32>
+}
+
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<16x64xf32>, %router: tensor<16x8xf32>, %w: tensor<8x64x64xf32>) -> (tensor<16x64xf32>, tensor<16x3xf32>, tensor<16x3xi32>) {
+  // CHECK: %values, %indices = weft.topk %{{.*}} k = 3 : tensor<16x8xf32>
+  %v, %i = weft.topk %router k = 3 : tensor<16x8xf32>
+  // CHECK: %weights, %indices_{{.*}} = weft.topk_gating %{{.*}} k = 2 normalize : tensor<16x8xf32>
+  %gw, %ge = weft.topk_gating %router k = 2 normalize : tensor<16x8xf32>
+  // CHECK: weft.expert_dispatch %{{.*}}, %{{.*}} experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<16x2xi32>
+  %d = weft.expert_dispatch %x, %ge experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<16x2xi32>
+  %y = weft.matmul %d, %w : tensor<8x4x64xf32>, tensor<8x64x64xf32>
+  // CHECK: weft.expert_combine %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+  %c = weft.expert_combine %y, %gw, %ge : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+  return %c, %v, %i : tensor<16x64xf32>, tensor<16x3xf32>, tensor<16x3xi32>
+}

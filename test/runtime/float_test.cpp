@@ -1,1 +1,126 @@
+//===- float_test.cpp - narrow-float rounding against llvm::APFloat -------===//
+//
+// The runtime cannot use LLVM, so its conversions are checked here against
+// APFloat, exhaustively for every 8- and 16-bit pattern.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/support/Float.h"
+
+#include "llvm/ADT/APFloat.h"
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using weft::runtime::DType;
+
+namespace {
+struct Case {
+  DType type;
+  const llvm::fltSemantics &(*semantics)();
+  int bits;
+};
+const Case kCases[] = {
+    {DType::BF16, llvm::APFloat::BFloat, 16},
+    {DType::F16, llvm::APFloat::IEEEhalf, 16},
+    {DType::F8E4M3FN, llvm::APFloat::Float8E4M3FN, 8},
+    {DType::F8E5M2, llvm::APFloat::Float8E5M2, 8},
+};
+
+double apDecode(const Case &c, uint32_t bits) {
+  llvm::APFloat f(c.semantics(), llvm::APInt(c.bits, bits));
+  bool lost;
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return f.convertToDouble();
+}
+
+uint32_t apEncode(const Case &c, double x) {
+  llvm::APFloat f(x);
+  bool lost;
+  f.convert(c.semantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return static_cast<uint32_t>(f.bitcastToAPInt().getZExtValue());
+}
+
+uint32_t ourEncode(const Case &c, double x) {
+  uint8_t bytes[2] = {0, 0};
+  weft::runtime::encode(x, c.type, bytes);
+  return bytes[0] | (c.bits == 16 ? bytes[1] << 8 : 0);
+}
+} // namespace
+
+TEST(Float, DecodeMatchesAPFloatForEveryBitPattern) {
+  for (const Case &c : kCases) {
+    for (uint32_t bits = 0; bits < (1u << c.bits); ++bits) {
+      uint8_t bytes[2] = {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
+      double ours = weft::runtime::decode(bytes, c.type);
+      double theirs = apDecode(c, bits);
+      if (std::isnan(theirs)) {
+        EXPECT_TRUE(std::isnan(ours)) << "bits " << bits;
+        continue;
+      }
+      ASSERT_EQ(ours, theirs) << weft::runtime::dtypeName(c.type) << " bits " << bits;
+      ASSERT_EQ(std::signbit(ours), std::signbit(theirs));
+    }
+  }
+}
+
+TEST(Float, EveryRepresentableValueEncodesToItself) {
+  for (const Case &c : kCases)
+    for (uint32_t bits = 0; bits < (1u << c.bits); ++bits) {
+      double v = apDecode(c, bits);
+      if (std::isnan(v))
+        continue;
+      EXPECT_EQ(ourEncode(c, v), bits) << weft::runtime::dtypeName(c.type);
+    }
+}
+
+TEST(Float, RoundingOfRandomDoublesMatchesAPFloat) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> mant(-2.0, 2.0);
+  std::uniform_int_distribution<int> exp(-30, 20);
+  for (const Case &c : kCases)
+    for (int i = 0; i < 200000; ++i) {
+      double x = std::ldexp(mant(rng), exp(rng));
+      uint32_t theirs = apEncode(c, x);
+      double expected = apDecode(c, theirs);
+      double rounded = weft::runtime::roundTo(x, c.type);
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(rounded)) << x;
+        continue;
+      }
+      ASSERT_EQ(rounded, expected) << weft::runtime::dtypeName(c.type) << " x=" << x;
+      ASSERT_EQ(ourEncode(c, x), theirs) << x;
+    }
+}
+
+TEST(Float, EdgeCases) {
+  using weft::runtime::roundTo;
+  // Ties go to even: 1 + 2^-8 lies halfway between two bf16 values.
+  EXPECT_EQ(roundTo(1.0 + std::ldexp(1.0, -8), DType::BF16), 1.0);
+  EXPECT_EQ(roundTo(1.0 + 3 * std::ldexp(1.0, -8), DType::BF16),
+            1.0 + std::ldexp(1.0, -6));
+  // F8E4M3FN: max 448; 464 is the tie between 448 and the NaN slot.
+  EXPECT_EQ(roundTo(448.0, DType::F8E4M3FN), 448.0);
+  EXPECT_EQ(roundTo(464.0, DType::F8E4M3FN), 448.0);
+  EXPECT_TRUE(std::isnan(roundTo(500.0, DType::F8E4M3FN)));
+  EXPECT_TRUE(std::isnan(roundTo(INFINITY, DType::F8E4M3FN)));
+  // F8E5M2 and f16 overflow to infinity.
+  EXPECT_EQ(roundTo(1e6, DType::F8E5M2), INFINITY);
+  EXPECT_EQ(roundTo(-70000.0, DType::F16), -INFINITY);
+  EXPECT_EQ(roundTo(65504.0, DType::F16), 65504.0);
+  // Subnormals: the smallest f16 subnormal is 2^-24.
+  EXPECT_EQ(roundTo(std::ldexp(1.0, -24), DType::F16), std::ldexp(1.0, -24));
+  EXPECT_EQ(roundTo(std::ldexp(1.0, -26), DType::F16), 0.0);
+  // Integers truncate.
+  EXPECT_EQ(roundTo(-2.7, DType::I32), -2.0);
+}
+
+TEST(Float, DTypeNames) {
+  EXPECT_EQ(weft::runtime::dtypeName(DType::F8E4M3FN), "F8_E4M3");
+  EXPECT_EQ(weft::runtime::dtypeFromName("BF16"), DType::BF16);
+  EXPECT_FALSE(weft::runtime::dtypeFromName("F33").has_value());
+  EXPECT_EQ(weft::runtime::dtypeSize(DType::BF16), 2u);
+  EXPECT_TRUE(weft::runtime::isFloatingPoint(DType::F8E5M2));
+  EXPECT_FALSE(weft::runtime::isFloatingPoint(DType::U8));
+}

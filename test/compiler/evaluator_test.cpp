@@ -1,1 +1,410 @@
-#include <gtest/gtest.h>
+//===- evaluator_test.cpp - each op of the reference evaluator by hand ----===//
+//
+// Every expected value here is computed by hand (or by a formula written out
+// independently of the evaluator), so a wrong kernel cannot agree with it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/reference/Evaluator.h"
+#include "runtime/support/Random.h"
+#include "test/compiler/TestUtils.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+
+using namespace weft;
+using reference::Precision;
+using reference::Tensor;
+
+namespace {
+class EvaluatorTest : public ::testing::Test {
+protected:
+  std::unique_ptr<mlir::MLIRContext> context = testutil::makeContext();
+
+  /// Parses a single-function module and runs it.
+  std::vector<Tensor> eval(llvm::StringRef text, std::vector<Tensor> inputs,
+                           Precision precision = Precision::F64) {
+    module = testutil::parse(*context, text);
+    if (!module)
+      return {};
+    return testutil::run(*module, inputs, precision);
+  }
+
+  /// Runs a graph expected to fail and returns the diagnostic.
+  std::string evalError(llvm::StringRef text, std::vector<Tensor> inputs) {
+    module = testutil::parse(*context, text);
+    std::string message;
+    mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
+      message = d.str();
+      return mlir::success();
+    });
+    auto results = reference::evaluate(testutil::firstFunc(*module), inputs,
+                                       reference::randomInitProvider(0));
+    EXPECT_TRUE(mlir::failed(results));
+    return message;
+  }
+
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+void expectNear(const Tensor &t, std::vector<double> expected, double tol = 1e-12) {
+  ASSERT_EQ(t.data.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(t.data[i], expected[i], tol) << "element " << i;
+}
+} // namespace
+
+TEST_F(EvaluatorTest, ElementwiseArithmetic) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<3xf32>, %y: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
+      %0 = weft.add %x, %y : tensor<3xf32>
+      %1 = weft.sub %x, %y : tensor<3xf32>
+      %2 = weft.mul %x, %y : tensor<3xf32>
+      %3 = weft.div %x, %y : tensor<3xf32>
+      %4 = weft.max %x, %y : tensor<3xf32>
+      return %0, %1, %2, %3, %4 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+    })",
+                {Tensor({3}, {1, -2, 6}), Tensor({3}, {4, 0.5, -3})});
+  expectNear(r[0], {5, -1.5, 3});
+  expectNear(r[1], {-3, -2.5, 9});
+  expectNear(r[2], {4, -1, -18});
+  expectNear(r[3], {0.25, -4, -2});
+  expectNear(r[4], {4, 0.5, 6});
+}
+
+TEST_F(EvaluatorTest, ElementwiseMath) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+      %0 = weft.neg %x : tensor<2xf32>
+      %1 = weft.exp %x : tensor<2xf32>
+      %2 = weft.log %x : tensor<2xf32>
+      %3 = weft.tanh %x : tensor<2xf32>
+      %4 = weft.sqrt %x : tensor<2xf32>
+      %5 = weft.rsqrt %x : tensor<2xf32>
+      %6 = weft.square %x : tensor<2xf32>
+      %7 = weft.pow %x {exponent = 3.0 : f64} : tensor<2xf32>
+      %8 = weft.gelu %x : tensor<2xf32>
+      %9 = weft.silu %x : tensor<2xf32>
+      return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+    })",
+                {Tensor({2}, {1, 4})});
+  expectNear(r[0], {-1, -4});
+  expectNear(r[1], {M_E, std::exp(4.0)});
+  expectNear(r[2], {0, 2 * M_LN2});
+  expectNear(r[3], {0.7615941559557649, 0.999329299739067});
+  expectNear(r[4], {1, 2});
+  expectNear(r[5], {1, 0.5});
+  expectNear(r[6], {1, 16});
+  expectNear(r[7], {1, 64});
+  // gelu_new(1) and gelu_new(4) from the tanh formula (Python math).
+  expectNear(r[8], {0.8411919906082768, 3.9999297540518075});
+  expectNear(r[9], {1 / (1 + std::exp(-1.0)), 4 / (1 + std::exp(-4.0))});
+}
+
+TEST_F(EvaluatorTest, MatmulWithTransposesAndBatchBroadcast) {
+  // [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]
+  auto r = eval(R"(
+    func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>, %bt: tensor<2x3xf32>, %batched: tensor<2x2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2x2xf32>, tensor<3x3xf32>) {
+      %0 = weft.matmul %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
+      %1 = weft.matmul %a, %bt transpose_rhs : tensor<2x3xf32>, tensor<2x3xf32>
+      %2 = weft.matmul %batched, %b : tensor<2x2x3xf32>, tensor<3x2xf32>
+      %3 = weft.matmul %a, %a transpose_lhs : tensor<2x3xf32>, tensor<2x3xf32>
+      return %0, %1, %2, %3 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2x2xf32>, tensor<3x3xf32>
+    })",
+                {Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor({3, 2}, {1, 0, 0, 1, 1, 1}),
+                 Tensor({2, 3}, {1, 0, 1, 0, 1, 1}),
+                 Tensor({2, 2, 3}, {1, 2, 3, 4, 5, 6, 0, 0, 1, 1, 0, 0})});
+  expectNear(r[0], {4, 5, 10, 11});
+  expectNear(r[1], {4, 5, 10, 11});
+  expectNear(r[2], {4, 5, 10, 11, 1, 1, 1, 0});
+  // a^T a
+  expectNear(r[3], {17, 22, 27, 22, 29, 36, 27, 36, 45});
+}
+
+TEST_F(EvaluatorTest, ShapeOps) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<2x3xf32>, %v: tensor<3xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x2x3xf32>, tensor<1x2xf32>, tensor<2x6xf32>, tensor<4x3xf32>) {
+      %0 = weft.reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>
+      %1 = weft.transpose %x [1, 0] : tensor<2x3xf32>
+      %2 = weft.broadcast %v dims [2] : tensor<3xf32> -> tensor<2x2x3xf32>
+      %3 = weft.slice %x [1, 1] to [2, 3] : tensor<2x3xf32>
+      %4 = weft.concat %x, %x dim 1 : tensor<2x3xf32>, tensor<2x3xf32>
+      %5 = weft.concat %x, %x dim 0 : tensor<2x3xf32>, tensor<2x3xf32>
+      return %0, %1, %2, %3, %4, %5 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x2x3xf32>, tensor<1x2xf32>, tensor<2x6xf32>, tensor<4x3xf32>
+    })",
+                {Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor({3}, {7, 8, 9})});
+  expectNear(r[0], {1, 2, 3, 4, 5, 6});
+  expectNear(r[1], {1, 4, 2, 5, 3, 6});
+  expectNear(r[2], {7, 8, 9, 7, 8, 9, 7, 8, 9, 7, 8, 9});
+  expectNear(r[3], {5, 6});
+  expectNear(r[4], {1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6});
+  expectNear(r[5], {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+}
+
+TEST_F(EvaluatorTest, BroadcastOfSizeOneDimensions) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<2x1xf32>) -> tensor<2x3xf32> {
+      %0 = weft.broadcast %x dims [0, 1] : tensor<2x1xf32> -> tensor<2x3xf32>
+      return %0 : tensor<2x3xf32>
+    })",
+                {Tensor({2, 1}, {1, 2})});
+  expectNear(r[0], {1, 1, 1, 2, 2, 2});
+}
+
+TEST_F(EvaluatorTest, Reductions) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<2x3xf32>) -> (tensor<2xf32>, tensor<3xf32>, tensor<f32>) {
+      %0 = weft.reduce_sum %x dims [1] : tensor<2x3xf32>
+      %1 = weft.reduce_max %x dims [0] : tensor<2x3xf32>
+      %2 = weft.reduce_mean %x dims [0, 1] : tensor<2x3xf32>
+      return %0, %1, %2 : tensor<2xf32>, tensor<3xf32>, tensor<f32>
+    })",
+                {Tensor({2, 3}, {1, -2, 3, -4, 5, -6})});
+  expectNear(r[0], {2, -5});
+  expectNear(r[1], {1, 5, 3});
+  expectNear(r[2], {-0.5});
+}
+
+TEST_F(EvaluatorTest, CastRoundsToTheTargetType) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf8E4M3FN>, tensor<4xi32>) {
+      %0 = weft.cast %x : tensor<4xf32> to tensor<4xbf16>
+      %1 = weft.cast %x : tensor<4xf32> to tensor<4xf8E4M3FN>
+      %2 = weft.cast %x : tensor<4xf32> to tensor<4xi32>
+      return %0, %1, %2 : tensor<4xbf16>, tensor<4xf8E4M3FN>, tensor<4xi32>
+    })",
+                {Tensor({4}, {1.00390625, 1.01171875, -2.7, 1000})});
+  // bf16 keeps 8 significant bits: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 to 1 + 2^-6.
+  expectNear(r[0], {1.0, 1.015625, -2.703125, 1000});
+  // e4m3 keeps 4 significant bits; 1000 is past its range (NaN).
+  EXPECT_EQ(r[1].data[0], 1.0);
+  EXPECT_EQ(r[1].data[2], -2.75);
+  EXPECT_TRUE(std::isnan(r[1].data[3]));
+  expectNear(r[2], {1, 1, -2, 1000});
+}
+
+TEST_F(EvaluatorTest, PrecisionModes) {
+  const char *text = R"(
+    func.func @f(%x: tensor<1xf32>) -> tensor<1xf32> {
+      %0 = weft.exp %x : tensor<1xf32>
+      return %0 : tensor<1xf32>
+    })";
+  EXPECT_EQ(eval(text, {Tensor({1}, {0.1})}, Precision::F64)[0].data[0], std::exp(0.1));
+  EXPECT_EQ(eval(text, {Tensor({1}, {0.1})}, Precision::F32)[0].data[0],
+            static_cast<double>(static_cast<float>(std::exp(0.1))));
+}
+
+TEST_F(EvaluatorTest, NarrowTypesRoundEveryOp) {
+  // In bf16, 256 + 1 = 257 is not representable and rounds to 256 (even).
+  auto r = eval(R"(
+    func.func @f(%x: tensor<1xbf16>, %y: tensor<1xbf16>) -> tensor<1xbf16> {
+      %0 = weft.add %x, %y : tensor<1xbf16>
+      return %0 : tensor<1xbf16>
+    })",
+                {Tensor({1}, {256}), Tensor({1}, {1})});
+  EXPECT_EQ(r[0].data[0], 256.0);
+}
+
+TEST_F(EvaluatorTest, EmbeddingAndOutOfRangeIds) {
+  const char *text = R"(
+    func.func @f(%t: tensor<3x2xf32>, %ids: tensor<2x2xi32>) -> tensor<2x2x2xf32> {
+      %0 = weft.embedding %t, %ids : tensor<3x2xf32>, tensor<2x2xi32>
+      return %0 : tensor<2x2x2xf32>
+    })";
+  Tensor table({3, 2}, {0, 1, 10, 11, 20, 21});
+  auto r = eval(text, {table, Tensor({2, 2}, {2, 0, 1, 1})});
+  expectNear(r[0], {20, 21, 0, 1, 10, 11, 10, 11});
+  EXPECT_EQ(evalError(text, {table, Tensor({2, 2}, {0, 3, 1, 1})}),
+            "token id 3 at position 1 is outside the vocabulary [0, 3)");
+}
+
+TEST_F(EvaluatorTest, Norms) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<1x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %y: tensor<1x2xf32>, %h: tensor<2xf32>) -> (tensor<1x4xf32>, tensor<1x2xf32>) {
+      %0 = weft.layer_norm %x, %g, %b {epsilon = 0.0 : f64} : tensor<1x4xf32>, tensor<4xf32>, tensor<4xf32>
+      %1 = weft.rms_norm %y, %h {epsilon = 0.0 : f64} : tensor<1x2xf32>, tensor<2xf32>
+      return %0, %1 : tensor<1x4xf32>, tensor<1x2xf32>
+    })",
+                {Tensor({1, 4}, {1, 2, 3, 4}), Tensor({4}, {1, 1, 2, 2}),
+                 Tensor({4}, {0, 0, 0, 1}), Tensor({1, 2}, {3, 4}), Tensor({2}, {1, 2})});
+  // mean 2.5, biased variance 1.25.
+  double s = 1 / std::sqrt(1.25);
+  expectNear(r[0], {-1.5 * s, -0.5 * s, 2 * 0.5 * s, 2 * 1.5 * s + 1});
+  // rms = sqrt((9 + 16) / 2).
+  double rms = std::sqrt(12.5);
+  expectNear(r[1], {3 / rms, 2 * 4 / rms});
+}
+
+TEST_F(EvaluatorTest, SoftmaxAlongAnyDimension) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<3x1xf32>) -> (tensor<3x1xf32>, tensor<3x1xf32>) {
+      %0 = weft.softmax %x dim 0 : tensor<3x1xf32>
+      %1 = weft.softmax %x dim 1 : tensor<3x1xf32>
+      return %0, %1 : tensor<3x1xf32>, tensor<3x1xf32>
+    })",
+                {Tensor({3, 1}, {1000, 1000 + M_LN2, 1000 + std::log(3.0)})});
+  expectNear(r[0], {1.0 / 6, 2.0 / 6, 3.0 / 6});
+  expectNear(r[1], {1, 1, 1});
+}
+
+TEST_F(EvaluatorTest, RotaryEmbedding) {
+  // One head, head_dim 4, theta 100: frequencies 1 and 1/10 per position.
+  auto r = eval(R"(
+    func.func @f(%x: tensor<1x2x1x4xf32>) -> tensor<1x2x1x4xf32> {
+      %0 = weft.rope %x {theta = 100.0 : f64} : tensor<1x2x1x4xf32>
+      return %0 : tensor<1x2x1x4xf32>
+    })",
+                {Tensor({1, 2, 1, 4}, {1, 2, 3, 4, 1, 2, 3, 4})});
+  // Position 0 is unchanged. Position 1 rotates (x0, x2) by 1 rad and
+  // (x1, x3) by 0.1 rad.
+  expectNear(r[0], {1, 2, 3, 4, std::cos(1.0) - 3 * std::sin(1.0),
+                    2 * std::cos(0.1) - 4 * std::sin(0.1),
+                    3 * std::cos(1.0) + std::sin(1.0),
+                    4 * std::cos(0.1) + 2 * std::sin(0.1)});
+}
+
+TEST_F(EvaluatorTest, CausalGroupedQueryAttention) {
+  // B=1, S=2, Hq=2, Hkv=1, D=1. Scores scale * q * k with k = [0, ln 2].
+  auto r = eval(R"(
+    func.func @f(%q: tensor<1x2x2x1xf32>, %k: tensor<1x2x1x1xf32>, %v: tensor<1x2x1x2xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) {
+      %0 = weft.attention %q, %k, %v scale = 1.0 causal : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
+      %1 = weft.attention %q, %k, %v scale = 1.0 : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
+      return %0, %1 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>
+    })",
+                {Tensor({1, 2, 2, 1}, {1, 2, 1, 0}), Tensor({1, 2, 1, 1}, {0, M_LN2}),
+                 Tensor({1, 2, 1, 2}, {1, 0, 0, 1})});
+  // Query 0 sees only key 0 -> v0. Query 1, head 0 (q=1): weights [1/3, 2/3];
+  // head 1 (q=0): uniform.
+  expectNear(r[0], {1, 0, 1, 0, 1.0 / 3, 2.0 / 3, 0.5, 0.5});
+  // Without the mask query 0 also sees key 1: head 0 (q=1) [1/3, 2/3];
+  // head 1 (q=2): exp(2 ln 2) = 4 -> [1/5, 4/5].
+  expectNear(r[1], {1.0 / 3, 2.0 / 3, 0.2, 0.8, 1.0 / 3, 2.0 / 3, 0.5, 0.5});
+}
+
+TEST_F(EvaluatorTest, DropoutIsSeededAndScaled) {
+  const char *text = R"(
+    func.func @f(%x: tensor<1000xf32>) -> tensor<1000xf32> {
+      %0 = weft.dropout %x {rate = 0.25 : f64, seed = 42 : i64} : tensor<1000xf32>
+      return %0 : tensor<1000xf32>
+    })";
+  Tensor ones({1000}, std::vector<double>(1000, 1.0));
+  auto r = eval(text, {ones});
+  int kept = 0;
+  for (size_t i = 0; i < 1000; ++i) {
+    bool keep = runtime::uniform24(42, i) >= 0.25;
+    EXPECT_EQ(r[0].data[i], keep ? 1.0 / 0.75 : 0.0) << i;
+    kept += keep;
+  }
+  EXPECT_NEAR(kept, 750, 60);
+  EXPECT_EQ(eval(text, {ones})[0].data, r[0].data);
+}
+
+TEST_F(EvaluatorTest, CrossEntropyMeanWithIgnoreIndex) {
+  const char *text = R"(
+    func.func @f(%l: tensor<3x2xf32>, %y: tensor<3xi32>) -> tensor<f32> {
+      %0 = weft.cross_entropy %l, %y : tensor<3x2xf32>, tensor<3xi32>
+      return %0 : tensor<f32>
+    })";
+  Tensor logits({3, 2}, {0, 0, std::log(3.0), 0, 5, 5});
+  // Row 0: ln 2. Row 1 (label 1): ln 4 - 0. Row 2 ignored.
+  auto r = eval(text, {logits, Tensor({3}, {0, 1, -100})});
+  expectNear(r[0], {(M_LN2 + 2 * M_LN2) / 2});
+  // Every label ignored: the mean over nothing is 0.
+  expectNear(eval(text, {logits, Tensor({3}, {-100, -100, -100})})[0], {0});
+  EXPECT_EQ(evalError(text, {logits, Tensor({3}, {0, 2, 0})}),
+            "label 2 at position 1 is outside the vocabulary [0, 2)");
+}
+
+TEST_F(EvaluatorTest, OneHotAndTopK) {
+  auto r = eval(R"(
+    func.func @f(%i: tensor<3xi32>, %x: tensor<2x4xf32>) -> (tensor<3x3xf32>, tensor<2x2xf32>, tensor<2x2xi32>) {
+      %0 = weft.one_hot %i : tensor<3xi32> -> tensor<3x3xf32>
+      %1:2 = weft.topk %x k = 2 : tensor<2x4xf32>
+      return %0, %1#0, %1#1 : tensor<3x3xf32>, tensor<2x2xf32>, tensor<2x2xi32>
+    })",
+                {Tensor({3}, {2, -100, 0}), Tensor({2, 4}, {1, 5, 3, 5, 0, -1, 2, 1})});
+  expectNear(r[0], {0, 0, 1, 0, 0, 0, 1, 0, 0});
+  // Ties keep the lower position first.
+  expectNear(r[1], {5, 5, 2, 1});
+  expectNear(r[2], {1, 3, 2, 3});
+}
+
+TEST_F(EvaluatorTest, TopKGatingNormalizes) {
+  auto r = eval(R"(
+    func.func @f(%x: tensor<1x3xf32>) -> (tensor<1x2xf32>, tensor<1x2xi32>, tensor<1x2xf32>) {
+      %0:2 = weft.topk_gating %x k = 2 normalize : tensor<1x3xf32>
+      %1:2 = weft.topk_gating %x k = 2 : tensor<1x3xf32>
+      return %0#0, %0#1, %1#0 : tensor<1x2xf32>, tensor<1x2xi32>, tensor<1x2xf32>
+    })",
+                {Tensor({1, 3}, {0, std::log(3.0), M_LN2})});
+  // softmax = [1, 3, 2] / 6; top-2 are experts 1 and 2.
+  expectNear(r[0], {0.6, 0.4});
+  expectNear(r[1], {1, 2});
+  expectNear(r[2], {0.5, 1.0 / 3});
+}
+
+TEST_F(EvaluatorTest, ExpertDispatchAndCombineWithCapacity) {
+  // T=3 tokens, k=1, E=2 experts, capacity 1: token 1 finds expert 0 full.
+  const char *text = R"(
+    func.func @f(%x: tensor<3x2xf32>, %e: tensor<3x1xi32>, %w: tensor<3x1xf32>) -> (tensor<2x1x2xf32>, tensor<3x2xf32>) {
+      %0 = weft.expert_dispatch %x, %e experts = 2 capacity = 1 : tensor<3x2xf32>, tensor<3x1xi32>
+      %1 = weft.expert_combine %0, %w, %e : tensor<2x1x2xf32>, tensor<3x1xf32>, tensor<3x1xi32>
+      return %0, %1 : tensor<2x1x2xf32>, tensor<3x2xf32>
+    })";
+  Tensor x({3, 2}, {1, 2, 3, 4, 5, 6}), w({3, 1}, {0.5, 1, 2});
+  auto r = eval(text, {x, Tensor({3, 1}, {0, 0, 1}), w});
+  expectNear(r[0], {1, 2, 5, 6});
+  expectNear(r[1], {0.5, 1, 0, 0, 10, 12});
+  EXPECT_EQ(evalError(text, {x, Tensor({3, 1}, {0, 2, 1}), w}),
+            "expert id 2 at index 1 is outside [0, 2)");
+}
+
+TEST_F(EvaluatorTest, ParamsAndConstants) {
+  auto r = eval(R"(
+    func.func @f() -> (tensor<2xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<20000xf32>, tensor<20000xf32>) {
+      %0 = weft.param "a" init(ones) : tensor<2xf32>
+      %1 = weft.param "b" init(zeros) : tensor<2xf32>
+      %2 = weft.constant dense<[[1.5, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+      %3 = weft.param "n" init(normal, 0.5) : tensor<20000xf32>
+      %4 = weft.param "u" init(uniform, 2.0) : tensor<20000xf32>
+      return %0, %1, %2, %3, %4 : tensor<2xf32>, tensor<2xf32>, tensor<2x2xf32>, tensor<20000xf32>, tensor<20000xf32>
+    })",
+                {});
+  expectNear(r[0], {1, 1});
+  expectNear(r[1], {0, 0});
+  expectNear(r[2], {1.5, 2, 3, 4});
+  auto moments = [](const Tensor &t) {
+    double mean = 0, sq = 0;
+    for (double x : t.data)
+      mean += x;
+    mean /= t.data.size();
+    for (double x : t.data)
+      sq += (x - mean) * (x - mean);
+    return std::make_pair(mean, std::sqrt(sq / t.data.size()));
+  };
+  auto [nMean, nStd] = moments(r[3]);
+  EXPECT_NEAR(nMean, 0.0, 0.02);
+  EXPECT_NEAR(nStd, 0.5, 0.01);
+  auto [uMean, uStd] = moments(r[4]);
+  EXPECT_NEAR(uMean, 0.0, 0.05);
+  EXPECT_NEAR(uStd, 2.0 / std::sqrt(3.0), 0.02); // U(-a, a) has std a/sqrt(3).
+  for (double x : r[4].data)
+    ASSERT_LT(std::fabs(x), 2.0);
+}
+
+TEST_F(EvaluatorTest, RejectsMismatchedInputs) {
+  module = testutil::parse(*context, R"(
+    func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
+      return %x : tensor<2xf32>
+    })");
+  std::string message;
+  mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
+    message = d.str();
+    return mlir::success();
+  });
+  auto results = reference::evaluate(testutil::firstFunc(*module), {Tensor({3}, {1, 2, 3})},
+                                     reference::randomInitProvider(0));
+  EXPECT_TRUE(mlir::failed(results));
+  EXPECT_EQ(message, "input 0 does not match argument type 'tensor<2xf32>'");
+}

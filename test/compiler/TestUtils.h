@@ -1,0 +1,73 @@
+//===- TestUtils.h - helpers for tests that evaluate weft graphs -*- C++ -*-===//
+
+#ifndef WEFT_TEST_COMPILER_TESTUTILS_H
+#define WEFT_TEST_COMPILER_TESTUTILS_H
+
+#include "compiler/Registration.h"
+#include "compiler/reference/Evaluator.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace weft::testutil {
+
+/// An MLIRContext with every Weft dialect loaded.
+inline std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  auto context = std::make_unique<mlir::MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+/// Parses `text`; fails the test (and returns null) if it does not verify.
+inline mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &context,
+                                               llvm::StringRef text) {
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+  EXPECT_TRUE(module) << "failed to parse:\n" << text.str();
+  return module;
+}
+
+inline mlir::func::FuncOp firstFunc(mlir::ModuleOp module) {
+  return *module.getOps<mlir::func::FuncOp>().begin();
+}
+
+/// Evaluates the first function of `module`; fails the test on error.
+inline std::vector<reference::Tensor>
+run(mlir::ModuleOp module, llvm::ArrayRef<reference::Tensor> inputs,
+    reference::Precision precision = reference::Precision::F64,
+    uint64_t seed = 0) {
+  auto results = reference::evaluate(firstFunc(module), inputs,
+                                     reference::randomInitProvider(seed), precision);
+  EXPECT_TRUE(mlir::succeeded(results));
+  return mlir::succeeded(results) ? *results : std::vector<reference::Tensor>{};
+}
+
+/// A tensor of `shape` with uniform values in [lo, hi).
+inline reference::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &rng,
+                                      double lo = -2.0, double hi = 2.0) {
+  reference::Tensor t = reference::Tensor::zeros(std::move(shape));
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (double &x : t.data)
+    x = dist(rng);
+  return t;
+}
+
+/// Random token ids in [0, vocab).
+inline reference::Tensor randomIds(std::vector<int64_t> shape, int64_t vocab,
+                                   std::mt19937 &rng) {
+  reference::Tensor t = reference::Tensor::zeros(std::move(shape));
+  std::uniform_int_distribution<int64_t> dist(0, vocab - 1);
+  for (double &x : t.data)
+    x = static_cast<double>(dist(rng));
+  return t;
+}
+
+} // namespace weft::testutil
+
+#endif // WEFT_TEST_COMPILER_TESTUTILS_H

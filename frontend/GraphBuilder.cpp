@@ -49,118 +49,206 @@ Value GraphBuilder::constant(ArrayRef<int64_t> shape, Type elt, double value) {
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, scalar));
 }
 
-Value GraphBuilder::add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-Value GraphBuilder::sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
-Value GraphBuilder::mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
-Value GraphBuilder::div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
-Value GraphBuilder::max(Value x, Value y) { return MaxOp::create(b, loc, x, y); }
-Value GraphBuilder::neg(Value x) { return NegOp::create(b, loc, x); }
-Value GraphBuilder::exp(Value x) { return ExpOp::create(b, loc, x); }
-Value GraphBuilder::log(Value x) { return LogOp::create(b, loc, x); }
-Value GraphBuilder::tanh(Value x) { return TanhOp::create(b, loc, x); }
-Value GraphBuilder::sqrt(Value x) { return SqrtOp::create(b, loc, x); }
-Value GraphBuilder::rsqrt(Value x) { return RsqrtOp::create(b, loc, x); }
-Value GraphBuilder::square(Value x) { return SquareOp::create(b, loc, x); }
+template <typename OpTy> Value GraphBuilder::unary(Value x) {
+  return usable(x) ? OpTy::create(b, loc, x).getResult() : Value();
+}
+template <typename OpTy> Value GraphBuilder::binary(Value x, Value y) {
+  return usable({x, y}) ? OpTy::create(b, loc, x, y).getResult() : Value();
+}
+
+Value GraphBuilder::add(Value x, Value y) { return binary<AddOp>(x, y); }
+Value GraphBuilder::sub(Value x, Value y) { return binary<SubOp>(x, y); }
+Value GraphBuilder::mul(Value x, Value y) { return binary<MulOp>(x, y); }
+Value GraphBuilder::div(Value x, Value y) { return binary<DivOp>(x, y); }
+Value GraphBuilder::max(Value x, Value y) { return binary<MaxOp>(x, y); }
+Value GraphBuilder::neg(Value x) { return unary<NegOp>(x); }
+Value GraphBuilder::exp(Value x) { return unary<ExpOp>(x); }
+Value GraphBuilder::log(Value x) { return unary<LogOp>(x); }
+Value GraphBuilder::tanh(Value x) { return unary<TanhOp>(x); }
+Value GraphBuilder::sqrt(Value x) { return unary<SqrtOp>(x); }
+Value GraphBuilder::rsqrt(Value x) { return unary<RsqrtOp>(x); }
+Value GraphBuilder::square(Value x) { return unary<SquareOp>(x); }
 Value GraphBuilder::pow(Value x, double e) {
+  if (!usable(x))
+    return {};
   return PowOp::create(b, loc, x, b.getF64FloatAttr(e));
 }
-Value GraphBuilder::gelu(Value x) { return GeluOp::create(b, loc, x); }
-Value GraphBuilder::silu(Value x) { return SiluOp::create(b, loc, x); }
+Value GraphBuilder::gelu(Value x) { return unary<GeluOp>(x); }
+Value GraphBuilder::silu(Value x) { return unary<SiluOp>(x); }
+
+/// Ops whose result type is inferred are created with a placeholder type and
+/// then typed by their own inferReturnTypes, so a shape error becomes a
+/// diagnostic (and a null Value) instead of the fatal error the generated
+/// inferring builders raise.
+Operation *GraphBuilder::typed(Operation *op) {
+  SmallVector<Type> types;
+  auto iface = llvm::cast<InferTypeOpInterface>(op);
+  if (mlir::failed(iface.inferReturnTypes(b.getContext(), op->getLoc(), op->getOperands(),
+                                    op->getRawDictionaryAttrs(),
+                                    op->getPropertiesStorage(), op->getRegions(),
+                                    types))) {
+    op->erase();
+    hasError = true;
+    return nullptr;
+  }
+  for (auto [result, type] : llvm::zip(op->getResults(), types))
+    result.setType(type);
+  return op;
+}
+
+bool GraphBuilder::usable(ValueRange values) {
+  return !llvm::is_contained(values, Value());
+}
+
+Value GraphBuilder::first(Operation *op) { return op ? op->getResult(0) : Value(); }
 
 Value GraphBuilder::matmul(Value lhs, Value rhs, bool tl, bool tr) {
-  return MatmulOp::create(b, loc, lhs, rhs, tl, tr);
+  if (!usable({lhs, rhs}))
+    return {};
+  return first(typed(MatmulOp::create(b, loc, placeholder(), lhs, rhs, tl, tr)));
 }
 Value GraphBuilder::reshape(Value x, ArrayRef<int64_t> shape) {
+  if (!usable(x))
+    return {};
   auto elt = llvm::cast<RankedTensorType>(x.getType()).getElementType();
   return ReshapeOp::create(b, loc, RankedTensorType::get(shape, elt), x);
 }
 Value GraphBuilder::transpose(Value x, ArrayRef<int64_t> perm) {
-  return TransposeOp::create(b, loc, x, perm);
+  if (!usable(x))
+    return {};
+  return first(typed(TransposeOp::create(b, loc, placeholder(), x, perm)));
 }
 Value GraphBuilder::broadcast(Value x, ArrayRef<int64_t> shape,
                               ArrayRef<int64_t> dims) {
+  if (!usable(x))
+    return {};
   auto elt = llvm::cast<RankedTensorType>(x.getType()).getElementType();
   return BroadcastOp::create(b, loc, RankedTensorType::get(shape, elt), x, dims);
 }
 Value GraphBuilder::slice(Value x, ArrayRef<int64_t> starts,
                           ArrayRef<int64_t> limits) {
-  return SliceOp::create(b, loc, x, starts, limits);
+  if (!usable(x))
+    return {};
+  return first(typed(SliceOp::create(b, loc, placeholder(), x, starts, limits)));
 }
 Value GraphBuilder::concat(ValueRange inputs, int64_t dim) {
-  return ConcatOp::create(b, loc, inputs, dim);
+  if (!usable(inputs))
+    return {};
+  return first(typed(ConcatOp::create(b, loc, placeholder(), inputs, dim)));
 }
 Value GraphBuilder::cast(Value x, Type elt) {
+  if (!usable(x))
+    return {};
   return CastOp::create(b, loc, RankedTensorType::get(shapeOf(x), elt), x);
 }
 Value GraphBuilder::reduceSum(Value x, ArrayRef<int64_t> dims) {
-  return ReduceSumOp::create(b, loc, x, dims);
+  if (!usable(x))
+    return {};
+  return first(typed(ReduceSumOp::create(b, loc, placeholder(), x, dims)));
 }
 Value GraphBuilder::reduceMax(Value x, ArrayRef<int64_t> dims) {
-  return ReduceMaxOp::create(b, loc, x, dims);
+  if (!usable(x))
+    return {};
+  return first(typed(ReduceMaxOp::create(b, loc, placeholder(), x, dims)));
 }
 Value GraphBuilder::reduceMean(Value x, ArrayRef<int64_t> dims) {
-  return ReduceMeanOp::create(b, loc, x, dims);
+  if (!usable(x))
+    return {};
+  return first(typed(ReduceMeanOp::create(b, loc, placeholder(), x, dims)));
 }
 
 Value GraphBuilder::embedding(Value table, Value ids) {
-  return EmbeddingOp::create(b, loc, table, ids);
+  if (!usable({table, ids}))
+    return {};
+  return first(typed(EmbeddingOp::create(b, loc, placeholder(), table, ids)));
 }
 Value GraphBuilder::layerNorm(Value x, Value w, Value bias, double eps) {
+  if (!usable({x, w, bias}))
+    return {};
   return LayerNormOp::create(b, loc, x, w, bias, b.getF64FloatAttr(eps));
 }
 Value GraphBuilder::rmsNorm(Value x, Value w, double eps) {
+  if (!usable({x, w}))
+    return {};
   return RMSNormOp::create(b, loc, x, w, b.getF64FloatAttr(eps));
 }
 Value GraphBuilder::softmax(Value x, int64_t dim) {
+  if (!usable(x))
+    return {};
   return SoftmaxOp::create(b, loc, x, dim);
 }
 Value GraphBuilder::rope(Value x, double theta, int64_t offset) {
+  if (!usable(x))
+    return {};
   return RopeOp::create(b, loc, x, b.getF64FloatAttr(theta),
                         b.getI64IntegerAttr(offset));
 }
 Value GraphBuilder::attention(Value q, Value k, Value v, double scale,
                               bool causal) {
-  return AttentionOp::create(b, loc, q, k, v, b.getF64FloatAttr(scale),
-                             causal ? b.getUnitAttr() : nullptr);
+  if (!usable({q, k, v}))
+    return {};
+  return first(typed(AttentionOp::create(b, loc, placeholder(), q, k, v,
+                                         b.getF64FloatAttr(scale),
+                                         causal ? b.getUnitAttr() : nullptr)));
 }
 Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
+  if (!usable(x))
+    return {};
   return DropoutOp::create(b, loc, x, b.getF64FloatAttr(rate),
                            b.getI64IntegerAttr(seed));
 }
 Value GraphBuilder::crossEntropy(Value logits, Value labels, int64_t ignore) {
-  return CrossEntropyOp::create(b, loc, logits, labels,
-                                b.getI64IntegerAttr(ignore));
+  if (!usable({logits, labels}))
+    return {};
+  return first(typed(CrossEntropyOp::create(b, loc, placeholder(), logits, labels,
+                                            b.getI64IntegerAttr(ignore))));
 }
 std::pair<Value, Value> GraphBuilder::topk(Value x, int64_t k) {
-  auto op = TopKOp::create(b, loc, x, k);
-  return {op.getValues(), op.getIndices()};
+  if (!usable(x))
+    return {};
+  Operation *op = typed(TopKOp::create(b, loc, placeholder(), placeholder(), x, k));
+  return op ? std::make_pair(op->getResult(0), op->getResult(1))
+            : std::pair<Value, Value>();
 }
 std::pair<Value, Value> GraphBuilder::topkGating(Value logits, int64_t k,
                                                  bool normalize) {
-  auto op = TopKGatingOp::create(b, loc, logits, k, normalize);
-  return {op.getWeights(), op.getIndices()};
+  if (!usable(logits))
+    return {};
+  Operation *op = typed(TopKGatingOp::create(b, loc, placeholder(), placeholder(),
+                                             logits, k, normalize));
+  return op ? std::make_pair(op->getResult(0), op->getResult(1))
+            : std::pair<Value, Value>();
 }
 Value GraphBuilder::expertDispatch(Value x, Value indices, int64_t experts,
                                    int64_t capacity) {
-  return ExpertDispatchOp::create(b, loc, x, indices, experts, capacity);
+  if (!usable({x, indices}))
+    return {};
+  return first(typed(ExpertDispatchOp::create(b, loc, placeholder(), x, indices,
+                                              experts, capacity)));
 }
 Value GraphBuilder::expertCombine(Value eo, Value w, Value indices) {
-  return ExpertCombineOp::create(b, loc, eo, w, indices);
+  if (!usable({eo, w, indices}))
+    return {};
+  return first(typed(ExpertCombineOp::create(b, loc, placeholder(), eo, w, indices)));
 }
 
 Value GraphBuilder::addBias(Value x, Value bias) {
+  if (!usable({x, bias}))
+    return {};
   ArrayRef<int64_t> shape = shapeOf(x);
   return add(x, broadcast(bias, shape, {static_cast<int64_t>(shape.size()) - 1}));
 }
 
 OwningOpRef<ModuleOp> GraphBuilder::finish(ValueRange results) {
+  if (hasError || !usable(results))
+    return nullptr;
   func::ReturnOp::create(b, loc, results);
   func.setFunctionType(b.getFunctionType(
       func.getBody().front().getArgumentTypes(), results.getTypes()));
   // Argument attributes are set once the argument list is final.
   for (auto [i, name] : llvm::enumerate(inputNames))
     func.setArgAttr(i, "weft.input", b.getStringAttr(name));
-  if (failed(verify(*module)))
+  if (mlir::failed(verify(*module)))
     return nullptr;
   return std::move(module);
 }

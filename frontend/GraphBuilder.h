@@ -2,8 +2,10 @@
 //
 // A thin, typed layer over mlir::OpBuilder for host programs and the model
 // families: each method creates one weft op at the end of the graph function
-// and returns its result. Shapes are checked by the ops' own inference, so a
-// wrong shape fails here with the op's diagnostic.
+// and returns its result. Shapes are checked by the ops' own inference: a
+// wrong shape emits the op's diagnostic (through the context's handler) and
+// yields a null Value; every later call given a null Value yields null too,
+// and finish() returns null. So a host program checks once, at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,19 +106,30 @@ public:
   mlir::Value expertCombine(mlir::Value expertOutputs, mlir::Value weights,
                             mlir::Value indices);
 
-  /// `x` broadcast along the leading dims of `like` (a [D] bias onto [..., D]).
+  /// x + bias, with a [D] bias broadcast along the leading dims of x.
   mlir::Value addBias(mlir::Value x, mlir::Value bias);
+
+  /// True once any op failed to build; finish() will return null.
+  bool hasFailed() const { return hasError; }
 
   /// Ends the function with `results` and returns the module. Verifies it;
   /// returns null (with diagnostics emitted) if it does not verify.
   mlir::OwningOpRef<mlir::ModuleOp> finish(mlir::ValueRange results);
 
 private:
+  mlir::Type placeholder() { return b.getNoneType(); }
+  mlir::Operation *typed(mlir::Operation *op);
+  template <typename OpTy> mlir::Value unary(mlir::Value x);
+  template <typename OpTy> mlir::Value binary(mlir::Value x, mlir::Value y);
+  static bool usable(mlir::ValueRange values);
+  static mlir::Value first(mlir::Operation *op);
+
   mlir::OpBuilder b;
   mlir::Location loc;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   std::vector<std::string> inputNames;
+  bool hasError = false;
 };
 
 /// Shape of a ranked tensor value.

@@ -7,6 +7,7 @@
 #include "compiler/reference/Evaluator.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -15,6 +16,19 @@
 #include <random>
 
 namespace weft::testutil {
+
+/// Stores the last diagnostic emitted while it lives into `message`.
+class DiagnosticCapture {
+public:
+  DiagnosticCapture(mlir::MLIRContext &context, std::string &message)
+      : handler(&context, [&message](mlir::Diagnostic &d) {
+          message = d.str();
+          return mlir::success();
+        }) {}
+
+private:
+  mlir::ScopedDiagnosticHandler handler;
+};
 
 /// An MLIRContext with every Weft dialect loaded.
 inline std::unique_ptr<mlir::MLIRContext> makeContext() {

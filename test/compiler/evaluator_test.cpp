@@ -35,10 +35,7 @@ protected:
   std::string evalError(llvm::StringRef text, std::vector<Tensor> inputs) {
     module = testutil::parse(*context, text);
     std::string message;
-    mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
-      message = d.str();
-      return mlir::success();
-    });
+    testutil::DiagnosticCapture capture(*context, message);
     auto results = reference::evaluate(testutil::firstFunc(*module), inputs,
                                        reference::randomInitProvider(0));
     EXPECT_TRUE(mlir::failed(results));
@@ -399,10 +396,7 @@ TEST_F(EvaluatorTest, RejectsMismatchedInputs) {
       return %x : tensor<2xf32>
     })");
   std::string message;
-  mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
-    message = d.str();
-    return mlir::success();
-  });
+  testutil::DiagnosticCapture capture(*context, message);
   auto results = reference::evaluate(testutil::firstFunc(*module), {Tensor({3}, {1, 2, 3})},
                                      reference::randomInitProvider(0));
   EXPECT_TRUE(mlir::failed(results));

@@ -47,10 +47,7 @@ TEST(GraphBuilder, BuildsAVerifiedGraphThatEvaluates) {
 TEST(GraphBuilder, ShapeErrorsAreDiagnosticsNotCrashes) {
   auto context = testutil::makeContext();
   std::string message;
-  mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
-    message = d.str();
-    return mlir::success();
-  });
+  testutil::DiagnosticCapture capture(*context, message);
   GraphBuilder g(*context);
   mlir::Type f32 = g.builder().getF32Type();
   mlir::Value x = g.input("x", {2, 3}, f32);
@@ -68,10 +65,7 @@ TEST(GraphBuilder, ShapeErrorsAreDiagnosticsNotCrashes) {
 TEST(GraphBuilder, VerifierErrorsFailFinish) {
   auto context = testutil::makeContext();
   std::string message;
-  mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic &d) {
-    message = d.str();
-    return mlir::success();
-  });
+  testutil::DiagnosticCapture capture(*context, message);
   GraphBuilder g(*context);
   mlir::Value x = g.input("x", {2, 3}, g.builder().getF32Type());
   mlir::Value y = g.reshape(x, {5});

@@ -59,6 +59,11 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file (default stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::sub(importCmd));
 
+cl::opt<bool> printSummary("summary",
+                           cl::desc("Print the parameter count and op count "
+                                    "to stderr"),
+                           cl::sub(importCmd));
+
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
                                cl::sub(evalCmd));
 cl::opt<std::string> weightsPath("weights",
@@ -113,6 +118,14 @@ int runImport(MLIRContext &context) {
   (*module)->print(output->os());
   output->os() << "\n";
   output->keep();
+  if (printSummary) {
+    int64_t ops = 0;
+    (*module)->walk([&](Operation *op) { ops += isa<weft::WeftDialect>(op->getDialect()); });
+    func::FuncOp func = *(*module)->getOps<func::FuncOp>().begin();
+    errs() << formatv("{0}: {1} parameters, {2} weft ops, batch {3}, seq {4}, {5}\n",
+                      configPath, weft::reference::countParameters(func), ops,
+                      options.batch, options.seq, options.dtype);
+  }
   return 0;
 }
 

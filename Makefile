@@ -6,7 +6,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DLLVM_USE_LINKER=lld -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 
-.PHONY: setup configure build demo test check-lit check-unit clean
+.PHONY: setup configure build demo test check-lit check-unit check-format format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -28,8 +28,15 @@ check-lit: build
 check-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# lit first, then ctest, whose summary line closes the run.
-test: build
+# clang-format (LLVM style, .clang-format) over every tracked C++ file.
+check-format: setup
+	git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
+
+format: setup
+	git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+# Formatting, then lit, then ctest, whose summary line closes the run.
+test: build check-format
 	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -44,8 +44,9 @@ Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape, Type elt,
 
 Value GraphBuilder::constant(ArrayRef<int64_t> shape, Type elt, double value) {
   auto type = RankedTensorType::get(shape, elt);
-  Attribute scalar = isa<FloatType>(elt) ? Attribute(b.getFloatAttr(elt, value))
-                                         : b.getIntegerAttr(elt, (int64_t)value);
+  Attribute scalar = isa<FloatType>(elt)
+                         ? Attribute(b.getFloatAttr(elt, value))
+                         : b.getIntegerAttr(elt, (int64_t)value);
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, scalar));
 }
 
@@ -83,10 +84,10 @@ Value GraphBuilder::silu(Value x) { return unary<SiluOp>(x); }
 Operation *GraphBuilder::typed(Operation *op) {
   SmallVector<Type> types;
   auto iface = llvm::cast<InferTypeOpInterface>(op);
-  if (mlir::failed(iface.inferReturnTypes(b.getContext(), op->getLoc(), op->getOperands(),
-                                    op->getRawDictionaryAttrs(),
-                                    op->getPropertiesStorage(), op->getRegions(),
-                                    types))) {
+  if (mlir::failed(iface.inferReturnTypes(
+          b.getContext(), op->getLoc(), op->getOperands(),
+          op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+          op->getRegions(), types))) {
     op->erase();
     hasError = true;
     return nullptr;
@@ -100,12 +101,15 @@ bool GraphBuilder::usable(ValueRange values) {
   return !llvm::is_contained(values, Value());
 }
 
-Value GraphBuilder::first(Operation *op) { return op ? op->getResult(0) : Value(); }
+Value GraphBuilder::first(Operation *op) {
+  return op ? op->getResult(0) : Value();
+}
 
 Value GraphBuilder::matmul(Value lhs, Value rhs, bool tl, bool tr) {
   if (!usable({lhs, rhs}))
     return {};
-  return first(typed(MatmulOp::create(b, loc, placeholder(), lhs, rhs, tl, tr)));
+  return first(
+      typed(MatmulOp::create(b, loc, placeholder(), lhs, rhs, tl, tr)));
 }
 Value GraphBuilder::reshape(Value x, ArrayRef<int64_t> shape) {
   if (!usable(x))
@@ -123,13 +127,15 @@ Value GraphBuilder::broadcast(Value x, ArrayRef<int64_t> shape,
   if (!usable(x))
     return {};
   auto elt = llvm::cast<RankedTensorType>(x.getType()).getElementType();
-  return BroadcastOp::create(b, loc, RankedTensorType::get(shape, elt), x, dims);
+  return BroadcastOp::create(b, loc, RankedTensorType::get(shape, elt), x,
+                             dims);
 }
 Value GraphBuilder::slice(Value x, ArrayRef<int64_t> starts,
                           ArrayRef<int64_t> limits) {
   if (!usable(x))
     return {};
-  return first(typed(SliceOp::create(b, loc, placeholder(), x, starts, limits)));
+  return first(
+      typed(SliceOp::create(b, loc, placeholder(), x, starts, limits)));
 }
 Value GraphBuilder::concat(ValueRange inputs, int64_t dim) {
   if (!usable(inputs))
@@ -200,13 +206,14 @@ Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
 Value GraphBuilder::crossEntropy(Value logits, Value labels, int64_t ignore) {
   if (!usable({logits, labels}))
     return {};
-  return first(typed(CrossEntropyOp::create(b, loc, placeholder(), logits, labels,
-                                            b.getI64IntegerAttr(ignore))));
+  return first(typed(CrossEntropyOp::create(
+      b, loc, placeholder(), logits, labels, b.getI64IntegerAttr(ignore))));
 }
 std::pair<Value, Value> GraphBuilder::topk(Value x, int64_t k) {
   if (!usable(x))
     return {};
-  Operation *op = typed(TopKOp::create(b, loc, placeholder(), placeholder(), x, k));
+  Operation *op =
+      typed(TopKOp::create(b, loc, placeholder(), placeholder(), x, k));
   return op ? std::make_pair(op->getResult(0), op->getResult(1))
             : std::pair<Value, Value>();
 }
@@ -214,8 +221,8 @@ std::pair<Value, Value> GraphBuilder::topkGating(Value logits, int64_t k,
                                                  bool normalize) {
   if (!usable(logits))
     return {};
-  Operation *op = typed(TopKGatingOp::create(b, loc, placeholder(), placeholder(),
-                                             logits, k, normalize));
+  Operation *op = typed(TopKGatingOp::create(
+      b, loc, placeholder(), placeholder(), logits, k, normalize));
   return op ? std::make_pair(op->getResult(0), op->getResult(1))
             : std::pair<Value, Value>();
 }
@@ -229,14 +236,16 @@ Value GraphBuilder::expertDispatch(Value x, Value indices, int64_t experts,
 Value GraphBuilder::expertCombine(Value eo, Value w, Value indices) {
   if (!usable({eo, w, indices}))
     return {};
-  return first(typed(ExpertCombineOp::create(b, loc, placeholder(), eo, w, indices)));
+  return first(
+      typed(ExpertCombineOp::create(b, loc, placeholder(), eo, w, indices)));
 }
 
 Value GraphBuilder::addBias(Value x, Value bias) {
   if (!usable({x, bias}))
     return {};
   ArrayRef<int64_t> shape = shapeOf(x);
-  return add(x, broadcast(bias, shape, {static_cast<int64_t>(shape.size()) - 1}));
+  return add(x,
+             broadcast(bias, shape, {static_cast<int64_t>(shape.size()) - 1}));
 }
 
 OwningOpRef<ModuleOp> GraphBuilder::finish(ValueRange results) {

@@ -72,8 +72,8 @@ public:
   mlir::Value silu(mlir::Value x);
 
   // Linear algebra and shapes.
-  mlir::Value matmul(mlir::Value lhs, mlir::Value rhs, bool transposeLhs = false,
-                     bool transposeRhs = false);
+  mlir::Value matmul(mlir::Value lhs, mlir::Value rhs,
+                     bool transposeLhs = false, bool transposeRhs = false);
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value x, llvm::ArrayRef<int64_t> permutation);
   mlir::Value broadcast(mlir::Value x, llvm::ArrayRef<int64_t> shape,

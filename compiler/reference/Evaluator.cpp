@@ -60,7 +60,8 @@ int64_t product(ArrayRef<int64_t> dims) {
 }
 
 /// Calls fn(index, flat) for every multi-index of `shape` in row-major order.
-template <typename Fn> void forEachIndex(const std::vector<int64_t> &shape, Fn fn) {
+template <typename Fn>
+void forEachIndex(const std::vector<int64_t> &shape, Fn fn) {
   int64_t n = product(shape);
   std::vector<int64_t> index(shape.size(), 0);
   for (int64_t flat = 0; flat < n; ++flat) {
@@ -77,8 +78,7 @@ template <typename Fn> void forEachIndex(const std::vector<int64_t> &shape, Fn f
 struct Rows {
   int64_t outer, n, inner;
   Rows(const std::vector<int64_t> &shape, int64_t dim)
-      : outer(product(ArrayRef<int64_t>(shape).take_front(dim))),
-        n(shape[dim]),
+      : outer(product(ArrayRef<int64_t>(shape).take_front(dim))), n(shape[dim]),
         inner(product(ArrayRef<int64_t>(shape).drop_front(dim + 1))) {}
   int64_t count() const { return outer * inner; }
   /// Flat offset of element j of row r.
@@ -89,7 +89,8 @@ struct Rows {
 
 /// Slot of each (token, choice) pair under weft.expert_dispatch's rule, or -1
 /// for a dropped pair; fails on an expert id outside [0, E).
-FailureOr<std::vector<int64_t>> assignSlots(Operation *op, const Tensor &indices,
+FailureOr<std::vector<int64_t>> assignSlots(Operation *op,
+                                            const Tensor &indices,
                                             int64_t experts, int64_t capacity) {
   std::vector<int64_t> fill(experts, 0), slots(indices.data.size(), -1);
   for (size_t p = 0; p < indices.data.size(); ++p) {
@@ -108,7 +109,8 @@ public:
   Interpreter(Precision precision, const ParamProvider &params)
       : precision(precision), params(params) {}
 
-  FailureOr<std::vector<Tensor>> run(func::FuncOp func, ArrayRef<Tensor> inputs);
+  FailureOr<std::vector<Tensor>> run(func::FuncOp func,
+                                     ArrayRef<Tensor> inputs);
 
 private:
   Precision precision;
@@ -120,7 +122,8 @@ private:
   /// Rounds every element to `v`'s element type and binds it.
   void bind(Value v, Tensor t) {
     t.shape = shapeOf(v);
-    DType type = roundingType(cast<RankedTensorType>(v.getType()).getElementType());
+    DType type =
+        roundingType(cast<RankedTensorType>(v.getType()).getElementType());
     if (type != DType::F64)
       for (double &x : t.data)
         x = runtime::roundTo(x, type);
@@ -176,8 +179,8 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     if (shapeOf(arg) != inputs[i].shape ||
         inputs[i].numElements() != static_cast<int64_t>(inputs[i].data.size()))
-      return func.emitError("input ") << i << " does not match argument type "
-                                      << arg.getType();
+      return func.emitError("input ")
+             << i << " does not match argument type " << arg.getType();
     bind(arg, inputs[i]);
   }
   for (Operation &op : func.getBody().front()) {
@@ -221,14 +224,23 @@ LogicalResult Interpreter::eval(Operation *op) {
         return success();
       })
       .Case([&](NegOp o) { return unary(o, [](double x) { return -x; }); })
-      .Case([&](ExpOp o) { return unary(o, [](double x) { return std::exp(x); }); })
-      .Case([&](LogOp o) { return unary(o, [](double x) { return std::log(x); }); })
-      .Case([&](TanhOp o) { return unary(o, [](double x) { return std::tanh(x); }); })
-      .Case([&](SqrtOp o) { return unary(o, [](double x) { return std::sqrt(x); }); })
+      .Case([&](ExpOp o) {
+        return unary(o, [](double x) { return std::exp(x); });
+      })
+      .Case([&](LogOp o) {
+        return unary(o, [](double x) { return std::log(x); });
+      })
+      .Case([&](TanhOp o) {
+        return unary(o, [](double x) { return std::tanh(x); });
+      })
+      .Case([&](SqrtOp o) {
+        return unary(o, [](double x) { return std::sqrt(x); });
+      })
       .Case([&](RsqrtOp o) {
         return unary(o, [](double x) { return 1.0 / std::sqrt(x); });
       })
-      .Case([&](SquareOp o) { return unary(o, [](double x) { return x * x; }); })
+      .Case(
+          [&](SquareOp o) { return unary(o, [](double x) { return x * x; }); })
       .Case([&](GeluOp o) {
         return unary(o, [](double x) {
           return 0.5 * x *
@@ -243,10 +255,18 @@ LogicalResult Interpreter::eval(Operation *op) {
         double e = o.getExponent().convertToDouble();
         return unary(o, [e](double x) { return std::pow(x, e); });
       })
-      .Case([&](AddOp o) { return binary(o, [](double a, double b) { return a + b; }); })
-      .Case([&](SubOp o) { return binary(o, [](double a, double b) { return a - b; }); })
-      .Case([&](MulOp o) { return binary(o, [](double a, double b) { return a * b; }); })
-      .Case([&](DivOp o) { return binary(o, [](double a, double b) { return a / b; }); })
+      .Case([&](AddOp o) {
+        return binary(o, [](double a, double b) { return a + b; });
+      })
+      .Case([&](SubOp o) {
+        return binary(o, [](double a, double b) { return a - b; });
+      })
+      .Case([&](MulOp o) {
+        return binary(o, [](double a, double b) { return a * b; });
+      })
+      .Case([&](DivOp o) {
+        return binary(o, [](double a, double b) { return a / b; });
+      })
       .Case([&](MaxOp o) {
         return binary(o, [](double a, double b) {
           return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
@@ -269,12 +289,13 @@ LogicalResult Interpreter::eval(Operation *op) {
         std::vector<int64_t> inStrides = stridesOf(in.shape);
         ArrayRef<int64_t> perm = o.getPermutation();
         Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        forEachIndex(out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
-          int64_t off = 0;
-          for (size_t d = 0; d < i.size(); ++d)
-            off += i[d] * inStrides[perm[d]];
-          out.data[flat] = in.data[off];
-        });
+        forEachIndex(out.shape,
+                     [&](const std::vector<int64_t> &i, int64_t flat) {
+                       int64_t off = 0;
+                       for (size_t d = 0; d < i.size(); ++d)
+                         off += i[d] * inStrides[perm[d]];
+                       out.data[flat] = in.data[off];
+                     });
         bind(o.getResult(), std::move(out));
         return success();
       })
@@ -283,12 +304,13 @@ LogicalResult Interpreter::eval(Operation *op) {
         std::vector<int64_t> inStrides = stridesOf(in.shape);
         ArrayRef<int64_t> dims = o.getDims();
         Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        forEachIndex(out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
-          int64_t off = 0;
-          for (size_t d = 0; d < dims.size(); ++d)
-            off += (in.shape[d] == 1 ? 0 : i[dims[d]]) * inStrides[d];
-          out.data[flat] = in.data[off];
-        });
+        forEachIndex(
+            out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+              int64_t off = 0;
+              for (size_t d = 0; d < dims.size(); ++d)
+                off += (in.shape[d] == 1 ? 0 : i[dims[d]]) * inStrides[d];
+              out.data[flat] = in.data[off];
+            });
         bind(o.getResult(), std::move(out));
         return success();
       })
@@ -297,12 +319,13 @@ LogicalResult Interpreter::eval(Operation *op) {
         std::vector<int64_t> inStrides = stridesOf(in.shape);
         ArrayRef<int64_t> starts = o.getStarts();
         Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        forEachIndex(out.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
-          int64_t off = 0;
-          for (size_t d = 0; d < i.size(); ++d)
-            off += (starts[d] + i[d]) * inStrides[d];
-          out.data[flat] = in.data[off];
-        });
+        forEachIndex(out.shape,
+                     [&](const std::vector<int64_t> &i, int64_t flat) {
+                       int64_t off = 0;
+                       for (size_t d = 0; d < i.size(); ++d)
+                         off += (starts[d] + i[d]) * inStrides[d];
+                       out.data[flat] = in.data[off];
+                     });
         bind(o.getResult(), std::move(out));
         return success();
       })
@@ -313,13 +336,14 @@ LogicalResult Interpreter::eval(Operation *op) {
         int64_t shift = 0;
         for (Value v : o.getInputs()) {
           const Tensor &in = get(v);
-          forEachIndex(in.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
-            int64_t off = 0;
-            for (size_t d = 0; d < i.size(); ++d)
-              off += (i[d] + (static_cast<int64_t>(d) == dim ? shift : 0)) *
-                     outStrides[d];
-            out.data[off] = in.data[flat];
-          });
+          forEachIndex(
+              in.shape, [&](const std::vector<int64_t> &i, int64_t flat) {
+                int64_t off = 0;
+                for (size_t d = 0; d < i.size(); ++d)
+                  off += (i[d] + (static_cast<int64_t>(d) == dim ? shift : 0)) *
+                         outStrides[d];
+                out.data[off] = in.data[flat];
+              });
           shift += in.shape[dim];
         }
         bind(o.getResult(), std::move(out));
@@ -327,24 +351,27 @@ LogicalResult Interpreter::eval(Operation *op) {
       })
       .Case([&](ReduceSumOp o) {
         bind(o.getResult(),
-             evalReduce(o, o.getInput(), o.getDims(), 0.0,
-                        [](double a, double b) { return a + b; }, false));
+             evalReduce(
+                 o, o.getInput(), o.getDims(), 0.0,
+                 [](double a, double b) { return a + b; }, false));
         return success();
       })
       .Case([&](ReduceMeanOp o) {
         bind(o.getResult(),
-             evalReduce(o, o.getInput(), o.getDims(), 0.0,
-                        [](double a, double b) { return a + b; }, true));
+             evalReduce(
+                 o, o.getInput(), o.getDims(), 0.0,
+                 [](double a, double b) { return a + b; }, true));
         return success();
       })
       .Case([&](ReduceMaxOp o) {
-        bind(o.getResult(),
-             evalReduce(o, o.getInput(), o.getDims(), -kInf,
-                        [](double a, double b) {
-                          return std::isnan(a) || std::isnan(b) ? kNaN
-                                                                : std::max(a, b);
-                        },
-                        false));
+        bind(o.getResult(), evalReduce(
+                                o, o.getInput(), o.getDims(), -kInf,
+                                [](double a, double b) {
+                                  return std::isnan(a) || std::isnan(b)
+                                             ? kNaN
+                                             : std::max(a, b);
+                                },
+                                false));
         return success();
       })
       .Case([&](EmbeddingOp o) -> LogicalResult {
@@ -374,8 +401,8 @@ LogicalResult Interpreter::eval(Operation *op) {
         return success();
       })
       .Case([&](SoftmaxOp o) {
-        bind(o.getResult(), evalSoftmax(get(o.getInput()),
-                                        static_cast<int64_t>(o.getDim())));
+        bind(o.getResult(),
+             evalSoftmax(get(o.getInput()), static_cast<int64_t>(o.getDim())));
         return success();
       })
       .Case([&](RopeOp o) {
@@ -389,8 +416,9 @@ LogicalResult Interpreter::eval(Operation *op) {
             for (int64_t h = 0; h < s[2]; ++h) {
               double *x = &out.data[((b * s[1] + p) * s[2] + h) * s[3]];
               for (int64_t i = 0; i < half; ++i) {
-                double f = static_cast<double>(p + offset) *
-                           std::pow(theta, -2.0 * i / static_cast<double>(s[3]));
+                double f =
+                    static_cast<double>(p + offset) *
+                    std::pow(theta, -2.0 * i / static_cast<double>(s[3]));
                 double x1 = x[i], x2 = x[i + half];
                 x[i] = x1 * std::cos(f) - x2 * std::sin(f);
                 x[i + half] = x2 * std::cos(f) + x1 * std::sin(f);
@@ -435,7 +463,8 @@ LogicalResult Interpreter::eval(Operation *op) {
         return success();
       })
       .Case([&](TopKOp o) {
-        auto [values, ids] = topK(get(o.getInput()), static_cast<int64_t>(o.getK()));
+        auto [values, ids] =
+            topK(get(o.getInput()), static_cast<int64_t>(o.getK()));
         bind(o.getValues(), std::move(values));
         bind(o.getIndices(), std::move(ids));
         return success();
@@ -480,7 +509,8 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](ExpertCombineOp o) -> LogicalResult {
         const Tensor &eo = get(o.getExpertOutputs()), &w = get(o.getWeights()),
                      &ids = get(o.getIndices());
-        int64_t experts = eo.shape[0], capacity = eo.shape[1], dim = eo.shape[2];
+        int64_t experts = eo.shape[0], capacity = eo.shape[1],
+                dim = eo.shape[2];
         FailureOr<std::vector<int64_t>> slots =
             assignSlots(o, ids, experts, capacity);
         if (failed(slots))
@@ -542,16 +572,17 @@ Tensor Interpreter::evalMatmul(MatmulOp op) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0.0;
         for (int64_t l = 0; l < k; ++l)
-          sum += pa[ta ? l * m + i : i * k + l] * pb[tb ? j * k + l : l * n + j];
+          sum +=
+              pa[ta ? l * m + i : i * k + l] * pb[tb ? j * k + l : l * n + j];
         po[i * n + j] = sum;
       }
   }
   return out;
 }
 
-Tensor Interpreter::evalReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
-                               double init, double (*combine)(double, double),
-                               bool mean) {
+Tensor Interpreter::evalReduce(Operation *op, Value input,
+                               ArrayRef<int64_t> dims, double init,
+                               double (*combine)(double, double), bool mean) {
   const Tensor &in = get(input);
   Tensor out = Tensor::zeros(shapeOf(op->getResult(0)));
   std::fill(out.data.begin(), out.data.end(), init);
@@ -663,9 +694,9 @@ FailureOr<Tensor> Interpreter::evalCrossEntropy(CrossEntropyOp op) {
     if (label == ignore)
       continue;
     if (label < 0 || label >= vocab)
-      return op.emitError("label ") << label << " at position " << n
-                                    << " is outside the vocabulary [0, "
-                                    << vocab << ")";
+      return op.emitError("label ")
+             << label << " at position " << n
+             << " is outside the vocabulary [0, " << vocab << ")";
     const double *x = &logits.data[n * vocab];
     double m = *std::max_element(x, x + vocab), sum = 0.0;
     for (int64_t j = 0; j < vocab; ++j)
@@ -703,9 +734,15 @@ Tensor initialParamValue(ParamOp param, uint64_t seed) {
   double scale = param.getScale() ? param.getScale()->convertToDouble() : 0.0;
   for (size_t i = 0; i < t.data.size(); ++i) {
     switch (param.getInit()) {
-    case InitKind::Zeros: t.data[i] = 0.0; break;
-    case InitKind::Ones: t.data[i] = 1.0; break;
-    case InitKind::Normal: t.data[i] = scale * runtime::normal(stream, i); break;
+    case InitKind::Zeros:
+      t.data[i] = 0.0;
+      break;
+    case InitKind::Ones:
+      t.data[i] = 1.0;
+      break;
+    case InitKind::Normal:
+      t.data[i] = scale * runtime::normal(stream, i);
+      break;
     case InitKind::Uniform:
       t.data[i] = scale * (2.0 * runtime::uniform24(stream, i) - 1.0);
       break;
@@ -720,7 +757,8 @@ ParamProvider randomInitProvider(uint64_t seed) {
   };
 }
 
-FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func, ArrayRef<Tensor> inputs,
+FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func,
+                                        ArrayRef<Tensor> inputs,
                                         const ParamProvider &params,
                                         Precision precision) {
   Interpreter interpreter(precision, params);

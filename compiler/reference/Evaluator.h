@@ -48,10 +48,9 @@ ParamProvider randomInitProvider(uint64_t seed);
 /// Runs `func` on `inputs` (one per argument, matching its types) and returns
 /// its results. Run-time errors (an id out of range) are emitted as
 /// diagnostics on the offending op.
-mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp func,
-                                              llvm::ArrayRef<Tensor> inputs,
-                                              const ParamProvider &params,
-                                              Precision precision = Precision::F32);
+mlir::FailureOr<std::vector<Tensor>>
+evaluate(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> inputs,
+         const ParamProvider &params, Precision precision = Precision::F32);
 
 /// The number of scalar elements in every weft.param of `func`.
 int64_t countParameters(mlir::func::FuncOp func);

@@ -10,13 +10,20 @@ namespace weft::reference {
 
 std::optional<runtime::DType> storageType(Type elt) {
   using runtime::DType;
-  if (elt.isF32()) return DType::F32;
-  if (elt.isBF16()) return DType::BF16;
-  if (elt.isF16()) return DType::F16;
-  if (isa<Float8E4M3FNType>(elt)) return DType::F8E4M3FN;
-  if (isa<Float8E5M2Type>(elt)) return DType::F8E5M2;
-  if (elt.isInteger(32)) return DType::I32;
-  if (elt.isInteger(64)) return DType::I64;
+  if (elt.isF32())
+    return DType::F32;
+  if (elt.isBF16())
+    return DType::BF16;
+  if (elt.isF16())
+    return DType::F16;
+  if (isa<Float8E4M3FNType>(elt))
+    return DType::F8E4M3FN;
+  if (isa<Float8E5M2Type>(elt))
+    return DType::F8E5M2;
+  if (elt.isInteger(32))
+    return DType::I32;
+  if (elt.isInteger(64))
+    return DType::I64;
   return std::nullopt;
 }
 
@@ -40,8 +47,9 @@ ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file) {
     if (ArrayRef<int64_t>(info->shape) != type.getShape())
       return param.emitError()
              << file.label() << ": tensor '" << info->name << "' has shape ["
-             << llvm::join(llvm::map_range(info->shape,
-                                           [](int64_t d) { return std::to_string(d); }),
+             << llvm::join(llvm::map_range(
+                               info->shape,
+                               [](int64_t d) { return std::to_string(d); }),
                            ", ")
              << "] but the parameter is " << param.getResult().getType();
     return Tensor(info->shape, file.toDoubles(*info));

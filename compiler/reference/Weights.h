@@ -1,4 +1,5 @@
-//===- Weights.h - parameters from and to safetensors checkpoints -*- C++ -*-===//
+//===- Weights.h - parameters from and to safetensors checkpoints -*- C++
+//-*-===//
 
 #ifndef WEFT_COMPILER_REFERENCE_WEIGHTS_H
 #define WEFT_COMPILER_REFERENCE_WEIGHTS_H

@@ -42,8 +42,10 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   };
 
   g.setScope("transformer.wte");
-  Value wte = g.param("transformer.wte.weight", {c.vocabSize, d}, dtype, weights);
-  Value wpe = g.param("transformer.wpe.weight", {c.maxPositions, d}, dtype, weights);
+  Value wte =
+      g.param("transformer.wte.weight", {c.vocabSize, d}, dtype, weights);
+  Value wpe =
+      g.param("transformer.wpe.weight", {c.maxPositions, d}, dtype, weights);
   Value x = g.embedding(wte, in.tokens);
   x = g.add(x, g.broadcast(g.slice(wpe, {0, 0}, {s, d}), {b, s, d}, {1, 2}));
 
@@ -56,8 +58,9 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
       return g.reshape(g.slice(qkv, {0, 0, i * d}, {b, s, (i + 1) * d}),
                        {b, s, h, hd});
     };
-    Value att = g.attention(head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),
-                            /*causal=*/true);
+    Value att =
+        g.attention(head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),
+                    /*causal=*/true);
     att = linear(g.reshape(att, {b, s, d}), p + ".attn.c_proj", d, d, residual);
     x = g.add(x, att);
     g.setScope(p + ".mlp");

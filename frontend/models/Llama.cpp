@@ -24,7 +24,8 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   ModelInputs in = addModelInputs(g, o);
   Init weights = Init::normal(c.initStd);
   // x @ W^T with W an nn.Linear weight [out, in].
-  auto linear = [&](Value x, const std::string &name, int64_t din, int64_t dout) {
+  auto linear = [&](Value x, const std::string &name, int64_t din,
+                    int64_t dout) {
     Value w = g.param(name + ".weight", {dout, din}, dtype, weights);
     return g.matmul(x, w, false, /*transposeRhs=*/true);
   };
@@ -34,7 +35,8 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   };
 
   g.setScope("model.embed_tokens");
-  Value embed = g.param("model.embed_tokens.weight", {c.vocabSize, d}, dtype, weights);
+  Value embed =
+      g.param("model.embed_tokens.weight", {c.vocabSize, d}, dtype, weights);
   Value x = g.embedding(embed, in.tokens);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
@@ -49,9 +51,10 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
                      c.ropeTheta);
     Value v = g.reshape(linear(a, p + ".self_attn.v_proj", d, hkv * hd),
                         {b, s, hkv, hd});
-    Value att = g.attention(q, k, v, 1.0 / std::sqrt(double(hd)), /*causal=*/true);
-    x = g.add(x, linear(g.reshape(att, {b, s, hq * hd}), p + ".self_attn.o_proj",
-                        hq * hd, d));
+    Value att =
+        g.attention(q, k, v, 1.0 / std::sqrt(double(hd)), /*causal=*/true);
+    x = g.add(x, linear(g.reshape(att, {b, s, hq * hd}),
+                        p + ".self_attn.o_proj", hq * hd, d));
 
     Value m = rmsNorm(x, p + ".post_attention_layernorm");
     if (c.family == ModelFamily::Llama) {
@@ -73,11 +76,11 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
       auto stacked = [&](StringRef w, int64_t rows, int64_t cols) {
         SmallVector<Value> parts;
         for (int64_t j = 0; j < e; ++j)
-          parts.push_back(g.reshape(
-              g.param(moe + ".experts." + std::to_string(j) + "." + w.str() +
-                          ".weight",
-                      {rows, cols}, dtype, weights),
-              {1, rows, cols}));
+          parts.push_back(
+              g.reshape(g.param(moe + ".experts." + std::to_string(j) + "." +
+                                    w.str() + ".weight",
+                                {rows, cols}, dtype, weights),
+                        {1, rows, cols}));
         return g.concat(parts, 0);
       };
       Value w1 = stacked("w1", f, d), w3 = stacked("w3", f, d),
@@ -92,9 +95,9 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   g.setScope("model.norm");
   x = rmsNorm(x, "model.norm");
   g.setScope("lm_head");
-  Value head = c.tieWordEmbeddings
-                   ? embed
-                   : g.param("lm_head.weight", {c.vocabSize, d}, dtype, weights);
+  Value head = c.tieWordEmbeddings ? embed
+                                   : g.param("lm_head.weight", {c.vocabSize, d},
+                                             dtype, weights);
   Value logits = g.matmul(x, head, false, /*transposeRhs=*/true);
   return {g.crossEntropy(logits, in.labels), logits};
 }

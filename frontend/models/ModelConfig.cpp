@@ -15,7 +15,8 @@ namespace {
 /// Reads fields of one config object, collecting the first error.
 class FieldReader {
 public:
-  FieldReader(const json::Object &obj, StringRef label) : obj(obj), label(label) {}
+  FieldReader(const json::Object &obj, StringRef label)
+      : obj(obj), label(label) {}
 
   Error error(const Twine &message) {
     return createStringError(inconvertibleErrorCode(), label + ": " + message);
@@ -70,9 +71,9 @@ private:
 Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
-    return createStringError(inconvertibleErrorCode(),
-                             label + ": invalid JSON: " +
-                                 toString(parsed.takeError()));
+    return createStringError(
+        inconvertibleErrorCode(),
+        label + ": invalid JSON: " + toString(parsed.takeError()));
   const json::Object *obj = parsed->getAsObject();
   if (!obj)
     return createStringError(inconvertibleErrorCode(),
@@ -150,7 +151,8 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.headDim, r.positive("head_dim", c.headDim));
     if (c.headDim % 2 != 0)
       return r.error(formatv("head_dim {0} must be even for rotary "
-                             "embeddings", c.headDim));
+                             "embeddings",
+                             c.headDim));
   }
   return c;
 }
@@ -158,8 +160,9 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
 Expected<ModelConfig> ModelConfig::load(StringRef path) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
   if (!buffer)
-    return createStringError(buffer.getError(),
-                             path + ": cannot read: " + buffer.getError().message());
+    return createStringError(
+        buffer.getError(),
+        path + ": cannot read: " + buffer.getError().message());
   return parse((*buffer)->getBuffer(), path);
 }
 
@@ -186,12 +189,14 @@ buildModel(mlir::MLIRContext &context, const ModelConfig &config,
     return createStringError(inconvertibleErrorCode(), message);
   };
   if (options.batch <= 0 || options.seq <= 0)
-    return fail(formatv("batch ({0}) and sequence length ({1}) must be positive",
-                        options.batch, options.seq));
+    return fail(
+        formatv("batch ({0}) and sequence length ({1}) must be positive",
+                options.batch, options.seq));
   if (options.seq > config.maxPositions)
     return fail(formatv("sequence length {0} exceeds the model's {1} positions",
                         options.seq, config.maxPositions));
-  if (options.dtype != "f32" && options.dtype != "bf16" && options.dtype != "f16")
+  if (options.dtype != "f32" && options.dtype != "bf16" &&
+      options.dtype != "f16")
     return fail("dtype '" + options.dtype + "' is not one of f32, bf16, f16");
   GraphBuilder g(context);
   mlir::Type dtype = options.dtype == "f32"    ? g.builder().getF32Type()

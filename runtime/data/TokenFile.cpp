@@ -45,13 +45,13 @@ absl::StatusOr<std::vector<uint32_t>> readByteTokens(const std::string &path) {
   absl::StatusOr<std::string> bytes = slurp(path);
   if (!bytes.ok())
     return bytes.status();
-  return std::vector<uint32_t>(reinterpret_cast<const uint8_t *>(bytes->data()),
-                               reinterpret_cast<const uint8_t *>(bytes->data()) +
-                                   bytes->size());
+  return std::vector<uint32_t>(
+      reinterpret_cast<const uint8_t *>(bytes->data()),
+      reinterpret_cast<const uint8_t *>(bytes->data()) + bytes->size());
 }
 
-absl::Status checkTokenRange(const std::vector<uint32_t> &tokens, uint32_t vocab,
-                             const std::string &label) {
+absl::Status checkTokenRange(const std::vector<uint32_t> &tokens,
+                             uint32_t vocab, const std::string &label) {
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] >= vocab)
       return absl::InvalidArgumentError(

@@ -23,8 +23,8 @@ absl::StatusOr<std::vector<uint32_t>> readTokenFile(const std::string &path,
 /// Reads a text file as byte tokens.
 absl::StatusOr<std::vector<uint32_t>> readByteTokens(const std::string &path);
 /// Fails, naming `label` and the first offending position, if any id >= vocab.
-absl::Status checkTokenRange(const std::vector<uint32_t> &tokens, uint32_t vocab,
-                             const std::string &label);
+absl::Status checkTokenRange(const std::vector<uint32_t> &tokens,
+                             uint32_t vocab, const std::string &label);
 /// Decodes byte tokens back to text (ids >= 256 become U+FFFD).
 std::string decodeByteTokens(const std::vector<uint32_t> &tokens);
 

@@ -45,13 +45,14 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
   return parse(std::move(bytes), path);
 }
 
-absl::StatusOr<SafetensorsFile> SafetensorsFile::parse(std::string bytes,
-                                                       const std::string &label) {
+absl::StatusOr<SafetensorsFile>
+SafetensorsFile::parse(std::string bytes, const std::string &label) {
   SafetensorsFile file;
   file.label_ = label;
   if (bytes.size() < 8)
-    return fail(label, absl::StrCat("file is ", bytes.size(),
-                                    " bytes, too short for the 8-byte header length"));
+    return fail(label,
+                absl::StrCat("file is ", bytes.size(),
+                             " bytes, too short for the 8-byte header length"));
   uint64_t headerLen = 0;
   for (int i = 7; i >= 0; --i)
     headerLen = (headerLen << 8) | static_cast<uint8_t>(bytes[i]);
@@ -90,7 +91,8 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::parse(std::string bytes,
       return fail(label, absl::StrCat(where, " is not an object"));
     for (auto f = entry.begin(); f != entry.end(); ++f)
       if (f.key() != "dtype" && f.key() != "shape" && f.key() != "data_offsets")
-        return fail(label, absl::StrCat(where, " has unknown field '", f.key(), "'"));
+        return fail(label,
+                    absl::StrCat(where, " has unknown field '", f.key(), "'"));
     TensorInfo info;
     info.name = name;
     auto dtype = entry.find("dtype");
@@ -111,30 +113,36 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::parse(std::string bytes,
                                                "a non-negative integer"));
       uint64_t size = d.get<uint64_t>();
       if (size != 0 && elements > (uint64_t(1) << 62) / size)
-        return fail(label, absl::StrCat(where, " has an impossibly large shape"));
+        return fail(label,
+                    absl::StrCat(where, " has an impossibly large shape"));
       elements *= size;
       info.shape.push_back(static_cast<int64_t>(size));
     }
     auto offsets = entry.find("data_offsets");
-    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
-        !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
-      return fail(label, absl::StrCat(where, " needs data_offsets [begin, end]"));
+    if (offsets == entry.end() || !offsets->is_array() ||
+        offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned())
+      return fail(label,
+                  absl::StrCat(where, " needs data_offsets [begin, end]"));
     info.begin = (*offsets)[0].get<uint64_t>();
     info.end = (*offsets)[1].get<uint64_t>();
     if (info.begin > info.end)
       return fail(label, absl::StrCat(where, " has data_offsets [", info.begin,
                                       ", ", info.end, "] with begin > end"));
     if (info.end > dataSize)
-      return fail(label, absl::StrCat(where, " has data_offsets [", info.begin,
-                                      ", ", info.end,
-                                      "] beyond the data region of ", dataSize,
-                                      " bytes: truncated file?"));
+      return fail(label,
+                  absl::StrCat(where, " has data_offsets [", info.begin, ", ",
+                               info.end, "] beyond the data region of ",
+                               dataSize, " bytes: truncated file?"));
     uint64_t expected = elements * dtypeSize(info.dtype);
     if (info.end - info.begin != expected)
-      return fail(label, absl::StrCat(where, " of dtype ", std::string(dtypeName(info.dtype)),
+      return fail(label, absl::StrCat(where, " of dtype ",
+                                      std::string(dtypeName(info.dtype)),
                                       " and shape ", shapeText(info.shape),
-                                      " needs ", expected, " bytes but its "
-                                      "data_offsets span ", info.end - info.begin));
+                                      " needs ", expected,
+                                      " bytes but its "
+                                      "data_offsets span ",
+                                      info.end - info.begin));
     file.tensors_.push_back(std::move(info));
   }
 
@@ -146,12 +154,15 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::parse(std::string bytes,
   uint64_t cursor = 0;
   for (const TensorInfo &t : file.tensors_) {
     if (t.begin < cursor)
-      return fail(label, absl::StrCat("tensor '", t.name, "' at [", t.begin, ", ",
-                                      t.end, ") overlaps the previous tensor, "
-                                      "which ends at ", cursor));
+      return fail(label, absl::StrCat("tensor '", t.name, "' at [", t.begin,
+                                      ", ", t.end,
+                                      ") overlaps the previous tensor, "
+                                      "which ends at ",
+                                      cursor));
     if (t.begin > cursor)
-      return fail(label, absl::StrCat("bytes [", cursor, ", ", t.begin,
-                                      ") of the data region belong to no tensor"));
+      return fail(label,
+                  absl::StrCat("bytes [", cursor, ", ", t.begin,
+                               ") of the data region belong to no tensor"));
     cursor = t.end;
   }
   if (cursor != dataSize)
@@ -182,9 +193,10 @@ std::vector<double> SafetensorsFile::toDoubles(const TensorInfo &tensor) const {
   return values;
 }
 
-absl::Status writeSafetensors(const std::string &path,
-                              const std::vector<TensorToWrite> &tensors,
-                              const std::map<std::string, std::string> &metadata) {
+absl::Status
+writeSafetensors(const std::string &path,
+                 const std::vector<TensorToWrite> &tensors,
+                 const std::map<std::string, std::string> &metadata) {
   json header = json::object();
   if (!metadata.empty())
     header["__metadata__"] = metadata;
@@ -225,7 +237,8 @@ absl::Status writeSafetensors(const std::string &path,
   }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file)
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write file"));
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot write file"));
   file.write(out.data(), static_cast<std::streamsize>(out.size()));
   if (!file)
     return absl::DataLossError(absl::StrCat(path, ": write failed"));

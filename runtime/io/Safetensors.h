@@ -45,7 +45,9 @@ public:
   /// Tensors in file order (by data offset).
   const std::vector<TensorInfo> &tensors() const { return tensors_; }
   const TensorInfo *find(const std::string &name) const;
-  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+  const std::map<std::string, std::string> &metadata() const {
+    return metadata_;
+  }
   const std::string &label() const { return label_; }
 
   /// The raw bytes of `tensor`.
@@ -70,9 +72,10 @@ struct TensorToWrite {
 };
 
 /// Writes `tensors` (names must be unique) with `metadata` to `path`.
-absl::Status writeSafetensors(const std::string &path,
-                              const std::vector<TensorToWrite> &tensors,
-                              const std::map<std::string, std::string> &metadata = {});
+absl::Status
+writeSafetensors(const std::string &path,
+                 const std::vector<TensorToWrite> &tensors,
+                 const std::map<std::string, std::string> &metadata = {});
 
 } // namespace weft::runtime
 

@@ -30,12 +30,18 @@ struct Format {
 
 std::optional<Format> formatOf(DType type) {
   switch (type) {
-  case DType::F32: return Format{8, 23, true};
-  case DType::BF16: return Format{8, 7, true};
-  case DType::F16: return Format{5, 10, true};
-  case DType::F8E4M3FN: return Format{4, 3, false};
-  case DType::F8E5M2: return Format{5, 2, true};
-  default: return std::nullopt;
+  case DType::F32:
+    return Format{8, 23, true};
+  case DType::BF16:
+    return Format{8, 7, true};
+  case DType::F16:
+    return Format{5, 10, true};
+  case DType::F8E4M3FN:
+    return Format{4, 3, false};
+  case DType::F8E5M2:
+    return Format{5, 2, true};
+  default:
+    return std::nullopt;
   }
 }
 
@@ -76,8 +82,8 @@ uint32_t encodeFormat(double x, const Format &f) {
   int exp = e - 1;
   if (exp < f.minExp()) // Subnormal: mantissa counts quanta of 2^(minExp-mant).
     return sign | static_cast<uint32_t>(std::ldexp(r, f.mantBits - f.minExp()));
-  auto mant = static_cast<uint32_t>(
-      std::ldexp(std::ldexp(r, -exp) - 1.0, f.mantBits));
+  auto mant =
+      static_cast<uint32_t>(std::ldexp(std::ldexp(r, -exp) - 1.0, f.mantBits));
   return sign | (static_cast<uint32_t>(exp + f.bias()) << f.mantBits) | mant;
 }
 
@@ -112,11 +118,25 @@ template <typename T> void store(T v, uint8_t *bytes) {
 
 size_t dtypeSize(DType type) {
   switch (type) {
-  case DType::F64: case DType::I64: case DType::U64: return 8;
-  case DType::F32: case DType::I32: case DType::U32: return 4;
-  case DType::BF16: case DType::F16: case DType::I16: case DType::U16: return 2;
-  case DType::F8E4M3FN: case DType::F8E5M2: case DType::I8: case DType::U8:
-  case DType::Bool: return 1;
+  case DType::F64:
+  case DType::I64:
+  case DType::U64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+  case DType::U32:
+    return 4;
+  case DType::BF16:
+  case DType::F16:
+  case DType::I16:
+  case DType::U16:
+    return 2;
+  case DType::F8E4M3FN:
+  case DType::F8E5M2:
+  case DType::I8:
+  case DType::U8:
+  case DType::Bool:
+    return 1;
   }
   return 0;
 }
@@ -127,12 +147,14 @@ struct NamedDType {
   DType type;
 };
 constexpr NamedDType kNames[] = {
-    {"F64", DType::F64},   {"F32", DType::F32},     {"BF16", DType::BF16},
-    {"F16", DType::F16},   {"F8_E4M3", DType::F8E4M3FN},
-    {"F8_E5M2", DType::F8E5M2},                     {"I64", DType::I64},
-    {"I32", DType::I32},   {"I16", DType::I16},     {"I8", DType::I8},
-    {"U64", DType::U64},   {"U32", DType::U32},     {"U16", DType::U16},
-    {"U8", DType::U8},     {"BOOL", DType::Bool}};
+    {"F64", DType::F64},          {"F32", DType::F32},
+    {"BF16", DType::BF16},        {"F16", DType::F16},
+    {"F8_E4M3", DType::F8E4M3FN}, {"F8_E5M2", DType::F8E5M2},
+    {"I64", DType::I64},          {"I32", DType::I32},
+    {"I16", DType::I16},          {"I8", DType::I8},
+    {"U64", DType::U64},          {"U32", DType::U32},
+    {"U16", DType::U16},          {"U8", DType::U8},
+    {"BOOL", DType::Bool}};
 } // namespace
 
 std::string_view dtypeName(DType type) {
@@ -167,46 +189,74 @@ double roundTo(double x, DType type) {
 
 double decode(const uint8_t *bytes, DType type) {
   switch (type) {
-  case DType::F64: return load<double>(bytes);
-  case DType::F32: return load<float>(bytes);
-  case DType::BF16: return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
-  case DType::F16: return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
+  case DType::F64:
+    return load<double>(bytes);
+  case DType::F32:
+    return load<float>(bytes);
+  case DType::BF16:
+    return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
+  case DType::F16:
+    return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
   case DType::F8E4M3FN:
-  case DType::F8E5M2: return decodeFormat(bytes[0], *formatOf(type));
-  case DType::I64: return static_cast<double>(load<int64_t>(bytes));
-  case DType::I32: return load<int32_t>(bytes);
-  case DType::I16: return load<int16_t>(bytes);
-  case DType::I8: return static_cast<int8_t>(bytes[0]);
-  case DType::U64: return static_cast<double>(load<uint64_t>(bytes));
-  case DType::U32: return load<uint32_t>(bytes);
-  case DType::U16: return load<uint16_t>(bytes);
-  case DType::U8: return bytes[0];
-  case DType::Bool: return bytes[0] ? 1.0 : 0.0;
+  case DType::F8E5M2:
+    return decodeFormat(bytes[0], *formatOf(type));
+  case DType::I64:
+    return static_cast<double>(load<int64_t>(bytes));
+  case DType::I32:
+    return load<int32_t>(bytes);
+  case DType::I16:
+    return load<int16_t>(bytes);
+  case DType::I8:
+    return static_cast<int8_t>(bytes[0]);
+  case DType::U64:
+    return static_cast<double>(load<uint64_t>(bytes));
+  case DType::U32:
+    return load<uint32_t>(bytes);
+  case DType::U16:
+    return load<uint16_t>(bytes);
+  case DType::U8:
+    return bytes[0];
+  case DType::Bool:
+    return bytes[0] ? 1.0 : 0.0;
   }
   return 0.0;
 }
 
 void encode(double x, DType type, uint8_t *bytes) {
   switch (type) {
-  case DType::F64: return store<double>(x, bytes);
-  case DType::F32: return store<float>(static_cast<float>(x), bytes);
+  case DType::F64:
+    return store<double>(x, bytes);
+  case DType::F32:
+    return store<float>(static_cast<float>(x), bytes);
   case DType::BF16:
   case DType::F16:
-    return store<uint16_t>(static_cast<uint16_t>(encodeFormat(x, *formatOf(type))),
-                           bytes);
+    return store<uint16_t>(
+        static_cast<uint16_t>(encodeFormat(x, *formatOf(type))), bytes);
   case DType::F8E4M3FN:
   case DType::F8E5M2:
     bytes[0] = static_cast<uint8_t>(encodeFormat(x, *formatOf(type)));
     return;
-  case DType::I64: return store<int64_t>(static_cast<int64_t>(x), bytes);
-  case DType::I32: return store<int32_t>(static_cast<int32_t>(x), bytes);
-  case DType::I16: return store<int16_t>(static_cast<int16_t>(x), bytes);
-  case DType::I8: bytes[0] = static_cast<uint8_t>(static_cast<int8_t>(x)); return;
-  case DType::U64: return store<uint64_t>(static_cast<uint64_t>(x), bytes);
-  case DType::U32: return store<uint32_t>(static_cast<uint32_t>(x), bytes);
-  case DType::U16: return store<uint16_t>(static_cast<uint16_t>(x), bytes);
-  case DType::U8: bytes[0] = static_cast<uint8_t>(x); return;
-  case DType::Bool: bytes[0] = x != 0.0; return;
+  case DType::I64:
+    return store<int64_t>(static_cast<int64_t>(x), bytes);
+  case DType::I32:
+    return store<int32_t>(static_cast<int32_t>(x), bytes);
+  case DType::I16:
+    return store<int16_t>(static_cast<int16_t>(x), bytes);
+  case DType::I8:
+    bytes[0] = static_cast<uint8_t>(static_cast<int8_t>(x));
+    return;
+  case DType::U64:
+    return store<uint64_t>(static_cast<uint64_t>(x), bytes);
+  case DType::U32:
+    return store<uint32_t>(static_cast<uint32_t>(x), bytes);
+  case DType::U16:
+    return store<uint16_t>(static_cast<uint16_t>(x), bytes);
+  case DType::U8:
+    bytes[0] = static_cast<uint8_t>(x);
+    return;
+  case DType::Bool:
+    bytes[0] = x != 0.0;
+    return;
   }
 }
 

@@ -1,4 +1,5 @@
-//===- Float.h - element types, narrow-float rounding and encoding -*- C++ -*-===//
+//===- Float.h - element types, narrow-float rounding and encoding -*- C++
+//-*-===//
 //
 // The element types Weft stores (safetensors' names) and exact conversions
 // between them and double: round-to-nearest-even into bf16, f16 and the two
@@ -18,8 +19,21 @@
 namespace weft::runtime {
 
 enum class DType {
-  F64, F32, BF16, F16, F8E4M3FN, F8E5M2,
-  I64, I32, I16, I8, U64, U32, U16, U8, Bool
+  F64,
+  F32,
+  BF16,
+  F16,
+  F8E4M3FN,
+  F8E5M2,
+  I64,
+  I32,
+  I16,
+  I8,
+  U64,
+  U32,
+  U16,
+  U8,
+  Bool
 };
 
 /// Bytes per element.

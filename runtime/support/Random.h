@@ -1,4 +1,5 @@
-//===- Random.h - the counter-based generator every backend shares -*- C++ -*-===//
+//===- Random.h - the counter-based generator every backend shares -*- C++
+//-*-===//
 //
 // Dropout masks and parameter initialisation are pure functions of (seed,
 // element index), so recomputation, every rank and every backend (the CPU

@@ -1,4 +1,5 @@
-//===- TestUtils.h - helpers for tests that evaluate weft graphs -*- C++ -*-===//
+//===- TestUtils.h - helpers for tests that evaluate weft graphs -*- C++
+//-*-===//
 
 #ifndef WEFT_TEST_COMPILER_TESTUTILS_H
 #define WEFT_TEST_COMPILER_TESTUTILS_H
@@ -56,15 +57,17 @@ inline std::vector<reference::Tensor>
 run(mlir::ModuleOp module, llvm::ArrayRef<reference::Tensor> inputs,
     reference::Precision precision = reference::Precision::F64,
     uint64_t seed = 0) {
-  auto results = reference::evaluate(firstFunc(module), inputs,
-                                     reference::randomInitProvider(seed), precision);
+  auto results =
+      reference::evaluate(firstFunc(module), inputs,
+                          reference::randomInitProvider(seed), precision);
   EXPECT_TRUE(mlir::succeeded(results));
   return mlir::succeeded(results) ? *results : std::vector<reference::Tensor>{};
 }
 
 /// A tensor of `shape` with uniform values in [lo, hi).
-inline reference::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &rng,
-                                      double lo = -2.0, double hi = 2.0) {
+inline reference::Tensor randomTensor(std::vector<int64_t> shape,
+                                      std::mt19937 &rng, double lo = -2.0,
+                                      double hi = 2.0) {
   reference::Tensor t = reference::Tensor::zeros(std::move(shape));
   std::uniform_real_distribution<double> dist(lo, hi);
   for (double &x : t.data)

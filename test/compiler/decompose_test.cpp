@@ -21,7 +21,8 @@ void decompose(mlir::ModuleOp module) {
   ASSERT_TRUE(mlir::succeeded(pm.run(module)));
   // Nothing composite is left.
   module.walk([](DecomposableOpInterface op) {
-    ADD_FAILURE() << "left undecomposed: " << op->getName().getStringRef().str();
+    ADD_FAILURE() << "left undecomposed: "
+                  << op->getName().getStringRef().str();
   });
 }
 
@@ -31,7 +32,8 @@ void expectSame(const std::vector<Tensor> &a, const std::vector<Tensor> &b,
   for (size_t r = 0; r < a.size(); ++r) {
     ASSERT_EQ(a[r].shape, b[r].shape);
     for (size_t i = 0; i < a[r].data.size(); ++i)
-      ASSERT_NEAR(a[r].data[i], b[r].data[i], tol * (1 + std::fabs(a[r].data[i])))
+      ASSERT_NEAR(a[r].data[i], b[r].data[i],
+                  tol * (1 + std::fabs(a[r].data[i])))
           << "result " << r << " element " << i;
   }
 }
@@ -106,11 +108,13 @@ TEST(Decompose, WholeModelsKeepTheirLossAndLogits) {
   for (const char *name : {"gpt2-tiny", "llama-tiny", "mixtral-tiny"}) {
     SCOPED_TRACE(name);
     auto context = testutil::makeContext();
-    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) + "/examples/configs/" +
-                                    name + ".json");
-    ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                    "/examples/configs/" + name + ".json");
+    ASSERT_TRUE(static_cast<bool>(config))
+        << llvm::toString(config.takeError());
     auto module = buildModel(*context, *config, {2, 8, "f32"});
-    ASSERT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
+    ASSERT_TRUE(static_cast<bool>(module))
+        << llvm::toString(module.takeError());
     std::mt19937 rng(7);
     std::vector<Tensor> inputs = {testutil::randomIds({2, 8}, 256, rng),
                                   testutil::randomIds({2, 8}, 256, rng)};

@@ -45,7 +45,8 @@ protected:
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
 
-void expectNear(const Tensor &t, std::vector<double> expected, double tol = 1e-12) {
+void expectNear(const Tensor &t, std::vector<double> expected,
+                double tol = 1e-12) {
   ASSERT_EQ(t.data.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_NEAR(t.data[i], expected[i], tol) << "element " << i;
@@ -109,7 +110,8 @@ TEST_F(EvaluatorTest, MatmulWithTransposesAndBatchBroadcast) {
       %3 = weft.matmul %a, %a transpose_lhs : tensor<2x3xf32>, tensor<2x3xf32>
       return %0, %1, %2, %3 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2x2xf32>, tensor<3x3xf32>
     })",
-                {Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor({3, 2}, {1, 0, 0, 1, 1, 1}),
+                {Tensor({2, 3}, {1, 2, 3, 4, 5, 6}),
+                 Tensor({3, 2}, {1, 0, 0, 1, 1, 1}),
                  Tensor({2, 3}, {1, 0, 1, 0, 1, 1}),
                  Tensor({2, 2, 3}, {1, 2, 3, 4, 5, 6, 0, 0, 1, 1, 0, 0})});
   expectNear(r[0], {4, 5, 10, 11});
@@ -172,7 +174,8 @@ TEST_F(EvaluatorTest, CastRoundsToTheTargetType) {
       return %0, %1, %2 : tensor<4xbf16>, tensor<4xf8E4M3FN>, tensor<4xi32>
     })",
                 {Tensor({4}, {1.00390625, 1.01171875, -2.7, 1000})});
-  // bf16 keeps 8 significant bits: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 to 1 + 2^-6.
+  // bf16 keeps 8 significant bits: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 to 1 +
+  // 2^-6.
   expectNear(r[0], {1.0, 1.015625, -2.703125, 1000});
   // e4m3 keeps 4 significant bits; 1000 is past its range (NaN).
   EXPECT_EQ(r[1].data[0], 1.0);
@@ -187,7 +190,8 @@ TEST_F(EvaluatorTest, PrecisionModes) {
       %0 = weft.exp %x : tensor<1xf32>
       return %0 : tensor<1xf32>
     })";
-  EXPECT_EQ(eval(text, {Tensor({1}, {0.1})}, Precision::F64)[0].data[0], std::exp(0.1));
+  EXPECT_EQ(eval(text, {Tensor({1}, {0.1})}, Precision::F64)[0].data[0],
+            std::exp(0.1));
   EXPECT_EQ(eval(text, {Tensor({1}, {0.1})}, Precision::F32)[0].data[0],
             static_cast<double>(static_cast<float>(std::exp(0.1))));
 }
@@ -224,7 +228,8 @@ TEST_F(EvaluatorTest, Norms) {
       return %0, %1 : tensor<1x4xf32>, tensor<1x2xf32>
     })",
                 {Tensor({1, 4}, {1, 2, 3, 4}), Tensor({4}, {1, 1, 2, 2}),
-                 Tensor({4}, {0, 0, 0, 1}), Tensor({1, 2}, {3, 4}), Tensor({2}, {1, 2})});
+                 Tensor({4}, {0, 0, 0, 1}), Tensor({1, 2}, {3, 4}),
+                 Tensor({2}, {1, 2})});
   // mean 2.5, biased variance 1.25.
   double s = 1 / std::sqrt(1.25);
   expectNear(r[0], {-1.5 * s, -0.5 * s, 2 * 0.5 * s, 2 * 1.5 * s + 1});
@@ -269,7 +274,8 @@ TEST_F(EvaluatorTest, CausalGroupedQueryAttention) {
       %1 = weft.attention %q, %k, %v scale = 1.0 : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
       return %0, %1 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>
     })",
-                {Tensor({1, 2, 2, 1}, {1, 2, 1, 0}), Tensor({1, 2, 1, 1}, {0, M_LN2}),
+                {Tensor({1, 2, 2, 1}, {1, 2, 1, 0}),
+                 Tensor({1, 2, 1, 1}, {0, M_LN2}),
                  Tensor({1, 2, 1, 2}, {1, 0, 0, 1})});
   // Query 0 sees only key 0 -> v0. Query 1, head 0 (q=1): weights [1/3, 2/3];
   // head 1 (q=0): uniform.
@@ -314,13 +320,14 @@ TEST_F(EvaluatorTest, CrossEntropyMeanWithIgnoreIndex) {
 }
 
 TEST_F(EvaluatorTest, OneHotAndTopK) {
-  auto r = eval(R"(
+  auto r = eval(
+      R"(
     func.func @f(%i: tensor<3xi32>, %x: tensor<2x4xf32>) -> (tensor<3x3xf32>, tensor<2x2xf32>, tensor<2x2xi32>) {
       %0 = weft.one_hot %i : tensor<3xi32> -> tensor<3x3xf32>
       %1:2 = weft.topk %x k = 2 : tensor<2x4xf32>
       return %0, %1#0, %1#1 : tensor<3x3xf32>, tensor<2x2xf32>, tensor<2x2xi32>
     })",
-                {Tensor({3}, {2, -100, 0}), Tensor({2, 4}, {1, 5, 3, 5, 0, -1, 2, 1})});
+      {Tensor({3}, {2, -100, 0}), Tensor({2, 4}, {1, 5, 3, 5, 0, -1, 2, 1})});
   expectNear(r[0], {0, 0, 1, 0, 0, 0, 1, 0, 0});
   // Ties keep the lower position first.
   expectNear(r[1], {5, 5, 2, 1});
@@ -397,7 +404,8 @@ TEST_F(EvaluatorTest, RejectsMismatchedInputs) {
     })");
   std::string message;
   testutil::DiagnosticCapture capture(*context, message);
-  auto results = reference::evaluate(testutil::firstFunc(*module), {Tensor({3}, {1, 2, 3})},
+  auto results = reference::evaluate(testutil::firstFunc(*module),
+                                     {Tensor({3}, {1, 2, 3})},
                                      reference::randomInitProvider(0));
   EXPECT_TRUE(mlir::failed(results));
   EXPECT_EQ(message, "input 0 does not match argument type 'tensor<2xf32>'");

@@ -25,7 +25,8 @@ TEST(GraphBuilder, BuildsAVerifiedGraphThatEvaluates) {
 
   mlir::func::FuncOp func = testutil::firstFunc(*module);
   EXPECT_EQ(func.getSymName(), "mlp");
-  EXPECT_EQ(func.getArgAttrOfType<mlir::StringAttr>(0, "weft.input").getValue(), "x");
+  EXPECT_EQ(func.getArgAttrOfType<mlir::StringAttr>(0, "weft.input").getValue(),
+            "x");
   EXPECT_EQ(func.getNumResults(), 2u);
   EXPECT_EQ(reference::countParameters(func), 8);
   bool sawScope = false;
@@ -41,7 +42,8 @@ TEST(GraphBuilder, BuildsAVerifiedGraphThatEvaluates) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_NEAR(r[1].data[0], silu(6), 1e-12);
   EXPECT_NEAR(r[1].data[3], silu(15), 1e-12);
-  EXPECT_NEAR(r[0].data[0], (silu(6) * silu(6) + silu(15) * silu(15)) / 2, 1e-9);
+  EXPECT_NEAR(r[0].data[0], (silu(6) * silu(6) + silu(15) * silu(15)) / 2,
+              1e-9);
 }
 
 TEST(GraphBuilder, ShapeErrorsAreDiagnosticsNotCrashes) {
@@ -70,7 +72,8 @@ TEST(GraphBuilder, VerifierErrorsFailFinish) {
   mlir::Value x = g.input("x", {2, 3}, g.builder().getF32Type());
   mlir::Value y = g.reshape(x, {5});
   EXPECT_FALSE(g.finish({y}));
-  EXPECT_EQ(message, "'weft.reshape' op cannot reshape [2, 3] (6 elements) into [5] (5 elements)");
+  EXPECT_EQ(message, "'weft.reshape' op cannot reshape [2, 3] (6 elements) "
+                     "into [5] (5 elements)");
 }
 
 TEST(GraphBuilder, CoversTheMixtureOfExpertsOps) {
@@ -79,7 +82,8 @@ TEST(GraphBuilder, CoversTheMixtureOfExpertsOps) {
   mlir::Type f32 = g.builder().getF32Type();
   mlir::Value x = g.input("x", {4, 8}, f32);
   mlir::Value router = g.param("router", {3, 8}, f32, Init::normal(0.5));
-  auto [weights, experts] = g.topkGating(g.matmul(x, router, false, true), 2, true);
+  auto [weights, experts] =
+      g.topkGating(g.matmul(x, router, false, true), 2, true);
   mlir::Value slots = g.expertDispatch(x, experts, 3, 4);
   mlir::Value w = g.param("w", {3, 8, 8}, f32, Init::normal(0.5));
   mlir::Value out = g.expertCombine(g.matmul(slots, w), weights, experts);

@@ -12,8 +12,8 @@ using reference::Tensor;
 
 namespace {
 ModelConfig loadConfig(const std::string &name) {
-  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) + "/examples/configs/" +
-                                  name + ".json");
+  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                  "/examples/configs/" + name + ".json");
   EXPECT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
   return config ? *config : ModelConfig();
 }
@@ -33,8 +33,9 @@ TEST(Models, FullSizeParameterCountsMatchPublishedSizes) {
     int64_t params;
   };
   // GPT-2 small (tied head), Llama-3-8B, Mixtral-8x7B.
-  for (Expected e : {Expected{"gpt2-124m", 124439808}, Expected{"llama3-8b", 8030261248},
-                     Expected{"mixtral-8x7b", 46702792704}}) {
+  for (Expected e :
+       {Expected{"gpt2-124m", 124439808}, Expected{"llama3-8b", 8030261248},
+        Expected{"mixtral-8x7b", 46702792704}}) {
     SCOPED_TRACE(e.name);
     ModelConfig config = loadConfig(e.name);
     EXPECT_EQ(config.analyticParameterCount(), e.params);
@@ -42,9 +43,11 @@ TEST(Models, FullSizeParameterCountsMatchPublishedSizes) {
     auto start = std::chrono::steady_clock::now();
     auto module = build(*context, config, {1, 1024, "bf16"});
     double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     ASSERT_TRUE(module);
-    EXPECT_EQ(reference::countParameters(testutil::firstFunc(*module)), e.params);
+    EXPECT_EQ(reference::countParameters(testutil::firstFunc(*module)),
+              e.params);
     EXPECT_LT(seconds, 1.0) << "import took " << seconds << " s";
   }
 }
@@ -108,7 +111,8 @@ TEST(Models, CheckpointsMapOntoParametersOneToOne) {
   std::mt19937 rng(2);
   std::vector<Tensor> inputs = {testutil::randomIds({1, 8}, 256, rng),
                                 testutil::randomIds({1, 8}, 256, rng)};
-  auto fromFile = reference::evaluate(func, inputs, reference::safetensorsProvider(*file));
+  auto fromFile =
+      reference::evaluate(func, inputs, reference::safetensorsProvider(*file));
   ASSERT_TRUE(mlir::succeeded(fromFile));
   auto fromSeed = testutil::run(*module, inputs, reference::Precision::F32, 5);
   EXPECT_EQ((*fromFile)[0].data, fromSeed[0].data);
@@ -134,7 +138,8 @@ TEST(Models, ConfigDiagnostics) {
     EXPECT_FALSE(static_cast<bool>(config));
     return config ? std::string() : llvm::toString(config.takeError());
   };
-  EXPECT_EQ(error(R"({"vocab_size": 3})"), "c.json: missing required field 'model_type'");
+  EXPECT_EQ(error(R"({"vocab_size": 3})"),
+            "c.json: missing required field 'model_type'");
   EXPECT_EQ(error("[]"), "c.json: config must be a JSON object");
   EXPECT_EQ(error(R"({"model_type": "llama", "vocab_size": 8, "hidden_size": 8,
                       "intermediate_size": 8, "num_hidden_layers": 1,
@@ -144,9 +149,12 @@ TEST(Models, ConfigDiagnostics) {
                       "intermediate_size": 8, "num_hidden_layers": 1,
                       "num_attention_heads": 2, "head_dim": 3})"),
             "c.json: head_dim 3 must be even for rotary embeddings");
-  EXPECT_EQ(error(R"({"model_type": "gpt2", "vocab_size": 8, "n_positions": 8, "n_embd": 8,
+  EXPECT_EQ(
+      error(
+          R"({"model_type": "gpt2", "vocab_size": 8, "n_positions": 8, "n_embd": 8,
                       "n_layer": 1, "n_head": 2, "activation_function": "relu"})"),
-            "c.json: activation_function 'relu' is not supported (gelu_new, gelu_pytorch_tanh)");
+      "c.json: activation_function 'relu' is not supported (gelu_new, "
+      "gelu_pytorch_tanh)");
   EXPECT_EQ(error(R"({"model_type": "llama", "vocab_size": 8, "hidden_size": 8,
                       "intermediate_size": 8, "num_hidden_layers": 1,
                       "num_attention_heads": 2, "tie_word_embeddings": 1})"),

@@ -31,7 +31,8 @@ const Case kCases[] = {
 double apDecode(const Case &c, uint32_t bits) {
   llvm::APFloat f(c.semantics(), llvm::APInt(c.bits, bits));
   bool lost;
-  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+            &lost);
   return f.convertToDouble();
 }
 
@@ -52,14 +53,16 @@ uint32_t ourEncode(const Case &c, double x) {
 TEST(Float, DecodeMatchesAPFloatForEveryBitPattern) {
   for (const Case &c : kCases) {
     for (uint32_t bits = 0; bits < (1u << c.bits); ++bits) {
-      uint8_t bytes[2] = {static_cast<uint8_t>(bits), static_cast<uint8_t>(bits >> 8)};
+      uint8_t bytes[2] = {static_cast<uint8_t>(bits),
+                          static_cast<uint8_t>(bits >> 8)};
       double ours = weft::runtime::decode(bytes, c.type);
       double theirs = apDecode(c, bits);
       if (std::isnan(theirs)) {
         EXPECT_TRUE(std::isnan(ours)) << "bits " << bits;
         continue;
       }
-      ASSERT_EQ(ours, theirs) << weft::runtime::dtypeName(c.type) << " bits " << bits;
+      ASSERT_EQ(ours, theirs)
+          << weft::runtime::dtypeName(c.type) << " bits " << bits;
       ASSERT_EQ(std::signbit(ours), std::signbit(theirs));
     }
   }
@@ -89,7 +92,8 @@ TEST(Float, RoundingOfRandomDoublesMatchesAPFloat) {
         ASSERT_TRUE(std::isnan(rounded)) << x;
         continue;
       }
-      ASSERT_EQ(rounded, expected) << weft::runtime::dtypeName(c.type) << " x=" << x;
+      ASSERT_EQ(rounded, expected)
+          << weft::runtime::dtypeName(c.type) << " x=" << x;
       ASSERT_EQ(ourEncode(c, x), theirs) << x;
     }
 }

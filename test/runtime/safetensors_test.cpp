@@ -50,7 +50,8 @@ TEST(Safetensors, RoundTripsEveryFloatType) {
     std::vector<double> values = file->toDoubles(*info);
     ASSERT_EQ(values.size(), t.values.size());
     for (size_t i = 0; i < values.size(); ++i)
-      EXPECT_EQ(values[i], roundTo(t.values[i], t.dtype)) << t.name << "[" << i << "]";
+      EXPECT_EQ(values[i], roundTo(t.values[i], t.dtype))
+          << t.name << "[" << i << "]";
   }
   // Values are rounded on the way out: 0.1 is not exact in f32.
   EXPECT_NE(file->toDoubles(*file->find("a.f32"))[3], 0.1);
@@ -61,58 +62,95 @@ TEST(Safetensors, DataRegionIsAligned) {
   ASSERT_TRUE(writeSafetensors(path, {{"x", DType::F64, {1}, {2.0}}}).ok());
   auto file = SafetensorsFile::read(path);
   ASSERT_TRUE(file.ok());
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(file->data(file->tensors()[0])) % 8, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(file->data(file->tensors()[0])) % 8,
+            0u);
 }
 
 TEST(Safetensors, RejectsDamagedHeaders) {
-  EXPECT_EQ(parseError("abc"),
-            "ckpt.safetensors: file is 3 bytes, too short for the 8-byte header length");
+  EXPECT_EQ(parseError("abc"), "ckpt.safetensors: file is 3 bytes, too short "
+                               "for the 8-byte header length");
   EXPECT_EQ(parseError(image("{}", 0, 1000)),
-            "ckpt.safetensors: header length 1000 runs past the end of the file (10 bytes): "
+            "ckpt.safetensors: header length 1000 runs past the end of the "
+            "file (10 bytes): "
             "truncated file?");
   EXPECT_EQ(parseError(image("{}", 0, uint64_t(1) << 40)),
-            "ckpt.safetensors: header length 1099511627776 exceeds the limit of 104857600");
-  EXPECT_EQ(parseError(image("[1, 2]", 0)), "ckpt.safetensors: header is not a JSON object");
-  EXPECT_EQ(parseError(image("{\"a\": ", 0)), "ckpt.safetensors: header is not valid JSON");
-  EXPECT_EQ(parseError(image(R"({"a": 3})", 0)), "ckpt.safetensors: tensor 'a' is not an object");
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4], "x": 1}})", 4)),
-            "ckpt.safetensors: tensor 'a' has unknown field 'x'");
-  EXPECT_EQ(parseError(image(R"({"a": {"shape": [1], "data_offsets": [0, 4]}})", 4)),
-            "ckpt.safetensors: tensor 'a' has no dtype string");
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4)),
-            "ckpt.safetensors: tensor 'a' has a shape entry that is not a non-negative integer");
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4]}})", 4)),
-            "ckpt.safetensors: tensor 'a' needs data_offsets [begin, end]");
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})", 4)),
-            "ckpt.safetensors: tensor 'a' has data_offsets [4, 0] with begin > end");
+            "ckpt.safetensors: header length 1099511627776 exceeds the limit "
+            "of 104857600");
+  EXPECT_EQ(parseError(image("[1, 2]", 0)),
+            "ckpt.safetensors: header is not a JSON object");
+  EXPECT_EQ(parseError(image("{\"a\": ", 0)),
+            "ckpt.safetensors: header is not valid JSON");
+  EXPECT_EQ(parseError(image(R"({"a": 3})", 0)),
+            "ckpt.safetensors: tensor 'a' is not an object");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4], "x": 1}})",
+          4)),
+      "ckpt.safetensors: tensor 'a' has unknown field 'x'");
+  EXPECT_EQ(
+      parseError(image(R"({"a": {"shape": [1], "data_offsets": [0, 4]}})", 4)),
+      "ckpt.safetensors: tensor 'a' has no dtype string");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})",
+          4)),
+      "ckpt.safetensors: tensor 'a' has a shape entry that is not a "
+      "non-negative integer");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4]}})", 4)),
+      "ckpt.safetensors: tensor 'a' needs data_offsets [begin, end]");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}})",
+          4)),
+      "ckpt.safetensors: tensor 'a' has data_offsets [4, 0] with begin > end");
   EXPECT_EQ(parseError(image(R"({"__metadata__": {"k": 1}})", 0)),
             "ckpt.safetensors: __metadata__ value of 'k' is not a string");
 }
 
 TEST(Safetensors, RejectsBadOffsets) {
   // Out of range: the data region is 4 bytes.
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4)),
-            "ckpt.safetensors: tensor 'a' has data_offsets [0, 8] beyond the data region of 4 "
-            "bytes: truncated file?");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+          4)),
+      "ckpt.safetensors: tensor 'a' has data_offsets [0, 8] beyond the data "
+      "region of 4 "
+      "bytes: truncated file?");
   // Size disagrees with dtype and shape.
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 4]}})", 4)),
-            "ckpt.safetensors: tensor 'a' of dtype BF16 and shape [3] needs 6 bytes but its "
-            "data_offsets span 4");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 4]}})",
+          4)),
+      "ckpt.safetensors: tensor 'a' of dtype BF16 and shape [3] needs 6 bytes "
+      "but its "
+      "data_offsets span 4");
   // Overlap.
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                                 "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8)),
-            "ckpt.safetensors: tensor 'b' at [4, 8) overlaps the previous tensor, which ends at 8");
+  EXPECT_EQ(parseError(image(
+                R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                 "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                8)),
+            "ckpt.safetensors: tensor 'b' at [4, 8) overlaps the previous "
+            "tensor, which ends at 8");
   // A gap, and bytes after the last tensor.
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8)),
-            "ckpt.safetensors: bytes [0, 4) of the data region belong to no tensor");
-  EXPECT_EQ(parseError(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 6)),
-            "ckpt.safetensors: data region is 6 bytes but the tensors cover 4");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+          8)),
+      "ckpt.safetensors: bytes [0, 4) of the data region belong to no tensor");
+  EXPECT_EQ(
+      parseError(image(
+          R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+          6)),
+      "ckpt.safetensors: data region is 6 bytes but the tensors cover 4");
 }
 
 TEST(Safetensors, WriterRejectsInconsistentTensors) {
   std::string path = ::testing::TempDir() + "bad.safetensors";
   EXPECT_FALSE(writeSafetensors(path, {{"a", DType::F32, {2}, {1.0}}}).ok());
-  EXPECT_FALSE(
-      writeSafetensors(path, {{"a", DType::F32, {1}, {1.0}}, {"a", DType::F32, {1}, {2.0}}}).ok());
+  EXPECT_FALSE(writeSafetensors(path, {{"a", DType::F32, {1}, {1.0}},
+                                       {"a", DType::F32, {1}, {2.0}}})
+                   .ok());
   EXPECT_FALSE(SafetensorsFile::read(path + ".missing").ok());
 }

@@ -20,6 +20,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -27,7 +28,6 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
-#include "mlir/Support/FileUtilities.h"
 
 #include <cmath>
 
@@ -35,8 +35,8 @@ using namespace llvm;
 using namespace mlir;
 
 namespace {
-cl::SubCommand importCmd("import",
-                         "Emit the forward graph (with loss) of a model family");
+cl::SubCommand
+    importCmd("import", "Emit the forward graph (with loss) of a model family");
 cl::SubCommand evalCmd("eval", "Run a graph on the reference evaluator and "
                                "print its mean loss");
 
@@ -105,9 +105,8 @@ int runImport(MLIRContext &context) {
   Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
   if (!config)
     return fail(toString(config.takeError()));
-  weft::ModelBuildOptions options{batchSize,
-                                  seqLen > 0 ? seqLen : config->maxPositions,
-                                  dtypeName};
+  weft::ModelBuildOptions options{
+      batchSize, seqLen > 0 ? seqLen : config->maxPositions, dtypeName};
   auto module = weft::buildModel(context, *config, options);
   if (!module)
     return fail(configPath + ": " + toString(module.takeError()));
@@ -120,11 +119,14 @@ int runImport(MLIRContext &context) {
   output->keep();
   if (printSummary) {
     int64_t ops = 0;
-    (*module)->walk([&](Operation *op) { ops += isa<weft::WeftDialect>(op->getDialect()); });
+    (*module)->walk([&](Operation *op) {
+      ops += isa<weft::WeftDialect>(op->getDialect());
+    });
     func::FuncOp func = *(*module)->getOps<func::FuncOp>().begin();
-    errs() << formatv("{0}: {1} parameters, {2} weft ops, batch {3}, seq {4}, {5}\n",
-                      configPath, weft::reference::countParameters(func), ops,
-                      options.batch, options.seq, options.dtype);
+    errs() << formatv(
+        "{0}: {1} parameters, {2} weft ops, batch {3}, seq {4}, {5}\n",
+        configPath, weft::reference::countParameters(func), ops, options.batch,
+        options.seq, options.dtype);
   }
   return 0;
 }
@@ -166,16 +168,18 @@ int runEval(MLIRContext &context) {
   if (!tokenizer.empty() && tokenizer != "bytes")
     return fail("unknown --tokenizer '" + tokenizer + "' (supported: bytes)");
   absl::StatusOr<std::vector<uint32_t>> tokens =
-      tokenizer == "bytes" ? weft::runtime::readByteTokens(tokensPath)
-                           : weft::runtime::readTokenFile(tokensPath, tokenBytes);
+      tokenizer == "bytes"
+          ? weft::runtime::readByteTokens(tokensPath)
+          : weft::runtime::readTokenFile(tokensPath, tokenBytes);
   if (!tokens.ok())
     return fail(tokens.status());
   if (batchSize <= 0)
     return fail("--batch must be positive");
   // Default sequence length: as long as the tokens allow (labels need one
   // extra token); a config clamps it to the model's positions.
-  int64_t seq = seqLen > 0 ? seqLen
-                           : (static_cast<int64_t>(tokens->size()) - 1) / batchSize;
+  int64_t seq = seqLen > 0
+                    ? seqLen
+                    : (static_cast<int64_t>(tokens->size()) - 1) / batchSize;
 
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
@@ -240,7 +244,8 @@ int runEval(MLIRContext &context) {
   if (failed(results))
     return 1;
   double loss = (*results)[0].data.at(0);
-  outs() << formatv("loss {0:F6} over {1} tokens ({2} x {3})\n", loss, b * s, b, s);
+  outs() << formatv("loss {0:F6} over {1} tokens ({2} x {3})\n", loss, b * s, b,
+                    s);
   if (vocab > 0)
     outs() << formatv("ln(vocab) = {0:F6}\n", std::log(double(vocab)));
   if (!logitsPath.empty()) {
@@ -248,7 +253,8 @@ int runEval(MLIRContext &context) {
       return fail("@" + func.getSymName() + " returns no logits to write");
     const weft::reference::Tensor &logits = (*results)[1];
     absl::Status st = weft::runtime::writeSafetensors(
-        logitsPath, {{"logits", weft::runtime::DType::F32, logits.shape, logits.data}},
+        logitsPath,
+        {{"logits", weft::runtime::DType::F32, logits.shape, logits.data}},
         {{"format", "pt"}, {"producer", "weftc eval"}});
     if (!st.ok())
       return fail(st);

@@ -24,7 +24,9 @@ struct Emitter {
   OpBuilder &b;
   Location loc;
 
-  RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+  RankedTensorType typeOf(Value v) {
+    return cast<RankedTensorType>(v.getType());
+  }
 
   /// A splat constant of `like`'s type (or shape with element type `elt`).
   Value splat(RankedTensorType type, double value) {
@@ -36,11 +38,14 @@ struct Emitter {
       f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
       elt = FloatAttr::get(ft, f);
     } else {
-      elt = IntegerAttr::get(type.getElementType(), static_cast<int64_t>(value));
+      elt =
+          IntegerAttr::get(type.getElementType(), static_cast<int64_t>(value));
     }
     return ConstantOp::create(b, loc, DenseElementsAttr::get(type, elt));
   }
-  Value splatLike(Value like, double value) { return splat(typeOf(like), value); }
+  Value splatLike(Value like, double value) {
+    return splat(typeOf(like), value);
+  }
 
   /// Broadcasts `v`, which is `like` with dimension `dim` reduced away, back
   /// to `like`'s shape.
@@ -107,7 +112,8 @@ FailureOr<SmallVector<Value>> GeluOp::decompose(OpBuilder &builder) {
 FailureOr<SmallVector<Value>> SiluOp::decompose(OpBuilder &builder) {
   Emitter e{builder, getLoc()};
   Value x = getInput();
-  Value ex = ExpOp::create(builder, getLoc(), NegOp::create(builder, getLoc(), x));
+  Value ex =
+      ExpOp::create(builder, getLoc(), NegOp::create(builder, getLoc(), x));
   return SmallVector<Value>{e.div(x, e.add(e.splatLike(x, 1.0), ex))};
 }
 
@@ -116,7 +122,8 @@ FailureOr<SmallVector<Value>> LayerNormOp::decompose(OpBuilder &builder) {
   Value x = getInput();
   int64_t last = e.typeOf(x).getRank() - 1;
   Value centered = e.sub(x, e.expandAlong(e.reduceMean(x, {last}), x, last));
-  Value var = e.reduceMean(SquareOp::create(builder, getLoc(), centered), {last});
+  Value var =
+      e.reduceMean(SquareOp::create(builder, getLoc(), centered), {last});
   Value y = e.normalize(centered, var, getEpsilon().convertToDouble());
   y = e.mul(y, e.expandLast(getWeight(), x));
   return SmallVector<Value>{e.add(y, e.expandLast(getBias(), x))};
@@ -159,16 +166,17 @@ FailureOr<SmallVector<Value>> CrossEntropyOp::decompose(OpBuilder &builder) {
   }
   Value m = e.reduceMax(logits, {last});
   Value shifted = e.sub(logits, e.expandAlong(m, logits, last));
-  Value lse = e.add(LogOp::create(builder, loc,
-                                  e.reduceSum(ExpOp::create(builder, loc, shifted),
-                                              {last})),
-                    m);
+  Value lse = e.add(
+      LogOp::create(builder, loc,
+                    e.reduceSum(ExpOp::create(builder, loc, shifted), {last})),
+      m);
   Value oneHot = OneHotOp::create(builder, loc, type, getLabels());
   Value picked = e.reduceSum(e.mul(oneHot, logits), {last});
   Value valid = e.reduceSum(oneHot, {last});
   Value total = e.reduceSum(e.mul(e.sub(lse, picked), valid), e.allDims(valid));
   Value count = e.reduceSum(valid, e.allDims(valid));
-  Value loss = e.div(total, MaxOp::create(builder, loc, count, e.splatLike(count, 1.0)));
+  Value loss =
+      e.div(total, MaxOp::create(builder, loc, count, e.splatLike(count, 1.0)));
   return SmallVector<Value>{loss};
 }
 
@@ -178,7 +186,8 @@ FailureOr<SmallVector<Value>> TopKGatingOp::decompose(OpBuilder &builder) {
   auto topk = TopKOp::create(builder, getLoc(), probs, getK());
   Value weights = topk.getValues();
   if (getNormalize())
-    weights = e.div(weights, e.expandAlong(e.reduceSum(weights, {1}), weights, 1));
+    weights =
+        e.div(weights, e.expandAlong(e.reduceSum(weights, {1}), weights, 1));
   return SmallVector<Value>{weights, topk.getIndices()};
 }
 
@@ -202,7 +211,8 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
       return x;
     int64_t d = type.getDimSize(3);
     auto wide = RankedTensorType::get({batch, hkv, group, t, d}, elt);
-    x = BroadcastOp::create(builder, loc, wide, x, ArrayRef<int64_t>{0, 1, 3, 4});
+    x = BroadcastOp::create(builder, loc, wide, x,
+                            ArrayRef<int64_t>{0, 1, 3, 4});
     return ReshapeOp::create(builder, loc,
                              RankedTensorType::get({batch, hq, t, d}, elt), x);
   };
@@ -224,10 +234,11 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
     for (int64_t i = 0; i < s; ++i)
       for (int64_t j = 0; j < t; ++j)
         mask.push_back(j <= i + (t - s) ? APFloat::getZero(sem) : blocked);
-    Value maskValue =
-        ConstantOp::create(builder, loc, DenseElementsAttr::get(maskType, mask));
-    scores = e.add(scores, BroadcastOp::create(builder, loc, e.typeOf(scores),
-                                               maskValue, ArrayRef<int64_t>{2, 3}));
+    Value maskValue = ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(maskType, mask));
+    scores =
+        e.add(scores, BroadcastOp::create(builder, loc, e.typeOf(scores),
+                                          maskValue, ArrayRef<int64_t>{2, 3}));
   }
   // A composite softmax, so a backend may keep it for a fused kernel.
   Value probs = SoftmaxOp::create(builder, loc, scores, 3);

@@ -43,8 +43,8 @@ FailureOr<RankedTensorType> staticTensor(Value v, std::optional<Location> loc,
                                          StringRef what) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || !type.hasStaticShape())
-    return emitOptionalError(loc, what, " must be a statically shaped tensor, got ",
-                             v.getType());
+    return emitOptionalError(
+        loc, what, " must be a statically shaped tensor, got ", v.getType());
   return type;
 }
 
@@ -85,7 +85,8 @@ LogicalResult ParamOp::verify() {
   for (Operation &other : *getOperation()->getBlock()) {
     if (&other == getOperation())
       break;
-    if (auto param = dyn_cast<ParamOp>(other); param && param.getName() == getName())
+    if (auto param = dyn_cast<ParamOp>(other);
+        param && param.getName() == getName())
       return emitOpError("parameter '") << getName() << "' is declared twice";
   }
   return success();
@@ -120,7 +121,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   auto lhs = staticTensor(adaptor.getLhs(), loc, "matmul lhs");
@@ -131,9 +133,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitOptionalError(loc, "matmul operands must have rank >= 2, got ",
                              lhs->getRank(), " and ", rhs->getRank());
   if (lhs->getElementType() != rhs->getElementType())
-    return emitOptionalError(loc, "matmul operand element types differ: ",
-                             lhs->getElementType(), " vs ",
-                             rhs->getElementType());
+    return emitOptionalError(
+        loc, "matmul operand element types differ: ", lhs->getElementType(),
+        " vs ", rhs->getElementType());
   ArrayRef<int64_t> ls = lhs->getShape(), rs = rhs->getShape();
   int64_t lr = ls.size(), rr = rs.size();
   int64_t m = adaptor.getTransposeLhs() ? ls[lr - 1] : ls[lr - 2];
@@ -145,8 +147,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                              kl, ", rhs has ", kr);
   ArrayRef<int64_t> lb = ls.drop_back(2), rb = rs.drop_back(2);
   if (!lb.empty() && !rb.empty() && lb != rb)
-    return emitOptionalError(loc, "matmul batch dimensions differ: ",
-                             shapeStr(lb), " vs ", shapeStr(rb));
+    return emitOptionalError(loc,
+                             "matmul batch dimensions differ: ", shapeStr(lb),
+                             " vs ", shapeStr(rb));
   SmallVector<int64_t> shape(lb.empty() ? rb : lb);
   shape.push_back(m);
   shape.push_back(n);
@@ -191,22 +194,24 @@ LogicalResult BroadcastOp::verify() {
            << in.getElementType() << " to " << out.getElementType();
   ArrayRef<int64_t> dims = getDims();
   if (static_cast<int64_t>(dims.size()) != in.getRank())
-    return emitOpError("dims ") << shapeStr(dims) << " has " << dims.size()
-                                << " entries for an input of rank "
-                                << in.getRank();
+    return emitOpError("dims ")
+           << shapeStr(dims) << " has " << dims.size()
+           << " entries for an input of rank " << in.getRank();
   if (failed(checkDimList(dims, out.getRank(), getLoc(), "broadcast dim")))
     return failure();
   for (auto [d, target] : llvm::enumerate(dims)) {
     int64_t from = in.getDimSize(d), to = out.getDimSize(target);
     if (from != 1 && from != to)
       return emitOpError("input dimension ")
-             << d << " of size " << from << " cannot broadcast to result dimension "
-             << target << " of size " << to;
+             << d << " of size " << from
+             << " cannot broadcast to result dimension " << target
+             << " of size " << to;
   }
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
   auto in = staticTensor(adaptor.getInput(), loc, "slice input");
@@ -231,7 +236,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   if (adaptor.getInputs().empty())
@@ -251,9 +257,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     if (failed(t))
       return failure();
     if (t->getElementType() != first->getElementType() || t->getRank() != rank)
-      return emitOptionalError(loc, "concat input ", i, " has type ",
-                               Type(*t), ", unlike input 0 of type ",
-                               Type(*first));
+      return emitOptionalError(loc, "concat input ", i, " has type ", Type(*t),
+                               ", unlike input 0 of type ", Type(*first));
     for (int64_t d = 0; d < rank; ++d)
       if (d != dim && t->getDimSize(d) != first->getDimSize(d))
         return emitOptionalError(loc, "concat input ", i, " has size ",
@@ -289,10 +294,9 @@ static LogicalResult inferReduce(Value input, ArrayRef<int64_t> dims,
 }
 
 #define WEFT_REDUCE_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &results) {         \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
     return inferReduce(adaptor.getInput(), adaptor.getDims(), loc, results);   \
   }
 WEFT_REDUCE_INFER(ReduceSumOp)
@@ -332,9 +336,9 @@ static LogicalResult verifyNormVector(Operation *op, RankedTensorType input,
                              << "] to match the last input dimension, got "
                              << shapeStr(vec.getShape());
   if (vec.getElementType() != input.getElementType())
-    return op->emitOpError() << what << " element type " << vec.getElementType()
-                             << " differs from the input's "
-                             << input.getElementType();
+    return op->emitOpError()
+           << what << " element type " << vec.getElementType()
+           << " differs from the input's " << input.getElementType();
   return success();
 }
 
@@ -358,8 +362,8 @@ LogicalResult SoftmaxOp::verify() {
   int64_t rank = getInput().getType().getRank();
   int64_t dim = static_cast<int64_t>(getDim());
   if (dim < 0 || dim >= rank)
-    return emitOpError("softmax dim ") << dim << " is out of range for rank "
-                                       << rank;
+    return emitOpError("softmax dim ")
+           << dim << " is out of range for rank " << rank;
   return success();
 }
 
@@ -406,8 +410,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (ks[2] == 0 || qs[2] % ks[2] != 0)
     return emitOptionalError(loc, "query heads ", qs[2],
                              " are not a multiple of key/value heads ", ks[2]);
-  results.push_back(RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]},
-                                          q->getElementType()));
+  results.push_back(
+      RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]}, q->getElementType()));
   return success();
 }
 
@@ -472,7 +476,8 @@ static LogicalResult inferTopK(Value input, int64_t k, int64_t requiredRank,
   return success();
 }
 
-LogicalResult TopKOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &results) {
   return inferTopK(adaptor.getInput(), static_cast<int64_t>(adaptor.getK()),
@@ -487,16 +492,18 @@ LogicalResult TopKGatingOp::inferReturnTypes(MLIRContext *,
                    /*requiredRank=*/2, loc, results);
 }
 
-LogicalResult ExpertDispatchOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+ExpertDispatchOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
   auto in = staticTensor(adaptor.getInput(), loc, "expert_dispatch input");
   auto idx = staticTensor(adaptor.getIndices(), loc, "expert_dispatch indices");
   if (failed(in) || failed(idx))
     return failure();
   if (in->getRank() != 2 || idx->getRank() != 2 ||
       idx->getDimSize(0) != in->getDimSize(0))
-    return emitOptionalError(loc, "expert_dispatch wants input [T, D] and "
+    return emitOptionalError(loc,
+                             "expert_dispatch wants input [T, D] and "
                              "indices [T, k], got ",
                              shapeStr(in->getShape()), " and ",
                              shapeStr(idx->getShape()));
@@ -505,14 +512,15 @@ LogicalResult ExpertDispatchOp::inferReturnTypes(
   if (e < 1 || c < 1)
     return emitOptionalError(loc, "num_experts (", e, ") and capacity (", c,
                              ") must be positive");
-  results.push_back(RankedTensorType::get({e, c, in->getDimSize(1)},
-                                          in->getElementType()));
+  results.push_back(
+      RankedTensorType::get({e, c, in->getDimSize(1)}, in->getElementType()));
   return success();
 }
 
-LogicalResult ExpertCombineOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+ExpertCombineOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   auto eo = staticTensor(adaptor.getExpertOutputs(), loc, "expert outputs");
   auto w = staticTensor(adaptor.getWeights(), loc, "expert_combine weights");
   auto idx = staticTensor(adaptor.getIndices(), loc, "expert_combine indices");
@@ -520,7 +528,8 @@ LogicalResult ExpertCombineOp::inferReturnTypes(
     return failure();
   if (eo->getRank() != 3 || w->getRank() != 2 ||
       w->getShape() != idx->getShape())
-    return emitOptionalError(loc, "expert_combine wants expert outputs "
+    return emitOptionalError(loc,
+                             "expert_combine wants expert outputs "
                              "[E, C, D] and weights, indices [T, k], got ",
                              shapeStr(eo->getShape()), ", ",
                              shapeStr(w->getShape()), ", ",
@@ -529,8 +538,8 @@ LogicalResult ExpertCombineOp::inferReturnTypes(
     return emitOptionalError(loc, "expert_combine weights element type ",
                              w->getElementType(), " differs from ",
                              eo->getElementType());
-  results.push_back(RankedTensorType::get(
-      {w->getDimSize(0), eo->getDimSize(2)}, eo->getElementType()));
+  results.push_back(RankedTensorType::get({w->getDimSize(0), eo->getDimSize(2)},
+                                          eo->getElementType()));
   return success();
 }
 

@@ -80,3 +80,17 @@ func.func @activations(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %1 = weft.silu %x : tensor<4xf32>
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The pass runs from a pipeline string and dumps IR after itself.
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-decompose{ops=weft.silu})' --mlir-print-ir-after-all 2>&1 | FileCheck %s --check-prefix=DUMP
+// DUMP: IR Dump After Decompose (weft-decompose)
+// DUMP-LABEL: func.func @pipeline
+// DUMP-NOT: weft.silu
+// DUMP: weft.gelu
+func.func @pipeline(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = weft.silu %x : tensor<4xf32>
+  %1 = weft.gelu %x : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}

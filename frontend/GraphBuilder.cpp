@@ -193,7 +193,7 @@ Value GraphBuilder::attention(Value q, Value k, Value v, double scale,
                               bool causal) {
   if (!usable({q, k, v}))
     return {};
-  return first(typed(AttentionOp::create(b, loc, placeholder(), q, k, v,
+  return first(typed(AttentionOp::create(b, loc, placeholder(), placeholder(), q, k, v,
                                          b.getF64FloatAttr(scale),
                                          causal ? b.getUnitAttr() : nullptr)));
 }

@@ -31,7 +31,7 @@ echo
 echo "== weft-opt: causal GQA attention expanded by weft-decompose =="
 cat > "$OUT/attention.mlir" <<'MLIR'
 func.func @attention(%q: tensor<1x4x4x8xf32>, %kv: tensor<1x4x2x8xf32>) -> tensor<1x4x4x8xf32> {
-  %0 = weft.attention %q, %kv, %kv scale = 0.35355339 causal : tensor<1x4x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+  %0, %lse = weft.attention %q, %kv, %kv scale = 0.35355339 causal : tensor<1x4x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
   return %0 : tensor<1x4x4x8xf32>
 }
 MLIR

@@ -15,6 +15,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -165,7 +166,10 @@ private:
                     double init, double (*combine)(double, double), bool mean);
   Tensor evalNorm(Value input, Value weight, Value bias, double eps, bool rms);
   Tensor evalSoftmax(const Tensor &in, int64_t dim);
-  Tensor evalAttention(AttentionOp op);
+  std::pair<Tensor, Tensor> evalAttention(AttentionOp op);
+  std::array<Tensor, 3> evalAttentionGrad(AttentionGradOp op);
+  std::array<Tensor, 3> evalNormGrad(Value input, Value weight, Value grad,
+                                     double eps, bool rms);
   FailureOr<Tensor> evalCrossEntropy(CrossEntropyOp op);
   std::pair<Tensor, Tensor> topK(const Tensor &in, int64_t k);
 };
@@ -270,6 +274,24 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](MaxOp o) {
         return binary(o, [](double a, double b) {
           return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+        });
+      })
+      .Case([&](GeOp o) {
+        return binary(o, [](double a, double b) { return a >= b ? 1.0 : 0.0; });
+      })
+      .Case([&](GeluGradOp o) {
+        return binary(o, [](double x, double dy) {
+          // d/dx of 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3).
+          double c = std::sqrt(2.0 / M_PI);
+          double t = std::tanh(c * (x + 0.044715 * x * x * x));
+          return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c *
+                                             (1.0 + 3 * 0.044715 * x * x));
+        });
+      })
+      .Case([&](SiluGradOp o) {
+        return binary(o, [](double x, double dy) {
+          double sig = 1.0 / (1.0 + std::exp(-x));
+          return dy * sig * (1.0 + x * (1.0 - sig));
         });
       })
       .Case([&](MatmulOp o) {
@@ -410,6 +432,7 @@ LogicalResult Interpreter::eval(Operation *op) {
         const std::vector<int64_t> &s = out.shape;
         int64_t half = s[3] / 2;
         double theta = o.getTheta().convertToDouble();
+        double sign = o.getInverse() ? -1.0 : 1.0;
         auto offset = static_cast<int64_t>(o.getPositionOffset());
         for (int64_t b = 0; b < s[0]; ++b)
           for (int64_t p = 0; p < s[1]; ++p)
@@ -417,7 +440,7 @@ LogicalResult Interpreter::eval(Operation *op) {
               double *x = &out.data[((b * s[1] + p) * s[2] + h) * s[3]];
               for (int64_t i = 0; i < half; ++i) {
                 double f =
-                    static_cast<double>(p + offset) *
+                    sign * static_cast<double>(p + offset) *
                     std::pow(theta, -2.0 * i / static_cast<double>(s[3]));
                 double x1 = x[i], x2 = x[i + half];
                 x[i] = x1 * std::cos(f) - x2 * std::sin(f);
@@ -428,9 +451,73 @@ LogicalResult Interpreter::eval(Operation *op) {
         return success();
       })
       .Case([&](AttentionOp o) {
-        bind(o.getResult(), evalAttention(o));
+        auto [out, lse] = evalAttention(o);
+        bind(o.getResult(), std::move(out));
+        bind(o.getLse(), std::move(lse));
         return success();
       })
+      .Case([&](AttentionGradOp o) {
+        auto grads = evalAttentionGrad(o);
+        bind(o.getQueryGrad(), std::move(grads[0]));
+        bind(o.getKeyGrad(), std::move(grads[1]));
+        bind(o.getValueGrad(), std::move(grads[2]));
+        return success();
+      })
+      .Case([&](EmbeddingGradOp o) {
+        const Tensor &ids = get(o.getIds()), &grad = get(o.getGrad());
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        int64_t dim = out.shape[1];
+        for (size_t i = 0; i < ids.data.size(); ++i) {
+          auto id = static_cast<int64_t>(ids.data[i]);
+          if (id < 0 || id >= out.shape[0])
+            continue; // The forward embedding already rejected such ids.
+          for (int64_t d = 0; d < dim; ++d)
+            out.data[id * dim + d] += grad.data[i * dim + d];
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](LayerNormGradOp o) {
+        auto grads = evalNormGrad(o.getInput(), o.getWeight(), o.getGrad(),
+                                  o.getEpsilon().convertToDouble(), false);
+        bind(o.getInputGrad(), std::move(grads[0]));
+        bind(o.getWeightGrad(), std::move(grads[1]));
+        bind(o.getBiasGrad(), std::move(grads[2]));
+        return success();
+      })
+      .Case([&](RMSNormGradOp o) {
+        auto grads = evalNormGrad(o.getInput(), o.getWeight(), o.getGrad(),
+                                  o.getEpsilon().convertToDouble(), true);
+        bind(o.getInputGrad(), std::move(grads[0]));
+        bind(o.getWeightGrad(), std::move(grads[1]));
+        return success();
+      })
+      .Case([&](CrossEntropyGradOp o) {
+        const Tensor &labels = get(o.getLabels());
+        Tensor out = get(o.getLogits());
+        int64_t vocab = out.shape.back();
+        auto ignore = static_cast<int64_t>(o.getIgnoreIndex());
+        int64_t count = 0;
+        for (double l : labels.data)
+          count += static_cast<int64_t>(l) != ignore;
+        double scale = get(o.getGrad()).data[0] / std::max<int64_t>(count, 1);
+        for (size_t n = 0; n < labels.data.size(); ++n) {
+          double *x = &out.data[n * vocab];
+          auto label = static_cast<int64_t>(labels.data[n]);
+          if (label == ignore) {
+            std::fill(x, x + vocab, 0.0);
+            continue;
+          }
+          double m = *std::max_element(x, x + vocab), sum = 0.0;
+          for (int64_t j = 0; j < vocab; ++j)
+            sum += x[j] = std::exp(x[j] - m);
+          for (int64_t j = 0; j < vocab; ++j)
+            x[j] = (x[j] / sum - (j == label ? 1.0 : 0.0)) * scale;
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+
       .Case([&](DropoutOp o) {
         double rate = o.getRate().convertToDouble();
         auto seed = static_cast<uint64_t>(o.getSeed());
@@ -526,6 +613,43 @@ LogicalResult Interpreter::eval(Operation *op) {
           for (int64_t d = 0; d < dim; ++d)
             dst[d] += w.data[p] * src[d];
         }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](ExpertGatherOp o) -> LogicalResult {
+        const Tensor &eo = get(o.getExpertOutputs()), &ids = get(o.getIndices());
+        int64_t capacity = eo.shape[1], dim = eo.shape[2];
+        FailureOr<std::vector<int64_t>> slots =
+            assignSlots(o, ids, eo.shape[0], capacity);
+        if (failed(slots))
+          return failure();
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t p = 0; p < slots->size(); ++p)
+          if ((*slots)[p] >= 0)
+            std::copy_n(eo.data.begin() +
+                            (static_cast<int64_t>(ids.data[p]) * capacity +
+                             (*slots)[p]) *
+                                dim,
+                        dim, out.data.begin() + p * dim);
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](ExpertScatterOp o) -> LogicalResult {
+        const Tensor &pairs = get(o.getPairs()), &ids = get(o.getIndices());
+        auto capacity = static_cast<int64_t>(o.getCapacity());
+        FailureOr<std::vector<int64_t>> slots = assignSlots(
+            o, ids, static_cast<int64_t>(o.getNumExperts()), capacity);
+        if (failed(slots))
+          return failure();
+        int64_t dim = pairs.shape[2];
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t p = 0; p < slots->size(); ++p)
+          if ((*slots)[p] >= 0)
+            std::copy_n(pairs.data.begin() + p * dim, dim,
+                        out.data.begin() +
+                            (static_cast<int64_t>(ids.data[p]) * capacity +
+                             (*slots)[p]) *
+                                dim);
         bind(o.getResult(), std::move(out));
         return success();
       })
@@ -641,7 +765,7 @@ Tensor Interpreter::evalSoftmax(const Tensor &in, int64_t dim) {
   return out;
 }
 
-Tensor Interpreter::evalAttention(AttentionOp op) {
+std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue());
   int64_t batch = q.shape[0], s = q.shape[1], hq = q.shape[2], d = q.shape[3];
@@ -650,6 +774,7 @@ Tensor Interpreter::evalAttention(AttentionOp op) {
   double scale = op.getScale().convertToDouble();
   bool causal = op.getCausal();
   Tensor out = Tensor::zeros(shapeOf(op.getResult()));
+  Tensor lse = Tensor::zeros(shapeOf(op.getLse()));
   std::vector<double> p(t);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hq; ++h) {
@@ -672,6 +797,7 @@ Tensor Interpreter::evalAttention(AttentionOp op) {
         double sum = 0.0;
         for (int64_t j = 0; j < t; ++j)
           sum += p[j] = std::exp(p[j] - m);
+        lse.data[(b * hq + h) * s + i] = m + std::log(sum);
         double *o = &out.data[((b * s + i) * hq + h) * dv];
         for (int64_t j = 0; j < t; ++j) {
           const double *vj = &v.data[((b * t + j) * hkv + kvh) * dv];
@@ -680,8 +806,93 @@ Tensor Interpreter::evalAttention(AttentionOp op) {
         }
       }
     }
-  return out;
+  return {std::move(out), std::move(lse)};
 }
+
+std::array<Tensor, 3> Interpreter::evalAttentionGrad(AttentionGradOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
+               &v = get(op.getValue()), &o = get(op.getResult()),
+               &lse = get(op.getLse()), &dout = get(op.getGrad());
+  int64_t batch = q.shape[0], s = q.shape[1], hq = q.shape[2], d = q.shape[3];
+  int64_t t = k.shape[1], hkv = k.shape[2], dv = v.shape[3];
+  int64_t group = hq / hkv;
+  double scale = op.getScale().convertToDouble();
+  bool causal = op.getCausal();
+  std::array<Tensor, 3> grads = {Tensor::zeros(q.shape), Tensor::zeros(k.shape),
+                                 Tensor::zeros(v.shape)};
+  Tensor &dq = grads[0], &dk = grads[1], &dvt = grads[2];
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h) {
+      int64_t kvh = h / group;
+      for (int64_t i = 0; i < s; ++i) {
+        int64_t row = (b * s + i) * hq + h;
+        const double *qi = &q.data[row * d], *doi = &dout.data[row * dv],
+                     *oi = &o.data[row * dv];
+        double rowDot = 0.0; // D_s = <dout_s, out_s>
+        for (int64_t c = 0; c < dv; ++c)
+          rowDot += doi[c] * oi[c];
+        for (int64_t j = 0; j < t; ++j) {
+          if (causal && j > i + (t - s))
+            continue;
+          int64_t kvRow = (b * t + j) * hkv + kvh;
+          const double *kj = &k.data[kvRow * d], *vj = &v.data[kvRow * dv];
+          double score = 0.0;
+          for (int64_t c = 0; c < d; ++c)
+            score += qi[c] * kj[c];
+          double p = std::exp(scale * score - lse.data[(b * hq + h) * s + i]);
+          double dp = 0.0;
+          for (int64_t c = 0; c < dv; ++c) {
+            dvt.data[kvRow * dv + c] += p * doi[c];
+            dp += doi[c] * vj[c];
+          }
+          double ds = p * (dp - rowDot) * scale;
+          for (int64_t c = 0; c < d; ++c) {
+            dq.data[row * d + c] += ds * kj[c];
+            dk.data[kvRow * d + c] += ds * qi[c];
+          }
+        }
+      }
+    }
+  return grads;
+}
+
+std::array<Tensor, 3> Interpreter::evalNormGrad(Value input, Value weight,
+                                                Value grad, double eps,
+                                                bool rms) {
+  const Tensor &x = get(input), &w = get(weight), &dy = get(grad);
+  int64_t dim = x.shape.back(), rows = x.numElements() / dim;
+  std::array<Tensor, 3> grads = {Tensor::zeros(x.shape), Tensor::zeros(w.shape),
+                                 Tensor::zeros(w.shape)};
+  std::vector<double> xhat(dim), g(dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *xr = &x.data[r * dim], *dyr = &dy.data[r * dim];
+    double mean = 0.0, var = 0.0;
+    if (!rms) {
+      for (int64_t j = 0; j < dim; ++j)
+        mean += xr[j];
+      mean /= static_cast<double>(dim);
+    }
+    for (int64_t j = 0; j < dim; ++j)
+      var += (xr[j] - mean) * (xr[j] - mean);
+    double inv = 1.0 / std::sqrt(var / static_cast<double>(dim) + eps);
+    double meanG = 0.0, meanGX = 0.0;
+    for (int64_t j = 0; j < dim; ++j) {
+      xhat[j] = (xr[j] - mean) * inv;
+      g[j] = dyr[j] * w.data[j];
+      meanG += g[j];
+      meanGX += g[j] * xhat[j];
+      grads[1].data[j] += dyr[j] * xhat[j];
+      grads[2].data[j] += dyr[j];
+    }
+    meanG /= static_cast<double>(dim);
+    meanGX /= static_cast<double>(dim);
+    for (int64_t j = 0; j < dim; ++j)
+      grads[0].data[r * dim + j] =
+          (g[j] - (rms ? 0.0 : meanG) - xhat[j] * meanGX) * inv;
+  }
+  return grads;
+}
+
 
 FailureOr<Tensor> Interpreter::evalCrossEntropy(CrossEntropyOp op) {
   const Tensor &logits = get(op.getLogits()), &labels = get(op.getLabels());

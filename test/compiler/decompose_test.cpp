@@ -54,10 +54,10 @@ void checkDecomposition(llvm::StringRef text, std::vector<Tensor> inputs) {
 TEST(Decompose, Attention) {
   std::mt19937 rng(3);
   const char *text = R"(
-    func.func @f(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x2x8xf32>, %v: tensor<2x5x2x6xf32>) -> (tensor<2x5x4x6xf32>, tensor<2x5x4x6xf32>) {
-      %0 = weft.attention %q, %k, %v scale = 0.35 causal : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x6xf32>
-      %1 = weft.attention %q, %k, %v scale = 0.35 : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x6xf32>
-      return %0, %1 : tensor<2x5x4x6xf32>, tensor<2x5x4x6xf32>
+    func.func @f(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x2x8xf32>, %v: tensor<2x5x2x6xf32>) -> (tensor<2x5x4x6xf32>, tensor<2x4x5xf32>, tensor<2x5x4x6xf32>, tensor<2x4x5xf32>) {
+      %0:2 = weft.attention %q, %k, %v scale = 0.35 causal : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x6xf32>
+      %1:2 = weft.attention %q, %k, %v scale = 0.35 : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x6xf32>
+      return %0#0, %0#1, %1#0, %1#1 : tensor<2x5x4x6xf32>, tensor<2x4x5xf32>, tensor<2x5x4x6xf32>, tensor<2x4x5xf32>
     })";
   checkDecomposition(text, {testutil::randomTensor({2, 5, 4, 8}, rng),
                             testutil::randomTensor({2, 5, 2, 8}, rng),

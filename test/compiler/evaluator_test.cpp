@@ -270,8 +270,8 @@ TEST_F(EvaluatorTest, CausalGroupedQueryAttention) {
   // B=1, S=2, Hq=2, Hkv=1, D=1. Scores scale * q * k with k = [0, ln 2].
   auto r = eval(R"(
     func.func @f(%q: tensor<1x2x2x1xf32>, %k: tensor<1x2x1x1xf32>, %v: tensor<1x2x1x2xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) {
-      %0 = weft.attention %q, %k, %v scale = 1.0 causal : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
-      %1 = weft.attention %q, %k, %v scale = 1.0 : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
+      %0, %lse0 = weft.attention %q, %k, %v scale = 1.0 causal : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
+      %1, %lse1 = weft.attention %q, %k, %v scale = 1.0 : tensor<1x2x2x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x2xf32>
       return %0, %1 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>
     })",
                 {Tensor({1, 2, 2, 1}, {1, 2, 1, 0}),

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/weft/IR/WeftEmitter.h"
 #include "dialects/weft/IR/WeftOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -18,88 +19,9 @@
 using namespace mlir;
 using namespace weft;
 
-namespace {
-/// Small helpers that keep the expansions readable.
-struct Emitter {
-  OpBuilder &b;
-  Location loc;
-
-  RankedTensorType typeOf(Value v) {
-    return cast<RankedTensorType>(v.getType());
-  }
-
-  /// A splat constant of `like`'s type (or shape with element type `elt`).
-  Value splat(RankedTensorType type, double value) {
-    Attribute elt;
-    if (isa<FloatType>(type.getElementType())) {
-      auto ft = cast<FloatType>(type.getElementType());
-      APFloat f(value);
-      bool lost;
-      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      elt = FloatAttr::get(ft, f);
-    } else {
-      elt =
-          IntegerAttr::get(type.getElementType(), static_cast<int64_t>(value));
-    }
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, elt));
-  }
-  Value splatLike(Value like, double value) {
-    return splat(typeOf(like), value);
-  }
-
-  /// Broadcasts `v`, which is `like` with dimension `dim` reduced away, back
-  /// to `like`'s shape.
-  Value expandAlong(Value v, Value like, int64_t dim) {
-    SmallVector<int64_t> dims;
-    for (int64_t d = 0; d < typeOf(like).getRank(); ++d)
-      if (d != dim)
-        dims.push_back(d);
-    return BroadcastOp::create(b, loc, typeOf(like), v, dims);
-  }
-  /// Broadcasts a [D] vector along the last dimension of `like`.
-  Value expandLast(Value vec, Value like) {
-    return BroadcastOp::create(b, loc, typeOf(like), vec,
-                               ArrayRef<int64_t>{typeOf(like).getRank() - 1});
-  }
-
-  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
-  Value reduceSum(Value x, ArrayRef<int64_t> dims) {
-    return ReduceSumOp::create(b, loc, x, dims);
-  }
-  Value reduceMax(Value x, ArrayRef<int64_t> dims) {
-    return ReduceMaxOp::create(b, loc, x, dims);
-  }
-  Value reduceMean(Value x, ArrayRef<int64_t> dims) {
-    return ReduceMeanOp::create(b, loc, x, dims);
-  }
-  SmallVector<int64_t> allDims(Value x) {
-    SmallVector<int64_t> dims(typeOf(x).getRank());
-    std::iota(dims.begin(), dims.end(), 0);
-    return dims;
-  }
-
-  /// x / sqrt(mean-square-like statistic + eps) along the last dim, shared by
-  /// both norms: returns x * rsqrt(stat + eps) with stat broadcast back.
-  Value normalize(Value x, Value stat, double eps) {
-    int64_t last = typeOf(x).getRank() - 1;
-    Value s = expandAlong(stat, x, last);
-    Value inv = RsqrtOp::create(b, loc, add(s, splatLike(x, eps)));
-    return mul(x, inv);
-  }
-
-  Value softmax(Value x, int64_t dim) {
-    Value m = expandAlong(reduceMax(x, {dim}), x, dim);
-    Value e = ExpOp::create(b, loc, sub(x, m));
-    return div(e, expandAlong(reduceSum(e, {dim}), x, dim));
-  }
-};
-} // namespace
 
 FailureOr<SmallVector<Value>> GeluOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Value x = getInput();
   Value x3 = e.mul(x, SquareOp::create(builder, getLoc(), x));
   Value inner = e.mul(e.splatLike(x, std::sqrt(2.0 / M_PI)),
@@ -110,7 +32,7 @@ FailureOr<SmallVector<Value>> GeluOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> SiluOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Value x = getInput();
   Value ex =
       ExpOp::create(builder, getLoc(), NegOp::create(builder, getLoc(), x));
@@ -118,7 +40,7 @@ FailureOr<SmallVector<Value>> SiluOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> LayerNormOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Value x = getInput();
   int64_t last = e.typeOf(x).getRank() - 1;
   Value centered = e.sub(x, e.expandAlong(e.reduceMean(x, {last}), x, last));
@@ -130,7 +52,7 @@ FailureOr<SmallVector<Value>> LayerNormOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> RMSNormOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Value x = getInput();
   int64_t last = e.typeOf(x).getRank() - 1;
   Value ms = e.reduceMean(SquareOp::create(builder, getLoc(), x), {last});
@@ -139,13 +61,13 @@ FailureOr<SmallVector<Value>> RMSNormOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> SoftmaxOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   return SmallVector<Value>{
       e.softmax(getInput(), static_cast<int64_t>(getDim()))};
 }
 
 FailureOr<SmallVector<Value>> CrossEntropyOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Location loc = getLoc();
   Value logits = getLogits();
   auto type = e.typeOf(logits);
@@ -181,7 +103,7 @@ FailureOr<SmallVector<Value>> CrossEntropyOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> TopKGatingOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Value probs = SoftmaxOp::create(builder, getLoc(), getLogits(), 1);
   auto topk = TopKOp::create(builder, getLoc(), probs, getK());
   Value weights = topk.getValues();
@@ -192,7 +114,7 @@ FailureOr<SmallVector<Value>> TopKGatingOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
-  Emitter e{builder, getLoc()};
+  weft::detail::Emitter e{builder, getLoc()};
   Location loc = getLoc();
   auto qType = e.typeOf(getQuery()), kType = e.typeOf(getKey()),
        vType = e.typeOf(getValue());
@@ -240,8 +162,21 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
         e.add(scores, BroadcastOp::create(builder, loc, e.typeOf(scores),
                                           maskValue, ArrayRef<int64_t>{2, 3}));
   }
-  // A composite softmax, so a backend may keep it for a fused kernel.
-  Value probs = SoftmaxOp::create(builder, loc, scores, 3);
+  // lse over the visible keys, then the probabilities from it, as a flash
+  // kernel computes them: p = e^(s - lse).
+  Value m = e.reduceMax(scores, {3});
+  Value shifted = e.sub(scores, e.expandAlong(m, scores, 3));
+  Value lse = e.add(LogOp::create(builder, loc,
+                                  e.reduceSum(ExpOp::create(builder, loc, shifted),
+                                              {3})),
+                    m);
+  Value probs =
+      ExpOp::create(builder, loc, e.sub(scores, e.expandAlong(lse, scores, 3)));
   Value out = MatmulOp::create(builder, loc, probs, v, false, false);
-  return SmallVector<Value>{TransposeOp::create(builder, loc, out, headsFirst)};
+  auto f32 = builder.getF32Type();
+  if (elt != f32)
+    lse = CastOp::create(builder, loc,
+                         RankedTensorType::get(e.typeOf(lse).getShape(), f32), lse);
+  return SmallVector<Value>{TransposeOp::create(builder, loc, out, headsFirst),
+                            lse};
 }

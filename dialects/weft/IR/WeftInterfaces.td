@@ -24,4 +24,27 @@ def Weft_DecomposableOpInterface : OpInterface<"DecomposableOpInterface"> {
   ];
 }
 
+def Weft_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    An op that reverse-mode autodiff (`weft-autodiff`) can differentiate.
+    Given the gradient of the loss with respect to each result (null where a
+    result does not reach the loss), the op builds the ops that compute the
+    gradient with respect to each operand, at the builder's insertion point.
+    Rules may read the op's operands and results (the forward values); a
+    composite's rule uses its own efficient form (attention recomputes its
+    probabilities from the saved log-sum-exp, cross-entropy fuses softmax).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns one value per operand: its gradient, or null where the operand
+        is not differentiable (integer ids, indices) or gets zero gradient.
+        `resultGrads` has one entry per result, null meaning zero.
+      }],
+      "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads)>
+  ];
+}
+
 #endif // WEFT_INTERFACES_TD

@@ -379,13 +379,13 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  auto q = staticTensor(adaptor.getQuery(), loc, "attention query");
-  auto k = staticTensor(adaptor.getKey(), loc, "attention key");
-  auto v = staticTensor(adaptor.getValue(), loc, "attention value");
+/// Shared by attention and its gradient: the result and lse types.
+static LogicalResult inferAttention(Value query, Value key, Value value,
+                                    std::optional<Location> loc,
+                                    SmallVectorImpl<Type> &results) {
+  auto q = staticTensor(query, loc, "attention query");
+  auto k = staticTensor(key, loc, "attention key");
+  auto v = staticTensor(value, loc, "attention value");
   if (failed(q) || failed(k) || failed(v))
     return failure();
   if (q->getRank() != 4 || k->getRank() != 4 || v->getRank() != 4)
@@ -412,6 +412,41 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                              " are not a multiple of key/value heads ", ks[2]);
   results.push_back(
       RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]}, q->getElementType()));
+  results.push_back(RankedTensorType::get({qs[0], qs[2], qs[1]},
+                                          Float32Type::get(q->getContext())));
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return inferAttention(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+                        loc, results);
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  SmallVector<Type> forward;
+  if (failed(inferAttention(adaptor.getQuery(), adaptor.getKey(),
+                            adaptor.getValue(), loc, forward)))
+    return failure();
+  results.push_back(adaptor.getQuery().getType());
+  results.push_back(adaptor.getKey().getType());
+  results.push_back(adaptor.getValue().getType());
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  SmallVector<Type> forward;
+  if (failed(inferAttention(getQuery(), getKey(), getValue(), getLoc(), forward)))
+    return failure();
+  if (getResult().getType() != forward[0] || getGrad().getType() != forward[0])
+    return emitOpError("result and grad must have the attention result type ")
+           << forward[0];
+  if (getLse().getType() != forward[1])
+    return emitOpError("lse must have type ") << forward[1];
   return success();
 }
 
@@ -422,22 +457,84 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *ctx,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &results) {
-  auto logits = staticTensor(adaptor.getLogits(), loc, "cross_entropy logits");
-  auto labels = staticTensor(adaptor.getLabels(), loc, "cross_entropy labels");
-  if (failed(logits) || failed(labels))
+/// Labels are the logits' shape without the vocabulary dimension.
+static LogicalResult checkLabels(Value logits, Value labels,
+                                 std::optional<Location> loc) {
+  auto l = staticTensor(logits, loc, "cross_entropy logits");
+  auto y = staticTensor(labels, loc, "cross_entropy labels");
+  if (failed(l) || failed(y))
     return failure();
-  if (logits->getRank() < 1 ||
-      logits->getShape().drop_back() != labels->getShape())
-    return emitOptionalError(loc, "labels ", shapeStr(labels->getShape()),
+  if (l->getRank() < 1 || l->getShape().drop_back() != y->getShape())
+    return emitOptionalError(loc, "labels ", shapeStr(y->getShape()),
                              " must be the logits shape ",
-                             shapeStr(logits->getShape()),
+                             shapeStr(l->getShape()),
                              " without its last (vocabulary) dimension");
-  results.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
   return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return checkLabels(getLogits(), getLabels(), getLoc());
+}
+
+LogicalResult CrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  if (failed(checkLabels(adaptor.getLogits(), adaptor.getLabels(), loc)))
+    return failure();
+  results.push_back(adaptor.getLogits().getType());
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto ids = getIds().getType(), grad = getGrad().getType(),
+       table = getResult().getType();
+  SmallVector<int64_t> expected(ids.getShape());
+  if (table.getRank() == 2)
+    expected.push_back(table.getDimSize(1));
+  if (table.getRank() != 2 || grad.getElementType() != table.getElementType() ||
+      grad.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("grad ")
+           << shapeStr(grad.getShape()) << " must be the ids shape "
+           << shapeStr(ids.getShape()) << " plus a row of the table "
+           << getResult().getType();
+  return success();
+}
+
+/// Shared by the norm gradients: `count` results, the input's type first and
+/// then the weight's.
+static LogicalResult inferNormGrad(Value input, Value weight, Value grad,
+                                   unsigned count, std::optional<Location> loc,
+                                   SmallVectorImpl<Type> &results) {
+  auto x = staticTensor(input, loc, "norm input");
+  auto w = staticTensor(weight, loc, "norm weight");
+  if (failed(x) || failed(w))
+    return failure();
+  if (grad.getType() != input.getType())
+    return emitOptionalError(loc, "grad type ", grad.getType(),
+                             " differs from the input type ", input.getType());
+  if (x->getRank() < 1 || w->getRank() != 1 ||
+      w->getDimSize(0) != x->getDimSize(x->getRank() - 1))
+    return emitOptionalError(loc, "weight ", shapeStr(w->getShape()),
+                             " must match the last dimension of ",
+                             shapeStr(x->getShape()));
+  results.push_back(*x);
+  for (unsigned i = 1; i < count; ++i)
+    results.push_back(*w);
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  return inferNormGrad(adaptor.getInput(), adaptor.getWeight(), adaptor.getGrad(),
+                       3, loc, results);
+}
+
+LogicalResult RMSNormGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  return inferNormGrad(adaptor.getInput(), adaptor.getWeight(), adaptor.getGrad(),
+                       2, loc, results);
 }
 
 LogicalResult OneHotOp::verify() {
@@ -540,6 +637,46 @@ ExpertCombineOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                              eo->getElementType());
   results.push_back(RankedTensorType::get({w->getDimSize(0), eo->getDimSize(2)},
                                           eo->getElementType()));
+  return success();
+}
+
+LogicalResult ExpertGatherOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto eo = staticTensor(adaptor.getExpertOutputs(), loc, "expert outputs");
+  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_gather indices");
+  if (failed(eo) || failed(idx))
+    return failure();
+  if (eo->getRank() != 3 || idx->getRank() != 2)
+    return emitOptionalError(loc, "expert_gather wants expert outputs [E, C, D] "
+                                  "and indices [T, k], got ",
+                             shapeStr(eo->getShape()), " and ",
+                             shapeStr(idx->getShape()));
+  results.push_back(RankedTensorType::get(
+      {idx->getDimSize(0), idx->getDimSize(1), eo->getDimSize(2)},
+      eo->getElementType()));
+  return success();
+}
+
+LogicalResult ExpertScatterOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto pairs = staticTensor(adaptor.getPairs(), loc, "expert_scatter pairs");
+  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_scatter indices");
+  if (failed(pairs) || failed(idx))
+    return failure();
+  if (pairs->getRank() != 3 || pairs->getShape().drop_back() != idx->getShape())
+    return emitOptionalError(loc, "expert_scatter wants pairs [T, k, D] and "
+                                  "indices [T, k], got ",
+                             shapeStr(pairs->getShape()), " and ",
+                             shapeStr(idx->getShape()));
+  auto e = static_cast<int64_t>(adaptor.getNumExperts());
+  auto c = static_cast<int64_t>(adaptor.getCapacity());
+  if (e < 1 || c < 1)
+    return emitOptionalError(loc, "num_experts (", e, ") and capacity (", c,
+                             ") must be positive");
+  results.push_back(RankedTensorType::get({e, c, pairs->getDimSize(2)},
+                                          pairs->getElementType()));
   return success();
 }
 

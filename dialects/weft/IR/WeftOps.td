@@ -25,7 +25,8 @@ def Weft_FloatTensor
 def Weft_IntTensor : StaticShapeTensorOf<[I32, I64]>;
 def Weft_Tensor
     : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
-def Weft_ScalarF32 : 0DTensorOf<[F32]>;
+def Weft_ScalarF32 : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 
 //===----------------------------------------------------------------------===//
 // Parameters and constants
@@ -84,7 +85,8 @@ def Weft_ConstantOp : Weft_Op<"constant",
 
 class Weft_UnaryOp<string mnemonic, string semantics, list<Trait> traits = []>
     : Weft_Op<mnemonic, !listconcat(traits,
-          [Pure, Elementwise, SameOperandsAndResultType])> {
+          [Pure, Elementwise, SameOperandsAndResultType,
+           DeclareOpInterfaceMethods<Weft_GradientOpInterface>])> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     Applies, to every element x of `input`, y = }] # semantics # [{, computed
@@ -114,7 +116,8 @@ def Weft_GeluOp : Weft_UnaryOp<"gelu",
 def Weft_SiluOp : Weft_UnaryOp<"silu", "x / (1 + e^-x)",
     [DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]>;
 
-def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType]> {
+def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType,
+                                  DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "elementwise power by a constant exponent";
   let description = [{
     y = x ^ exponent for every element, with C's `pow` semantics (a negative
@@ -129,8 +132,10 @@ def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType]> 
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-class Weft_BinaryOp<string mnemonic, string semantics>
-    : Weft_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+class Weft_BinaryOp<string mnemonic, string semantics, list<Trait> traits = [
+        DeclareOpInterfaceMethods<Weft_GradientOpInterface>]>
+    : Weft_Op<mnemonic, !listconcat(traits,
+          [Pure, Elementwise, SameOperandsAndResultType])> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     z = }] # semantics # [{ for each pair of elements at the same index.
@@ -151,13 +156,23 @@ def Weft_SubOp : Weft_BinaryOp<"sub", "x - y">;
 def Weft_MulOp : Weft_BinaryOp<"mul", "x * y">;
 def Weft_DivOp : Weft_BinaryOp<"div", "x / y (IEEE: x/0 is +-inf or NaN)">;
 def Weft_MaxOp : Weft_BinaryOp<"max",
-    "max(x, y) (NaN if either is NaN)">;
+    "max(x, y) (NaN if either is NaN); its gradient goes to x where x >= y, "
+    "else to y">;
+def Weft_GeOp : Weft_BinaryOp<"ge",
+    "1 if x >= y else 0 (0 if either is NaN), in the operands' type: the mask "
+    "max and reduce_max gradients use; its own gradient is zero", []>;
+def Weft_GeluGradOp : Weft_BinaryOp<"gelu_grad",
+    "y * gelu'(x) with the tanh-form gelu (x is lhs, the incoming gradient y "
+    "is rhs); appears only after autodiff", []>;
+def Weft_SiluGradOp : Weft_BinaryOp<"silu_grad",
+    "y * s (1 + x (1 - s)) with s = 1 / (1 + e^-x), silu's derivative (x is "
+    "lhs, the incoming gradient y is rhs); appears only after autodiff", []>;
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "batched matrix product";
   let description = [{
     `lhs` has shape [B..., M, K] (or [B..., K, M] with `transpose_lhs`),
@@ -185,7 +200,7 @@ def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def Weft_ReshapeOp : Weft_Op<"reshape", [Pure]> {
+def Weft_ReshapeOp : Weft_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "reinterpret a tensor's shape";
   let description = [{
     Yields the elements of `input` in row-major order under the result's
@@ -202,7 +217,7 @@ def Weft_ReshapeOp : Weft_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "permute dimensions";
   let description = [{
     result[i] = input[j] where j[permutation[d]] = i[d] for every d, so
@@ -218,7 +233,7 @@ def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input $permutation attr-dict `:` type($input)";
 }
 
-def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure]> {
+def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "expand a tensor to a larger shape";
   let description = [{
     Dimension d of `input` becomes dimension `dims[d]` of the result
@@ -239,7 +254,7 @@ def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "a contiguous box of a tensor";
   let description = [{
     result[i] = input[starts + i] for 0 <= i < limits - starts, per dimension.
@@ -257,7 +272,7 @@ def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "join tensors along one dimension";
   let description = [{
     Joins the `inputs`, in order, along dimension `dim`. All inputs have the
@@ -272,7 +287,8 @@ def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$inputs `dim` $dim attr-dict `:` type($inputs)";
 }
 
-def Weft_CastOp : Weft_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+def Weft_CastOp : Weft_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape,
+                                    DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "convert the element type";
   let description = [{
     Converts every element to the result element type: float to float rounds
@@ -294,7 +310,7 @@ def Weft_CastOp : Weft_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape
 //===----------------------------------------------------------------------===//
 
 class Weft_ReduceOp<string mnemonic, string semantics>
-    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "reduce dimensions by " # semantics;
   let description = [{
     Reduces the listed dimensions (`dims`, strictly increasing, at least one)
@@ -320,7 +336,7 @@ def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean",
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "token embedding lookup";
   let description = [{
     `table` is [V, D]; `ids` has any shape S of integers. The result is
@@ -339,7 +355,7 @@ def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Weft_LayerNormOp : Weft_Op<"layer_norm",
-    [Pure, AllTypesMatch<["input", "result"]>,
+    [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
@@ -365,7 +381,7 @@ def Weft_LayerNormOp : Weft_Op<"layer_norm",
 }
 
 def Weft_RMSNormOp : Weft_Op<"rms_norm",
-    [Pure, AllTypesMatch<["input", "result"]>,
+    [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "root-mean-square normalisation over the last dimension";
   let description = [{
@@ -388,7 +404,7 @@ def Weft_RMSNormOp : Weft_Op<"rms_norm",
 }
 
 def Weft_SoftmaxOp : Weft_Op<"softmax",
-    [Pure, SameOperandsAndResultType,
+    [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "softmax along one dimension";
   let description = [{
@@ -406,7 +422,7 @@ def Weft_SoftmaxOp : Weft_Op<"softmax",
   let hasVerifier = 1;
 }
 
-def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType]> {
+def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "rotary position embedding (Hugging Face rotate_half layout)";
   let description = [{
     `input` is [B, S, H, Dh] with Dh even. For position s (the index along
@@ -415,7 +431,8 @@ def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType]> {
       y[..., i]        = x1 cos f_i - x2 sin f_i
       y[..., i + Dh/2] = x2 cos f_i + x1 sin f_i
     This is Llama's `apply_rotary_pos_emb` with `rotate_half`, so Hugging
-    Face q/k projection weights are used unpermuted.
+    Face q/k projection weights are used unpermuted. With `inverse` the
+    rotation is by -f_i, which is rope's gradient (rotations are orthogonal).
 
     ```mlir
     %q = weft.rope %x {theta = 10000.0 : f64} : tensor<2x8x4x16xf32>
@@ -423,14 +440,17 @@ def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType]> {
   }];
   let arguments = (ins Weft_FloatTensor:$input,
                        DefaultValuedAttr<F64Attr, "10000.0">:$theta,
-                       DefaultValuedAttr<I64Attr, "0">:$position_offset);
+                       DefaultValuedAttr<I64Attr, "0">:$position_offset,
+                       UnitAttr:$inverse);
   let results = (outs Weft_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`inverse` $inverse^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
 def Weft_AttentionOp : Weft_Op<"attention",
-    [Pure, InferTypeOpAdaptor,
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "multi-head scaled dot-product attention (GQA, causal)";
   let description = [{
@@ -445,22 +465,28 @@ def Weft_AttentionOp : Weft_Op<"attention",
     softmax are computed in fp32 or wider; the result is rounded once.
     The usual scale is 1/sqrt(D).
 
+    The second result `lse` [B, Hq, S] (f32) is each row's log-sum-exp,
+    log sum_t e^(scale <q, k_t>) over the visible keys, which a fused kernel
+    gets for free (FlashAttention keeps it) and the backward reuses to
+    recompute the probabilities without a second softmax pass.
+
     ```mlir
-    %o = weft.attention %q, %k, %v scale = 0.25 causal
+    %o, %lse = weft.attention %q, %k, %v scale = 0.25 causal
         : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
                        Weft_FloatTensor:$value, F64Attr:$scale,
                        UnitAttr:$causal);
-  let results = (outs Weft_FloatTensor:$result);
+  let results = (outs Weft_FloatTensor:$result,
+                      StaticShapeTensorOf<[F32]>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
   }];
 }
 
-def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "seeded inverted dropout";
   let description = [{
     Zeroes each element with probability `rate` and scales the survivors by
@@ -483,7 +509,7 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType]> {
 }
 
 def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
-    [Pure, InferTypeOpAdaptor,
+    [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "mean token cross-entropy with an ignore index";
   let description = [{
@@ -505,6 +531,7 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels)
   }];
+  let hasVerifier = 1;
 }
 
 def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
@@ -528,7 +555,7 @@ def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 
-def Weft_TopKOp : Weft_Op<"topk", [Pure, InferTypeOpAdaptor]> {
+def Weft_TopKOp : Weft_Op<"topk", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "k largest values along the last dimension";
   let description = [{
     For each row of the last dimension returns its k largest values in
@@ -545,7 +572,7 @@ def Weft_TopKOp : Weft_Op<"topk", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Weft_TopKGatingOp : Weft_Op<"topk_gating",
-    [Pure, InferTypeOpAdaptor,
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "top-k expert routing (Mixtral / GShard)";
   let description = [{
@@ -567,7 +594,7 @@ def Weft_TopKGatingOp : Weft_Op<"topk_gating",
 }
 
 def Weft_ExpertDispatchOp : Weft_Op<"expert_dispatch",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "gather tokens into per-expert capacity slots";
   let description = [{
     `input` is [T, D] tokens, `indices` [T, k] their experts (from
@@ -594,7 +621,7 @@ def Weft_ExpertDispatchOp : Weft_Op<"expert_dispatch",
 }
 
 def Weft_ExpertCombineOp : Weft_Op<"expert_combine",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "weighted sum of expert outputs back into token order";
   let description = [{
     `expert_outputs` is [E, C, D], `weights` and `indices` are [T, k] as given
@@ -617,4 +644,186 @@ def Weft_ExpertCombineOp : Weft_Op<"expert_combine",
   }];
 }
 
+def Weft_ExpertGatherOp : Weft_Op<"expert_gather",
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+  let summary = "read each (token, choice) pair's expert slot";
+  let description = [{
+    `expert_outputs` is [E, C, D], `indices` [T, k]. The result is [T, k, D]:
+    pair (t, j) reads slot c of expert indices[t, j], the slot
+    `weft.expert_dispatch` assigns it; a dropped pair reads zeros. It is the
+    adjoint of `weft.expert_scatter`, and appears in MoE gradients.
+
+    ```mlir
+    %g = weft.expert_gather %eo, %e : tensor<8x16x64xf32>, tensor<16x2xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$expert_outputs, Weft_IntTensor:$indices);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $expert_outputs `,` $indices attr-dict `:` type($expert_outputs) `,`
+    type($indices)
+  }];
+}
+
+def Weft_ExpertScatterOp : Weft_Op<"expert_scatter",
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+  let summary = "write each (token, choice) pair into its expert slot";
+  let description = [{
+    `pairs` is [T, k, D], `indices` [T, k]. The result is [E, C, D] with
+    E = `num_experts`, C = `capacity`: slot c of expert e holds the pair that
+    `weft.expert_dispatch`'s rule assigns to it; unused slots are zero and
+    dropped pairs are lost. Dispatch is scatter of each token repeated k
+    times; scatter is the adjoint of `weft.expert_gather`.
+
+    ```mlir
+    %s = weft.expert_scatter %p, %e experts = 8 capacity = 16
+        : tensor<16x2x64xf32>, tensor<16x2xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$pairs, Weft_IntTensor:$indices,
+                       I64Attr:$num_experts, I64Attr:$capacity);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $pairs `,` $indices `experts` `=` $num_experts `capacity` `=` $capacity
+    attr-dict `:` type($pairs) `,` type($indices)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops: appear only after autodiff
+//===----------------------------------------------------------------------===//
+
+def Weft_EmbeddingGradOp : Weft_Op<"embedding_grad", [Pure]> {
+  let summary = "scatter-add of output gradients into the embedding table";
+  let description = [{
+    `ids` has shape S, `grad` is [S..., D]; the result is the table gradient
+    [V, D]: result[v] = sum of grad[s] over every s with ids[s] == v. The
+    vocabulary size V comes from the result type. Created by autodiff for
+    `weft.embedding`.
+
+    ```mlir
+    %dw = weft.embedding_grad %ids, %dy : tensor<2x8xi32>, tensor<2x8x64xf32> -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_IntTensor:$ids, Weft_FloatTensor:$grad);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $grad attr-dict `:` type($ids) `,` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_LayerNormGradOp : Weft_Op<"layer_norm_grad",
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["input", "grad"]>]> {
+  let summary = "gradient of weft.layer_norm";
+  let description = [{
+    With xh = (x - mean) / sqrt(var + epsilon) per row of the last dimension
+    (size D) and g = `grad` * `weight`:
+      input_grad  = (g - mean(g) - xh mean(g xh)) / sqrt(var + epsilon)
+      weight_grad = sum over rows of grad * xh
+      bias_grad   = sum over rows of grad
+    computed in fp32 or wider. Created by autodiff for `weft.layer_norm`.
+
+    ```mlir
+    %dx, %dw, %db = weft.layer_norm_grad %x, %w, %dy {epsilon = 1.0e-05 : f64}
+        : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Weft_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Weft_FloatTensor:$input_grad,
+                      Weft_FloatTensor:$weight_grad,
+                      Weft_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+  }];
+}
+
+def Weft_RMSNormGradOp : Weft_Op<"rms_norm_grad",
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["input", "grad"]>]> {
+  let summary = "gradient of weft.rms_norm";
+  let description = [{
+    With r = 1 / sqrt(mean(x^2) + epsilon) per row (size D), xh = x r and
+    g = `grad` * `weight`:
+      input_grad  = r (g - xh mean(g xh))
+      weight_grad = sum over rows of grad * xh
+    computed in fp32 or wider. Created by autodiff for `weft.rms_norm`.
+
+    ```mlir
+    %dx, %dw = weft.rms_norm_grad %x, %w, %dy {epsilon = 1.0e-05 : f64}
+        : tensor<2x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Weft_FloatTensor:$grad,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Weft_FloatTensor:$input_grad,
+                      Weft_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+  }];
+}
+
+def Weft_AttentionGradOp : Weft_Op<"attention_grad",
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["result", "grad"]>]> {
+  let summary = "gradient of weft.attention from its saved log-sum-exp";
+  let description = [{
+    Operands are the forward's `query`, `key`, `value`, `result`, `lse` and
+    the result's gradient `grad`; attributes are the forward's. As in
+    FlashAttention's backward, probabilities are recomputed as
+    p_st = e^(scale <q_s, k_t> - lse_s) (zero for masked keys), then with
+    D_s = <grad_s, result_s>:
+      value_grad[t]  = sum_s p_st grad_s
+      dp_st          = <grad_s, value_t>,  ds_st = p_st (dp_st - D_s)
+      query_grad[s]  = scale sum_t ds_st key_t
+      key_grad[t]    = scale sum_s ds_st query_s
+    where grouped-query heads sum their key/value gradients into the shared
+    head. Created by autodiff for `weft.attention`.
+
+    ```mlir
+    %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %lse, %do scale = 0.25 causal
+        : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>,
+          tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
+                       Weft_FloatTensor:$value, Weft_FloatTensor:$result,
+                       StaticShapeTensorOf<[F32]>:$lse, Weft_FloatTensor:$grad,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Weft_FloatTensor:$query_grad, Weft_FloatTensor:$key_grad,
+                      Weft_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $grad `scale` `=` $scale
+    (`causal` $causal^)? attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `,` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradient of weft.cross_entropy with respect to the logits";
+  let description = [{
+    For each position n whose label is not `ignore_index`:
+      result[n, v] = (softmax(logits[n])_v - [v == labels[n]]) * grad / N
+    where N is the number of such positions and `grad` is the 0-d gradient of
+    the loss; ignored positions get zero. The fused softmax + cross-entropy
+    backward. Created by autodiff for `weft.cross_entropy`.
+
+    ```mlir
+    %dl = weft.cross_entropy_grad %logits, %labels, %g {ignore_index = -100 : i64}
+        : tensor<2x8x256xf32>, tensor<2x8xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$logits, Weft_IntTensor:$labels,
+                       Weft_ScalarF32:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad attr-dict `:` type($logits) `,` type($labels)
+  }];
+}
+
 #endif // WEFT_OPS_TD
+

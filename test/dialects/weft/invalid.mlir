@@ -368,7 +368,7 @@ func.func @rope_theta(%x: tensor<2x8x4x16xf32>) {
 
 func.func @attention_rank(%q: tensor<2x8x64xf32>) {
   // expected-error @+1 {{attention operands must be [batch, seq, heads, head_dim], got [2, 8, 64], [2, 8, 64], [2, 8, 64]}}
-  %0 = weft.attention %q, %q, %q scale = 1.0 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>
+  %0:2 = weft.attention %q, %q, %q scale = 1.0 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>
   return
 }
 
@@ -376,7 +376,7 @@ func.func @attention_rank(%q: tensor<2x8x64xf32>) {
 
 func.func @attention_types(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xbf16>) {
   // expected-error @+1 {{attention operand element types differ}}
-  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>
+  %0:2 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>
   return
 }
 
@@ -384,7 +384,7 @@ func.func @attention_types(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xbf16>) 
 
 func.func @attention_batch(%q: tensor<2x8x4x16xf32>, %k: tensor<3x8x4x16xf32>) {
   // expected-error @+1 {{attention batch sizes differ: 2, 3, 3}}
-  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<3x8x4x16xf32>, tensor<3x8x4x16xf32>
+  %0:2 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<3x8x4x16xf32>, tensor<3x8x4x16xf32>
   return
 }
 
@@ -392,7 +392,7 @@ func.func @attention_batch(%q: tensor<2x8x4x16xf32>, %k: tensor<3x8x4x16xf32>) {
 
 func.func @attention_kv(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x9x4x16xf32>) {
   // expected-error @+1 {{key [2, 8, 4, 16] and value [2, 9, 4, 16] must agree in sequence length and heads}}
-  %0 = weft.attention %q, %k, %v scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x9x4x16xf32>
+  %0:2 = weft.attention %q, %k, %v scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x9x4x16xf32>
   return
 }
 
@@ -400,7 +400,7 @@ func.func @attention_kv(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: 
 
 func.func @attention_head_dim(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{query head_dim 16 differs from key head_dim 8}}
-  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>
+  %0:2 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>
   return
 }
 
@@ -408,7 +408,7 @@ func.func @attention_head_dim(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x8xf32>)
 
 func.func @attention_gqa(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>) {
   // expected-error @+1 {{query heads 4 are not a multiple of key/value heads 3}}
-  %0 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>
+  %0:2 = weft.attention %q, %k, %k scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>
   return
 }
 

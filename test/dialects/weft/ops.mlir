@@ -113,8 +113,8 @@ func.func @nn(%ids: tensor<2x8xi32>, %table: tensor<256x64xf32>, %g: tensor<64xf
   %rms = weft.rms_norm %h, %g : tensor<2x8x64xf32>, tensor<64xf32>
   // CHECK: weft.rope %{{.*}} {theta = 5.000000e+05 : f64} : tensor<2x8x4x16xf32>
   %r = weft.rope %q {theta = 500000.0 : f64} : tensor<2x8x4x16xf32>
-  // CHECK: weft.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
-  %a = weft.attention %r, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  // CHECK: %{{.*}}, %{{.*}} = weft.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  %a, %lse = weft.attention %r, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
   // CHECK: weft.softmax %{{.*}} dim 2 : tensor<2x8x64xf32>
   %s = weft.softmax %h dim 2 : tensor<2x8x64xf32>
   // CHECK: weft.dropout %{{.*}} {rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>

@@ -1,0 +1,414 @@
+//===- WeftGradients.cpp - reverse-mode gradient rules of weft ops --------===//
+//
+// GradientOpInterface::buildGradients for every differentiable op. Each rule
+// is the textbook adjoint written with weft ops; composites use their fused
+// gradient ops (attention_grad, layer_norm_grad, cross_entropy_grad). The
+// autodiff gtests check every rule against central finite differences.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/weft/IR/WeftEmitter.h"
+#include "dialects/weft/IR/WeftOps.h"
+
+using namespace mlir;
+using namespace weft;
+
+using weft::detail::Emitter;
+using Grads = FailureOr<SmallVector<Value>>;
+
+namespace {
+Grads grads(std::initializer_list<Value> values) {
+  return SmallVector<Value>(values);
+}
+
+/// The incoming gradient of a single-result op (never null: autodiff only
+/// asks ops that have at least one result gradient).
+Value single(ArrayRef<Value> resultGrads) { return resultGrads.front(); }
+
+/// Sums `g` over its leading `count` dimensions.
+Value sumLeading(Emitter &e, Value g, int64_t count) {
+  if (count == 0)
+    return g;
+  SmallVector<int64_t> dims(count);
+  std::iota(dims.begin(), dims.end(), 0);
+  return e.reduceSum(g, dims);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+Grads NegOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({Emitter{b, getLoc()}.neg(single(rg))});
+}
+Grads ExpOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({Emitter{b, getLoc()}.mul(single(rg), getResult())});
+}
+Grads LogOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({Emitter{b, getLoc()}.div(single(rg), getInput())});
+}
+Grads TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  Value z = getResult();
+  Value deriv = e.sub(e.splatLike(z, 1.0), SquareOp::create(b, getLoc(), z));
+  return grads({e.mul(single(rg), deriv)});
+}
+Grads SqrtOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  Value z = getResult();
+  return grads({e.div(e.mul(single(rg), e.splatLike(z, 0.5)), z)});
+}
+Grads RsqrtOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 z^3.
+  Emitter e{b, getLoc()};
+  Value z = getResult();
+  Value z3 = e.mul(z, SquareOp::create(b, getLoc(), z));
+  return grads({e.mul(single(rg), e.mul(e.splatLike(z, -0.5), z3))});
+}
+Grads SquareOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  Value x = getInput();
+  return grads({e.mul(single(rg), e.mul(e.splatLike(x, 2.0), x))});
+}
+Grads PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  double p = getExponent().convertToDouble();
+  Value x = getInput();
+  Value lower = p == 2.0 ? x
+                         : PowOp::create(b, getLoc(), x, b.getF64FloatAttr(p - 1))
+                               .getResult();
+  return grads({e.mul(single(rg), e.mul(e.splatLike(x, p), lower))});
+}
+Grads GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({GeluGradOp::create(b, getLoc(), getInput(), single(rg))});
+}
+Grads SiluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({SiluGradOp::create(b, getLoc(), getInput(), single(rg))});
+}
+
+Grads AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({single(rg), single(rg)});
+}
+Grads SubOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({single(rg), Emitter{b, getLoc()}.neg(single(rg))});
+}
+Grads MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  return grads({e.mul(single(rg), getRhs()), e.mul(single(rg), getLhs())});
+}
+Grads DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // z = x / y: dx = g / y, dy = -g z / y.
+  Emitter e{b, getLoc()};
+  Value g = single(rg);
+  return grads({e.div(g, getRhs()), e.neg(e.div(e.mul(g, getResult()), getRhs()))});
+}
+Grads MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  Value g = single(rg);
+  Value mask = GeOp::create(b, getLoc(), getLhs(), getRhs());
+  Value rest = e.sub(e.splatLike(mask, 1.0), mask);
+  return grads({e.mul(g, mask), e.mul(g, rest)});
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and shapes
+//===----------------------------------------------------------------------===//
+
+Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // C = op(A) op(B): d op(A) = dC op(B)^T and d op(B) = op(A)^T dC, written
+  // with transpose flags so no transpose is materialised.
+  Emitter e{b, getLoc()};
+  Value g = single(rg), lhs = getLhs(), rhs = getRhs();
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  Value da = ta ? MatmulOp::create(b, getLoc(), rhs, g, tb, true).getResult()
+                : MatmulOp::create(b, getLoc(), g, rhs, false, !tb).getResult();
+  Value db = tb ? MatmulOp::create(b, getLoc(), g, lhs, true, ta).getResult()
+                : MatmulOp::create(b, getLoc(), lhs, g, !ta, false).getResult();
+  // An operand without batch dims was shared by every batch: sum over them.
+  int64_t batch = e.typeOf(g).getRank() - 2;
+  if (e.typeOf(lhs).getRank() == 2)
+    da = sumLeading(e, da, batch);
+  if (e.typeOf(rhs).getRank() == 2)
+    db = sumLeading(e, db, batch);
+  return grads({da, db});
+}
+
+Grads ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({Emitter{b, getLoc()}.reshape(single(rg),
+                                                     getInput().getType())});
+}
+
+Grads TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  return grads({TransposeOp::create(b, getLoc(), single(rg), inverse)});
+}
+
+Grads BroadcastOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // Sum over the new dimensions and over size-1 dimensions that were
+  // repeated, then restore the input's shape.
+  Emitter e{b, getLoc()};
+  auto in = getInput().getType(), out = getResult().getType();
+  ArrayRef<int64_t> dims = getDims();
+  SmallVector<int64_t> reduce;
+  for (int64_t r = 0; r < out.getRank(); ++r) {
+    const auto *it = llvm::find(dims, r);
+    if (it == dims.end() ||
+        (in.getDimSize(it - dims.begin()) == 1 && out.getDimSize(r) != 1))
+      reduce.push_back(r);
+  }
+  Value g = single(rg);
+  if (!reduce.empty())
+    g = e.reduceSum(g, reduce);
+  return grads({e.reshape(g, in)});
+}
+
+Grads SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // Pad the gradient with zeros back to the input's shape, one dim at a time.
+  Emitter e{b, getLoc()};
+  auto in = getInput().getType();
+  ArrayRef<int64_t> starts = getStarts(), limits = getLimits();
+  Value g = single(rg);
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    SmallVector<Value> parts;
+    SmallVector<int64_t> shape(e.typeOf(g).getShape());
+    auto zeros = [&](int64_t size) {
+      shape[d] = size;
+      return e.splat(RankedTensorType::get(shape, in.getElementType()), 0.0);
+    };
+    if (starts[d] > 0)
+      parts.push_back(zeros(starts[d]));
+    parts.push_back(g);
+    if (limits[d] < in.getDimSize(d))
+      parts.push_back(zeros(in.getDimSize(d) - limits[d]));
+    if (parts.size() > 1)
+      g = ConcatOp::create(b, getLoc(), parts, d);
+  }
+  return grads({g});
+}
+
+Grads ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  auto dim = static_cast<int64_t>(getDim());
+  SmallVector<Value> result;
+  int64_t offset = 0;
+  auto shape = getResult().getType().getShape();
+  for (Value input : getInputs()) {
+    SmallVector<int64_t> starts(shape.size(), 0), limits(shape);
+    int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(dim);
+    starts[dim] = offset;
+    limits[dim] = offset + size;
+    result.push_back(SliceOp::create(b, getLoc(), single(rg), starts, limits));
+    offset += size;
+  }
+  return result;
+}
+
+Grads CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  auto in = getInput().getType();
+  if (!isWeftFloat(in.getElementType()))
+    return grads({Value()});
+  return grads({CastOp::create(b, getLoc(), in, single(rg))});
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Broadcasts a reduction's result-shaped gradient back to its input shape.
+Value expandReduced(Emitter &e, Value g, RankedTensorType input,
+                    ArrayRef<int64_t> reduced) {
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (!llvm::is_contained(reduced, d))
+      kept.push_back(d);
+  return e.broadcast(g, input, kept);
+}
+} // namespace
+
+Grads ReduceSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  return grads({expandReduced(e, single(rg), getInput().getType(), getDims())});
+}
+
+Grads ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Emitter e{b, getLoc()};
+  int64_t count = 1;
+  for (int64_t d : getDims())
+    count *= getInput().getType().getDimSize(d);
+  Value g = e.mul(single(rg), e.splatLike(single(rg), 1.0 / count));
+  return grads({expandReduced(e, g, getInput().getType(), getDims())});
+}
+
+Grads ReduceMaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // Every element equal to the maximum receives the gradient.
+  Emitter e{b, getLoc()};
+  auto in = getInput().getType();
+  Value mask = GeOp::create(b, getLoc(), getInput(),
+                            expandReduced(e, getResult(), in, getDims()));
+  return grads({e.mul(expandReduced(e, single(rg), in, getDims()), mask)});
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+Grads EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
+                                        getIds(), single(rg)),
+                Value()});
+}
+
+Grads LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  auto g = LayerNormGradOp::create(b, getLoc(), getInput(), getWeight(),
+                                   single(rg), getEpsilonAttr());
+  return grads({g.getInputGrad(), g.getWeightGrad(), g.getBiasGrad()});
+}
+
+Grads RMSNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  auto g = RMSNormGradOp::create(b, getLoc(), getInput(), getWeight(),
+                                 single(rg), getEpsilonAttr());
+  return grads({g.getInputGrad(), g.getWeightGrad()});
+}
+
+Grads SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // dx = z (g - sum(g z)) along the softmax dimension.
+  Emitter e{b, getLoc()};
+  auto dim = static_cast<int64_t>(getDim());
+  Value z = getResult(), g = single(rg);
+  Value dot = e.expandAlong(e.reduceSum(e.mul(g, z), {dim}), z, dim);
+  return grads({e.mul(z, e.sub(g, dot))});
+}
+
+Grads RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // A rotation's adjoint is the opposite rotation.
+  return grads({RopeOp::create(b, getLoc(), single(rg), getThetaAttr(),
+                               getPositionOffsetAttr(),
+                               getInverse() ? UnitAttr() : b.getUnitAttr())});
+}
+
+Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  if (rg[1]) {
+    emitOpError("cannot differentiate through the log-sum-exp result");
+    return failure();
+  }
+  if (!rg[0])
+    return grads({Value(), Value(), Value()});
+  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(), getValue(),
+                                   getResult(), getLse(), rg[0], getScaleAttr(),
+                                   getCausalAttr());
+  return grads({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()});
+}
+
+Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // The mask is a pure function of (seed, index): the same op masks the
+  // gradient identically.
+  return grads({DropoutOp::create(b, getLoc(), single(rg), getRateAttr(),
+                                  getSeedAttr())});
+}
+
+Grads CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads({CrossEntropyGradOp::create(b, getLoc(), getLogits(), getLabels(),
+                                           single(rg), getIgnoreIndexAttr()),
+                Value()});
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Scatters per-choice gradients [..., k] onto the positions `indices` name
+/// in a [..., N] tensor: sum_j one_hot(indices[..., j]) * g[..., j].
+Value scatterChoices(Emitter &e, Value g, Value indices,
+                     RankedTensorType like) {
+  auto gType = e.typeOf(g);
+  SmallVector<int64_t> shape(gType.getShape());
+  shape.push_back(like.getShape().back());
+  auto wide = RankedTensorType::get(shape, like.getElementType());
+  Value oneHot = OneHotOp::create(e.b, e.loc, wide, indices);
+  SmallVector<int64_t> dims(gType.getRank());
+  std::iota(dims.begin(), dims.end(), 0);
+  return e.reduceSum(e.mul(oneHot, e.broadcast(g, wide, dims)),
+                     {gType.getRank() - 1});
+}
+} // namespace
+
+Grads TopKOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  if (!rg[0])
+    return grads({Value()});
+  Emitter e{b, getLoc()};
+  return grads({scatterChoices(e, rg[0], getIndices(), getInput().getType())});
+}
+
+Grads TopKGatingOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  if (!rg[0])
+    return grads({Value()});
+  Emitter e{b, getLoc()};
+  Value g = rg[0], w = getWeights();
+  Value p = e.softmax(getLogits(), 1);
+  if (getNormalize()) {
+    // w = u / S with u the selected probabilities and S their sum:
+    // du = (g - sum_j g_j w_j) / S.
+    Value u = e.reduceSum(
+        e.mul(OneHotOp::create(
+                  b, getLoc(),
+                  RankedTensorType::get({e.typeOf(w).getDimSize(0),
+                                         e.typeOf(w).getDimSize(1),
+                                         e.typeOf(p).getDimSize(1)},
+                                        e.typeOf(p).getElementType()),
+                  getIndices()),
+              e.broadcast(p,
+                          RankedTensorType::get({e.typeOf(w).getDimSize(0),
+                                                 e.typeOf(w).getDimSize(1),
+                                                 e.typeOf(p).getDimSize(1)},
+                                                e.typeOf(p).getElementType()),
+                          {0, 2})),
+        {2});
+    Value sum = e.expandAlong(e.reduceSum(u, {1}), w, 1);
+    Value gw = e.expandAlong(e.reduceSum(e.mul(g, w), {1}), w, 1);
+    g = e.div(e.sub(g, gw), sum);
+  }
+  // dp scattered to the chosen experts, then through the softmax.
+  Value dp = scatterChoices(e, g, getIndices(), e.typeOf(p));
+  Value dot = e.expandAlong(e.reduceSum(e.mul(dp, p), {1}), p, 1);
+  return grads({e.mul(p, e.sub(dp, dot))});
+}
+
+Grads ExpertDispatchOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // Dispatch copies token t into each of its kept slots.
+  Emitter e{b, getLoc()};
+  Value pairs = ExpertGatherOp::create(b, getLoc(), single(rg), getIndices());
+  return grads({e.reduceSum(pairs, {1}), Value()});
+}
+
+Grads ExpertCombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // y[t] = sum_j w[t, j] g[t, j] with g = gather(expert_outputs).
+  Emitter e{b, getLoc()};
+  auto eo = getExpertOutputs().getType();
+  Value dy = single(rg);
+  Value gathered = ExpertGatherOp::create(b, getLoc(), getExpertOutputs(),
+                                          getIndices());
+  auto pairType = e.typeOf(gathered);
+  Value dyPairs = e.broadcast(dy, pairType, {0, 2});
+  Value dPairs = e.mul(dyPairs, e.broadcast(getWeights(), pairType, {0, 1}));
+  Value dExperts = ExpertScatterOp::create(b, getLoc(), dPairs, getIndices(),
+                                           eo.getDimSize(0), eo.getDimSize(1));
+  Value dWeights = e.reduceSum(e.mul(gathered, dyPairs), {2});
+  return grads({dExperts, dWeights, Value()});
+}
+
+Grads ExpertGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  auto eo = getExpertOutputs().getType();
+  return grads({ExpertScatterOp::create(b, getLoc(), single(rg), getIndices(),
+                                        eo.getDimSize(0), eo.getDimSize(1)),
+                Value()});
+}
+
+Grads ExpertScatterOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  return grads(
+      {ExpertGatherOp::create(b, getLoc(), single(rg), getIndices()), Value()});
+}

@@ -3,10 +3,14 @@
 #include "compiler/Registration.h"
 
 #include "dialects/weft/IR/WeftOps.h"
+#include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
 
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   registerWeftDialects(registry);
 }
 
-void weft::registerAllPasses() { registerWeftDecomposePasses(); }
+void weft::registerAllPasses() {
+  registerWeftAutodiffPasses();
+  registerWeftDecomposePasses();
+}

@@ -193,8 +193,8 @@ Value GraphBuilder::attention(Value q, Value k, Value v, double scale,
                               bool causal) {
   if (!usable({q, k, v}))
     return {};
-  return first(typed(AttentionOp::create(b, loc, placeholder(), placeholder(), q, k, v,
-                                         b.getF64FloatAttr(scale),
+  return first(typed(AttentionOp::create(b, loc, placeholder(), placeholder(),
+                                         q, k, v, b.getF64FloatAttr(scale),
                                          causal ? b.getUnitAttr() : nullptr)));
 }
 Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {

@@ -617,7 +617,8 @@ LogicalResult Interpreter::eval(Operation *op) {
         return success();
       })
       .Case([&](ExpertGatherOp o) -> LogicalResult {
-        const Tensor &eo = get(o.getExpertOutputs()), &ids = get(o.getIndices());
+        const Tensor &eo = get(o.getExpertOutputs()),
+                     &ids = get(o.getIndices());
         int64_t capacity = eo.shape[1], dim = eo.shape[2];
         FailureOr<std::vector<int64_t>> slots =
             assignSlots(o, ids, eo.shape[0], capacity);
@@ -892,7 +893,6 @@ std::array<Tensor, 3> Interpreter::evalNormGrad(Value input, Value weight,
   }
   return grads;
 }
-
 
 FailureOr<Tensor> Interpreter::evalCrossEntropy(CrossEntropyOp op) {
   const Tensor &logits = get(op.getLogits()), &labels = get(op.getLabels());

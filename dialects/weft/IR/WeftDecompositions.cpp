@@ -19,7 +19,6 @@
 using namespace mlir;
 using namespace weft;
 
-
 FailureOr<SmallVector<Value>> GeluOp::decompose(OpBuilder &builder) {
   weft::detail::Emitter e{builder, getLoc()};
   Value x = getInput();
@@ -166,17 +165,18 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
   // kernel computes them: p = e^(s - lse).
   Value m = e.reduceMax(scores, {3});
   Value shifted = e.sub(scores, e.expandAlong(m, scores, 3));
-  Value lse = e.add(LogOp::create(builder, loc,
-                                  e.reduceSum(ExpOp::create(builder, loc, shifted),
-                                              {3})),
-                    m);
+  Value lse = e.add(
+      LogOp::create(builder, loc,
+                    e.reduceSum(ExpOp::create(builder, loc, shifted), {3})),
+      m);
   Value probs =
       ExpOp::create(builder, loc, e.sub(scores, e.expandAlong(lse, scores, 3)));
   Value out = MatmulOp::create(builder, loc, probs, v, false, false);
   auto f32 = builder.getF32Type();
   if (elt != f32)
     lse = CastOp::create(builder, loc,
-                         RankedTensorType::get(e.typeOf(lse).getShape(), f32), lse);
+                         RankedTensorType::get(e.typeOf(lse).getShape(), f32),
+                         lse);
   return SmallVector<Value>{TransposeOp::create(builder, loc, out, headsFirst),
                             lse};
 }

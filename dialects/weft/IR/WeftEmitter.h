@@ -1,4 +1,5 @@
-//===- WeftEmitter.h - terse construction of weft ops ------------*- C++ -*-===//
+//===- WeftEmitter.h - terse construction of weft ops ------------*- C++
+//-*-===//
 //
 // Helpers shared by the composite expansions and the gradient rules, which
 // both write small dataflow graphs of primitive ops.
@@ -33,11 +34,12 @@ struct Emitter {
       auto ft = mlir::cast<mlir::FloatType>(type.getElementType());
       llvm::APFloat f(value);
       bool lost;
-      f.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      f.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                &lost);
       elt = mlir::FloatAttr::get(ft, f);
     } else {
-      elt =
-          mlir::IntegerAttr::get(type.getElementType(), static_cast<int64_t>(value));
+      elt = mlir::IntegerAttr::get(type.getElementType(),
+                                   static_cast<int64_t>(value));
     }
     return ConstantOp::create(b, loc, mlir::DenseElementsAttr::get(type, elt));
   }
@@ -56,8 +58,9 @@ struct Emitter {
   }
   /// Broadcasts a [D] vector along the last dimension of `like`.
   mlir::Value expandLast(mlir::Value vec, mlir::Value like) {
-    return BroadcastOp::create(b, loc, typeOf(like), vec,
-                               llvm::ArrayRef<int64_t>{typeOf(like).getRank() - 1});
+    return BroadcastOp::create(
+        b, loc, typeOf(like), vec,
+        llvm::ArrayRef<int64_t>{typeOf(like).getRank() - 1});
   }
 
   mlir::Value broadcast(mlir::Value v, mlir::RankedTensorType to,
@@ -68,11 +71,19 @@ struct Emitter {
     return v.getType() == to ? v : ReshapeOp::create(b, loc, to, v).getResult();
   }
 
-  mlir::Value add(mlir::Value x, mlir::Value y) { return AddOp::create(b, loc, x, y); }
+  mlir::Value add(mlir::Value x, mlir::Value y) {
+    return AddOp::create(b, loc, x, y);
+  }
   mlir::Value neg(mlir::Value x) { return NegOp::create(b, loc, x); }
-  mlir::Value sub(mlir::Value x, mlir::Value y) { return SubOp::create(b, loc, x, y); }
-  mlir::Value mul(mlir::Value x, mlir::Value y) { return MulOp::create(b, loc, x, y); }
-  mlir::Value div(mlir::Value x, mlir::Value y) { return DivOp::create(b, loc, x, y); }
+  mlir::Value sub(mlir::Value x, mlir::Value y) {
+    return SubOp::create(b, loc, x, y);
+  }
+  mlir::Value mul(mlir::Value x, mlir::Value y) {
+    return MulOp::create(b, loc, x, y);
+  }
+  mlir::Value div(mlir::Value x, mlir::Value y) {
+    return DivOp::create(b, loc, x, y);
+  }
   mlir::Value reduceSum(mlir::Value x, llvm::ArrayRef<int64_t> dims) {
     return ReduceSumOp::create(b, loc, x, dims);
   }

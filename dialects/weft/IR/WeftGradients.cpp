@@ -75,9 +75,10 @@ Grads PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Emitter e{b, getLoc()};
   double p = getExponent().convertToDouble();
   Value x = getInput();
-  Value lower = p == 2.0 ? x
-                         : PowOp::create(b, getLoc(), x, b.getF64FloatAttr(p - 1))
-                               .getResult();
+  Value lower =
+      p == 2.0
+          ? x
+          : PowOp::create(b, getLoc(), x, b.getF64FloatAttr(p - 1)).getResult();
   return grads({e.mul(single(rg), e.mul(e.splatLike(x, p), lower))});
 }
 Grads GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
@@ -101,7 +102,8 @@ Grads DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // z = x / y: dx = g / y, dy = -g z / y.
   Emitter e{b, getLoc()};
   Value g = single(rg);
-  return grads({e.div(g, getRhs()), e.neg(e.div(e.mul(g, getResult()), getRhs()))});
+  return grads(
+      {e.div(g, getRhs()), e.neg(e.div(e.mul(g, getResult()), getRhs()))});
 }
 Grads MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Emitter e{b, getLoc()};
@@ -135,8 +137,8 @@ Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 }
 
 Grads ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  return grads({Emitter{b, getLoc()}.reshape(single(rg),
-                                                     getInput().getType())});
+  return grads(
+      {Emitter{b, getLoc()}.reshape(single(rg), getInput().getType())});
 }
 
 Grads TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
@@ -297,9 +299,9 @@ Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   }
   if (!rg[0])
     return grads({Value(), Value(), Value()});
-  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(), getValue(),
-                                   getResult(), getLse(), rg[0], getScaleAttr(),
-                                   getCausalAttr());
+  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(),
+                                   getValue(), getResult(), getLse(), rg[0],
+                                   getScaleAttr(), getCausalAttr());
   return grads({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()});
 }
 
@@ -311,9 +313,10 @@ Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 }
 
 Grads CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  return grads({CrossEntropyGradOp::create(b, getLoc(), getLogits(), getLabels(),
-                                           single(rg), getIgnoreIndexAttr()),
-                Value()});
+  return grads(
+      {CrossEntropyGradOp::create(b, getLoc(), getLogits(), getLabels(),
+                                  single(rg), getIgnoreIndexAttr()),
+       Value()});
 }
 
 //===----------------------------------------------------------------------===//
@@ -390,8 +393,8 @@ Grads ExpertCombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Emitter e{b, getLoc()};
   auto eo = getExpertOutputs().getType();
   Value dy = single(rg);
-  Value gathered = ExpertGatherOp::create(b, getLoc(), getExpertOutputs(),
-                                          getIndices());
+  Value gathered =
+      ExpertGatherOp::create(b, getLoc(), getExpertOutputs(), getIndices());
   auto pairType = e.typeOf(gathered);
   Value dyPairs = e.broadcast(dy, pairType, {0, 2});
   Value dPairs = e.mul(dyPairs, e.broadcast(getWeights(), pairType, {0, 1}));

@@ -421,13 +421,14 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  return inferAttention(adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-                        loc, results);
+  return inferAttention(adaptor.getQuery(), adaptor.getKey(),
+                        adaptor.getValue(), loc, results);
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   SmallVector<Type> forward;
   if (failed(inferAttention(adaptor.getQuery(), adaptor.getKey(),
                             adaptor.getValue(), loc, forward)))
@@ -440,7 +441,8 @@ LogicalResult AttentionGradOp::inferReturnTypes(
 
 LogicalResult AttentionGradOp::verify() {
   SmallVector<Type> forward;
-  if (failed(inferAttention(getQuery(), getKey(), getValue(), getLoc(), forward)))
+  if (failed(
+          inferAttention(getQuery(), getKey(), getValue(), getLoc(), forward)))
     return failure();
   if (getResult().getType() != forward[0] || getGrad().getType() != forward[0])
     return emitOpError("result and grad must have the attention result type ")
@@ -465,10 +467,9 @@ static LogicalResult checkLabels(Value logits, Value labels,
   if (failed(l) || failed(y))
     return failure();
   if (l->getRank() < 1 || l->getShape().drop_back() != y->getShape())
-    return emitOptionalError(loc, "labels ", shapeStr(y->getShape()),
-                             " must be the logits shape ",
-                             shapeStr(l->getShape()),
-                             " without its last (vocabulary) dimension");
+    return emitOptionalError(
+        loc, "labels ", shapeStr(y->getShape()), " must be the logits shape ",
+        shapeStr(l->getShape()), " without its last (vocabulary) dimension");
   return success();
 }
 
@@ -476,9 +477,10 @@ LogicalResult CrossEntropyOp::verify() {
   return checkLabels(getLogits(), getLabels(), getLoc());
 }
 
-LogicalResult CrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &results) {
   if (failed(checkLabels(adaptor.getLogits(), adaptor.getLabels(), loc)))
     return failure();
   results.push_back(adaptor.getLogits().getType());
@@ -501,17 +503,14 @@ LogicalResult EmbeddingGradOp::verify() {
 }
 
 /// Shared by the norm gradients: `count` results, the input's type first and
-/// then the weight's.
-static LogicalResult inferNormGrad(Value input, Value weight, Value grad,
-                                   unsigned count, std::optional<Location> loc,
+/// then the weight's. (AllTypesMatch checks that grad has the input's type.)
+static LogicalResult inferNormGrad(Value input, Value weight, unsigned count,
+                                   std::optional<Location> loc,
                                    SmallVectorImpl<Type> &results) {
   auto x = staticTensor(input, loc, "norm input");
   auto w = staticTensor(weight, loc, "norm weight");
   if (failed(x) || failed(w))
     return failure();
-  if (grad.getType() != input.getType())
-    return emitOptionalError(loc, "grad type ", grad.getType(),
-                             " differs from the input type ", input.getType());
   if (x->getRank() < 1 || w->getRank() != 1 ||
       w->getDimSize(0) != x->getDimSize(x->getRank() - 1))
     return emitOptionalError(loc, "weight ", shapeStr(w->getShape()),
@@ -523,18 +522,20 @@ static LogicalResult inferNormGrad(Value input, Value weight, Value grad,
   return success();
 }
 
-LogicalResult LayerNormGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  return inferNormGrad(adaptor.getInput(), adaptor.getWeight(), adaptor.getGrad(),
-                       3, loc, results);
+LogicalResult
+LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  return inferNormGrad(adaptor.getInput(), adaptor.getWeight(), 3, loc,
+                       results);
 }
 
-LogicalResult RMSNormGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  return inferNormGrad(adaptor.getInput(), adaptor.getWeight(), adaptor.getGrad(),
-                       2, loc, results);
+LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  return inferNormGrad(adaptor.getInput(), adaptor.getWeight(), 2, loc,
+                       results);
 }
 
 LogicalResult OneHotOp::verify() {
@@ -640,16 +641,18 @@ ExpertCombineOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
-LogicalResult ExpertGatherOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult ExpertGatherOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
   auto eo = staticTensor(adaptor.getExpertOutputs(), loc, "expert outputs");
   auto idx = staticTensor(adaptor.getIndices(), loc, "expert_gather indices");
   if (failed(eo) || failed(idx))
     return failure();
   if (eo->getRank() != 3 || idx->getRank() != 2)
-    return emitOptionalError(loc, "expert_gather wants expert outputs [E, C, D] "
-                                  "and indices [T, k], got ",
+    return emitOptionalError(loc,
+                             "expert_gather wants expert outputs [E, C, D] "
+                             "and indices [T, k], got ",
                              shapeStr(eo->getShape()), " and ",
                              shapeStr(idx->getShape()));
   results.push_back(RankedTensorType::get(
@@ -658,16 +661,18 @@ LogicalResult ExpertGatherOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult ExpertScatterOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+ExpertScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   auto pairs = staticTensor(adaptor.getPairs(), loc, "expert_scatter pairs");
   auto idx = staticTensor(adaptor.getIndices(), loc, "expert_scatter indices");
   if (failed(pairs) || failed(idx))
     return failure();
   if (pairs->getRank() != 3 || pairs->getShape().drop_back() != idx->getShape())
-    return emitOptionalError(loc, "expert_scatter wants pairs [T, k, D] and "
-                                  "indices [T, k], got ",
+    return emitOptionalError(loc,
+                             "expert_scatter wants pairs [T, k, D] and "
+                             "indices [T, k], got ",
                              shapeStr(pairs->getShape()), " and ",
                              shapeStr(idx->getShape()));
   auto e = static_cast<int64_t>(adaptor.getNumExperts());

@@ -507,3 +507,75 @@ func.func @malformed(%x: tensor<4xf32>) {
   %0 = weft.exp %x tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @embedding_grad_shape(%ids: tensor<2x8xi32>, %g: tensor<2x8x32xf32>) {
+  // expected-error @+1 {{grad [2, 8, 32] must be the ids shape [2, 8] plus a row of the table 'tensor<256x64xf32>'}}
+  %0 = weft.embedding_grad %ids, %g : tensor<2x8xi32>, tensor<2x8x32xf32> -> tensor<256x64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_weight(%x: tensor<2x64xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{weight [32] must match the last dimension of [2, 64]}}
+  %0:3 = weft.layer_norm_grad %x, %w, %x : tensor<2x64xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_grad_type(%x: tensor<2x64xf32>, %w: tensor<64xf32>, %g: tensor<2x64xbf16>) {
+  // expected-error @+1 {{failed to verify that all of {input, grad} have same type}}
+  %0:2 = "weft.rms_norm_grad"(%x, %w, %g) : (tensor<2x64xf32>, tensor<64xf32>, tensor<2x64xbf16>) -> (tensor<2x64xf32>, tensor<64xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %o: tensor<2x8x4x16xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{lse must have type 'tensor<2x4x8xf32>'}}
+  %0:3 = weft.attention_grad %q, %kv, %kv, %o, %lse, %o scale = 0.25 : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_result(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %o: tensor<2x8x4x8xf32>, %lse: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{result and grad must have the attention result type 'tensor<2x8x4x16xf32>'}}
+  %0:3 = weft.attention_grad %q, %kv, %kv, %o, %lse, %o scale = 0.25 : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x8xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_labels(%l: tensor<2x8x256xf32>, %y: tensor<8xi32>, %s: tensor<f32>) {
+  // expected-error @+1 {{labels [8] must be the logits shape [2, 8, 256] without its last (vocabulary) dimension}}
+  %0 = weft.cross_entropy_grad %l, %y, %s : tensor<2x8x256xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @expert_gather_shape(%eo: tensor<8x64xf32>, %e: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_gather wants expert outputs [E, C, D] and indices [T, k], got [8, 64] and [16, 2]}}
+  %0 = weft.expert_gather %eo, %e : tensor<8x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @expert_scatter_shape(%p: tensor<16x3x64xf32>, %e: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_scatter wants pairs [T, k, D] and indices [T, k], got [16, 3, 64] and [16, 2]}}
+  %0 = weft.expert_scatter %p, %e experts = 8 capacity = 4 : tensor<16x3x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @expert_scatter_capacity(%p: tensor<16x2x64xf32>, %e: tensor<16x2xi32>) {
+  // expected-error @+1 {{num_experts (0) and capacity (4) must be positive}}
+  %0 = weft.expert_scatter %p, %e experts = 0 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  return
+}

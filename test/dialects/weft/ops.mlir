@@ -140,3 +140,37 @@ func.func @moe(%x: tensor<16x64xf32>, %router: tensor<16x8xf32>, %w: tensor<8x64
   %c = weft.expert_combine %y, %gw, %ge : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
   return %c, %v, %i : tensor<16x64xf32>, tensor<16x3xf32>, tensor<16x3xi32>
 }
+
+// Ops that autodiff introduces.
+// CHECK-LABEL: func.func @gradient_ops
+func.func @gradient_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %ids: tensor<2x8xi32>, %q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %l: tensor<2x8x256xf32>, %s: tensor<f32>) {
+  // CHECK: weft.ge %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
+  %0 = weft.ge %x, %x : tensor<2x8x64xf32>
+  // CHECK: weft.gelu_grad %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
+  %1 = weft.gelu_grad %x, %x : tensor<2x8x64xf32>
+  // CHECK: weft.silu_grad %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
+  %2 = weft.silu_grad %x, %x : tensor<2x8x64xf32>
+  // CHECK: weft.embedding_grad %{{.*}}, %{{.*}} : tensor<2x8xi32>, tensor<2x8x64xf32> -> tensor<256x64xf32>
+  %3 = weft.embedding_grad %ids, %x : tensor<2x8xi32>, tensor<2x8x64xf32> -> tensor<256x64xf32>
+  // CHECK: weft.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x64xf32>, tensor<64xf32>
+  %4:3 = weft.layer_norm_grad %x, %g, %x : tensor<2x8x64xf32>, tensor<64xf32>
+  // CHECK: weft.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : tensor<2x8x64xf32>, tensor<64xf32>
+  %5:2 = weft.rms_norm_grad %x, %g, %x {epsilon = 1.0e-5 : f64} : tensor<2x8x64xf32>, tensor<64xf32>
+  // CHECK: weft.rope %{{.*}} inverse : tensor<2x8x4x16xf32>
+  %6 = weft.rope %q inverse : tensor<2x8x4x16xf32>
+  %o:2 = weft.attention %q, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  // CHECK: weft.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+  %7:3 = weft.attention_grad %q, %kv, %kv, %o#0, %o#1, %o#0 scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+  // CHECK: weft.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x256xf32>, tensor<2x8xi32>
+  %8 = weft.cross_entropy_grad %l, %ids, %s : tensor<2x8x256xf32>, tensor<2x8xi32>
+  return
+}
+
+// CHECK-LABEL: func.func @expert_gather_scatter
+func.func @expert_gather_scatter(%eo: tensor<8x4x64xf32>, %e: tensor<16x2xi32>) -> tensor<8x4x64xf32> {
+  // CHECK: weft.expert_gather %{{.*}}, %{{.*}} : tensor<8x4x64xf32>, tensor<16x2xi32>
+  %0 = weft.expert_gather %eo, %e : tensor<8x4x64xf32>, tensor<16x2xi32>
+  // CHECK: weft.expert_scatter %{{.*}}, %{{.*}} experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  %1 = weft.expert_scatter %0, %e experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  return %1 : tensor<8x4x64xf32>
+}

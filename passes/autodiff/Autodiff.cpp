@@ -1,0 +1,155 @@
+//===- Autodiff.cpp - reverse-mode automatic differentiation --------------===//
+//
+// A tape-free reverse sweep: the forward ops stay in the gradient function as
+// they are, and the backward ops are appended after them, reading the
+// forward values they need directly (the memory planner decides later what
+// stays live, and recomputation passes may trade it for compute).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/autodiff/Passes.h"
+
+#include "dialects/weft/IR/WeftEmitter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace weft {
+#define GEN_PASS_DEF_AUTODIFF
+#include "passes/autodiff/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+/// Ops on a path from a parameter to the loss: their results are both varied
+/// (depend on a parameter) and useful (the loss depends on them).
+llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
+  llvm::DenseSet<Value> varied, useful;
+  Block &body = func.getBody().front();
+  for (Operation &op : body) {
+    bool fromParam = isa<weft::ParamOp>(op) ||
+                     llvm::any_of(op.getOperands(),
+                                  [&](Value v) { return varied.contains(v); });
+    if (fromParam)
+      varied.insert(op.getResults().begin(), op.getResults().end());
+  }
+  useful.insert(loss);
+  for (Operation &op : llvm::reverse(body))
+    if (llvm::any_of(op.getResults(), [&](Value v) { return useful.contains(v); }))
+      useful.insert(op.getOperands().begin(), op.getOperands().end());
+  llvm::DenseSet<Operation *> active;
+  for (Operation &op : body)
+    if (llvm::any_of(op.getResults(), [&](Value v) {
+          return varied.contains(v) && useful.contains(v);
+        }))
+      active.insert(&op);
+  return active;
+}
+} // namespace
+
+FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward, StringRef name) {
+  if (forward.getBody().getBlocks().size() != 1)
+    return forward.emitError("weft-autodiff needs a single-block function");
+  auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+  auto lossType = ret.getNumOperands()
+                      ? dyn_cast<RankedTensorType>(ret.getOperand(0).getType())
+                      : RankedTensorType();
+  if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
+    return forward.emitError("weft-autodiff: the first result of @")
+           << forward.getSymName() << " must be the 0-d f32 loss";
+  if (SymbolTable::lookupNearestSymbolFrom(forward, StringAttr::get(forward.getContext(), name)))
+    return forward.emitError("weft-autodiff: a symbol named @")
+           << name << " already exists";
+
+  OpBuilder builder(forward);
+  builder.setInsertionPointAfter(forward);
+  auto grad = cast<func::FuncOp>(builder.clone(*forward));
+  grad.setSymName(name);
+  Block &body = grad.getBody().front();
+  auto gradRet = cast<func::ReturnOp>(body.getTerminator());
+  Value loss = gradRet.getOperand(0);
+  llvm::DenseSet<Operation *> active = activeOps(grad, loss);
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    forwardOps.push_back(&op);
+
+  builder.setInsertionPoint(gradRet);
+  Location loc = gradRet.getLoc();
+  detail::Emitter e{builder, loc};
+  llvm::DenseMap<Value, Value> adjoint;
+  adjoint[loss] = e.splat(lossType, 1.0);
+  auto accumulate = [&](Value v, Value g) {
+    auto [it, inserted] = adjoint.try_emplace(v, g);
+    if (!inserted)
+      it->second = e.add(it->second, g);
+  };
+
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    if (!active.contains(op) || isa<ParamOp>(op))
+      continue;
+    SmallVector<Value> resultGrads;
+    for (Value r : op->getResults())
+      resultGrads.push_back(adjoint.lookup(r));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue;
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule) {
+      op->emitError("weft-autodiff: no gradient rule for '")
+          << op->getName() << "'";
+      grad.erase();
+      return failure();
+    }
+    FailureOr<SmallVector<Value>> operandGrads = rule.buildGradients(builder, resultGrads);
+    if (failed(operandGrads)) {
+      grad.erase();
+      return failure();
+    }
+    for (auto [operand, g] : llvm::zip(op->getOperands(), *operandGrads))
+      if (g && operand.getDefiningOp() && active.contains(operand.getDefiningOp()))
+        accumulate(operand, g);
+  }
+
+  // Results: the loss, then one gradient per parameter in declaration order.
+  SmallVector<Value> results = {loss};
+  SmallVector<StringRef> names;
+  for (Operation *op : forwardOps)
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      Value g = adjoint.lookup(param.getResult());
+      results.push_back(g ? g : e.splat(param.getResult().getType(), 0.0));
+      names.push_back(param.getName());
+    }
+  func::ReturnOp::create(builder, loc, results);
+  gradRet.erase();
+  grad.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
+                                               ValueRange(results).getTypes()));
+  grad.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  grad.setResultAttr(0, "weft.output", builder.getStringAttr("loss"));
+  for (auto [i, n] : llvm::enumerate(names))
+    grad.setResultAttr(i + 1, "weft.grad", builder.getStringAttr(n));
+
+  // Drop forward results nobody needs any more (logits-only ops) and the
+  // operand gradients rules built for inactive operands.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  return grad;
+}
+
+namespace {
+struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
+  void runOnOperation() override {
+    auto forward = getOperation().lookupSymbol<func::FuncOp>(func);
+    if (!forward) {
+      getOperation().emitError("weft-autodiff: no function named @") << func;
+      return signalPassFailure();
+    }
+    if (failed(weft::differentiate(forward, out)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,23 @@
+//===- Passes.h - reverse-mode automatic differentiation --------*- C++ -*-===//
+
+#ifndef WEFT_PASSES_AUTODIFF_PASSES_H
+#define WEFT_PASSES_AUTODIFF_PASSES_H
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+#define GEN_PASS_DECL
+#include "passes/autodiff/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/autodiff/Passes.h.inc"
+
+/// Builds the gradient function of `forward` (see weft-autodiff) next to it
+/// and returns it, or emits a diagnostic and fails.
+mlir::FailureOr<mlir::func::FuncOp> differentiate(mlir::func::FuncOp forward,
+                                                  llvm::StringRef name);
+} // namespace weft
+
+#endif // WEFT_PASSES_AUTODIFF_PASSES_H

@@ -1,0 +1,38 @@
+//===- Passes.td - reverse-mode automatic differentiation --*- tablegen -*-===//
+
+#ifndef WEFT_PASSES_AUTODIFF_TD
+#define WEFT_PASSES_AUTODIFF_TD
+
+include "mlir/Pass/PassBase.td"
+
+def Autodiff : Pass<"weft-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Build the gradient function of a forward graph";
+  let description = [{
+    Takes the function `func` whose first result is the 0-d f32 loss and adds
+    a function `out` that computes the loss and its gradient with respect to
+    every `weft.param`, by reverse-mode differentiation:
+
+    ```mlir
+    func.func @train_step(%tokens, %labels) -> (tensor<f32> {weft.output = "loss"},
+        tensor<256x64xf32> {weft.grad = "transformer.wte.weight"}, ...)
+    ```
+
+    The forward ops are copied in order; then, walking them backwards, each
+    op that lies on a path from a parameter to the loss builds its operands'
+    gradients through `GradientOpInterface`, and gradients of values used
+    more than once are summed. Results are the loss followed by one gradient
+    per parameter, in the order the parameters are declared, each tagged with
+    `weft.grad` = the parameter's name (a parameter the loss does not depend
+    on gets zeros). Forward results other than the loss are dropped, and dead
+    ops are erased. An active op without a gradient rule is an error.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"forward\"",
+           "Function to differentiate (its first result is the loss)">,
+    Option<"out", "out", "std::string", /*default=*/"\"train_step\"",
+           "Name of the gradient function to create">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
+#endif // WEFT_PASSES_AUTODIFF_TD

@@ -1,0 +1,36 @@
+// RUN: weft-opt %s -split-input-file -weft-autodiff -verify-diagnostics
+
+// expected-error @below {{weft-autodiff: the first result of @forward must be the 0-d f32 loss}}
+func.func @forward() -> tensor<2xf32> {
+  %x = weft.param "x" init(zeros) : tensor<2xf32>
+  return %x : tensor<2xf32>
+}
+
+// -----
+
+func.func @forward() -> tensor<f32> {
+  %x = weft.param "x" init(zeros) : tensor<2xf32>
+  // expected-error @below {{weft-autodiff: no gradient rule for 'weft.ge'}}
+  %m = weft.ge %x, %x : tensor<2xf32>
+  %loss = weft.reduce_sum %m dims [0] : tensor<2xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{weft-autodiff: no function named @forward}}
+module {
+  func.func @other() {
+    return
+  }
+}
+
+// -----
+
+func.func @forward() -> tensor<f32> {
+  %x = weft.param "x" init(zeros) : tensor<1x2x1x4xf32>
+  // expected-error @below {{cannot differentiate through the log-sum-exp result}}
+  %a:2 = weft.attention %x, %x, %x scale = 1.0 : tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>
+  %loss = weft.reduce_sum %a#1 dims [0, 1, 2] : tensor<1x1x2xf32>
+  return %loss : tensor<f32>
+}

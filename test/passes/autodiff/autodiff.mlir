@@ -1,0 +1,62 @@
+// RUN: weft-opt %s -split-input-file -weft-autodiff | FileCheck %s
+
+// The gradient function returns the loss and one gradient per parameter, in
+// declaration order, tagged with the parameter's name.
+
+// The forward is kept as it was.
+// CHECK-LABEL: func.func @forward
+// CHECK: return %{{.*}}, %{{.*}} : tensor<f32>, tensor<2x3xf32>
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<4x3xf32> {weft.grad = "w"}, tensor<3xf32> {weft.grad = "b"}, tensor<7xf32> {weft.grad = "unused"})
+// CHECK: %[[T:.*]] = weft.tanh
+// CHECK: %[[LOSS:.*]] = weft.reduce_mean %[[T]]
+// CHECK: weft.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: weft.constant dense<0.166666672> : tensor<f32>
+// CHECK: weft.broadcast %{{.*}} dims [] : tensor<f32> -> tensor<2x3xf32>
+// CHECK: weft.square %[[T]]
+// CHECK: %[[DZ:.*]] = weft.mul
+// CHECK: %[[DB:.*]] = weft.reduce_sum %[[DZ]] dims [0] : tensor<2x3xf32>
+// CHECK: %[[DW:.*]] = weft.matmul %{{.*}}, %[[DZ]] transpose_lhs : tensor<2x4xf32>, tensor<2x3xf32>
+// CHECK: %[[ZERO:.*]] = weft.constant dense<0.000000e+00> : tensor<7xf32>
+// CHECK: return %[[LOSS]], %[[DW]], %[[DB]], %[[ZERO]] : tensor<f32>, tensor<4x3xf32>, tensor<3xf32>, tensor<7xf32>
+func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32>, tensor<2x3xf32>) {
+  %w = weft.param "w" init(normal, 0.1) : tensor<4x3xf32>
+  %b = weft.param "b" init(zeros) : tensor<3xf32>
+  %u = weft.param "unused" init(ones) : tensor<7xf32>
+  %y = weft.matmul %x, %w : tensor<2x4xf32>, tensor<4x3xf32>
+  %bb = weft.broadcast %b dims [1] : tensor<3xf32> -> tensor<2x3xf32>
+  %z = weft.add %y, %bb : tensor<2x3xf32>
+  %t = weft.tanh %z : tensor<2x3xf32>
+  %loss = weft.reduce_mean %t dims [0, 1] : tensor<2x3xf32>
+  return %loss, %t : tensor<f32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Composite ops use their fused gradient ops; gradients of a value used
+// twice are summed.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<16x8xf32> {weft.grad = "emb"}, tensor<8xf32> {weft.grad = "g"})
+func.func @forward(%ids: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f32> {
+  %t = weft.param "emb" init(normal, 0.02) : tensor<16x8xf32>
+  %g = weft.param "g" init(ones) : tensor<8xf32>
+  %h = weft.embedding %t, %ids : tensor<16x8xf32>, tensor<1x4xi32>
+  %n = weft.rms_norm %h, %g : tensor<1x4x8xf32>, tensor<8xf32>
+  %q = weft.reshape %n : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %a:2 = weft.attention %q, %q, %q scale = 0.5 causal : tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+  %o = weft.reshape %a#0 : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+  %logits = weft.matmul %o, %t transpose_rhs : tensor<1x4x8xf32>, tensor<16x8xf32>
+  %loss = weft.cross_entropy %logits, %labels : tensor<1x4x16xf32>, tensor<1x4xi32>
+  return %loss : tensor<f32>
+}
+// CHECK: %[[DL:.*]] = weft.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x4x16xf32>, tensor<1x4xi32>
+// CHECK: %[[DO:.*]] = weft.matmul %[[DL]], %{{.*}} : tensor<1x4x16xf32>, tensor<16x8xf32>
+// CHECK: %[[DHEAD:.*]] = weft.matmul %[[DL]], %{{.*}} transpose_lhs
+// CHECK: %[[DT1:.*]] = weft.reduce_sum %[[DHEAD]] dims [0] : tensor<1x16x8xf32>
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = weft.attention_grad %[[Q:.*]], %[[Q]], %[[Q]], %result, %lse, %{{.*}} scale = 5.000000e-01 causal
+// CHECK: %[[S1:.*]] = weft.add %[[DQ]], %[[DK]]
+// CHECK: weft.add %[[S1]], %[[DV]]
+// CHECK: %{{.*}}, %[[DG:.*]] = weft.rms_norm_grad
+// CHECK: %[[DT2:.*]] = weft.embedding_grad %{{.*}}, %{{.*}} : tensor<1x4xi32>, tensor<1x4x8xf32> -> tensor<16x8xf32>
+// CHECK: %[[DT:.*]] = weft.add %[[DT1]], %[[DT2]] : tensor<16x8xf32>
+// CHECK: return %{{.*}}, %[[DT]], %[[DG]] : tensor<f32>, tensor<16x8xf32>, tensor<8xf32>

@@ -5,6 +5,7 @@
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
+#include "passes/optimizer/Passes.h"
 
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   registerWeftDialects(registry);
@@ -13,4 +14,5 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
 void weft::registerAllPasses() {
   registerWeftAutodiffPasses();
   registerWeftDecomposePasses();
+  registerWeftOptimizerPasses();
 }

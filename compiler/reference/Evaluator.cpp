@@ -107,8 +107,9 @@ FailureOr<std::vector<int64_t>> assignSlots(Operation *op,
 
 class Interpreter {
 public:
-  Interpreter(Precision precision, const ParamProvider &params)
-      : precision(precision), params(params) {}
+  Interpreter(Precision precision, const ParamProvider &params,
+              Assignments *assignments)
+      : precision(precision), params(params), assignments(assignments) {}
 
   FailureOr<std::vector<Tensor>> run(func::FuncOp func,
                                      ArrayRef<Tensor> inputs);
@@ -116,6 +117,7 @@ public:
 private:
   Precision precision;
   const ParamProvider &params;
+  Assignments *assignments;
   llvm::DenseMap<Value, Tensor> env;
 
   const Tensor &get(Value v) { return env.find(v)->second; }
@@ -218,6 +220,11 @@ LogicalResult Interpreter::eval(Operation *op) {
           return p.emitError("value supplied for parameter '")
                  << p.getName() << "' has the wrong shape";
         bind(p.getResult(), std::move(*value));
+        return success();
+      })
+      .Case([&](AssignOp a) {
+        if (assignments)
+          (*assignments)[a.getName().str()] = get(a.getValue());
         return success();
       })
       .Case([&](ConstantOp c) -> LogicalResult {
@@ -971,15 +978,17 @@ ParamProvider randomInitProvider(uint64_t seed) {
 FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func,
                                         ArrayRef<Tensor> inputs,
                                         const ParamProvider &params,
-                                        Precision precision) {
-  Interpreter interpreter(precision, params);
+                                        Precision precision,
+                                        Assignments *assignments) {
+  Interpreter interpreter(precision, params, assignments);
   return interpreter.run(func, inputs);
 }
 
 int64_t countParameters(func::FuncOp func) {
   int64_t total = 0;
   func.walk([&](ParamOp p) {
-    total += cast<RankedTensorType>(p.getResult().getType()).getNumElements();
+    if (!p.getState())
+      total += cast<RankedTensorType>(p.getResult().getType()).getNumElements();
   });
   return total;
 }

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace weft::reference {
@@ -45,14 +47,20 @@ Tensor initialParamValue(ParamOp param, uint64_t seed);
 /// A provider that initialises every parameter from its initializer.
 ParamProvider randomInitProvider(uint64_t seed);
 
+/// The values a step's weft.assign ops give each parameter, by name.
+using Assignments = std::map<std::string, Tensor>;
+
 /// Runs `func` on `inputs` (one per argument, matching its types) and returns
-/// its results. Run-time errors (an id out of range) are emitted as
-/// diagnostics on the offending op.
+/// its results; weft.assign values go to `assignments` when given. Run-time
+/// errors (an id out of range) are emitted as diagnostics on the offending
+/// op.
 mlir::FailureOr<std::vector<Tensor>>
 evaluate(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> inputs,
-         const ParamProvider &params, Precision precision = Precision::F32);
+         const ParamProvider &params, Precision precision = Precision::F32,
+         Assignments *assignments = nullptr);
 
-/// The number of scalar elements in every weft.param of `func`.
+/// The number of scalar elements in the model parameters (weft.param ops not
+/// marked `state`) of `func`.
 int64_t countParameters(mlir::func::FuncOp func);
 
 } // namespace weft::reference

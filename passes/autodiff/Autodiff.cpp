@@ -30,7 +30,8 @@ llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
   llvm::DenseSet<Value> varied, useful;
   Block &body = func.getBody().front();
   for (Operation &op : body) {
-    bool fromParam = isa<weft::ParamOp>(op) ||
+    auto param = dyn_cast<weft::ParamOp>(op);
+    bool fromParam = (param && !param.getState()) ||
                      llvm::any_of(op.getOperands(),
                                   [&](Value v) { return varied.contains(v); });
     if (fromParam)
@@ -38,7 +39,8 @@ llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
   }
   useful.insert(loss);
   for (Operation &op : llvm::reverse(body))
-    if (llvm::any_of(op.getResults(), [&](Value v) { return useful.contains(v); }))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value v) { return useful.contains(v); }))
       useful.insert(op.getOperands().begin(), op.getOperands().end());
   llvm::DenseSet<Operation *> active;
   for (Operation &op : body)
@@ -50,17 +52,20 @@ llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
 }
 } // namespace
 
-FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward, StringRef name) {
+FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
+                                            StringRef name) {
   if (forward.getBody().getBlocks().size() != 1)
     return forward.emitError("weft-autodiff needs a single-block function");
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
   auto lossType = ret.getNumOperands()
                       ? dyn_cast<RankedTensorType>(ret.getOperand(0).getType())
                       : RankedTensorType();
-  if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
+  if (!lossType || lossType.getRank() != 0 ||
+      !lossType.getElementType().isF32())
     return forward.emitError("weft-autodiff: the first result of @")
            << forward.getSymName() << " must be the 0-d f32 loss";
-  if (SymbolTable::lookupNearestSymbolFrom(forward, StringAttr::get(forward.getContext(), name)))
+  if (SymbolTable::lookupNearestSymbolFrom(
+          forward, StringAttr::get(forward.getContext(), name)))
     return forward.emitError("weft-autodiff: a symbol named @")
            << name << " already exists";
 
@@ -102,13 +107,15 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward, StringRef name
       grad.erase();
       return failure();
     }
-    FailureOr<SmallVector<Value>> operandGrads = rule.buildGradients(builder, resultGrads);
+    FailureOr<SmallVector<Value>> operandGrads =
+        rule.buildGradients(builder, resultGrads);
     if (failed(operandGrads)) {
       grad.erase();
       return failure();
     }
     for (auto [operand, g] : llvm::zip(op->getOperands(), *operandGrads))
-      if (g && operand.getDefiningOp() && active.contains(operand.getDefiningOp()))
+      if (g && operand.getDefiningOp() &&
+          active.contains(operand.getDefiningOp()))
         accumulate(operand, g);
   }
 
@@ -116,7 +123,7 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward, StringRef name
   SmallVector<Value> results = {loss};
   SmallVector<StringRef> names;
   for (Operation *op : forwardOps)
-    if (auto param = dyn_cast<ParamOp>(op)) {
+    if (auto param = dyn_cast<ParamOp>(op); param && !param.getState()) {
       Value g = adjoint.lookup(param.getResult());
       results.push_back(g ? g : e.splat(param.getResult().getType(), 0.0));
       names.push_back(param.getName());

@@ -10,7 +10,7 @@ def Autodiff : Pass<"weft-autodiff", "::mlir::ModuleOp"> {
   let description = [{
     Takes the function `func` whose first result is the 0-d f32 loss and adds
     a function `out` that computes the loss and its gradient with respect to
-    every `weft.param`, by reverse-mode differentiation:
+    every `weft.param` not marked `state`, by reverse-mode differentiation:
 
     ```mlir
     func.func @train_step(%tokens, %labels) -> (tensor<f32> {weft.output = "loss"},

@@ -92,6 +92,19 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+LogicalResult AssignOp::verify() {
+  for (Operation &other : *getOperation()->getBlock())
+    if (auto param = dyn_cast<ParamOp>(other);
+        param && param.getName() == getName()) {
+      if (param.getType() != getValue().getType())
+        return emitOpError("value of type ")
+               << getValue().getType() << " does not match parameter '"
+               << getName() << "' of type " << param.getType();
+      return success();
+    }
+  return emitOpError("no parameter named '") << getName() << "' in this block";
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp, ReshapeOp
 //===----------------------------------------------------------------------===//

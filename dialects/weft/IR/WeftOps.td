@@ -46,19 +46,43 @@ def Weft_ParamOp : Weft_Op<"param"> {
     under run seed s uses the stream `s ^ fnv1a64(N)`, so a value does not
     depend on the order in which parameters are created.
 
-    The op has no operands; passes that build a training step (autodiff, the
-    optimizer) treat every `weft.param` result as a leaf to differentiate.
+    The op has no operands; autodiff treats every `weft.param` result as a
+    leaf to differentiate, except those marked `state`: optimizer state (Adam
+    moments), which the run keeps and checkpoints with the parameters but
+    never differentiates or counts as a model parameter.
+
+    A parameter's value for the next step is written by `weft.assign`.
 
     ```mlir
     %w = weft.param "transformer.wte.weight" init(normal, 2.0e-02) : tensor<256x64xf32>
+    %m = weft.param "transformer.wte.weight.exp_avg" init(zeros) state : tensor<256x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, Weft_InitKind:$init,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$state);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $name `init` `(` $init (`,` $scale^)? `)` attr-dict `:` type($result)
+    $name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)? attr-dict `:`
+    type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Weft_AssignOp : Weft_Op<"assign", [MemoryEffects<[MemWrite]>]> {
+  let summary = "set a parameter's value for the next step";
+  let description = [{
+    Makes `value` the value the `weft.param` named `name` (declared in the same
+    function, with the same type) yields in the next step. Reads of the
+    parameter in this step see the old value wherever the assign is placed:
+    a step function reads all parameters, then writes them. The optimizer
+    pass creates one assign per parameter and per state tensor.
+
+    ```mlir
+    weft.assign "transformer.wte.weight", %new : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Weft_FloatTensor:$value);
+  let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
   let hasVerifier = 1;
 }
 

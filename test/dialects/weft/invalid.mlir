@@ -579,3 +579,20 @@ func.func @expert_scatter_capacity(%p: tensor<16x2x64xf32>, %e: tensor<16x2xi32>
   %0 = weft.expert_scatter %p, %e experts = 0 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
   return
 }
+
+// -----
+
+func.func @assign_unknown(%x: tensor<4xf32>) {
+  // expected-error @+1 {{no parameter named 'w' in this block}}
+  weft.assign "w", %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @assign_type(%x: tensor<4xf32>) {
+  %w = weft.param "w" init(zeros) : tensor<5xf32>
+  // expected-error @+1 {{value of type 'tensor<4xf32>' does not match parameter 'w' of type 'tensor<5xf32>'}}
+  weft.assign "w", %x : tensor<4xf32>
+  return
+}

@@ -174,3 +174,12 @@ func.func @expert_gather_scatter(%eo: tensor<8x4x64xf32>, %e: tensor<16x2xi32>) 
   %1 = weft.expert_scatter %0, %e experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
   return %1 : tensor<8x4x64xf32>
 }
+
+// CHECK-LABEL: func.func @state_and_assign
+func.func @state_and_assign(%x: tensor<4xf32>) {
+  // CHECK: weft.param "w.exp_avg" init(zeros) state : tensor<4xf32>
+  %m = weft.param "w.exp_avg" init(zeros) state : tensor<4xf32>
+  // CHECK: weft.assign "w.exp_avg", %{{.*}} : tensor<4xf32>
+  weft.assign "w.exp_avg", %x : tensor<4xf32>
+  return
+}

@@ -44,7 +44,8 @@ void checkGradients(mlir::ModuleOp module, llvm::ArrayRef<Tensor> inputs,
                     double rtol = 1e-5, double atol = 1e-8) {
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   ASSERT_TRUE(forward);
-  mlir::FailureOr<mlir::func::FuncOp> grad = differentiate(forward, "train_step");
+  mlir::FailureOr<mlir::func::FuncOp> grad =
+      differentiate(forward, "train_step");
   ASSERT_TRUE(mlir::succeeded(grad));
   ASSERT_TRUE(mlir::succeeded(mlir::verify(module)));
   auto analytic = reference::evaluate(*grad, inputs, mapProvider(values),
@@ -55,7 +56,9 @@ void checkGradients(mlir::ModuleOp module, llvm::ArrayRef<Tensor> inputs,
   std::mt19937 rng(99);
   for (unsigned r = 1; r < grad->getNumResults(); ++r) {
     std::string name =
-        grad->getResultAttrOfType<mlir::StringAttr>(r, "weft.grad").getValue().str();
+        grad->getResultAttrOfType<mlir::StringAttr>(r, "weft.grad")
+            .getValue()
+            .str();
     SCOPED_TRACE("gradient of " + name);
     Tensor &param = values.at(name);
     const Tensor &g = (*analytic)[r];
@@ -71,7 +74,8 @@ void checkGradients(mlir::ModuleOp module, llvm::ArrayRef<Tensor> inputs,
       double down = evalLoss(forward, inputs, values);
       param.data[i] = saved;
       double fd = (up - down) / (2 * step);
-      EXPECT_NEAR(g.data[i], fd, atol + rtol * std::fabs(fd)) << "element " << i;
+      EXPECT_NEAR(g.data[i], fd, atol + rtol * std::fabs(fd))
+          << "element " << i;
     }
   }
 }
@@ -96,17 +100,18 @@ protected:
   std::unique_ptr<mlir::MLIRContext> context = testutil::makeContext();
 
   void check(const std::string &args, const std::string &body,
-             const std::string &outType, int rank, std::vector<Tensor> inputs = {},
-             unsigned seed = 1) {
+             const std::string &outType, int rank,
+             std::vector<Tensor> inputs = {}, unsigned seed = 1) {
     std::string dims;
     for (int d = 0; d < rank; ++d)
       dims += (d ? ", " : "") + std::to_string(d);
-    std::string text = "func.func @forward(" + args + ") -> tensor<f32> {\n" + body;
+    std::string text =
+        "func.func @forward(" + args + ") -> tensor<f32> {\n" + body;
     if (rank == 0) {
       text += "  return %out : tensor<f32>\n}\n";
     } else {
-      text += "  %probe = weft.param \"probe\" init(zeros) : " + outType + "\n" +
-              "  %pm = weft.mul %out, %probe : " + outType + "\n" +
+      text += "  %probe = weft.param \"probe\" init(zeros) : " + outType +
+              "\n" + "  %pm = weft.mul %out, %probe : " + outType + "\n" +
               "  %loss = weft.reduce_sum %pm dims [" + dims + "] : " + outType +
               "\n  return %loss : tensor<f32>\n}\n";
     }
@@ -279,11 +284,13 @@ TEST(ModelGradients, TinyModelsMatchFiniteDifferences) {
   for (const char *name : {"gpt2-tiny", "llama-tiny", "mixtral-tiny"}) {
     SCOPED_TRACE(name);
     auto context = testutil::makeContext();
-    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) + "/examples/configs/" +
-                                    name + ".json");
-    ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                    "/examples/configs/" + name + ".json");
+    ASSERT_TRUE(static_cast<bool>(config))
+        << llvm::toString(config.takeError());
     auto module = buildModel(*context, *config, {2, 4, "f32"});
-    ASSERT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
+    ASSERT_TRUE(static_cast<bool>(module))
+        << llvm::toString(module.takeError());
     // Initial values scaled up (N(0, 0.2), norm weights 10) so every path
     // carries signal.
     ParamValues values;
@@ -310,7 +317,9 @@ TEST(Autodiff, RejectsALossThatIsNotAScalar) {
     })");
   std::string message;
   testutil::DiagnosticCapture capture(*context, message);
-  EXPECT_TRUE(mlir::failed(
-      differentiate(testutil::firstFunc(*module), "train_step")));
-  EXPECT_EQ(message, "weft-autodiff: the first result of @forward must be the 0-d f32 loss");
+  EXPECT_TRUE(
+      mlir::failed(differentiate(testutil::firstFunc(*module), "train_step")));
+  EXPECT_EQ(
+      message,
+      "weft-autodiff: the first result of @forward must be the 0-d f32 loss");
 }

@@ -1,0 +1,180 @@
+//===- AdamW.cpp - AdamW with global-norm clipping as weft ops ------------===//
+//
+// The optimizer is part of the compiled step, not of the runtime: fusion then
+// turns each parameter's update into one elementwise kernel, sharding passes
+// shard the moments with the parameters (ZeRO), and the reference evaluator
+// runs exactly what a backend runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/optimizer/Passes.h"
+
+#include "dialects/weft/IR/WeftEmitter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+
+namespace weft {
+#define GEN_PASS_DEF_ADAMW
+#include "passes/optimizer/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
+                                             const AdamWConfig &config) {
+  if (SymbolTable::lookupNearestSymbolFrom(grad, StringAttr::get(grad.getContext(), name)))
+    return grad.emitError("weft-optimizer-adamw: a symbol named @")
+           << name << " already exists";
+  if (grad.getNumResults() < 1 ||
+      grad.getResultAttrOfType<StringAttr>(0, "weft.output") !=
+          StringAttr::get(grad.getContext(), "loss"))
+    return grad.emitError("weft-optimizer-adamw: @")
+           << grad.getSymName()
+           << " is not a gradient function (run weft-autodiff first)";
+
+  // Check every result before cloning, so errors point at the input IR.
+  {
+    llvm::StringMap<ParamOp> params;
+    for (auto p : grad.getBody().front().getOps<ParamOp>())
+      params[p.getName()] = p;
+    for (unsigned r = 1; r < grad.getNumResults(); ++r) {
+      auto tag = grad.getResultAttrOfType<StringAttr>(r, "weft.grad");
+      ParamOp param = tag ? params.lookup(tag.getValue()) : ParamOp();
+      if (!param)
+        return grad.emitError("weft-optimizer-adamw: result ")
+               << r << " of @" << grad.getSymName()
+               << " is not the gradient of a parameter";
+      if (!param.getType().getElementType().isF32())
+        return param.emitError("weft-optimizer-adamw: only f32 parameters are "
+                               "supported yet, got ")
+               << param.getType();
+    }
+  }
+
+  OpBuilder builder(grad);
+  builder.setInsertionPointAfter(grad);
+  auto step = cast<func::FuncOp>(builder.clone(*grad));
+  step.setSymName(name);
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Location loc = ret.getLoc();
+  auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+  SmallVector<DictionaryAttr> argAttrs;
+  step.getAllArgAttrs(argAttrs);
+  Value lr = body.addArgument(scalarType, loc);
+  Value stepNumber = body.addArgument(scalarType, loc);
+
+  // Map gradient results to their parameters.
+  llvm::StringMap<ParamOp> params;
+  Operation *lastParam = nullptr;
+  for (auto p : body.getOps<ParamOp>()) {
+    params[p.getName()] = p;
+    lastParam = p;
+  }
+  struct Update {
+    ParamOp param;
+    Value grad;
+  };
+  SmallVector<Update> updates;
+  for (unsigned r = 1; r < step.getNumResults(); ++r) {
+    auto tag = step.getResultAttrOfType<StringAttr>(r, "weft.grad");
+    updates.push_back({params.lookup(tag.getValue()), ret.getOperand(r)});
+  }
+
+  builder.setInsertionPoint(ret);
+  detail::Emitter e{builder, loc};
+  auto scalar = [&](double v) { return e.splat(scalarType, v); };
+  auto expand = [&](Value s, Type like) {
+    return e.broadcast(s, cast<RankedTensorType>(like), {});
+  };
+
+  // Global gradient norm and the clip factor min(1, max_norm / (n + 1e-6)).
+  Value sumSq;
+  for (const Update &u : updates) {
+    Value sq = e.reduceSum(SquareOp::create(builder, loc, u.grad), e.allDims(u.grad));
+    sumSq = sumSq ? e.add(sumSq, sq) : sq;
+  }
+  Value norm = sumSq ? SqrtOp::create(builder, loc, sumSq).getResult() : scalar(0.0);
+  Value clip;
+  if (config.maxGradNorm > 0)
+    clip = e.div(scalar(config.maxGradNorm),
+                 MaxOp::create(builder, loc, e.add(norm, scalar(1e-6)),
+                               scalar(config.maxGradNorm)));
+
+  // Bias corrections 1 - beta^step = 1 - exp(step ln beta).
+  auto correction = [&](double beta) {
+    Value power = ExpOp::create(builder, loc,
+                                e.mul(stepNumber, scalar(std::log(beta))));
+    return e.sub(scalar(1.0), power);
+  };
+  Value bc1 = correction(config.beta1), bc2 = correction(config.beta2);
+
+  for (Update &u : updates) {
+    Type type = u.param.getType();
+    std::string pname = u.param.getName().str();
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfter(lastParam);
+    auto moment = [&](StringRef suffix) {
+      auto op = ParamOp::create(builder, u.param.getLoc(), type,
+                                builder.getStringAttr(pname + suffix.str()),
+                                InitKindAttr::get(builder.getContext(), InitKind::Zeros),
+                                FloatAttr(), builder.getUnitAttr());
+      lastParam = op;
+      return op.getResult();
+    };
+    Value m = moment(".exp_avg"), v = moment(".exp_avg_sq");
+    builder.setInsertionPoint(ret);
+    Value g = clip ? e.mul(u.grad, expand(clip, type)) : u.grad;
+    Value m2 = e.add(e.mul(m, e.splat(cast<RankedTensorType>(type), config.beta1)),
+                     e.mul(g, e.splat(cast<RankedTensorType>(type), 1 - config.beta1)));
+    Value v2 = e.add(e.mul(v, e.splat(cast<RankedTensorType>(type), config.beta2)),
+                     e.mul(SquareOp::create(builder, loc, g),
+                           e.splat(cast<RankedTensorType>(type), 1 - config.beta2)));
+    Value mhat = e.div(m2, expand(bc1, type));
+    Value denom = e.add(SqrtOp::create(builder, loc, e.div(v2, expand(bc2, type))),
+                        e.splat(cast<RankedTensorType>(type), config.eps));
+    Value p = u.param.getResult();
+    bool decay = cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
+    if (decay)
+      p = e.mul(p, expand(e.sub(scalar(1.0), e.mul(lr, scalar(config.weightDecay))),
+                          type));
+    Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
+    AssignOp::create(builder, loc, u.param.getName(), updated);
+    AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"), m2);
+    AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg_sq"), v2);
+  }
+
+  Value loss = ret.getOperand(0);
+  func::ReturnOp::create(builder, loc, ValueRange{loss, norm});
+  ret.erase();
+  step.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
+                                               {scalarType, scalarType}));
+  step.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  step.setResultAttr(0, "weft.output", builder.getStringAttr("loss"));
+  step.setResultAttr(1, "weft.output", builder.getStringAttr("grad_norm"));
+  for (StringRef input : {"lr", "step"})
+    argAttrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr("weft.input", builder.getStringAttr(input))));
+  step.setAllArgAttrs(argAttrs);
+  return step;
+}
+
+namespace {
+struct AdamWPass : weft::impl::AdamWBase<AdamWPass> {
+  using AdamWBase::AdamWBase;
+
+  void runOnOperation() override {
+    auto grad = getOperation().lookupSymbol<func::FuncOp>(func);
+    if (!grad) {
+      getOperation().emitError("weft-optimizer-adamw: no function named @") << func;
+      return signalPassFailure();
+    }
+    weft::AdamWConfig config{beta1, beta2, eps, weightDecay, maxGradNorm};
+    if (failed(weft::buildAdamWStep(grad, out, config)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,32 @@
+//===- Passes.h - optimizer passes ------------------------------*- C++ -*-===//
+
+#ifndef WEFT_PASSES_OPTIMIZER_PASSES_H
+#define WEFT_PASSES_OPTIMIZER_PASSES_H
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+#define GEN_PASS_DECL
+#include "passes/optimizer/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/optimizer/Passes.h.inc"
+
+/// AdamW hyperparameters (see weft-optimizer-adamw).
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weightDecay = 0.1;
+  double maxGradNorm = 1.0;
+};
+
+/// Builds the AdamW step function `name` from the gradient function `grad`.
+mlir::FailureOr<mlir::func::FuncOp> buildAdamWStep(mlir::func::FuncOp grad,
+                                                   llvm::StringRef name,
+                                                   const AdamWConfig &config);
+} // namespace weft
+
+#endif // WEFT_PASSES_OPTIMIZER_PASSES_H

@@ -5,6 +5,7 @@
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
+#include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
@@ -14,5 +15,6 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
 void weft::registerAllPasses() {
   registerWeftAutodiffPasses();
   registerWeftDecomposePasses();
+  registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
 }

@@ -25,7 +25,8 @@ using namespace mlir;
 
 FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                                              const AdamWConfig &config) {
-  if (SymbolTable::lookupNearestSymbolFrom(grad, StringAttr::get(grad.getContext(), name)))
+  if (SymbolTable::lookupNearestSymbolFrom(
+          grad, StringAttr::get(grad.getContext(), name)))
     return grad.emitError("weft-optimizer-adamw: a symbol named @")
            << name << " already exists";
   if (grad.getNumResults() < 1 ||
@@ -94,10 +95,12 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   // Global gradient norm and the clip factor min(1, max_norm / (n + 1e-6)).
   Value sumSq;
   for (const Update &u : updates) {
-    Value sq = e.reduceSum(SquareOp::create(builder, loc, u.grad), e.allDims(u.grad));
+    Value sq =
+        e.reduceSum(SquareOp::create(builder, loc, u.grad), e.allDims(u.grad));
     sumSq = sumSq ? e.add(sumSq, sq) : sq;
   }
-  Value norm = sumSq ? SqrtOp::create(builder, loc, sumSq).getResult() : scalar(0.0);
+  Value norm =
+      sumSq ? SqrtOp::create(builder, loc, sumSq).getResult() : scalar(0.0);
   Value clip;
   if (config.maxGradNorm > 0)
     clip = e.div(scalar(config.maxGradNorm),
@@ -106,8 +109,8 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
 
   // Bias corrections 1 - beta^step = 1 - exp(step ln beta).
   auto correction = [&](double beta) {
-    Value power = ExpOp::create(builder, loc,
-                                e.mul(stepNumber, scalar(std::log(beta))));
+    Value power =
+        ExpOp::create(builder, loc, e.mul(stepNumber, scalar(std::log(beta))));
     return e.sub(scalar(1.0), power);
   };
   Value bc1 = correction(config.beta1), bc2 = correction(config.beta2);
@@ -118,33 +121,41 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfter(lastParam);
     auto moment = [&](StringRef suffix) {
-      auto op = ParamOp::create(builder, u.param.getLoc(), type,
-                                builder.getStringAttr(pname + suffix.str()),
-                                InitKindAttr::get(builder.getContext(), InitKind::Zeros),
-                                FloatAttr(), builder.getUnitAttr());
+      auto op = ParamOp::create(
+          builder, u.param.getLoc(), type,
+          builder.getStringAttr(pname + suffix.str()),
+          InitKindAttr::get(builder.getContext(), InitKind::Zeros), FloatAttr(),
+          builder.getUnitAttr());
       lastParam = op;
       return op.getResult();
     };
     Value m = moment(".exp_avg"), v = moment(".exp_avg_sq");
     builder.setInsertionPoint(ret);
     Value g = clip ? e.mul(u.grad, expand(clip, type)) : u.grad;
-    Value m2 = e.add(e.mul(m, e.splat(cast<RankedTensorType>(type), config.beta1)),
-                     e.mul(g, e.splat(cast<RankedTensorType>(type), 1 - config.beta1)));
-    Value v2 = e.add(e.mul(v, e.splat(cast<RankedTensorType>(type), config.beta2)),
-                     e.mul(SquareOp::create(builder, loc, g),
-                           e.splat(cast<RankedTensorType>(type), 1 - config.beta2)));
+    Value m2 = e.add(
+        e.mul(m, e.splat(cast<RankedTensorType>(type), config.beta1)),
+        e.mul(g, e.splat(cast<RankedTensorType>(type), 1 - config.beta1)));
+    Value v2 =
+        e.add(e.mul(v, e.splat(cast<RankedTensorType>(type), config.beta2)),
+              e.mul(SquareOp::create(builder, loc, g),
+                    e.splat(cast<RankedTensorType>(type), 1 - config.beta2)));
     Value mhat = e.div(m2, expand(bc1, type));
-    Value denom = e.add(SqrtOp::create(builder, loc, e.div(v2, expand(bc2, type))),
-                        e.splat(cast<RankedTensorType>(type), config.eps));
+    Value denom =
+        e.add(SqrtOp::create(builder, loc, e.div(v2, expand(bc2, type))),
+              e.splat(cast<RankedTensorType>(type), config.eps));
     Value p = u.param.getResult();
-    bool decay = cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
+    bool decay =
+        cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
     if (decay)
-      p = e.mul(p, expand(e.sub(scalar(1.0), e.mul(lr, scalar(config.weightDecay))),
-                          type));
+      p = e.mul(
+          p, expand(e.sub(scalar(1.0), e.mul(lr, scalar(config.weightDecay))),
+                    type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
     AssignOp::create(builder, loc, u.param.getName(), updated);
-    AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"), m2);
-    AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg_sq"), v2);
+    AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"),
+                     m2);
+    AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg_sq"),
+                     v2);
   }
 
   Value loss = ret.getOperand(0);
@@ -169,7 +180,8 @@ struct AdamWPass : weft::impl::AdamWBase<AdamWPass> {
   void runOnOperation() override {
     auto grad = getOperation().lookupSymbol<func::FuncOp>(func);
     if (!grad) {
-      getOperation().emitError("weft-optimizer-adamw: no function named @") << func;
+      getOperation().emitError("weft-optimizer-adamw: no function named @")
+          << func;
       return signalPassFailure();
     }
     weft::AdamWConfig config{beta1, beta2, eps, weightDecay, maxGradNorm};

@@ -14,8 +14,8 @@ double LrSchedule::at(int64_t step) const {
   int64_t decaySteps = totalSteps - warmupSteps;
   if (decaySteps <= 0 || step >= totalSteps)
     return step >= totalSteps && decaySteps > 0 ? floor : peak;
-  double progress = static_cast<double>(step - warmupSteps) /
-                    static_cast<double>(decaySteps);
+  double progress =
+      static_cast<double>(step - warmupSteps) / static_cast<double>(decaySteps);
   return floor + 0.5 * (peak - floor) * (1.0 + std::cos(M_PI * progress));
 }
 

@@ -154,7 +154,8 @@ TEST(AdamW, ReferenceTrainingLowersTheLossOfATinyGpt) {
     for (int r = 0; r < 4; ++r) {
       size_t start = offset(rng);
       for (int i = 0; i < 16; ++i) {
-        tokens.data[r * 16 + i] = static_cast<unsigned char>(text[(start + i) % text.size()]);
+        tokens.data[r * 16 + i] =
+            static_cast<unsigned char>(text[(start + i) % text.size()]);
         labels.data[r * 16 + i] =
             static_cast<unsigned char>(text[(start + i + 1) % text.size()]);
       }

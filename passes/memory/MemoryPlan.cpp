@@ -1,0 +1,127 @@
+//===- MemoryPlan.cpp - static buffer offsets from liveness ---------------===//
+
+#include "passes/memory/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+#include <algorithm>
+
+namespace weft {
+#define GEN_PASS_DEF_MEMORYPLAN
+#include "passes/memory/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+int64_t weft::elementBytes(Type type) {
+  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
+}
+
+namespace {
+constexpr int64_t kAlignment = 64;
+
+bool planned(Operation *op) {
+  return !isa<weft::ParamOp, weft::ConstantOp, func::ReturnOp>(op) &&
+         op->getNumResults() > 0;
+}
+
+/// A buffer: one or more values that share storage (a value and its views).
+struct Buffer {
+  int64_t bytes = 0;
+  int64_t first = 0, last = 0; // Op positions, inclusive.
+  int64_t offset = -1;
+};
+} // namespace
+
+int64_t weft::planMemory(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : body)
+    position[&op] = index++;
+
+  // Views share their operand's buffer.
+  llvm::EquivalenceClasses<Value> classes;
+  SmallVector<Value> values;
+  for (Operation &op : body) {
+    if (!planned(&op))
+      continue;
+    for (Value r : op.getResults()) {
+      classes.insert(r);
+      values.push_back(r);
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op);
+        reshape && reshape.getInput().getDefiningOp() &&
+        planned(reshape.getInput().getDefiningOp()))
+      classes.unionSets(reshape.getResult(), reshape.getInput());
+  }
+
+  llvm::DenseMap<Value, Buffer> buffers; // Keyed by class leader.
+  for (Value v : values) {
+    Value leader = classes.getLeaderValue(v);
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t bytes = type.getNumElements() * elementBytes(type.getElementType());
+    int64_t def = position[v.getDefiningOp()], end = def;
+    for (Operation *user : v.getUsers())
+      end = std::max(end, position[body.findAncestorOpInBlock(*user)]);
+    auto [it, inserted] = buffers.try_emplace(leader, Buffer{bytes, def, end});
+    if (!inserted) {
+      it->second.bytes = std::max(it->second.bytes, bytes);
+      it->second.first = std::min(it->second.first, def);
+      it->second.last = std::max(it->second.last, end);
+    }
+  }
+
+  // Largest first, lowest non-conflicting offset.
+  SmallVector<Buffer *> order;
+  for (auto &entry : buffers)
+    order.push_back(&entry.second);
+  llvm::stable_sort(order, [](Buffer *a, Buffer *b) {
+    return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
+  });
+  int64_t peak = 0;
+  SmallVector<Buffer *> placed;
+  for (Buffer *buffer : order) {
+    SmallVector<std::pair<int64_t, int64_t>> taken;
+    for (Buffer *other : placed)
+      if (other->first <= buffer->last && buffer->first <= other->last)
+        taken.push_back({other->offset, other->offset + other->bytes});
+    llvm::sort(taken);
+    int64_t offset = 0;
+    for (auto [begin, end] : taken) {
+      if (offset + buffer->bytes <= begin)
+        break;
+      offset = std::max(offset, (end + kAlignment - 1) / kAlignment * kAlignment);
+    }
+    buffer->offset = offset;
+    peak = std::max(peak, offset + buffer->bytes);
+    placed.push_back(buffer);
+  }
+
+  Builder builder(func.getContext());
+  for (Operation &op : body) {
+    if (!planned(&op))
+      continue;
+    SmallVector<int64_t> offsets;
+    for (Value r : op.getResults())
+      offsets.push_back(buffers[classes.getLeaderValue(r)].offset);
+    op.setAttr("weft.offsets", builder.getDenseI64ArrayAttr(offsets));
+  }
+  func->setAttr("weft.arena_bytes", builder.getI64IntegerAttr(peak));
+  return peak;
+}
+
+namespace {
+struct MemoryPlanPass : weft::impl::MemoryPlanBase<MemoryPlanPass> {
+  void runOnOperation() override {
+    if (getOperation().isExternal())
+      return;
+    if (getOperation().getBody().getBlocks().size() != 1) {
+      getOperation().emitError("weft-memory-plan needs a single-block function");
+      return signalPassFailure();
+    }
+    weft::planMemory(getOperation());
+  }
+};
+} // namespace

@@ -1,0 +1,24 @@
+//===- Passes.h - memory planning -------------------------------*- C++ -*-===//
+
+#ifndef WEFT_PASSES_MEMORY_PASSES_H
+#define WEFT_PASSES_MEMORY_PASSES_H
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+#define GEN_PASS_DECL
+#include "passes/memory/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/memory/Passes.h.inc"
+
+/// Bytes of one element of a weft element type (f8 = 1, bf16/f16 = 2, ...).
+int64_t elementBytes(mlir::Type type);
+
+/// Plans `func` (see weft-memory-plan) and returns the arena size in bytes.
+int64_t planMemory(mlir::func::FuncOp func);
+} // namespace weft
+
+#endif // WEFT_PASSES_MEMORY_PASSES_H

@@ -92,7 +92,8 @@ int64_t weft::planMemory(func::FuncOp func) {
     for (auto [begin, end] : taken) {
       if (offset + buffer->bytes <= begin)
         break;
-      offset = std::max(offset, (end + kAlignment - 1) / kAlignment * kAlignment);
+      offset =
+          std::max(offset, (end + kAlignment - 1) / kAlignment * kAlignment);
     }
     buffer->offset = offset;
     peak = std::max(peak, offset + buffer->bytes);
@@ -118,7 +119,8 @@ struct MemoryPlanPass : weft::impl::MemoryPlanBase<MemoryPlanPass> {
     if (getOperation().isExternal())
       return;
     if (getOperation().getBody().getBlocks().size() != 1) {
-      getOperation().emitError("weft-memory-plan needs a single-block function");
+      getOperation().emitError(
+          "weft-memory-plan needs a single-block function");
       return signalPassFailure();
     }
     weft::planMemory(getOperation());

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
@@ -24,6 +25,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -39,25 +42,30 @@ cl::SubCommand
     importCmd("import", "Emit the forward graph (with loss) of a model family");
 cl::SubCommand evalCmd("eval", "Run a graph on the reference evaluator and "
                                "print its mean loss");
+cl::SubCommand compileCmd("compile",
+                          "Compile a model into a training bundle (autodiff, "
+                          "AdamW, memory plan) for weft-run");
 
 cl::opt<std::string> configPath("config", cl::desc("Hugging Face config.json"),
                                 cl::value_desc("file"), cl::sub(importCmd),
-                                cl::sub(evalCmd));
+                                cl::sub(evalCmd), cl::sub(compileCmd));
 cl::opt<int64_t> batchSize("batch", cl::desc("Batch size (default 1)"),
-                           cl::init(1), cl::sub(importCmd), cl::sub(evalCmd));
+                           cl::init(1), cl::sub(importCmd), cl::sub(evalCmd),
+                           cl::sub(compileCmd));
 cl::opt<int64_t> seqLen("seq",
                         cl::desc("Sequence length (import: default the model's "
                                  "max positions; eval: as many as the tokens "
                                  "allow, up to that)"),
-                        cl::init(0), cl::sub(importCmd), cl::sub(evalCmd));
+                        cl::init(0), cl::sub(importCmd), cl::sub(evalCmd),
+                        cl::sub(compileCmd));
 cl::opt<std::string> dtypeName("dtype",
                                cl::desc("Parameter/activation type: f32, bf16 "
                                         "or f16 (default f32)"),
                                cl::init("f32"), cl::sub(importCmd),
-                               cl::sub(evalCmd));
+                               cl::sub(evalCmd), cl::sub(compileCmd));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
-                                cl::sub(importCmd));
+                                cl::sub(importCmd), cl::sub(compileCmd));
 
 cl::opt<bool> printSummary("summary",
                            cl::desc("Print the parameter count and op count "
@@ -65,7 +73,26 @@ cl::opt<bool> printSummary("summary",
                            cl::sub(importCmd));
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
-                               cl::sub(evalCmd));
+                               cl::sub(evalCmd), cl::sub(compileCmd));
+cl::opt<std::string> emit("emit",
+                          cl::desc("Stop early and print: 'mlir' (the planned "
+                                   "step and forward programs)"),
+                          cl::sub(compileCmd));
+cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
+                      cl::init(0.9), cl::sub(compileCmd));
+cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.95)"),
+                      cl::init(0.95), cl::sub(compileCmd));
+cl::opt<double> adamEps("adam-eps", cl::desc("AdamW epsilon (default 1e-8)"),
+                        cl::init(1e-8), cl::sub(compileCmd));
+cl::opt<double> weightDecay("weight-decay",
+                            cl::desc("AdamW decoupled weight decay on "
+                                     "matrices (default 0.1)"),
+                            cl::init(0.1), cl::sub(compileCmd));
+cl::opt<double> maxGradNorm("max-grad-norm",
+                            cl::desc("Global gradient-norm clip, 0 = off "
+                                     "(default 1.0)"),
+                            cl::init(1.0), cl::sub(compileCmd));
+
 cl::opt<std::string> weightsPath("weights",
                                  cl::desc("safetensors checkpoint (default: "
                                           "random initialisation from --seed)"),
@@ -162,6 +189,63 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
   return std::move(*module);
 }
 
+/// The vocabulary a graph's token ids index (its first embedding table).
+int64_t vocabOf(func::FuncOp func) {
+  int64_t vocab = -1;
+  func.walk([&](weft::EmbeddingOp op) {
+    if (vocab < 0)
+      vocab = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+  });
+  return vocab;
+}
+
+int runCompile(MLIRContext &context) {
+  if (!emit.empty() && emit != "mlir")
+    return fail("unknown --emit '" + emit + "' (supported: mlir)");
+  if (emit.empty() && outputPath == "-")
+    return fail("compile needs -o bundle/ (or --emit=mlir)");
+  SourceMgr sources;
+  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  OwningOpRef<ModuleOp> module = loadModel(context, sources, seqLen);
+  if (!module)
+    return 1;
+  auto forward = module->lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return fail("the model has no @forward function");
+  auto tokens =
+      forward.getNumArguments()
+          ? dyn_cast<RankedTensorType>(forward.getArgumentTypes().front())
+          : RankedTensorType();
+  if (!tokens || tokens.getRank() != 2)
+    return fail("@forward must take [batch, seq] token ids first");
+  llvm::json::Object meta{{"batch", tokens.getDimSize(0)},
+                          {"seq", tokens.getDimSize(1)},
+                          {"vocab", vocabOf(forward)},
+                          {"dtype", dtypeName.getValue()}};
+  if (!configPath.empty())
+    if (auto buffer = MemoryBuffer::getFile(configPath))
+      if (auto config = llvm::json::parse((*buffer)->getBuffer()))
+        meta["config"] = std::move(*config);
+  weft::TrainingOptions options;
+  options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
+  if (emit == "mlir") {
+    if (failed(weft::buildTrainingPrograms(*module, options)))
+      return 1;
+    module->print(outs());
+    outs() << "\n";
+    return 0;
+  }
+  if (failed(weft::compileTrainingBundle(*module, outputPath, options,
+                                         std::move(meta))))
+    return 1;
+  auto step = module->lookupSymbol<func::FuncOp>("step");
+  errs() << formatv(
+      "wrote {0}: {1} ops in a training step, arena {2} bytes\n",
+      outputPath.getValue(), step.getBody().front().getOperations().size(),
+      step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt());
+  return 0;
+}
+
 int runEval(MLIRContext &context) {
   if (tokensPath.empty())
     return fail("eval needs --tokens");
@@ -205,11 +289,7 @@ int runEval(MLIRContext &context) {
     return fail(tokensPath + ": has " + Twine(tokens->size()) +
                 " tokens; one batch of " + Twine(b) + " x " + Twine(s) +
                 " needs " + Twine(b * s + 1));
-  int64_t vocab = -1;
-  func.walk([&](weft::EmbeddingOp op) {
-    if (vocab < 0)
-      vocab = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
-  });
+  int64_t vocab = vocabOf(func);
   std::vector<uint32_t> window(tokens->begin(), tokens->begin() + b * s + 1);
   if (vocab > 0) {
     absl::Status range = weft::runtime::checkTokenRange(
@@ -271,7 +351,9 @@ int main(int argc, char **argv) {
       "  weftc import --config config.json --batch B --seq S -o model.mlir\n"
       "  weftc eval model.mlir|--config config.json [--weights W.safetensors]\n"
       "             --tokens FILE [--token-bytes 2|4 | --tokenizer bytes]\n"
-      "             [--logits out.safetensors]\n\n"
+      "             [--logits out.safetensors]\n"
+      "  weftc compile model.mlir|--config config.json --batch B --seq S -o "
+      "bundle/\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   DialectRegistry registry;
   weft::registerAllDialects(registry);
@@ -281,5 +363,7 @@ int main(int argc, char **argv) {
     return runImport(context);
   if (evalCmd)
     return runEval(context);
-  return fail("expected a subcommand: import or eval (see --help)");
+  if (compileCmd)
+    return runCompile(context);
+  return fail("expected a subcommand: import, eval or compile (see --help)");
 }

@@ -1,0 +1,33 @@
+//===- Pipeline.h - named compiler pipelines --------------------*- C++ -*-===//
+
+#ifndef WEFT_COMPILER_PIPELINE_H
+#define WEFT_COMPILER_PIPELINE_H
+
+#include "passes/optimizer/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+namespace weft {
+
+struct TrainingOptions {
+  AdamWConfig adamw;
+};
+
+/// The training pipeline on a module whose @forward returns (loss, logits):
+/// weft-autodiff (@train_step), weft-optimizer-adamw (@step), then
+/// weft-memory-plan on @step and @forward. The module is left holding the
+/// planned programs (what `weftc compile --emit=mlir` prints).
+mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,
+                                          const TrainingOptions &options);
+
+/// buildTrainingPrograms, then the bundle (programs "step" and "forward")
+/// in `dir`, with `meta` and the optimizer settings in its meta.
+mlir::LogicalResult compileTrainingBundle(mlir::ModuleOp module,
+                                          llvm::StringRef dir,
+                                          const TrainingOptions &options,
+                                          llvm::json::Object meta);
+
+} // namespace weft
+
+#endif // WEFT_COMPILER_PIPELINE_H

@@ -19,11 +19,16 @@ namespace weft::codegen {
 namespace {
 
 FailureOr<std::string> dtypeName(Location loc, Type type) {
-  if (type.isF32()) return std::string("F32");
-  if (type.isBF16()) return std::string("BF16");
-  if (type.isF16()) return std::string("F16");
-  if (type.isInteger(32)) return std::string("I32");
-  if (type.isInteger(64)) return std::string("I64");
+  if (type.isF32())
+    return std::string("F32");
+  if (type.isBF16())
+    return std::string("BF16");
+  if (type.isF16())
+    return std::string("F16");
+  if (type.isInteger(32))
+    return std::string("I32");
+  if (type.isInteger(64))
+    return std::string("I64");
   return emitError(loc, "bundles cannot hold element type ") << type, failure();
 }
 
@@ -60,12 +65,14 @@ public:
   FailureOr<json::Object> write(func::FuncOp func) {
     auto arena = func->getAttrOfType<IntegerAttr>("weft.arena_bytes");
     if (!arena)
-      return func.emitError("@") << func.getSymName()
-                                 << " has no memory plan (run weft-memory-plan)",
+      return func.emitError("@")
+                 << func.getSymName()
+                 << " has no memory plan (run weft-memory-plan)",
              failure();
     json::Array inputs, outputs, steps, assigns;
     for (BlockArgument arg : func.getArguments()) {
-      auto id = define(arg, json::Object{{"kind", "input"}, {"index", arg.getArgNumber()}});
+      auto id = define(
+          arg, json::Object{{"kind", "input"}, {"index", arg.getArgNumber()}});
       if (failed(id))
         return failure();
       inputs.push_back(*id);
@@ -73,7 +80,8 @@ public:
     for (Operation &op : func.getBody().front()) {
       if (auto param = dyn_cast<ParamOp>(op)) {
         if (failed(define(param.getResult(),
-                          json::Object{{"kind", "param"}, {"name", param.getName().str()}})))
+                          json::Object{{"kind", "param"},
+                                       {"name", param.getName().str()}})))
           return failure();
         continue;
       }
@@ -83,16 +91,20 @@ public:
         continue;
       }
       if (auto assign = dyn_cast<AssignOp>(op)) {
-        assigns.push_back(json::Object{{"param", assign.getName().str()},
-                                       {"value", ids.lookup(assign.getValue())}});
+        assigns.push_back(
+            json::Object{{"param", assign.getName().str()},
+                         {"value", ids.lookup(assign.getValue())}});
         continue;
       }
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           auto name = func.getResultAttrOfType<StringAttr>(i, "weft.output");
-          outputs.push_back(json::Object{
-              {"name", name ? name.str() : "result" + std::to_string(i)},
-              {"value", ids.lookup(v)}});
+          auto grad = func.getResultAttrOfType<StringAttr>(i, "weft.grad");
+          std::string label = name   ? name.str()
+                              : grad ? "grad:" + grad.str()
+                                     : "result" + std::to_string(i);
+          outputs.push_back(
+              json::Object{{"name", label}, {"value", ids.lookup(v)}});
         }
         continue;
       }
@@ -102,14 +114,17 @@ public:
       json::Array operands, results;
       for (Value v : op.getOperands())
         operands.push_back(ids.lookup(v));
-      for (auto [r, offset] : llvm::zip(op.getResults(), offsets.asArrayRef())) {
-        auto id = define(r, json::Object{{"kind", "arena"}, {"offset", offset}});
+      for (auto [r, offset] :
+           llvm::zip(op.getResults(), offsets.asArrayRef())) {
+        auto id =
+            define(r, json::Object{{"kind", "arena"}, {"offset", offset}});
         if (failed(id))
           return failure();
         results.push_back(*id);
       }
       json::Object attrs;
-      if (auto props = dyn_cast_or_null<DictionaryAttr>(op.getPropertiesAsAttribute()))
+      if (auto props =
+              dyn_cast_or_null<DictionaryAttr>(op.getPropertiesAsAttribute()))
         for (NamedAttribute a : props) {
           FailureOr<json::Value> value = encodeAttr(&op, a.getValue());
           if (failed(value))
@@ -121,12 +136,10 @@ public:
                                    {"results", std::move(results)},
                                    {"attrs", std::move(attrs)}});
     }
-    return json::Object{{"arena_bytes", arena.getInt()},
-                        {"values", std::move(values)},
-                        {"inputs", std::move(inputs)},
-                        {"outputs", std::move(outputs)},
-                        {"steps", std::move(steps)},
-                        {"assigns", std::move(assigns)}};
+    return json::Object{
+        {"arena_bytes", arena.getInt()}, {"values", std::move(values)},
+        {"inputs", std::move(inputs)},   {"outputs", std::move(outputs)},
+        {"steps", std::move(steps)},     {"assigns", std::move(assigns)}};
   }
 
 private:
@@ -146,7 +159,8 @@ private:
   LogicalResult defineConstant(ConstantOp op) {
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
     auto type = cast<RankedTensorType>(op.getType());
-    FailureOr<std::string> dtype = dtypeName(op.getLoc(), type.getElementType());
+    FailureOr<std::string> dtype =
+        dtypeName(op.getLoc(), type.getElementType());
     if (!dense || failed(dtype))
       return op.emitError("bundles hold dense constants only"), failure();
     auto scalar = [&](auto it) -> double {
@@ -164,17 +178,18 @@ private:
       return out;
     };
     if (dense.isSplat()) {
-      desc["splat"] = isFloat ? dense.getSplatValue<APFloat>().convertToDouble()
-                              : static_cast<double>(
-                                    dense.getSplatValue<APInt>().getSExtValue());
+      desc["splat"] = isFloat
+                          ? dense.getSplatValue<APFloat>().convertToDouble()
+                          : static_cast<double>(
+                                dense.getSplatValue<APInt>().getSExtValue());
     } else {
       desc["values"] = isFloat ? toDouble(dense.getValues<APFloat>())
                                : toDouble(dense.getValues<APInt>());
     }
     int64_t index = constants.size();
     constants.push_back(std::move(desc));
-    return success(succeeded(
-        define(op.getResult(), json::Object{{"kind", "constant"}, {"index", index}})));
+    return success(succeeded(define(
+        op.getResult(), json::Object{{"kind", "constant"}, {"index", index}})));
   }
 
   json::Array &constants;
@@ -191,7 +206,8 @@ LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
   for (StringRef name : programs) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func)
-      return module.emitError("no function @") << name << " to put in the bundle";
+      return module.emitError("no function @")
+             << name << " to put in the bundle";
     ProgramWriter writer(constants);
     FailureOr<json::Object> program = writer.write(func);
     if (failed(program))
@@ -200,7 +216,8 @@ LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
     for (ParamOp p : func.getBody().front().getOps<ParamOp>()) {
       if (!seenParams.insert(p.getName()).second)
         continue;
-      FailureOr<std::string> dtype = dtypeName(p.getLoc(), p.getType().getElementType());
+      FailureOr<std::string> dtype =
+          dtypeName(p.getLoc(), p.getType().getElementType());
       if (failed(dtype))
         return failure();
       json::Object desc{{"name", p.getName().str()},

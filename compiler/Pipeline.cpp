@@ -13,7 +13,8 @@ using namespace mlir;
 
 namespace weft {
 
-LogicalResult buildTrainingPrograms(ModuleOp module, const TrainingOptions &options) {
+LogicalResult buildTrainingPrograms(ModuleOp module,
+                                    const TrainingOptions &options) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("the model has no @forward function");
@@ -24,7 +25,10 @@ LogicalResult buildTrainingPrograms(ModuleOp module, const TrainingOptions &opti
   if (failed(step))
     return failure();
   // The gradient function was a stage on the way to @step.
-  grad->erase();
+  if (options.keepGradients)
+    planMemory(*grad);
+  else
+    grad->erase();
   planMemory(*step);
   planMemory(forward);
   return verify(module);
@@ -42,7 +46,10 @@ LogicalResult compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
                                          {"eps", a.eps},
                                          {"weight_decay", a.weightDecay},
                                          {"max_grad_norm", a.maxGradNorm}};
-  return codegen::writeBundle(module, {"step", "forward"}, dir, std::move(meta));
+  SmallVector<StringRef> programs = {"step", "forward"};
+  if (options.keepGradients)
+    programs.push_back("train_step");
+  return codegen::writeBundle(module, programs, dir, std::move(meta));
 }
 
 } // namespace weft

@@ -12,6 +12,9 @@ namespace weft {
 
 struct TrainingOptions {
   AdamWConfig adamw;
+  /// Also keep @train_step (loss and every gradient) as a program, so tests
+  /// can compare gradients with the reference evaluator.
+  bool keepGradients = false;
 };
 
 /// The training pipeline on a module whose @forward returns (loss, logits):
@@ -21,7 +24,8 @@ struct TrainingOptions {
 mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,
                                           const TrainingOptions &options);
 
-/// buildTrainingPrograms, then the bundle (programs "step" and "forward")
+/// buildTrainingPrograms, then the bundle (programs "step" and "forward",
+/// and "train_step" with keepGradients)
 /// in `dir`, with `meta` and the optimizer settings in its meta.
 mlir::LogicalResult compileTrainingBundle(mlir::ModuleOp module,
                                           llvm::StringRef dir,

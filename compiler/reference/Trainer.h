@@ -33,6 +33,11 @@ public:
 
   /// Current parameter and state values by name.
   const Assignments &values() const { return values_; }
+  /// Continues from other values, as if `stepsDone` steps had run.
+  void reset(Assignments values, int64_t stepsDone) {
+    values_ = std::move(values);
+    steps = stepsDone;
+  }
   int64_t stepsDone() const { return steps; }
 
 private:

@@ -64,7 +64,11 @@ int64_t weft::planMemory(func::FuncOp func) {
     int64_t bytes = type.getNumElements() * elementBytes(type.getElementType());
     int64_t def = position[v.getDefiningOp()], end = def;
     for (Operation *user : v.getUsers())
-      end = std::max(end, position[body.findAncestorOpInBlock(*user)]);
+      // weft.assign takes effect when the step ends, so its value must
+      // survive until then, whatever runs after the assign.
+      end = std::max(end, isa<AssignOp>(user)
+                              ? index
+                              : position[body.findAncestorOpInBlock(*user)]);
     auto [it, inserted] = buffers.try_emplace(leader, Buffer{bytes, def, end});
     if (!inserted) {
       it->second.bytes = std::max(it->second.bytes, bytes);

@@ -5,14 +5,15 @@
 //   {"format": "weft-bundle", "version": 1,
 //    "meta": {...free-form: model config, batch, seq, vocab, optimizer...},
 //    "params": [{"name", "shape", "dtype", "init", "scale", "state"}],
-//    "constants": [{"shape", "dtype", "splat": x} | {"shape", "dtype", "values": [...]}],
-//    "programs": {"<name>": {
+//    "constants": [{"shape", "dtype", "splat": x} | {"shape", "dtype",
+//    "values": [...]}], "programs": {"<name>": {
 //        "arena_bytes": N,
 //        "values": [{"shape", "dtype", "kind": "input", "index": i}
 //                 | {..., "kind": "param", "name": p}
 //                 | {..., "kind": "constant", "index": c}
 //                 | {..., "kind": "arena", "offset": o}],
 //        "inputs": [value ids], "outputs": [{"name", "value"}],
+//          (output names: a weft.output name, or "grad:<param>")
 //        "steps": [{"op": "weft.add", "operands": [ids], "results": [ids],
 //                   "attrs": {...}}],
 //        "assigns": [{"param": p, "value": id}]}}}

@@ -64,6 +64,12 @@ run(mlir::ModuleOp module, llvm::ArrayRef<reference::Tensor> inputs,
   return mlir::succeeded(results) ? *results : std::vector<reference::Tensor>{};
 }
 
+/// The static shape of a value as a vector.
+inline std::vector<int64_t> shapeOf(mlir::Value v) {
+  auto shape = llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
+  return {shape.begin(), shape.end()};
+}
+
 /// A tensor of `shape` with uniform values in [lo, hi).
 inline reference::Tensor randomTensor(std::vector<int64_t> shape,
                                       std::mt19937 &rng, double lo = -2.0,

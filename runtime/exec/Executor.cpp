@@ -1,0 +1,239 @@
+//===- Executor.cpp - run a bundle's programs on the CPU ------------------===//
+
+#include "runtime/exec/Executor.h"
+
+#include "runtime/support/Random.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstring>
+#include <limits>
+
+namespace weft::runtime {
+
+struct Executor::Program {
+  const ProgramSpec *spec = nullptr;
+  std::vector<float> arena; // float-aligned storage of arenaBytes.
+  std::vector<std::vector<int32_t>> inputs;
+  std::vector<Buf> values;
+  std::vector<Kernel> kernels;
+  /// Per arena value: the step that defines it and the last that reads it
+  /// (outputs and assigns count as read at the end).
+  std::vector<int64_t> firstUse, lastUse;
+};
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
+                                                           Options options) {
+  std::unique_ptr<Executor> ex(new Executor());
+  ex->bundle_ = std::move(bundle);
+  ex->options_ = options;
+  for (const ParamSpec &p : ex->bundle_.params) {
+    if (p.dtype != DType::F32)
+      return absl::UnimplementedError(absl::StrCat(
+          ex->bundle_.path, ": parameter '", p.name, "' is ",
+          std::string(dtypeName(p.dtype)), "; the CPU runtime holds f32 parameters"));
+    int64_t n = 1;
+    for (int64_t d : p.shape)
+      n *= d;
+    ex->params_[p.name].assign(n, 0.0f);
+  }
+  for (const ConstantSpec &c : ex->bundle_.constants) {
+    int64_t n = 1;
+    for (int64_t d : c.shape)
+      n *= d;
+    std::vector<float> data(n);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = c.splat ? c.values[0] : c.values[i];
+      if (c.dtype == DType::I32) {
+        auto iv = static_cast<int32_t>(v);
+        std::memcpy(&data[i], &iv, sizeof(iv));
+      } else {
+        data[i] = static_cast<float>(v);
+      }
+    }
+    ex->constants_.push_back(std::move(data));
+  }
+  for (const auto &[name, spec] : ex->bundle_.programs)
+    if (absl::Status s = ex->bind(name, spec); !s.ok())
+      return s;
+  return ex;
+}
+
+absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
+  auto program = std::make_unique<Program>();
+  program->spec = &spec;
+  program->arena.assign(spec.arenaBytes / sizeof(float) + 1, 0.0f);
+  char *arena = reinterpret_cast<char *>(program->arena.data());
+  for (const ValueSpec &v : spec.values) {
+    Buf buf{nullptr, &v};
+    switch (v.kind) {
+    case ValueSpec::Kind::Arena:
+      buf.data = arena + v.offset;
+      break;
+    case ValueSpec::Kind::Param:
+      buf.data = reinterpret_cast<char *>(params_.at(v.param).data());
+      if (static_cast<int64_t>(params_.at(v.param).size()) != v.numElements())
+        return absl::InvalidArgumentError(absl::StrCat(
+            bundle_.path, ": program ", name, " reads parameter '", v.param,
+            "' with a shape that differs from its declaration"));
+      break;
+    case ValueSpec::Kind::Constant:
+      buf.data = reinterpret_cast<char *>(constants_.at(v.index).data());
+      break;
+    case ValueSpec::Kind::Input:
+      program->inputs.emplace_back(v.numElements(), 0);
+      buf.data = reinterpret_cast<char *>(program->inputs.back().data());
+      break;
+    }
+    program->values.push_back(buf);
+  }
+  size_t n = spec.values.size();
+  program->firstUse.assign(n, -1);
+  program->lastUse.assign(n, -1);
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    const StepSpec &step = spec.steps[i];
+    std::vector<Buf> in, out;
+    for (int64_t id : step.operands) {
+      in.push_back(program->values[id]);
+      program->lastUse[id] = i;
+    }
+    for (int64_t id : step.results) {
+      out.push_back(program->values[id]);
+      program->firstUse[id] = i;
+      program->lastUse[id] = std::max<int64_t>(program->lastUse[id], i);
+    }
+    absl::StatusOr<Kernel> kernel = bindKernel(step, in, out);
+    if (!kernel.ok())
+      return absl::Status(kernel.status().code(),
+                          absl::StrCat(bundle_.path, ": program ", name, ", step ", i,
+                                       ": ", kernel.status().message()));
+    program->kernels.push_back(std::move(*kernel));
+  }
+  for (const auto &[unused, id] : spec.outputs)
+    program->lastUse[id] = spec.steps.size();
+  for (const auto &[unused, id] : spec.assigns)
+    program->lastUse[id] = spec.steps.size();
+  programs_[name] = std::move(program);
+  return absl::OkStatus();
+}
+
+void Executor::initialize(uint64_t seed) {
+  for (const ParamSpec &p : bundle_.params) {
+    std::vector<float> &data = params_.at(p.name);
+    uint64_t stream = seed ^ fnv1a64(p.name);
+    for (size_t i = 0; i < data.size(); ++i) {
+      double v = 0;
+      if (p.init == "ones")
+        v = 1;
+      else if (p.init == "normal")
+        v = p.scale * normal(stream, i);
+      else if (p.init == "uniform")
+        v = p.scale * (2 * uniform24(stream, i) - 1);
+      data[i] = static_cast<float>(v);
+    }
+  }
+}
+
+absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
+  for (const ParamSpec &p : bundle_.params) {
+    const TensorInfo *t = file.find(p.name);
+    if (!t && p.name.rfind("transformer.", 0) == 0)
+      t = file.find(p.name.substr(12));
+    if (!t) {
+      if (requireAll && !p.state)
+        return absl::NotFoundError(absl::StrCat(file.label(), ": no tensor named '",
+                                                p.name, "'"));
+      continue;
+    }
+    if (t->shape != p.shape || t->dtype != p.dtype) {
+      std::string have, want;
+      for (int64_t d : t->shape)
+        absl::StrAppend(&have, have.empty() ? "" : ", ", d);
+      for (int64_t d : p.shape)
+        absl::StrAppend(&want, want.empty() ? "" : ", ", d);
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.label(), ": tensor '", t->name, "' is ", std::string(dtypeName(t->dtype)),
+          " [", have, "] but the model's parameter is ",
+          std::string(dtypeName(p.dtype)), " [", want, "]"));
+    }
+    std::vector<double> values = file.toDoubles(*t);
+    std::vector<float> &data = params_.at(p.name);
+    for (size_t i = 0; i < data.size(); ++i)
+      data[i] = static_cast<float>(values[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::run(const std::string &name, const std::vector<HostTensor> &inputs) {
+  auto it = programs_.find(name);
+  if (it == programs_.end())
+    return absl::NotFoundError(absl::StrCat(bundle_.path, ": no program '", name, "'"));
+  Program &program = *it->second;
+  const ProgramSpec &spec = *program.spec;
+  if (inputs.size() != spec.inputs.size())
+    return absl::InvalidArgumentError(absl::StrCat("program ", name, " takes ",
+                                                   spec.inputs.size(), " inputs, got ",
+                                                   inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Buf &slot = program.values[spec.inputs[i]];
+    if (inputs[i].shape != slot.shape() || inputs[i].dtype != slot.spec->dtype)
+      return absl::InvalidArgumentError(
+          absl::StrCat("program ", name, ": input ", i, " has the wrong shape or dtype"));
+    std::memcpy(slot.data, inputs[i].data, slot.spec->bytes());
+  }
+  for (size_t s = 0; s < program.kernels.size(); ++s) {
+    if (absl::Status st = program.kernels[s](); !st.ok())
+      return st;
+    if (options_.poisonDeadBuffers)
+      poison(program, s);
+  }
+  for (const auto &[param, id] : spec.assigns) {
+    const Buf &value = program.values[id];
+    std::memcpy(params_.at(param).data(), value.data, value.spec->bytes());
+  }
+  return absl::OkStatus();
+}
+
+void Executor::poison(const Program &program, size_t step) {
+  const ProgramSpec &spec = *program.spec;
+  for (size_t id = 0; id < spec.values.size(); ++id) {
+    const ValueSpec &dead = spec.values[id];
+    if (dead.kind != ValueSpec::Kind::Arena || program.lastUse[id] != static_cast<int64_t>(step))
+      continue;
+    bool shared = false; // Bytes still held by a live value (a view) stay.
+    for (size_t other = 0; other < spec.values.size() && !shared; ++other) {
+      const ValueSpec &live = spec.values[other];
+      shared = other != id && live.kind == ValueSpec::Kind::Arena &&
+               program.firstUse[other] <= static_cast<int64_t>(step) &&
+               program.lastUse[other] > static_cast<int64_t>(step) &&
+               live.offset < dead.offset + dead.bytes() &&
+               dead.offset < live.offset + live.bytes();
+    }
+    if (!shared)
+      std::memset(program.values[id].data, 0xff, dead.bytes()); // NaN pattern.
+  }
+}
+
+absl::StatusOr<std::vector<float>> Executor::output(const std::string &name,
+                                                    const std::string &out) const {
+  auto it = programs_.find(name);
+  if (it == programs_.end())
+    return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
+  std::optional<int64_t> id = it->second->spec->output(out);
+  if (!id)
+    return absl::NotFoundError(absl::StrCat("program ", name, " has no output '", out, "'"));
+  const Buf &b = it->second->values[*id];
+  return std::vector<float>(b.f(), b.f() + b.size());
+}
+
+absl::StatusOr<float> Executor::scalarOutput(const std::string &name,
+                                             const std::string &out) const {
+  absl::StatusOr<std::vector<float>> all = output(name, out);
+  if (!all.ok())
+    return all.status();
+  return all->empty() ? std::numeric_limits<float>::quiet_NaN() : all->front();
+}
+
+} // namespace weft::runtime

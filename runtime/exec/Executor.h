@@ -1,0 +1,84 @@
+//===- Executor.h - run a bundle's programs on the CPU ----------*- C++ -*-===//
+//
+// Owns what a training run keeps between steps (parameters, optimizer state,
+// constants) and one arena per program sized by the memory plan. Programs run
+// their bound kernels in order; assigns are applied after the last step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_EXEC_EXECUTOR_H
+#define WEFT_RUNTIME_EXEC_EXECUTOR_H
+
+#include "runtime/exec/Bundle.h"
+#include "runtime/exec/Kernels.h"
+#include "runtime/io/Safetensors.h"
+
+#include "absl/status/statusor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// A caller's input: F32 or I32 data of the program input's shape.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  const void *data = nullptr;
+};
+
+class Executor {
+public:
+  struct Options {
+    /// After each step, fill arena bytes that no live value occupies with
+    /// NaN, so a wrong memory plan shows up as wrong results (tests).
+    bool poisonDeadBuffers = false;
+  };
+
+  static absl::StatusOr<std::unique_ptr<Executor>> create(Bundle bundle,
+                                                          Options options);
+  static absl::StatusOr<std::unique_ptr<Executor>> create(Bundle bundle) {
+    return create(std::move(bundle), Options());
+  }
+
+  ~Executor();
+
+  /// Fills every parameter and state tensor from its initializer under
+  /// `seed`, with the same generator as the reference evaluator.
+  void initialize(uint64_t seed);
+  /// Overwrites parameters from a checkpoint (names, dtypes and shapes must
+  /// match; state tensors are taken when present). With `requireAll`, every
+  /// model parameter must be in the file.
+  absl::Status load(const SafetensorsFile &file, bool requireAll);
+
+  /// Runs `program` on `inputs` (in the program's input order).
+  absl::Status run(const std::string &program, const std::vector<HostTensor> &inputs);
+  /// The first element of output `name` of the last run of `program`.
+  absl::StatusOr<float> scalarOutput(const std::string &program,
+                                     const std::string &name) const;
+  /// All elements of output `name` of the last run of `program`.
+  absl::StatusOr<std::vector<float>> output(const std::string &program,
+                                            const std::string &name) const;
+
+  const Bundle &bundle() const { return bundle_; }
+  std::vector<float> &param(const std::string &name) { return params_.at(name); }
+  const std::map<std::string, std::vector<float>> &params() const { return params_; }
+
+private:
+  struct Program;
+  Executor() = default;
+  absl::Status bind(const std::string &name, const ProgramSpec &spec);
+  void poison(const Program &program, size_t step);
+
+  Bundle bundle_;
+  Options options_;
+  std::map<std::string, std::vector<float>> params_;
+  std::vector<std::vector<float>> constants_;
+  std::map<std::string, std::unique_ptr<Program>> programs_;
+};
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_EXEC_EXECUTOR_H

@@ -1,0 +1,725 @@
+//===- Kernels.cpp - the CPU kernels a bundle's steps call ----------------===//
+//
+// Each binder decodes its attributes and shapes once and returns a closure.
+// Arithmetic is done in double and stored as float, which makes elementwise
+// results identical to the reference evaluator's fp32 mode.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/exec/Kernels.h"
+
+#include "runtime/support/Random.h"
+
+#include "absl/strings/str_cat.h"
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+namespace weft::runtime {
+namespace {
+using Shape = std::vector<int64_t>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    n *= s[i];
+  return n;
+}
+
+Shape stridesOf(const Shape &shape) {
+  Shape strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// For every element of `outShape` in row-major order, the flat input index
+/// given per-dimension input strides (0 for broadcast dimensions).
+std::vector<int64_t> gatherIndex(const Shape &outShape, const Shape &inStrides,
+                                 int64_t base = 0) {
+  std::vector<int64_t> index(product(outShape));
+  Shape counter(outShape.size(), 0);
+  int64_t off = base;
+  for (size_t flat = 0; flat < index.size(); ++flat) {
+    index[flat] = off;
+    for (int64_t d = static_cast<int64_t>(outShape.size()) - 1; d >= 0; --d) {
+      off += inStrides[d];
+      if (++counter[d] < outShape[d])
+        break;
+      off -= inStrides[d] * outShape[d];
+      counter[d] = 0;
+    }
+  }
+  return index;
+}
+
+double attrF(const StepSpec &s, const char *key, double fallback = 0) {
+  auto it = s.attrs.find(key);
+  return it != s.attrs.end() && it->is_number() ? it->get<double>() : fallback;
+}
+int64_t attrI(const StepSpec &s, const char *key, int64_t fallback = 0) {
+  auto it = s.attrs.find(key);
+  return it != s.attrs.end() && it->is_number() ? it->get<int64_t>() : fallback;
+}
+bool attrB(const StepSpec &s, const char *key) {
+  auto it = s.attrs.find(key);
+  return it != s.attrs.end() && it->is_boolean() && it->get<bool>();
+}
+Shape attrInts(const StepSpec &s, const char *key) {
+  Shape out;
+  auto it = s.attrs.find(key);
+  if (it != s.attrs.end() && it->is_array())
+    for (const auto &v : *it)
+      out.push_back(v.get<int64_t>());
+  return out;
+}
+
+absl::Status ok() { return absl::OkStatus(); }
+
+template <typename Fn> Kernel unary(Buf x, Buf y, Fn fn) {
+  return [=] {
+    const float *a = x.f();
+    float *o = y.f();
+    for (int64_t i = 0, n = y.size(); i < n; ++i)
+      o[i] = static_cast<float>(fn(static_cast<double>(a[i])));
+    return ok();
+  };
+}
+
+template <typename Fn> Kernel binary(Buf x, Buf y, Buf z, Fn fn) {
+  return [=] {
+    const float *a = x.f(), *b = y.f();
+    float *o = z.f();
+    for (int64_t i = 0, n = z.size(); i < n; ++i)
+      o[i] = static_cast<float>(fn(static_cast<double>(a[i]), static_cast<double>(b[i])));
+    return ok();
+  };
+}
+
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/// Slot of each (token, choice) pair under weft.expert_dispatch's rule.
+absl::StatusOr<std::vector<int64_t>> assignSlots(const int32_t *ids, int64_t pairs,
+                                                 int64_t experts, int64_t capacity,
+                                                 const std::string &op) {
+  std::vector<int64_t> fill(experts, 0), slots(pairs, -1);
+  for (int64_t p = 0; p < pairs; ++p) {
+    int64_t e = ids[p];
+    if (e < 0 || e >= experts)
+      return absl::OutOfRangeError(absl::StrCat(op, ": expert id ", e, " at index ",
+                                                p, " is outside [0, ", experts, ")"));
+    if (fill[e] < capacity)
+      slots[p] = fill[e]++;
+  }
+  return slots;
+}
+
+/// Softmax + top-k of one row (shared by topk and topk_gating).
+void topkRow(const double *x, int64_t n, int64_t k, float *values, int32_t *ids) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+  for (int64_t j = 0; j < k; ++j) {
+    values[j] = static_cast<float>(x[order[j]]);
+    ids[j] = static_cast<int32_t>(order[j]);
+  }
+}
+
+absl::StatusOr<Kernel> bindMatmul(const StepSpec &s, Buf a, Buf b, Buf c) {
+  bool ta = attrB(s, "transpose_lhs"), tb = attrB(s, "transpose_rhs");
+  const Shape &as = a.shape(), &bs = b.shape();
+  size_t ar = as.size(), br = bs.size();
+  int64_t m = ta ? as[ar - 1] : as[ar - 2], k = ta ? as[ar - 2] : as[ar - 1];
+  int64_t n = tb ? bs[br - 2] : bs[br - 1];
+  int64_t batches = c.size() / (m * n);
+  int64_t aStep = ar > 2 ? m * k : 0, bStep = br > 2 ? k * n : 0;
+  return Kernel([=] {
+    for (int64_t i = 0; i < batches; ++i)
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                  tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a.f() + i * aStep,
+                  ta ? m : k, b.f() + i * bStep, tb ? k : n, 0.0f, c.f() + i * m * n,
+                  n);
+    return ok();
+  });
+}
+
+absl::StatusOr<Kernel> bindReduce(const StepSpec &s, Buf x, Buf y, int kind) {
+  Shape dims = attrInts(s, "dims");
+  const Shape &in = x.shape();
+  // Output strides seen from the input: 0 along reduced dimensions.
+  Shape outStrides(in.size(), 0);
+  int64_t stride = 1, count = 1;
+  for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) {
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+      count *= in[d];
+      continue;
+    }
+    outStrides[d] = stride;
+    stride *= in[d];
+  }
+  std::vector<int64_t> target = gatherIndex(in, outStrides);
+  return Kernel([=] {
+    std::vector<double> acc(y.size(), kind == 2 ? -kInf : 0.0);
+    const float *a = x.f();
+    for (size_t i = 0; i < target.size(); ++i) {
+      double v = a[i];
+      double &slot = acc[target[i]];
+      slot = kind == 2 ? (std::isnan(v) || std::isnan(slot) ? NAN : std::max(slot, v))
+                       : slot + v;
+    }
+    for (int64_t i = 0; i < y.size(); ++i)
+      y.f()[i] = static_cast<float>(kind == 1 ? acc[i] / count : acc[i]);
+    return ok();
+  });
+}
+
+/// Rows of the last dimension for the norms.
+absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
+                                const std::vector<Buf> &out, bool rms, bool grad) {
+  double eps = attrF(s, "epsilon", rms ? 1e-6 : 1e-5);
+  Buf x = in[0], w = in[1];
+  int64_t dim = x.shape().back(), rows = x.size() / dim;
+  if (!grad) {
+    Buf bias = rms ? Buf() : in[2], y = out[0];
+    return Kernel([=] {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x.f() + r * dim;
+        double mean = 0, var = 0;
+        if (!rms) {
+          for (int64_t j = 0; j < dim; ++j)
+            mean += xr[j];
+          mean /= dim;
+        }
+        for (int64_t j = 0; j < dim; ++j)
+          var += (xr[j] - mean) * (xr[j] - mean);
+        double inv = 1.0 / std::sqrt(var / dim + eps);
+        for (int64_t j = 0; j < dim; ++j)
+          y.f()[r * dim + j] = static_cast<float>(
+              (xr[j] - mean) * inv * w.f()[j] + (rms ? 0.0 : bias.f()[j]));
+      }
+      return ok();
+    });
+  }
+  Buf dy = in[2], dx = out[0], dw = out[1], db = rms ? Buf() : out[2];
+  return Kernel([=] {
+    std::vector<double> gw(dim, 0.0), gb(dim, 0.0), xhat(dim), g(dim);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = x.f() + r * dim, *dyr = dy.f() + r * dim;
+      double mean = 0, var = 0;
+      if (!rms) {
+        for (int64_t j = 0; j < dim; ++j)
+          mean += xr[j];
+        mean /= dim;
+      }
+      for (int64_t j = 0; j < dim; ++j)
+        var += (xr[j] - mean) * (xr[j] - mean);
+      double inv = 1.0 / std::sqrt(var / dim + eps), meanG = 0, meanGX = 0;
+      for (int64_t j = 0; j < dim; ++j) {
+        xhat[j] = (xr[j] - mean) * inv;
+        g[j] = static_cast<double>(dyr[j]) * w.f()[j];
+        meanG += g[j];
+        meanGX += g[j] * xhat[j];
+        gw[j] += dyr[j] * xhat[j];
+        gb[j] += dyr[j];
+      }
+      meanG /= dim;
+      meanGX /= dim;
+      for (int64_t j = 0; j < dim; ++j)
+        dx.f()[r * dim + j] =
+            static_cast<float>((g[j] - (rms ? 0.0 : meanG) - xhat[j] * meanGX) * inv);
+    }
+    for (int64_t j = 0; j < dim; ++j) {
+      dw.f()[j] = static_cast<float>(gw[j]);
+      if (!rms)
+        db.f()[j] = static_cast<float>(gb[j]);
+    }
+    return ok();
+  });
+}
+
+struct AttentionShape {
+  int64_t batch, s, hq, d, t, hkv, dv;
+  AttentionShape(const Shape &q, const Shape &k, const Shape &v)
+      : batch(q[0]), s(q[1]), hq(q[2]), d(q[3]), t(k[1]), hkv(k[2]), dv(v[3]) {}
+};
+
+absl::StatusOr<Kernel> bindAttention(const StepSpec &st, Buf q, Buf k, Buf v,
+                                     Buf out, Buf lse) {
+  AttentionShape a(q.shape(), k.shape(), v.shape());
+  double scale = attrF(st, "scale");
+  bool causal = attrB(st, "causal");
+  return Kernel([=] {
+    int64_t group = a.hq / a.hkv;
+    std::vector<double> p(a.t), acc(a.dv);
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.hq; ++h)
+        for (int64_t i = 0; i < a.s; ++i) {
+          const float *qi = q.f() + ((b * a.s + i) * a.hq + h) * a.d;
+          int64_t visible = causal ? std::min(a.t, i + (a.t - a.s) + 1) : a.t;
+          double m = -kInf, sum = 0;
+          for (int64_t j = 0; j < visible; ++j) {
+            const float *kj = k.f() + ((b * a.t + j) * a.hkv + h / group) * a.d;
+            double dot = 0;
+            for (int64_t c = 0; c < a.d; ++c)
+              dot += static_cast<double>(qi[c]) * kj[c];
+            p[j] = scale * dot;
+            m = std::max(m, p[j]);
+          }
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t j = 0; j < visible; ++j) {
+            double e = std::exp(p[j] - m);
+            sum += e;
+            const float *vj = v.f() + ((b * a.t + j) * a.hkv + h / group) * a.dv;
+            for (int64_t c = 0; c < a.dv; ++c)
+              acc[c] += e * vj[c];
+          }
+          float *o = out.f() + ((b * a.s + i) * a.hq + h) * a.dv;
+          for (int64_t c = 0; c < a.dv; ++c)
+            o[c] = static_cast<float>(acc[c] / sum);
+          lse.f()[(b * a.hq + h) * a.s + i] = static_cast<float>(m + std::log(sum));
+        }
+    return ok();
+  });
+}
+
+absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st, const std::vector<Buf> &in,
+                                         const std::vector<Buf> &out) {
+  Buf q = in[0], k = in[1], v = in[2], o = in[3], lse = in[4], dout = in[5];
+  Buf dq = out[0], dk = out[1], dv = out[2];
+  AttentionShape a(q.shape(), k.shape(), v.shape());
+  double scale = attrF(st, "scale");
+  bool causal = attrB(st, "causal");
+  return Kernel([=] {
+    int64_t group = a.hq / a.hkv;
+    std::vector<double> gq(dq.size(), 0.0), gk(dk.size(), 0.0), gv(dv.size(), 0.0);
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.hq; ++h)
+        for (int64_t i = 0; i < a.s; ++i) {
+          int64_t row = (b * a.s + i) * a.hq + h;
+          const float *qi = q.f() + row * a.d, *doi = dout.f() + row * a.dv,
+                      *oi = o.f() + row * a.dv;
+          double rowDot = 0;
+          for (int64_t c = 0; c < a.dv; ++c)
+            rowDot += static_cast<double>(doi[c]) * oi[c];
+          double l = lse.f()[(b * a.hq + h) * a.s + i];
+          int64_t visible = causal ? std::min(a.t, i + (a.t - a.s) + 1) : a.t;
+          for (int64_t j = 0; j < visible; ++j) {
+            int64_t kvRow = (b * a.t + j) * a.hkv + h / group;
+            const float *kj = k.f() + kvRow * a.d, *vj = v.f() + kvRow * a.dv;
+            double dot = 0;
+            for (int64_t c = 0; c < a.d; ++c)
+              dot += static_cast<double>(qi[c]) * kj[c];
+            double p = std::exp(scale * dot - l), dp = 0;
+            for (int64_t c = 0; c < a.dv; ++c) {
+              gv[kvRow * a.dv + c] += p * doi[c];
+              dp += static_cast<double>(doi[c]) * vj[c];
+            }
+            double ds = p * (dp - rowDot) * scale;
+            for (int64_t c = 0; c < a.d; ++c) {
+              gq[row * a.d + c] += ds * kj[c];
+              gk[kvRow * a.d + c] += ds * qi[c];
+            }
+          }
+        }
+    for (size_t i = 0; i < gq.size(); ++i)
+      dq.f()[i] = static_cast<float>(gq[i]);
+    for (size_t i = 0; i < gk.size(); ++i)
+      dk.f()[i] = static_cast<float>(gk[i]);
+    for (size_t i = 0; i < gv.size(); ++i)
+      dv.f()[i] = static_cast<float>(gv[i]);
+    return ok();
+  });
+}
+
+absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s, const std::vector<Buf> &in,
+                                        Buf out, bool grad) {
+  Buf logits = in[0], labels = in[1];
+  int64_t vocab = logits.shape().back(), rows = labels.size();
+  int64_t ignore = attrI(s, "ignore_index", -100);
+  Buf seed = grad ? in[2] : Buf();
+  std::string op = s.op;
+  return Kernel([=]() -> absl::Status {
+    int64_t count = 0;
+    for (int64_t n = 0; n < rows; ++n)
+      count += labels.i()[n] != ignore;
+    double total = 0, scale = grad ? seed.f()[0] / std::max<int64_t>(count, 1) : 0;
+    for (int64_t n = 0; n < rows; ++n) {
+      int64_t label = labels.i()[n];
+      const float *x = logits.f() + n * vocab;
+      if (label == ignore) {
+        if (grad)
+          std::fill(out.f() + n * vocab, out.f() + (n + 1) * vocab, 0.0f);
+        continue;
+      }
+      if (label < 0 || label >= vocab)
+        return absl::OutOfRangeError(absl::StrCat(op, ": label ", label, " at position ",
+                                                  n, " is outside [0, ", vocab, ")"));
+      double m = *std::max_element(x, x + vocab), sum = 0;
+      for (int64_t j = 0; j < vocab; ++j)
+        sum += std::exp(x[j] - m);
+      if (!grad) {
+        total += std::log(sum) + m - x[label];
+        continue;
+      }
+      float *g = out.f() + n * vocab;
+      for (int64_t j = 0; j < vocab; ++j)
+        g[j] = static_cast<float>((std::exp(x[j] - m) / sum - (j == label)) * scale);
+    }
+    if (!grad)
+      out.f()[0] = static_cast<float>(count ? total / count : 0.0);
+    return ok();
+  });
+}
+
+absl::StatusOr<Kernel> bindSoftmax(const StepSpec &s, Buf x, Buf y) {
+  const Shape &sh = x.shape();
+  int64_t dim = attrI(s, "dim");
+  int64_t n = sh[dim], inner = product(sh, dim + 1), outer = product(sh, 0, dim);
+  return Kernel([=] {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        const float *a = x.f() + o * n * inner + in;
+        float *b = y.f() + o * n * inner + in;
+        double m = -kInf, sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          m = std::max(m, static_cast<double>(a[j * inner]));
+        for (int64_t j = 0; j < n; ++j)
+          sum += std::exp(a[j * inner] - m);
+        for (int64_t j = 0; j < n; ++j)
+          b[j * inner] = static_cast<float>(std::exp(a[j * inner] - m) / sum);
+      }
+    return ok();
+  });
+}
+} // namespace
+
+absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
+                                  const std::vector<Buf> &out) {
+  for (const std::vector<Buf> *list : {&in, &out})
+    for (const Buf &b : *list)
+      if (b.spec->dtype != DType::F32 && b.spec->dtype != DType::I32)
+        return absl::UnimplementedError(
+            absl::StrCat(s.op, ": element type ", std::string(dtypeName(b.spec->dtype)),
+                         " is not supported by the CPU runtime yet (f32 only)"));
+  const std::string &op = s.op;
+  auto need = [&](size_t nin, size_t nout) -> absl::Status {
+    if (in.size() != nin || out.size() != nout)
+      return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", nin,
+                                                     " operands and ", nout, " results"));
+    return absl::OkStatus();
+  };
+#define WEFT_NEED(a, b)                                                        \
+  if (absl::Status st = need(a, b); !st.ok())                                  \
+    return st;
+
+  // Elementwise.
+  using U = double (*)(double);
+  static const std::pair<const char *, U> unaries[] = {
+      {"weft.neg", [](double x) { return -x; }},
+      {"weft.exp", [](double x) { return std::exp(x); }},
+      {"weft.log", [](double x) { return std::log(x); }},
+      {"weft.tanh", [](double x) { return std::tanh(x); }},
+      {"weft.sqrt", [](double x) { return std::sqrt(x); }},
+      {"weft.rsqrt", [](double x) { return 1.0 / std::sqrt(x); }},
+      {"weft.square", [](double x) { return x * x; }},
+      {"weft.gelu", gelu},
+      {"weft.silu", [](double x) { return x / (1.0 + std::exp(-x)); }},
+  };
+  for (auto [name, fn] : unaries)
+    if (op == name) {
+      WEFT_NEED(1, 1);
+      return unary(in[0], out[0], fn);
+    }
+  using B = double (*)(double, double);
+  static const std::pair<const char *, B> binaries[] = {
+      {"weft.add", [](double a, double b) { return a + b; }},
+      {"weft.sub", [](double a, double b) { return a - b; }},
+      {"weft.mul", [](double a, double b) { return a * b; }},
+      {"weft.div", [](double a, double b) { return a / b; }},
+      {"weft.max",
+       [](double a, double b) {
+         return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+       }},
+      {"weft.ge", [](double a, double b) { return a >= b ? 1.0 : 0.0; }},
+      {"weft.gelu_grad",
+       [](double x, double dy) {
+         double c = std::sqrt(2.0 / M_PI);
+         double t = std::tanh(c * (x + 0.044715 * x * x * x));
+         return dy * (0.5 * (1.0 + t) +
+                      0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x));
+       }},
+      {"weft.silu_grad",
+       [](double x, double dy) {
+         double sig = 1.0 / (1.0 + std::exp(-x));
+         return dy * sig * (1.0 + x * (1.0 - sig));
+       }},
+  };
+  for (auto [name, fn] : binaries)
+    if (op == name) {
+      WEFT_NEED(2, 1);
+      return binary(in[0], in[1], out[0], fn);
+    }
+  if (op == "weft.pow") {
+    WEFT_NEED(1, 1);
+    double e = attrF(s, "exponent");
+    return unary(in[0], out[0], [e](double x) { return std::pow(x, e); });
+  }
+  if (op == "weft.dropout") {
+    WEFT_NEED(1, 1);
+    double rate = attrF(s, "rate");
+    auto seed = static_cast<uint64_t>(attrI(s, "seed"));
+    Buf x = in[0], y = out[0];
+    return Kernel([=] {
+      for (int64_t i = 0; i < y.size(); ++i)
+        y.f()[i] = rate > 0 && uniform24(seed, i) < rate
+                       ? 0.0f
+                       : static_cast<float>(x.f()[i] / (1.0 - rate));
+      return ok();
+    });
+  }
+  if (op == "weft.cast") {
+    WEFT_NEED(1, 1);
+    Buf x = in[0], y = out[0];
+    DType from = x.spec->dtype, to = y.spec->dtype;
+    return Kernel([=] {
+      for (int64_t i = 0; i < y.size(); ++i) {
+        double v = from == DType::F32 ? x.f()[i] : x.i()[i];
+        if (to == DType::F32)
+          y.f()[i] = static_cast<float>(v);
+        else
+          y.i()[i] = static_cast<int32_t>(std::trunc(v));
+      }
+      return ok();
+    });
+  }
+
+  // Shapes.
+  if (op == "weft.reshape") {
+    WEFT_NEED(1, 1);
+    Buf x = in[0], y = out[0];
+    return Kernel([=] {
+      if (x.data != y.data) // Planned as a view when the operand is in the arena.
+        std::memmove(y.data, x.data, y.spec->bytes());
+      return ok();
+    });
+  }
+  if (op == "weft.transpose" || op == "weft.broadcast" || op == "weft.slice") {
+    WEFT_NEED(1, 1);
+    Buf x = in[0], y = out[0];
+    Shape inStrides = stridesOf(x.shape()), strides(y.shape().size(), 0);
+    int64_t base = 0;
+    if (op == "weft.transpose") {
+      Shape perm = attrInts(s, "permutation");
+      for (size_t d = 0; d < perm.size(); ++d)
+        strides[d] = inStrides[perm[d]];
+    } else if (op == "weft.broadcast") {
+      Shape dims = attrInts(s, "dims");
+      for (size_t d = 0; d < dims.size(); ++d)
+        strides[dims[d]] = x.shape()[d] == 1 ? 0 : inStrides[d];
+    } else {
+      Shape starts = attrInts(s, "starts");
+      strides = inStrides;
+      for (size_t d = 0; d < starts.size(); ++d)
+        base += starts[d] * inStrides[d];
+    }
+    std::vector<int64_t> source = gatherIndex(y.shape(), strides, base);
+    size_t width = dtypeSize(y.spec->dtype);
+    return Kernel([=] {
+      for (size_t i = 0; i < source.size(); ++i)
+        std::memcpy(y.data + i * width, x.data + source[i] * width, width);
+      return ok();
+    });
+  }
+  if (op == "weft.concat") {
+    int64_t dim = attrI(s, "dim");
+    Buf y = out[0];
+    int64_t outer = product(y.shape(), 0, dim);
+    int64_t rowBytes = product(y.shape(), dim) * dtypeSize(y.spec->dtype);
+    std::vector<Buf> parts = in;
+    return Kernel([=] {
+      int64_t offset = 0;
+      for (const Buf &p : parts) {
+        int64_t partBytes = product(p.shape(), dim) * dtypeSize(p.spec->dtype);
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(y.data + o * rowBytes + offset, p.data + o * partBytes, partBytes);
+        offset += partBytes;
+      }
+      return ok();
+    });
+  }
+  if (op == "weft.reduce_sum" || op == "weft.reduce_mean" || op == "weft.reduce_max") {
+    WEFT_NEED(1, 1);
+    return bindReduce(s, in[0], out[0],
+                      op == "weft.reduce_sum" ? 0 : op == "weft.reduce_mean" ? 1 : 2);
+  }
+  if (op == "weft.matmul") {
+    WEFT_NEED(2, 1);
+    return bindMatmul(s, in[0], in[1], out[0]);
+  }
+
+  // Neural-network ops.
+  if (op == "weft.embedding" || op == "weft.embedding_grad") {
+    WEFT_NEED(2, 1);
+    bool grad = op == "weft.embedding_grad";
+    Buf table = grad ? out[0] : in[0], ids = grad ? in[0] : in[1],
+        rows = grad ? in[1] : out[0];
+    int64_t vocab = table.shape()[0], dim = table.shape()[1];
+    return Kernel([=]() -> absl::Status {
+      if (grad)
+        std::fill(table.f(), table.f() + table.size(), 0.0f);
+      for (int64_t i = 0; i < ids.size(); ++i) {
+        int64_t id = ids.i()[i];
+        if (id < 0 || id >= vocab)
+          return absl::OutOfRangeError(absl::StrCat(op, ": token id ", id, " at position ",
+                                                    i, " is outside [0, ", vocab, ")"));
+        if (grad)
+          for (int64_t d = 0; d < dim; ++d)
+            table.f()[id * dim + d] += rows.f()[i * dim + d];
+        else
+          std::memcpy(rows.f() + i * dim, table.f() + id * dim, dim * sizeof(float));
+      }
+      return ok();
+    });
+  }
+  if (op == "weft.layer_norm" || op == "weft.rms_norm" || op == "weft.layer_norm_grad" ||
+      op == "weft.rms_norm_grad")
+    return bindNorm(s, in, out, op.find("rms") != std::string::npos,
+                    op.find("grad") != std::string::npos);
+  if (op == "weft.softmax") {
+    WEFT_NEED(1, 1);
+    return bindSoftmax(s, in[0], out[0]);
+  }
+  if (op == "weft.rope") {
+    WEFT_NEED(1, 1);
+    Buf x = in[0], y = out[0];
+    const Shape sh = x.shape();
+    double theta = attrF(s, "theta", 10000.0);
+    double sign = attrB(s, "inverse") ? -1.0 : 1.0;
+    int64_t offset = attrI(s, "position_offset");
+    return Kernel([=] {
+      int64_t half = sh[3] / 2;
+      for (int64_t b = 0; b < sh[0]; ++b)
+        for (int64_t p = 0; p < sh[1]; ++p)
+          for (int64_t h = 0; h < sh[2]; ++h) {
+            int64_t base = ((b * sh[1] + p) * sh[2] + h) * sh[3];
+            for (int64_t i = 0; i < half; ++i) {
+              double f = sign * static_cast<double>(p + offset) *
+                         std::pow(theta, -2.0 * i / static_cast<double>(sh[3]));
+              double x1 = x.f()[base + i], x2 = x.f()[base + i + half];
+              y.f()[base + i] = static_cast<float>(x1 * std::cos(f) - x2 * std::sin(f));
+              y.f()[base + i + half] =
+                  static_cast<float>(x2 * std::cos(f) + x1 * std::sin(f));
+            }
+          }
+      return ok();
+    });
+  }
+  if (op == "weft.attention") {
+    WEFT_NEED(3, 2);
+    return bindAttention(s, in[0], in[1], in[2], out[0], out[1]);
+  }
+  if (op == "weft.attention_grad") {
+    WEFT_NEED(6, 3);
+    return bindAttentionGrad(s, in, out);
+  }
+  if (op == "weft.cross_entropy") {
+    WEFT_NEED(2, 1);
+    return bindCrossEntropy(s, in, out[0], false);
+  }
+  if (op == "weft.cross_entropy_grad") {
+    WEFT_NEED(3, 1);
+    return bindCrossEntropy(s, in, out[0], true);
+  }
+  if (op == "weft.one_hot") {
+    WEFT_NEED(1, 1);
+    Buf ids = in[0], y = out[0];
+    int64_t classes = y.shape().back();
+    return Kernel([=] {
+      std::fill(y.f(), y.f() + y.size(), 0.0f);
+      for (int64_t i = 0; i < ids.size(); ++i)
+        if (ids.i()[i] >= 0 && ids.i()[i] < classes)
+          y.f()[i * classes + ids.i()[i]] = 1.0f;
+      return ok();
+    });
+  }
+  if (op == "weft.topk" || op == "weft.topk_gating") {
+    WEFT_NEED(1, 2);
+    Buf x = in[0], values = out[0], ids = out[1];
+    int64_t k = attrI(s, "k"), n = x.shape().back(), rows = x.size() / n;
+    bool gating = op == "weft.topk_gating", normalize = attrB(s, "normalize");
+    return Kernel([=] {
+      std::vector<double> row(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x.f() + r * n;
+        double m = -kInf, sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          m = std::max(m, static_cast<double>(xr[j]));
+        for (int64_t j = 0; j < n; ++j) {
+          row[j] = gating ? std::exp(xr[j] - m) : xr[j];
+          sum += row[j];
+        }
+        if (gating)
+          for (double &p : row)
+            p /= sum;
+        topkRow(row.data(), n, k, values.f() + r * k, ids.i() + r * k);
+        if (gating && normalize) {
+          double chosen = 0;
+          for (int64_t j = 0; j < k; ++j)
+            chosen += row[ids.i()[r * k + j]];
+          for (int64_t j = 0; j < k; ++j)
+            values.f()[r * k + j] =
+                static_cast<float>(row[ids.i()[r * k + j]] / chosen);
+        }
+      }
+      return ok();
+    });
+  }
+  if (op == "weft.expert_dispatch" || op == "weft.expert_scatter" ||
+      op == "weft.expert_combine" || op == "weft.expert_gather") {
+    // Each op moves rows between token pairs (t, j) and expert slots (e, c).
+    bool toSlots = op == "weft.expert_dispatch" || op == "weft.expert_scatter";
+    bool combine = op == "weft.expert_combine";
+    Buf src = in[0], ids = combine ? in[2] : in[1], dst = out[0];
+    Buf weights = combine ? in[1] : Buf();
+    const Shape &slotShape = toSlots ? dst.shape() : src.shape();
+    int64_t experts = slotShape[0], capacity = slotShape[1], dim = slotShape[2];
+    int64_t pairs = ids.size(), k = ids.shape()[1];
+    bool perToken = op == "weft.expert_dispatch"; // src is [T, D], not [T, k, D].
+    return Kernel([=]() -> absl::Status {
+      auto slots = assignSlots(ids.i(), pairs, experts, capacity, op);
+      if (!slots.ok())
+        return slots.status();
+      std::fill(dst.f(), dst.f() + dst.size(), 0.0f);
+      for (int64_t p = 0; p < pairs; ++p) {
+        if ((*slots)[p] < 0)
+          continue;
+        float *slot = (toSlots ? dst.f() : src.f()) +
+                      (ids.i()[p] * capacity + (*slots)[p]) * dim;
+        if (toSlots) {
+          const float *row = src.f() + (perToken ? p / k : p) * dim;
+          std::memcpy(slot, row, dim * sizeof(float));
+        } else if (combine) {
+          float *row = dst.f() + (p / k) * dim;
+          for (int64_t d = 0; d < dim; ++d)
+            row[d] += weights.f()[p] * slot[d];
+        } else {
+          std::memcpy(dst.f() + p * dim, slot, dim * sizeof(float));
+        }
+      }
+      return ok();
+    });
+  }
+#undef WEFT_NEED
+  return absl::UnimplementedError(
+      absl::StrCat("the CPU runtime has no kernel for '", op, "'"));
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,43 @@
+//===- Kernels.h - the CPU kernels a bundle's steps call --------*- C++ -*-===//
+//
+// One kernel per weft op, in fp32 with wider accumulation, matching the
+// reference evaluator's semantics. GEMMs go to OpenBLAS. A kernel is bound
+// once, at load, to its buffers and decoded attributes, so running a step is
+// a loop over closures.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_EXEC_KERNELS_H
+#define WEFT_RUNTIME_EXEC_KERNELS_H
+
+#include "runtime/exec/Bundle.h"
+
+#include "absl/status/statusor.h"
+
+#include <functional>
+#include <vector>
+
+namespace weft::runtime {
+
+/// A value's storage as a kernel sees it.
+struct Buf {
+  char *data = nullptr;
+  const ValueSpec *spec = nullptr;
+
+  float *f() const { return reinterpret_cast<float *>(data); }
+  int32_t *i() const { return reinterpret_cast<int32_t *>(data); }
+  int64_t size() const { return spec->numElements(); }
+  const std::vector<int64_t> &shape() const { return spec->shape; }
+};
+
+/// A bound kernel; a failure (an id out of range) names the op and index.
+using Kernel = std::function<absl::Status()>;
+
+/// Binds the kernel of `step` to its operand and result buffers, or reports
+/// an op or element type the CPU runtime does not support.
+absl::StatusOr<Kernel> bindKernel(const StepSpec &step, const std::vector<Buf> &in,
+                                  const std::vector<Buf> &out);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_EXEC_KERNELS_H

@@ -208,6 +208,9 @@ buildModel(mlir::MLIRContext &context, const ModelConfig &config,
   mlir::OwningOpRef<mlir::ModuleOp> module = g.finish({out.loss, out.logits});
   if (!module)
     return fail("the generated graph does not verify (a bug in Weft)");
+  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  forward.setResultAttr(0, "weft.output", g.builder().getStringAttr("loss"));
+  forward.setResultAttr(1, "weft.output", g.builder().getStringAttr("logits"));
   return module;
 }
 

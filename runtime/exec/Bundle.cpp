@@ -19,24 +19,27 @@ public:
   explicit Reader(std::string file) : file(std::move(file)) {}
 
   absl::Status error(const std::string &where, const std::string &what) const {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": ", where, ": ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": ", where, ": ", what));
   }
 
   absl::StatusOr<const json *> field(const json &obj, const std::string &where,
-                                     const char *key, json::value_t type) const {
+                                     const char *key,
+                                     json::value_t type) const {
     auto it = obj.find(key);
     if (it == obj.end())
       return error(where, absl::StrCat("missing field '", key, "'"));
-    bool ok = it->type() == type ||
-              (type == json::value_t::number_integer && it->is_number_unsigned()) ||
-              (type == json::value_t::number_float && it->is_number());
+    bool ok =
+        it->type() == type ||
+        (type == json::value_t::number_integer && it->is_number_unsigned()) ||
+        (type == json::value_t::number_float && it->is_number());
     if (!ok)
       return error(absl::StrCat(where, ".", key), "has the wrong type");
     return &*it;
   }
 
-  absl::StatusOr<std::vector<int64_t>> ints(const json &obj, const std::string &where,
-                                            const char *key) const {
+  absl::StatusOr<std::vector<int64_t>>
+  ints(const json &obj, const std::string &where, const char *key) const {
     auto arr = field(obj, where, key, json::value_t::array);
     if (!arr.ok())
       return arr.status();
@@ -55,7 +58,8 @@ public:
       return s.status();
     std::optional<DType> t = dtypeFromName((*s)->get<std::string>());
     if (!t)
-      return error(where, absl::StrCat("unknown dtype '", (*s)->get<std::string>(), "'"));
+      return error(where, absl::StrCat("unknown dtype '",
+                                       (*s)->get<std::string>(), "'"));
     return *t;
   }
 
@@ -87,7 +91,8 @@ absl::StatusOr<ProgramSpec> readProgram(const Reader &r, const json &p,
                                         const Bundle &bundle) {
   ProgramSpec prog;
   const json *arena = nullptr;
-  WEFT_ASSIGN(arena, r.field(p, where, "arena_bytes", json::value_t::number_integer));
+  WEFT_ASSIGN(arena,
+              r.field(p, where, "arena_bytes", json::value_t::number_integer));
   prog.arenaBytes = arena->get<int64_t>();
   const json *values = nullptr;
   WEFT_ASSIGN(values, r.field(p, where, "values", json::value_t::array));
@@ -113,20 +118,25 @@ absl::StatusOr<ProgramSpec> readProgram(const Reader &r, const json &p,
                                         ") lie outside the arena of ",
                                         prog.arenaBytes, " bytes"));
     } else if (k == "input" || k == "constant") {
-      spec.kind = k == "input" ? ValueSpec::Kind::Input : ValueSpec::Kind::Constant;
+      spec.kind =
+          k == "input" ? ValueSpec::Kind::Input : ValueSpec::Kind::Constant;
       const json *index = nullptr;
-      WEFT_ASSIGN(index, r.field(v, at, "index", json::value_t::number_integer));
+      WEFT_ASSIGN(index,
+                  r.field(v, at, "index", json::value_t::number_integer));
       spec.index = index->get<int64_t>();
       if (spec.kind == ValueSpec::Kind::Constant &&
-          (spec.index < 0 || spec.index >= static_cast<int64_t>(bundle.constants.size())))
-        return r.error(at, absl::StrCat("constant ", spec.index, " does not exist"));
+          (spec.index < 0 ||
+           spec.index >= static_cast<int64_t>(bundle.constants.size())))
+        return r.error(
+            at, absl::StrCat("constant ", spec.index, " does not exist"));
     } else if (k == "param") {
       spec.kind = ValueSpec::Kind::Param;
       const json *name = nullptr;
       WEFT_ASSIGN(name, r.field(v, at, "name", json::value_t::string));
       spec.param = name->get<std::string>();
       if (!bundle.param(spec.param))
-        return r.error(at, absl::StrCat("parameter '", spec.param, "' is not declared"));
+        return r.error(
+            at, absl::StrCat("parameter '", spec.param, "' is not declared"));
     } else {
       return r.error(at, absl::StrCat("unknown kind '", k, "'"));
     }
@@ -177,7 +187,8 @@ absl::StatusOr<ProgramSpec> readProgram(const Reader &r, const json &p,
       const json *name = nullptr, *value = nullptr;
       WEFT_ASSIGN(name, r.field(o, at, isOutput ? "name" : "param",
                                 json::value_t::string));
-      WEFT_ASSIGN(value, r.field(o, at, "value", json::value_t::number_integer));
+      WEFT_ASSIGN(value,
+                  r.field(o, at, "value", json::value_t::number_integer));
       if (absl::Status st = checkId(value->get<int64_t>(), at); !st.ok())
         return st;
       (isOutput ? prog.outputs : prog.assigns)
@@ -215,24 +226,27 @@ absl::StatusOr<Bundle> Bundle::load(const std::string &dir) {
   std::string file = dir + "/" + kManifestFile;
   std::ifstream in(file);
   if (!in)
-    return absl::NotFoundError(
-        absl::StrCat(file, ": cannot open (is '", dir, "' a bundle directory?)"));
+    return absl::NotFoundError(absl::StrCat(file, ": cannot open (is '", dir,
+                                            "' a bundle directory?)"));
   json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
   Reader r(file);
   if (manifest.is_discarded() || !manifest.is_object())
     return r.error("manifest", "is not a JSON object");
   if (manifest.value("format", "") != kBundleFormat)
     return r.error("format", absl::StrCat("expected \"", kBundleFormat, "\""));
-  if (!manifest.contains("version") || !manifest["version"].is_number_integer() ||
+  if (!manifest.contains("version") ||
+      !manifest["version"].is_number_integer() ||
       manifest["version"].get<int>() != kBundleVersion)
     return r.error("version",
-                   absl::StrCat("this runtime reads bundle version ", kBundleVersion,
+                   absl::StrCat("this runtime reads bundle version ",
+                                kBundleVersion,
                                 "; recompile the bundle with this weftc"));
   Bundle bundle;
   bundle.path = dir;
   bundle.meta = manifest.value("meta", json::object());
   const json *params = nullptr;
-  WEFT_ASSIGN(params, r.field(manifest, "manifest", "params", json::value_t::array));
+  WEFT_ASSIGN(params,
+              r.field(manifest, "manifest", "params", json::value_t::array));
   for (size_t i = 0; i < params->size(); ++i) {
     const json &p = (*params)[i];
     std::string at = absl::StrCat("params[", i, "]");
@@ -254,7 +268,8 @@ absl::StatusOr<Bundle> Bundle::load(const std::string &dir) {
     bundle.params.push_back(std::move(spec));
   }
   const json *constants = nullptr;
-  WEFT_ASSIGN(constants, r.field(manifest, "manifest", "constants", json::value_t::array));
+  WEFT_ASSIGN(constants,
+              r.field(manifest, "manifest", "constants", json::value_t::array));
   for (size_t i = 0; i < constants->size(); ++i) {
     const json &c = (*constants)[i];
     std::string at = absl::StrCat("constants[", i, "]");
@@ -283,7 +298,8 @@ absl::StatusOr<Bundle> Bundle::load(const std::string &dir) {
     bundle.constants.push_back(std::move(spec));
   }
   const json *programs = nullptr;
-  WEFT_ASSIGN(programs, r.field(manifest, "manifest", "programs", json::value_t::object));
+  WEFT_ASSIGN(programs,
+              r.field(manifest, "manifest", "programs", json::value_t::object));
   for (auto it = programs->begin(); it != programs->end(); ++it) {
     if (!it->is_object())
       return r.error("programs." + it.key(), "must be an object");

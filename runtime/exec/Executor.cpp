@@ -31,9 +31,10 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
   ex->options_ = options;
   for (const ParamSpec &p : ex->bundle_.params) {
     if (p.dtype != DType::F32)
-      return absl::UnimplementedError(absl::StrCat(
-          ex->bundle_.path, ": parameter '", p.name, "' is ",
-          std::string(dtypeName(p.dtype)), "; the CPU runtime holds f32 parameters"));
+      return absl::UnimplementedError(
+          absl::StrCat(ex->bundle_.path, ": parameter '", p.name, "' is ",
+                       std::string(dtypeName(p.dtype)),
+                       "; the CPU runtime holds f32 parameters"));
     int64_t n = 1;
     for (int64_t d : p.shape)
       n *= d;
@@ -107,8 +108,9 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
     absl::StatusOr<Kernel> kernel = bindKernel(step, in, out);
     if (!kernel.ok())
       return absl::Status(kernel.status().code(),
-                          absl::StrCat(bundle_.path, ": program ", name, ", step ", i,
-                                       ": ", kernel.status().message()));
+                          absl::StrCat(bundle_.path, ": program ", name,
+                                       ", step ", i, ": ",
+                                       kernel.status().message()));
     program->kernels.push_back(std::move(*kernel));
   }
   for (const auto &[unused, id] : spec.outputs)
@@ -143,8 +145,8 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
       t = file.find(p.name.substr(12));
     if (!t) {
       if (requireAll && !p.state)
-        return absl::NotFoundError(absl::StrCat(file.label(), ": no tensor named '",
-                                                p.name, "'"));
+        return absl::NotFoundError(
+            absl::StrCat(file.label(), ": no tensor named '", p.name, "'"));
       continue;
     }
     if (t->shape != p.shape || t->dtype != p.dtype) {
@@ -153,10 +155,11 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
         absl::StrAppend(&have, have.empty() ? "" : ", ", d);
       for (int64_t d : p.shape)
         absl::StrAppend(&want, want.empty() ? "" : ", ", d);
-      return absl::InvalidArgumentError(absl::StrCat(
-          file.label(), ": tensor '", t->name, "' is ", std::string(dtypeName(t->dtype)),
-          " [", have, "] but the model's parameter is ",
-          std::string(dtypeName(p.dtype)), " [", want, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(file.label(), ": tensor '", t->name, "' is ",
+                       std::string(dtypeName(t->dtype)), " [", have,
+                       "] but the model's parameter is ",
+                       std::string(dtypeName(p.dtype)), " [", want, "]"));
     }
     std::vector<double> values = file.toDoubles(*t);
     std::vector<float> &data = params_.at(p.name);
@@ -166,21 +169,23 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
   return absl::OkStatus();
 }
 
-absl::Status Executor::run(const std::string &name, const std::vector<HostTensor> &inputs) {
+absl::Status Executor::run(const std::string &name,
+                           const std::vector<HostTensor> &inputs) {
   auto it = programs_.find(name);
   if (it == programs_.end())
-    return absl::NotFoundError(absl::StrCat(bundle_.path, ": no program '", name, "'"));
+    return absl::NotFoundError(
+        absl::StrCat(bundle_.path, ": no program '", name, "'"));
   Program &program = *it->second;
   const ProgramSpec &spec = *program.spec;
   if (inputs.size() != spec.inputs.size())
-    return absl::InvalidArgumentError(absl::StrCat("program ", name, " takes ",
-                                                   spec.inputs.size(), " inputs, got ",
-                                                   inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("program ", name, " takes ", spec.inputs.size(),
+                     " inputs, got ", inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Buf &slot = program.values[spec.inputs[i]];
     if (inputs[i].shape != slot.shape() || inputs[i].dtype != slot.spec->dtype)
-      return absl::InvalidArgumentError(
-          absl::StrCat("program ", name, ": input ", i, " has the wrong shape or dtype"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "program ", name, ": input ", i, " has the wrong shape or dtype"));
     std::memcpy(slot.data, inputs[i].data, slot.spec->bytes());
   }
   for (size_t s = 0; s < program.kernels.size(); ++s) {
@@ -200,7 +205,8 @@ void Executor::poison(const Program &program, size_t step) {
   const ProgramSpec &spec = *program.spec;
   for (size_t id = 0; id < spec.values.size(); ++id) {
     const ValueSpec &dead = spec.values[id];
-    if (dead.kind != ValueSpec::Kind::Arena || program.lastUse[id] != static_cast<int64_t>(step))
+    if (dead.kind != ValueSpec::Kind::Arena ||
+        program.lastUse[id] != static_cast<int64_t>(step))
       continue;
     bool shared = false; // Bytes still held by a live value (a view) stay.
     for (size_t other = 0; other < spec.values.size() && !shared; ++other) {
@@ -216,14 +222,15 @@ void Executor::poison(const Program &program, size_t step) {
   }
 }
 
-absl::StatusOr<std::vector<float>> Executor::output(const std::string &name,
-                                                    const std::string &out) const {
+absl::StatusOr<std::vector<float>>
+Executor::output(const std::string &name, const std::string &out) const {
   auto it = programs_.find(name);
   if (it == programs_.end())
     return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
   std::optional<int64_t> id = it->second->spec->output(out);
   if (!id)
-    return absl::NotFoundError(absl::StrCat("program ", name, " has no output '", out, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("program ", name, " has no output '", out, "'"));
   const Buf &b = it->second->values[*id];
   return std::vector<float>(b.f(), b.f() + b.size());
 }

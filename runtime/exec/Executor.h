@@ -54,7 +54,8 @@ public:
   absl::Status load(const SafetensorsFile &file, bool requireAll);
 
   /// Runs `program` on `inputs` (in the program's input order).
-  absl::Status run(const std::string &program, const std::vector<HostTensor> &inputs);
+  absl::Status run(const std::string &program,
+                   const std::vector<HostTensor> &inputs);
   /// The first element of output `name` of the last run of `program`.
   absl::StatusOr<float> scalarOutput(const std::string &program,
                                      const std::string &name) const;
@@ -63,8 +64,12 @@ public:
                                             const std::string &name) const;
 
   const Bundle &bundle() const { return bundle_; }
-  std::vector<float> &param(const std::string &name) { return params_.at(name); }
-  const std::map<std::string, std::vector<float>> &params() const { return params_; }
+  std::vector<float> &param(const std::string &name) {
+    return params_.at(name);
+  }
+  const std::map<std::string, std::vector<float>> &params() const {
+    return params_;
+  }
 
 private:
   struct Program;

@@ -96,25 +96,29 @@ template <typename Fn> Kernel binary(Buf x, Buf y, Buf z, Fn fn) {
     const float *a = x.f(), *b = y.f();
     float *o = z.f();
     for (int64_t i = 0, n = z.size(); i < n; ++i)
-      o[i] = static_cast<float>(fn(static_cast<double>(a[i]), static_cast<double>(b[i])));
+      o[i] = static_cast<float>(
+          fn(static_cast<double>(a[i]), static_cast<double>(b[i])));
     return ok();
   };
 }
 
 double gelu(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x *
+         (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
 /// Slot of each (token, choice) pair under weft.expert_dispatch's rule.
-absl::StatusOr<std::vector<int64_t>> assignSlots(const int32_t *ids, int64_t pairs,
-                                                 int64_t experts, int64_t capacity,
+absl::StatusOr<std::vector<int64_t>> assignSlots(const int32_t *ids,
+                                                 int64_t pairs, int64_t experts,
+                                                 int64_t capacity,
                                                  const std::string &op) {
   std::vector<int64_t> fill(experts, 0), slots(pairs, -1);
   for (int64_t p = 0; p < pairs; ++p) {
     int64_t e = ids[p];
     if (e < 0 || e >= experts)
-      return absl::OutOfRangeError(absl::StrCat(op, ": expert id ", e, " at index ",
-                                                p, " is outside [0, ", experts, ")"));
+      return absl::OutOfRangeError(
+          absl::StrCat(op, ": expert id ", e, " at index ", p,
+                       " is outside [0, ", experts, ")"));
     if (fill[e] < capacity)
       slots[p] = fill[e]++;
   }
@@ -122,7 +126,8 @@ absl::StatusOr<std::vector<int64_t>> assignSlots(const int32_t *ids, int64_t pai
 }
 
 /// Softmax + top-k of one row (shared by topk and topk_gating).
-void topkRow(const double *x, int64_t n, int64_t k, float *values, int32_t *ids) {
+void topkRow(const double *x, int64_t n, int64_t k, float *values,
+             int32_t *ids) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -144,9 +149,9 @@ absl::StatusOr<Kernel> bindMatmul(const StepSpec &s, Buf a, Buf b, Buf c) {
   return Kernel([=] {
     for (int64_t i = 0; i < batches; ++i)
       cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                  tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a.f() + i * aStep,
-                  ta ? m : k, b.f() + i * bStep, tb ? k : n, 0.0f, c.f() + i * m * n,
-                  n);
+                  tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                  a.f() + i * aStep, ta ? m : k, b.f() + i * bStep, tb ? k : n,
+                  0.0f, c.f() + i * m * n, n);
     return ok();
   });
 }
@@ -172,8 +177,9 @@ absl::StatusOr<Kernel> bindReduce(const StepSpec &s, Buf x, Buf y, int kind) {
     for (size_t i = 0; i < target.size(); ++i) {
       double v = a[i];
       double &slot = acc[target[i]];
-      slot = kind == 2 ? (std::isnan(v) || std::isnan(slot) ? NAN : std::max(slot, v))
-                       : slot + v;
+      slot = kind == 2
+                 ? (std::isnan(v) || std::isnan(slot) ? NAN : std::max(slot, v))
+                 : slot + v;
     }
     for (int64_t i = 0; i < y.size(); ++i)
       y.f()[i] = static_cast<float>(kind == 1 ? acc[i] / count : acc[i]);
@@ -183,7 +189,8 @@ absl::StatusOr<Kernel> bindReduce(const StepSpec &s, Buf x, Buf y, int kind) {
 
 /// Rows of the last dimension for the norms.
 absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
-                                const std::vector<Buf> &out, bool rms, bool grad) {
+                                const std::vector<Buf> &out, bool rms,
+                                bool grad) {
   double eps = attrF(s, "epsilon", rms ? 1e-6 : 1e-5);
   Buf x = in[0], w = in[1];
   int64_t dim = x.shape().back(), rows = x.size() / dim;
@@ -233,8 +240,8 @@ absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
       meanG /= dim;
       meanGX /= dim;
       for (int64_t j = 0; j < dim; ++j)
-        dx.f()[r * dim + j] =
-            static_cast<float>((g[j] - (rms ? 0.0 : meanG) - xhat[j] * meanGX) * inv);
+        dx.f()[r * dim + j] = static_cast<float>(
+            (g[j] - (rms ? 0.0 : meanG) - xhat[j] * meanGX) * inv);
     }
     for (int64_t j = 0; j < dim; ++j) {
       dw.f()[j] = static_cast<float>(gw[j]);
@@ -277,20 +284,23 @@ absl::StatusOr<Kernel> bindAttention(const StepSpec &st, Buf q, Buf k, Buf v,
           for (int64_t j = 0; j < visible; ++j) {
             double e = std::exp(p[j] - m);
             sum += e;
-            const float *vj = v.f() + ((b * a.t + j) * a.hkv + h / group) * a.dv;
+            const float *vj =
+                v.f() + ((b * a.t + j) * a.hkv + h / group) * a.dv;
             for (int64_t c = 0; c < a.dv; ++c)
               acc[c] += e * vj[c];
           }
           float *o = out.f() + ((b * a.s + i) * a.hq + h) * a.dv;
           for (int64_t c = 0; c < a.dv; ++c)
             o[c] = static_cast<float>(acc[c] / sum);
-          lse.f()[(b * a.hq + h) * a.s + i] = static_cast<float>(m + std::log(sum));
+          lse.f()[(b * a.hq + h) * a.s + i] =
+              static_cast<float>(m + std::log(sum));
         }
     return ok();
   });
 }
 
-absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st, const std::vector<Buf> &in,
+absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
+                                         const std::vector<Buf> &in,
                                          const std::vector<Buf> &out) {
   Buf q = in[0], k = in[1], v = in[2], o = in[3], lse = in[4], dout = in[5];
   Buf dq = out[0], dk = out[1], dv = out[2];
@@ -299,7 +309,8 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st, const std::vector<B
   bool causal = attrB(st, "causal");
   return Kernel([=] {
     int64_t group = a.hq / a.hkv;
-    std::vector<double> gq(dq.size(), 0.0), gk(dk.size(), 0.0), gv(dv.size(), 0.0);
+    std::vector<double> gq(dq.size(), 0.0), gk(dk.size(), 0.0),
+        gv(dv.size(), 0.0);
     for (int64_t b = 0; b < a.batch; ++b)
       for (int64_t h = 0; h < a.hq; ++h)
         for (int64_t i = 0; i < a.s; ++i) {
@@ -339,8 +350,9 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st, const std::vector<B
   });
 }
 
-absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s, const std::vector<Buf> &in,
-                                        Buf out, bool grad) {
+absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s,
+                                        const std::vector<Buf> &in, Buf out,
+                                        bool grad) {
   Buf logits = in[0], labels = in[1];
   int64_t vocab = logits.shape().back(), rows = labels.size();
   int64_t ignore = attrI(s, "ignore_index", -100);
@@ -350,7 +362,8 @@ absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s, const std::vector<Buf
     int64_t count = 0;
     for (int64_t n = 0; n < rows; ++n)
       count += labels.i()[n] != ignore;
-    double total = 0, scale = grad ? seed.f()[0] / std::max<int64_t>(count, 1) : 0;
+    double total = 0,
+           scale = grad ? seed.f()[0] / std::max<int64_t>(count, 1) : 0;
     for (int64_t n = 0; n < rows; ++n) {
       int64_t label = labels.i()[n];
       const float *x = logits.f() + n * vocab;
@@ -360,8 +373,9 @@ absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s, const std::vector<Buf
         continue;
       }
       if (label < 0 || label >= vocab)
-        return absl::OutOfRangeError(absl::StrCat(op, ": label ", label, " at position ",
-                                                  n, " is outside [0, ", vocab, ")"));
+        return absl::OutOfRangeError(
+            absl::StrCat(op, ": label ", label, " at position ", n,
+                         " is outside [0, ", vocab, ")"));
       double m = *std::max_element(x, x + vocab), sum = 0;
       for (int64_t j = 0; j < vocab; ++j)
         sum += std::exp(x[j] - m);
@@ -371,7 +385,8 @@ absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s, const std::vector<Buf
       }
       float *g = out.f() + n * vocab;
       for (int64_t j = 0; j < vocab; ++j)
-        g[j] = static_cast<float>((std::exp(x[j] - m) / sum - (j == label)) * scale);
+        g[j] = static_cast<float>((std::exp(x[j] - m) / sum - (j == label)) *
+                                  scale);
     }
     if (!grad)
       out.f()[0] = static_cast<float>(count ? total / count : 0.0);
@@ -382,7 +397,8 @@ absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s, const std::vector<Buf
 absl::StatusOr<Kernel> bindSoftmax(const StepSpec &s, Buf x, Buf y) {
   const Shape &sh = x.shape();
   int64_t dim = attrI(s, "dim");
-  int64_t n = sh[dim], inner = product(sh, dim + 1), outer = product(sh, 0, dim);
+  int64_t n = sh[dim], inner = product(sh, dim + 1),
+          outer = product(sh, 0, dim);
   return Kernel([=] {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t in = 0; in < inner; ++in) {
@@ -406,14 +422,14 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
   for (const std::vector<Buf> *list : {&in, &out})
     for (const Buf &b : *list)
       if (b.spec->dtype != DType::F32 && b.spec->dtype != DType::I32)
-        return absl::UnimplementedError(
-            absl::StrCat(s.op, ": element type ", std::string(dtypeName(b.spec->dtype)),
-                         " is not supported by the CPU runtime yet (f32 only)"));
+        return absl::UnimplementedError(absl::StrCat(
+            s.op, ": element type ", std::string(dtypeName(b.spec->dtype)),
+            " is not supported by the CPU runtime yet (f32 only)"));
   const std::string &op = s.op;
   auto need = [&](size_t nin, size_t nout) -> absl::Status {
     if (in.size() != nin || out.size() != nout)
-      return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", nin,
-                                                     " operands and ", nout, " results"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": expected ", nin, " operands and ", nout, " results"));
     return absl::OkStatus();
   };
 #define WEFT_NEED(a, b)                                                        \
@@ -453,8 +469,8 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
        [](double x, double dy) {
          double c = std::sqrt(2.0 / M_PI);
          double t = std::tanh(c * (x + 0.044715 * x * x * x));
-         return dy * (0.5 * (1.0 + t) +
-                      0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x));
+         return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c *
+                                            (1.0 + 3 * 0.044715 * x * x));
        }},
       {"weft.silu_grad",
        [](double x, double dy) {
@@ -506,7 +522,8 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
     WEFT_NEED(1, 1);
     Buf x = in[0], y = out[0];
     return Kernel([=] {
-      if (x.data != y.data) // Planned as a view when the operand is in the arena.
+      if (x.data !=
+          y.data) // Planned as a view when the operand is in the arena.
         std::memmove(y.data, x.data, y.spec->bytes());
       return ok();
     });
@@ -549,16 +566,20 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
       for (const Buf &p : parts) {
         int64_t partBytes = product(p.shape(), dim) * dtypeSize(p.spec->dtype);
         for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(y.data + o * rowBytes + offset, p.data + o * partBytes, partBytes);
+          std::memcpy(y.data + o * rowBytes + offset, p.data + o * partBytes,
+                      partBytes);
         offset += partBytes;
       }
       return ok();
     });
   }
-  if (op == "weft.reduce_sum" || op == "weft.reduce_mean" || op == "weft.reduce_max") {
+  if (op == "weft.reduce_sum" || op == "weft.reduce_mean" ||
+      op == "weft.reduce_max") {
     WEFT_NEED(1, 1);
     return bindReduce(s, in[0], out[0],
-                      op == "weft.reduce_sum" ? 0 : op == "weft.reduce_mean" ? 1 : 2);
+                      op == "weft.reduce_sum"    ? 0
+                      : op == "weft.reduce_mean" ? 1
+                                                 : 2);
   }
   if (op == "weft.matmul") {
     WEFT_NEED(2, 1);
@@ -578,19 +599,21 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
       for (int64_t i = 0; i < ids.size(); ++i) {
         int64_t id = ids.i()[i];
         if (id < 0 || id >= vocab)
-          return absl::OutOfRangeError(absl::StrCat(op, ": token id ", id, " at position ",
-                                                    i, " is outside [0, ", vocab, ")"));
+          return absl::OutOfRangeError(
+              absl::StrCat(op, ": token id ", id, " at position ", i,
+                           " is outside [0, ", vocab, ")"));
         if (grad)
           for (int64_t d = 0; d < dim; ++d)
             table.f()[id * dim + d] += rows.f()[i * dim + d];
         else
-          std::memcpy(rows.f() + i * dim, table.f() + id * dim, dim * sizeof(float));
+          std::memcpy(rows.f() + i * dim, table.f() + id * dim,
+                      dim * sizeof(float));
       }
       return ok();
     });
   }
-  if (op == "weft.layer_norm" || op == "weft.rms_norm" || op == "weft.layer_norm_grad" ||
-      op == "weft.rms_norm_grad")
+  if (op == "weft.layer_norm" || op == "weft.rms_norm" ||
+      op == "weft.layer_norm_grad" || op == "weft.rms_norm_grad")
     return bindNorm(s, in, out, op.find("rms") != std::string::npos,
                     op.find("grad") != std::string::npos);
   if (op == "weft.softmax") {
@@ -614,7 +637,8 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
               double f = sign * static_cast<double>(p + offset) *
                          std::pow(theta, -2.0 * i / static_cast<double>(sh[3]));
               double x1 = x.f()[base + i], x2 = x.f()[base + i + half];
-              y.f()[base + i] = static_cast<float>(x1 * std::cos(f) - x2 * std::sin(f));
+              y.f()[base + i] =
+                  static_cast<float>(x1 * std::cos(f) - x2 * std::sin(f));
               y.f()[base + i + half] =
                   static_cast<float>(x2 * std::cos(f) + x1 * std::sin(f));
             }
@@ -692,7 +716,8 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
     const Shape &slotShape = toSlots ? dst.shape() : src.shape();
     int64_t experts = slotShape[0], capacity = slotShape[1], dim = slotShape[2];
     int64_t pairs = ids.size(), k = ids.shape()[1];
-    bool perToken = op == "weft.expert_dispatch"; // src is [T, D], not [T, k, D].
+    bool perToken =
+        op == "weft.expert_dispatch"; // src is [T, D], not [T, k, D].
     return Kernel([=]() -> absl::Status {
       auto slots = assignSlots(ids.i(), pairs, experts, capacity, op);
       if (!slots.ok())

@@ -35,7 +35,8 @@ using Kernel = std::function<absl::Status()>;
 
 /// Binds the kernel of `step` to its operand and result buffers, or reports
 /// an op or element type the CPU runtime does not support.
-absl::StatusOr<Kernel> bindKernel(const StepSpec &step, const std::vector<Buf> &in,
+absl::StatusOr<Kernel> bindKernel(const StepSpec &step,
+                                  const std::vector<Buf> &in,
                                   const std::vector<Buf> &out);
 
 } // namespace weft::runtime

@@ -43,8 +43,8 @@ bool close(double a, double b, double rtol, double atol) {
 void checkParity(const std::string &name, bool poison) {
   SCOPED_TRACE(name);
   auto context = testutil::makeContext();
-  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) + "/examples/configs/" +
-                                  name + ".json");
+  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                  "/examples/configs/" + name + ".json");
   ASSERT_TRUE(static_cast<bool>(config));
   const int64_t b = 2, s = 8;
   auto module = buildModel(*context, *config, {b, s, "f32"});
@@ -62,7 +62,8 @@ void checkParity(const std::string &name, bool poison) {
   auto executor = runtime::Executor::create(std::move(*bundle), options);
   ASSERT_TRUE(executor.ok()) << executor.status();
   (*executor)->initialize(5);
-  reference::Trainer trainer((*module)->lookupSymbol<mlir::func::FuncOp>("step"), 5);
+  reference::Trainer trainer(
+      (*module)->lookupSymbol<mlir::func::FuncOp>("step"), 5);
 
   std::mt19937 rng(9);
   runtime::LrSchedule schedule{3e-3, 1, 3, 0.1};
@@ -76,9 +77,11 @@ void checkParity(const std::string &name, bool poison) {
     ASSERT_TRUE((*executor)->run("train_step", ids).ok());
     auto grads = reference::evaluate(
         (*module)->lookupSymbol<mlir::func::FuncOp>("train_step"),
-        {batch.tokens, batch.labels}, [&](ParamOp p) -> mlir::FailureOr<Tensor> {
+        {batch.tokens, batch.labels},
+        [&](ParamOp p) -> mlir::FailureOr<Tensor> {
           const std::vector<float> &v = (*executor)->param(p.getName().str());
-          return Tensor(testutil::shapeOf(p), std::vector<double>(v.begin(), v.end()));
+          return Tensor(testutil::shapeOf(p),
+                        std::vector<double>(v.begin(), v.end()));
         });
     ASSERT_TRUE(mlir::succeeded(grads));
     auto gradFunc = (*module)->lookupSymbol<mlir::func::FuncOp>("train_step");
@@ -103,15 +106,18 @@ void checkParity(const std::string &name, bool poison) {
       current[pname] = Tensor(trainer.values().at(pname).shape,
                               std::vector<double>(v.begin(), v.end()));
     trainer.reset(std::move(current), step - 1);
-    absl::Status st = (*executor)->run(
-        "step", {ids[0], ids[1], {{}, runtime::DType::F32, &lr},
-                 {{}, runtime::DType::F32, &stepNumber}});
+    absl::Status st =
+        (*executor)->run("step", {ids[0],
+                                  ids[1],
+                                  {{}, runtime::DType::F32, &lr},
+                                  {{}, runtime::DType::F32, &stepNumber}});
     ASSERT_TRUE(st.ok()) << st;
     auto expected = trainer.step(batch.tokens, batch.labels, lr);
     ASSERT_TRUE(mlir::succeeded(expected));
     float loss = *(*executor)->scalarOutput("step", "loss");
     float norm = *(*executor)->scalarOutput("step", "grad_norm");
-    EXPECT_TRUE(close(loss, expected->loss, 1e-5, 0)) << loss << " vs " << expected->loss;
+    EXPECT_TRUE(close(loss, expected->loss, 1e-5, 0))
+        << loss << " vs " << expected->loss;
     EXPECT_TRUE(close(norm, expected->gradNorm, 1e-4, 0))
         << norm << " vs " << expected->gradNorm;
 
@@ -152,4 +158,6 @@ TEST(Executor, MixtralTinyMatchesTheReferenceAfterThreeAdamWSteps) {
 // Freed arena regions are overwritten with NaN after each step: a memory
 // plan that let a live buffer share bytes with a dead one would change the
 // results.
-TEST(Executor, PoisoningFreedBuffersChangesNothing) { checkParity("gpt2-tiny", true); }
+TEST(Executor, PoisoningFreedBuffersChangesNothing) {
+  checkParity("gpt2-tiny", true);
+}

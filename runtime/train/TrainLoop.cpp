@@ -1,0 +1,99 @@
+//===- TrainLoop.cpp - training a bundle on the CPU -----------------------===//
+
+#include "runtime/train/TrainLoop.h"
+
+#include "runtime/support/Random.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace weft::runtime {
+
+TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedule)
+    : executor(executor), sampler(std::move(sampler)), schedule(schedule) {
+  const ProgramSpec &step = executor.bundle().programs.at("step");
+  const std::vector<int64_t> &shape = step.values[step.inputs[0]].shape;
+  batch = shape[0];
+  seq = shape[1];
+  tokens.resize(batch * seq);
+  labels.resize(batch * seq);
+}
+
+absl::StatusOr<StepReport> TrainLoop::step() {
+  int64_t n = steps + 1;
+  sampler.fill(n, tokens.data(), labels.data());
+  float lr = static_cast<float>(schedule.at(n)), stepNumber = static_cast<float>(n);
+  auto start = std::chrono::steady_clock::now();
+  absl::Status status = executor.run(
+      "step", {{{batch, seq}, DType::I32, tokens.data()},
+               {{batch, seq}, DType::I32, labels.data()},
+               {{}, DType::F32, &lr},
+               {{}, DType::F32, &stepNumber}});
+  if (!status.ok())
+    return status;
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  steps = n;
+  StepReport report;
+  report.step = n;
+  report.loss = *executor.scalarOutput("step", "loss");
+  report.gradNorm = *executor.scalarOutput("step", "grad_norm");
+  report.lr = lr;
+  report.seconds = seconds;
+  report.tokens = batch * seq;
+  if (!std::isfinite(report.loss))
+    return absl::InternalError(absl::StrCat("step ", n, ": the loss is not finite (",
+                                            report.loss, "); lower --lr?"));
+  return report;
+}
+
+absl::StatusOr<std::vector<uint32_t>> TrainLoop::sample(std::vector<uint32_t> context,
+                                                        int64_t count,
+                                                        double temperature,
+                                                        uint64_t seed) {
+  const ProgramSpec &forward = executor.bundle().programs.at("forward");
+  const std::vector<int64_t> &shape = forward.values[forward.inputs[0]].shape;
+  int64_t b = shape[0], s = shape[1];
+  std::vector<int32_t> window(b * s, 0), zeros(b * s, 0);
+  std::vector<uint32_t> out;
+  if (context.empty())
+    context.push_back(0);
+  for (int64_t t = 0; t < count; ++t) {
+    // The last s tokens, left-aligned: position len-1 predicts the next.
+    int64_t len = std::min<int64_t>(s, context.size());
+    for (int64_t i = 0; i < len; ++i)
+      window[i] = static_cast<int32_t>(context[context.size() - len + i]);
+    absl::Status status = executor.run(
+        "forward", {{{b, s}, DType::I32, window.data()}, {{b, s}, DType::I32, zeros.data()}});
+    if (!status.ok())
+      return status;
+    absl::StatusOr<std::vector<float>> logits = executor.output("forward", "logits");
+    if (!logits.ok())
+      return logits.status();
+    int64_t vocab = static_cast<int64_t>(logits->size()) / (b * s);
+    const float *row = logits->data() + (len - 1) * vocab;
+    int64_t next = 0;
+    if (temperature <= 0) {
+      for (int64_t v = 1; v < vocab; ++v)
+        if (row[v] > row[next])
+          next = v;
+    } else {
+      double m = row[0], total = 0;
+      for (int64_t v = 1; v < vocab; ++v)
+        m = std::max(m, static_cast<double>(row[v]));
+      std::vector<double> p(vocab);
+      for (int64_t v = 0; v < vocab; ++v)
+        total += p[v] = std::exp((row[v] - m) / temperature);
+      double u = uniform24(seed, t) * total;
+      for (next = 0; next < vocab - 1 && u >= p[next]; ++next)
+        u -= p[next];
+    }
+    context.push_back(static_cast<uint32_t>(next));
+    out.push_back(static_cast<uint32_t>(next));
+  }
+  return out;
+}
+
+} // namespace weft::runtime

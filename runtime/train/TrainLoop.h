@@ -1,0 +1,53 @@
+//===- TrainLoop.h - training a bundle on the CPU ---------------*- C++ -*-===//
+//
+// What weft-run and the JIT API share: batches from the sampler, the
+// learning-rate schedule, one compiled step per call, and sampling text
+// from the forward program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_TRAIN_TRAINLOOP_H
+#define WEFT_RUNTIME_TRAIN_TRAINLOOP_H
+
+#include "runtime/data/Batches.h"
+#include "runtime/exec/Executor.h"
+#include "runtime/train/Schedule.h"
+
+namespace weft::runtime {
+
+struct StepReport {
+  int64_t step = 0;
+  double loss = 0;
+  double gradNorm = 0;
+  double lr = 0;
+  double seconds = 0;
+  int64_t tokens = 0;
+};
+
+class TrainLoop {
+public:
+  TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedule);
+
+  /// Runs the next step.
+  absl::StatusOr<StepReport> step();
+  int64_t stepsDone() const { return steps; }
+
+  /// Continues `context` by `count` tokens with the forward program, drawing
+  /// each from softmax(logits / temperature) with a seeded generator
+  /// (temperature 0 picks the most likely token).
+  absl::StatusOr<std::vector<uint32_t>> sample(std::vector<uint32_t> context,
+                                               int64_t count, double temperature,
+                                               uint64_t seed);
+
+private:
+  Executor &executor;
+  BatchSampler sampler;
+  LrSchedule schedule;
+  int64_t batch, seq;
+  int64_t steps = 0;
+  std::vector<int32_t> tokens, labels;
+};
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_TRAIN_TRAINLOOP_H

@@ -198,8 +198,9 @@ private:
 };
 } // namespace
 
-LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
-                          StringRef dir, json::Object meta) {
+FailureOr<json::Object> buildManifest(ModuleOp module,
+                                      ArrayRef<StringRef> programs,
+                                      json::Object meta) {
   json::Array constants, params;
   json::Object programsJson;
   llvm::StringSet<> seenParams;
@@ -207,7 +208,8 @@ LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func)
       return module.emitError("no function @")
-             << name << " to put in the bundle";
+                 << name << " to put in the bundle",
+             failure();
     ProgramWriter writer(constants);
     FailureOr<json::Object> program = writer.write(func);
     if (failed(program))
@@ -230,12 +232,20 @@ LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
       params.push_back(std::move(desc));
     }
   }
-  json::Object manifest{{"format", runtime::kBundleFormat},
-                        {"version", runtime::kBundleVersion},
-                        {"meta", std::move(meta)},
-                        {"params", std::move(params)},
-                        {"constants", std::move(constants)},
-                        {"programs", std::move(programsJson)}};
+  return json::Object{{"format", runtime::kBundleFormat},
+                      {"version", runtime::kBundleVersion},
+                      {"meta", std::move(meta)},
+                      {"params", std::move(params)},
+                      {"constants", std::move(constants)},
+                      {"programs", std::move(programsJson)}};
+}
+
+LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
+                          StringRef dir, json::Object meta) {
+  FailureOr<json::Object> manifest =
+      buildManifest(module, programs, std::move(meta));
+  if (failed(manifest))
+    return failure();
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError("cannot create bundle directory '")
            << dir << "': " << ec.message();
@@ -245,7 +255,7 @@ LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
     return module.emitError("cannot write '") << path << "': " << ec.message();
-  os << json::Value(std::move(manifest)) << "\n";
+  os << json::Value(std::move(*manifest)) << "\n";
   return success();
 }
 

@@ -8,9 +8,14 @@
 
 namespace weft::codegen {
 
-/// Serialises the memory-planned functions `programs` of `module` into
-/// `dir/manifest.json` (see runtime/exec/BundleFormat.h). `meta` is stored
-/// as given. Emits a diagnostic and fails on an op or type it cannot encode.
+/// The manifest (see runtime/exec/BundleFormat.h) of the memory-planned
+/// functions `programs` of `module`, with `meta` stored as given. Emits a
+/// diagnostic and fails on an op or type it cannot encode.
+mlir::FailureOr<llvm::json::Object>
+buildManifest(mlir::ModuleOp module, llvm::ArrayRef<llvm::StringRef> programs,
+              llvm::json::Object meta);
+
+/// buildManifest, written to `dir/manifest.json`.
 mlir::LogicalResult writeBundle(mlir::ModuleOp module,
                                 llvm::ArrayRef<llvm::StringRef> programs,
                                 llvm::StringRef dir, llvm::json::Object meta);

@@ -115,6 +115,12 @@ public:
   /// Ends the function with `results` and returns the module. Verifies it;
   /// returns null (with diagnostics emitted) if it does not verify.
   mlir::OwningOpRef<mlir::ModuleOp> finish(mlir::ValueRange results);
+  /// Records the results for a later finish() by someone else (the JIT
+  /// Compiler): for a model, the 0-d loss first, then the logits.
+  void setResults(mlir::ValueRange results) {
+    pendingResults.assign(results.begin(), results.end());
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> finish() { return finish(pendingResults); }
 
 private:
   mlir::Type placeholder() { return b.getNoneType(); }
@@ -129,6 +135,7 @@ private:
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   std::vector<std::string> inputNames;
+  llvm::SmallVector<mlir::Value> pendingResults;
   bool hasError = false;
 };
 

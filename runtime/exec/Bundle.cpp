@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <fstream>
+#include <iterator>
 
 namespace weft::runtime {
 namespace {
@@ -228,7 +229,15 @@ absl::StatusOr<Bundle> Bundle::load(const std::string &dir) {
   if (!in)
     return absl::NotFoundError(absl::StrCat(file, ": cannot open (is '", dir,
                                             "' a bundle directory?)"));
-  json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  return parse(text, file, dir);
+}
+
+absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
+                                     const std::string &file,
+                                     const std::string &dir) {
+  json manifest = json::parse(text, nullptr, /*allow_exceptions=*/false);
   Reader r(file);
   if (manifest.is_discarded() || !manifest.is_object())
     return r.error("manifest", "is not a JSON object");
@@ -242,7 +251,7 @@ absl::StatusOr<Bundle> Bundle::load(const std::string &dir) {
                                 kBundleVersion,
                                 "; recompile the bundle with this weftc"));
   Bundle bundle;
-  bundle.path = dir;
+  bundle.path = dir.empty() ? file : dir;
   bundle.meta = manifest.value("meta", json::object());
   const json *params = nullptr;
   WEFT_ASSIGN(params,

@@ -73,6 +73,10 @@ struct Bundle {
   /// version, every field's type, value ids and offsets in range, shapes
   /// that fit the arena. Errors name the file and the JSON path.
   static absl::StatusOr<Bundle> load(const std::string &dir);
+  /// The same checks on manifest text; `label` names it in errors.
+  static absl::StatusOr<Bundle> parse(const std::string &text,
+                                      const std::string &label,
+                                      const std::string &dir = "");
   const ParamSpec *param(const std::string &name) const;
 };
 

@@ -11,7 +11,8 @@
 
 namespace weft::runtime {
 
-TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedule)
+TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler,
+                     LrSchedule schedule)
     : executor(executor), sampler(std::move(sampler)), schedule(schedule) {
   const ProgramSpec &step = executor.bundle().programs.at("step");
   const std::vector<int64_t> &shape = step.values[step.inputs[0]].shape;
@@ -24,17 +25,19 @@ TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedu
 absl::StatusOr<StepReport> TrainLoop::step() {
   int64_t n = steps + 1;
   sampler.fill(n, tokens.data(), labels.data());
-  float lr = static_cast<float>(schedule.at(n)), stepNumber = static_cast<float>(n);
+  float lr = static_cast<float>(schedule.at(n)),
+        stepNumber = static_cast<float>(n);
   auto start = std::chrono::steady_clock::now();
-  absl::Status status = executor.run(
-      "step", {{{batch, seq}, DType::I32, tokens.data()},
-               {{batch, seq}, DType::I32, labels.data()},
-               {{}, DType::F32, &lr},
-               {{}, DType::F32, &stepNumber}});
+  absl::Status status =
+      executor.run("step", {{{batch, seq}, DType::I32, tokens.data()},
+                            {{batch, seq}, DType::I32, labels.data()},
+                            {{}, DType::F32, &lr},
+                            {{}, DType::F32, &stepNumber}});
   if (!status.ok())
     return status;
   double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   steps = n;
   StepReport report;
   report.step = n;
@@ -44,15 +47,15 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.seconds = seconds;
   report.tokens = batch * seq;
   if (!std::isfinite(report.loss))
-    return absl::InternalError(absl::StrCat("step ", n, ": the loss is not finite (",
+    return absl::InternalError(absl::StrCat("step ", n,
+                                            ": the loss is not finite (",
                                             report.loss, "); lower --lr?"));
   return report;
 }
 
-absl::StatusOr<std::vector<uint32_t>> TrainLoop::sample(std::vector<uint32_t> context,
-                                                        int64_t count,
-                                                        double temperature,
-                                                        uint64_t seed) {
+absl::StatusOr<std::vector<uint32_t>>
+TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
+                  double temperature, uint64_t seed) {
   const ProgramSpec &forward = executor.bundle().programs.at("forward");
   const std::vector<int64_t> &shape = forward.values[forward.inputs[0]].shape;
   int64_t b = shape[0], s = shape[1];
@@ -65,11 +68,13 @@ absl::StatusOr<std::vector<uint32_t>> TrainLoop::sample(std::vector<uint32_t> co
     int64_t len = std::min<int64_t>(s, context.size());
     for (int64_t i = 0; i < len; ++i)
       window[i] = static_cast<int32_t>(context[context.size() - len + i]);
-    absl::Status status = executor.run(
-        "forward", {{{b, s}, DType::I32, window.data()}, {{b, s}, DType::I32, zeros.data()}});
+    absl::Status status =
+        executor.run("forward", {{{b, s}, DType::I32, window.data()},
+                                 {{b, s}, DType::I32, zeros.data()}});
     if (!status.ok())
       return status;
-    absl::StatusOr<std::vector<float>> logits = executor.output("forward", "logits");
+    absl::StatusOr<std::vector<float>> logits =
+        executor.output("forward", "logits");
     if (!logits.ok())
       return logits.status();
     int64_t vocab = static_cast<int64_t>(logits->size()) / (b * s);

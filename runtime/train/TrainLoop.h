@@ -36,7 +36,8 @@ public:
   /// each from softmax(logits / temperature) with a seeded generator
   /// (temperature 0 picks the most likely token).
   absl::StatusOr<std::vector<uint32_t>> sample(std::vector<uint32_t> context,
-                                               int64_t count, double temperature,
+                                               int64_t count,
+                                               double temperature,
                                                uint64_t seed);
 
 private:

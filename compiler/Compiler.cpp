@@ -31,8 +31,8 @@ struct Compiler::Impl {
     context.loadAllAvailableDialects();
   }
 
-  absl::StatusOr<std::unique_ptr<Executable>> compile(ModuleOp module,
-                                                      const CompileOptions &options);
+  absl::StatusOr<std::unique_ptr<Executable>>
+  compile(ModuleOp module, const CompileOptions &options);
 };
 
 Compiler::Compiler() : impl(std::make_unique<Impl>()) {}
@@ -53,28 +53,34 @@ Compiler::Impl::compile(ModuleOp module, const CompileOptions &options) {
     return success();
   });
   auto fail = [&](const std::string &what) {
-    return absl::InvalidArgumentError(what + (diagnostics.empty() ? "" : ":\n") + diagnostics);
+    return absl::InvalidArgumentError(
+        what + (diagnostics.empty() ? "" : ":\n") + diagnostics);
   };
   // Graphs from a GraphBuilder may not name their results yet.
   if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
-    for (auto [i, name] : llvm::enumerate(std::vector<const char *>{"loss", "logits"}))
-      if (i < forward.getNumResults() && !forward.getResultAttr(i, "weft.output"))
-        forward.setResultAttr(i, "weft.output", StringAttr::get(&context, name));
+    for (auto [i, name] :
+         llvm::enumerate(std::vector<const char *>{"loss", "logits"}))
+      if (i < forward.getNumResults() &&
+          !forward.getResultAttr(i, "weft.output"))
+        forward.setResultAttr(i, "weft.output",
+                              StringAttr::get(&context, name));
   TrainingOptions training;
-  training.adamw = {options.beta1, options.beta2, options.eps, options.weightDecay,
-                    options.maxGradNorm};
+  training.adamw = {options.beta1, options.beta2, options.eps,
+                    options.weightDecay, options.maxGradNorm};
   if (failed(buildTrainingPrograms(module, training)))
     return fail("compilation failed");
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto tokens = cast<RankedTensorType>(forward.getArgumentTypes().front());
-  FailureOr<llvm::json::Object> manifest = codegen::buildManifest(
-      module, {"step", "forward"},
-      llvm::json::Object{{"batch", tokens.getDimSize(0)}, {"seq", tokens.getDimSize(1)}});
+  FailureOr<llvm::json::Object> manifest =
+      codegen::buildManifest(module, {"step", "forward"},
+                             llvm::json::Object{{"batch", tokens.getDimSize(0)},
+                                                {"seq", tokens.getDimSize(1)}});
   if (failed(manifest))
     return fail("code generation failed");
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(*manifest));
-  absl::StatusOr<runtime::Bundle> bundle = runtime::Bundle::parse(text, "<jit>");
+  absl::StatusOr<runtime::Bundle> bundle =
+      runtime::Bundle::parse(text, "<jit>");
   if (!bundle.ok())
     return bundle.status();
   auto executor = runtime::Executor::create(std::move(*bundle));
@@ -100,15 +106,18 @@ Compiler::compileGraph(const CompileOptions &options) {
 }
 
 absl::StatusOr<std::unique_ptr<Executable>>
-Compiler::compileConfig(const std::string &path, const CompileOptions &options) {
+Compiler::compileConfig(const std::string &path,
+                        const CompileOptions &options) {
   llvm::Expected<ModelConfig> config = ModelConfig::load(path);
   if (!config)
     return absl::InvalidArgumentError(llvm::toString(config.takeError()));
-  auto module = buildModel(impl->context, *config,
-                           {options.batch, options.seq > 0 ? options.seq : config->maxPositions,
-                            options.dtype});
+  auto module = buildModel(
+      impl->context, *config,
+      {options.batch, options.seq > 0 ? options.seq : config->maxPositions,
+       options.dtype});
   if (!module)
-    return absl::InvalidArgumentError(path + ": " + llvm::toString(module.takeError()));
+    return absl::InvalidArgumentError(path + ": " +
+                                      llvm::toString(module.takeError()));
   return impl->compile(**module, options);
 }
 
@@ -125,17 +134,19 @@ Compiler::compileMlir(const std::string &text, const CompileOptions &options) {
     module = parseSourceString<ModuleOp>(text, &impl->context);
   }
   if (!module)
-    return absl::InvalidArgumentError("cannot parse the module:\n" + impl->diagnostics);
+    return absl::InvalidArgumentError("cannot parse the module:\n" +
+                                      impl->diagnostics);
   return impl->compile(*module, options);
 }
 
-absl::StatusOr<StepResult> Executable::trainStep(const int32_t *tokens,
-                                                 const int32_t *labels, float lr) {
+absl::StatusOr<StepResult>
+Executable::trainStep(const int32_t *tokens, const int32_t *labels, float lr) {
   float stepNumber = static_cast<float>(steps + 1);
-  absl::Status s = executor->run("step", {{{batch_, seq_}, runtime::DType::I32, tokens},
-                                          {{batch_, seq_}, runtime::DType::I32, labels},
-                                          {{}, runtime::DType::F32, &lr},
-                                          {{}, runtime::DType::F32, &stepNumber}});
+  absl::Status s =
+      executor->run("step", {{{batch_, seq_}, runtime::DType::I32, tokens},
+                             {{batch_, seq_}, runtime::DType::I32, labels},
+                             {{}, runtime::DType::F32, &lr},
+                             {{}, runtime::DType::F32, &stepNumber}});
   if (!s.ok())
     return s;
   ++steps;
@@ -143,7 +154,8 @@ absl::StatusOr<StepResult> Executable::trainStep(const int32_t *tokens,
                     *executor->scalarOutput("step", "grad_norm")};
 }
 
-absl::StatusOr<float> Executable::evaluate(const int32_t *tokens, const int32_t *labels,
+absl::StatusOr<float> Executable::evaluate(const int32_t *tokens,
+                                           const int32_t *labels,
                                            std::vector<float> *logits) {
   absl::Status s =
       executor->run("forward", {{{batch_, seq_}, runtime::DType::I32, tokens},

@@ -1,4 +1,5 @@
-//===- Compiler.h - compile and train models from a host program -*- C++ -*-===//
+//===- Compiler.h - compile and train models from a host program -*- C++
+//-*-===//
 //
 // The JIT API: a host program hands Weft a model (a Hugging Face config, .mlir
 // text, or a graph built with GraphBuilder), compiles it in-process through
@@ -52,8 +53,8 @@ public:
 
   /// One AdamW step on `tokens` and `labels` ([batch, seq] each, caller
   /// owned) with learning rate `lr`.
-  absl::StatusOr<StepResult> trainStep(const int32_t *tokens, const int32_t *labels,
-                                       float lr);
+  absl::StatusOr<StepResult> trainStep(const int32_t *tokens,
+                                       const int32_t *labels, float lr);
   /// The forward pass: returns the mean loss; fills `logits` ([batch, seq,
   /// vocab]) when given.
   absl::StatusOr<float> evaluate(const int32_t *tokens, const int32_t *labels,
@@ -80,13 +81,14 @@ public:
   GraphBuilder &newGraph();
   /// Compiles the graph of the last newGraph() with `loss` and `logits` as
   /// the builder's results (finish is called here).
-  absl::StatusOr<std::unique_ptr<Executable>> compileGraph(const CompileOptions &options);
+  absl::StatusOr<std::unique_ptr<Executable>>
+  compileGraph(const CompileOptions &options);
   /// Compiles a model family from a Hugging Face config.json.
-  absl::StatusOr<std::unique_ptr<Executable>> compileConfig(const std::string &path,
-                                                            const CompileOptions &options);
+  absl::StatusOr<std::unique_ptr<Executable>>
+  compileConfig(const std::string &path, const CompileOptions &options);
   /// Compiles `.mlir` text holding @forward.
-  absl::StatusOr<std::unique_ptr<Executable>> compileMlir(const std::string &text,
-                                                          const CompileOptions &options);
+  absl::StatusOr<std::unique_ptr<Executable>>
+  compileMlir(const std::string &text, const CompileOptions &options);
 
 private:
   struct Impl;

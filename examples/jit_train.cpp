@@ -21,10 +21,13 @@ int main() {
   mlir::Type f32 = g.builder().getF32Type(), i32 = g.builder().getI32Type();
   mlir::Value tokens = g.input("tokens", {batch, seq}, i32);
   mlir::Value labels = g.input("labels", {batch, seq}, i32);
-  mlir::Value table = g.param("embed.weight", {vocab, dim}, f32, weft::Init::normal(0.1));
-  mlir::Value w1 = g.param("mlp.fc.weight", {dim, dim}, f32, weft::Init::normal(0.1));
+  mlir::Value table =
+      g.param("embed.weight", {vocab, dim}, f32, weft::Init::normal(0.1));
+  mlir::Value w1 =
+      g.param("mlp.fc.weight", {dim, dim}, f32, weft::Init::normal(0.1));
   mlir::Value b1 = g.param("mlp.fc.bias", {dim}, f32, weft::Init::zeros());
-  mlir::Value head = g.param("head.weight", {vocab, dim}, f32, weft::Init::normal(0.1));
+  mlir::Value head =
+      g.param("head.weight", {vocab, dim}, f32, weft::Init::normal(0.1));
   mlir::Value h = g.embedding(table, tokens);
   h = g.add(h, g.gelu(g.addBias(g.matmul(h, w1), b1)));
   mlir::Value logits = g.matmul(h, head, false, /*transposeRhs=*/true);
@@ -34,7 +37,8 @@ int main() {
   options.weightDecay = 0.0;
   auto exe = compiler.compileGraph(options);
   if (!exe.ok()) {
-    std::fprintf(stderr, "compile failed: %s\n", std::string(exe.status().message()).c_str());
+    std::fprintf(stderr, "compile failed: %s\n",
+                 std::string(exe.status().message()).c_str());
     return 1;
   }
 
@@ -55,10 +59,12 @@ int main() {
     }
     (step == 1 ? first : last) = result->loss;
     if (step % 20 == 0)
-      std::printf("step %d loss %.4f grad_norm %.3f\n", step, result->loss, result->gradNorm);
+      std::printf("step %d loss %.4f grad_norm %.3f\n", step, result->loss,
+                  result->gradNorm);
   }
   auto evalLoss = (*exe)->evaluate(x.data(), y.data());
-  std::printf("loss %.4f -> %.4f (eval %.4f)\n", first, last, evalLoss.ok() ? *evalLoss : -1.f);
+  std::printf("loss %.4f -> %.4f (eval %.4f)\n", first, last,
+              evalLoss.ok() ? *evalLoss : -1.f);
   if (last < 0.5f * first)
     std::printf("loss decreased\n");
   return 0;

@@ -45,11 +45,14 @@ TEST(Compiler, ReportsBadInput) {
   Compiler compiler;
   auto missing = compiler.compileConfig("/nonexistent/config.json", {});
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("/nonexistent/config.json: cannot read"),
-            std::string::npos);
-  auto bad = compiler.compileMlir("func.func @forward() {\n  %0 = weft.exp\n}", {});
+  EXPECT_NE(
+      missing.status().message().find("/nonexistent/config.json: cannot read"),
+      std::string::npos);
+  auto bad =
+      compiler.compileMlir("func.func @forward() {\n  %0 = weft.exp\n}", {});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("cannot parse the module"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("cannot parse the module"),
+            std::string::npos);
   auto noLoss = compiler.compileMlir(R"(
     func.func @forward(%t: tensor<1x2xi32>, %l: tensor<1x2xi32>) -> tensor<2xf32> {
       %w = weft.param "w" init(zeros) : tensor<2xf32>
@@ -57,6 +60,7 @@ TEST(Compiler, ReportsBadInput) {
     })",
                                      {});
   ASSERT_FALSE(noLoss.ok());
-  EXPECT_NE(noLoss.status().message().find("must be the 0-d f32 loss"), std::string::npos);
+  EXPECT_NE(noLoss.status().message().find("must be the 0-d f32 loss"),
+            std::string::npos);
   EXPECT_FALSE(compiler.compileGraph({}).ok());
 }

@@ -1,0 +1,134 @@
+//===- FuseElementwise.cpp - elementwise chains into weft.fused -----------===//
+
+#include "passes/fusion/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_FUSEELEMENTWISE
+#include "passes/fusion/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace {
+bool isSplatConstant(Value v) {
+  auto c = v.getDefiningOp<weft::ConstantOp>();
+  return c && c.getValue().isSplat();
+}
+
+/// Elementwise weft ops over one shape: the ops a loop kernel can run.
+bool fusible(Operation *op) {
+  if (!isa<weft::WeftDialect>(op->getDialect()) ||
+      !op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
+    return false;
+  auto shape = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape() == shape;
+  });
+}
+
+struct Group {
+  SmallVector<Operation *> ops;
+  int64_t first = 0; // Position of the first op.
+};
+} // namespace
+
+int64_t weft::fuseElementwise(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : body)
+    position[&op] = index++;
+
+  SmallVector<Group> groups;
+  llvm::DenseMap<Operation *, unsigned> groupOf;
+  for (Operation &op : body) {
+    if (!fusible(&op))
+      continue;
+    // Join a producer's group if every other operand predates that group.
+    std::optional<unsigned> chosen;
+    for (Value operand : op.getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      auto it = producer ? groupOf.find(producer) : groupOf.end();
+      if (it == groupOf.end())
+        continue;
+      unsigned g = it->second;
+      bool acyclic = llvm::all_of(op.getOperands(), [&](Value other) {
+        Operation *def = other.getDefiningOp();
+        if (!def || isSplatConstant(other))
+          return true;
+        auto og = groupOf.find(def);
+        return (og != groupOf.end() && og->second == g) ||
+               position[def] < groups[g].first;
+      });
+      if (acyclic) {
+        chosen = g;
+        break;
+      }
+    }
+    if (!chosen) {
+      chosen = groups.size();
+      groups.push_back(Group{{}, position[&op]});
+    }
+    groups[*chosen].ops.push_back(&op);
+    groupOf[&op] = *chosen;
+  }
+
+  int64_t made = 0;
+  for (Group &group : groups) {
+    if (group.ops.size() < 2)
+      continue;
+    llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(), group.ops.end());
+    llvm::SetVector<Value> inputs;
+    llvm::SetVector<Value> splats;
+    SmallVector<Value> outputs;
+    for (Operation *op : group.ops) {
+      for (Value v : op->getOperands()) {
+        if (Operation *def = v.getDefiningOp(); def && members.contains(def))
+          continue;
+        (isSplatConstant(v) ? splats : inputs).insert(v);
+      }
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+              return !members.contains(user);
+            }))
+          outputs.push_back(r);
+    }
+    OpBuilder builder(group.ops.front());
+    auto fused = FusedOp::create(builder, group.ops.front()->getLoc(),
+                                 ValueRange(outputs).getTypes(), inputs.getArrayRef());
+    Block *block = builder.createBlock(&fused.getBody());
+    IRMapping mapping;
+    for (Value in : inputs)
+      mapping.map(in, block->addArgument(in.getType(), in.getLoc()));
+    for (Value s : splats)
+      mapping.map(s, builder.clone(*s.getDefiningOp())->getResult(0));
+    for (Operation *op : group.ops)
+      builder.clone(*op, mapping);
+    SmallVector<Value> yielded;
+    for (Value out : outputs)
+      yielded.push_back(mapping.lookup(out));
+    YieldOp::create(builder, fused.getLoc(), yielded);
+    for (auto [out, result] : llvm::zip(outputs, fused.getResults()))
+      out.replaceUsesWithIf(result, [&](OpOperand &use) {
+        return !members.contains(use.getOwner());
+      });
+    for (Operation *op : llvm::reverse(group.ops))
+      op->erase();
+    ++made;
+  }
+  return made;
+}
+
+namespace {
+struct FuseElementwisePass : weft::impl::FuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    if (!getOperation().isExternal())
+      weft::fuseElementwise(getOperation());
+  }
+};
+} // namespace

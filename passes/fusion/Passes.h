@@ -1,0 +1,22 @@
+//===- Passes.h - operator fusion -------------------------------*- C++ -*-===//
+
+#ifndef WEFT_PASSES_FUSION_PASSES_H
+#define WEFT_PASSES_FUSION_PASSES_H
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace weft {
+#define GEN_PASS_DECL
+#include "passes/fusion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/fusion/Passes.h.inc"
+
+/// Groups elementwise ops of `func` into weft.fused ops; returns how many
+/// groups were made.
+int64_t fuseElementwise(mlir::func::FuncOp func);
+} // namespace weft
+
+#endif // WEFT_PASSES_FUSION_PASSES_H

@@ -1,0 +1,24 @@
+//===- Passes.td - operator fusion -------------------------*- tablegen -*-===//
+
+#ifndef WEFT_PASSES_FUSION_TD
+#define WEFT_PASSES_FUSION_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseElementwise : Pass<"weft-fusion-group", "::mlir::func::FuncOp"> {
+  let summary = "Group chains of elementwise ops into weft.fused kernels";
+  let description = [{
+    Walks the function in order and grows groups of elementwise weft ops
+    (ops with the Elementwise trait whose operands and results all have one
+    shape): an op joins the group of one of its operands' producers when every
+    other operand is defined before that group's first op, which keeps the
+    group free of cycles; splat constants used by a group are copied into it.
+    Each group of two or more ops becomes a `weft.fused` op placed where the
+    group's first op was, taking the group's outside operands and yielding
+    the results used outside it. GEMMs, attention, norms and reductions stay
+    outside, as library or hand-written kernels.
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+#endif // WEFT_PASSES_FUSION_TD

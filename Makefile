@@ -33,7 +33,7 @@ check-format: setup
 	git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run --Werror
 
 format: setup
-	git ls-files '*.cpp' '*.h' | xargs clang-format -i
+	git ls-files --cached --others --exclude-standard '*.cpp' '*.h' | xargs clang-format -i
 
 # Formatting, then lit, then ctest, whose summary line closes the run.
 test: build check-format

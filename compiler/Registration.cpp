@@ -5,6 +5,7 @@
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
+#include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 
@@ -15,6 +16,7 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
 void weft::registerAllPasses() {
   registerWeftAutodiffPasses();
   registerWeftDecomposePasses();
+  registerWeftFusionPasses();
   registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
 }

@@ -222,6 +222,18 @@ LogicalResult Interpreter::eval(Operation *op) {
         bind(p.getResult(), std::move(*value));
         return success();
       })
+      .Case([&](FusedOp f) -> LogicalResult {
+        Block &body = f.getBody().front();
+        for (auto [arg, input] : llvm::zip(body.getArguments(), f.getInputs()))
+          env[arg] = get(input);
+        for (Operation &inner : body.without_terminator())
+          if (failed(eval(&inner)))
+            return failure();
+        auto yield = cast<YieldOp>(body.getTerminator());
+        for (auto [result, value] : llvm::zip(f.getResults(), yield.getValues()))
+          env[result] = get(value);
+        return success();
+      })
       .Case([&](AssignOp a) {
         if (assignments)
           (*assignments)[a.getName().str()] = get(a.getValue());

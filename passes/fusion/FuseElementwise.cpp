@@ -119,6 +119,9 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
       });
     for (Operation *op : llvm::reverse(group.ops))
       op->erase();
+    for (Value s : splats) // Copied into the group; drop them if now unused.
+      if (s.use_empty())
+        s.getDefiningOp()->erase();
     ++made;
   }
   return made;

@@ -698,5 +698,29 @@ ExpertScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ")
+           << body.getNumArguments() << " arguments for " << getInputs().size()
+           << " inputs";
+  for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("body argument type ")
+             << arg.getType() << " differs from input type " << input.getType();
+  auto yield = dyn_cast_or_null<YieldOp>(body.empty() ? nullptr : &body.back());
+  if (!yield)
+    return emitOpError("body must end with weft.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types differ from the result types");
+  for (Operation &op : body.without_terminator()) {
+    bool splat = isa<ConstantOp>(op) &&
+                 cast<ConstantOp>(op).getValue().isSplat();
+    if (!splat && !op.hasTrait<OpTrait::Elementwise>())
+      return op.emitOpError("cannot be part of a fused elementwise group");
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/weft/IR/WeftOps.cpp.inc"

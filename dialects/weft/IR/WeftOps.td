@@ -15,6 +15,7 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Type constraints
@@ -847,6 +848,47 @@ def Weft_CrossEntropyGradOp : Weft_Op<"cross_entropy_grad",
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad attr-dict `:` type($logits) `,` type($labels)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Weft_FusedOp : Weft_Op<"fused",
+    [IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "a group of elementwise ops that runs as one kernel";
+  let description = [{
+    Created by `weft-fusion-group`. The body's block arguments are the
+    `inputs`; its ops are elementwise weft ops over tensors of one shape
+    (and splat constants); `weft.yield` names the values the group makes
+    visible outside, which are the results. Semantics are those of the body
+    run once: each op still rounds its result to its element type, so fusing
+    never changes a value. Codegen turns the body into one loop whose
+    iteration computes every op for one element.
+
+    ```mlir
+    %r = weft.fused (%x, %b) : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a: tensor<8x64xf32>, %c: tensor<8x64xf32>):
+      %s = weft.add %a, %c : tensor<8x64xf32>
+      %g = weft.gelu %s : tensor<8x64xf32>
+      weft.yield %g : tensor<8x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Weft_Tensor>:$inputs);
+  let results = (outs Variadic<Weft_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_YieldOp : Weft_Op<"yield",
+    [Pure, Terminator, HasParent<"FusedOp">, ReturnLike]> {
+  let summary = "the values a fused group returns";
+  let arguments = (ins Variadic<Weft_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 #endif // WEFT_OPS_TD

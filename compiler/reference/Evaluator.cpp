@@ -224,14 +224,21 @@ LogicalResult Interpreter::eval(Operation *op) {
       })
       .Case([&](FusedOp f) -> LogicalResult {
         Block &body = f.getBody().front();
-        for (auto [arg, input] : llvm::zip(body.getArguments(), f.getInputs()))
-          env[arg] = get(input);
+        // Copy before inserting: a DenseMap insert may move the entries.
+        for (auto [arg, input] :
+             llvm::zip(body.getArguments(), f.getInputs())) {
+          Tensor value = get(input);
+          env[arg] = std::move(value);
+        }
         for (Operation &inner : body.without_terminator())
           if (failed(eval(&inner)))
             return failure();
         auto yield = cast<YieldOp>(body.getTerminator());
-        for (auto [result, value] : llvm::zip(f.getResults(), yield.getValues()))
-          env[result] = get(value);
+        for (auto [result, value] :
+             llvm::zip(f.getResults(), yield.getValues())) {
+          Tensor copy = get(value);
+          env[result] = std::move(copy);
+        }
         return success();
       })
       .Case([&](AssignOp a) {

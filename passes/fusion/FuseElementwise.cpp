@@ -82,7 +82,8 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
   for (Group &group : groups) {
     if (group.ops.size() < 2)
       continue;
-    llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(), group.ops.end());
+    llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(),
+                                               group.ops.end());
     llvm::SetVector<Value> inputs;
     llvm::SetVector<Value> splats;
     SmallVector<Value> outputs;
@@ -99,8 +100,9 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
           outputs.push_back(r);
     }
     OpBuilder builder(group.ops.front());
-    auto fused = FusedOp::create(builder, group.ops.front()->getLoc(),
-                                 ValueRange(outputs).getTypes(), inputs.getArrayRef());
+    auto fused =
+        FusedOp::create(builder, group.ops.front()->getLoc(),
+                        ValueRange(outputs).getTypes(), inputs.getArrayRef());
     Block *block = builder.createBlock(&fused.getBody());
     IRMapping mapping;
     for (Value in : inputs)
@@ -128,7 +130,8 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
 }
 
 namespace {
-struct FuseElementwisePass : weft::impl::FuseElementwiseBase<FuseElementwisePass> {
+struct FuseElementwisePass
+    : weft::impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     if (!getOperation().isExternal())
       weft::fuseElementwise(getOperation());

@@ -714,8 +714,8 @@ LogicalResult FusedOp::verify() {
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("yielded types differ from the result types");
   for (Operation &op : body.without_terminator()) {
-    bool splat = isa<ConstantOp>(op) &&
-                 cast<ConstantOp>(op).getValue().isSplat();
+    bool splat =
+        isa<ConstantOp>(op) && cast<ConstantOp>(op).getValue().isSplat();
     if (!splat && !op.hasTrait<OpTrait::Elementwise>())
       return op.emitOpError("cannot be part of a fused elementwise group");
   }

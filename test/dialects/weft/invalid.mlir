@@ -596,3 +596,38 @@ func.func @assign_type(%x: tensor<4xf32>) {
   weft.assign "w", %x : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @fused_nonelementwise(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = weft.fused(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>):
+    // expected-error @+1 {{'weft.matmul' op cannot be part of a fused elementwise group}}
+    %m = weft.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32>
+    weft.yield %m : tensor<4x4xf32>
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @fused_yield_types(%x: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{yielded types differ from the result types}}
+  %0 = weft.fused(%x) : (tensor<4xf32>) -> tensor<4xbf16> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = weft.exp %a : tensor<4xf32>
+    weft.yield %e : tensor<4xf32>
+  }
+  return %0 : tensor<4xbf16>
+}
+
+// -----
+
+func.func @fused_arguments(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{body argument type 'tensor<5xf32>' differs from input type 'tensor<4xf32>'}}
+  %0 = weft.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<5xf32>):
+    weft.yield %x : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}

@@ -123,6 +123,8 @@ public:
         results.push_back(*id);
       }
       json::Object attrs;
+      if (auto kernel = op.getAttrOfType<StringAttr>("weft.kernel"))
+        attrs["kernel"] = kernel.str();
       if (auto props =
               dyn_cast_or_null<DictionaryAttr>(op.getPropertiesAsAttribute()))
         for (NamedAttribute a : props) {

@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -71,10 +72,20 @@ Compiler::Impl::compile(ModuleOp module, const CompileOptions &options) {
     return fail("compilation failed");
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto tokens = cast<RankedTensorType>(forward.getArgumentTypes().front());
+  // Generated kernels go to a fresh directory; the executor loads them from
+  // there by absolute path.
+  llvm::SmallString<256> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("weft-jit", dir))
+    return fail("cannot create a directory for the kernels: " + ec.message());
+  FailureOr<std::string> library = buildKernelLibrary(module, dir);
+  if (failed(library))
+    return fail("kernel generation failed");
   FailureOr<llvm::json::Object> manifest =
       codegen::buildManifest(module, {"step", "forward"},
                              llvm::json::Object{{"batch", tokens.getDimSize(0)},
-                                                {"seq", tokens.getDimSize(1)}});
+                                                {"seq", tokens.getDimSize(1)},
+                                                {"kernels", *library}});
   if (failed(manifest))
     return fail("code generation failed");
   std::string text;

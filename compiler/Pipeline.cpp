@@ -3,11 +3,17 @@
 #include "compiler/Pipeline.h"
 
 #include "codegen/Bundle.h"
+#include "codegen/KernelSource.h"
 #include "passes/autodiff/Passes.h"
+#include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -25,12 +31,15 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   if (failed(step))
     return failure();
   // The gradient function was a stage on the way to @step.
+  SmallVector<func::FuncOp> programs = {*step, forward};
   if (options.keepGradients)
-    planMemory(*grad);
+    programs.push_back(*grad);
   else
     grad->erase();
-  planMemory(*step);
-  planMemory(forward);
+  for (func::FuncOp program : programs) {
+    fuseElementwise(program);
+    planMemory(program);
+  }
   return verify(module);
 }
 
@@ -49,7 +58,39 @@ LogicalResult compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
   SmallVector<StringRef> programs = {"step", "forward"};
   if (options.keepGradients)
     programs.push_back("train_step");
+  FailureOr<std::string> library = buildKernelLibrary(module, dir);
+  if (failed(library))
+    return failure();
+  meta["kernels"] = "kernels.so";
   return codegen::writeBundle(module, programs, dir, std::move(meta));
+}
+
+std::string kernelCacheDir() {
+  llvm::SmallString<256> dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    dir = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    llvm::sys::path::append(dir, home, ".cache");
+  else
+    return "";
+  llvm::sys::path::append(dir, "weft", "kernels");
+  return dir.str().str();
+}
+
+FailureOr<std::string> buildKernelLibrary(ModuleOp module,
+                                          llvm::StringRef dir) {
+  FailureOr<std::string> source = codegen::emitKernelSource(module);
+  if (failed(source))
+    return failure();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return module.emitError("cannot create '") << dir << "': " << ec.message(),
+           failure();
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, "kernels.so");
+  if (failed(codegen::compileKernels(module.getLoc(), *source, path,
+                                     kernelCacheDir())))
+    return failure();
+  return path.str().str();
 }
 
 } // namespace weft

@@ -19,8 +19,8 @@ struct TrainingOptions {
 
 /// The training pipeline on a module whose @forward returns (loss, logits):
 /// weft-autodiff (@train_step), weft-optimizer-adamw (@step), then
-/// weft-memory-plan on @step and @forward. The module is left holding the
-/// planned programs (what `weftc compile --emit=mlir` prints).
+/// weft-fusion-group and weft-memory-plan on @step and @forward. The module is
+/// left holding the planned programs (what `weftc compile --emit=mlir` prints).
 mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,
                                           const TrainingOptions &options);
 
@@ -31,6 +31,15 @@ mlir::LogicalResult compileTrainingBundle(mlir::ModuleOp module,
                                           llvm::StringRef dir,
                                           const TrainingOptions &options,
                                           llvm::json::Object meta);
+
+/// Generates the C++ kernels of every weft.fused op in `module` and compiles
+/// them into `dir/kernels.so` (see codegen/KernelSource.h); returns its path.
+mlir::FailureOr<std::string> buildKernelLibrary(mlir::ModuleOp module,
+                                                llvm::StringRef dir);
+
+/// Where compiled kernel libraries are cached by source hash:
+/// $XDG_CACHE_HOME/weft/kernels or ~/.cache/weft/kernels.
+std::string kernelCacheDir();
 
 } // namespace weft
 

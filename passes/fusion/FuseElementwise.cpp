@@ -20,15 +20,16 @@ bool isSplatConstant(Value v) {
   return c && c.getValue().isSplat();
 }
 
-/// Elementwise weft ops over one shape: the ops a loop kernel can run.
+/// Elementwise f32 weft ops over one shape: the ops a generated loop kernel
+/// runs (kernels hold f32 values; narrow types come with mixed precision).
 bool fusible(Operation *op) {
   if (!isa<weft::WeftDialect>(op->getDialect()) ||
       !op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
     return false;
-  auto shape = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
-  return llvm::all_of(op->getOperands(), [&](Value v) {
-    return cast<RankedTensorType>(v.getType()).getShape() == shape;
-  });
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  return type.getElementType().isF32() &&
+         llvm::all_of(op->getOperands(),
+                      [&](Value v) { return v.getType() == type; });
 }
 
 struct Group {

@@ -9,8 +9,8 @@ def FuseElementwise : Pass<"weft-fusion-group", "::mlir::func::FuncOp"> {
   let summary = "Group chains of elementwise ops into weft.fused kernels";
   let description = [{
     Walks the function in order and grows groups of elementwise weft ops
-    (ops with the Elementwise trait whose operands and results all have one
-    shape): an op joins the group of one of its operands' producers when every
+    (ops with the Elementwise trait whose operands and result all have one
+    f32 tensor type): an op joins the group of one of its operands' producers when every
     other operand is defined before that group's first op, which keeps the
     group free of cycles; splat constants used by a group are copied into it.
     Each group of two or more ops becomes a `weft.fused` op placed where the

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <cstring>
+#include <dlfcn.h>
 #include <limits>
 
 namespace weft::runtime {
@@ -22,7 +23,11 @@ struct Executor::Program {
   std::vector<int64_t> firstUse, lastUse;
 };
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  programs_.clear(); // Kernels point into the library: drop them first.
+  if (library_)
+    dlclose(library_);
+}
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
                                                            Options options) {
@@ -55,6 +60,18 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
       }
     }
     ex->constants_.push_back(std::move(data));
+  }
+  // Generated kernels: a shared object named by meta.kernels, relative to
+  // the bundle directory unless absolute.
+  if (auto it = ex->bundle_.meta.find("kernels");
+      it != ex->bundle_.meta.end() && it->is_string()) {
+    std::string path = it->get<std::string>();
+    if (!path.empty() && path.front() != '/')
+      path = ex->bundle_.path + "/" + path;
+    ex->library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!ex->library_)
+      return absl::NotFoundError(absl::StrCat(
+          path, ": cannot load the bundle's kernels: ", dlerror()));
   }
   for (const auto &[name, spec] : ex->bundle_.programs)
     if (absl::Status s = ex->bind(name, spec); !s.ok())
@@ -105,7 +122,10 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
       program->firstUse[id] = i;
       program->lastUse[id] = std::max<int64_t>(program->lastUse[id], i);
     }
-    absl::StatusOr<Kernel> kernel = bindKernel(step, in, out);
+    absl::StatusOr<Kernel> kernel =
+        bindKernel(step, in, out, [this](const std::string &symbol) -> void * {
+          return library_ ? dlsym(library_, symbol.c_str()) : nullptr;
+        });
     if (!kernel.ok())
       return absl::Status(kernel.status().code(),
                           absl::StrCat(bundle_.path, ": program ", name,

@@ -79,6 +79,7 @@ private:
 
   Bundle bundle_;
   Options options_;
+  void *library_ = nullptr; // dlopen handle of the generated kernels.
   std::map<std::string, std::vector<float>> params_;
   std::vector<std::vector<float>> constants_;
   std::map<std::string, std::unique_ptr<Program>> programs_;

@@ -418,7 +418,8 @@ absl::StatusOr<Kernel> bindSoftmax(const StepSpec &s, Buf x, Buf y) {
 } // namespace
 
 absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
-                                  const std::vector<Buf> &out) {
+                                  const std::vector<Buf> &out,
+                                  const SymbolResolver &resolve) {
   for (const std::vector<Buf> *list : {&in, &out})
     for (const Buf &b : *list)
       if (b.spec->dtype != DType::F32 && b.spec->dtype != DType::I32)
@@ -513,6 +514,29 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
         else
           y.i()[i] = static_cast<int32_t>(std::trunc(v));
       }
+      return ok();
+    });
+  }
+
+  if (op == "weft.fused") {
+    auto it = s.attrs.find("kernel");
+    if (it == s.attrs.end() || !it->is_string())
+      return absl::InvalidArgumentError("weft.fused: no kernel name");
+    std::string name = it->get<std::string>();
+    auto fn =
+        reinterpret_cast<FusedKernelFn>(resolve ? resolve(name) : nullptr);
+    if (!fn)
+      return absl::NotFoundError(absl::StrCat(
+          "weft.fused: kernel '", name, "' is not in the kernel library"));
+    std::vector<const float *> inputs;
+    std::vector<float *> outputs;
+    for (const Buf &b : in)
+      inputs.push_back(b.f());
+    for (const Buf &b : out)
+      outputs.push_back(b.f());
+    int64_t n = out.front().size();
+    return Kernel([=] {
+      fn(inputs.data(), outputs.data(), n);
       return ok();
     });
   }

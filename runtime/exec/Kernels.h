@@ -35,9 +35,19 @@ using Kernel = std::function<absl::Status()>;
 
 /// Binds the kernel of `step` to its operand and result buffers, or reports
 /// an op or element type the CPU runtime does not support.
+/// Finds a generated kernel by symbol name in the bundle's library.
+using SymbolResolver = std::function<void *(const std::string &)>;
+
+/// The signature of a generated fused kernel's CPU launcher.
+using FusedKernelFn = void (*)(const float *const *in, float *const *out,
+                               int64_t n);
+
+/// (weft.fused steps call the generated kernel named by their "kernel"
+/// attribute, found through `resolve`.)
 absl::StatusOr<Kernel> bindKernel(const StepSpec &step,
                                   const std::vector<Buf> &in,
-                                  const std::vector<Buf> &out);
+                                  const std::vector<Buf> &out,
+                                  const SymbolResolver &resolve);
 
 } // namespace weft::runtime
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/KernelSource.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/reference/Evaluator.h"
@@ -76,7 +77,8 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
                                cl::sub(evalCmd), cl::sub(compileCmd));
 cl::opt<std::string> emit("emit",
                           cl::desc("Stop early and print: 'mlir' (the planned "
-                                   "step and forward programs)"),
+                                   "step and forward programs) or 'kernels' "
+                                   "(the generated C++ kernel source)"),
                           cl::sub(compileCmd));
 cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
                       cl::init(0.9), cl::sub(compileCmd));
@@ -200,8 +202,8 @@ int64_t vocabOf(func::FuncOp func) {
 }
 
 int runCompile(MLIRContext &context) {
-  if (!emit.empty() && emit != "mlir")
-    return fail("unknown --emit '" + emit + "' (supported: mlir)");
+  if (!emit.empty() && emit != "mlir" && emit != "kernels")
+    return fail("unknown --emit '" + emit + "' (supported: mlir, kernels)");
   if (emit.empty() && outputPath == "-")
     return fail("compile needs -o bundle/ (or --emit=mlir)");
   SourceMgr sources;
@@ -228,9 +230,16 @@ int runCompile(MLIRContext &context) {
         meta["config"] = std::move(*config);
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
-  if (emit == "mlir") {
+  if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options)))
       return 1;
+    if (emit == "kernels") {
+      FailureOr<std::string> source = weft::codegen::emitKernelSource(*module);
+      if (failed(source))
+        return 1;
+      outs() << *source;
+      return 0;
+    }
     module->print(outs());
     outs() << "\n";
     return 0;

@@ -258,94 +258,147 @@ struct AttentionShape {
       : batch(q[0]), s(q[1]), hq(q[2]), d(q[3]), t(k[1]), hkv(k[2]), dv(v[3]) {}
 };
 
+/// Tile sizes of the attention kernels: a 64 x 64 score tile of floats
+/// (16 KiB) stays in L1/L2 while GEMMs fill and consume it.
+constexpr int64_t kQueryTile = 64, kKeyTile = 64;
+
+/// FlashAttention's forward on the CPU: for each (batch, head) and tile of
+/// queries, walk the visible key tiles keeping a running row maximum m and
+/// sum l; scores and P V go through sgemm on strided views of the
+/// [B, S, H, D] tensors, so nothing of size S x S is ever stored.
 absl::StatusOr<Kernel> bindAttention(const StepSpec &st, Buf q, Buf k, Buf v,
                                      Buf out, Buf lse) {
   AttentionShape a(q.shape(), k.shape(), v.shape());
-  double scale = attrF(st, "scale");
+  float scale = static_cast<float>(attrF(st, "scale"));
   bool causal = attrB(st, "causal");
   return Kernel([=] {
-    int64_t group = a.hq / a.hkv;
-    std::vector<double> p(a.t), acc(a.dv);
+    int64_t group = a.hq / a.hkv, ldq = a.hq * a.d, ldk = a.hkv * a.d,
+            ldv = a.hkv * a.dv, ldo = a.hq * a.dv;
+    std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
+    std::vector<float> m(kQueryTile), l(kQueryTile);
     for (int64_t b = 0; b < a.batch; ++b)
-      for (int64_t h = 0; h < a.hq; ++h)
-        for (int64_t i = 0; i < a.s; ++i) {
-          const float *qi = q.f() + ((b * a.s + i) * a.hq + h) * a.d;
-          int64_t visible = causal ? std::min(a.t, i + (a.t - a.s) + 1) : a.t;
-          double m = -kInf, sum = 0;
-          for (int64_t j = 0; j < visible; ++j) {
-            const float *kj = k.f() + ((b * a.t + j) * a.hkv + h / group) * a.d;
-            double dot = 0;
-            for (int64_t c = 0; c < a.d; ++c)
-              dot += static_cast<double>(qi[c]) * kj[c];
-            p[j] = scale * dot;
-            m = std::max(m, p[j]);
+      for (int64_t h = 0; h < a.hq; ++h) {
+        const float *qh = q.f() + b * a.s * ldq + h * a.d;
+        const float *kh = k.f() + b * a.t * ldk + (h / group) * a.d;
+        const float *vh = v.f() + b * a.t * ldv + (h / group) * a.dv;
+        for (int64_t i0 = 0; i0 < a.s; i0 += kQueryTile) {
+          int64_t bq = std::min(kQueryTile, a.s - i0);
+          std::fill(m.begin(), m.end(), -INFINITY);
+          std::fill(l.begin(), l.end(), 0.0f);
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          // Keys visible to the last query of the tile.
+          int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
+          for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
+            int64_t bk = std::min(kKeyTile, keys - j0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d,
+                        scale, qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f,
+                        s.data(), bk);
+            for (int64_t i = 0; i < bq; ++i) {
+              float *row = s.data() + i * bk;
+              int64_t visible =
+                  causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
+              float mNew = m[i];
+              for (int64_t j = 0; j < visible; ++j)
+                mNew = std::max(mNew, row[j]);
+              float correction = std::exp(m[i] - mNew), sum = 0;
+              for (int64_t j = 0; j < bk; ++j)
+                sum += row[j] = j < visible ? std::exp(row[j] - mNew) : 0.0f;
+              l[i] = l[i] * correction + sum;
+              m[i] = mNew;
+              for (int64_t c = 0; c < a.dv; ++c)
+                acc[i * a.dv + c] *= correction;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, a.dv, bk,
+                        1.0f, s.data(), bk, vh + j0 * ldv, ldv, 1.0f,
+                        acc.data(), a.dv);
           }
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (int64_t j = 0; j < visible; ++j) {
-            double e = std::exp(p[j] - m);
-            sum += e;
-            const float *vj =
-                v.f() + ((b * a.t + j) * a.hkv + h / group) * a.dv;
+          for (int64_t i = 0; i < bq; ++i) {
+            float *o = out.f() + (b * a.s + i0 + i) * ldo + h * a.dv;
             for (int64_t c = 0; c < a.dv; ++c)
-              acc[c] += e * vj[c];
+              o[c] = acc[i * a.dv + c] / l[i];
+            lse.f()[(b * a.hq + h) * a.s + i0 + i] = m[i] + std::log(l[i]);
           }
-          float *o = out.f() + ((b * a.s + i) * a.hq + h) * a.dv;
-          for (int64_t c = 0; c < a.dv; ++c)
-            o[c] = static_cast<float>(acc[c] / sum);
-          lse.f()[(b * a.hq + h) * a.s + i] =
-              static_cast<float>(m + std::log(sum));
         }
+      }
     return ok();
   });
 }
 
+/// FlashAttention's backward: probabilities are recomputed tile by tile
+/// from the saved log-sum-exp; every product is an sgemm on strided views.
+/// Grouped-query heads accumulate into their shared key/value head.
 absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
                                          const std::vector<Buf> &in,
                                          const std::vector<Buf> &out) {
   Buf q = in[0], k = in[1], v = in[2], o = in[3], lse = in[4], dout = in[5];
   Buf dq = out[0], dk = out[1], dv = out[2];
   AttentionShape a(q.shape(), k.shape(), v.shape());
-  double scale = attrF(st, "scale");
+  float scale = static_cast<float>(attrF(st, "scale"));
   bool causal = attrB(st, "causal");
   return Kernel([=] {
-    int64_t group = a.hq / a.hkv;
-    std::vector<double> gq(dq.size(), 0.0), gk(dk.size(), 0.0),
-        gv(dv.size(), 0.0);
+    int64_t group = a.hq / a.hkv, ldq = a.hq * a.d, ldk = a.hkv * a.d,
+            ldv = a.hkv * a.dv, ldo = a.hq * a.dv;
+    std::fill(dq.f(), dq.f() + dq.size(), 0.0f);
+    std::fill(dk.f(), dk.f() + dk.size(), 0.0f);
+    std::fill(dv.f(), dv.f() + dv.size(), 0.0f);
+    std::vector<float> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile),
+        rowDot(kQueryTile);
     for (int64_t b = 0; b < a.batch; ++b)
-      for (int64_t h = 0; h < a.hq; ++h)
-        for (int64_t i = 0; i < a.s; ++i) {
-          int64_t row = (b * a.s + i) * a.hq + h;
-          const float *qi = q.f() + row * a.d, *doi = dout.f() + row * a.dv,
-                      *oi = o.f() + row * a.dv;
-          double rowDot = 0;
-          for (int64_t c = 0; c < a.dv; ++c)
-            rowDot += static_cast<double>(doi[c]) * oi[c];
-          double l = lse.f()[(b * a.hq + h) * a.s + i];
-          int64_t visible = causal ? std::min(a.t, i + (a.t - a.s) + 1) : a.t;
-          for (int64_t j = 0; j < visible; ++j) {
-            int64_t kvRow = (b * a.t + j) * a.hkv + h / group;
-            const float *kj = k.f() + kvRow * a.d, *vj = v.f() + kvRow * a.dv;
+      for (int64_t h = 0; h < a.hq; ++h) {
+        int64_t kvh = h / group;
+        const float *qh = q.f() + b * a.s * ldq + h * a.d;
+        const float *kh = k.f() + b * a.t * ldk + kvh * a.d;
+        const float *vh = v.f() + b * a.t * ldv + kvh * a.dv;
+        const float *oh = o.f() + b * a.s * ldo + h * a.dv;
+        const float *doh = dout.f() + b * a.s * ldo + h * a.dv;
+        float *dqh = dq.f() + b * a.s * ldq + h * a.d;
+        float *dkh = dk.f() + b * a.t * ldk + kvh * a.d;
+        float *dvh = dv.f() + b * a.t * ldv + kvh * a.dv;
+        const float *lseh = lse.f() + (b * a.hq + h) * a.s;
+        for (int64_t i0 = 0; i0 < a.s; i0 += kQueryTile) {
+          int64_t bq = std::min(kQueryTile, a.s - i0);
+          for (int64_t i = 0; i < bq; ++i) {
             double dot = 0;
-            for (int64_t c = 0; c < a.d; ++c)
-              dot += static_cast<double>(qi[c]) * kj[c];
-            double p = std::exp(scale * dot - l), dp = 0;
-            for (int64_t c = 0; c < a.dv; ++c) {
-              gv[kvRow * a.dv + c] += p * doi[c];
-              dp += static_cast<double>(doi[c]) * vj[c];
+            for (int64_t c = 0; c < a.dv; ++c)
+              dot += static_cast<double>(doh[(i0 + i) * ldo + c]) *
+                     oh[(i0 + i) * ldo + c];
+            rowDot[i] = static_cast<float>(dot);
+          }
+          int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
+          for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
+            int64_t bk = std::min(kKeyTile, keys - j0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d,
+                        scale, qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f,
+                        p.data(), bk);
+            for (int64_t i = 0; i < bq; ++i) {
+              int64_t visible =
+                  causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
+              for (int64_t j = 0; j < bk; ++j)
+                p[i * bk + j] =
+                    j < visible ? std::exp(p[i * bk + j] - lseh[i0 + i]) : 0.0f;
             }
-            double ds = p * (dp - rowDot) * scale;
-            for (int64_t c = 0; c < a.d; ++c) {
-              gq[row * a.d + c] += ds * kj[c];
-              gk[kvRow * a.d + c] += ds * qi[c];
-            }
+            // dV += P^T dO;  dP = dO V^T.
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bk, a.dv, bq,
+                        1.0f, p.data(), bk, doh + i0 * ldo, ldo, 1.0f,
+                        dvh + j0 * ldv, ldv);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.dv,
+                        1.0f, doh + i0 * ldo, ldo, vh + j0 * ldv, ldv, 0.0f,
+                        dp.data(), bk);
+            // dS = P (dP - D) scale, in place in dp.
+            for (int64_t i = 0; i < bq; ++i)
+              for (int64_t j = 0; j < bk; ++j)
+                dp[i * bk + j] =
+                    p[i * bk + j] * (dp[i * bk + j] - rowDot[i]) * scale;
+            // dQ += dS K;  dK += dS^T Q.
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, a.d, bk,
+                        1.0f, dp.data(), bk, kh + j0 * ldk, ldk, 1.0f,
+                        dqh + i0 * ldq, ldq);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bk, a.d, bq,
+                        1.0f, dp.data(), bk, qh + i0 * ldq, ldq, 1.0f,
+                        dkh + j0 * ldk, ldk);
           }
         }
-    for (size_t i = 0; i < gq.size(); ++i)
-      dq.f()[i] = static_cast<float>(gq[i]);
-    for (size_t i = 0; i < gk.size(); ++i)
-      dk.f()[i] = static_cast<float>(gk[i]);
-    for (size_t i = 0; i < gv.size(); ++i)
-      dv.f()[i] = static_cast<float>(gv[i]);
+      }
     return ok();
   });
 }

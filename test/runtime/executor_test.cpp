@@ -40,13 +40,13 @@ bool close(double a, double b, double rtol, double atol) {
 }
 
 /// Compiles `name` to a bundle, trains 3 steps both ways and compares.
-void checkParity(const std::string &name, bool poison) {
+void checkParity(const std::string &name, bool poison, int64_t b = 2,
+                 int64_t s = 8) {
   SCOPED_TRACE(name);
   auto context = testutil::makeContext();
   auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
                                   "/examples/configs/" + name + ".json");
   ASSERT_TRUE(static_cast<bool>(config));
-  const int64_t b = 2, s = 8;
   auto module = buildModel(*context, *config, {b, s, "f32"});
   ASSERT_TRUE(static_cast<bool>(module));
   std::string dir = ::testing::TempDir() + name + "-bundle";
@@ -123,8 +123,10 @@ void checkParity(const std::string &name, bool poison) {
 
     // Updated parameters agree to 0.1% of the step size. Adam divides by
     // sqrt(v): where a gradient is at rounding-noise level (a key bias,
-    // which softmax ignores) the noise becomes a full-size step of either
-    // sign, so those elements are only held to the step size.
+    // which softmax ignores, or any gradient below 1e-4 of the largest, where
+    // fp32 accumulation order moves it by percents) the noise becomes a
+    // full-size step of either sign, so those elements are only held to the
+    // step size.
     for (unsigned r = 1; r < gradFunc.getNumResults(); ++r) {
       std::string pname =
           gradFunc.getResultAttrOfType<mlir::StringAttr>(r, "weft.grad").str();
@@ -135,7 +137,7 @@ void checkParity(const std::string &name, bool poison) {
       const std::vector<float> &got = (*executor)->param(pname);
       const std::vector<double> &want = trainer.values().at(pname).data;
       for (size_t i = 0; i < want.size(); ++i, ++checked) {
-        bool noise = std::fabs(g[i]) <= 1e-5 * gmax;
+        bool noise = std::fabs(g[i]) <= 1e-4 * gmax;
         ASSERT_TRUE(close(got[i], want[i], 1e-6, noise ? 2.5 * lr : 1e-3 * lr))
             << "step " << step << " " << pname << "[" << i << "]: " << got[i]
             << " vs " << want[i] << " (gradient " << g[i] << ")";
@@ -160,4 +162,8 @@ TEST(Executor, MixtralTinyMatchesTheReferenceAfterThreeAdamWSteps) {
 // results.
 TEST(Executor, PoisoningFreedBuffersChangesNothing) {
   checkParity("gpt2-tiny", true);
+}
+// 100 positions span two 64-wide attention tiles, causal mask included.
+TEST(Executor, LongSequencesCrossAttentionTiles) {
+  checkParity("llama-tiny", false, 1, 100);
 }

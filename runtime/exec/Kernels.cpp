@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 namespace weft::runtime {
@@ -171,8 +172,12 @@ absl::StatusOr<Kernel> bindReduce(const StepSpec &s, Buf x, Buf y, int kind) {
     stride *= in[d];
   }
   std::vector<int64_t> target = gatherIndex(in, outStrides);
+  // Scratch bound once: a fresh large vector per call would be new mmap'd
+  // pages, zeroed by the kernel, every step.
+  auto scratch = std::make_shared<std::vector<double>>(y.size());
   return Kernel([=] {
-    std::vector<double> acc(y.size(), kind == 2 ? -kInf : 0.0);
+    std::vector<double> &acc = *scratch;
+    std::fill(acc.begin(), acc.end(), kind == 2 ? -kInf : 0.0);
     const float *a = x.f();
     for (size_t i = 0; i < target.size(); ++i) {
       double v = a[i];

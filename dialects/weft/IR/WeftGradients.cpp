@@ -123,16 +123,33 @@ Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Emitter e{b, getLoc()};
   Value g = single(rg), lhs = getLhs(), rhs = getRhs();
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  int64_t batch = e.typeOf(g).getRank() - 2;
   Value da = ta ? MatmulOp::create(b, getLoc(), rhs, g, tb, true).getResult()
                 : MatmulOp::create(b, getLoc(), g, rhs, false, !tb).getResult();
-  Value db = tb ? MatmulOp::create(b, getLoc(), g, lhs, true, ta).getResult()
-                : MatmulOp::create(b, getLoc(), lhs, g, !ta, false).getResult();
-  // An operand without batch dims was shared by every batch: sum over them.
-  int64_t batch = e.typeOf(g).getRank() - 2;
+  // An operand without batch dims (a weight) was shared by every batch: its
+  // gradient sums over them.
   if (e.typeOf(lhs).getRank() == 2)
     da = sumLeading(e, da, batch);
-  if (e.typeOf(rhs).getRank() == 2)
-    db = sumLeading(e, db, batch);
+  Value db;
+  if (e.typeOf(rhs).getRank() == 2 && batch > 0 && !ta) {
+    // Fold the batch into the rows ([B..., M, K] -> [B*M, K], a view) so one
+    // GEMM both multiplies and sums over the batch.
+    auto fold = [&](Value v) {
+      auto type = e.typeOf(v);
+      return e.reshape(v, RankedTensorType::get(
+                              {type.getNumElements() / type.getShape().back(),
+                               type.getShape().back()},
+                              type.getElementType()));
+    };
+    Value a2 = fold(lhs), g2 = fold(g);
+    db = tb ? MatmulOp::create(b, getLoc(), g2, a2, true, false).getResult()
+            : MatmulOp::create(b, getLoc(), a2, g2, true, false).getResult();
+  } else {
+    db = tb ? MatmulOp::create(b, getLoc(), g, lhs, true, ta).getResult()
+            : MatmulOp::create(b, getLoc(), lhs, g, !ta, false).getResult();
+    if (e.typeOf(rhs).getRank() == 2)
+      db = sumLeading(e, db, batch);
+  }
   return grads({da, db});
 }
 

@@ -51,8 +51,10 @@ func.func @forward(%ids: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f3
 }
 // CHECK: %[[DL:.*]] = weft.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x4x16xf32>, tensor<1x4xi32>
 // CHECK: %[[DO:.*]] = weft.matmul %[[DL]], %{{.*}} : tensor<1x4x16xf32>, tensor<16x8xf32>
-// CHECK: %[[DHEAD:.*]] = weft.matmul %[[DL]], %{{.*}} transpose_lhs
-// CHECK: %[[DT1:.*]] = weft.reduce_sum %[[DHEAD]] dims [0] : tensor<1x16x8xf32>
+// The tied head's gradient folds the batch into one GEMM (views, no sum).
+// CHECK: %[[A2:.*]] = weft.reshape %{{.*}} : tensor<1x4x8xf32> -> tensor<4x8xf32>
+// CHECK: %[[G2:.*]] = weft.reshape %[[DL]] : tensor<1x4x16xf32> -> tensor<4x16xf32>
+// CHECK: %[[DT1:.*]] = weft.matmul %[[G2]], %[[A2]] transpose_lhs : tensor<4x16xf32>, tensor<4x8xf32>
 // CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = weft.attention_grad %[[Q:.*]], %[[Q]], %[[Q]], %result, %lse, %{{.*}} scale = 5.000000e-01 causal
 // CHECK: %[[S1:.*]] = weft.add %[[DQ]], %[[DK]]
 // CHECK: weft.add %[[S1]], %[[DV]]

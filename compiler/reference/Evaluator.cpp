@@ -136,15 +136,7 @@ private:
   DType roundingType(Type elt) {
     if (elt.isF32())
       return precision == Precision::F32 ? DType::F32 : DType::F64;
-    if (elt.isBF16())
-      return DType::BF16;
-    if (elt.isF16())
-      return DType::F16;
-    if (isa<Float8E4M3FNType>(elt))
-      return DType::F8E4M3FN;
-    if (isa<Float8E5M2Type>(elt))
-      return DType::F8E5M2;
-    return DType::I64;
+    return storageType(elt).value_or(DType::I64);
   }
 
   template <typename Fn> Tensor map(Value in, Fn fn) {
@@ -1001,6 +993,25 @@ FailureOr<std::vector<Tensor>> evaluate(func::FuncOp func,
                                         Assignments *assignments) {
   Interpreter interpreter(precision, params, assignments);
   return interpreter.run(func, inputs);
+}
+
+std::optional<runtime::DType> storageType(Type elt) {
+  using runtime::DType;
+  if (elt.isF32())
+    return DType::F32;
+  if (elt.isBF16())
+    return DType::BF16;
+  if (elt.isF16())
+    return DType::F16;
+  if (isa<Float8E4M3FNType>(elt))
+    return DType::F8E4M3FN;
+  if (isa<Float8E5M2Type>(elt))
+    return DType::F8E5M2;
+  if (elt.isInteger(32))
+    return DType::I32;
+  if (elt.isInteger(64))
+    return DType::I64;
+  return std::nullopt;
 }
 
 int64_t countParameters(func::FuncOp func) {

@@ -14,10 +14,12 @@
 
 #include "dialects/weft/IR/WeftOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "runtime/support/Float.h"
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,9 @@ mlir::FailureOr<std::vector<Tensor>>
 evaluate(mlir::func::FuncOp func, llvm::ArrayRef<Tensor> inputs,
          const ParamProvider &params, Precision precision = Precision::F32,
          Assignments *assignments = nullptr);
+
+/// The runtime dtype that stores `elementType` (a safetensors dtype), if any.
+std::optional<runtime::DType> storageType(mlir::Type elementType);
 
 /// The number of scalar elements in the model parameters (weft.param ops not
 /// marked `state`) of `func`.

@@ -8,25 +8,6 @@ using namespace mlir;
 
 namespace weft::reference {
 
-std::optional<runtime::DType> storageType(Type elt) {
-  using runtime::DType;
-  if (elt.isF32())
-    return DType::F32;
-  if (elt.isBF16())
-    return DType::BF16;
-  if (elt.isF16())
-    return DType::F16;
-  if (isa<Float8E4M3FNType>(elt))
-    return DType::F8E4M3FN;
-  if (isa<Float8E5M2Type>(elt))
-    return DType::F8E5M2;
-  if (elt.isInteger(32))
-    return DType::I32;
-  if (elt.isInteger(64))
-    return DType::I64;
-  return std::nullopt;
-}
-
 ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file) {
   return [&file](ParamOp param) -> FailureOr<Tensor> {
     std::string name = param.getName().str();

@@ -11,9 +11,6 @@
 
 namespace weft::reference {
 
-/// The safetensors dtype that stores `elementType`, if any.
-std::optional<runtime::DType> storageType(mlir::Type elementType);
-
 /// A provider reading each weft.param from `file` (which must outlive it).
 /// A tensor named "transformer.X" may also be stored as "X" (the layout of
 /// the original GPT-2 checkpoints). A missing tensor, or one whose dtype or

@@ -192,6 +192,20 @@ absl::StatusOr<Kernel> bindReduce(const StepSpec &s, Buf x, Buf y, int kind) {
   });
 }
 
+/// Mean (0 for RMSNorm) and 1/sqrt(variance + eps) of one row.
+std::pair<double, double> rowStats(const float *x, int64_t dim, bool rms,
+                                   double eps) {
+  double mean = 0, var = 0;
+  if (!rms) {
+    for (int64_t j = 0; j < dim; ++j)
+      mean += x[j];
+    mean /= dim;
+  }
+  for (int64_t j = 0; j < dim; ++j)
+    var += (x[j] - mean) * (x[j] - mean);
+  return {mean, 1.0 / std::sqrt(var / dim + eps)};
+}
+
 /// Rows of the last dimension for the norms.
 absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
                                 const std::vector<Buf> &out, bool rms,
@@ -204,15 +218,7 @@ absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
     return Kernel([=] {
       for (int64_t r = 0; r < rows; ++r) {
         const float *xr = x.f() + r * dim;
-        double mean = 0, var = 0;
-        if (!rms) {
-          for (int64_t j = 0; j < dim; ++j)
-            mean += xr[j];
-          mean /= dim;
-        }
-        for (int64_t j = 0; j < dim; ++j)
-          var += (xr[j] - mean) * (xr[j] - mean);
-        double inv = 1.0 / std::sqrt(var / dim + eps);
+        auto [mean, inv] = rowStats(xr, dim, rms, eps);
         for (int64_t j = 0; j < dim; ++j)
           y.f()[r * dim + j] = static_cast<float>(
               (xr[j] - mean) * inv * w.f()[j] + (rms ? 0.0 : bias.f()[j]));
@@ -225,15 +231,8 @@ absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
     std::vector<double> gw(dim, 0.0), gb(dim, 0.0), xhat(dim), g(dim);
     for (int64_t r = 0; r < rows; ++r) {
       const float *xr = x.f() + r * dim, *dyr = dy.f() + r * dim;
-      double mean = 0, var = 0;
-      if (!rms) {
-        for (int64_t j = 0; j < dim; ++j)
-          mean += xr[j];
-        mean /= dim;
-      }
-      for (int64_t j = 0; j < dim; ++j)
-        var += (xr[j] - mean) * (xr[j] - mean);
-      double inv = 1.0 / std::sqrt(var / dim + eps), meanG = 0, meanGX = 0;
+      auto [mean, inv] = rowStats(xr, dim, rms, eps);
+      double meanG = 0, meanGX = 0;
       for (int64_t j = 0; j < dim; ++j) {
         xhat[j] = (xr[j] - mean) * inv;
         g[j] = static_cast<double>(dyr[j]) * w.f()[j];

@@ -216,6 +216,11 @@ std::optional<int64_t> ProgramSpec::output(const std::string &name) const {
   return std::nullopt;
 }
 
+int64_t Bundle::metaInt(const std::string &key) const {
+  auto it = meta.find(key);
+  return it != meta.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
 const ParamSpec *Bundle::param(const std::string &name) const {
   for (const ParamSpec &p : params)
     if (p.name == name)
@@ -241,7 +246,9 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
   Reader r(file);
   if (manifest.is_discarded() || !manifest.is_object())
     return r.error("manifest", "is not a JSON object");
-  if (manifest.value("format", "") != kBundleFormat)
+  auto format = manifest.find("format");
+  if (format == manifest.end() || !format->is_string() ||
+      *format != kBundleFormat)
     return r.error("format", absl::StrCat("expected \"", kBundleFormat, "\""));
   if (!manifest.contains("version") ||
       !manifest["version"].is_number_integer() ||
@@ -252,7 +259,12 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
                                 "; recompile the bundle with this weftc"));
   Bundle bundle;
   bundle.path = dir.empty() ? file : dir;
-  bundle.meta = manifest.value("meta", json::object());
+  bundle.meta = json::object();
+  if (auto meta = manifest.find("meta"); meta != manifest.end()) {
+    if (!meta->is_object())
+      return r.error("meta", "must be an object");
+    bundle.meta = *meta;
+  }
   const json *params = nullptr;
   WEFT_ASSIGN(params,
               r.field(manifest, "manifest", "params", json::value_t::array));
@@ -272,8 +284,16 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
       return r.error(at, absl::StrCat("unknown init '", spec.init, "'"));
     WEFT_ASSIGN(spec.shape, r.shape(p, at));
     WEFT_ASSIGN(spec.dtype, r.dtype(p, at));
-    spec.scale = p.value("scale", 0.0);
-    spec.state = p.value("state", false);
+    if (auto scale = p.find("scale"); scale != p.end()) {
+      if (!scale->is_number())
+        return r.error(at + ".scale", "has the wrong type");
+      spec.scale = scale->get<double>();
+    }
+    if (auto state = p.find("state"); state != p.end()) {
+      if (!state->is_boolean())
+        return r.error(at + ".state", "has the wrong type");
+      spec.state = state->get<bool>();
+    }
     bundle.params.push_back(std::move(spec));
   }
   const json *constants = nullptr;

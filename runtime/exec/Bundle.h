@@ -78,6 +78,8 @@ struct Bundle {
                                       const std::string &label,
                                       const std::string &dir = "");
   const ParamSpec *param(const std::string &name) const;
+  /// An integer field of `meta`, or 0 when absent or not an integer.
+  int64_t metaInt(const std::string &key) const;
 };
 
 } // namespace weft::runtime

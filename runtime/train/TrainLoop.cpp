@@ -11,6 +11,44 @@
 
 namespace weft::runtime {
 
+absl::Status TrainLoop::check(const Bundle &bundle) {
+  auto fail = [&](const std::string &what) {
+    return absl::InvalidArgumentError(absl::StrCat(bundle.path, ": ", what));
+  };
+  auto inputs = [&](const char *name) -> std::vector<const ValueSpec *> {
+    std::vector<const ValueSpec *> out;
+    auto it = bundle.programs.find(name);
+    if (it != bundle.programs.end())
+      for (int64_t id : it->second.inputs)
+        out.push_back(&it->second.values[id]);
+    return out;
+  };
+  std::vector<const ValueSpec *> step = inputs("step"),
+                                 forward = inputs("forward");
+  if (!bundle.programs.count("step") || !bundle.programs.count("forward"))
+    return fail(
+        "needs 'step' and 'forward' programs; compile it with weftc compile");
+  auto isIds = [](const ValueSpec *v) {
+    return v->dtype == DType::I32 && v->shape.size() == 2;
+  };
+  auto isScalar = [](const ValueSpec *v) {
+    return v->dtype == DType::F32 && v->shape.empty();
+  };
+  if (step.size() != 4 || !isIds(step[0]) || step[1]->shape != step[0]->shape ||
+      !isIds(step[1]) || !isScalar(step[2]) || !isScalar(step[3]))
+    return fail("program 'step' must take tokens and labels [batch, seq] I32, "
+                "then lr and step 0-d F32");
+  if (forward.size() != 2 || forward[0]->shape != step[0]->shape ||
+      !isIds(forward[0]) || forward[1]->shape != step[0]->shape)
+    return fail("program 'forward' must take the step's tokens and labels");
+  if (!bundle.programs.at("step").output("loss") ||
+      !bundle.programs.at("step").output("grad_norm") ||
+      !bundle.programs.at("forward").output("logits"))
+    return fail("programs must name outputs loss, grad_norm (step) and logits "
+                "(forward)");
+  return absl::OkStatus();
+}
+
 TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler,
                      LrSchedule schedule)
     : executor(executor), sampler(std::move(sampler)), schedule(schedule) {

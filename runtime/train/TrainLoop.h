@@ -26,6 +26,11 @@ struct StepReport {
 
 class TrainLoop {
 public:
+  /// Checks that `bundle` has the programs training needs with the inputs
+  /// it feeds them: step(tokens, labels [B, S] I32; lr, step 0-d F32) and
+  /// forward(tokens, labels) with the same [B, S].
+  static absl::Status check(const Bundle &bundle);
+
   TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedule);
 
   /// Runs the next step.

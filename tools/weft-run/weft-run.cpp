@@ -102,11 +102,8 @@ int main(int argc, char **argv) {
   auto bundle = weft::runtime::Bundle::load(positional[1]);
   if (!bundle.ok())
     return fail(bundle.status());
-  for (const char *program : {"step", "forward"})
-    if (!bundle->programs.count(program))
-      return fail(absl::StrFormat(
-          "%s: has no '%s' program; compile it with weftc compile",
-          positional[1], program));
+  if (absl::Status s = weft::runtime::TrainLoop::check(*bundle); !s.ok())
+    return fail(s);
   auto executor = weft::runtime::Executor::create(std::move(*bundle));
   if (!executor.ok())
     return fail(executor.status());
@@ -132,9 +129,9 @@ int main(int argc, char **argv) {
                           data, absl::GetFlag(FLAGS_token_bytes));
   if (!tokens.ok())
     return fail(tokens.status());
-  const nlohmann::json &meta = ex.bundle().meta;
-  int64_t batch = meta.value("batch", 0), seq = meta.value("seq", 0),
-          vocab = meta.value("vocab", 0);
+  int64_t batch = ex.bundle().metaInt("batch"),
+          seq = ex.bundle().metaInt("seq"),
+          vocab = ex.bundle().metaInt("vocab");
   if (batch <= 0 || seq <= 0 || vocab <= 0)
     return fail(positional[1] +
                 std::string(": manifest meta lacks batch, seq or vocab"));

@@ -122,10 +122,10 @@ Compiler::compileConfig(const std::string &path,
   llvm::Expected<ModelConfig> config = ModelConfig::load(path);
   if (!config)
     return absl::InvalidArgumentError(llvm::toString(config.takeError()));
-  auto module = buildModel(
-      impl->context, *config,
-      {options.batch, options.seq > 0 ? options.seq : config->maxPositions,
-       options.dtype});
+  ModelBuildOptions build{options.batch,
+                          options.seq > 0 ? options.seq : config->maxPositions,
+                          options.dtype, /*masterWeights=*/true};
+  auto module = buildModel(impl->context, *config, build);
   if (!module)
     return absl::InvalidArgumentError(path + ": " +
                                       llvm::toString(module.takeError()));

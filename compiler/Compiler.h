@@ -31,6 +31,7 @@ class Executor;
 struct CompileOptions {
   int64_t batch = 1;
   int64_t seq = 0; // 0: the model's maximum positions (configs only).
+  /// Compute type: "f32", or "bf16" with f32 master weights.
   std::string dtype = "f32";
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.1;
   double maxGradNorm = 1.0;

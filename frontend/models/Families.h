@@ -25,6 +25,12 @@ struct ModelInputs {
 };
 ModelInputs addModelInputs(GraphBuilder &g, const ModelBuildOptions &options);
 
+/// A parameter of compute type `dtype`: declared in `dtype`, or in f32 and
+/// cast to `dtype` when options.masterWeights is set.
+mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &options,
+                       llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                       mlir::Type dtype, Init init);
+
 ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &config,
                        const ModelBuildOptions &options, mlir::Type dtype);
 /// Llama and Mixtral: they differ only in the feed-forward block.

@@ -21,6 +21,15 @@ ModelInputs addModelInputs(GraphBuilder &g, const ModelBuildOptions &o) {
           g.input("labels", {o.batch, o.seq}, i32)};
 }
 
+mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &o,
+                       llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                       mlir::Type dtype, Init init) {
+  mlir::Type f32 = g.builder().getF32Type();
+  if (!o.masterWeights || dtype == f32)
+    return g.param(name, shape, dtype, init);
+  return g.cast(g.param(name, shape, f32, init), dtype);
+}
+
 ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
                        const ModelBuildOptions &o, Type dtype) {
   int64_t b = o.batch, s = o.seq, d = c.hiddenSize, h = c.numHeads,
@@ -31,21 +40,21 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   Init residual = Init::normal(c.initStd / std::sqrt(2.0 * c.numLayers));
   auto linear = [&](Value x, const std::string &name, int64_t din, int64_t dout,
                     Init init) {
-    Value w = g.param(name + ".weight", {din, dout}, dtype, init);
-    Value bias = g.param(name + ".bias", {dout}, dtype, Init::zeros());
+    Value w = modelParam(g, o, name + ".weight", {din, dout}, dtype, init);
+    Value bias = modelParam(g, o, name + ".bias", {dout}, dtype, Init::zeros());
     return g.addBias(g.matmul(x, w), bias);
   };
   auto layerNorm = [&](Value x, const std::string &name) {
-    Value w = g.param(name + ".weight", {d}, dtype, Init::ones());
-    Value bias = g.param(name + ".bias", {d}, dtype, Init::zeros());
+    Value w = modelParam(g, o, name + ".weight", {d}, dtype, Init::ones());
+    Value bias = modelParam(g, o, name + ".bias", {d}, dtype, Init::zeros());
     return g.layerNorm(x, w, bias, c.normEps);
   };
 
   g.setScope("transformer.wte");
-  Value wte =
-      g.param("transformer.wte.weight", {c.vocabSize, d}, dtype, weights);
-  Value wpe =
-      g.param("transformer.wpe.weight", {c.maxPositions, d}, dtype, weights);
+  Value wte = modelParam(g, o, "transformer.wte.weight", {c.vocabSize, d},
+                         dtype, weights);
+  Value wpe = modelParam(g, o, "transformer.wpe.weight", {c.maxPositions, d},
+                         dtype, weights);
   Value x = g.embedding(wte, in.tokens);
   x = g.add(x, g.broadcast(g.slice(wpe, {0, 0}, {s, d}), {b, s, d}, {1, 2}));
 

@@ -26,17 +26,18 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   // x @ W^T with W an nn.Linear weight [out, in].
   auto linear = [&](Value x, const std::string &name, int64_t din,
                     int64_t dout) {
-    Value w = g.param(name + ".weight", {dout, din}, dtype, weights);
+    Value w = modelParam(g, o, name + ".weight", {dout, din}, dtype, weights);
     return g.matmul(x, w, false, /*transposeRhs=*/true);
   };
   auto rmsNorm = [&](Value x, const std::string &name) {
-    return g.rmsNorm(x, g.param(name + ".weight", {d}, dtype, Init::ones()),
-                     c.normEps);
+    return g.rmsNorm(
+        x, modelParam(g, o, name + ".weight", {d}, dtype, Init::ones()),
+        c.normEps);
   };
 
   g.setScope("model.embed_tokens");
-  Value embed =
-      g.param("model.embed_tokens.weight", {c.vocabSize, d}, dtype, weights);
+  Value embed = modelParam(g, o, "model.embed_tokens.weight", {c.vocabSize, d},
+                           dtype, weights);
   Value x = g.embedding(embed, in.tokens);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
@@ -77,9 +78,10 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
         SmallVector<Value> parts;
         for (int64_t j = 0; j < e; ++j)
           parts.push_back(
-              g.reshape(g.param(moe + ".experts." + std::to_string(j) + "." +
-                                    w.str() + ".weight",
-                                {rows, cols}, dtype, weights),
+              g.reshape(modelParam(g, o,
+                                   moe + ".experts." + std::to_string(j) + "." +
+                                       w.str() + ".weight",
+                                   {rows, cols}, dtype, weights),
                         {1, rows, cols}));
         return g.concat(parts, 0);
       };
@@ -95,9 +97,10 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   g.setScope("model.norm");
   x = rmsNorm(x, "model.norm");
   g.setScope("lm_head");
-  Value head = c.tieWordEmbeddings ? embed
-                                   : g.param("lm_head.weight", {c.vocabSize, d},
-                                             dtype, weights);
+  Value head = c.tieWordEmbeddings
+                   ? embed
+                   : modelParam(g, o, "lm_head.weight", {c.vocabSize, d}, dtype,
+                                weights);
   Value logits = g.matmul(x, head, false, /*transposeRhs=*/true);
   return {g.crossEntropy(logits, in.labels), logits};
 }

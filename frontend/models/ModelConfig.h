@@ -53,6 +53,10 @@ struct ModelBuildOptions {
   int64_t seq = 0;
   /// Element type of parameters and activations ("f32", "bf16", "f16").
   std::string dtype = "f32";
+  /// With a narrow dtype: keep parameters in f32 (master weights) and cast
+  /// them to dtype where they are used, so the optimizer updates f32 values
+  /// while the forward and backward compute in dtype (mixed precision).
+  bool masterWeights = false;
 };
 
 /// Builds `forward(tokens: [B,S] i32, labels: [B,S] i32) -> (loss, logits)`.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <cstring>
+#include <deque>
 #include <dlfcn.h>
 #include <limits>
 
@@ -21,7 +22,14 @@ struct Executor::Program {
   /// Per arena value: the step that defines it and the last that reads it
   /// (outputs and assigns count as read at the end).
   std::vector<int64_t> firstUse, lastUse;
+  /// f32 copies of narrow (bf16, f16) values for the steps that use them.
+  std::deque<ValueSpec> shadowSpecs;
+  std::deque<std::vector<float>> shadows;
 };
+
+namespace {
+bool isNarrow(DType t) { return t == DType::BF16 || t == DType::F16; }
+} // namespace
 
 Executor::~Executor() {
   programs_.clear(); // Kernels point into the library: drop them first.
@@ -122,10 +130,47 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
       program->firstUse[id] = i;
       program->lastUse[id] = std::max<int64_t>(program->lastUse[id], i);
     }
+    // Kernels compute in f32: a narrow (bf16, f16) value is widened into an
+    // f32 copy before the step and rounded back (to nearest even) after it,
+    // which is the evaluator's rule of rounding each op's result once.
+    std::vector<std::pair<Buf, Buf>> loads, stores;
+    auto widen = [&](std::vector<Buf> &bufs, bool isResult) {
+      for (Buf &b : bufs) {
+        if (!isNarrow(b.spec->dtype))
+          continue;
+        ValueSpec &wide = program->shadowSpecs.emplace_back(*b.spec);
+        wide.dtype = DType::F32;
+        std::vector<float> &storage =
+            program->shadows.emplace_back(wide.numElements());
+        Buf f32{reinterpret_cast<char *>(storage.data()), &wide};
+        (isResult ? stores : loads).push_back({b, f32});
+        b = f32;
+      }
+    };
+    widen(in, false);
+    widen(out, true);
     absl::StatusOr<Kernel> kernel =
         bindKernel(step, in, out, [this](const std::string &symbol) -> void * {
           return library_ ? dlsym(library_, symbol.c_str()) : nullptr;
         });
+    if (kernel.ok() && (!loads.empty() || !stores.empty()))
+      kernel = Kernel([inner = std::move(*kernel), loads, stores] {
+        for (const auto &[narrow, wide] : loads) {
+          size_t width = dtypeSize(narrow.spec->dtype);
+          for (int64_t i = 0; i < wide.size(); ++i)
+            wide.f()[i] = static_cast<float>(
+                decode(reinterpret_cast<uint8_t *>(narrow.data) + i * width,
+                       narrow.spec->dtype));
+        }
+        absl::Status status = inner();
+        for (const auto &[narrow, wide] : stores) {
+          size_t width = dtypeSize(narrow.spec->dtype);
+          for (int64_t i = 0; i < wide.size(); ++i)
+            encode(wide.f()[i], narrow.spec->dtype,
+                   reinterpret_cast<uint8_t *>(narrow.data) + i * width);
+        }
+        return status;
+      });
     if (!kernel.ok())
       return absl::Status(kernel.status().code(),
                           absl::StrCat(bundle_.path, ": program ", name,

@@ -183,6 +183,8 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
                                   seq > 0 ? std::min(seq, config->maxPositions)
                                           : config->maxPositions,
                                   dtypeName};
+  // Training keeps f32 master weights and computes in --dtype.
+  options.masterWeights = static_cast<bool>(compileCmd);
   auto module = weft::buildModel(context, *config, options);
   if (!module) {
     fail(configPath + ": " + toString(module.takeError()));

@@ -23,13 +23,25 @@ bool isSplatConstant(Value v) {
 /// Elementwise f32 weft ops over one shape: the ops a generated loop kernel
 /// runs (kernels hold f32 values; narrow types come with mixed precision).
 bool fusible(Operation *op) {
-  if (!isa<weft::WeftDialect>(op->getDialect()) ||
-      !op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
+  if (!isa<weft::WeftDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  return type.getElementType().isF32() &&
+  if (!type.getElementType().isF32())
+    return false;
+  // Norms over the last dimension run row by row inside a group; their [D]
+  // weights come in as inputs.
+  if (isa<weft::LayerNormOp, weft::RMSNormOp>(op))
+    return op->getOperand(0).getType() == type;
+  return op->hasTrait<OpTrait::Elementwise>() &&
          llvm::all_of(op->getOperands(),
                       [&](Value v) { return v.getType() == type; });
+}
+
+/// Ops without operands (parameters, constants) depend on nothing, so a
+/// group may use them wherever they are declared.
+bool isLeaf(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && def->getNumOperands() == 0;
 }
 
 struct Group {
@@ -60,7 +72,7 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
       unsigned g = it->second;
       bool acyclic = llvm::all_of(op.getOperands(), [&](Value other) {
         Operation *def = other.getDefiningOp();
-        if (!def || isSplatConstant(other))
+        if (!def || isSplatConstant(other) || isLeaf(other))
           return true;
         auto og = groupOf.find(def);
         return (og != groupOf.end() && og->second == g) ||
@@ -100,6 +112,10 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
             }))
           outputs.push_back(r);
     }
+    // Leaf inputs declared after the group's first op move up to it.
+    for (Value in : inputs)
+      if (isLeaf(in) && group.ops.front()->isBeforeInBlock(in.getDefiningOp()))
+        in.getDefiningOp()->moveBefore(group.ops.front());
     OpBuilder builder(group.ops.front());
     auto fused =
         FusedOp::create(builder, group.ops.front()->getLoc(),

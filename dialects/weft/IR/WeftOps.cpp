@@ -716,7 +716,8 @@ LogicalResult FusedOp::verify() {
   for (Operation &op : body.without_terminator()) {
     bool splat =
         isa<ConstantOp>(op) && cast<ConstantOp>(op).getValue().isSplat();
-    if (!splat && !op.hasTrait<OpTrait::Elementwise>())
+    bool rowNorm = isa<LayerNormOp, RMSNormOp>(op);
+    if (!splat && !rowNorm && !op.hasTrait<OpTrait::Elementwise>())
       return op.emitOpError("cannot be part of a fused elementwise group");
   }
   return success();

@@ -859,12 +859,14 @@ def Weft_FusedOp : Weft_Op<"fused",
   let summary = "a group of elementwise ops that runs as one kernel";
   let description = [{
     Created by `weft-fusion-group`. The body's block arguments are the
-    `inputs`; its ops are elementwise weft ops over tensors of one shape
-    (and splat constants); `weft.yield` names the values the group makes
-    visible outside, which are the results. Semantics are those of the body
+    `inputs`; its ops are elementwise weft ops over tensors of one shape,
+    splat constants, and norms over the last dimension (`weft.layer_norm`,
+    `weft.rms_norm`, whose [D] weights are inputs); `weft.yield` names the
+    values the group makes visible outside, which are the results. Semantics are those of the body
     run once: each op still rounds its result to its element type, so fusing
     never changes a value. Codegen turns the body into one loop whose
-    iteration computes every op for one element.
+    iteration computes every op for one element, or, when the group holds a
+    norm, for one row of the last dimension (residual + norm in one pass).
 
     ```mlir
     %r = weft.fused (%x, %b) : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32> {

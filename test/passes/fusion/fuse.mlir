@@ -61,3 +61,24 @@ func.func @shapes(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<8xf32> {
   %b = weft.add %s, %v : tensor<8xf32>
   return %b : tensor<8xf32>
 }
+
+// -----
+
+// Residual + norm: the add and the norm over the last dimension run as one
+// row kernel; the norm's [D] weights (declared after the add) move up and
+// come in as inputs, and the residual stream is yielded too.
+// CHECK-LABEL: func.func @residual_norm
+func.func @residual_norm(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: %[[G:.*]] = weft.param "g"
+  // CHECK: %[[B:.*]] = weft.param "b"
+  // CHECK: %[[F:.*]]:2 = weft.fused(%{{.*}}, %{{.*}}, %[[G]], %[[B]]) : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  // CHECK: weft.add
+  // CHECK-NEXT: weft.layer_norm
+  // CHECK-NEXT: weft.yield
+  %h = weft.add %x, %y : tensor<4x8xf32>
+  %g = weft.param "g" init(ones) : tensor<8xf32>
+  %b = weft.param "b" init(zeros) : tensor<8xf32>
+  %n = weft.layer_norm %h, %g, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  // CHECK: return %[[F]]#1, %[[F]]#0
+  return %n, %h : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -628,11 +628,15 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
       for (size_t d = 0; d < starts.size(); ++d)
         base += starts[d] * inStrides[d];
     }
-    std::vector<int64_t> source = gatherIndex(y.shape(), strides, base);
-    size_t width = dtypeSize(y.spec->dtype);
+    // Every value here is 4 bytes wide (f32 or i32): copy as 32-bit words.
+    auto source = std::make_shared<const std::vector<int64_t>>(
+        gatherIndex(y.shape(), strides, base));
     return Kernel([=] {
-      for (size_t i = 0; i < source.size(); ++i)
-        std::memcpy(y.data + i * width, x.data + source[i] * width, width);
+      const uint32_t *from = reinterpret_cast<const uint32_t *>(x.data);
+      uint32_t *to = reinterpret_cast<uint32_t *>(y.data);
+      const int64_t *index = source->data();
+      for (size_t i = 0, n = source->size(); i < n; ++i)
+        to[i] = from[index[i]];
       return ok();
     });
   }

@@ -15,6 +15,7 @@
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
 #include "frontend/models/ModelConfig.h"
+#include "passes/costmodel/Topology.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
 
@@ -43,6 +44,15 @@ cl::SubCommand
     importCmd("import", "Emit the forward graph (with loss) of a model family");
 cl::SubCommand evalCmd("eval", "Run a graph on the reference evaluator and "
                                "print its mean loss");
+cl::SubCommand topologyCmd("topology",
+                           "Resolve a topology (file or preset), check a mesh "
+                           "against it, print it as JSON");
+cl::opt<std::string> topologySpec("topology",
+                                  cl::desc("Topology file or preset: cpu:N, "
+                                           "dgx-a100:N, dgx-h100:N, h200:N"),
+                                  cl::sub(topologyCmd));
+cl::opt<std::string> meshSpec("mesh", cl::desc("Mesh to check, e.g. dp=2,tp=4"),
+                              cl::sub(topologyCmd));
 cl::SubCommand compileCmd("compile",
                           "Compile a model into a training bundle (autodiff, "
                           "AdamW, memory plan) for weft-run");
@@ -201,6 +211,23 @@ int64_t vocabOf(func::FuncOp func) {
       vocab = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
   });
   return vocab;
+}
+
+int runTopology() {
+  if (topologySpec.empty())
+    return fail("topology needs --topology FILE|PRESET");
+  Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
+  if (!topology)
+    return fail(toString(topology.takeError()));
+  if (!meshSpec.empty()) {
+    auto axes = weft::parseMeshSpec(meshSpec);
+    if (!axes)
+      return fail(toString(axes.takeError()));
+    if (Error e = topology->checkMesh(*axes))
+      return fail(toString(std::move(e)));
+  }
+  outs() << formatv("{0:2}", topology->toJSON()) << "\n";
+  return 0;
 }
 
 int runCompile(MLIRContext &context) {
@@ -376,5 +403,8 @@ int main(int argc, char **argv) {
     return runEval(context);
   if (compileCmd)
     return runCompile(context);
-  return fail("expected a subcommand: import, eval or compile (see --help)");
+  if (topologyCmd)
+    return runTopology();
+  return fail("expected a subcommand: import, eval, compile or topology (see "
+              "--help)");
 }

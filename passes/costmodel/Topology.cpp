@@ -1,0 +1,307 @@
+//===- Topology.cpp - the cluster a plan is made for ----------------------===//
+//
+// JSON form (all keys required unless marked):
+//
+//   {"name": "dgx-h100",                  (optional)
+//    "nodes": 4, "devices_per_node": 8,
+//    "device": {"name": "H100-SXM5-80GB", (optional)
+//               "memory_gb": 80,
+//               "peak_tflops": {"bf16": 989, "fp8": 1979, "f32": 67}},
+//    "intra_node": {"bandwidth_gbps": 450, "latency_us": 2},
+//    "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}}
+//
+// Units: memory in GB (1e9 bytes), FLOP/s in TFLOP/s (dense, no sparsity),
+// bandwidth in GB/s per device and direction, latency in microseconds.
+// Unknown keys are errors, so a typo cannot silently fall back to a default.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/costmodel/Topology.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace llvm;
+
+namespace weft {
+namespace {
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Reads one JSON object, rejecting keys it does not know.
+class ObjectReader {
+public:
+  ObjectReader(const json::Object &obj, std::string path, StringRef label)
+      : obj(obj), path(std::move(path)), label(label) {}
+
+  Error unknownKeys(std::initializer_list<StringRef> known) const {
+    StringSet<> allowed;
+    for (StringRef k : known)
+      allowed.insert(k);
+    for (const auto &entry : obj)
+      if (!allowed.contains(entry.first))
+        return fail(label + ": unknown key '" + where(entry.first) + "'");
+    return Error::success();
+  }
+
+  Expected<double> positive(StringRef key) const {
+    const json::Value *v = obj.get(key);
+    if (!v)
+      return fail(label + ": missing key '" + where(key) + "'");
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !(*d > 0))
+      return fail(label + ": '" + where(key) + "' must be a positive number");
+    return *d;
+  }
+
+  Expected<int64_t> positiveInt(StringRef key) const {
+    const json::Value *v = obj.get(key);
+    if (!v)
+      return fail(label + ": missing key '" + where(key) + "'");
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i || *i <= 0)
+      return fail(label + ": '" + where(key) + "' must be a positive integer");
+    return *i;
+  }
+
+  Expected<ObjectReader> object(StringRef key) const {
+    const json::Value *v = obj.get(key);
+    if (!v)
+      return fail(label + ": missing key '" + where(key) + "'");
+    const json::Object *o = v->getAsObject();
+    if (!o)
+      return fail(label + ": '" + where(key) + "' must be an object");
+    return ObjectReader(*o, where(key), label);
+  }
+
+  const json::Object &raw() const { return obj; }
+  std::string where(StringRef key) const {
+    return path.empty() ? key.str() : path + "." + key.str();
+  }
+
+private:
+  const json::Object &obj;
+  std::string path;
+  StringRef label;
+};
+
+Expected<LinkSpec> readLink(const ObjectReader &parent, StringRef key) {
+  Expected<ObjectReader> link = parent.object(key);
+  if (!link)
+    return link.takeError();
+  if (Error e = link->unknownKeys({"bandwidth_gbps", "latency_us"}))
+    return std::move(e);
+  Expected<double> bw = link->positive("bandwidth_gbps");
+  if (!bw)
+    return bw.takeError();
+  Expected<double> lat = link->positive("latency_us");
+  if (!lat)
+    return lat.takeError();
+  return LinkSpec{*bw * 1e9, *lat * 1e-6};
+}
+
+/// Datasheet figures of the presets (dense, without sparsity).
+struct Preset {
+  const char *name;
+  const char *device;
+  int64_t devicesPerNode; // 0: the preset's count is devices, one node.
+  double memoryGB;
+  double tflopsBf16, tflopsFp8, tflopsF32;
+  LinkSpec intra, inter;
+};
+const Preset kPresets[] = {
+    // NVIDIA A100 SXM4 80GB: 312 TFLOP/s bf16, 19.5 f32; NVLink 3 600 GB/s
+    // both directions; one 200 Gb/s HDR InfiniBand port per GPU.
+    {"dgx-a100",
+     "A100-SXM4-80GB",
+     8,
+     80,
+     312,
+     0,
+     19.5,
+     {300e9, 2e-6},
+     {25e9, 5e-6}},
+    // NVIDIA H100 SXM5 80GB: 989 bf16, 1979 fp8, 67 f32; NVLink 4 900 GB/s
+    // both directions; one 400 Gb/s NDR port per GPU.
+    {"dgx-h100",
+     "H100-SXM5-80GB",
+     8,
+     80,
+     989,
+     1979,
+     67,
+     {450e9, 2e-6},
+     {50e9, 5e-6}},
+    // NVIDIA H200 SXM 141GB: H100's compute with 141 GB of HBM3e.
+    {"h200",
+     "H200-SXM-141GB",
+     8,
+     141,
+     989,
+     1979,
+     67,
+     {450e9, 2e-6},
+     {50e9, 5e-6}},
+    // Local CPU ranks on one machine talking over loopback TCP (Gloo).
+    {"cpu", "cpu", 0, 8, 0.1, 0, 0.1, {5e9, 20e-6}, {5e9, 20e-6}},
+};
+} // namespace
+
+Expected<Topology> Topology::parse(StringRef text, StringRef label) {
+  Expected<json::Value> parsed = json::parse(text);
+  if (!parsed)
+    return fail(label + ": invalid JSON: " + toString(parsed.takeError()));
+  const json::Object *root = parsed->getAsObject();
+  if (!root)
+    return fail(label + ": a topology must be a JSON object");
+  ObjectReader r(*root, "", label);
+  if (Error e = r.unknownKeys({"name", "nodes", "devices_per_node", "device",
+                               "intra_node", "inter_node"}))
+    return std::move(e);
+  Topology t;
+  if (std::optional<StringRef> name = root->getString("name"))
+    t.name = name->str();
+  Expected<int64_t> nodes = r.positiveInt("nodes");
+  if (!nodes)
+    return nodes.takeError();
+  Expected<int64_t> perNode = r.positiveInt("devices_per_node");
+  if (!perNode)
+    return perNode.takeError();
+  t.nodes = *nodes;
+  t.devicesPerNode = *perNode;
+  Expected<ObjectReader> device = r.object("device");
+  if (!device)
+    return device.takeError();
+  if (Error e = device->unknownKeys({"name", "memory_gb", "peak_tflops"}))
+    return std::move(e);
+  if (std::optional<StringRef> name = device->raw().getString("name"))
+    t.device.name = name->str();
+  Expected<double> memory = device->positive("memory_gb");
+  if (!memory)
+    return memory.takeError();
+  t.device.memoryBytes = static_cast<int64_t>(*memory * 1e9);
+  Expected<ObjectReader> flops = device->object("peak_tflops");
+  if (!flops)
+    return flops.takeError();
+  for (const auto &entry : flops->raw()) {
+    Expected<double> v = flops->positive(entry.first);
+    if (!v)
+      return v.takeError();
+    t.device.peakFlops[entry.first.str()] = *v * 1e12;
+  }
+  if (t.device.peakFlops.empty())
+    return fail(label + ": 'device.peak_tflops' needs at least one dtype");
+  Expected<LinkSpec> intra = readLink(r, "intra_node");
+  if (!intra)
+    return intra.takeError();
+  Expected<LinkSpec> inter = readLink(r, "inter_node");
+  if (!inter)
+    return inter.takeError();
+  t.intraNode = *intra;
+  t.interNode = *inter;
+  return t;
+}
+
+Expected<Topology> Topology::preset(StringRef spec) {
+  auto [name, countText] = spec.split(':');
+  int64_t count = 0;
+  if (countText.getAsInteger(10, count) || count <= 0)
+    return fail("topology preset '" + spec +
+                "' needs a positive count after ':' (e.g. dgx-h100:4)");
+  for (const Preset &p : kPresets) {
+    if (name != p.name)
+      continue;
+    Topology t;
+    t.name = spec.str();
+    t.nodes = p.devicesPerNode ? count : 1;
+    t.devicesPerNode = p.devicesPerNode ? p.devicesPerNode : count;
+    t.device.name = p.device;
+    t.device.memoryBytes = static_cast<int64_t>(p.memoryGB * 1e9);
+    t.device.peakFlops["bf16"] = p.tflopsBf16 * 1e12;
+    t.device.peakFlops["f32"] = p.tflopsF32 * 1e12;
+    if (p.tflopsFp8 > 0)
+      t.device.peakFlops["fp8"] = p.tflopsFp8 * 1e12;
+    t.intraNode = p.intra;
+    t.interNode = p.inter;
+    return t;
+  }
+  return fail("unknown topology preset '" + name +
+              "' (presets: cpu:N, dgx-a100:N, dgx-h100:N, h200:N)");
+}
+
+Expected<Topology> Topology::load(StringRef specOrPath) {
+  StringRef name = specOrPath.split(':').first;
+  for (const Preset &p : kPresets)
+    if (name == p.name)
+      return preset(specOrPath);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(specOrPath);
+  if (!buffer)
+    return fail(
+        specOrPath + ": cannot read (" + buffer.getError().message() +
+        "); not a preset either (cpu:N, dgx-a100:N, dgx-h100:N, h200:N)");
+  return parse((*buffer)->getBuffer(), specOrPath);
+}
+
+Error Topology::checkMesh(
+    ArrayRef<std::pair<std::string, int64_t>> axes) const {
+  int64_t product = 1;
+  for (const auto &[axis, size] : axes) {
+    if (size <= 0)
+      return fail(formatv(
+          "mesh axis '{0}' has size {1}; sizes must be positive", axis, size));
+    product *= size;
+  }
+  if (product > worldSize())
+    return fail(formatv("the mesh needs {0} devices but topology '{1}' has {2} "
+                        "({3} nodes x {4})",
+                        product, name, worldSize(), nodes, devicesPerNode));
+  return Error::success();
+}
+
+Expected<std::vector<std::pair<std::string, int64_t>>>
+parseMeshSpec(StringRef spec) {
+  std::vector<std::pair<std::string, int64_t>> axes;
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  if (parts.empty())
+    return fail("empty mesh spec (expected e.g. dp=2,tp=4)");
+  for (StringRef part : parts) {
+    auto [name, sizeText] = part.trim().split('=');
+    int64_t size = 0;
+    if (name != "dp" && name != "tp" && name != "pp" && name != "ep")
+      return fail("unknown mesh axis '" + name + "' (axes: dp, tp, pp, ep)");
+    if (sizeText.getAsInteger(10, size) || size <= 0)
+      return fail("mesh axis '" + name + "' needs a positive size, got '" +
+                  sizeText + "'");
+    for (const auto &[seen, unused] : axes)
+      if (seen == name)
+        return fail("mesh axis '" + name + "' is given twice");
+    axes.push_back({name.str(), size});
+  }
+  return axes;
+}
+
+json::Value Topology::toJSON() const {
+  json::Object flops;
+  for (const auto &[dtype, value] : device.peakFlops)
+    flops[dtype] = value / 1e12;
+  auto link = [](const LinkSpec &l) {
+    return json::Object{{"bandwidth_gbps", l.bandwidth / 1e9},
+                        {"latency_us", l.latency * 1e6}};
+  };
+  return json::Object{
+      {"name", name},
+      {"nodes", nodes},
+      {"devices_per_node", devicesPerNode},
+      {"device", json::Object{{"name", device.name},
+                              {"memory_gb", device.memoryBytes / 1e9},
+                              {"peak_tflops", std::move(flops)}}},
+      {"intra_node", link(intraNode)},
+      {"inter_node", link(interNode)}};
+}
+
+} // namespace weft

@@ -1,0 +1,72 @@
+//===- Topology.h - the cluster a plan is made for --------------*- C++ -*-===//
+//
+// A topology describes the machines a training job runs on: how many nodes,
+// devices per node, each device's memory and peak FLOP/s per dtype, and the
+// bandwidth and latency of links inside a node and between nodes. The planner,
+// the memory estimator and the cost model read it. It comes from a JSON file
+// or a built-in preset (`cpu:N`, `dgx-a100:N`, `dgx-h100:N`, `h200:N`, where N
+// is the number of nodes, or of local ranks for `cpu`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PASSES_COSTMODEL_TOPOLOGY_H
+#define WEFT_PASSES_COSTMODEL_TOPOLOGY_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace weft {
+
+struct LinkSpec {
+  double bandwidth = 0; // Bytes per second, one direction, per device.
+  double latency = 0;   // Seconds.
+};
+
+struct DeviceSpec {
+  std::string name;
+  int64_t memoryBytes = 0;
+  /// Dense peak FLOP/s by dtype ("f32", "bf16", "fp8", ...).
+  std::map<std::string, double> peakFlops;
+};
+
+struct Topology {
+  std::string name;
+  int64_t nodes = 1;
+  int64_t devicesPerNode = 1;
+  DeviceSpec device;
+  LinkSpec intraNode, interNode;
+
+  int64_t worldSize() const { return nodes * devicesPerNode; }
+
+  /// Reads the documented JSON form; `label` (the file) prefixes errors,
+  /// which name the offending key path.
+  static llvm::Expected<Topology> parse(llvm::StringRef json,
+                                        llvm::StringRef label);
+  /// A built-in preset: "cpu:N", "dgx-a100:N", "dgx-h100:N", "h200:N".
+  static llvm::Expected<Topology> preset(llvm::StringRef spec);
+  /// A preset name or a path to a JSON file.
+  static llvm::Expected<Topology> load(llvm::StringRef specOrPath);
+
+  /// Fails unless a mesh with these axis sizes fits: every size positive
+  /// and their product at most the number of devices.
+  llvm::Error
+  checkMesh(llvm::ArrayRef<std::pair<std::string, int64_t>> axes) const;
+
+  /// The JSON form `parse` reads (units as documented there).
+  llvm::json::Value toJSON() const;
+};
+
+/// Parses a mesh spec "dp=2,tp=4" into (axis, size) pairs. Axis names are
+/// dp, tp, pp and ep, each at most once; sizes are positive integers.
+llvm::Expected<std::vector<std::pair<std::string, int64_t>>>
+parseMeshSpec(llvm::StringRef spec);
+
+} // namespace weft
+
+#endif // WEFT_PASSES_COSTMODEL_TOPOLOGY_H

@@ -1,0 +1,110 @@
+//===- topology_test.cpp - topology files, presets and meshes -------------===//
+
+#include "passes/costmodel/Topology.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft;
+
+namespace {
+std::string error(llvm::Expected<Topology> t) {
+  EXPECT_FALSE(static_cast<bool>(t));
+  return t ? "" : llvm::toString(t.takeError());
+}
+
+const char *kValid = R"({
+  "name": "lab", "nodes": 2, "devices_per_node": 4,
+  "device": {"name": "X", "memory_gb": 40, "peak_tflops": {"bf16": 100, "f32": 20}},
+  "intra_node": {"bandwidth_gbps": 200, "latency_us": 3},
+  "inter_node": {"bandwidth_gbps": 25, "latency_us": 8}})";
+} // namespace
+
+TEST(Topology, ParsesTheDocumentedFormInSIUnits) {
+  auto t = Topology::parse(kValid, "lab.json");
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  EXPECT_EQ(t->worldSize(), 8);
+  EXPECT_EQ(t->device.memoryBytes, 40'000'000'000);
+  EXPECT_DOUBLE_EQ(t->device.peakFlops.at("bf16"), 100e12);
+  EXPECT_DOUBLE_EQ(t->intraNode.bandwidth, 200e9);
+  EXPECT_DOUBLE_EQ(t->interNode.latency, 8e-6);
+  // The JSON form round-trips.
+  std::string text;
+  llvm::raw_string_ostream(text) << t->toJSON();
+  auto again = Topology::parse(text, "again");
+  ASSERT_TRUE(static_cast<bool>(again));
+  EXPECT_EQ(again->worldSize(), 8);
+  EXPECT_DOUBLE_EQ(again->interNode.bandwidth, 25e9);
+}
+
+TEST(Topology, PresetsCarryDatasheetFigures) {
+  auto h100 = Topology::preset("dgx-h100:4");
+  ASSERT_TRUE(static_cast<bool>(h100));
+  EXPECT_EQ(h100->worldSize(), 32);
+  EXPECT_EQ(h100->devicesPerNode, 8);
+  EXPECT_DOUBLE_EQ(h100->device.peakFlops.at("bf16"), 989e12);
+  EXPECT_DOUBLE_EQ(h100->device.peakFlops.at("fp8"), 1979e12);
+  EXPECT_EQ(h100->device.memoryBytes, 80'000'000'000);
+  auto h200 = Topology::preset("h200:1");
+  ASSERT_TRUE(static_cast<bool>(h200));
+  EXPECT_EQ(h200->device.memoryBytes, 141'000'000'000);
+  auto a100 = Topology::preset("dgx-a100:2");
+  ASSERT_TRUE(static_cast<bool>(a100));
+  EXPECT_DOUBLE_EQ(a100->device.peakFlops.at("bf16"), 312e12);
+  EXPECT_EQ(a100->device.peakFlops.count("fp8"), 0u);
+  auto cpu = Topology::load("cpu:4");
+  ASSERT_TRUE(static_cast<bool>(cpu));
+  EXPECT_EQ(cpu->nodes, 1);
+  EXPECT_EQ(cpu->worldSize(), 4);
+}
+
+TEST(Topology, DiagnosesBadFiles) {
+  EXPECT_EQ(error(Topology::parse("[1]", "t.json")),
+            "t.json: a topology must be a JSON object");
+  EXPECT_EQ(error(Topology::parse(
+                R"({"nodes": 1, "devices_per_node": 1, "gpus": 2})", "t.json")),
+            "t.json: unknown key 'gpus'");
+  EXPECT_EQ(error(Topology::parse(R"({"nodes": 0, "devices_per_node": 1})",
+                                  "t.json")),
+            "t.json: 'nodes' must be a positive integer");
+  std::string badDevice = kValid;
+  badDevice.replace(badDevice.find("\"memory_gb\": 40"), 15,
+                    "\"memory_gb\": -4");
+  EXPECT_EQ(error(Topology::parse(badDevice, "t.json")),
+            "t.json: 'device.memory_gb' must be a positive number");
+  std::string typo = kValid;
+  typo.replace(typo.find("latency_us\": 3"), 10, "latency_ms");
+  EXPECT_EQ(error(Topology::parse(typo, "t.json")),
+            "t.json: unknown key 'intra_node.latency_ms'");
+  EXPECT_EQ(
+      error(Topology::preset("dgx-h100:0")),
+      "topology preset 'dgx-h100:0' needs a positive count after ':' (e.g. "
+      "dgx-h100:4)");
+  EXPECT_EQ(
+      error(Topology::preset("tpu:4")),
+      "unknown topology preset 'tpu' (presets: cpu:N, dgx-a100:N, dgx-h100:N, "
+      "h200:N)");
+}
+
+TEST(Topology, MeshesMustFit) {
+  auto t = Topology::preset("dgx-h100:4");
+  ASSERT_TRUE(static_cast<bool>(t));
+  auto mesh = parseMeshSpec("dp=4,tp=8");
+  ASSERT_TRUE(static_cast<bool>(mesh));
+  EXPECT_FALSE(static_cast<bool>(t->checkMesh(*mesh)));
+  auto big = parseMeshSpec("dp=8,tp=8");
+  ASSERT_TRUE(static_cast<bool>(big));
+  EXPECT_EQ(llvm::toString(t->checkMesh(*big)),
+            "the mesh needs 64 devices but topology 'dgx-h100:4' has 32 (4 "
+            "nodes x 8)");
+  auto unknown = parseMeshSpec("dp=2,xp=2");
+  ASSERT_FALSE(static_cast<bool>(unknown));
+  EXPECT_EQ(llvm::toString(unknown.takeError()),
+            "unknown mesh axis 'xp' (axes: dp, tp, pp, ep)");
+  auto twice = parseMeshSpec("dp=2,dp=2");
+  ASSERT_FALSE(static_cast<bool>(twice));
+  EXPECT_EQ(llvm::toString(twice.takeError()), "mesh axis 'dp' is given twice");
+  auto zero = parseMeshSpec("tp=0");
+  ASSERT_FALSE(static_cast<bool>(zero));
+  EXPECT_EQ(llvm::toString(zero.takeError()),
+            "mesh axis 'tp' needs a positive size, got '0'");
+}

@@ -266,6 +266,19 @@ struct AttentionShape {
 /// (16 KiB) stays in L1/L2 while GEMMs fill and consume it.
 constexpr int64_t kQueryTile = 64, kKeyTile = 64;
 
+/// One tile of scaled scores, s = scale * Q[i0:i0+bq] K[j0:j0+bk]^T, from
+/// strided views of the [B, S, H, D] tensors; returns, through `visible`,
+/// how many of the tile's keys each query row may see.
+void scoreTile(const AttentionShape &a, bool causal, float scale,
+               const float *qh, int64_t ldq, const float *kh, int64_t ldk,
+               int64_t i0, int64_t bq, int64_t j0, int64_t bk, float *s,
+               int64_t *visible) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d, scale,
+              qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f, s, bk);
+  for (int64_t i = 0; i < bq; ++i)
+    visible[i] = causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
+}
+
 /// FlashAttention's forward on the CPU: for each (batch, head) and tile of
 /// queries, walk the visible key tiles keeping a running row maximum m and
 /// sum l; scores and P V go through sgemm on strided views of the
@@ -280,6 +293,7 @@ absl::StatusOr<Kernel> bindAttention(const StepSpec &st, Buf q, Buf k, Buf v,
             ldv = a.hkv * a.dv, ldo = a.hq * a.dv;
     std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
     std::vector<float> m(kQueryTile), l(kQueryTile);
+    std::vector<int64_t> visible(kQueryTile);
     for (int64_t b = 0; b < a.batch; ++b)
       for (int64_t h = 0; h < a.hq; ++h) {
         const float *qh = q.f() + b * a.s * ldq + h * a.d;
@@ -294,19 +308,16 @@ absl::StatusOr<Kernel> bindAttention(const StepSpec &st, Buf q, Buf k, Buf v,
           int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
           for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
             int64_t bk = std::min(kKeyTile, keys - j0);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d,
-                        scale, qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f,
-                        s.data(), bk);
+            scoreTile(a, causal, scale, qh, ldq, kh, ldk, i0, bq, j0, bk,
+                      s.data(), visible.data());
             for (int64_t i = 0; i < bq; ++i) {
               float *row = s.data() + i * bk;
-              int64_t visible =
-                  causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
               float mNew = m[i];
-              for (int64_t j = 0; j < visible; ++j)
+              for (int64_t j = 0; j < visible[i]; ++j)
                 mNew = std::max(mNew, row[j]);
               float correction = std::exp(m[i] - mNew), sum = 0;
               for (int64_t j = 0; j < bk; ++j)
-                sum += row[j] = j < visible ? std::exp(row[j] - mNew) : 0.0f;
+                sum += row[j] = j < visible[i] ? std::exp(row[j] - mNew) : 0.0f;
               l[i] = l[i] * correction + sum;
               m[i] = mNew;
               for (int64_t c = 0; c < a.dv; ++c)
@@ -347,6 +358,7 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
     std::fill(dv.f(), dv.f() + dv.size(), 0.0f);
     std::vector<float> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile),
         rowDot(kQueryTile);
+    std::vector<int64_t> visible(kQueryTile);
     for (int64_t b = 0; b < a.batch; ++b)
       for (int64_t h = 0; h < a.hq; ++h) {
         int64_t kvh = h / group;
@@ -371,16 +383,13 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
           int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
           for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
             int64_t bk = std::min(kKeyTile, keys - j0);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d,
-                        scale, qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f,
-                        p.data(), bk);
-            for (int64_t i = 0; i < bq; ++i) {
-              int64_t visible =
-                  causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
+            scoreTile(a, causal, scale, qh, ldq, kh, ldk, i0, bq, j0, bk,
+                      p.data(), visible.data());
+            for (int64_t i = 0; i < bq; ++i)
               for (int64_t j = 0; j < bk; ++j)
-                p[i * bk + j] =
-                    j < visible ? std::exp(p[i * bk + j] - lseh[i0 + i]) : 0.0f;
-            }
+                p[i * bk + j] = j < visible[i]
+                                    ? std::exp(p[i * bk + j] - lseh[i0 + i])
+                                    : 0.0f;
             // dV += P^T dO;  dP = dO V^T.
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bk, a.dv, bq,
                         1.0f, p.data(), bk, doh + i0 * ldo, ldo, 1.0f,

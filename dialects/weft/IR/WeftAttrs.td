@@ -3,6 +3,8 @@
 #ifndef WEFT_ATTRS_TD
 #define WEFT_ATTRS_TD
 
+include "dialects/weft/IR/WeftDialect.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 
 def Weft_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [
@@ -12,6 +14,28 @@ def Weft_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [
     I32EnumAttrCase<"Uniform", 3, "uniform">
   ]> {
   let cppNamespace = "::weft";
+}
+
+def Weft_ShardingAttr : AttrDef<Weft_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "how a tensor's dimensions split over mesh axes";
+  let description = [{
+    `mesh` names a `weft.mesh`; `dims` has one list per tensor dimension, the
+    mesh axes that dimension is split over, major to minor (empty: the
+    dimension is replicated). Axes not named anywhere replicate the whole
+    tensor. A dimension split over axes of sizes a, b, ... must be divisible
+    by a * b * ...; an axis splits at most one dimension.
+
+    Values carry shardings in the `weft.sharding` attribute, an array with one
+    entry per op result (or one per function argument, on the argument).
+
+    ```mlir
+    %y = weft.matmul %x, %w {weft.sharding = [#weft.sharding<@mesh, [["dp"], [], ["tp"]]>]}
+        : tensor<8x16x64xf32>, tensor<64x256xf32>
+    ```
+  }];
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$dims);
+  let assemblyFormat = "`<` $mesh `,` $dims `>`";
 }
 
 #endif // WEFT_ATTRS_TD

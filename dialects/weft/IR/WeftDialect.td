@@ -14,6 +14,9 @@ include "mlir/IR/OpBase.td"
 def Weft_Dialect : Dialect {
   let name = "weft";
   let cppNamespace = "::weft";
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let summary = "Dataflow graphs of large-model training jobs";
   let description = [{
     A `weft` graph is a `func.func` whose body is made of `weft` ops on builtin

@@ -13,6 +13,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/weft/IR/WeftEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/weft/IR/WeftAttrs.h.inc"
 #include "dialects/weft/IR/WeftInterfaces.h.inc"
 
 #define GET_OP_CLASSES

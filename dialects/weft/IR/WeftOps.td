@@ -12,6 +12,7 @@ include "dialects/weft/IR/WeftDialect.td"
 include "dialects/weft/IR/WeftAttrs.td"
 include "dialects/weft/IR/WeftInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -28,6 +29,32 @@ def Weft_Tensor
     : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
 def Weft_ScalarF32 : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+//===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+def Weft_MeshOp : Weft_Op<"mesh", [Symbol]> {
+  let summary = "a named grid of devices";
+  let description = [{
+    Declares the device mesh `sym_name`: axes with names (dp, tp, pp, ep)
+    and sizes, the first axis major. `#weft.sharding` attributes refer to a
+    mesh by name; sharding passes map mesh positions to ranks and ranks to
+    the topology's nodes and devices.
+
+    ```mlir
+    weft.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$sizes);
+  let assemblyFormat = "$sym_name `axes` $axes `sizes` $sizes attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The size of axis `name`, or 0 if the mesh has no such axis.
+    int64_t axisSize(::llvm::StringRef name);
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Parameters and constants

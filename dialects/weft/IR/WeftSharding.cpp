@@ -1,0 +1,126 @@
+//===- WeftSharding.cpp - meshes and sharding attributes ------------------===//
+//
+// The dialect verifies `weft.sharding` wherever it appears (on op results and
+// function arguments), so every pass that reads a sharding can trust it: the
+// mesh exists, each axis exists and splits at most one dimension, and each
+// split dimension divides evenly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace weft;
+
+int64_t MeshOp::axisSize(StringRef name) {
+  for (auto [axis, size] :
+       llvm::zip(getAxes().getAsValueRange<StringAttr>(), getSizes()))
+    if (axis == name)
+      return size;
+  return 0;
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxes().size() != getSizes().size())
+    return emitOpError("has ")
+           << getAxes().size() << " axes but " << getSizes().size() << " sizes";
+  llvm::StringSet<> seen;
+  for (auto [axis, size] :
+       llvm::zip(getAxes().getAsValueRange<StringAttr>(), getSizes())) {
+    if (axis != "dp" && axis != "tp" && axis != "pp" && axis != "ep")
+      return emitOpError("unknown axis name '")
+             << axis << "' (axes: dp, tp, pp, ep)";
+    if (!seen.insert(axis).second)
+      return emitOpError("axis '") << axis << "' appears twice";
+    if (size <= 0)
+      return emitOpError("axis '")
+             << axis << "' has size " << size << "; sizes must be positive";
+  }
+  return success();
+}
+
+namespace {
+/// Checks one value's sharding; `anchor` is where errors go and where the
+/// mesh is looked up from.
+LogicalResult verifySharding(Operation *anchor, Type valueType, Attribute attr,
+                             StringRef what) {
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return anchor->emitOpError()
+           << what << ": expected #weft.sharding, got " << attr;
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(anchor, sharding.getMesh());
+  if (!mesh)
+    return anchor->emitOpError()
+           << what << ": unknown mesh " << sharding.getMesh();
+  auto type = dyn_cast<RankedTensorType>(valueType);
+  if (!type)
+    return anchor->emitOpError() << what << ": only tensors can be sharded";
+  ArrayAttr dims = sharding.getDims();
+  if (static_cast<int64_t>(dims.size()) != type.getRank())
+    return anchor->emitOpError()
+           << what << ": sharding has " << dims.size()
+           << " dimension entries for a value of rank " << type.getRank();
+  llvm::StringSet<> used;
+  for (auto [d, entry] : llvm::enumerate(dims)) {
+    auto axes = dyn_cast<ArrayAttr>(entry);
+    if (!axes)
+      return anchor->emitOpError()
+             << what << ": dimension " << d << " needs a list of mesh axes";
+    int64_t split = 1;
+    for (Attribute a : axes) {
+      auto axis = dyn_cast<StringAttr>(a);
+      int64_t size = axis ? mesh.axisSize(axis.getValue()) : 0;
+      if (!size)
+        return anchor->emitOpError() << what << ": unknown mesh axis " << a
+                                     << " of " << sharding.getMesh();
+      if (!used.insert(axis.getValue()).second)
+        return anchor->emitOpError()
+               << what << ": mesh axis '" << axis.getValue()
+               << "' splits more than one dimension";
+      split *= size;
+      if (type.getDimSize(d) % split != 0)
+        return anchor->emitOpError()
+               << what << ": dimension " << d << " of size "
+               << type.getDimSize(d) << " is not divisible by mesh axis '"
+               << axis.getValue() << "' (splitting it " << split << " ways)";
+    }
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != "weft.sharding")
+    return success(); // weft.offsets, weft.kernel, ...: set by passes.
+  auto list = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!list || list.size() != op->getNumResults())
+    return op->emitOpError(
+               "weft.sharding needs one #weft.sharding per result (")
+           << op->getNumResults() << ")";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(op->getResultTypes(), list)))
+    if (failed(verifySharding(op, std::get<0>(pair), std::get<1>(pair),
+                              "result " + std::to_string(i))))
+      return failure();
+  return success();
+}
+
+LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName().getValue() != "weft.sharding")
+    return success();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  Type type = function ? function.getArgumentTypes()[argIndex]
+                       : op->getRegion(region).getArgument(argIndex).getType();
+  return verifySharding(op, type, attr.getValue(),
+                        "argument " + std::to_string(argIndex));
+}

@@ -6,6 +6,7 @@
 
 #include "compiler/Registration.h"
 #include "compiler/reference/Evaluator.h"
+#include "frontend/models/ModelConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -68,6 +69,21 @@ run(mlir::ModuleOp module, llvm::ArrayRef<reference::Tensor> inputs,
 inline std::vector<int64_t> shapeOf(mlir::Value v) {
   auto shape = llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
   return {shape.begin(), shape.end()};
+}
+
+/// Builds examples/configs/<name>.json; fails the test (and returns null) if
+/// the config or the build fails.
+inline mlir::OwningOpRef<mlir::ModuleOp>
+buildExampleModel(mlir::MLIRContext &context, const std::string &name,
+                  const ModelBuildOptions &options) {
+  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                  "/examples/configs/" + name + ".json");
+  EXPECT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  if (!config)
+    return nullptr;
+  auto module = buildModel(context, *config, options);
+  EXPECT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
+  return module ? std::move(*module) : nullptr;
 }
 
 /// A tensor of `shape` with uniform values in [lo, hi).

@@ -108,18 +108,13 @@ TEST(Decompose, WholeModelsKeepTheirLossAndLogits) {
   for (const char *name : {"gpt2-tiny", "llama-tiny", "mixtral-tiny"}) {
     SCOPED_TRACE(name);
     auto context = testutil::makeContext();
-    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
-                                    "/examples/configs/" + name + ".json");
-    ASSERT_TRUE(static_cast<bool>(config))
-        << llvm::toString(config.takeError());
-    auto module = buildModel(*context, *config, {2, 8, "f32"});
-    ASSERT_TRUE(static_cast<bool>(module))
-        << llvm::toString(module.takeError());
+    auto module = testutil::buildExampleModel(*context, name, {2, 8, "f32"});
+    ASSERT_TRUE(module);
     std::mt19937 rng(7);
     std::vector<Tensor> inputs = {testutil::randomIds({2, 8}, 256, rng),
                                   testutil::randomIds({2, 8}, 256, rng)};
-    std::vector<Tensor> before = testutil::run(**module, inputs);
-    decompose(**module);
-    expectSame(before, testutil::run(**module, inputs), 1e-6);
+    std::vector<Tensor> before = testutil::run(*module, inputs);
+    decompose(*module);
+    expectSame(before, testutil::run(*module, inputs), 1e-6);
   }
 }

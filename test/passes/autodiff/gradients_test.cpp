@@ -284,13 +284,8 @@ TEST(ModelGradients, TinyModelsMatchFiniteDifferences) {
   for (const char *name : {"gpt2-tiny", "llama-tiny", "mixtral-tiny"}) {
     SCOPED_TRACE(name);
     auto context = testutil::makeContext();
-    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
-                                    "/examples/configs/" + name + ".json");
-    ASSERT_TRUE(static_cast<bool>(config))
-        << llvm::toString(config.takeError());
-    auto module = buildModel(*context, *config, {2, 4, "f32"});
-    ASSERT_TRUE(static_cast<bool>(module))
-        << llvm::toString(module.takeError());
+    auto module = testutil::buildExampleModel(*context, name, {2, 4, "f32"});
+    ASSERT_TRUE(module);
     // Initial values scaled up (N(0, 0.2), norm weights 10) so every path
     // carries signal.
     ParamValues values;
@@ -301,7 +296,7 @@ TEST(ModelGradients, TinyModelsMatchFiniteDifferences) {
       values[p.getName().str()] = t;
     });
     std::mt19937 rng(8);
-    checkGradients(**module,
+    checkGradients(*module,
                    {testutil::randomIds({2, 4}, 256, rng),
                     testutil::randomIds({2, 4}, 256, rng)},
                    values, /*samples=*/4);

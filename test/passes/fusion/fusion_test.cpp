@@ -14,14 +14,11 @@ TEST(Fusion, TrainingStepsComputeTheSameValuesFused) {
   for (const char *name : {"gpt2-tiny", "llama-tiny"}) {
     SCOPED_TRACE(name);
     auto context = testutil::makeContext();
-    auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
-                                    "/examples/configs/" + name + ".json");
-    ASSERT_TRUE(static_cast<bool>(config));
-    auto module = buildModel(*context, *config, {2, 8, "f32"});
-    ASSERT_TRUE(static_cast<bool>(module));
+    auto module = testutil::buildExampleModel(*context, name, {2, 8, "f32"});
+    ASSERT_TRUE(module);
     ASSERT_TRUE(
-        mlir::succeeded(buildTrainingPrograms(**module, TrainingOptions())));
-    auto step = (*module)->lookupSymbol<mlir::func::FuncOp>("step");
+        mlir::succeeded(buildTrainingPrograms(*module, TrainingOptions())));
+    auto step = module->lookupSymbol<mlir::func::FuncOp>("step");
     std::mt19937 rng(4);
     std::vector<Tensor> inputs = {testutil::randomIds({2, 8}, 256, rng),
                                   testutil::randomIds({2, 8}, 256, rng),
@@ -34,7 +31,7 @@ TEST(Fusion, TrainingStepsComputeTheSameValuesFused) {
 
     int64_t groups = fuseElementwise(step);
     EXPECT_GT(groups, 20);
-    ASSERT_TRUE(mlir::succeeded(mlir::verify(**module)));
+    ASSERT_TRUE(mlir::succeeded(mlir::verify(*module)));
     auto fused = reference::evaluate(step, inputs, provider,
                                      reference::Precision::F32, &after);
     ASSERT_TRUE(mlir::succeeded(fused));

@@ -135,13 +135,11 @@ TEST(AdamW, Schedule) {
 
 TEST(AdamW, ReferenceTrainingLowersTheLossOfATinyGpt) {
   auto context = testutil::makeContext();
-  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
-                                  "/examples/configs/gpt2-tiny.json");
-  ASSERT_TRUE(static_cast<bool>(config));
-  auto module = buildModel(*context, *config, {4, 16, "f32"});
-  ASSERT_TRUE(static_cast<bool>(module));
+  auto module =
+      testutil::buildExampleModel(*context, "gpt2-tiny", {4, 16, "f32"});
+  ASSERT_TRUE(module);
   AdamWConfig adam;
-  reference::Trainer trainer(buildStep(**module, adam), 1);
+  reference::Trainer trainer(buildStep(*module, adam), 1);
 
   // Learn a short repeating text: windows at random offsets.
   std::string text = "the quick brown fox jumps over the lazy dog. ";

@@ -47,4 +47,17 @@ def Weft_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Weft_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::weft";
+  let description = [{
+    An op whose dimensions may be split across devices: its sharding rule
+    (see `ShardingRule.h`) maps each operand and result dimension to a
+    factor. Ops without the interface are placed whole (replicated).
+  }];
+  let methods = [
+    InterfaceMethod<"The op's sharding rule.", "::weft::ShardingRule",
+                    "getShardingRule", (ins)>
+  ];
+}
+
 #endif // WEFT_INTERFACES_TD

@@ -12,6 +12,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/weft/IR/ShardingRule.h"
+
 #include "dialects/weft/IR/WeftEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

@@ -138,7 +138,7 @@ def Weft_ConstantOp : Weft_Op<"constant",
 class Weft_UnaryOp<string mnemonic, string semantics, list<Trait> traits = []>
     : Weft_Op<mnemonic, !listconcat(traits,
           [Pure, Elementwise, SameOperandsAndResultType,
-           DeclareOpInterfaceMethods<Weft_GradientOpInterface>])> {
+           DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>])> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     Applies, to every element x of `input`, y = }] # semantics # [{, computed
@@ -187,7 +187,7 @@ def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType,
 class Weft_BinaryOp<string mnemonic, string semantics, list<Trait> traits = [
         DeclareOpInterfaceMethods<Weft_GradientOpInterface>]>
     : Weft_Op<mnemonic, !listconcat(traits,
-          [Pure, Elementwise, SameOperandsAndResultType])> {
+          [Pure, Elementwise, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>])> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     z = }] # semantics # [{ for each pair of elements at the same index.
@@ -224,7 +224,7 @@ def Weft_SiluGradOp : Weft_BinaryOp<"silu_grad",
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "batched matrix product";
   let description = [{
     `lhs` has shape [B..., M, K] (or [B..., K, M] with `transpose_lhs`),
@@ -269,7 +269,7 @@ def Weft_ReshapeOp : Weft_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Weft_Gr
   let hasFolder = 1;
 }
 
-def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "permute dimensions";
   let description = [{
     result[i] = input[j] where j[permutation[d]] = i[d] for every d, so
@@ -362,7 +362,7 @@ def Weft_CastOp : Weft_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape
 //===----------------------------------------------------------------------===//
 
 class Weft_ReduceOp<string mnemonic, string semantics>
-    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+    : Weft_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "reduce dimensions by " # semantics;
   let description = [{
     Reduces the listed dimensions (`dims`, strictly increasing, at least one)
@@ -388,7 +388,7 @@ def Weft_ReduceMeanOp : Weft_ReduceOp<"reduce_mean",
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "token embedding lookup";
   let description = [{
     `table` is [V, D]; `ids` has any shape S of integers. The result is
@@ -408,7 +408,7 @@ def Weft_EmbeddingOp : Weft_Op<"embedding", [Pure, InferTypeOpAdaptor, DeclareOp
 
 def Weft_LayerNormOp : Weft_Op<"layer_norm",
     [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
-     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     For every row x of the last dimension (size D):
@@ -434,7 +434,7 @@ def Weft_LayerNormOp : Weft_Op<"layer_norm",
 
 def Weft_RMSNormOp : Weft_Op<"rms_norm",
     [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
-     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "root-mean-square normalisation over the last dimension";
   let description = [{
     For every row x of the last dimension (size D):
@@ -502,7 +502,7 @@ def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInt
 }
 
 def Weft_AttentionOp : Weft_Op<"attention",
-    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "multi-head scaled dot-product attention (GQA, causal)";
   let description = [{

@@ -1,0 +1,44 @@
+//===- ShardingRule.h - how an op's dimensions may split --------*- C++ -*-===//
+//
+// A sharding rule names the independent iteration "factors" of an op (as
+// Shardy does) and maps every operand and result dimension to one factor, or
+// to none when that dimension must stay whole. Splitting a factor over mesh
+// axes splits every dimension mapped to it the same way; a factor that maps to
+// no result dimension is a reduction, whose split leaves partial sums that a
+// collective must combine. Propagation reads rules; it never looks at ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_DIALECTS_WEFT_IR_SHARDINGRULE_H
+#define WEFT_DIALECTS_WEFT_IR_SHARDINGRULE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <string>
+
+namespace weft {
+
+struct ShardingRule {
+  /// A dimension no factor may split.
+  static constexpr int64_t kWhole = -1;
+
+  llvm::SmallVector<int64_t> factorSizes;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> operands, results;
+
+  /// Adds a factor of `size` and returns its index.
+  int64_t addFactor(int64_t size) {
+    factorSizes.push_back(size);
+    return static_cast<int64_t>(factorSizes.size()) - 1;
+  }
+  /// A factor that appears in operands but in no result.
+  bool isReduction(int64_t factor) const;
+  /// "([i, j], [j, k]) -> ([i, k]) {i=8, j=64, k=256} reduction={j}", with
+  /// "-" for whole dimensions; factors are lettered i, j, k, ... in order.
+  std::string str() const;
+};
+
+} // namespace weft
+
+#endif // WEFT_DIALECTS_WEFT_IR_SHARDINGRULE_H

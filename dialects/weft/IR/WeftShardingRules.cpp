@@ -1,0 +1,208 @@
+//===- WeftShardingRules.cpp - sharding rules of weft ops -----------------===//
+
+#include "dialects/weft/IR/WeftOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace weft;
+
+bool ShardingRule::isReduction(int64_t factor) const {
+  for (const auto &dims : results)
+    if (llvm::is_contained(dims, factor))
+      return false;
+  for (const auto &dims : operands)
+    if (llvm::is_contained(dims, factor))
+      return true;
+  return false;
+}
+
+std::string ShardingRule::str() const {
+  auto letter = [](int64_t f) {
+    return f == kWhole ? std::string("-")
+                       : std::string(1, static_cast<char>('i' + f));
+  };
+  auto list = [&](ArrayRef<SmallVector<int64_t>> values) {
+    std::string out = "(";
+    for (auto [i, dims] : llvm::enumerate(values)) {
+      out += i ? ", [" : "[";
+      out += llvm::join(llvm::map_range(dims, letter), ", ");
+      out += "]";
+    }
+    return out + ")";
+  };
+  std::string out = list(operands) + " -> " + list(results) + " {";
+  for (auto [f, size] : llvm::enumerate(factorSizes))
+    out += (f ? ", " : "") + letter(f) + "=" + std::to_string(size);
+  out += "}";
+  SmallVector<std::string> reductions;
+  for (int64_t f = 0; f < static_cast<int64_t>(factorSizes.size()); ++f)
+    if (isReduction(f))
+      reductions.push_back(letter(f));
+  if (!reductions.empty())
+    out += " reduction={" + llvm::join(reductions, ", ") + "}";
+  return out;
+}
+
+namespace {
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Every dimension of every operand and the result is its own factor,
+/// shared positionally: an elementwise op splits any way.
+ShardingRule elementwise(Operation *op) {
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  for (int64_t size : shapeOf(op->getResult(0)))
+    dims.push_back(rule.addFactor(size));
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
+/// Rows of the last dimension stay whole (norms, softmax-like ops); every
+/// leading dimension may split. `vectors` operands are [D] weights.
+ShardingRule rowwise(Value input, unsigned vectors) {
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  ArrayRef<int64_t> shape = shapeOf(input);
+  for (int64_t size : shape.drop_back())
+    dims.push_back(rule.addFactor(size));
+  dims.push_back(ShardingRule::kWhole);
+  rule.operands.push_back(dims);
+  for (unsigned i = 0; i < vectors; ++i)
+    rule.operands.push_back({ShardingRule::kWhole});
+  rule.results.push_back(dims);
+  return rule;
+}
+
+ShardingRule reduction(Value input, ArrayRef<int64_t> reduced) {
+  ShardingRule rule;
+  SmallVector<int64_t> in, out;
+  ArrayRef<int64_t> shape = shapeOf(input);
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    int64_t f = rule.addFactor(shape[d]);
+    in.push_back(f);
+    if (!llvm::is_contained(reduced, d))
+      out.push_back(f);
+  }
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  return rule;
+}
+} // namespace
+
+#define WEFT_ELEMENTWISE_RULE(OP)                                              \
+  ShardingRule OP::getShardingRule() { return elementwise(*this); }
+WEFT_ELEMENTWISE_RULE(NegOp)
+WEFT_ELEMENTWISE_RULE(ExpOp)
+WEFT_ELEMENTWISE_RULE(LogOp)
+WEFT_ELEMENTWISE_RULE(TanhOp)
+WEFT_ELEMENTWISE_RULE(SqrtOp)
+WEFT_ELEMENTWISE_RULE(RsqrtOp)
+WEFT_ELEMENTWISE_RULE(SquareOp)
+WEFT_ELEMENTWISE_RULE(GeluOp)
+WEFT_ELEMENTWISE_RULE(SiluOp)
+WEFT_ELEMENTWISE_RULE(AddOp)
+WEFT_ELEMENTWISE_RULE(SubOp)
+WEFT_ELEMENTWISE_RULE(MulOp)
+WEFT_ELEMENTWISE_RULE(DivOp)
+WEFT_ELEMENTWISE_RULE(MaxOp)
+WEFT_ELEMENTWISE_RULE(GeOp)
+WEFT_ELEMENTWISE_RULE(GeluGradOp)
+WEFT_ELEMENTWISE_RULE(SiluGradOp)
+#undef WEFT_ELEMENTWISE_RULE
+
+ShardingRule ReduceSumOp::getShardingRule() {
+  return reduction(getInput(), getDims());
+}
+ShardingRule ReduceMaxOp::getShardingRule() {
+  return reduction(getInput(), getDims());
+}
+ShardingRule ReduceMeanOp::getShardingRule() {
+  return reduction(getInput(), getDims());
+}
+
+ShardingRule LayerNormOp::getShardingRule() { return rowwise(getInput(), 2); }
+ShardingRule RMSNormOp::getShardingRule() { return rowwise(getInput(), 1); }
+
+ShardingRule MatmulOp::getShardingRule() {
+  // Batch dims, then m, n and the contracted k (a reduction: splitting it,
+  // as Megatron's row-parallel layers do, leaves partial sums).
+  ShardingRule rule;
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  int64_t batch = static_cast<int64_t>(out.size()) - 2;
+  SmallVector<int64_t> batchFactors;
+  for (int64_t d = 0; d < batch; ++d)
+    batchFactors.push_back(rule.addFactor(out[d]));
+  int64_t m = rule.addFactor(out[batch]), n = rule.addFactor(out[batch + 1]);
+  ArrayRef<int64_t> ls = shapeOf(getLhs());
+  int64_t k = rule.addFactor(getTransposeLhs() ? ls[ls.size() - 2] : ls.back());
+  auto operand = [&](Value v, int64_t rowFactor, int64_t colFactor) {
+    SmallVector<int64_t> dims;
+    if (shapeOf(v).size() > 2)
+      dims.append(batchFactors);
+    dims.push_back(rowFactor);
+    dims.push_back(colFactor);
+    return dims;
+  };
+  rule.operands.push_back(getTransposeLhs() ? operand(getLhs(), k, m)
+                                            : operand(getLhs(), m, k));
+  rule.operands.push_back(getTransposeRhs() ? operand(getRhs(), n, k)
+                                            : operand(getRhs(), k, n));
+  SmallVector<int64_t> result(batchFactors);
+  result.push_back(m);
+  result.push_back(n);
+  rule.results.push_back(result);
+  return rule;
+}
+
+ShardingRule TransposeOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> in;
+  for (int64_t size : shapeOf(getInput()))
+    in.push_back(rule.addFactor(size));
+  SmallVector<int64_t> out;
+  for (int64_t p : getPermutation())
+    out.push_back(in[p]);
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  return rule;
+}
+
+ShardingRule EmbeddingOp::getShardingRule() {
+  // Token dims split freely; the feature dim splits with the table's columns.
+  // The vocabulary stays whole here (vocabulary-parallel lookups need a
+  // masked gather and an all-reduce, which the partitioner adds).
+  ShardingRule rule;
+  SmallVector<int64_t> ids;
+  for (int64_t size : shapeOf(getIds()))
+    ids.push_back(rule.addFactor(size));
+  int64_t d = rule.addFactor(shapeOf(getTable())[1]);
+  rule.operands.push_back({ShardingRule::kWhole, d});
+  rule.operands.push_back(ids);
+  SmallVector<int64_t> out(ids);
+  out.push_back(d);
+  rule.results.push_back(out);
+  return rule;
+}
+
+ShardingRule AttentionOp::getShardingRule() {
+  // Batch and heads split; sequence and head dims stay whole. With grouped
+  // query heads the kv heads split with the query heads' factor only when
+  // each device keeps whole groups, which the partitioner checks, so the
+  // rule shares the head factor only for plain multi-head attention.
+  ShardingRule rule;
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  int64_t b = rule.addFactor(q[0]), h = rule.addFactor(q[2]);
+  int64_t kvHeads = q[2] == k[2] ? h : ShardingRule::kWhole;
+  int64_t whole = ShardingRule::kWhole;
+  rule.operands.push_back({b, whole, h, whole});
+  rule.operands.push_back({b, whole, kvHeads, whole});
+  rule.operands.push_back({b, whole, kvHeads, whole});
+  rule.results.push_back({b, whole, h, whole});
+  rule.results.push_back({b, h, whole}); // lse [B, Hq, S]
+  return rule;
+}

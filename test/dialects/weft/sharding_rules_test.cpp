@@ -1,0 +1,90 @@
+//===- sharding_rules_test.cpp - sharding rules of weft ops ---------------===//
+
+#include "test/compiler/TestUtils.h"
+
+using namespace weft;
+
+namespace {
+/// The rule of the op defining the function's first result.
+std::string ruleOf(llvm::StringRef text) {
+  auto context = testutil::makeContext();
+  auto module = testutil::parse(*context, text);
+  if (!module)
+    return "";
+  auto ret = llvm::cast<mlir::func::ReturnOp>(
+      testutil::firstFunc(*module).getBody().front().getTerminator());
+  auto op = llvm::dyn_cast<ShardingRuleOpInterface>(
+      ret.getOperand(0).getDefiningOp());
+  EXPECT_TRUE(op) << "no sharding rule";
+  return op ? op.getShardingRule().str() : "";
+}
+} // namespace
+
+TEST(ShardingRules, Elementwise) {
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %0 = weft.add %x, %y : tensor<4x8xf32>
+      return %0 : tensor<4x8xf32>
+    })"),
+            "([i, j], [i, j]) -> ([i, j]) {i=4, j=8}");
+}
+
+TEST(ShardingRules, MatmulWithABatchAndTransposedWeight) {
+  // Factors: batch i, rows j, columns k, contraction l (a reduction).
+  // Megatron's column-parallel layers split k, its row-parallel layers l.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x16x64xf32>, %w: tensor<256x64xf32>) -> tensor<2x16x256xf32> {
+      %0 = weft.matmul %x, %w transpose_rhs : tensor<2x16x64xf32>, tensor<256x64xf32>
+      return %0 : tensor<2x16x256xf32>
+    })"),
+            "([i, j, l], [k, l]) -> ([i, j, k]) {i=2, j=16, k=256, l=64} "
+            "reduction={l}");
+}
+
+TEST(ShardingRules, ReductionsAndTranspose) {
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<4x8x16xf32>) -> tensor<4xf32> {
+      %0 = weft.reduce_sum %x dims [1, 2] : tensor<4x8x16xf32>
+      return %0 : tensor<4xf32>
+    })"),
+            "([i, j, k]) -> ([i]) {i=4, j=8, k=16} reduction={j, k}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+      %0 = weft.transpose %x [2, 0, 1] : tensor<2x3x4xf32>
+      return %0 : tensor<4x2x3xf32>
+    })"),
+            "([i, j, k]) -> ([k, i, j]) {i=2, j=3, k=4}");
+}
+
+TEST(ShardingRules, NormsKeepRowsWhole) {
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>) -> tensor<2x8x64xf32> {
+      %0 = weft.layer_norm %x, %g, %g : tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>
+      return %0 : tensor<2x8x64xf32>
+    })"),
+            "([i, j, -], [-], [-]) -> ([i, j, -]) {i=2, j=8}");
+}
+
+TEST(ShardingRules, EmbeddingAndAttention) {
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%t: tensor<256x64xf32>, %ids: tensor<2x8xi32>) -> tensor<2x8x64xf32> {
+      %0 = weft.embedding %t, %ids : tensor<256x64xf32>, tensor<2x8xi32>
+      return %0 : tensor<2x8x64xf32>
+    })"),
+            "([-, k], [i, j]) -> ([i, j, k]) {i=2, j=8, k=64}");
+  // Multi-head: heads split everywhere; grouped-query: kv heads stay whole.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+      %0:2 = weft.attention %q, %q, %q scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+      return %0#0 : tensor<2x8x4x16xf32>
+    })"),
+            "([i, -, j, -], [i, -, j, -], [i, -, j, -]) -> ([i, -, j, -], [i, "
+            "j, -]) {i=2, j=4}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32> {
+      %0:2 = weft.attention %q, %kv, %kv scale = 0.25 : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+      return %0#0 : tensor<2x8x4x16xf32>
+    })"),
+            "([i, -, j, -], [i, -, -, -], [i, -, -, -]) -> ([i, -, j, -], [i, "
+            "j, -]) {i=2, j=4}");
+}

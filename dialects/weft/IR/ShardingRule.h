@@ -32,6 +32,13 @@ struct ShardingRule {
     factorSizes.push_back(size);
     return static_cast<int64_t>(factorSizes.size()) - 1;
   }
+  /// Adds one factor per size and returns their indices.
+  llvm::SmallVector<int64_t> addFactors(llvm::ArrayRef<int64_t> sizes) {
+    llvm::SmallVector<int64_t> factors;
+    for (int64_t size : sizes)
+      factors.push_back(addFactor(size));
+    return factors;
+  }
   /// A factor that appears in operands but in no result.
   bool isReduction(int64_t factor) const;
   /// "([i, j], [j, k]) -> ([i, k]) {i=8, j=64, k=256} reduction={j}", with

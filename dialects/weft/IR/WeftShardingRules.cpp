@@ -53,9 +53,7 @@ ArrayRef<int64_t> shapeOf(Value v) {
 /// shared positionally: an elementwise op splits any way.
 ShardingRule elementwise(Operation *op) {
   ShardingRule rule;
-  SmallVector<int64_t> dims;
-  for (int64_t size : shapeOf(op->getResult(0)))
-    dims.push_back(rule.addFactor(size));
+  SmallVector<int64_t> dims = rule.addFactors(shapeOf(op->getResult(0)));
   for (unsigned i = 0; i < op->getNumOperands(); ++i)
     rule.operands.push_back(dims);
   rule.results.push_back(dims);
@@ -66,10 +64,7 @@ ShardingRule elementwise(Operation *op) {
 /// leading dimension may split. `vectors` operands are [D] weights.
 ShardingRule rowwise(Value input, unsigned vectors) {
   ShardingRule rule;
-  SmallVector<int64_t> dims;
-  ArrayRef<int64_t> shape = shapeOf(input);
-  for (int64_t size : shape.drop_back())
-    dims.push_back(rule.addFactor(size));
+  SmallVector<int64_t> dims = rule.addFactors(shapeOf(input).drop_back());
   dims.push_back(ShardingRule::kWhole);
   rule.operands.push_back(dims);
   for (unsigned i = 0; i < vectors; ++i)
@@ -134,9 +129,7 @@ ShardingRule MatmulOp::getShardingRule() {
   ShardingRule rule;
   ArrayRef<int64_t> out = shapeOf(getResult());
   int64_t batch = static_cast<int64_t>(out.size()) - 2;
-  SmallVector<int64_t> batchFactors;
-  for (int64_t d = 0; d < batch; ++d)
-    batchFactors.push_back(rule.addFactor(out[d]));
+  SmallVector<int64_t> batchFactors = rule.addFactors(out.take_front(batch));
   int64_t m = rule.addFactor(out[batch]), n = rule.addFactor(out[batch + 1]);
   ArrayRef<int64_t> ls = shapeOf(getLhs());
   int64_t k = rule.addFactor(getTransposeLhs() ? ls[ls.size() - 2] : ls.back());
@@ -161,9 +154,7 @@ ShardingRule MatmulOp::getShardingRule() {
 
 ShardingRule TransposeOp::getShardingRule() {
   ShardingRule rule;
-  SmallVector<int64_t> in;
-  for (int64_t size : shapeOf(getInput()))
-    in.push_back(rule.addFactor(size));
+  SmallVector<int64_t> in = rule.addFactors(shapeOf(getInput()));
   SmallVector<int64_t> out;
   for (int64_t p : getPermutation())
     out.push_back(in[p]);
@@ -177,9 +168,7 @@ ShardingRule EmbeddingOp::getShardingRule() {
   // The vocabulary stays whole here (vocabulary-parallel lookups need a
   // masked gather and an all-reduce, which the partitioner adds).
   ShardingRule rule;
-  SmallVector<int64_t> ids;
-  for (int64_t size : shapeOf(getIds()))
-    ids.push_back(rule.addFactor(size));
+  SmallVector<int64_t> ids = rule.addFactors(shapeOf(getIds()));
   int64_t d = rule.addFactor(shapeOf(getTable())[1]);
   rule.operands.push_back({ShardingRule::kWhole, d});
   rule.operands.push_back(ids);

@@ -169,7 +169,7 @@ def Weft_SiluOp : Weft_UnaryOp<"silu", "x / (1 + e^-x)",
     [DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]>;
 
 def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType,
-                                  DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+                                  DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "elementwise power by a constant exponent";
   let description = [{
     y = x ^ exponent for every element, with C's `pow` semantics (a negative
@@ -252,7 +252,7 @@ def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor, DeclareOpInterf
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def Weft_ReshapeOp : Weft_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_ReshapeOp : Weft_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "reinterpret a tensor's shape";
   let description = [{
     Yields the elements of `input` in row-major order under the result's
@@ -285,7 +285,7 @@ def Weft_TransposeOp : Weft_Op<"transpose", [Pure, InferTypeOpAdaptor, DeclareOp
   let assemblyFormat = "$input $permutation attr-dict `:` type($input)";
 }
 
-def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "expand a tensor to a larger shape";
   let description = [{
     Dimension d of `input` becomes dimension `dims[d]` of the result
@@ -306,7 +306,7 @@ def Weft_BroadcastOp : Weft_Op<"broadcast", [Pure, DeclareOpInterfaceMethods<Wef
   let hasVerifier = 1;
 }
 
-def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "a contiguous box of a tensor";
   let description = [{
     result[i] = input[starts + i] for 0 <= i < limits - starts, per dimension.
@@ -324,7 +324,7 @@ def Weft_SliceOp : Weft_Op<"slice", [Pure, InferTypeOpAdaptor, DeclareOpInterfac
   }];
 }
 
-def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "join tensors along one dimension";
   let description = [{
     Joins the `inputs`, in order, along dimension `dim`. All inputs have the
@@ -340,7 +340,7 @@ def Weft_ConcatOp : Weft_Op<"concat", [Pure, InferTypeOpAdaptor, DeclareOpInterf
 }
 
 def Weft_CastOp : Weft_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape,
-                                    DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+                                    DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "convert the element type";
   let description = [{
     Converts every element to the result element type: float to float rounds
@@ -457,7 +457,7 @@ def Weft_RMSNormOp : Weft_Op<"rms_norm",
 
 def Weft_SoftmaxOp : Weft_Op<"softmax",
     [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
-     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "softmax along one dimension";
   let description = [{
     y_i = e^(x_i - m) / sum_j e^(x_j - m) along dimension `dim`, where m is the
@@ -474,7 +474,7 @@ def Weft_SoftmaxOp : Weft_Op<"softmax",
   let hasVerifier = 1;
 }
 
-def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "rotary position embedding (Hugging Face rotate_half layout)";
   let description = [{
     `input` is [B, S, H, Dh] with Dh even. For position s (the index along
@@ -561,7 +561,7 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, Declar
 }
 
 def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
-    [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    [Pure, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "mean token cross-entropy with an ignore index";
   let description = [{

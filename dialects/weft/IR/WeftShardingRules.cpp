@@ -195,3 +195,103 @@ ShardingRule AttentionOp::getShardingRule() {
   rule.results.push_back({b, h, whole}); // lse [B, Hq, S]
   return rule;
 }
+
+/// A factor for every dimension of `shape` except `whole`.
+static SmallVector<int64_t> allButOne(ShardingRule &rule,
+                                      ArrayRef<int64_t> shape, uint64_t whole) {
+  SmallVector<int64_t> dims;
+  for (auto [d, size] : llvm::enumerate(shape))
+    dims.push_back(d == whole ? ShardingRule::kWhole : rule.addFactor(size));
+  return dims;
+}
+
+ShardingRule PowOp::getShardingRule() { return elementwise(*this); }
+ShardingRule CastOp::getShardingRule() { return elementwise(*this); }
+
+ShardingRule SoftmaxOp::getShardingRule() {
+  // The softmax dimension stays whole; every other dimension splits.
+  ShardingRule rule;
+  SmallVector<int64_t> dims = allButOne(rule, shapeOf(getInput()), getDim());
+  rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
+ShardingRule RopeOp::getShardingRule() {
+  // Batch and heads split; positions and the rotated pairs stay whole.
+  ShardingRule rule;
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  int64_t b = rule.addFactor(shape[0]), h = rule.addFactor(shape[2]);
+  SmallVector<int64_t> dims = {b, ShardingRule::kWhole, h,
+                               ShardingRule::kWhole};
+  rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
+ShardingRule CrossEntropyOp::getShardingRule() {
+  // Token dims are reductions into the scalar mean; the vocabulary stays
+  // whole here (vocabulary-parallel cross-entropy is a partitioner rewrite).
+  ShardingRule rule;
+  SmallVector<int64_t> tokens = rule.addFactors(shapeOf(getLabels()));
+  SmallVector<int64_t> logits(tokens);
+  logits.push_back(ShardingRule::kWhole);
+  rule.operands.push_back(logits);
+  rule.operands.push_back(tokens);
+  rule.results.push_back({});
+  return rule;
+}
+
+ShardingRule BroadcastOp::getShardingRule() {
+  // Result dims are factors; an input dim follows its result dim unless it
+  // is a size-1 dimension being repeated.
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  SmallVector<int64_t> result = rule.addFactors(out);
+  SmallVector<int64_t> input;
+  for (auto [d, target] : llvm::enumerate(getDims()))
+    input.push_back(in[d] == out[target] ? result[target]
+                                         : ShardingRule::kWhole);
+  rule.operands.push_back(input);
+  rule.results.push_back(result);
+  return rule;
+}
+
+ShardingRule SliceOp::getShardingRule() {
+  // Dimensions taken whole split; sliced ones stay whole.
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> dims;
+  for (auto [d, size] : llvm::enumerate(in))
+    dims.push_back(getStarts()[d] == 0 && getLimits()[d] == size
+                       ? rule.addFactor(size)
+                       : ShardingRule::kWhole);
+  rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
+ShardingRule ConcatOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> dims = allButOne(rule, shapeOf(getResult()), getDim());
+  for (unsigned i = 0; i < getInputs().size(); ++i)
+    rule.operands.push_back(dims);
+  rule.results.push_back(dims);
+  return rule;
+}
+
+ShardingRule ReshapeOp::getShardingRule() {
+  // The leading dimensions both shapes share split together; the rest stay
+  // whole (splitting merged or split dimensions needs factor decomposition,
+  // as Shardy does, which the partitioner does not do yet).
+  ShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  SmallVector<int64_t> input(in.size(), ShardingRule::kWhole),
+      output(out.size(), ShardingRule::kWhole);
+  for (size_t d = 0; d < std::min(in.size(), out.size()) && in[d] == out[d];
+       ++d)
+    input[d] = output[d] = rule.addFactor(in[d]);
+  rule.operands.push_back(input);
+  rule.results.push_back(output);
+  return rule;
+}

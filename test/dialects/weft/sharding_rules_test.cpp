@@ -88,3 +88,48 @@ TEST(ShardingRules, EmbeddingAndAttention) {
             "([i, -, j, -], [i, -, -, -], [i, -, -, -]) -> ([i, -, j, -], [i, "
             "j, -]) {i=2, j=4}");
 }
+
+TEST(ShardingRules, ShapesSoftmaxRopeAndLoss) {
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%b: tensor<64xf32>) -> tensor<2x8x64xf32> {
+      %0 = weft.broadcast %b dims [2] : tensor<64xf32> -> tensor<2x8x64xf32>
+      return %0 : tensor<2x8x64xf32>
+    })"),
+            "([k]) -> ([i, j, k]) {i=2, j=8, k=64}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x8x192xf32>) -> tensor<2x8x64xf32> {
+      %0 = weft.slice %x [0, 0, 64] to [2, 8, 128] : tensor<2x8x192xf32>
+      return %0 : tensor<2x8x64xf32>
+    })"),
+            "([i, j, -]) -> ([i, j, -]) {i=2, j=8}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32> {
+      %0 = weft.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
+      return %0 : tensor<2x8x4x16xf32>
+    })"),
+            "([i, j, -]) -> ([i, j, -, -]) {i=2, j=8}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x8x64xf32>) -> tensor<2x8x64xf32> {
+      %0 = weft.softmax %x dim 1 : tensor<2x8x64xf32>
+      return %0 : tensor<2x8x64xf32>
+    })"),
+            "([i, -, j]) -> ([i, -, j]) {i=2, j=64}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+      %0 = weft.rope %x : tensor<2x8x4x16xf32>
+      return %0 : tensor<2x8x4x16xf32>
+    })"),
+            "([i, -, j, -]) -> ([i, -, j, -]) {i=2, j=4}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%l: tensor<2x8x256xf32>, %y: tensor<2x8xi32>) -> tensor<f32> {
+      %0 = weft.cross_entropy %l, %y : tensor<2x8x256xf32>, tensor<2x8xi32>
+      return %0 : tensor<f32>
+    })"),
+            "([i, j, -], [i, j]) -> ([]) {i=2, j=8} reduction={i, j}");
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
+      %0 = weft.concat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x5xf32>
+      return %0 : tensor<2x8xf32>
+    })"),
+            "([i, -], [i, -]) -> ([i, -]) {i=2}");
+}

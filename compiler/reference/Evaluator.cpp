@@ -9,6 +9,7 @@
 
 #include "runtime/support/Float.h"
 #include "runtime/support/Random.h"
+#include "runtime/support/ScalarMath.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -263,16 +264,8 @@ LogicalResult Interpreter::eval(Operation *op) {
       })
       .Case(
           [&](SquareOp o) { return unary(o, [](double x) { return x * x; }); })
-      .Case([&](GeluOp o) {
-        return unary(o, [](double x) {
-          return 0.5 * x *
-                 (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
-                                  (x + 0.044715 * x * x * x)));
-        });
-      })
-      .Case([&](SiluOp o) {
-        return unary(o, [](double x) { return x / (1.0 + std::exp(-x)); });
-      })
+      .Case([&](GeluOp o) { return unary(o, runtime::gelu); })
+      .Case([&](SiluOp o) { return unary(o, runtime::silu); })
       .Case([&](PowOp o) {
         double e = o.getExponent().convertToDouble();
         return unary(o, [e](double x) { return std::pow(x, e); });
@@ -297,21 +290,8 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](GeOp o) {
         return binary(o, [](double a, double b) { return a >= b ? 1.0 : 0.0; });
       })
-      .Case([&](GeluGradOp o) {
-        return binary(o, [](double x, double dy) {
-          // d/dx of 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3).
-          double c = std::sqrt(2.0 / M_PI);
-          double t = std::tanh(c * (x + 0.044715 * x * x * x));
-          return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c *
-                                             (1.0 + 3 * 0.044715 * x * x));
-        });
-      })
-      .Case([&](SiluGradOp o) {
-        return binary(o, [](double x, double dy) {
-          double sig = 1.0 / (1.0 + std::exp(-x));
-          return dy * sig * (1.0 + x * (1.0 - sig));
-        });
-      })
+      .Case([&](GeluGradOp o) { return binary(o, runtime::geluGrad); })
+      .Case([&](SiluGradOp o) { return binary(o, runtime::siluGrad); })
       .Case([&](MatmulOp o) {
         bind(o.getResult(), evalMatmul(o));
         return success();

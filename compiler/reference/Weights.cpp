@@ -11,10 +11,7 @@ namespace weft::reference {
 ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file) {
   return [&file](ParamOp param) -> FailureOr<Tensor> {
     std::string name = param.getName().str();
-    const runtime::TensorInfo *info = file.find(name);
-    StringRef prefix = "transformer.";
-    if (!info && StringRef(name).starts_with(prefix))
-      info = file.find(name.substr(prefix.size()));
+    const runtime::TensorInfo *info = file.findParameter(name);
     if (!info)
       return param.emitError() << file.label() << ": no tensor named '" << name
                                << "' for this parameter";

@@ -205,9 +205,7 @@ void Executor::initialize(uint64_t seed) {
 
 absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
   for (const ParamSpec &p : bundle_.params) {
-    const TensorInfo *t = file.find(p.name);
-    if (!t && p.name.rfind("transformer.", 0) == 0)
-      t = file.find(p.name.substr(12));
+    const TensorInfo *t = file.findParameter(p.name);
     if (!t) {
       if (requireAll && !p.state)
         return absl::NotFoundError(

@@ -9,6 +9,7 @@
 #include "runtime/exec/Kernels.h"
 
 #include "runtime/support/Random.h"
+#include "runtime/support/ScalarMath.h"
 
 #include "absl/strings/str_cat.h"
 #include <cblas.h>
@@ -101,11 +102,6 @@ template <typename Fn> Kernel binary(Buf x, Buf y, Buf z, Fn fn) {
           fn(static_cast<double>(a[i]), static_cast<double>(b[i])));
     return ok();
   };
-}
-
-double gelu(double x) {
-  return 0.5 * x *
-         (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
 /// Slot of each (token, choice) pair under weft.expert_dispatch's rule.
@@ -514,7 +510,7 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
       {"weft.rsqrt", [](double x) { return 1.0 / std::sqrt(x); }},
       {"weft.square", [](double x) { return x * x; }},
       {"weft.gelu", gelu},
-      {"weft.silu", [](double x) { return x / (1.0 + std::exp(-x)); }},
+      {"weft.silu", silu},
   };
   for (auto [name, fn] : unaries)
     if (op == name) {
@@ -532,18 +528,8 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
          return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
        }},
       {"weft.ge", [](double a, double b) { return a >= b ? 1.0 : 0.0; }},
-      {"weft.gelu_grad",
-       [](double x, double dy) {
-         double c = std::sqrt(2.0 / M_PI);
-         double t = std::tanh(c * (x + 0.044715 * x * x * x));
-         return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c *
-                                            (1.0 + 3 * 0.044715 * x * x));
-       }},
-      {"weft.silu_grad",
-       [](double x, double dy) {
-         double sig = 1.0 / (1.0 + std::exp(-x));
-         return dy * sig * (1.0 + x * (1.0 - sig));
-       }},
+      {"weft.gelu_grad", geluGrad},
+      {"weft.silu_grad", siluGrad},
   };
   for (auto [name, fn] : binaries)
     if (op == name) {

@@ -179,6 +179,15 @@ const TensorInfo *SafetensorsFile::find(const std::string &name) const {
   return nullptr;
 }
 
+const TensorInfo *
+SafetensorsFile::findParameter(const std::string &name) const {
+  const std::string prefix = "transformer.";
+  if (const TensorInfo *t = find(name))
+    return t;
+  return name.rfind(prefix, 0) == 0 ? find(name.substr(prefix.size()))
+                                    : nullptr;
+}
+
 const uint8_t *SafetensorsFile::data(const TensorInfo &tensor) const {
   return reinterpret_cast<const uint8_t *>(bytes_.data()) + dataStart_ +
          tensor.begin;

@@ -45,6 +45,9 @@ public:
   /// Tensors in file order (by data offset).
   const std::vector<TensorInfo> &tensors() const { return tensors_; }
   const TensorInfo *find(const std::string &name) const;
+  /// The tensor of model parameter `name`: `name` itself, or for a name
+  /// "transformer.X" also "X" (the original GPT-2 checkpoints' layout).
+  const TensorInfo *findParameter(const std::string &name) const;
   const std::map<std::string, std::string> &metadata() const {
     return metadata_;
   }

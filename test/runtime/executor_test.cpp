@@ -147,7 +147,8 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
       }
     }
   }
-  EXPECT_GT(checked, narrow ? -1 : 10000);
+  if (!narrow) // bf16 runs compare through the loss only.
+    EXPECT_GT(checked, 10000);
 }
 } // namespace
 

@@ -154,3 +154,19 @@ TEST(Safetensors, WriterRejectsInconsistentTensors) {
                    .ok());
   EXPECT_FALSE(SafetensorsFile::read(path + ".missing").ok());
 }
+
+TEST(Safetensors, FindsGpt2ParametersWithOrWithoutThePrefix) {
+  std::string path = ::testing::TempDir() + "prefix.safetensors";
+  ASSERT_TRUE(writeSafetensors(
+                  path, {{"wte.weight", DType::F32, {1}, {1.0}},
+                         {"transformer.wpe.weight", DType::F32, {1}, {2.0}}})
+                  .ok());
+  auto file = SafetensorsFile::read(path);
+  ASSERT_TRUE(file.ok());
+  ASSERT_NE(file->findParameter("transformer.wte.weight"), nullptr);
+  EXPECT_EQ(file->findParameter("transformer.wte.weight")->name, "wte.weight");
+  EXPECT_EQ(file->findParameter("transformer.wpe.weight")->name,
+            "transformer.wpe.weight");
+  EXPECT_EQ(file->findParameter("lm_head.weight"), nullptr);
+  EXPECT_EQ(file->findParameter("wpe.weight"), nullptr); // No reverse mapping.
+}

@@ -16,6 +16,13 @@ def Weft_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [
   let cppNamespace = "::weft";
 }
 
+def Weft_ReduceKind : I32EnumAttr<"ReduceKind", "how a collective combines", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Mean", 1, "mean">
+  ]> {
+  let cppNamespace = "::weft";
+}
+
 def Weft_ShardingAttr : AttrDef<Weft_Dialect, "Sharding"> {
   let mnemonic = "sharding";
   let summary = "how a tensor's dimensions split over mesh axes";

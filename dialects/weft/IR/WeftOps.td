@@ -57,6 +57,146 @@ def Weft_MeshOp : Weft_Op<"mesh", [Symbol]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives: what SPMD partitioning (weft-partition) inserts
+//===----------------------------------------------------------------------===//
+
+// A collective runs once on every rank of the program. `axes` name axes of
+// `mesh`; the ranks that share their positions on every other axis form one
+// group, and the collective combines within each group. The group size is
+// the product of the named axes' sizes.
+class Weft_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<Weft_GradientOpInterface>])> {
+  code extraCollectiveDeclaration = [{
+    /// The number of ranks in each group (the product of the axes' sizes),
+    /// or 0 when the mesh or an axis is missing.
+    int64_t groupSize();
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration;
+}
+
+def Weft_AllReduceOp : Weft_CollectiveOp<"all_reduce", [Pure, InferTypeOpAdaptor]> {
+  let summary = "combine values across a group; every rank gets the result";
+  let description = [{
+    Every result i is the elementwise sum (or mean) of operand i over the
+    ranks of the group. Several operands make one bucket: the runtime packs
+    them into one buffer and issues one collective (bucketed gradient
+    all-reduce in data parallelism).
+
+    Gradient: the group reads the result identically, so the gradient of each
+    rank's operand is the result's gradient (scaled by 1/group for `mean`):
+    Megatron's reduce-from-tensor-parallel-region.
+
+    ```mlir
+    %s = weft.all_reduce sum %partial over @mesh ["tp"] : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_ReduceKind:$reduction,
+                       Variadic<Weft_FloatTensor>:$inputs,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs Variadic<Weft_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $reduction $inputs `over` $mesh $axes attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_CopyToGroupOp : Weft_CollectiveOp<"copy_to_group", [Pure, SameOperandsAndResultType]> {
+  let summary = "identity whose gradient is summed over a group";
+  let description = [{
+    Yields `input` unchanged. It marks where a value that is the same on every
+    rank of the group (a replicated parameter, an activation before a
+    column-parallel matmul) enters computation that differs per rank, so each
+    rank's gradient is one contribution: the gradient is the all-reduce sum
+    of the result's gradient over the group (Megatron's
+    copy-to-tensor-parallel-region; JAX's pvary). Data-parallel gradient
+    all-reduce is this op's gradient on each parameter.
+
+    ```mlir
+    %w1 = weft.copy_to_group %w over @mesh ["dp"] : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $mesh $axes attr-dict `:` type($input)";
+}
+
+def Weft_AllGatherOp : Weft_CollectiveOp<"all_gather", [Pure]> {
+  let summary = "concatenate the group's shards along a dimension";
+  let description = [{
+    The result is the operands of the group's ranks concatenated along `dim`
+    in group order, so that dimension grows by the group size; every rank
+    gets the whole. Gradient: each rank's use of the gathered tensor is one
+    contribution, so the operand's gradient is the reduce-scatter (sum) of
+    the result's gradient along `dim` (ZeRO-3 parameter gathering; Megatron's
+    sequence-parallel gather).
+
+    ```mlir
+    %full = weft.all_gather %shard over @mesh ["dp"] dim 0
+        : tensor<16x64xf32> -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_ReduceScatterOp : Weft_CollectiveOp<"reduce_scatter", [Pure]> {
+  let summary = "sum across a group, each rank keeping its shard";
+  let description = [{
+    The operands of the group's ranks are summed elementwise; rank r of the
+    group keeps block r of the sum along `dim` (that dimension shrinks by the
+    group size). Gradient: all-gather of the result's gradient along `dim`.
+
+    ```mlir
+    %g = weft.reduce_scatter %grad over @mesh ["dp"] dim 0
+        : tensor<64x64xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all", [Pure]> {
+  let summary = "exchange blocks: split one dimension, concatenate another";
+  let description = [{
+    Rank r splits its operand into group-size blocks along `split_dim` and
+    sends block j to rank j; it concatenates the blocks it receives along
+    `concat_dim` in group order. `split_dim` shrinks and `concat_dim` grows by
+    the group size (equal dims: the shape is unchanged). Gradient: the
+    all-to-all with the two dimensions swapped (expert dispatch and combine;
+    Ulysses-style sequence parallelism).
+
+    ```mlir
+    %y = weft.all_to_all %x over @mesh ["ep"] split 0 concat 1
+        : tensor<8x16x64xf32> -> tensor<2x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Parameters and constants
 //===----------------------------------------------------------------------===//
 

@@ -41,6 +41,9 @@ json::Array shapeOf(RankedTensorType type) {
 
 /// Encodes an op's inherent attributes as JSON values.
 FailureOr<json::Value> encodeAttr(Operation *op, Attribute attr) {
+  // Enum attributes are integer attributes too: match them first.
+  if (auto kind = dyn_cast<ReduceKindAttr>(attr))
+    return json::Value(stringifyReduceKind(kind.getValue()).str());
   if (auto i = dyn_cast<IntegerAttr>(attr))
     return json::Value(i.getValue().getSExtValue());
   if (auto f = dyn_cast<FloatAttr>(attr))
@@ -49,6 +52,18 @@ FailureOr<json::Value> encodeAttr(Operation *op, Attribute attr) {
     return json::Value(true);
   if (auto s = dyn_cast<StringAttr>(attr))
     return json::Value(s.str());
+  if (auto s = dyn_cast<FlatSymbolRefAttr>(attr))
+    return json::Value(s.getValue().str());
+  if (auto list = dyn_cast<ArrayAttr>(attr)) {
+    json::Array values;
+    for (Attribute element : list) {
+      FailureOr<json::Value> value = encodeAttr(op, element);
+      if (failed(value))
+        return failure();
+      values.push_back(std::move(*value));
+    }
+    return json::Value(std::move(values));
+  }
   if (auto a = dyn_cast<DenseI64ArrayAttr>(attr)) {
     json::Array values;
     for (int64_t v : a.asArrayRef())
@@ -56,6 +71,18 @@ FailureOr<json::Value> encodeAttr(Operation *op, Attribute attr) {
     return json::Value(std::move(values));
   }
   return op->emitError("bundles cannot encode attribute ") << attr, failure();
+}
+
+/// A sharding as the runtime reads it: the mesh axes of each dimension.
+json::Array encodeSharding(ShardingAttr sharding) {
+  json::Array dims;
+  for (Attribute entry : sharding.getDims()) {
+    json::Array axes;
+    for (Attribute axis : cast<ArrayAttr>(entry))
+      axes.push_back(cast<StringAttr>(axis).str());
+    dims.push_back(std::move(axes));
+  }
+  return dims;
 }
 
 class ProgramWriter {
@@ -71,8 +98,10 @@ public:
              failure();
     json::Array inputs, outputs, steps, assigns;
     for (BlockArgument arg : func.getArguments()) {
-      auto id = define(
-          arg, json::Object{{"kind", "input"}, {"index", arg.getArgNumber()}});
+      json::Object desc{{"kind", "input"}, {"index", arg.getArgNumber()}};
+      if (auto sharding = getSharding(arg))
+        desc["sharding"] = encodeSharding(sharding);
+      auto id = define(arg, std::move(desc));
       if (failed(id))
         return failure();
       inputs.push_back(*id);
@@ -103,8 +132,11 @@ public:
           std::string label = name   ? name.str()
                               : grad ? "grad:" + grad.str()
                                      : "result" + std::to_string(i);
-          outputs.push_back(
-              json::Object{{"name", label}, {"value", ids.lookup(v)}});
+          json::Object output{{"name", label}, {"value", ids.lookup(v)}};
+          if (auto sharding =
+                  func.getResultAttrOfType<ShardingAttr>(i, "weft.sharding"))
+            output["sharding"] = encodeSharding(sharding);
+          outputs.push_back(std::move(output));
         }
         continue;
       }
@@ -234,12 +266,22 @@ FailureOr<json::Object> buildManifest(ModuleOp module,
       params.push_back(std::move(desc));
     }
   }
-  return json::Object{{"format", runtime::kBundleFormat},
-                      {"version", runtime::kBundleVersion},
-                      {"meta", std::move(meta)},
-                      {"params", std::move(params)},
-                      {"constants", std::move(constants)},
-                      {"programs", std::move(programsJson)}};
+  json::Object manifest{{"format", runtime::kBundleFormat},
+                        {"version", runtime::kBundleVersion},
+                        {"meta", std::move(meta)},
+                        {"params", std::move(params)},
+                        {"constants", std::move(constants)},
+                        {"programs", std::move(programsJson)}};
+  if (auto mesh = module.lookupSymbol<MeshOp>("mesh")) {
+    json::Array axes, sizes;
+    for (StringRef axis : mesh.getAxes().getAsValueRange<StringAttr>())
+      axes.push_back(axis.str());
+    for (int64_t size : mesh.getSizes())
+      sizes.push_back(size);
+    manifest["mesh"] =
+        json::Object{{"axes", std::move(axes)}, {"sizes", std::move(sizes)}};
+  }
+  return manifest;
 }
 
 LogicalResult writeBundle(ModuleOp module, ArrayRef<StringRef> programs,

@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
@@ -285,8 +286,16 @@ LogicalResult compileKernels(Location loc, const std::string &source,
            << "): " << (text ? (*text)->getBuffer().str() : error);
   }
   llvm::sys::fs::remove(log);
-  if (!cacheDir.empty() && !llvm::sys::fs::create_directories(cacheDir))
-    (void)llvm::sys::fs::copy_file(output, cached);
+  // Publish to the cache by rename, which is atomic: a concurrent compile
+  // (parallel tests, several ranks) must never copy a half-written library.
+  if (!cacheDir.empty() && !llvm::sys::fs::create_directories(cacheDir)) {
+    llvm::SmallString<256> temporary(cached);
+    temporary +=
+        "." + std::to_string(llvm::sys::Process::getProcessId()) + ".tmp";
+    if (!llvm::sys::fs::copy_file(output, temporary) &&
+        llvm::sys::fs::rename(temporary, cached))
+      llvm::sys::fs::remove(temporary);
+  }
   return success();
 }
 

@@ -24,6 +24,13 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("the model has no @forward function");
+  if (options.plan.worldSize() > 1) {
+    if (failed(applyPlan(module, options.plan)))
+      return failure();
+    propagateShardings(forward);
+    if (failed(partition(forward)))
+      return failure();
+  }
   FailureOr<func::FuncOp> grad = differentiate(forward, "train_step");
   if (failed(grad))
     return failure();
@@ -37,6 +44,8 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   else
     grad->erase();
   for (func::FuncOp program : programs) {
+    bucketAllReduces(program,
+                     static_cast<int64_t>(options.bucketMb * 1024 * 1024));
     fuseElementwise(program);
     planMemory(program);
   }

@@ -4,6 +4,7 @@
 #define WEFT_COMPILER_PIPELINE_H
 
 #include "passes/optimizer/Passes.h"
+#include "passes/sharding/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -15,12 +16,19 @@ struct TrainingOptions {
   /// Also keep @train_step (loss and every gradient) as a program, so tests
   /// can compare gradients with the reference evaluator.
   bool keepGradients = false;
+  /// How to place the model on ranks (empty: one rank).
+  Plan plan;
+  /// Largest gradient all-reduce bucket (weft-bucket-all-reduce).
+  double bucketMb = 25.0;
 };
 
 /// The training pipeline on a module whose @forward returns (loss, logits):
-/// weft-autodiff (@train_step), weft-optimizer-adamw (@step), then
-/// weft-fusion-group and weft-memory-plan on @step and @forward. The module is
-/// left holding the planned programs (what `weftc compile --emit=mlir` prints).
+/// with a plan of more than one rank, weft-apply-plan,
+/// weft-sharding-propagate and weft-partition on @forward; then
+/// weft-autodiff (@train_step), weft-optimizer-adamw (@step),
+/// weft-bucket-all-reduce, then weft-fusion-group and weft-memory-plan on @step
+/// and @forward. The module is left holding the planned programs (what `weftc
+/// compile --emit=mlir` prints).
 mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,
                                           const TrainingOptions &options);
 

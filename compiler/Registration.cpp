@@ -8,6 +8,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/sharding/Passes.h"
 
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   registerWeftDialects(registry);
@@ -19,4 +20,5 @@ void weft::registerAllPasses() {
   registerWeftFusionPasses();
   registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
+  registerWeftShardingPasses();
 }

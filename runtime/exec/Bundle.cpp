@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -51,6 +52,69 @@ public:
       out.push_back(v.get<int64_t>());
     }
     return out;
+  }
+
+  /// A value's "sharding": one list of mesh axes per dimension of the local
+  /// `shape`, each axis of `mesh` at most once.
+  absl::StatusOr<Sharding> sharding(const json &obj, const std::string &where,
+                                    const MeshSpec &mesh,
+                                    const std::vector<int64_t> &shape) const {
+    auto arr = field(obj, where, "sharding", json::value_t::array);
+    if (!arr.ok())
+      return arr.status();
+    std::string at = absl::StrCat(where, ".sharding");
+    if ((*arr)->size() != shape.size())
+      return error(at,
+                   absl::StrCat("has ", (*arr)->size(),
+                                " entries for a value of rank ", shape.size()));
+    Sharding out;
+    std::vector<std::string> seen;
+    for (const json &dim : **arr) {
+      if (!dim.is_array())
+        return error(at, "each entry must be a list of mesh axes");
+      out.emplace_back();
+      for (const json &axis : dim) {
+        if (!axis.is_string() || mesh.axisIndex(axis.get<std::string>()) < 0)
+          return error(at, absl::StrCat("names ", axis.dump(),
+                                        ", which is not an axis of the mesh"));
+        std::string name = axis.get<std::string>();
+        if (std::find(seen.begin(), seen.end(), name) != seen.end())
+          return error(at, absl::StrCat("uses axis '", name, "' twice"));
+        seen.push_back(name);
+        out.back().push_back(name);
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<MeshSpec> mesh(const json &manifest) const {
+    MeshSpec mesh;
+    auto it = manifest.find("mesh");
+    if (it == manifest.end())
+      return mesh;
+    if (!it->is_object())
+      return error("mesh", "must be an object");
+    auto sizes = ints(*it, "mesh", "sizes");
+    if (!sizes.ok())
+      return sizes.status();
+    auto axes = field(*it, "mesh", "axes", json::value_t::array);
+    if (!axes.ok())
+      return axes.status();
+    if ((*axes)->size() != sizes->size())
+      return error("mesh", "needs one size per axis");
+    for (size_t i = 0; i < sizes->size(); ++i) {
+      const json &axis = (**axes)[i];
+      if (!axis.is_string() || axis.get<std::string>().empty())
+        return error(absl::StrCat("mesh.axes[", i, "]"), "must be a name");
+      if (mesh.axisIndex(axis.get<std::string>()) >= 0)
+        return error(absl::StrCat("mesh.axes[", i, "]"), "appears twice");
+      if ((*sizes)[i] <= 0 || (*sizes)[i] > 65536)
+        return error(absl::StrCat("mesh.sizes[", i, "]"),
+                     "must be in [1, 65536]");
+      mesh.axes.push_back(axis.get<std::string>());
+      mesh.sizes.push_back((*sizes)[i]);
+    }
+    return mesh;
   }
 
   absl::StatusOr<DType> dtype(const json &obj, const std::string &where) const {
@@ -119,6 +183,9 @@ absl::StatusOr<ProgramSpec> readProgram(const Reader &r, const json &p,
                                         ") lie outside the arena of ",
                                         prog.arenaBytes, " bytes"));
     } else if (k == "input" || k == "constant") {
+      if (k == "input" && v.contains("sharding")) {
+        WEFT_ASSIGN(spec.sharding, r.sharding(v, at, bundle.mesh, spec.shape));
+      }
       spec.kind =
           k == "input" ? ValueSpec::Kind::Input : ValueSpec::Kind::Constant;
       const json *index = nullptr;
@@ -265,6 +332,7 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
       return r.error("meta", "must be an object");
     bundle.meta = *meta;
   }
+  WEFT_ASSIGN(bundle.mesh, r.mesh(manifest));
   const json *params = nullptr;
   WEFT_ASSIGN(params,
               r.field(manifest, "manifest", "params", json::value_t::array));

@@ -3,6 +3,7 @@
 #ifndef WEFT_RUNTIME_EXEC_BUNDLE_H
 #define WEFT_RUNTIME_EXEC_BUNDLE_H
 
+#include "runtime/dist/Mesh.h"
 #include "runtime/support/Float.h"
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,7 @@ struct ValueSpec {
   int64_t index = 0;  // Input or constant index.
   int64_t offset = 0; // Arena byte offset.
   std::string param;  // Param name.
+  Sharding sharding;  // Inputs: how the global tensor splits over the mesh.
 
   int64_t numElements() const;
   int64_t bytes() const { return numElements() * dtypeSize(dtype); }
@@ -65,6 +67,8 @@ struct ConstantSpec {
 struct Bundle {
   std::string path;
   nlohmann::json meta;
+  /// The ranks the programs are placed on (empty: one rank).
+  MeshSpec mesh;
   std::vector<ParamSpec> params;
   std::vector<ConstantSpec> constants;
   std::map<std::string, ProgramSpec> programs;

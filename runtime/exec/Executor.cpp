@@ -81,6 +81,29 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
       return absl::NotFoundError(absl::StrCat(
           path, ": cannot load the bundle's kernels: ", dlerror()));
   }
+  if (ex->bundle_.mesh.size() > 1) {
+    if (!options.comm)
+      return absl::FailedPreconditionError(absl::StrCat(
+          ex->bundle_.path, ": the bundle is placed on ",
+          ex->bundle_.mesh.size(), " ranks; run it with weft-run --nproc ",
+          ex->bundle_.mesh.size(), " (or under torchrun)"));
+    // Every rank opens the same groups in the same order.
+    std::vector<std::vector<std::string>> groups;
+    for (const auto &[name, spec] : ex->bundle_.programs)
+      for (const StepSpec &step : spec.steps)
+        if (auto axes = step.attrs.find("axes"); isCollective(step.op) &&
+                                                 axes != step.attrs.end() &&
+                                                 axes->is_array()) {
+          std::vector<std::string> names;
+          for (const auto &a : *axes)
+            if (a.is_string())
+              names.push_back(a.get<std::string>());
+          groups.push_back(std::move(names));
+        }
+    if (absl::Status s = options.comm->setMesh(ex->bundle_.mesh, groups);
+        !s.ok())
+      return s;
+  }
   for (const auto &[name, spec] : ex->bundle_.programs)
     if (absl::Status s = ex->bind(name, spec); !s.ok())
       return s;
@@ -150,9 +173,12 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
     widen(in, false);
     widen(out, true);
     absl::StatusOr<Kernel> kernel =
-        bindKernel(step, in, out, [this](const std::string &symbol) -> void * {
-          return library_ ? dlsym(library_, symbol.c_str()) : nullptr;
-        });
+        isCollective(step.op)
+            ? bindCollective(step, in, out, options_.comm)
+            : bindKernel(
+                  step, in, out, [this](const std::string &symbol) -> void * {
+                    return library_ ? dlsym(library_, symbol.c_str()) : nullptr;
+                  });
     if (kernel.ok() && (!loads.empty() || !stores.empty()))
       kernel = Kernel([inner = std::move(*kernel), loads, stores] {
         for (const auto &[narrow, wide] : loads) {

@@ -9,6 +9,7 @@
 #ifndef WEFT_RUNTIME_EXEC_EXECUTOR_H
 #define WEFT_RUNTIME_EXEC_EXECUTOR_H
 
+#include "runtime/dist/Communicator.h"
 #include "runtime/exec/Bundle.h"
 #include "runtime/exec/Kernels.h"
 #include "runtime/io/Safetensors.h"
@@ -35,6 +36,9 @@ public:
     /// After each step, fill arena bytes that no live value occupies with
     /// NaN, so a wrong memory plan shows up as wrong results (tests).
     bool poisonDeadBuffers = false;
+    /// The job's collectives; required when the bundle is placed on more
+    /// than one rank (its mesh), which it then lays out on the ranks.
+    Communicator *comm = nullptr;
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> create(Bundle bundle,
@@ -64,6 +68,8 @@ public:
                                             const std::string &name) const;
 
   const Bundle &bundle() const { return bundle_; }
+  /// This process's rank in the job (0 without a communicator).
+  int64_t rank() const { return options_.comm ? options_.comm->rank() : 0; }
   std::vector<float> &param(const std::string &name) {
     return params_.at(name);
   }

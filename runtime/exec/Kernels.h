@@ -49,6 +49,18 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &step,
                                   const std::vector<Buf> &out,
                                   const SymbolResolver &resolve);
 
+class Communicator;
+
+/// Whether `op` is a collective (weft.all_reduce, weft.all_gather, ...).
+bool isCollective(const std::string &op);
+
+/// Binds a collective step to `comm` (which may be null only for
+/// weft.copy_to_group, an identity in the forward).
+absl::StatusOr<Kernel> bindCollective(const StepSpec &step,
+                                      const std::vector<Buf> &in,
+                                      const std::vector<Buf> &out,
+                                      Communicator *comm);
+
 } // namespace weft::runtime
 
 #endif // WEFT_RUNTIME_EXEC_KERNELS_H

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -53,16 +54,28 @@ TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler,
                      LrSchedule schedule)
     : executor(executor), sampler(std::move(sampler)), schedule(schedule) {
   const ProgramSpec &step = executor.bundle().programs.at("step");
-  const std::vector<int64_t> &shape = step.values[step.inputs[0]].shape;
-  batch = shape[0];
-  seq = shape[1];
+  const ValueSpec &input = step.values[step.inputs[0]];
+  batch = input.shape[0];
+  seq = input.shape[1];
+  globalBatch = batch;
+  if (!input.sharding.empty()) {
+    const MeshSpec &mesh = executor.bundle().mesh;
+    globalBatch = batch * mesh.groupSize(input.sharding[0]);
+    rowOffset = batch * mesh.groupRank(executor.rank(), input.sharding[0]);
+  }
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
+  globalTokens.resize(globalBatch * seq);
+  globalLabels.resize(globalBatch * seq);
 }
 
 absl::StatusOr<StepReport> TrainLoop::step() {
   int64_t n = steps + 1;
-  sampler.fill(n, tokens.data(), labels.data());
+  sampler.fill(n, globalTokens.data(), globalLabels.data());
+  std::copy_n(globalTokens.begin() + rowOffset * seq, batch * seq,
+              tokens.begin());
+  std::copy_n(globalLabels.begin() + rowOffset * seq, batch * seq,
+              labels.begin());
   float lr = static_cast<float>(schedule.at(n)),
         stepNumber = static_cast<float>(n);
   auto start = std::chrono::steady_clock::now();
@@ -83,7 +96,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.gradNorm = *executor.scalarOutput("step", "grad_norm");
   report.lr = lr;
   report.seconds = seconds;
-  report.tokens = batch * seq;
+  report.tokens = globalBatch * seq;
   if (!std::isfinite(report.loss))
     return absl::InternalError(absl::StrCat("step ", n,
                                             ": the loss is not finite (",

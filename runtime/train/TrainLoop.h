@@ -31,6 +31,8 @@ public:
   /// forward(tokens, labels) with the same [B, S].
   static absl::Status check(const Bundle &bundle);
 
+  /// `sampler` draws the job's global batch; each rank feeds its program the
+  /// rows its mesh position owns (the step's token input sharding).
   TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedule);
 
   /// Runs the next step.
@@ -49,9 +51,11 @@ private:
   Executor &executor;
   BatchSampler sampler;
   LrSchedule schedule;
-  int64_t batch, seq;
+  /// The job's batch is globalBatch x seq; this rank's program takes the
+  /// block of `batch` rows starting at `rowOffset` (data parallelism).
+  int64_t batch, seq, globalBatch, rowOffset = 0;
   int64_t steps = 0;
-  std::vector<int32_t> tokens, labels;
+  std::vector<int32_t> tokens, labels, globalTokens, globalLabels;
 };
 
 } // namespace weft::runtime

@@ -16,8 +16,20 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+#include <unistd.h>
 
 namespace weft::testutil {
+
+/// A path under the test temp directory private to this test and process:
+/// ctest runs tests in parallel, and two writing one bundle directory (or a
+/// kernels.so one of them is loading) would race.
+inline std::string uniqueTempPath(const std::string &name) {
+  const ::testing::TestInfo *test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + (test ? test->name() : "global") + "-" +
+         std::to_string(::getpid()) + "-" + name;
+}
 
 /// Stores the last diagnostic emitted while it lives into `message`.
 class DiagnosticCapture {

@@ -103,7 +103,7 @@ TEST(Models, CheckpointsMapOntoParametersOneToOne) {
       name = name.substr(12);
     tensors.push_back({name, runtime::DType::F32, t.shape, t.data});
   });
-  std::string path = ::testing::TempDir() + "gpt2-tiny.safetensors";
+  std::string path = testutil::uniqueTempPath("gpt2-tiny.safetensors");
   ASSERT_TRUE(runtime::writeSafetensors(path, tensors).ok());
   auto file = runtime::SafetensorsFile::read(path);
   ASSERT_TRUE(file.ok()) << file.status();

@@ -51,7 +51,7 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   auto module =
       buildModel(*context, *config, {b, s, dtype, /*masterWeights=*/true});
   ASSERT_TRUE(static_cast<bool>(module));
-  std::string dir = ::testing::TempDir() + name + "-bundle";
+  std::string dir = testutil::uniqueTempPath(name + "-bundle");
   TrainingOptions training;
   training.keepGradients = true;
   ASSERT_TRUE(mlir::succeeded(

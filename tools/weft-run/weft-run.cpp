@@ -1,16 +1,21 @@
 //===- weft-run.cpp - train a compiled bundle -----------------------------===//
 //
-//   weft-run bundle/ --data FILE [--tokenizer bytes | --token-bytes 2|4]
-//            --steps N [--lr X] [--warmup N] [--seed S]
+//   weft-run [--nproc N] bundle/ --data FILE [--tokenizer bytes |
+//            --token-bytes 2|4] --steps N [--lr X] [--warmup N] [--seed S]
 //            [--init-from W.safetensors] [--save W.safetensors]
-//            [--metrics out.jsonl] [--sample N]
+//            [--metrics out.jsonl] [--sample N] [--timeout S]
 //
 // Links the runtime only (no MLIR): this is what runs on a cluster node.
+// A bundle placed on several ranks runs as one process per rank: --nproc N
+// starts N local ranks like torchrun; a process started by torchrun, mpirun
+// or a scheduler reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+// MASTER_PORT instead. Rank 0 prints, writes metrics and saves.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/data/Batches.h"
 #include "runtime/data/TokenFile.h"
+#include "runtime/dist/Communicator.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/TrainLoop.h"
@@ -21,9 +26,17 @@
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 ABSL_FLAG(std::string, data, "",
@@ -47,14 +60,101 @@ ABSL_FLAG(std::string, metrics, "",
 ABSL_FLAG(int64_t, sample, 0,
           "After training, print this many generated tokens");
 ABSL_FLAG(double, temperature, 0.8, "Sampling temperature (0 = greedy)");
+ABSL_FLAG(
+    int, nproc, 1,
+    "Start this many local ranks (the bundle's mesh size), like torchrun");
+ABSL_FLAG(double, timeout, 120,
+          "Seconds a rank waits for the others (rendezvous, each collective) "
+          "before it gives up with an error");
 
 namespace {
+int64_t gRank = 0; // For messages: which rank says it.
+int64_t gWorld = 1;
+
 int fail(const std::string &message) {
-  std::cerr << "weft-run: error: " << message << "\n";
+  std::cerr << "weft-run: error: "
+            << (gWorld > 1 ? "rank " + std::to_string(gRank) + ": " : "")
+            << message << "\n";
   return 1;
 }
 int fail(const absl::Status &status) {
   return fail(std::string(status.message()));
+}
+
+/// A TCP port nobody listens on now (for the rendezvous store).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  if (fd >= 0)
+    ::close(fd);
+  return port;
+}
+
+/// --nproc N: runs this same command as N rank processes and waits. The
+/// first rank to fail is named, and the others are stopped, so a dead rank
+/// never leaves the job hanging.
+int launch(int nproc, char **argv) {
+  std::string port = std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT")
+                                                : std::to_string(freePort());
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nproc; ++r) {
+    pid_t pid = ::fork();
+    if (pid < 0)
+      return fail("cannot start rank " + std::to_string(r));
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 0);
+      ::setenv("MASTER_PORT", port.c_str(), 1);
+      ::execv("/proc/self/exe", argv);
+      std::perror("weft-run: exec");
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int remaining = nproc, result = 0;
+  while (remaining > 0) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0)
+      break;
+    --remaining;
+    int rank = static_cast<int>(std::find(pids.begin(), pids.end(), pid) -
+                                pids.begin());
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok || result != 0)
+      continue;
+    result = 1;
+    std::string how =
+        WIFSIGNALED(status)
+            ? "was killed by signal " + std::to_string(WTERMSIG(status))
+            : "exited with status " + std::to_string(WEXITSTATUS(status));
+    std::cerr << "weft-run: error: rank " << rank << " (pid " << pid << ") "
+              << how << "; stopping the other ranks\n";
+    // Let the survivors report the failure themselves first (their
+    // collectives fail at once on a closed connection), then stop them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (pid_t other : pids)
+      if (other != pid)
+        ::kill(other, SIGTERM);
+  }
+  return result;
+}
+
+/// This process's peak resident memory in bytes.
+double peakRssBytes() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
 }
 
 void progress(const weft::runtime::StepReport &r, int64_t total, bool tty) {
@@ -80,7 +180,8 @@ void progress(const weft::runtime::StepReport &r, int64_t total, bool tty) {
 
 int main(int argc, char **argv) {
   absl::SetProgramUsageMessage("train a compiled Weft bundle on the CPU\n\n"
-                               "  weft-run bundle/ --data FILE [--tokenizer "
+                               "  weft-run [--nproc N] bundle/ --data FILE "
+                               "[--tokenizer "
                                "bytes | --token-bytes 2|4] --steps N\n"
                                "           [--lr X] [--seed S] [--init-from "
                                "W.safetensors] [--save W.safetensors]\n"
@@ -99,12 +200,45 @@ int main(int argc, char **argv) {
       static_cast<int>(translated.size()), translated.data());
   if (positional.size() != 2)
     return fail("expected exactly one bundle directory (see --help)");
+  int nproc = absl::GetFlag(FLAGS_nproc);
+  if (nproc < 1)
+    return fail("--nproc must be at least 1");
+  if (nproc > 1 && !std::getenv("RANK"))
+    return launch(nproc, argv);
+
+  auto rankInfo = weft::runtime::rankFromEnvironment();
+  if (!rankInfo.ok())
+    return fail(rankInfo.status());
+  gRank = rankInfo->rank;
+  gWorld = rankInfo->worldSize;
+  double timeoutSeconds = absl::GetFlag(FLAGS_timeout);
+  if (!(timeoutSeconds > 0))
+    return fail("--timeout must be positive");
+  std::unique_ptr<weft::runtime::Communicator> comm;
+  if (rankInfo->worldSize > 1) {
+    auto joined = weft::runtime::Communicator::create(
+        *rankInfo,
+        std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000)));
+    if (!joined.ok())
+      return fail(joined.status());
+    comm = std::move(*joined);
+  }
+  bool leader = rankInfo->rank == 0;
+
   auto bundle = weft::runtime::Bundle::load(positional[1]);
   if (!bundle.ok())
     return fail(bundle.status());
   if (absl::Status s = weft::runtime::TrainLoop::check(*bundle); !s.ok())
     return fail(s);
-  auto executor = weft::runtime::Executor::create(std::move(*bundle));
+  if (bundle->mesh.size() != rankInfo->worldSize && bundle->mesh.size() == 1)
+    return fail(positional[1] +
+                std::string(": the bundle runs on one rank but this job has ") +
+                std::to_string(rankInfo->worldSize) +
+                "; compile it with --plan to place it on several");
+  weft::runtime::Executor::Options executorOptions;
+  executorOptions.comm = comm.get();
+  auto executor =
+      weft::runtime::Executor::create(std::move(*bundle), executorOptions);
   if (!executor.ok())
     return fail(executor.status());
   weft::runtime::Executor &ex = **executor;
@@ -157,30 +291,56 @@ int main(int argc, char **argv) {
   weft::runtime::TrainLoop loop(ex, std::move(*sampler), schedule);
 
   std::ofstream metrics;
-  if (std::string path = absl::GetFlag(FLAGS_metrics); !path.empty()) {
+  if (std::string path = absl::GetFlag(FLAGS_metrics);
+      leader && !path.empty()) {
     metrics.open(path, std::ios::app);
     if (!metrics)
       return fail(path + ": cannot open for writing");
   }
   bool tty = isatty(fileno(stderr));
+  // Test hook: WEFT_TEST_EXIT=R:S makes rank R die before step S, so tests
+  // can check that the other ranks report it instead of hanging.
+  int64_t dieRank = -1, dieStep = -1;
+  if (const char *die = std::getenv("WEFT_TEST_EXIT"))
+    std::sscanf(die, "%ld:%ld", &dieRank, &dieStep);
   for (int64_t s = 0; s < steps; ++s) {
+    if (rankInfo->rank == dieRank && s + 1 == dieStep)
+      ::_exit(3);
     auto report = loop.step();
     if (!report.ok())
       return fail(report.status());
+    // Every rank's peak memory, gathered to all (rank order).
+    std::vector<float> peaks(rankInfo->worldSize,
+                             static_cast<float>(peakRssBytes() / 1024.0));
+    if (comm) {
+      float mine = peaks[0];
+      if (absl::Status st = comm->allGather({}, &mine, peaks.data(), 1);
+          !st.ok())
+        return fail(st);
+    }
+    if (!leader)
+      continue;
     progress(*report, steps, tty);
-    if (metrics.is_open())
+    if (metrics.is_open()) {
+      std::vector<int64_t> peakBytes;
+      for (float kb : peaks)
+        peakBytes.push_back(static_cast<int64_t>(kb) * 1024);
       metrics << nlohmann::json{{"step", report->step},
                                 {"loss", report->loss},
                                 {"grad_norm", report->gradNorm},
                                 {"lr", report->lr},
                                 {"tokens_per_s",
                                  report->tokens / report->seconds},
-                                {"step_s", report->seconds}}
+                                {"step_s", report->seconds},
+                                {"ranks", rankInfo->worldSize},
+                                {"peak_memory_bytes", peakBytes}}
                      .dump()
               << "\n";
+    }
   }
 
-  if (std::string path = absl::GetFlag(FLAGS_save); !path.empty()) {
+  // Data parallelism replicates parameters, so rank 0 holds all of them.
+  if (std::string path = absl::GetFlag(FLAGS_save); leader && !path.empty()) {
     std::vector<weft::runtime::TensorToWrite> out;
     for (const weft::runtime::ParamSpec &p : ex.bundle().params)
       if (!p.state) {
@@ -199,7 +359,10 @@ int main(int argc, char **argv) {
                                  absl::GetFlag(FLAGS_seed));
     if (!generated.ok())
       return fail(generated.status());
-    if (tokenizer == "bytes") {
+    if (!leader) {
+      // Every rank ran the forward program (it has collectives); rank 0
+      // prints.
+    } else if (tokenizer == "bytes") {
       std::cout << "--- sample ---\n"
                 << weft::runtime::decodeByteTokens(prompt) << "|"
                 << weft::runtime::decodeByteTokens(*generated) << "\n";

@@ -90,6 +90,14 @@ cl::opt<std::string> emit("emit",
                                    "step and forward programs) or 'kernels' "
                                    "(the generated C++ kernel source)"),
                           cl::sub(compileCmd));
+cl::opt<std::string> planSpec(
+    "plan",
+    cl::desc("Parallelism plan, e.g. dp=4 (default: one rank; see README)"),
+    cl::sub(compileCmd));
+cl::opt<double> bucketMb("bucket-mb",
+                         cl::desc("Largest gradient all-reduce bucket in MiB "
+                                  "(default 25)"),
+                         cl::init(25.0), cl::sub(compileCmd));
 cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"),
                       cl::init(0.9), cl::sub(compileCmd));
 cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.95)"),
@@ -259,6 +267,13 @@ int runCompile(MLIRContext &context) {
         meta["config"] = std::move(*config);
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
+  options.bucketMb = bucketMb;
+  if (!planSpec.empty()) {
+    auto plan = weft::parsePlan(planSpec);
+    if (!plan)
+      return fail(toString(plan.takeError()));
+    options.plan = std::move(*plan);
+  }
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options)))
       return 1;

@@ -26,6 +26,9 @@ struct ShardingRule {
 
   llvm::SmallVector<int64_t> factorSizes;
   llvm::SmallVector<llvm::SmallVector<int64_t>> operands, results;
+  /// The op averages over its reduction factors (reduce_mean, the mean
+  /// cross-entropy) rather than summing, so partial results combine by mean.
+  bool meanReduction = false;
 
   /// Adds a factor of `size` and returns its index.
   int64_t addFactor(int64_t size) {

@@ -28,6 +28,12 @@ namespace weft {
 /// Registers the weft dialect and the dialects its graphs use (func).
 void registerWeftDialects(mlir::DialectRegistry &registry);
 
+/// The `weft.sharding` of a function argument or op result, or null.
+ShardingAttr getSharding(mlir::Value value);
+/// Sets the `weft.sharding` of a function argument or op result (an op's
+/// other results keep theirs, or become replicated).
+void setSharding(mlir::Value value, ShardingAttr sharding);
+
 /// Returns true if `type` is an element type weft computes in floating point.
 bool isWeftFloat(mlir::Type type);
 

@@ -124,3 +124,46 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
   return verifySharding(op, type, attr.getValue(),
                         "argument " + std::to_string(argIndex));
 }
+
+ShardingAttr weft::getSharding(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto function =
+        dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    return function ? function.getArgAttrOfType<ShardingAttr>(
+                          arg.getArgNumber(), "weft.sharding")
+                    : ShardingAttr();
+  }
+  auto result = cast<OpResult>(value);
+  auto list = result.getOwner()->getAttrOfType<ArrayAttr>("weft.sharding");
+  if (!list || list.size() <= result.getResultNumber())
+    return {};
+  return dyn_cast<ShardingAttr>(list[result.getResultNumber()]);
+}
+
+void weft::setSharding(Value value, ShardingAttr sharding) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto function = cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    function.setArgAttr(arg.getArgNumber(), "weft.sharding", sharding);
+    return;
+  }
+  auto result = cast<OpResult>(value);
+  Operation *op = result.getOwner();
+  SmallVector<Attribute> list;
+  for (OpResult r : op->getResults()) {
+    if (r == result) {
+      list.push_back(sharding);
+      continue;
+    }
+    ShardingAttr old = getSharding(r);
+    if (!old) {
+      // Replicated: one empty axis list per dimension.
+      auto type = cast<RankedTensorType>(r.getType());
+      SmallVector<Attribute> dims(type.getRank(),
+                                  ArrayAttr::get(op->getContext(), {}));
+      old = ShardingAttr::get(op->getContext(), sharding.getMesh(),
+                              ArrayAttr::get(op->getContext(), dims));
+    }
+    list.push_back(old);
+  }
+  op->setAttr("weft.sharding", ArrayAttr::get(op->getContext(), list));
+}

@@ -40,7 +40,8 @@ std::string ShardingRule::str() const {
     if (isReduction(f))
       reductions.push_back(letter(f));
   if (!reductions.empty())
-    out += " reduction={" + llvm::join(reductions, ", ") + "}";
+    out += (meanReduction ? " mean={" : " reduction={") +
+           llvm::join(reductions, ", ") + "}";
   return out;
 }
 
@@ -73,14 +74,19 @@ ShardingRule rowwise(Value input, unsigned vectors) {
   return rule;
 }
 
-ShardingRule reduction(Value input, ArrayRef<int64_t> reduced) {
+/// Kept dims split; reduced dims are reduction factors when partial results
+/// can be combined by a collective (`splitReduced`), else whole.
+ShardingRule reduction(Value input, ArrayRef<int64_t> reduced,
+                       bool splitReduced = true) {
   ShardingRule rule;
   SmallVector<int64_t> in, out;
   ArrayRef<int64_t> shape = shapeOf(input);
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    int64_t f = rule.addFactor(shape[d]);
+    bool isReduced = llvm::is_contained(reduced, d);
+    int64_t f = isReduced && !splitReduced ? ShardingRule::kWhole
+                                           : rule.addFactor(shape[d]);
     in.push_back(f);
-    if (!llvm::is_contained(reduced, d))
+    if (!isReduced)
       out.push_back(f);
   }
   rule.operands.push_back(in);
@@ -114,10 +120,13 @@ ShardingRule ReduceSumOp::getShardingRule() {
   return reduction(getInput(), getDims());
 }
 ShardingRule ReduceMaxOp::getShardingRule() {
-  return reduction(getInput(), getDims());
+  // Collectives combine by sum or mean only, so reduced dims stay whole.
+  return reduction(getInput(), getDims(), /*splitReduced=*/false);
 }
 ShardingRule ReduceMeanOp::getShardingRule() {
-  return reduction(getInput(), getDims());
+  ShardingRule rule = reduction(getInput(), getDims());
+  rule.meanReduction = true;
+  return rule;
 }
 
 ShardingRule LayerNormOp::getShardingRule() { return rowwise(getInput(), 2); }
@@ -239,6 +248,7 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   rule.operands.push_back(logits);
   rule.operands.push_back(tokens);
   rule.results.push_back({});
+  rule.meanReduction = true;
   return rule;
 }
 

@@ -49,6 +49,19 @@ TEST(ShardingRules, ReductionsAndTranspose) {
     })"),
             "([i, j, k]) -> ([i]) {i=4, j=8, k=16} reduction={j, k}");
   EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+      %0 = weft.reduce_mean %x dims [1] : tensor<4x8xf32>
+      return %0 : tensor<4xf32>
+    })"),
+            "([i, j]) -> ([i]) {i=4, j=8} mean={j}");
+  // A max does not combine by sum or mean: its reduced dims stay whole.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+      %0 = weft.reduce_max %x dims [1] : tensor<4x8xf32>
+      return %0 : tensor<4xf32>
+    })"),
+            "([i, -]) -> ([i]) {i=4}");
+  EXPECT_EQ(ruleOf(R"(
     func.func @f(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
       %0 = weft.transpose %x [2, 0, 1] : tensor<2x3x4xf32>
       return %0 : tensor<4x2x3xf32>
@@ -125,7 +138,7 @@ TEST(ShardingRules, ShapesSoftmaxRopeAndLoss) {
       %0 = weft.cross_entropy %l, %y : tensor<2x8x256xf32>, tensor<2x8xi32>
       return %0 : tensor<f32>
     })"),
-            "([i, j, -], [i, j]) -> ([]) {i=2, j=8} reduction={i, j}");
+            "([i, j, -], [i, j]) -> ([]) {i=2, j=8} mean={i, j}");
   EXPECT_EQ(ruleOf(R"(
     func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
       %0 = weft.concat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x5xf32>

@@ -1,0 +1,335 @@
+//===- Partition.cpp - one rank's program from a sharded function ---------===//
+//
+// Walks the function once, in order, keeping for every value how its global
+// tensor is laid out on the ranks:
+//   dims     - the axes splitting each dimension (the local shape follows);
+//   partial  - axes over which the local value is one term of a sum (or mean)
+//              that no collective has combined yet;
+//   varying  - axes along which the local value may differ between ranks.
+// Ops are rewritten in place: operands are brought to the layout the op's
+// factors ask for (all_gather, all_reduce), invariant operands entering
+// computation that varies get weft.copy_to_group, and results take local
+// types. Autodiff later differentiates this program; the collectives'
+// gradient rules make the backward communication.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/sharding/Passes.h"
+#include "passes/sharding/ShardingState.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace weft {
+#define GEN_PASS_DEF_PARTITION
+#include "passes/sharding/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+using namespace weft::sharding;
+
+namespace {
+using AxisSet = llvm::SmallSetVector<StringAttr, 4>;
+
+struct Layout {
+  DimAxes dims;
+  Axes partial;
+  ReduceKind partialKind = ReduceKind::Sum;
+  AxisSet varying;
+};
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp func, MeshOp mesh)
+      : func(func), mesh(mesh),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        b(func.getContext()) {}
+
+  LogicalResult run() {
+    Block &body = func.getBody().front();
+    // Rules read shapes and attributes, so take them all while the function
+    // is still global.
+    for (Operation &op : body)
+      if (auto ruled = dyn_cast<ShardingRuleOpInterface>(&op))
+        rules[&op] = ruled.getShardingRule();
+    for (BlockArgument arg : body.getArguments())
+      define(arg, readDims(arg));
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      b.setInsertionPoint(&op);
+      if (failed(rewrite(&op)))
+        return failure();
+    }
+    SmallVector<Type> results(body.getTerminator()->getOperandTypes().begin(),
+                              body.getTerminator()->getOperandTypes().end());
+    func.setType(
+        FunctionType::get(func.getContext(), body.getArgumentTypes(), results));
+    // Shardings are now carried by the local types and collectives.
+    func.walk([](Operation *op) { op->removeAttr("weft.sharding"); });
+    return success();
+  }
+
+private:
+  /// Gives `v` its local type under `dims` and records its layout: a split
+  /// value differs between the ranks of its axes.
+  void define(Value v, DimAxes dims, AxisSet varying = {}) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [d, axes] : llvm::enumerate(dims)) {
+      shape[d] /= splitCount(mesh, axes);
+      varying.insert(axes.begin(), axes.end());
+    }
+    v.setType(RankedTensorType::get(shape, type.getElementType()));
+    layouts[v] = Layout{std::move(dims), {}, ReduceKind::Sum, varying};
+  }
+
+  Layout &layout(Value v) { return layouts[v]; }
+
+  ArrayAttr axesAttr(ArrayRef<StringAttr> axes) {
+    return b.getArrayAttr(SmallVector<Attribute>(axes.begin(), axes.end()));
+  }
+
+  /// Combines a pending partial sum so `v` holds the full value.
+  Value combine(Operation *user, Value v) {
+    Layout l = layout(v);
+    if (l.partial.empty())
+      return v;
+    auto kind = ReduceKindAttr::get(b.getContext(), l.partialKind);
+    Value sum = AllReduceOp::create(b, user->getLoc(), kind, ValueRange{v},
+                                    meshRef, axesAttr(l.partial))
+                    .getResult(0);
+    for (StringAttr axis : l.partial)
+      l.varying.remove(axis);
+    l.partial.clear();
+    layouts[sum] = l;
+    return sum;
+  }
+
+  /// Brings operand `v` of `user` to `want` (axes per dimension).
+  FailureOr<Value> reshard(Operation *user, unsigned index, Value v,
+                           const DimAxes &want) {
+    v = combine(user, v);
+    for (size_t d = 0; d < want.size(); ++d) {
+      Layout l = layout(v);
+      if (l.dims[d] == want[d])
+        continue;
+      if (!l.dims[d].empty()) {
+        // Gather the dimension whole. The gathered value still counts as
+        // varying: each rank's use of it is one gradient contribution.
+        auto type = cast<RankedTensorType>(v.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[d] *= splitCount(mesh, l.dims[d]);
+        v = AllGatherOp::create(
+            b, user->getLoc(),
+            RankedTensorType::get(shape, type.getElementType()), v, meshRef,
+            axesAttr(l.dims[d]), b.getI64IntegerAttr(d));
+        l.dims[d].clear();
+        layouts[v] = l;
+      }
+      if (!want[d].empty())
+        return user->emitOpError("operand ")
+                   << index << " would need dimension " << d
+                   << " split from a whole value, which the partitioner "
+                      "cannot do yet (annotate the producer instead)",
+               failure();
+    }
+    return v;
+  }
+
+  /// Passes `v` through copy_to_group for the axes of `varying` it does not
+  /// vary along (float values only: integer ids have no gradient).
+  Value enterVarying(Operation *user, Value v, const AxisSet &varying) {
+    Layout l = layout(v);
+    Axes missing;
+    for (StringAttr axis : varying)
+      if (!l.varying.contains(axis))
+        missing.push_back(axis);
+    if (missing.empty() ||
+        !isWeftFloat(cast<RankedTensorType>(v.getType()).getElementType()))
+      return v;
+    // One copy per value and axes, so a value used twice (a tied embedding)
+    // has its gradient summed locally first and all-reduced once.
+    ArrayAttr axes = axesAttr(missing);
+    Value &copy = copies[{v, axes}];
+    if (copy)
+      return copy;
+    copy = CopyToGroupOp::create(b, user->getLoc(), v, meshRef, axes);
+    l.varying.insert(missing.begin(), missing.end());
+    layouts[copy] = l;
+    return copy;
+  }
+
+  LogicalResult rewrite(Operation *op) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      return rewriteReturn(ret);
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      define(param.getResult(), readDims(param.getResult()));
+      return success();
+    }
+    if (auto constant = dyn_cast<ConstantOp>(op))
+      return rewriteConstant(constant);
+    ShardingRule rule;
+    if (auto it = rules.find(op); it != rules.end()) {
+      rule = it->second;
+    } else {
+      // Placed whole: every dimension of every value is its own unsplit
+      // dimension.
+      for (Value v : op->getOperands())
+        rule.operands.emplace_back(
+            cast<RankedTensorType>(v.getType()).getRank(),
+            ShardingRule::kWhole);
+      for (Value v : op->getResults())
+        rule.results.emplace_back(cast<RankedTensorType>(v.getType()).getRank(),
+                                  ShardingRule::kWhole);
+    }
+    SmallVector<Axes> factors = factorAxes(op, rule);
+    auto dimsOf = [&](ArrayRef<int64_t> map) {
+      DimAxes dims;
+      for (int64_t f : map)
+        dims.push_back(f == ShardingRule::kWhole ? Axes() : factors[f]);
+      return dims;
+    };
+
+    AxisSet varying;
+    for (const Axes &axes : factors)
+      varying.insert(axes.begin(), axes.end());
+    SmallVector<Value> operands;
+    for (auto [i, pair] :
+         llvm::enumerate(llvm::zip(op->getOperands(), rule.operands))) {
+      FailureOr<Value> v =
+          reshard(op, i, std::get<0>(pair), dimsOf(std::get<1>(pair)));
+      if (failed(v))
+        return failure();
+      operands.push_back(*v);
+      varying.insert(layout(*v).varying.begin(), layout(*v).varying.end());
+    }
+    for (auto [i, v] : llvm::enumerate(operands))
+      op->setOperand(i, enterVarying(op, v, varying));
+
+    Axes partial;
+    for (auto [f, axes] : llvm::enumerate(factors))
+      if (rule.isReduction(f))
+        partial.append(axes.begin(), axes.end());
+    for (auto [r, map] : llvm::zip(op->getResults(), rule.results)) {
+      define(r, dimsOf(map), varying);
+      layout(r).partial = partial;
+      layout(r).partialKind =
+          rule.meanReduction ? ReduceKind::Mean : ReduceKind::Sum;
+    }
+    // Attributes that spell out sizes follow the local shapes.
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      SmallVector<int64_t> limits(slice.getLimits());
+      for (auto [d, axes] : llvm::enumerate(layout(slice.getResult()).dims))
+        if (!axes.empty())
+          limits[d] = slice.getType().getDimSize(d);
+      slice.setLimits(limits);
+    }
+    return success();
+  }
+
+  LogicalResult rewriteConstant(ConstantOp constant) {
+    DimAxes dims = readDims(constant.getResult());
+    if (!isReplicated(dims)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense || !dense.isSplat())
+        return constant.emitOpError(
+            "only a splat constant can be split across ranks");
+      define(constant.getResult(), dims);
+      constant.setValueAttr(
+          dense.resizeSplat(cast<ShapedType>(constant.getResult().getType())));
+      return success();
+    }
+    define(constant.getResult(), dims);
+    return success();
+  }
+
+  LogicalResult rewriteReturn(func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      Value v = combine(ret, operand.get());
+      auto name = func.getResultAttrOfType<StringAttr>(i, "weft.output");
+      if (name && name.getValue() == "loss") {
+        // Every rank must report (and differentiate) the same loss. A value
+        // still varying here is the same on every rank by construction, so
+        // its mean is itself, and the mean's gradient undoes the extra
+        // contributions its uses would otherwise sum.
+        Layout l = layout(v);
+        if (!l.varying.empty()) {
+          Axes axes(l.varying.begin(), l.varying.end());
+          auto mean = ReduceKindAttr::get(b.getContext(), ReduceKind::Mean);
+          v = AllReduceOp::create(b, ret.getLoc(), mean, ValueRange{v}, meshRef,
+                                  axesAttr(axes))
+                  .getResult(0);
+        }
+      } else if (!isReplicated(layout(v).dims)) {
+        func.setResultAttr(i, "weft.sharding",
+                           toAttr(func.getContext(), meshRef, layout(v).dims));
+      }
+      operand.set(v);
+    }
+    return success();
+  }
+
+  /// Factor axes from the op's results; reduction factors (no result
+  /// dimension) from its operands. An axis taken twice is dropped.
+  SmallVector<Axes> factorAxes(Operation *op, const ShardingRule &rule) {
+    SmallVector<Axes> factors(rule.factorSizes.size());
+    llvm::SmallDenseSet<StringAttr> taken;
+    auto take = [&](const DimAxes &dims, ArrayRef<int64_t> map) {
+      for (auto [d, f] : llvm::enumerate(map))
+        if (f != ShardingRule::kWhole && factors[f].empty() &&
+            !dims[d].empty() && llvm::none_of(dims[d], [&](StringAttr a) {
+              return taken.count(a);
+            })) {
+          factors[f] = dims[d];
+          taken.insert(dims[d].begin(), dims[d].end());
+        }
+    };
+    for (auto [v, map] : llvm::zip(op->getResults(), rule.results))
+      take(readDims(v), map);
+    for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands))
+      take(layout(v).dims, map);
+    // Only reduction factors may come from operands: a factor that reaches
+    // a result but was left unsplit there stays unsplit.
+    for (auto [f, axes] : llvm::enumerate(factors))
+      if (!rule.isReduction(f) && !isResultSplit(op, rule, f))
+        axes.clear();
+    return factors;
+  }
+
+  static bool isResultSplit(Operation *op, const ShardingRule &rule,
+                            int64_t factor) {
+    for (auto [v, map] : llvm::zip(op->getResults(), rule.results)) {
+      DimAxes dims = readDims(v);
+      for (auto [d, f] : llvm::enumerate(map))
+        if (f == factor && !dims[d].empty())
+          return true;
+    }
+    return false;
+  }
+
+  func::FuncOp func;
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  OpBuilder b;
+  llvm::DenseMap<Value, Layout> layouts;
+  llvm::DenseMap<Operation *, ShardingRule> rules;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> copies;
+};
+} // namespace
+
+LogicalResult weft::partition(func::FuncOp func) {
+  MeshOp mesh = findMesh(func);
+  if (!mesh)
+    return success(); // Nothing is split: the program is every rank's.
+  return Partitioner(func, mesh).run();
+}
+
+namespace {
+struct PartitionPass : weft::impl::PartitionBase<PartitionPass> {
+  void runOnOperation() override {
+    if (failed(partition(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace

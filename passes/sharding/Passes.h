@@ -1,0 +1,65 @@
+//===- Passes.h - placement: plans, propagation, partitioning ---*- C++ -*-===//
+//
+// Placement runs on @forward before autodiff: a plan declares the mesh and
+// seeds shardings, propagation spreads them through the sharding rules, and
+// partitioning rewrites the function into one rank's program with explicit
+// collectives. Autodiff then differentiates that local program; the
+// collectives' gradient rules produce the backward communication.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PASSES_SHARDING_PASSES_H
+#define WEFT_PASSES_SHARDING_PASSES_H
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weft {
+#define GEN_PASS_DECL
+#include "passes/sharding/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/sharding/Passes.h.inc"
+
+/// A parallelism plan: "dp=2,tp=2,zero=3,sp=on".
+struct Plan {
+  /// Mesh axes in order (dp, tp, pp, ep), sizes as given (1 allowed).
+  std::vector<std::pair<std::string, int64_t>> axes;
+  int zero = 0;                  // ZeRO stage 0..3.
+  bool sequenceParallel = false; // sp=on.
+
+  /// The size of `axis`, 1 when the plan does not name it.
+  int64_t size(llvm::StringRef axis) const;
+  /// The number of ranks: the product of the axis sizes.
+  int64_t worldSize() const;
+};
+
+/// Parses a plan; errors name the offending part.
+llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
+
+/// Declares the plan's mesh in `module` and seeds @forward's shardings (see
+/// weft-apply-plan). Strategies not implemented yet are errors, not no-ops.
+mlir::LogicalResult applyPlan(mlir::ModuleOp module, const Plan &plan);
+
+/// Propagates shardings through `func` (see weft-sharding-propagate).
+void propagateShardings(mlir::func::FuncOp func);
+
+/// Rewrites `func` into one rank's program (see weft-partition).
+mlir::LogicalResult partition(mlir::func::FuncOp func);
+
+/// Merges all-reduces into buckets of at most `bucketBytes` (see
+/// weft-bucket-all-reduce); returns the number of collectives left.
+int64_t bucketAllReduces(mlir::func::FuncOp func, int64_t bucketBytes);
+
+/// The name of the mesh weft-apply-plan declares.
+inline constexpr const char *kMeshName = "mesh";
+} // namespace weft
+
+#endif // WEFT_PASSES_SHARDING_PASSES_H

@@ -1,0 +1,77 @@
+//===- Passes.td - placement: plans, propagation, partitioning -*- tablegen -*-===//
+
+#ifndef WEFT_PASSES_SHARDING_TD
+#define WEFT_PASSES_SHARDING_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ApplyPlan : Pass<"weft-apply-plan", "::mlir::ModuleOp"> {
+  let summary = "Declare the mesh of a plan and seed shardings from it";
+  let description = [{
+    Reads a plan such as `dp=2` (see `Plan.h`), declares `weft.mesh @mesh`
+    with the plan's axes of size above one, and annotates @forward's inputs
+    (`weft.input`: tokens, labels) with their batch dimension split over
+    `dp`. Other strategies seed parameters the same way (data, not code).
+    A batch that `dp` does not divide is an error at the input.
+  }];
+  let options = [
+    Option<"plan", "plan", "std::string", /*default=*/"\"\"",
+           "The plan, e.g. dp=2 (axes dp, tp, pp, ep; zero=0..3; sp=on|off)">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def ShardingPropagate : Pass<"weft-sharding-propagate", "::mlir::func::FuncOp"> {
+  let summary = "Spread shardings from annotated values through op rules";
+  let description = [{
+    Starting from the `weft.sharding` annotations on function arguments and op
+    results (which stay fixed: user annotations outrank propagation), visits
+    every op with a sharding rule forwards and backwards until nothing
+    changes. At each op a factor takes the axes of the first dimension mapped
+    to it that is split (results before operands); every unsplit dimension
+    mapped to that factor then splits the same way, if the size divides and
+    the value does not use those axes already. Propagated shardings are
+    written as `weft.sharding` on op results that split. A fixed value whose
+    split disagrees with its op's choice gets a warning: the partitioner will
+    reshard it.
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def Partition : Pass<"weft-partition", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite a sharded function into the program of one rank";
+  let description = [{
+    Turns a function annotated with `weft.sharding` into the SPMD program every
+    rank runs: values get their local shapes and collectives appear as ops.
+    Per op, the factors take the split of its results (reduction factors that
+    of its operands); an operand split differently is all-gathered, a partial
+    sum is all-reduced before use, and a value the same on every rank of an
+    axis that enters computation differing along it passes through
+    `weft.copy_to_group`, so autodiff sums its gradient (the data-parallel
+    gradient all-reduce). Splitting a reduction factor leaves a partial
+    result. The output named `loss` is made the same on every rank (all-reduce,
+    by mean for mean reductions); other outputs stay split and record their
+    sharding on the function result.
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def BucketAllReduce : Pass<"weft-bucket-all-reduce", "::mlir::func::FuncOp"> {
+  let summary = "Merge all-reduces over the same group into buckets";
+  let description = [{
+    Data-parallel training all-reduces every gradient; one collective per
+    tensor pays the latency of each. As PyTorch DDP does, this pass merges
+    consecutive all-reduces with the same mesh, axes and reduction into one
+    variadic `weft.all_reduce` (the runtime packs its operands into one
+    buffer) of at most `bucket-mb` MiB, placed where the last member was. A
+    member joins only if no use of an earlier member comes before it, so no
+    value is read before its bucket runs.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket in MiB (default 25, as DDP)">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+#endif // WEFT_PASSES_SHARDING_TD

@@ -1,0 +1,131 @@
+//===- Plan.cpp - parallelism plans and the seeds they place --------------===//
+
+#include "passes/sharding/Passes.h"
+
+#include "passes/costmodel/Topology.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace weft {
+#define GEN_PASS_DEF_APPLYPLAN
+#include "passes/sharding/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+int64_t Plan::size(StringRef axis) const {
+  for (const auto &[name, size] : axes)
+    if (name == axis)
+      return size;
+  return 1;
+}
+
+int64_t Plan::worldSize() const {
+  int64_t n = 1;
+  for (const auto &axis : axes)
+    n *= axis.second;
+  return n;
+}
+
+llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
+  auto fail = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  Plan plan;
+  SmallVector<StringRef> parts, meshParts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    auto [key, value] = part.trim().split('=');
+    if (key == "zero") {
+      if (value.getAsInteger(10, plan.zero) || plan.zero < 0 || plan.zero > 3)
+        return fail("plan: zero needs a stage 0, 1, 2 or 3, got '" + value +
+                    "'");
+    } else if (key == "sp") {
+      if (value != "on" && value != "off")
+        return fail("plan: sp needs on or off, got '" + value + "'");
+      plan.sequenceParallel = value == "on";
+    } else {
+      meshParts.push_back(part);
+    }
+  }
+  if (meshParts.empty())
+    return fail("plan '" + spec + "' names no mesh axis (expected e.g. dp=2)");
+  auto axes = parseMeshSpec(llvm::join(meshParts, ","));
+  if (!axes)
+    return fail("plan: " + llvm::toString(axes.takeError()));
+  plan.axes = std::move(*axes);
+  if (plan.zero > 0 && plan.size("dp") < 2)
+    return fail("plan: zero=" + Twine(plan.zero) +
+                " shards over dp, which needs dp >= 2");
+  if (plan.sequenceParallel && plan.size("tp") < 2)
+    return fail("plan: sp=on splits the sequence over tp, which needs tp >= 2");
+  return plan;
+}
+
+LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("the model has no @forward function");
+  // Say plainly what is not built yet rather than run a plan half-applied.
+  for (const char *axis : {"tp", "pp", "ep"})
+    if (plan.size(axis) > 1)
+      return module.emitError("plan axis '")
+             << axis << "' is not implemented yet (data parallelism is)";
+  if (plan.zero > 0)
+    return module.emitError("plan: ZeRO stage ")
+           << plan.zero << " is not implemented yet";
+
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> sizes;
+  for (const auto &[axis, size] : plan.axes)
+    if (size > 1) {
+      names.push_back(StringAttr::get(module.getContext(), axis));
+      sizes.push_back(size);
+    }
+  if (names.empty())
+    return success(); // One rank: nothing to place.
+  if (module.lookupSymbol(kMeshName))
+    return module.emitError("the module already declares @") << kMeshName;
+  OpBuilder b(module.getBodyRegion());
+  MeshOp::create(b, module.getLoc(), kMeshName, b.getArrayAttr(names),
+                 b.getDenseI64ArrayAttr(sizes));
+
+  int64_t dp = plan.size("dp");
+  if (dp < 2)
+    return success();
+  // Data parallelism: each rank takes batch rows [r*B/dp, (r+1)*B/dp).
+  auto mesh = FlatSymbolRefAttr::get(module.getContext(), kMeshName);
+  for (BlockArgument arg : forward.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!forward.getArgAttr(arg.getArgNumber(), "weft.input") || !type ||
+        type.getRank() == 0)
+      continue;
+    if (type.getDimSize(0) % dp != 0)
+      return emitError(arg.getLoc(), "batch ")
+             << type.getDimSize(0) << " of input " << arg.getArgNumber()
+             << " is not divisible by dp=" << dp;
+    SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
+    dims[0] = b.getArrayAttr({b.getStringAttr("dp")});
+    forward.setArgAttr(
+        arg.getArgNumber(), "weft.sharding",
+        ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));
+  }
+  return success();
+}
+
+namespace {
+struct ApplyPlanPass : weft::impl::ApplyPlanBase<ApplyPlanPass> {
+  using ApplyPlanBase::ApplyPlanBase;
+  void runOnOperation() override {
+    auto parsed = parsePlan(plan);
+    if (!parsed) {
+      getOperation().emitError(llvm::toString(parsed.takeError()));
+      return signalPassFailure();
+    }
+    if (failed(applyPlan(getOperation(), *parsed)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,244 @@
+//===- Communicator.cpp - CPU collectives over Gloo -----------------------===//
+
+#include "runtime/dist/Communicator.h"
+
+#include "runtime/dist/TcpStore.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gloo/allgather.h"
+#include "gloo/allreduce.h"
+#include "gloo/alltoall.h"
+#include "gloo/barrier.h"
+#include "gloo/math.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/prefix_store.h"
+#include "gloo/transport/tcp/device.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace weft::runtime {
+namespace {
+std::string hostName() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+std::string keyOf(const std::vector<std::string> &axes) {
+  return absl::StrJoin(axes, ",");
+}
+
+bool isLoopback(const std::string &host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0;
+}
+} // namespace
+
+absl::StatusOr<RankInfo> rankFromEnvironment() {
+  RankInfo info;
+  auto read = [](const char *name, int64_t &out) -> absl::Status {
+    const char *text = std::getenv(name);
+    if (!text)
+      return absl::OkStatus();
+    if (!absl::SimpleAtoi(text, &out) || out < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "='", text, "' is not a non-negative integer"));
+    return absl::OkStatus();
+  };
+  int64_t port = info.masterPort;
+  for (auto [name, out] :
+       std::initializer_list<std::pair<const char *, int64_t *>>{
+           {"RANK", &info.rank},
+           {"WORLD_SIZE", &info.worldSize},
+           {"LOCAL_RANK", &info.localRank},
+           {"MASTER_PORT", &port}})
+    if (absl::Status s = read(name, *out); !s.ok())
+      return s;
+  if (info.worldSize < 1)
+    return absl::InvalidArgumentError("WORLD_SIZE must be at least 1");
+  if (info.rank >= info.worldSize)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RANK=", info.rank, " is not below WORLD_SIZE=", info.worldSize));
+  if (port <= 0 || port > 65535)
+    return absl::InvalidArgumentError(
+        absl::StrCat("MASTER_PORT=", port, " is not a TCP port"));
+  info.masterPort = static_cast<int>(port);
+  if (const char *addr = std::getenv("MASTER_ADDR"); addr && *addr)
+    info.masterAddr = addr;
+  return info;
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>>
+Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout) {
+  std::unique_ptr<Communicator> c(new Communicator);
+  c->info = info;
+  c->timeout = timeout;
+  if (info.rank == 0)
+    if (absl::Status s = serveTcpStore(info.masterPort); !s.ok())
+      return s;
+  auto store = TcpStore::connect(info.masterAddr, info.masterPort, timeout);
+  if (!store.ok())
+    return store.status();
+  c->store = std::move(*store);
+  try {
+    gloo::transport::tcp::attr attr;
+    // Bind where the peers can reach us: loopback for a local job, else the
+    // host's name (WEFT_GLOO_HOST overrides, e.g. for a specific NIC).
+    if (const char *host = std::getenv("WEFT_GLOO_HOST"); host && *host)
+      attr.hostname = host;
+    else
+      attr.hostname = isLoopback(info.masterAddr) ? "127.0.0.1" : hostName();
+    c->device = gloo::transport::tcp::CreateDevice(attr);
+    std::string me = absl::StrCat(hostName(), " ", ::getpid());
+    c->store->set(absl::StrCat("pid/", info.rank),
+                  std::vector<char>(me.begin(), me.end()));
+    for (int64_t r = 0; r < info.worldSize; ++r) {
+      std::vector<char> v = c->store->get(absl::StrCat("pid/", r));
+      std::string text(v.begin(), v.end());
+      size_t space = text.rfind(' ');
+      int64_t pid = 0;
+      (void)absl::SimpleAtoi(text.substr(space + 1), &pid);
+      c->peers.push_back({text.substr(0, space), pid});
+    }
+    auto world = std::make_shared<gloo::rendezvous::Context>(
+        static_cast<int>(info.rank), static_cast<int>(info.worldSize));
+    world->setTimeout(timeout);
+    gloo::rendezvous::PrefixStore prefix("world", *c->store);
+    world->connectFullMesh(prefix, c->device);
+    c->world = world;
+  } catch (const std::exception &e) {
+    return c->failure("joining the job", e.what());
+  }
+  return c;
+}
+
+Communicator::~Communicator() = default;
+
+absl::Status Communicator::failure(const std::string &what,
+                                   const std::string &why) {
+  // A peer that died shows up as a closed connection or a timeout; name it
+  // when it ran on this host.
+  std::vector<std::string> dead;
+  std::string host = hostName();
+  for (size_t r = 0; r < peers.size(); ++r)
+    if (peers[r].first == host && peers[r].second > 0 &&
+        ::kill(static_cast<pid_t>(peers[r].second), 0) != 0 && errno == ESRCH)
+      dead.push_back(absl::StrCat("rank ", r, " (pid ", peers[r].second, ")"));
+  std::string who = dead.empty()
+                        ? ""
+                        : absl::StrCat("; ", absl::StrJoin(dead, ", "),
+                                       dead.size() == 1 ? " is" : " are",
+                                       " no longer running");
+  return absl::UnavailableError(
+      absl::StrCat("rank ", info.rank, ": ", what, " failed: ", why, who));
+}
+
+absl::Status
+Communicator::setMesh(const MeshSpec &mesh,
+                      const std::vector<std::vector<std::string>> &wanted) {
+  if (mesh.size() != info.worldSize) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < mesh.axes.size(); ++i)
+      parts.push_back(absl::StrCat(mesh.axes[i], "=", mesh.sizes[i]));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the bundle is placed on ", mesh.size(), " ranks (",
+        absl::StrJoin(parts, ","), ") but this job has ", info.worldSize,
+        "; launch it with weft-run --nproc ", mesh.size()));
+  }
+  mesh_ = mesh;
+  try {
+    for (const std::vector<std::string> &axes : wanted) {
+      std::string key = keyOf(axes);
+      if (groups.count(key))
+        continue;
+      std::vector<int64_t> members = mesh.groupMembers(info.rank, axes);
+      auto context = std::make_shared<gloo::rendezvous::Context>(
+          static_cast<int>(mesh.groupRank(info.rank, axes)),
+          static_cast<int>(members.size()));
+      context->setTimeout(timeout);
+      // Members agree on the group's first rank, which names the group.
+      gloo::rendezvous::PrefixStore prefix(
+          absl::StrCat("group/", key, "/", members.front()), *store);
+      context->connectFullMesh(prefix, device);
+      groups[key] = context;
+    }
+  } catch (const std::exception &e) {
+    return failure("opening communicators", e.what());
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<gloo::Context>
+Communicator::group(const std::vector<std::string> &axes) {
+  auto it = groups.find(keyOf(axes));
+  return it == groups.end() ? nullptr : it->second;
+}
+
+absl::Status Communicator::collective(
+    const std::string &what, const std::vector<std::string> &axes,
+    const std::function<void(const std::shared_ptr<gloo::Context> &, uint32_t)>
+        &call) {
+  std::shared_ptr<gloo::Context> context = axes.empty() ? world : group(axes);
+  std::string label = what + " over [" + keyOf(axes) + "]";
+  if (!context)
+    return absl::InternalError(label + ": the group was never opened");
+  try {
+    call(context, tag++);
+  } catch (const std::exception &e) {
+    return failure(label, e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::allReduce(const std::vector<std::string> &axes,
+                                     float *data, size_t count) {
+  return collective("all-reduce", axes, [&](const auto &context, uint32_t t) {
+    gloo::AllreduceOptions opts(context);
+    opts.setOutput(data, count);
+    opts.setReduceFunction(
+        static_cast<void (*)(void *, const void *, const void *, size_t)>(
+            &gloo::sum<float>));
+    opts.setTag(t);
+    opts.setTimeout(timeout);
+    gloo::allreduce(opts);
+  });
+}
+
+absl::Status Communicator::allGather(const std::vector<std::string> &axes,
+                                     const float *in, float *out,
+                                     size_t count) {
+  return collective("all-gather", axes, [&](const auto &context, uint32_t t) {
+    gloo::AllgatherOptions opts(context);
+    opts.setInput(const_cast<float *>(in), count);
+    opts.setOutput(out, count * context->size);
+    opts.setTag(t);
+    opts.setTimeout(timeout);
+    gloo::allgather(opts);
+  });
+}
+
+absl::Status Communicator::allToAll(const std::vector<std::string> &axes,
+                                    const float *in, float *out, size_t count) {
+  return collective("all-to-all", axes, [&](const auto &context, uint32_t t) {
+    gloo::AlltoallOptions opts(context);
+    opts.setInput(const_cast<float *>(in), count);
+    opts.setOutput(out, count);
+    opts.setTag(t);
+    opts.setTimeout(timeout);
+    gloo::alltoall(opts);
+  });
+}
+
+absl::Status Communicator::barrier() {
+  return collective("barrier", {}, [&](const auto &context, uint32_t t) {
+    gloo::BarrierOptions opts(context);
+    opts.setTag(t);
+    opts.setTimeout(timeout);
+    gloo::barrier(opts);
+  });
+}
+
+} // namespace weft::runtime

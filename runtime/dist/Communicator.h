@@ -1,0 +1,104 @@
+//===- Communicator.h - CPU collectives over Gloo ---------------*- C++ -*-===//
+//
+// One process per rank. Ranks meet through the TCP rendezvous store served
+// by rank 0 at MASTER_ADDR:MASTER_PORT, then open one Gloo context (full
+// TCP mesh) per group of mesh axes a program uses. Collectives are blocking
+// and run on this rank's group of the named axes; any Gloo failure becomes a
+// status that names the ranks that are no longer running, if any.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_DIST_COMMUNICATOR_H
+#define WEFT_RUNTIME_DIST_COMMUNICATOR_H
+
+#include "runtime/dist/Mesh.h"
+
+#include "absl/status/statusor.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gloo {
+class Context;
+namespace transport {
+class Device;
+}
+} // namespace gloo
+
+namespace weft::runtime {
+
+class TcpStore;
+
+/// Where this process sits in the job: torchrun's environment variables.
+struct RankInfo {
+  int64_t rank = 0, worldSize = 1, localRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+};
+
+/// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; with
+/// none set, one rank. Malformed or inconsistent values are errors.
+absl::StatusOr<RankInfo> rankFromEnvironment();
+
+class Communicator {
+public:
+  /// Joins the job (rank 0 serves the store) and publishes this process's
+  /// host and pid so failures can name dead ranks. `timeout` bounds the
+  /// rendezvous and every collective.
+  static absl::StatusOr<std::unique_ptr<Communicator>>
+  create(const RankInfo &info, std::chrono::milliseconds timeout);
+  ~Communicator();
+
+  int64_t rank() const { return info.rank; }
+  int64_t worldSize() const { return info.worldSize; }
+
+  /// Lays the ranks out on `mesh` (its size must be the world size) and
+  /// opens this rank's group for each entry of `groups`, in order (every
+  /// rank must pass the same list).
+  absl::Status setMesh(const MeshSpec &mesh,
+                       const std::vector<std::vector<std::string>> &groups);
+  const MeshSpec &mesh() const { return mesh_; }
+
+  /// Sum over the group of `axes`, in place.
+  absl::Status allReduce(const std::vector<std::string> &axes, float *data,
+                         size_t count);
+  /// `out` (count * group size) gets every member's `in` (count), in
+  /// group order. No axes: the group of every rank, in rank order.
+  absl::Status allGather(const std::vector<std::string> &axes, const float *in,
+                         float *out, size_t count);
+  /// `in` holds group-size blocks of count / group; block j goes to member
+  /// j, and `out` holds the blocks received, in group order.
+  absl::Status allToAll(const std::vector<std::string> &axes, const float *in,
+                        float *out, size_t count);
+  /// Waits for every rank (a barrier on the whole job).
+  absl::Status barrier();
+
+private:
+  Communicator() = default;
+  std::shared_ptr<gloo::Context> group(const std::vector<std::string> &axes);
+  /// Runs `call` on the group of `axes` (the world when empty) with the
+  /// next tag, turning a Gloo exception into a status naming dead ranks.
+  absl::Status
+  collective(const std::string &what, const std::vector<std::string> &axes,
+             const std::function<void(const std::shared_ptr<gloo::Context> &,
+                                      uint32_t)> &call);
+  absl::Status failure(const std::string &what, const std::string &why);
+
+  RankInfo info;
+  std::chrono::milliseconds timeout{0};
+  MeshSpec mesh_;
+  std::unique_ptr<TcpStore> store;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::Context> world;
+  std::map<std::string, std::shared_ptr<gloo::Context>> groups;
+  std::vector<std::pair<std::string, int64_t>> peers; // (host, pid) per rank.
+  uint32_t tag = 0;
+};
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_DIST_COMMUNICATOR_H

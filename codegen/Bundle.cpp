@@ -99,7 +99,8 @@ public:
     json::Array inputs, outputs, steps, assigns;
     for (BlockArgument arg : func.getArguments()) {
       json::Object desc{{"kind", "input"}, {"index", arg.getArgNumber()}};
-      if (auto sharding = getSharding(arg))
+      if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
+              arg.getArgNumber(), "weft.shard_of"))
         desc["sharding"] = encodeSharding(sharding);
       auto id = define(arg, std::move(desc));
       if (failed(id))

@@ -64,8 +64,16 @@ public:
                               body.getTerminator()->getOperandTypes().end());
     func.setType(
         FunctionType::get(func.getContext(), body.getArgumentTypes(), results));
-    // Shardings are now carried by the local types and collectives.
+    // Shardings are now carried by the local types and collectives. What
+    // the runtime must know (how inputs and outputs are cut from the global
+    // tensors) moves to `weft.shard_of`, which describes a local value.
     func.walk([](Operation *op) { op->removeAttr("weft.sharding"); });
+    for (BlockArgument arg : body.getArguments())
+      if (Attribute attr =
+              func.getArgAttr(arg.getArgNumber(), "weft.sharding")) {
+        func.removeArgAttr(arg.getArgNumber(), "weft.sharding");
+        func.setArgAttr(arg.getArgNumber(), kShardOf, attr);
+      }
     return success();
   }
 

@@ -50,8 +50,9 @@ def Partition : Pass<"weft-partition", "::mlir::func::FuncOp"> {
     `weft.copy_to_group`, so autodiff sums its gradient (the data-parallel
     gradient all-reduce). Splitting a reduction factor leaves a partial
     result. The output named `loss` is made the same on every rank (all-reduce,
-    by mean for mean reductions); other outputs stay split and record their
-    sharding on the function result.
+    by mean for mean reductions); other outputs stay split. Arguments and
+    results then carry `weft.shard_of`: the global sharding the local value
+    is one rank's block of (what the runtime cuts inputs by).
   }];
   let dependentDialects = ["::weft::WeftDialect"];
 }

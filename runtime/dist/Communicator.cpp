@@ -16,8 +16,12 @@
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/tcp/device.h"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <thread>
 #include <unistd.h>
 
 namespace weft::runtime {
@@ -30,6 +34,18 @@ std::string hostName() {
 
 std::string keyOf(const std::vector<std::string> &axes) {
   return absl::StrJoin(axes, ",");
+}
+
+/// Whether process `pid` exists and has not exited (a zombie has).
+bool isRunning(int64_t pid) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0)
+    return pid <= 0 || errno != ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)),
+                   std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() ||
+         text[paren + 2] != 'Z';
 }
 
 bool isLoopback(const std::string &host) {
@@ -120,20 +136,24 @@ Communicator::~Communicator() = default;
 absl::Status Communicator::failure(const std::string &what,
                                    const std::string &why) {
   // A peer that died shows up as a closed connection or a timeout; name it
-  // when it ran on this host.
+  // when it ran on this host. Its sockets close while it exits, so look
+  // again shortly if it still seems alive.
   std::vector<std::string> dead;
   std::string host = hostName();
-  for (size_t r = 0; r < peers.size(); ++r)
-    if (peers[r].first == host && peers[r].second > 0 &&
-        ::kill(static_cast<pid_t>(peers[r].second), 0) != 0 && errno == ESRCH)
-      dead.push_back(absl::StrCat("rank ", r, " (pid ", peers[r].second, ")"));
+  for (int attempt = 0; attempt < 3 && dead.empty(); ++attempt) {
+    if (attempt)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (size_t r = 0; r < peers.size(); ++r)
+      if (peers[r].first == host && !isRunning(peers[r].second))
+        dead.push_back(
+            absl::StrCat("rank ", r, " (pid ", peers[r].second, ")"));
+  }
   std::string who = dead.empty()
                         ? ""
                         : absl::StrCat("; ", absl::StrJoin(dead, ", "),
                                        dead.size() == 1 ? " is" : " are",
                                        " no longer running");
-  return absl::UnavailableError(
-      absl::StrCat("rank ", info.rank, ": ", what, " failed: ", why, who));
+  return absl::UnavailableError(absl::StrCat(what, " failed: ", why, who));
 }
 
 absl::Status

@@ -71,10 +71,16 @@ namespace {
 int64_t gRank = 0; // For messages: which rank says it.
 int64_t gWorld = 1;
 
+/// Writes one whole line to stderr with one write(2), so the lines of ranks
+/// sharing a terminal never interleave mid-line.
+void say(const std::string &line) {
+  std::string text = line + "\n";
+  (void)!::write(STDERR_FILENO, text.data(), text.size());
+}
+
 int fail(const std::string &message) {
-  std::cerr << "weft-run: error: "
-            << (gWorld > 1 ? "rank " + std::to_string(gRank) + ": " : "")
-            << message << "\n";
+  say("weft-run: error: " +
+      (gWorld > 1 ? "rank " + std::to_string(gRank) + ": " : "") + message);
   return 1;
 }
 int fail(const absl::Status &status) {
@@ -138,8 +144,8 @@ int launch(int nproc, char **argv) {
         WIFSIGNALED(status)
             ? "was killed by signal " + std::to_string(WTERMSIG(status))
             : "exited with status " + std::to_string(WEXITSTATUS(status));
-    std::cerr << "weft-run: error: rank " << rank << " (pid " << pid << ") "
-              << how << "; stopping the other ranks\n";
+    say("weft-run: error: rank " + std::to_string(rank) + " (pid " +
+        std::to_string(pid) + ") " + how + "; stopping the other ranks");
     // Let the survivors report the failure themselves first (their
     // collectives fail at once on a closed connection), then stop them.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

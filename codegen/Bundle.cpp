@@ -264,6 +264,8 @@ FailureOr<json::Object> buildManifest(ModuleOp module,
                         {"state", p.getState()}};
       if (p.getScale())
         desc["scale"] = p.getScale()->convertToDouble();
+      if (auto sharding = p->getAttrOfType<ShardingAttr>("weft.shard_of"))
+        desc["sharding"] = encodeSharding(sharding);
       params.push_back(std::move(desc));
     }
   }

@@ -34,7 +34,12 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   FailureOr<func::FuncOp> grad = differentiate(forward, "train_step");
   if (failed(grad))
     return failure();
-  FailureOr<func::FuncOp> step = buildAdamWStep(*grad, "step", options.adamw);
+  AdamWConfig adamw = options.adamw;
+  if (options.plan.zero == 1 || options.plan.zero == 2) {
+    adamw.zero = options.plan.zero;
+    adamw.dp = options.plan.size("dp");
+  }
+  FailureOr<func::FuncOp> step = buildAdamWStep(*grad, "step", adamw);
   if (failed(step))
     return failure();
   // The gradient function was a stage on the way to @step.

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <cmath>
 
@@ -22,6 +23,50 @@ namespace weft {
 } // namespace weft
 
 using namespace mlir;
+using namespace weft;
+
+/// ZeRO-1/2: points `grad` and `value` at this rank's block of a replicated
+/// parameter along its first dimension dp divides (no dimension: left
+/// whole). Stage 2 turns the gradient's data-parallel all-reduce into a
+/// reduce-scatter; stage 1 slices the all-reduced gradient.
+static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
+                         ArrayAttr &gradAxes, int64_t &gatherDim,
+                         const AdamWConfig &config,
+                         SmallVectorImpl<Operation *> &replaced) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t dim = -1;
+  for (auto [d, size] : llvm::enumerate(type.getShape()))
+    if (size % config.dp == 0) {
+      dim = static_cast<int64_t>(d);
+      break;
+    }
+  if (dim < 0)
+    return;
+  MLIRContext *context = builder.getContext();
+  auto mesh = FlatSymbolRefAttr::get(context, config.mesh);
+  ArrayAttr dp = builder.getStrArrayAttr({"dp"});
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] /= config.dp;
+  auto blockType = RankedTensorType::get(shape, type.getElementType());
+  auto reduction = grad.getDefiningOp<AllReduceOp>();
+  if (config.zero == 2 && reduction && reduction.getInputs().size() == 1 &&
+      reduction.getAxes() == dp &&
+      reduction.getReduction() == ReduceKind::Sum) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(reduction);
+    grad = ReduceScatterOp::create(builder, reduction.getLoc(), blockType,
+                                   reduction.getInputs()[0], mesh, dp,
+                                   builder.getI64IntegerAttr(dim));
+    replaced.push_back(reduction);
+  } else {
+    grad = ShardSliceOp::create(builder, grad.getLoc(), blockType, grad, mesh,
+                                dp, builder.getI64IntegerAttr(dim));
+  }
+  value = ShardSliceOp::create(builder, value.getLoc(), blockType, value, mesh,
+                               dp, builder.getI64IntegerAttr(dim));
+  gradAxes = dp;
+  gatherDim = dim;
+}
 
 FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                                              const AdamWConfig &config) {
@@ -78,26 +123,60 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   struct Update {
     ParamOp param;
     Value grad;
+    Value value;        // What the update reads: the parameter, or its block.
+    ArrayAttr gradAxes; // Mesh axes the gradient (and value) are split over.
+    int64_t gatherDim = -1; // ZeRO-1/2: all-gather the new block along it.
   };
   SmallVector<Update> updates;
   for (unsigned r = 1; r < step.getNumResults(); ++r) {
     auto tag = step.getResultAttrOfType<StringAttr>(r, "weft.grad");
-    updates.push_back({params.lookup(tag.getValue()), ret.getOperand(r)});
+    ParamOp param = params.lookup(tag.getValue());
+    Update u{param, ret.getOperand(r), param.getResult(), {}, -1};
+    SmallVector<Attribute> axes;
+    if (auto sharding = param->getAttrOfType<ShardingAttr>("weft.shard_of"))
+      for (Attribute dim : sharding.getDims())
+        llvm::append_range(axes, cast<ArrayAttr>(dim));
+    u.gradAxes = builder.getArrayAttr(axes);
+    updates.push_back(u);
   }
 
   builder.setInsertionPoint(ret);
   detail::Emitter e{builder, loc};
+  SmallVector<Operation *> replacedReductions;
+  if (config.zero == 1 || config.zero == 2)
+    for (Update &u : updates)
+      if (u.gradAxes.empty())
+        shardForZero(builder, u.grad, u.value, u.gradAxes, u.gatherDim, config,
+                     replacedReductions);
   auto scalar = [&](double v) { return e.splat(scalarType, v); };
   auto expand = [&](Value s, Type like) {
     return e.broadcast(s, cast<RankedTensorType>(like), {});
   };
 
   // Global gradient norm and the clip factor min(1, max_norm / (n + 1e-6)).
+  // A parameter split over mesh axes (`weft.shard_of`) has its gradient split
+  // the same way: its squares sum to a partial result, all-reduced over
+  // those axes (once per distinct set of axes).
   Value sumSq;
+  llvm::MapVector<Attribute, Value> partialSums;
   for (const Update &u : updates) {
     Value sq =
         e.reduceSum(SquareOp::create(builder, loc, u.grad), e.allDims(u.grad));
-    sumSq = sumSq ? e.add(sumSq, sq) : sq;
+    if (u.gradAxes.empty()) {
+      sumSq = sumSq ? e.add(sumSq, sq) : sq;
+      continue;
+    }
+    Value &partial = partialSums[u.gradAxes];
+    partial = partial ? e.add(partial, sq) : sq;
+  }
+  for (auto &[axes, partial] : partialSums) {
+    auto sum = ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum);
+    Value total = AllReduceOp::create(
+                      builder, loc, sum, ValueRange{partial},
+                      FlatSymbolRefAttr::get(builder.getContext(), config.mesh),
+                      cast<ArrayAttr>(axes))
+                      .getResult(0);
+    sumSq = sumSq ? e.add(sumSq, total) : total;
   }
   Value norm =
       sumSq ? SqrtOp::create(builder, loc, sumSq).getResult() : scalar(0.0);
@@ -116,7 +195,7 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   Value bc1 = correction(config.beta1), bc2 = correction(config.beta2);
 
   for (Update &u : updates) {
-    Type type = u.param.getType();
+    Type type = u.value.getType();
     std::string pname = u.param.getName().str();
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfter(lastParam);
@@ -143,7 +222,7 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     Value denom =
         e.add(SqrtOp::create(builder, loc, e.div(v2, expand(bc2, type))),
               e.splat(cast<RankedTensorType>(type), config.eps));
-    Value p = u.param.getResult();
+    Value p = u.value;
     bool decay =
         cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
     if (decay)
@@ -151,6 +230,12 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
           p, expand(e.sub(scalar(1.0), e.mul(lr, scalar(config.weightDecay))),
                     type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
+    if (u.gatherDim >= 0)
+      updated = AllGatherOp::create(
+          builder, loc, u.param.getType(), updated,
+          FlatSymbolRefAttr::get(builder.getContext(), config.mesh),
+          builder.getStrArrayAttr({"dp"}),
+          builder.getI64IntegerAttr(u.gatherDim));
     AssignOp::create(builder, loc, u.param.getName(), updated);
     AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"),
                      m2);
@@ -161,6 +246,11 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   Value loss = ret.getOperand(0);
   func::ReturnOp::create(builder, loc, ValueRange{loss, norm});
   ret.erase();
+  // All-reduces that ZeRO-2 replaced by reduce-scatters fed only the
+  // gradient results: drop them, or they would still run.
+  for (Operation *op : replacedReductions)
+    if (op->use_empty())
+      op->erase();
   step.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
                                                {scalarType, scalarType}));
   step.setAllResultAttrs(ArrayRef<DictionaryAttr>{});

@@ -56,6 +56,8 @@ public:
     for (BlockArgument arg : body.getArguments())
       define(arg, readDims(arg));
     for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (created.contains(&op))
+        continue; // Already local: inserted after the op being rewritten.
       b.setInsertionPoint(&op);
       if (failed(rewrite(&op)))
         return failure();
@@ -170,10 +172,8 @@ private:
   LogicalResult rewrite(Operation *op) {
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       return rewriteReturn(ret);
-    if (auto param = dyn_cast<ParamOp>(op)) {
-      define(param.getResult(), readDims(param.getResult()));
-      return success();
-    }
+    if (auto param = dyn_cast<ParamOp>(op))
+      return rewriteParam(param);
     if (auto constant = dyn_cast<ConstantOp>(op))
       return rewriteConstant(constant);
     ShardingRule rule;
@@ -233,6 +233,59 @@ private:
       slice.setLimits(limits);
     }
     return success();
+  }
+
+  /// A parameter split for computation (its `weft.sharding`, e.g. tensor
+  /// parallel) is used as its block. One split only for storage (ZeRO-3's
+  /// `weft.zero_shard`) is all-gathered where it is declared, just before
+  /// its first use; the gather's gradient reduce-scatters the gradient, so
+  /// each rank updates its block. Both record the block on the op as
+  /// `weft.shard_of` for the runtime.
+  LogicalResult rewriteParam(ParamOp param) {
+    Value value = param.getResult();
+    auto storage = param->getAttrOfType<ShardingAttr>("weft.zero_shard");
+    ShardingAttr compute = getSharding(value);
+    if (storage && compute && !isReplicated(readDims(value)))
+      return param.emitOpError(
+          "is split both for computation and by ZeRO-3 storage");
+    DimAxes dims = storage ? readDims(value, storage) : readDims(value);
+    define(value, dims);
+    if (!isReplicated(dims))
+      param->setAttr(kShardOf, toAttr(param.getContext(), meshRef, dims));
+    param->removeAttr("weft.zero_shard");
+    if (!storage)
+      return success();
+    b.setInsertionPointAfter(param);
+    Value full = value;
+    for (auto [d, axes] : llvm::enumerate(dims)) {
+      if (axes.empty())
+        continue;
+      auto type = cast<RankedTensorType>(full.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[d] *= splitCount(mesh, axes);
+      auto gather = AllGatherOp::create(
+          b, param.getLoc(),
+          RankedTensorType::get(shape, type.getElementType()), full, meshRef,
+          axesAttr(axes), b.getI64IntegerAttr(d));
+      created.insert(gather);
+      full = gather.getResult();
+    }
+    value.replaceAllUsesExcept(full, full == value ? nullptr
+                                                   : gatherChainStart(full));
+    Layout l = layout(value);
+    for (Axes &axes : l.dims)
+      axes.clear();
+    layouts[full] = l;
+    return success();
+  }
+
+  /// The first all_gather of a chain ending in `last` (its operand is the
+  /// parameter itself).
+  static Operation *gatherChainStart(Value last) {
+    Operation *op = last.getDefiningOp();
+    while (auto prev = op->getOperand(0).getDefiningOp<AllGatherOp>())
+      op = prev;
+    return op;
   }
 
   LogicalResult rewriteConstant(ConstantOp constant) {
@@ -323,6 +376,7 @@ private:
   llvm::DenseMap<Value, Layout> layouts;
   llvm::DenseMap<Operation *, ShardingRule> rules;
   llvm::DenseMap<std::pair<Value, Attribute>, Value> copies;
+  llvm::DenseSet<Operation *> created;
 };
 } // namespace
 

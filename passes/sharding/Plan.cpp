@@ -64,6 +64,27 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   return plan;
 }
 
+/// ZeRO-3 / FSDP: every parameter is stored split over dp along its first
+/// dimension that dp divides (one that none divides stays whole; the
+/// memory report counts it).
+static void seedZero3(func::FuncOp forward, FlatSymbolRefAttr mesh,
+                      int64_t dp) {
+  MLIRContext *context = forward.getContext();
+  Builder b(context);
+  forward.walk([&](ParamOp param) {
+    ArrayRef<int64_t> shape = param.getType().getShape();
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      if (size % dp != 0)
+        continue;
+      SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
+      dims[d] = b.getArrayAttr({b.getStringAttr("dp")});
+      param->setAttr("weft.zero_shard",
+                     ShardingAttr::get(context, mesh, b.getArrayAttr(dims)));
+      return;
+    }
+  });
+}
+
 LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
@@ -73,9 +94,6 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
     if (plan.size(axis) > 1)
       return module.emitError("plan axis '")
              << axis << "' is not implemented yet (data parallelism is)";
-  if (plan.zero > 0)
-    return module.emitError("plan: ZeRO stage ")
-           << plan.zero << " is not implemented yet";
 
   SmallVector<Attribute> names;
   SmallVector<int64_t> sizes;
@@ -112,6 +130,8 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
         arg.getArgNumber(), "weft.sharding",
         ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));
   }
+  if (plan.zero == 3)
+    seedZero3(forward, mesh, dp);
   return success();
 }
 

@@ -17,10 +17,12 @@ using Axes = llvm::SmallVector<mlir::StringAttr, 2>;
 using DimAxes = llvm::SmallVector<Axes>;
 
 /// The axes per dimension of `value`: its `weft.sharding`, or all empty.
-inline DimAxes readDims(mlir::Value value) {
+inline DimAxes readDims(mlir::Value value, ShardingAttr attr = {}) {
   auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
   DimAxes dims(type.getRank());
-  if (ShardingAttr attr = getSharding(value))
+  if (!attr)
+    attr = getSharding(value);
+  if (attr)
     for (auto [d, entry] : llvm::enumerate(attr.getDims()))
       for (mlir::Attribute axis : mlir::cast<mlir::ArrayAttr>(entry))
         dims[d].push_back(mlir::cast<mlir::StringAttr>(axis));

@@ -69,6 +69,32 @@ struct MeshSpec {
         index = index * sizes[i] + c[i];
     return index;
   }
+  /// The global shape of which `local` is one block under `sharding`.
+  std::vector<int64_t> globalShape(const std::vector<int64_t> &local,
+                                   const Sharding &sharding) const {
+    std::vector<int64_t> shape = local;
+    for (size_t d = 0; d < sharding.size() && d < shape.size(); ++d)
+      shape[d] *= groupSize(sharding[d]);
+    return shape;
+  }
+  /// Where `rank`'s block of a tensor split by `sharding` starts, per dim:
+  /// dimension d is cut in blocks over its axes, major to minor.
+  std::vector<int64_t> blockStart(int64_t rank,
+                                  const std::vector<int64_t> &local,
+                                  const Sharding &sharding) const {
+    std::vector<int64_t> start(local.size(), 0);
+    for (size_t d = 0; d < sharding.size() && d < local.size(); ++d)
+      start[d] = local[d] * groupRank(rank, sharding[d]);
+    return start;
+  }
+  /// Every axis `sharding` splits over, in dimension order.
+  static std::vector<std::string> axesOf(const Sharding &sharding) {
+    std::vector<std::string> axes;
+    for (const auto &dim : sharding)
+      axes.insert(axes.end(), dim.begin(), dim.end());
+    return axes;
+  }
+
   /// The ranks of `rank`'s group of `names`, in group order.
   std::vector<int64_t>
   groupMembers(int64_t rank, const std::vector<std::string> &names) const {
@@ -88,6 +114,29 @@ struct MeshSpec {
     return members;
   }
 };
+
+/// Calls `visit(localIndex, globalIndex)` for every element of the block of
+/// shape `local` starting at `start` in a row-major tensor of shape `global`.
+template <typename Visit>
+void forEachInBlock(const std::vector<int64_t> &local,
+                    const std::vector<int64_t> &global,
+                    const std::vector<int64_t> &start, Visit visit) {
+  int64_t count = 1;
+  for (int64_t n : local)
+    count *= n;
+  std::vector<int64_t> index(local.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t g = 0;
+    for (size_t d = 0; d < local.size(); ++d)
+      g = g * global[d] + start[d] + index[d];
+    visit(i, g);
+    for (size_t d = local.size(); d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
 
 } // namespace weft::runtime
 

@@ -362,6 +362,9 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
         return r.error(at + ".state", "has the wrong type");
       spec.state = state->get<bool>();
     }
+    if (p.contains("sharding")) {
+      WEFT_ASSIGN(spec.sharding, r.sharding(p, at, bundle.mesh, spec.shape));
+    }
     bundle.params.push_back(std::move(spec));
   }
   const json *constants = nullptr;

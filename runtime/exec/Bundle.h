@@ -55,6 +55,8 @@ struct ParamSpec {
   std::string init;
   double scale = 0;
   bool state = false;
+  /// Split over the mesh: `shape` is this rank's block of the global tensor.
+  Sharding sharding;
 };
 
 struct ConstantSpec {

@@ -77,7 +77,7 @@ absl::StatusOr<int64_t> dimOf(const StepSpec &step, const char *key,
 bool isCollective(const std::string &op) {
   return op == "weft.all_reduce" || op == "weft.copy_to_group" ||
          op == "weft.all_gather" || op == "weft.reduce_scatter" ||
-         op == "weft.all_to_all";
+         op == "weft.all_to_all" || op == "weft.shard_slice";
 }
 
 absl::StatusOr<Kernel> bindCollective(const StepSpec &step,
@@ -171,19 +171,22 @@ absl::StatusOr<Kernel> bindCollective(const StepSpec &step,
       return absl::OkStatus();
     });
   }
-  if (step.op == "weft.reduce_scatter") {
+  if (step.op == "weft.reduce_scatter" || step.op == "weft.shard_slice") {
+    // Both keep this rank's block along dim; reduce_scatter sums first.
+    bool reduce = step.op == "weft.reduce_scatter";
     absl::StatusOr<int64_t> dim = dimOf(step, "dim", x);
     if (!dim.ok())
       return dim.status();
     if (x.size() != y.size() * g)
       return absl::InvalidArgumentError(
-          "reduce_scatter result has the wrong size");
+          absl::StrCat(step.op, " result has the wrong size"));
     Around a(x.shape(), *dim);
     return Kernel([=] {
       pack(x.f(), a, g, scratch->data());
-      if (absl::Status s = comm->allReduce(axes, scratch->data(), x.size());
-          !s.ok())
-        return s;
+      if (reduce)
+        if (absl::Status s = comm->allReduce(axes, scratch->data(), x.size());
+            !s.ok())
+          return s;
       std::memcpy(y.f(), scratch->data() + me * y.size(),
                   y.size() * sizeof(float));
       return absl::OkStatus();

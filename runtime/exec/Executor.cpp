@@ -216,17 +216,51 @@ void Executor::initialize(uint64_t seed) {
   for (const ParamSpec &p : bundle_.params) {
     std::vector<float> &data = params_.at(p.name);
     uint64_t stream = seed ^ fnv1a64(p.name);
-    for (size_t i = 0; i < data.size(); ++i) {
-      double v = 0;
-      if (p.init == "ones")
-        v = 1;
-      else if (p.init == "normal")
-        v = p.scale * normal(stream, i);
-      else if (p.init == "uniform")
-        v = p.scale * (2 * uniform24(stream, i) - 1);
-      data[i] = static_cast<float>(v);
-    }
+    // Draws are indexed by the element's place in the global tensor, so a
+    // shard holds exactly the values a single rank would.
+    const MeshSpec &mesh = bundle_.mesh;
+    forEachInBlock(p.shape, mesh.globalShape(p.shape, p.sharding),
+                   mesh.blockStart(rank(), p.shape, p.sharding),
+                   [&](int64_t i, int64_t g) {
+                     double v = 0;
+                     if (p.init == "ones")
+                       v = 1;
+                     else if (p.init == "normal")
+                       v = p.scale * normal(stream, g);
+                     else if (p.init == "uniform")
+                       v = p.scale * (2 * uniform24(stream, g) - 1);
+                     data[i] = static_cast<float>(v);
+                   });
   }
+}
+
+absl::StatusOr<std::vector<float>>
+Executor::gatherParam(const std::string &name) {
+  const ParamSpec *p = bundle_.param(name);
+  if (!p)
+    return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  const std::vector<float> &local = params_.at(name);
+  if (p->sharding.empty() || !options_.comm)
+    return local;
+  const MeshSpec &mesh = bundle_.mesh;
+  std::vector<std::string> axes = MeshSpec::axesOf(p->sharding);
+  if (axes.empty())
+    return local;
+  std::vector<float> blocks(local.size() * mesh.groupSize(axes));
+  if (absl::Status s = options_.comm->allGather(axes, local.data(),
+                                                blocks.data(), local.size());
+      !s.ok())
+    return s;
+  std::vector<int64_t> global = mesh.globalShape(p->shape, p->sharding);
+  std::vector<float> out(blocks.size());
+  std::vector<int64_t> members = mesh.groupMembers(rank(), axes);
+  for (size_t j = 0; j < members.size(); ++j) {
+    const float *block = blocks.data() + j * local.size();
+    forEachInBlock(p->shape, global,
+                   mesh.blockStart(members[j], p->shape, p->sharding),
+                   [&](int64_t i, int64_t g) { out[g] = block[i]; });
+  }
+  return out;
 }
 
 absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
@@ -238,11 +272,13 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
             absl::StrCat(file.label(), ": no tensor named '", p.name, "'"));
       continue;
     }
-    if (t->shape != p.shape || t->dtype != p.dtype) {
+    // Checkpoints hold whole tensors; a shard takes its block.
+    std::vector<int64_t> global = bundle_.mesh.globalShape(p.shape, p.sharding);
+    if (t->shape != global || t->dtype != p.dtype) {
       std::string have, want;
       for (int64_t d : t->shape)
         absl::StrAppend(&have, have.empty() ? "" : ", ", d);
-      for (int64_t d : p.shape)
+      for (int64_t d : global)
         absl::StrAppend(&want, want.empty() ? "" : ", ", d);
       return absl::InvalidArgumentError(
           absl::StrCat(file.label(), ": tensor '", t->name, "' is ",
@@ -252,8 +288,9 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
     }
     std::vector<double> values = file.toDoubles(*t);
     std::vector<float> &data = params_.at(p.name);
-    for (size_t i = 0; i < data.size(); ++i)
-      data[i] = static_cast<float>(values[i]);
+    forEachInBlock(
+        p.shape, global, bundle_.mesh.blockStart(rank(), p.shape, p.sharding),
+        [&](int64_t i, int64_t g) { data[i] = static_cast<float>(values[g]); });
   }
   return absl::OkStatus();
 }

@@ -52,6 +52,10 @@ public:
   /// Fills every parameter and state tensor from its initializer under
   /// `seed`, with the same generator as the reference evaluator.
   void initialize(uint64_t seed);
+  /// The whole of parameter `name`: its shards gathered from the ranks
+  /// that hold them (a collective: every rank of the job must call it, in
+  /// the same order).
+  absl::StatusOr<std::vector<float>> gatherParam(const std::string &name);
   /// Overwrites parameters from a checkpoint (names, dtypes and shapes must
   /// match; state tensors are taken when present). With `requireAll`, every
   /// model parameter must be in the file.

@@ -345,20 +345,25 @@ int main(int argc, char **argv) {
     }
   }
 
-  // Data parallelism replicates parameters, so rank 0 holds all of them.
-  if (std::string path = absl::GetFlag(FLAGS_save); leader && !path.empty()) {
+  // Every rank takes part in gathering sharded parameters; rank 0 writes.
+  if (std::string path = absl::GetFlag(FLAGS_save); !path.empty()) {
     std::vector<weft::runtime::TensorToWrite> out;
     for (const weft::runtime::ParamSpec &p : ex.bundle().params)
       if (!p.state) {
-        const std::vector<float> &v = ex.param(p.name);
-        out.push_back({p.name, weft::runtime::DType::F32, p.shape,
-                       std::vector<double>(v.begin(), v.end())});
+        auto whole = ex.gatherParam(p.name);
+        if (!whole.ok())
+          return fail(whole.status());
+        out.push_back({p.name, weft::runtime::DType::F32,
+                       ex.bundle().mesh.globalShape(p.shape, p.sharding),
+                       std::vector<double>(whole->begin(), whole->end())});
       }
-    if (absl::Status s =
-            weft::runtime::writeSafetensors(path, out, {{"format", "pt"}});
-        !s.ok())
-      return fail(s);
-    std::cerr << "saved " << out.size() << " tensors to " << path << "\n";
+    if (leader) {
+      if (absl::Status s =
+              weft::runtime::writeSafetensors(path, out, {{"format", "pt"}});
+          !s.ok())
+        return fail(s);
+      std::cerr << "saved " << out.size() << " tensors to " << path << "\n";
+    }
   }
   if (int64_t n = absl::GetFlag(FLAGS_sample); n > 0) {
     auto generated = loop.sample(prompt, n, absl::GetFlag(FLAGS_temperature),

@@ -95,6 +95,7 @@ WEFT_GROUP_SIZE(CopyToGroupOp)
 WEFT_GROUP_SIZE(AllGatherOp)
 WEFT_GROUP_SIZE(ReduceScatterOp)
 WEFT_GROUP_SIZE(AllToAllOp)
+WEFT_GROUP_SIZE(ShardSliceOp)
 #undef WEFT_GROUP_SIZE
 
 //===----------------------------------------------------------------------===//
@@ -122,6 +123,9 @@ LogicalResult AllGatherOp::verify() {
 LogicalResult ReduceScatterOp::verify() {
   return checkDim(*this, getInput(), getDim(), "dim");
 }
+LogicalResult ShardSliceOp::verify() {
+  return checkDim(*this, getInput(), getDim(), "dim");
+}
 LogicalResult AllToAllOp::verify() {
   if (failed(checkDim(*this, getInput(), getSplitDim(), "split")))
     return failure();
@@ -142,6 +146,12 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 LogicalResult
 ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(lookupGroup(*this, symbols, getMeshAttr(), getAxesAttr())))
+    return failure();
+  return checkResharded(*this, getInput(), getResult(), groupSize(), -1,
+                        getDim());
+}
+LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(lookupGroup(*this, symbols, getMeshAttr(), getAxesAttr())))
     return failure();
   return checkResharded(*this, getInput(), getResult(), groupSize(), -1,

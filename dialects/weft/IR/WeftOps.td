@@ -196,6 +196,34 @@ def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this rank's block of a value the group holds whole";
+  let description = [{
+    Rank r of the group keeps block r of `input` along `dim` (that dimension
+    shrinks by the group size); no data moves. ZeRO-1 and ZeRO-2 use it to
+    take each rank's share of a replicated parameter and gradient for the
+    optimizer update. It has no gradient rule: it appears only after
+    autodiff.
+
+    ```mlir
+    %p = weft.shard_slice %w over @mesh ["dp"] dim 0
+        : tensor<64x64xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t groupSize();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Parameters and constants
 //===----------------------------------------------------------------------===//

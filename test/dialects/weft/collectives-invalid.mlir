@@ -78,3 +78,12 @@ func.func @all_to_all_dim(%x: tensor<8x4xf32>) {
   %y = weft.all_to_all %x over @mesh ["tp"] split 0 concat -1 : tensor<8x4xf32> -> tensor<2x16xf32>
   return
 }
+
+// -----
+
+weft.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
+func.func @shard_slice_shape(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{'weft.shard_slice' op result type 'tensor<8x4xf32>' should be 'tensor<4x4xf32>' for a group of 2}}
+  %y = weft.shard_slice %x over @mesh ["dp"] dim 0 : tensor<8x4xf32> -> tensor<8x4xf32>
+  return
+}

@@ -19,6 +19,8 @@ func.func @forward(%x: tensor<8x64xf32>) -> (tensor<f32> {weft.output = "loss"})
   %rs = weft.reduce_scatter %y over @mesh ["tp"] dim 0 : tensor<8x64xf32> -> tensor<2x64xf32>
   // CHECK: weft.all_to_all %{{.*}} over @mesh ["tp"] split 1 concat 0 : tensor<2x64xf32> -> tensor<8x16xf32>
   %a2a = weft.all_to_all %rs over @mesh ["tp"] split 1 concat 0 : tensor<2x64xf32> -> tensor<8x16xf32>
+  // CHECK: weft.shard_slice %{{.*}} over @mesh ["dp"] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  %mine = weft.shard_slice %a2a over @mesh ["dp"] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
   %s = weft.reduce_sum %a2a dims [0, 1] : tensor<8x16xf32>
   // CHECK: weft.all_reduce mean %{{.*}}, %{{.*}} over @mesh ["dp", "tp"] : tensor<f32>, tensor<f32>
   %m:2 = weft.all_reduce mean %s, %s over @mesh ["dp", "tp"] : tensor<f32>, tensor<f32>

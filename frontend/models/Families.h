@@ -25,11 +25,21 @@ struct ModelInputs {
 };
 ModelInputs addModelInputs(GraphBuilder &g, const ModelBuildOptions &options);
 
+/// A linear layer's part in Megatron tensor parallelism: column-parallel
+/// layers split their output features, row-parallel ones their input.
+enum class TpRole { None, Column, Row };
+
 /// A parameter of compute type `dtype`: declared in `dtype`, or in f32 and
-/// cast to `dtype` when options.masterWeights is set.
+/// cast to `dtype` when options.masterWeights is set. `tpDim` is the
+/// dimension Megatron-style tensor parallelism splits (the output features
+/// of a column-parallel layer, the input features of a row-parallel one),
+/// recorded as `weft.tp_dim` for plans with tp > 1; -1: never split.
+/// `tpUnit` (`weft.tp_unit`) is what each block must hold whole: a head's
+/// features for attention projections, so tp must divide the head count.
 mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &options,
                        llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                       mlir::Type dtype, Init init);
+                       mlir::Type dtype, Init init, int64_t tpDim = -1,
+                       int64_t tpUnit = 1);
 
 ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &config,
                        const ModelBuildOptions &options, mlir::Type dtype);

@@ -23,11 +23,19 @@ ModelInputs addModelInputs(GraphBuilder &g, const ModelBuildOptions &o) {
 
 mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &o,
                        llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                       mlir::Type dtype, Init init) {
+                       mlir::Type dtype, Init init, int64_t tpDim,
+                       int64_t tpUnit) {
   mlir::Type f32 = g.builder().getF32Type();
-  if (!o.masterWeights || dtype == f32)
-    return g.param(name, shape, dtype, init);
-  return g.cast(g.param(name, shape, f32, init), dtype);
+  bool cast = o.masterWeights && dtype != f32;
+  mlir::Value param = g.param(name, shape, cast ? f32 : dtype, init);
+  if (tpDim >= 0) {
+    mlir::Builder &b = g.builder();
+    param.getDefiningOp()->setAttr("weft.tp_dim", b.getI64IntegerAttr(tpDim));
+    if (tpUnit > 1)
+      param.getDefiningOp()->setAttr("weft.tp_unit",
+                                     b.getI64IntegerAttr(tpUnit));
+  }
+  return cast ? g.cast(param, dtype) : param;
 }
 
 ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
@@ -38,10 +46,18 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   Init weights = Init::normal(c.initStd);
   // GPT-2 scales the residual projections by 1/sqrt(2 * n_layer).
   Init residual = Init::normal(c.initStd / std::sqrt(2.0 * c.numLayers));
+  // Conv1D layout: W [in, out]. Column-parallel layers split W's columns
+  // and the bias; row-parallel ones W's rows, adding the whole bias after
+  // the all-reduce. The fused c_attn and attn.c_proj are not split yet: the
+  // q/k/v thirds of c_attn's columns are not contiguous per head block.
   auto linear = [&](Value x, const std::string &name, int64_t din, int64_t dout,
-                    Init init) {
-    Value w = modelParam(g, o, name + ".weight", {din, dout}, dtype, init);
-    Value bias = modelParam(g, o, name + ".bias", {dout}, dtype, Init::zeros());
+                    Init init, TpRole tp = TpRole::None) {
+    Value w = modelParam(g, o, name + ".weight", {din, dout}, dtype, init,
+                         tp == TpRole::Column ? 1
+                         : tp == TpRole::Row  ? 0
+                                              : -1);
+    Value bias = modelParam(g, o, name + ".bias", {dout}, dtype, Init::zeros(),
+                            tp == TpRole::Column ? 0 : -1);
     return g.addBias(g.matmul(x, w), bias);
   };
   auto layerNorm = [&](Value x, const std::string &name) {
@@ -74,8 +90,8 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
     x = g.add(x, att);
     g.setScope(p + ".mlp");
     Value m = layerNorm(x, p + ".ln_2");
-    m = g.gelu(linear(m, p + ".mlp.c_fc", d, f, weights));
-    m = linear(m, p + ".mlp.c_proj", f, d, residual);
+    m = g.gelu(linear(m, p + ".mlp.c_fc", d, f, weights, TpRole::Column));
+    m = linear(m, p + ".mlp.c_proj", f, d, residual, TpRole::Row);
     x = g.add(x, m);
   }
   g.setScope("transformer.ln_f");

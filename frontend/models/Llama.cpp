@@ -23,10 +23,18 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
           hkv = c.numKvHeads, hd = c.headDim, f = c.intermediateSize;
   ModelInputs in = addModelInputs(g, o);
   Init weights = Init::normal(c.initStd);
-  // x @ W^T with W an nn.Linear weight [out, in].
-  auto linear = [&](Value x, const std::string &name, int64_t din,
-                    int64_t dout) {
-    Value w = modelParam(g, o, name + ".weight", {dout, din}, dtype, weights);
+  // x @ W^T with W an nn.Linear weight [out, in]. Megatron's tensor
+  // parallelism splits the output features (dim 0) of column-parallel
+  // layers (q, k, v, gate, up) and the input features (dim 1) of
+  // row-parallel ones (o, down).
+  // Attention projections split in whole heads (`unit` = head_dim).
+  auto linear = [&](Value x, const std::string &name, int64_t din, int64_t dout,
+                    TpRole tp = TpRole::None, int64_t unit = 1) {
+    Value w = modelParam(g, o, name + ".weight", {dout, din}, dtype, weights,
+                         tp == TpRole::Column ? 0
+                         : tp == TpRole::Row  ? 1
+                                              : -1,
+                         unit);
     return g.matmul(x, w, false, /*transposeRhs=*/true);
   };
   auto rmsNorm = [&](Value x, const std::string &name) {
@@ -44,25 +52,29 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
     std::string p = "model.layers." + std::to_string(layer);
     g.setScope(p + ".self_attn");
     Value a = rmsNorm(x, p + ".input_layernorm");
-    Value q = g.rope(g.reshape(linear(a, p + ".self_attn.q_proj", d, hq * hd),
+    Value q = g.rope(g.reshape(linear(a, p + ".self_attn.q_proj", d, hq * hd,
+                                      TpRole::Column, hd),
                                {b, s, hq, hd}),
                      c.ropeTheta);
-    Value k = g.rope(g.reshape(linear(a, p + ".self_attn.k_proj", d, hkv * hd),
+    Value k = g.rope(g.reshape(linear(a, p + ".self_attn.k_proj", d, hkv * hd,
+                                      TpRole::Column, hd),
                                {b, s, hkv, hd}),
                      c.ropeTheta);
-    Value v = g.reshape(linear(a, p + ".self_attn.v_proj", d, hkv * hd),
-                        {b, s, hkv, hd});
+    Value v = g.reshape(
+        linear(a, p + ".self_attn.v_proj", d, hkv * hd, TpRole::Column, hd),
+        {b, s, hkv, hd});
     Value att =
         g.attention(q, k, v, 1.0 / std::sqrt(double(hd)), /*causal=*/true);
     x = g.add(x, linear(g.reshape(att, {b, s, hq * hd}),
-                        p + ".self_attn.o_proj", hq * hd, d));
+                        p + ".self_attn.o_proj", hq * hd, d, TpRole::Row, hd));
 
     Value m = rmsNorm(x, p + ".post_attention_layernorm");
     if (c.family == ModelFamily::Llama) {
       g.setScope(p + ".mlp");
-      Value gate = g.silu(linear(m, p + ".mlp.gate_proj", d, f));
-      Value up = linear(m, p + ".mlp.up_proj", d, f);
-      m = linear(g.mul(gate, up), p + ".mlp.down_proj", f, d);
+      Value gate =
+          g.silu(linear(m, p + ".mlp.gate_proj", d, f, TpRole::Column));
+      Value up = linear(m, p + ".mlp.up_proj", d, f, TpRole::Column);
+      m = linear(g.mul(gate, up), p + ".mlp.down_proj", f, d, TpRole::Row);
     } else {
       std::string moe = p + ".block_sparse_moe";
       g.setScope(moe);

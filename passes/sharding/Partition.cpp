@@ -244,11 +244,17 @@ private:
   LogicalResult rewriteParam(ParamOp param) {
     Value value = param.getResult();
     auto storage = param->getAttrOfType<ShardingAttr>("weft.zero_shard");
-    ShardingAttr compute = getSharding(value);
-    if (storage && compute && !isReplicated(readDims(value)))
-      return param.emitOpError(
-          "is split both for computation and by ZeRO-3 storage");
-    DimAxes dims = storage ? readDims(value, storage) : readDims(value);
+    DimAxes compute = readDims(value);
+    DimAxes stored =
+        storage ? readDims(value, storage) : DimAxes(compute.size());
+    // What each rank holds: the computation's split, and ZeRO-3's on top.
+    DimAxes dims = compute;
+    for (auto [d, axes] : llvm::enumerate(stored)) {
+      if (!axes.empty() && !dims[d].empty())
+        return param.emitOpError("dimension ")
+               << d << " is split both for computation and by ZeRO-3";
+      dims[d].append(axes.begin(), axes.end());
+    }
     define(value, dims);
     if (!isReplicated(dims))
       param->setAttr(kShardOf, toAttr(param.getContext(), meshRef, dims));
@@ -257,7 +263,7 @@ private:
       return success();
     b.setInsertionPointAfter(param);
     Value full = value;
-    for (auto [d, axes] : llvm::enumerate(dims)) {
+    for (auto [d, axes] : llvm::enumerate(stored)) {
       if (axes.empty())
         continue;
       auto type = cast<RankedTensorType>(full.getType());
@@ -273,8 +279,7 @@ private:
     value.replaceAllUsesExcept(full, full == value ? nullptr
                                                    : gatherChainStart(full));
     Layout l = layout(value);
-    for (Axes &axes : l.dims)
-      axes.clear();
+    l.dims = compute;
     layouts[full] = l;
     return success();
   }

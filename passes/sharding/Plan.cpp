@@ -64,17 +64,61 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   return plan;
 }
 
+/// Megatron tensor parallelism: every parameter the model family marked
+/// with `weft.tp_dim` (see frontend/models/Families.h) is split over tp along
+/// that dimension; propagation carries the split through the layer.
+static LogicalResult seedTensorParallel(func::FuncOp forward,
+                                        FlatSymbolRefAttr mesh, int64_t tp) {
+  MLIRContext *context = forward.getContext();
+  Builder b(context);
+  WalkResult result = forward.walk([&](ParamOp param) {
+    auto dimAttr = param->getAttrOfType<IntegerAttr>("weft.tp_dim");
+    if (!dimAttr)
+      return WalkResult::advance();
+    int64_t dim = dimAttr.getInt(), unit = 1;
+    if (auto unitAttr = param->getAttrOfType<IntegerAttr>("weft.tp_unit"))
+      unit = unitAttr.getInt();
+    ArrayRef<int64_t> shape = param.getType().getShape();
+    if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) || unit < 1) {
+      param.emitError("weft.tp_dim ")
+          << dim << " / weft.tp_unit " << unit << " do not fit the parameter";
+      return WalkResult::interrupt();
+    }
+    // Megatron-LM asserts the same: heads (and kv groups) divide by tp.
+    if (shape[dim] % (tp * unit) != 0) {
+      InFlightDiagnostic diag = param.emitError("cannot split parameter '")
+                                << param.getName() << "' over tp=" << tp
+                                << ": dimension " << dim << " has "
+                                << shape[dim] / unit;
+      if (unit > 1)
+        diag << " blocks of " << unit << " (heads)";
+      else
+        diag << " elements";
+      diag << ", which tp does not divide";
+      return WalkResult::interrupt();
+    }
+    SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
+    dims[dim] = b.getArrayAttr({b.getStringAttr("tp")});
+    setSharding(param.getResult(),
+                ShardingAttr::get(context, mesh, b.getArrayAttr(dims)));
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 /// ZeRO-3 / FSDP: every parameter is stored split over dp along its first
-/// dimension that dp divides (one that none divides stays whole; the
-/// memory report counts it).
+/// dimension that dp divides and tensor parallelism leaves whole (one with
+/// no such dimension stays whole; the memory report counts it).
 static void seedZero3(func::FuncOp forward, FlatSymbolRefAttr mesh,
                       int64_t dp) {
   MLIRContext *context = forward.getContext();
   Builder b(context);
   forward.walk([&](ParamOp param) {
     ArrayRef<int64_t> shape = param.getType().getShape();
+    ShardingAttr compute = getSharding(param.getResult());
     for (auto [d, size] : llvm::enumerate(shape)) {
-      if (size % dp != 0)
+      if ((compute && !cast<ArrayAttr>(compute.getDims()[d]).empty()) ||
+          size % dp != 0)
         continue;
       SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
       dims[d] = b.getArrayAttr({b.getStringAttr("dp")});
@@ -90,15 +134,18 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   if (!forward)
     return module.emitError("the model has no @forward function");
   // Say plainly what is not built yet rather than run a plan half-applied.
-  for (const char *axis : {"tp", "pp", "ep"})
+  for (const char *axis : {"pp", "ep"})
     if (plan.size(axis) > 1)
       return module.emitError("plan axis '")
-             << axis << "' is not implemented yet (data parallelism is)";
+             << axis << "' is not implemented yet (dp, tp and zero are)";
 
+  // Mesh axes major to minor as Megatron-LM orders ranks: pipeline stages
+  // outermost, tensor parallelism innermost, so a tp group is consecutive
+  // ranks (one node).
   SmallVector<Attribute> names;
   SmallVector<int64_t> sizes;
-  for (const auto &[axis, size] : plan.axes)
-    if (size > 1) {
+  for (const char *axis : {"pp", "dp", "ep", "tp"})
+    if (int64_t size = plan.size(axis); size > 1) {
       names.push_back(StringAttr::get(module.getContext(), axis));
       sizes.push_back(size);
     }
@@ -109,12 +156,16 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   OpBuilder b(module.getBodyRegion());
   MeshOp::create(b, module.getLoc(), kMeshName, b.getArrayAttr(names),
                  b.getDenseI64ArrayAttr(sizes));
+  auto mesh = FlatSymbolRefAttr::get(module.getContext(), kMeshName);
+
+  if (int64_t tp = plan.size("tp");
+      tp > 1 && failed(seedTensorParallel(forward, mesh, tp)))
+    return failure();
 
   int64_t dp = plan.size("dp");
   if (dp < 2)
     return success();
   // Data parallelism: each rank takes batch rows [r*B/dp, (r+1)*B/dp).
-  auto mesh = FlatSymbolRefAttr::get(module.getContext(), kMeshName);
   for (BlockArgument arg : forward.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!forward.getArgAttr(arg.getArgNumber(), "weft.input") || !type ||

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace weft;
 
@@ -188,18 +190,17 @@ ShardingRule EmbeddingOp::getShardingRule() {
 }
 
 ShardingRule AttentionOp::getShardingRule() {
-  // Batch and heads split; sequence and head dims stay whole. With grouped
-  // query heads the kv heads split with the query heads' factor only when
-  // each device keeps whole groups, which the partitioner checks, so the
-  // rule shares the head factor only for plain multi-head attention.
+  // Batch and heads split; sequence and head dims stay whole. Query head h
+  // reads kv head h / (Hq / Hkv), so splitting both head dims into the same
+  // number of contiguous blocks keeps every group on one device: the kv
+  // heads share the query heads' factor (each dim must divide the split).
   ShardingRule rule;
-  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  ArrayRef<int64_t> q = shapeOf(getQuery());
   int64_t b = rule.addFactor(q[0]), h = rule.addFactor(q[2]);
-  int64_t kvHeads = q[2] == k[2] ? h : ShardingRule::kWhole;
   int64_t whole = ShardingRule::kWhole;
   rule.operands.push_back({b, whole, h, whole});
-  rule.operands.push_back({b, whole, kvHeads, whole});
-  rule.operands.push_back({b, whole, kvHeads, whole});
+  rule.operands.push_back({b, whole, h, whole});
+  rule.operands.push_back({b, whole, h, whole});
   rule.results.push_back({b, whole, h, whole});
   rule.results.push_back({b, h, whole}); // lse [B, Hq, S]
   return rule;
@@ -291,16 +292,37 @@ ShardingRule ConcatOp::getShardingRule() {
 }
 
 ShardingRule ReshapeOp::getShardingRule() {
-  // The leading dimensions both shapes share split together; the rest stay
-  // whole (splitting merged or split dimensions needs factor decomposition,
-  // as Shardy does, which the partitioner does not do yet).
+  // Both shapes are cut into the smallest runs of dimensions with equal
+  // products ([B, S, H*D] -> [B, S, H, D] gives (B)(S)(H*D | H, D)). In each
+  // run the major dimensions of larger than one share a factor: k
+  // contiguous blocks of one are k contiguous blocks of the other whenever k
+  // divides both. The rest of the run stays whole.
   ShardingRule rule;
   ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
   SmallVector<int64_t> input(in.size(), ShardingRule::kWhole),
       output(out.size(), ShardingRule::kWhole);
-  for (size_t d = 0; d < std::min(in.size(), out.size()) && in[d] == out[d];
-       ++d)
-    input[d] = output[d] = rule.addFactor(in[d]);
+  size_t i = 0, o = 0;
+  while (i < in.size() && o < out.size()) {
+    size_t i0 = i, o0 = o;
+    int64_t pin = in[i++], pout = out[o++];
+    while (pin != pout) {
+      if (pin < pout && i < in.size())
+        pin *= in[i++];
+      else if (o < out.size())
+        pout *= out[o++];
+      else
+        break;
+    }
+    auto major = [](ArrayRef<int64_t> dims, size_t from, size_t to) {
+      for (size_t d = from; d < to; ++d)
+        if (dims[d] > 1)
+          return static_cast<int64_t>(d);
+      return static_cast<int64_t>(-1);
+    };
+    int64_t mi = major(in, i0, i), mo = major(out, o0, o);
+    if (mi >= 0 && mo >= 0)
+      input[mi] = output[mo] = rule.addFactor(std::gcd(in[mi], out[mo]));
+  }
   rule.operands.push_back(input);
   rule.results.push_back(output);
   return rule;

@@ -98,7 +98,7 @@ TEST(ShardingRules, EmbeddingAndAttention) {
       %0:2 = weft.attention %q, %kv, %kv scale = 0.25 : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
       return %0#0 : tensor<2x8x4x16xf32>
     })"),
-            "([i, -, j, -], [i, -, -, -], [i, -, -, -]) -> ([i, -, j, -], [i, "
+            "([i, -, j, -], [i, -, j, -], [i, -, j, -]) -> ([i, -, j, -], [i, "
             "j, -]) {i=2, j=4}");
 }
 
@@ -120,7 +120,21 @@ TEST(ShardingRules, ShapesSoftmaxRopeAndLoss) {
       %0 = weft.reshape %x : tensor<2x8x64xf32> -> tensor<2x8x4x16xf32>
       return %0 : tensor<2x8x4x16xf32>
     })"),
-            "([i, j, -]) -> ([i, j, -, -]) {i=2, j=8}");
+            "([i, j, k]) -> ([i, j, k, -]) {i=2, j=8, k=4}");
+  // Merging dims: the batch splits through the flatten of [B, S].
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<2x8x64xf32>) -> tensor<16x64xf32> {
+      %0 = weft.reshape %x : tensor<2x8x64xf32> -> tensor<16x64xf32>
+      return %0 : tensor<16x64xf32>
+    })"),
+            "([i, -, j]) -> ([i, j]) {i=2, j=64}");
+  // Size-1 dims never split; the run's major non-unit dims pair up.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<1x6x4xf32>) -> tensor<3x8xf32> {
+      %0 = weft.reshape %x : tensor<1x6x4xf32> -> tensor<3x8xf32>
+      return %0 : tensor<3x8xf32>
+    })"),
+            "([-, i, -]) -> ([i, -]) {i=3}");
   EXPECT_EQ(ruleOf(R"(
     func.func @f(%x: tensor<2x8x64xf32>) -> tensor<2x8x64xf32> {
       %0 = weft.softmax %x dim 1 : tensor<2x8x64xf32>

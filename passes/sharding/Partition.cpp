@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/sharding/Passes.h"
+
+#include "dialects/weft/IR/WeftEmitter.h"
 #include "passes/sharding/ShardingState.h"
 
 #include "mlir/IR/Builders.h"
@@ -116,11 +118,38 @@ private:
   }
 
   /// Brings operand `v` of `user` to `want` (axes per dimension).
+  /// `v` laid out as `want`; the first use that needs a layout makes it,
+  /// later uses share it (one all-gather feeds q, k and v).
   FailureOr<Value> reshard(Operation *user, unsigned index, Value v,
                            const DimAxes &want) {
+    Layout have = layout(v);
+    if (have.dims == want && have.partial.empty())
+      return v;
+    Value &cached = reshards[{v, toAttr(b.getContext(), meshRef, want)}];
+    if (!cached) {
+      FailureOr<Value> made = makeLayout(user, index, v, want);
+      if (failed(made))
+        return failure();
+      cached = *made;
+    }
+    return cached;
+  }
+
+  FailureOr<Value> makeLayout(Operation *user, unsigned index, Value v,
+                              const DimAxes &want) {
+    // A partial sum wanted split along a dimension over the same axes is
+    // reduce-scattered there (sequence parallelism's replacement for the
+    // tensor-parallel all-reduce); any other partial sum is all-reduced.
+    Layout l = layout(v);
+    if (!l.partial.empty())
+      for (size_t d = 0; d < want.size(); ++d)
+        if (l.dims[d].empty() && !want[d].empty() && want[d] == l.partial) {
+          v = scatter(user, v, d, l.partial, l.partialKind == ReduceKind::Mean);
+          break;
+        }
     v = combine(user, v);
     for (size_t d = 0; d < want.size(); ++d) {
-      Layout l = layout(v);
+      l = layout(v);
       if (l.dims[d] == want[d])
         continue;
       if (!l.dims[d].empty()) {
@@ -136,14 +165,59 @@ private:
         l.dims[d].clear();
         layouts[v] = l;
       }
-      if (!want[d].empty())
+      if (want[d].empty())
+        continue;
+      bool varying = llvm::all_of(
+          want[d], [&](StringAttr a) { return l.varying.contains(a); });
+      bool invariant = llvm::none_of(
+          want[d], [&](StringAttr a) { return l.varying.contains(a); });
+      if (invariant) {
+        // The same on every rank: each keeps its block; the gradient is the
+        // all-gather of the blocks' gradients.
+        l.dims[d] = want[d];
+        l.varying.insert(want[d].begin(), want[d].end());
+        v = ShardSliceOp::create(b, user->getLoc(), localType(v, d, want[d]), v,
+                                 meshRef, axesAttr(want[d]),
+                                 b.getI64IntegerAttr(d));
+        layouts[v] = l;
+      } else if (varying) {
+        // Computed alike on every rank but counted once per rank (it came
+        // from gathered values): the mean of the copies is the value, and
+        // its gradient sends each rank 1/n of the block's gradient, which
+        // the gathers' reduce-scatters sum back to one.
+        v = scatter(user, v, d, want[d], /*mean=*/true);
+      } else {
         return user->emitOpError("operand ")
                    << index << " would need dimension " << d
-                   << " split from a whole value, which the partitioner "
-                      "cannot do yet (annotate the producer instead)",
+                   << " split over axes along which it partly varies",
                failure();
+      }
     }
     return v;
+  }
+
+  RankedTensorType localType(Value v, int64_t d, ArrayRef<StringAttr> axes) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[d] /= splitCount(mesh, axes);
+    return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  /// Reduce-scatters `v` along `d` over `axes` (scaled by 1/n first for a
+  /// mean); the result is split there and no longer partial.
+  Value scatter(Operation *user, Value v, int64_t d, Axes axes, bool mean) {
+    Layout l = layout(v);
+    if (mean) {
+      weft::detail::Emitter e{b, user->getLoc()};
+      v = e.mul(v, e.splatLike(v, 1.0 / splitCount(mesh, axes)));
+    }
+    Value out = ReduceScatterOp::create(b, user->getLoc(),
+                                        localType(v, d, axes), v, meshRef,
+                                        axesAttr(axes), b.getI64IntegerAttr(d));
+    l.dims[d] = axes;
+    l.partial.clear();
+    layouts[out] = l;
+    return out;
   }
 
   /// Passes `v` through copy_to_group for the axes of `varying` it does not
@@ -336,27 +410,14 @@ private:
     return success();
   }
 
-  /// Factor axes from the op's results; reduction factors (no result
-  /// dimension) from its operands. An axis taken twice is dropped.
+  /// Factor axes as propagation chose them (results carry that choice);
+  /// a factor that reaches a result but was left unsplit there stays
+  /// unsplit, so only reduction factors take their split from operands.
   SmallVector<Axes> factorAxes(Operation *op, const ShardingRule &rule) {
-    SmallVector<Axes> factors(rule.factorSizes.size());
-    llvm::SmallDenseSet<StringAttr> taken;
-    auto take = [&](const DimAxes &dims, ArrayRef<int64_t> map) {
-      for (auto [d, f] : llvm::enumerate(map))
-        if (f != ShardingRule::kWhole && factors[f].empty() &&
-            !dims[d].empty() && llvm::none_of(dims[d], [&](StringAttr a) {
-              return taken.count(a);
-            })) {
-          factors[f] = dims[d];
-          taken.insert(dims[d].begin(), dims[d].end());
-        }
-    };
-    for (auto [v, map] : llvm::zip(op->getResults(), rule.results))
-      take(readDims(v), map);
-    for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands))
-      take(layout(v).dims, map);
-    // Only reduction factors may come from operands: a factor that reaches
-    // a result but was left unsplit there stays unsplit.
+    SmallVector<Axes> factors =
+        chooseFactorAxes(op, rule, [&](Value v, bool isResult) {
+          return isResult ? readDims(v) : layout(v).dims;
+        });
     for (auto [f, axes] : llvm::enumerate(factors))
       if (!rule.isReduction(f) && !isResultSplit(op, rule, f))
         axes.clear();
@@ -380,7 +441,7 @@ private:
   OpBuilder b;
   llvm::DenseMap<Value, Layout> layouts;
   llvm::DenseMap<Operation *, ShardingRule> rules;
-  llvm::DenseMap<std::pair<Value, Attribute>, Value> copies;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> copies, reshards;
   llvm::DenseSet<Operation *> created;
 };
 } // namespace

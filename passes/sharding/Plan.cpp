@@ -106,6 +106,37 @@ static LogicalResult seedTensorParallel(func::FuncOp forward,
   return failure(result.wasInterrupted());
 }
 
+/// Sequence parallelism (Korthikanti et al.): the residual stream, from the
+/// token embedding on, is split along the sequence over tp. Propagation
+/// carries the split through norms and residual adds; the partitioner then
+/// all-gathers the sequence before each column-parallel layer and
+/// reduce-scatters after each row-parallel one.
+static LogicalResult seedSequenceParallel(func::FuncOp forward,
+                                          FlatSymbolRefAttr mesh, int64_t dp,
+                                          int64_t tp) {
+  EmbeddingOp embedding;
+  forward.walk([&](EmbeddingOp op) {
+    if (!embedding)
+      embedding = op;
+  });
+  if (!embedding || embedding.getType().getRank() != 3)
+    return forward.emitError(
+        "sp=on needs a token embedding [batch, seq, hidden] to split");
+  int64_t seq = embedding.getType().getDimSize(1);
+  if (seq % tp != 0)
+    return embedding.emitError("sequence length ")
+           << seq << " is not divisible by tp=" << tp << " (sp=on)";
+  Builder b(forward.getContext());
+  SmallVector<Attribute> dims(3, b.getArrayAttr({}));
+  if (dp > 1)
+    dims[0] = b.getArrayAttr({b.getStringAttr("dp")});
+  dims[1] = b.getArrayAttr({b.getStringAttr("tp")});
+  setSharding(
+      embedding.getResult(),
+      ShardingAttr::get(forward.getContext(), mesh, b.getArrayAttr(dims)));
+  return success();
+}
+
 /// ZeRO-3 / FSDP: every parameter is stored split over dp along its first
 /// dimension that dp divides and tensor parallelism leaves whole (one with
 /// no such dimension stays whole; the memory report counts it).
@@ -163,6 +194,9 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
     return failure();
 
   int64_t dp = plan.size("dp");
+  if (plan.sequenceParallel &&
+      failed(seedSequenceParallel(forward, mesh, dp, plan.size("tp"))))
+    return failure();
   if (dp < 2)
     return success();
   // Data parallelism: each rank takes batch rows [r*B/dp, (r+1)*B/dp).

@@ -113,28 +113,9 @@ private:
     return out + "]";
   }
 
-  /// Each factor's axes: those of the first split dimension mapped to it,
-  /// results first; an axis already taken by an earlier factor is dropped.
   SmallVector<Axes> factorAxes(Operation *op, const ShardingRule &rule) {
-    SmallVector<Axes> factors(rule.factorSizes.size());
-    llvm::SmallDenseSet<StringAttr> taken;
-    auto take = [&](Value v, ArrayRef<int64_t> map) {
-      const State &s = state(v);
-      for (auto [d, f] : llvm::enumerate(map)) {
-        if (f == ShardingRule::kWhole || !factors[f].empty() ||
-            s.dims[d].empty() || llvm::any_of(s.dims[d], [&](StringAttr a) {
-              return taken.count(a);
-            }))
-          continue;
-        factors[f] = s.dims[d];
-        taken.insert(s.dims[d].begin(), s.dims[d].end());
-      }
-    };
-    for (auto [v, map] : llvm::zip(op->getResults(), rule.results))
-      take(v, map);
-    for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands))
-      take(v, map);
-    return factors;
+    return chooseFactorAxes(op, rule,
+                            [&](Value v, bool) { return state(v).dims; });
   }
 
   MeshOp mesh;

@@ -51,6 +51,48 @@ inline int64_t splitCount(MeshOp mesh, llvm::ArrayRef<mlir::StringAttr> axes) {
   return n;
 }
 
+/// Chooses the axes of each factor of `op` from the split dimensions of its
+/// values, in priority order: parameters first (weights outrank
+/// activations, as Megatron places them and as Shardy's priorities let a
+/// user say), then results, then the other operands. An axis already taken
+/// by a factor is not given to another. `dimsOf(value, isResult)` is the
+/// split a value has now.
+template <typename DimsOf>
+llvm::SmallVector<Axes>
+chooseFactorAxes(mlir::Operation *op, const ShardingRule &rule, DimsOf dimsOf) {
+  llvm::SmallVector<Axes> factors(rule.factorSizes.size());
+  llvm::SmallDenseSet<mlir::StringAttr> taken;
+  auto take = [&](const DimAxes &dims, llvm::ArrayRef<int64_t> map) {
+    for (auto [d, f] : llvm::enumerate(map))
+      if (f != ShardingRule::kWhole && factors[f].empty() && !dims[d].empty() &&
+          llvm::none_of(dims[d],
+                        [&](mlir::StringAttr a) { return taken.count(a); })) {
+        factors[f] = dims[d];
+        taken.insert(dims[d].begin(), dims[d].end());
+      }
+  };
+  // A parameter seen through what partitioning puts before its uses.
+  auto isParam = [](mlir::Value v) {
+    while (mlir::Operation *def = v.getDefiningOp()) {
+      if (mlir::isa<ParamOp>(def))
+        return true;
+      if (!mlir::isa<CopyToGroupOp, AllGatherOp>(def))
+        return false;
+      v = def->getOperand(0);
+    }
+    return false;
+  };
+  for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands))
+    if (isParam(v))
+      take(dimsOf(v, false), map);
+  for (auto [v, map] : llvm::zip(op->getResults(), rule.results))
+    take(dimsOf(v, true), map);
+  for (auto [v, map] : llvm::zip(op->getOperands(), rule.operands))
+    if (!isParam(v))
+      take(dimsOf(v, false), map);
+  return factors;
+}
+
 /// The mesh every `weft.sharding` in `func` names (the first found), or null.
 inline MeshOp findMesh(mlir::func::FuncOp func) {
   ShardingAttr found;

@@ -57,25 +57,25 @@ TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler,
   const ValueSpec &input = step.values[step.inputs[0]];
   batch = input.shape[0];
   seq = input.shape[1];
-  globalBatch = batch;
-  if (!input.sharding.empty()) {
-    const MeshSpec &mesh = executor.bundle().mesh;
-    globalBatch = batch * mesh.groupSize(input.sharding[0]);
-    rowOffset = batch * mesh.groupRank(executor.rank(), input.sharding[0]);
-  }
+  const MeshSpec &mesh = executor.bundle().mesh;
+  std::vector<int64_t> global = mesh.globalShape(input.shape, input.sharding);
+  globalBatch = global[0];
+  globalSeq = global[1];
+  start = mesh.blockStart(executor.rank(), input.shape, input.sharding);
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
-  globalTokens.resize(globalBatch * seq);
-  globalLabels.resize(globalBatch * seq);
+  globalTokens.resize(globalBatch * globalSeq);
+  globalLabels.resize(globalBatch * globalSeq);
 }
 
 absl::StatusOr<StepReport> TrainLoop::step() {
   int64_t n = steps + 1;
   sampler.fill(n, globalTokens.data(), globalLabels.data());
-  std::copy_n(globalTokens.begin() + rowOffset * seq, batch * seq,
-              tokens.begin());
-  std::copy_n(globalLabels.begin() + rowOffset * seq, batch * seq,
-              labels.begin());
+  forEachInBlock({batch, seq}, {globalBatch, globalSeq}, start,
+                 [&](int64_t i, int64_t g) {
+                   tokens[i] = globalTokens[g];
+                   labels[i] = globalLabels[g];
+                 });
   float lr = static_cast<float>(schedule.at(n)),
         stepNumber = static_cast<float>(n);
   auto start = std::chrono::steady_clock::now();
@@ -96,7 +96,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.gradNorm = *executor.scalarOutput("step", "grad_norm");
   report.lr = lr;
   report.seconds = seconds;
-  report.tokens = globalBatch * seq;
+  report.tokens = globalBatch * globalSeq;
   if (!std::isfinite(report.loss))
     return absl::InternalError(absl::StrCat("step ", n,
                                             ": the loss is not finite (",
@@ -108,7 +108,14 @@ absl::StatusOr<std::vector<uint32_t>>
 TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
                   double temperature, uint64_t seed) {
   const ProgramSpec &forward = executor.bundle().programs.at("forward");
-  const std::vector<int64_t> &shape = forward.values[forward.inputs[0]].shape;
+  const ValueSpec &input = forward.values[forward.inputs[0]];
+  // Each rank continues the window in its own first row, which needs the
+  // whole sequence on every rank.
+  if (input.sharding.size() > 1 && !input.sharding[1].empty())
+    return absl::UnimplementedError(
+        "sampling from a sequence-parallel bundle (sp=on) is not supported "
+        "yet; sample from a checkpoint with a bundle compiled without sp");
+  const std::vector<int64_t> &shape = input.shape;
   int64_t b = shape[0], s = shape[1];
   std::vector<int32_t> window(b * s, 0), zeros(b * s, 0);
   std::vector<uint32_t> out;

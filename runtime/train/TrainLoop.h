@@ -51,9 +51,11 @@ private:
   Executor &executor;
   BatchSampler sampler;
   LrSchedule schedule;
-  /// The job's batch is globalBatch x seq; this rank's program takes the
-  /// block of `batch` rows starting at `rowOffset` (data parallelism).
-  int64_t batch, seq, globalBatch, rowOffset = 0;
+  /// This rank's program takes a [batch, seq] block of the job's
+  /// [globalBatch, globalSeq] batch, at `start` (rows under data
+  /// parallelism, columns under sequence parallelism).
+  int64_t batch, seq, globalBatch, globalSeq;
+  std::vector<int64_t> start;
   int64_t steps = 0;
   std::vector<int32_t> tokens, labels, globalTokens, globalLabels;
 };

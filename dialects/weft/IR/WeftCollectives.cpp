@@ -209,3 +209,9 @@ Grads AllToAllOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
                                getSplitDimAttr());
   return SmallVector<Value>{g};
 }
+
+Grads ShardSliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Value g = AllGatherOp::create(b, getLoc(), getInput().getType(), rg.front(),
+                                getMeshAttr(), getAxesAttr(), getDimAttr());
+  return SmallVector<Value>{g};
+}

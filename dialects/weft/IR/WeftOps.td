@@ -197,23 +197,26 @@ def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all", [Pure]> {
 }
 
 def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "this rank's block of a value the group holds whole";
   let description = [{
     Rank r of the group keeps block r of `input` along `dim` (that dimension
-    shrinks by the group size); no data moves. ZeRO-1 and ZeRO-2 use it to
-    take each rank's share of a replicated parameter and gradient for the
-    optimizer update. It has no gradient rule: it appears only after
-    autodiff.
+    shrinks by the group size); no data moves. The input is the same on
+    every rank of the group. ZeRO-1 and ZeRO-2 use it to take each rank's
+    share of a replicated parameter and gradient for the optimizer update;
+    partitioning uses it to split a replicated value (positions, token ids
+    under sequence parallelism). Gradient: the all-gather of the blocks'
+    gradients, so the replicated input gets its whole gradient everywhere.
 
     ```mlir
     %p = weft.shard_slice %w over @mesh ["dp"] dim 0
         : tensor<64x64xf32> -> tensor<16x64xf32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+  let arguments = (ins Weft_Tensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$dim);
-  let results = (outs Weft_FloatTensor:$result);
+  let results = (outs Weft_Tensor:$result);
   let assemblyFormat = [{
     $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
     type($result)

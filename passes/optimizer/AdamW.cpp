@@ -48,16 +48,26 @@ static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] /= config.dp;
   auto blockType = RankedTensorType::get(shape, type.getElementType());
-  auto reduction = grad.getDefiningOp<AllReduceOp>();
+  // Mixed precision reduces the compute-precision gradient and casts it to
+  // the master's f32: slicing commutes with the cast, so scatter before it.
+  auto castOp = grad.getDefiningOp<CastOp>();
+  Value reduced = castOp ? castOp.getInput() : grad;
+  auto reduction = reduced.getDefiningOp<AllReduceOp>();
   if (config.zero == 2 && reduction && reduction.getInputs().size() == 1 &&
       reduction.getAxes() == dp &&
       reduction.getReduction() == ReduceKind::Sum) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(reduction);
-    grad = ReduceScatterOp::create(builder, reduction.getLoc(), blockType,
-                                   reduction.getInputs()[0], mesh, dp,
-                                   builder.getI64IntegerAttr(dim));
+    auto reducedType = cast<RankedTensorType>(reduced.getType());
+    grad = ReduceScatterOp::create(
+        builder, reduction.getLoc(),
+        RankedTensorType::get(shape, reducedType.getElementType()),
+        reduction.getInputs()[0], mesh, dp, builder.getI64IntegerAttr(dim));
+    if (castOp)
+      grad = CastOp::create(builder, castOp.getLoc(), blockType, grad);
     replaced.push_back(reduction);
+    if (castOp)
+      replaced.push_back(castOp);
   } else {
     grad = ShardSliceOp::create(builder, grad.getLoc(), blockType, grad, mesh,
                                 dp, builder.getI64IntegerAttr(dim));
@@ -143,11 +153,22 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   builder.setInsertionPoint(ret);
   detail::Emitter e{builder, loc};
   SmallVector<Operation *> replacedReductions;
-  if (config.zero == 1 || config.zero == 2)
-    for (Update &u : updates)
-      if (u.gradAxes.empty())
-        shardForZero(builder, u.grad, u.value, u.gradAxes, u.gatherDim, config,
-                     replacedReductions);
+  for (Update &u : updates) {
+    // What this rank keeps of the gradient: the whole (local) gradient, or
+    // its block where it arrives reduce-scattered. The memory report reads
+    // it from the parameter.
+    int64_t elements =
+        cast<RankedTensorType>(u.grad.getType()).getNumElements();
+    if ((config.zero == 1 || config.zero == 2) && u.gradAxes.empty())
+      shardForZero(builder, u.grad, u.value, u.gradAxes, u.gatherDim, config,
+                   replacedReductions);
+    Value arrived = u.grad;
+    if (auto castOp = arrived.getDefiningOp<CastOp>())
+      arrived = castOp.getInput();
+    if (arrived.getDefiningOp<ReduceScatterOp>())
+      elements = cast<RankedTensorType>(u.grad.getType()).getNumElements();
+    u.param->setAttr("weft.grad_elements", builder.getI64IntegerAttr(elements));
+  }
   auto scalar = [&](double v) { return e.splat(scalarType, v); };
   auto expand = [&](Value s, Type like) {
     return e.broadcast(s, cast<RankedTensorType>(like), {});
@@ -247,8 +268,9 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   func::ReturnOp::create(builder, loc, ValueRange{loss, norm});
   ret.erase();
   // All-reduces that ZeRO-2 replaced by reduce-scatters fed only the
-  // gradient results: drop them, or they would still run.
-  for (Operation *op : replacedReductions)
+  // gradient results (through a cast, in mixed precision): drop them, or
+  // they would still run. Casts come after their all-reduce in the list.
+  for (Operation *op : llvm::reverse(replacedReductions))
     if (op->use_empty())
       op->erase();
   step.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),

@@ -12,6 +12,7 @@
 #include "codegen/KernelSource.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/Report.h"
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
 #include "frontend/models/ModelConfig.h"
@@ -47,15 +48,15 @@ cl::SubCommand evalCmd("eval", "Run a graph on the reference evaluator and "
 cl::SubCommand topologyCmd("topology",
                            "Resolve a topology (file or preset), check a mesh "
                            "against it, print it as JSON");
-cl::opt<std::string> topologySpec("topology",
-                                  cl::desc("Topology file or preset: cpu:N, "
-                                           "dgx-a100:N, dgx-h100:N, h200:N"),
-                                  cl::sub(topologyCmd));
-cl::opt<std::string> meshSpec("mesh", cl::desc("Mesh to check, e.g. dp=2,tp=4"),
-                              cl::sub(topologyCmd));
 cl::SubCommand compileCmd("compile",
                           "Compile a model into a training bundle (autodiff, "
                           "AdamW, memory plan) for weft-run");
+cl::opt<std::string> topologySpec("topology",
+                                  cl::desc("Topology file or preset: cpu:N, "
+                                           "dgx-a100:N, dgx-h100:N, h200:N"),
+                                  cl::sub(topologyCmd), cl::sub(compileCmd));
+cl::opt<std::string> meshSpec("mesh", cl::desc("Mesh to check, e.g. dp=2,tp=4"),
+                              cl::sub(topologyCmd));
 
 cl::opt<std::string> configPath("config", cl::desc("Hugging Face config.json"),
                                 cl::value_desc("file"), cl::sub(importCmd),
@@ -93,6 +94,11 @@ cl::opt<std::string> emit("emit",
 cl::opt<std::string> planSpec(
     "plan",
     cl::desc("Parallelism plan, e.g. dp=4 (default: one rank; see README)"),
+    cl::sub(compileCmd));
+cl::opt<std::string> reportFormat(
+    "report", cl::ValueOptional,
+    cl::desc("Print the per-rank memory and communication estimate: a table, "
+             "or --report=json"),
     cl::sub(compileCmd));
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Largest gradient all-reduce bucket in MiB "
@@ -238,11 +244,34 @@ int runTopology() {
   return 0;
 }
 
+/// --report: the placed step's per-rank estimate (compiler/Report.h).
+int printReport(ModuleOp module) {
+  FailureOr<weft::PlacementReport> report = weft::estimatePlacement(module);
+  if (failed(report))
+    return 1;
+  if (reportFormat == "json")
+    outs() << formatv("{0:2}", llvm::json::Value(report->toJSON())) << "\n";
+  else
+    outs() << report->table();
+  return 0;
+}
+
 int runCompile(MLIRContext &context) {
   if (!emit.empty() && emit != "mlir" && emit != "kernels")
     return fail("unknown --emit '" + emit + "' (supported: mlir, kernels)");
-  if (emit.empty() && outputPath == "-")
-    return fail("compile needs -o bundle/ (or --emit=mlir)");
+  if (emit.empty() && outputPath == "-" &&
+      reportFormat.getNumOccurrences() == 0)
+    return fail("compile needs -o bundle/ (or --emit=mlir, --report)");
+  weft::Plan plan;
+  if (!planSpec.empty()) {
+    auto parsed = weft::parsePlan(planSpec);
+    if (!parsed)
+      return fail(toString(parsed.takeError()));
+    plan = std::move(*parsed);
+    // Without --batch, one sequence per data-parallel rank.
+    if (batchSize.getNumOccurrences() == 0)
+      batchSize = plan.size("dp");
+  }
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
   OwningOpRef<ModuleOp> module = loadModel(context, sources, seqLen);
@@ -268,11 +297,35 @@ int runCompile(MLIRContext &context) {
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
-  if (!planSpec.empty()) {
-    auto plan = weft::parsePlan(planSpec);
-    if (!plan)
-      return fail(toString(plan.takeError()));
-    options.plan = std::move(*plan);
+  options.plan = plan;
+  if (!topologySpec.empty()) {
+    Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
+    if (!topology)
+      return fail(toString(topology.takeError()));
+    if (Error e = topology->checkMesh(options.plan.axes))
+      return fail(toString(std::move(e)));
+    // Tensor-parallel groups are consecutive ranks (tp is the innermost
+    // mesh axis): they stay inside a node only if tp divides its devices.
+    int64_t tp = options.plan.size("tp");
+    if (tp > 1 && topology->devicesPerNode % tp != 0)
+      WithColor::warning(errs(), "weftc")
+          << "tp=" << tp << " groups do not fit in the "
+          << topology->devicesPerNode << " devices of a node of "
+          << topology->name
+          << ": tensor-parallel collectives will cross the inter-node links ("
+          << formatv("{0:f0}", topology->interNode.bandwidth / 1e9)
+          << " GB/s instead of "
+          << formatv("{0:f0}", topology->intraNode.bandwidth / 1e9)
+          << " GB/s)\n";
+  }
+  bool report = reportFormat.getNumOccurrences() > 0;
+  if (report && !reportFormat.empty() && reportFormat != "json")
+    return fail("unknown --report format '" + reportFormat +
+                "' (use --report or --report=json)");
+  if (report && outputPath == "-" && emit.empty()) {
+    if (failed(weft::buildTrainingPrograms(*module, options)))
+      return 1;
+    return printReport(*module);
   }
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options)))
@@ -296,7 +349,7 @@ int runCompile(MLIRContext &context) {
       "wrote {0}: {1} ops in a training step, arena {2} bytes\n",
       outputPath.getValue(), step.getBody().front().getOperations().size(),
       step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt());
-  return 0;
+  return report ? printReport(*module) : 0;
 }
 
 int runEval(MLIRContext &context) {

@@ -4,8 +4,10 @@
 // CHECK-SAME: %{{.*}}: tensor<f32> {weft.input = "lr"}, %{{.*}}: tensor<f32> {weft.input = "step"})
 // CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "grad_norm"})
 // The moments are state parameters next to the parameters.
-// CHECK: %[[W:.*]] = weft.param "w" init(normal, 1.000000e-01) : tensor<4x3xf32>
-// CHECK: %[[B:.*]] = weft.param "b" init(zeros) : tensor<3xf32>
+// Each parameter records the gradient elements this rank holds (the
+// memory report reads them).
+// CHECK: %[[W:.*]] = weft.param "w" init(normal, 1.000000e-01) {weft.grad_elements = 12 : i64} : tensor<4x3xf32>
+// CHECK: %[[B:.*]] = weft.param "b" init(zeros) {weft.grad_elements = 3 : i64} : tensor<3xf32>
 // CHECK: weft.param "w.exp_avg" init(zeros) state : tensor<4x3xf32>
 // CHECK: weft.param "w.exp_avg_sq" init(zeros) state : tensor<4x3xf32>
 // CHECK: weft.param "b.exp_avg" init(zeros) state : tensor<3xf32>

@@ -1,0 +1,55 @@
+//===- Report.h - per-rank memory and communication estimate ----*- C++ -*-===//
+//
+// What `weftc compile --report` prints: for every rank of a placed training
+// step, the bytes it holds for parameters, gradients and optimizer state,
+// the peak of its step arena (the memory plan), and the bytes it sends per
+// step in collectives.
+//
+// Bytes per parameter follow mixed-precision Adam as ZeRO counts them
+// (Rajbhandari et al.): the compute-precision parameter (2 bytes in bf16,
+// 4 in f32), its gradient in the same precision, and optimizer state of
+// 8 bytes (fp32 momentum and variance) plus a 4-byte fp32 master when the
+// compute precision is not f32. Which of them a rank holds whole and which
+// as 1/N comes from the placed program: tensor-parallel and ZeRO-3 splits
+// of the parameter, the shape of its Adam state (ZeRO-1/2), and whether its
+// gradient was reduce-scattered (ZeRO-2). Collectives count ring traffic:
+// an all-reduce sends 2(n-1)/n of its bytes, an all-gather (n-1)/n of its
+// result, a reduce-scatter and an all-to-all (n-1)/n of their operand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_COMPILER_REPORT_H
+#define WEFT_COMPILER_REPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace weft {
+
+struct RankEstimate {
+  int64_t rank = 0;
+  int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
+  int64_t activationBytes = 0, commBytes = 0;
+};
+
+struct PlacementReport {
+  int64_t parameters = 0; // Ψ: elements of every model parameter, whole.
+  std::vector<RankEstimate> ranks;
+
+  /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
+  /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...]}
+  llvm::json::Object toJSON() const;
+  /// A table, one row per rank, sizes in MiB / GiB.
+  std::string table() const;
+};
+
+/// Estimates every rank of `module`'s planned @step (after
+/// buildTrainingPrograms); fails if there is none.
+mlir::FailureOr<PlacementReport> estimatePlacement(mlir::ModuleOp module);
+
+} // namespace weft
+
+#endif // WEFT_COMPILER_REPORT_H

@@ -158,6 +158,12 @@ public:
       json::Object attrs;
       if (auto kernel = op.getAttrOfType<StringAttr>("weft.kernel"))
         attrs["kernel"] = kernel.str();
+      if (Attribute axes = op.getAttr("weft.vocab_axes")) {
+        FailureOr<json::Value> value = encodeAttr(&op, axes);
+        if (failed(value))
+          return failure();
+        attrs["vocab_axes"] = std::move(*value);
+      }
       if (auto props =
               dyn_cast_or_null<DictionaryAttr>(op.getPropertiesAsAttribute()))
         for (NamedAttribute a : props) {

@@ -67,8 +67,10 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   };
 
   g.setScope("transformer.wte");
+  // Vocabulary-parallel (Megatron): the tied table splits its rows, for the
+  // lookup and for the LM head.
   Value wte = modelParam(g, o, "transformer.wte.weight", {c.vocabSize, d},
-                         dtype, weights);
+                         dtype, weights, /*tpDim=*/0);
   Value wpe = modelParam(g, o, "transformer.wpe.weight", {c.maxPositions, d},
                          dtype, weights);
   Value x = g.embedding(wte, in.tokens);

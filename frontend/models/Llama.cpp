@@ -44,8 +44,9 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   };
 
   g.setScope("model.embed_tokens");
+  // Vocabulary-parallel (Megatron): the table and the LM head split rows.
   Value embed = modelParam(g, o, "model.embed_tokens.weight", {c.vocabSize, d},
-                           dtype, weights);
+                           dtype, weights, /*tpDim=*/0);
   Value x = g.embedding(embed, in.tokens);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
@@ -112,7 +113,7 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   Value head = c.tieWordEmbeddings
                    ? embed
                    : modelParam(g, o, "lm_head.weight", {c.vocabSize, d}, dtype,
-                                weights);
+                                weights, /*tpDim=*/0);
   Value logits = g.matmul(x, head, false, /*transposeRhs=*/true);
   return {g.crossEntropy(logits, in.labels), logits};
 }

@@ -34,6 +34,12 @@ struct DecomposePass : weft::impl::DecomposeBase<DecomposePass> {
       if (work.empty())
         return;
       for (weft::DecomposableOpInterface op : work) {
+        // Its primitives would compute over the local block of the
+        // vocabulary alone.
+        if (op->hasAttr("weft.vocab_axes")) {
+          op->emitOpError("is vocabulary-parallel and cannot be decomposed");
+          return signalPassFailure();
+        }
         OpBuilder builder(op);
         FailureOr<SmallVector<Value>> replacement = op.decompose(builder);
         if (failed(replacement))

@@ -292,6 +292,19 @@ private:
     for (auto [f, axes] : llvm::enumerate(factors))
       if (rule.isReduction(f))
         partial.append(axes.begin(), axes.end());
+    // A split vocabulary: the op reads its block of rows (embedding: the
+    // rows summed after; cross-entropy: it combines across the block's
+    // group itself, so the result is the same on every rank there).
+    if (isa<EmbeddingOp, CrossEntropyOp>(op)) {
+      int64_t vocab =
+          isa<EmbeddingOp>(op) ? rule.operands[0][0] : rule.operands[0].back();
+      if (!factors[vocab].empty()) {
+        op->setAttr("weft.vocab_axes", axesAttr(factors[vocab]));
+        if (isa<CrossEntropyOp>(op))
+          for (StringAttr axis : factors[vocab])
+            varying.remove(axis);
+      }
+    }
     for (auto [r, map] : llvm::zip(op->getResults(), rule.results)) {
       define(r, dimsOf(map), varying);
       layout(r).partial = partial;
@@ -412,14 +425,17 @@ private:
 
   /// Factor axes as propagation chose them (results carry that choice);
   /// a factor that reaches a result but was left unsplit there stays
-  /// unsplit, so only reduction factors take their split from operands.
+  /// unsplit, so only reduction and self-combined factors take their split
+  /// from operands.
   SmallVector<Axes> factorAxes(Operation *op, const ShardingRule &rule) {
     SmallVector<Axes> factors =
         chooseFactorAxes(op, rule, [&](Value v, bool isResult) {
           return isResult ? readDims(v) : layout(v).dims;
         });
     for (auto [f, axes] : llvm::enumerate(factors))
-      if (!rule.isReduction(f) && !isResultSplit(op, rule, f))
+      if (!rule.isReduction(f) &&
+          !llvm::is_contained(rule.selfCombined, static_cast<int64_t>(f)) &&
+          !isResultSplit(op, rule, f))
         axes.clear();
     return factors;
   }

@@ -214,13 +214,13 @@ absl::Status Communicator::collective(
 }
 
 absl::Status Communicator::allReduce(const std::vector<std::string> &axes,
-                                     float *data, size_t count) {
+                                     float *data, size_t count, bool max) {
   return collective("all-reduce", axes, [&](const auto &context, uint32_t t) {
+    using Reduce = void (*)(void *, const void *, const void *, size_t);
     gloo::AllreduceOptions opts(context);
     opts.setOutput(data, count);
-    opts.setReduceFunction(
-        static_cast<void (*)(void *, const void *, const void *, size_t)>(
-            &gloo::sum<float>));
+    opts.setReduceFunction(max ? static_cast<Reduce>(&gloo::max<float>)
+                               : static_cast<Reduce>(&gloo::sum<float>));
     opts.setTag(t);
     opts.setTimeout(timeout);
     gloo::allreduce(opts);

@@ -63,9 +63,9 @@ public:
                        const std::vector<std::vector<std::string>> &groups);
   const MeshSpec &mesh() const { return mesh_; }
 
-  /// Sum over the group of `axes`, in place.
+  /// Sum (or max) over the group of `axes`, in place.
   absl::Status allReduce(const std::vector<std::string> &axes, float *data,
-                         size_t count);
+                         size_t count, bool max = false);
   /// `out` (count * group size) gets every member's `in` (count), in
   /// group order. No axes: the group of every rank, in rank order.
   absl::Status allGather(const std::vector<std::string> &axes, const float *in,

@@ -261,6 +261,11 @@ absl::StatusOr<ProgramSpec> readProgram(const Reader &r, const json &p,
         return st;
       (isOutput ? prog.outputs : prog.assigns)
           .push_back({name->get<std::string>(), value->get<int64_t>()});
+      if (isOutput && o.contains("sharding")) {
+        WEFT_ASSIGN(prog.outputShardings[name->get<std::string>()],
+                    r.sharding(o, at, bundle.mesh,
+                               prog.values[value->get<int64_t>()].shape));
+      }
       if (!isOutput && !bundle.param(name->get<std::string>()))
         return r.error(at, "assigns an undeclared parameter");
     }

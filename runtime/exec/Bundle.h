@@ -41,6 +41,8 @@ struct ProgramSpec {
   std::vector<ValueSpec> values;
   std::vector<int64_t> inputs;
   std::vector<std::pair<std::string, int64_t>> outputs;
+  /// Outputs that are one rank's block of a split tensor (placed bundles).
+  std::map<std::string, Sharding> outputShardings;
   std::vector<StepSpec> steps;
   std::vector<std::pair<std::string, int64_t>> assigns;
 

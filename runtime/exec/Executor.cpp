@@ -100,6 +100,15 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
               names.push_back(a.get<std::string>());
           groups.push_back(std::move(names));
         }
+    // Gathering split parameters (--save) and outputs (sampling) runs over
+    // the axes that split them.
+    for (const ParamSpec &p : ex->bundle_.params)
+      if (!MeshSpec::axesOf(p.sharding).empty())
+        groups.push_back(MeshSpec::axesOf(p.sharding));
+    for (const auto &[name, spec] : ex->bundle_.programs)
+      for (const auto &[output, sharding] : spec.outputShardings)
+        if (!MeshSpec::axesOf(sharding).empty())
+          groups.push_back(MeshSpec::axesOf(sharding));
     if (absl::Status s = options.comm->setMesh(ex->bundle_.mesh, groups);
         !s.ok())
       return s;
@@ -108,6 +117,49 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
     if (absl::Status s = ex->bind(name, spec); !s.ok())
       return s;
   return ex;
+}
+
+absl::StatusOr<VocabBlock> Executor::vocabBlock(const StepSpec &step,
+                                                const std::vector<Buf> &in,
+                                                const std::vector<Buf> &out) {
+  auto it = step.attrs.find("vocab_axes");
+  if (it == step.attrs.end())
+    return VocabBlock();
+  std::vector<std::string> axes;
+  if (it->is_array())
+    for (const auto &a : *it)
+      if (a.is_string() && bundle_.mesh.axisIndex(a.get<std::string>()) >= 0)
+        axes.push_back(a.get<std::string>());
+  if (axes.empty() || axes.size() != it->size())
+    return absl::InvalidArgumentError("'vocab_axes' must name mesh axes");
+  if (!options_.comm)
+    return absl::FailedPreconditionError(
+        "a vocabulary-parallel step needs a multi-rank job");
+  // The vocabulary is the table's rows (embedding, its gradient) or the
+  // logits' last dimension (cross-entropy, its gradient).
+  bool rows = step.op == "weft.embedding" || step.op == "weft.embedding_grad";
+  if (!rows && step.op != "weft.cross_entropy" &&
+      step.op != "weft.cross_entropy_grad")
+    return absl::InvalidArgumentError(
+        absl::StrCat(step.op, " cannot have 'vocab_axes'"));
+  if (in.empty() || out.empty())
+    return absl::InvalidArgumentError("a vocabulary-parallel step needs "
+                                      "operands and a result");
+  const Buf &held = step.op == "weft.embedding_grad" ? out[0] : in[0];
+  if (held.shape().empty())
+    return absl::InvalidArgumentError("the vocabulary operand is a scalar");
+  int64_t local = rows ? held.shape().front() : held.shape().back();
+  const MeshSpec &mesh = bundle_.mesh;
+  VocabBlock block;
+  block.offset = local * mesh.groupRank(rank(), axes);
+  block.total = local * mesh.groupSize(axes);
+  if (!rows) {
+    Communicator *comm = options_.comm;
+    block.combine = [comm, axes](float *data, size_t count, bool max) {
+      return comm->allReduce(axes, data, count, max);
+    };
+  }
+  return block;
 }
 
 absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
@@ -172,13 +224,21 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
     };
     widen(in, false);
     widen(out, true);
+    absl::StatusOr<VocabBlock> block = vocabBlock(step, in, out);
+    if (!block.ok())
+      return absl::Status(block.status().code(),
+                          absl::StrCat(bundle_.path, ": program ", name,
+                                       ", step ", i, ": ",
+                                       block.status().message()));
     absl::StatusOr<Kernel> kernel =
         isCollective(step.op)
             ? bindCollective(step, in, out, options_.comm)
             : bindKernel(
-                  step, in, out, [this](const std::string &symbol) -> void * {
+                  step, in, out,
+                  [this](const std::string &symbol) -> void * {
                     return library_ ? dlsym(library_, symbol.c_str()) : nullptr;
-                  });
+                  },
+                  *block);
     if (kernel.ok() && (!loads.empty() || !stores.empty()))
       kernel = Kernel([inner = std::move(*kernel), loads, stores] {
         for (const auto &[narrow, wide] : loads) {
@@ -235,32 +295,48 @@ void Executor::initialize(uint64_t seed) {
 }
 
 absl::StatusOr<std::vector<float>>
-Executor::gatherParam(const std::string &name) {
-  const ParamSpec *p = bundle_.param(name);
-  if (!p)
-    return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
-  const std::vector<float> &local = params_.at(name);
-  if (p->sharding.empty() || !options_.comm)
-    return local;
+Executor::gatherBlocks(const std::vector<float> &local,
+                       const std::vector<int64_t> &shape,
+                       const Sharding &sharding) {
   const MeshSpec &mesh = bundle_.mesh;
-  std::vector<std::string> axes = MeshSpec::axesOf(p->sharding);
-  if (axes.empty())
+  std::vector<std::string> axes = MeshSpec::axesOf(sharding);
+  if (axes.empty() || !options_.comm)
     return local;
   std::vector<float> blocks(local.size() * mesh.groupSize(axes));
   if (absl::Status s = options_.comm->allGather(axes, local.data(),
                                                 blocks.data(), local.size());
       !s.ok())
     return s;
-  std::vector<int64_t> global = mesh.globalShape(p->shape, p->sharding);
+  std::vector<int64_t> global = mesh.globalShape(shape, sharding);
   std::vector<float> out(blocks.size());
   std::vector<int64_t> members = mesh.groupMembers(rank(), axes);
   for (size_t j = 0; j < members.size(); ++j) {
     const float *block = blocks.data() + j * local.size();
-    forEachInBlock(p->shape, global,
-                   mesh.blockStart(members[j], p->shape, p->sharding),
+    forEachInBlock(shape, global, mesh.blockStart(members[j], shape, sharding),
                    [&](int64_t i, int64_t g) { out[g] = block[i]; });
   }
   return out;
+}
+
+absl::StatusOr<std::vector<float>>
+Executor::gatherParam(const std::string &name) {
+  const ParamSpec *p = bundle_.param(name);
+  if (!p)
+    return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  return gatherBlocks(params_.at(name), p->shape, p->sharding);
+}
+
+absl::StatusOr<std::vector<float>>
+Executor::gatherOutput(const std::string &program, const std::string &name) {
+  absl::StatusOr<std::vector<float>> local = output(program, name);
+  if (!local.ok())
+    return local;
+  const ProgramSpec &spec = *programs_.at(program)->spec;
+  auto sharding = spec.outputShardings.find(name);
+  if (sharding == spec.outputShardings.end())
+    return local;
+  return gatherBlocks(*local, spec.values[*spec.output(name)].shape,
+                      sharding->second);
 }
 
 absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {

@@ -56,6 +56,10 @@ public:
   /// that hold them (a collective: every rank of the job must call it, in
   /// the same order).
   absl::StatusOr<std::vector<float>> gatherParam(const std::string &name);
+  /// The whole of output `name` of the last run of `program`, gathered
+  /// from the ranks when it is split (a collective, as gatherParam).
+  absl::StatusOr<std::vector<float>> gatherOutput(const std::string &program,
+                                                  const std::string &name);
   /// Overwrites parameters from a checkpoint (names, dtypes and shapes must
   /// match; state tensors are taken when present). With `requireAll`, every
   /// model parameter must be in the file.
@@ -85,6 +89,15 @@ private:
   struct Program;
   Executor() = default;
   absl::Status bind(const std::string &name, const ProgramSpec &spec);
+  /// Assembles the whole tensor of which `local` (of `shape`) is this
+  /// rank's block under `sharding`, from every rank's block.
+  absl::StatusOr<std::vector<float>>
+  gatherBlocks(const std::vector<float> &local,
+               const std::vector<int64_t> &shape, const Sharding &sharding);
+  /// Where a vocabulary-parallel step's block lies (default: none).
+  absl::StatusOr<VocabBlock> vocabBlock(const StepSpec &step,
+                                        const std::vector<Buf> &in,
+                                        const std::vector<Buf> &out);
   void poison(const Program &program, size_t step);
 
   Bundle bundle_;

@@ -412,46 +412,79 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
   });
 }
 
+/// Cross-entropy and its gradient, row by row: the row max m, the sum of
+/// exponentials s and the target logit t, then log s + m - t (or the
+/// softmax minus the one-hot). With a vocabulary block, each rank holds
+/// columns [offset, offset + vocab) of `total`, and m, s and t are combined
+/// across the block's group before use (Megatron's vocabulary-parallel
+/// cross-entropy), so every rank gets the whole loss.
 absl::StatusOr<Kernel> bindCrossEntropy(const StepSpec &s,
                                         const std::vector<Buf> &in, Buf out,
-                                        bool grad) {
+                                        bool grad, const VocabBlock &block) {
   Buf logits = in[0], labels = in[1];
   int64_t vocab = logits.shape().back(), rows = labels.size();
+  int64_t offset = block.offset, total = block.combine ? block.total : vocab;
   int64_t ignore = attrI(s, "ignore_index", -100);
   Buf seed = grad ? in[2] : Buf();
   std::string op = s.op;
+  auto m = std::make_shared<std::vector<float>>(rows),
+       st = std::make_shared<std::vector<float>>(2 * rows);
   return Kernel([=]() -> absl::Status {
     int64_t count = 0;
-    for (int64_t n = 0; n < rows; ++n)
-      count += labels.i()[n] != ignore;
-    double total = 0,
+    for (int64_t n = 0; n < rows; ++n) {
+      int64_t label = labels.i()[n];
+      if (label == ignore)
+        continue;
+      if (label < 0 || label >= total)
+        return absl::OutOfRangeError(
+            absl::StrCat(op, ": label ", label, " at position ", n,
+                         " is outside [0, ", total, ")"));
+      ++count;
+    }
+    float *sums = st->data(), *targets = st->data() + rows;
+    for (int64_t n = 0; n < rows; ++n) {
+      const float *x = logits.f() + n * vocab;
+      (*m)[n] = *std::max_element(x, x + vocab);
+    }
+    if (block.combine)
+      if (absl::Status status = block.combine(m->data(), rows, true);
+          !status.ok())
+        return status;
+    for (int64_t n = 0; n < rows; ++n) {
+      const float *x = logits.f() + n * vocab;
+      double sum = 0;
+      for (int64_t j = 0; j < vocab; ++j)
+        sum += std::exp(x[j] - (*m)[n]);
+      sums[n] = static_cast<float>(sum);
+      int64_t local = labels.i()[n] - offset;
+      targets[n] = local >= 0 && local < vocab ? x[local] : 0.0f;
+    }
+    if (block.combine)
+      if (absl::Status status = block.combine(st->data(), 2 * rows, false);
+          !status.ok())
+        return status;
+    double loss = 0,
            scale = grad ? seed.f()[0] / std::max<int64_t>(count, 1) : 0;
     for (int64_t n = 0; n < rows; ++n) {
       int64_t label = labels.i()[n];
-      const float *x = logits.f() + n * vocab;
-      if (label == ignore) {
-        if (grad)
-          std::fill(out.f() + n * vocab, out.f() + (n + 1) * vocab, 0.0f);
-        continue;
-      }
-      if (label < 0 || label >= vocab)
-        return absl::OutOfRangeError(
-            absl::StrCat(op, ": label ", label, " at position ", n,
-                         " is outside [0, ", vocab, ")"));
-      double m = *std::max_element(x, x + vocab), sum = 0;
-      for (int64_t j = 0; j < vocab; ++j)
-        sum += std::exp(x[j] - m);
       if (!grad) {
-        total += std::log(sum) + m - x[label];
+        if (label != ignore)
+          loss += std::log(sums[n]) + (*m)[n] - targets[n];
         continue;
       }
+      const float *x = logits.f() + n * vocab;
       float *g = out.f() + n * vocab;
+      if (label == ignore) {
+        std::fill(g, g + vocab, 0.0f);
+        continue;
+      }
       for (int64_t j = 0; j < vocab; ++j)
-        g[j] = static_cast<float>((std::exp(x[j] - m) / sum - (j == label)) *
-                                  scale);
+        g[j] = static_cast<float>(
+            (std::exp(x[j] - (*m)[n]) / sums[n] - (j + offset == label)) *
+            scale);
     }
     if (!grad)
-      out.f()[0] = static_cast<float>(count ? total / count : 0.0);
+      out.f()[0] = static_cast<float>(count ? loss / count : 0.0);
     return ok();
   });
 }
@@ -481,7 +514,8 @@ absl::StatusOr<Kernel> bindSoftmax(const StepSpec &s, Buf x, Buf y) {
 
 absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
                                   const std::vector<Buf> &out,
-                                  const SymbolResolver &resolve) {
+                                  const SymbolResolver &resolve,
+                                  const VocabBlock &block) {
   for (const std::vector<Buf> *list : {&in, &out})
     for (const Buf &b : *list)
       if (b.spec->dtype != DType::F32 && b.spec->dtype != DType::I32)
@@ -672,22 +706,29 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
     bool grad = op == "weft.embedding_grad";
     Buf table = grad ? out[0] : in[0], ids = grad ? in[0] : in[1],
         rows = grad ? in[1] : out[0];
+    // A vocabulary block holds rows [offset, offset + vocab) of `total`:
+    // ids elsewhere read zeros (another rank adds their rows).
     int64_t vocab = table.shape()[0], dim = table.shape()[1];
+    int64_t offset = block.offset, total = block.total ? block.total : vocab;
     return Kernel([=]() -> absl::Status {
       if (grad)
         std::fill(table.f(), table.f() + table.size(), 0.0f);
       for (int64_t i = 0; i < ids.size(); ++i) {
         int64_t id = ids.i()[i];
-        if (id < 0 || id >= vocab)
+        if (id < 0 || id >= total)
           return absl::OutOfRangeError(
               absl::StrCat(op, ": token id ", id, " at position ", i,
-                           " is outside [0, ", vocab, ")"));
-        if (grad)
+                           " is outside [0, ", total, ")"));
+        int64_t row = id - offset;
+        bool mine = row >= 0 && row < vocab;
+        if (grad && mine)
           for (int64_t d = 0; d < dim; ++d)
-            table.f()[id * dim + d] += rows.f()[i * dim + d];
-        else
-          std::memcpy(rows.f() + i * dim, table.f() + id * dim,
+            table.f()[row * dim + d] += rows.f()[i * dim + d];
+        else if (!grad && mine)
+          std::memcpy(rows.f() + i * dim, table.f() + row * dim,
                       dim * sizeof(float));
+        else if (!grad)
+          std::fill(rows.f() + i * dim, rows.f() + (i + 1) * dim, 0.0f);
       }
       return ok();
     });
@@ -736,11 +777,11 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
   }
   if (op == "weft.cross_entropy") {
     WEFT_NEED(2, 1);
-    return bindCrossEntropy(s, in, out[0], false);
+    return bindCrossEntropy(s, in, out[0], false, block);
   }
   if (op == "weft.cross_entropy_grad") {
     WEFT_NEED(3, 1);
-    return bindCrossEntropy(s, in, out[0], true);
+    return bindCrossEntropy(s, in, out[0], true, block);
   }
   if (op == "weft.one_hot") {
     WEFT_NEED(1, 1);

@@ -42,12 +42,22 @@ using SymbolResolver = std::function<void *(const std::string &)>;
 using FusedKernelFn = void (*)(const float *const *in, float *const *out,
                                int64_t n);
 
+/// Where a vocabulary-parallel step (`vocab_axes`) sits: its rows or
+/// columns are [offset, offset + local) of `total`, and `combine` all-reduces
+/// floats across the vocabulary's group (max or sum), for cross-entropy.
+/// Default: the whole vocabulary.
+struct VocabBlock {
+  int64_t offset = 0, total = 0;
+  std::function<absl::Status(float *data, size_t count, bool max)> combine;
+};
+
 /// (weft.fused steps call the generated kernel named by their "kernel"
 /// attribute, found through `resolve`.)
 absl::StatusOr<Kernel> bindKernel(const StepSpec &step,
                                   const std::vector<Buf> &in,
                                   const std::vector<Buf> &out,
-                                  const SymbolResolver &resolve);
+                                  const SymbolResolver &resolve,
+                                  const VocabBlock &block = {});
 
 class Communicator;
 

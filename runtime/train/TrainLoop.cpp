@@ -132,10 +132,12 @@ TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
     if (!status.ok())
       return status;
     absl::StatusOr<std::vector<float>> logits =
-        executor.output("forward", "logits");
+        executor.gatherOutput("forward", "logits");
     if (!logits.ok())
       return logits.status();
-    int64_t vocab = static_cast<int64_t>(logits->size()) / (b * s);
+    // Gathered logits cover the job's whole batch: [globalB, s, vocab].
+    int64_t rows = executor.bundle().mesh.globalShape(shape, input.sharding)[0];
+    int64_t vocab = static_cast<int64_t>(logits->size()) / (rows * s);
     const float *row = logits->data() + (len - 1) * vocab;
     int64_t next = 0;
     if (temperature <= 0) {

@@ -29,6 +29,10 @@ struct ShardingRule {
   /// The op averages over its reduction factors (reduce_mean, the mean
   /// cross-entropy) rather than summing, so partial results combine by mean.
   bool meanReduction = false;
+  /// Factors the op may have split and then combines itself, communicating
+  /// over the split's axes (the vocabulary of a vocabulary-parallel
+  /// cross-entropy): splitting one leaves the result whole, not partial.
+  llvm::SmallVector<int64_t> selfCombined;
 
   /// Adds a factor of `size` and returns its index.
   int64_t addFactor(int64_t size) {

@@ -275,9 +275,20 @@ Grads ReduceMaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// A vocabulary-parallel op's gradient reads the same block of the
+/// vocabulary (`weft.vocab_axes`, set by partitioning).
+Value sameVocabBlock(Operation *forward, Value gradient) {
+  if (Attribute axes = forward->getAttr("weft.vocab_axes"))
+    gradient.getDefiningOp()->setAttr("weft.vocab_axes", axes);
+  return gradient;
+}
+} // namespace
+
 Grads EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  return grads({EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
-                                        getIds(), single(rg)),
+  return grads({sameVocabBlock(*this, EmbeddingGradOp::create(
+                                          b, getLoc(), getTable().getType(),
+                                          getIds(), single(rg))),
                 Value()});
 }
 
@@ -330,10 +341,10 @@ Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 }
 
 Grads CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  return grads(
-      {CrossEntropyGradOp::create(b, getLoc(), getLogits(), getLabels(),
-                                  single(rg), getIgnoreIndexAttr()),
-       Value()});
+  return grads({sameVocabBlock(*this, CrossEntropyGradOp::create(
+                                          b, getLoc(), getLogits(), getLabels(),
+                                          single(rg), getIgnoreIndexAttr())),
+                Value()});
 }
 
 //===----------------------------------------------------------------------===//

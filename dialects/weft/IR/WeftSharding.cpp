@@ -98,6 +98,27 @@ LogicalResult verifySharding(Operation *anchor, Type valueType, Attribute attr,
 LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == "weft.vocab_axes") {
+    // Set by partitioning on vocabulary-parallel ops: the axes (of @mesh)
+    // whose group splits the vocabulary.
+    if (!isa<EmbeddingOp, EmbeddingGradOp, CrossEntropyOp, CrossEntropyGradOp>(
+            op))
+      return op->emitOpError("weft.vocab_axes is only for embedding and "
+                             "cross-entropy ops");
+    auto axes = dyn_cast<ArrayAttr>(attr.getValue());
+    auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+        op, StringAttr::get(op->getContext(), "mesh"));
+    if (!axes || axes.empty() || !mesh)
+      return op->emitOpError(
+          "weft.vocab_axes needs a list of axes of a weft.mesh @mesh");
+    for (Attribute a : axes) {
+      auto axis = dyn_cast<StringAttr>(a);
+      if (!axis || !mesh.axisSize(axis.getValue()))
+        return op->emitOpError("weft.vocab_axes names ")
+               << a << ", which is not an axis of @mesh";
+    }
+    return success();
+  }
   if (name != "weft.sharding")
     return success(); // weft.offsets, weft.kernel, ...: set by passes.
   auto list = dyn_cast<ArrayAttr>(attr.getValue());

@@ -10,6 +10,8 @@ using namespace mlir;
 using namespace weft;
 
 bool ShardingRule::isReduction(int64_t factor) const {
+  if (llvm::is_contained(selfCombined, factor))
+    return false;
   for (const auto &dims : results)
     if (llvm::is_contained(dims, factor))
       return false;
@@ -44,6 +46,9 @@ std::string ShardingRule::str() const {
   if (!reductions.empty())
     out += (meanReduction ? " mean={" : " reduction={") +
            llvm::join(reductions, ", ") + "}";
+  if (!selfCombined.empty())
+    out += " combined={" +
+           llvm::join(llvm::map_range(selfCombined, letter), ", ") + "}";
   return out;
 }
 
@@ -176,12 +181,14 @@ ShardingRule TransposeOp::getShardingRule() {
 
 ShardingRule EmbeddingOp::getShardingRule() {
   // Token dims split freely; the feature dim splits with the table's columns.
-  // The vocabulary stays whole here (vocabulary-parallel lookups need a
-  // masked gather and an all-reduce, which the partitioner adds).
+  // Splitting the vocabulary (Megatron's vocabulary-parallel embedding)
+  // makes it a reduction: each rank looks up the ids in its rows, zeros
+  // elsewhere (`weft.vocab_axes`), and the partial rows are summed.
   ShardingRule rule;
   SmallVector<int64_t> ids = rule.addFactors(shapeOf(getIds()));
   int64_t d = rule.addFactor(shapeOf(getTable())[1]);
-  rule.operands.push_back({ShardingRule::kWhole, d});
+  int64_t v = rule.addFactor(shapeOf(getTable())[0]);
+  rule.operands.push_back({v, d});
   rule.operands.push_back(ids);
   SmallVector<int64_t> out(ids);
   out.push_back(d);
@@ -240,12 +247,16 @@ ShardingRule RopeOp::getShardingRule() {
 }
 
 ShardingRule CrossEntropyOp::getShardingRule() {
-  // Token dims are reductions into the scalar mean; the vocabulary stays
-  // whole here (vocabulary-parallel cross-entropy is a partitioner rewrite).
+  // Token dims are reductions into the scalar mean. The vocabulary may
+  // split (Megatron's vocabulary-parallel cross-entropy): the op then
+  // all-reduces the row max, the sum of exponentials and the target logit
+  // itself (`weft.vocab_axes`), so its result is whole.
   ShardingRule rule;
   SmallVector<int64_t> tokens = rule.addFactors(shapeOf(getLabels()));
   SmallVector<int64_t> logits(tokens);
-  logits.push_back(ShardingRule::kWhole);
+  int64_t vocab = rule.addFactor(shapeOf(getLogits()).back());
+  logits.push_back(vocab);
+  rule.selfCombined.push_back(vocab);
   rule.operands.push_back(logits);
   rule.operands.push_back(tokens);
   rule.results.push_back({});

@@ -79,12 +79,13 @@ TEST(ShardingRules, NormsKeepRowsWhole) {
 }
 
 TEST(ShardingRules, EmbeddingAndAttention) {
-  EXPECT_EQ(ruleOf(R"(
+  EXPECT_EQ(
+      ruleOf(R"(
     func.func @f(%t: tensor<256x64xf32>, %ids: tensor<2x8xi32>) -> tensor<2x8x64xf32> {
       %0 = weft.embedding %t, %ids : tensor<256x64xf32>, tensor<2x8xi32>
       return %0 : tensor<2x8x64xf32>
     })"),
-            "([-, k], [i, j]) -> ([i, j, k]) {i=2, j=8, k=64}");
+      "([l, k], [i, j]) -> ([i, j, k]) {i=2, j=8, k=64, l=256} reduction={l}");
   // Multi-head: heads split everywhere; grouped-query: kv heads stay whole.
   EXPECT_EQ(ruleOf(R"(
     func.func @f(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
@@ -147,12 +148,13 @@ TEST(ShardingRules, ShapesSoftmaxRopeAndLoss) {
       return %0 : tensor<2x8x4x16xf32>
     })"),
             "([i, -, j, -]) -> ([i, -, j, -]) {i=2, j=4}");
-  EXPECT_EQ(ruleOf(R"(
+  EXPECT_EQ(
+      ruleOf(R"(
     func.func @f(%l: tensor<2x8x256xf32>, %y: tensor<2x8xi32>) -> tensor<f32> {
       %0 = weft.cross_entropy %l, %y : tensor<2x8x256xf32>, tensor<2x8xi32>
       return %0 : tensor<f32>
     })"),
-            "([i, j, -], [i, j]) -> ([]) {i=2, j=8} mean={i, j}");
+      "([i, j, k], [i, j]) -> ([]) {i=2, j=8, k=256} mean={i, j} combined={k}");
   EXPECT_EQ(ruleOf(R"(
     func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
       %0 = weft.concat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x5xf32>

@@ -34,6 +34,8 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   FailureOr<func::FuncOp> grad = differentiate(forward, "train_step");
   if (failed(grad))
     return failure();
+  if (options.plan.zero == 3)
+    reshardAfterForward(*grad);
   AdamWConfig adamw = options.adamw;
   if (options.plan.zero == 1 || options.plan.zero == 2) {
     adamw.zero = options.plan.zero;

@@ -48,14 +48,18 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   Init residual = Init::normal(c.initStd / std::sqrt(2.0 * c.numLayers));
   // Conv1D layout: W [in, out]. Column-parallel layers split W's columns
   // and the bias; row-parallel ones W's rows, adding the whole bias after
-  // the all-reduce. The fused c_attn and attn.c_proj are not split yet: the
-  // q/k/v thirds of c_attn's columns are not contiguous per head block.
+  // the all-reduce. The fused c_attn stays whole: a head's q, k and v
+  // columns are three separate blocks of it, so no contiguous split holds a
+  // rank's heads. attn.c_proj is row-parallel in whole heads, and
+  // propagation splits the attention by heads from it; each rank takes its
+  // heads' q, k, v from the whole c_attn output (weft.shard_slice).
   auto linear = [&](Value x, const std::string &name, int64_t din, int64_t dout,
-                    Init init, TpRole tp = TpRole::None) {
+                    Init init, TpRole tp = TpRole::None, int64_t unit = 1) {
     Value w = modelParam(g, o, name + ".weight", {din, dout}, dtype, init,
                          tp == TpRole::Column ? 1
                          : tp == TpRole::Row  ? 0
-                                              : -1);
+                                              : -1,
+                         unit);
     Value bias = modelParam(g, o, name + ".bias", {dout}, dtype, Init::zeros(),
                             tp == TpRole::Column ? 0 : -1);
     return g.addBias(g.matmul(x, w), bias);
@@ -88,7 +92,8 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
     Value att =
         g.attention(head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),
                     /*causal=*/true);
-    att = linear(g.reshape(att, {b, s, d}), p + ".attn.c_proj", d, d, residual);
+    att = linear(g.reshape(att, {b, s, d}), p + ".attn.c_proj", d, d, residual,
+                 TpRole::Row, hd);
     x = g.add(x, att);
     g.setScope(p + ".mlp");
     Value m = layerNorm(x, p + ".ln_2");

@@ -54,6 +54,10 @@ void propagateShardings(mlir::func::FuncOp func);
 /// Rewrites `func` into one rank's program (see weft-partition).
 mlir::LogicalResult partition(mlir::func::FuncOp func);
 
+/// Re-gathers ZeRO-3 parameters for the backward of the differentiated
+/// `func` (see weft-reshard-after-forward); returns how many it re-gathered.
+int64_t reshardAfterForward(mlir::func::FuncOp func);
+
 /// Merges all-reduces into buckets of at most `bucketBytes` (see
 /// weft-bucket-all-reduce); returns the number of collectives left.
 int64_t bucketAllReduces(mlir::func::FuncOp func, int64_t bucketBytes);

@@ -75,4 +75,19 @@ def BucketAllReduce : Pass<"weft-bucket-all-reduce", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def ReshardAfterForward : Pass<"weft-reshard-after-forward", "::mlir::func::FuncOp"> {
+  let summary = "Gather ZeRO-3 parameters again for the backward (FSDP)";
+  let description = [{
+    In a differentiated function, a parameter stored split (ZeRO-3) is
+    all-gathered before its forward use; the backward reads it again, which
+    would keep every layer's gathered parameter alive from its forward use to
+    its backward use. As FSDP's reshard-after-forward does, this pass gives
+    the backward uses (those after the op defining the loss) their own
+    all-gather, placed before the first of them, so each gathered copy lives
+    only around its uses: two all-gathers and one reduce-scatter per
+    parameter per step.
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 #endif // WEFT_PASSES_SHARDING_TD

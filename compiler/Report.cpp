@@ -40,8 +40,9 @@ double ringBytes(Operation *op) {
   return 0;
 }
 
-/// How many ways `param` is split across ranks (its `weft.shard_of`).
-int64_t splitOf(ParamOp param) {
+/// How many ways `param` is split across ranks (its `weft.shard_of`),
+/// counting only `onlyAxis` when given.
+int64_t splitOf(ParamOp param, StringRef onlyAxis = "") {
   auto sharding = param->getAttrOfType<ShardingAttr>("weft.shard_of");
   if (!sharding)
     return 1;
@@ -50,7 +51,8 @@ int64_t splitOf(ParamOp param) {
   int64_t n = 1;
   for (Attribute dim : sharding.getDims())
     for (StringRef axis : cast<ArrayAttr>(dim).getAsValueRange<StringAttr>())
-      n *= mesh ? mesh.axisSize(axis) : 1;
+      if (onlyAxis.empty() || axis == onlyAxis)
+        n *= mesh ? mesh.axisSize(axis) : 1;
   return n;
 }
 
@@ -71,6 +73,9 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
     return module.emitError("no planned @step to estimate"), failure();
   PlacementReport report;
   RankEstimate estimate;
+  int64_t zero = 0;
+  if (auto attr = module->getAttrOfType<IntegerAttr>("weft.zero"))
+    zero = attr.getInt();
   llvm::StringMap<ParamOp> byName;
   for (ParamOp p : step.getBody().front().getOps<ParamOp>())
     byName[p.getName()] = p;
@@ -88,7 +93,12 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
         master = true;
       }
     int64_t width = elementBytes(compute);
-    estimate.paramBytes += local * width;
+    // Under ZeRO-1/2 a master weight is stored split but its compute-type
+    // copy is gathered whole for the step; ZeRO-3 gathers it per use.
+    int64_t held = local;
+    if (zero == 1 || zero == 2)
+      held *= splitOf(p, "dp");
+    estimate.paramBytes += held * width;
     auto grads = p->getAttrOfType<IntegerAttr>("weft.grad_elements");
     estimate.gradBytes += (grads ? grads.getInt() : local) * width;
     ParamOp moment = byName.lookup((p.getName() + ".exp_avg").str());

@@ -78,6 +78,30 @@ static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
   gatherDim = dim;
 }
 
+/// ZeRO-1 with master weights stored split (see weft-apply-plan): their
+/// gradients arrive reduce-scattered through the gather's gradient; stage 1
+/// keeps the whole gradient instead, all-reducing it and taking the block.
+static void keepWholeGradient(OpBuilder &builder, Value grad) {
+  auto castOp = grad.getDefiningOp<CastOp>();
+  auto scatter =
+      (castOp ? castOp.getInput() : grad).getDefiningOp<ReduceScatterOp>();
+  if (!scatter || scatter.getAxes() != builder.getStrArrayAttr({"dp"}))
+    return;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(scatter);
+  auto sum = ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum);
+  Value whole =
+      AllReduceOp::create(builder, scatter.getLoc(), sum,
+                          ValueRange{scatter.getInput()}, scatter.getMeshAttr(),
+                          scatter.getAxesAttr())
+          .getResult(0);
+  Value block = ShardSliceOp::create(
+      builder, scatter.getLoc(), scatter.getType(), whole,
+      scatter.getMeshAttr(), scatter.getAxesAttr(), scatter.getDimAttr());
+  scatter.getResult().replaceAllUsesWith(block);
+  scatter.erase();
+}
+
 FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                                              const AdamWConfig &config) {
   if (SymbolTable::lookupNearestSymbolFrom(
@@ -154,19 +178,21 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   detail::Emitter e{builder, loc};
   SmallVector<Operation *> replacedReductions;
   for (Update &u : updates) {
-    // What this rank keeps of the gradient: the whole (local) gradient, or
-    // its block where it arrives reduce-scattered. The memory report reads
-    // it from the parameter.
-    int64_t elements =
-        cast<RankedTensorType>(u.grad.getType()).getNumElements();
     if ((config.zero == 1 || config.zero == 2) && u.gradAxes.empty())
       shardForZero(builder, u.grad, u.value, u.gradAxes, u.gatherDim, config,
                    replacedReductions);
+    else if (config.zero == 1)
+      keepWholeGradient(builder, u.grad);
+    // What this rank keeps of the gradient: its block where it arrives
+    // reduce-scattered, else the whole (local) gradient. The memory report
+    // reads it from the parameter.
     Value arrived = u.grad;
     if (auto castOp = arrived.getDefiningOp<CastOp>())
       arrived = castOp.getInput();
-    if (arrived.getDefiningOp<ReduceScatterOp>())
-      elements = cast<RankedTensorType>(u.grad.getType()).getNumElements();
+    if (auto slice = arrived.getDefiningOp<ShardSliceOp>())
+      arrived = slice.getInput();
+    int64_t elements =
+        cast<RankedTensorType>(arrived.getType()).getNumElements();
     u.param->setAttr("weft.grad_elements", builder.getI64IntegerAttr(elements));
   }
   auto scalar = [&](double v) { return e.splat(scalarType, v); };

@@ -348,8 +348,20 @@ private:
     param->removeAttr("weft.zero_shard");
     if (!storage)
       return success();
-    b.setInsertionPointAfter(param);
-    Value full = value;
+    // A master weight cast to the compute type is cast on its block and
+    // gathered in the compute type (half the bytes in bf16, as FSDP's mixed
+    // precision does).
+    Value source = value;
+    Operation *after = param;
+    if (value.hasOneUse())
+      if (auto castOp = dyn_cast<CastOp>(*value.getUsers().begin())) {
+        source = castOp.getResult();
+        define(source, dims);
+        created.insert(castOp);
+        after = castOp;
+      }
+    b.setInsertionPointAfter(after);
+    Value full = source;
     for (auto [d, axes] : llvm::enumerate(stored)) {
       if (axes.empty())
         continue;
@@ -363,9 +375,9 @@ private:
       created.insert(gather);
       full = gather.getResult();
     }
-    value.replaceAllUsesExcept(full, full == value ? nullptr
-                                                   : gatherChainStart(full));
-    Layout l = layout(value);
+    source.replaceAllUsesExcept(full, full == source ? nullptr
+                                                     : gatherChainStart(full));
+    Layout l = layout(source);
     l.dims = compute;
     layouts[full] = l;
     return success();

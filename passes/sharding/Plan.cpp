@@ -137,14 +137,21 @@ static LogicalResult seedSequenceParallel(func::FuncOp forward,
   return success();
 }
 
-/// ZeRO-3 / FSDP: every parameter is stored split over dp along its first
-/// dimension that dp divides and tensor parallelism leaves whole (one with
-/// no such dimension stays whole; the memory report counts it).
-static void seedZero3(func::FuncOp forward, FlatSymbolRefAttr mesh,
-                      int64_t dp) {
+/// Parameters stored split over dp along their first dimension that dp
+/// divides and tensor parallelism leaves whole (one with no such dimension
+/// stays whole; the memory report counts it): every parameter for ZeRO-3 /
+/// FSDP; for ZeRO-1 and -2 the f32 master weights of a mixed-precision
+/// model (ZeRO counts them as optimizer state), which are then cast and
+/// gathered once per step.
+static void seedZeroStorage(func::FuncOp forward, FlatSymbolRefAttr mesh,
+                            int64_t dp, bool mastersOnly) {
   MLIRContext *context = forward.getContext();
   Builder b(context);
   forward.walk([&](ParamOp param) {
+    bool master = param.getResult().hasOneUse() &&
+                  isa<CastOp>(*param.getResult().getUsers().begin());
+    if (mastersOnly && !master)
+      return;
     ArrayRef<int64_t> shape = param.getType().getShape();
     ShardingAttr compute = getSharding(param.getResult());
     for (auto [d, size] : llvm::enumerate(shape)) {
@@ -215,8 +222,11 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
         arg.getArgNumber(), "weft.sharding",
         ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));
   }
-  if (plan.zero == 3)
-    seedZero3(forward, mesh, dp);
+  if (plan.zero > 0)
+    seedZeroStorage(forward, mesh, dp, /*mastersOnly=*/plan.zero < 3);
+  // The memory report tells a step-long gathered copy (ZeRO-1/2) from
+  // per-use gathers (ZeRO-3).
+  module->setAttr("weft.zero", b.getI64IntegerAttr(plan.zero));
   return success();
 }
 

@@ -23,8 +23,11 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
     return 0;
   int64_t count = 0;
   for (AllGatherOp gather : llvm::to_vector(body.getOps<AllGatherOp>())) {
-    if (!gather.getInput().getDefiningOp<ParamOp>() ||
-        !gather->isBeforeInBlock(boundary))
+    // A stored block of a parameter (or of its compute-type cast).
+    Value stored = gather.getInput();
+    if (auto castOp = stored.getDefiningOp<CastOp>())
+      stored = castOp.getInput();
+    if (!stored.getDefiningOp<ParamOp>() || !gather->isBeforeInBlock(boundary))
       continue;
     SmallVector<OpOperand *> late;
     Operation *first = nullptr;

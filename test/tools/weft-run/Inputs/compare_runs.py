@@ -34,7 +34,18 @@ def main():
     ref_log, run_log, ref_w, run_w, tol = sys.argv[1:6]
     tol = float(tol)
     ok = True
+    for path in (ref_log, run_log, ref_w, run_w):
+        try:
+            open(path, "rb").close()
+        except OSError as e:
+            print("cannot read %s: %s" % (path, e.strerror))
+            print("parity FAILED")
+            return 1
     a, b = losses(ref_log), losses(run_log)
+    if not a or not b:
+        print("no steps in %s" % (ref_log if not a else run_log))
+        print("parity FAILED")
+        return 1
     if len(a) != len(b):
         print("steps differ: %d vs %d" % (len(a), len(b)))
         ok = False

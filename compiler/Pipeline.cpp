@@ -78,6 +78,34 @@ LogicalResult compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
   if (failed(library))
     return failure();
   meta["kernels"] = "kernels.so";
+  if (!options.cudaArchs.empty()) {
+    // The same kernels (same names) for the GPU, one cubin per architecture.
+    FailureOr<std::string> source = codegen::emitCudaKernelSource(module);
+    if (failed(source))
+      return failure();
+    llvm::SmallString<256> sourcePath(dir);
+    llvm::sys::path::append(sourcePath, "kernels.cu");
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(sourcePath, ec);
+      if (ec)
+        return module.emitError("cannot write '")
+               << sourcePath << "': " << ec.message();
+      os << *source;
+    }
+    llvm::json::Object cubins;
+    for (const std::string &arch : options.cudaArchs) {
+      std::string file = "kernels." + arch + ".cubin";
+      llvm::SmallString<256> path(dir);
+      llvm::sys::path::append(path, file);
+      if (failed(codegen::compileCudaKernels(module.getLoc(), *source, path,
+                                             arch, kernelCacheDir())))
+        return failure();
+      cubins[arch] = file;
+    }
+    meta["cuda"] = llvm::json::Object{{"source", "kernels.cu"},
+                                      {"cubins", std::move(cubins)}};
+  }
   return codegen::writeBundle(module, programs, dir, std::move(meta));
 }
 

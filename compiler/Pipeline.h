@@ -20,6 +20,9 @@ struct TrainingOptions {
   Plan plan;
   /// Largest gradient all-reduce bucket (weft-bucket-all-reduce).
   double bucketMb = 25.0;
+  /// GPU architectures to build the fused kernels for with nvcc (sm_90,
+  /// sm_80); empty: the CPU kernels only.
+  std::vector<std::string> cudaArchs;
 };
 
 /// The training pipeline on a module whose @forward returns (loss, logits):
@@ -33,8 +36,9 @@ mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,
                                           const TrainingOptions &options);
 
 /// buildTrainingPrograms, then the bundle (programs "step" and "forward",
-/// and "train_step" with keepGradients)
-/// in `dir`, with `meta` and the optimizer settings in its meta.
+/// and "train_step" with keepGradients) in `dir`, with `meta` and the
+/// optimizer settings in its meta: the CPU kernels (kernels.so) and, for
+/// each of options.cudaArchs, a cubin (meta.cuda).
 mlir::LogicalResult compileTrainingBundle(mlir::ModuleOp module,
                                           llvm::StringRef dir,
                                           const TrainingOptions &options,

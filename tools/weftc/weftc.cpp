@@ -88,8 +88,9 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
                                cl::sub(evalCmd), cl::sub(compileCmd));
 cl::opt<std::string> emit("emit",
                           cl::desc("Stop early and print: 'mlir' (the planned "
-                                   "step and forward programs) or 'kernels' "
-                                   "(the generated C++ kernel source)"),
+                                   "step and forward programs), 'kernels' "
+                                   "(the generated C++ kernel source) or "
+                                   "'cuda' (the same kernels for CUDA)"),
                           cl::sub(compileCmd));
 cl::opt<std::string> planSpec(
     "plan",
@@ -100,6 +101,15 @@ cl::opt<std::string> reportFormat(
     cl::desc("Print the per-rank memory and communication estimate: a table, "
              "or --report=json"),
     cl::sub(compileCmd));
+cl::opt<std::string> target("target",
+                            cl::desc("Kernels to build: cpu (default) or cuda "
+                                     "(also nvcc cubins, see --cuda-arch)"),
+                            cl::init("cpu"), cl::sub(compileCmd));
+cl::opt<std::string>
+    cudaArch("cuda-arch",
+             cl::desc("GPU architectures for --target cuda, e.g. sm_90,sm_80 "
+                      "(default sm_90)"),
+             cl::init("sm_90"), cl::sub(compileCmd));
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Largest gradient all-reduce bucket in MiB "
                                   "(default 25)"),
@@ -257,8 +267,9 @@ int printReport(ModuleOp module) {
 }
 
 int runCompile(MLIRContext &context) {
-  if (!emit.empty() && emit != "mlir" && emit != "kernels")
-    return fail("unknown --emit '" + emit + "' (supported: mlir, kernels)");
+  if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "cuda")
+    return fail("unknown --emit '" + emit +
+                "' (supported: mlir, kernels, cuda)");
   if (emit.empty() && outputPath == "-" &&
       reportFormat.getNumOccurrences() == 0)
     return fail("compile needs -o bundle/ (or --emit=mlir, --report)");
@@ -298,6 +309,22 @@ int runCompile(MLIRContext &context) {
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
   options.plan = plan;
+  if (target != "cpu" && target != "cuda")
+    return fail("unknown --target '" + target + "' (supported: cpu, cuda)");
+  if (target == "cuda") {
+    SmallVector<StringRef> archs;
+    StringRef(cudaArch).split(archs, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef arch : archs) {
+      unsigned number = 0;
+      if (!arch.consume_front("sm_") || arch.getAsInteger(10, number) ||
+          number < 80)
+        return fail("--cuda-arch: expected sm_80 or newer (e.g. sm_90), got '" +
+                    cudaArch + "'");
+      options.cudaArchs.push_back("sm_" + std::to_string(number));
+    }
+    if (options.cudaArchs.empty())
+      return fail("--cuda-arch names no architecture");
+  }
   if (!topologySpec.empty()) {
     Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
     if (!topology)
@@ -330,8 +357,10 @@ int runCompile(MLIRContext &context) {
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options)))
       return 1;
-    if (emit == "kernels") {
-      FailureOr<std::string> source = weft::codegen::emitKernelSource(*module);
+    if (emit == "kernels" || emit == "cuda") {
+      FailureOr<std::string> source =
+          emit == "cuda" ? weft::codegen::emitCudaKernelSource(*module)
+                         : weft::codegen::emitKernelSource(*module);
       if (failed(source))
         return 1;
       outs() << *source;

@@ -1,0 +1,213 @@
+//===- CudaDevice.cpp - a GPU through the CUDA driver API -----------------===//
+
+#include "runtime/gpu/CudaDevice.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <dlfcn.h>
+#include <fstream>
+#include <iterator>
+
+namespace weft::runtime {
+
+// The driver API's few types, as cuda.h declares them, so building needs no
+// CUDA headers.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;
+constexpr CUresult kOutOfMemory = 2;
+
+/// The driver entry points, resolved from libcuda.so.1.
+struct CudaDriver {
+  void *library = nullptr;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(void **, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(void *);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuModuleLoadData)(void **, const void *);
+  CUresult (*cuModuleUnload)(void *);
+  CUresult (*cuModuleGetFunction)(void **, void *, const char *);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemGetInfo)(size_t *, size_t *);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, void *, void **,
+                             void **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+
+  ~CudaDriver() {
+    if (library)
+      dlclose(library);
+  }
+
+  absl::Status load() {
+    library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library)
+      return absl::UnavailableError(
+          "no CUDA driver on this machine (libcuda.so.1 not found); the GPU "
+          "backend needs an NVIDIA GPU and its driver");
+    bool ok = true;
+    auto bind = [&](auto &fn, const char *symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(library, symbol));
+      ok &= fn != nullptr;
+    };
+    bind(cuInit, "cuInit");
+    bind(cuDeviceGetCount, "cuDeviceGetCount");
+    bind(cuDeviceGet, "cuDeviceGet");
+    bind(cuDeviceGetName, "cuDeviceGetName");
+    bind(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    bind(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    bind(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    bind(cuCtxSetCurrent, "cuCtxSetCurrent");
+    bind(cuCtxSynchronize, "cuCtxSynchronize");
+    bind(cuModuleLoadData, "cuModuleLoadData");
+    bind(cuModuleUnload, "cuModuleUnload");
+    bind(cuModuleGetFunction, "cuModuleGetFunction");
+    bind(cuMemAlloc, "cuMemAlloc_v2");
+    bind(cuMemFree, "cuMemFree_v2");
+    bind(cuMemGetInfo, "cuMemGetInfo_v2");
+    bind(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    bind(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    bind(cuLaunchKernel, "cuLaunchKernel");
+    bind(cuGetErrorString, "cuGetErrorString");
+    if (!ok)
+      return absl::UnavailableError(
+          "the CUDA driver lacks an entry point Weft needs; update the driver");
+    return absl::OkStatus();
+  }
+};
+
+absl::Status CudaDevice::check(int result, const char *what) const {
+  if (result == 0)
+    return absl::OkStatus();
+  const char *text = nullptr;
+  driver->cuGetErrorString(result, &text);
+  return absl::InternalError(absl::StrCat(
+      what, " failed: ", text ? text : "unknown error", " (", result, ")"));
+}
+
+absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
+  std::unique_ptr<CudaDevice> d(new CudaDevice);
+  d->driver = std::make_unique<CudaDriver>();
+  if (absl::Status s = d->driver->load(); !s.ok())
+    return s;
+  CudaDriver &cu = *d->driver;
+  if (cu.cuInit(0) != 0)
+    return absl::UnavailableError(
+        "no CUDA device: the driver found no usable GPU (cuInit failed)");
+  int count = 0;
+  if (cu.cuDeviceGetCount(&count) != 0 || count == 0)
+    return absl::UnavailableError("no CUDA device on this machine");
+  if (ordinal < 0 || ordinal >= count)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GPU ", ordinal, " does not exist (this machine has ", count, ")"));
+  if (absl::Status s =
+          d->check(cu.cuDeviceGet(&d->device, ordinal), "cuDeviceGet");
+      !s.ok())
+    return s;
+  char name[256] = {};
+  cu.cuDeviceGetName(name, sizeof(name) - 1, d->device);
+  d->name_ = name;
+  int major = 0, minor = 0;
+  cu.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, d->device);
+  cu.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, d->device);
+  d->arch_ = absl::StrCat("sm_", major, minor);
+  if (absl::Status s =
+          d->check(cu.cuDevicePrimaryCtxRetain(&d->context, d->device),
+                   "cuDevicePrimaryCtxRetain");
+      !s.ok())
+    return s;
+  if (absl::Status s =
+          d->check(cu.cuCtxSetCurrent(d->context), "cuCtxSetCurrent");
+      !s.ok())
+    return s;
+  return d;
+}
+
+CudaDevice::~CudaDevice() {
+  if (!driver || !context)
+    return;
+  for (const DeviceBuffer &b : buffers)
+    driver->cuMemFree(b.address);
+  if (module)
+    driver->cuModuleUnload(module);
+  driver->cuDevicePrimaryCtxRelease(device);
+}
+
+absl::Status CudaDevice::loadCubin(const std::string &path,
+                                   const std::string &arch) {
+  if (arch != arch_)
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": built for ", arch, " but GPU 0 (", name_, ") is ", arch_,
+        "; compile with weftc --target cuda --cuda-arch ", arch_));
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::vector<char> image((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (module)
+    driver->cuModuleUnload(module);
+  module = nullptr;
+  return check(driver->cuModuleLoadData(&module, image.data()),
+               "loading the kernels");
+}
+
+absl::StatusOr<void *> CudaDevice::function(const std::string &name) {
+  void *fn = nullptr;
+  if (!module)
+    return absl::FailedPreconditionError("no kernels loaded");
+  if (absl::Status s =
+          check(driver->cuModuleGetFunction(&fn, module, name.c_str()),
+                "finding kernel");
+      !s.ok())
+    return absl::NotFoundError(
+        absl::StrCat("no kernel '", name, "': ", s.message()));
+  return fn;
+}
+
+absl::StatusOr<DeviceBuffer> CudaDevice::allocate(size_t bytes) {
+  CUdeviceptr address = 0;
+  CUresult result = driver->cuMemAlloc(&address, bytes ? bytes : 1);
+  if (result == kOutOfMemory) {
+    size_t free = 0, total = 0;
+    driver->cuMemGetInfo(&free, &total);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of GPU memory: ", bytes, " bytes asked, ", free,
+                     " of ", total, " free on ", name_));
+  }
+  if (absl::Status s = check(result, "cuMemAlloc"); !s.ok())
+    return s;
+  buffers.push_back({address, bytes});
+  return buffers.back();
+}
+
+absl::Status CudaDevice::copyToDevice(DeviceBuffer to, const void *from,
+                                      size_t bytes) {
+  return check(driver->cuMemcpyHtoD(to.address, from, bytes), "copy to GPU");
+}
+
+absl::Status CudaDevice::copyToHost(void *to, DeviceBuffer from, size_t bytes) {
+  return check(driver->cuMemcpyDtoH(to, from.address, bytes), "copy to host");
+}
+
+absl::Status CudaDevice::launch(void *function, unsigned grid, unsigned block,
+                                std::vector<void *> args) {
+  if (absl::Status s =
+          check(driver->cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0,
+                                       nullptr, args.data(), nullptr),
+                "kernel launch");
+      !s.ok())
+    return s;
+  return check(driver->cuCtxSynchronize(), "kernel run");
+}
+
+} // namespace weft::runtime

@@ -43,7 +43,44 @@ def main():
         failed |= not ok
         print("%s: %d kernels on %s, worst relative error %.2e: %s"
               % (model, count, arch, worst, "ok" if ok else "MISMATCH"))
+    failed |= not check_attention(os.path.join(root, "attention"), arch)
     sys.exit(1 if failed else 0)
+
+
+def check_attention(bundle, arch):
+    """runtime/gpu/kernels/attention.cu against float64 references: forward
+    output and log-sum-exp, then dq, dk, dv; 1e-4 of each tensor's scale."""
+    module = cp.RawModule(path=os.path.join(bundle, "attention.%s.cubin" % arch))
+    ok = True
+    for c in json.load(open(os.path.join(bundle, "cases.json"))):
+        load = lambda label: np.load(os.path.join(bundle, "%s.%s.npy" % (c["case"], label)))
+        q, k, v, do = (cp.asarray(load(x)) for x in ("q", "k", "v", "do"))
+        B, S, T, Hq, Hkv, D = (c[x] for x in ("B", "S", "T", "Hq", "Hkv", "D"))
+        dims = (np.int32(B), np.int32(S), np.int32(T), np.int32(Hq), np.int32(Hkv),
+                np.int32(D), np.int32(D), np.float32(c["scale"]), np.int32(c["causal"]))
+        o = cp.zeros((B, S, Hq, D), cp.float32)
+        lse = cp.zeros((B, Hq, S), cp.float32)
+        module.get_function("weft_attention_forward")(
+            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, *dims))
+        dq = cp.zeros_like(q)
+        dk = cp.zeros_like(k)
+        dv = cp.zeros_like(v)
+        delta = cp.zeros((B, Hq, S), cp.float32)
+        module.get_function("weft_attention_backward_dq")(
+            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, do, dq, delta, *dims))
+        module.get_function("weft_attention_backward_dkv")(
+            ((T + 31) // 32, Hkv, B), (32,), (q, k, v, lse, delta, do, dk, dv, *dims))
+        cp.cuda.Device().synchronize()
+        worst = {}
+        for label, got in [("o", o), ("lse", lse), ("dq", dq), ("dk", dk), ("dv", dv)]:
+            want = load(label)
+            worst[label] = float(np.max(np.abs(cp.asnumpy(got) - want)) /
+                                 max(np.max(np.abs(want)), 1e-30))
+        good = all(e <= 1e-4 for e in worst.values())
+        ok &= good
+        print("attention %s: %s: %s" % (c["case"], ", ".join(
+            "%s %.1e" % kv for kv in worst.items()), "ok" if good else "MISMATCH"))
+    return ok
 
 
 if __name__ == "__main__":

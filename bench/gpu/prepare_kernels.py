@@ -18,9 +18,71 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def attention_reference(q, k, v, do, scale, causal):
+    """weft.attention and weft.attention_grad in float64 (WeftOps.td)."""
+    B, S, Hq, D = q.shape
+    T, Hkv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    kk = np.repeat(k, g, axis=2)  # Query head h reads kv head h // g.
+    vv = np.repeat(v, g, axis=2)
+    scores = np.einsum("bshd,bthd->bhst", q, kk) * scale
+    if causal:
+        visible = np.arange(T)[None, :] <= np.arange(S)[:, None] + (T - S)
+        scores = np.where(visible, scores, -np.inf)
+    m = scores.max(-1, keepdims=True)
+    e = np.exp(scores - m)
+    lse = (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
+    p = np.exp(scores - lse[..., None])
+    o = np.einsum("bhst,bthd->bshd", p, vv)
+    dv = np.einsum("bhst,bshd->bthd", p, do)
+    dp = np.einsum("bshd,bthd->bhst", do, vv)
+    delta = np.einsum("bshd,bshd->bhs", do, o)
+    ds = p * (dp - delta[..., None])
+    dq = scale * np.einsum("bhst,bthd->bshd", ds, kk)
+    dk = scale * np.einsum("bhst,bshd->bthd", ds, q)
+    fold = lambda x: x.reshape(B, T, Hkv, g, -1).sum(3)  # Group heads sum.
+    return o, lse, dq, fold(dk), fold(dv)
+
+
+def prepare_attention(out):
+    """Cases for runtime/gpu/kernels/attention.cu: the cubin (nvcc, here)
+    and, per case, inputs and float64 reference outputs."""
+    bundle = os.path.join(out, "attention")
+    os.makedirs(bundle, exist_ok=True)
+    nvcc = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+    subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-O3", "-o",
+                    os.path.join(bundle, "attention.sm_90.cubin"),
+                    os.path.join(ROOT, "runtime", "gpu", "kernels", "attention.cu")],
+                   check=True)
+    rng = np.random.default_rng(11)
+    cases = []
+    # Tiles are 64 query rows and 32 keys: 80 and 100 positions cross them.
+    for name, B, S, T, Hq, Hkv, D, causal in [
+            ("gqa-causal-d64", 2, 80, 80, 8, 4, 64, True),
+            ("mha-d128", 1, 100, 100, 4, 4, 128, False),
+            ("gqa-causal-d128-decode", 1, 40, 100, 8, 2, 128, True)]:
+        q = rng.standard_normal((B, S, Hq, D)).astype(np.float32)
+        k = rng.standard_normal((B, T, Hkv, D)).astype(np.float32)
+        v = rng.standard_normal((B, T, Hkv, D)).astype(np.float32)
+        do = rng.standard_normal((B, S, Hq, D)).astype(np.float32)
+        scale = 1.0 / np.sqrt(D)
+        results = attention_reference(*(x.astype(np.float64) for x in (q, k, v, do)),
+                                      scale, causal)
+        for label, a in zip(["q", "k", "v", "do", "o", "lse", "dq", "dk", "dv"],
+                            [q, k, v, do, *results]):
+            np.save(os.path.join(bundle, "%s.%s.npy" % (name, label)),
+                    np.asarray(a, np.float32))
+        cases.append({"case": name, "B": B, "S": S, "T": T, "Hq": Hq,
+                      "Hkv": Hkv, "D": D, "scale": float(scale),
+                      "causal": causal})
+    json.dump(cases, open(os.path.join(bundle, "cases.json"), "w"), indent=1)
+    print("attention: %d cases prepared in %s" % (len(cases), bundle))
+
+
 def main():
     weftc, out = sys.argv[1], sys.argv[2]
     models = sys.argv[3:] or ["gpt2-tiny", "llama-tiny"]
+    prepare_attention(out)
     for model in models:
         bundle = os.path.join(out, model)
         subprocess.run([weftc, "compile", "--config",

@@ -16,6 +16,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 using namespace weft;
 
 namespace {
@@ -85,6 +88,23 @@ TEST(CudaKernels, Gpt2TinyStepCompilesWithNvrtcForSm90) {
 }
 TEST(CudaKernels, LlamaTinyStepCompilesWithNvrtcForSm90) {
   checkModel("llama-tiny");
+}
+
+// The runtime's hand-written kernels (fused attention) compile too.
+TEST(CudaKernels, AttentionKernelsCompileWithNvrtcForSm90) {
+  std::ifstream in(std::string(WEFT_SOURCE_DIR) +
+                   "/runtime/gpu/kernels/attention.cu");
+  ASSERT_TRUE(in.good());
+  std::string source((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+  std::string ptx;
+  ASSERT_TRUE(compileWithNvrtc(source, ptx));
+  for (const char *kernel :
+       {"weft_attention_forward", "weft_attention_backward_dq",
+        "weft_attention_backward_dkv"})
+    EXPECT_NE(ptx.find(std::string(".entry ") + kernel + "("),
+              std::string::npos)
+        << kernel;
 }
 
 // A kernel NVRTC rejects is reported with its log, not crashed on.

@@ -1,0 +1,207 @@
+// Fused attention for the GPU runtime, fp32 in and out (bf16 inputs come
+// next), with the semantics of weft.attention / weft.attention_grad
+// (dialects/weft/IR/WeftOps.td): grouped-query heads (query head h reads
+// kv head h / (Hq / Hkv)), causal masking with the queries as the last S of
+// T positions, head dims up to 128.
+//
+// Forward, FlashAttention-style: a block of WEFT_ATTN_TILE threads owns that
+// many query rows of one (batch, head); the block loads key and value tiles
+// into shared memory and each thread folds them into its row with an online
+// softmax (running max, running sum, rescaled accumulator), so scores never
+// reach global memory; it writes the row's output and log-sum-exp.
+// Backward recomputes probabilities from the log-sum-exp: one kernel per
+// query row gives dq and delta = <dO, O>; one per key row gives dk and dv,
+// summing over the query heads of its group.
+//
+// Layouts: q [B, S, Hq, D], k [B, T, Hkv, D], v [B, T, Hkv, Dv],
+// o [B, S, Hq, Dv], lse and delta [B, Hq, S].
+// Launch: forward and backward_dq with grid (ceil(S / 64), Hq, B), 64
+// threads; backward_dkv with grid (ceil(T / 32), Hkv, B), 32 threads.
+#ifdef __CUDACC_RTC__
+typedef long int64_t;
+#else
+#include <cstdint>
+#endif
+
+#define WEFT_ATTN_TILE 64     // Query rows per forward / dq block.
+#define WEFT_ATTN_BWD_TILE 32 // Key (and dk/dv query) rows per shared tile.
+#define WEFT_ATTN_MAX_D 128
+
+static __device__ inline float weft_neg_inf() { return -__int_as_float(0x7f800000); }
+
+static __device__ inline int64_t weft_row(int b, int pos, int positions,
+                                          int h, int heads, int dim) {
+  return (((int64_t)b * positions + pos) * heads + h) * dim;
+}
+
+extern "C" __global__ void
+weft_attention_forward(const float *__restrict q, const float *__restrict k,
+                       const float *__restrict v, float *__restrict o,
+                       float *__restrict lse, int B, int S, int T, int Hq,
+                       int Hkv, int D, int Dv, float scale, int causal) {
+  __shared__ float ks[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float vs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
+  int s = blockIdx.x * WEFT_ATTN_TILE + threadIdx.x;
+  bool active = s < S;
+  float qr[WEFT_ATTN_MAX_D], acc[WEFT_ATTN_MAX_D];
+  for (int d = 0; d < D; ++d)
+    qr[d] = active ? q[weft_row(b, s, S, h, Hq, D) + d] : 0.0f;
+  for (int d = 0; d < Dv; ++d)
+    acc[d] = 0.0f;
+  float m = weft_neg_inf(), l = 0.0f;
+  // Keys past the block's last visible one are never loaded.
+  int lastRow = min(S - 1, (int)(blockIdx.x * WEFT_ATTN_TILE) + WEFT_ATTN_TILE - 1);
+  int end = causal ? min(T, lastRow + (T - S) + 1) : T;
+  int limit = causal ? s + (T - S) : T - 1;
+  for (int t0 = 0; t0 < end; t0 += WEFT_ATTN_BWD_TILE) {
+    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * D; i += blockDim.x) {
+      int r = i / D, c = i % D, t = t0 + r;
+      ks[r][c] = t < T ? k[weft_row(b, t, T, hk, Hkv, D) + c] : 0.0f;
+    }
+    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * Dv; i += blockDim.x) {
+      int r = i / Dv, c = i % Dv, t = t0 + r;
+      vs[r][c] = t < T ? v[weft_row(b, t, T, hk, Hkv, Dv) + c] : 0.0f;
+    }
+    __syncthreads();
+    if (active)
+      for (int r = 0;
+           r < WEFT_ATTN_BWD_TILE && t0 + r < end && t0 + r <= limit; ++r) {
+        float dot = 0.0f;
+        for (int d = 0; d < D; ++d)
+          dot += qr[d] * ks[r][d];
+        float x = dot * scale, mNew = fmaxf(m, x);
+        float keep = expf(m - mNew), p = expf(x - mNew);
+        l = l * keep + p;
+        for (int d = 0; d < Dv; ++d)
+          acc[d] = acc[d] * keep + p * vs[r][d];
+        m = mNew;
+      }
+    __syncthreads();
+  }
+  if (!active)
+    return;
+  for (int d = 0; d < Dv; ++d)
+    o[weft_row(b, s, S, h, Hq, Dv) + d] = l > 0.0f ? acc[d] / l : 0.0f;
+  lse[((int64_t)b * Hq + h) * S + s] = l > 0.0f ? m + logf(l) : weft_neg_inf();
+}
+
+extern "C" __global__ void weft_attention_backward_dq(
+    const float *__restrict q, const float *__restrict k,
+    const float *__restrict v, const float *__restrict o,
+    const float *__restrict lse, const float *__restrict dout,
+    float *__restrict dq, float *__restrict delta, int B, int S, int T,
+    int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+  __shared__ float ks[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float vs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
+  int s = blockIdx.x * WEFT_ATTN_TILE + threadIdx.x;
+  bool active = s < S;
+  float qr[WEFT_ATTN_MAX_D], dor[WEFT_ATTN_MAX_D], acc[WEFT_ATTN_MAX_D];
+  float ds = 0.0f, rowLse = 0.0f;
+  if (active) {
+    for (int d = 0; d < D; ++d)
+      qr[d] = q[weft_row(b, s, S, h, Hq, D) + d];
+    for (int d = 0; d < Dv; ++d) {
+      dor[d] = dout[weft_row(b, s, S, h, Hq, Dv) + d];
+      ds += dor[d] * o[weft_row(b, s, S, h, Hq, Dv) + d];
+    }
+    rowLse = lse[((int64_t)b * Hq + h) * S + s];
+    delta[((int64_t)b * Hq + h) * S + s] = ds;
+  }
+  for (int d = 0; d < D; ++d)
+    acc[d] = 0.0f;
+  int limit = causal ? s + (T - S) : T - 1;
+  for (int t0 = 0; t0 < T; t0 += WEFT_ATTN_BWD_TILE) {
+    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * D; i += blockDim.x) {
+      int r = i / D, c = i % D, t = t0 + r;
+      ks[r][c] = t < T ? k[weft_row(b, t, T, hk, Hkv, D) + c] : 0.0f;
+    }
+    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * Dv; i += blockDim.x) {
+      int r = i / Dv, c = i % Dv, t = t0 + r;
+      vs[r][c] = t < T ? v[weft_row(b, t, T, hk, Hkv, Dv) + c] : 0.0f;
+    }
+    __syncthreads();
+    if (active)
+      for (int r = 0; r < WEFT_ATTN_BWD_TILE && t0 + r < T && t0 + r <= limit;
+           ++r) {
+        float dot = 0.0f, dp = 0.0f;
+        for (int d = 0; d < D; ++d)
+          dot += qr[d] * ks[r][d];
+        for (int d = 0; d < Dv; ++d)
+          dp += dor[d] * vs[r][d];
+        float p = expf(dot * scale - rowLse), dscore = p * (dp - ds);
+        for (int d = 0; d < D; ++d)
+          acc[d] += dscore * ks[r][d];
+      }
+    __syncthreads();
+  }
+  if (active)
+    for (int d = 0; d < D; ++d)
+      dq[weft_row(b, s, S, h, Hq, D) + d] = scale * acc[d];
+}
+
+extern "C" __global__ void weft_attention_backward_dkv(
+    const float *__restrict q, const float *__restrict k,
+    const float *__restrict v, const float *__restrict lse,
+    const float *__restrict delta, const float *__restrict dout,
+    float *__restrict dk, float *__restrict dv, int B, int S, int T, int Hq,
+    int Hkv, int D, int Dv, float scale, int causal) {
+  __shared__ float qs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float dos[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  int b = blockIdx.z, hk = blockIdx.y, group = Hq / Hkv;
+  int t = blockIdx.x * WEFT_ATTN_BWD_TILE + threadIdx.x;
+  bool active = t < T;
+  float kr[WEFT_ATTN_MAX_D], vr[WEFT_ATTN_MAX_D];
+  float dkAcc[WEFT_ATTN_MAX_D], dvAcc[WEFT_ATTN_MAX_D];
+  for (int d = 0; d < D; ++d) {
+    kr[d] = active ? k[weft_row(b, t, T, hk, Hkv, D) + d] : 0.0f;
+    dkAcc[d] = 0.0f;
+  }
+  for (int d = 0; d < Dv; ++d) {
+    vr[d] = active ? v[weft_row(b, t, T, hk, Hkv, Dv) + d] : 0.0f;
+    dvAcc[d] = 0.0f;
+  }
+  // Query s sees key t when t <= s + (T - S).
+  int first = causal ? max(0, t - (T - S)) : 0;
+  int blockFirst =
+      causal ? max(0, (int)(blockIdx.x * WEFT_ATTN_BWD_TILE) - (T - S)) : 0;
+  for (int h = hk * group; h < (hk + 1) * group; ++h)
+    for (int s0 = blockFirst - blockFirst % WEFT_ATTN_BWD_TILE; s0 < S;
+         s0 += WEFT_ATTN_BWD_TILE) {
+      for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * D; i += blockDim.x) {
+        int r = i / D, c = i % D, s = s0 + r;
+        qs[r][c] = s < S ? q[weft_row(b, s, S, h, Hq, D) + c] : 0.0f;
+      }
+      for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * Dv; i += blockDim.x) {
+        int r = i / Dv, c = i % Dv, s = s0 + r;
+        dos[r][c] = s < S ? dout[weft_row(b, s, S, h, Hq, Dv) + c] : 0.0f;
+      }
+      __syncthreads();
+      if (active)
+        for (int r = 0; r < WEFT_ATTN_BWD_TILE && s0 + r < S; ++r) {
+          int s = s0 + r;
+          if (s < first)
+            continue;
+          float dot = 0.0f, dp = 0.0f;
+          for (int d = 0; d < D; ++d)
+            dot += qs[r][d] * kr[d];
+          for (int d = 0; d < Dv; ++d)
+            dp += dos[r][d] * vr[d];
+          int64_t row = ((int64_t)b * Hq + h) * S + s;
+          float p = expf(dot * scale - lse[row]);
+          float dscore = p * (dp - delta[row]);
+          for (int d = 0; d < Dv; ++d)
+            dvAcc[d] += p * dos[r][d];
+          for (int d = 0; d < D; ++d)
+            dkAcc[d] += dscore * qs[r][d];
+        }
+      __syncthreads();
+    }
+  if (!active)
+    return;
+  for (int d = 0; d < D; ++d)
+    dk[weft_row(b, t, T, hk, Hkv, D) + d] = scale * dkAcc[d];
+  for (int d = 0; d < Dv; ++d)
+    dv[weft_row(b, t, T, hk, Hkv, Dv) + d] = dvAcc[d];
+}

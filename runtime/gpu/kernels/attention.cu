@@ -34,6 +34,19 @@ static __device__ inline int64_t weft_row(int b, int pos, int positions,
   return (((int64_t)b * positions + pos) * heads + h) * dim;
 }
 
+// Rows [first, first + WEFT_ATTN_BWD_TILE) of head h of `src` (zeros past
+// `positions`) into a shared tile, by the whole block.
+static __device__ inline void
+weft_load_tile(float (*tile)[WEFT_ATTN_MAX_D], const float *__restrict src,
+               int b, int first, int positions, int h, int heads, int dim) {
+  for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * dim; i += blockDim.x) {
+    int r = i / dim, c = i % dim, pos = first + r;
+    tile[r][c] =
+        pos < positions ? src[weft_row(b, pos, positions, h, heads, dim) + c]
+                        : 0.0f;
+  }
+}
+
 extern "C" __global__ void
 weft_attention_forward(const float *__restrict q, const float *__restrict k,
                        const float *__restrict v, float *__restrict o,
@@ -55,14 +68,8 @@ weft_attention_forward(const float *__restrict q, const float *__restrict k,
   int end = causal ? min(T, lastRow + (T - S) + 1) : T;
   int limit = causal ? s + (T - S) : T - 1;
   for (int t0 = 0; t0 < end; t0 += WEFT_ATTN_BWD_TILE) {
-    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * D; i += blockDim.x) {
-      int r = i / D, c = i % D, t = t0 + r;
-      ks[r][c] = t < T ? k[weft_row(b, t, T, hk, Hkv, D) + c] : 0.0f;
-    }
-    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * Dv; i += blockDim.x) {
-      int r = i / Dv, c = i % Dv, t = t0 + r;
-      vs[r][c] = t < T ? v[weft_row(b, t, T, hk, Hkv, Dv) + c] : 0.0f;
-    }
+    weft_load_tile(ks, k, b, t0, T, hk, Hkv, D);
+    weft_load_tile(vs, v, b, t0, T, hk, Hkv, Dv);
     __syncthreads();
     if (active)
       for (int r = 0;
@@ -113,14 +120,8 @@ extern "C" __global__ void weft_attention_backward_dq(
     acc[d] = 0.0f;
   int limit = causal ? s + (T - S) : T - 1;
   for (int t0 = 0; t0 < T; t0 += WEFT_ATTN_BWD_TILE) {
-    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * D; i += blockDim.x) {
-      int r = i / D, c = i % D, t = t0 + r;
-      ks[r][c] = t < T ? k[weft_row(b, t, T, hk, Hkv, D) + c] : 0.0f;
-    }
-    for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * Dv; i += blockDim.x) {
-      int r = i / Dv, c = i % Dv, t = t0 + r;
-      vs[r][c] = t < T ? v[weft_row(b, t, T, hk, Hkv, Dv) + c] : 0.0f;
-    }
+    weft_load_tile(ks, k, b, t0, T, hk, Hkv, D);
+    weft_load_tile(vs, v, b, t0, T, hk, Hkv, Dv);
     __syncthreads();
     if (active)
       for (int r = 0; r < WEFT_ATTN_BWD_TILE && t0 + r < T && t0 + r <= limit;
@@ -169,14 +170,8 @@ extern "C" __global__ void weft_attention_backward_dkv(
   for (int h = hk * group; h < (hk + 1) * group; ++h)
     for (int s0 = blockFirst - blockFirst % WEFT_ATTN_BWD_TILE; s0 < S;
          s0 += WEFT_ATTN_BWD_TILE) {
-      for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * D; i += blockDim.x) {
-        int r = i / D, c = i % D, s = s0 + r;
-        qs[r][c] = s < S ? q[weft_row(b, s, S, h, Hq, D) + c] : 0.0f;
-      }
-      for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * Dv; i += blockDim.x) {
-        int r = i / Dv, c = i % Dv, s = s0 + r;
-        dos[r][c] = s < S ? dout[weft_row(b, s, S, h, Hq, Dv) + c] : 0.0f;
-      }
+      weft_load_tile(qs, q, b, s0, S, h, Hq, D);
+      weft_load_tile(dos, dout, b, s0, S, h, Hq, Dv);
       __syncthreads();
       if (active)
         for (int r = 0; r < WEFT_ATTN_BWD_TILE && s0 + r < S; ++r) {

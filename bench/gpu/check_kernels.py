@@ -49,34 +49,40 @@ def main():
 
 def check_attention(bundle, arch):
     """runtime/gpu/kernels/attention.cu against float64 references: forward
-    output and log-sum-exp, then dq, dk, dv; 1e-4 of each tensor's scale."""
+    output and log-sum-exp, then dq, dk, dv; within 1e-4 of each tensor's
+    scale in f32, 1e-2 in bf16 (the issue's bounds)."""
     module = cp.RawModule(path=os.path.join(bundle, "attention.%s.cubin" % arch))
     ok = True
     for c in json.load(open(os.path.join(bundle, "cases.json"))):
         load = lambda label: np.load(os.path.join(bundle, "%s.%s.npy" % (c["case"], label)))
         q, k, v, do = (cp.asarray(load(x)) for x in ("q", "k", "v", "do"))
         B, S, T, Hq, Hkv, D = (c[x] for x in ("B", "S", "T", "Hq", "Hkv", "D"))
+        bf16 = c["dtype"] == "bf16"
+        suffix, tolerance = ("_bf16", 1e-2) if bf16 else ("", 1e-4)
+        storage = cp.uint16 if bf16 else cp.float32
         dims = (np.int32(B), np.int32(S), np.int32(T), np.int32(Hq), np.int32(Hkv),
                 np.int32(D), np.int32(D), np.float32(c["scale"]), np.int32(c["causal"]))
-        o = cp.zeros((B, S, Hq, D), cp.float32)
+        o = cp.zeros((B, S, Hq, D), storage)
         lse = cp.zeros((B, Hq, S), cp.float32)
-        module.get_function("weft_attention_forward")(
+        module.get_function("weft_attention_forward" + suffix)(
             ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, *dims))
         dq = cp.zeros_like(q)
         dk = cp.zeros_like(k)
         dv = cp.zeros_like(v)
         delta = cp.zeros((B, Hq, S), cp.float32)
-        module.get_function("weft_attention_backward_dq")(
+        module.get_function("weft_attention_backward_dq" + suffix)(
             ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, do, dq, delta, *dims))
-        module.get_function("weft_attention_backward_dkv")(
+        module.get_function("weft_attention_backward_dkv" + suffix)(
             ((T + 31) // 32, Hkv, B), (32,), (q, k, v, lse, delta, do, dk, dv, *dims))
         cp.cuda.Device().synchronize()
         worst = {}
         for label, got in [("o", o), ("lse", lse), ("dq", dq), ("dk", dk), ("dv", dv)]:
-            want = load(label)
-            worst[label] = float(np.max(np.abs(cp.asnumpy(got) - want)) /
+            want, got = load(label), cp.asnumpy(got)
+            if got.dtype == np.uint16:  # bf16 bits
+                got = (got.astype(np.uint32) << 16).view(np.float32)
+            worst[label] = float(np.max(np.abs(got - want)) /
                                  max(np.max(np.abs(want)), 1e-30))
-        good = all(e <= 1e-4 for e in worst.values())
+        good = all(e <= tolerance for e in worst.values())
         ok &= good
         print("attention %s: %s: %s" % (c["case"], ", ".join(
             "%s %.1e" % kv for kv in worst.items()), "ok" if good else "MISMATCH"))

@@ -56,25 +56,41 @@ def prepare_attention(out):
                    check=True)
     rng = np.random.default_rng(11)
     cases = []
+
+    def bf16(x):
+        """Bits of x rounded to bfloat16 (nearest even), as uint16."""
+        bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return bits.astype(np.uint16)
+
+    def widen(bits):
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+
     # Tiles are 64 query rows and 32 keys: 80 and 100 positions cross them.
-    for name, B, S, T, Hq, Hkv, D, causal in [
-            ("gqa-causal-d64", 2, 80, 80, 8, 4, 64, True),
-            ("mha-d128", 1, 100, 100, 4, 4, 128, False),
-            ("gqa-causal-d128-decode", 1, 40, 100, 8, 2, 128, True)]:
-        q = rng.standard_normal((B, S, Hq, D)).astype(np.float32)
-        k = rng.standard_normal((B, T, Hkv, D)).astype(np.float32)
-        v = rng.standard_normal((B, T, Hkv, D)).astype(np.float32)
-        do = rng.standard_normal((B, S, Hq, D)).astype(np.float32)
+    for name, B, S, T, Hq, Hkv, D, causal, dtype in [
+            ("gqa-causal-d64", 2, 80, 80, 8, 4, 64, True, "f32"),
+            ("mha-d128", 1, 100, 100, 4, 4, 128, False, "f32"),
+            ("gqa-causal-d128-decode", 1, 40, 100, 8, 2, 128, True, "f32"),
+            ("gqa-causal-d128-bf16", 2, 96, 96, 8, 2, 128, True, "bf16"),
+            ("mha-d64-bf16", 1, 70, 70, 4, 4, 64, False, "bf16")]:
+        inputs = [rng.standard_normal(shape).astype(np.float32) for shape in
+                  [(B, S, Hq, D), (B, T, Hkv, D), (B, T, Hkv, D), (B, S, Hq, D)]]
+        if dtype == "bf16":  # The kernels read bf16; the reference the same values.
+            stored = [bf16(x) for x in inputs]
+            inputs = [widen(x) for x in stored]
+        else:
+            stored = inputs
         scale = 1.0 / np.sqrt(D)
-        results = attention_reference(*(x.astype(np.float64) for x in (q, k, v, do)),
+        results = attention_reference(*(x.astype(np.float64) for x in inputs),
                                       scale, causal)
-        for label, a in zip(["q", "k", "v", "do", "o", "lse", "dq", "dk", "dv"],
-                            [q, k, v, do, *results]):
+        for label, a in zip(["q", "k", "v", "do"], stored):
+            np.save(os.path.join(bundle, "%s.%s.npy" % (name, label)), a)
+        for label, a in zip(["o", "lse", "dq", "dk", "dv"], results):
             np.save(os.path.join(bundle, "%s.%s.npy" % (name, label)),
                     np.asarray(a, np.float32))
         cases.append({"case": name, "B": B, "S": S, "T": T, "Hq": Hq,
                       "Hkv": Hkv, "D": D, "scale": float(scale),
-                      "causal": causal})
+                      "causal": causal, "dtype": dtype})
     json.dump(cases, open(os.path.join(bundle, "cases.json"), "w"), indent=1)
     print("attention: %d cases prepared in %s" % (len(cases), bundle))
 

@@ -99,12 +99,12 @@ TEST(CudaKernels, AttentionKernelsCompileWithNvrtcForSm90) {
                      std::istreambuf_iterator<char>());
   std::string ptx;
   ASSERT_TRUE(compileWithNvrtc(source, ptx));
-  for (const char *kernel :
+  for (std::string kernel :
        {"weft_attention_forward", "weft_attention_backward_dq",
         "weft_attention_backward_dkv"})
-    EXPECT_NE(ptx.find(std::string(".entry ") + kernel + "("),
-              std::string::npos)
-        << kernel;
+    for (std::string suffix : {"", "_bf16"})
+      EXPECT_NE(ptx.find(".entry " + kernel + suffix + "("), std::string::npos)
+          << kernel + suffix;
 }
 
 // A kernel NVRTC rejects is reported with its log, not crashed on.

@@ -1,5 +1,6 @@
-// Fused attention for the GPU runtime, fp32 in and out (bf16 inputs come
-// next), with the semantics of weft.attention / weft.attention_grad
+// Fused attention for the GPU runtime, f32 or bf16 in and out with f32
+// arithmetic (a `_bf16` suffix names the bf16 kernels; lse and delta are f32),
+// with the semantics of weft.attention / weft.attention_grad
 // (dialects/weft/IR/WeftOps.td): grouped-query heads (query head h reads
 // kv head h / (Hq / Hkv)), causal masking with the queries as the last S of
 // T positions, head dims up to 128.
@@ -29,6 +30,26 @@ typedef long int64_t;
 
 static __device__ inline float weft_neg_inf() { return -__int_as_float(0x7f800000); }
 
+// bf16 as its bits: no CUDA headers needed under NVRTC.
+struct weft_bf16 {
+  unsigned short bits;
+};
+static __device__ inline float weft_load(float x) { return x; }
+static __device__ inline float weft_load(weft_bf16 x) {
+  return __uint_as_float((unsigned)x.bits << 16);
+}
+static __device__ inline void weft_store(float &to, float x) { to = x; }
+// Round to nearest even, as the CPU runtime rounds bf16.
+static __device__ inline void weft_store(weft_bf16 &to, float x) {
+  unsigned bits = __float_as_uint(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    to.bits = 0x7fc0;
+    return;
+  }
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  to.bits = (unsigned short)(bits >> 16);
+}
+
 static __device__ inline int64_t weft_row(int b, int pos, int positions,
                                           int h, int heads, int dim) {
   return (((int64_t)b * positions + pos) * heads + h) * dim;
@@ -36,22 +57,26 @@ static __device__ inline int64_t weft_row(int b, int pos, int positions,
 
 // Rows [first, first + WEFT_ATTN_BWD_TILE) of head h of `src` (zeros past
 // `positions`) into a shared tile, by the whole block.
+template <typename E>
 static __device__ inline void
-weft_load_tile(float (*tile)[WEFT_ATTN_MAX_D], const float *__restrict src,
+weft_load_tile(float (*tile)[WEFT_ATTN_MAX_D], const E *__restrict src,
                int b, int first, int positions, int h, int heads, int dim) {
   for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * dim; i += blockDim.x) {
     int r = i / dim, c = i % dim, pos = first + r;
     tile[r][c] =
-        pos < positions ? src[weft_row(b, pos, positions, h, heads, dim) + c]
-                        : 0.0f;
+        pos < positions
+            ? weft_load(src[weft_row(b, pos, positions, h, heads, dim) + c])
+            : 0.0f;
   }
 }
 
-extern "C" __global__ void
-weft_attention_forward(const float *__restrict q, const float *__restrict k,
-                       const float *__restrict v, float *__restrict o,
-                       float *__restrict lse, int B, int S, int T, int Hq,
-                       int Hkv, int D, int Dv, float scale, int causal) {
+template <typename E>
+static __device__ void
+attention_forward(const E *__restrict q, const E *__restrict k,
+                  const E *__restrict v, E *__restrict o,
+                  float *__restrict lse, int B, int S, int T_, int Hq,
+                  int Hkv, int D, int Dv, float scale, int causal) {
+  const int T = T_;
   __shared__ float ks[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
   __shared__ float vs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
@@ -59,7 +84,7 @@ weft_attention_forward(const float *__restrict q, const float *__restrict k,
   bool active = s < S;
   float qr[WEFT_ATTN_MAX_D], acc[WEFT_ATTN_MAX_D];
   for (int d = 0; d < D; ++d)
-    qr[d] = active ? q[weft_row(b, s, S, h, Hq, D) + d] : 0.0f;
+    qr[d] = active ? weft_load(q[weft_row(b, s, S, h, Hq, D) + d]) : 0.0f;
   for (int d = 0; d < Dv; ++d)
     acc[d] = 0.0f;
   float m = weft_neg_inf(), l = 0.0f;
@@ -89,16 +114,17 @@ weft_attention_forward(const float *__restrict q, const float *__restrict k,
   if (!active)
     return;
   for (int d = 0; d < Dv; ++d)
-    o[weft_row(b, s, S, h, Hq, Dv) + d] = l > 0.0f ? acc[d] / l : 0.0f;
+    weft_store(o[weft_row(b, s, S, h, Hq, Dv) + d], l > 0.0f ? acc[d] / l : 0.0f);
   lse[((int64_t)b * Hq + h) * S + s] = l > 0.0f ? m + logf(l) : weft_neg_inf();
 }
 
-extern "C" __global__ void weft_attention_backward_dq(
-    const float *__restrict q, const float *__restrict k,
-    const float *__restrict v, const float *__restrict o,
-    const float *__restrict lse, const float *__restrict dout,
-    float *__restrict dq, float *__restrict delta, int B, int S, int T,
-    int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+template <typename E>
+static __device__ void attention_backward_dq(
+    const E *__restrict q, const E *__restrict k, const E *__restrict v,
+    const E *__restrict o, const float *__restrict lse,
+    const E *__restrict dout, E *__restrict dq, float *__restrict delta, int B,
+    int S, int T_, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+  const int T = T_;
   __shared__ float ks[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
   __shared__ float vs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
@@ -108,10 +134,10 @@ extern "C" __global__ void weft_attention_backward_dq(
   float ds = 0.0f, rowLse = 0.0f;
   if (active) {
     for (int d = 0; d < D; ++d)
-      qr[d] = q[weft_row(b, s, S, h, Hq, D) + d];
+      qr[d] = weft_load(q[weft_row(b, s, S, h, Hq, D) + d]);
     for (int d = 0; d < Dv; ++d) {
-      dor[d] = dout[weft_row(b, s, S, h, Hq, Dv) + d];
-      ds += dor[d] * o[weft_row(b, s, S, h, Hq, Dv) + d];
+      dor[d] = weft_load(dout[weft_row(b, s, S, h, Hq, Dv) + d]);
+      ds += dor[d] * weft_load(o[weft_row(b, s, S, h, Hq, Dv) + d]);
     }
     rowLse = lse[((int64_t)b * Hq + h) * S + s];
     delta[((int64_t)b * Hq + h) * S + s] = ds;
@@ -139,15 +165,16 @@ extern "C" __global__ void weft_attention_backward_dq(
   }
   if (active)
     for (int d = 0; d < D; ++d)
-      dq[weft_row(b, s, S, h, Hq, D) + d] = scale * acc[d];
+      weft_store(dq[weft_row(b, s, S, h, Hq, D) + d], scale * acc[d]);
 }
 
-extern "C" __global__ void weft_attention_backward_dkv(
-    const float *__restrict q, const float *__restrict k,
-    const float *__restrict v, const float *__restrict lse,
-    const float *__restrict delta, const float *__restrict dout,
-    float *__restrict dk, float *__restrict dv, int B, int S, int T, int Hq,
-    int Hkv, int D, int Dv, float scale, int causal) {
+template <typename E>
+static __device__ void attention_backward_dkv(
+    const E *__restrict q, const E *__restrict k, const E *__restrict v,
+    const float *__restrict lse, const float *__restrict delta,
+    const E *__restrict dout, E *__restrict dk, E *__restrict dv, int B, int S,
+    int T_, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+  const int T = T_;
   __shared__ float qs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
   __shared__ float dos[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, hk = blockIdx.y, group = Hq / Hkv;
@@ -156,11 +183,11 @@ extern "C" __global__ void weft_attention_backward_dkv(
   float kr[WEFT_ATTN_MAX_D], vr[WEFT_ATTN_MAX_D];
   float dkAcc[WEFT_ATTN_MAX_D], dvAcc[WEFT_ATTN_MAX_D];
   for (int d = 0; d < D; ++d) {
-    kr[d] = active ? k[weft_row(b, t, T, hk, Hkv, D) + d] : 0.0f;
+    kr[d] = active ? weft_load(k[weft_row(b, t, T, hk, Hkv, D) + d]) : 0.0f;
     dkAcc[d] = 0.0f;
   }
   for (int d = 0; d < Dv; ++d) {
-    vr[d] = active ? v[weft_row(b, t, T, hk, Hkv, Dv) + d] : 0.0f;
+    vr[d] = active ? weft_load(v[weft_row(b, t, T, hk, Hkv, Dv) + d]) : 0.0f;
     dvAcc[d] = 0.0f;
   }
   // Query s sees key t when t <= s + (T - S).
@@ -196,7 +223,32 @@ extern "C" __global__ void weft_attention_backward_dkv(
   if (!active)
     return;
   for (int d = 0; d < D; ++d)
-    dk[weft_row(b, t, T, hk, Hkv, D) + d] = scale * dkAcc[d];
+    weft_store(dk[weft_row(b, t, T, hk, Hkv, D) + d], scale * dkAcc[d]);
   for (int d = 0; d < Dv; ++d)
-    dv[weft_row(b, t, T, hk, Hkv, Dv) + d] = dvAcc[d];
+    weft_store(dv[weft_row(b, t, T, hk, Hkv, Dv) + d], dvAcc[d]);
 }
+
+// The kernels, for f32 and bf16 tensors.
+#define WEFT_ATTENTION_KERNELS(T, SUFFIX)                                      \
+  extern "C" __global__ void weft_attention_forward##SUFFIX(                  \
+      const T *q, const T *k, const T *v, T *o, float *lse, int B, int S,      \
+      int Tk, int Hq, int Hkv, int D, int Dv, float scale, int causal) {       \
+    attention_forward(q, k, v, o, lse, B, S, Tk, Hq, Hkv, D, Dv, scale,       \
+                      causal);                                                 \
+  }                                                                            \
+  extern "C" __global__ void weft_attention_backward_dq##SUFFIX(              \
+      const T *q, const T *k, const T *v, const T *o, const float *lse,        \
+      const T *dout, T *dq, float *delta, int B, int S, int Tk, int Hq,        \
+      int Hkv, int D, int Dv, float scale, int causal) {                       \
+    attention_backward_dq(q, k, v, o, lse, dout, dq, delta, B, S, Tk, Hq, Hkv, \
+                          D, Dv, scale, causal);                               \
+  }                                                                            \
+  extern "C" __global__ void weft_attention_backward_dkv##SUFFIX(             \
+      const T *q, const T *k, const T *v, const float *lse,                    \
+      const float *delta, const T *dout, T *dk, T *dv, int B, int S, int Tk,   \
+      int Hq, int Hkv, int D, int Dv, float scale, int causal) {               \
+    attention_backward_dkv(q, k, v, lse, delta, dout, dk, dv, B, S, Tk, Hq,    \
+                           Hkv, D, Dv, scale, causal);                         \
+  }
+WEFT_ATTENTION_KERNELS(float, )
+WEFT_ATTENTION_KERNELS(weft_bf16, _bf16)

@@ -26,6 +26,7 @@
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include <fstream>
 #include <iostream>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -110,11 +112,23 @@ int launch(int nproc, char **argv) {
   std::string port = std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT")
                                                 : std::to_string(freePort());
   std::vector<pid_t> pids;
+  pid_t launcher = ::getpid();
+  // SIGINT and SIGTERM to the launcher stop every rank: the handler only
+  // records the signal; the wait loop below forwards it.
+  static volatile sig_atomic_t stopSignal = 0;
+  struct sigaction stop = {};
+  stop.sa_handler = [](int signal) { stopSignal = signal; };
+  ::sigaction(SIGINT, &stop, nullptr);
+  ::sigaction(SIGTERM, &stop, nullptr);
   for (int r = 0; r < nproc; ++r) {
     pid_t pid = ::fork();
     if (pid < 0)
       return fail("cannot start rank " + std::to_string(r));
     if (pid == 0) {
+      // A rank never outlives its launcher (killed by a scheduler, say).
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != launcher)
+        ::_exit(1);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
@@ -128,9 +142,20 @@ int launch(int nproc, char **argv) {
     pids.push_back(pid);
   }
   int remaining = nproc, result = 0;
+  bool forwarded = false;
   while (remaining > 0) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) {
+      if (stopSignal && !forwarded) {
+        say("weft-run: stopping " + std::to_string(remaining) + " ranks");
+        for (pid_t rank : pids)
+          ::kill(rank, SIGTERM);
+        forwarded = true;
+        result = 1;
+      }
+      continue;
+    }
     if (pid < 0)
       break;
     --remaining;

@@ -100,7 +100,7 @@ public:
     for (BlockArgument arg : func.getArguments()) {
       json::Object desc{{"kind", "input"}, {"index", arg.getArgNumber()}};
       if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
-              arg.getArgNumber(), "weft.shard_of"))
+              arg.getArgNumber(), weft::kShardOfAttr))
         desc["sharding"] = encodeSharding(sharding);
       auto id = define(arg, std::move(desc));
       if (failed(id))
@@ -134,8 +134,8 @@ public:
                               : grad ? "grad:" + grad.str()
                                      : "result" + std::to_string(i);
           json::Object output{{"name", label}, {"value", ids.lookup(v)}};
-          if (auto sharding =
-                  func.getResultAttrOfType<ShardingAttr>(i, "weft.sharding"))
+          if (auto sharding = func.getResultAttrOfType<ShardingAttr>(
+                  i, weft::kShardingAttr))
             output["sharding"] = encodeSharding(sharding);
           outputs.push_back(std::move(output));
         }
@@ -158,7 +158,7 @@ public:
       json::Object attrs;
       if (auto kernel = op.getAttrOfType<StringAttr>("weft.kernel"))
         attrs["kernel"] = kernel.str();
-      if (Attribute axes = op.getAttr("weft.vocab_axes")) {
+      if (Attribute axes = op.getAttr(weft::kVocabAxesAttr)) {
         FailureOr<json::Value> value = encodeAttr(&op, axes);
         if (failed(value))
           return failure();
@@ -270,7 +270,7 @@ FailureOr<json::Object> buildManifest(ModuleOp module,
                         {"state", p.getState()}};
       if (p.getScale())
         desc["scale"] = p.getScale()->convertToDouble();
-      if (auto sharding = p->getAttrOfType<ShardingAttr>("weft.shard_of"))
+      if (auto sharding = p->getAttrOfType<ShardingAttr>(weft::kShardOfAttr))
         desc["sharding"] = encodeSharding(sharding);
       params.push_back(std::move(desc));
     }

@@ -43,7 +43,7 @@ double ringBytes(Operation *op) {
 /// How many ways `param` is split across ranks (its `weft.shard_of`),
 /// counting only `onlyAxis` when given.
 int64_t splitOf(ParamOp param, StringRef onlyAxis = "") {
-  auto sharding = param->getAttrOfType<ShardingAttr>("weft.shard_of");
+  auto sharding = param->getAttrOfType<ShardingAttr>(weft::kShardOfAttr);
   if (!sharding)
     return 1;
   auto mesh =
@@ -74,7 +74,7 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
   PlacementReport report;
   RankEstimate estimate;
   int64_t zero = 0;
-  if (auto attr = module->getAttrOfType<IntegerAttr>("weft.zero"))
+  if (auto attr = module->getAttrOfType<IntegerAttr>(weft::kZeroStageAttr))
     zero = attr.getInt();
   llvm::StringMap<ParamOp> byName;
   for (ParamOp p : step.getBody().front().getOps<ParamOp>())
@@ -99,7 +99,7 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
     if (zero == 1 || zero == 2)
       held *= splitOf(p, "dp");
     estimate.paramBytes += held * width;
-    auto grads = p->getAttrOfType<IntegerAttr>("weft.grad_elements");
+    auto grads = p->getAttrOfType<IntegerAttr>(weft::kGradElementsAttr);
     estimate.gradBytes += (grads ? grads.getInt() : local) * width;
     ParamOp moment = byName.lookup((p.getName() + ".exp_avg").str());
     int64_t state = moment ? elementsOf(moment.getType()) : local;

@@ -30,9 +30,10 @@ mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &o,
   mlir::Value param = g.param(name, shape, cast ? f32 : dtype, init);
   if (tpDim >= 0) {
     mlir::Builder &b = g.builder();
-    param.getDefiningOp()->setAttr("weft.tp_dim", b.getI64IntegerAttr(tpDim));
+    param.getDefiningOp()->setAttr(weft::kTpDimAttr,
+                                   b.getI64IntegerAttr(tpDim));
     if (tpUnit > 1)
-      param.getDefiningOp()->setAttr("weft.tp_unit",
+      param.getDefiningOp()->setAttr(weft::kTpUnitAttr,
                                      b.getI64IntegerAttr(tpUnit));
   }
   return cast ? g.cast(param, dtype) : param;

@@ -36,7 +36,7 @@ struct DecomposePass : weft::impl::DecomposeBase<DecomposePass> {
       for (weft::DecomposableOpInterface op : work) {
         // Its primitives would compute over the local block of the
         // vocabulary alone.
-        if (op->hasAttr("weft.vocab_axes")) {
+        if (op->hasAttr(weft::kVocabAxesAttr)) {
           op->emitOpError("is vocabulary-parallel and cannot be decomposed");
           return signalPassFailure();
         }

@@ -167,7 +167,7 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     ParamOp param = params.lookup(tag.getValue());
     Update u{param, ret.getOperand(r), param.getResult(), {}, -1};
     SmallVector<Attribute> axes;
-    if (auto sharding = param->getAttrOfType<ShardingAttr>("weft.shard_of"))
+    if (auto sharding = param->getAttrOfType<ShardingAttr>(weft::kShardOfAttr))
       for (Attribute dim : sharding.getDims())
         llvm::append_range(axes, cast<ArrayAttr>(dim));
     u.gradAxes = builder.getArrayAttr(axes);
@@ -193,7 +193,8 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
       arrived = slice.getInput();
     int64_t elements =
         cast<RankedTensorType>(arrived.getType()).getNumElements();
-    u.param->setAttr("weft.grad_elements", builder.getI64IntegerAttr(elements));
+    u.param->setAttr(weft::kGradElementsAttr,
+                     builder.getI64IntegerAttr(elements));
   }
   auto scalar = [&](double v) { return e.splat(scalarType, v); };
   auto expand = [&](Value s, Type like) {

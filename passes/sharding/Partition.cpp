@@ -71,12 +71,11 @@ public:
     // Shardings are now carried by the local types and collectives. What
     // the runtime must know (how inputs and outputs are cut from the global
     // tensors) moves to `weft.shard_of`, which describes a local value.
-    func.walk([](Operation *op) { op->removeAttr("weft.sharding"); });
+    func.walk([](Operation *op) { op->removeAttr(kShardingAttr); });
     for (BlockArgument arg : body.getArguments())
-      if (Attribute attr =
-              func.getArgAttr(arg.getArgNumber(), "weft.sharding")) {
-        func.removeArgAttr(arg.getArgNumber(), "weft.sharding");
-        func.setArgAttr(arg.getArgNumber(), kShardOf, attr);
+      if (Attribute attr = func.getArgAttr(arg.getArgNumber(), kShardingAttr)) {
+        func.removeArgAttr(arg.getArgNumber(), kShardingAttr);
+        func.setArgAttr(arg.getArgNumber(), kShardOfAttr, attr);
       }
     return success();
   }
@@ -299,7 +298,7 @@ private:
       int64_t vocab =
           isa<EmbeddingOp>(op) ? rule.operands[0][0] : rule.operands[0].back();
       if (!factors[vocab].empty()) {
-        op->setAttr("weft.vocab_axes", axesAttr(factors[vocab]));
+        op->setAttr(kVocabAxesAttr, axesAttr(factors[vocab]));
         if (isa<CrossEntropyOp>(op))
           for (StringAttr axis : factors[vocab])
             varying.remove(axis);
@@ -330,7 +329,7 @@ private:
   /// `weft.shard_of` for the runtime.
   LogicalResult rewriteParam(ParamOp param) {
     Value value = param.getResult();
-    auto storage = param->getAttrOfType<ShardingAttr>("weft.zero_shard");
+    auto storage = param->getAttrOfType<ShardingAttr>(kZeroShardAttr);
     DimAxes compute = readDims(value);
     DimAxes stored =
         storage ? readDims(value, storage) : DimAxes(compute.size());
@@ -344,8 +343,8 @@ private:
     }
     define(value, dims);
     if (!isReplicated(dims))
-      param->setAttr(kShardOf, toAttr(param.getContext(), meshRef, dims));
-    param->removeAttr("weft.zero_shard");
+      param->setAttr(kShardOfAttr, toAttr(param.getContext(), meshRef, dims));
+    param->removeAttr(kZeroShardAttr);
     if (!storage)
       return success();
     // A master weight cast to the compute type is cast on its block and
@@ -427,7 +426,7 @@ private:
                   .getResult(0);
         }
       } else if (!isReplicated(layout(v).dims)) {
-        func.setResultAttr(i, "weft.sharding",
+        func.setResultAttr(i, kShardingAttr,
                            toAttr(func.getContext(), meshRef, layout(v).dims));
       }
       operand.set(v);

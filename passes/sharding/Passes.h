@@ -62,10 +62,6 @@ int64_t reshardAfterForward(mlir::func::FuncOp func);
 /// weft-bucket-all-reduce); returns the number of collectives left.
 int64_t bucketAllReduces(mlir::func::FuncOp func, int64_t bucketBytes);
 
-/// After weft-partition, the attribute on a function argument or result
-/// saying which global tensor (split how) the local value is a shard of.
-inline constexpr const char *kShardOf = "weft.shard_of";
-
 /// The name of the mesh weft-apply-plan declares.
 inline constexpr const char *kMeshName = "mesh";
 } // namespace weft

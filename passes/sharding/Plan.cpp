@@ -72,11 +72,11 @@ static LogicalResult seedTensorParallel(func::FuncOp forward,
   MLIRContext *context = forward.getContext();
   Builder b(context);
   WalkResult result = forward.walk([&](ParamOp param) {
-    auto dimAttr = param->getAttrOfType<IntegerAttr>("weft.tp_dim");
+    auto dimAttr = param->getAttrOfType<IntegerAttr>(kTpDimAttr);
     if (!dimAttr)
       return WalkResult::advance();
     int64_t dim = dimAttr.getInt(), unit = 1;
-    if (auto unitAttr = param->getAttrOfType<IntegerAttr>("weft.tp_unit"))
+    if (auto unitAttr = param->getAttrOfType<IntegerAttr>(kTpUnitAttr))
       unit = unitAttr.getInt();
     ArrayRef<int64_t> shape = param.getType().getShape();
     if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) || unit < 1) {
@@ -160,7 +160,7 @@ static void seedZeroStorage(func::FuncOp forward, FlatSymbolRefAttr mesh,
         continue;
       SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
       dims[d] = b.getArrayAttr({b.getStringAttr("dp")});
-      param->setAttr("weft.zero_shard",
+      param->setAttr(kZeroShardAttr,
                      ShardingAttr::get(context, mesh, b.getArrayAttr(dims)));
       return;
     }
@@ -219,14 +219,14 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
     SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
     dims[0] = b.getArrayAttr({b.getStringAttr("dp")});
     forward.setArgAttr(
-        arg.getArgNumber(), "weft.sharding",
+        arg.getArgNumber(), kShardingAttr,
         ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));
   }
   if (plan.zero > 0)
     seedZeroStorage(forward, mesh, dp, /*mastersOnly=*/plan.zero < 3);
   // The memory report tells a step-long gathered copy (ZeRO-1/2) from
   // per-use gathers (ZeRO-3).
-  module->setAttr("weft.zero", b.getI64IntegerAttr(plan.zero));
+  module->setAttr(kZeroStageAttr, b.getI64IntegerAttr(plan.zero));
   return success();
 }
 

@@ -279,8 +279,8 @@ namespace {
 /// A vocabulary-parallel op's gradient reads the same block of the
 /// vocabulary (`weft.vocab_axes`, set by partitioning).
 Value sameVocabBlock(Operation *forward, Value gradient) {
-  if (Attribute axes = forward->getAttr("weft.vocab_axes"))
-    gradient.getDefiningOp()->setAttr("weft.vocab_axes", axes);
+  if (Attribute axes = forward->getAttr(kVocabAxesAttr))
+    gradient.getDefiningOp()->setAttr(kVocabAxesAttr, axes);
   return gradient;
 }
 } // namespace

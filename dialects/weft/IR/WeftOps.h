@@ -28,6 +28,30 @@ namespace weft {
 /// Registers the weft dialect and the dialects its graphs use (func).
 void registerWeftDialects(mlir::DialectRegistry &registry);
 
+/// Attributes placement passes put on ops and functions (the dialect
+/// verifies the first two wherever they appear):
+///   weft.sharding      #weft.sharding per result / on an argument: how a
+///                      global value splits (before weft-partition).
+///   weft.vocab_axes    mesh axes splitting an embedding's or
+///                      cross-entropy's vocabulary (after weft-partition).
+///   weft.shard_of      on a local argument, result or parameter: the global
+///                      tensor (split how) it is one rank's block of.
+///   weft.zero_shard    on a parameter: its ZeRO storage split.
+///   weft.tp_dim, weft.tp_unit
+///                      on a parameter: the dimension tensor parallelism
+///                      splits, in blocks of whole units (heads).
+///   weft.zero          on the module: the plan's ZeRO stage.
+///   weft.grad_elements on a parameter of a step: gradient elements a rank
+///                      holds (the memory report reads it).
+inline constexpr const char *kShardingAttr = "weft.sharding";
+inline constexpr const char *kVocabAxesAttr = "weft.vocab_axes";
+inline constexpr const char *kShardOfAttr = "weft.shard_of";
+inline constexpr const char *kZeroShardAttr = "weft.zero_shard";
+inline constexpr const char *kTpDimAttr = "weft.tp_dim";
+inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
+inline constexpr const char *kZeroStageAttr = "weft.zero";
+inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
+
 /// The `weft.sharding` of a function argument or op result, or null.
 ShardingAttr getSharding(mlir::Value value);
 /// Sets the `weft.sharding` of a function argument or op result (an op's

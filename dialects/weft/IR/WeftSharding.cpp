@@ -98,7 +98,7 @@ LogicalResult verifySharding(Operation *anchor, Type valueType, Attribute attr,
 LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == "weft.vocab_axes") {
+  if (name == kVocabAxesAttr) {
     // Set by partitioning on vocabulary-parallel ops: the axes (of @mesh)
     // whose group splits the vocabulary.
     if (!isa<EmbeddingOp, EmbeddingGradOp, CrossEntropyOp, CrossEntropyGradOp>(
@@ -119,7 +119,7 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
-  if (name != "weft.sharding")
+  if (name != kShardingAttr)
     return success(); // weft.offsets, weft.kernel, ...: set by passes.
   auto list = dyn_cast<ArrayAttr>(attr.getValue());
   if (!list || list.size() != op->getNumResults())
@@ -137,7 +137,7 @@ LogicalResult WeftDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned region,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
-  if (attr.getName().getValue() != "weft.sharding")
+  if (attr.getName().getValue() != kShardingAttr)
     return success();
   auto function = dyn_cast<FunctionOpInterface>(op);
   Type type = function ? function.getArgumentTypes()[argIndex]
@@ -151,11 +151,11 @@ ShardingAttr weft::getSharding(Value value) {
     auto function =
         dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
     return function ? function.getArgAttrOfType<ShardingAttr>(
-                          arg.getArgNumber(), "weft.sharding")
+                          arg.getArgNumber(), kShardingAttr)
                     : ShardingAttr();
   }
   auto result = cast<OpResult>(value);
-  auto list = result.getOwner()->getAttrOfType<ArrayAttr>("weft.sharding");
+  auto list = result.getOwner()->getAttrOfType<ArrayAttr>(kShardingAttr);
   if (!list || list.size() <= result.getResultNumber())
     return {};
   return dyn_cast<ShardingAttr>(list[result.getResultNumber()]);
@@ -164,7 +164,7 @@ ShardingAttr weft::getSharding(Value value) {
 void weft::setSharding(Value value, ShardingAttr sharding) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto function = cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-    function.setArgAttr(arg.getArgNumber(), "weft.sharding", sharding);
+    function.setArgAttr(arg.getArgNumber(), kShardingAttr, sharding);
     return;
   }
   auto result = cast<OpResult>(value);
@@ -186,5 +186,5 @@ void weft::setSharding(Value value, ShardingAttr sharding) {
     }
     list.push_back(old);
   }
-  op->setAttr("weft.sharding", ArrayAttr::get(op->getContext(), list));
+  op->setAttr(kShardingAttr, ArrayAttr::get(op->getContext(), list));
 }

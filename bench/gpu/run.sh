@@ -25,3 +25,5 @@ if [ ! -f "$DATA/gpt2-tiny/kernels.json" ]; then
 fi
 echo "== generated kernels: GPU vs CPU =="
 python3 bench/gpu/check_kernels.py "$DATA"
+echo "== attention: Weft vs PyTorch SDPA =="
+python3 bench/gpu/bench_attention.py "$DATA"

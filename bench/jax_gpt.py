@@ -94,6 +94,9 @@ def main():
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--dp", type=int, default=1,
+                    help="data-parallel devices (CPU: set XLA_FLAGS="
+                         "--xla_force_host_platform_device_count=N)")
     args = ap.parse_args()
     config = json.load(open(args.config))
     key = jax.random.PRNGKey(0)
@@ -103,6 +106,15 @@ def main():
     step = make_step(config["n_head"])
     data = jax.random.randint(key, (args.batch, args.seq + 1), 0, config["vocab_size"])
     tokens, labels = data[:, :-1], data[:, 1:]
+    if args.dp > 1:
+        # Batch split over dp devices, everything else replicated: jit (GSPMD)
+        # inserts the gradient all-reduce, as Weft's dp plan does.
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+        mesh = Mesh(jax.devices()[:args.dp], ("dp",))
+        split = NamedSharding(mesh, PartitionSpec("dp"))
+        whole = NamedSharding(mesh, PartitionSpec())
+        tokens, labels = jax.device_put(tokens, split), jax.device_put(labels, split)
+        params, m, v = (jax.device_put(x, whole) for x in (params, m, v))
     times = []
     for t in range(1, args.warmup + args.steps + 1):
         start = time.perf_counter()

@@ -62,18 +62,48 @@ std::string launcherParams(FusedOp fused) {
   return out + "int64_t n)";
 }
 
+/// One thread per element, grid-stride. When every pointer is 16-byte
+/// aligned (device allocations are; arena offsets are 64-byte aligned) each
+/// thread moves four elements with float4 loads and stores; the tail, and
+/// misaligned views, go element by element.
 void emitElementLauncher(FusedOp fused, const std::string &name,
                          llvm::raw_ostream &os) {
+  unsigned ins = fused.getInputs().size(), outs = fused.getNumResults();
+  auto call = [&](const std::string &in, const std::string &out) {
+    os << name << "_body(";
+    for (unsigned i = 0; i < ins; ++i)
+      os << (i ? ", " : "") << llvm::formatv(in.c_str(), i);
+    for (unsigned i = 0; i < outs; ++i)
+      os << ", " << llvm::formatv(out.c_str(), i);
+    os << ");\n";
+  };
   os << "extern \"C\" __global__ void " << name << "_cuda"
      << launcherParams(fused) << " {\n"
-     << "  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
-        "i < n;\n       i += (int64_t)gridDim.x * blockDim.x)\n    "
-     << name << "_body(";
-  for (unsigned i = 0; i < fused.getInputs().size(); ++i)
-    os << "in" << i << ", ";
-  for (unsigned i = 0; i < fused.getNumResults(); ++i)
-    os << "out" << i << ", ";
-  os << "i);\n}\n";
+     << "  const int64_t first = (int64_t)blockIdx.x * blockDim.x + "
+        "threadIdx.x,\n"
+     << "                stride = (int64_t)gridDim.x * blockDim.x;\n"
+     << "  unsigned long long bits = 0";
+  for (unsigned i = 0; i < ins; ++i)
+    os << " | (unsigned long long)in" << i;
+  for (unsigned i = 0; i < outs; ++i)
+    os << " | (unsigned long long)out" << i;
+  os << ";\n  const int64_t vectors = (bits & 15) == 0 ? n / 4 : 0;\n"
+     << "  for (int64_t v = first; v < vectors; v += stride) {\n";
+  for (unsigned i = 0; i < ins; ++i)
+    os << "    const float4 x" << i << " = ((const float4 *)in" << i
+       << ")[v];\n";
+  for (unsigned i = 0; i < outs; ++i)
+    os << "    float4 y" << i << ";\n";
+  for (const char *lane : {"x", "y", "z", "w"}) {
+    os << "    ";
+    call(std::string("x{0}.") + lane, std::string("y{0}.") + lane);
+  }
+  for (unsigned i = 0; i < outs; ++i)
+    os << "    ((float4 *)out" << i << ")[v] = y" << i << ";\n";
+  os << "  }\n"
+     << "  for (int64_t i = vectors * 4 + first; i < n; i += stride)\n    ";
+  call("in{0}[i]", "out{0}[i]");
+  os << "}\n";
 }
 
 /// A row group: see the file comment.

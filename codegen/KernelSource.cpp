@@ -215,17 +215,16 @@ LogicalResult emitElementBody(FusedOp fused, llvm::raw_ostream &os) {
   std::string name = fused->getAttrOfType<StringAttr>("weft.kernel").str();
   Block &body = fused.getBody().front();
   llvm::DenseMap<Value, std::string> names;
-  // The body: one element of every input in, one of every result out.
+  // The body: one element of every input in (by value, so a launcher may
+  // load them as it likes), one of every result out.
   os << "\nstatic WEFT_DEVICE inline void " << name << "_body(";
   for (unsigned i = 0; i < fused.getInputs().size(); ++i)
-    os << "const float *__restrict in" << i << ", ";
+    os << (i ? ", " : "") << "double a" << i;
   for (unsigned i = 0; i < fused.getNumResults(); ++i)
-    os << "float *__restrict out" << i << ", ";
-  os << "int64_t i) {\n";
-  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    os << ", float &out" << i;
+  os << ") {\n";
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     names[arg] = "a" + std::to_string(i);
-    os << "  double a" << i << " = in" << i << "[i];\n";
-  }
   int next = 0;
   for (Operation &op : body.without_terminator()) {
     std::string v = "v" + std::to_string(next++);
@@ -243,7 +242,7 @@ LogicalResult emitElementBody(FusedOp fused, llvm::raw_ostream &os) {
   }
   auto yield = cast<YieldOp>(body.getTerminator());
   for (auto [i, value] : llvm::enumerate(yield.getValues()))
-    os << "  out" << i << "[i] = (float)" << names.lookup(value) << ";\n";
+    os << "  out" << i << " = (float)" << names.lookup(value) << ";\n";
   os << "}\n";
   return success();
 }
@@ -283,10 +282,10 @@ FailureOr<std::string> emitKernelSource(ModuleOp module) {
        << "int64_t n) {\n  for (int64_t i = 0; i < n; ++i)\n    " << name
        << "_body(";
     for (unsigned i = 0; i < fused.getInputs().size(); ++i)
-      os << "in[" << i << "], ";
+      os << (i ? ", " : "") << "in[" << i << "][i]";
     for (unsigned i = 0; i < fused.getNumResults(); ++i)
-      os << "out[" << i << "], ";
-    os << "i);\n}\n";
+      os << ", out[" << i << "][i]";
+    os << ");\n}\n";
   };
   return emitKernels(module, kCpuPrelude, emitRowKernel, cpuLauncher);
 }

@@ -7,10 +7,11 @@
 //              that no collective has combined yet;
 //   varying  - axes along which the local value may differ between ranks.
 // Ops are rewritten in place: operands are brought to the layout the op's
-// factors ask for (all_gather, all_reduce), invariant operands entering
-// computation that varies get weft.copy_to_group, and results take local
-// types. Autodiff later differentiates this program; the collectives'
-// gradient rules make the backward communication.
+// factors ask for (all_gather, all_reduce, reduce_scatter, shard_slice),
+// invariant operands entering computation that varies get
+// weft.copy_to_group, and results take local types. Autodiff later
+// differentiates this program; the collectives' gradient rules make the
+// backward communication.
 //
 //===----------------------------------------------------------------------===//
 

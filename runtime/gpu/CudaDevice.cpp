@@ -2,9 +2,12 @@
 
 #include "runtime/gpu/CudaDevice.h"
 
+#include "runtime/gpu/Nvrtc.h"
+
 #include "absl/strings/str_cat.h"
 
-#include <dlfcn.h>
+#include "runtime/gpu/DynamicLibrary.h"
+
 #include <fstream>
 #include <iterator>
 
@@ -20,7 +23,7 @@ constexpr CUresult kOutOfMemory = 2;
 
 /// The driver entry points, resolved from libcuda.so.1.
 struct CudaDriver {
-  void *library = nullptr;
+  DynamicLibrary library;
   CUresult (*cuInit)(unsigned);
   CUresult (*cuDeviceGetCount)(int *);
   CUresult (*cuDeviceGet)(CUdevice *, int);
@@ -43,23 +46,12 @@ struct CudaDriver {
                              void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
 
-  ~CudaDriver() {
-    if (library)
-      dlclose(library);
-  }
-
   absl::Status load() {
-    library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!library)
+    if (!library.open({"libcuda.so.1"}))
       return absl::UnavailableError(
           "no CUDA driver on this machine (libcuda.so.1 not found); the GPU "
           "backend needs an NVIDIA GPU and its driver");
-    bool ok = true;
-    auto bind = [&](auto &fn, const char *symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(library, symbol));
-      ok &= fn != nullptr;
-    };
+    auto bind = [&](auto &fn, const char *symbol) { library.bind(fn, symbol); };
     bind(cuInit, "cuInit");
     bind(cuDeviceGetCount, "cuDeviceGetCount");
     bind(cuDeviceGet, "cuDeviceGet");
@@ -79,7 +71,7 @@ struct CudaDriver {
     bind(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     bind(cuLaunchKernel, "cuLaunchKernel");
     bind(cuGetErrorString, "cuGetErrorString");
-    if (!ok)
+    if (!library.allBound())
       return absl::UnavailableError(
           "the CUDA driver lacks an entry point Weft needs; update the driver");
     return absl::OkStatus();
@@ -152,13 +144,35 @@ absl::Status CudaDevice::loadCubin(const std::string &path,
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::vector<char> image((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
+  return loadImage(std::string((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>()));
+}
+
+absl::Status CudaDevice::loadImage(const std::string &image) {
   if (module)
     driver->cuModuleUnload(module);
   module = nullptr;
   return check(driver->cuModuleLoadData(&module, image.data()),
                "loading the kernels");
+}
+
+absl::Status CudaDevice::loadBundleKernels(const std::string &dir,
+                                           const std::string &cubin,
+                                           const std::string &source) {
+  if (!cubin.empty())
+    return loadCubin(dir + "/" + cubin, arch_);
+  std::ifstream in(dir + "/" + source);
+  if (source.empty() || !in)
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": no cubin for ", arch_,
+                     " and no CUDA source; compile with weftc --target cuda"));
+  absl::StatusOr<std::string> image =
+      compileCudaSource(std::string((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>()),
+                        arch_, dir + "/" + source);
+  if (!image.ok())
+    return image.status();
+  return loadImage(*image);
 }
 
 absl::StatusOr<void *> CudaDevice::function(const std::string &name) {

@@ -43,6 +43,13 @@ public:
   /// Loads a cubin built for `arch` (sm_90, ...), refusing one built for
   /// another architecture.
   absl::Status loadCubin(const std::string &path, const std::string &arch);
+  /// Loads a bundle's kernels: its cubin for this GPU's architecture
+  /// (meta.cuda.cubins), else its CUDA source compiled now with NVRTC.
+  absl::Status loadBundleKernels(const std::string &dir,
+                                 const std::string &cubinForThisArch,
+                                 const std::string &source);
+  /// Loads a module image (cubin bytes).
+  absl::Status loadImage(const std::string &image);
   /// A kernel of the loaded cubin.
   absl::StatusOr<void *> function(const std::string &name);
 

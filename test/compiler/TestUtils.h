@@ -4,6 +4,7 @@
 #ifndef WEFT_TEST_COMPILER_TESTUTILS_H
 #define WEFT_TEST_COMPILER_TESTUTILS_H
 
+#include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/reference/Evaluator.h"
 #include "frontend/models/ModelConfig.h"
@@ -117,6 +118,21 @@ inline reference::Tensor randomIds(std::vector<int64_t> shape, int64_t vocab,
   for (double &x : t.data)
     x = static_cast<double>(dist(rng));
   return t;
+}
+
+/// examples/configs/<name>.json built and turned into its training
+/// programs (buildTrainingPrograms); null (with a test failure) if any step
+/// fails.
+inline mlir::OwningOpRef<mlir::ModuleOp>
+buildExampleStep(mlir::MLIRContext &context, const std::string &name,
+                 int64_t batch, int64_t seq) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildExampleModel(
+      context, name, {batch, seq, "f32", /*masterWeights=*/true});
+  if (!module || failed(buildTrainingPrograms(*module, {}))) {
+    ADD_FAILURE() << "cannot build the training step of " << name;
+    return nullptr;
+  }
+  return module;
 }
 
 } // namespace weft::testutil

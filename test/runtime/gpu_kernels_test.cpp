@@ -6,8 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/KernelSource.h"
 #include "compiler/Pipeline.h"
 #include "runtime/gpu/CudaDevice.h"
+#include "runtime/gpu/Nvrtc.h"
 #include "test/compiler/TestUtils.h"
 
 #include <dlfcn.h>
@@ -119,6 +121,37 @@ void checkModel(CudaDevice &gpu, const std::string &name) {
   dlclose(cpu);
 }
 } // namespace
+
+// Compiling at load needs NVRTC but no GPU: checked wherever the toolkit is.
+TEST(Nvrtc, CompilesABundlesKernelsForAnArchitectureAtLoad) {
+  auto context = testutil::makeContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      testutil::buildExampleStep(*context, "llama-tiny", 2, 8);
+  ASSERT_TRUE(module);
+  mlir::FailureOr<std::string> source = codegen::emitCudaKernelSource(*module);
+  ASSERT_TRUE(mlir::succeeded(source));
+  absl::StatusOr<std::string> cubin =
+      runtime::compileCudaSource(*source, "sm_90", "kernels.cu");
+  if (!cubin.ok() && cubin.status().code() == absl::StatusCode::kUnavailable)
+    GTEST_SKIP() << cubin.status().message();
+  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  // A cubin is an ELF image.
+  EXPECT_EQ(cubin->substr(0, 4), "\x7f"
+                                 "ELF");
+}
+
+TEST(Nvrtc, ReportsCompileErrorsWithTheLog) {
+  absl::StatusOr<std::string> cubin = runtime::compileCudaSource(
+      "__global__ void k() { undefined_name(); }", "sm_90", "broken.cu");
+  if (!cubin.ok() && cubin.status().code() == absl::StatusCode::kUnavailable)
+    GTEST_SKIP() << cubin.status().message();
+  ASSERT_FALSE(cubin.ok());
+  std::string message(cubin.status().message());
+  EXPECT_NE(message.find("broken.cu: compiling for sm_90 failed"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("undefined_name"), std::string::npos) << message;
+}
 
 TEST(CudaDevice, OpensOrSaysWhyNot) {
   auto device = CudaDevice::open();

@@ -51,10 +51,11 @@ int64_t weft::planMemory(func::FuncOp func) {
       classes.insert(r);
       values.push_back(r);
     }
-    if (auto reshape = dyn_cast<ReshapeOp>(op);
-        reshape && reshape.getInput().getDefiningOp() &&
-        planned(reshape.getInput().getDefiningOp()))
-      classes.unionSets(reshape.getResult(), reshape.getInput());
+    // Views: a reshape, and copy_to_group (an identity whose gradient is a
+    // collective), share their operand's bytes.
+    if (isa<ReshapeOp, CopyToGroupOp>(op) && op.getOperand(0).getDefiningOp() &&
+        planned(op.getOperand(0).getDefiningOp()))
+      classes.unionSets(op.getResult(0), op.getOperand(0));
   }
 
   llvm::DenseMap<Value, Buffer> buffers; // Keyed by class leader.

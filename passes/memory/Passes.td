@@ -11,8 +11,9 @@ def MemoryPlan : Pass<"weft-memory-plan", "::mlir::func::FuncOp"> {
     Plans the memory of a function executed in program order. Each result of
     an op (other than `weft.param` and `weft.constant`, which the runtime
     keeps elsewhere) is live from its definition to its last use; a
-    `weft.reshape` result is a view of its operand and shares its buffer, so
-    the pair is live as long as either is. A value a `weft.assign` writes
+    `weft.reshape` or `weft.copy_to_group` result is a view of its operand
+    and shares its buffer, so the pair is live as long as either is (the
+    runtime points a view of a parameter at the parameter itself). A value a `weft.assign` writes
     back lives to the end of the function, when assigns take effect.
     Buffers are placed largest first
     at the lowest offset that overlaps no placed buffer with an intersecting

@@ -29,13 +29,20 @@ struct Around {
   }
 };
 
-/// blocks[j] = in[:, j*b:(j+1)*b, :] for the g blocks of b = a.size / g.
-void pack(const float *in, const Around &a, int64_t g, float *blocks) {
+/// block = in[:, j*b:(j+1)*b, :], block j of the g blocks of b = a.size / g.
+void packBlock(const float *in, const Around &a, int64_t g, int64_t j,
+               float *block) {
   int64_t b = a.size / g, row = b * a.inner;
+  for (int64_t o = 0; o < a.outer; ++o)
+    std::memcpy(block + o * row, in + (o * a.size + j * b) * a.inner,
+                row * sizeof(float));
+}
+
+/// Every block, one after another.
+void pack(const float *in, const Around &a, int64_t g, float *blocks) {
+  int64_t block = a.outer * (a.size / g) * a.inner;
   for (int64_t j = 0; j < g; ++j)
-    for (int64_t o = 0; o < a.outer; ++o)
-      std::memcpy(blocks + (j * a.outer + o) * row,
-                  in + (o * a.size + j * b) * a.inner, row * sizeof(float));
+    packBlock(in, a, g, j, blocks + j * block);
 }
 
 /// The inverse: out[:, j*b:(j+1)*b, :] = blocks[j], a.size = g * b.
@@ -181,12 +188,16 @@ absl::StatusOr<Kernel> bindCollective(const StepSpec &step,
       return absl::InvalidArgumentError(
           absl::StrCat(step.op, " result has the wrong size"));
     Around a(x.shape(), *dim);
+    if (!reduce) // No data moves: copy this rank's block only.
+      return Kernel([=] {
+        packBlock(x.f(), a, g, me, y.f());
+        return absl::OkStatus();
+      });
     return Kernel([=] {
       pack(x.f(), a, g, scratch->data());
-      if (reduce)
-        if (absl::Status s = comm->allReduce(axes, scratch->data(), x.size());
-            !s.ok())
-          return s;
+      if (absl::Status s = comm->allReduce(axes, scratch->data(), x.size());
+          !s.ok())
+        return s;
       std::memcpy(y.f(), scratch->data() + me * y.size(),
                   y.size() * sizeof(float));
       return absl::OkStatus();

@@ -190,6 +190,19 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
     }
     program->values.push_back(buf);
   }
+  // A view (reshape, copy_to_group) of something outside the arena (a
+  // parameter, constant or input) reads it in place: no per-step copy. Views
+  // of arena values already share their operand's offset (memory plan).
+  char *arenaEnd = arena + spec.arenaBytes;
+  for (const StepSpec &step : spec.steps)
+    if ((step.op == "weft.reshape" || step.op == "weft.copy_to_group") &&
+        step.operands.size() == 1 && step.results.size() == 1) {
+      Buf &from = program->values[step.operands[0]];
+      Buf &to = program->values[step.results[0]];
+      bool outside = from.data < arena || from.data >= arenaEnd;
+      if (outside && from.spec->bytes() == to.spec->bytes())
+        to.data = from.data;
+    }
   size_t n = spec.values.size();
   program->firstUse.assign(n, -1);
   program->lastUse.assign(n, -1);

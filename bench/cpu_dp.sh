@@ -14,13 +14,8 @@ BATCH=${BATCH:-8}
 SEQ=${SEQ:-256}
 STEPS=${STEPS:-5}
 OUT="$BUILD/bench-dp"
-mkdir -p "$OUT"
-VENV="$BUILD/bench-venv"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import jax" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q jax
-fi
-python3 -c "import os; open('$OUT/data.bin','wb').write(os.urandom(1 << 20))"
+source "$(dirname "$0")/common.sh"
+bench_setup "$BUILD" "$OUT"
 
 weft() { # plan nproc threads label
   local bundle="$OUT/bundle-$1"

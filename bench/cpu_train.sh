@@ -13,16 +13,8 @@ BATCH=${BATCH:-8}
 SEQ=${SEQ:-256}
 STEPS=${STEPS:-5}
 OUT="$BUILD/bench"
-mkdir -p "$OUT"
-
-VENV="$BUILD/bench-venv"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import jax" 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q jax
-fi
-
-# Random byte data, as the JAX side uses random tokens.
-python3 -c "import os; open('$OUT/data.bin','wb').write(os.urandom(1 << 20))"
+source "$(dirname "$0")/common.sh"
+bench_setup "$BUILD" "$OUT"
 "$BUILD/bin/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" -o "$OUT/bundle" 2>/dev/null
 rm -f "$OUT/weft.jsonl"
 "$BUILD/bin/weft-run" "$OUT/bundle" --data "$OUT/data.bin" --tokenizer bytes \

@@ -292,19 +292,15 @@ private:
     for (auto [f, axes] : llvm::enumerate(factors))
       if (rule.isReduction(f))
         partial.append(axes.begin(), axes.end());
-    // A split vocabulary: the op reads its block of rows (embedding: the
-    // rows summed after; cross-entropy: it combines across the block's
-    // group itself, so the result is the same on every rank there).
-    if (isa<EmbeddingOp, CrossEntropyOp>(op)) {
-      int64_t vocab =
-          isa<EmbeddingOp>(op) ? rule.operands[0][0] : rule.operands[0].back();
-      if (!factors[vocab].empty()) {
-        op->setAttr(kVocabAxesAttr, axesAttr(factors[vocab]));
-        if (isa<CrossEntropyOp>(op))
-          for (StringAttr axis : factors[vocab])
-            varying.remove(axis);
-      }
-    }
+    // A split vocabulary: the op reads its block of it (weft.vocab_axes).
+    if (rule.vocabFactor != ShardingRule::kWhole &&
+        !factors[rule.vocabFactor].empty())
+      op->setAttr(kVocabAxesAttr, axesAttr(factors[rule.vocabFactor]));
+    // A factor the op combines itself leaves its result the same on every
+    // rank of that factor's axes.
+    for (int64_t f : rule.selfCombined)
+      for (StringAttr axis : factors[f])
+        varying.remove(axis);
     for (auto [r, map] : llvm::zip(op->getResults(), rule.results)) {
       define(r, dimsOf(map), varying);
       layout(r).partial = partial;

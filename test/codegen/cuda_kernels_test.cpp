@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/KernelExpr.h"
 #include "codegen/KernelSource.h"
 #include "compiler/Pipeline.h"
 #include "frontend/models/ModelConfig.h"
@@ -66,9 +67,7 @@ void checkModel(const std::string &name) {
         fused->getAttrOfType<mlir::StringAttr>("weft.kernel").str() + "_cuda";
     EXPECT_NE(ptx.find(".entry " + kernel + "("), std::string::npos)
         << kernel << " is missing from the PTX";
-    if (llvm::any_of(fused.getBody().front(), [](mlir::Operation &op) {
-          return mlir::isa<LayerNormOp, RMSNormOp>(op);
-        }))
+    if (codegen::isRowGroup(fused))
       ++rows;
   });
   // Both models fuse elementwise chains and residual + norm row groups.

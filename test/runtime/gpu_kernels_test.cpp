@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/KernelExpr.h"
 #include "codegen/KernelSource.h"
 #include "compiler/Pipeline.h"
 #include "runtime/gpu/CudaDevice.h"
@@ -96,9 +97,7 @@ void checkModel(CudaDevice &gpu, const std::string &name) {
     args.push_back(&n);
     auto fn = gpu.function(kernel + "_cuda");
     ASSERT_TRUE(fn.ok()) << fn.status();
-    bool row = llvm::any_of(fused.getBody().front(), [](mlir::Operation &op) {
-      return mlir::isa<LayerNormOp, RMSNormOp>(op);
-    });
+    bool row = codegen::isRowGroup(fused);
     int64_t d = mlir::cast<mlir::RankedTensorType>(fused.getResultTypes()[0])
                     .getShape()
                     .back();

@@ -33,6 +33,10 @@ struct ShardingRule {
   /// over the split's axes (the vocabulary of a vocabulary-parallel
   /// cross-entropy): splitting one leaves the result whole, not partial.
   llvm::SmallVector<int64_t> selfCombined;
+  /// The factor indexed by token ids or labels (an embedding's or
+  /// cross-entropy's vocabulary), or kWhole: split, the op must know which
+  /// block it holds, which partitioning records as `weft.vocab_axes`.
+  int64_t vocabFactor = kWhole;
 
   /// Adds a factor of `size` and returns its index.
   int64_t addFactor(int64_t size) {

@@ -188,6 +188,7 @@ ShardingRule EmbeddingOp::getShardingRule() {
   SmallVector<int64_t> ids = rule.addFactors(shapeOf(getIds()));
   int64_t d = rule.addFactor(shapeOf(getTable())[1]);
   int64_t v = rule.addFactor(shapeOf(getTable())[0]);
+  rule.vocabFactor = v;
   rule.operands.push_back({v, d});
   rule.operands.push_back(ids);
   SmallVector<int64_t> out(ids);
@@ -257,6 +258,7 @@ ShardingRule CrossEntropyOp::getShardingRule() {
   int64_t vocab = rule.addFactor(shapeOf(getLogits()).back());
   logits.push_back(vocab);
   rule.selfCombined.push_back(vocab);
+  rule.vocabFactor = vocab;
   rule.operands.push_back(logits);
   rule.operands.push_back(tokens);
   rule.results.push_back({});

@@ -1,0 +1,13 @@
+# Shared by the CPU benchmarks (source it): JAX in a venv in the build
+# directory on first use, and a megabyte of random bytes as training data
+# (the JAX side trains on random tokens too).
+#   bench_setup BUILD OUT   -> sets VENV, writes OUT/data.bin
+bench_setup() {
+  VENV="$1/bench-venv"
+  mkdir -p "$2"
+  if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import jax" 2>/dev/null; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q jax
+  fi
+  python3 -c "import os; open('$2/data.bin','wb').write(os.urandom(1 << 20))"
+}

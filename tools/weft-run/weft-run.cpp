@@ -334,16 +334,19 @@ int main(int argc, char **argv) {
   int64_t dieRank = -1, dieStep = -1;
   if (const char *die = std::getenv("WEFT_TEST_EXIT"))
     std::sscanf(die, "%ld:%ld", &dieRank, &dieStep);
+  bool writeMetrics = !absl::GetFlag(FLAGS_metrics).empty();
   for (int64_t s = 0; s < steps; ++s) {
     if (rankInfo->rank == dieRank && s + 1 == dieStep)
       ::_exit(3);
     auto report = loop.step();
     if (!report.ok())
       return fail(report.status());
-    // Every rank's peak memory, gathered to all (rank order).
+    // Every rank's peak memory, gathered to all (rank order) — a collective
+    // every rank runs, so only when metrics are written (the flag is the
+    // same on every rank).
     std::vector<float> peaks(rankInfo->worldSize,
                              static_cast<float>(peakRssBytes() / 1024.0));
-    if (comm) {
+    if (comm && writeMetrics) {
       float mine = peaks[0];
       if (absl::Status st = comm->allGather({}, &mine, peaks.data(), 1);
           !st.ok())

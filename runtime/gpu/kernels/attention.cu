@@ -25,7 +25,7 @@ typedef long int64_t;
 #endif
 
 #define WEFT_ATTN_TILE 64     // Query rows per forward / dq block.
-#define WEFT_ATTN_BWD_TILE 32 // Key (and dk/dv query) rows per shared tile.
+#define WEFT_ATTN_ROW_TILE 32 // Rows per shared-memory tile (keys; queries for dk/dv).
 #define WEFT_ATTN_MAX_D 128
 
 static __device__ inline float weft_neg_inf() { return -__int_as_float(0x7f800000); }
@@ -55,13 +55,13 @@ static __device__ inline int64_t weft_row(int b, int pos, int positions,
   return (((int64_t)b * positions + pos) * heads + h) * dim;
 }
 
-// Rows [first, first + WEFT_ATTN_BWD_TILE) of head h of `src` (zeros past
+// Rows [first, first + WEFT_ATTN_ROW_TILE) of head h of `src` (zeros past
 // `positions`) into a shared tile, by the whole block.
 template <typename E>
 static __device__ inline void
 weft_load_tile(float (*tile)[WEFT_ATTN_MAX_D], const E *__restrict src,
                int b, int first, int positions, int h, int heads, int dim) {
-  for (int i = threadIdx.x; i < WEFT_ATTN_BWD_TILE * dim; i += blockDim.x) {
+  for (int i = threadIdx.x; i < WEFT_ATTN_ROW_TILE * dim; i += blockDim.x) {
     int r = i / dim, c = i % dim, pos = first + r;
     tile[r][c] =
         pos < positions
@@ -74,11 +74,10 @@ template <typename E>
 static __device__ void
 attention_forward(const E *__restrict q, const E *__restrict k,
                   const E *__restrict v, E *__restrict o,
-                  float *__restrict lse, int B, int S, int T_, int Hq,
+                  float *__restrict lse, int B, int S, int T, int Hq,
                   int Hkv, int D, int Dv, float scale, int causal) {
-  const int T = T_;
-  __shared__ float ks[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
-  __shared__ float vs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float ks[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float vs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
   int s = blockIdx.x * WEFT_ATTN_TILE + threadIdx.x;
   bool active = s < S;
@@ -92,13 +91,13 @@ attention_forward(const E *__restrict q, const E *__restrict k,
   int lastRow = min(S - 1, (int)(blockIdx.x * WEFT_ATTN_TILE) + WEFT_ATTN_TILE - 1);
   int end = causal ? min(T, lastRow + (T - S) + 1) : T;
   int limit = causal ? s + (T - S) : T - 1;
-  for (int t0 = 0; t0 < end; t0 += WEFT_ATTN_BWD_TILE) {
+  for (int t0 = 0; t0 < end; t0 += WEFT_ATTN_ROW_TILE) {
     weft_load_tile(ks, k, b, t0, T, hk, Hkv, D);
     weft_load_tile(vs, v, b, t0, T, hk, Hkv, Dv);
     __syncthreads();
     if (active)
       for (int r = 0;
-           r < WEFT_ATTN_BWD_TILE && t0 + r < end && t0 + r <= limit; ++r) {
+           r < WEFT_ATTN_ROW_TILE && t0 + r < end && t0 + r <= limit; ++r) {
         float dot = 0.0f;
         for (int d = 0; d < D; ++d)
           dot += qr[d] * ks[r][d];
@@ -123,10 +122,9 @@ static __device__ void attention_backward_dq(
     const E *__restrict q, const E *__restrict k, const E *__restrict v,
     const E *__restrict o, const float *__restrict lse,
     const E *__restrict dout, E *__restrict dq, float *__restrict delta, int B,
-    int S, int T_, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
-  const int T = T_;
-  __shared__ float ks[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
-  __shared__ float vs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+    int S, int T, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+  __shared__ float ks[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float vs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
   int s = blockIdx.x * WEFT_ATTN_TILE + threadIdx.x;
   bool active = s < S;
@@ -145,12 +143,12 @@ static __device__ void attention_backward_dq(
   for (int d = 0; d < D; ++d)
     acc[d] = 0.0f;
   int limit = causal ? s + (T - S) : T - 1;
-  for (int t0 = 0; t0 < T; t0 += WEFT_ATTN_BWD_TILE) {
+  for (int t0 = 0; t0 < T; t0 += WEFT_ATTN_ROW_TILE) {
     weft_load_tile(ks, k, b, t0, T, hk, Hkv, D);
     weft_load_tile(vs, v, b, t0, T, hk, Hkv, Dv);
     __syncthreads();
     if (active)
-      for (int r = 0; r < WEFT_ATTN_BWD_TILE && t0 + r < T && t0 + r <= limit;
+      for (int r = 0; r < WEFT_ATTN_ROW_TILE && t0 + r < T && t0 + r <= limit;
            ++r) {
         float dot = 0.0f, dp = 0.0f;
         for (int d = 0; d < D; ++d)
@@ -173,12 +171,11 @@ static __device__ void attention_backward_dkv(
     const E *__restrict q, const E *__restrict k, const E *__restrict v,
     const float *__restrict lse, const float *__restrict delta,
     const E *__restrict dout, E *__restrict dk, E *__restrict dv, int B, int S,
-    int T_, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
-  const int T = T_;
-  __shared__ float qs[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
-  __shared__ float dos[WEFT_ATTN_BWD_TILE][WEFT_ATTN_MAX_D];
+    int T, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+  __shared__ float qs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
+  __shared__ float dos[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, hk = blockIdx.y, group = Hq / Hkv;
-  int t = blockIdx.x * WEFT_ATTN_BWD_TILE + threadIdx.x;
+  int t = blockIdx.x * WEFT_ATTN_ROW_TILE + threadIdx.x;
   bool active = t < T;
   float kr[WEFT_ATTN_MAX_D], vr[WEFT_ATTN_MAX_D];
   float dkAcc[WEFT_ATTN_MAX_D], dvAcc[WEFT_ATTN_MAX_D];
@@ -193,15 +190,15 @@ static __device__ void attention_backward_dkv(
   // Query s sees key t when t <= s + (T - S).
   int first = causal ? max(0, t - (T - S)) : 0;
   int blockFirst =
-      causal ? max(0, (int)(blockIdx.x * WEFT_ATTN_BWD_TILE) - (T - S)) : 0;
+      causal ? max(0, (int)(blockIdx.x * WEFT_ATTN_ROW_TILE) - (T - S)) : 0;
   for (int h = hk * group; h < (hk + 1) * group; ++h)
-    for (int s0 = blockFirst - blockFirst % WEFT_ATTN_BWD_TILE; s0 < S;
-         s0 += WEFT_ATTN_BWD_TILE) {
+    for (int s0 = blockFirst - blockFirst % WEFT_ATTN_ROW_TILE; s0 < S;
+         s0 += WEFT_ATTN_ROW_TILE) {
       weft_load_tile(qs, q, b, s0, S, h, Hq, D);
       weft_load_tile(dos, dout, b, s0, S, h, Hq, Dv);
       __syncthreads();
       if (active)
-        for (int r = 0; r < WEFT_ATTN_BWD_TILE && s0 + r < S; ++r) {
+        for (int r = 0; r < WEFT_ATTN_ROW_TILE && s0 + r < S; ++r) {
           int s = s0 + r;
           if (s < first)
             continue;

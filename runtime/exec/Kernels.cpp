@@ -254,8 +254,23 @@ absl::StatusOr<Kernel> bindNorm(const StepSpec &s, const std::vector<Buf> &in,
 
 struct AttentionShape {
   int64_t batch, s, hq, d, t, hkv, dv;
+  /// Row strides of q (and dq), k (dk), v (dv) and o (dO): a position's
+  /// heads are consecutive in [B, S, H, D].
+  int64_t ldq, ldk, ldv, ldo;
   AttentionShape(const Shape &q, const Shape &k, const Shape &v)
-      : batch(q[0]), s(q[1]), hq(q[2]), d(q[3]), t(k[1]), hkv(k[2]), dv(v[3]) {}
+      : batch(q[0]), s(q[1]), hq(q[2]), d(q[3]), t(k[1]), hkv(k[2]), dv(v[3]),
+        ldq(hq * d), ldk(hkv * d), ldv(hkv * dv), ldo(hq * dv) {}
+  /// The key/value head query head `h` reads.
+  int64_t kvHead(int64_t h) const { return h / (hq / hkv); }
+  /// Offsets of the first row of (batch b, query head h) in each tensor.
+  int64_t queryAt(int64_t b, int64_t h) const { return b * s * ldq + h * d; }
+  int64_t keyAt(int64_t b, int64_t h) const {
+    return b * t * ldk + kvHead(h) * d;
+  }
+  int64_t valueAt(int64_t b, int64_t h) const {
+    return b * t * ldv + kvHead(h) * dv;
+  }
+  int64_t outAt(int64_t b, int64_t h) const { return b * s * ldo + h * dv; }
 };
 
 /// Tile sizes of the attention kernels: a 64 x 64 score tile of floats
@@ -285,16 +300,14 @@ absl::StatusOr<Kernel> bindAttention(const StepSpec &st, Buf q, Buf k, Buf v,
   float scale = static_cast<float>(attrF(st, "scale"));
   bool causal = attrB(st, "causal");
   return Kernel([=] {
-    int64_t group = a.hq / a.hkv, ldq = a.hq * a.d, ldk = a.hkv * a.d,
-            ldv = a.hkv * a.dv, ldo = a.hq * a.dv;
+    int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
     std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
     std::vector<float> m(kQueryTile), l(kQueryTile);
     std::vector<int64_t> visible(kQueryTile);
     for (int64_t b = 0; b < a.batch; ++b)
       for (int64_t h = 0; h < a.hq; ++h) {
-        const float *qh = q.f() + b * a.s * ldq + h * a.d;
-        const float *kh = k.f() + b * a.t * ldk + (h / group) * a.d;
-        const float *vh = v.f() + b * a.t * ldv + (h / group) * a.dv;
+        const float *qh = q.f() + a.queryAt(b, h), *kh = k.f() + a.keyAt(b, h),
+                    *vh = v.f() + a.valueAt(b, h);
         for (int64_t i0 = 0; i0 < a.s; i0 += kQueryTile) {
           int64_t bq = std::min(kQueryTile, a.s - i0);
           std::fill(m.begin(), m.end(), -INFINITY);
@@ -347,8 +360,7 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
   float scale = static_cast<float>(attrF(st, "scale"));
   bool causal = attrB(st, "causal");
   return Kernel([=] {
-    int64_t group = a.hq / a.hkv, ldq = a.hq * a.d, ldk = a.hkv * a.d,
-            ldv = a.hkv * a.dv, ldo = a.hq * a.dv;
+    int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
     std::fill(dq.f(), dq.f() + dq.size(), 0.0f);
     std::fill(dk.f(), dk.f() + dk.size(), 0.0f);
     std::fill(dv.f(), dv.f() + dv.size(), 0.0f);
@@ -357,15 +369,11 @@ absl::StatusOr<Kernel> bindAttentionGrad(const StepSpec &st,
     std::vector<int64_t> visible(kQueryTile);
     for (int64_t b = 0; b < a.batch; ++b)
       for (int64_t h = 0; h < a.hq; ++h) {
-        int64_t kvh = h / group;
-        const float *qh = q.f() + b * a.s * ldq + h * a.d;
-        const float *kh = k.f() + b * a.t * ldk + kvh * a.d;
-        const float *vh = v.f() + b * a.t * ldv + kvh * a.dv;
-        const float *oh = o.f() + b * a.s * ldo + h * a.dv;
-        const float *doh = dout.f() + b * a.s * ldo + h * a.dv;
-        float *dqh = dq.f() + b * a.s * ldq + h * a.d;
-        float *dkh = dk.f() + b * a.t * ldk + kvh * a.d;
-        float *dvh = dv.f() + b * a.t * ldv + kvh * a.dv;
+        const float *qh = q.f() + a.queryAt(b, h), *kh = k.f() + a.keyAt(b, h),
+                    *vh = v.f() + a.valueAt(b, h), *oh = o.f() + a.outAt(b, h),
+                    *doh = dout.f() + a.outAt(b, h);
+        float *dqh = dq.f() + a.queryAt(b, h), *dkh = dk.f() + a.keyAt(b, h),
+              *dvh = dv.f() + a.valueAt(b, h);
         const float *lseh = lse.f() + (b * a.hq + h) * a.s;
         for (int64_t i0 = 0; i0 < a.s; i0 += kQueryTile) {
           int64_t bq = std::min(kQueryTile, a.s - i0);

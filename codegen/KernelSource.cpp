@@ -291,14 +291,22 @@ FailureOr<std::string> emitKernelSource(ModuleOp module) {
 }
 
 namespace {
-/// Compiles `source` (written beside `output` with extension `extension`)
-/// into `output` by running `program` with `args` (where "{in}" and "{out}"
-/// stand for the two paths), reusing a cached result with the same hash of
-/// source and arguments from `cacheDir`.
+/// Writes `source` to `sourcePath` (always, so a bundle carries its kernels'
+/// source) and compiles it into `output` by running `program` with `args`
+/// (where "{in}" and "{out}" stand for the two paths), reusing a cached
+/// result with the same hash of source and arguments from `cacheDir`.
 LogicalResult compileCached(Location loc, const std::string &source,
-                            StringRef output, StringRef cacheDir,
-                            StringRef extension, StringRef program,
+                            StringRef sourcePath, StringRef output,
+                            StringRef cacheDir, StringRef program,
                             ArrayRef<std::string> args) {
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(sourcePath, ec);
+    if (ec)
+      return emitError(loc, "cannot write '")
+             << sourcePath << "': " << ec.message();
+    os << source;
+  }
   std::string key = source + "\n" + llvm::join(args, " ");
   std::string hash = llvm::toHex(
       llvm::SHA256::hash(llvm::arrayRefFromStringRef(key)), /*LowerCase=*/true);
@@ -310,21 +318,11 @@ LogicalResult compileCached(Location loc, const std::string &source,
       return emitError(loc, "cannot copy cached kernels: ") << ec.message();
     return success();
   }
-  llvm::SmallString<256> sourcePath(output);
-  llvm::sys::path::replace_extension(sourcePath, extension);
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(sourcePath, ec);
-    if (ec)
-      return emitError(loc, "cannot write '")
-             << sourcePath << "': " << ec.message();
-    os << source;
-  }
   llvm::SmallString<256> log(output);
   log += ".log";
   SmallVector<std::string> expanded;
   for (const std::string &arg : args)
-    expanded.push_back(arg == "{in}"    ? sourcePath.str().str()
+    expanded.push_back(arg == "{in}"    ? sourcePath.str()
                        : arg == "{out}" ? output.str()
                                         : arg);
   SmallVector<StringRef> argv = {program};
@@ -364,8 +362,10 @@ LogicalResult compileKernels(Location loc, const std::string &source,
   if (!compiler)
     return emitError(loc, "no host C++ compiler '") << cxx << "' on PATH";
   // -ffp-contract=off keeps the per-op rounding exact (no fused multiply-add).
+  llvm::SmallString<256> sourcePath(output);
+  llvm::sys::path::replace_extension(sourcePath, "cpp");
   return compileCached(
-      loc, source, output, cacheDir, "cpp", *compiler,
+      loc, source, sourcePath, output, cacheDir, *compiler,
       {"-O2", "-fPIC", "-shared", "-ffp-contract=off", "-o", "{out}", "{in}"});
 }
 
@@ -388,8 +388,11 @@ LogicalResult compileCudaKernels(Location loc, const std::string &source,
   if (nvcc.empty())
     return emitError(loc, "--target cuda needs nvcc: set CUDA_HOME or put "
                           "nvcc on PATH");
+  // One source for every architecture: kernels.cu beside the cubins.
+  llvm::SmallString<256> sourcePath = llvm::sys::path::parent_path(output);
+  llvm::sys::path::append(sourcePath, "kernels.cu");
   // --fmad=false: no fused multiply-add, so every op rounds as on the CPU.
-  return compileCached(loc, source, output, cacheDir, "cu", nvcc,
+  return compileCached(loc, source, sourcePath, output, cacheDir, nvcc,
                        {"-cubin", "-arch=" + arch.str(), "--fmad=false", "-O3",
                         "-o", "{out}", "{in}"});
 }

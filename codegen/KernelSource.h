@@ -43,7 +43,8 @@ mlir::LogicalResult compileKernels(mlir::Location loc,
 std::string findNvcc();
 
 /// Compiles CUDA `source` with nvcc into a cubin for `arch` (sm_90, sm_80)
-/// at `output` (the source is written beside it, `.cu`), cached by hash.
+/// at `output`, cached by hash; the source is written beside it as
+/// kernels.cu (one for every architecture).
 mlir::LogicalResult compileCudaKernels(mlir::Location loc,
                                        const std::string &source,
                                        llvm::StringRef output,

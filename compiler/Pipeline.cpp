@@ -83,16 +83,6 @@ LogicalResult compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
     FailureOr<std::string> source = codegen::emitCudaKernelSource(module);
     if (failed(source))
       return failure();
-    llvm::SmallString<256> sourcePath(dir);
-    llvm::sys::path::append(sourcePath, "kernels.cu");
-    {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(sourcePath, ec);
-      if (ec)
-        return module.emitError("cannot write '")
-               << sourcePath << "': " << ec.message();
-      os << *source;
-    }
     llvm::json::Object cubins;
     for (const std::string &arch : options.cudaArchs) {
       std::string file = "kernels." + arch + ".cubin";

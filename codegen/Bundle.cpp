@@ -2,6 +2,8 @@
 
 #include "codegen/Bundle.h"
 
+#include "codegen/KernelExpr.h"
+
 #include "dialects/weft/IR/WeftOps.h"
 #include "runtime/exec/BundleFormat.h"
 
@@ -158,6 +160,9 @@ public:
       json::Object attrs;
       if (auto kernel = op.getAttrOfType<StringAttr>("weft.kernel"))
         attrs["kernel"] = kernel.str();
+      // The GPU runs a group holding a norm one block per row.
+      if (auto fused = dyn_cast<FusedOp>(op); fused && isRowGroup(fused))
+        attrs["rows"] = true;
       if (Attribute axes = op.getAttr(weft::kVocabAxesAttr)) {
         FailureOr<json::Value> value = encodeAttr(&op, axes);
         if (failed(value))

@@ -194,6 +194,15 @@ LogicalResult nameKernels(ModuleOp module) {
   WalkResult walk = module.walk([&](FusedOp fused) -> WalkResult {
     std::string name = "weft_k" + std::to_string(counter++);
     fused->setAttr("weft.kernel", StringAttr::get(module.getContext(), name));
+    // A group of one narrow op runs on widened copies (the fusion pass's
+    // single-ops); a larger group must be f32 throughout, since its
+    // intermediate values are never rounded.
+    auto &ops = fused.getBody().front().getOperations();
+    if (ops.size() - 1 /*yield*/ -
+            llvm::count_if(ops,
+                           [](Operation &op) { return isa<ConstantOp>(op); }) ==
+        1)
+      return WalkResult::advance();
     for (Type t : llvm::concat<const Type>(fused.getInputs().getTypes(),
                                            fused.getResultTypes()))
       if (!isF32Tensor(t))

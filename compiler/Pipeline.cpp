@@ -53,7 +53,8 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   for (func::FuncOp program : programs) {
     bucketAllReduces(program,
                      static_cast<int64_t>(options.bucketMb * 1024 * 1024));
-    fuseElementwise(program);
+    // GPU bundles leave no elementwise op to a per-op runtime kernel.
+    fuseElementwise(program, /*singleOps=*/!options.cudaArchs.empty());
     planMemory(program);
   }
   return verify(module);

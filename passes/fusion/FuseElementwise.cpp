@@ -20,13 +20,23 @@ bool isSplatConstant(Value v) {
   return c && c.getValue().isSplat();
 }
 
-/// Elementwise f32 weft ops over one shape: the ops a generated loop kernel
-/// runs (kernels hold f32 values; narrow types come with mixed precision).
-bool fusible(Operation *op) {
+/// Whether `op` computes in a narrow float type (bf16, f16).
+bool isNarrow(Operation *op) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return type && isa<FloatType>(type.getElementType()) &&
+         !type.getElementType().isF32() && !type.getElementType().isF64();
+}
+
+/// Elementwise weft ops over one shape: the ops a generated loop kernel
+/// runs. Kernels hold f32 values, so only f32 ops group; with `singleOps`,
+/// a narrow (mixed-precision) op becomes a kernel of its own, which the
+/// runtime feeds widened copies and whose results it rounds, the same
+/// rounding once per op as everywhere else.
+bool fusible(Operation *op, bool singleOps) {
   if (!isa<weft::WeftDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type.getElementType().isF32())
+  if (!type.getElementType().isF32() && !(singleOps && isNarrow(op)))
     return false;
   // Norms over the last dimension run row by row inside a group; their [D]
   // weights come in as inputs.
@@ -50,7 +60,7 @@ struct Group {
 };
 } // namespace
 
-int64_t weft::fuseElementwise(func::FuncOp func) {
+int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
@@ -60,8 +70,14 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
   SmallVector<Group> groups;
   llvm::DenseMap<Operation *, unsigned> groupOf;
   for (Operation &op : body) {
-    if (!fusible(&op))
+    if (!fusible(&op, singleOps))
       continue;
+    // A narrow op stays alone: no group of its own joins others or is
+    // joined (it is not entered in groupOf).
+    if (isNarrow(&op)) {
+      groups.push_back(Group{{&op}, position[&op]});
+      continue;
+    }
     // Join a producer's group if every other operand predates that group.
     std::optional<unsigned> chosen;
     for (Value operand : op.getOperands()) {
@@ -93,7 +109,7 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
 
   int64_t made = 0;
   for (Group &group : groups) {
-    if (group.ops.size() < 2)
+    if (group.ops.size() < (singleOps ? 1u : 2u))
       continue;
     llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(),
                                                group.ops.end());
@@ -112,6 +128,8 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
             }))
           outputs.push_back(r);
     }
+    if (outputs.empty()) // Nothing reads the group: leave it as it is.
+      continue;
     // Leaf inputs declared after the group's first op move up to it.
     for (Value in : inputs)
       if (isLeaf(in) && group.ops.front()->isBeforeInBlock(in.getDefiningOp()))
@@ -149,9 +167,10 @@ int64_t weft::fuseElementwise(func::FuncOp func) {
 namespace {
 struct FuseElementwisePass
     : weft::impl::FuseElementwiseBase<FuseElementwisePass> {
+  using FuseElementwiseBase::FuseElementwiseBase;
   void runOnOperation() override {
     if (!getOperation().isExternal())
-      weft::fuseElementwise(getOperation());
+      weft::fuseElementwise(getOperation(), singleOps);
   }
 };
 } // namespace

@@ -15,8 +15,10 @@ namespace weft {
 #include "passes/fusion/Passes.h.inc"
 
 /// Groups elementwise ops of `func` into weft.fused ops; returns how many
-/// groups were made.
-int64_t fuseElementwise(mlir::func::FuncOp func);
+/// groups were made. With `singleOps` (GPU bundles), an op that joins no
+/// group becomes a group of one, so every elementwise op runs as a
+/// generated kernel and the GPU runtime needs no kernel per op.
+int64_t fuseElementwise(mlir::func::FuncOp func, bool singleOps = false);
 } // namespace weft
 
 #endif // WEFT_PASSES_FUSION_PASSES_H

@@ -17,7 +17,17 @@ def FuseElementwise : Pass<"weft-fusion-group", "::mlir::func::FuncOp"> {
     group's first op was, taking the group's outside operands and yielding
     the results used outside it. GEMMs, attention, norms and reductions stay
     outside, as library or hand-written kernels.
+
+    With `single-ops` (what `weftc compile --target cuda` uses), an op that
+    joins no group becomes a group of one, and bf16/f16 elementwise ops
+    become groups of one (kernels compute in f32; the runtime widens their
+    operands and rounds their results), so every elementwise op of a GPU
+    bundle is a generated kernel.
   }];
+  let options = [
+    Option<"singleOps", "single-ops", "bool", /*default=*/"false",
+           "Make every remaining elementwise op a group of its own">
+  ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/exec/Executor.h"
 
+#include "runtime/gpu/GpuBackend.h"
 #include "runtime/support/Random.h"
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,7 @@ bool isNarrow(DType t) { return t == DType::BF16 || t == DType::F16; }
 } // namespace
 
 Executor::~Executor() {
+  gpu_.reset();
   programs_.clear(); // Kernels point into the library: drop them first.
   if (library_)
     dlclose(library_);
@@ -68,6 +70,18 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
       }
     }
     ex->constants_.push_back(std::move(data));
+  }
+  if (options.cuda) {
+    // The GPU runs every program; the host keeps parameters for
+    // initialization, checkpoints and gathering.
+    GpuBackend::Options gpu;
+    gpu.graphs = options.cudaGraphs;
+    absl::StatusOr<std::unique_ptr<GpuBackend>> backend =
+        GpuBackend::create(ex->bundle_, ex->params_, gpu);
+    if (!backend.ok())
+      return backend.status();
+    ex->gpu_ = std::move(*backend);
+    return ex;
   }
   // Generated kernels: a shared object named by meta.kernels, relative to
   // the bundle directory unless absolute.
@@ -286,6 +300,8 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
 }
 
 void Executor::initialize(uint64_t seed) {
+  deviceParamsStale_ = true;
+  hostParamsStale_ = false;
   for (const ParamSpec &p : bundle_.params) {
     std::vector<float> &data = params_.at(p.name);
     uint64_t stream = seed ^ fnv1a64(p.name);
@@ -336,6 +352,8 @@ Executor::gatherParam(const std::string &name) {
   const ParamSpec *p = bundle_.param(name);
   if (!p)
     return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  if (absl::Status s = syncHostParams(); !s.ok())
+    return s;
   return gatherBlocks(params_.at(name), p->shape, p->sharding);
 }
 
@@ -344,7 +362,7 @@ Executor::gatherOutput(const std::string &program, const std::string &name) {
   absl::StatusOr<std::vector<float>> local = output(program, name);
   if (!local.ok())
     return local;
-  const ProgramSpec &spec = *programs_.at(program)->spec;
+  const ProgramSpec &spec = bundle_.programs.at(program);
   auto sharding = spec.outputShardings.find(name);
   if (sharding == spec.outputShardings.end())
     return local;
@@ -353,6 +371,9 @@ Executor::gatherOutput(const std::string &program, const std::string &name) {
 }
 
 absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
+  if (absl::Status s = syncHostParams(); !s.ok()) // Keep what it lacks.
+    return s;
+  deviceParamsStale_ = true;
   for (const ParamSpec &p : bundle_.params) {
     const TensorInfo *t = file.findParameter(p.name);
     if (!t) {
@@ -384,8 +405,55 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
   return absl::OkStatus();
 }
 
+std::vector<float> &Executor::param(const std::string &name) {
+  syncHostParams().IgnoreError(); // A failed copy already failed its run.
+  deviceParamsStale_ = true;      // The caller may change it.
+  return params_.at(name);
+}
+
+const std::map<std::string, std::vector<float>> &Executor::params() {
+  syncHostParams().IgnoreError();
+  return params_;
+}
+
+std::string Executor::device() const { return gpu_ ? gpu_->describe() : "cpu"; }
+
+absl::Status Executor::syncHostParams() {
+  if (!gpu_ || !hostParamsStale_)
+    return absl::OkStatus();
+  hostParamsStale_ = false;
+  return gpu_->downloadParams(params_);
+}
+
 absl::Status Executor::run(const std::string &name,
                            const std::vector<HostTensor> &inputs) {
+  if (gpu_) {
+    const ProgramSpec *spec = nullptr;
+    if (auto p = bundle_.programs.find(name); p != bundle_.programs.end())
+      spec = &p->second;
+    if (!spec)
+      return absl::NotFoundError(
+          absl::StrCat(bundle_.path, ": no program '", name, "'"));
+    if (inputs.size() != spec->inputs.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("program ", name, " takes ", spec->inputs.size(),
+                       " inputs, got ", inputs.size()));
+    std::vector<const void *> data;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ValueSpec &slot = spec->values[spec->inputs[i]];
+      if (inputs[i].shape != slot.shape || inputs[i].dtype != slot.dtype)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "program ", name, ": input ", i, " has the wrong shape or dtype"));
+      data.push_back(inputs[i].data);
+    }
+    if (deviceParamsStale_) {
+      if (absl::Status s = gpu_->uploadParams(params_); !s.ok())
+        return s;
+      deviceParamsStale_ = false;
+    }
+    hostParamsStale_ = true;
+    return gpu_->run(name, data);
+  }
   auto it = programs_.find(name);
   if (it == programs_.end())
     return absl::NotFoundError(
@@ -439,6 +507,8 @@ void Executor::poison(const Program &program, size_t step) {
 
 absl::StatusOr<std::vector<float>>
 Executor::output(const std::string &name, const std::string &out) const {
+  if (gpu_)
+    return gpu_->output(name, out);
   auto it = programs_.find(name);
   if (it == programs_.end())
     return absl::NotFoundError(absl::StrCat("no program '", name, "'"));

@@ -23,6 +23,8 @@
 
 namespace weft::runtime {
 
+class GpuBackend;
+
 /// A caller's input: F32 or I32 data of the program input's shape.
 struct HostTensor {
   std::vector<int64_t> shape;
@@ -39,6 +41,11 @@ public:
     /// The job's collectives; required when the bundle is placed on more
     /// than one rank (its mesh), which it then lays out on the ranks.
     Communicator *comm = nullptr;
+    /// Run the programs on GPU 0 (runtime/gpu) instead of the CPU. The
+    /// bundle must have been compiled with `weftc compile --target cuda`.
+    bool cuda = false;
+    /// On the GPU, replay each program as a CUDA graph after its first run.
+    bool cudaGraphs = true;
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> create(Bundle bundle,
@@ -78,12 +85,11 @@ public:
   const Bundle &bundle() const { return bundle_; }
   /// This process's rank in the job (0 without a communicator).
   int64_t rank() const { return options_.comm ? options_.comm->rank() : 0; }
-  std::vector<float> &param(const std::string &name) {
-    return params_.at(name);
-  }
-  const std::map<std::string, std::vector<float>> &params() const {
-    return params_;
-  }
+  /// Parameter `name` on the host, for reading or changing before a run.
+  std::vector<float> &param(const std::string &name);
+  const std::map<std::string, std::vector<float>> &params();
+  /// Where the programs run: "cpu", or the GPU's name and architecture.
+  std::string device() const;
 
 private:
   struct Program;
@@ -99,6 +105,8 @@ private:
                                         const std::vector<Buf> &in,
                                         const std::vector<Buf> &out);
   void poison(const Program &program, size_t step);
+  /// With a GPU: brings the host parameters up to date after runs.
+  absl::Status syncHostParams();
 
   Bundle bundle_;
   Options options_;
@@ -106,6 +114,10 @@ private:
   std::map<std::string, std::vector<float>> params_;
   std::vector<std::vector<float>> constants_;
   std::map<std::string, std::unique_ptr<Program>> programs_;
+  /// The GPU half, when options_.cuda; parameters then live on the device
+  /// between runs, and these say which copy is newer.
+  std::unique_ptr<GpuBackend> gpu_;
+  bool deviceParamsStale_ = true, hostParamsStale_ = false;
 };
 
 } // namespace weft::runtime

@@ -8,6 +8,8 @@
 
 #include "runtime/exec/Kernels.h"
 
+#include "runtime/exec/StepAttrs.h"
+
 #include "runtime/support/Random.h"
 #include "runtime/support/ScalarMath.h"
 
@@ -25,20 +27,6 @@ namespace weft::runtime {
 namespace {
 using Shape = std::vector<int64_t>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t n = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i)
-    n *= s[i];
-  return n;
-}
-
-Shape stridesOf(const Shape &shape) {
-  Shape strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
 
 /// For every element of `outShape` in row-major order, the flat input index
 /// given per-dimension input strides (0 for broadcast dimensions).
@@ -58,27 +46,6 @@ std::vector<int64_t> gatherIndex(const Shape &outShape, const Shape &inStrides,
     }
   }
   return index;
-}
-
-double attrF(const StepSpec &s, const char *key, double fallback = 0) {
-  auto it = s.attrs.find(key);
-  return it != s.attrs.end() && it->is_number() ? it->get<double>() : fallback;
-}
-int64_t attrI(const StepSpec &s, const char *key, int64_t fallback = 0) {
-  auto it = s.attrs.find(key);
-  return it != s.attrs.end() && it->is_number() ? it->get<int64_t>() : fallback;
-}
-bool attrB(const StepSpec &s, const char *key) {
-  auto it = s.attrs.find(key);
-  return it != s.attrs.end() && it->is_boolean() && it->get<bool>();
-}
-Shape attrInts(const StepSpec &s, const char *key) {
-  Shape out;
-  auto it = s.attrs.find(key);
-  if (it != s.attrs.end() && it->is_array())
-    for (const auto &v : *it)
-      out.push_back(v.get<int64_t>());
-  return out;
 }
 
 absl::Status ok() { return absl::OkStatus(); }
@@ -649,25 +616,10 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
   if (op == "weft.transpose" || op == "weft.broadcast" || op == "weft.slice") {
     WEFT_NEED(1, 1);
     Buf x = in[0], y = out[0];
-    Shape inStrides = stridesOf(x.shape()), strides(y.shape().size(), 0);
-    int64_t base = 0;
-    if (op == "weft.transpose") {
-      Shape perm = attrInts(s, "permutation");
-      for (size_t d = 0; d < perm.size(); ++d)
-        strides[d] = inStrides[perm[d]];
-    } else if (op == "weft.broadcast") {
-      Shape dims = attrInts(s, "dims");
-      for (size_t d = 0; d < dims.size(); ++d)
-        strides[dims[d]] = x.shape()[d] == 1 ? 0 : inStrides[d];
-    } else {
-      Shape starts = attrInts(s, "starts");
-      strides = inStrides;
-      for (size_t d = 0; d < starts.size(); ++d)
-        base += starts[d] * inStrides[d];
-    }
+    CopySource src = copySource(s, x.shape(), y.shape().size());
     // Every value here is 4 bytes wide (f32 or i32): copy as 32-bit words.
     auto source = std::make_shared<const std::vector<int64_t>>(
-        gatherIndex(y.shape(), strides, base));
+        gatherIndex(y.shape(), src.strides, src.base));
     return Kernel([=] {
       const uint32_t *from = reinterpret_cast<const uint32_t *>(x.data);
       uint32_t *to = reinterpret_cast<uint32_t *>(y.data);

@@ -45,6 +45,17 @@ struct CudaDriver {
                              unsigned, unsigned, unsigned, void *, void **,
                              void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuStreamCreate)(void **, unsigned);
+  CUresult (*cuStreamDestroy)(void *);
+  CUresult (*cuStreamSynchronize)(void *);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void *);
+  CUresult (*cuStreamBeginCapture)(void *, int);
+  CUresult (*cuStreamEndCapture)(void *, void **);
+  CUresult (*cuGraphInstantiateWithFlags)(void **, void *, unsigned long long);
+  CUresult (*cuGraphLaunch)(void *, void *);
+  CUresult (*cuGraphExecDestroy)(void *);
+  CUresult (*cuGraphDestroy)(void *);
 
   absl::Status load() {
     if (!library.open({"libcuda.so.1"}))
@@ -71,6 +82,17 @@ struct CudaDriver {
     bind(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     bind(cuLaunchKernel, "cuLaunchKernel");
     bind(cuGetErrorString, "cuGetErrorString");
+    bind(cuStreamCreate, "cuStreamCreate");
+    bind(cuStreamDestroy, "cuStreamDestroy_v2");
+    bind(cuStreamSynchronize, "cuStreamSynchronize");
+    bind(cuMemsetD8Async, "cuMemsetD8Async");
+    bind(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    bind(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    bind(cuStreamEndCapture, "cuStreamEndCapture");
+    bind(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    bind(cuGraphLaunch, "cuGraphLaunch");
+    bind(cuGraphExecDestroy, "cuGraphExecDestroy");
+    bind(cuGraphDestroy, "cuGraphDestroy");
     if (!library.allBound())
       return absl::UnavailableError(
           "the CUDA driver lacks an entry point Weft needs; update the driver");
@@ -128,10 +150,15 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
 CudaDevice::~CudaDevice() {
   if (!driver || !context)
     return;
+  driver->cuCtxSynchronize();
+  for (void *g : graphs)
+    driver->cuGraphExecDestroy(g);
+  for (void *s : streams)
+    driver->cuStreamDestroy(s);
   for (const DeviceBuffer &b : buffers)
     driver->cuMemFree(b.address);
-  if (module)
-    driver->cuModuleUnload(module);
+  for (void *m : modules)
+    driver->cuModuleUnload(m);
   driver->cuDevicePrimaryCtxRelease(device);
 }
 
@@ -149,11 +176,13 @@ absl::Status CudaDevice::loadCubin(const std::string &path,
 }
 
 absl::Status CudaDevice::loadImage(const std::string &image) {
-  if (module)
-    driver->cuModuleUnload(module);
-  module = nullptr;
-  return check(driver->cuModuleLoadData(&module, image.data()),
-               "loading the kernels");
+  void *module = nullptr;
+  if (absl::Status s = check(driver->cuModuleLoadData(&module, image.data()),
+                             "loading the kernels");
+      !s.ok())
+    return s;
+  modules.push_back(module);
+  return absl::OkStatus();
 }
 
 absl::Status CudaDevice::loadBundleKernels(const std::string &dir,
@@ -176,16 +205,15 @@ absl::Status CudaDevice::loadBundleKernels(const std::string &dir,
 }
 
 absl::StatusOr<void *> CudaDevice::function(const std::string &name) {
-  void *fn = nullptr;
-  if (!module)
+  if (modules.empty())
     return absl::FailedPreconditionError("no kernels loaded");
-  if (absl::Status s =
-          check(driver->cuModuleGetFunction(&fn, module, name.c_str()),
-                "finding kernel");
-      !s.ok())
-    return absl::NotFoundError(
-        absl::StrCat("no kernel '", name, "': ", s.message()));
-  return fn;
+  for (void *module : modules) {
+    void *fn = nullptr;
+    if (driver->cuModuleGetFunction(&fn, module, name.c_str()) == 0)
+      return fn;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no kernel '", name, "' in the loaded modules"));
 }
 
 absl::StatusOr<DeviceBuffer> CudaDevice::allocate(size_t bytes) {
@@ -222,6 +250,73 @@ absl::Status CudaDevice::launch(void *function, unsigned grid, unsigned block,
       !s.ok())
     return s;
   return check(driver->cuCtxSynchronize(), "kernel run");
+}
+
+absl::StatusOr<void *> CudaDevice::createStream() {
+  void *stream = nullptr;
+  if (absl::Status s =
+          check(driver->cuStreamCreate(&stream, 0), "cuStreamCreate");
+      !s.ok())
+    return s;
+  streams.push_back(stream);
+  return stream;
+}
+
+absl::Status CudaDevice::launchAsync(void *function, const unsigned grid[3],
+                                     unsigned block, void **args,
+                                     void *stream) {
+  return check(driver->cuLaunchKernel(function, grid[0], grid[1], grid[2],
+                                      block, 1, 1, 0, stream, args, nullptr),
+               "kernel launch");
+}
+
+absl::Status CudaDevice::zeroAsync(uint64_t address, size_t bytes,
+                                   void *stream) {
+  return check(driver->cuMemsetD8Async(address, 0, bytes, stream),
+               "cuMemsetD8Async");
+}
+
+absl::Status CudaDevice::copyAsync(uint64_t to, uint64_t from, size_t bytes,
+                                   void *stream) {
+  return check(driver->cuMemcpyDtoDAsync(to, from, bytes, stream),
+               "device-to-device copy");
+}
+
+absl::Status CudaDevice::synchronize(void *stream) {
+  return check(driver->cuStreamSynchronize(stream), "running the kernels");
+}
+
+absl::StatusOr<void *>
+CudaDevice::capture(void *stream, const std::function<absl::Status()> &work) {
+  // Relaxed mode: cuBLASLt may query the device while being captured.
+  constexpr int kCaptureModeRelaxed = 2;
+  if (absl::Status s =
+          check(driver->cuStreamBeginCapture(stream, kCaptureModeRelaxed),
+                "cuStreamBeginCapture");
+      !s.ok())
+    return s;
+  absl::Status recorded = work();
+  void *graph = nullptr;
+  absl::Status ended =
+      check(driver->cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+  if (!recorded.ok() || !ended.ok()) {
+    if (graph)
+      driver->cuGraphDestroy(graph);
+    return recorded.ok() ? ended : recorded;
+  }
+  void *exec = nullptr;
+  absl::Status made =
+      check(driver->cuGraphInstantiateWithFlags(&exec, graph, 0),
+            "cuGraphInstantiate");
+  driver->cuGraphDestroy(graph);
+  if (!made.ok())
+    return made;
+  graphs.push_back(exec);
+  return exec;
+}
+
+absl::Status CudaDevice::replay(void *graph, void *stream) {
+  return check(driver->cuGraphLaunch(graph, stream), "cuGraphLaunch");
 }
 
 } // namespace weft::runtime

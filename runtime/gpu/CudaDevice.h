@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,9 +49,9 @@ public:
   absl::Status loadBundleKernels(const std::string &dir,
                                  const std::string &cubinForThisArch,
                                  const std::string &source);
-  /// Loads a module image (cubin bytes).
+  /// Loads a module image (cubin bytes) beside those loaded before.
   absl::Status loadImage(const std::string &image);
-  /// A kernel of the loaded cubin.
+  /// A kernel of the loaded modules (the first that has `name`).
   absl::StatusOr<void *> function(const std::string &name);
 
   /// `bytes` of device memory; running out is an error giving the free and
@@ -64,6 +65,24 @@ public:
   absl::Status launch(void *function, unsigned grid, unsigned block,
                       std::vector<void *> args);
 
+  /// A stream, destroyed with the device.
+  absl::StatusOr<void *> createStream();
+  /// Queues `function` on `stream` with a `grid` of `block`-thread blocks;
+  /// `args` points to each argument's value, as cuLaunchKernel takes them.
+  absl::Status launchAsync(void *function, const unsigned grid[3],
+                           unsigned block, void **args, void *stream);
+  absl::Status zeroAsync(uint64_t address, size_t bytes, void *stream);
+  absl::Status copyAsync(uint64_t to, uint64_t from, size_t bytes,
+                         void *stream);
+  /// Waits for `stream`'s work; a kernel's fault surfaces here.
+  absl::Status synchronize(void *stream);
+  /// Records what `work` queues on `stream` into a CUDA graph instead of
+  /// running it, and returns the graph ready to replay (freed with the
+  /// device).
+  absl::StatusOr<void *> capture(void *stream,
+                                 const std::function<absl::Status()> &work);
+  absl::Status replay(void *graph, void *stream);
+
 private:
   CudaDevice() = default;
   absl::Status check(int result, const char *what) const;
@@ -71,8 +90,8 @@ private:
   std::unique_ptr<CudaDriver> driver;
   int device = 0;
   void *context = nullptr;
-  void *module = nullptr;
   std::string name_, arch_;
+  std::vector<void *> modules, streams, graphs;
   std::vector<DeviceBuffer> buffers;
 };
 

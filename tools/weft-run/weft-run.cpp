@@ -4,6 +4,7 @@
 //            --token-bytes 2|4] --steps N [--lr X] [--warmup N] [--seed S]
 //            [--init-from W.safetensors] [--save W.safetensors]
 //            [--metrics out.jsonl] [--sample N] [--timeout S]
+//            [--device cpu|cuda]
 //
 // Links the runtime only (no MLIR): this is what runs on a cluster node.
 // A bundle placed on several ranks runs as one process per rank: --nproc N
@@ -65,6 +66,9 @@ ABSL_FLAG(double, temperature, 0.8, "Sampling temperature (0 = greedy)");
 ABSL_FLAG(
     int, nproc, 1,
     "Start this many local ranks (the bundle's mesh size), like torchrun");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where the programs run: cpu, or cuda (GPU 0; the bundle must be "
+          "compiled with weftc compile --target cuda)");
 ABSL_FLAG(double, timeout, 120,
           "Seconds a rank waits for the others (rendezvous, each collective) "
           "before it gives up with an error");
@@ -210,13 +214,15 @@ void progress(const weft::runtime::StepReport &r, int64_t total, bool tty) {
 } // namespace
 
 int main(int argc, char **argv) {
-  absl::SetProgramUsageMessage("train a compiled Weft bundle on the CPU\n\n"
+  absl::SetProgramUsageMessage("train a compiled Weft bundle on CPUs or a "
+                               "GPU\n\n"
                                "  weft-run [--nproc N] bundle/ --data FILE "
                                "[--tokenizer "
                                "bytes | --token-bytes 2|4] --steps N\n"
                                "           [--lr X] [--seed S] [--init-from "
                                "W.safetensors] [--save W.safetensors]\n"
-                               "           [--metrics out.jsonl] [--sample N]");
+                               "           [--metrics out.jsonl] [--sample N] "
+                               "[--device cpu|cuda]");
   // Flags are spelled with dashes (--init-from) like the other tools;
   // Abseil's names use underscores, so translate the name part.
   std::vector<std::string> args(argv, argv + argc);
@@ -268,11 +274,19 @@ int main(int argc, char **argv) {
                 "; compile it with --plan to place it on several");
   weft::runtime::Executor::Options executorOptions;
   executorOptions.comm = comm.get();
+  std::string device = absl::GetFlag(FLAGS_device);
+  if (device != "cpu" && device != "cuda")
+    return fail("unknown --device '" + device + "' (supported: cpu, cuda)");
+  executorOptions.cuda = device == "cuda";
+  if (const char *graphs = std::getenv("WEFT_CUDA_GRAPHS"))
+    executorOptions.cudaGraphs = std::string(graphs) != "0";
   auto executor =
       weft::runtime::Executor::create(std::move(*bundle), executorOptions);
   if (!executor.ok())
     return fail(executor.status());
   weft::runtime::Executor &ex = **executor;
+  if (executorOptions.cuda && rankInfo->rank == 0)
+    std::fprintf(stderr, "weft-run: on %s\n", ex.device().c_str());
   ex.initialize(absl::GetFlag(FLAGS_seed));
   if (std::string init = absl::GetFlag(FLAGS_init_from); !init.empty()) {
     auto weights = weft::runtime::SafetensorsFile::read(init);

@@ -1,0 +1,434 @@
+//===- GpuBackend.cpp - run a bundle's programs on a GPU ------------------===//
+
+#include "runtime/gpu/GpuBackend.h"
+
+#include "runtime/gpu/CublasLt.h"
+#include "runtime/gpu/CudaDevice.h"
+#include "runtime/gpu/GpuPlan.h"
+#include "runtime/gpu/Nvrtc.h"
+#include "runtime/gpu/kernels/OpsAbi.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstring>
+
+namespace weft::runtime {
+namespace {
+/// cuBLASLt's workspace; 32 MiB is what it asks for on Hopper at most.
+constexpr size_t kGemmWorkspaceBytes = 32u << 20;
+
+/// A launch with its arguments laid out as cuLaunchKernel takes them.
+struct BoundLaunch {
+  const GpuLaunch *launch = nullptr;
+  void *function = nullptr;
+  std::string blob;                // The arguments' values, each aligned.
+  std::vector<size_t> offsets;     // Where each starts in blob.
+  std::vector<void *> argv;        // Pointers into blob, once it stays put.
+  std::vector<uint64_t> addresses; // Buffer arguments, resolved.
+};
+
+struct ProgramState {
+  const ProgramSpec *spec = nullptr;
+  GpuProgramPlan plan;
+  std::vector<uint64_t> address;          // Per value.
+  std::map<int64_t, DeviceBuffer> inputs; // By value id.
+  std::vector<uint64_t> shadows, scratch;
+  DeviceBuffer error;
+  std::vector<BoundLaunch> launches;
+  bool ranOnce = false;
+  void *graph = nullptr;
+};
+} // namespace
+
+struct GpuBackend::Impl {
+  const Bundle *bundle = nullptr;
+  Options options;
+  std::unique_ptr<CudaDevice> device;
+  std::unique_ptr<CublasLt> blas;
+  void *stream = nullptr;
+  std::map<std::string, DeviceBuffer> params;
+  std::vector<DeviceBuffer> constants;
+  std::map<std::string, ProgramState> programs;
+
+  absl::Status loadKernels();
+  absl::Status bindProgram(const std::string &name, ProgramState &state);
+  absl::Status bindLaunch(ProgramState &state, const GpuLaunch &launch);
+  uint64_t resolve(const ProgramState &state, const GpuBuffer &b) const;
+  absl::Status enqueue(ProgramState &state);
+  absl::Status readError(const ProgramState &state, const std::string &name);
+};
+
+absl::Status GpuBackend::Impl::loadKernels() {
+  // The bundle's generated kernels: its cubin for this GPU, else its source.
+  auto cuda = bundle->meta.find("cuda");
+  if (cuda == bundle->meta.end() || !cuda->is_object())
+    return absl::FailedPreconditionError(absl::StrCat(
+        bundle->path, ": the bundle has no CUDA kernels; compile it with "
+                      "weftc compile --target cuda"));
+  std::string cubin, source = cuda->value("source", "");
+  if (auto cubins = cuda->find("cubins");
+      cubins != cuda->end() && cubins->is_object())
+    cubin = cubins->value(device->arch(), "");
+  if (absl::Status s = device->loadBundleKernels(bundle->path, cubin, source);
+      !s.ok())
+    return s;
+  // The runtime's own, built into it.
+  for (auto [source, label] :
+       {std::pair{gpuOpsSource(), "ops.cu"},
+        std::pair{gpuAttentionSource(), "attention.cu"}}) {
+    absl::StatusOr<std::string> image =
+        compileCudaSource(source, device->arch(), label);
+    if (!image.ok())
+      return image.status();
+    if (absl::Status s = device->loadImage(*image); !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+uint64_t GpuBackend::Impl::resolve(const ProgramState &state,
+                                   const GpuBuffer &b) const {
+  switch (b.kind) {
+  case GpuBuffer::Kind::Value:
+    return state.address[b.id];
+  case GpuBuffer::Kind::Shadow:
+    return state.shadows[b.id];
+  case GpuBuffer::Kind::Scratch:
+    return state.scratch[b.id];
+  case GpuBuffer::Kind::Error:
+    return state.error.address;
+  }
+  return 0;
+}
+
+absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
+                                          const GpuLaunch &launch) {
+  BoundLaunch bound;
+  bound.launch = &launch;
+  for (const GpuArg &a : launch.args)
+    bound.addresses.push_back(
+        a.kind == GpuArg::Kind::Buffer ? resolve(state, a.buffer) : 0);
+  if (launch.kind == GpuLaunch::Kind::Gemm) {
+    if (absl::Status s = blas->prepare(launch.gemm); !s.ok())
+      return s;
+  } else if (launch.kind == GpuLaunch::Kind::Kernel) {
+    absl::StatusOr<void *> fn = device->function(launch.kernel);
+    if (!fn.ok())
+      return fn.status();
+    bound.function = *fn;
+    // Lay the values out, each at its natural alignment.
+    for (size_t i = 0; i < launch.args.size(); ++i) {
+      const GpuArg &a = launch.args[i];
+      size_t size = a.kind == GpuArg::Kind::I32 || a.kind == GpuArg::Kind::F32
+                        ? 4
+                    : a.kind == GpuArg::Kind::Bytes ? a.bytes.size()
+                                                    : 8;
+      size_t align = size == 4 ? 4 : 8;
+      size_t at = (bound.blob.size() + align - 1) / align * align;
+      bound.blob.resize(at + size);
+      char *to = bound.blob.data() + at;
+      switch (a.kind) {
+      case GpuArg::Kind::Buffer:
+      case GpuArg::Kind::Null:
+        std::memcpy(to, &bound.addresses[i], 8);
+        break;
+      case GpuArg::Kind::I32: {
+        auto v = static_cast<int32_t>(a.i);
+        std::memcpy(to, &v, 4);
+        break;
+      }
+      case GpuArg::Kind::I64:
+        std::memcpy(to, &a.i, 8);
+        break;
+      case GpuArg::Kind::F32: {
+        auto v = static_cast<float>(a.f);
+        std::memcpy(to, &v, 4);
+        break;
+      }
+      case GpuArg::Kind::F64:
+        std::memcpy(to, &a.f, 8);
+        break;
+      case GpuArg::Kind::Bytes:
+        std::memcpy(to, a.bytes.data(), size);
+        break;
+      }
+      bound.offsets.push_back(at);
+    }
+  }
+  state.launches.push_back(std::move(bound));
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
+                                           ProgramState &state) {
+  const ProgramSpec &spec = bundle->programs.at(name);
+  state.spec = &spec;
+  absl::StatusOr<GpuProgramPlan> plan = planGpuProgram(*bundle, name);
+  if (!plan.ok())
+    return plan.status();
+  state.plan = std::move(*plan);
+  absl::StatusOr<DeviceBuffer> arena = device->allocate(spec.arenaBytes);
+  if (!arena.ok())
+    return arena.status();
+  state.address.resize(spec.values.size());
+  for (size_t i = 0; i < spec.values.size(); ++i) {
+    const ValueSpec &v = spec.values[i];
+    switch (v.kind) {
+    case ValueSpec::Kind::Arena:
+      state.address[i] = arena->address + v.offset;
+      break;
+    case ValueSpec::Kind::Param:
+      state.address[i] = params.at(v.param).address;
+      break;
+    case ValueSpec::Kind::Constant:
+      state.address[i] = constants.at(v.index).address;
+      break;
+    case ValueSpec::Kind::Input: {
+      absl::StatusOr<DeviceBuffer> in = device->allocate(v.bytes());
+      if (!in.ok())
+        return in.status();
+      state.inputs[static_cast<int64_t>(i)] = *in;
+      state.address[i] = in->address;
+      break;
+    }
+    }
+  }
+  for (size_t i = 0; i < spec.values.size(); ++i)
+    state.address[i] = state.address[state.plan.storageOf[i]];
+  for (auto [sizes, addresses] :
+       {std::pair{&state.plan.shadowBytes, &state.shadows},
+        std::pair{&state.plan.scratchBytes, &state.scratch}})
+    for (int64_t bytes : *sizes) {
+      absl::StatusOr<DeviceBuffer> b = device->allocate(bytes);
+      if (!b.ok())
+        return b.status();
+      addresses->push_back(b->address);
+    }
+  absl::StatusOr<DeviceBuffer> error = device->allocate(4 * sizeof(int32_t));
+  if (!error.ok())
+    return error.status();
+  state.error = *error;
+  for (const GpuLaunch &launch : state.plan.launches)
+    if (absl::Status s = bindLaunch(state, launch); !s.ok())
+      return absl::Status(s.code(), absl::StrCat(bundle->path, ": program ",
+                                                 name, ", step ", launch.step,
+                                                 ": ", s.message()));
+  // Pointers into the blobs only now: moving a short string moves its bytes.
+  for (BoundLaunch &b : state.launches)
+    for (size_t at : b.offsets)
+      b.argv.push_back(b.blob.data() + at);
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
+  if (absl::Status s =
+          device->zeroAsync(state.error.address, state.error.bytes, stream);
+      !s.ok())
+    return s;
+  for (BoundLaunch &b : state.launches) {
+    const GpuLaunch &l = *b.launch;
+    absl::Status s;
+    switch (l.kind) {
+    case GpuLaunch::Kind::Kernel:
+      s = device->launchAsync(b.function, l.grid, l.block, b.argv.data(),
+                              stream);
+      break;
+    case GpuLaunch::Kind::Gemm:
+      s = blas->matmul(l.gemm, b.addresses[0], b.addresses[1], b.addresses[2],
+                       stream);
+      break;
+    case GpuLaunch::Kind::Zero:
+      s = device->zeroAsync(b.addresses[0], l.bytes, stream);
+      break;
+    case GpuLaunch::Kind::Copy:
+      s = device->copyAsync(b.addresses[0], b.addresses[1], l.bytes, stream);
+      break;
+    }
+    if (!s.ok())
+      return absl::Status(s.code(), absl::StrCat("step ", l.step, " (",
+                                                 state.spec->steps[l.step].op,
+                                                 "): ", s.message()));
+  }
+  // The optimizer's new parameters and state.
+  for (const auto &[param, id] : state.spec->assigns)
+    if (absl::Status s =
+            device->copyAsync(params.at(param).address, state.address[id],
+                              state.spec->values[id].bytes(), stream);
+        !s.ok())
+      return s;
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Impl::readError(const ProgramState &state,
+                                         const std::string &name) {
+  int32_t word[4] = {};
+  if (absl::Status s = device->copyToHost(word, state.error, sizeof(word));
+      !s.ok())
+    return s;
+  if (word[0] == 0)
+    return absl::OkStatus();
+  const StepSpec &step = state.spec->steps.at(word[1]);
+  bool token = word[0] == WEFT_ERROR_TOKEN_ID;
+  return absl::OutOfRangeError(
+      absl::StrCat("program ", name, ", step ", word[1], ": ", step.op, ": ",
+                   token ? "token id " : "label ", word[3], " at position ",
+                   word[2], " is outside the vocabulary"));
+}
+
+GpuBackend::~GpuBackend() = default;
+
+absl::StatusOr<std::unique_ptr<GpuBackend>>
+GpuBackend::create(const Bundle &bundle,
+                   const std::map<std::string, std::vector<float>> &params,
+                   Options options) {
+  if (bundle.mesh.size() > 1)
+    return absl::UnimplementedError(absl::StrCat(
+        bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
+        " ranks; the GPU runtime runs one rank until its NCCL collectives "
+        "land"));
+  std::unique_ptr<GpuBackend> backend(new GpuBackend);
+  backend->impl = std::make_unique<Impl>();
+  Impl &g = *backend->impl;
+  g.bundle = &bundle;
+  g.options = options;
+  absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::open(0);
+  if (!device.ok())
+    return device.status();
+  g.device = std::move(*device);
+  if (absl::Status s = g.loadKernels(); !s.ok())
+    return s;
+  absl::StatusOr<void *> stream = g.device->createStream();
+  if (!stream.ok())
+    return stream.status();
+  g.stream = *stream;
+  absl::StatusOr<DeviceBuffer> workspace =
+      g.device->allocate(kGemmWorkspaceBytes);
+  if (!workspace.ok())
+    return workspace.status();
+  absl::StatusOr<std::unique_ptr<CublasLt>> blas =
+      CublasLt::open(workspace->address, kGemmWorkspaceBytes);
+  if (!blas.ok())
+    return blas.status();
+  g.blas = std::move(*blas);
+  for (const auto &[name, data] : params) {
+    absl::StatusOr<DeviceBuffer> b = g.device->allocate(data.size() * 4);
+    if (!b.ok())
+      return b.status();
+    g.params[name] = *b;
+  }
+  for (const ConstantSpec &c : bundle.constants) {
+    int64_t n = 1;
+    for (int64_t d : c.shape)
+      n *= d;
+    size_t width = dtypeSize(c.dtype);
+    std::vector<uint8_t> bytes(n * width);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = c.splat ? c.values[0] : c.values[i];
+      if (c.dtype == DType::I32) {
+        auto iv = static_cast<int32_t>(v);
+        std::memcpy(&bytes[i * width], &iv, sizeof(iv));
+      } else {
+        encode(v, c.dtype, &bytes[i * width]);
+      }
+    }
+    absl::StatusOr<DeviceBuffer> b = g.device->allocate(bytes.size());
+    if (!b.ok())
+      return b.status();
+    if (absl::Status s = g.device->copyToDevice(*b, bytes.data(), bytes.size());
+        !s.ok())
+      return s;
+    g.constants.push_back(*b);
+  }
+  for (const auto &[name, spec] : bundle.programs)
+    if (absl::Status s = g.bindProgram(name, g.programs[name]); !s.ok())
+      return s;
+  return backend;
+}
+
+std::string GpuBackend::describe() const {
+  return absl::StrCat(impl->device->name(), " (", impl->device->arch(), ")");
+}
+
+absl::Status GpuBackend::uploadParams(
+    const std::map<std::string, std::vector<float>> &params) {
+  for (const auto &[name, data] : params)
+    if (absl::Status s = impl->device->copyToDevice(
+            impl->params.at(name), data.data(), data.size() * 4);
+        !s.ok())
+      return s;
+  return absl::OkStatus();
+}
+
+absl::Status
+GpuBackend::downloadParams(std::map<std::string, std::vector<float>> &params) {
+  for (auto &[name, data] : params)
+    if (absl::Status s = impl->device->copyToHost(
+            data.data(), impl->params.at(name), data.size() * 4);
+        !s.ok())
+      return s;
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::run(const std::string &name,
+                             const std::vector<const void *> &inputs) {
+  Impl &g = *impl;
+  auto it = g.programs.find(name);
+  if (it == g.programs.end())
+    return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
+  ProgramState &state = it->second;
+  if (inputs.size() != state.spec->inputs.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("program ", name, " takes ", state.spec->inputs.size(),
+                     " inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DeviceBuffer &slot = state.inputs.at(state.spec->inputs[i]);
+    if (absl::Status s = g.device->copyToDevice(slot, inputs[i], slot.bytes);
+        !s.ok())
+      return s;
+  }
+  // The first run goes launch by launch, so a failing launch is named; later
+  // runs replay what the second recorded.
+  if (state.ranOnce && g.options.graphs && !state.graph) {
+    absl::StatusOr<void *> graph =
+        g.device->capture(g.stream, [&] { return g.enqueue(state); });
+    if (!graph.ok())
+      return graph.status();
+    state.graph = *graph;
+  }
+  absl::Status queued =
+      state.graph ? g.device->replay(state.graph, g.stream) : g.enqueue(state);
+  if (!queued.ok())
+    return queued;
+  if (absl::Status s = g.device->synchronize(g.stream); !s.ok())
+    return s;
+  state.ranOnce = true;
+  return g.readError(state, name);
+}
+
+absl::StatusOr<std::vector<float>>
+GpuBackend::output(const std::string &program, const std::string &name) {
+  auto it = impl->programs.find(program);
+  if (it == impl->programs.end())
+    return absl::NotFoundError(absl::StrCat("no program '", program, "'"));
+  const ProgramState &state = it->second;
+  std::optional<int64_t> id = state.spec->output(name);
+  if (!id)
+    return absl::NotFoundError(
+        absl::StrCat("program ", program, " has no output '", name, "'"));
+  const ValueSpec &v = state.spec->values[*id];
+  std::vector<uint8_t> bytes(v.bytes());
+  if (absl::Status s = impl->device->copyToHost(
+          bytes.data(), DeviceBuffer{state.address[*id], bytes.size()},
+          bytes.size());
+      !s.ok())
+    return s;
+  std::vector<float> out(v.numElements());
+  size_t width = dtypeSize(v.dtype);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = v.dtype == DType::F32
+                 ? reinterpret_cast<const float *>(bytes.data())[i]
+                 : static_cast<float>(decode(&bytes[i * width], v.dtype));
+  return out;
+}
+
+} // namespace weft::runtime

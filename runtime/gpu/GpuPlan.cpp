@@ -1,0 +1,464 @@
+//===- GpuPlan.cpp - a program's steps as GPU launches --------------------===//
+//
+// One rule per op, mirroring Kernels.cpp's binders. Steps that compute in
+// f32 get f32 shadows of their narrow (bf16) operands and results, widened
+// before and rounded after, as the CPU executor does; data movement, casts,
+// GEMMs and attention read narrow values directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/gpu/GpuPlan.h"
+
+#include "runtime/exec/Kernels.h"
+#include "runtime/exec/StepAttrs.h"
+#include "runtime/gpu/kernels/OpsAbi.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstring>
+
+namespace weft::runtime {
+namespace {
+using Shape = std::vector<int64_t>;
+constexpr unsigned kThreads = 256;
+/// Grid-stride kernels stop growing the grid here (132 SMs x 16 blocks
+/// keeps every multiprocessor busy).
+constexpr int64_t kMaxBlocks = 132 * 16;
+
+bool isNarrow(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+GpuArg buffer(GpuBuffer::Kind kind, int64_t id) {
+  GpuArg a;
+  a.kind = GpuArg::Kind::Buffer;
+  a.buffer = {kind, id};
+  return a;
+}
+GpuArg scalar(GpuArg::Kind kind, int64_t i, double f) {
+  GpuArg a;
+  a.kind = kind;
+  a.i = i;
+  a.f = f;
+  return a;
+}
+GpuArg i64(int64_t v) { return scalar(GpuArg::Kind::I64, v, 0); }
+GpuArg i32(int64_t v) { return scalar(GpuArg::Kind::I32, v, 0); }
+GpuArg f64(double v) { return scalar(GpuArg::Kind::F64, 0, v); }
+GpuArg f32(double v) { return scalar(GpuArg::Kind::F32, 0, v); }
+template <typename T> GpuArg bytesOf(const T &value) {
+  GpuArg a;
+  a.kind = GpuArg::Kind::Bytes;
+  a.bytes.assign(reinterpret_cast<const char *>(&value), sizeof(T));
+  return a;
+}
+GpuArg null() { return GpuArg(); }
+
+unsigned gridFor(int64_t n) {
+  return static_cast<unsigned>(std::max<int64_t>(
+      1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)));
+}
+
+int typeCode(DType t) {
+  return t == DType::F32    ? WEFT_TYPE_F32
+         : t == DType::BF16 ? WEFT_TYPE_BF16
+                            : WEFT_TYPE_I32;
+}
+
+class Planner {
+public:
+  Planner(const ProgramSpec &spec) : spec(spec) {
+    plan.storageOf.resize(spec.values.size());
+    for (size_t i = 0; i < spec.values.size(); ++i)
+      plan.storageOf[i] = static_cast<int64_t>(i);
+    shadowOf.assign(spec.values.size(), -1);
+  }
+
+  absl::Status step(int64_t index, const StepSpec &s);
+  GpuProgramPlan take() { return std::move(plan); }
+
+private:
+  const ValueSpec &value(int64_t id) const { return spec.values[id]; }
+  const Shape &shape(int64_t id) const { return spec.values[id].shape; }
+  int64_t count(int64_t id) const { return spec.values[id].numElements(); }
+  GpuArg raw(int64_t id) const { return buffer(GpuBuffer::Kind::Value, id); }
+  /// The value as f32: its shadow when it is narrow.
+  GpuArg wide(int64_t id) {
+    if (!isNarrow(value(id).dtype))
+      return raw(id);
+    if (shadowOf[id] < 0) {
+      shadowOf[id] = static_cast<int64_t>(plan.shadowBytes.size());
+      plan.shadowBytes.push_back(count(id) * 4);
+    }
+    return buffer(GpuBuffer::Kind::Shadow, shadowOf[id]);
+  }
+  GpuArg scratch(int64_t bytes) {
+    plan.scratchBytes.push_back(bytes);
+    return buffer(GpuBuffer::Kind::Scratch,
+                  static_cast<int64_t>(plan.scratchBytes.size()) - 1);
+  }
+  GpuLaunch &kernel(const std::string &name, unsigned grid,
+                    std::vector<GpuArg> args, unsigned block = kThreads) {
+    GpuLaunch l;
+    l.step = current;
+    l.kernel = name;
+    l.grid[0] = grid;
+    l.block = block;
+    l.args = std::move(args);
+    plan.launches.push_back(std::move(l));
+    return plan.launches.back();
+  }
+  void convert(GpuArg from, DType fromType, GpuArg to, DType toType,
+               int64_t n) {
+    kernel("weft_convert", gridFor(n),
+           {from, i32(typeCode(fromType)), to, i32(typeCode(toType)), i64(n)});
+  }
+  void zero(GpuArg target, int64_t bytes) {
+    GpuLaunch l;
+    l.kind = GpuLaunch::Kind::Zero;
+    l.step = current;
+    l.args = {target};
+    l.bytes = bytes;
+    plan.launches.push_back(std::move(l));
+  }
+  /// Copies the elements of `dims` from `from` to `to` along the strides.
+  absl::Status stridedCopy(int64_t fromId, int64_t toId, const Shape &dims,
+                           const Shape &inStrides, int64_t inBase,
+                           const Shape &outStrides, int64_t outBase);
+  absl::Status fused(const StepSpec &s);
+  absl::Status reduce(const StepSpec &s, int kind);
+  absl::Status matmul(const StepSpec &s);
+  absl::Status attention(const StepSpec &s, bool grad);
+  absl::Status crossEntropy(const StepSpec &s, bool grad);
+  absl::Status norm(const StepSpec &s, bool rms);
+
+  const ProgramSpec &spec;
+  GpuProgramPlan plan;
+  std::vector<int64_t> shadowOf;
+  int64_t current = -1;
+};
+
+absl::Status Planner::stridedCopy(int64_t fromId, int64_t toId,
+                                  const Shape &dims, const Shape &inStrides,
+                                  int64_t inBase, const Shape &outStrides,
+                                  int64_t outBase) {
+  if (dims.size() > WEFT_MAX_RANK)
+    return absl::UnimplementedError(absl::StrCat(
+        "rank ", dims.size(), " is over the GPU kernels' ", WEFT_MAX_RANK));
+  WeftStridedIndex ix;
+  std::memset(&ix, 0, sizeof(ix));
+  ix.rank = static_cast<long>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    ix.dims[d] = dims[d];
+    ix.inStrides[d] = inStrides[d];
+    ix.outStrides[d] = outStrides[d];
+  }
+  ix.inBase = inBase;
+  ix.outBase = outBase;
+  size_t width = dtypeSize(value(toId).dtype);
+  if (width != 4 && width != 2)
+    return absl::UnimplementedError("only 2- and 4-byte elements move on GPUs");
+  kernel(width == 4 ? "weft_strided_copy4" : "weft_strided_copy2",
+         gridFor(product(dims)), {raw(fromId), raw(toId), bytesOf(ix)});
+  return absl::OkStatus();
+}
+
+absl::Status Planner::fused(const StepSpec &s) {
+  auto name = s.attrs.find("kernel");
+  if (name == s.attrs.end() || !name->is_string())
+    return absl::InvalidArgumentError("weft.fused: no kernel name");
+  std::vector<GpuArg> args;
+  for (int64_t id : s.operands)
+    args.push_back(wide(id));
+  for (int64_t id : s.results)
+    args.push_back(wide(id));
+  int64_t n = count(s.results.front());
+  args.push_back(i64(n));
+  // A row group runs one block per row of its results' last dimension; an
+  // element group grid-strides with four elements per thread.
+  const Shape &out = shape(s.results.front());
+  int64_t width = out.empty() ? 1 : std::max<int64_t>(1, out.back());
+  unsigned grid = attrB(s, "rows") ? static_cast<unsigned>(n / width)
+                                   : gridFor((n + 3) / 4);
+  kernel(name->get<std::string>() + "_cuda", std::max(1u, grid), args);
+  return absl::OkStatus();
+}
+
+absl::Status Planner::reduce(const StepSpec &s, int kind) {
+  const Shape &in = shape(s.operands[0]);
+  Shape dims = attrInts(s, "dims"), strides = stridesOf(in);
+  WeftReduceIndex ix;
+  std::memset(&ix, 0, sizeof(ix));
+  if (in.size() > WEFT_MAX_RANK)
+    return absl::UnimplementedError("reduction of rank over 8");
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(),
+                             static_cast<int64_t>(d)) != dims.end();
+    long &rank = reduced ? ix.reducedRank : ix.keptRank;
+    (reduced ? ix.reducedDims : ix.keptDims)[rank] = in[d];
+    (reduced ? ix.reducedStrides : ix.keptStrides)[rank] = strides[d];
+    ++rank;
+  }
+  int64_t outputs = count(s.results[0]), n = count(s.operands[0]);
+  kernel("weft_reduce", gridFor(outputs),
+         {wide(s.operands[0]), wide(s.results[0]), i64(outputs),
+          i64(outputs ? n / outputs : 0), bytesOf(ix), i32(kind)});
+  return absl::OkStatus();
+}
+
+absl::Status Planner::matmul(const StepSpec &s) {
+  int64_t a = s.operands[0], b = s.operands[1], c = s.results[0];
+  const Shape &as = shape(a), &bs = shape(b);
+  GemmShape g;
+  g.transA = attrB(s, "transpose_lhs");
+  g.transB = attrB(s, "transpose_rhs");
+  size_t ar = as.size(), br = bs.size();
+  g.m = g.transA ? as[ar - 1] : as[ar - 2];
+  g.k = g.transA ? as[ar - 2] : as[ar - 1];
+  g.n = g.transB ? bs[br - 2] : bs[br - 1];
+  g.batch = count(c) / (g.m * g.n);
+  g.strideA = ar > 2 ? g.m * g.k : 0;
+  g.strideB = br > 2 ? g.k * g.n : 0;
+  g.strideC = g.m * g.n;
+  g.type = value(c).dtype;
+  if (value(a).dtype != g.type || value(b).dtype != g.type)
+    return absl::UnimplementedError(
+        "GPU GEMMs take operands of the result's element type");
+  GpuLaunch l;
+  l.kind = GpuLaunch::Kind::Gemm;
+  l.step = current;
+  l.gemm = g;
+  l.args = {raw(a), raw(b), raw(c)};
+  plan.launches.push_back(std::move(l));
+  return absl::OkStatus();
+}
+
+absl::Status Planner::attention(const StepSpec &s, bool grad) {
+  const Shape &q = shape(s.operands[0]), &k = shape(s.operands[1]),
+              &v = shape(s.operands[2]);
+  int64_t batch = q[0], S = q[1], hq = q[2], d = q[3], T = k[1], hkv = k[2],
+          dv = v[3];
+  if (d > 128 || dv > 128)
+    return absl::UnimplementedError("GPU attention takes head dims <= 128");
+  DType type = value(s.operands[0]).dtype;
+  if (type != DType::F32 && type != DType::BF16)
+    return absl::UnimplementedError("GPU attention takes f32 or bf16");
+  std::string suffix = type == DType::BF16 ? "_bf16" : "";
+  std::vector<GpuArg> sizes = {i32(batch),
+                               i32(S),
+                               i32(T),
+                               i32(hq),
+                               i32(hkv),
+                               i32(d),
+                               i32(dv),
+                               f32(attrF(s, "scale")),
+                               i32(attrB(s, "causal"))};
+  auto with = [&](std::vector<GpuArg> args) {
+    args.insert(args.end(), sizes.begin(), sizes.end());
+    return args;
+  };
+  unsigned queryTiles = static_cast<unsigned>((S + 63) / 64);
+  if (!grad) {
+    // lse is f32 in the IR; o has q's type.
+    GpuLaunch &l =
+        kernel("weft_attention_forward" + suffix, queryTiles,
+               with({raw(s.operands[0]), raw(s.operands[1]), raw(s.operands[2]),
+                     raw(s.results[0]), wide(s.results[1])}),
+               64);
+    l.grid[1] = static_cast<unsigned>(hq);
+    l.grid[2] = static_cast<unsigned>(batch);
+    return absl::OkStatus();
+  }
+  GpuArg delta = scratch(batch * hq * S * 4);
+  GpuLaunch &dq =
+      kernel("weft_attention_backward_dq" + suffix, queryTiles,
+             with({raw(s.operands[0]), raw(s.operands[1]), raw(s.operands[2]),
+                   raw(s.operands[3]), wide(s.operands[4]), raw(s.operands[5]),
+                   raw(s.results[0]), delta}),
+             64);
+  dq.grid[1] = static_cast<unsigned>(hq);
+  dq.grid[2] = static_cast<unsigned>(batch);
+  GpuLaunch &dkv =
+      kernel("weft_attention_backward_dkv" + suffix,
+             static_cast<unsigned>((T + 31) / 32),
+             with({raw(s.operands[0]), raw(s.operands[1]), raw(s.operands[2]),
+                   wide(s.operands[4]), delta, raw(s.operands[5]),
+                   raw(s.results[1]), raw(s.results[2])}),
+             32);
+  dkv.grid[1] = static_cast<unsigned>(hkv);
+  dkv.grid[2] = static_cast<unsigned>(batch);
+  return absl::OkStatus();
+}
+
+absl::Status Planner::crossEntropy(const StepSpec &s, bool grad) {
+  int64_t logits = s.operands[0], labels = s.operands[1];
+  int64_t vocab = shape(logits).back(), rows = count(labels);
+  int64_t ignore = attrI(s, "ignore_index", -100);
+  GpuArg stats = scratch(rows * 3 * 4), total = scratch(8);
+  GpuArg error = buffer(GpuBuffer::Kind::Error, 0);
+  kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
+         {wide(logits), raw(labels), stats, i64(vocab), i64(ignore), error,
+          i32(current)});
+  kernel("weft_cross_entropy_total", 1,
+         {stats, raw(labels), grad ? null() : wide(s.results[0]), total,
+          i64(rows), i64(ignore)});
+  if (grad)
+    kernel("weft_cross_entropy_grad", gridFor(rows * vocab),
+           {wide(logits), raw(labels), stats, wide(s.operands[2]), total,
+            wide(s.results[0]), i64(rows), i64(vocab), i64(ignore)});
+  return absl::OkStatus();
+}
+
+absl::Status Planner::norm(const StepSpec &s, bool rms) {
+  int64_t x = s.operands[0];
+  int64_t dim = shape(x).back(), rows = count(x) / dim;
+  GpuArg stats = scratch(rows * 2 * 8);
+  kernel("weft_norm_grad_rows", static_cast<unsigned>(rows),
+         {wide(x), wide(s.operands[1]), wide(s.operands[2]), wide(s.results[0]),
+          stats, i64(dim), i32(rms),
+          f64(attrF(s, "epsilon", rms ? 1e-6 : 1e-5))});
+  kernel("weft_norm_grad_params", gridFor(dim),
+         {wide(x), wide(s.operands[2]), stats, wide(s.results[1]),
+          rms ? null() : wide(s.results[2]), i64(rows), i64(dim)});
+  return absl::OkStatus();
+}
+
+absl::Status Planner::step(int64_t index, const StepSpec &s) {
+  current = index;
+  const std::string &op = s.op;
+  if (s.attrs.contains("vocab_axes"))
+    return absl::UnimplementedError(
+        "vocabulary-parallel steps need NCCL, which the GPU runtime does "
+        "not have yet");
+  // Ops that read their operands as stored.
+  if (op == "weft.reshape" || op == "weft.copy_to_group") {
+    int64_t from = s.operands[0], to = s.results[0];
+    const ValueSpec &src = value(from), &dst = value(to);
+    if (src.kind != ValueSpec::Kind::Arena) {
+      plan.storageOf[to] = plan.storageOf[from]; // A view, as on the CPU.
+      return absl::OkStatus();
+    }
+    if (dst.kind == ValueSpec::Kind::Arena && dst.offset == src.offset)
+      return absl::OkStatus(); // The memory plan made it a view.
+    GpuLaunch l;
+    l.kind = GpuLaunch::Kind::Copy;
+    l.step = current;
+    l.args = {raw(to), raw(from)};
+    l.bytes = dst.bytes();
+    plan.launches.push_back(std::move(l));
+    return absl::OkStatus();
+  }
+  if (op == "weft.transpose" || op == "weft.broadcast" || op == "weft.slice") {
+    const Shape &out = shape(s.results[0]);
+    CopySource src = copySource(s, shape(s.operands[0]), out.size());
+    return stridedCopy(s.operands[0], s.results[0], out, src.strides, src.base,
+                       stridesOf(out), 0);
+  }
+  if (op == "weft.concat") {
+    int64_t dim = attrI(s, "dim"), offset = 0;
+    const Shape &out = shape(s.results[0]);
+    Shape outStrides = stridesOf(out);
+    for (int64_t part : s.operands) {
+      const Shape &in = shape(part);
+      if (absl::Status st =
+              stridedCopy(part, s.results[0], in, stridesOf(in), 0, outStrides,
+                          offset * outStrides[dim]);
+          !st.ok())
+        return st;
+      offset += in[dim];
+    }
+    return absl::OkStatus();
+  }
+  if (op == "weft.cast") {
+    int64_t x = s.operands[0], y = s.results[0];
+    for (DType t : {value(x).dtype, value(y).dtype})
+      if (t != DType::F32 && t != DType::BF16 && t != DType::I32)
+        return absl::UnimplementedError(
+            absl::StrCat("GPU casts take f32, bf16 and i32, not ",
+                         std::string(dtypeName(t))));
+    convert(raw(x), value(x).dtype, raw(y), value(y).dtype, count(y));
+    return absl::OkStatus();
+  }
+  if (op == "weft.matmul")
+    return matmul(s);
+  if (op == "weft.attention" || op == "weft.attention_grad")
+    return attention(s, op == "weft.attention_grad");
+
+  // Ops that compute in f32: widen narrow operands first, round results
+  // after.
+  for (int64_t id : s.operands)
+    if (isNarrow(value(id).dtype))
+      convert(raw(id), value(id).dtype, wide(id), DType::F32, count(id));
+  absl::Status status = absl::OkStatus();
+  GpuArg error = buffer(GpuBuffer::Kind::Error, 0);
+  if (op == "weft.fused") {
+    status = fused(s);
+  } else if (op == "weft.reduce_sum" || op == "weft.reduce_mean" ||
+             op == "weft.reduce_max") {
+    status = reduce(s, op == "weft.reduce_sum"    ? 0
+                       : op == "weft.reduce_mean" ? 1
+                                                  : 2);
+  } else if (op == "weft.embedding" || op == "weft.embedding_grad") {
+    bool grad = op == "weft.embedding_grad";
+    int64_t table = grad ? s.results[0] : s.operands[0],
+            ids = grad ? s.operands[0] : s.operands[1],
+            rows = grad ? s.operands[1] : s.results[0];
+    if (grad)
+      zero(wide(table), count(table) * 4);
+    kernel("weft_embedding", gridFor(count(rows)),
+           {wide(table), raw(ids), wide(rows), i64(count(ids)),
+            i64(shape(table)[1]), i64(shape(table)[0]), i32(grad), error,
+            i32(current)});
+  } else if (op == "weft.layer_norm_grad" || op == "weft.rms_norm_grad") {
+    status = norm(s, op == "weft.rms_norm_grad");
+  } else if (op == "weft.cross_entropy" || op == "weft.cross_entropy_grad") {
+    status = crossEntropy(s, op == "weft.cross_entropy_grad");
+  } else if (op == "weft.softmax") {
+    const Shape &sh = shape(s.operands[0]);
+    int64_t dim = attrI(s, "dim");
+    int64_t outer = product(sh, 0, dim), inner = product(sh, dim + 1);
+    kernel("weft_softmax", gridFor(outer * inner),
+           {wide(s.operands[0]), wide(s.results[0]), i64(outer), i64(sh[dim]),
+            i64(inner)});
+  } else if (op == "weft.rope") {
+    const Shape &sh = shape(s.operands[0]);
+    kernel("weft_rope", gridFor(count(s.operands[0]) / 2),
+           {wide(s.operands[0]), wide(s.results[0]), i64(sh[0]), i64(sh[1]),
+            i64(sh[2]), i64(sh[3]), f64(attrF(s, "theta", 10000.0)),
+            f64(attrB(s, "inverse") ? -1.0 : 1.0),
+            i64(attrI(s, "position_offset"))});
+  } else if (isCollective(op)) {
+    status = absl::UnimplementedError(
+        absl::StrCat(op, ": placed bundles need NCCL, which the GPU runtime "
+                         "does not have yet"));
+  } else {
+    status = absl::UnimplementedError(absl::StrCat(
+        "the GPU runtime has no kernel for '", op,
+        "' (elementwise ops run as generated kernels: compile the bundle "
+        "with weftc compile --target cuda)"));
+  }
+  if (!status.ok())
+    return status;
+  for (int64_t id : s.results)
+    if (isNarrow(value(id).dtype))
+      convert(wide(id), DType::F32, raw(id), value(id).dtype, count(id));
+  return absl::OkStatus();
+}
+} // namespace
+
+absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
+                                              const std::string &name) {
+  auto it = bundle.programs.find(name);
+  if (it == bundle.programs.end())
+    return absl::NotFoundError(
+        absl::StrCat(bundle.path, ": no program '", name, "'"));
+  Planner planner(it->second);
+  const std::vector<StepSpec> &steps = it->second.steps;
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (absl::Status s = planner.step(static_cast<int64_t>(i), steps[i]);
+        !s.ok())
+      return absl::Status(
+          s.code(), absl::StrCat(bundle.path, ": program ", name, ", step ", i,
+                                 " (", steps[i].op, "): ", s.message()));
+  return planner.take();
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,82 @@
+//===- GpuPlan.h - a program's steps as GPU launches ------------*- C++ -*-===//
+//
+// What the GPU runtime will queue for each step of a bundle's program,
+// decided without a device: which kernel (generated, ops.cu, attention.cu)
+// or cuBLASLt GEMM, its launch shape, and its arguments as references to
+// values, scratch buffers and scalars. GpuBackend turns a plan into device
+// addresses and launches; tests check plans on machines without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_GPU_GPUPLAN_H
+#define WEFT_RUNTIME_GPU_GPUPLAN_H
+
+#include "runtime/exec/Bundle.h"
+#include "runtime/gpu/CublasLt.h"
+
+#include "absl/status/statusor.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// Device memory a launch reads or writes.
+struct GpuBuffer {
+  enum class Kind {
+    Value,   // A program value (arena, parameter, constant or input).
+    Shadow,  // The f32 copy of a narrow value, for kernels that compute in f32.
+    Scratch, // A step's temporary (row statistics, attention's delta).
+    Error,   // The program's error word: {code, step, position, value}.
+  };
+  Kind kind = Kind::Value;
+  int64_t id = 0;
+};
+
+struct GpuArg {
+  enum class Kind { Buffer, Null, I32, I64, F32, F64, Bytes };
+  Kind kind = Kind::Null;
+  GpuBuffer buffer;
+  int64_t i = 0;
+  double f = 0;
+  std::string bytes; // A struct passed by value (OpsAbi.h).
+};
+
+struct GpuLaunch {
+  enum class Kind { Kernel, Gemm, Zero, Copy };
+  Kind kind = Kind::Kernel;
+  int64_t step = -1; // The program step it belongs to.
+  /// Kernel: the kernel's name, grid and block; args are its parameters.
+  std::string kernel;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block = 256;
+  /// Gemm: {A, B, C}. Zero: {target}. Copy: {to, from}.
+  std::vector<GpuArg> args;
+  GemmShape gemm;
+  int64_t bytes = 0; // Zero and Copy.
+};
+
+struct GpuProgramPlan {
+  std::vector<GpuLaunch> launches;
+  /// Bytes of each scratch buffer and of each shadow (by id).
+  std::vector<int64_t> scratchBytes, shadowBytes;
+  /// Per value: the value whose storage it is (itself, or for a view of a
+  /// parameter, constant or input, that value).
+  std::vector<int64_t> storageOf;
+};
+
+/// Plans program `name` of `bundle` for a GPU. Fails, naming the step, on
+/// an op the GPU runtime cannot run (an elementwise op left unfused: the
+/// bundle was not compiled with --target cuda; collectives; MoE routing).
+absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
+                                              const std::string &name);
+
+/// The kernel sources the GPU runtime compiles with NVRTC at load: ops.cu
+/// (preceded by OpsAbi.h) and attention.cu, as built into the runtime.
+const char *gpuOpsSource();
+const char *gpuAttentionSource();
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_GPU_GPUPLAN_H

@@ -1,0 +1,346 @@
+// The GPU runtime's kernels for the weft ops that are neither fused
+// elementwise groups (generated, codegen/CudaSource.cpp), GEMMs (cuBLASLt)
+// nor attention (attention.cu): data movement, reductions, embedding,
+// norm gradients, cross-entropy, softmax, RoPE and element-type casts.
+//
+// Each follows its CPU kernel (runtime/exec/Kernels.cpp) operation for
+// operation: values are f32 in memory, arithmetic that the CPU does in
+// double is done in double here, and sums run in the CPU's order where
+// one thread owns them, so results match the CPU's to rounding of the
+// order-dependent block reductions. Bad data (a token id or label out of
+// range) is recorded in the program's error word, which the runtime reads
+// after the program and reports with the step that found it.
+//
+// Launch shapes (GpuBackend.cpp): "element" kernels run grid-stride with
+// 256-thread blocks; "row" kernels one 256-thread block per row.
+#ifdef __CUDACC_RTC__
+typedef long int64_t;
+#else
+#include <cstdint>
+#endif
+#ifndef WEFT_RUNTIME_GPU_KERNELS_OPSABI_H
+#include "OpsAbi.h"
+#endif
+
+#define WEFT_OPS_THREADS 256
+
+static __device__ inline long weft_thread() {
+  return (long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+static __device__ inline long weft_stride() {
+  return (long)gridDim.x * blockDim.x;
+}
+
+static __device__ inline double weft_inf() {
+  return __longlong_as_double(0x7ff0000000000000LL);
+}
+
+static __device__ void weft_fail(int *error, int code, int step, long position,
+                                 long value) {
+  if (atomicCAS(error, 0, code) == 0) {
+    error[1] = step;
+    error[2] = (int)position;
+    error[3] = (int)value;
+  }
+}
+
+// The sum (or maximum) of every thread's `v` over a WEFT_OPS_THREADS block.
+static __device__ double weft_block_reduce(double v, double *red, bool max) {
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = WEFT_OPS_THREADS / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      red[threadIdx.x] = max ? fmax(red[threadIdx.x], red[threadIdx.x + s])
+                             : red[threadIdx.x] + red[threadIdx.x + s];
+    __syncthreads();
+  }
+  double total = red[0];
+  __syncthreads();
+  return total;
+}
+
+// ---- data movement --------------------------------------------------------
+
+template <typename W>
+static __device__ void strided_copy(const W *__restrict in, W *__restrict out,
+                                    WeftStridedIndex ix) {
+  long n = 1;
+  for (long d = 0; d < ix.rank; ++d)
+    n *= ix.dims[d];
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long rest = i, from = ix.inBase, to = ix.outBase;
+    for (long d = ix.rank - 1; d >= 0; --d) {
+      long c = rest % ix.dims[d];
+      rest /= ix.dims[d];
+      from += c * ix.inStrides[d];
+      to += c * ix.outStrides[d];
+    }
+    out[to] = in[from];
+  }
+}
+// 4-byte elements (f32, i32) and 2-byte ones (bf16), moved as bits.
+extern "C" __global__ void weft_strided_copy4(const unsigned *in,
+                                              unsigned *out,
+                                              WeftStridedIndex ix) {
+  strided_copy(in, out, ix);
+}
+extern "C" __global__ void weft_strided_copy2(const unsigned short *in,
+                                              unsigned short *out,
+                                              WeftStridedIndex ix) {
+  strided_copy(in, out, ix);
+}
+
+static __device__ inline double weft_read(const void *p, int type, long i) {
+  if (type == WEFT_TYPE_F32)
+    return ((const float *)p)[i];
+  if (type == WEFT_TYPE_I32)
+    return ((const int *)p)[i];
+  return __uint_as_float((unsigned)((const unsigned short *)p)[i] << 16);
+}
+// f32 to bf16, nearest even (NaN stays NaN), as runtime/support/Float.cpp.
+static __device__ inline unsigned short weft_to_bf16(float x) {
+  unsigned bits = __float_as_uint(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return (unsigned short)((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (unsigned short)(bits >> 16);
+}
+// weft.cast, and the widening / rounding of bf16 values around the steps
+// that compute in f32.
+extern "C" __global__ void weft_convert(const void *in, int from, void *out,
+                                        int to, long n) {
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    double v = weft_read(in, from, i);
+    if (to == WEFT_TYPE_F32)
+      ((float *)out)[i] = (float)v;
+    else if (to == WEFT_TYPE_I32)
+      ((int *)out)[i] = (int)trunc(v);
+    else
+      ((unsigned short *)out)[i] = weft_to_bf16((float)v);
+  }
+}
+
+// ---- reductions -----------------------------------------------------------
+
+// kind: 0 sum, 1 mean, 2 max (NaN-propagating). One thread per output, so
+// each sum runs in the CPU's order.
+extern "C" __global__ void weft_reduce(const float *__restrict x,
+                                       float *__restrict y, long outputs,
+                                       long count, WeftReduceIndex ix,
+                                       int kind) {
+  for (long o = weft_thread(); o < outputs; o += weft_stride()) {
+    long rest = o, base = 0;
+    for (long d = ix.keptRank - 1; d >= 0; --d) {
+      base += (rest % ix.keptDims[d]) * ix.keptStrides[d];
+      rest /= ix.keptDims[d];
+    }
+    double acc = kind == 2 ? -weft_inf() : 0.0;
+    bool nan = false;
+    for (long r = 0; r < count; ++r) {
+      long left = r, at = base;
+      for (long d = ix.reducedRank - 1; d >= 0; --d) {
+        at += (left % ix.reducedDims[d]) * ix.reducedStrides[d];
+        left /= ix.reducedDims[d];
+      }
+      double v = x[at];
+      if (kind == 2) {
+        nan |= v != v;
+        acc = fmax(acc, v);
+      } else {
+        acc += v;
+      }
+    }
+    y[o] = (float)(nan ? __longlong_as_double(0x7ff8000000000000LL)
+                   : kind == 1 ? acc / count
+                               : acc);
+  }
+}
+
+// ---- embedding ------------------------------------------------------------
+
+// weft.embedding (rows[t] = table[ids[t]]) and, with `grad`,
+// weft.embedding_grad (table[ids[t]] += rows[t], into a table the runtime
+// zeroed first). Rows of repeated tokens meet in atomicAdd, so their order
+// of summation (not the set of terms) varies from run to run: gradients
+// agree with the CPU's to f32 rounding.
+extern "C" __global__ void weft_embedding(float *__restrict table,
+                                          const int *__restrict ids,
+                                          float *__restrict rows, long tokens,
+                                          long dim, long vocab, int grad,
+                                          int *error, int step) {
+  for (long i = weft_thread(); i < tokens * dim; i += weft_stride()) {
+    long t = i / dim, id = ids[t];
+    if (id < 0 || id >= vocab) {
+      if (i % dim == 0)
+        weft_fail(error, WEFT_ERROR_TOKEN_ID, step, t, id);
+      if (!grad)
+        rows[i] = 0.0f;
+    } else if (grad) {
+      atomicAdd(&table[id * dim + i % dim], rows[i]);
+    } else {
+      rows[i] = table[id * dim + i % dim];
+    }
+  }
+}
+
+// ---- norms (backward; the forward is a generated row group) ---------------
+
+// One block per row: the row's mean (0 for RMSNorm) and 1/sqrt(var + eps)
+// into stats[2 * row], and dx.
+extern "C" __global__ void weft_norm_grad_rows(
+    const float *__restrict x, const float *__restrict w,
+    const float *__restrict dy, float *__restrict dx, double *__restrict stats,
+    long dim, int rms, double eps) {
+  __shared__ double red[WEFT_OPS_THREADS];
+  long r = blockIdx.x;
+  const float *xr = x + r * dim, *dyr = dy + r * dim;
+  double part = 0;
+  if (!rms)
+    for (long j = threadIdx.x; j < dim; j += blockDim.x)
+      part += xr[j];
+  double mean = rms ? 0.0 : weft_block_reduce(part, red, false) / dim;
+  part = 0;
+  for (long j = threadIdx.x; j < dim; j += blockDim.x)
+    part += (xr[j] - mean) * (xr[j] - mean);
+  double inv = 1.0 / sqrt(weft_block_reduce(part, red, false) / dim + eps);
+  double g = 0, gx = 0;
+  for (long j = threadIdx.x; j < dim; j += blockDim.x) {
+    double gj = (double)dyr[j] * w[j];
+    g += gj;
+    gx += gj * ((xr[j] - mean) * inv);
+  }
+  double meanG = weft_block_reduce(g, red, false) / dim;
+  double meanGX = weft_block_reduce(gx, red, false) / dim;
+  for (long j = threadIdx.x; j < dim; j += blockDim.x) {
+    double xhat = (xr[j] - mean) * inv, gj = (double)dyr[j] * w[j];
+    dx[r * dim + j] = (float)((gj - (rms ? 0.0 : meanG) - xhat * meanGX) * inv);
+  }
+  if (threadIdx.x == 0) {
+    stats[2 * r] = mean;
+    stats[2 * r + 1] = inv;
+  }
+}
+
+// One thread per column: dw = sum over rows of dy * xhat, db = sum of dy,
+// in row order as on the CPU.
+extern "C" __global__ void weft_norm_grad_params(
+    const float *__restrict x, const float *__restrict dy,
+    const double *__restrict stats, float *__restrict dw, float *__restrict db,
+    long rows, long dim) {
+  for (long j = weft_thread(); j < dim; j += weft_stride()) {
+    double gw = 0, gb = 0;
+    for (long r = 0; r < rows; ++r) {
+      double xhat = (x[r * dim + j] - stats[2 * r]) * stats[2 * r + 1];
+      gw += dy[r * dim + j] * xhat;
+      gb += dy[r * dim + j];
+    }
+    dw[j] = (float)gw;
+    if (db)
+      db[j] = (float)gb;
+  }
+}
+
+// ---- cross-entropy --------------------------------------------------------
+
+// One block per row: the row's maximum m, sum of exponentials s (rounded to
+// f32, as the CPU keeps it) and target logit t into stats[3 * row].
+extern "C" __global__ void weft_cross_entropy_rows(
+    const float *__restrict logits, const int *__restrict labels,
+    float *__restrict stats, long vocab, long ignore, int *error, int step) {
+  __shared__ double red[WEFT_OPS_THREADS];
+  long r = blockIdx.x;
+  const float *x = logits + r * vocab;
+  double m = -weft_inf();
+  for (long j = threadIdx.x; j < vocab; j += blockDim.x)
+    m = fmax(m, (double)x[j]);
+  float rowMax = (float)weft_block_reduce(m, red, true);
+  double sum = 0;
+  for (long j = threadIdx.x; j < vocab; j += blockDim.x)
+    sum += expf(x[j] - rowMax); // f32 exponentials, as the CPU's std::exp(float).
+  sum = weft_block_reduce(sum, red, false);
+  if (threadIdx.x != 0)
+    return;
+  long label = labels[r];
+  if (label != ignore && (label < 0 || label >= vocab))
+    weft_fail(error, WEFT_ERROR_LABEL, step, r, label);
+  bool valid = label >= 0 && label < vocab;
+  stats[3 * r] = rowMax;
+  stats[3 * r + 1] = (float)sum;
+  stats[3 * r + 2] = valid ? x[label] : 0.0f;
+}
+
+// One block: the mean loss over rows whose label is not `ignore` (into
+// out[0]) and how many there are (count[0]), summed in a fixed order.
+extern "C" __global__ void weft_cross_entropy_total(
+    const float *__restrict stats, const int *__restrict labels,
+    float *__restrict out, double *__restrict count, long rows, long ignore) {
+  __shared__ double red[WEFT_OPS_THREADS];
+  double loss = 0, n = 0;
+  for (long r = threadIdx.x; r < rows; r += blockDim.x)
+    if (labels[r] != ignore) {
+      loss += logf(stats[3 * r + 1]) + stats[3 * r] - stats[3 * r + 2];
+      n += 1;
+    }
+  loss = weft_block_reduce(loss, red, false);
+  n = weft_block_reduce(n, red, false);
+  if (threadIdx.x == 0) {
+    if (out)
+      out[0] = (float)(n > 0 ? loss / n : 0.0);
+    count[0] = n;
+  }
+}
+
+// The gradient, one element per thread: (softmax - onehot) * seed / count.
+extern "C" __global__ void weft_cross_entropy_grad(
+    const float *__restrict logits, const int *__restrict labels,
+    const float *__restrict stats, const float *__restrict seed,
+    const double *__restrict count, float *__restrict grad, long rows,
+    long vocab, long ignore) {
+  double scale = seed[0] / fmax(count[0], 1.0);
+  for (long i = weft_thread(); i < rows * vocab; i += weft_stride()) {
+    long r = i / vocab, j = i % vocab, label = labels[r];
+    if (label == ignore) {
+      grad[i] = 0.0f;
+      continue;
+    }
+    float p = expf(logits[i] - stats[3 * r]) / stats[3 * r + 1];
+    grad[i] = (float)((p - (j == label ? 1.0f : 0.0f)) * scale);
+  }
+}
+
+// ---- softmax, RoPE --------------------------------------------------------
+
+// Softmax over the middle extent n of [outer, n, inner]: one thread per
+// (outer, inner) line.
+extern "C" __global__ void weft_softmax(const float *__restrict x,
+                                        float *__restrict y, long outer,
+                                        long n, long inner) {
+  for (long line = weft_thread(); line < outer * inner; line += weft_stride()) {
+    long o = line / inner, in = line % inner;
+    const float *a = x + o * n * inner + in;
+    float *b = y + o * n * inner + in;
+    double m = -weft_inf(), sum = 0;
+    for (long j = 0; j < n; ++j)
+      m = fmax(m, (double)a[j * inner]);
+    for (long j = 0; j < n; ++j)
+      sum += exp(a[j * inner] - m);
+    for (long j = 0; j < n; ++j)
+      b[j * inner] = (float)(exp(a[j * inner] - m) / sum);
+  }
+}
+
+// Rotary embedding of [B, P, H, D], one thread per rotated pair (i, i + D/2).
+extern "C" __global__ void weft_rope(const float *__restrict x,
+                                     float *__restrict y, long batch,
+                                     long positions, long heads, long dim,
+                                     double theta, double sign, long offset) {
+  long half = dim / 2, pairs = batch * positions * heads * half;
+  for (long k = weft_thread(); k < pairs; k += weft_stride()) {
+    long i = k % half, row = k / half, p = (row / heads) % positions;
+    long base = row * dim;
+    double f = sign * (double)(p + offset) * pow(theta, -2.0 * i / (double)dim);
+    double x1 = x[base + i], x2 = x[base + i + half];
+    y[base + i] = (float)(x1 * cos(f) - x2 * sin(f));
+    y[base + i + half] = (float)(x2 * cos(f) + x1 * sin(f));
+  }
+}

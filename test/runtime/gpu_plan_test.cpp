@@ -1,0 +1,162 @@
+//===- gpu_plan_test.cpp - GPU launch plans, checked without a GPU --------===//
+//
+// The GPU runtime turns every step of a bundle's programs into launches
+// before it touches a device. These tests plan the GPT-2-tiny and
+// Llama-tiny training bundles (f32 and bf16, compiled for sm_90) and check
+// that each launch names a kernel that exists in the source it comes from,
+// with as many arguments as that kernel takes, and that the runtime's own
+// kernels compile with NVRTC. On a GPU, gpu_kernels_test.cpp runs them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipeline.h"
+#include "runtime/exec/Bundle.h"
+#include "runtime/gpu/GpuPlan.h"
+#include "runtime/gpu/Nvrtc.h"
+#include "test/compiler/TestUtils.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+using namespace weft;
+using runtime::GpuLaunch;
+
+namespace {
+/// The parameter count of every `void NAME(...)` kernel in `source`
+/// (attention.cu's macro-made kernels under both their names).
+std::map<std::string, int> kernelArity(const std::string &source) {
+  std::map<std::string, int> arity;
+  std::regex head(R"(__global__\s+void\s+(\w+?)(##SUFFIX)?\s*\()");
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), head);
+       it != std::sregex_iterator(); ++it) {
+    size_t at = it->position(0) + it->length(0);
+    int depth = 1, commas = 0;
+    for (; at < source.size() && depth > 0; ++at) {
+      char c = source[at];
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      commas += depth == 1 && c == ',';
+    }
+    std::string name = (*it)[1];
+    arity[name] = commas + 1;
+    if ((*it)[2].matched)
+      arity[name + "_bf16"] = commas + 1;
+  }
+  return arity;
+}
+
+std::string compileBundle(const std::string &model, const std::string &dtype,
+                          bool cuda) {
+  auto context = testutil::makeContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module = testutil::buildExampleModel(
+      *context, model, {2, 16, dtype, /*masterWeights=*/true});
+  EXPECT_TRUE(module);
+  std::string dir =
+      testutil::uniqueTempPath(model + "-" + dtype + "-gpu-plan-bundle");
+  TrainingOptions options;
+  if (cuda)
+    options.cudaArchs = {"sm_90"};
+  EXPECT_TRUE(mlir::succeeded(
+      compileTrainingBundle(*module, dir, options, llvm::json::Object{})));
+  return dir;
+}
+
+void checkPlans(const std::string &model, const std::string &dtype) {
+  SCOPED_TRACE(model + " " + dtype);
+  std::string dir = compileBundle(model, dtype, /*cuda=*/true);
+  absl::StatusOr<runtime::Bundle> bundle = runtime::Bundle::load(dir);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  std::ifstream generated(dir + "/kernels.cu");
+  std::stringstream text;
+  text << generated.rdbuf();
+  std::map<std::string, int> arity = kernelArity(runtime::gpuOpsSource());
+  arity.merge(kernelArity(runtime::gpuAttentionSource()));
+  arity.merge(kernelArity(text.str()));
+  for (const std::string program : {"step", "forward"}) {
+    absl::StatusOr<runtime::GpuProgramPlan> plan =
+        runtime::planGpuProgram(*bundle, program);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const runtime::ProgramSpec &spec = bundle->programs.at(program);
+    std::map<std::string, int> used;
+    int gemms = 0;
+    for (const GpuLaunch &l : plan->launches) {
+      ASSERT_GE(l.step, 0);
+      ASSERT_LT(l.step, static_cast<int64_t>(spec.steps.size()));
+      if (l.kind == GpuLaunch::Kind::Gemm) {
+        ++gemms;
+        const runtime::ValueSpec &c =
+            spec.values[spec.steps[l.step].results[0]];
+        EXPECT_EQ(l.gemm.batch * l.gemm.m * l.gemm.n, c.numElements());
+        EXPECT_EQ(l.gemm.type, c.dtype);
+        continue;
+      }
+      if (l.kind != GpuLaunch::Kind::Kernel)
+        continue;
+      auto it = arity.find(l.kernel);
+      ASSERT_NE(it, arity.end())
+          << "step " << l.step << " (" << spec.steps[l.step].op
+          << ") launches '" << l.kernel << "', which no source defines";
+      EXPECT_EQ(static_cast<int>(l.args.size()), it->second) << l.kernel;
+      EXPECT_GE(l.grid[0] * l.grid[1] * l.grid[2], 1u) << l.kernel;
+      ++used[l.kernel];
+    }
+    // Every GEMM of the program goes to cuBLASLt; no elementwise op is
+    // left without a generated kernel (planning would have failed).
+    int matmuls = 0;
+    for (const runtime::StepSpec &s : spec.steps)
+      matmuls += s.op == "weft.matmul";
+    EXPECT_EQ(gemms, matmuls);
+    EXPECT_GT(used["weft_attention_forward" +
+                   std::string(dtype == "bf16" ? "_bf16" : "")],
+              0);
+    if (program == "step") {
+      EXPECT_GT(used["weft_cross_entropy_grad"], 0);
+      EXPECT_GT(used["weft_norm_grad_rows"], 0);
+      // Mixed precision widens and rounds around f32 kernels.
+      EXPECT_EQ(used["weft_convert"] > 0, dtype == "bf16");
+    }
+  }
+}
+} // namespace
+
+TEST(GpuPlan, Gpt2TinyF32StepsAllHaveKernels) {
+  checkPlans("gpt2-tiny", "f32");
+}
+TEST(GpuPlan, Gpt2TinyBf16StepsAllHaveKernels) {
+  checkPlans("gpt2-tiny", "bf16");
+}
+TEST(GpuPlan, LlamaTinyF32StepsAllHaveKernels) {
+  checkPlans("llama-tiny", "f32");
+}
+TEST(GpuPlan, LlamaTinyBf16StepsAllHaveKernels) {
+  checkPlans("llama-tiny", "bf16");
+}
+
+TEST(GpuPlan, ABundleBuiltForTheCpuIsRefusedWithTheFix) {
+  std::string dir = compileBundle("gpt2-tiny", "f32", /*cuda=*/false);
+  absl::StatusOr<runtime::Bundle> bundle = runtime::Bundle::load(dir);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  absl::StatusOr<runtime::GpuProgramPlan> plan =
+      runtime::planGpuProgram(*bundle, "step");
+  ASSERT_FALSE(plan.ok());
+  std::string message(plan.status().message());
+  EXPECT_NE(message.find("program step, step "), std::string::npos) << message;
+  EXPECT_NE(message.find("--target cuda"), std::string::npos) << message;
+}
+
+TEST(GpuPlan, TheRuntimesOwnKernelsCompileWithNvrtc) {
+  for (auto [source, label] :
+       {std::pair{runtime::gpuOpsSource(), "ops.cu"},
+        std::pair{runtime::gpuAttentionSource(), "attention.cu"}}) {
+    absl::StatusOr<std::string> cubin =
+        runtime::compileCudaSource(source, "sm_90", label);
+    if (!cubin.ok() && cubin.status().code() == absl::StatusCode::kUnavailable)
+      GTEST_SKIP() << cubin.status().message();
+    ASSERT_TRUE(cubin.ok()) << cubin.status();
+    EXPECT_EQ(cubin->substr(0, 4), "\x7f"
+                                   "ELF");
+  }
+}

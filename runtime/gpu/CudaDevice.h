@@ -12,10 +12,11 @@
 #ifndef WEFT_RUNTIME_GPU_CUDADEVICE_H
 #define WEFT_RUNTIME_GPU_CUDADEVICE_H
 
+#include "runtime/gpu/GpuDevice.h"
+
 #include "absl/status/statusor.h"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,22 +25,16 @@ namespace weft::runtime {
 
 struct CudaDriver;
 
-/// Device memory; freed with its device.
-struct DeviceBuffer {
-  uint64_t address = 0;
-  size_t bytes = 0;
-};
-
-class CudaDevice {
+class CudaDevice : public GpuDevice {
 public:
   /// Opens GPU `ordinal` (its primary context). Fails with a message naming
   /// what is missing: the driver library, a device, or the ordinal.
   static absl::StatusOr<std::unique_ptr<CudaDevice>> open(int ordinal = 0);
-  ~CudaDevice();
+  ~CudaDevice() override;
 
-  const std::string &name() const { return name_; }
+  const std::string &name() const override { return name_; }
   /// "sm_90" for compute capability 9.0.
-  const std::string &arch() const { return arch_; }
+  const std::string &arch() const override { return arch_; }
 
   /// Loads a cubin built for `arch` (sm_90, ...), refusing one built for
   /// another architecture.
@@ -51,37 +46,28 @@ public:
                                  const std::string &source);
   /// Loads a module image (cubin bytes) beside those loaded before.
   absl::Status loadImage(const std::string &image);
-  /// A kernel of the loaded modules (the first that has `name`).
-  absl::StatusOr<void *> function(const std::string &name);
+  absl::StatusOr<void *> function(const std::string &name) override;
 
-  /// `bytes` of device memory; running out is an error giving the free and
-  /// total memory.
-  absl::StatusOr<DeviceBuffer> allocate(size_t bytes);
-  absl::Status copyToDevice(DeviceBuffer to, const void *from, size_t bytes);
-  absl::Status copyToHost(void *to, DeviceBuffer from, size_t bytes);
+  absl::StatusOr<DeviceBuffer> allocate(size_t bytes) override;
+  absl::Status copyToDevice(DeviceBuffer to, const void *from,
+                            size_t bytes) override;
+  absl::Status copyToHost(void *to, DeviceBuffer from, size_t bytes) override;
 
   /// Launches `function` on `grid` x `block` threads with `args` (pointers
   /// to each argument's value) and waits for it.
   absl::Status launch(void *function, unsigned grid, unsigned block,
                       std::vector<void *> args);
 
-  /// A stream, destroyed with the device.
-  absl::StatusOr<void *> createStream();
-  /// Queues `function` on `stream` with a `grid` of `block`-thread blocks;
-  /// `args` points to each argument's value, as cuLaunchKernel takes them.
+  absl::StatusOr<void *> createStream() override;
   absl::Status launchAsync(void *function, const unsigned grid[3],
-                           unsigned block, void **args, void *stream);
-  absl::Status zeroAsync(uint64_t address, size_t bytes, void *stream);
+                           unsigned block, void **args, void *stream) override;
+  absl::Status zeroAsync(uint64_t address, size_t bytes, void *stream) override;
   absl::Status copyAsync(uint64_t to, uint64_t from, size_t bytes,
-                         void *stream);
-  /// Waits for `stream`'s work; a kernel's fault surfaces here.
-  absl::Status synchronize(void *stream);
-  /// Records what `work` queues on `stream` into a CUDA graph instead of
-  /// running it, and returns the graph ready to replay (freed with the
-  /// device).
-  absl::StatusOr<void *> capture(void *stream,
-                                 const std::function<absl::Status()> &work);
-  absl::Status replay(void *graph, void *stream);
+                         void *stream) override;
+  absl::Status synchronize(void *stream) override;
+  absl::StatusOr<void *>
+  capture(void *stream, const std::function<absl::Status()> &work) override;
+  absl::Status replay(void *graph, void *stream) override;
 
 private:
   CudaDevice() = default;

@@ -43,14 +43,13 @@ struct ProgramState {
 struct GpuBackend::Impl {
   const Bundle *bundle = nullptr;
   Options options;
-  std::unique_ptr<CudaDevice> device;
-  std::unique_ptr<CublasLt> blas;
+  std::unique_ptr<GpuDevice> device;
+  std::unique_ptr<GemmEngine> blas; // Declared after the device: freed first.
   void *stream = nullptr;
   std::map<std::string, DeviceBuffer> params;
   std::vector<DeviceBuffer> constants;
   std::map<std::string, ProgramState> programs;
 
-  absl::Status loadKernels();
   absl::Status bindProgram(const std::string &name, ProgramState &state);
   absl::Status bindLaunch(ProgramState &state, const GpuLaunch &launch);
   uint64_t resolve(const ProgramState &state, const GpuBuffer &b) const;
@@ -58,8 +57,10 @@ struct GpuBackend::Impl {
   absl::Status readError(const ProgramState &state, const std::string &name);
 };
 
-absl::Status GpuBackend::Impl::loadKernels() {
-  // The bundle's generated kernels: its cubin for this GPU, else its source.
+namespace {
+/// Loads the bundle's generated kernels (its cubin for this GPU, else its
+/// source through NVRTC) and the runtime's own (NVRTC).
+absl::Status loadKernels(CudaDevice *device, const Bundle *bundle) {
   auto cuda = bundle->meta.find("cuda");
   if (cuda == bundle->meta.end() || !cuda->is_object())
     return absl::FailedPreconditionError(absl::StrCat(
@@ -85,6 +86,7 @@ absl::Status GpuBackend::Impl::loadKernels() {
   }
   return absl::OkStatus();
 }
+} // namespace
 
 uint64_t GpuBackend::Impl::resolve(const ProgramState &state,
                                    const GpuBuffer &b) const {
@@ -286,30 +288,39 @@ GpuBackend::create(const Bundle &bundle,
         bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
         " ranks; the GPU runtime runs one rank until its NCCL collectives "
         "land"));
-  std::unique_ptr<GpuBackend> backend(new GpuBackend);
-  backend->impl = std::make_unique<Impl>();
-  Impl &g = *backend->impl;
-  g.bundle = &bundle;
-  g.options = options;
   absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::open(0);
   if (!device.ok())
     return device.status();
-  g.device = std::move(*device);
-  if (absl::Status s = g.loadKernels(); !s.ok())
+  if (absl::Status s = loadKernels(device->get(), &bundle); !s.ok())
     return s;
-  absl::StatusOr<void *> stream = g.device->createStream();
-  if (!stream.ok())
-    return stream.status();
-  g.stream = *stream;
   absl::StatusOr<DeviceBuffer> workspace =
-      g.device->allocate(kGemmWorkspaceBytes);
+      (*device)->allocate(kGemmWorkspaceBytes);
   if (!workspace.ok())
     return workspace.status();
   absl::StatusOr<std::unique_ptr<CublasLt>> blas =
       CublasLt::open(workspace->address, kGemmWorkspaceBytes);
   if (!blas.ok())
     return blas.status();
-  g.blas = std::move(*blas);
+  return createOn(bundle, params, options, std::move(*device),
+                  std::move(*blas));
+}
+
+absl::StatusOr<std::unique_ptr<GpuBackend>>
+GpuBackend::createOn(const Bundle &bundle,
+                     const std::map<std::string, std::vector<float>> &params,
+                     Options options, std::unique_ptr<GpuDevice> device,
+                     std::unique_ptr<GemmEngine> gemm) {
+  std::unique_ptr<GpuBackend> backend(new GpuBackend);
+  backend->impl = std::make_unique<Impl>();
+  Impl &g = *backend->impl;
+  g.bundle = &bundle;
+  g.options = options;
+  g.device = std::move(device);
+  g.blas = std::move(gemm);
+  absl::StatusOr<void *> stream = g.device->createStream();
+  if (!stream.ok())
+    return stream.status();
+  g.stream = *stream;
   for (const auto &[name, data] : params) {
     absl::StatusOr<DeviceBuffer> b = g.device->allocate(data.size() * 4);
     if (!b.ok())

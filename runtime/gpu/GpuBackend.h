@@ -12,6 +12,7 @@
 #define WEFT_RUNTIME_GPU_GPUBACKEND_H
 
 #include "runtime/exec/Bundle.h"
+#include "runtime/gpu/GpuDevice.h"
 
 #include "absl/status/statusor.h"
 
@@ -37,6 +38,14 @@ public:
   create(const Bundle &bundle,
          const std::map<std::string, std::vector<float>> &params,
          Options options);
+  /// The same on `device`, whose kernels (the bundle's and the runtime's)
+  /// are loaded, with `gemm` for the GEMMs: how tests run the GPU runtime
+  /// on an emulated device.
+  static absl::StatusOr<std::unique_ptr<GpuBackend>>
+  createOn(const Bundle &bundle,
+           const std::map<std::string, std::vector<float>> &params,
+           Options options, std::unique_ptr<GpuDevice> device,
+           std::unique_ptr<GemmEngine> gemm);
   ~GpuBackend();
 
   /// The GPU's name and architecture ("NVIDIA H200 (sm_90)").

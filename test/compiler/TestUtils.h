@@ -135,6 +135,22 @@ buildExampleStep(mlir::MLIRContext &context, const std::string &name,
   return module;
 }
 
+/// Compiles example model `name` (batch 2, sequence 16, `dtype`, f32 master
+/// weights) into a training bundle in a fresh directory, which it returns.
+inline std::string compileExampleBundle(const std::string &name,
+                                        const std::string &dtype,
+                                        const TrainingOptions &options) {
+  auto context = makeContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildExampleModel(*context, name, {2, 16, dtype, /*masterWeights=*/true});
+  EXPECT_TRUE(module);
+  std::string dir = uniqueTempPath(name + "-" + dtype + "-bundle");
+  if (module)
+    EXPECT_TRUE(mlir::succeeded(
+        compileTrainingBundle(*module, dir, options, llvm::json::Object{})));
+  return dir;
+}
+
 } // namespace weft::testutil
 
 #endif // WEFT_TEST_COMPILER_TESTUTILS_H

@@ -14,54 +14,24 @@
 #include "runtime/gpu/GpuPlan.h"
 #include "runtime/gpu/Nvrtc.h"
 #include "test/compiler/TestUtils.h"
+#include "test/runtime/EmulatedGpu.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 using namespace weft;
 using runtime::GpuLaunch;
 
 namespace {
-/// The parameter count of every `void NAME(...)` kernel in `source`
-/// (attention.cu's macro-made kernels under both their names).
-std::map<std::string, int> kernelArity(const std::string &source) {
-  std::map<std::string, int> arity;
-  std::regex head(R"(__global__\s+void\s+(\w+?)(##SUFFIX)?\s*\()");
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), head);
-       it != std::sregex_iterator(); ++it) {
-    size_t at = it->position(0) + it->length(0);
-    int depth = 1, commas = 0;
-    for (; at < source.size() && depth > 0; ++at) {
-      char c = source[at];
-      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
-      commas += depth == 1 && c == ',';
-    }
-    std::string name = (*it)[1];
-    arity[name] = commas + 1;
-    if ((*it)[2].matched)
-      arity[name + "_bf16"] = commas + 1;
-  }
-  return arity;
-}
-
 std::string compileBundle(const std::string &model, const std::string &dtype,
                           bool cuda) {
-  auto context = testutil::makeContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module = testutil::buildExampleModel(
-      *context, model, {2, 16, dtype, /*masterWeights=*/true});
-  EXPECT_TRUE(module);
-  std::string dir =
-      testutil::uniqueTempPath(model + "-" + dtype + "-gpu-plan-bundle");
   TrainingOptions options;
   if (cuda)
     options.cudaArchs = {"sm_90"};
-  EXPECT_TRUE(mlir::succeeded(
-      compileTrainingBundle(*module, dir, options, llvm::json::Object{})));
-  return dir;
+  return testutil::compileExampleBundle(model, dtype, options);
 }
 
 void checkPlans(const std::string &model, const std::string &dtype) {
@@ -72,9 +42,10 @@ void checkPlans(const std::string &model, const std::string &dtype) {
   std::ifstream generated(dir + "/kernels.cu");
   std::stringstream text;
   text << generated.rdbuf();
-  std::map<std::string, int> arity = kernelArity(runtime::gpuOpsSource());
-  arity.merge(kernelArity(runtime::gpuAttentionSource()));
-  arity.merge(kernelArity(text.str()));
+  std::map<std::string, int> arity =
+      testutil::cudaKernelArity(runtime::gpuOpsSource());
+  arity.merge(testutil::cudaKernelArity(runtime::gpuAttentionSource()));
+  arity.merge(testutil::cudaKernelArity(text.str()));
   for (const std::string program : {"step", "forward"}) {
     absl::StatusOr<runtime::GpuProgramPlan> plan =
         runtime::planGpuProgram(*bundle, program);

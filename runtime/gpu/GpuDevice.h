@@ -1,0 +1,98 @@
+//===- GpuDevice.h - what the GPU runtime asks of a device ------*- C++ -*-===//
+//
+// GpuBackend runs programs through these two interfaces: a device (memory,
+// kernels, a stream, graphs) and a GEMM engine. CudaDevice and CublasLt
+// implement them on NVIDIA GPUs; the tests implement them on the CPU
+// (test/runtime/EmulatedGpu), which runs the same kernel sources, plans and
+// argument blobs on machines without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_GPU_GPUDEVICE_H
+#define WEFT_RUNTIME_GPU_GPUDEVICE_H
+
+#include "runtime/support/Float.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+
+namespace weft::runtime {
+
+/// Device memory; freed with its device.
+struct DeviceBuffer {
+  uint64_t address = 0;
+  size_t bytes = 0;
+};
+
+class GpuDevice {
+public:
+  virtual ~GpuDevice() = default;
+  /// The GPU's name and its architecture ("sm_90").
+  virtual const std::string &name() const = 0;
+  virtual const std::string &arch() const = 0;
+
+  /// `bytes` of device memory; running out is an error giving the free and
+  /// total memory.
+  virtual absl::StatusOr<DeviceBuffer> allocate(size_t bytes) = 0;
+  virtual absl::Status copyToDevice(DeviceBuffer to, const void *from,
+                                    size_t bytes) = 0;
+  virtual absl::Status copyToHost(void *to, DeviceBuffer from,
+                                  size_t bytes) = 0;
+  /// A kernel of the loaded modules (the first that has `name`).
+  virtual absl::StatusOr<void *> function(const std::string &name) = 0;
+
+  /// A stream, destroyed with the device.
+  virtual absl::StatusOr<void *> createStream() = 0;
+  /// Queues `function` on `stream` with a `grid` of `block`-thread blocks;
+  /// `args` points to each argument's value, as cuLaunchKernel takes them.
+  virtual absl::Status launchAsync(void *function, const unsigned grid[3],
+                                   unsigned block, void **args,
+                                   void *stream) = 0;
+  virtual absl::Status zeroAsync(uint64_t address, size_t bytes,
+                                 void *stream) = 0;
+  virtual absl::Status copyAsync(uint64_t to, uint64_t from, size_t bytes,
+                                 void *stream) = 0;
+  /// Waits for `stream`'s work; a kernel's fault surfaces here.
+  virtual absl::Status synchronize(void *stream) = 0;
+  /// Records what `work` queues on `stream` into a graph instead of running
+  /// it, and returns the graph ready to replay (freed with the device).
+  virtual absl::StatusOr<void *>
+  capture(void *stream, const std::function<absl::Status()> &work) = 0;
+  virtual absl::Status replay(void *graph, void *stream) = 0;
+};
+
+/// A row-major batched product C[b] = op(A[b]) op(B[b]) (weft.matmul): A is
+/// [m, k] ([k, m] when transA), B [k, n] ([n, k] when transB), C [m, n]; a
+/// batch stride of 0 reuses one matrix for every batch. A, B and C share
+/// `type` (f32 or bf16); accumulation is f32.
+struct GemmShape {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0; // In elements.
+  DType type = DType::F32;
+
+  auto key() const {
+    return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
+                           strideC, static_cast<int>(type));
+  }
+  /// 2mnk per batch.
+  double flops() const { return 2.0 * m * n * k * batch; }
+};
+
+class GemmEngine {
+public:
+  virtual ~GemmEngine() = default;
+  /// Makes ready (once per shape, at bind time) what `shape` needs.
+  virtual absl::Status prepare(const GemmShape &shape) = 0;
+  /// Queues C = op(A) op(B) on `stream`; `shape` must have been prepared.
+  virtual absl::Status matmul(const GemmShape &shape, uint64_t a, uint64_t b,
+                              uint64_t c, void *stream) = 0;
+};
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_GPU_GPUDEVICE_H

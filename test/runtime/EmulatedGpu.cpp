@@ -1,0 +1,246 @@
+//===- EmulatedGpu.cpp - the GPU runtime's device, on the CPU -------------===//
+
+#include "test/runtime/EmulatedGpu.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+namespace weft::testutil {
+
+std::map<std::string, int> cudaKernelArity(const std::string &source) {
+  std::map<std::string, int> arity;
+  std::regex head(R"(__global__\s+void\s+(\w+?)(##SUFFIX)?\s*\()");
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), head);
+       it != std::sregex_iterator(); ++it) {
+    size_t at = it->position(0) + it->length(0);
+    int depth = 1, commas = 0;
+    for (; at < source.size() && depth > 0; ++at) {
+      char c = source[at];
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      commas += depth == 1 && c == ',';
+    }
+    std::string name = (*it)[1];
+    arity[name] = commas + 1;
+    if ((*it)[2].matched)
+      arity[name + "_bf16"] = commas + 1;
+  }
+  return arity;
+}
+
+using Thunk = void (*)(void **);
+using LaunchFn = void (*)(Thunk, void **, const unsigned *, unsigned);
+
+struct EmulatedGpu::Kernel {
+  Thunk thunk = nullptr;
+  LaunchFn launch = nullptr;
+  int arity = 0;
+};
+
+EmulatedGpu::EmulatedGpu() = default;
+
+EmulatedGpu::~EmulatedGpu() {
+  for (void *p : allocations)
+    std::free(p);
+  // The libraries' worker threads are detached and idle: leave them loaded.
+}
+
+absl::Status EmulatedGpu::load(const std::string &source,
+                               const std::string &label,
+                               const std::string &dir) {
+  // The kernels, then a table of them for the loader below.
+  std::map<std::string, int> arity = cudaKernelArity(source);
+  std::ostringstream table;
+  table << "\nextern \"C\" void weft_emulator_kernels(void (*add)(const char "
+           "*, void (*)(void **))) {\n";
+  for (const auto &[kernel, unused] : arity)
+    table << "  add(\"" << kernel << "\", [](void **a) { weft_emu_call(&"
+          << kernel << ", a); });\n";
+  table << "}\n";
+  // Compiled once per source text: in the kernel cache when there is one
+  // (tests set XDG_CACHE_HOME), else in `dir` (beside, not over, a bundle's
+  // own kernels.so).
+  std::string text = source + table.str();
+  std::string where = dir;
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) {
+    where = absl::StrCat(cache, "/weft/emulated");
+    std::string mkdir = "mkdir -p " + where;
+    if (std::system(mkdir.c_str()) != 0)
+      where = dir;
+  }
+  std::string stem = absl::StrCat(where, "/emulated-", label, "-",
+                                  std::hash<std::string>()(text));
+  std::string so = stem + ".so";
+  if (std::ifstream(so).good())
+    return open(so, arity);
+  // Written under a temporary name and renamed: parallel tests share it.
+  std::string partial = absl::StrCat(stem, ".", getpid());
+  std::ofstream(partial + ".cpp") << text;
+  std::string command = absl::StrCat(
+      WEFT_EMULATION_CXX, " -std=c++17 -O1 -w -fPIC -shared -pthread -include ",
+      WEFT_SOURCE_DIR, "/test/runtime/cuda_emulation.h -I", WEFT_SOURCE_DIR,
+      "/runtime/gpu/kernels -o ", partial, ".so ", partial, ".cpp > ", partial,
+      ".log 2>&1");
+  if (std::system(command.c_str()) != 0) {
+    std::ifstream log(partial + ".log");
+    std::stringstream out;
+    out << log.rdbuf();
+    return absl::InternalError(
+        absl::StrCat(label, ": compiling for emulation failed:\n", out.str()));
+  }
+  std::rename((partial + ".so").c_str(), so.c_str());
+  return open(so, arity);
+}
+
+absl::Status EmulatedGpu::open(const std::string &so,
+                               const std::map<std::string, int> &arity) {
+  void *library = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return absl::InternalError(absl::StrCat(so, ": ", dlerror()));
+  libraries.push_back(library);
+  auto launch =
+      reinterpret_cast<LaunchFn>(dlsym(library, "weft_emulator_launch"));
+  auto list = reinterpret_cast<void (*)(void (*)(const char *, Thunk))>(
+      dlsym(library, "weft_emulator_kernels"));
+  if (!launch || !list)
+    return absl::InternalError(absl::StrCat(so, ": no emulator entry points"));
+  // The table's callback cannot capture: collect through a static.
+  static std::vector<std::pair<std::string, Thunk>> *found;
+  std::vector<std::pair<std::string, Thunk>> entries;
+  found = &entries;
+  list([](const char *n, Thunk t) { found->push_back({n, t}); });
+  for (const auto &[kernel, thunk] : entries)
+    kernels[kernel] =
+        std::make_unique<Kernel>(Kernel{thunk, launch, arity.at(kernel)});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<runtime::DeviceBuffer> EmulatedGpu::allocate(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  void *p = std::aligned_alloc(256, rounded);
+  if (!p)
+    return absl::ResourceExhaustedError("out of emulated GPU memory");
+  // Like cuMemAlloc, memory starts undefined: NaN bytes make reads of
+  // anything never written show in the results.
+  std::memset(p, 0xff, rounded);
+  allocations.push_back(p);
+  return runtime::DeviceBuffer{reinterpret_cast<uint64_t>(p), bytes};
+}
+
+absl::Status EmulatedGpu::copyToDevice(runtime::DeviceBuffer to,
+                                       const void *from, size_t bytes) {
+  std::memcpy(reinterpret_cast<void *>(to.address), from, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedGpu::copyToHost(void *to, runtime::DeviceBuffer from,
+                                     size_t bytes) {
+  std::memcpy(to, reinterpret_cast<const void *>(from.address), bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void *> EmulatedGpu::function(const std::string &name) {
+  auto it = kernels.find(name);
+  if (it == kernels.end())
+    return absl::NotFoundError(
+        absl::StrCat("no kernel '", name, "' in the loaded modules"));
+  return it->second.get();
+}
+
+absl::StatusOr<void *> EmulatedGpu::createStream() { return this; }
+
+absl::Status EmulatedGpu::submit(Work work) {
+  if (recording)
+    recording->push_back(std::move(work));
+  else
+    work();
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedGpu::launchAsync(void *function, const unsigned grid[3],
+                                      unsigned block, void **args, void *) {
+  auto *k = static_cast<Kernel *>(function);
+  std::array<unsigned, 3> g = {grid[0], grid[1], grid[2]};
+  // The argument values are read when the kernel runs, as on a GPU, where
+  // a captured launch keeps its own copy; the backend's blobs outlive it.
+  return submit(
+      [k, g, block, args] { k->launch(k->thunk, args, g.data(), block); });
+}
+
+absl::Status EmulatedGpu::zeroAsync(uint64_t address, size_t bytes, void *) {
+  return submit(
+      [=] { std::memset(reinterpret_cast<void *>(address), 0, bytes); });
+}
+
+absl::Status EmulatedGpu::copyAsync(uint64_t to, uint64_t from, size_t bytes,
+                                    void *) {
+  return submit([=] {
+    std::memmove(reinterpret_cast<void *>(to),
+                 reinterpret_cast<const void *>(from), bytes);
+  });
+}
+
+absl::Status EmulatedGpu::synchronize(void *) { return absl::OkStatus(); }
+
+absl::StatusOr<void *>
+EmulatedGpu::capture(void *, const std::function<absl::Status()> &work) {
+  graphs.push_back(std::make_unique<std::vector<Work>>());
+  recording = graphs.back().get();
+  absl::Status s = work();
+  recording = nullptr;
+  if (!s.ok())
+    return s;
+  return graphs.back().get();
+}
+
+absl::Status EmulatedGpu::replay(void *graph, void *) {
+  ++replays_;
+  for (Work &w : *static_cast<std::vector<Work> *>(graph))
+    w();
+  return absl::OkStatus();
+}
+
+namespace {
+double load(uint64_t base, int64_t i, runtime::DType type) {
+  if (type == runtime::DType::F32)
+    return reinterpret_cast<const float *>(base)[i];
+  return runtime::decode(reinterpret_cast<const uint8_t *>(base) + 2 * i, type);
+}
+} // namespace
+
+absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
+  if (g.type != runtime::DType::F32 && g.type != runtime::DType::BF16)
+    return absl::UnimplementedError("HostGemm takes f32 or bf16");
+  return absl::OkStatus();
+}
+
+absl::Status HostGemm::matmul(const runtime::GemmShape &shape, uint64_t a,
+                              uint64_t b, uint64_t c, void *) {
+  return gpu.submit([g = shape, a, b, c] {
+    for (int64_t t = 0; t < g.batch; ++t)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < g.k; ++p)
+            sum +=
+                load(a, t * g.strideA + (g.transA ? p * g.m + i : i * g.k + p),
+                     g.type) *
+                load(b, t * g.strideB + (g.transB ? j * g.k + p : p * g.n + j),
+                     g.type);
+          int64_t at = t * g.strideC + i * g.n + j;
+          if (g.type == runtime::DType::F32)
+            reinterpret_cast<float *>(c)[at] = static_cast<float>(sum);
+          else
+            runtime::encode(static_cast<float>(sum), g.type,
+                            reinterpret_cast<uint8_t *>(c) + 2 * at);
+        }
+  });
+}
+
+} // namespace weft::testutil

@@ -1,0 +1,94 @@
+//===- EmulatedGpu.h - the GPU runtime's device, on the CPU -----*- C++ -*-===//
+//
+// A GpuDevice whose memory is host memory and whose kernels are the CUDA
+// sources (the bundle's kernels.cu, the runtime's ops.cu and attention.cu)
+// compiled as C++ with cuda_emulation.h, so GpuBackend's plans, argument
+// blobs, kernels and graph replay are tested without a GPU. Only the CUDA
+// driver and cuBLASLt calls are not: HostGemm stands in for cuBLASLt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TEST_RUNTIME_EMULATEDGPU_H
+#define WEFT_TEST_RUNTIME_EMULATEDGPU_H
+
+#include "runtime/gpu/GpuDevice.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weft::testutil {
+
+/// The names of the `__global__` kernels defined in `source` (attention.cu's
+/// macro-made kernels under both their names) and their parameter counts.
+std::map<std::string, int> cudaKernelArity(const std::string &source);
+
+class EmulatedGpu : public runtime::GpuDevice {
+public:
+  EmulatedGpu();
+  ~EmulatedGpu() override;
+
+  /// Compiles `source` (CUDA) as C++ for the CPU in `dir` and loads its
+  /// kernels. Fails with the compiler's output.
+  absl::Status load(const std::string &source, const std::string &label,
+                    const std::string &dir);
+
+  const std::string &name() const override { return name_; }
+  const std::string &arch() const override { return arch_; }
+  absl::StatusOr<runtime::DeviceBuffer> allocate(size_t bytes) override;
+  absl::Status copyToDevice(runtime::DeviceBuffer to, const void *from,
+                            size_t bytes) override;
+  absl::Status copyToHost(void *to, runtime::DeviceBuffer from,
+                          size_t bytes) override;
+  absl::StatusOr<void *> function(const std::string &name) override;
+  absl::StatusOr<void *> createStream() override;
+  absl::Status launchAsync(void *function, const unsigned grid[3],
+                           unsigned block, void **args, void *stream) override;
+  absl::Status zeroAsync(uint64_t address, size_t bytes, void *stream) override;
+  absl::Status copyAsync(uint64_t to, uint64_t from, size_t bytes,
+                         void *stream) override;
+  absl::Status synchronize(void *stream) override;
+  absl::StatusOr<void *>
+  capture(void *stream, const std::function<absl::Status()> &work) override;
+  absl::Status replay(void *graph, void *stream) override;
+
+  /// How many graphs were replayed (the backend's second run on records).
+  int replays() const { return replays_; }
+
+  using Work = std::function<void()>;
+  /// Runs `work` now, or records it while capturing (what a stream does
+  /// with a launch).
+  absl::Status submit(Work work);
+
+private:
+  struct Kernel;
+  /// Loads a compiled kernel library and its kernels' table.
+  absl::Status open(const std::string &so,
+                    const std::map<std::string, int> &arity);
+
+  std::string name_ = "emulated GPU", arch_ = "sm_90";
+  std::vector<void *> libraries, allocations;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels;
+  std::vector<std::unique_ptr<std::vector<Work>>> graphs;
+  std::vector<Work> *recording = nullptr;
+  int replays_ = 0;
+};
+
+/// weft.matmul in double, reading and writing f32 or bf16: what cuBLASLt
+/// computes, to the accumulation order. Its work goes on `gpu`'s stream,
+/// so graphs record it like the kernels.
+class HostGemm : public runtime::GemmEngine {
+public:
+  explicit HostGemm(EmulatedGpu &gpu) : gpu(gpu) {}
+  absl::Status prepare(const runtime::GemmShape &shape) override;
+  absl::Status matmul(const runtime::GemmShape &shape, uint64_t a, uint64_t b,
+                      uint64_t c, void *stream) override;
+
+private:
+  EmulatedGpu &gpu;
+};
+
+} // namespace weft::testutil
+
+#endif // WEFT_TEST_RUNTIME_EMULATEDGPU_H

@@ -50,7 +50,8 @@ mlir::FailureOr<std::string> emitKernels(
         elementLauncher);
 
 /// Names every weft.fused op `weft_k<N>` (attribute `weft.kernel`) in walk
-/// order; fails on a group that is not all f32.
+/// order, identical groups (same body and types) sharing one name and so one
+/// kernel; fails on a group that is not all f32.
 mlir::LogicalResult nameKernels(mlir::ModuleOp module);
 
 /// Whether the group holds a norm (a row kernel) rather than elementwise

@@ -6,6 +6,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -190,10 +192,29 @@ static LogicalResult emitRowKernel(FusedOp fused, const std::string &name,
 }
 
 LogicalResult nameKernels(ModuleOp module) {
-  int counter = 0;
+  // Groups that compute the same thing on the same types (every layer of a
+  // model repeats its groups) share one kernel: the key is the group printed
+  // on its own, which shows its body and types but not where its operands
+  // come from or where the memory plan put its results.
+  llvm::StringMap<std::string> byText;
+  OpPrintingFlags flags;
+  flags.useLocalScope().printGenericOpForm();
   WalkResult walk = module.walk([&](FusedOp fused) -> WalkResult {
-    std::string name = "weft_k" + std::to_string(counter++);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    // Printed without its attributes: the memory plan's offsets and any
+    // name from an earlier call differ between instances of one kernel.
+    fused->removeAttr("weft.kernel");
+    DictionaryAttr attrs = fused->getDiscardableAttrDictionary();
+    fused->setDiscardableAttrs(DictionaryAttr::get(module.getContext()));
+    fused->print(os, flags);
+    fused->setDiscardableAttrs(attrs);
+    auto [it, fresh] =
+        byText.try_emplace(text, "weft_k" + std::to_string(byText.size()));
+    std::string name = it->second;
     fused->setAttr("weft.kernel", StringAttr::get(module.getContext(), name));
+    if (!fresh)
+      return WalkResult::advance();
     // A group of one narrow op runs on widened copies (the fusion pass's
     // single-ops); a larger group must be f32 throughout, since its
     // intermediate values are never rounded.
@@ -267,8 +288,11 @@ FailureOr<std::string> emitKernels(
   llvm::raw_string_ostream os(source);
   if (failed(nameKernels(module)))
     return failure();
+  llvm::StringSet<> emitted; // Groups that share a kernel emit it once.
   WalkResult walk = module.walk([&](FusedOp fused) -> WalkResult {
     std::string name = fused->getAttrOfType<StringAttr>("weft.kernel").str();
+    if (!emitted.insert(name).second)
+      return WalkResult::advance();
     if (isRowGroup(fused))
       return failed(row(fused, name, os)) ? WalkResult::interrupt()
                                           : WalkResult::advance();

@@ -1,29 +1,127 @@
 #!/usr/bin/env bash
-# The prepared run for a lent GPU (H200). The device image has CUDA, PyTorch
-# and CuPy but not Weft's build dependencies, so everything is built here and
-# carried; the device only replays.
+# The prepared run for a lent GPU (H200), in one call of under 8 minutes.
+# The device image has CUDA, PyTorch and CuPy but not Weft's build
+# dependencies, so everything is built here and carried (bench/gpu/data):
 #
-#   here:   build/bench-venv/bin/python bench/gpu/prepare_kernels.py \
-#               build/bin/weftc bench/gpu/data        # needs numpy, no GPU
+#   here:   bench/gpu/prepare.sh                      # after `make build`
 #   device: bash bench/gpu/run.sh                     # carry: bench/gpu/data
 #
-# Today (issue 5, first slice) it checks every fused kernel of the
-# GPT-2-tiny and Llama-tiny training steps (the bundle's sm_90 cubin, run
-# with the launch shapes the runtime uses, against the CPU kernels' outputs
-# on the same inputs) and the fused attention kernels
-# (runtime/gpu/kernels/attention.cu: forward, dq, dk/dv) against float64
-# references, GQA and causal, head dims 64 and 128. The end-to-end parity, attention, GEMM and MFU
-# measurements the issue asks for join here as the GPU runtime lands; until
-# then this script claims nothing else.
-set -euo pipefail
+# It checks and times, each against a peer on the same GPU:
+#   1. parity: GPT-2-tiny, 3 AdamW steps with weft-run --device cuda against
+#      --device cpu (same bundle, seed, data): losses and every parameter
+#      within 1e-4 (f32) and 1e-2 (bf16);
+#   2. every generated kernel of GPT-2-tiny and Llama-tiny from the bundle's
+#      cubin against the CPU kernel's outputs, and the attention kernels
+#      against float64 references;
+#   3. attention forward + backward TFLOP/s (bf16, causal, S 4096, D 128)
+#      against PyTorch's scaled_dot_product_attention;
+#   4. a GEMM-bound shape through Weft's GEMM path (cuBLASLt, the heuristic's
+#      algorithm) against torch.matmul;
+#   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
+#      Weft against PyTorch eager and torch.compile.
+# Results go to stdout and, as markdown, to $OUT/results.md when OUT is set.
+set -uo pipefail
 cd "$(dirname "$0")/../.."
 DATA=${1:-bench/gpu/data}
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
-if [ ! -f "$DATA/gpt2-tiny/kernels.json" ]; then
-  echo "gpu/run.sh: no prepared kernels in $DATA; run prepare_kernels.py first" >&2
+if [ ! -f "$DATA/runtime.tar.xz" ]; then
+  echo "gpu/run.sh: nothing prepared in $DATA; run bench/gpu/prepare.sh first" >&2
   exit 1
 fi
-echo "== generated kernels: GPU vs CPU =="
-python3 bench/gpu/check_kernels.py "$DATA"
-echo "== attention: Weft vs PyTorch SDPA =="
-python3 bench/gpu/bench_attention.py "$DATA"
+RT=/tmp/weft-runtime
+mkdir -p "$RT" && tar -C "$RT" -xJf "$DATA/runtime.tar.xz"
+# cuBLASLt and NVRTC: the toolkit's, else the ones PyTorch's wheels carry.
+CUDA_DIRS=/usr/local/cuda/lib64
+for lib in libcublasLt.so.13 libnvrtc.so.13; do
+  found=$(find /usr/local/cuda/lib64 /usr/lib /opt -name "$lib*" 2>/dev/null | head -1)
+  [ -n "$found" ] && CUDA_DIRS="$CUDA_DIRS:$(dirname "$found")"
+done
+export LD_LIBRARY_PATH="$RT/lib:$CUDA_DIRS:${LD_LIBRARY_PATH:-}"
+WEFT_RUN="$RT/weft-run"
+status=0
+{
+echo "# Weft on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)"
+
+echo; echo "## 1. Parity: GPT-2-tiny, 3 AdamW steps, GPU vs CPU"
+for dtype in f32 bf16; do
+  tol=$([ "$dtype" = f32 ] && echo 1e-4 || echo 1e-2)
+  for dev in cpu cuda; do
+    rm -f "$OUT/parity-$dtype-$dev.jsonl"
+    "$WEFT_RUN" "$DATA/parity-$dtype" --data "$DATA/data.bin" --tokenizer bytes \
+      --steps 3 --seed 1 --lr 1e-3 --device "$dev" \
+      --metrics "$OUT/parity-$dtype-$dev.jsonl" \
+      --save "$OUT/parity-$dtype-$dev.safetensors" 2>"$OUT/parity-$dtype-$dev.log" ||
+      { echo "weft-run --device $dev failed:"; tail -5 "$OUT/parity-$dtype-$dev.log"; }
+  done
+  echo; echo "$dtype (tolerance $tol):"
+  python3 bench/gpu/compare_runs.py "$tol" \
+    "$OUT/parity-$dtype-cpu.jsonl" "$OUT/parity-$dtype-cpu.safetensors" \
+    "$OUT/parity-$dtype-cuda.jsonl" "$OUT/parity-$dtype-cuda.safetensors" || status=1
+done
+
+echo; echo "## 2. Generated kernels (cubin) vs CPU, attention vs float64"
+python3 bench/gpu/check_kernels.py "$DATA" || status=1
+
+echo; echo "## 3. Attention: Weft vs PyTorch SDPA"
+python3 bench/gpu/bench_attention.py "$DATA" || status=1
+
+echo; echo "## 4. GEMM 8192x8192x8192 bf16: Weft's path (cuBLASLt) vs torch.matmul"
+weft=$("$RT/weft-gemm-bench" 8192 8192 8192 20) || status=1
+torch=$(python3 - <<'PY'
+import json, statistics, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+times = []
+for i in range(23):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); a @ b; e.record(); e.synchronize()
+    if i >= 3:
+        times.append(s.elapsed_time(e))
+ms = statistics.median(times)
+print(json.dumps({"median_ms": ms, "tflops": 2 * 8192**3 / (ms * 1e-3) / 1e12}))
+PY
+)
+python3 - "$weft" "$torch" <<'PY'
+import json, sys
+w, t = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print("| system | median ms | TFLOP/s | vs torch |")
+print("|---|---|---|---|")
+print("| Weft (CublasLt, weft-gemm-bench) | %.3f | %.0f | %.2fx |" % (w["median_ms"], w["tflops"], t["median_ms"] / w["median_ms"]))
+print("| torch.matmul | %.3f | %.0f | 1.00x |" % (t["median_ms"], t["tflops"]))
+PY
+
+echo; echo "## 5. ~1B GPT training step (bf16, batch 8 x 1024, AdamW)"
+rm -f "$OUT/gpt-1b.jsonl"
+"$WEFT_RUN" "$DATA/gpt-1b" --data "$DATA/data.bin" --tokenizer bytes --steps 6 \
+  --lr 1e-4 --device cuda --metrics "$OUT/gpt-1b.jsonl" 2>"$OUT/gpt-1b.log" ||
+  { echo "weft-run (1B) failed:"; tail -5 "$OUT/gpt-1b.log"; status=1; }
+python3 bench/gpu/torch_gpt.py examples/configs/gpt-1b.json 8 1024 eager compile \
+  > "$OUT/torch-1b.jsonl" 2>"$OUT/torch-1b.log" || { tail -5 "$OUT/torch-1b.log"; status=1; }
+python3 - "$OUT/gpt-1b.jsonl" "$OUT/torch-1b.jsonl" examples/configs/gpt-1b.json <<'PY'
+import json, os, statistics, sys
+c = json.load(open(sys.argv[3]))
+L, d, S, V, P = c["n_layer"], c["n_embd"], 1024, c["vocab_size"], c["n_positions"]
+params = V * d + P * d + L * (12 * d * d + 13 * d) + 2 * d
+flops_per_token = 6 * params + 12 * L * d * S   # PaLM's count, attention included
+peak = 989e12                                     # H100/H200 SXM dense bf16
+rows = []
+if os.path.exists(sys.argv[1]) and os.path.getsize(sys.argv[1]):
+    steps = [json.loads(l) for l in open(sys.argv[1])][2:]
+    if steps:
+        rows.append(("Weft (weft-run --device cuda)", statistics.median(s["tokens_per_s"] for s in steps)))
+for l in open(sys.argv[2]):
+    r = json.loads(l)
+    rows.append((r["system"], r["tokens_per_s"]))
+print("%.2fB parameters, %.1f GFLOP per token; MFU against %.0f TFLOP/s" % (params / 1e9, flops_per_token / 1e9, peak / 1e12))
+print("| system | tokens/s | MFU | vs PyTorch eager |")
+print("|---|---|---|---|")
+eager = next((t for n, t in rows if "eager" in n), None)
+for name, t in rows:
+    print("| %s | %.0f | %.1f%% | %s |" % (name, t, 100 * t * flops_per_token / peak,
+                                         "%.2fx" % (t / eager) if eager else "-"))
+PY
+} 2>&1 | tee "$OUT/results.md"
+exit $status

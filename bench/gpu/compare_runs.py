@@ -1,0 +1,59 @@
+"""Compares a GPU training run with the CPU run of the same bundle, seed and
+data (weft-run --metrics and --save on each): the loss of every step and
+every saved parameter, as relative errors (a tensor's largest difference
+over its largest magnitude). Prints a table; exits 1 above the tolerance.
+
+usage: compare_runs.py TOLERANCE CPU.jsonl CPU.safetensors GPU.jsonl GPU.safetensors
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (path, name, info["dtype"])
+        begin, end = info["data_offsets"]
+        out[name] = np.frombuffer(data[begin:end], np.float32).reshape(info["shape"])
+    return out
+
+
+def main():
+    tolerance = float(sys.argv[1])
+    cpu_steps = [json.loads(l) for l in open(sys.argv[2])]
+    gpu_steps = [json.loads(l) for l in open(sys.argv[4])]
+    worst = 0.0
+    print("| step | CPU loss | GPU loss | relative error |")
+    print("|---|---|---|---|")
+    for c, g in zip(cpu_steps, gpu_steps):
+        err = abs(c["loss"] - g["loss"]) / abs(c["loss"])
+        worst = max(worst, err)
+        print("| %d | %.6f | %.6f | %.2e |" % (c["step"], c["loss"], g["loss"], err))
+    if len(cpu_steps) != len(gpu_steps) or not cpu_steps:
+        print("step counts differ: %d vs %d" % (len(cpu_steps), len(gpu_steps)))
+        worst = float("inf")
+    cpu, gpu = read_safetensors(sys.argv[3]), read_safetensors(sys.argv[5])
+    params = 0.0
+    for name in cpu:
+        scale = max(float(np.abs(cpu[name]).max()), 1e-12)
+        err = float(np.abs(cpu[name] - gpu[name]).max()) / scale
+        params = max(params, err)
+    print("parameters after the last step: worst relative error %.2e over %d tensors"
+          % (params, len(cpu)))
+    worst = max(worst, params)
+    verdict = "PASS" if worst <= tolerance else "FAIL"
+    print("%s: worst %.2e, tolerance %.0e" % (verdict, worst, tolerance))
+    sys.exit(0 if worst <= tolerance else 1)
+
+
+if __name__ == "__main__":
+    main()

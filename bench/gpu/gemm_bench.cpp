@@ -84,9 +84,9 @@ int main(int argc, char **argv) {
   std::vector<double> ms;
   for (int i = 0; i < iterations + 3; ++i) {
     auto start = std::chrono::steady_clock::now();
-    if (absl::Status s = (*blas)->matmul(g, buffers[0].address,
-                                         buffers[1].address,
-                                         buffers[2].address, *stream);
+    if (absl::Status s =
+            (*blas)->matmul(g, buffers[0].address, buffers[1].address,
+                            buffers[2].address, *stream);
         !s.ok())
       return fail(s);
     if (absl::Status s = gpu.synchronize(*stream); !s.ok())

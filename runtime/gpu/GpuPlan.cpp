@@ -165,11 +165,13 @@ absl::Status Planner::fused(const StepSpec &s) {
   auto name = s.attrs.find("kernel");
   if (name == s.attrs.end() || !name->is_string())
     return absl::InvalidArgumentError("weft.fused: no kernel name");
+  // Generated kernels read and write bf16 as it is stored
+  // (codegen/CudaSource.cpp); other narrow types through f32 copies.
   std::vector<GpuArg> args;
   for (int64_t id : s.operands)
-    args.push_back(wide(id));
+    args.push_back(value(id).dtype == DType::BF16 ? raw(id) : wide(id));
   for (int64_t id : s.results)
-    args.push_back(wide(id));
+    args.push_back(value(id).dtype == DType::BF16 ? raw(id) : wide(id));
   int64_t n = count(s.results.front());
   args.push_back(i64(n));
   // A row group runs one block per row of its results' last dimension; an
@@ -383,9 +385,13 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
     return attention(s, op == "weft.attention_grad");
 
   // Ops that compute in f32: widen narrow operands first, round results
-  // after.
+  // after (not bf16 ones of generated kernels, which do it themselves).
+  auto needsCopy = [&](int64_t id) {
+    return isNarrow(value(id).dtype) &&
+           !(op == "weft.fused" && value(id).dtype == DType::BF16);
+  };
   for (int64_t id : s.operands)
-    if (isNarrow(value(id).dtype))
+    if (needsCopy(id))
       convert(raw(id), value(id).dtype, wide(id), DType::F32, count(id));
   absl::Status status = absl::OkStatus();
   GpuArg error = buffer(GpuBuffer::Kind::Error, 0);
@@ -438,7 +444,7 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
   if (!status.ok())
     return status;
   for (int64_t id : s.results)
-    if (isNarrow(value(id).dtype))
+    if (needsCopy(id))
       convert(wide(id), DType::F32, raw(id), value(id).dtype, count(id));
   return absl::OkStatus();
 }

@@ -24,31 +24,15 @@ typedef long int64_t;
 #include <cstdint>
 #endif
 
+#ifndef WEFT_RUNTIME_GPU_KERNELS_BF16_CUH // NVRTC gets it ahead of this file.
+#include "Bf16.cuh"
+#endif
+
 #define WEFT_ATTN_TILE 64     // Query rows per forward / dq block.
 #define WEFT_ATTN_ROW_TILE 32 // Rows per shared-memory tile (keys; queries for dk/dv).
 #define WEFT_ATTN_MAX_D 128
 
 static __device__ inline float weft_neg_inf() { return -__int_as_float(0x7f800000); }
-
-// bf16 as its bits: no CUDA headers needed under NVRTC.
-struct weft_bf16 {
-  unsigned short bits;
-};
-static __device__ inline float weft_load(float x) { return x; }
-static __device__ inline float weft_load(weft_bf16 x) {
-  return __uint_as_float((unsigned)x.bits << 16);
-}
-static __device__ inline void weft_store(float &to, float x) { to = x; }
-// Round to nearest even, as the CPU runtime rounds bf16.
-static __device__ inline void weft_store(weft_bf16 &to, float x) {
-  unsigned bits = __float_as_uint(x);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    to.bits = 0x7fc0;
-    return;
-  }
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  to.bits = (unsigned short)(bits >> 16);
-}
 
 static __device__ inline int64_t weft_row(int b, int pos, int positions,
                                           int h, int heads, int dim) {

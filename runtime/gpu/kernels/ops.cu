@@ -18,7 +18,8 @@ typedef long int64_t;
 #else
 #include <cstdint>
 #endif
-#ifndef WEFT_RUNTIME_GPU_KERNELS_OPSABI_H
+#ifndef WEFT_RUNTIME_GPU_KERNELS_OPSABI_H // NVRTC gets both ahead of this file.
+#include "Bf16.cuh"
 #include "OpsAbi.h"
 #endif
 
@@ -95,15 +96,7 @@ static __device__ inline double weft_read(const void *p, int type, long i) {
     return ((const float *)p)[i];
   if (type == WEFT_TYPE_I32)
     return ((const int *)p)[i];
-  return __uint_as_float((unsigned)((const unsigned short *)p)[i] << 16);
-}
-// f32 to bf16, nearest even (NaN stays NaN), as runtime/support/Float.cpp.
-static __device__ inline unsigned short weft_to_bf16(float x) {
-  unsigned bits = __float_as_uint(x);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return (unsigned short)((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return (unsigned short)(bits >> 16);
+  return weft_load(((const weft_bf16 *)p)[i]);
 }
 // weft.cast, and the widening / rounding of bf16 values around the steps
 // that compute in f32.
@@ -116,7 +109,7 @@ extern "C" __global__ void weft_convert(const void *in, int from, void *out,
     else if (to == WEFT_TYPE_I32)
       ((int *)out)[i] = (int)trunc(v);
     else
-      ((unsigned short *)out)[i] = weft_to_bf16((float)v);
+      weft_store(((weft_bf16 *)out)[i], (float)v);
   }
 }
 

@@ -8,8 +8,8 @@
 #
 # It checks and times, each against a peer on the same GPU:
 #   1. parity: GPT-2-tiny, 3 AdamW steps with weft-run --device cuda against
-#      --device cpu (same bundle, seed, data): losses and every parameter
-#      within 1e-4 (f32) and 1e-2 (bf16);
+#      --device cpu (same bundle, seed, data): losses within 1e-4 (f32) and
+#      1e-2 (bf16), every parameter within 1e-4 (f32) and 1e-1 (bf16);
 #   2. every generated kernel of GPT-2-tiny and Llama-tiny from the bundle's
 #      cubin against the CPU kernel's outputs, and the attention kernels
 #      against float64 references;
@@ -46,8 +46,12 @@ status=0
 echo "# Weft on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)"
 
 echo; echo "## 1. Parity: GPT-2-tiny, 3 AdamW steps, GPU vs CPU"
+# bf16 parameters: attention through cuBLASLt rounds probabilities to bf16
+# (as FlashAttention does; the CPU keeps them f32), which moves a small
+# bias's three Adam steps by up to ~8% of its scale (test/runtime/
+# emulated_gpu_test.cpp measures the same on an emulated device).
 for dtype in f32 bf16; do
-  tol=$([ "$dtype" = f32 ] && echo 1e-4 || echo 1e-2)
+  tol=$([ "$dtype" = f32 ] && echo "1e-4 1e-4" || echo "1e-2 1e-1")
   for dev in cpu cuda; do
     rm -f "$OUT/parity-$dtype-$dev.jsonl"
     "$WEFT_RUN" "$DATA/parity-$dtype" --data "$DATA/data.bin" --tokenizer bytes \
@@ -57,7 +61,7 @@ for dtype in f32 bf16; do
       { echo "weft-run --device $dev failed:"; tail -5 "$OUT/parity-$dtype-$dev.log"; }
   done
   echo; echo "$dtype (tolerance $tol):"
-  python3 bench/gpu/compare_runs.py "$tol" \
+  python3 bench/gpu/compare_runs.py $tol \
     "$OUT/parity-$dtype-cpu.jsonl" "$OUT/parity-$dtype-cpu.safetensors" \
     "$OUT/parity-$dtype-cuda.jsonl" "$OUT/parity-$dtype-cuda.safetensors" || status=1
 done

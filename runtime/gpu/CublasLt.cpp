@@ -130,12 +130,15 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   auto plan = std::make_unique<Plan>();
   plan->lib = &l;
   int type = g.type == DType::F32 ? kCudaR32F : kCudaR16BF;
+  int outType = g.outType() == DType::F32 ? kCudaR32F : kCudaR16BF;
   // cuBLASLt's A is our B and its B our A (see the file comment).
   int32_t opA = g.transB ? 1 : 0, opB = g.transA ? 1 : 0;
-  auto layout = [&](Handle *out, int64_t rows, int64_t cols,
-                    int64_t stride) -> absl::Status {
-    if (absl::Status s =
-            check(l, l.layoutCreate(out, type, rows, cols, rows), "layout");
+  // A stored row-major matrix of `height` rows `width` wide, `ld` apart, is
+  // column-major `width` x `height` with leading dimension `ld`.
+  auto layout = [&](Handle *out, int dataType, int64_t width, int64_t height,
+                    int64_t ld, int64_t stride) -> absl::Status {
+    if (absl::Status s = check(
+            l, l.layoutCreate(out, dataType, width, height, ld), "layout");
         !s.ok())
       return s;
     int32_t count = static_cast<int32_t>(g.batch);
@@ -148,13 +151,14 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   if (s.ok()) {
     l.descSet(plan->desc, kDescTransA, &opA, sizeof(opA));
     l.descSet(plan->desc, kDescTransB, &opB, sizeof(opB));
-    // Each stored matrix, column-major: rows = its row-major width.
-    s = layout(&plan->a, g.transB ? g.k : g.n, g.transB ? g.n : g.k, g.strideB);
+    s = layout(&plan->a, type, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
+               g.rowB(), g.strideB);
   }
   if (s.ok())
-    s = layout(&plan->b, g.transA ? g.m : g.k, g.transA ? g.k : g.m, g.strideA);
+    s = layout(&plan->b, type, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
+               g.rowA(), g.strideA);
   if (s.ok())
-    s = layout(&plan->c, g.n, g.m, g.strideC);
+    s = layout(&plan->c, outType, g.n, g.m, g.rowC(), g.strideC);
   if (!s.ok())
     return s;
   Handle pref = nullptr;
@@ -184,10 +188,10 @@ absl::Status CublasLt::matmul(const GemmShape &g, uint64_t a, uint64_t b,
   if (it == plans.end())
     return absl::FailedPreconditionError("GEMM shape was not prepared");
   const Plan &p = *it->second;
-  float one = 1.0f, zero = 0.0f;
+  float alpha = g.alpha, beta = g.beta;
   return check(*lib,
-               lib->matmul(handle, p.desc, &one, reinterpret_cast<void *>(b),
-                           p.a, reinterpret_cast<void *>(a), p.b, &zero,
+               lib->matmul(handle, p.desc, &alpha, reinterpret_cast<void *>(b),
+                           p.a, reinterpret_cast<void *>(a), p.b, &beta,
                            reinterpret_cast<void *>(c), p.c,
                            reinterpret_cast<void *>(c), p.c, p.algo.algo,
                            reinterpret_cast<void *>(workspace), workspaceBytes,

@@ -32,7 +32,8 @@ struct ProgramState {
   GpuProgramPlan plan;
   std::vector<uint64_t> address;          // Per value.
   std::map<int64_t, DeviceBuffer> inputs; // By value id.
-  std::vector<uint64_t> shadows, scratch;
+  std::vector<uint64_t> shadows;
+  uint64_t scratch = 0; // The scratch arena.
   DeviceBuffer error;
   std::vector<BoundLaunch> launches;
   bool ranOnce = false;
@@ -92,11 +93,11 @@ uint64_t GpuBackend::Impl::resolve(const ProgramState &state,
                                    const GpuBuffer &b) const {
   switch (b.kind) {
   case GpuBuffer::Kind::Value:
-    return state.address[b.id];
+    return state.address[b.id] + b.offset;
   case GpuBuffer::Kind::Shadow:
-    return state.shadows[b.id];
+    return state.shadows[b.id] + b.offset;
   case GpuBuffer::Kind::Scratch:
-    return state.scratch[b.id];
+    return state.scratch + state.plan.scratchOffsets[b.id] + b.offset;
   case GpuBuffer::Kind::Error:
     return state.error.address;
   }
@@ -165,7 +166,8 @@ absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
                                            ProgramState &state) {
   const ProgramSpec &spec = bundle->programs.at(name);
   state.spec = &spec;
-  absl::StatusOr<GpuProgramPlan> plan = planGpuProgram(*bundle, name);
+  absl::StatusOr<GpuProgramPlan> plan =
+      planGpuProgram(*bundle, name, options.plan);
   if (!plan.ok())
     return plan.status();
   state.plan = std::move(*plan);
@@ -197,15 +199,17 @@ absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
   }
   for (size_t i = 0; i < spec.values.size(); ++i)
     state.address[i] = state.address[state.plan.storageOf[i]];
-  for (auto [sizes, addresses] :
-       {std::pair{&state.plan.shadowBytes, &state.shadows},
-        std::pair{&state.plan.scratchBytes, &state.scratch}})
-    for (int64_t bytes : *sizes) {
-      absl::StatusOr<DeviceBuffer> b = device->allocate(bytes);
-      if (!b.ok())
-        return b.status();
-      addresses->push_back(b->address);
-    }
+  for (int64_t bytes : state.plan.shadowBytes) {
+    absl::StatusOr<DeviceBuffer> b = device->allocate(bytes);
+    if (!b.ok())
+      return b.status();
+    state.shadows.push_back(b->address);
+  }
+  absl::StatusOr<DeviceBuffer> scratch =
+      device->allocate(state.plan.scratchArenaBytes);
+  if (!scratch.ok())
+    return scratch.status();
+  state.scratch = scratch->address;
   absl::StatusOr<DeviceBuffer> error = device->allocate(4 * sizeof(int32_t));
   if (!error.ok())
     return error.status();

@@ -13,6 +13,7 @@
 
 #include "runtime/exec/Bundle.h"
 #include "runtime/gpu/GpuDevice.h"
+#include "runtime/gpu/GpuPlan.h"
 
 #include "absl/status/statusor.h"
 
@@ -29,6 +30,7 @@ public:
     /// Replay programs as CUDA graphs after their first run (WEFT_CUDA_GRAPHS=0
     /// turns it off, for debugging a kernel).
     bool graphs = true;
+    GpuPlanOptions plan;
   };
   /// Opens GPU 0, loads the bundle's kernels (its cubin for the GPU's
   /// architecture, else its CUDA source through NVRTC) and the runtime's own

@@ -65,20 +65,31 @@ public:
   virtual absl::Status replay(void *graph, void *stream) = 0;
 };
 
-/// A row-major batched product C[b] = op(A[b]) op(B[b]) (weft.matmul): A is
-/// [m, k] ([k, m] when transA), B [k, n] ([n, k] when transB), C [m, n]; a
-/// batch stride of 0 reuses one matrix for every batch. A, B and C share
-/// `type` (f32 or bf16); accumulation is f32.
+/// A row-major batched product C[b] = alpha op(A[b]) op(B[b]) + beta C[b]
+/// (weft.matmul, and attention's products): A is [m, k] ([k, m] when
+/// transA), B [k, n] ([n, k] when transB), C [m, n]; each matrix's rows are
+/// `ld` elements apart (0: packed, its row width) and its batches `stride`
+/// apart (0: one matrix for every batch). A and B have `type` (f32 or bf16);
+/// C has it too, or f32 with `f32Out`; accumulation is f32.
 struct GemmShape {
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0; // In elements.
+  int64_t lda = 0, ldb = 0, ldc = 0;             // In elements; 0: packed.
   DType type = DType::F32;
+  bool f32Out = false;
+  float alpha = 1, beta = 0; // Passed per call: not part of the plan.
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
-                           strideC, static_cast<int>(type));
+                           strideC, lda, ldb, ldc, static_cast<int>(type),
+                           f32Out);
   }
+  /// Row strides, resolving 0 to the packed width.
+  int64_t rowA() const { return lda ? lda : transA ? m : k; }
+  int64_t rowB() const { return ldb ? ldb : transB ? k : n; }
+  int64_t rowC() const { return ldc ? ldc : n; }
+  DType outType() const { return f32Out ? DType::F32 : type; }
   /// 2mnk per batch.
   double flops() const { return 2.0 * m * n * k * batch; }
 };

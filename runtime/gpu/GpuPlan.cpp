@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <cstring>
+#include <functional>
 
 namespace weft::runtime {
 namespace {
@@ -65,7 +66,8 @@ int typeCode(DType t) {
 
 class Planner {
 public:
-  Planner(const ProgramSpec &spec) : spec(spec) {
+  Planner(const ProgramSpec &spec, GpuPlanOptions options)
+      : spec(spec), options(options) {
     plan.storageOf.resize(spec.values.size());
     for (size_t i = 0; i < spec.values.size(); ++i)
       plan.storageOf[i] = static_cast<int64_t>(i);
@@ -91,9 +93,28 @@ private:
     return buffer(GpuBuffer::Kind::Shadow, shadowOf[id]);
   }
   GpuArg scratch(int64_t bytes) {
-    plan.scratchBytes.push_back(bytes);
+    if (scratchStep != current) { // A new step reuses the arena from 0.
+      scratchStep = current;
+      scratchUsed = 0;
+    }
+    plan.scratchOffsets.push_back(scratchUsed);
+    scratchUsed += (bytes + 255) / 256 * 256;
+    plan.scratchArenaBytes = std::max(plan.scratchArenaBytes, scratchUsed);
     return buffer(GpuBuffer::Kind::Scratch,
-                  static_cast<int64_t>(plan.scratchBytes.size()) - 1);
+                  static_cast<int64_t>(plan.scratchOffsets.size()) - 1);
+  }
+  /// `arg` (a buffer) `bytes` further in.
+  static GpuArg at(GpuArg arg, int64_t bytes) {
+    arg.buffer.offset += bytes;
+    return arg;
+  }
+  void gemm(const GemmShape &g, GpuArg a, GpuArg b, GpuArg c) {
+    GpuLaunch l;
+    l.kind = GpuLaunch::Kind::Gemm;
+    l.step = current;
+    l.gemm = g;
+    l.args = {a, b, c};
+    plan.launches.push_back(std::move(l));
   }
   GpuLaunch &kernel(const std::string &name, unsigned grid,
                     std::vector<GpuArg> args, unsigned block = kThreads) {
@@ -127,13 +148,15 @@ private:
   absl::Status reduce(const StepSpec &s, int kind);
   absl::Status matmul(const StepSpec &s);
   absl::Status attention(const StepSpec &s, bool grad);
+  absl::Status attentionGemms(const StepSpec &s, bool grad);
   absl::Status crossEntropy(const StepSpec &s, bool grad);
   absl::Status norm(const StepSpec &s, bool rms);
 
   const ProgramSpec &spec;
+  GpuPlanOptions options;
   GpuProgramPlan plan;
   std::vector<int64_t> shadowOf;
-  int64_t current = -1;
+  int64_t current = -1, scratchStep = -1, scratchUsed = 0;
 };
 
 absl::Status Planner::stridedCopy(int64_t fromId, int64_t toId,
@@ -224,12 +247,7 @@ absl::Status Planner::matmul(const StepSpec &s) {
   if (value(a).dtype != g.type || value(b).dtype != g.type)
     return absl::UnimplementedError(
         "GPU GEMMs take operands of the result's element type");
-  GpuLaunch l;
-  l.kind = GpuLaunch::Kind::Gemm;
-  l.step = current;
-  l.gemm = g;
-  l.args = {raw(a), raw(b), raw(c)};
-  plan.launches.push_back(std::move(l));
+  gemm(g, raw(a), raw(b), raw(c));
   return absl::OkStatus();
 }
 
@@ -243,6 +261,13 @@ absl::Status Planner::attention(const StepSpec &s, bool grad) {
   DType type = value(s.operands[0]).dtype;
   if (type != DType::F32 && type != DType::BF16)
     return absl::UnimplementedError("GPU attention takes f32 or bf16");
+  // Tensor cores through cuBLASLt when the scores fit the budget and every
+  // row is 16-byte aligned, as cuBLASLt wants.
+  int64_t width = dtypeSize(type), align = 16 / width;
+  int64_t scoreBytes = batch * hq * S * T * (4 + width);
+  if (scoreBytes <= options.attentionScratchBytes && S % align == 0 &&
+      T % align == 0 && d % align == 0 && dv % align == 0)
+    return attentionGemms(s, grad);
   std::string suffix = type == DType::BF16 ? "_bf16" : "";
   std::vector<GpuArg> sizes = {i32(batch),
                                i32(S),
@@ -287,6 +312,101 @@ absl::Status Planner::attention(const StepSpec &s, bool grad) {
              32);
   dkv.grid[1] = static_cast<unsigned>(hkv);
   dkv.grid[2] = static_cast<unsigned>(batch);
+  return absl::OkStatus();
+}
+
+absl::Status Planner::attentionGemms(const StepSpec &s, bool grad) {
+  int64_t q = s.operands[0], k = s.operands[1], v = s.operands[2];
+  const Shape &qs = shape(q), &ks = shape(k), &vs = shape(v);
+  int64_t B = qs[0], S = qs[1], hq = qs[2], d = qs[3], T = ks[1], hkv = ks[2],
+          dv = vs[3], g = hq / hkv;
+  DType type = value(q).dtype;
+  int64_t es = dtypeSize(type), plane = S * T;
+  float scale = static_cast<float>(attrF(s, "scale"));
+  bool causal = attrB(s, "causal");
+  // scores [B, Hq, S, T] f32 (later dP), probs of q's type (later dS).
+  GpuArg scores = scratch(B * hq * plane * 4),
+         probs = scratch(B * hq * plane * es);
+  // Three GEMM forms cover the six products. Query head h = j g + i reads
+  // kv head j; for each batch b and i, one GEMM batched over j: a kv
+  // group's query heads are g rows apart in a [B, S, Hq, D] tensor, kv heads
+  // one row apart in [B, T, Hkv, D], and planes g planes apart.
+  // `rows` is a [B, S, Hq, rd] tensor, `keys` a [B, T, Hkv, kd] one.
+  auto base = [&](int64_t m, int64_t n, int64_t kk) {
+    GemmShape gs;
+    gs.m = m, gs.n = n, gs.k = kk, gs.batch = hkv, gs.type = type;
+    return gs;
+  };
+  auto rowAt = [&](int64_t b, int64_t i, int64_t dim) {
+    return (b * S * hq * dim + i * dim) * es;
+  };
+  auto keyAt = [&](int64_t b, int64_t dim) { return b * T * hkv * dim * es; };
+  auto planeAt = [&](int64_t b, int64_t i, int64_t width) {
+    return (b * hq + i) * plane * width;
+  };
+  auto each = [&](const std::function<void(int64_t, int64_t)> &body) {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < g; ++i)
+        body(b, i);
+  };
+  // plane (f32) = alpha rows keys^T: scores, and dP = dO V^T.
+  auto planeOf = [&](GpuArg rows, GpuArg keys, int64_t dim, float alpha) {
+    each([&](int64_t b, int64_t i) {
+      GemmShape gs = base(S, T, dim);
+      gs.transB = true, gs.alpha = alpha, gs.f32Out = true;
+      gs.lda = hq * dim, gs.strideA = g * dim;
+      gs.ldb = hkv * dim, gs.strideB = dim;
+      gs.strideC = g * plane;
+      gemm(gs, at(rows, rowAt(b, i, dim)), at(keys, keyAt(b, dim)),
+           at(scores, planeAt(b, i, 4)));
+    });
+  };
+  // out rows = plane keys: O = P V, and dQ = dS K.
+  auto rowsOf = [&](GpuArg keys, int64_t dim, GpuArg out) {
+    each([&](int64_t b, int64_t i) {
+      GemmShape gs = base(S, dim, T);
+      gs.strideA = g * plane;
+      gs.ldb = hkv * dim, gs.strideB = dim;
+      gs.ldc = hq * dim, gs.strideC = g * dim;
+      gemm(gs, at(probs, planeAt(b, i, es)), at(keys, keyAt(b, dim)),
+           at(out, rowAt(b, i, dim)));
+    });
+  };
+  // out keys = sum over the group of plane^T rows: dV = P^T dO, dK = dS^T Q.
+  auto keysOf = [&](GpuArg rows, int64_t dim, GpuArg out) {
+    each([&](int64_t b, int64_t i) {
+      GemmShape gs = base(T, dim, S);
+      gs.transA = true, gs.lda = T, gs.strideA = g * plane;
+      gs.ldb = hq * dim, gs.strideB = g * dim;
+      gs.ldc = hkv * dim, gs.strideC = dim, gs.beta = i > 0 ? 1.0f : 0.0f;
+      gemm(gs, at(probs, planeAt(b, i, es)), at(rows, rowAt(b, i, dim)),
+           at(out, keyAt(b, dim)));
+    });
+  };
+  auto softmax = [&](GpuArg lseIn, GpuArg lseOut) {
+    kernel("weft_attention_probs", static_cast<unsigned>(B * hq * S),
+           {scores, probs, i32(typeCode(type)), lseIn, lseOut, i64(S), i64(T),
+            i32(causal)});
+  };
+  planeOf(raw(q), raw(k), d, scale);
+  if (!grad) {
+    softmax(null(), raw(s.results[1]));
+    rowsOf(raw(v), dv, raw(s.results[0]));
+    return absl::OkStatus();
+  }
+  int64_t o = s.operands[3], dout = s.operands[5];
+  softmax(raw(s.operands[4]), null()); // P again, from the saved lse.
+  keysOf(raw(dout), dv, raw(s.results[2]));
+  planeOf(raw(dout), raw(v), dv, 1.0f);
+  GpuArg delta = scratch(B * hq * S * 4);
+  kernel("weft_attention_delta", gridFor(B * hq * S),
+         {raw(dout), raw(o), i32(typeCode(type)), delta, i64(B), i64(S),
+          i64(hq), i64(dv)});
+  kernel("weft_attention_dscores", gridFor(B * hq * plane),
+         {probs, i32(typeCode(type)), scores, delta, f32(scale),
+          i64(B * hq * plane), i64(T)});
+  rowsOf(raw(k), d, raw(s.results[0]));
+  keysOf(raw(q), d, raw(s.results[1]));
   return absl::OkStatus();
 }
 
@@ -451,12 +571,13 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
 } // namespace
 
 absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
-                                              const std::string &name) {
+                                              const std::string &name,
+                                              GpuPlanOptions options) {
   auto it = bundle.programs.find(name);
   if (it == bundle.programs.end())
     return absl::NotFoundError(
         absl::StrCat(bundle.path, ": no program '", name, "'"));
-  Planner planner(it->second);
+  Planner planner(it->second, options);
   const std::vector<StepSpec> &steps = it->second.steps;
   for (size_t i = 0; i < steps.size(); ++i)
     if (absl::Status s = planner.step(static_cast<int64_t>(i), steps[i]);

@@ -32,6 +32,7 @@ struct GpuBuffer {
   };
   Kind kind = Kind::Value;
   int64_t id = 0;
+  int64_t offset = 0; // Bytes into it (a GEMM's sub-tensor).
 };
 
 struct GpuArg {
@@ -59,18 +60,31 @@ struct GpuLaunch {
 
 struct GpuProgramPlan {
   std::vector<GpuLaunch> launches;
-  /// Bytes of each scratch buffer and of each shadow (by id).
-  std::vector<int64_t> scratchBytes, shadowBytes;
+  /// Bytes of each shadow (by id).
+  std::vector<int64_t> shadowBytes;
+  /// Where each scratch buffer lies in the scratch arena. A step's scratch
+  /// is dead after it, so every step's lie from offset 0, and the arena is
+  /// the largest step's.
+  std::vector<int64_t> scratchOffsets;
+  int64_t scratchArenaBytes = 0;
   /// Per value: the value whose storage it is (itself, or for a view of a
   /// parameter, constant or input, that value).
   std::vector<int64_t> storageOf;
+};
+
+struct GpuPlanOptions {
+  /// Attention runs as cuBLASLt GEMMs around a softmax kernel when its
+  /// [B, Hq, S, T] scores and probabilities take at most this many bytes of
+  /// scratch, else as the fused kernels of attention.cu (0: always fused).
+  int64_t attentionScratchBytes = int64_t(4) << 30;
 };
 
 /// Plans program `name` of `bundle` for a GPU. Fails, naming the step, on
 /// an op the GPU runtime cannot run (an elementwise op left unfused: the
 /// bundle was not compiled with --target cuda; collectives; MoE routing).
 absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
-                                              const std::string &name);
+                                              const std::string &name,
+                                              GpuPlanOptions options = {});
 
 /// The kernel sources the GPU runtime compiles with NVRTC at load: ops.cu
 /// (preceded by OpsAbi.h) and attention.cu, as built into the runtime.

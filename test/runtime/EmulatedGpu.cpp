@@ -223,21 +223,29 @@ absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
 absl::Status HostGemm::matmul(const runtime::GemmShape &shape, uint64_t a,
                               uint64_t b, uint64_t c, void *) {
   return gpu.submit([g = shape, a, b, c] {
+    runtime::DType out = g.outType();
     for (int64_t t = 0; t < g.batch; ++t)
       for (int64_t i = 0; i < g.m; ++i)
         for (int64_t j = 0; j < g.n; ++j) {
           double sum = 0;
           for (int64_t p = 0; p < g.k; ++p)
-            sum +=
-                load(a, t * g.strideA + (g.transA ? p * g.m + i : i * g.k + p),
-                     g.type) *
-                load(b, t * g.strideB + (g.transB ? j * g.k + p : p * g.n + j),
-                     g.type);
-          int64_t at = t * g.strideC + i * g.n + j;
-          if (g.type == runtime::DType::F32)
-            reinterpret_cast<float *>(c)[at] = static_cast<float>(sum);
+            sum += load(a,
+                        t * g.strideA +
+                            (g.transA ? p * g.rowA() + i : i * g.rowA() + p),
+                        g.type) *
+                   load(b,
+                        t * g.strideB +
+                            (g.transB ? j * g.rowB() + p : p * g.rowB() + j),
+                        g.type);
+          int64_t at = t * g.strideC + i * g.rowC() + j;
+          // Rounded to f32 first, as cuBLASLt's f32 accumulator is.
+          double value = static_cast<float>(g.alpha * sum);
+          if (g.beta != 0)
+            value = static_cast<float>(value + g.beta * load(c, at, out));
+          if (out == runtime::DType::F32)
+            reinterpret_cast<float *>(c)[at] = static_cast<float>(value);
           else
-            runtime::encode(static_cast<float>(sum), g.type,
+            runtime::encode(static_cast<float>(value), out,
                             reinterpret_cast<uint8_t *>(c) + 2 * at);
         }
   });

@@ -34,8 +34,10 @@ std::string compileBundle(const std::string &model, const std::string &dtype,
   return testutil::compileExampleBundle(model, dtype, options);
 }
 
-void checkPlans(const std::string &model, const std::string &dtype) {
-  SCOPED_TRACE(model + " " + dtype);
+void checkPlans(const std::string &model, const std::string &dtype,
+                runtime::GpuPlanOptions options = {}) {
+  bool fused = options.attentionScratchBytes == 0;
+  SCOPED_TRACE(model + " " + dtype + (fused ? " fused attention" : ""));
   std::string dir = compileBundle(model, dtype, /*cuda=*/true);
   absl::StatusOr<runtime::Bundle> bundle = runtime::Bundle::load(dir);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
@@ -48,19 +50,20 @@ void checkPlans(const std::string &model, const std::string &dtype) {
   arity.merge(testutil::cudaKernelArity(text.str()));
   for (const std::string program : {"step", "forward"}) {
     absl::StatusOr<runtime::GpuProgramPlan> plan =
-        runtime::planGpuProgram(*bundle, program);
+        runtime::planGpuProgram(*bundle, program, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     const runtime::ProgramSpec &spec = bundle->programs.at(program);
     std::map<std::string, int> used;
-    int gemms = 0;
+    std::map<int64_t, int> gemmsOf; // By step.
     for (const GpuLaunch &l : plan->launches) {
       ASSERT_GE(l.step, 0);
       ASSERT_LT(l.step, static_cast<int64_t>(spec.steps.size()));
+      const runtime::StepSpec &step = spec.steps[l.step];
       if (l.kind == GpuLaunch::Kind::Gemm) {
-        ++gemms;
-        const runtime::ValueSpec &c =
-            spec.values[spec.steps[l.step].results[0]];
-        EXPECT_EQ(l.gemm.batch * l.gemm.m * l.gemm.n, c.numElements());
+        ++gemmsOf[l.step];
+        const runtime::ValueSpec &c = spec.values[step.results[0]];
+        if (step.op == "weft.matmul")
+          EXPECT_EQ(l.gemm.batch * l.gemm.m * l.gemm.n, c.numElements());
         EXPECT_EQ(l.gemm.type, c.dtype);
         continue;
       }
@@ -74,14 +77,23 @@ void checkPlans(const std::string &model, const std::string &dtype) {
       EXPECT_GE(l.grid[0] * l.grid[1] * l.grid[2], 1u) << l.kernel;
       ++used[l.kernel];
     }
-    // Every GEMM of the program goes to cuBLASLt; no elementwise op is
-    // left without a generated kernel (planning would have failed).
-    int matmuls = 0;
-    for (const runtime::StepSpec &s : spec.steps)
-      matmuls += s.op == "weft.matmul";
-    EXPECT_EQ(gemms, matmuls);
-    EXPECT_GT(used["weft_attention_forward" +
-                   std::string(dtype == "bf16" ? "_bf16" : "")],
+    // Every matmul is one cuBLASLt GEMM; attention is cuBLASLt around a
+    // softmax kernel (2 GEMMs forward, 5 backward, per batch and query head
+    // of a kv group), or the fused kernels. No elementwise op is left
+    // without a generated kernel (planning would have failed).
+    for (size_t i = 0; i < spec.steps.size(); ++i) {
+      const runtime::StepSpec &step = spec.steps[i];
+      int expected = step.op == "weft.matmul" ? 1 : 0;
+      if (!fused && step.op.rfind("weft.attention", 0) == 0) {
+        const auto &q = spec.values[step.operands[0]].shape,
+                   &k = spec.values[step.operands[1]].shape;
+        expected = (step.op == "weft.attention" ? 2 : 5) * q[0] * (q[2] / k[2]);
+      }
+      EXPECT_EQ(gemmsOf[i], expected) << "step " << i << " (" << step.op << ")";
+    }
+    EXPECT_GT(used[fused ? "weft_attention_forward" +
+                               std::string(dtype == "bf16" ? "_bf16" : "")
+                         : "weft_attention_probs"],
               0);
     if (program == "step") {
       EXPECT_GT(used["weft_cross_entropy_grad"], 0);
@@ -104,6 +116,13 @@ TEST(GpuPlan, LlamaTinyF32StepsAllHaveKernels) {
 }
 TEST(GpuPlan, LlamaTinyBf16StepsAllHaveKernels) {
   checkPlans("llama-tiny", "bf16");
+}
+
+TEST(GpuPlan, FusedAttentionKernelsWhenScoresAreOverBudget) {
+  runtime::GpuPlanOptions fused;
+  fused.attentionScratchBytes = 0;
+  checkPlans("gpt2-tiny", "bf16", fused);
+  checkPlans("llama-tiny", "f32", fused);
 }
 
 TEST(GpuPlan, ABundleBuiltForTheCpuIsRefusedWithTheFix) {

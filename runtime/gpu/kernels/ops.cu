@@ -60,6 +60,20 @@ static __device__ double weft_block_reduce(double v, double *red, bool max) {
   return total;
 }
 
+// By the whole block: the largest of x[0, n) into *rowMax and the sum of
+// expf(x[j] - *rowMax) (f32 exponentials, as the CPU's std::exp(float)).
+static __device__ double weft_row_exp_sum(const float *x, long n, double *red,
+                                          float *rowMax) {
+  double m = -weft_inf();
+  for (long j = threadIdx.x; j < n; j += blockDim.x)
+    m = fmax(m, (double)x[j]);
+  *rowMax = (float)weft_block_reduce(m, red, true);
+  double sum = 0;
+  for (long j = threadIdx.x; j < n; j += blockDim.x)
+    sum += expf(x[j] - *rowMax);
+  return weft_block_reduce(sum, red, false);
+}
+
 // ---- data movement --------------------------------------------------------
 
 template <typename W>
@@ -243,14 +257,8 @@ extern "C" __global__ void weft_cross_entropy_rows(
   __shared__ double red[WEFT_OPS_THREADS];
   long r = blockIdx.x;
   const float *x = logits + r * vocab;
-  double m = -weft_inf();
-  for (long j = threadIdx.x; j < vocab; j += blockDim.x)
-    m = fmax(m, (double)x[j]);
-  float rowMax = (float)weft_block_reduce(m, red, true);
-  double sum = 0;
-  for (long j = threadIdx.x; j < vocab; j += blockDim.x)
-    sum += expf(x[j] - rowMax); // f32 exponentials, as the CPU's std::exp(float).
-  sum = weft_block_reduce(sum, red, false);
+  float rowMax;
+  double sum = weft_row_exp_sum(x, vocab, red, &rowMax);
   if (threadIdx.x != 0)
     return;
   long label = labels[r];
@@ -335,5 +343,70 @@ extern "C" __global__ void weft_rope(const float *__restrict x,
     double x1 = x[base + i], x2 = x[base + i + half];
     y[base + i] = (float)(x1 * cos(f) - x2 * sin(f));
     y[base + i + half] = (float)(x2 * cos(f) + x1 * sin(f));
+  }
+}
+
+// ---- attention through GEMMs ----------------------------------------------
+// For sequences whose [B, Hq, S, T] scores fit a scratch budget the runtime
+// computes attention with cuBLASLt (tensor cores) around these kernels:
+// scores = scale Q K^T (GEMM, f32), probabilities (here), O = P V (GEMM);
+// the backward recomputes P from the saved log-sum-exp. Query s sees key t
+// when t <= s + (T - S) under `causal`.
+
+// One block per (b, h, s) row of scores: with lse_in null, the row's
+// log-sum-exp into lse_out and P = exp(x - lse); with lse_in, P from it.
+// P is written as `type` (WEFT_TYPE_F32 or WEFT_TYPE_BF16), 0 where masked.
+extern "C" __global__ void weft_attention_probs(
+    const float *__restrict scores, void *__restrict probs, int type,
+    const float *__restrict lse_in, float *__restrict lse_out, long S,
+    long T, int causal) {
+  __shared__ double red[WEFT_OPS_THREADS];
+  long row = blockIdx.x, s = row % S;
+  const float *x = scores + row * T;
+  long visible = causal ? min(T, s + (T - S) + 1) : T;
+  float lse;
+  if (lse_in) {
+    lse = lse_in[row];
+  } else {
+    float rowMax;
+    double sum = weft_row_exp_sum(x, visible, red, &rowMax);
+    lse = sum > 0 ? rowMax + logf((float)sum) : -weft_inf();
+    if (threadIdx.x == 0)
+      lse_out[row] = lse;
+  }
+  for (long t = threadIdx.x; t < T; t += blockDim.x) {
+    float p = t < visible ? expf(x[t] - lse) : 0.0f;
+    if (type == WEFT_TYPE_F32)
+      ((float *)probs)[row * T + t] = p;
+    else
+      weft_store(((weft_bf16 *)probs)[row * T + t], p);
+  }
+}
+
+// delta[b, h, s] = <dO[b, s, h, :], O[b, s, h, :]>, one thread per row.
+extern "C" __global__ void weft_attention_delta(
+    const void *__restrict dout, const void *__restrict out, int type,
+    float *__restrict delta, long batch, long S, long heads, long dv) {
+  for (long row = weft_thread(); row < batch * heads * S; row += weft_stride()) {
+    long s = row % S, h = (row / S) % heads, b = row / (S * heads);
+    long at = ((b * S + s) * heads + h) * dv;
+    float sum = 0.0f;
+    for (long d = 0; d < dv; ++d)
+      sum += (float)(weft_read(dout, type, at + d) * weft_read(out, type, at + d));
+    delta[row] = sum;
+  }
+}
+
+// dS = scale P (dP - delta), in place of P (stored as `type`); dP is f32.
+extern "C" __global__ void weft_attention_dscores(
+    void *__restrict probs, int type, const float *__restrict dprobs,
+    const float *__restrict delta, float scale, long n, long T) {
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    float p = (float)weft_read(probs, type, i);
+    float ds = scale * p * (dprobs[i] - delta[i / T]);
+    if (type == WEFT_TYPE_F32)
+      ((float *)probs)[i] = ds;
+    else
+      weft_store(((weft_bf16 *)probs)[i], ds);
   }
 }

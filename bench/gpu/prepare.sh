@@ -6,8 +6,9 @@
 #   - GPU bundles (--target cuda): GPT-2-tiny f32 and bf16 for parity, and a
 #     ~1B GPT (examples/configs/gpt-1b.json, bf16, batch 8 x 1024) to time;
 #   - 1 MiB of random bytes to train on;
-#   - runtime.tar.xz: weft-run and weft-gemm-bench with the shared libraries
-#     they need that are not the C/C++ runtime (which the image has).
+#   - runtime.tar.xz: weft-run and weft-gpu-bench with
+#     the shared libraries they need that are not the C/C++ runtime (which
+#     the image has).
 #
 #   bench/gpu/prepare.sh [build-dir] [out-dir]     (after `make build`)
 # then run bench/gpu/run.sh there with `bench/gpu/data` carried.
@@ -35,8 +36,9 @@ rm -f "$DATA/gpt-1b/kernels.so" "$DATA/gpt-1b/kernels.cpp"
 
 RT=$(mktemp -d)
 mkdir -p "$RT/lib"
-cp "$BUILD/bin/weft-run" "$BUILD/bin/weft-gemm-bench" "$RT/"
-ldd "$BUILD/bin/weft-run" "$BUILD/bin/weft-gemm-bench" | awk '/=>/ {print $3}' |
+BINS="$BUILD/bin/weft-run $BUILD/bin/weft-gpu-bench"
+cp $BINS "$RT/"
+ldd $BINS | awk '/=>/ {print $3}' |
   sort -u | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   xargs -I{} cp -L {} "$RT/lib/"
 tar -C "$RT" -cJf "$DATA/runtime.tar.xz" .

@@ -13,8 +13,10 @@
 #   2. every generated kernel of GPT-2-tiny and Llama-tiny from the bundle's
 #      cubin against the CPU kernel's outputs, and the attention kernels
 #      against float64 references;
-#   3. attention forward + backward TFLOP/s (bf16, causal, S 4096, D 128)
-#      against PyTorch's scaled_dot_product_attention;
+#   3. attention forward + backward TFLOP/s (bf16, causal, S 4096, D 128):
+#      the fused kernels alone, and the runtime's attention through cuBLASLt
+#      and through the fused kernels (weft-gpu-bench attention), against
+#      PyTorch's scaled_dot_product_attention;
 #   4. a GEMM-bound shape through Weft's GEMM path (cuBLASLt, the heuristic's
 #      algorithm) against torch.matmul;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
@@ -71,9 +73,13 @@ python3 bench/gpu/check_kernels.py "$DATA" || status=1
 
 echo; echo "## 3. Attention: Weft vs PyTorch SDPA"
 python3 bench/gpu/bench_attention.py "$DATA" || status=1
+echo "The runtime's attention (weft.attention + weft.attention_grad, graph-replayed):"
+for mode in gemm fused; do
+  "$RT/weft-gpu-bench" attention 1 16 4096 128 "$mode" 10 || status=1
+done
 
 echo; echo "## 4. GEMM 8192x8192x8192 bf16: Weft's path (cuBLASLt) vs torch.matmul"
-weft=$("$RT/weft-gemm-bench" 8192 8192 8192 20) || status=1
+weft=$("$RT/weft-gpu-bench" gemm 8192 8192 8192 20) || status=1
 torch=$(python3 - <<'PY'
 import json, statistics, torch
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -93,7 +99,7 @@ import json, sys
 w, t = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 print("| system | median ms | TFLOP/s | vs torch |")
 print("|---|---|---|---|")
-print("| Weft (CublasLt, weft-gemm-bench) | %.3f | %.0f | %.2fx |" % (w["median_ms"], w["tflops"], t["median_ms"] / w["median_ms"]))
+print("| Weft (CublasLt, weft-gpu-bench gemm) | %.3f | %.0f | %.2fx |" % (w["median_ms"], w["tflops"], t["median_ms"] / w["median_ms"]))
 print("| torch.matmul | %.3f | %.0f | 1.00x |" % (t["median_ms"], t["tflops"]))
 PY
 

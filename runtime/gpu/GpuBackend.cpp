@@ -62,18 +62,25 @@ namespace {
 /// Loads the bundle's generated kernels (its cubin for this GPU, else its
 /// source through NVRTC) and the runtime's own (NVRTC).
 absl::Status loadKernels(CudaDevice *device, const Bundle *bundle) {
+  bool generated = false; // Whether any step runs a generated kernel.
+  for (const auto &[name, program] : bundle->programs)
+    for (const StepSpec &step : program.steps)
+      generated |= step.op == "weft.fused";
   auto cuda = bundle->meta.find("cuda");
-  if (cuda == bundle->meta.end() || !cuda->is_object())
+  bool hasCuda = cuda != bundle->meta.end() && cuda->is_object();
+  if (generated && !hasCuda)
     return absl::FailedPreconditionError(absl::StrCat(
         bundle->path, ": the bundle has no CUDA kernels; compile it with "
                       "weftc compile --target cuda"));
-  std::string cubin, source = cuda->value("source", "");
-  if (auto cubins = cuda->find("cubins");
-      cubins != cuda->end() && cubins->is_object())
-    cubin = cubins->value(device->arch(), "");
-  if (absl::Status s = device->loadBundleKernels(bundle->path, cubin, source);
-      !s.ok())
-    return s;
+  if (hasCuda) {
+    std::string cubin, source = cuda->value("source", "");
+    if (auto cubins = cuda->find("cubins");
+        cubins != cuda->end() && cubins->is_object())
+      cubin = cubins->value(device->arch(), "");
+    if (absl::Status s = device->loadBundleKernels(bundle->path, cubin, source);
+        !s.ok())
+      return s;
+  }
   // The runtime's own, built into it.
   for (auto [source, label] :
        {std::pair{gpuOpsSource(), "ops.cu"},

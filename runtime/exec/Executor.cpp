@@ -7,10 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <dlfcn.h>
 #include <limits>
+#include <thread>
 
 namespace weft::runtime {
 
@@ -302,25 +305,42 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
 void Executor::initialize(uint64_t seed) {
   deviceParamsStale_ = true;
   hostParamsStale_ = false;
-  for (const ParamSpec &p : bundle_.params) {
-    std::vector<float> &data = params_.at(p.name);
-    uint64_t stream = seed ^ fnv1a64(p.name);
-    // Draws are indexed by the element's place in the global tensor, so a
-    // shard holds exactly the values a single rank would.
-    const MeshSpec &mesh = bundle_.mesh;
-    forEachInBlock(p.shape, mesh.globalShape(p.shape, p.sharding),
-                   mesh.blockStart(rank(), p.shape, p.sharding),
-                   [&](int64_t i, int64_t g) {
-                     double v = 0;
-                     if (p.init == "ones")
-                       v = 1;
-                     else if (p.init == "normal")
-                       v = p.scale * normal(stream, g);
-                     else if (p.init == "uniform")
-                       v = p.scale * (2 * uniform24(stream, g) - 1);
-                     data[i] = static_cast<float>(v);
-                   });
-  }
+  // Parameters fill independently (each draw is a function of the seed, the
+  // name and the index), so threads take them one at a time: a billion
+  // parameters take seconds, not minutes.
+  std::atomic<size_t> next{0};
+  auto fill = [&] {
+    for (size_t k = next++; k < bundle_.params.size(); k = next++) {
+      const ParamSpec &p = bundle_.params[k];
+      std::vector<float> &data = params_.at(p.name);
+      uint64_t stream = seed ^ fnv1a64(p.name);
+      int kind = p.init == "ones"      ? 1
+                 : p.init == "normal"  ? 2
+                 : p.init == "uniform" ? 3
+                                       : 0;
+      // Draws are indexed by the element's place in the global tensor, so
+      // a shard holds exactly the values a single rank would.
+      const MeshSpec &mesh = bundle_.mesh;
+      forEachInBlock(p.shape, mesh.globalShape(p.shape, p.sharding),
+                     mesh.blockStart(rank(), p.shape, p.sharding),
+                     [&](int64_t i, int64_t g) {
+                       double v = kind == 1   ? 1.0
+                                  : kind == 2 ? p.scale * normal(stream, g)
+                                  : kind == 3
+                                      ? p.scale * (2 * uniform24(stream, g) - 1)
+                                      : 0.0;
+                       data[i] = static_cast<float>(v);
+                     });
+    }
+  };
+  unsigned threads =
+      std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t)
+    workers.emplace_back(fill);
+  fill();
+  for (std::thread &w : workers)
+    w.join();
 }
 
 absl::StatusOr<std::vector<float>>

@@ -32,8 +32,7 @@ struct ProgramState {
   GpuProgramPlan plan;
   std::vector<uint64_t> address;          // Per value.
   std::map<int64_t, DeviceBuffer> inputs; // By value id.
-  std::vector<uint64_t> shadows;
-  uint64_t scratch = 0; // The scratch arena.
+  uint64_t scratch = 0;                   // The scratch arena.
   DeviceBuffer error;
   std::vector<BoundLaunch> launches;
   bool ranOnce = false;
@@ -101,8 +100,6 @@ uint64_t GpuBackend::Impl::resolve(const ProgramState &state,
   switch (b.kind) {
   case GpuBuffer::Kind::Value:
     return state.address[b.id] + b.offset;
-  case GpuBuffer::Kind::Shadow:
-    return state.shadows[b.id] + b.offset;
   case GpuBuffer::Kind::Scratch:
     return state.scratch + state.plan.scratchOffsets[b.id] + b.offset;
   case GpuBuffer::Kind::Error:
@@ -206,12 +203,6 @@ absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
   }
   for (size_t i = 0; i < spec.values.size(); ++i)
     state.address[i] = state.address[state.plan.storageOf[i]];
-  for (int64_t bytes : state.plan.shadowBytes) {
-    absl::StatusOr<DeviceBuffer> b = device->allocate(bytes);
-    if (!b.ok())
-      return b.status();
-    state.shadows.push_back(b->address);
-  }
   absl::StatusOr<DeviceBuffer> scratch =
       device->allocate(state.plan.scratchArenaBytes);
   if (!scratch.ok())

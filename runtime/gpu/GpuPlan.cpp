@@ -1,7 +1,7 @@
 //===- GpuPlan.cpp - a program's steps as GPU launches --------------------===//
 //
 // One rule per op, mirroring Kernels.cpp's binders. Steps that compute in
-// f32 get f32 shadows of their narrow (bf16) operands and results, widened
+// f32 get f32 copies of their narrow (bf16) operands and results, widened
 // before and rounded after, as the CPU executor does; data movement, casts,
 // GEMMs and attention read narrow values directly.
 //
@@ -71,7 +71,6 @@ public:
     plan.storageOf.resize(spec.values.size());
     for (size_t i = 0; i < spec.values.size(); ++i)
       plan.storageOf[i] = static_cast<int64_t>(i);
-    shadowOf.assign(spec.values.size(), -1);
   }
 
   absl::Status step(int64_t index, const StepSpec &s);
@@ -82,15 +81,19 @@ private:
   const Shape &shape(int64_t id) const { return spec.values[id].shape; }
   int64_t count(int64_t id) const { return spec.values[id].numElements(); }
   GpuArg raw(int64_t id) const { return buffer(GpuBuffer::Kind::Value, id); }
-  /// The value as f32: its shadow when it is narrow.
+  /// The value as f32: when it is narrow, its f32 copy in the step's
+  /// scratch (widened before the step, rounded back after it).
   GpuArg wide(int64_t id) {
     if (!isNarrow(value(id).dtype))
       return raw(id);
-    if (shadowOf[id] < 0) {
-      shadowOf[id] = static_cast<int64_t>(plan.shadowBytes.size());
-      plan.shadowBytes.push_back(count(id) * 4);
+    if (shadowStep != current) {
+      shadowStep = current;
+      shadows.clear();
     }
-    return buffer(GpuBuffer::Kind::Shadow, shadowOf[id]);
+    auto it = shadows.find(id);
+    if (it == shadows.end())
+      it = shadows.emplace(id, scratch(count(id) * 4)).first;
+    return it->second;
   }
   GpuArg scratch(int64_t bytes) {
     if (scratchStep != current) { // A new step reuses the arena from 0.
@@ -155,7 +158,8 @@ private:
   const ProgramSpec &spec;
   GpuPlanOptions options;
   GpuProgramPlan plan;
-  std::vector<int64_t> shadowOf;
+  std::map<int64_t, GpuArg> shadows; // This step's f32 copies, by value.
+  int64_t shadowStep = -1;
   int64_t current = -1, scratchStep = -1, scratchUsed = 0;
 };
 

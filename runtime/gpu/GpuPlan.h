@@ -26,8 +26,8 @@ namespace weft::runtime {
 struct GpuBuffer {
   enum class Kind {
     Value,   // A program value (arena, parameter, constant or input).
-    Shadow,  // The f32 copy of a narrow value, for kernels that compute in f32.
-    Scratch, // A step's temporary (row statistics, attention's delta).
+    Scratch, // A step's temporary (row statistics, attention's scores, the
+             // f32 copy of a narrow value for a kernel that computes in f32).
     Error,   // The program's error word: {code, step, position, value}.
   };
   Kind kind = Kind::Value;
@@ -60,8 +60,6 @@ struct GpuLaunch {
 
 struct GpuProgramPlan {
   std::vector<GpuLaunch> launches;
-  /// Bytes of each shadow (by id).
-  std::vector<int64_t> shadowBytes;
   /// Where each scratch buffer lies in the scratch arena. A step's scratch
   /// is dead after it, so every step's lie from offset 0, and the arena is
   /// the largest step's.

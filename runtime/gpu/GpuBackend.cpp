@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace weft::runtime {
@@ -37,6 +38,7 @@ struct ProgramState {
   std::vector<BoundLaunch> launches;
   bool ranOnce = false;
   void *graph = nullptr;
+  bool noGraph = false; // Capture failed once: launch by launch from then.
 };
 } // namespace
 
@@ -401,12 +403,19 @@ absl::Status GpuBackend::run(const std::string &name,
   }
   // The first run goes launch by launch, so a failing launch is named; later
   // runs replay what the second recorded.
-  if (state.ranOnce && g.options.graphs && !state.graph) {
+  if (state.ranOnce && g.options.graphs && !state.graph && !state.noGraph) {
     absl::StatusOr<void *> graph =
         g.device->capture(g.stream, [&] { return g.enqueue(state); });
-    if (!graph.ok())
-      return graph.status();
-    state.graph = *graph;
+    if (graph.ok()) {
+      state.graph = *graph;
+    } else {
+      // Launch by launch is slower but equivalent: say so once, go on.
+      state.noGraph = true;
+      std::fprintf(stderr,
+                   "weft: program %s runs without a CUDA graph (capture "
+                   "failed: %s)\n",
+                   name.c_str(), std::string(graph.status().message()).c_str());
+    }
   }
   absl::Status queued =
       state.graph ? g.device->replay(state.graph, g.stream) : g.enqueue(state);

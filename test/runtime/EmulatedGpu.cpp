@@ -190,6 +190,8 @@ absl::Status EmulatedGpu::synchronize(void *) { return absl::OkStatus(); }
 
 absl::StatusOr<void *>
 EmulatedGpu::capture(void *, const std::function<absl::Status()> &work) {
+  if (refuse)
+    return absl::UnimplementedError("this emulated driver captures nothing");
   graphs.push_back(std::make_unique<std::vector<Work>>());
   recording = graphs.back().get();
   absl::Status s = work();

@@ -55,6 +55,8 @@ public:
 
   /// How many graphs were replayed (the backend's second run on records).
   int replays() const { return replays_; }
+  /// Makes every capture fail, as a driver that cannot capture some work.
+  void refuseGraphs() { refuse = true; }
 
   using Work = std::function<void()>;
   /// Runs `work` now, or records it while capturing (what a stream does
@@ -73,6 +75,7 @@ private:
   std::vector<std::unique_ptr<std::vector<Work>>> graphs;
   std::vector<Work> *recording = nullptr;
   int replays_ = 0;
+  bool refuse = false;
 };
 
 /// weft.matmul in double, reading and writing f32 or bf16: what cuBLASLt

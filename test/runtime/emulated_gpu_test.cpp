@@ -77,7 +77,8 @@ struct Training {
 /// Starts the CPU runtime and the GPU runtime, on GPU 0 with `real`, else
 /// on an emulated device, from the same bundle and initial parameters.
 void start(Training &run, const std::string &dir,
-           runtime::GpuBackend::Options options, bool real) {
+           runtime::GpuBackend::Options options, bool real,
+           bool refuseGraphs = false) {
   auto bundle = runtime::Bundle::load(dir);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
   run.bundle = *bundle;
@@ -92,6 +93,8 @@ void start(Training &run, const std::string &dir,
     std::unique_ptr<testutil::EmulatedGpu> device = emulatedGpuFor(dir);
     ASSERT_TRUE(device);
     run.device = device.get();
+    if (refuseGraphs)
+      device->refuseGraphs();
     auto gemm = std::make_unique<testutil::HostGemm>(*device);
     gpu = runtime::GpuBackend::createOn(run.bundle, run.cpu->params(), options,
                                         std::move(device), std::move(gemm));
@@ -218,6 +221,32 @@ TEST(EmulatedGpu, Gpt2TinyF32WithFusedAttentionTrainsLikeTheCpu) {
 
 TEST(EmulatedGpu, LlamaTinyBf16WithFusedAttentionTrainsLikeTheCpu) {
   checkTraining("llama-tiny", "bf16", 1e-2, /*fusedAttention=*/true);
+}
+
+TEST(EmulatedGpu, RunsLaunchByLaunchWhenGraphCaptureFails) {
+  Training run;
+  start(run, compileCudaBundle("gpt2-tiny", "f32", false), {}, false,
+        /*refuseGraphs=*/true);
+  if (::testing::Test::HasFatalFailure())
+    return;
+  std::vector<int32_t> tokens(32, 3), labels(32, 4);
+  for (int step = 1; step <= 3; ++step) {
+    float lr = 1e-3f, number = static_cast<float>(step);
+    ASSERT_TRUE(
+        run.cpu
+            ->run("step", {{{2, 16}, runtime::DType::I32, tokens.data()},
+                           {{2, 16}, runtime::DType::I32, labels.data()},
+                           {{}, runtime::DType::F32, &lr},
+                           {{}, runtime::DType::F32, &number}})
+            .ok());
+    absl::Status s =
+        run.gpu->run("step", {tokens.data(), labels.data(), &lr, &number});
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_NEAR(run.gpu->output("step", "loss")->at(0),
+                *run.cpu->scalarOutput("step", "loss"), 1e-4 * 5.6)
+        << "step " << step;
+  }
+  EXPECT_EQ(run.device->replays(), 0);
 }
 
 TEST(EmulatedGpu, ATokenIdOutOfRangeIsReportedWithItsStep) {

@@ -104,6 +104,26 @@ void start(Training &run, const std::string &dir,
   ASSERT_TRUE(run.gpu->uploadParams(run.cpu->params()).ok());
 }
 
+/// One AdamW step (lr 1e-3) on both runtimes; their losses must agree.
+void stepBoth(Training &run, std::vector<int32_t> &tokens,
+              std::vector<int32_t> &labels, int step, double tolerance) {
+  float lr = 1e-3f, number = static_cast<float>(step);
+  ASSERT_TRUE(run.cpu
+                  ->run("step", {{{2, 16}, runtime::DType::I32, tokens.data()},
+                                 {{2, 16}, runtime::DType::I32, labels.data()},
+                                 {{}, runtime::DType::F32, &lr},
+                                 {{}, runtime::DType::F32, &number}})
+                  .ok());
+  absl::Status s =
+      run.gpu->run("step", {tokens.data(), labels.data(), &lr, &number});
+  ASSERT_TRUE(s.ok()) << s;
+  float cpuLoss = *run.cpu->scalarOutput("step", "loss");
+  absl::StatusOr<std::vector<float>> gpuLoss = run.gpu->output("step", "loss");
+  ASSERT_TRUE(gpuLoss.ok()) << gpuLoss.status();
+  EXPECT_NEAR(gpuLoss->at(0), cpuLoss, tolerance * std::fabs(cpuLoss))
+      << "step " << step;
+}
+
 void checkTraining(const std::string &model, const std::string &dtype,
                    double tolerance, bool fusedAttention = false,
                    bool real = false) {
@@ -160,23 +180,7 @@ void checkTraining(const std::string &model, const std::string &dtype,
       t = static_cast<int32_t>(rng() % vocab);
     for (int32_t &t : labels)
       t = static_cast<int32_t>(rng() % vocab);
-    float lr = 1e-3f, number = static_cast<float>(step);
-    ASSERT_TRUE(
-        run.cpu
-            ->run("step", {{{2, 16}, runtime::DType::I32, tokens.data()},
-                           {{2, 16}, runtime::DType::I32, labels.data()},
-                           {{}, runtime::DType::F32, &lr},
-                           {{}, runtime::DType::F32, &number}})
-            .ok());
-    absl::Status s =
-        run.gpu->run("step", {tokens.data(), labels.data(), &lr, &number});
-    ASSERT_TRUE(s.ok()) << s;
-    float cpuLoss = *run.cpu->scalarOutput("step", "loss");
-    absl::StatusOr<std::vector<float>> gpuLoss =
-        run.gpu->output("step", "loss");
-    ASSERT_TRUE(gpuLoss.ok()) << gpuLoss.status();
-    EXPECT_NEAR(gpuLoss->at(0), cpuLoss, tolerance * std::fabs(cpuLoss))
-        << "step " << step;
+    stepBoth(run, tokens, labels, step, tolerance);
   }
   // Steps 2 and 3 replayed the graph recorded on step 2.
   if (run.device)
@@ -230,22 +234,8 @@ TEST(EmulatedGpu, RunsLaunchByLaunchWhenGraphCaptureFails) {
   if (::testing::Test::HasFatalFailure())
     return;
   std::vector<int32_t> tokens(32, 3), labels(32, 4);
-  for (int step = 1; step <= 3; ++step) {
-    float lr = 1e-3f, number = static_cast<float>(step);
-    ASSERT_TRUE(
-        run.cpu
-            ->run("step", {{{2, 16}, runtime::DType::I32, tokens.data()},
-                           {{2, 16}, runtime::DType::I32, labels.data()},
-                           {{}, runtime::DType::F32, &lr},
-                           {{}, runtime::DType::F32, &number}})
-            .ok());
-    absl::Status s =
-        run.gpu->run("step", {tokens.data(), labels.data(), &lr, &number});
-    ASSERT_TRUE(s.ok()) << s;
-    EXPECT_NEAR(run.gpu->output("step", "loss")->at(0),
-                *run.cpu->scalarOutput("step", "loss"), 1e-4 * 5.6)
-        << "step " << step;
-  }
+  for (int step = 1; step <= 3; ++step)
+    stepBoth(run, tokens, labels, step, 1e-4);
   EXPECT_EQ(run.device->replays(), 0);
 }
 

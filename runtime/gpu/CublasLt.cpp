@@ -23,6 +23,8 @@ constexpr int kComputeF32 = 68;               // CUBLAS_COMPUTE_32F
 constexpr int kDescTransA = 3, kDescTransB = 4;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1;
+constexpr int kPrefAlignA = 5, kPrefAlignB = 6, kPrefAlignC = 7,
+              kPrefAlignD = 8;
 struct HeuristicResult { // cublasLtMatmulHeuristicResult_t
   uint64_t algo[8];
   size_t workspaceSize;
@@ -166,6 +168,14 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
     return s;
   uint64_t most = workspaceBytes;
   l.prefSet(pref, kPrefMaxWorkspace, &most, sizeof(most));
+  // Our A is its B (the file comment); C and D are one matrix.
+  uint32_t align[4] = {
+      static_cast<uint32_t>(g.alignB), static_cast<uint32_t>(g.alignA),
+      static_cast<uint32_t>(g.alignC), static_cast<uint32_t>(g.alignC)};
+  for (auto [attribute, bytes] :
+       {std::pair{kPrefAlignA, &align[0]}, std::pair{kPrefAlignB, &align[1]},
+        std::pair{kPrefAlignC, &align[2]}, std::pair{kPrefAlignD, &align[3]}})
+    l.prefSet(pref, attribute, bytes, sizeof(uint32_t));
   int found = 0;
   s = check(l,
             l.heuristic(handle, plan->desc, plan->a, plan->b, plan->c, plan->c,

@@ -26,6 +26,7 @@ struct BoundLaunch {
   std::vector<size_t> offsets;     // Where each starts in blob.
   std::vector<void *> argv;        // Pointers into blob, once it stays put.
   std::vector<uint64_t> addresses; // Buffer arguments, resolved.
+  GemmShape gemm;                  // The plan's, with the alignments.
 };
 
 struct ProgramState {
@@ -118,7 +119,18 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
     bound.addresses.push_back(
         a.kind == GpuArg::Kind::Buffer ? resolve(state, a.buffer) : 0);
   if (launch.kind == GpuLaunch::Kind::Gemm) {
-    if (absl::Status s = blas->prepare(launch.gemm); !s.ok())
+    // Each matrix's alignment, now that its address is known.
+    auto alignment = [](uint64_t address) {
+      int64_t a = 256;
+      while (a > 1 && address % a)
+        a /= 2;
+      return a;
+    };
+    bound.gemm = launch.gemm;
+    bound.gemm.alignA = alignment(bound.addresses[0]);
+    bound.gemm.alignB = alignment(bound.addresses[1]);
+    bound.gemm.alignC = alignment(bound.addresses[2]);
+    if (absl::Status s = blas->prepare(bound.gemm); !s.ok())
       return s;
   } else if (launch.kind == GpuLaunch::Kind::Kernel) {
     absl::StatusOr<void *> fn = device->function(launch.kernel);
@@ -240,7 +252,7 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
                               stream);
       break;
     case GpuLaunch::Kind::Gemm:
-      s = blas->matmul(l.gemm, b.addresses[0], b.addresses[1], b.addresses[2],
+      s = blas->matmul(b.gemm, b.addresses[0], b.addresses[1], b.addresses[2],
                        stream);
       break;
     case GpuLaunch::Kind::Zero:

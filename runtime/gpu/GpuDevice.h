@@ -78,12 +78,15 @@ struct GemmShape {
   int64_t lda = 0, ldb = 0, ldc = 0;             // In elements; 0: packed.
   DType type = DType::F32;
   bool f32Out = false;
+  /// The largest power of two (at most 256) dividing each matrix's address:
+  /// cuBLASLt's heuristic otherwise assumes 256-byte-aligned pointers.
+  int64_t alignA = 256, alignB = 256, alignC = 256;
   float alpha = 1, beta = 0; // Passed per call: not part of the plan.
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
                            strideC, lda, ldb, ldc, static_cast<int>(type),
-                           f32Out);
+                           f32Out, alignA, alignB, alignC);
   }
   /// Row strides, resolving 0 to the packed width.
   int64_t rowA() const { return lda ? lda : transA ? m : k; }

@@ -93,7 +93,7 @@ void emitElementLauncher(FusedOp fused, const std::string &name,
     for (unsigned i = 0; i < ins; ++i)
       os << (i ? ", " : "") << llvm::formatv(in.c_str(), i);
     for (unsigned i = 0; i < outs; ++i)
-      os << ", " << llvm::formatv(out.c_str(), i);
+      os << (ins + i ? ", " : "") << llvm::formatv(out.c_str(), i);
     os << ");\n";
   };
   os << "extern \"C\" __global__ void " << name << "_cuda"

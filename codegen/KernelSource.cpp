@@ -250,8 +250,10 @@ LogicalResult emitElementBody(FusedOp fused, llvm::raw_ostream &os) {
   os << "\nstatic WEFT_DEVICE inline void " << name << "_body(";
   for (unsigned i = 0; i < fused.getInputs().size(); ++i)
     os << (i ? ", " : "") << "double a" << i;
-  for (unsigned i = 0; i < fused.getNumResults(); ++i)
-    os << ", float &out" << i;
+  // (A group may have no inputs: an op of splat constants.)
+  for (unsigned i = 0, ins = fused.getInputs().size();
+       i < fused.getNumResults(); ++i)
+    os << (ins + i ? ", " : "") << "float &out" << i;
   os << ") {\n";
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     names[arg] = "a" + std::to_string(i);
@@ -316,8 +318,9 @@ FailureOr<std::string> emitKernelSource(ModuleOp module) {
        << "_body(";
     for (unsigned i = 0; i < fused.getInputs().size(); ++i)
       os << (i ? ", " : "") << "in[" << i << "][i]";
-    for (unsigned i = 0; i < fused.getNumResults(); ++i)
-      os << ", out[" << i << "][i]";
+    for (unsigned i = 0, ins = fused.getInputs().size();
+         i < fused.getNumResults(); ++i)
+      os << (ins + i ? ", " : "") << "out[" << i << "][i]";
     os << ");\n}\n";
   };
   return emitKernels(module, kCpuPrelude, emitRowKernel, cpuLauncher);

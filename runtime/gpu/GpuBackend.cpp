@@ -261,6 +261,16 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
     case GpuLaunch::Kind::Copy:
       s = device->copyAsync(b.addresses[0], b.addresses[1], l.bytes, stream);
       break;
+    case GpuLaunch::Kind::Collective:
+      s = l.collective == "all_reduce"
+              ? options.collectives->allReduce(l.axes, b.addresses[0], l.count,
+                                               stream)
+          : l.collective == "all_gather"
+              ? options.collectives->allGather(l.axes, b.addresses[0],
+                                               b.addresses[1], l.count, stream)
+              : options.collectives->reduceScatter(
+                    l.axes, b.addresses[0], b.addresses[1], l.count, stream);
+      break;
     }
     if (!s.ok())
       return absl::Status(s.code(), absl::StrCat("step ", l.step, " (",
@@ -299,11 +309,10 @@ absl::StatusOr<std::unique_ptr<GpuBackend>>
 GpuBackend::create(const Bundle &bundle,
                    const std::map<std::string, std::vector<float>> &params,
                    Options options) {
-  if (bundle.mesh.size() > 1)
-    return absl::UnimplementedError(absl::StrCat(
+  if (bundle.mesh.size() > 1 && !options.collectives)
+    return absl::FailedPreconditionError(absl::StrCat(
         bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
-        " ranks; the GPU runtime runs one rank until its NCCL collectives "
-        "land"));
+        " ranks; on GPUs it needs their collectives (NCCL)"));
   absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::open(0);
   if (!device.ok())
     return device.status();
@@ -326,6 +335,10 @@ GpuBackend::createOn(const Bundle &bundle,
                      const std::map<std::string, std::vector<float>> &params,
                      Options options, std::unique_ptr<GpuDevice> device,
                      std::unique_ptr<GemmEngine> gemm) {
+  if (bundle.mesh.size() > 1 && !options.collectives)
+    return absl::FailedPreconditionError(absl::StrCat(
+        bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
+        " ranks but no collectives were given"));
   std::unique_ptr<GpuBackend> backend(new GpuBackend);
   backend->impl = std::make_unique<Impl>();
   Impl &g = *backend->impl;

@@ -30,7 +30,10 @@ public:
     /// Replay programs as CUDA graphs after their first run (WEFT_CUDA_GRAPHS=0
     /// turns it off, for debugging a kernel).
     bool graphs = true;
+    /// Where the rank sits (plan.rank) and how it talks to the others: a
+    /// placed bundle's collectives (not owned; required when placed).
     GpuPlanOptions plan;
+    GpuCollectives *collectives = nullptr;
   };
   /// Opens GPU 0, loads the bundle's kernels (its cubin for the GPU's
   /// architecture, else its CUDA source through NVRTC) and the runtime's own

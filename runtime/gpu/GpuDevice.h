@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace weft::runtime {
 
@@ -105,6 +106,27 @@ public:
   /// Queues C = op(A) op(B) on `stream`; `shape` must have been prepared.
   virtual absl::Status matmul(const GemmShape &shape, uint64_t a, uint64_t b,
                               uint64_t c, void *stream) = 0;
+};
+
+/// The collectives of a placed bundle on device memory, over the group of
+/// ranks that a list of mesh axes names (the CPU Communicator's groups):
+/// NCCL on GPUs, Gloo over host memory for the emulated device in tests.
+/// Every call is queued on `stream`; values are f32.
+class GpuCollectives {
+public:
+  virtual ~GpuCollectives() = default;
+  /// In-place sum of `count` floats at `data` over the group.
+  virtual absl::Status allReduce(const std::vector<std::string> &axes,
+                                 uint64_t data, size_t count, void *stream) = 0;
+  /// Every member's `count` floats at `in`, in group order, into `out`.
+  virtual absl::Status allGather(const std::vector<std::string> &axes,
+                                 uint64_t in, uint64_t out, size_t count,
+                                 void *stream) = 0;
+  /// `in` holds group-size blocks of `count` floats; member j gets the sum
+  /// over the group of block j in `out`.
+  virtual absl::Status reduceScatter(const std::vector<std::string> &axes,
+                                     uint64_t in, uint64_t out, size_t count,
+                                     void *stream) = 0;
 };
 
 } // namespace weft::runtime

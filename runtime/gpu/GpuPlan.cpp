@@ -66,8 +66,8 @@ int typeCode(DType t) {
 
 class Planner {
 public:
-  Planner(const ProgramSpec &spec, GpuPlanOptions options)
-      : spec(spec), options(options) {
+  Planner(const ProgramSpec &spec, const MeshSpec &mesh, GpuPlanOptions options)
+      : spec(spec), mesh(mesh), options(options) {
     plan.storageOf.resize(spec.values.size());
     for (size_t i = 0; i < spec.values.size(); ++i)
       plan.storageOf[i] = static_cast<int64_t>(i);
@@ -144,9 +144,13 @@ private:
     plan.launches.push_back(std::move(l));
   }
   /// Copies the elements of `dims` from `from` to `to` along the strides.
-  absl::Status stridedCopy(int64_t fromId, int64_t toId, const Shape &dims,
-                           const Shape &inStrides, int64_t inBase,
-                           const Shape &outStrides, int64_t outBase);
+  absl::Status stridedCopy(GpuArg from, GpuArg to, size_t width,
+                           const Shape &dims, const Shape &inStrides,
+                           int64_t inBase, const Shape &outStrides,
+                           int64_t outBase);
+  /// all_reduce (a bucket), all_gather, reduce_scatter and shard_slice, in
+  /// f32 (narrow values through copies, as the CPU runtime does).
+  absl::Status collective(const StepSpec &s);
   absl::Status fused(const StepSpec &s);
   absl::Status reduce(const StepSpec &s, int kind);
   absl::Status matmul(const StepSpec &s);
@@ -156,6 +160,7 @@ private:
   absl::Status norm(const StepSpec &s, bool rms);
 
   const ProgramSpec &spec;
+  const MeshSpec &mesh;
   GpuPlanOptions options;
   GpuProgramPlan plan;
   std::map<int64_t, GpuArg> shadows; // This step's f32 copies, by value.
@@ -163,7 +168,7 @@ private:
   int64_t current = -1, scratchStep = -1, scratchUsed = 0;
 };
 
-absl::Status Planner::stridedCopy(int64_t fromId, int64_t toId,
+absl::Status Planner::stridedCopy(GpuArg from, GpuArg to, size_t width,
                                   const Shape &dims, const Shape &inStrides,
                                   int64_t inBase, const Shape &outStrides,
                                   int64_t outBase) {
@@ -180,12 +185,93 @@ absl::Status Planner::stridedCopy(int64_t fromId, int64_t toId,
   }
   ix.inBase = inBase;
   ix.outBase = outBase;
-  size_t width = dtypeSize(value(toId).dtype);
   if (width != 4 && width != 2)
     return absl::UnimplementedError("only 2- and 4-byte elements move on GPUs");
   kernel(width == 4 ? "weft_strided_copy4" : "weft_strided_copy2",
-         gridFor(product(dims)), {raw(fromId), raw(toId), bytesOf(ix)});
+         gridFor(product(dims)), {from, to, bytesOf(ix)});
   return absl::OkStatus();
+}
+
+absl::Status Planner::collective(const StepSpec &s) {
+  std::vector<std::string> axes;
+  if (auto it = s.attrs.find("axes"); it != s.attrs.end() && it->is_array())
+    for (const auto &a : *it)
+      if (a.is_string())
+        axes.push_back(a.get<std::string>());
+  for (const std::string &a : axes)
+    if (mesh.axisIndex(a) < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("names axis '", a, "', which the mesh lacks"));
+  if (axes.empty())
+    return absl::InvalidArgumentError("needs attribute 'axes'");
+  int64_t g = mesh.groupSize(axes), me = mesh.groupRank(options.rank, axes);
+  auto call = [&](const char *what, GpuArg in, GpuArg out, int64_t count) {
+    GpuLaunch l;
+    l.kind = GpuLaunch::Kind::Collective;
+    l.step = current;
+    l.collective = what;
+    l.axes = axes;
+    l.count = count;
+    l.args = {in, out};
+    plan.launches.push_back(std::move(l));
+  };
+  if (s.op == "weft.all_reduce") {
+    // One bucket: the operands packed back to back, reduced at once.
+    int64_t total = 0;
+    for (int64_t id : s.operands)
+      total += count(id);
+    GpuArg bucket = scratch(total * 4);
+    int64_t at = 0;
+    for (int64_t id : s.operands) {
+      kernel("weft_scale_copy", gridFor(count(id)),
+             {wide(id), Planner::at(bucket, at * 4), i64(count(id)), f32(1)});
+      at += count(id);
+    }
+    call("all_reduce", bucket, bucket, total);
+    bool mean = s.attrs.value("reduction", "") == "mean";
+    at = 0;
+    for (int64_t id : s.results) {
+      kernel("weft_scale_copy", gridFor(count(id)),
+             {Planner::at(bucket, at * 4), wide(id), i64(count(id)),
+              f32(mean ? 1.0 / g : 1.0)});
+      at += count(id);
+    }
+    return absl::OkStatus();
+  }
+  if (s.operands.size() != 1 || s.results.size() != 1)
+    return absl::InvalidArgumentError("needs one operand and one result");
+  int64_t x = s.operands[0], y = s.results[0];
+  int64_t dim = attrI(s, "dim");
+  // The split tensor [outer, g * b, inner] as g blocks [outer, b, inner]:
+  // blocks[j] = whole[:, j b : (j + 1) b, :], walked as [g, outer, b inner].
+  const Shape &whole = s.op == "weft.all_gather" ? shape(y) : shape(x);
+  if (dim < 0 || dim >= static_cast<int64_t>(whole.size()))
+    return absl::InvalidArgumentError("'dim' is out of range");
+  int64_t outer = product(whole, 0, dim), inner = product(whole, dim + 1),
+          b = whole[dim] / g, block = outer * b * inner;
+  Shape dims = {g, outer, b * inner},
+        wholeStrides = {b * inner, whole[dim] * inner, 1},
+        blockStrides = {block, b * inner, 1};
+  if (s.op == "weft.shard_slice") // This rank's block, no data moved.
+    return stridedCopy(wide(x), wide(y), 4, {outer, b * inner},
+                       {whole[dim] * inner, 1}, me * b * inner, {b * inner, 1},
+                       0);
+  GpuArg blocks = scratch(g * block * 4);
+  if (s.op == "weft.all_gather") {
+    call("all_gather", wide(x), blocks, block);
+    return stridedCopy(blocks, wide(y), 4, dims, blockStrides, 0, wholeStrides,
+                       0);
+  }
+  if (s.op == "weft.reduce_scatter") {
+    if (absl::Status st = stridedCopy(wide(x), blocks, 4, dims, wholeStrides, 0,
+                                      blockStrides, 0);
+        !st.ok())
+      return st;
+    call("reduce_scatter", blocks, wide(y), block);
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      absl::StrCat(s.op, " is not in the GPU runtime yet"));
 }
 
 absl::Status Planner::fused(const StepSpec &s) {
@@ -452,8 +538,8 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
   const std::string &op = s.op;
   if (s.attrs.contains("vocab_axes"))
     return absl::UnimplementedError(
-        "vocabulary-parallel steps need NCCL, which the GPU runtime does "
-        "not have yet");
+        "vocabulary-parallel steps (--plan with tp) are not in the GPU "
+        "runtime yet");
   // Ops that read their operands as stored.
   if (op == "weft.reshape" || op == "weft.copy_to_group") {
     int64_t from = s.operands[0], to = s.results[0];
@@ -475,8 +561,9 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
   if (op == "weft.transpose" || op == "weft.broadcast" || op == "weft.slice") {
     const Shape &out = shape(s.results[0]);
     CopySource src = copySource(s, shape(s.operands[0]), out.size());
-    return stridedCopy(s.operands[0], s.results[0], out, src.strides, src.base,
-                       stridesOf(out), 0);
+    return stridedCopy(raw(s.operands[0]), raw(s.results[0]),
+                       dtypeSize(value(s.results[0]).dtype), out, src.strides,
+                       src.base, stridesOf(out), 0);
   }
   if (op == "weft.concat") {
     int64_t dim = attrI(s, "dim"), offset = 0;
@@ -484,9 +571,9 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
     Shape outStrides = stridesOf(out);
     for (int64_t part : s.operands) {
       const Shape &in = shape(part);
-      if (absl::Status st =
-              stridedCopy(part, s.results[0], in, stridesOf(in), 0, outStrides,
-                          offset * outStrides[dim]);
+      if (absl::Status st = stridedCopy(
+              raw(part), raw(s.results[0]), dtypeSize(value(part).dtype), in,
+              stridesOf(in), 0, outStrides, offset * outStrides[dim]);
           !st.ok())
         return st;
       offset += in[dim];
@@ -556,9 +643,7 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
             f64(attrB(s, "inverse") ? -1.0 : 1.0),
             i64(attrI(s, "position_offset"))});
   } else if (isCollective(op)) {
-    status = absl::UnimplementedError(
-        absl::StrCat(op, ": placed bundles need NCCL, which the GPU runtime "
-                         "does not have yet"));
+    status = collective(s);
   } else {
     status = absl::UnimplementedError(absl::StrCat(
         "the GPU runtime has no kernel for '", op,
@@ -581,7 +666,7 @@ absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
   if (it == bundle.programs.end())
     return absl::NotFoundError(
         absl::StrCat(bundle.path, ": no program '", name, "'"));
-  Planner planner(it->second, options);
+  Planner planner(it->second, bundle.mesh, options);
   const std::vector<StepSpec> &steps = it->second.steps;
   for (size_t i = 0; i < steps.size(); ++i)
     if (absl::Status s = planner.step(static_cast<int64_t>(i), steps[i]);

@@ -45,17 +45,23 @@ struct GpuArg {
 };
 
 struct GpuLaunch {
-  enum class Kind { Kernel, Gemm, Zero, Copy };
+  enum class Kind { Kernel, Gemm, Zero, Copy, Collective };
   Kind kind = Kind::Kernel;
   int64_t step = -1; // The program step it belongs to.
   /// Kernel: the kernel's name, grid and block; args are its parameters.
   std::string kernel;
   unsigned grid[3] = {1, 1, 1};
   unsigned block = 256;
-  /// Gemm: {A, B, C}. Zero: {target}. Copy: {to, from}.
+  /// Gemm: {A, B, C}. Zero: {target}. Copy: {to, from}. Collective:
+  /// {in, out} (all_reduce: {data, data}).
   std::vector<GpuArg> args;
   GemmShape gemm;
   int64_t bytes = 0; // Zero and Copy.
+  /// Collective: "all_reduce", "all_gather" or "reduce_scatter" of `count`
+  /// floats per member over the group of `axes` (GpuCollectives).
+  std::string collective;
+  std::vector<std::string> axes;
+  int64_t count = 0;
 };
 
 struct GpuProgramPlan {
@@ -71,6 +77,8 @@ struct GpuProgramPlan {
 };
 
 struct GpuPlanOptions {
+  /// This process's rank in the bundle's mesh (placed bundles).
+  int64_t rank = 0;
   /// Attention runs as cuBLASLt GEMMs around a softmax kernel when its
   /// [B, Hq, S, T] scores and probabilities take at most this many bytes of
   /// scratch, else as the fused kernels of attention.cu (0: always fused).

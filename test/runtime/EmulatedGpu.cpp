@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -74,8 +75,14 @@ absl::Status EmulatedGpu::load(const std::string &source,
     if (std::system(mkdir.c_str()) != 0)
       where = dir;
   }
-  std::string stem = absl::StrCat(where, "/emulated-", label, "-",
-                                  std::hash<std::string>()(text));
+  // The key covers the emulation header too: a change there rebuilds.
+  std::ifstream header(std::string(WEFT_SOURCE_DIR) +
+                       "/test/runtime/cuda_emulation.h");
+  std::stringstream emulation;
+  emulation << header.rdbuf();
+  std::string stem =
+      absl::StrCat(where, "/emulated-", label, "-",
+                   std::hash<std::string>()(emulation.str() + text));
   std::string so = stem + ".so";
   if (std::ifstream(so).good())
     return open(so, arity);
@@ -250,6 +257,50 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape, uint64_t a,
             runtime::encode(static_cast<float>(value), out,
                             reinterpret_cast<uint8_t *>(c) + 2 * at);
         }
+  });
+}
+
+absl::Status HostCollectives::submit(std::function<absl::Status()> call) {
+  return gpu.submit([call] {
+    if (absl::Status s = call(); !s.ok()) {
+      std::fprintf(stderr, "emulated collective failed: %s\n",
+                   std::string(s.message()).c_str());
+      std::abort();
+    }
+  });
+}
+
+absl::Status HostCollectives::allReduce(const std::vector<std::string> &axes,
+                                        uint64_t data, size_t count, void *) {
+  return submit([this, axes, data, count] {
+    return comm.allReduce(axes, reinterpret_cast<float *>(data), count);
+  });
+}
+
+absl::Status HostCollectives::allGather(const std::vector<std::string> &axes,
+                                        uint64_t in, uint64_t out, size_t count,
+                                        void *) {
+  return submit([this, axes, in, out, count] {
+    return comm.allGather(axes, reinterpret_cast<const float *>(in),
+                          reinterpret_cast<float *>(out), count);
+  });
+}
+
+absl::Status
+HostCollectives::reduceScatter(const std::vector<std::string> &axes,
+                               uint64_t in, uint64_t out, size_t count,
+                               void *) {
+  return submit([this, axes, in, out, count] {
+    // Gloo 0.5 has no reduce-scatter of this layout: all-reduce every
+    // block, keep this member's (as the CPU runtime does).
+    auto *blocks = reinterpret_cast<float *>(in);
+    size_t members = comm.mesh().groupSize(axes);
+    if (absl::Status s = comm.allReduce(axes, blocks, count * members); !s.ok())
+      return s;
+    std::memcpy(reinterpret_cast<float *>(out),
+                blocks + comm.mesh().groupRank(comm.rank(), axes) * count,
+                count * sizeof(float));
+    return absl::OkStatus();
   });
 }
 

@@ -11,6 +11,7 @@
 #ifndef WEFT_TEST_RUNTIME_EMULATEDGPU_H
 #define WEFT_TEST_RUNTIME_EMULATEDGPU_H
 
+#include "runtime/dist/Communicator.h"
 #include "runtime/gpu/GpuDevice.h"
 
 #include <map>
@@ -90,6 +91,27 @@ public:
 
 private:
   EmulatedGpu &gpu;
+};
+
+/// The collectives of a placed bundle for an emulated device: the CPU
+/// Communicator's (Gloo) on its host memory, queued like its launches.
+class HostCollectives : public runtime::GpuCollectives {
+public:
+  HostCollectives(EmulatedGpu &gpu, runtime::Communicator &comm)
+      : gpu(gpu), comm(comm) {}
+  absl::Status allReduce(const std::vector<std::string> &axes, uint64_t data,
+                         size_t count, void *stream) override;
+  absl::Status allGather(const std::vector<std::string> &axes, uint64_t in,
+                         uint64_t out, size_t count, void *stream) override;
+  absl::Status reduceScatter(const std::vector<std::string> &axes, uint64_t in,
+                             uint64_t out, size_t count, void *stream) override;
+
+private:
+  /// Queues `call`; a failure when it runs ends the test program, as a
+  /// failed NCCL call ends the job.
+  absl::Status submit(std::function<absl::Status()> call);
+  EmulatedGpu &gpu;
+  runtime::Communicator &comm;
 };
 
 } // namespace weft::testutil

@@ -29,13 +29,14 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static
+#define __shared__ static thread_local
 #define __forceinline__ inline
 
 struct weft_dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
-static weft_dim3 threadIdx, blockIdx, blockDim, gridDim;
+// Per OS thread: tests run ranks as threads, each with its own device.
+static thread_local weft_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 struct alignas(16) float4 {
   float x, y, z, w;
@@ -85,24 +86,29 @@ struct Launch {
   void (*thunk)(void **) = nullptr;
   void **args = nullptr;
 };
-static Launch &launch = *new Launch; // Never destroyed: no exit-time order.
+/// This thread's launch state; never destroyed (no exit-time order).
+static Launch &launch() {
+  static thread_local Launch *state = new Launch;
+  return *state;
+}
 
 static void run() {
-  launch.thunk(launch.args);
-  launch.fibers[launch.current].done = true;
+  Launch &l = launch();
+  l.thunk(l.args);
+  l.fibers[l.current].done = true;
   // Returning goes to uc_link, the scheduler.
 }
 } // namespace weft_emu
 
 inline void __syncthreads() {
-  weft_emu::Launch &l = weft_emu::launch;
+  weft_emu::Launch &l = weft_emu::launch();
   swapcontext(&l.fibers[l.current].context, &l.scheduler);
 }
 
 /// Runs `thunk(args)` as a `grid` of `block`-thread blocks; returns when done.
 extern "C" void weft_emulator_launch(void (*thunk)(void **), void **args,
                                      const unsigned grid[3], unsigned block) {
-  weft_emu::Launch &l = weft_emu::launch;
+  weft_emu::Launch &l = weft_emu::launch();
   if (l.fibers.size() < block)
     l.fibers.resize(block);
   l.thunk = thunk;

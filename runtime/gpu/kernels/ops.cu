@@ -410,3 +410,14 @@ extern "C" __global__ void weft_attention_dscores(
       weft_store(((weft_bf16 *)probs)[i], ds);
   }
 }
+
+// ---- collectives ------------------------------------------------------------
+
+// to = scale * from: unpacking an all-reduced bucket (scale 1 for a sum,
+// 1 / group size for a mean).
+extern "C" __global__ void weft_scale_copy(const float *__restrict from,
+                                           float *__restrict to, long n,
+                                           float scale) {
+  for (long i = weft_thread(); i < n; i += weft_stride())
+    to[i] = from[i] * scale;
+}

@@ -55,6 +55,8 @@ public:
 
   int64_t rank() const { return info.rank; }
   int64_t worldSize() const { return info.worldSize; }
+  /// This process's rank on its node (which GPU it takes).
+  int64_t localRank() const { return info.localRank; }
 
   /// Lays the ranks out on `mesh` (its size must be the world size) and
   /// opens this rank's group for each entry of `groups`, in order (every

@@ -74,22 +74,11 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
     }
     ex->constants_.push_back(std::move(data));
   }
-  if (options.cuda) {
-    // The GPU runs every program; the host keeps parameters for
-    // initialization, checkpoints and gathering.
-    GpuBackend::Options gpu;
-    gpu.graphs = options.cudaGraphs;
-    absl::StatusOr<std::unique_ptr<GpuBackend>> backend =
-        GpuBackend::create(ex->bundle_, ex->params_, gpu);
-    if (!backend.ok())
-      return backend.status();
-    ex->gpu_ = std::move(*backend);
-    return ex;
-  }
   // Generated kernels: a shared object named by meta.kernels, relative to
   // the bundle directory unless absolute.
+  // (The GPU loads the CUDA versions instead.)
   if (auto it = ex->bundle_.meta.find("kernels");
-      it != ex->bundle_.meta.end() && it->is_string()) {
+      !options.cuda && it != ex->bundle_.meta.end() && it->is_string()) {
     std::string path = it->get<std::string>();
     if (!path.empty() && path.front() != '/')
       path = ex->bundle_.path + "/" + path;
@@ -129,6 +118,23 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
     if (absl::Status s = options.comm->setMesh(ex->bundle_.mesh, groups);
         !s.ok())
       return s;
+  }
+  if (options.cuda) {
+    // The GPU runs every program; the host keeps parameters for
+    // initialization, checkpoints and gathering.
+    GpuBackend::Options gpu;
+    gpu.graphs = options.cudaGraphs;
+    if (options.comm) { // A placed bundle: NCCL, and this rank's GPU.
+      gpu.comm = options.comm;
+      gpu.plan.rank = options.comm->rank();
+      gpu.deviceOrdinal = static_cast<int>(options.comm->localRank());
+    }
+    absl::StatusOr<std::unique_ptr<GpuBackend>> backend =
+        GpuBackend::create(ex->bundle_, ex->params_, gpu);
+    if (!backend.ok())
+      return backend.status();
+    ex->gpu_ = std::move(*backend);
+    return ex;
   }
   for (const auto &[name, spec] : ex->bundle_.programs)
     if (absl::Status s = ex->bind(name, spec); !s.ok())

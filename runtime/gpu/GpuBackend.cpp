@@ -5,6 +5,7 @@
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuPlan.h"
+#include "runtime/gpu/Nccl.h"
 #include "runtime/gpu/Nvrtc.h"
 #include "runtime/gpu/kernels/OpsAbi.h"
 
@@ -48,6 +49,7 @@ struct GpuBackend::Impl {
   Options options;
   std::unique_ptr<GpuDevice> device;
   std::unique_ptr<GemmEngine> blas; // Declared after the device: freed first.
+  std::unique_ptr<GpuCollectives> nccl; // Made by create(); freed first.
   void *stream = nullptr;
   std::map<std::string, DeviceBuffer> params;
   std::vector<DeviceBuffer> constants;
@@ -309,11 +311,14 @@ absl::StatusOr<std::unique_ptr<GpuBackend>>
 GpuBackend::create(const Bundle &bundle,
                    const std::map<std::string, std::vector<float>> &params,
                    Options options) {
-  if (bundle.mesh.size() > 1 && !options.collectives)
+  bool placed = bundle.mesh.size() > 1;
+  if (placed && !options.collectives && !options.comm)
     return absl::FailedPreconditionError(absl::StrCat(
         bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
-        " ranks; on GPUs it needs their collectives (NCCL)"));
-  absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::open(0);
+        " ranks; run it with weft-run --nproc ", bundle.mesh.size(),
+        " (or under torchrun)"));
+  absl::StatusOr<std::unique_ptr<CudaDevice>> device =
+      CudaDevice::open(options.deviceOrdinal);
   if (!device.ok())
     return device.status();
   if (absl::Status s = loadKernels(device->get(), &bundle); !s.ok())
@@ -326,8 +331,34 @@ GpuBackend::create(const Bundle &bundle,
       CublasLt::open(workspace->address, kGemmWorkspaceBytes);
   if (!blas.ok())
     return blas.status();
-  return createOn(bundle, params, options, std::move(*device),
-                  std::move(*blas));
+  std::unique_ptr<NcclCollectives> nccl;
+  if (placed && !options.collectives) {
+    // Every rank lists the same groups in the same order: the collective
+    // steps' axes, program by program.
+    std::vector<std::vector<std::string>> groups;
+    for (const auto &[name, program] : bundle.programs)
+      for (const StepSpec &step : program.steps)
+        if (auto axes = step.attrs.find("axes");
+            axes != step.attrs.end() && axes->is_array()) {
+          std::vector<std::string> names;
+          for (const auto &a : *axes)
+            if (a.is_string())
+              names.push_back(a.get<std::string>());
+          groups.push_back(std::move(names));
+        }
+    absl::StatusOr<std::unique_ptr<NcclCollectives>> made =
+        NcclCollectives::create(*options.comm, groups);
+    if (!made.ok())
+      return made.status();
+    nccl = std::move(*made);
+    options.collectives = nccl.get();
+    options.plan.rank = options.comm->rank();
+  }
+  absl::StatusOr<std::unique_ptr<GpuBackend>> backend =
+      createOn(bundle, params, options, std::move(*device), std::move(*blas));
+  if (backend.ok())
+    (*backend)->impl->nccl = std::move(nccl);
+  return backend;
 }
 
 absl::StatusOr<std::unique_ptr<GpuBackend>>

@@ -11,6 +11,7 @@
 #ifndef WEFT_RUNTIME_GPU_GPUBACKEND_H
 #define WEFT_RUNTIME_GPU_GPUBACKEND_H
 
+#include "runtime/dist/Communicator.h"
 #include "runtime/exec/Bundle.h"
 #include "runtime/gpu/GpuDevice.h"
 #include "runtime/gpu/GpuPlan.h"
@@ -34,11 +35,17 @@ public:
     /// placed bundle's collectives (not owned; required when placed).
     GpuPlanOptions plan;
     GpuCollectives *collectives = nullptr;
+    /// For create(): the job's CPU communicator, through which a placed
+    /// bundle's NCCL communicators are made when `collectives` is unset,
+    /// and the GPU to open (its local rank).
+    Communicator *comm = nullptr;
+    int deviceOrdinal = 0;
   };
-  /// Opens GPU 0, loads the bundle's kernels (its cubin for the GPU's
-  /// architecture, else its CUDA source through NVRTC) and the runtime's own
-  /// (NVRTC), allocates the memory and plans every program. `params` are
-  /// the host parameters' element counts by name.
+  /// Opens the GPU (options.deviceOrdinal), loads the bundle's kernels (its
+  /// cubin for the GPU's architecture, else its CUDA source through NVRTC)
+  /// and the runtime's own (NVRTC), makes a placed bundle's NCCL
+  /// communicators, allocates the memory and plans every program. `params`
+  /// are the host parameters (their sizes are what is used).
   static absl::StatusOr<std::unique_ptr<GpuBackend>>
   create(const Bundle &bundle,
          const std::map<std::string, std::vector<float>> &params,

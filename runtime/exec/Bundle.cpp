@@ -416,4 +416,26 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
   return bundle;
 }
 
+std::vector<std::vector<std::string>> Bundle::communicationGroups() const {
+  std::vector<std::vector<std::string>> groups;
+  for (const auto &[name, spec] : programs)
+    for (const StepSpec &step : spec.steps)
+      if (auto axes = step.attrs.find("axes"); // Only collectives have it.
+          axes != step.attrs.end() && axes->is_array()) {
+        std::vector<std::string> names;
+        for (const auto &a : *axes)
+          if (a.is_string())
+            names.push_back(a.get<std::string>());
+        groups.push_back(std::move(names));
+      }
+  for (const ParamSpec &p : params)
+    if (!MeshSpec::axesOf(p.sharding).empty())
+      groups.push_back(MeshSpec::axesOf(p.sharding));
+  for (const auto &[name, spec] : programs)
+    for (const auto &[output, sharding] : spec.outputShardings)
+      if (!MeshSpec::axesOf(sharding).empty())
+        groups.push_back(MeshSpec::axesOf(sharding));
+  return groups;
+}
+
 } // namespace weft::runtime

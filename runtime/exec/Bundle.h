@@ -88,6 +88,10 @@ struct Bundle {
   const ParamSpec *param(const std::string &name) const;
   /// An integer field of `meta`, or 0 when absent or not an integer.
   int64_t metaInt(const std::string &key) const;
+  /// The groups of mesh axes a run talks over, the same list in the same
+  /// order on every rank: each collective step's, then those that split
+  /// parameters (gathered for --save) and outputs (gathered for sampling).
+  std::vector<std::vector<std::string>> communicationGroups() const;
 };
 
 } // namespace weft::runtime

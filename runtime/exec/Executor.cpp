@@ -94,27 +94,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
           ex->bundle_.mesh.size(), " ranks; run it with weft-run --nproc ",
           ex->bundle_.mesh.size(), " (or under torchrun)"));
     // Every rank opens the same groups in the same order.
-    std::vector<std::vector<std::string>> groups;
-    for (const auto &[name, spec] : ex->bundle_.programs)
-      for (const StepSpec &step : spec.steps)
-        if (auto axes = step.attrs.find("axes"); isCollective(step.op) &&
-                                                 axes != step.attrs.end() &&
-                                                 axes->is_array()) {
-          std::vector<std::string> names;
-          for (const auto &a : *axes)
-            if (a.is_string())
-              names.push_back(a.get<std::string>());
-          groups.push_back(std::move(names));
-        }
-    // Gathering split parameters (--save) and outputs (sampling) runs over
-    // the axes that split them.
-    for (const ParamSpec &p : ex->bundle_.params)
-      if (!MeshSpec::axesOf(p.sharding).empty())
-        groups.push_back(MeshSpec::axesOf(p.sharding));
-    for (const auto &[name, spec] : ex->bundle_.programs)
-      for (const auto &[output, sharding] : spec.outputShardings)
-        if (!MeshSpec::axesOf(sharding).empty())
-          groups.push_back(MeshSpec::axesOf(sharding));
+    std::vector<std::vector<std::string>> groups =
+        ex->bundle_.communicationGroups();
     if (absl::Status s = options.comm->setMesh(ex->bundle_.mesh, groups);
         !s.ok())
       return s;

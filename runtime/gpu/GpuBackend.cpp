@@ -333,21 +333,8 @@ GpuBackend::create(const Bundle &bundle,
     return blas.status();
   std::unique_ptr<NcclCollectives> nccl;
   if (placed && !options.collectives) {
-    // Every rank lists the same groups in the same order: the collective
-    // steps' axes, program by program.
-    std::vector<std::vector<std::string>> groups;
-    for (const auto &[name, program] : bundle.programs)
-      for (const StepSpec &step : program.steps)
-        if (auto axes = step.attrs.find("axes");
-            axes != step.attrs.end() && axes->is_array()) {
-          std::vector<std::string> names;
-          for (const auto &a : *axes)
-            if (a.is_string())
-              names.push_back(a.get<std::string>());
-          groups.push_back(std::move(names));
-        }
     absl::StatusOr<std::unique_ptr<NcclCollectives>> made =
-        NcclCollectives::create(*options.comm, groups);
+        NcclCollectives::create(*options.comm, bundle.communicationGroups());
     if (!made.ok())
       return made.status();
     nccl = std::move(*made);

@@ -264,8 +264,9 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
       s = device->copyAsync(b.addresses[0], b.addresses[1], l.bytes, stream);
       break;
     case GpuLaunch::Kind::Collective:
-      s = l.collective == "all_reduce"
+      s = l.collective == "all_reduce" || l.collective == "all_reduce_max"
               ? options.collectives->allReduce(l.axes, b.addresses[0], l.count,
+                                               l.collective == "all_reduce_max",
                                                stream)
           : l.collective == "all_gather"
               ? options.collectives->allGather(l.axes, b.addresses[0],

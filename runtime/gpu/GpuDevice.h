@@ -115,9 +115,11 @@ public:
 class GpuCollectives {
 public:
   virtual ~GpuCollectives() = default;
-  /// In-place sum of `count` floats at `data` over the group.
+  /// In-place sum (or with `max`, maximum) of `count` floats at `data`
+  /// over the group.
   virtual absl::Status allReduce(const std::vector<std::string> &axes,
-                                 uint64_t data, size_t count, void *stream) = 0;
+                                 uint64_t data, size_t count, bool max,
+                                 void *stream) = 0;
   /// Every member's `count` floats at `in`, in group order, into `out`.
   virtual absl::Status allGather(const std::vector<std::string> &axes,
                                  uint64_t in, uint64_t out, size_t count,

@@ -111,6 +111,38 @@ private:
     arg.buffer.offset += bytes;
     return arg;
   }
+  void communicate(const char *what, const std::vector<std::string> &axes,
+                   GpuArg in, GpuArg out, int64_t count) {
+    GpuLaunch l;
+    l.kind = GpuLaunch::Kind::Collective;
+    l.step = current;
+    l.collective = what;
+    l.axes = axes;
+    l.count = count;
+    l.args = {in, out};
+    plan.launches.push_back(std::move(l));
+  }
+  /// A vocabulary-parallel step's block: rows or columns [offset, offset +
+  /// local) of `total`, split over `axes` (none: the whole vocabulary).
+  struct VocabBlock {
+    int64_t offset = 0, total = 0;
+    std::vector<std::string> axes;
+  };
+  absl::StatusOr<VocabBlock> vocabBlock(const StepSpec &s, int64_t local) {
+    VocabBlock v;
+    v.total = local;
+    auto it = s.attrs.find("vocab_axes");
+    if (it == s.attrs.end())
+      return v;
+    for (const auto &a : *it)
+      if (a.is_string() && mesh.axisIndex(a.get<std::string>()) >= 0)
+        v.axes.push_back(a.get<std::string>());
+    if (v.axes.empty() || v.axes.size() != it->size())
+      return absl::InvalidArgumentError("'vocab_axes' must name mesh axes");
+    v.offset = local * mesh.groupRank(options.rank, v.axes);
+    v.total = local * mesh.groupSize(v.axes);
+    return v;
+  }
   void gemm(const GemmShape &g, GpuArg a, GpuArg b, GpuArg c) {
     GpuLaunch l;
     l.kind = GpuLaunch::Kind::Gemm;
@@ -206,14 +238,7 @@ absl::Status Planner::collective(const StepSpec &s) {
     return absl::InvalidArgumentError("needs attribute 'axes'");
   int64_t g = mesh.groupSize(axes), me = mesh.groupRank(options.rank, axes);
   auto call = [&](const char *what, GpuArg in, GpuArg out, int64_t count) {
-    GpuLaunch l;
-    l.kind = GpuLaunch::Kind::Collective;
-    l.step = current;
-    l.collective = what;
-    l.axes = axes;
-    l.count = count;
-    l.args = {in, out};
-    plan.launches.push_back(std::move(l));
+    communicate(what, axes, in, out, count);
   };
   if (s.op == "weft.all_reduce") {
     // One bucket: the operands packed back to back, reduced at once.
@@ -504,18 +529,35 @@ absl::Status Planner::crossEntropy(const StepSpec &s, bool grad) {
   int64_t logits = s.operands[0], labels = s.operands[1];
   int64_t vocab = shape(logits).back(), rows = count(labels);
   int64_t ignore = attrI(s, "ignore_index", -100);
+  absl::StatusOr<VocabBlock> block = vocabBlock(s, vocab);
+  if (!block.ok())
+    return block.status();
+  // stats = [row max; sum of exponentials; target logit] (see ops.cu).
   GpuArg stats = scratch(rows * 3 * 4), total = scratch(8);
   GpuArg error = buffer(GpuBuffer::Kind::Error, 0);
-  kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
-         {wide(logits), raw(labels), stats, i64(vocab), i64(ignore), error,
-          i32(current)});
+  auto rowsKernel = [&](int mode) {
+    kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
+           {wide(logits), raw(labels), stats, i64(rows), i64(vocab),
+            i64(block->offset), i64(block->total), i64(ignore), i32(mode),
+            error, i32(current)});
+  };
+  if (block->axes.empty()) {
+    rowsKernel(2);
+  } else { // Megatron's vocabulary-parallel cross-entropy.
+    rowsKernel(0);
+    communicate("all_reduce_max", block->axes, stats, stats, rows);
+    rowsKernel(1);
+    GpuArg sums = at(stats, rows * 4);
+    communicate("all_reduce", block->axes, sums, sums, 2 * rows);
+  }
   kernel("weft_cross_entropy_total", 1,
          {stats, raw(labels), grad ? null() : wide(s.results[0]), total,
           i64(rows), i64(ignore)});
   if (grad)
     kernel("weft_cross_entropy_grad", gridFor(rows * vocab),
            {wide(logits), raw(labels), stats, wide(s.operands[2]), total,
-            wide(s.results[0]), i64(rows), i64(vocab), i64(ignore)});
+            wide(s.results[0]), i64(rows), i64(vocab), i64(block->offset),
+            i64(ignore)});
   return absl::OkStatus();
 }
 
@@ -536,10 +578,6 @@ absl::Status Planner::norm(const StepSpec &s, bool rms) {
 absl::Status Planner::step(int64_t index, const StepSpec &s) {
   current = index;
   const std::string &op = s.op;
-  if (s.attrs.contains("vocab_axes"))
-    return absl::UnimplementedError(
-        "vocabulary-parallel steps (--plan with tp) are not in the GPU "
-        "runtime yet");
   // Ops that read their operands as stored.
   if (op == "weft.reshape" || op == "weft.copy_to_group") {
     int64_t from = s.operands[0], to = s.results[0];
@@ -618,12 +656,15 @@ absl::Status Planner::step(int64_t index, const StepSpec &s) {
     int64_t table = grad ? s.results[0] : s.operands[0],
             ids = grad ? s.operands[0] : s.operands[1],
             rows = grad ? s.operands[1] : s.results[0];
+    absl::StatusOr<VocabBlock> block = vocabBlock(s, shape(table)[0]);
+    if (!block.ok())
+      return block.status();
     if (grad)
       zero(wide(table), count(table) * 4);
     kernel("weft_embedding", gridFor(count(rows)),
            {wide(table), raw(ids), wide(rows), i64(count(ids)),
-            i64(shape(table)[1]), i64(shape(table)[0]), i32(grad), error,
-            i32(current)});
+            i64(shape(table)[1]), i64(shape(table)[0]), i64(block->offset),
+            i64(block->total), i32(grad), error, i32(current)});
   } else if (op == "weft.layer_norm_grad" || op == "weft.rms_norm_grad") {
     status = norm(s, op == "weft.rms_norm_grad");
   } else if (op == "weft.cross_entropy" || op == "weft.cross_entropy_grad") {

@@ -17,7 +17,7 @@ using ncclResult = int;
 struct NcclId {
   char internal[128];
 };
-constexpr int kNcclFloat32 = 7, kNcclSum = 0;
+constexpr int kNcclFloat32 = 7, kNcclSum = 0, kNcclMax = 2;
 
 struct NcclLibrary {
   DynamicLibrary library;
@@ -110,13 +110,14 @@ NcclCollectives::comm(const std::vector<std::string> &axes) const {
 }
 
 absl::Status NcclCollectives::allReduce(const std::vector<std::string> &axes,
-                                        uint64_t data, size_t count,
+                                        uint64_t data, size_t count, bool max,
                                         void *stream) {
   absl::StatusOr<void *> c = comm(axes);
   if (!c.ok())
     return c.status();
   auto *p = reinterpret_cast<void *>(data);
-  return check(lib->allReduce(p, p, count, kNcclFloat32, kNcclSum, *c, stream),
+  return check(lib->allReduce(p, p, count, kNcclFloat32,
+                              max ? kNcclMax : kNcclSum, *c, stream),
                "all-reduce");
 }
 

@@ -32,7 +32,7 @@ public:
   ~NcclCollectives() override;
 
   absl::Status allReduce(const std::vector<std::string> &axes, uint64_t data,
-                         size_t count, void *stream) override;
+                         size_t count, bool max, void *stream) override;
   absl::Status allGather(const std::vector<std::string> &axes, uint64_t in,
                          uint64_t out, size_t count, void *stream) override;
   absl::Status reduceScatter(const std::vector<std::string> &axes, uint64_t in,

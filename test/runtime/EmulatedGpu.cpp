@@ -271,9 +271,10 @@ absl::Status HostCollectives::submit(std::function<absl::Status()> call) {
 }
 
 absl::Status HostCollectives::allReduce(const std::vector<std::string> &axes,
-                                        uint64_t data, size_t count, void *) {
-  return submit([this, axes, data, count] {
-    return comm.allReduce(axes, reinterpret_cast<float *>(data), count);
+                                        uint64_t data, size_t count, bool max,
+                                        void *) {
+  return submit([this, axes, data, count, max] {
+    return comm.allReduce(axes, reinterpret_cast<float *>(data), count, max);
   });
 }
 

@@ -286,12 +286,12 @@ TEST(GpuTraining, LlamaTinyBf16WithFusedAttentionMatchesTheCpu) {
 }
 
 namespace {
-/// Trains `plan` (a placed GPT-2-tiny) for three steps on two emulated GPUs,
+/// Trains `model` placed by `plan` for three steps on two emulated GPUs,
 /// ranks as threads talking through Gloo, and compares with one CPU rank
 /// training the unplaced model on the same global batches.
-void checkPlacedTraining(const std::string &plan) {
-  SCOPED_TRACE(plan);
-  auto compile = [](const std::string &spec) {
+void checkPlacedTraining(const std::string &model, const std::string &plan) {
+  SCOPED_TRACE(model + " " + plan);
+  auto compile = [&](const std::string &spec) {
     TrainingOptions options;
     options.cudaArchs = {"sm_90"};
     options.adamw.eps = 1e-4; // As compileCudaBundle says.
@@ -301,7 +301,7 @@ void checkPlacedTraining(const std::string &plan) {
       if (parsed)
         options.plan = *parsed;
     }
-    return testutil::compileExampleBundle("gpt2-tiny", "f32", options,
+    return testutil::compileExampleBundle(model, "f32", options,
                                           spec.empty() ? "-whole" : "-placed");
   };
   std::string whole = compile(""), placed = compile(plan);
@@ -422,11 +422,18 @@ void checkPlacedTraining(const std::string &plan) {
 } // namespace
 
 TEST(EmulatedGpu, DataParallelOnTwoRanksTrainsLikeOneCpuRank) {
-  checkPlacedTraining("dp=2");
+  checkPlacedTraining("gpt2-tiny", "dp=2");
 }
 
 // ZeRO-3: parameters gathered per use (all_gather), gradients
 // reduce-scattered, optimizer state and masters in shards.
 TEST(EmulatedGpu, Zero3OnTwoRanksTrainsLikeOneCpuRank) {
-  checkPlacedTraining("dp=2,zero=3");
+  checkPlacedTraining("gpt2-tiny", "dp=2,zero=3");
+}
+
+// Megatron tensor parallelism: split attention heads and MLP, f/g
+// all-reduces, and the vocabulary-parallel embedding and cross-entropy
+// (row max and sums all-reduced across the two ranks' columns).
+TEST(EmulatedGpu, TensorParallelOnTwoRanksTrainsLikeOneCpuRank) {
+  checkPlacedTraining("llama-tiny", "tp=2");
 }

@@ -167,25 +167,31 @@ extern "C" __global__ void weft_reduce(const float *__restrict x,
 
 // weft.embedding (rows[t] = table[ids[t]]) and, with `grad`,
 // weft.embedding_grad (table[ids[t]] += rows[t], into a table the runtime
-// zeroed first). Rows of repeated tokens meet in atomicAdd, so their order
-// of summation (not the set of terms) varies from run to run: gradients
-// agree with the CPU's to f32 rounding.
+// zeroed first). The table holds rows [offset, offset + vocab) of `total`
+// (vocabulary parallelism; else offset 0, total = vocab): ids elsewhere read
+// zeros, and another rank adds their rows. Rows of repeated tokens meet in
+// atomicAdd, so their order of summation (not the set of terms) varies
+// from run to run: gradients agree with the CPU's to f32 rounding.
 extern "C" __global__ void weft_embedding(float *__restrict table,
                                           const int *__restrict ids,
                                           float *__restrict rows, long tokens,
-                                          long dim, long vocab, int grad,
-                                          int *error, int step) {
+                                          long dim, long vocab, long offset,
+                                          long total, int grad, int *error,
+                                          int step) {
   for (long i = weft_thread(); i < tokens * dim; i += weft_stride()) {
-    long t = i / dim, id = ids[t];
-    if (id < 0 || id >= vocab) {
+    long t = i / dim, id = ids[t], row = id - offset;
+    if (id < 0 || id >= total) {
       if (i % dim == 0)
         weft_fail(error, WEFT_ERROR_TOKEN_ID, step, t, id);
       if (!grad)
         rows[i] = 0.0f;
+    } else if (row < 0 || row >= vocab) {
+      if (!grad)
+        rows[i] = 0.0f;
     } else if (grad) {
-      atomicAdd(&table[id * dim + i % dim], rows[i]);
+      atomicAdd(&table[row * dim + i % dim], rows[i]);
     } else {
-      rows[i] = table[id * dim + i % dim];
+      rows[i] = table[row * dim + i % dim];
     }
   }
 }
@@ -247,31 +253,52 @@ extern "C" __global__ void weft_norm_grad_params(
   }
 }
 
-// ---- cross-entropy --------------------------------------------------------
-
-// One block per row: the row's maximum m, sum of exponentials s (rounded to
-// f32, as the CPU keeps it) and target logit t into stats[3 * row].
+// ---- cross-entropy ----------------------------------------------------------
+// Per row r of logits (this rank's columns [offset, offset + vocab) of
+// `total`): m = the row's maximum, s = sum of exp(x - m) (rounded to f32, as
+// the CPU keeps it) and t = the target logit (0 where the label is another
+// rank's), laid out as stats = [m; s; t], each `rows` long. With the whole
+// vocabulary one launch (mode 2) makes all three. Split over ranks (Megatron's
+// vocabulary-parallel cross-entropy), mode 0 makes m, the runtime takes its
+// maximum over the group, mode 1 makes s and t from it, and the runtime sums
+// those over the group.
 extern "C" __global__ void weft_cross_entropy_rows(
     const float *__restrict logits, const int *__restrict labels,
-    float *__restrict stats, long vocab, long ignore, int *error, int step) {
+    float *__restrict stats, long rows, long vocab, long offset, long total,
+    long ignore, int mode, int *error, int step) {
   __shared__ double red[WEFT_OPS_THREADS];
   long r = blockIdx.x;
   const float *x = logits + r * vocab;
   float rowMax;
-  double sum = weft_row_exp_sum(x, vocab, red, &rowMax);
+  double sum = 0;
+  if (mode == 1) {
+    rowMax = stats[r];
+    for (long j = threadIdx.x; j < vocab; j += blockDim.x)
+      sum += expf(x[j] - rowMax);
+    sum = weft_block_reduce(sum, red, false);
+  } else if (mode == 2) {
+    sum = weft_row_exp_sum(x, vocab, red, &rowMax);
+  } else {
+    double m = -weft_inf();
+    for (long j = threadIdx.x; j < vocab; j += blockDim.x)
+      m = fmax(m, (double)x[j]);
+    rowMax = (float)weft_block_reduce(m, red, true);
+  }
   if (threadIdx.x != 0)
     return;
-  long label = labels[r];
-  if (label != ignore && (label < 0 || label >= vocab))
+  stats[r] = rowMax;
+  if (mode == 0)
+    return;
+  long label = labels[r], local = label - offset;
+  if (label != ignore && (label < 0 || label >= total))
     weft_fail(error, WEFT_ERROR_LABEL, step, r, label);
-  bool valid = label >= 0 && label < vocab;
-  stats[3 * r] = rowMax;
-  stats[3 * r + 1] = (float)sum;
-  stats[3 * r + 2] = valid ? x[label] : 0.0f;
+  stats[rows + r] = (float)sum;
+  stats[2 * rows + r] = local >= 0 && local < vocab ? x[local] : 0.0f;
 }
 
 // One block: the mean loss over rows whose label is not `ignore` (into
-// out[0]) and how many there are (count[0]), summed in a fixed order.
+// out[0], unless null) and how many there are (count[0]), summed in a fixed
+// order.
 extern "C" __global__ void weft_cross_entropy_total(
     const float *__restrict stats, const int *__restrict labels,
     float *__restrict out, double *__restrict count, long rows, long ignore) {
@@ -279,7 +306,7 @@ extern "C" __global__ void weft_cross_entropy_total(
   double loss = 0, n = 0;
   for (long r = threadIdx.x; r < rows; r += blockDim.x)
     if (labels[r] != ignore) {
-      loss += logf(stats[3 * r + 1]) + stats[3 * r] - stats[3 * r + 2];
+      loss += logf(stats[rows + r]) + stats[r] - stats[2 * rows + r];
       n += 1;
     }
   loss = weft_block_reduce(loss, red, false);
@@ -296,7 +323,7 @@ extern "C" __global__ void weft_cross_entropy_grad(
     const float *__restrict logits, const int *__restrict labels,
     const float *__restrict stats, const float *__restrict seed,
     const double *__restrict count, float *__restrict grad, long rows,
-    long vocab, long ignore) {
+    long vocab, long offset, long ignore) {
   double scale = seed[0] / fmax(count[0], 1.0);
   for (long i = weft_thread(); i < rows * vocab; i += weft_stride()) {
     long r = i / vocab, j = i % vocab, label = labels[r];
@@ -304,8 +331,8 @@ extern "C" __global__ void weft_cross_entropy_grad(
       grad[i] = 0.0f;
       continue;
     }
-    float p = expf(logits[i] - stats[3 * r]) / stats[3 * r + 1];
-    grad[i] = (float)((p - (j == label ? 1.0f : 0.0f)) * scale);
+    float p = expf(logits[i] - stats[r]) / stats[rows + r];
+    grad[i] = (float)((p - (j + offset == label ? 1.0f : 0.0f)) * scale);
   }
 }
 

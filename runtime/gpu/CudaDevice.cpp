@@ -56,6 +56,10 @@ struct CudaDriver {
   CUresult (*cuGraphLaunch)(void *, void *);
   CUresult (*cuGraphExecDestroy)(void *);
   CUresult (*cuGraphDestroy)(void *);
+  CUresult (*cuEventCreate)(void **, unsigned);
+  CUresult (*cuEventDestroy)(void *);
+  CUresult (*cuEventRecord)(void *, void *);
+  CUresult (*cuStreamWaitEvent)(void *, void *, unsigned);
 
   absl::Status load() {
     if (!library.open({"libcuda.so.1"}))
@@ -93,6 +97,10 @@ struct CudaDriver {
     bind(cuGraphLaunch, "cuGraphLaunch");
     bind(cuGraphExecDestroy, "cuGraphExecDestroy");
     bind(cuGraphDestroy, "cuGraphDestroy");
+    bind(cuEventCreate, "cuEventCreate");
+    bind(cuEventDestroy, "cuEventDestroy_v2");
+    bind(cuEventRecord, "cuEventRecord");
+    bind(cuStreamWaitEvent, "cuStreamWaitEvent");
     if (!library.allBound())
       return absl::UnavailableError(
           "the CUDA driver lacks an entry point Weft needs; update the driver");
@@ -153,6 +161,8 @@ CudaDevice::~CudaDevice() {
   driver->cuCtxSynchronize();
   for (void *g : graphs)
     driver->cuGraphExecDestroy(g);
+  for (void *e : events)
+    driver->cuEventDestroy(e);
   for (void *s : streams)
     driver->cuStreamDestroy(s);
   for (const DeviceBuffer &b : buffers)
@@ -284,6 +294,26 @@ absl::Status CudaDevice::copyAsync(uint64_t to, uint64_t from, size_t bytes,
 
 absl::Status CudaDevice::synchronize(void *stream) {
   return check(driver->cuStreamSynchronize(stream), "running the kernels");
+}
+
+absl::StatusOr<void *> CudaDevice::createEvent() {
+  constexpr unsigned kDisableTiming = 2; // Cheaper, and all we need.
+  void *event = nullptr;
+  if (absl::Status s =
+          check(driver->cuEventCreate(&event, kDisableTiming), "cuEventCreate");
+      !s.ok())
+    return s;
+  events.push_back(event);
+  return event;
+}
+
+absl::Status CudaDevice::record(void *event, void *stream) {
+  return check(driver->cuEventRecord(event, stream), "cuEventRecord");
+}
+
+absl::Status CudaDevice::wait(void *stream, void *event) {
+  return check(driver->cuStreamWaitEvent(stream, event, 0),
+               "cuStreamWaitEvent");
 }
 
 absl::StatusOr<void *>

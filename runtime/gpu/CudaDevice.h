@@ -65,6 +65,9 @@ public:
   absl::Status copyAsync(uint64_t to, uint64_t from, size_t bytes,
                          void *stream) override;
   absl::Status synchronize(void *stream) override;
+  absl::StatusOr<void *> createEvent() override;
+  absl::Status record(void *event, void *stream) override;
+  absl::Status wait(void *stream, void *event) override;
   absl::StatusOr<void *>
   capture(void *stream, const std::function<absl::Status()> &work) override;
   absl::Status replay(void *graph, void *stream) override;
@@ -77,7 +80,7 @@ private:
   int device = 0;
   void *context = nullptr;
   std::string name_, arch_;
-  std::vector<void *> modules, streams, graphs;
+  std::vector<void *> modules, streams, graphs, events;
   std::vector<DeviceBuffer> buffers;
 };
 

@@ -37,6 +37,7 @@ struct ProgramState {
   std::map<int64_t, DeviceBuffer> inputs; // By value id.
   uint64_t scratch = 0;                   // The scratch arena.
   DeviceBuffer error;
+  std::vector<void *> events;
   std::vector<BoundLaunch> launches;
   bool ranOnce = false;
   void *graph = nullptr;
@@ -50,7 +51,8 @@ struct GpuBackend::Impl {
   std::unique_ptr<GpuDevice> device;
   std::unique_ptr<GemmEngine> blas; // Declared after the device: freed first.
   std::unique_ptr<GpuCollectives> nccl; // Made by create(); freed first.
-  void *stream = nullptr;
+  void *stream = nullptr;               // Compute.
+  void *commStream = nullptr;           // Collective steps, beside the compute.
   std::map<std::string, DeviceBuffer> params;
   std::vector<DeviceBuffer> constants;
   std::map<std::string, ProgramState> programs;
@@ -228,6 +230,12 @@ absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
   if (!error.ok())
     return error.status();
   state.error = *error;
+  for (int64_t e = 0; e < state.plan.events; ++e) {
+    absl::StatusOr<void *> event = device->createEvent();
+    if (!event.ok())
+      return event.status();
+    state.events.push_back(*event);
+  }
   for (const GpuLaunch &launch : state.plan.launches)
     if (absl::Status s = bindLaunch(state, launch); !s.ok())
       return absl::Status(s.code(), absl::StrCat(bundle->path, ": program ",
@@ -247,8 +255,15 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
     return s;
   for (BoundLaunch &b : state.launches) {
     const GpuLaunch &l = *b.launch;
+    void *stream = l.comm ? commStream : this->stream;
     absl::Status s;
     switch (l.kind) {
+    case GpuLaunch::Kind::Record:
+      s = device->record(state.events[l.event], stream);
+      break;
+    case GpuLaunch::Kind::Wait:
+      s = device->wait(stream, state.events[l.event]);
+      break;
     case GpuLaunch::Kind::Kernel:
       s = device->launchAsync(b.function, l.grid, l.block, b.argv.data(),
                               stream);
@@ -369,6 +384,10 @@ GpuBackend::createOn(const Bundle &bundle,
   if (!stream.ok())
     return stream.status();
   g.stream = *stream;
+  absl::StatusOr<void *> commStream = g.device->createStream();
+  if (!commStream.ok())
+    return commStream.status();
+  g.commStream = *commStream;
   for (const auto &[name, data] : params) {
     absl::StatusOr<DeviceBuffer> b = g.device->allocate(data.size() * 4);
     if (!b.ok())

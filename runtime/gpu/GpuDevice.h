@@ -59,6 +59,11 @@ public:
                                  void *stream) = 0;
   /// Waits for `stream`'s work; a kernel's fault surfaces here.
   virtual absl::Status synchronize(void *stream) = 0;
+  /// An event, destroyed with the device; `record` marks the point `stream`
+  /// has reached, and `wait` holds `stream` until that point is passed.
+  virtual absl::StatusOr<void *> createEvent() = 0;
+  virtual absl::Status record(void *event, void *stream) = 0;
+  virtual absl::Status wait(void *stream, void *event) = 0;
   /// Records what `work` queues on `stream` into a graph instead of running
   /// it, and returns the graph ready to replay (freed with the device).
   virtual absl::StatusOr<void *>

@@ -73,8 +73,14 @@ public:
       plan.storageOf[i] = static_cast<int64_t>(i);
   }
 
+  /// Plans step `index`: a collective step on the communication stream
+  /// (after the compute stream's work so far), any other on the compute
+  /// stream, first waiting for each pending collective whose bytes it reads
+  /// or overwrites (the memory plan reuses arena bytes once dead).
   absl::Status step(int64_t index, const StepSpec &s);
-  GpuProgramPlan take() { return std::move(plan); }
+  absl::Status planStep(const StepSpec &s);
+  /// Joins the streams and lays out the scratch regions.
+  GpuProgramPlan finish();
 
 private:
   const ValueSpec &value(int64_t id) const { return spec.values[id]; }
@@ -100,11 +106,33 @@ private:
       scratchStep = current;
       scratchUsed = 0;
     }
+    // Collective steps run beside compute steps, so their scratch is a
+    // region of its own (placed after the compute steps' in finish()).
     plan.scratchOffsets.push_back(scratchUsed);
+    commScratch.push_back(inComm);
     scratchUsed += (bytes + 255) / 256 * 256;
-    plan.scratchArenaBytes = std::max(plan.scratchArenaBytes, scratchUsed);
+    int64_t &most = inComm ? commArenaBytes : plan.scratchArenaBytes;
+    most = std::max(most, scratchUsed);
     return buffer(GpuBuffer::Kind::Scratch,
                   static_cast<int64_t>(plan.scratchOffsets.size()) - 1);
+  }
+  void sync(GpuLaunch::Kind kind, int64_t event, bool comm) {
+    GpuLaunch l;
+    l.kind = kind;
+    l.step = current;
+    l.event = event;
+    l.comm = comm;
+    plan.launches.push_back(std::move(l));
+  }
+  /// The arena bytes a step's operands and results occupy.
+  std::vector<std::pair<int64_t, int64_t>> arenaRanges(const StepSpec &s) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
+      for (int64_t id : *ids)
+        if (value(id).kind == ValueSpec::Kind::Arena)
+          ranges.push_back(
+              {value(id).offset, value(id).offset + value(id).bytes()});
+    return ranges;
   }
   /// `arg` (a buffer) `bytes` further in.
   static GpuArg at(GpuArg arg, int64_t bytes) {
@@ -196,6 +224,16 @@ private:
   GpuPlanOptions options;
   GpuProgramPlan plan;
   std::map<int64_t, GpuArg> shadows; // This step's f32 copies, by value.
+  /// Collective steps on the communication stream not yet waited for by
+  /// the compute stream: their event and the arena bytes they touch.
+  struct Pending {
+    int64_t event;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+  };
+  std::vector<Pending> pending;
+  bool inComm = false;
+  std::vector<bool> commScratch;
+  int64_t commArenaBytes = 0;
   int64_t shadowStep = -1;
   int64_t current = -1, scratchStep = -1, scratchUsed = 0;
 };
@@ -575,8 +613,52 @@ absl::Status Planner::norm(const StepSpec &s, bool rms) {
   return absl::OkStatus();
 }
 
+bool isCommStep(const std::string &op) {
+  return op == "weft.all_reduce" || op == "weft.all_gather" ||
+         op == "weft.reduce_scatter" || op == "weft.shard_slice";
+}
+
 absl::Status Planner::step(int64_t index, const StepSpec &s) {
   current = index;
+  std::vector<std::pair<int64_t, int64_t>> ranges = arenaRanges(s);
+  if (!isCommStep(s.op)) {
+    size_t last = pending.size();
+    for (size_t p = 0; p < pending.size(); ++p)
+      for (auto [b0, e0] : pending[p].ranges)
+        for (auto [b1, e1] : ranges)
+          if (b0 < e1 && b1 < e0)
+            last = p;
+    if (last < pending.size()) { // The stream is in order: all up to it.
+      sync(GpuLaunch::Kind::Wait, pending[last].event, false);
+      pending.erase(pending.begin(), pending.begin() + last + 1);
+    }
+    return planStep(s);
+  }
+  int64_t fork = plan.events++, done = plan.events++;
+  sync(GpuLaunch::Kind::Record, fork, false);
+  sync(GpuLaunch::Kind::Wait, fork, true);
+  size_t first = plan.launches.size();
+  inComm = true;
+  absl::Status status = planStep(s);
+  inComm = false;
+  for (size_t i = first; i < plan.launches.size(); ++i)
+    plan.launches[i].comm = true;
+  sync(GpuLaunch::Kind::Record, done, true);
+  pending.push_back({done, std::move(ranges)});
+  return status;
+}
+
+GpuProgramPlan Planner::finish() {
+  if (!pending.empty()) // The program's end (and its assigns) waits.
+    sync(GpuLaunch::Kind::Wait, pending.back().event, false);
+  for (size_t i = 0; i < plan.scratchOffsets.size(); ++i)
+    if (commScratch[i])
+      plan.scratchOffsets[i] += plan.scratchArenaBytes;
+  plan.scratchArenaBytes += commArenaBytes;
+  return std::move(plan);
+}
+
+absl::Status Planner::planStep(const StepSpec &s) {
   const std::string &op = s.op;
   // Ops that read their operands as stored.
   if (op == "weft.reshape" || op == "weft.copy_to_group") {
@@ -715,7 +797,7 @@ absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
       return absl::Status(
           s.code(), absl::StrCat(bundle.path, ": program ", name, ", step ", i,
                                  " (", steps[i].op, "): ", s.message()));
-  return planner.take();
+  return planner.finish();
 }
 
 } // namespace weft::runtime

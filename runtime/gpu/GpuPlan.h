@@ -45,9 +45,15 @@ struct GpuArg {
 };
 
 struct GpuLaunch {
-  enum class Kind { Kernel, Gemm, Zero, Copy, Collective };
+  /// Record marks where a stream has got to in `event`; Wait holds a stream
+  /// until another has passed the event.
+  enum class Kind { Kernel, Gemm, Zero, Copy, Collective, Record, Wait };
   Kind kind = Kind::Kernel;
   int64_t step = -1; // The program step it belongs to.
+  /// On the communication stream (a collective step's launches) rather
+  /// than the compute stream.
+  bool comm = false;
+  int64_t event = 0; // Record and Wait.
   /// Kernel: the kernel's name, grid and block; args are its parameters.
   std::string kernel;
   unsigned grid[3] = {1, 1, 1};
@@ -72,6 +78,8 @@ struct GpuProgramPlan {
   /// the largest step's.
   std::vector<int64_t> scratchOffsets;
   int64_t scratchArenaBytes = 0;
+  /// How many events the launches use.
+  int64_t events = 0;
   /// Per value: the value whose storage it is (itself, or for a view of a
   /// parameter, constant or input, that value).
   std::vector<int64_t> storageOf;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Pipeline.h"
+#include "passes/sharding/Passes.h"
 #include "runtime/exec/Bundle.h"
 #include "runtime/gpu/GpuPlan.h"
 #include "runtime/gpu/Nvrtc.h"
@@ -18,8 +19,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace weft;
@@ -149,4 +152,87 @@ TEST(GpuPlan, TheRuntimesOwnKernelsCompileWithNvrtc) {
     EXPECT_EQ(cubin->substr(0, 4), "\x7f"
                                    "ELF");
   }
+}
+
+namespace {
+/// Walks a placed bundle's plans as the two streams would run them and
+/// checks that nothing on the compute stream touches arena bytes of a
+/// collective step before waiting for that step's event, and that the
+/// communication stream starts each collective step after waiting for the
+/// compute stream.
+void checkStreams(const std::string &model, const std::string &planSpec) {
+  SCOPED_TRACE(model + " " + planSpec);
+  TrainingOptions options;
+  options.cudaArchs = {"sm_90"};
+  auto parsed = parsePlan(planSpec);
+  ASSERT_TRUE(static_cast<bool>(parsed));
+  options.plan = *parsed;
+  std::string dir = testutil::compileExampleBundle(model, "f32", options);
+  absl::StatusOr<runtime::Bundle> bundle = runtime::Bundle::load(dir);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  for (int64_t rank = 0; rank < bundle->mesh.size(); ++rank) {
+    runtime::GpuPlanOptions planOptions;
+    planOptions.rank = rank;
+    absl::StatusOr<runtime::GpuProgramPlan> plan =
+        runtime::planGpuProgram(*bundle, "step", planOptions);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const runtime::ProgramSpec &spec = bundle->programs.at("step");
+    auto bytesOf = [&](int64_t step) {
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      const runtime::StepSpec &s = spec.steps[step];
+      for (const auto *ids : {&s.operands, &s.results})
+        for (int64_t id : *ids)
+          if (spec.values[id].kind == runtime::ValueSpec::Kind::Arena)
+            ranges.push_back(
+                {spec.values[id].offset,
+                 spec.values[id].offset + spec.values[id].bytes()});
+      return ranges;
+    };
+    // Collective steps in flight: their step and the event that ends them.
+    std::vector<std::pair<int64_t, int64_t>> inFlight;
+    std::set<int64_t> computeRecorded, commWaited;
+    int collectives = 0;
+    for (const GpuLaunch &l : plan->launches) {
+      if (l.kind == GpuLaunch::Kind::Record) {
+        if (l.comm)
+          inFlight.push_back({l.step, l.event});
+        else
+          computeRecorded.insert(l.event);
+        continue;
+      }
+      if (l.kind == GpuLaunch::Kind::Wait) {
+        if (l.comm) {
+          EXPECT_TRUE(computeRecorded.count(l.event)) << "step " << l.step;
+          commWaited.insert(l.step);
+        } else { // The compute stream has passed everything up to it.
+          auto it = std::find_if(inFlight.begin(), inFlight.end(),
+                                 [&](auto &f) { return f.second == l.event; });
+          ASSERT_NE(it, inFlight.end());
+          inFlight.erase(inFlight.begin(), it + 1);
+        }
+        continue;
+      }
+      if (l.comm) {
+        collectives += l.kind == GpuLaunch::Kind::Collective;
+        EXPECT_TRUE(commWaited.count(l.step)) << "step " << l.step;
+        continue;
+      }
+      for (auto [step, event] : inFlight)
+        for (auto [b0, e0] : bytesOf(step))
+          for (auto [b1, e1] : bytesOf(l.step))
+            EXPECT_FALSE(b0 < e1 && b1 < e0)
+                << "step " << l.step << " (" << spec.steps[l.step].op
+                << ") touches bytes of collective step " << step
+                << " before waiting for it";
+    }
+    EXPECT_TRUE(inFlight.empty()) << "the program ends before its collectives";
+    EXPECT_GT(collectives, 0);
+  }
+}
+} // namespace
+
+TEST(GpuPlan, CollectivesRunBesideComputeWithoutRaces) {
+  checkStreams("gpt2-tiny", "dp=2");
+  checkStreams("gpt2-tiny", "dp=2,zero=3");
+  checkStreams("llama-tiny", "dp=2,tp=2");
 }

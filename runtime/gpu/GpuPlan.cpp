@@ -141,6 +141,13 @@ private:
   }
   void communicate(const char *what, const std::vector<std::string> &axes,
                    GpuArg in, GpuArg out, int64_t count) {
+    // A collective inside a compute step (vocabulary-parallel
+    // cross-entropy) must not run beside one on the communication stream:
+    // two in flight on one NCCL communicator can deadlock.
+    if (!inComm && !pending.empty()) {
+      sync(GpuLaunch::Kind::Wait, pending.back().event, false);
+      pending.clear();
+    }
     GpuLaunch l;
     l.kind = GpuLaunch::Kind::Collective;
     l.step = current;

@@ -314,11 +314,14 @@ absl::Status GpuBackend::Impl::readError(const ProgramState &state,
   if (word[0] == 0)
     return absl::OkStatus();
   const StepSpec &step = state.spec->steps.at(word[1]);
-  bool token = word[0] == WEFT_ERROR_TOKEN_ID;
-  return absl::OutOfRangeError(
-      absl::StrCat("program ", name, ", step ", word[1], ": ", step.op, ": ",
-                   token ? "token id " : "label ", word[3], " at position ",
-                   word[2], " is outside the vocabulary"));
+  const char *what = word[0] == WEFT_ERROR_TOKEN_ID ? "token id "
+                     : word[0] == WEFT_ERROR_LABEL  ? "label "
+                                                    : "expert id ";
+  return absl::OutOfRangeError(absl::StrCat(
+      "program ", name, ", step ", word[1], ": ", step.op, ": ", what, word[3],
+      " at position ", word[2],
+      word[0] == WEFT_ERROR_EXPERT_ID ? " is outside the experts"
+                                      : " is outside the vocabulary"));
 }
 
 GpuBackend::~GpuBackend() = default;

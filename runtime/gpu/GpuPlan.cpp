@@ -772,6 +772,38 @@ absl::Status Planner::planStep(const StepSpec &s) {
             i64(sh[2]), i64(sh[3]), f64(attrF(s, "theta", 10000.0)),
             f64(attrB(s, "inverse") ? -1.0 : 1.0),
             i64(attrI(s, "position_offset"))});
+  } else if (op == "weft.topk" || op == "weft.topk_gating") {
+    int64_t x = s.operands[0], k = attrI(s, "k"), n = shape(x).back();
+    int64_t rows = count(x) / n;
+    kernel("weft_topk", gridFor(rows),
+           {wide(x), wide(s.results[0]), raw(s.results[1]), i64(rows), i64(n),
+            i64(k), i32(op == "weft.topk_gating"), i32(attrB(s, "normalize"))});
+  } else if (op == "weft.expert_dispatch" || op == "weft.expert_scatter" ||
+             op == "weft.expert_combine" || op == "weft.expert_gather") {
+    bool toSlots = op == "weft.expert_dispatch" || op == "weft.expert_scatter";
+    bool combine = op == "weft.expert_combine";
+    int64_t src = s.operands[0], ids = s.operands[combine ? 2 : 1],
+            dst = s.results[0];
+    const Shape &slotShape = shape(toSlots ? dst : src);
+    int64_t experts = slotShape[0], capacity = slotShape[1], dim = slotShape[2],
+            pairs = count(ids), k = shape(ids)[1];
+    GpuArg slots = scratch(pairs * 4);
+    kernel("weft_expert_slots", gridFor(experts),
+           {raw(ids), slots, i64(pairs), i64(experts), i64(capacity), error,
+            i32(current)});
+    zero(wide(dst), count(dst) * 4);
+    int mode = op == "weft.expert_dispatch"  ? 0
+               : op == "weft.expert_scatter" ? 1
+               : op == "weft.expert_gather"  ? 2
+                                             : 3;
+    kernel("weft_expert_move", gridFor((combine ? pairs / k : pairs) * dim),
+           {wide(src), raw(ids), slots, combine ? wide(s.operands[1]) : null(),
+            wide(dst), i64(pairs), i64(k), i64(capacity), i64(dim), i32(mode)});
+  } else if (op == "weft.one_hot") {
+    int64_t classes = shape(s.results[0]).back();
+    kernel("weft_one_hot", gridFor(count(s.results[0])),
+           {raw(s.operands[0]), wide(s.results[0]), i64(count(s.operands[0])),
+            i64(classes)});
   } else if (isCollective(op)) {
     status = collective(s);
   } else {

@@ -221,6 +221,11 @@ TEST(EmulatedGpu, LlamaTinyBf16TrainsLikeTheCpu) {
   checkTraining("llama-tiny", "bf16", 1e-2);
 }
 
+// Mixture of experts: top-k gating, capacity slots, dispatch and combine.
+TEST(EmulatedGpu, MixtralTinyF32TrainsLikeTheCpu) {
+  checkTraining("mixtral-tiny", "f32", 1e-4);
+}
+
 TEST(EmulatedGpu, Gpt2TinyF32WithFusedAttentionTrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 1e-4, /*fusedAttention=*/true);
 }

@@ -121,6 +121,10 @@ TEST(GpuPlan, LlamaTinyBf16StepsAllHaveKernels) {
   checkPlans("llama-tiny", "bf16");
 }
 
+TEST(GpuPlan, MixtralTinyF32StepsAllHaveKernels) {
+  checkPlans("mixtral-tiny", "f32");
+}
+
 TEST(GpuPlan, FusedAttentionKernelsWhenScoresAreOverBudget) {
   runtime::GpuPlanOptions fused;
   fused.attentionScratchBytes = 0;

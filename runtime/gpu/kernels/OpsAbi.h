@@ -40,5 +40,6 @@ struct WeftReduceIndex {
 // {code, step, position, value}. The first error wins.
 #define WEFT_ERROR_TOKEN_ID 1
 #define WEFT_ERROR_LABEL 2
+#define WEFT_ERROR_EXPERT_ID 3
 
 #endif // WEFT_RUNTIME_GPU_KERNELS_OPSABI_H

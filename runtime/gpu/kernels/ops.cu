@@ -448,3 +448,119 @@ extern "C" __global__ void weft_scale_copy(const float *__restrict from,
   for (long i = weft_thread(); i < n; i += weft_stride())
     to[i] = from[i] * scale;
 }
+
+// ---- mixture of experts -------------------------------------------------------
+
+// weft.topk (values, ids of the k largest of each row of n) and
+// weft.topk_gating (the same of the row's softmax, optionally renormalized
+// over the k chosen). One thread per row; the j-th choice is the largest
+// value below the (j-1)-th, ties to the lower index, as the CPU's stable
+// sort orders them.
+static __device__ double weft_gate(const float *x, long j, int gating,
+                                   double m, double sum) {
+  return gating ? exp(x[j] - m) / sum : (double)x[j];
+}
+extern "C" __global__ void weft_topk(const float *__restrict x,
+                                     float *__restrict values,
+                                     int *__restrict ids, long rows, long n,
+                                     long k, int gating, int normalize) {
+  for (long r = weft_thread(); r < rows; r += weft_stride()) {
+    const float *xr = x + r * n;
+    double m = -weft_inf(), sum = 0;
+    for (long j = 0; j < n; ++j)
+      m = fmax(m, (double)xr[j]);
+    for (long j = 0; j < n; ++j)
+      sum += exp(xr[j] - m);
+    double lastValue = weft_inf(), chosen = 0;
+    long lastIndex = -1;
+    for (long c = 0; c < k; ++c) {
+      long best = -1;
+      double bestValue = 0;
+      for (long j = 0; j < n; ++j) {
+        double v = weft_gate(xr, j, gating, m, sum);
+        bool after = v < lastValue || (v == lastValue && j > lastIndex);
+        if (after && (best < 0 || v > bestValue)) {
+          best = j;
+          bestValue = v;
+        }
+      }
+      lastValue = bestValue;
+      lastIndex = best;
+      ids[r * k + c] = (int)best;
+      values[r * k + c] = (float)bestValue;
+      chosen += bestValue;
+    }
+    if (gating && normalize)
+      for (long c = 0; c < k; ++c)
+        values[r * k + c] =
+            (float)(weft_gate(xr, ids[r * k + c], 1, m, sum) / chosen);
+  }
+}
+
+// The slot of each (token, choice) pair in its expert's buffer of
+// `capacity`: pairs take slots in order, and those past capacity get -1
+// (dropped). One thread per expert scans every pair, so the order is the
+// CPU's.
+extern "C" __global__ void weft_expert_slots(const int *__restrict ids,
+                                             int *__restrict slots, long pairs,
+                                             long experts, long capacity,
+                                             int *error, int step) {
+  for (long e = weft_thread(); e < experts; e += weft_stride()) {
+    long fill = 0;
+    for (long p = 0; p < pairs; ++p) {
+      long id = ids[p];
+      if (id < 0 || id >= experts) {
+        if (e == 0) {
+          weft_fail(error, WEFT_ERROR_EXPERT_ID, step, p, id);
+          slots[p] = -1;
+        }
+        continue;
+      }
+      if (id == e)
+        slots[p] = fill < capacity ? (int)fill++ : -1;
+    }
+  }
+}
+
+// Rows between token pairs and expert slots [E, C, D], into a `to` the
+// runtime zeroed: mode 0 dispatch (token rows [T, D] to slots), 1 scatter
+// ([T, k, D] to slots), 2 gather (slots to [T, k, D]), 3 combine (slots to
+// [T, D], weighted by weights [T, k] and summed over a token's k choices in
+// order, one thread per output element).
+extern "C" __global__ void weft_expert_move(
+    const float *__restrict from, const int *__restrict ids,
+    const int *__restrict slots, const float *__restrict weights,
+    float *__restrict to, long pairs, long k, long capacity, long dim,
+    int mode) {
+  long n = (mode == 3 ? pairs / k : pairs) * dim;
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long d = i % dim;
+    if (mode == 3) {
+      long t = i / dim;
+      float sum = to[i];
+      for (long j = 0; j < k; ++j) {
+        long p = t * k + j;
+        if (slots[p] >= 0)
+          sum += weights[p] * from[((long)ids[p] * capacity + slots[p]) * dim + d];
+      }
+      to[i] = sum;
+      continue;
+    }
+    long p = i / dim;
+    if (slots[p] < 0)
+      continue;
+    long slot = ((long)ids[p] * capacity + slots[p]) * dim + d;
+    if (mode == 2)
+      to[p * dim + d] = from[slot];
+    else
+      to[slot] = from[(mode == 0 ? p / k : p) * dim + d];
+  }
+}
+
+// weft.one_hot: y[i, c] = 1 where ids[i] == c.
+extern "C" __global__ void weft_one_hot(const int *__restrict ids,
+                                        float *__restrict y, long n,
+                                        long classes) {
+  for (long i = weft_thread(); i < n * classes; i += weft_stride())
+    y[i] = ids[i / classes] == i % classes ? 1.0f : 0.0f;
+}

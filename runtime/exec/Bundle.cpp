@@ -416,6 +416,17 @@ absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
   return bundle;
 }
 
+std::vector<uint8_t> ConstantSpec::encoded() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  size_t width = dtypeSize(dtype);
+  std::vector<uint8_t> bytes(n * width);
+  for (int64_t i = 0; i < n; ++i)
+    encode(splat ? values[0] : values[i], dtype, &bytes[i * width]);
+  return bytes;
+}
+
 std::vector<std::vector<std::string>> Bundle::communicationGroups() const {
   std::vector<std::vector<std::string>> groups;
   for (const auto &[name, spec] : programs)

@@ -66,6 +66,10 @@ struct ConstantSpec {
   DType dtype = DType::F32;
   std::vector<double> values; // One value for a splat.
   bool splat = false;
+
+  /// The constant as a program reads it: every element encoded in `dtype`
+  /// (what both runtimes hold in memory).
+  std::vector<uint8_t> encoded() const;
 };
 
 struct Bundle {

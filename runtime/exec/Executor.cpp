@@ -31,10 +31,6 @@ struct Executor::Program {
   std::deque<std::vector<float>> shadows;
 };
 
-namespace {
-bool isNarrow(DType t) { return t == DType::BF16 || t == DType::F16; }
-} // namespace
-
 Executor::~Executor() {
   gpu_.reset();
   programs_.clear(); // Kernels point into the library: drop them first.
@@ -59,19 +55,11 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::create(Bundle bundle,
     ex->params_[p.name].assign(n, 0.0f);
   }
   for (const ConstantSpec &c : ex->bundle_.constants) {
-    int64_t n = 1;
-    for (int64_t d : c.shape)
-      n *= d;
-    std::vector<float> data(n);
-    for (int64_t i = 0; i < n; ++i) {
-      double v = c.splat ? c.values[0] : c.values[i];
-      if (c.dtype == DType::I32) {
-        auto iv = static_cast<int32_t>(v);
-        std::memcpy(&data[i], &iv, sizeof(iv));
-      } else {
-        data[i] = static_cast<float>(v);
-      }
-    }
+    // Float-aligned storage of the encoded elements (a narrow constant is
+    // widened like any narrow value before a step reads it).
+    std::vector<uint8_t> bytes = c.encoded();
+    std::vector<float> data((bytes.size() + 3) / 4);
+    std::memcpy(data.data(), bytes.data(), bytes.size());
     ex->constants_.push_back(std::move(data));
   }
   // Generated kernels: a shared object named by meta.kernels, relative to
@@ -228,7 +216,7 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
     std::vector<std::pair<Buf, Buf>> loads, stores;
     auto widen = [&](std::vector<Buf> &bufs, bool isResult) {
       for (Buf &b : bufs) {
-        if (!isNarrow(b.spec->dtype))
+        if (!isNarrowFloat(b.spec->dtype))
           continue;
         ValueSpec &wide = program->shadowSpecs.emplace_back(*b.spec);
         wide.dtype = DType::F32;
@@ -434,25 +422,25 @@ absl::Status Executor::syncHostParams() {
 
 absl::Status Executor::run(const std::string &name,
                            const std::vector<HostTensor> &inputs) {
+  auto found = bundle_.programs.find(name);
+  if (found == bundle_.programs.end())
+    return absl::NotFoundError(
+        absl::StrCat(bundle_.path, ": no program '", name, "'"));
+  const ProgramSpec &spec = found->second;
+  if (inputs.size() != spec.inputs.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("program ", name, " takes ", spec.inputs.size(),
+                     " inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueSpec &slot = spec.values[spec.inputs[i]];
+    if (inputs[i].shape != slot.shape || inputs[i].dtype != slot.dtype)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "program ", name, ": input ", i, " has the wrong shape or dtype"));
+  }
   if (gpu_) {
-    const ProgramSpec *spec = nullptr;
-    if (auto p = bundle_.programs.find(name); p != bundle_.programs.end())
-      spec = &p->second;
-    if (!spec)
-      return absl::NotFoundError(
-          absl::StrCat(bundle_.path, ": no program '", name, "'"));
-    if (inputs.size() != spec->inputs.size())
-      return absl::InvalidArgumentError(
-          absl::StrCat("program ", name, " takes ", spec->inputs.size(),
-                       " inputs, got ", inputs.size()));
     std::vector<const void *> data;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const ValueSpec &slot = spec->values[spec->inputs[i]];
-      if (inputs[i].shape != slot.shape || inputs[i].dtype != slot.dtype)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "program ", name, ": input ", i, " has the wrong shape or dtype"));
-      data.push_back(inputs[i].data);
-    }
+    for (const HostTensor &in : inputs)
+      data.push_back(in.data);
     if (deviceParamsStale_) {
       if (absl::Status s = gpu_->uploadParams(params_); !s.ok())
         return s;
@@ -461,21 +449,9 @@ absl::Status Executor::run(const std::string &name,
     hostParamsStale_ = true;
     return gpu_->run(name, data);
   }
-  auto it = programs_.find(name);
-  if (it == programs_.end())
-    return absl::NotFoundError(
-        absl::StrCat(bundle_.path, ": no program '", name, "'"));
-  Program &program = *it->second;
-  const ProgramSpec &spec = *program.spec;
-  if (inputs.size() != spec.inputs.size())
-    return absl::InvalidArgumentError(
-        absl::StrCat("program ", name, " takes ", spec.inputs.size(),
-                     " inputs, got ", inputs.size()));
+  Program &program = *programs_.at(name);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Buf &slot = program.values[spec.inputs[i]];
-    if (inputs[i].shape != slot.shape() || inputs[i].dtype != slot.spec->dtype)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "program ", name, ": input ", i, " has the wrong shape or dtype"));
     std::memcpy(slot.data, inputs[i].data, slot.spec->bytes());
   }
   for (size_t s = 0; s < program.kernels.size(); ++s) {

@@ -398,20 +398,7 @@ GpuBackend::createOn(const Bundle &bundle,
     g.params[name] = *b;
   }
   for (const ConstantSpec &c : bundle.constants) {
-    int64_t n = 1;
-    for (int64_t d : c.shape)
-      n *= d;
-    size_t width = dtypeSize(c.dtype);
-    std::vector<uint8_t> bytes(n * width);
-    for (int64_t i = 0; i < n; ++i) {
-      double v = c.splat ? c.values[0] : c.values[i];
-      if (c.dtype == DType::I32) {
-        auto iv = static_cast<int32_t>(v);
-        std::memcpy(&bytes[i * width], &iv, sizeof(iv));
-      } else {
-        encode(v, c.dtype, &bytes[i * width]);
-      }
-    }
+    std::vector<uint8_t> bytes = c.encoded();
     absl::StatusOr<DeviceBuffer> b = g.device->allocate(bytes.size());
     if (!b.ok())
       return b.status();

@@ -26,8 +26,6 @@ constexpr unsigned kThreads = 256;
 /// keeps every multiprocessor busy).
 constexpr int64_t kMaxBlocks = 132 * 16;
 
-bool isNarrow(DType t) { return t == DType::BF16 || t == DType::F16; }
-
 GpuArg buffer(GpuBuffer::Kind kind, int64_t id) {
   GpuArg a;
   a.kind = GpuArg::Kind::Buffer;
@@ -90,7 +88,7 @@ private:
   /// The value as f32: when it is narrow, its f32 copy in the step's
   /// scratch (widened before the step, rounded back after it).
   GpuArg wide(int64_t id) {
-    if (!isNarrow(value(id).dtype))
+    if (!isNarrowFloat(value(id).dtype))
       return raw(id);
     if (shadowStep != current) {
       shadowStep = current;
@@ -725,7 +723,7 @@ absl::Status Planner::planStep(const StepSpec &s) {
   // Ops that compute in f32: widen narrow operands first, round results
   // after (not bf16 ones of generated kernels, which do it themselves).
   auto needsCopy = [&](int64_t id) {
-    return isNarrow(value(id).dtype) &&
+    return isNarrowFloat(value(id).dtype) &&
            !(op == "weft.fused" && value(id).dtype == DType::BF16);
   };
   for (int64_t id : s.operands)

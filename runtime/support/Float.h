@@ -43,6 +43,10 @@ std::string_view dtypeName(DType type);
 /// Parses a safetensors dtype name.
 std::optional<DType> dtypeFromName(std::string_view name);
 bool isFloatingPoint(DType type);
+/// bf16 or f16: the types kernels compute in f32 and round back to.
+inline bool isNarrowFloat(DType type) {
+  return type == DType::BF16 || type == DType::F16;
+}
 
 /// Rounds `x` to the nearest value of floating-point type `type`, ties to
 /// even, with the type's overflow rule (infinity, or NaN for F8E4M3FN which

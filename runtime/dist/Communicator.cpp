@@ -213,6 +213,17 @@ absl::Status Communicator::collective(
   return absl::OkStatus();
 }
 
+absl::Status Communicator::reduceScatter(const std::vector<std::string> &axes,
+                                         float *blocks, float *out,
+                                         size_t count) {
+  if (absl::Status s = allReduce(axes, blocks, count * mesh_.groupSize(axes));
+      !s.ok())
+    return s;
+  std::memcpy(out, blocks + mesh_.groupRank(rank(), axes) * count,
+              count * sizeof(float));
+  return absl::OkStatus();
+}
+
 absl::Status Communicator::allReduce(const std::vector<std::string> &axes,
                                      float *data, size_t count, bool max) {
   return collective("all-reduce", axes, [&](const auto &context, uint32_t t) {

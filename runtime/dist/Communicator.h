@@ -68,6 +68,12 @@ public:
   /// Sum (or max) over the group of `axes`, in place.
   absl::Status allReduce(const std::vector<std::string> &axes, float *data,
                          size_t count, bool max = false);
+  /// `blocks` holds group-size blocks of `count`; member j gets the sum
+  /// over the group of block j in `out`. Gloo 0.5 has no reduce-scatter of
+  /// this layout, so every block is all-reduced (in place in `blocks`) and
+  /// this member keeps its own: twice the bytes of a ring reduce-scatter.
+  absl::Status reduceScatter(const std::vector<std::string> &axes,
+                             float *blocks, float *out, size_t count);
   /// `out` (count * group size) gets every member's `in` (count), in
   /// group order. No axes: the group of every rank, in rank order.
   absl::Status allGather(const std::vector<std::string> &axes, const float *in,

@@ -4,8 +4,7 @@
 // [outer, n, inner] split along d is g blocks [outer, n/g, inner]. The
 // kernels pack those blocks one after another, call the flat Gloo
 // collective, and unpack. Reduce-scatter is an all-reduce of the packed
-// blocks keeping this rank's block (Gloo 0.5 has no float reduce-scatter
-// with this layout); it moves twice the bytes of a ring reduce-scatter.
+// blocks keeping this rank's block (Communicator::reduceScatter).
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,12 +194,7 @@ absl::StatusOr<Kernel> bindCollective(const StepSpec &step,
       });
     return Kernel([=] {
       pack(x.f(), a, g, scratch->data());
-      if (absl::Status s = comm->allReduce(axes, scratch->data(), x.size());
-          !s.ok())
-        return s;
-      std::memcpy(y.f(), scratch->data() + me * y.size(),
-                  y.size() * sizeof(float));
-      return absl::OkStatus();
+      return comm->reduceScatter(axes, scratch->data(), y.f(), y.size());
     });
   }
   if (step.op == "weft.all_to_all") {

@@ -292,16 +292,8 @@ HostCollectives::reduceScatter(const std::vector<std::string> &axes,
                                uint64_t in, uint64_t out, size_t count,
                                void *) {
   return submit([this, axes, in, out, count] {
-    // Gloo 0.5 has no reduce-scatter of this layout: all-reduce every
-    // block, keep this member's (as the CPU runtime does).
-    auto *blocks = reinterpret_cast<float *>(in);
-    size_t members = comm.mesh().groupSize(axes);
-    if (absl::Status s = comm.allReduce(axes, blocks, count * members); !s.ok())
-      return s;
-    std::memcpy(reinterpret_cast<float *>(out),
-                blocks + comm.mesh().groupRank(comm.rank(), axes) * count,
-                count * sizeof(float));
-    return absl::OkStatus();
+    return comm.reduceScatter(axes, reinterpret_cast<float *>(in),
+                              reinterpret_cast<float *>(out), count);
   });
 }
 

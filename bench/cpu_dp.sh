@@ -9,10 +9,6 @@
 # Prints a table of median step time and tokens/s.
 set -euo pipefail
 BUILD=${1:-build}
-CONFIG=bench/gpt-bench.json
-BATCH=${BATCH:-8}
-SEQ=${SEQ:-256}
-STEPS=${STEPS:-5}
 OUT="$BUILD/bench-dp"
 source "$(dirname "$0")/common.sh"
 bench_setup "$BUILD" "$OUT"

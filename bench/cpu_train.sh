@@ -8,10 +8,6 @@
 # the build directory on first use.
 set -euo pipefail
 BUILD=${1:-build}
-CONFIG=bench/gpt-bench.json
-BATCH=${BATCH:-8}
-SEQ=${SEQ:-256}
-STEPS=${STEPS:-5}
 OUT="$BUILD/bench"
 source "$(dirname "$0")/common.sh"
 bench_setup "$BUILD" "$OUT"

@@ -172,11 +172,19 @@ public:
       if (auto props =
               dyn_cast_or_null<DictionaryAttr>(op.getPropertiesAsAttribute()))
         for (NamedAttribute a : props) {
+          // Which optional operands are present: the runtime reads that
+          // from the op's own attributes (an epilogue's kind).
+          if (a.getName() == "operandSegmentSizes")
+            continue;
           FailureOr<json::Value> value = encodeAttr(&op, a.getValue());
           if (failed(value))
             return failure();
           attrs[a.getName().str()] = std::move(*value);
         }
+      // An enum is an integer attribute that any enum's class accepts: say
+      // which one by name.
+      if (auto gemm = dyn_cast<MatmulEpilogueOp>(op))
+        attrs["epilogue"] = stringifyEpilogue(gemm.getEpilogue()).str();
       steps.push_back(json::Object{{"op", op.getName().getStringRef().str()},
                                    {"operands", std::move(operands)},
                                    {"results", std::move(results)},

@@ -53,8 +53,13 @@ LogicalResult buildTrainingPrograms(ModuleOp module,
   for (func::FuncOp program : programs) {
     bucketAllReduces(program,
                      static_cast<int64_t>(options.bucketMb * 1024 * 1024));
+    if (!options.fuseAndPlan)
+      continue;
+    bool gpu = !options.cudaArchs.empty();
+    if (gpu && options.gemmEpilogues)
+      foldGemmEpilogues(program);
     // GPU bundles leave no elementwise op to a per-op runtime kernel.
-    fuseElementwise(program, /*singleOps=*/!options.cudaArchs.empty());
+    fuseElementwise(program, /*singleOps=*/gpu);
     planMemory(program);
   }
   return verify(module);

@@ -23,13 +23,20 @@ struct TrainingOptions {
   /// GPU architectures to build the fused kernels for with nvcc (sm_90,
   /// sm_80); empty: the CPU kernels only.
   std::vector<std::string> cudaArchs;
+  /// With cudaArchs, fold linear layers' bias, GELU and GELU gradient into
+  /// their GEMMs (weft-gemm-epilogue) for cuBLASLt's epilogues.
+  bool gemmEpilogues = true;
+  /// False: leave the programs before fusion and memory planning (tests
+  /// run those rewrites themselves and compare values before and after).
+  bool fuseAndPlan = true;
 };
 
 /// The training pipeline on a module whose @forward returns (loss, logits):
 /// with a plan of more than one rank, weft-apply-plan,
 /// weft-sharding-propagate and weft-partition on @forward; then
 /// weft-autodiff (@train_step), weft-optimizer-adamw (@step),
-/// weft-bucket-all-reduce, then weft-fusion-group and weft-memory-plan on @step
+/// weft-bucket-all-reduce, then (GPU bundles) weft-gemm-epilogue, then
+/// weft-fusion-group and weft-memory-plan on @step
 /// and @forward. The module is left holding the planned programs (what `weftc
 /// compile --emit=mlir` prints).
 mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,

@@ -150,8 +150,9 @@ int gemm(int argc, char **argv) {
   if (absl::Status s = (*blas)->prepare(g); !s.ok())
     return fail(s);
   absl::StatusOr<double> median = medianMs(iterations, [&] {
-    absl::Status s = (*blas)->matmul(g, buffers[0].address, buffers[1].address,
-                                     buffers[2].address, *stream);
+    absl::Status s = (*blas)->matmul(
+        g, {buffers[0].address, buffers[1].address, buffers[2].address},
+        *stream);
     return s.ok() ? gpu.synchronize(*stream) : s;
   });
   if (!median.ok())

@@ -156,7 +156,8 @@ private:
 
   LogicalResult eval(Operation *op);
   FailureOr<Tensor> evalConstant(ConstantOp op);
-  Tensor evalMatmul(MatmulOp op);
+  Tensor evalMatmul(Value lhs, Value rhs, bool ta, bool tb, Value result);
+  LogicalResult evalMatmulEpilogue(MatmulEpilogueOp op);
   Tensor evalReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
                     double init, double (*combine)(double, double), bool mean);
   Tensor evalNorm(Value input, Value weight, Value bias, double eps, bool rms);
@@ -293,9 +294,12 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](GeluGradOp o) { return binary(o, runtime::geluGrad); })
       .Case([&](SiluGradOp o) { return binary(o, runtime::siluGrad); })
       .Case([&](MatmulOp o) {
-        bind(o.getResult(), evalMatmul(o));
+        bind(o.getResult(),
+             evalMatmul(o.getLhs(), o.getRhs(), o.getTransposeLhs(),
+                        o.getTransposeRhs(), o.getResult()));
         return success();
       })
+      .Case([&](MatmulEpilogueOp o) { return evalMatmulEpilogue(o); })
       .Case([&](ReshapeOp o) {
         bind(o.getResult(), get(o.getInput()));
         return success();
@@ -678,14 +682,14 @@ FailureOr<Tensor> Interpreter::evalConstant(ConstantOp op) {
   return t;
 }
 
-Tensor Interpreter::evalMatmul(MatmulOp op) {
-  const Tensor &a = get(op.getLhs()), &b = get(op.getRhs());
-  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+Tensor Interpreter::evalMatmul(Value lhs, Value rhs, bool ta, bool tb,
+                               Value result) {
+  const Tensor &a = get(lhs), &b = get(rhs);
   size_t ar = a.shape.size(), br = b.shape.size();
   int64_t m = ta ? a.shape[ar - 1] : a.shape[ar - 2];
   int64_t k = ta ? a.shape[ar - 2] : a.shape[ar - 1];
   int64_t n = tb ? b.shape[br - 2] : b.shape[br - 1];
-  Tensor out = Tensor::zeros(shapeOf(op.getResult()));
+  Tensor out = Tensor::zeros(shapeOf(result));
   int64_t batches = out.numElements() / (m * n);
   int64_t aStep = ar > 2 ? m * k : 0, bStep = br > 2 ? k * n : 0;
   for (int64_t bt = 0; bt < batches; ++bt) {
@@ -701,6 +705,47 @@ Tensor Interpreter::evalMatmul(MatmulOp op) {
       }
   }
   return out;
+}
+
+LogicalResult Interpreter::evalMatmulEpilogue(MatmulEpilogueOp op) {
+  Tensor acc = evalMatmul(op.getLhs(), op.getRhs(), false, op.getTransposeRhs(),
+                          op.getResult());
+  // The accumulator and the epilogue's intermediates are f32 values; only
+  // the results take the element type (bind rounds them).
+  DType f32 = roundingType(Float32Type::get(op.getContext()));
+  auto asF32 = [&](double x) {
+    return f32 == DType::F64 ? x : runtime::roundTo(x, f32);
+  };
+  for (double &x : acc.data)
+    x = asF32(x);
+  int64_t n = acc.shape.back();
+  if (Value bias = op.getBias()) {
+    const Tensor &b = get(bias);
+    for (size_t i = 0; i < acc.data.size(); ++i)
+      acc.data[i] = asF32(acc.data[i] + b.data[i % n]);
+  }
+  switch (op.getEpilogue()) {
+  case Epilogue::Bias:
+    bind(op.getResult(), std::move(acc));
+    return success();
+  case Epilogue::Gelu:
+  case Epilogue::BiasGelu: {
+    Tensor out = acc;
+    for (double &x : out.data)
+      x = runtime::gelu(x);
+    bind(op.getAux(), std::move(acc));
+    bind(op.getResult(), std::move(out));
+    return success();
+  }
+  case Epilogue::DGelu: {
+    const Tensor &pre = get(op.getPreactivation());
+    for (size_t i = 0; i < acc.data.size(); ++i)
+      acc.data[i] = runtime::geluGrad(pre.data[i], acc.data[i]);
+    bind(op.getResult(), std::move(acc));
+    return success();
+  }
+  }
+  return op.emitOpError("unknown epilogue");
 }
 
 Tensor Interpreter::evalReduce(Operation *op, Value input,

@@ -19,6 +19,11 @@ namespace weft {
 /// group becomes a group of one, so every elementwise op runs as a
 /// generated kernel and the GPU runtime needs no kernel per op.
 int64_t fuseElementwise(mlir::func::FuncOp func, bool singleOps = false);
+
+/// Folds linear layers' bias adds, GELUs and GELU gradients in `func` into
+/// weft.matmul_epilogue ops (see weft-gemm-epilogue); returns how many
+/// GEMMs took an epilogue.
+int64_t foldGemmEpilogues(mlir::func::FuncOp func);
 } // namespace weft
 
 #endif // WEFT_PASSES_FUSION_PASSES_H

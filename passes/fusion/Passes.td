@@ -31,4 +31,28 @@ def FuseElementwise : Pass<"weft-fusion-group", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def GemmEpilogue : Pass<"weft-gemm-epilogue", "::mlir::func::FuncOp"> {
+  let summary = "Fold a linear layer's bias, GELU and GELU gradient into its GEMM";
+  let description = [{
+    Rewrites, for GPU bundles (before `weft-fusion-group`), the patterns a
+    linear layer and its gradient leave after autodiff into
+    `weft.matmul_epilogue`, which the GPU runs as one cuBLASLt call with an
+    epilogue instead of a GEMM, a broadcast of the bias to the whole output
+    and an elementwise kernel reading both:
+
+    - `add(matmul(x, w), broadcast(b))` -> `bias`; followed by `gelu` ->
+      `bias_gelu`, whose aux result (the GELU input) replaces the add for
+      its other users (the backward's `gelu_grad`).
+    - `gelu(matmul(x, w))` -> `gelu`, the aux replacing the product.
+    - `gelu_grad(h, matmul(dy, w))` -> `dgelu` with preactivation `h`.
+
+    Only matmuls by a rank-2 weight, without `transpose_lhs`, whose product
+    has no other use than the pattern's, in f32 or bf16 (the GPU's GEMM
+    types). The GELU kinds also need N (the output's last dimension) to be
+    a multiple of 8: cuBLASLt reads and writes the aux matrix with that
+    leading dimension.
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 #endif // WEFT_PASSES_FUSION_TD

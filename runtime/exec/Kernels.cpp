@@ -110,12 +110,50 @@ absl::StatusOr<Kernel> bindMatmul(const StepSpec &s, Buf a, Buf b, Buf c) {
   int64_t n = tb ? bs[br - 2] : bs[br - 1];
   int64_t batches = c.size() / (m * n);
   int64_t aStep = ar > 2 ? m * k : 0, bStep = br > 2 ? k * n : 0;
+  // [B..., M, K] by one weight: the batches' rows are one [B... M, K]
+  // matrix, so one GEMM does them all.
+  if (bStep == 0 && !ta) {
+    m *= batches;
+    batches = 1;
+  }
   return Kernel([=] {
     for (int64_t i = 0; i < batches; ++i)
       cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                   tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
                   a.f() + i * aStep, ta ? m : k, b.f() + i * bStep, tb ? k : n,
                   0.0f, c.f() + i * m * n, n);
+    return ok();
+  });
+}
+
+/// weft.matmul_epilogue: the GEMM into the result (into the aux for the
+/// GELU kinds), then the epilogue over its f32 values.
+absl::StatusOr<Kernel> bindMatmulEpilogue(const StepSpec &s,
+                                          const std::vector<Buf> &in,
+                                          const std::vector<Buf> &out) {
+  GemmEpilogue kind = attrEpilogue(s);
+  if (absl::Status st = checkEpilogueArity(s, kind); !st.ok())
+    return st;
+  bool withBias = epilogueHasBias(kind), dgelu = kind == GemmEpilogue::DGelu;
+  bool withGelu = epilogueHasAux(kind) && !dgelu;
+  Buf product = withGelu ? out[1] : out[0], y = out[0];
+  absl::StatusOr<Kernel> gemm = bindMatmul(s, in[0], in[1], product);
+  if (!gemm.ok())
+    return gemm.status();
+  int64_t n = y.shape().back();
+  Buf extra = in.size() > 2 ? in[2] : Buf();
+  return Kernel([=, gemm = *gemm]() -> absl::Status {
+    if (absl::Status st = gemm(); !st.ok())
+      return st;
+    float *p = product.f(), *out = y.f();
+    for (int64_t i = 0, size = y.size(); i < size; ++i) {
+      if (withBias)
+        p[i] += extra.f()[i % n];
+      if (withGelu)
+        out[i] = static_cast<float>(gelu(p[i]));
+      else if (dgelu)
+        out[i] = static_cast<float>(geluGrad(extra.f()[i], p[i]));
+    }
     return ok();
   });
 }
@@ -659,6 +697,8 @@ absl::StatusOr<Kernel> bindKernel(const StepSpec &s, const std::vector<Buf> &in,
     WEFT_NEED(2, 1);
     return bindMatmul(s, in[0], in[1], out[0]);
   }
+  if (op == "weft.matmul_epilogue")
+    return bindMatmulEpilogue(s, in, out);
 
   // Neural-network ops.
   if (op == "weft.embedding" || op == "weft.embedding_grad") {

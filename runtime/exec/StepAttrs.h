@@ -10,6 +10,10 @@
 #define WEFT_RUNTIME_EXEC_STEPATTRS_H
 
 #include "runtime/exec/Bundle.h"
+#include "runtime/support/Epilogue.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -36,6 +40,30 @@ inline std::vector<int64_t> attrInts(const StepSpec &s, const char *key) {
     for (const auto &v : *it)
       out.push_back(v.get<int64_t>());
   return out;
+}
+
+/// weft.matmul_epilogue's kind (None when missing or unknown).
+inline GemmEpilogue attrEpilogue(const StepSpec &s) {
+  auto it = s.attrs.find("epilogue");
+  return it != s.attrs.end() && it->is_string()
+             ? gemmEpilogueNamed(it->get<std::string>())
+             : GemmEpilogue::None;
+}
+
+/// Whether a weft.matmul_epilogue step of `kind` has the operands (lhs,
+/// rhs, then the bias or the DGelu preactivation) and results (result,
+/// then the GELU kinds' aux) its kind needs.
+inline absl::Status checkEpilogueArity(const StepSpec &s, GemmEpilogue kind) {
+  bool dgelu = kind == GemmEpilogue::DGelu;
+  size_t operands = 2 + (epilogueHasBias(kind) || dgelu);
+  size_t results = epilogueHasAux(kind) && !dgelu ? 2 : 1;
+  if (kind != GemmEpilogue::None && s.operands.size() == operands &&
+      s.results.size() == results)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("weft.matmul_epilogue '", gemmEpilogueName(kind), "' has ",
+                   s.operands.size(), " operands and ", s.results.size(),
+                   " results; its kind needs ", operands, " and ", results));
 }
 
 /// The product of dims [from, to) of `s`.

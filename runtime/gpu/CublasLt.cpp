@@ -20,7 +20,13 @@ using cublasStatus = int;
 using Handle = void *;
 constexpr int kCudaR32F = 0, kCudaR16BF = 14; // cudaDataType_t
 constexpr int kComputeF32 = 68;               // CUBLAS_COMPUTE_32F
-constexpr int kDescTransA = 3, kDescTransB = 4;
+constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
+              kDescBiasPointer = 8, kDescAuxPointer = 11, kDescAuxLd = 12,
+              kDescAuxBatchStride = 13;
+// cublasLtEpilogue_t: BIAS, GELU_AUX, GELU_AUX_BIAS, DGELU.
+constexpr int32_t kEpilogueBias = 4, kEpilogueGeluAux = 32 | 128,
+                  kEpilogueGeluAuxBias = kEpilogueGeluAux | 4,
+                  kEpilogueDGelu = 64 | 128;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1;
 constexpr int kPrefAlignA = 5, kPrefAlignB = 6, kPrefAlignC = 7,
@@ -77,6 +83,41 @@ absl::Status check(const CublasLtLibrary &lib, cublasStatus status,
       absl::StrCat("cuBLASLt ", what,
                    " failed: ", lib.statusName ? lib.statusName(status) : "",
                    " (", status, ")"));
+}
+
+/// Sets `g`'s epilogue on `desc`. The heuristic reads the bias and aux
+/// pointers only for their alignment, so until the first call they hold
+/// stand-in addresses with the real ones' alignment.
+absl::Status setEpilogue(const CublasLtLibrary &l, Handle desc,
+                         const GemmShape &g) {
+  if (g.epilogue == GemmEpilogue::None)
+    return absl::OkStatus();
+  // cublasLtEpilogue_t of each GemmEpilogue, in its order.
+  constexpr int32_t kinds[] = {0, kEpilogueBias, kEpilogueGeluAux,
+                               kEpilogueGeluAuxBias, kEpilogueDGelu};
+  int32_t kind = kinds[static_cast<int>(g.epilogue)];
+  absl::Status s =
+      check(l, l.descSet(desc, kDescEpilogue, &kind, sizeof(kind)), "epilogue");
+  if (s.ok() && g.hasBias()) {
+    const void *standIn = reinterpret_cast<const void *>(g.alignBias);
+    s = check(l, l.descSet(desc, kDescBiasPointer, &standIn, sizeof(standIn)),
+              "bias pointer");
+  }
+  if (s.ok() && g.hasAux()) {
+    // Row-major C's rows are its column-major columns: the aux matrix, laid
+    // out as C, has C's row stride as its leading dimension.
+    int64_t ld = g.rowC(), stride = g.strideC;
+    const void *standIn = reinterpret_cast<const void *>(g.alignAux);
+    s = check(l, l.descSet(desc, kDescAuxPointer, &standIn, sizeof(standIn)),
+              "aux pointer");
+    if (s.ok())
+      s = check(l, l.descSet(desc, kDescAuxLd, &ld, sizeof(ld)), "aux ld");
+    if (s.ok())
+      s = check(l,
+                l.descSet(desc, kDescAuxBatchStride, &stride, sizeof(stride)),
+                "aux batch stride");
+  }
+  return s;
 }
 } // namespace
 
@@ -153,9 +194,11 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   if (s.ok()) {
     l.descSet(plan->desc, kDescTransA, &opA, sizeof(opA));
     l.descSet(plan->desc, kDescTransB, &opB, sizeof(opB));
+    s = setEpilogue(l, plan->desc, g);
+  }
+  if (s.ok())
     s = layout(&plan->a, type, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
                g.rowB(), g.strideB);
-  }
   if (s.ok())
     s = layout(&plan->b, type, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
                g.rowA(), g.strideA);
@@ -185,19 +228,35 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   if (!s.ok())
     return s;
   if (found == 0)
-    return absl::UnimplementedError(
-        absl::StrCat("cuBLASLt has no algorithm for a ", g.m, "x", g.n, "x",
-                     g.k, " GEMM (batch ", g.batch, ")"));
+    return absl::UnimplementedError(absl::StrCat(
+        "cuBLASLt has no algorithm for a ", g.m, "x", g.n, "x", g.k,
+        " GEMM (batch ", g.batch, ", epilogue ", gemmEpilogueName(g.epilogue),
+        "; weftc compile --gemm-epilogues=false avoids them)"));
   plans[g.key()] = std::move(plan);
   return absl::OkStatus();
 }
 
-absl::Status CublasLt::matmul(const GemmShape &g, uint64_t a, uint64_t b,
-                              uint64_t c, void *stream) {
+absl::Status CublasLt::matmul(const GemmShape &g, const GemmOperands &ops,
+                              void *stream) {
   auto it = plans.find(g.key());
   if (it == plans.end())
     return absl::FailedPreconditionError("GEMM shape was not prepared");
   const Plan &p = *it->second;
+  // The descriptor is read when the call is queued (and captured into a
+  // graph with these values), so one shared by GEMMs of a shape may change.
+  for (auto [wanted, attribute, address] :
+       {std::tuple{g.hasBias(), kDescBiasPointer, ops.bias},
+        std::tuple{g.hasAux(), kDescAuxPointer, ops.aux}}) {
+    if (!wanted)
+      continue;
+    const void *pointer = reinterpret_cast<const void *>(address);
+    if (absl::Status s = check(
+            *lib, lib->descSet(p.desc, attribute, &pointer, sizeof(pointer)),
+            "epilogue pointer");
+        !s.ok())
+      return s;
+  }
+  uint64_t a = ops.a, b = ops.b, c = ops.c;
   float alpha = g.alpha, beta = g.beta;
   return check(*lib,
                lib->matmul(handle, p.desc, &alpha, reinterpret_cast<void *>(b),

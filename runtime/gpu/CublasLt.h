@@ -32,8 +32,8 @@ public:
 
   /// Makes (once per shape) the descriptors and picks the algorithm.
   absl::Status prepare(const GemmShape &shape) override;
-  absl::Status matmul(const GemmShape &shape, uint64_t a, uint64_t b,
-                      uint64_t c, void *stream) override;
+  absl::Status matmul(const GemmShape &shape, const GemmOperands &operands,
+                      void *stream) override;
 
 private:
   struct Plan;

@@ -134,6 +134,8 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
     bound.gemm.alignA = alignment(bound.addresses[0]);
     bound.gemm.alignB = alignment(bound.addresses[1]);
     bound.gemm.alignC = alignment(bound.addresses[2]);
+    bound.gemm.alignBias = alignment(bound.addresses[3]);
+    bound.gemm.alignAux = alignment(bound.addresses[4]);
     if (absl::Status s = blas->prepare(bound.gemm); !s.ok())
       return s;
   } else if (launch.kind == GpuLaunch::Kind::Kernel) {
@@ -269,7 +271,10 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
                               stream);
       break;
     case GpuLaunch::Kind::Gemm:
-      s = blas->matmul(b.gemm, b.addresses[0], b.addresses[1], b.addresses[2],
+      s = blas->matmul(b.gemm,
+                       GemmOperands{b.addresses[0], b.addresses[1],
+                                    b.addresses[2], b.addresses[3],
+                                    b.addresses[4]},
                        stream);
       break;
     case GpuLaunch::Kind::Zero:

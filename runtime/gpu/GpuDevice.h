@@ -11,6 +11,7 @@
 #ifndef WEFT_RUNTIME_GPU_GPUDEVICE_H
 #define WEFT_RUNTIME_GPU_GPUDEVICE_H
 
+#include "runtime/support/Epilogue.h"
 #include "runtime/support/Float.h"
 
 #include "absl/status/statusor.h"
@@ -87,13 +88,18 @@ struct GemmShape {
   /// The largest power of two (at most 256) dividing each matrix's address:
   /// cuBLASLt's heuristic otherwise assumes 256-byte-aligned pointers.
   int64_t alignA = 256, alignB = 256, alignC = 256;
+  GemmEpilogue epilogue = GemmEpilogue::None;
+  int64_t alignBias = 256, alignAux = 256; // As alignA, for the epilogue's.
   float alpha = 1, beta = 0; // Passed per call: not part of the plan.
 
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
                            strideC, lda, ldb, ldc, static_cast<int>(type),
-                           f32Out, alignA, alignB, alignC);
+                           f32Out, alignA, alignB, alignC,
+                           static_cast<int>(epilogue), alignBias, alignAux);
   }
+  bool hasBias() const { return epilogueHasBias(epilogue); }
+  bool hasAux() const { return epilogueHasAux(epilogue); }
   /// Row strides, resolving 0 to the packed width.
   int64_t rowA() const { return lda ? lda : transA ? m : k; }
   int64_t rowB() const { return ldb ? ldb : transB ? k : n; }
@@ -103,14 +109,21 @@ struct GemmShape {
   double flops() const { return 2.0 * m * n * k * batch; }
 };
 
+/// A GEMM's device addresses: C (also its output), and the bias vector and
+/// aux matrix when its epilogue has them (else 0).
+struct GemmOperands {
+  uint64_t a = 0, b = 0, c = 0, bias = 0, aux = 0;
+};
+
 class GemmEngine {
 public:
   virtual ~GemmEngine() = default;
   /// Makes ready (once per shape, at bind time) what `shape` needs.
   virtual absl::Status prepare(const GemmShape &shape) = 0;
-  /// Queues C = op(A) op(B) on `stream`; `shape` must have been prepared.
-  virtual absl::Status matmul(const GemmShape &shape, uint64_t a, uint64_t b,
-                              uint64_t c, void *stream) = 0;
+  /// Queues C = epilogue(op(A) op(B)) on `stream`; `shape` must have been
+  /// prepared.
+  virtual absl::Status matmul(const GemmShape &shape,
+                              const GemmOperands &operands, void *stream) = 0;
 };
 
 /// The collectives of a placed bundle on device memory, over the group of

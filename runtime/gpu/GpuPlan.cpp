@@ -176,12 +176,13 @@ private:
     v.total = local * mesh.groupSize(v.axes);
     return v;
   }
-  void gemm(const GemmShape &g, GpuArg a, GpuArg b, GpuArg c) {
+  void gemm(const GemmShape &g, GpuArg a, GpuArg b, GpuArg c,
+            GpuArg bias = GpuArg(), GpuArg aux = GpuArg()) {
     GpuLaunch l;
     l.kind = GpuLaunch::Kind::Gemm;
     l.step = current;
     l.gemm = g;
-    l.args = {a, b, c};
+    l.args = {a, b, c, bias, aux};
     plan.launches.push_back(std::move(l));
   }
   GpuLaunch &kernel(const std::string &name, unsigned grid,
@@ -218,7 +219,10 @@ private:
   absl::Status collective(const StepSpec &s);
   absl::Status fused(const StepSpec &s);
   absl::Status reduce(const StepSpec &s, int kind);
+  /// The GEMM of a matmul step's operands into result `c`.
+  absl::StatusOr<GemmShape> matmulShape(const StepSpec &s, int64_t c);
   absl::Status matmul(const StepSpec &s);
+  absl::Status matmulEpilogue(const StepSpec &s);
   absl::Status attention(const StepSpec &s, bool grad);
   absl::Status attentionGemms(const StepSpec &s, bool grad);
   absl::Status crossEntropy(const StepSpec &s, bool grad);
@@ -387,8 +391,8 @@ absl::Status Planner::reduce(const StepSpec &s, int kind) {
   return absl::OkStatus();
 }
 
-absl::Status Planner::matmul(const StepSpec &s) {
-  int64_t a = s.operands[0], b = s.operands[1], c = s.results[0];
+absl::StatusOr<GemmShape> Planner::matmulShape(const StepSpec &s, int64_t c) {
+  int64_t a = s.operands[0], b = s.operands[1];
   const Shape &as = shape(a), &bs = shape(b);
   GemmShape g;
   g.transA = attrB(s, "transpose_lhs");
@@ -401,11 +405,46 @@ absl::Status Planner::matmul(const StepSpec &s) {
   g.strideA = ar > 2 ? g.m * g.k : 0;
   g.strideB = br > 2 ? g.k * g.n : 0;
   g.strideC = g.m * g.n;
+  // [B..., M, K] by one weight: the batches' rows are one [B... M, K]
+  // matrix, and one GEMM of B times the rows beats B small ones.
+  if (g.strideB == 0 && !g.transA) {
+    g.m *= g.batch;
+    g.batch = 1;
+    g.strideA = g.strideC = 0;
+  }
   g.type = value(c).dtype;
   if (value(a).dtype != g.type || value(b).dtype != g.type)
     return absl::UnimplementedError(
         "GPU GEMMs take operands of the result's element type");
-  gemm(g, raw(a), raw(b), raw(c));
+  return g;
+}
+
+absl::Status Planner::matmul(const StepSpec &s) {
+  absl::StatusOr<GemmShape> g = matmulShape(s, s.results[0]);
+  if (!g.ok())
+    return g.status();
+  gemm(*g, raw(s.operands[0]), raw(s.operands[1]), raw(s.results[0]));
+  return absl::OkStatus();
+}
+
+absl::Status Planner::matmulEpilogue(const StepSpec &s) {
+  absl::StatusOr<GemmShape> g = matmulShape(s, s.results[0]);
+  if (!g.ok())
+    return g.status();
+  g->epilogue = attrEpilogue(s);
+  if (absl::Status st = checkEpilogueArity(s, g->epilogue); !st.ok())
+    return st;
+  // cuBLASLt reads and writes the aux matrix with C's row width, which it
+  // wants a multiple of 8 (weft-gemm-epilogue only makes such ones).
+  if (g->hasAux() && g->n % 8 != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a GELU epilogue needs a row width divisible by 8, got ", g->n));
+  GpuArg bias = g->hasBias() ? raw(s.operands[2]) : null();
+  GpuArg aux = g->epilogue == GemmEpilogue::DGelu ? raw(s.operands[2])
+               : g->hasAux()                      ? raw(s.results[1])
+                                                  : null();
+  gemm(*g, raw(s.operands[0]), raw(s.operands[1]), raw(s.results[0]), bias,
+       aux);
   return absl::OkStatus();
 }
 
@@ -717,6 +756,8 @@ absl::Status Planner::planStep(const StepSpec &s) {
   }
   if (op == "weft.matmul")
     return matmul(s);
+  if (op == "weft.matmul_epilogue")
+    return matmulEpilogue(s);
   if (op == "weft.attention" || op == "weft.attention_grad")
     return attention(s, op == "weft.attention_grad");
 

@@ -58,7 +58,8 @@ struct GpuLaunch {
   std::string kernel;
   unsigned grid[3] = {1, 1, 1};
   unsigned block = 256;
-  /// Gemm: {A, B, C}. Zero: {target}. Copy: {to, from}. Collective:
+  /// Gemm: {A, B, C, bias, aux} (null where the epilogue has none).
+  /// Zero: {target}. Copy: {to, from}. Collective:
   /// {in, out} (all_reduce: {data, data}).
   std::vector<GpuArg> args;
   GemmShape gemm;

@@ -2,6 +2,8 @@
 
 #include "test/runtime/EmulatedGpu.h"
 
+#include "runtime/support/ScalarMath.h"
+
 #include "absl/strings/str_cat.h"
 
 #include <cstdio>
@@ -229,33 +231,47 @@ absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
   return absl::OkStatus();
 }
 
-absl::Status HostGemm::matmul(const runtime::GemmShape &shape, uint64_t a,
-                              uint64_t b, uint64_t c, void *) {
-  return gpu.submit([g = shape, a, b, c] {
+absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
+                              const runtime::GemmOperands &ops, void *) {
+  return gpu.submit([g = shape, ops] {
+    using runtime::GemmEpilogue;
     runtime::DType out = g.outType();
+    auto store = [&](uint64_t base, int64_t at, double value) {
+      if (out == runtime::DType::F32)
+        reinterpret_cast<float *>(base)[at] = static_cast<float>(value);
+      else
+        runtime::encode(static_cast<float>(value), out,
+                        reinterpret_cast<uint8_t *>(base) + 2 * at);
+    };
     for (int64_t t = 0; t < g.batch; ++t)
       for (int64_t i = 0; i < g.m; ++i)
         for (int64_t j = 0; j < g.n; ++j) {
           double sum = 0;
           for (int64_t p = 0; p < g.k; ++p)
-            sum += load(a,
+            sum += load(ops.a,
                         t * g.strideA +
                             (g.transA ? p * g.rowA() + i : i * g.rowA() + p),
                         g.type) *
-                   load(b,
+                   load(ops.b,
                         t * g.strideB +
                             (g.transB ? j * g.rowB() + p : p * g.rowB() + j),
                         g.type);
           int64_t at = t * g.strideC + i * g.rowC() + j;
-          // Rounded to f32 first, as cuBLASLt's f32 accumulator is.
+          // Rounded to f32 first, as cuBLASLt's f32 accumulator is; the
+          // epilogue works on f32 values too.
           double value = static_cast<float>(g.alpha * sum);
           if (g.beta != 0)
-            value = static_cast<float>(value + g.beta * load(c, at, out));
-          if (out == runtime::DType::F32)
-            reinterpret_cast<float *>(c)[at] = static_cast<float>(value);
-          else
-            runtime::encode(static_cast<float>(value), out,
-                            reinterpret_cast<uint8_t *>(c) + 2 * at);
+            value = static_cast<float>(value + g.beta * load(ops.c, at, out));
+          if (g.hasBias())
+            value = static_cast<float>(value + load(ops.bias, j, out));
+          if (g.epilogue == GemmEpilogue::Gelu ||
+              g.epilogue == GemmEpilogue::BiasGelu) {
+            store(ops.aux, at, value);
+            value = runtime::gelu(value);
+          } else if (g.epilogue == GemmEpilogue::DGelu) {
+            value = runtime::geluGrad(load(ops.aux, at, out), value);
+          }
+          store(ops.c, at, value);
         }
   });
 }

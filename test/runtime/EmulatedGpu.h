@@ -84,14 +84,17 @@ private:
 };
 
 /// weft.matmul in double, reading and writing f32 or bf16: what cuBLASLt
-/// computes, to the accumulation order. Its work goes on `gpu`'s stream,
-/// so graphs record it like the kernels.
+/// computes, to the accumulation order, and its epilogues as cuBLASLt's
+/// documentation states them (gelu as weft.gelu: whether cuBLASLt's GELU is
+/// the same function only a real GPU can tell, bench/gpu/run.sh's parity).
+/// Its work goes on `gpu`'s stream, so graphs record it like the kernels.
 class HostGemm : public runtime::GemmEngine {
 public:
   explicit HostGemm(EmulatedGpu &gpu) : gpu(gpu) {}
   absl::Status prepare(const runtime::GemmShape &shape) override;
-  absl::Status matmul(const runtime::GemmShape &shape, uint64_t a, uint64_t b,
-                      uint64_t c, void *stream) override;
+  absl::Status matmul(const runtime::GemmShape &shape,
+                      const runtime::GemmOperands &operands,
+                      void *stream) override;
 
 private:
   EmulatedGpu &gpu;

@@ -41,7 +41,8 @@ bool close(double a, double b, double rtol, double atol) {
 
 /// Compiles `name` to a bundle, trains 3 steps both ways and compares.
 void checkParity(const std::string &name, bool poison, int64_t b = 2,
-                 int64_t s = 8, const std::string &dtype = "f32") {
+                 int64_t s = 8, const std::string &dtype = "f32",
+                 bool gpuBundle = false) {
   bool narrow = dtype != "f32";
   SCOPED_TRACE(name);
   auto context = testutil::makeContext();
@@ -54,6 +55,8 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   std::string dir = testutil::uniqueTempPath(name + "-bundle");
   TrainingOptions training;
   training.keepGradients = true;
+  if (gpuBundle) // Also GPU kernels and, so, GEMM epilogues.
+    training.cudaArchs = {"sm_90"};
   ASSERT_TRUE(mlir::succeeded(
       compileTrainingBundle(**module, dir, training, llvm::json::Object{})));
 
@@ -175,4 +178,9 @@ TEST(Executor, LongSequencesCrossAttentionTiles) {
 // f32 around each kernel and rounds results back, as the evaluator rounds.
 TEST(Executor, Bf16MixedPrecisionMatchesTheReference) {
   checkParity("gpt2-tiny", false, 2, 8, "bf16");
+}
+// A GPU bundle: its linear layers are weft.matmul_epilogue steps, which
+// the CPU runs as a GEMM and a loop (and the evaluator by their meaning).
+TEST(Executor, GpuBundleWithGemmEpiloguesMatchesTheReference) {
+  checkParity("gpt2-tiny", false, 2, 8, "f32", /*gpuBundle=*/true);
 }

@@ -37,8 +37,12 @@ std::string compileBundle(const std::string &model, const std::string &dtype,
   return testutil::compileExampleBundle(model, dtype, options);
 }
 
+/// GEMM epilogues a program's plan holds, by name and count.
+using EpilogueCounts = std::map<std::string, int>;
+
 void checkPlans(const std::string &model, const std::string &dtype,
-                runtime::GpuPlanOptions options = {}) {
+                runtime::GpuPlanOptions options = {},
+                std::map<std::string, EpilogueCounts> epilogues = {}) {
   bool fused = options.attentionScratchBytes == 0;
   SCOPED_TRACE(model + " " + dtype + (fused ? " fused attention" : ""));
   std::string dir = compileBundle(model, dtype, /*cuda=*/true);
@@ -58,6 +62,7 @@ void checkPlans(const std::string &model, const std::string &dtype,
     const runtime::ProgramSpec &spec = bundle->programs.at(program);
     std::map<std::string, int> used;
     std::map<int64_t, int> gemmsOf; // By step.
+    EpilogueCounts epilogueCounts;
     for (const GpuLaunch &l : plan->launches) {
       ASSERT_GE(l.step, 0);
       ASSERT_LT(l.step, static_cast<int64_t>(spec.steps.size()));
@@ -65,9 +70,18 @@ void checkPlans(const std::string &model, const std::string &dtype,
       if (l.kind == GpuLaunch::Kind::Gemm) {
         ++gemmsOf[l.step];
         const runtime::ValueSpec &c = spec.values[step.results[0]];
-        if (step.op == "weft.matmul")
+        if (step.op.rfind("weft.matmul", 0) == 0)
           EXPECT_EQ(l.gemm.batch * l.gemm.m * l.gemm.n, c.numElements());
         EXPECT_EQ(l.gemm.type, c.dtype);
+        // The epilogue's bias and aux are passed exactly when it has them.
+        EXPECT_EQ(l.gemm.epilogue != runtime::GemmEpilogue::None,
+                  step.op == "weft.matmul_epilogue");
+        EXPECT_EQ(l.args[3].kind != runtime::GpuArg::Kind::Null,
+                  l.gemm.hasBias());
+        EXPECT_EQ(l.args[4].kind != runtime::GpuArg::Kind::Null,
+                  l.gemm.hasAux());
+        if (l.gemm.epilogue != runtime::GemmEpilogue::None)
+          ++epilogueCounts[runtime::gemmEpilogueName(l.gemm.epilogue)];
         continue;
       }
       if (l.kind != GpuLaunch::Kind::Kernel)
@@ -86,7 +100,7 @@ void checkPlans(const std::string &model, const std::string &dtype,
     // without a generated kernel (planning would have failed).
     for (size_t i = 0; i < spec.steps.size(); ++i) {
       const runtime::StepSpec &step = spec.steps[i];
-      int expected = step.op == "weft.matmul" ? 1 : 0;
+      int expected = step.op.rfind("weft.matmul", 0) == 0 ? 1 : 0;
       if (!fused && step.op.rfind("weft.attention", 0) == 0) {
         const auto &q = spec.values[step.operands[0]].shape,
                    &k = spec.values[step.operands[1]].shape;
@@ -94,6 +108,7 @@ void checkPlans(const std::string &model, const std::string &dtype,
       }
       EXPECT_EQ(gemmsOf[i], expected) << "step " << i << " (" << step.op << ")";
     }
+    EXPECT_EQ(epilogueCounts, epilogues[program]);
     EXPECT_GT(used[fused ? "weft_attention_forward" +
                                std::string(dtype == "bf16" ? "_bf16" : "")
                          : "weft_attention_probs"],
@@ -108,11 +123,18 @@ void checkPlans(const std::string &model, const std::string &dtype,
 }
 } // namespace
 
+// GPT-2's two blocks each have three linear layers with a bias alone (qkv,
+// attention out, MLP out) and one with bias and GELU (MLP in), whose
+// gradient is the one dgelu; Llama has no biases and uses SiLU.
+const std::map<std::string, EpilogueCounts> kGpt2TinyEpilogues = {
+    {"step", {{"bias", 6}, {"bias_gelu", 2}, {"dgelu", 2}}},
+    {"forward", {{"bias", 6}, {"bias_gelu", 2}}}};
+
 TEST(GpuPlan, Gpt2TinyF32StepsAllHaveKernels) {
-  checkPlans("gpt2-tiny", "f32");
+  checkPlans("gpt2-tiny", "f32", {}, kGpt2TinyEpilogues);
 }
 TEST(GpuPlan, Gpt2TinyBf16StepsAllHaveKernels) {
-  checkPlans("gpt2-tiny", "bf16");
+  checkPlans("gpt2-tiny", "bf16", {}, kGpt2TinyEpilogues);
 }
 TEST(GpuPlan, LlamaTinyF32StepsAllHaveKernels) {
   checkPlans("llama-tiny", "f32");
@@ -128,7 +150,7 @@ TEST(GpuPlan, MixtralTinyF32StepsAllHaveKernels) {
 TEST(GpuPlan, FusedAttentionKernelsWhenScoresAreOverBudget) {
   runtime::GpuPlanOptions fused;
   fused.attentionScratchBytes = 0;
-  checkPlans("gpt2-tiny", "bf16", fused);
+  checkPlans("gpt2-tiny", "bf16", fused, kGpt2TinyEpilogues);
   checkPlans("llama-tiny", "f32", fused);
 }
 

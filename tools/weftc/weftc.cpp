@@ -110,6 +110,11 @@ cl::opt<std::string>
              cl::desc("GPU architectures for --target cuda, e.g. sm_90,sm_80 "
                       "(default sm_90)"),
              cl::init("sm_90"), cl::sub(compileCmd));
+cl::opt<bool> gemmEpilogues(
+    "gemm-epilogues",
+    cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
+             "gradient into cuBLASLt GEMM epilogues (default true)"),
+    cl::init(true), cl::sub(compileCmd));
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Largest gradient all-reduce bucket in MiB "
                                   "(default 25)"),
@@ -308,6 +313,7 @@ int runCompile(MLIRContext &context) {
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
+  options.gemmEpilogues = gemmEpilogues;
   options.plan = plan;
   if (target != "cpu" && target != "cuda")
     return fail("unknown --target '" + target + "' (supported: cpu, cuda)");

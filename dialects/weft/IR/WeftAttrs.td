@@ -23,6 +23,16 @@ def Weft_ReduceKind : I32EnumAttr<"ReduceKind", "how a collective combines", [
   let cppNamespace = "::weft";
 }
 
+def Weft_Epilogue : I32EnumAttr<"Epilogue",
+    "what a GEMM does to its product before storing it", [
+    I32EnumAttrCase<"Bias", 0, "bias">,
+    I32EnumAttrCase<"Gelu", 1, "gelu">,
+    I32EnumAttrCase<"BiasGelu", 2, "bias_gelu">,
+    I32EnumAttrCase<"DGelu", 3, "dgelu">
+  ]> {
+  let cppNamespace = "::weft";
+}
+
 def Weft_ShardingAttr : AttrDef<Weft_Dialect, "Sharding"> {
   let mnemonic = "sharding";
   let summary = "how a tensor's dimensions split over mesh axes";

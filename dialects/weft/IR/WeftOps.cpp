@@ -170,6 +170,56 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult MatmulEpilogueOp::verify() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  auto rhs = cast<RankedTensorType>(getRhs().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (lhs.getRank() < 2 || rhs.getRank() != 2)
+    return emitOpError("takes lhs of rank >= 2 and a rank-2 weight, got ranks ")
+           << lhs.getRank() << " and " << rhs.getRank();
+  Type elt = lhs.getElementType();
+  if (rhs.getElementType() != elt || result.getElementType() != elt)
+    return emitOpError("operands and result must share one element type");
+  int64_t k = lhs.getShape().back();
+  int64_t kr = getTransposeRhs() ? rhs.getDimSize(1) : rhs.getDimSize(0);
+  int64_t n = getTransposeRhs() ? rhs.getDimSize(0) : rhs.getDimSize(1);
+  if (k != kr)
+    return emitOpError("contraction sizes differ: lhs has ")
+           << k << ", rhs has " << kr;
+  SmallVector<int64_t> shape(lhs.getShape().drop_back());
+  shape.push_back(n);
+  if (result.getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError("result shape ")
+           << shapeStr(result.getShape()) << " should be " << shapeStr(shape);
+
+  Epilogue kind = getEpilogue();
+  bool wantsBias = kind == Epilogue::Bias || kind == Epilogue::BiasGelu;
+  bool wantsAux = kind == Epilogue::Gelu || kind == Epilogue::BiasGelu;
+  bool wantsPre = kind == Epilogue::DGelu;
+  StringRef name = stringifyEpilogue(kind);
+  if (static_cast<bool>(getBias()) != wantsBias)
+    return emitOpError("epilogue '")
+           << name << "' " << (wantsBias ? "needs" : "takes no") << " bias";
+  if (static_cast<bool>(getPreactivation()) != wantsPre)
+    return emitOpError("epilogue '")
+           << name << "' " << (wantsPre ? "needs" : "takes no")
+           << " preactivation";
+  if (static_cast<bool>(getAux()) != wantsAux)
+    return emitOpError("epilogue '")
+           << name << "' " << (wantsAux ? "has" : "has no") << " aux result";
+  if (Value bias = getBias()) {
+    auto type = cast<RankedTensorType>(bias.getType());
+    if (type != RankedTensorType::get({n}, elt))
+      return emitOpError("bias must be ")
+             << RankedTensorType::get({n}, elt) << ", got " << type;
+  }
+  for (Value v : {Value(getPreactivation()), Value(getAux())})
+    if (v && v.getType() != Type(result))
+      return emitOpError("preactivation and aux must have the result type ")
+             << Type(result) << ", got " << v.getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//

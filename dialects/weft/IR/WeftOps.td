@@ -419,6 +419,48 @@ def Weft_MatmulOp : Weft_Op<"matmul", [Pure, InferTypeOpAdaptor, DeclareOpInterf
   }];
 }
 
+def Weft_MatmulEpilogueOp : Weft_Op<"matmul_epilogue",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "a linear layer's GEMM with its bias, GELU or GELU gradient";
+  let description = [{
+    A `weft.matmul` of `lhs` [B..., M, K] by a weight `rhs` [K, N] ([N, K]
+    with `transpose_rhs`) whose product `acc` [B..., M, N] goes through an
+    epilogue before it is stored, as cuBLASLt's epilogues do on the GPU.
+    Created by `weft-gemm-epilogue` (GPU bundles) after autodiff; the
+    rewritten ops' meaning is kept:
+
+    - `bias`: result = acc + bias, `bias` [N] added to every row.
+    - `gelu`: aux = acc; result = gelu(acc).
+    - `bias_gelu`: aux = acc + bias; result = gelu(aux).
+    - `dgelu`: result = gelu_grad(preactivation, acc), i.e. acc * gelu'(x)
+      with x the `preactivation` operand (the `aux` its forward saved).
+
+    gelu is the tanh form of `weft.gelu`. `acc` and the epilogue's
+    intermediates are f32 values (rounded as f32 results are); only the
+    results are rounded to the element type, once. So for f32 the op equals
+    the ops it replaced; for bf16 it skips their intermediate roundings, as
+    cuBLASLt does.
+
+    ```mlir
+    %y, %h = weft.matmul_epilogue bias_gelu %x, %w bias %b
+        : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>)
+          -> (tensor<2x8x256xf32>, tensor<2x8x256xf32>)
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs,
+                       Optional<Weft_FloatTensor>:$bias,
+                       Optional<Weft_FloatTensor>:$preactivation,
+                       Weft_Epilogue:$epilogue, UnitAttr:$transpose_rhs);
+  let results = (outs Weft_FloatTensor:$result,
+                      Optional<Weft_FloatTensor>:$aux);
+  let assemblyFormat = [{
+    $epilogue $lhs `,` $rhs (`transpose_rhs` $transpose_rhs^)?
+    (`bias` $bias^)? (`preactivation` $preactivation^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//

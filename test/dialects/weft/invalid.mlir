@@ -631,3 +631,99 @@ func.func @fused_arguments(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @epilogue_batched_weight(%x: tensor<2x8x64xf32>, %w: tensor<2x64x32xf32>) -> tensor<2x8x32xf32> {
+  // expected-error @+1 {{takes lhs of rank >= 2 and a rank-2 weight, got ranks 3 and 3}}
+  %0:2 = weft.matmul_epilogue gelu %x, %w : (tensor<2x8x64xf32>, tensor<2x64x32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8x32xf32>)
+  return %0#0 : tensor<2x8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_mixed_types(%x: tensor<8x64xbf16>, %w: tensor<64x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{operands and result must share one element type}}
+  %0:2 = weft.matmul_epilogue gelu %x, %w : (tensor<8x64xbf16>, tensor<64x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>)
+  return %0#0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_contraction(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{contraction sizes differ: lhs has 64, rhs has 32}}
+  %0:2 = weft.matmul_epilogue gelu %x, %w : (tensor<8x64xf32>, tensor<32x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>)
+  return %0#0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @epilogue_result_shape(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{result shape [8, 64] should be [8, 32]}}
+  %0:2 = weft.matmul_epilogue gelu %x, %w transpose_rhs : (tensor<8x64xf32>, tensor<32x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>)
+  return %0#0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @epilogue_needs_bias(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{epilogue 'bias' needs bias}}
+  %0 = weft.matmul_epilogue bias %x, %w : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_takes_no_bias(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{epilogue 'gelu' takes no bias}}
+  %0:2 = weft.matmul_epilogue gelu %x, %w bias %b : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>)
+  return %0#0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_needs_preactivation(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{epilogue 'dgelu' needs preactivation}}
+  %0 = weft.matmul_epilogue dgelu %x, %w : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_takes_no_preactivation(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>, %p: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{epilogue 'bias' takes no preactivation}}
+  %0 = weft.matmul_epilogue bias %x, %w bias %b preactivation %p : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_needs_aux(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{epilogue 'bias_gelu' has aux result}}
+  %0 = weft.matmul_epilogue bias_gelu %x, %w bias %b : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_no_aux(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %p: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{epilogue 'dgelu' has no aux result}}
+  %0:2 = weft.matmul_epilogue dgelu %x, %w preactivation %p : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>)
+  return %0#0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_bias_shape(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{bias must be 'tensor<32xf32>', got 'tensor<64xf32>'}}
+  %0 = weft.matmul_epilogue bias %x, %w bias %b : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @epilogue_preactivation_type(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %p: tensor<8x64xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{preactivation and aux must have the result type 'tensor<8x32xf32>', got 'tensor<8x64xf32>'}}
+  %0 = weft.matmul_epilogue dgelu %x, %w preactivation %p : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<8x64xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}

@@ -183,3 +183,18 @@ func.func @state_and_assign(%x: tensor<4xf32>) {
   weft.assign "w.exp_avg", %x : tensor<4xf32>
   return
 }
+
+// CHECK-LABEL: func.func @matmul_epilogues
+func.func @matmul_epilogues(%x: tensor<2x8x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>, %dz: tensor<2x8x64xf32>, %wt: tensor<64x256xbf16>, %xb: tensor<8x64xbf16>, %c: tensor<64xf32>) -> (tensor<2x8x256xf32>, tensor<2x8x256xf32>, tensor<2x8x64xf32>, tensor<8x256xbf16>, tensor<2x8x256xf32>) {
+  // CHECK: weft.matmul_epilogue bias %{{.*}}, %{{.*}} bias %{{.*}} : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+  %0 = weft.matmul_epilogue bias %x, %w bias %b : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+  // CHECK: weft.matmul_epilogue bias_gelu %{{.*}}, %{{.*}} bias %{{.*}} : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> (tensor<2x8x256xf32>, tensor<2x8x256xf32>)
+  %1:2 = weft.matmul_epilogue bias_gelu %x, %w bias %b : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> (tensor<2x8x256xf32>, tensor<2x8x256xf32>)
+  // CHECK: weft.matmul_epilogue gelu %{{.*}}, %{{.*}} : (tensor<8x64xbf16>, tensor<64x256xbf16>) -> (tensor<8x256xbf16>, tensor<8x256xbf16>)
+  %2:2 = weft.matmul_epilogue gelu %xb, %wt : (tensor<8x64xbf16>, tensor<64x256xbf16>) -> (tensor<8x256xbf16>, tensor<8x256xbf16>)
+  // CHECK: weft.matmul_epilogue dgelu %{{.*}}, %{{.*}} preactivation %{{.*}} : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<2x8x256xf32>) -> tensor<2x8x256xf32>
+  %3 = weft.matmul_epilogue dgelu %dz, %w preactivation %1#1 : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<2x8x256xf32>) -> tensor<2x8x256xf32>
+  // CHECK: weft.matmul_epilogue bias %{{.*}}, %{{.*}} transpose_rhs bias %{{.*}} : (tensor<2x8x256xf32>, tensor<64x256xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %4 = weft.matmul_epilogue bias %3, %w transpose_rhs bias %c : (tensor<2x8x256xf32>, tensor<64x256xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  return %0, %1#0, %4, %2#0, %3 : tensor<2x8x256xf32>, tensor<2x8x256xf32>, tensor<2x8x64xf32>, tensor<8x256xbf16>, tensor<2x8x256xf32>
+}

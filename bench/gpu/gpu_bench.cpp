@@ -1,11 +1,14 @@
 //===- gpu_bench.cpp - the GPU runtime's GEMMs and attention, timed -------===//
 //
-//   weft-gpu-bench gemm M N K [iterations]
+//   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
 // runtime's own GEMM path (CudaDevice + CublasLt: the descriptors and the
-// heuristic's algorithm that weft.matmul uses).
+// heuristic's algorithm that weft.matmul uses), with an epilogue as
+// weft.matmul_epilogue asks for one; its first rows are checked against a
+// host reference (Weft's tanh-form GELU) and the largest error relative to
+// the output's scale is printed ("max_error"; over 2e-2 fails).
 // attention: one causal bf16 attention forward + backward (q, k, v
 // [B, S, H, D]) as the runtime runs it inside a training step: a two-step
 // program (weft.attention, weft.attention_grad) planned by GpuPlan and run by
@@ -21,6 +24,7 @@
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
+#include "runtime/support/ScalarMath.h"
 
 #include <algorithm>
 #include <chrono>
@@ -113,6 +117,39 @@ Bundle attentionBundle(int64_t b, int64_t h, int64_t s, int64_t d) {
   return bundle;
 }
 
+float bf16ToFloat(uint16_t x) {
+  uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// The largest |C - reference| over C's first `rows` rows, relative to the
+/// largest |reference|, reading A, B, bias and aux from `host` (bf16).
+double epilogueError(const GemmShape &g, int64_t rows,
+                     const std::vector<uint16_t> *host,
+                     const std::vector<uint16_t> &c) {
+  double worst = 0, scale = 1e-30;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < g.k; ++p)
+        sum += static_cast<double>(bf16ToFloat(host[0][i * g.k + p])) *
+               bf16ToFloat(host[1][p * g.n + j]);
+      double value = static_cast<float>(sum);
+      if (g.hasBias())
+        value += bf16ToFloat(host[3][j]);
+      if (g.epilogue == GemmEpilogue::Gelu ||
+          g.epilogue == GemmEpilogue::BiasGelu)
+        value = gelu(value);
+      else if (g.epilogue == GemmEpilogue::DGelu)
+        value = geluGrad(bf16ToFloat(host[4][i * g.n + j]), value);
+      worst = std::max(worst, std::fabs(bf16ToFloat(c[i * g.n + j]) - value));
+      scale = std::max(scale, std::fabs(value));
+    }
+  return worst / scale;
+}
+
 int gemm(int argc, char **argv) {
   GemmShape g;
   g.m = std::atoll(argv[0]);
@@ -120,6 +157,11 @@ int gemm(int argc, char **argv) {
   g.k = std::atoll(argv[2]);
   g.type = DType::BF16;
   int iterations = argc > 3 ? std::atoi(argv[3]) : 20;
+  std::string epilogue = argc > 4 ? argv[4] : "none";
+  g.epilogue = gemmEpilogueNamed(epilogue);
+  if (g.epilogue == GemmEpilogue::None && epilogue != "none")
+    return fail(
+        absl::InvalidArgumentError("unknown epilogue '" + epilogue + "'"));
   auto device = CudaDevice::open(0);
   if (!device.ok())
     return fail(device.status());
@@ -132,37 +174,53 @@ int gemm(int argc, char **argv) {
   if (!blas.ok())
     return fail(blas.status());
   std::mt19937 rng(1);
-  DeviceBuffer buffers[3];
-  int64_t sizes[3] = {g.m * g.k, g.k * g.n, g.m * g.n};
-  for (int i = 0; i < 3; ++i) {
-    std::vector<uint16_t> host = randomBf16(sizes[i], rng);
-    auto b = gpu.allocate(host.size() * 2);
+  // A, B, C, bias, aux.
+  DeviceBuffer buffers[5];
+  std::vector<uint16_t> host[5];
+  int64_t sizes[5] = {g.m * g.k, g.k * g.n, g.m * g.n, g.n, g.m * g.n};
+  for (int i = 0; i < 5; ++i) {
+    host[i] = randomBf16(sizes[i], rng);
+    auto b = gpu.allocate(host[i].size() * 2);
     if (!b.ok())
       return fail(b.status());
-    if (absl::Status s = gpu.copyToDevice(*b, host.data(), host.size() * 2);
+    if (absl::Status s =
+            gpu.copyToDevice(*b, host[i].data(), host[i].size() * 2);
         !s.ok())
       return fail(s);
     buffers[i] = *b;
   }
+  GemmOperands operands{buffers[0].address, buffers[1].address,
+                        buffers[2].address,
+                        g.hasBias() ? buffers[3].address : 0,
+                        g.hasAux() ? buffers[4].address : 0};
   auto stream = gpu.createStream();
   if (!stream.ok())
     return fail(stream.status());
   if (absl::Status s = (*blas)->prepare(g); !s.ok())
     return fail(s);
-  absl::StatusOr<double> median = medianMs(iterations, [&] {
-    absl::Status s = (*blas)->matmul(
-        g, {buffers[0].address, buffers[1].address, buffers[2].address},
-        *stream);
+  auto once = [&] {
+    absl::Status s = (*blas)->matmul(g, operands, *stream);
     return s.ok() ? gpu.synchronize(*stream) : s;
-  });
+  };
+  // Checked once, before the timed runs (DGelu reads the aux; the GELU
+  // kinds overwrite it, which the reference does not read).
+  if (absl::Status s = once(); !s.ok())
+    return fail(s);
+  std::vector<uint16_t> c(g.m * g.n);
+  if (absl::Status s = gpu.copyToHost(c.data(), buffers[2], c.size() * 2);
+      !s.ok())
+    return fail(s);
+  double error = epilogueError(g, std::min<int64_t>(g.m, 4), host, c);
+  absl::StatusOr<double> median = medianMs(iterations, once);
   if (!median.ok())
     return fail(median.status());
-  std::printf("{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"median_ms\": %.4f, "
-              "\"tflops\": %.1f, \"device\": \"%s\"}\n",
+  std::printf("{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"epilogue\": "
+              "\"%s\", \"median_ms\": %.4f, \"tflops\": %.1f, "
+              "\"max_error\": %.2e, \"device\": \"%s\"}\n",
               static_cast<long long>(g.m), static_cast<long long>(g.n),
-              static_cast<long long>(g.k), *median,
-              g.flops() / (*median * 1e-3) / 1e12, gpu.name().c_str());
-  return 0;
+              static_cast<long long>(g.k), epilogue.c_str(), *median,
+              g.flops() / (*median * 1e-3) / 1e12, error, gpu.name().c_str());
+  return error <= 2e-2 ? 0 : 1;
 }
 
 int attention(int argc, char **argv) {
@@ -203,7 +261,8 @@ int main(int argc, char **argv) {
     return gemm(argc - 2, argv + 2);
   if (what == "attention" && argc >= 6)
     return attention(argc - 2, argv + 2);
-  std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations]\n"
+  std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
+                       "[none|bias|gelu|bias_gelu|dgelu]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
                        "[iterations]\n");
   return 2;

@@ -3,7 +3,8 @@
 # GPU, whose image has CUDA, PyTorch and CuPy but none of Weft's build
 # dependencies (MLIR, Abseil, Gloo, OpenBLAS):
 #   - the generated-kernel and attention replay data (prepare_kernels.py);
-#   - GPU bundles (--target cuda): GPT-2-tiny f32 and bf16 for parity, and a
+#   - GPU bundles (--target cuda): GPT-2-tiny f32 and bf16 for parity (and
+#     f32 without GEMM epilogues), and a
 #     ~1B GPT (examples/configs/gpt-1b.json, bf16, batch 8 x 1024) to time;
 #   - 1 MiB of random bytes to train on;
 #   - runtime.tar.xz: weft-run and weft-gpu-bench with
@@ -29,6 +30,10 @@ for dtype in f32 bf16; do
   "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
     --dtype "$dtype" --adam-eps 1e-4 --target cuda -o "$DATA/parity-$dtype"
 done
+# The same f32 model with plain GEMMs: if cuBLASLt's epilogues (GELU) and
+# Weft's ops disagree, parity fails above and passes here.
+"$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
+  --adam-eps 1e-4 --target cuda --gemm-epilogues=false -o "$DATA/parity-f32-plain"
 "$WEFTC" compile --config examples/configs/gpt-1b.json --batch 8 --seq 1024 \
   --dtype bf16 --target cuda -o "$DATA/gpt-1b"
 # The 1B bundle's CPU kernels are not needed there.

@@ -9,7 +9,8 @@
 # It checks and times, each against a peer on the same GPU:
 #   1. parity: GPT-2-tiny, 3 AdamW steps with weft-run --device cuda against
 #      --device cpu (same bundle, seed, data): losses within 1e-4 (f32) and
-#      1e-2 (bf16), every parameter within 1e-4 (f32) and 1e-1 (bf16);
+#      1e-2 (bf16), every parameter within 1e-4 (f32) and 1e-1 (bf16); f32
+#      also without GEMM epilogues;
 #   2. every generated kernel of GPT-2-tiny and Llama-tiny from the bundle's
 #      cubin against the CPU kernel's outputs, and the attention kernels
 #      against float64 references;
@@ -18,7 +19,9 @@
 #      and through the fused kernels (weft-gpu-bench attention), against
 #      PyTorch's scaled_dot_product_attention;
 #   4. a GEMM-bound shape through Weft's GEMM path (cuBLASLt, the heuristic's
-#      algorithm) against torch.matmul;
+#      algorithm) against torch.matmul; the 1B MLP's GEMM with each epilogue
+#      (checked against Weft's GELU) against PyTorch eager and PyTorch's
+#      cuBLASLt GELU epilogue (torch._addmm_activation);
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
 #      Weft against PyTorch eager and torch.compile.
 # Results go to stdout and, as markdown, to $OUT/results.md when OUT is set.
@@ -52,8 +55,10 @@ echo; echo "## 1. Parity: GPT-2-tiny, 3 AdamW steps, GPU vs CPU"
 # (as FlashAttention does; the CPU keeps them f32), which moves a small
 # bias's three Adam steps by up to ~8% of its scale (test/runtime/
 # emulated_gpu_test.cpp measures the same on an emulated device).
-for dtype in f32 bf16; do
-  tol=$([ "$dtype" = f32 ] && echo "1e-4 1e-4" || echo "1e-2 1e-1")
+# f32-plain: the f32 bundle without cuBLASLt epilogues (weftc
+# --gemm-epilogues=false), to tell an epilogue mismatch from anything else.
+for dtype in f32 f32-plain bf16; do
+  tol=$([ "$dtype" = bf16 ] && echo "1e-2 1e-1" || echo "1e-4 1e-4")
   for dev in cpu cuda; do
     rm -f "$OUT/parity-$dtype-$dev.jsonl"
     "$WEFT_RUN" "$DATA/parity-$dtype" --data "$DATA/data.bin" --tokenizer bytes \
@@ -101,6 +106,36 @@ print("| system | median ms | TFLOP/s | vs torch |")
 print("|---|---|---|---|")
 print("| Weft (CublasLt, weft-gpu-bench gemm) | %.3f | %.0f | %.2fx |" % (w["median_ms"], w["tflops"], t["median_ms"] / w["median_ms"]))
 print("| torch.matmul | %.3f | %.0f | 1.00x |" % (t["median_ms"], t["tflops"]))
+PY
+
+echo; echo "## 4b. GEMM epilogues at the 1B MLP's shape (8192x8192x2048, bf16)"
+# Each Weft row also checks its first rows against Weft's own GELU on the
+# host (max_error relative to the output's scale; over 2e-2 fails).
+for epi in none bias bias_gelu dgelu; do
+  "$RT/weft-gpu-bench" gemm 8192 8192 2048 20 "$epi" || status=1
+done
+python3 - <<'PY'
+import json, statistics, torch
+import torch.nn.functional as F
+x = torch.randn(8192, 2048, device="cuda", dtype=torch.bfloat16)
+w = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, device="cuda", dtype=torch.bfloat16)
+def timed(name, fn):
+    times = []
+    for i in range(23):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); fn(); e.record(); e.synchronize()
+        if i >= 3:
+            times.append(s.elapsed_time(e))
+    print(json.dumps({"system": name, "median_ms": statistics.median(times)}))
+timed("torch x @ w", lambda: x @ w)
+timed("torch gelu(addmm, tanh) eager", lambda: F.gelu(torch.addmm(b, x, w), approximate="tanh"))
+# PyTorch's own cuBLASLt GELU epilogue.
+timed("torch._addmm_activation(use_gelu)", lambda: torch._addmm_activation(b, x, w, use_gelu=True))
+ref = F.gelu(torch.addmm(b, x, w).float(), approximate="tanh")
+fused = torch._addmm_activation(b, x, w, use_gelu=True).float()
+print(json.dumps({"torch epilogue vs tanh gelu, max error / scale":
+                  ((fused - ref).abs().max() / ref.abs().max()).item()}))
 PY
 
 echo; echo "## 5. ~1B GPT training step (bf16, batch 8 x 1024, AdamW)"

@@ -88,13 +88,28 @@ std::string launcherParams(FusedOp fused) {
 void emitElementLauncher(FusedOp fused, const std::string &name,
                          llvm::raw_ostream &os) {
   unsigned ins = fused.getInputs().size(), outs = fused.getNumResults();
-  auto call = [&](const std::string &in, const std::string &out) {
+  Block::BlockArgListType args = fused.getBody().front().getArguments();
+  // A 0-d input (a broadcast scalar) is read once per thread into s<i>.
+  auto scalar = [&](unsigned i) {
+    return cast<RankedTensorType>(args[i].getType()).getRank() == 0;
+  };
+  // `in` formats element reads of input {0} ({1}: its index), `out` writes.
+  auto call = [&](const std::string &in, const std::string &index,
+                  const std::string &out) {
     os << name << "_body(";
     for (unsigned i = 0; i < ins; ++i)
-      os << (i ? ", " : "") << llvm::formatv(in.c_str(), i);
+      os << (i ? ", " : "")
+         << (scalar(i) ? "s" + std::to_string(i)
+                       : llvm::formatv(in.c_str(), i, index).str());
     for (unsigned i = 0; i < outs; ++i)
       os << (ins + i ? ", " : "") << llvm::formatv(out.c_str(), i);
     os << ");\n";
+  };
+  auto loadScalars = [&](const char *indent, bool wide) {
+    for (unsigned i = 0; i < ins; ++i)
+      if (scalar(i))
+        os << indent << "const float s" << i << " = "
+           << (wide ? "weft_load(in" : "(in") << i << "[0]);\n";
   };
   os << "extern \"C\" __global__ void " << name << "_cuda"
      << launcherParams(fused) << " {\n"
@@ -105,36 +120,40 @@ void emitElementLauncher(FusedOp fused, const std::string &name,
     // bf16 in or out (a group of one mixed-precision op): element by
     // element, widening loads and rounding stores.
     os << "  for (int64_t i = first; i < n; i += stride) {\n";
+    loadScalars("    ", true);
     for (unsigned i = 0; i < outs; ++i)
       os << "    float t" << i << ";\n";
     os << "    ";
-    call("weft_load(in{0}[i])", "t{0}");
+    call("weft_load(in{0}[{1}])", "i", "t{0}");
     for (unsigned i = 0; i < outs; ++i)
       os << "    weft_store(out" << i << "[i], t" << i << ");\n";
     os << "  }\n}\n";
     return;
   }
+  loadScalars("  ", false);
   os << "  unsigned long long bits = 0";
   for (unsigned i = 0; i < ins; ++i)
-    os << " | (unsigned long long)in" << i;
+    if (!scalar(i))
+      os << " | (unsigned long long)in" << i;
   for (unsigned i = 0; i < outs; ++i)
     os << " | (unsigned long long)out" << i;
   os << ";\n  const int64_t vectors = (bits & 15) == 0 ? n / 4 : 0;\n"
      << "  for (int64_t v = first; v < vectors; v += stride) {\n";
   for (unsigned i = 0; i < ins; ++i)
-    os << "    const float4 x" << i << " = ((const float4 *)in" << i
-       << ")[v];\n";
+    if (!scalar(i))
+      os << "    const float4 x" << i << " = ((const float4 *)in" << i
+         << ")[v];\n";
   for (unsigned i = 0; i < outs; ++i)
     os << "    float4 y" << i << ";\n";
   for (const char *lane : {"x", "y", "z", "w"}) {
     os << "    ";
-    call(std::string("x{0}.") + lane, std::string("y{0}.") + lane);
+    call(std::string("x{0}.") + lane, "", std::string("y{0}.") + lane);
   }
   for (unsigned i = 0; i < outs; ++i)
     os << "    ((float4 *)out" << i << ")[v] = y" << i << ";\n";
   os << "  }\n"
      << "  for (int64_t i = vectors * 4 + first; i < n; i += stride)\n    ";
-  call("in{0}[i]", "out{0}[i]");
+  call("in{0}[{1}]", "i", "out{0}[i]");
   os << "}\n";
 }
 
@@ -155,10 +174,9 @@ LogicalResult emitRowLauncher(FusedOp fused, const std::string &name,
   llvm::raw_string_ostream es(elem);
   llvm::DenseMap<Value, std::string> names;
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    bool shared = cast<RankedTensorType>(arg.getType()).getNumElements() == d;
     names[arg] = "a" + std::to_string(i);
     es << "      double a" << i << " = weft_load(in" << i << "["
-       << (shared ? "j" : "r * D + j") << "]);\n";
+       << inputIndex(arg, "r * D + j", d, "j") << "]);\n";
   }
   int next = 0;
   for (Operation &op : body.without_terminator()) {

@@ -38,6 +38,12 @@ operandExpression(mlir::Operation *op,
 
 bool isF32Tensor(mlir::Type type);
 
+/// Where a launcher reads element `index` (a C++ expression) of a group's
+/// input: a 0-d input (a scalar the group broadcasts) at 0, an input of
+/// `rowWidth` elements (a norm's weights) at `column`, any other at `index`.
+std::string inputIndex(mlir::Value input, const std::string &index,
+                       int64_t rowWidth = 0, const std::string &column = "");
+
 /// The source of every fused group of `module`: `prelude` and the shared
 /// math, then per group `row(fused, name, os)` for a row group, or the
 /// element body and `elementLauncher(fused, name, os)`.

@@ -94,6 +94,8 @@ FailureOr<std::string> kernelExpression(Operation *op,
         return "weft_silu_grad(" + a(0) + ", " + a(1) + ")";
       })
       .Case([&](CastOp) { return a(0); })
+      // Only of a 0-d input inside a group: every element reads that value.
+      .Case([&](BroadcastOp) { return a(0); })
       .Default([](Operation *o) -> FailureOr<std::string> {
         o->emitError("no C++ kernel expression for this op");
         return failure();
@@ -112,6 +114,16 @@ operandExpression(Operation *op,
 bool isF32Tensor(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
   return r && r.getElementType().isF32();
+}
+
+std::string inputIndex(Value input, const std::string &index, int64_t rowWidth,
+                       const std::string &column) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getRank() == 0)
+    return "0";
+  if (rowWidth && type.getNumElements() == rowWidth)
+    return column;
+  return index;
 }
 
 /// A group holding a norm runs row by row over the last dimension: every
@@ -137,9 +149,8 @@ static LogicalResult emitRowKernel(FusedOp fused, const std::string &name,
     os << "  std::vector<double> " << a << "(D);\n";
   os << "  for (int64_t r = 0; r < n / D; ++r) {\n";
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    bool shared = cast<RankedTensorType>(arg.getType()).getNumElements() == d;
     os << "    for (int64_t j = 0; j < D; ++j)\n      a" << i << "[j] = in["
-       << i << "][" << (shared ? "j" : "r * D + j") << "];\n";
+       << i << "][" << inputIndex(arg, "r * D + j", d, "j") << "];\n";
     names[arg] = "a" + std::to_string(i) + "[j]";
   }
   next = 0;
@@ -316,8 +327,10 @@ FailureOr<std::string> emitKernelSource(ModuleOp module) {
        << "(const float *const *in, float *const *out, "
        << "int64_t n) {\n  for (int64_t i = 0; i < n; ++i)\n    " << name
        << "_body(";
-    for (unsigned i = 0; i < fused.getInputs().size(); ++i)
-      os << (i ? ", " : "") << "in[" << i << "][i]";
+    for (auto [i, arg] :
+         llvm::enumerate(fused.getBody().front().getArguments()))
+      os << (i ? ", " : "") << "in[" << i << "][" << inputIndex(arg, "i")
+         << "]";
     for (unsigned i = 0, ins = fused.getInputs().size();
          i < fused.getNumResults(); ++i)
       os << (ins + i ? ", " : "") << "out[" << i << "][i]";

@@ -27,6 +27,19 @@ bool isNarrow(Operation *op) {
          !type.getElementType().isF32() && !type.getElementType().isF64();
 }
 
+/// A broadcast of a 0-d f32 value (AdamW's step size and bias corrections,
+/// a clipping scale): inside a group it is that one value read by every
+/// element, where alone it would write a whole tensor for the next kernel
+/// to read back.
+bool isScalarBroadcast(Operation *op) {
+  auto bc = dyn_cast<weft::BroadcastOp>(op);
+  return bc && cast<RankedTensorType>(bc.getInput().getType()).getRank() == 0 &&
+         bc.getType().getElementType().isF32() &&
+         cast<RankedTensorType>(bc.getInput().getType())
+             .getElementType()
+             .isF32();
+}
+
 /// Elementwise weft ops over one shape: the ops a generated loop kernel
 /// runs. Kernels hold f32 values, so only f32 ops group; with `singleOps`,
 /// a narrow (mixed-precision) op becomes a kernel of its own, which the
@@ -35,6 +48,8 @@ bool isNarrow(Operation *op) {
 bool fusible(Operation *op, bool singleOps) {
   if (!isa<weft::WeftDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
+  if (isScalarBroadcast(op))
+    return true;
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   if (!type.getElementType().isF32() && !(singleOps && isNarrow(op)))
     return false;
@@ -69,6 +84,61 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
 
   SmallVector<Group> groups;
   llvm::DenseMap<Operation *, unsigned> groupOf;
+  // Whether every value that `members` read from outside them (besides
+  // leaves and splats, which move freely) is defined before `first`: then
+  // they can all run as one op placed at `first`.
+  auto inputsPrecede = [&](ArrayRef<Operation *> members,
+                           ArrayRef<unsigned> merged, int64_t first) {
+    return llvm::all_of(members, [&](Operation *member) {
+      return llvm::all_of(member->getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        if (!def || isSplatConstant(v) || isLeaf(v))
+          return true;
+        auto g = groupOf.find(def);
+        if (g != groupOf.end() && llvm::is_contained(merged, g->second))
+          return true;
+        return position[def] < first;
+      });
+    });
+  };
+  // The group `op` joins, if any: all of `candidates` merged into the
+  // earliest-starting one when their inputs allow (a chain that forked and
+  // meets again, as AdamW's moments do), else one of them alone; the
+  // others then stay as they are.
+  auto join = [&](Operation &op,
+                  ArrayRef<unsigned> candidates) -> std::optional<unsigned> {
+    if (candidates.empty())
+      return std::nullopt;
+    unsigned base = *llvm::min_element(candidates, [&](unsigned a, unsigned b) {
+      return groups[a].first < groups[b].first;
+    });
+    Operation *self = &op;
+    bool mergeable =
+        inputsPrecede(self, candidates, groups[base].first) &&
+        llvm::all_of(candidates, [&](unsigned g) {
+          return inputsPrecede(groups[g].ops, candidates, groups[base].first);
+        });
+    if (mergeable) {
+      for (unsigned g : candidates) {
+        if (g == base)
+          continue;
+        for (Operation *moved : groups[g].ops) {
+          groups[base].ops.push_back(moved);
+          groupOf[moved] = base;
+        }
+        groups[g].ops.clear();
+      }
+      // Cloned in this order into the body: keep the block's (topological).
+      llvm::sort(groups[base].ops, [&](Operation *a, Operation *b) {
+        return position[a] < position[b];
+      });
+      return base;
+    }
+    for (unsigned g : candidates)
+      if (inputsPrecede(self, {g}, groups[g].first))
+        return g;
+    return std::nullopt;
+  };
   for (Operation &op : body) {
     if (!fusible(&op, singleOps))
       continue;
@@ -78,27 +148,17 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
       groups.push_back(Group{{&op}, position[&op]});
       continue;
     }
-    // Join a producer's group if every other operand predates that group.
-    std::optional<unsigned> chosen;
-    for (Value operand : op.getOperands()) {
-      Operation *producer = operand.getDefiningOp();
-      auto it = producer ? groupOf.find(producer) : groupOf.end();
-      if (it == groupOf.end())
-        continue;
-      unsigned g = it->second;
-      bool acyclic = llvm::all_of(op.getOperands(), [&](Value other) {
-        Operation *def = other.getDefiningOp();
-        if (!def || isSplatConstant(other) || isLeaf(other))
-          return true;
-        auto og = groupOf.find(def);
-        return (og != groupOf.end() && og->second == g) ||
-               position[def] < groups[g].first;
-      });
-      if (acyclic) {
-        chosen = g;
-        break;
-      }
-    }
+    // The groups of this op's operands' producers, of its own type (a
+    // scalar broadcast's operand comes from a 0-d group, not one to join).
+    Type type = op.getResult(0).getType();
+    llvm::SetVector<unsigned> candidates;
+    for (Value operand : op.getOperands())
+      if (Operation *producer = operand.getDefiningOp())
+        if (auto it = groupOf.find(producer);
+            it != groupOf.end() &&
+            groups[it->second].ops.front()->getResult(0).getType() == type)
+          candidates.insert(it->second);
+    std::optional<unsigned> chosen = join(op, candidates.getArrayRef());
     if (!chosen) {
       chosen = groups.size();
       groups.push_back(Group{{}, position[&op]});

@@ -241,6 +241,11 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     return e.sub(scalar(1.0), power);
   };
   Value bc1 = correction(config.beta1), bc2 = correction(config.beta2);
+  // Decoupled weight decay's factor 1 - lr wd, once for every matrix (and
+  // before the updates, so each parameter's update fuses into one kernel).
+  Value keep = config.weightDecay > 0
+                   ? e.sub(scalar(1.0), e.mul(lr, scalar(config.weightDecay)))
+                   : Value();
 
   for (Update &u : updates) {
     Type type = u.value.getType();
@@ -274,9 +279,7 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     bool decay =
         cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
     if (decay)
-      p = e.mul(
-          p, expand(e.sub(scalar(1.0), e.mul(lr, scalar(config.weightDecay))),
-                    type));
+      p = e.mul(p, expand(keep, type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
     if (u.gatherDim >= 0)
       updated = AllGatherOp::create(

@@ -767,7 +767,10 @@ LogicalResult FusedOp::verify() {
     bool splat =
         isa<ConstantOp>(op) && cast<ConstantOp>(op).getValue().isSplat();
     bool rowNorm = isa<LayerNormOp, RMSNormOp>(op);
-    if (!splat && !rowNorm && !op.hasTrait<OpTrait::Elementwise>())
+    auto bc = dyn_cast<BroadcastOp>(op);
+    bool scalar =
+        bc && cast<RankedTensorType>(bc.getInput().getType()).getRank() == 0;
+    if (!splat && !rowNorm && !scalar && !op.hasTrait<OpTrait::Elementwise>())
       return op.emitOpError("cannot be part of a fused elementwise group");
   }
   return success();

@@ -1100,7 +1100,8 @@ def Weft_FusedOp : Weft_Op<"fused",
   let description = [{
     Created by `weft-fusion-group`. The body's block arguments are the
     `inputs`; its ops are elementwise weft ops over tensors of one shape,
-    splat constants, and norms over the last dimension (`weft.layer_norm`,
+    splat constants, broadcasts of 0-d inputs (one value every element
+    reads), and norms over the last dimension (`weft.layer_norm`,
     `weft.rms_norm`, whose [D] weights are inputs); `weft.yield` names the
     values the group makes visible outside, which are the results. Semantics are those of the body
     run once: each op still rounds its result to its element type, so fusing

@@ -727,3 +727,15 @@ func.func @epilogue_preactivation_type(%x: tensor<8x64xf32>, %w: tensor<64x32xf3
   %0 = weft.matmul_epilogue dgelu %x, %w preactivation %p : (tensor<8x64xf32>, tensor<64x32xf32>, tensor<8x64xf32>) -> tensor<8x32xf32>
   return %0 : tensor<8x32xf32>
 }
+
+// -----
+
+func.func @fused_broadcast_of_a_vector(%b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = weft.fused(%b) : (tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    // expected-error @+1 {{'weft.broadcast' op cannot be part of a fused elementwise group}}
+    %1 = weft.broadcast %a dims [1] : tensor<8xf32> -> tensor<4x8xf32>
+    weft.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}

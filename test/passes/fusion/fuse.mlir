@@ -30,7 +30,8 @@ func.func @mlp(%x: tensor<4x8xf32>, %w1: tensor<8x32xf32>, %b1: tensor<32xf32>, 
 
 // Splat constants are copied in; an op whose other operand is computed after
 // the group started does not join it (that would make a cycle), and a value
-// used outside is yielded.
+// used outside is yielded. The broadcast 0-d maximum starts a second group,
+// which reads it as one value.
 // CHECK-LABEL: func.func @cycle
 func.func @cycle(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
   // CHECK: %[[F:.*]]:2 = weft.fused(%{{.*}}) : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
@@ -44,8 +45,11 @@ func.func @cycle(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
   %b = weft.mul %a, %two : tensor<16xf32>
   // CHECK: %[[R:.*]] = weft.reduce_max %[[F]]#0
   %r = weft.reduce_max %a dims [0] : tensor<16xf32>
+  // CHECK: weft.fused(%[[R]], %[[F]]#1) : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+  // CHECK-NEXT: ^bb0(%[[S:.*]]: tensor<f32>, %[[B:.*]]: tensor<16xf32>):
+  // CHECK-NEXT: %[[SB:.*]] = weft.broadcast %[[S]] dims [] : tensor<f32> -> tensor<16xf32>
+  // CHECK-NEXT: weft.sub %[[B]], %[[SB]] : tensor<16xf32>
   %rb = weft.broadcast %r dims [] : tensor<f32> -> tensor<16xf32>
-  // CHECK: weft.sub %[[F]]#1, %{{.*}} : tensor<16xf32>
   %c = weft.sub %b, %rb : tensor<16xf32>
   return %c, %a : tensor<16xf32>, tensor<16xf32>
 }
@@ -81,4 +85,53 @@ func.func @residual_norm(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x
   %n = weft.layer_norm %h, %g, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
   // CHECK: return %[[F]]#1, %[[F]]#0
   return %n, %h : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// AdamW's shape: a gradient scaled by a 0-d clip factor, two moments that
+// fork from it and meet again, bias corrections and the step size as 0-d
+// values. The scalars' broadcasts come in as 0-d inputs, and the two chains
+// (each its own group until the add that joins them) merge: one kernel.
+// CHECK-LABEL: func.func @adam_like
+func.func @adam_like(%g: tensor<8x4xf32>, %m: tensor<8x4xf32>, %v: tensor<8x4xf32>, %clip: tensor<f32>, %c1: tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  // CHECK: weft.fused(%arg3, %arg0, %arg1, %arg2, %arg4) : (tensor<f32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>) -> (tensor<8x4xf32>, tensor<8x4xf32>)
+  // CHECK-COUNT-2: weft.broadcast %{{.*}} dims [] : tensor<f32> -> tensor<8x4xf32>
+  // CHECK-NOT: weft.fused
+  %cb = weft.broadcast %clip dims [] : tensor<f32> -> tensor<8x4xf32>
+  %g2 = weft.mul %g, %cb : tensor<8x4xf32>
+  %half = weft.constant dense<0.5> : tensor<8x4xf32>
+  %mm = weft.mul %m, %half : tensor<8x4xf32>
+  %gm = weft.mul %g2, %half : tensor<8x4xf32>
+  %m2 = weft.add %mm, %gm : tensor<8x4xf32>
+  %vv = weft.mul %v, %half : tensor<8x4xf32>
+  %gg = weft.square %g2 : tensor<8x4xf32>
+  %v2 = weft.add %vv, %gg : tensor<8x4xf32>
+  %c1b = weft.broadcast %c1 dims [] : tensor<f32> -> tensor<8x4xf32>
+  %mh = weft.div %m2, %c1b : tensor<8x4xf32>
+  %u = weft.div %mh, %v2 : tensor<8x4xf32>
+  return %u, %m2 : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A chain may not merge with a group that starts earlier when one of its
+// inputs is computed after that group began: the exp's group cannot take
+// the second chain (its 0-d input needs the exp), so the add joins that
+// chain instead and the exp stays alone.
+// CHECK-LABEL: func.func @no_merge_across
+func.func @no_merge_across(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  // CHECK-NEXT: %[[A:.*]] = weft.exp %arg0
+  %a = weft.exp %x : tensor<16xf32>
+  // CHECK-NEXT: %[[R:.*]] = weft.reduce_sum %[[A]]
+  %r = weft.reduce_sum %a dims [0] : tensor<16xf32>
+  // CHECK-NEXT: weft.fused(%[[R]], %arg1, %[[A]])
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: weft.broadcast
+  // CHECK-NEXT: weft.mul
+  // CHECK-NEXT: weft.add
+  %rb = weft.broadcast %r dims [] : tensor<f32> -> tensor<16xf32>
+  %b = weft.mul %y, %rb : tensor<16xf32>
+  %c = weft.add %a, %b : tensor<16xf32>
+  return %c : tensor<16xf32>
 }

@@ -255,8 +255,9 @@ absl::Status Communicator::allToAll(const std::vector<std::string> &axes,
                                     const float *in, float *out, size_t count) {
   return collective("all-to-all", axes, [&](const auto &context, uint32_t t) {
     gloo::AlltoallOptions opts(context);
-    opts.setInput(const_cast<float *>(in), count);
-    opts.setOutput(out, count);
+    size_t total = count * static_cast<size_t>(context->size);
+    opts.setInput(const_cast<float *>(in), total);
+    opts.setOutput(out, total);
     opts.setTag(t);
     opts.setTimeout(timeout);
     gloo::alltoall(opts);

@@ -78,8 +78,8 @@ public:
   /// group order. No axes: the group of every rank, in rank order.
   absl::Status allGather(const std::vector<std::string> &axes, const float *in,
                          float *out, size_t count);
-  /// `in` holds group-size blocks of count / group; block j goes to member
-  /// j, and `out` holds the blocks received, in group order.
+  /// `in` holds group-size blocks of `count`; block j goes to member j, and
+  /// `out` holds the blocks received, in group order.
   absl::Status allToAll(const std::vector<std::string> &axes, const float *in,
                         float *out, size_t count);
   /// Waits for every rank (a barrier on the whole job).

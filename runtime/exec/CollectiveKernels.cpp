@@ -210,8 +210,8 @@ absl::StatusOr<Kernel> bindCollective(const StepSpec &step,
     auto received = std::make_shared<std::vector<float>>(y.size());
     return Kernel([=] {
       pack(x.f(), from, g, scratch->data());
-      if (absl::Status s =
-              comm->allToAll(axes, scratch->data(), received->data(), x.size());
+      if (absl::Status s = comm->allToAll(axes, scratch->data(),
+                                          received->data(), x.size() / g);
           !s.ok())
         return s;
       unpack(received->data(), to, g, y.f());

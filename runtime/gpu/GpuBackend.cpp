@@ -291,6 +291,9 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
           : l.collective == "all_gather"
               ? options.collectives->allGather(l.axes, b.addresses[0],
                                                b.addresses[1], l.count, stream)
+          : l.collective == "all_to_all"
+              ? options.collectives->allToAll(l.axes, b.addresses[0],
+                                              b.addresses[1], l.count, stream)
               : options.collectives->reduceScatter(
                     l.axes, b.addresses[0], b.addresses[1], l.count, stream);
       break;

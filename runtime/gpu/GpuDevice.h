@@ -147,6 +147,11 @@ public:
   virtual absl::Status reduceScatter(const std::vector<std::string> &axes,
                                      uint64_t in, uint64_t out, size_t count,
                                      void *stream) = 0;
+  /// `in` holds group-size blocks of `count` floats; block j goes to member
+  /// j, whose `out` holds, in group order, the block each member sent it.
+  virtual absl::Status allToAll(const std::vector<std::string> &axes,
+                                uint64_t in, uint64_t out, size_t count,
+                                void *stream) = 0;
 };
 
 } // namespace weft::runtime

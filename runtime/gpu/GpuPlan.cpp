@@ -313,34 +313,67 @@ absl::Status Planner::collective(const StepSpec &s) {
   if (s.operands.size() != 1 || s.results.size() != 1)
     return absl::InvalidArgumentError("needs one operand and one result");
   int64_t x = s.operands[0], y = s.results[0];
-  int64_t dim = attrI(s, "dim");
-  // The split tensor [outer, g * b, inner] as g blocks [outer, b, inner]:
-  // blocks[j] = whole[:, j b : (j + 1) b, :], walked as [g, outer, b inner].
-  const Shape &whole = s.op == "weft.all_gather" ? shape(y) : shape(x);
-  if (dim < 0 || dim >= static_cast<int64_t>(whole.size()))
-    return absl::InvalidArgumentError("'dim' is out of range");
-  int64_t outer = product(whole, 0, dim), inner = product(whole, dim + 1),
-          b = whole[dim] / g, block = outer * b * inner;
-  Shape dims = {g, outer, b * inner},
-        wholeStrides = {b * inner, whole[dim] * inner, 1},
-        blockStrides = {block, b * inner, 1};
+  // A tensor split along `dim` into g blocks: [outer, g * b, inner] walked
+  // as [g, outer, b inner], blocks[j] = whole[:, j b : (j + 1) b, :] packed
+  // one after another in `blocks`.
+  struct Split {
+    Shape dims, wholeStrides, blockStrides;
+    int64_t blockRow, block; // Elements in a block's row, in a block.
+  };
+  auto split = [&](const Shape &whole,
+                   const char *attr) -> absl::StatusOr<Split> {
+    int64_t dim = attrI(s, attr);
+    if (dim < 0 || dim >= static_cast<int64_t>(whole.size()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", attr, "' is out of range"));
+    int64_t outer = product(whole, 0, dim), inner = product(whole, dim + 1),
+            b = whole[dim] / g;
+    return Split{{g, outer, b * inner},
+                 {b * inner, whole[dim] * inner, 1},
+                 {outer * b * inner, b * inner, 1},
+                 b * inner,
+                 outer * b * inner};
+  };
+  auto pack = [&](GpuArg from, const Split &p, GpuArg to) {
+    return stridedCopy(from, to, 4, p.dims, p.wholeStrides, 0, p.blockStrides,
+                       0);
+  };
+  auto unpack = [&](GpuArg from, const Split &p, GpuArg to) {
+    return stridedCopy(from, to, 4, p.dims, p.blockStrides, 0, p.wholeStrides,
+                       0);
+  };
+  bool gather = s.op == "weft.all_gather";
+  absl::StatusOr<Split> p =
+      split(gather ? shape(y) : shape(x),
+            s.op == "weft.all_to_all" ? "split_dim" : "dim");
+  if (!p.ok())
+    return p.status();
   if (s.op == "weft.shard_slice") // This rank's block, no data moved.
-    return stridedCopy(wide(x), wide(y), 4, {outer, b * inner},
-                       {whole[dim] * inner, 1}, me * b * inner, {b * inner, 1},
-                       0);
-  GpuArg blocks = scratch(g * block * 4);
-  if (s.op == "weft.all_gather") {
-    call("all_gather", wide(x), blocks, block);
-    return stridedCopy(blocks, wide(y), 4, dims, blockStrides, 0, wholeStrides,
-                       0);
+    return stridedCopy(wide(x), wide(y), 4, {p->dims[1], p->blockRow},
+                       {p->wholeStrides[1], 1}, me * p->blockRow,
+                       {p->blockRow, 1}, 0);
+  GpuArg blocks = scratch(g * p->block * 4);
+  if (gather) {
+    call("all_gather", wide(x), blocks, p->block);
+    return unpack(blocks, *p, wide(y));
   }
+  if (absl::Status st = pack(wide(x), *p, blocks); !st.ok())
+    return st;
   if (s.op == "weft.reduce_scatter") {
-    if (absl::Status st = stridedCopy(wide(x), blocks, 4, dims, wholeStrides, 0,
-                                      blockStrides, 0);
-        !st.ok())
-      return st;
-    call("reduce_scatter", blocks, wide(y), block);
+    call("reduce_scatter", blocks, wide(y), p->block);
     return absl::OkStatus();
+  }
+  if (s.op == "weft.all_to_all") {
+    // Blocks out along split_dim; the ones received concatenated along
+    // concat_dim in group order.
+    absl::StatusOr<Split> q = split(shape(y), "concat_dim");
+    if (!q.ok())
+      return q.status();
+    if (q->block != p->block)
+      return absl::InvalidArgumentError("all_to_all changes the size");
+    GpuArg received = scratch(g * p->block * 4);
+    call("all_to_all", blocks, received, p->block);
+    return unpack(received, *q, wide(y));
   }
   return absl::UnimplementedError(
       absl::StrCat(s.op, " is not in the GPU runtime yet"));
@@ -838,6 +871,11 @@ absl::Status Planner::planStep(const StepSpec &s) {
     kernel("weft_expert_move", gridFor((combine ? pairs / k : pairs) * dim),
            {wide(src), raw(ids), slots, combine ? wide(s.operands[1]) : null(),
             wide(dst), i64(pairs), i64(k), i64(capacity), i64(dim), i32(mode)});
+  } else if (op == "weft.dropout") {
+    int64_t n = count(s.results[0]);
+    kernel("weft_dropout", gridFor(n),
+           {wide(s.operands[0]), wide(s.results[0]), i64(n),
+            f64(attrF(s, "rate")), i64(attrI(s, "seed"))});
   } else if (op == "weft.one_hot") {
     int64_t classes = shape(s.results[0]).back();
     kernel("weft_one_hot", gridFor(count(s.results[0])),

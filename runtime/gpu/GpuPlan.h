@@ -64,8 +64,9 @@ struct GpuLaunch {
   std::vector<GpuArg> args;
   GemmShape gemm;
   int64_t bytes = 0; // Zero and Copy.
-  /// Collective: "all_reduce" (a sum), "all_reduce_max", "all_gather" or
-  /// "reduce_scatter" of `count` floats per member over the group of `axes`
+  /// Collective: "all_reduce" (a sum), "all_reduce_max", "all_gather",
+  /// "reduce_scatter" or "all_to_all" of `count` floats per member over the
+  /// group of `axes`
   /// (GpuCollectives).
   std::string collective;
   std::vector<std::string> axes;

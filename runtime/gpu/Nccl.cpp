@@ -29,6 +29,11 @@ struct NcclLibrary {
   ncclResult (*allGather)(const void *, void *, size_t, int, void *, void *);
   ncclResult (*reduceScatter)(const void *, void *, size_t, int, int, void *,
                               void *);
+  ncclResult (*send)(const void *, size_t, int, int, void *, void *);
+  ncclResult (*recv)(void *, size_t, int, int, void *, void *);
+  ncclResult (*groupStart)();
+  ncclResult (*groupEnd)();
+  ncclResult (*commCount)(void *, int *);
   const char *(*errorString)(ncclResult);
 };
 
@@ -57,6 +62,11 @@ NcclCollectives::create(Communicator &comm,
   d.bind(l.allReduce, "ncclAllReduce");
   d.bind(l.allGather, "ncclAllGather");
   d.bind(l.reduceScatter, "ncclReduceScatter");
+  d.bind(l.send, "ncclSend");
+  d.bind(l.recv, "ncclRecv");
+  d.bind(l.groupStart, "ncclGroupStart");
+  d.bind(l.groupEnd, "ncclGroupEnd");
+  d.bind(l.commCount, "ncclCommCount");
   d.bind(l.errorString, "ncclGetErrorString");
   if (!d.allBound())
     return absl::UnavailableError("libnccl lacks an entry point Weft needs");
@@ -144,6 +154,35 @@ NcclCollectives::reduceScatter(const std::vector<std::string> &axes,
                                   reinterpret_cast<void *>(out), count,
                                   kNcclFloat32, kNcclSum, *c, stream),
                "reduce-scatter");
+}
+
+absl::Status NcclCollectives::allToAll(const std::vector<std::string> &axes,
+                                       uint64_t in, uint64_t out, size_t count,
+                                       void *stream) {
+  absl::StatusOr<void *> c = comm(axes);
+  if (!c.ok())
+    return c.status();
+  int members = 0;
+  if (absl::Status s = check(lib->commCount(*c, &members), "comm count");
+      !s.ok())
+    return s;
+  // NCCL has no all-to-all of its own: one send and one receive per peer,
+  // grouped so they progress together (and cannot deadlock on ordering).
+  size_t bytes = count * sizeof(float);
+  if (absl::Status s = check(lib->groupStart(), "group start"); !s.ok())
+    return s;
+  absl::Status status = absl::OkStatus();
+  for (int peer = 0; peer < members && status.ok(); ++peer) {
+    status = check(lib->send(reinterpret_cast<const void *>(in + peer * bytes),
+                             count, kNcclFloat32, peer, *c, stream),
+                   "send");
+    if (status.ok())
+      status = check(lib->recv(reinterpret_cast<void *>(out + peer * bytes),
+                               count, kNcclFloat32, peer, *c, stream),
+                     "receive");
+  }
+  absl::Status end = check(lib->groupEnd(), "group end");
+  return status.ok() ? end : status;
 }
 
 } // namespace weft::runtime

@@ -35,6 +35,9 @@ public:
                          size_t count, bool max, void *stream) override;
   absl::Status allGather(const std::vector<std::string> &axes, uint64_t in,
                          uint64_t out, size_t count, void *stream) override;
+  /// Grouped ncclSend / ncclRecv to and from every member.
+  absl::Status allToAll(const std::vector<std::string> &axes, uint64_t in,
+                        uint64_t out, size_t count, void *stream) override;
   absl::Status reduceScatter(const std::vector<std::string> &axes, uint64_t in,
                              uint64_t out, size_t count, void *stream) override;
 

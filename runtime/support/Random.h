@@ -12,24 +12,21 @@
 #ifndef WEFT_RUNTIME_SUPPORT_RANDOM_H
 #define WEFT_RUNTIME_SUPPORT_RANDOM_H
 
+#include "runtime/support/CounterRng.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string_view>
 
 namespace weft::runtime {
 
-/// splitmix64's finaliser: a bijective 64-bit mix.
-inline uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+/// splitmix64's finaliser: a bijective 64-bit mix (CounterRng.h).
+inline uint64_t splitmix64(uint64_t z) { return weft_splitmix64(z); }
 
 /// A uniform draw in [0, 1) with 24 random bits (exact in fp32) for element
-/// `index` of stream `seed`.
+/// `index` of stream `seed` (CounterRng.h, which the GPU kernels share).
 inline double uniform24(uint64_t seed, uint64_t index) {
-  uint64_t z = splitmix64(seed + (index + 1) * 0x9E3779B97F4A7C15ull);
-  return static_cast<double>(z >> 40) * 0x1p-24;
+  return weft_uniform24(seed, index);
 }
 
 /// A standard normal draw for element `index` (Box-Muller on draws 2i, 2i+1).

@@ -303,6 +303,15 @@ absl::Status HostCollectives::allGather(const std::vector<std::string> &axes,
   });
 }
 
+absl::Status HostCollectives::allToAll(const std::vector<std::string> &axes,
+                                       uint64_t in, uint64_t out, size_t count,
+                                       void *) {
+  return submit([this, axes, in, out, count] {
+    return comm.allToAll(axes, reinterpret_cast<const float *>(in),
+                         reinterpret_cast<float *>(out), count);
+  });
+}
+
 absl::Status
 HostCollectives::reduceScatter(const std::vector<std::string> &axes,
                                uint64_t in, uint64_t out, size_t count,

@@ -110,6 +110,8 @@ public:
                          size_t count, bool max, void *stream) override;
   absl::Status allGather(const std::vector<std::string> &axes, uint64_t in,
                          uint64_t out, size_t count, void *stream) override;
+  absl::Status allToAll(const std::vector<std::string> &axes, uint64_t in,
+                        uint64_t out, size_t count, void *stream) override;
   absl::Status reduceScatter(const std::vector<std::string> &axes, uint64_t in,
                              uint64_t out, size_t count, void *stream) override;
 

@@ -19,6 +19,7 @@ typedef long int64_t;
 #include <cstdint>
 #endif
 #ifndef WEFT_RUNTIME_GPU_KERNELS_OPSABI_H // NVRTC gets both ahead of this file.
+#include "../../support/CounterRng.h"
 #include "Bf16.cuh"
 #include "OpsAbi.h"
 #endif
@@ -555,6 +556,19 @@ extern "C" __global__ void weft_expert_move(
     else
       to[slot] = from[(mode == 0 ? p / k : p) * dim + d];
   }
+}
+
+// weft.dropout: element i is kept iff u(seed, i) >= rate (CounterRng.h, the
+// definition every backend shares), kept ones scaled by 1 / (1 - rate) in
+// double, as on the CPU.
+extern "C" __global__ void weft_dropout(const float *__restrict x,
+                                        float *__restrict y, long n,
+                                        double rate, long seed) {
+  for (long i = weft_thread(); i < n; i += weft_stride())
+    y[i] = rate > 0 && weft_uniform24((unsigned long long)seed,
+                                      (unsigned long long)i) < rate
+               ? 0.0f
+               : (float)(x[i] / (1.0 - rate));
 }
 
 // weft.one_hot: y[i, c] = 1 where ids[i] == c.

@@ -1,0 +1,36 @@
+//===- CounterRng.h - the counter-based uniform, C++ and CUDA -*- C++ -*-===//
+//
+// splitmix64 and the 24-bit uniform that weft.dropout and weft.param's
+// initializers are defined by (Random.h wraps them for the host). Plain C
+// so the same text compiles on the host, under nvcc and NVRTC (the GPU
+// runtime's ops.cu carries it, runtime/CMakeLists.txt) and in the test
+// emulator: one definition, so every backend draws the same numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_SUPPORT_COUNTERRNG_H
+#define WEFT_RUNTIME_SUPPORT_COUNTERRNG_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define WEFT_RNG_FN static __host__ __device__ inline
+#else
+#define WEFT_RNG_FN static inline
+#endif
+
+/// splitmix64's finaliser: a bijective 64-bit mix.
+WEFT_RNG_FN unsigned long long weft_splitmix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// A uniform draw in [0, 1) with 24 random bits (exact in fp32) for element
+/// `index` of stream `seed`.
+WEFT_RNG_FN double weft_uniform24(unsigned long long seed,
+                                  unsigned long long index) {
+  unsigned long long z =
+      weft_splitmix64(seed + (index + 1) * 0x9E3779B97F4A7C15ull);
+  return (double)(z >> 40) * 0x1p-24;
+}
+
+#endif // WEFT_RUNTIME_SUPPORT_COUNTERRNG_H

@@ -51,6 +51,18 @@ template <typename T> GpuArg bytesOf(const T &value) {
 }
 GpuArg null() { return GpuArg(); }
 
+/// How many chunks a two-pass reduction (ops.cu's weft_reduce_partial,
+/// weft_norm_grad_params) splits `length` reduced elements into, with
+/// `columns` blocks across the outputs and `depth` threads on each output:
+/// about 2048 blocks in all, enough to fill the GPU, but at least 16
+/// elements a thread.
+int64_t partialChunks(int64_t columns, int64_t length, int64_t depth) {
+  constexpr int64_t kPartialBlocks = 2048;
+  int64_t wide = (kPartialBlocks + columns - 1) / std::max<int64_t>(columns, 1);
+  int64_t deep = (length + 16 * depth - 1) / (16 * depth);
+  return std::clamp<int64_t>(std::min(wide, deep), 1, 65535);
+}
+
 unsigned gridFor(int64_t n) {
   return static_cast<unsigned>(std::max<int64_t>(
       1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)));
@@ -418,9 +430,23 @@ absl::Status Planner::reduce(const StepSpec &s, int kind) {
     ++rank;
   }
   int64_t outputs = count(s.results[0]), n = count(s.operands[0]);
-  kernel("weft_reduce", gridFor(outputs),
-         {wide(s.operands[0]), wide(s.results[0]), i64(outputs),
-          i64(outputs ? n / outputs : 0), bytesOf(ix), i32(kind)});
+  int64_t reduced = outputs ? n / outputs : 0;
+  // ops.cu's two passes: blocks of `width` outputs by chunks of the reduced
+  // elements.
+  int width = outputs >= 32 ? 32 : 1;
+  int64_t columns = (outputs + width - 1) / width;
+  int64_t chunks = partialChunks(columns, reduced, kThreads / width);
+  int64_t chunk = (reduced + chunks - 1) / chunks;
+  GpuArg partials = scratch(std::max<int64_t>(chunks * outputs, 1) * 8);
+  GpuLaunch &partial =
+      kernel("weft_reduce_partial",
+             static_cast<unsigned>(std::max<int64_t>(columns, 1)),
+             {wide(s.operands[0]), partials, i64(outputs), i64(reduced),
+              i64(chunk), i32(width), bytesOf(ix), i32(kind)});
+  partial.grid[1] = static_cast<unsigned>(chunks);
+  kernel("weft_reduce_finish", gridFor(outputs),
+         {partials, wide(s.results[0]), i64(outputs), i64(chunks), i64(reduced),
+          i32(kind)});
   return absl::OkStatus();
 }
 
@@ -684,9 +710,20 @@ absl::Status Planner::norm(const StepSpec &s, bool rms) {
          {wide(x), wide(s.operands[1]), wide(s.operands[2]), wide(s.results[0]),
           stats, i64(dim), i32(rms),
           f64(attrF(s, "epsilon", rms ? 1e-6 : 1e-5))});
-  kernel("weft_norm_grad_params", gridFor(dim),
-         {wide(x), wide(s.operands[2]), stats, wide(s.results[1]),
-          rms ? null() : wide(s.results[2]), i64(rows), i64(dim)});
+  // The weight and bias gradients: column sums over rows, in ops.cu's two
+  // passes (32 columns by a chunk of rows a block).
+  int64_t columns = (dim + 31) / 32;
+  int64_t chunks = partialChunks(columns, rows, kThreads / 32);
+  int64_t chunk = (rows + chunks - 1) / chunks;
+  GpuArg partials = scratch(chunks * dim * 16);
+  GpuLaunch &sums =
+      kernel("weft_norm_grad_params", static_cast<unsigned>(columns),
+             {wide(x), wide(s.operands[2]), stats, partials, i64(rows),
+              i64(dim), i64(chunk)});
+  sums.grid[1] = static_cast<unsigned>(chunks);
+  kernel("weft_norm_grad_finish", gridFor(dim),
+         {partials, wide(s.results[1]), rms ? null() : wide(s.results[2]),
+          i64(dim), i64(chunks)});
   return absl::OkStatus();
 }
 

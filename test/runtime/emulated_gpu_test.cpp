@@ -313,6 +313,20 @@ int nextPort() {
   return 36000 + static_cast<int>(getpid() % 1000) * 8 + jobs++ % 8;
 }
 
+/// A bundle of the hand-written program @run in `ir` (memory planned, no
+/// generated kernels), in a fresh directory named after `label`.
+std::string handWrittenBundle(const char *ir, const std::string &label) {
+  auto context = testutil::makeContext();
+  auto module = testutil::parse(*context, ir);
+  if (!module)
+    return "";
+  planMemory(testutil::firstFunc(*module));
+  std::string dir = testutil::uniqueTempPath(label + "-bundle");
+  EXPECT_TRUE(mlir::succeeded(
+      codegen::writeBundle(*module, {"run"}, dir, llvm::json::Object{})));
+  return dir;
+}
+
 absl::StatusOr<EmulatedRank> openRank(int r, int port, const std::string &dir) {
   EmulatedRank rank;
   runtime::RankInfo info;
@@ -484,8 +498,7 @@ TEST(EmulatedGpu, TensorParallelOnTwoRanksTrainsLikeOneCpuRank) {
 // ranks as threads, against the CPU runtime on the same ranks: equal to the
 // bit.
 TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
-  auto context = testutil::makeContext();
-  auto module = testutil::parse(*context, R"mlir(
+  std::string dir = handWrittenBundle(R"mlir(
     weft.mesh @mesh axes ["ep"] sizes [2]
     func.func @run(%x: tensor<4x6xf32>)
         -> (tensor<4x6xf32> {weft.output = "dropped"},
@@ -495,12 +508,9 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
           : tensor<4x6xf32> -> tensor<2x12xf32>
       return %d, %a : tensor<4x6xf32>, tensor<2x12xf32>
     }
-  )mlir");
-  ASSERT_TRUE(module);
-  planMemory(testutil::firstFunc(*module));
-  std::string dir = testutil::uniqueTempPath("dropout-all-to-all-bundle");
-  ASSERT_TRUE(mlir::succeeded(
-      codegen::writeBundle(*module, {"run"}, dir, llvm::json::Object{})));
+  )mlir",
+                                      "dropout-all-to-all");
+  ASSERT_FALSE(dir.empty());
   ASSERT_TRUE(emulatedGpuFor(dir));
 
   int port = nextPort();
@@ -554,5 +564,79 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
       zeros += v == 0.0f;
     EXPECT_GT(zeros, 1);
     EXPECT_LT(zeros, 12);
+  }
+}
+
+// Reductions run in two passes on the GPU (partials over chunks of the
+// reduced elements, then per output): a gradient norm's hundreds of
+// thousands of elements into one, a bias gradient's rows into columns,
+// a middle dimension, a NaN-propagating maximum, and a norm's weight and
+// bias gradients over 512 rows (four chunks), against the CPU's
+// one-thread-per-output sums (to f32 rounding: the order differs).
+TEST(EmulatedGpu, ReductionsMatchTheCpu) {
+  std::string dir = handWrittenBundle(R"mlir(
+    func.func @run(%a: tensor<64x4096xf32>, %b: tensor<512x96xf32>,
+                   %c: tensor<8x33x40xf32>, %d: tensor<100x7xf32>)
+        -> (tensor<f32> {weft.output = "norm"},
+            tensor<96xf32> {weft.output = "columns"},
+            tensor<8x40xf32> {weft.output = "middle"},
+            tensor<100xf32> {weft.output = "max"},
+            tensor<96xf32> {weft.output = "ln_weight_grad"},
+            tensor<96xf32> {weft.output = "ln_bias_grad"},
+            tensor<96xf32> {weft.output = "rms_weight_grad"}) {
+      %0 = weft.reduce_sum %a dims [0, 1] : tensor<64x4096xf32>
+      %1 = weft.reduce_sum %b dims [0] : tensor<512x96xf32>
+      %2 = weft.reduce_mean %c dims [1] : tensor<8x33x40xf32>
+      %3 = weft.reduce_max %d dims [1] : tensor<100x7xf32>
+      %w = weft.constant dense<1.5> : tensor<96xf32>
+      %4:3 = weft.layer_norm_grad %b, %w, %b : tensor<512x96xf32>, tensor<96xf32>
+      %5:2 = weft.rms_norm_grad %b, %w, %b {epsilon = 1.0e-5 : f64} : tensor<512x96xf32>, tensor<96xf32>
+      return %0, %1, %2, %3, %4#1, %4#2, %5#1 : tensor<f32>, tensor<96xf32>, tensor<8x40xf32>, tensor<100xf32>, tensor<96xf32>, tensor<96xf32>, tensor<96xf32>
+    }
+  )mlir",
+                                      "reductions");
+  ASSERT_FALSE(dir.empty());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(1.0f, 2.0f);
+  std::vector<std::vector<float>> inputs = {
+      std::vector<float>(64 * 4096), std::vector<float>(512 * 96),
+      std::vector<float>(8 * 33 * 40), std::vector<float>(100 * 7)};
+  for (auto &in : inputs)
+    for (float &v : in)
+      v = normal(rng);
+  inputs[3][3 * 7 + 4] = NAN; // Row 3's maximum is NaN.
+  auto cpu = runtime::Executor::create(*runtime::Bundle::load(dir));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE(
+      (*cpu)
+          ->run("run", {{{64, 4096}, runtime::DType::F32, inputs[0].data()},
+                        {{512, 96}, runtime::DType::F32, inputs[1].data()},
+                        {{8, 33, 40}, runtime::DType::F32, inputs[2].data()},
+                        {{100, 7}, runtime::DType::F32, inputs[3].data()}})
+          .ok());
+  std::unique_ptr<testutil::EmulatedGpu> device = emulatedGpuFor(dir);
+  ASSERT_TRUE(device);
+  auto gemm = std::make_unique<testutil::HostGemm>(*device);
+  runtime::Bundle bundle = *runtime::Bundle::load(dir); // Outlives the GPU.
+  auto gpu =
+      runtime::GpuBackend::createOn(bundle, {}, runtime::GpuBackend::Options(),
+                                    std::move(device), std::move(gemm));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  absl::Status run = (*gpu)->run("run", {inputs[0].data(), inputs[1].data(),
+                                         inputs[2].data(), inputs[3].data()});
+  ASSERT_TRUE(run.ok()) << run;
+  for (const char *name : {"norm", "columns", "middle", "max", "ln_weight_grad",
+                           "ln_bias_grad", "rms_weight_grad"}) {
+    SCOPED_TRACE(name);
+    std::vector<float> want = *(*cpu)->output("run", name),
+                       got = *(*gpu)->output("run", name);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+        continue;
+      }
+      EXPECT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-6) << i;
+    }
   }
 }

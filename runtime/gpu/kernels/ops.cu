@@ -4,10 +4,10 @@
 // norm gradients, cross-entropy, softmax, RoPE and element-type casts.
 //
 // Each follows its CPU kernel (runtime/exec/Kernels.cpp) operation for
-// operation: values are f32 in memory, arithmetic that the CPU does in
-// double is done in double here, and sums run in the CPU's order where
-// one thread owns them, so results match the CPU's to rounding of the
-// order-dependent block reductions. Bad data (a token id or label out of
+// operation: values are f32 in memory, and arithmetic that the CPU does in
+// double is done in double here. Long sums (reductions, norm parameter
+// gradients, rows) are split over threads and blocks, so they run in
+// another order than the CPU's: results match the CPU's to f32 rounding. Bad data (a token id or label out of
 // range) is recorded in the program's error word, which the runtime reads
 // after the program and reports with the step that found it.
 //
@@ -130,37 +130,72 @@ extern "C" __global__ void weft_convert(const void *in, int from, void *out,
 
 // ---- reductions -----------------------------------------------------------
 
-// kind: 0 sum, 1 mean, 2 max (NaN-propagating). One thread per output, so
-// each sum runs in the CPU's order.
-extern "C" __global__ void weft_reduce(const float *__restrict x,
-                                       float *__restrict y, long outputs,
-                                       long count, WeftReduceIndex ix,
-                                       int kind) {
-  for (long o = weft_thread(); o < outputs; o += weft_stride()) {
+// kind: 0 sum, 1 mean, 2 max (NaN-propagating), in double. In two passes,
+// so that a sum of a hundred million elements into one (a gradient norm)
+// spreads over the whole GPU rather than one thread: weft_reduce_partial's
+// block (x, c) combines chunk c of the reduced elements (`chunk` of them)
+// for `width` outputs x * width.. at once, 256 / width threads on each
+// (width 32 keeps neighbouring outputs' reads coalesced when the kept
+// dimensions are innermost; width 1 puts the whole block on one output),
+// and writes partials[c * outputs + o]; weft_reduce_finish combines each
+// output's partials in chunk order. Sums therefore run in a different order
+// than the CPU's, in double: they agree with it to f32 rounding.
+
+static __device__ inline double weft_combine(double a, double b, int kind) {
+  if (kind != 2)
+    return a + b;
+  return a != a || b != b ? __longlong_as_double(0x7ff8000000000000LL)
+                          : fmax(a, b);
+}
+
+extern "C" __global__ void weft_reduce_partial(const float *__restrict x,
+                                               double *__restrict partials,
+                                               long outputs, long count,
+                                               long chunk, int width,
+                                               WeftReduceIndex ix, int kind) {
+  __shared__ double red[WEFT_OPS_THREADS];
+  const int tx = threadIdx.x % width, ty = threadIdx.x / width,
+            depth = WEFT_OPS_THREADS / width;
+  const long o = (long)blockIdx.x * width + tx;
+  double acc = kind == 2 ? -weft_inf() : 0.0;
+  if (o < outputs) {
     long rest = o, base = 0;
     for (long d = ix.keptRank - 1; d >= 0; --d) {
       base += (rest % ix.keptDims[d]) * ix.keptStrides[d];
       rest /= ix.keptDims[d];
     }
-    double acc = kind == 2 ? -weft_inf() : 0.0;
-    bool nan = false;
-    for (long r = 0; r < count; ++r) {
+    long first = (long)blockIdx.y * chunk,
+         last = first + chunk < count ? first + chunk : count;
+    for (long r = first + ty; r < last; r += depth) {
       long left = r, at = base;
       for (long d = ix.reducedRank - 1; d >= 0; --d) {
         at += (left % ix.reducedDims[d]) * ix.reducedStrides[d];
         left /= ix.reducedDims[d];
       }
-      double v = x[at];
-      if (kind == 2) {
-        nan |= v != v;
-        acc = fmax(acc, v);
-      } else {
-        acc += v;
-      }
+      acc = weft_combine(acc, (double)x[at], kind);
     }
-    y[o] = (float)(nan ? __longlong_as_double(0x7ff8000000000000LL)
-                   : kind == 1 ? acc / count
-                               : acc);
+  }
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = depth / 2; s > 0; s >>= 1) {
+    if (ty < s)
+      red[threadIdx.x] =
+          weft_combine(red[threadIdx.x], red[threadIdx.x + s * width], kind);
+    __syncthreads();
+  }
+  if (ty == 0 && o < outputs)
+    partials[(long)blockIdx.y * outputs + o] = red[tx];
+}
+
+extern "C" __global__ void weft_reduce_finish(const double *__restrict partials,
+                                              float *__restrict y,
+                                              long outputs, long chunks,
+                                              long count, int kind) {
+  for (long o = weft_thread(); o < outputs; o += weft_stride()) {
+    double acc = partials[o];
+    for (long c = 1; c < chunks; ++c)
+      acc = weft_combine(acc, partials[c * outputs + o], kind);
+    y[o] = (float)(kind == 1 ? acc / count : acc);
   }
 }
 
@@ -235,18 +270,52 @@ extern "C" __global__ void weft_norm_grad_rows(
   }
 }
 
-// One thread per column: dw = sum over rows of dy * xhat, db = sum of dy,
-// in row order as on the CPU.
+// dw = sum over rows of dy * xhat, db = sum of dy, per column, in two
+// passes as weft_reduce's: block (x, c) takes columns 32 x.. (coalesced)
+// and the rows of chunk c, eight rows at a time, into partials[c, column];
+// weft_norm_grad_finish adds each column's chunks in order.
 extern "C" __global__ void weft_norm_grad_params(
     const float *__restrict x, const float *__restrict dy,
-    const double *__restrict stats, float *__restrict dw, float *__restrict db,
-    long rows, long dim) {
-  for (long j = weft_thread(); j < dim; j += weft_stride()) {
-    double gw = 0, gb = 0;
-    for (long r = 0; r < rows; ++r) {
+    const double *__restrict stats, double *__restrict partials, long rows,
+    long dim, long chunk) {
+  __shared__ double red[2 * WEFT_OPS_THREADS];
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  const long j = (long)blockIdx.x * 32 + tx;
+  double gw = 0, gb = 0;
+  if (j < dim) {
+    long first = (long)blockIdx.y * chunk,
+         last = first + chunk < rows ? first + chunk : rows;
+    for (long r = first + ty; r < last; r += WEFT_OPS_THREADS / 32) {
       double xhat = (x[r * dim + j] - stats[2 * r]) * stats[2 * r + 1];
       gw += dy[r * dim + j] * xhat;
       gb += dy[r * dim + j];
+    }
+  }
+  red[threadIdx.x] = gw;
+  red[WEFT_OPS_THREADS + threadIdx.x] = gb;
+  __syncthreads();
+  for (int s = WEFT_OPS_THREADS / 64; s > 0; s >>= 1) {
+    if (ty < s) {
+      red[threadIdx.x] += red[threadIdx.x + 32 * s];
+      red[WEFT_OPS_THREADS + threadIdx.x] +=
+          red[WEFT_OPS_THREADS + threadIdx.x + 32 * s];
+    }
+    __syncthreads();
+  }
+  if (ty == 0 && j < dim) {
+    partials[2 * (blockIdx.y * dim + j)] = red[tx];
+    partials[2 * (blockIdx.y * dim + j) + 1] = red[WEFT_OPS_THREADS + tx];
+  }
+}
+
+extern "C" __global__ void weft_norm_grad_finish(
+    const double *__restrict partials, float *__restrict dw,
+    float *__restrict db, long dim, long chunks) {
+  for (long j = weft_thread(); j < dim; j += weft_stride()) {
+    double gw = 0, gb = 0;
+    for (long c = 0; c < chunks; ++c) {
+      gw += partials[2 * (c * dim + j)];
+      gb += partials[2 * (c * dim + j) + 1];
     }
     dw[j] = (float)gw;
     if (db)

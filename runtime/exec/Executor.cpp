@@ -499,8 +499,9 @@ Executor::output(const std::string &name, const std::string &out) const {
   if (!id)
     return absl::NotFoundError(
         absl::StrCat("program ", name, " has no output '", out, "'"));
+  // Stored in its own type (a bf16 model's gradients are bf16).
   const Buf &b = it->second->values[*id];
-  return std::vector<float>(b.f(), b.f() + b.size());
+  return decodeAll(b.data, b.size(), b.spec->dtype);
 }
 
 absl::StatusOr<float> Executor::scalarOutput(const std::string &name,

@@ -505,13 +505,7 @@ GpuBackend::output(const std::string &program, const std::string &name) {
           bytes.size());
       !s.ok())
     return s;
-  std::vector<float> out(v.numElements());
-  size_t width = dtypeSize(v.dtype);
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = v.dtype == DType::F32
-                 ? reinterpret_cast<const float *>(bytes.data())[i]
-                 : static_cast<float>(decode(&bytes[i * width], v.dtype));
-  return out;
+  return decodeAll(bytes.data(), v.numElements(), v.dtype);
 }
 
 } // namespace weft::runtime

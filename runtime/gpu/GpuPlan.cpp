@@ -431,6 +431,7 @@ absl::Status Planner::reduce(const StepSpec &s, int kind) {
   }
   int64_t outputs = count(s.results[0]), n = count(s.operands[0]);
   int64_t reduced = outputs ? n / outputs : 0;
+  bool bf16In = value(s.operands[0]).dtype == DType::BF16; // Read as stored.
   // ops.cu's two passes: blocks of `width` outputs by chunks of the reduced
   // elements.
   int width = outputs >= 32 ? 32 : 1;
@@ -441,8 +442,9 @@ absl::Status Planner::reduce(const StepSpec &s, int kind) {
   GpuLaunch &partial =
       kernel("weft_reduce_partial",
              static_cast<unsigned>(std::max<int64_t>(columns, 1)),
-             {wide(s.operands[0]), partials, i64(outputs), i64(reduced),
-              i64(chunk), i32(width), bytesOf(ix), i32(kind)});
+             {bf16In ? raw(s.operands[0]) : wide(s.operands[0]), i32(bf16In),
+              partials, i64(outputs), i64(reduced), i64(chunk), i32(width),
+              bytesOf(ix), i32(kind)});
   partial.grid[1] = static_cast<unsigned>(chunks);
   kernel("weft_reduce_finish", gridFor(outputs),
          {partials, wide(s.results[0]), i64(outputs), i64(chunks), i64(reduced),
@@ -833,9 +835,15 @@ absl::Status Planner::planStep(const StepSpec &s) {
 
   // Ops that compute in f32: widen narrow operands first, round results
   // after (not bf16 ones of generated kernels, which do it themselves).
+  // Generated kernels read and write bf16 as stored; reductions read it.
+  bool readsBf16 = op == "weft.reduce_sum" || op == "weft.reduce_mean" ||
+                   op == "weft.reduce_max";
   auto needsCopy = [&](int64_t id) {
+    bool operand =
+        std::find(s.operands.begin(), s.operands.end(), id) != s.operands.end();
     return isNarrowFloat(value(id).dtype) &&
-           !(op == "weft.fused" && value(id).dtype == DType::BF16);
+           !(value(id).dtype == DType::BF16 &&
+             (op == "weft.fused" || (readsBf16 && operand)));
   };
   for (int64_t id : s.operands)
     if (needsCopy(id))

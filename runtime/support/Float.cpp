@@ -260,4 +260,17 @@ void encode(double x, DType type, uint8_t *bytes) {
   }
 }
 
+std::vector<float> decodeAll(const void *bytes, int64_t count, DType type) {
+  std::vector<float> out(count);
+  if (type == DType::F32) {
+    std::memcpy(out.data(), bytes, count * sizeof(float));
+    return out;
+  }
+  const auto *at = static_cast<const uint8_t *>(bytes);
+  size_t width = dtypeSize(type);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = static_cast<float>(decode(at + i * width, type));
+  return out;
+}
+
 } // namespace weft::runtime

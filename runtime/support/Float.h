@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace weft::runtime {
 
@@ -57,6 +58,9 @@ double roundTo(double x, DType type);
 double decode(const uint8_t *bytes, DType type);
 /// Writes roundTo(x, type) as one little-endian element at `bytes`.
 void encode(double x, DType type, uint8_t *bytes);
+/// The `count` elements of `type` at `bytes`, as floats (a program's
+/// output, whatever its element type).
+std::vector<float> decodeAll(const void *bytes, int64_t count, DType type);
 
 } // namespace weft::runtime
 

@@ -148,7 +148,10 @@ static __device__ inline double weft_combine(double a, double b, int kind) {
                           : fmax(a, b);
 }
 
-extern "C" __global__ void weft_reduce_partial(const float *__restrict x,
+// x is f32, or bf16 with `bf16` (a bias gradient in a bf16 model, read as
+// stored rather than through a widened copy twice its size).
+extern "C" __global__ void weft_reduce_partial(const void *__restrict x,
+                                               int bf16,
                                                double *__restrict partials,
                                                long outputs, long count,
                                                long chunk, int width,
@@ -172,7 +175,9 @@ extern "C" __global__ void weft_reduce_partial(const float *__restrict x,
         at += (left % ix.reducedDims[d]) * ix.reducedStrides[d];
         left /= ix.reducedDims[d];
       }
-      acc = weft_combine(acc, (double)x[at], kind);
+      double v = bf16 ? weft_load(((const weft_bf16 *)x)[at])
+                      : ((const float *)x)[at];
+      acc = weft_combine(acc, v, kind);
     }
   }
   red[threadIdx.x] = acc;

@@ -2,6 +2,7 @@
 //
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
+//   weft-gpu-bench plan BUNDLE [program]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
 // runtime's own GEMM path (CudaDevice + CublasLt: the descriptors and the
@@ -15,7 +16,12 @@
 // GpuBackend, through cuBLASLt GEMMs ("gemm") or the fused kernels of
 // attention.cu ("fused"), replayed as a CUDA graph; TFLOP/s counted as
 // FlashAttention does (causal forward 2 B H S^2 D, backward 2.5 times that).
-// Each prints one JSON line with the median milliseconds over `iterations`
+// plan: what the GPU runtime would launch for a program of a bundle (step by
+// default), planned without a device: launches by kind and kernel, GEMMs by
+// epilogue, arena and scratch bytes. A table, for reviewing what a change
+// does to a step without a GPU.
+// gemm and attention each print one JSON line with the median milliseconds
+// over `iterations`
 // runs after three warm-ups. bench/gpu/run.sh runs PyTorch (torch.matmul,
 // SDPA) on the same shapes beside them. Links the runtime only.
 //
@@ -24,6 +30,7 @@
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
+#include "runtime/gpu/GpuPlan.h"
 #include "runtime/support/ScalarMath.h"
 
 #include <algorithm>
@@ -33,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -253,6 +261,46 @@ int attention(int argc, char **argv) {
               (*backend)->describe().c_str());
   return 0;
 }
+int plan(int argc, char **argv) {
+  absl::StatusOr<Bundle> bundle = Bundle::load(argv[0]);
+  if (!bundle.ok())
+    return fail(bundle.status());
+  std::string program = argc > 1 ? argv[1] : "step";
+  absl::StatusOr<GpuProgramPlan> p = planGpuProgram(*bundle, program);
+  if (!p.ok())
+    return fail(p.status());
+  std::map<std::string, int64_t> kernels, gemms;
+  int64_t byKind[7] = {};
+  for (const GpuLaunch &l : p->launches) {
+    ++byKind[static_cast<int>(l.kind)];
+    if (l.kind == GpuLaunch::Kind::Kernel)
+      ++kernels[l.kernel.rfind("weft_k", 0) == 0 && l.kernel.size() > 6 &&
+                        std::isdigit(static_cast<unsigned char>(l.kernel[6]))
+                    ? "(generated)"
+                    : l.kernel];
+    if (l.kind == GpuLaunch::Kind::Gemm)
+      ++gemms[gemmEpilogueName(l.gemm.epilogue)];
+  }
+  const ProgramSpec &spec = bundle->programs.at(program);
+  std::printf("%s, program %s: %zu steps, %zu launches; arena %.1f MiB, "
+              "scratch %.1f MiB\n",
+              argv[0], program.c_str(), spec.steps.size(), p->launches.size(),
+              spec.arenaBytes / 1048576.0, p->scratchArenaBytes / 1048576.0);
+  const char *kinds[] = {"kernel",     "gemm",   "zero", "copy",
+                         "collective", "record", "wait"};
+  std::printf("\n| launch kind | count |\n|---|---|\n");
+  for (int k = 0; k < 7; ++k)
+    if (byKind[k])
+      std::printf("| %s | %lld |\n", kinds[k],
+                  static_cast<long long>(byKind[k]));
+  std::printf("\n| GEMM epilogue | count |\n|---|---|\n");
+  for (const auto &[name, n] : gemms)
+    std::printf("| %s | %lld |\n", name.c_str(), static_cast<long long>(n));
+  std::printf("\n| kernel | launches |\n|---|---|\n");
+  for (const auto &[name, n] : kernels)
+    std::printf("| %s | %lld |\n", name.c_str(), static_cast<long long>(n));
+  return 0;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -261,9 +309,12 @@ int main(int argc, char **argv) {
     return gemm(argc - 2, argv + 2);
   if (what == "attention" && argc >= 6)
     return attention(argc - 2, argv + 2);
+  if (what == "plan" && argc >= 3)
+    return plan(argc - 2, argv + 2);
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
-                       "[iterations]\n");
+                       "[iterations]\n"
+                       "       weft-gpu-bench plan BUNDLE [program]\n");
   return 2;
 }

@@ -16,6 +16,11 @@
 //          (output names: a weft.output name, or "grad:<param>")
 //        "steps": [{"op": "weft.add", "operands": [ids], "results": [ids],
 //                   "attrs": {...}}],
+//          (attrs: the op's own, enums by name; plus "kernel" on weft.fused,
+//           "rows" on a fused group holding a norm, "vocab_axes" on
+//           vocabulary-parallel steps; weft.matmul_epilogue's operands are
+//           lhs, rhs, then the bias or the dgelu preactivation as its
+//           "epilogue" says)
 //        "assigns": [{"param": p, "value": id}]}}}
 //
 // Programs run their steps in order; every arena value has a static offset

@@ -54,11 +54,17 @@ inline GemmEpilogue attrEpilogue(const StepSpec &s) {
 /// rhs, then the bias or the DGelu preactivation) and results (result,
 /// then the GELU kinds' aux) its kind needs.
 inline absl::Status checkEpilogueArity(const StepSpec &s, GemmEpilogue kind) {
+  if (kind == GemmEpilogue::None) {
+    auto it = s.attrs.find("epilogue");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weft.matmul_epilogue: 'epilogue' is ",
+        it == s.attrs.end() ? std::string("missing") : it->dump(),
+        "; expected \"bias\", \"gelu\", \"bias_gelu\" or \"dgelu\""));
+  }
   bool dgelu = kind == GemmEpilogue::DGelu;
   size_t operands = 2 + (epilogueHasBias(kind) || dgelu);
   size_t results = epilogueHasAux(kind) && !dgelu ? 2 : 1;
-  if (kind != GemmEpilogue::None && s.operands.size() == operands &&
-      s.results.size() == results)
+  if (s.operands.size() == operands && s.results.size() == results)
     return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("weft.matmul_epilogue '", gemmEpilogueName(kind), "' has ",

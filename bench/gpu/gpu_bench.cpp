@@ -17,9 +17,10 @@
 // attention.cu ("fused"), replayed as a CUDA graph; TFLOP/s counted as
 // FlashAttention does (causal forward 2 B H S^2 D, backward 2.5 times that).
 // plan: what the GPU runtime would launch for a program of a bundle (step by
-// default), planned without a device: launches by kind and kernel, GEMMs by
-// epilogue, arena and scratch bytes. A table, for reviewing what a change
-// does to a step without a GPU.
+// default), planned without a device, with a roofline lower bound of its
+// time at an H200's peaks: per kind of launch, how many, the bytes they move
+// (each buffer argument once), their FLOPs and their bound. A model for
+// reviewing what a change does to a step without a GPU, not a measurement.
 // gemm and attention each print one JSON line with the median milliseconds
 // over `iterations`
 // runs after three warm-ups. bench/gpu/run.sh runs PyTorch (torch.matmul,
@@ -261,6 +262,43 @@ int attention(int argc, char **argv) {
               (*backend)->describe().c_str());
   return 0;
 }
+/// What a launch moves through device memory and computes, for a roofline
+/// estimate: every buffer argument read or written once whole (GEMMs: their
+/// matrices), GEMM FLOPs.
+struct LaunchCost {
+  double bytes = 0, flops = 0;
+  bool f32Gemm = false;
+};
+
+LaunchCost costOf(const GpuLaunch &l, const ProgramSpec &spec,
+                  const GpuProgramPlan &p) {
+  LaunchCost c;
+  if (l.kind == GpuLaunch::Kind::Gemm) {
+    const GemmShape &g = l.gemm;
+    double in = static_cast<double>(dtypeSize(g.type)),
+           out = static_cast<double>(dtypeSize(g.outType()));
+    c.bytes = g.batch * (in * (g.m * g.k + g.k * g.n) +
+                         out * g.m * g.n * (g.hasAux() ? 2 : 1));
+    c.flops = g.flops();
+    c.f32Gemm = g.type == DType::F32;
+    return c;
+  }
+  if (l.kind == GpuLaunch::Kind::Zero || l.kind == GpuLaunch::Kind::Copy) {
+    c.bytes = static_cast<double>(l.bytes) *
+              (l.kind == GpuLaunch::Kind::Copy ? 2 : 1);
+    return c;
+  }
+  for (const GpuArg &a : l.args) {
+    if (a.kind != GpuArg::Kind::Buffer)
+      continue;
+    if (a.buffer.kind == GpuBuffer::Kind::Value)
+      c.bytes += static_cast<double>(spec.values[a.buffer.id].bytes());
+    else if (a.buffer.kind == GpuBuffer::Kind::Scratch)
+      c.bytes += static_cast<double>(p.scratchBytes[a.buffer.id]);
+  }
+  return c;
+}
+
 int plan(int argc, char **argv) {
   absl::StatusOr<Bundle> bundle = Bundle::load(argv[0]);
   if (!bundle.ok())
@@ -269,36 +307,72 @@ int plan(int argc, char **argv) {
   absl::StatusOr<GpuProgramPlan> p = planGpuProgram(*bundle, program);
   if (!p.ok())
     return fail(p.status());
-  std::map<std::string, int64_t> kernels, gemms;
+  const ProgramSpec &spec = bundle->programs.at(program);
+  // H200 SXM peaks: HBM3e bandwidth, dense bf16 and f32 (no TF32) FLOP/s.
+  constexpr double kBandwidth = 4.8e12, kBf16Flops = 989e12, kF32Flops = 67e12;
+  struct Row {
+    int64_t launches = 0;
+    double bytes = 0, flops = 0, seconds = 0;
+  };
+  std::map<std::string, Row> rows;
   int64_t byKind[7] = {};
   for (const GpuLaunch &l : p->launches) {
     ++byKind[static_cast<int>(l.kind)];
-    if (l.kind == GpuLaunch::Kind::Kernel)
-      ++kernels[l.kernel.rfind("weft_k", 0) == 0 && l.kernel.size() > 6 &&
-                        std::isdigit(static_cast<unsigned char>(l.kernel[6]))
-                    ? "(generated)"
-                    : l.kernel];
-    if (l.kind == GpuLaunch::Kind::Gemm)
-      ++gemms[gemmEpilogueName(l.gemm.epilogue)];
+    std::string name;
+    switch (l.kind) {
+    case GpuLaunch::Kind::Gemm:
+      name = std::string("GEMM, epilogue ") + gemmEpilogueName(l.gemm.epilogue);
+      break;
+    case GpuLaunch::Kind::Kernel:
+      name = l.kernel.rfind("weft_k", 0) == 0 && l.kernel.size() > 6 &&
+                     std::isdigit(static_cast<unsigned char>(l.kernel[6]))
+                 ? "generated kernels"
+                 : l.kernel;
+      break;
+    case GpuLaunch::Kind::Collective:
+      name = "collective " + l.collective;
+      break;
+    case GpuLaunch::Kind::Zero:
+    case GpuLaunch::Kind::Copy:
+      name = "memset / memcpy";
+      break;
+    default:
+      continue; // Events.
+    }
+    LaunchCost c = costOf(l, spec, *p);
+    Row &r = rows[name];
+    ++r.launches;
+    r.bytes += c.bytes;
+    r.flops += c.flops;
+    r.seconds += std::max(c.bytes / kBandwidth,
+                          c.flops / (c.f32Gemm ? kF32Flops : kBf16Flops));
   }
-  const ProgramSpec &spec = bundle->programs.at(program);
-  std::printf("%s, program %s: %zu steps, %zu launches; arena %.1f MiB, "
-              "scratch %.1f MiB\n",
+  double total = 0;
+  for (const auto &[name, r] : rows)
+    total += r.seconds;
+  std::printf("%s, program %s: %zu steps, %zu launches (%lld kernels, %lld "
+              "GEMMs); arena %.1f MiB, scratch %.1f MiB\n",
               argv[0], program.c_str(), spec.steps.size(), p->launches.size(),
-              spec.arenaBytes / 1048576.0, p->scratchArenaBytes / 1048576.0);
-  const char *kinds[] = {"kernel",     "gemm",   "zero", "copy",
-                         "collective", "record", "wait"};
-  std::printf("\n| launch kind | count |\n|---|---|\n");
-  for (int k = 0; k < 7; ++k)
-    if (byKind[k])
-      std::printf("| %s | %lld |\n", kinds[k],
-                  static_cast<long long>(byKind[k]));
-  std::printf("\n| GEMM epilogue | count |\n|---|---|\n");
-  for (const auto &[name, n] : gemms)
-    std::printf("| %s | %lld |\n", name.c_str(), static_cast<long long>(n));
-  std::printf("\n| kernel | launches |\n|---|---|\n");
-  for (const auto &[name, n] : kernels)
-    std::printf("| %s | %lld |\n", name.c_str(), static_cast<long long>(n));
+              static_cast<long long>(byKind[0]),
+              static_cast<long long>(byKind[1]), spec.arenaBytes / 1048576.0,
+              p->scratchArenaBytes / 1048576.0);
+  std::printf("Roofline lower bound at H200 peaks (%.1f TB/s, %.0f TFLOP/s "
+              "bf16, %.0f f32): %.2f ms. A model of the plan, not a "
+              "measurement: each launch moves its buffers once at full "
+              "bandwidth or computes at peak.\n\n",
+              kBandwidth / 1e12, kBf16Flops / 1e12, kF32Flops / 1e12,
+              total * 1e3);
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) {
+    return a.second.seconds > b.second.seconds;
+  });
+  std::printf("| launches of | count | GB moved | TFLOP | bound (ms) | share "
+              "|\n|---|---|---|---|---|---|\n");
+  for (const auto &[name, r] : sorted)
+    std::printf("| %s | %lld | %.2f | %.2f | %.3f | %.1f%% |\n", name.c_str(),
+                static_cast<long long>(r.launches), r.bytes / 1e9,
+                r.flops / 1e12, r.seconds * 1e3,
+                total > 0 ? 100 * r.seconds / total : 0.0);
   return 0;
 }
 } // namespace

@@ -119,6 +119,7 @@ private:
     // Collective steps run beside compute steps, so their scratch is a
     // region of its own (placed after the compute steps' in finish()).
     plan.scratchOffsets.push_back(scratchUsed);
+    plan.scratchBytes.push_back(bytes);
     commScratch.push_back(inComm);
     scratchUsed += (bytes + 255) / 256 * 256;
     int64_t &most = inComm ? commArenaBytes : plan.scratchArenaBytes;

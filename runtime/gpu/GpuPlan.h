@@ -79,6 +79,7 @@ struct GpuProgramPlan {
   /// is dead after it, so every step's lie from offset 0, and the arena is
   /// the largest step's.
   std::vector<int64_t> scratchOffsets;
+  std::vector<int64_t> scratchBytes; // Each scratch buffer's size.
   int64_t scratchArenaBytes = 0;
   /// How many events the launches use.
   int64_t events = 0;

@@ -45,7 +45,8 @@ public:
   /// cubin for the GPU's architecture, else its CUDA source through NVRTC)
   /// and the runtime's own (NVRTC), makes a placed bundle's NCCL
   /// communicators, allocates the memory and plans every program. `params`
-  /// are the host parameters (their sizes are what is used).
+  /// are the host parameters (their sizes are what is used). The backend
+  /// keeps referring to `bundle`, which must outlive it.
   static absl::StatusOr<std::unique_ptr<GpuBackend>>
   create(const Bundle &bundle,
          const std::map<std::string, std::vector<float>> &params,

@@ -262,43 +262,6 @@ int attention(int argc, char **argv) {
               (*backend)->describe().c_str());
   return 0;
 }
-/// What a launch moves through device memory and computes, for a roofline
-/// estimate: every buffer argument read or written once whole (GEMMs: their
-/// matrices), GEMM FLOPs.
-struct LaunchCost {
-  double bytes = 0, flops = 0;
-  bool f32Gemm = false;
-};
-
-LaunchCost costOf(const GpuLaunch &l, const ProgramSpec &spec,
-                  const GpuProgramPlan &p) {
-  LaunchCost c;
-  if (l.kind == GpuLaunch::Kind::Gemm) {
-    const GemmShape &g = l.gemm;
-    double in = static_cast<double>(dtypeSize(g.type)),
-           out = static_cast<double>(dtypeSize(g.outType()));
-    c.bytes = g.batch * (in * (g.m * g.k + g.k * g.n) +
-                         out * g.m * g.n * (g.hasAux() ? 2 : 1));
-    c.flops = g.flops();
-    c.f32Gemm = g.type == DType::F32;
-    return c;
-  }
-  if (l.kind == GpuLaunch::Kind::Zero || l.kind == GpuLaunch::Kind::Copy) {
-    c.bytes = static_cast<double>(l.bytes) *
-              (l.kind == GpuLaunch::Kind::Copy ? 2 : 1);
-    return c;
-  }
-  for (const GpuArg &a : l.args) {
-    if (a.kind != GpuArg::Kind::Buffer)
-      continue;
-    if (a.buffer.kind == GpuBuffer::Kind::Value)
-      c.bytes += static_cast<double>(spec.values[a.buffer.id].bytes());
-    else if (a.buffer.kind == GpuBuffer::Kind::Scratch)
-      c.bytes += static_cast<double>(p.scratchBytes[a.buffer.id]);
-  }
-  return c;
-}
-
 int plan(int argc, char **argv) {
   absl::StatusOr<Bundle> bundle = Bundle::load(argv[0]);
   if (!bundle.ok())
@@ -339,7 +302,7 @@ int plan(int argc, char **argv) {
     default:
       continue; // Events.
     }
-    LaunchCost c = costOf(l, spec, *p);
+    GpuLaunchCost c = launchCost(l, spec, *p);
     Row &r = rows[name];
     ++r.launches;
     r.bytes += c.bytes;

@@ -962,4 +962,39 @@ absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
   return planner.finish();
 }
 
+GpuLaunchCost launchCost(const GpuLaunch &l, const ProgramSpec &spec,
+                         const GpuProgramPlan &plan) {
+  GpuLaunchCost c;
+  if (l.kind == GpuLaunch::Kind::Gemm) {
+    const GemmShape &g = l.gemm;
+    double in = static_cast<double>(dtypeSize(g.type)),
+           out = static_cast<double>(dtypeSize(g.outType()));
+    c.bytes = g.batch * (in * (g.m * g.k + g.k * g.n) +
+                         out * g.m * g.n * (g.hasAux() ? 2 : 1));
+    c.flops = g.flops();
+    c.f32Gemm = g.type == DType::F32;
+    return c;
+  }
+  if (l.kind == GpuLaunch::Kind::Zero || l.kind == GpuLaunch::Kind::Copy) {
+    c.bytes = static_cast<double>(l.bytes) *
+              (l.kind == GpuLaunch::Kind::Copy ? 2 : 1);
+    return c;
+  }
+  // An embedding reads (or, for its gradient, adds to) only the table rows
+  // of its ids, as many bytes as its rows: count those, not the table.
+  bool gather = l.kernel == "weft_embedding";
+  for (size_t i = 0; i < l.args.size(); ++i) {
+    const GpuArg &a = l.args[i];
+    if (a.kind != GpuArg::Kind::Buffer || (gather && i == 0))
+      continue;
+    if (gather && i == 2) // The rows, and as much of the table again.
+      c.bytes += static_cast<double>(spec.values[a.buffer.id].bytes());
+    if (a.buffer.kind == GpuBuffer::Kind::Value)
+      c.bytes += static_cast<double>(spec.values[a.buffer.id].bytes());
+    else if (a.buffer.kind == GpuBuffer::Kind::Scratch)
+      c.bytes += static_cast<double>(plan.scratchBytes[a.buffer.id]);
+  }
+  return c;
+}
+
 } // namespace weft::runtime

@@ -104,6 +104,17 @@ absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
                                               const std::string &name,
                                               GpuPlanOptions options = {});
 
+/// What a launch moves through device memory and computes, for roofline
+/// estimates and plan checks: every buffer argument read or written once
+/// whole (a GEMM: its matrices, aux included; an embedding: its ids, rows
+/// and as many bytes of the table as rows), a GEMM's FLOPs.
+struct GpuLaunchCost {
+  double bytes = 0, flops = 0;
+  bool f32Gemm = false; // An f32 GEMM (no tensor cores: a lower peak).
+};
+GpuLaunchCost launchCost(const GpuLaunch &launch, const ProgramSpec &spec,
+                         const GpuProgramPlan &plan);
+
 /// The kernel sources the GPU runtime compiles with NVRTC at load: ops.cu
 /// (preceded by OpsAbi.h) and attention.cu, as built into the runtime.
 const char *gpuOpsSource();

@@ -262,3 +262,38 @@ TEST(GpuPlan, CollectivesRunBesideComputeWithoutRaces) {
   checkStreams("gpt2-tiny", "dp=2,zero=3");
   checkStreams("llama-tiny", "dp=2,tp=2");
 }
+
+// Every kernel spreads its work over the GPU: it either launches enough
+// threads to fill one (half a million), or gives no thread more than 4 KiB
+// of its buffers. A kernel that looped over a whole tensor on one thread
+// (as the gradient norm's sums and LayerNorm's parameter gradients once
+// did: one thread summing GPT-2's 38.6M-element embedding) fails this. The
+// emulator runs such a kernel correctly, only slowly, so this is where it
+// shows. GPT-2 124M (its real sizes) in f32 and bf16.
+TEST(GpuPlan, EveryKernelSpreadsItsWorkOverTheGpu) {
+  for (const char *dtype : {"f32", "bf16"}) {
+    std::string dir = compileBundle("gpt2-124m", dtype, /*cuda=*/true);
+    absl::StatusOr<runtime::Bundle> bundle = runtime::Bundle::load(dir);
+    ASSERT_TRUE(bundle.ok()) << bundle.status();
+    for (const std::string program : {"step", "forward"}) {
+      SCOPED_TRACE(std::string(dtype) + " " + program);
+      absl::StatusOr<runtime::GpuProgramPlan> plan =
+          runtime::planGpuProgram(*bundle, program);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      const runtime::ProgramSpec &spec = bundle->programs.at(program);
+      int checked = 0;
+      for (const GpuLaunch &l : plan->launches) {
+        if (l.kind != GpuLaunch::Kind::Kernel)
+          continue;
+        double threads =
+            static_cast<double>(l.grid[0]) * l.grid[1] * l.grid[2] * l.block;
+        double bytes = runtime::launchCost(l, spec, *plan).bytes;
+        EXPECT_TRUE(threads >= (1 << 19) || bytes <= 4096 * threads)
+            << l.kernel << " (step " << l.step << ", " << spec.steps[l.step].op
+            << "): " << bytes / 1e6 << " MB over " << threads << " threads";
+        ++checked;
+      }
+      EXPECT_GT(checked, 20);
+    }
+  }
+}

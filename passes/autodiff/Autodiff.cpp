@@ -16,6 +16,8 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <map>
+
 namespace weft {
 #define GEN_PASS_DEF_AUTODIFF
 #include "passes/autodiff/Passes.h.inc"
@@ -49,6 +51,58 @@ llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
         }))
       active.insert(&op);
   return active;
+}
+
+bool isZeroSplat(Value v) {
+  auto c = v.getDefiningOp<weft::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  return dense && dense.isSplat() && isa<FloatType>(dense.getElementType()) &&
+         dense.getSplatValue<APFloat>().isZero();
+}
+
+/// a + b when both are concats along one dimension whose non-zero parts do
+/// not overlap: one concat of the non-zero parts with zeros between, else
+/// null. Slices that split a tensor (GPT-2's fused q, k, v) each get a
+/// gradient padded with zeros to the whole; summed, that would be a
+/// concat per slice and an add per pair over the whole tensor.
+Value sumDisjointConcats(weft::detail::Emitter &e, Value a, Value b) {
+  auto ca = a.getDefiningOp<weft::ConcatOp>(),
+       cb = b.getDefiningOp<weft::ConcatOp>();
+  if (!ca || !cb || ca.getDim() != cb.getDim() || a.getType() != b.getType())
+    return nullptr;
+  int64_t dim = static_cast<int64_t>(ca.getDim());
+  // The non-zero parts of both, by their offset along `dim`.
+  std::map<int64_t, Value> parts;
+  for (weft::ConcatOp concat : {ca, cb}) {
+    int64_t offset = 0;
+    for (Value part : concat.getInputs()) {
+      int64_t size = e.typeOf(part).getDimSize(dim);
+      if (!isZeroSplat(part) && !parts.emplace(offset, part).second)
+        return nullptr; // Both non-zero from the same offset: a real sum.
+      offset += size;
+    }
+  }
+  SmallVector<Value> merged;
+  int64_t at = 0, total = e.typeOf(a).getDimSize(dim);
+  auto zeros = [&](int64_t size) {
+    SmallVector<int64_t> shape(e.typeOf(a).getShape());
+    shape[dim] = size;
+    merged.push_back(e.splat(
+        RankedTensorType::get(shape, e.typeOf(a).getElementType()), 0.0));
+  };
+  for (auto [offset, part] : parts) {
+    if (offset < at) // Overlapping non-zero parts: a real sum.
+      return nullptr;
+    if (offset > at)
+      zeros(offset - at);
+    merged.push_back(part);
+    at = offset + e.typeOf(part).getDimSize(dim);
+  }
+  if (at < total)
+    zeros(total - at);
+  return merged.size() == 1
+             ? merged.front()
+             : weft::ConcatOp::create(e.b, e.loc, merged, dim).getResult();
 }
 } // namespace
 
@@ -88,8 +142,12 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
   adjoint[loss] = e.splat(lossType, 1.0);
   auto accumulate = [&](Value v, Value g) {
     auto [it, inserted] = adjoint.try_emplace(v, g);
-    if (!inserted)
-      it->second = e.add(it->second, g);
+    if (inserted)
+      return;
+    Value previous = it->second;
+    // The concats merged away die with the other unused ops at the end.
+    Value sum = sumDisjointConcats(e, previous, g);
+    it->second = sum ? sum : e.add(previous, g);
   };
 
   for (Operation *op : llvm::reverse(forwardOps)) {

@@ -62,3 +62,42 @@ func.func @forward(%ids: tensor<1x4xi32>, %labels: tensor<1x4xi32>) -> tensor<f3
 // CHECK: %[[DT2:.*]] = weft.embedding_grad %{{.*}}, %{{.*}} : tensor<1x4xi32>, tensor<1x4x8xf32> -> tensor<16x8xf32>
 // CHECK: %[[DT:.*]] = weft.add %[[DT1]], %[[DT2]] : tensor<16x8xf32>
 // CHECK: return %{{.*}}, %[[DT]], %[[DG]] : tensor<f32>, tensor<16x8xf32>, tensor<8xf32>
+
+// -----
+
+// Slices that split a tensor (GPT-2's fused q, k, v) each pad their
+// gradient with zeros to the whole; summed, those meet as one concat of the
+// three gradients, with no add and no zeros.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: weft.concat
+// CHECK: weft.concat %{{.*}}, %{{.*}}, %{{.*}} dim 1 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>{{$}}
+// CHECK-NOT: weft.add %{{.*}} : tensor<2x12xf32>
+// CHECK-NOT: weft.concat
+// CHECK: return
+func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %w = weft.param "w" init(normal, 0.1) : tensor<3x12xf32>
+  %y = weft.matmul %x, %w : tensor<2x3xf32>, tensor<3x12xf32>
+  %q = weft.slice %y [0, 0] to [2, 4] : tensor<2x12xf32>
+  %k = weft.slice %y [0, 4] to [2, 8] : tensor<2x12xf32>
+  %v = weft.slice %y [0, 8] to [2, 12] : tensor<2x12xf32>
+  %qk = weft.mul %q, %k : tensor<2x4xf32>
+  %e = weft.exp %v : tensor<2x4xf32>
+  %s = weft.add %qk, %e : tensor<2x4xf32>
+  %loss = weft.reduce_sum %s dims [0, 1] : tensor<2x4xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Overlapping slices' gradients overlap: they are added.
+// CHECK-LABEL: func.func @train_step
+// CHECK: weft.add %{{.*}}, %{{.*}} : tensor<2x12xf32>
+func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
+  %w = weft.param "w" init(normal, 0.1) : tensor<3x12xf32>
+  %y = weft.matmul %x, %w : tensor<2x3xf32>, tensor<3x12xf32>
+  %a = weft.slice %y [0, 0] to [2, 8] : tensor<2x12xf32>
+  %b = weft.slice %y [0, 4] to [2, 12] : tensor<2x12xf32>
+  %s = weft.mul %a, %b : tensor<2x8xf32>
+  %loss = weft.reduce_sum %s dims [0, 1] : tensor<2x8xf32>
+  return %loss : tensor<f32>
+}

@@ -193,6 +193,24 @@ TEST_F(GradientTest, ShapeOps) {
         "tensor<2x15xf32>", 2);
 }
 
+// Slices that split a tensor have their zero-padded gradients merged into
+// one concat (Autodiff.cpp); overlapping ones are added. Both against
+// finite differences.
+TEST_F(GradientTest, SlicesThatSplitOrOverlap) {
+  check("", R"(
+    %x = weft.param "x" init(zeros) : tensor<2x12xf32>
+    %q = weft.slice %x [0, 0] to [2, 4] : tensor<2x12xf32>
+    %k = weft.slice %x [0, 4] to [2, 8] : tensor<2x12xf32>
+    %v = weft.slice %x [0, 8] to [2, 12] : tensor<2x12xf32>
+    %o = weft.slice %x [0, 2] to [2, 6] : tensor<2x12xf32>
+    %qk = weft.mul %q, %k : tensor<2x4xf32>
+    %e = weft.exp %v : tensor<2x4xf32>
+    %s = weft.add %qk, %e : tensor<2x4xf32>
+    %out = weft.mul %s, %o : tensor<2x4xf32>
+  )",
+        "tensor<2x4xf32>", 2);
+}
+
 TEST_F(GradientTest, Reductions) {
   check("", R"(
     %x = weft.param "x" init(zeros) : tensor<3x4x5xf32>

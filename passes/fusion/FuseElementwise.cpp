@@ -40,6 +40,20 @@ bool isScalarBroadcast(Operation *op) {
              .isF32();
 }
 
+/// A cast of a bf16 or f16 value to f32 (exact): inside a group the kernel
+/// reads the narrow value as stored, where alone it would write an f32 copy
+/// twice its size for the next kernel (a bf16 model's gradients on their
+/// way to the gradient norm and AdamW).
+bool isWideningCast(Operation *op) {
+  auto widen = dyn_cast<weft::CastOp>(op);
+  if (!widen)
+    return false;
+  Type from =
+      cast<RankedTensorType>(widen.getInput().getType()).getElementType();
+  return widen.getType().getElementType().isF32() &&
+         (from.isBF16() || from.isF16());
+}
+
 /// Elementwise weft ops over one shape: the ops a generated loop kernel
 /// runs. Kernels hold f32 values, so only f32 ops group; with `singleOps`,
 /// a narrow (mixed-precision) op becomes a kernel of its own, which the
@@ -48,7 +62,7 @@ bool isScalarBroadcast(Operation *op) {
 bool fusible(Operation *op, bool singleOps) {
   if (!isa<weft::WeftDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
-  if (isScalarBroadcast(op))
+  if (isScalarBroadcast(op) || isWideningCast(op))
     return true;
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   if (!type.getElementType().isF32() && !(singleOps && isNarrow(op)))
@@ -77,6 +91,25 @@ struct Group {
 
 int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
   Block &body = func.getBody().front();
+  // A widening cast read by several groups is cloned into each (reading the
+  // narrow value again is cheaper than writing and reading an f32 copy);
+  // users outside groups share the original.
+  SmallVector<Operation *> casts;
+  for (Operation &op : body)
+    if (isWideningCast(&op) && !op.getResult(0).hasOneUse())
+      casts.push_back(&op);
+  for (Operation *widen : casts) {
+    for (OpOperand &use :
+         llvm::make_early_inc_range(widen->getResult(0).getUses())) {
+      Operation *user = use.getOwner();
+      if (!fusible(user, singleOps) || isNarrow(user))
+        continue;
+      OpBuilder builder(user);
+      use.set(builder.clone(*widen)->getResult(0));
+    }
+    if (widen->use_empty())
+      widen->erase();
+  }
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
   for (Operation &op : body)

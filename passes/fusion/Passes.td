@@ -10,9 +10,13 @@ def FuseElementwise : Pass<"weft-fusion-group", "::mlir::func::FuncOp"> {
   let description = [{
     Walks the function in order and grows groups of elementwise weft ops
     (ops with the Elementwise trait whose operands and result all have one
-    f32 tensor type): an op joins the group of one of its operands' producers when every
-    other operand is defined before that group's first op, which keeps the
-    group free of cycles; splat constants used by a group are copied into it.
+    f32 tensor type; also broadcasts of 0-d f32 values and casts of bf16/f16
+    values to f32, which the kernel reads as one value or as stored): an op
+    joins its operands' producers' groups, merged into the earliest when
+    every merged member's other operands are defined before that group's
+    first op, else one of them under that rule, which keeps groups free of
+    cycles; splat constants used by a group are copied into it, and a
+    widening cast read by several groups is cloned into each.
     Each group of two or more ops becomes a `weft.fused` op placed where the
     group's first op was, taking the group's outside operands and yielding
     the results used outside it. GEMMs, attention, norms and reductions stay

@@ -135,3 +135,30 @@ func.func @no_merge_across(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16x
   %c = weft.add %a, %b : tensor<16xf32>
   return %c : tensor<16xf32>
 }
+
+// -----
+
+// A bf16 gradient widened to f32 and read by two groups (the gradient
+// norm's squares, an update) and by a reduction: each group gets its own
+// copy of the cast and reads the bf16 value as stored; the reduction keeps
+// the original.
+// CHECK-LABEL: func.func @widening_casts
+func.func @widening_casts(%g: tensor<8xbf16>, %m: tensor<8xf32>, %s: tensor<f32>) -> (tensor<f32>, tensor<8xf32>, tensor<f32>) {
+  // CHECK: %[[W:.*]] = weft.cast %arg0 : tensor<8xbf16> to tensor<8xf32>
+  // CHECK: weft.fused(%arg0) : (tensor<8xbf16>) -> tensor<8xf32> {
+  // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<8xbf16>):
+  // CHECK-NEXT: %[[C:.*]] = weft.cast %[[A]] : tensor<8xbf16> to tensor<8xf32>
+  // CHECK-NEXT: weft.square %[[C]]
+  %w = weft.cast %g : tensor<8xbf16> to tensor<8xf32>
+  %sq = weft.square %w : tensor<8xf32>
+  %n = weft.reduce_sum %sq dims [0] : tensor<8xf32>
+  // CHECK: weft.fused(%arg2, %arg0, %arg1)
+  // CHECK: weft.broadcast
+  // CHECK-NEXT: weft.cast %{{.*}} : tensor<8xbf16> to tensor<8xf32>
+  %sb = weft.broadcast %s dims [] : tensor<f32> -> tensor<8xf32>
+  %u = weft.mul %w, %sb : tensor<8xf32>
+  %v = weft.add %u, %m : tensor<8xf32>
+  // CHECK: weft.reduce_sum %[[W]]
+  %r = weft.reduce_sum %w dims [0] : tensor<8xf32>
+  return %n, %v, %r : tensor<f32>, tensor<8xf32>, tensor<f32>
+}

@@ -240,6 +240,17 @@ private:
   absl::Status attentionGemms(const StepSpec &s, bool grad);
   absl::Status crossEntropy(const StepSpec &s, bool grad);
   absl::Status norm(const StepSpec &s, bool rms);
+  /// Whether a norm-gradient step's values are all bf16, which its kernels
+  /// read and write as stored (no f32 copies).
+  bool readsAsStored(const StepSpec &s) {
+    if (s.op != "weft.layer_norm_grad" && s.op != "weft.rms_norm_grad")
+      return false;
+    for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
+      for (int64_t id : *ids)
+        if (value(id).dtype != DType::BF16)
+          return false;
+    return true;
+  }
 
   const ProgramSpec &spec;
   const MeshSpec &mesh;
@@ -708,11 +719,14 @@ absl::Status Planner::crossEntropy(const StepSpec &s, bool grad) {
 absl::Status Planner::norm(const StepSpec &s, bool rms) {
   int64_t x = s.operands[0];
   int64_t dim = shape(x).back(), rows = count(x) / dim;
+  // All bf16 (a bf16 model's): read and written as stored (readsAsStored).
+  bool bf16 = readsAsStored(s);
+  auto arg = [&](int64_t id) { return bf16 ? raw(id) : wide(id); };
   GpuArg stats = scratch(rows * 2 * 8);
   kernel("weft_norm_grad_rows", static_cast<unsigned>(rows),
-         {wide(x), wide(s.operands[1]), wide(s.operands[2]), wide(s.results[0]),
+         {arg(x), arg(s.operands[1]), arg(s.operands[2]), arg(s.results[0]),
           stats, i64(dim), i32(rms),
-          f64(attrF(s, "epsilon", rms ? 1e-6 : 1e-5))});
+          f64(attrF(s, "epsilon", rms ? 1e-6 : 1e-5)), i32(bf16)});
   // The weight and bias gradients: column sums over rows, in ops.cu's two
   // passes (32 columns by a chunk of rows a block).
   int64_t columns = (dim + 31) / 32;
@@ -721,12 +735,12 @@ absl::Status Planner::norm(const StepSpec &s, bool rms) {
   GpuArg partials = scratch(chunks * dim * 16);
   GpuLaunch &sums =
       kernel("weft_norm_grad_params", static_cast<unsigned>(columns),
-             {wide(x), wide(s.operands[2]), stats, partials, i64(rows),
-              i64(dim), i64(chunk)});
+             {arg(x), arg(s.operands[2]), stats, partials, i64(rows), i64(dim),
+              i64(chunk), i32(bf16)});
   sums.grid[1] = static_cast<unsigned>(chunks);
   kernel("weft_norm_grad_finish", gridFor(dim),
-         {partials, wide(s.results[1]), rms ? null() : wide(s.results[2]),
-          i64(dim), i64(chunks)});
+         {partials, arg(s.results[1]), rms ? null() : arg(s.results[2]),
+          i64(dim), i64(chunks), i32(bf16)});
   return absl::OkStatus();
 }
 
@@ -836,13 +850,15 @@ absl::Status Planner::planStep(const StepSpec &s) {
 
   // Ops that compute in f32: widen narrow operands first, round results
   // after (not bf16 ones of generated kernels, which do it themselves).
-  // Generated kernels read and write bf16 as stored; reductions read it.
+  // Generated kernels read and write bf16 as stored; reductions read it;
+  // norm gradients of all-bf16 values read and write it.
   bool readsBf16 = op == "weft.reduce_sum" || op == "weft.reduce_mean" ||
                    op == "weft.reduce_max";
+  bool stored = readsAsStored(s);
   auto needsCopy = [&](int64_t id) {
     bool operand =
         std::find(s.operands.begin(), s.operands.end(), id) != s.operands.end();
-    return isNarrowFloat(value(id).dtype) &&
+    return isNarrowFloat(value(id).dtype) && !stored &&
            !(value(id).dtype == DType::BF16 &&
              (op == "weft.fused" || (readsBf16 && operand)));
   };

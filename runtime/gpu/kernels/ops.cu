@@ -46,6 +46,18 @@ static __device__ void weft_fail(int *error, int code, int step, long position,
   }
 }
 
+// Element i of a buffer of f32, or of bf16 with `bf16` (read as stored,
+// written rounded to nearest even, as the CPU rounds a narrow result).
+static __device__ inline float weft_at(const void *p, long i, int bf16) {
+  return bf16 ? weft_load(((const weft_bf16 *)p)[i]) : ((const float *)p)[i];
+}
+static __device__ inline void weft_put(void *p, long i, float v, int bf16) {
+  if (bf16)
+    weft_store(((weft_bf16 *)p)[i], v);
+  else
+    ((float *)p)[i] = v;
+}
+
 // The sum (or maximum) of every thread's `v` over a WEFT_OPS_THREADS block.
 static __device__ double weft_block_reduce(double v, double *red, bool max) {
   red[threadIdx.x] = v;
@@ -175,9 +187,7 @@ extern "C" __global__ void weft_reduce_partial(const void *__restrict x,
         at += (left % ix.reducedDims[d]) * ix.reducedStrides[d];
         left /= ix.reducedDims[d];
       }
-      double v = bf16 ? weft_load(((const weft_bf16 *)x)[at])
-                      : ((const float *)x)[at];
-      acc = weft_combine(acc, v, kind);
+      acc = weft_combine(acc, weft_at(x, at, bf16), kind);
     }
   }
   red[threadIdx.x] = acc;
@@ -240,34 +250,38 @@ extern "C" __global__ void weft_embedding(float *__restrict table,
 // ---- norms (backward; the forward is a generated row group) ---------------
 
 // One block per row: the row's mean (0 for RMSNorm) and 1/sqrt(var + eps)
-// into stats[2 * row], and dx.
+// into stats[2 * row], and dx. x, w, dy and dx are f32, or with `bf16` all
+// bf16, read and written as stored.
 extern "C" __global__ void weft_norm_grad_rows(
-    const float *__restrict x, const float *__restrict w,
-    const float *__restrict dy, float *__restrict dx, double *__restrict stats,
-    long dim, int rms, double eps) {
+    const void *__restrict x, const void *__restrict w,
+    const void *__restrict dy, void *__restrict dx, double *__restrict stats,
+    long dim, int rms, double eps, int bf16) {
   __shared__ double red[WEFT_OPS_THREADS];
-  long r = blockIdx.x;
-  const float *xr = x + r * dim, *dyr = dy + r * dim;
+  long r = blockIdx.x, row = r * dim;
   double part = 0;
   if (!rms)
     for (long j = threadIdx.x; j < dim; j += blockDim.x)
-      part += xr[j];
+      part += weft_at(x, row + j, bf16);
   double mean = rms ? 0.0 : weft_block_reduce(part, red, false) / dim;
   part = 0;
-  for (long j = threadIdx.x; j < dim; j += blockDim.x)
-    part += (xr[j] - mean) * (xr[j] - mean);
+  for (long j = threadIdx.x; j < dim; j += blockDim.x) {
+    double c = weft_at(x, row + j, bf16) - mean;
+    part += c * c;
+  }
   double inv = 1.0 / sqrt(weft_block_reduce(part, red, false) / dim + eps);
   double g = 0, gx = 0;
   for (long j = threadIdx.x; j < dim; j += blockDim.x) {
-    double gj = (double)dyr[j] * w[j];
+    double gj = (double)weft_at(dy, row + j, bf16) * weft_at(w, j, bf16);
     g += gj;
-    gx += gj * ((xr[j] - mean) * inv);
+    gx += gj * ((weft_at(x, row + j, bf16) - mean) * inv);
   }
   double meanG = weft_block_reduce(g, red, false) / dim;
   double meanGX = weft_block_reduce(gx, red, false) / dim;
   for (long j = threadIdx.x; j < dim; j += blockDim.x) {
-    double xhat = (xr[j] - mean) * inv, gj = (double)dyr[j] * w[j];
-    dx[r * dim + j] = (float)((gj - (rms ? 0.0 : meanG) - xhat * meanGX) * inv);
+    double xhat = (weft_at(x, row + j, bf16) - mean) * inv,
+           gj = (double)weft_at(dy, row + j, bf16) * weft_at(w, j, bf16);
+    weft_put(dx, row + j,
+             (float)((gj - (rms ? 0.0 : meanG) - xhat * meanGX) * inv), bf16);
   }
   if (threadIdx.x == 0) {
     stats[2 * r] = mean;
@@ -280,9 +294,9 @@ extern "C" __global__ void weft_norm_grad_rows(
 // and the rows of chunk c, eight rows at a time, into partials[c, column];
 // weft_norm_grad_finish adds each column's chunks in order.
 extern "C" __global__ void weft_norm_grad_params(
-    const float *__restrict x, const float *__restrict dy,
+    const void *__restrict x, const void *__restrict dy,
     const double *__restrict stats, double *__restrict partials, long rows,
-    long dim, long chunk) {
+    long dim, long chunk, int bf16) {
   __shared__ double red[2 * WEFT_OPS_THREADS];
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   const long j = (long)blockIdx.x * 32 + tx;
@@ -291,9 +305,11 @@ extern "C" __global__ void weft_norm_grad_params(
     long first = (long)blockIdx.y * chunk,
          last = first + chunk < rows ? first + chunk : rows;
     for (long r = first + ty; r < last; r += WEFT_OPS_THREADS / 32) {
-      double xhat = (x[r * dim + j] - stats[2 * r]) * stats[2 * r + 1];
-      gw += dy[r * dim + j] * xhat;
-      gb += dy[r * dim + j];
+      double xhat =
+          (weft_at(x, r * dim + j, bf16) - stats[2 * r]) * stats[2 * r + 1];
+      double d = weft_at(dy, r * dim + j, bf16);
+      gw += d * xhat;
+      gb += d;
     }
   }
   red[threadIdx.x] = gw;
@@ -314,17 +330,17 @@ extern "C" __global__ void weft_norm_grad_params(
 }
 
 extern "C" __global__ void weft_norm_grad_finish(
-    const double *__restrict partials, float *__restrict dw,
-    float *__restrict db, long dim, long chunks) {
+    const double *__restrict partials, void *__restrict dw,
+    void *__restrict db, long dim, long chunks, int bf16) {
   for (long j = weft_thread(); j < dim; j += weft_stride()) {
     double gw = 0, gb = 0;
     for (long c = 0; c < chunks; ++c) {
       gw += partials[2 * (c * dim + j)];
       gb += partials[2 * (c * dim + j) + 1];
     }
-    dw[j] = (float)gw;
+    weft_put(dw, j, (float)gw, bf16);
     if (db)
-      db[j] = (float)gb;
+      weft_put(db, j, (float)gb, bf16);
   }
 }
 

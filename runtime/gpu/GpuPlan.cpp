@@ -241,8 +241,8 @@ private:
   absl::Status crossEntropy(const StepSpec &s, bool grad);
   absl::Status norm(const StepSpec &s, bool rms);
   /// Whether a norm-gradient step's values are all bf16, which its kernels
-  /// read and write as stored (no f32 copies).
-  bool readsAsStored(const StepSpec &s) {
+  /// then read and write as stored.
+  bool allBf16NormGrad(const StepSpec &s) {
     if (s.op != "weft.layer_norm_grad" && s.op != "weft.rms_norm_grad")
       return false;
     for (const std::vector<int64_t> *ids : {&s.operands, &s.results})
@@ -250,6 +250,20 @@ private:
         if (value(id).dtype != DType::BF16)
           return false;
     return true;
+  }
+  /// Whether the kernels of step `s` read (an operand) or write (a result)
+  /// narrow value `id` as it is stored, so it needs no f32 copy: generated
+  /// kernels' bf16 values, reductions' bf16 operands, and every value of an
+  /// all-bf16 norm gradient.
+  bool keepsStored(const StepSpec &s, int64_t id, bool operand) {
+    if (value(id).dtype != DType::BF16)
+      return false;
+    if (s.op == "weft.fused")
+      return true;
+    if (s.op == "weft.reduce_sum" || s.op == "weft.reduce_mean" ||
+        s.op == "weft.reduce_max")
+      return operand;
+    return allBf16NormGrad(s);
   }
 
   const ProgramSpec &spec;
@@ -443,7 +457,7 @@ absl::Status Planner::reduce(const StepSpec &s, int kind) {
   }
   int64_t outputs = count(s.results[0]), n = count(s.operands[0]);
   int64_t reduced = outputs ? n / outputs : 0;
-  bool bf16In = value(s.operands[0]).dtype == DType::BF16; // Read as stored.
+  bool bf16In = keepsStored(s, s.operands[0], /*operand=*/true);
   // ops.cu's two passes: blocks of `width` outputs by chunks of the reduced
   // elements.
   int width = outputs >= 32 ? 32 : 1;
@@ -719,8 +733,8 @@ absl::Status Planner::crossEntropy(const StepSpec &s, bool grad) {
 absl::Status Planner::norm(const StepSpec &s, bool rms) {
   int64_t x = s.operands[0];
   int64_t dim = shape(x).back(), rows = count(x) / dim;
-  // All bf16 (a bf16 model's): read and written as stored (readsAsStored).
-  bool bf16 = readsAsStored(s);
+  // All bf16 (a bf16 model's): read and written as stored.
+  bool bf16 = allBf16NormGrad(s);
   auto arg = [&](int64_t id) { return bf16 ? raw(id) : wide(id); };
   GpuArg stats = scratch(rows * 2 * 8);
   kernel("weft_norm_grad_rows", static_cast<unsigned>(rows),
@@ -849,21 +863,12 @@ absl::Status Planner::planStep(const StepSpec &s) {
     return attention(s, op == "weft.attention_grad");
 
   // Ops that compute in f32: widen narrow operands first, round results
-  // after (not bf16 ones of generated kernels, which do it themselves).
-  // Generated kernels read and write bf16 as stored; reductions read it;
-  // norm gradients of all-bf16 values read and write it.
-  bool readsBf16 = op == "weft.reduce_sum" || op == "weft.reduce_mean" ||
-                   op == "weft.reduce_max";
-  bool stored = readsAsStored(s);
-  auto needsCopy = [&](int64_t id) {
-    bool operand =
-        std::find(s.operands.begin(), s.operands.end(), id) != s.operands.end();
-    return isNarrowFloat(value(id).dtype) && !stored &&
-           !(value(id).dtype == DType::BF16 &&
-             (op == "weft.fused" || (readsBf16 && operand)));
+  // after (except where the kernels keep bf16 as stored).
+  auto needsCopy = [&](int64_t id, bool operand) {
+    return isNarrowFloat(value(id).dtype) && !keepsStored(s, id, operand);
   };
   for (int64_t id : s.operands)
-    if (needsCopy(id))
+    if (needsCopy(id, /*operand=*/true))
       convert(raw(id), value(id).dtype, wide(id), DType::F32, count(id));
   absl::Status status = absl::OkStatus();
   GpuArg error = buffer(GpuBuffer::Kind::Error, 0);
@@ -954,7 +959,7 @@ absl::Status Planner::planStep(const StepSpec &s) {
   if (!status.ok())
     return status;
   for (int64_t id : s.results)
-    if (needsCopy(id))
+    if (needsCopy(id, /*operand=*/false))
       convert(wide(id), DType::F32, raw(id), value(id).dtype, count(id));
   return absl::OkStatus();
 }

@@ -251,10 +251,20 @@ private:
           return false;
     return true;
   }
+  /// Whether a cross-entropy step's logits (and its gradient's result) are
+  /// bf16, which its kernels then read and write as stored.
+  bool bf16CrossEntropy(const StepSpec &s) {
+    bool grad = s.op == "weft.cross_entropy_grad";
+    if ((s.op != "weft.cross_entropy" && !grad) || s.operands.empty() ||
+        s.results.empty())
+      return false;
+    return value(s.operands[0]).dtype == DType::BF16 &&
+           (!grad || value(s.results[0]).dtype == DType::BF16);
+  }
   /// Whether the kernels of step `s` read (an operand) or write (a result)
   /// narrow value `id` as it is stored, so it needs no f32 copy: generated
-  /// kernels' bf16 values, reductions' bf16 operands, and every value of an
-  /// all-bf16 norm gradient.
+  /// kernels' bf16 values, reductions' bf16 operands, every value of an
+  /// all-bf16 norm gradient, and bf16 logits (and their gradient).
   bool keepsStored(const StepSpec &s, int64_t id, bool operand) {
     if (value(id).dtype != DType::BF16)
       return false;
@@ -263,6 +273,8 @@ private:
     if (s.op == "weft.reduce_sum" || s.op == "weft.reduce_mean" ||
         s.op == "weft.reduce_max")
       return operand;
+    if (bf16CrossEntropy(s))
+      return operand ? id == s.operands[0] : id == s.results[0];
     return allBf16NormGrad(s);
   }
 
@@ -701,12 +713,15 @@ absl::Status Planner::crossEntropy(const StepSpec &s, bool grad) {
   absl::StatusOr<VocabBlock> block = vocabBlock(s, vocab);
   if (!block.ok())
     return block.status();
+  // bf16 logits (and gradient) are read and written as stored.
+  bool bf16 = bf16CrossEntropy(s);
+  GpuArg logitsArg = bf16 ? raw(logits) : wide(logits);
   // stats = [row max; sum of exponentials; target logit] (see ops.cu).
   GpuArg stats = scratch(rows * 3 * 4), total = scratch(8);
   GpuArg error = buffer(GpuBuffer::Kind::Error, 0);
   auto rowsKernel = [&](int mode) {
     kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
-           {wide(logits), raw(labels), stats, i64(rows), i64(vocab),
+           {logitsArg, i32(bf16), raw(labels), stats, i64(rows), i64(vocab),
             i64(block->offset), i64(block->total), i64(ignore), i32(mode),
             error, i32(current)});
   };
@@ -724,9 +739,9 @@ absl::Status Planner::crossEntropy(const StepSpec &s, bool grad) {
           i64(rows), i64(ignore)});
   if (grad)
     kernel("weft_cross_entropy_grad", gridFor(rows * vocab),
-           {wide(logits), raw(labels), stats, wide(s.operands[2]), total,
-            wide(s.results[0]), i64(rows), i64(vocab), i64(block->offset),
-            i64(ignore)});
+           {logitsArg, i32(bf16), raw(labels), stats, wide(s.operands[2]),
+            total, bf16 ? raw(s.results[0]) : wide(s.results[0]), i64(rows),
+            i64(vocab), i64(block->offset), i64(ignore)});
   return absl::OkStatus();
 }
 

@@ -73,17 +73,19 @@ static __device__ double weft_block_reduce(double v, double *red, bool max) {
   return total;
 }
 
-// By the whole block: the largest of x[0, n) into *rowMax and the sum of
-// expf(x[j] - *rowMax) (f32 exponentials, as the CPU's std::exp(float)).
-static __device__ double weft_row_exp_sum(const float *x, long n, double *red,
-                                          float *rowMax) {
+// By the whole block: the largest of x[base, base + n) (f32, or bf16 with
+// `bf16`) into *rowMax and the sum of expf(x[j] - *rowMax) (f32
+// exponentials, as the CPU's std::exp(float)).
+static __device__ double weft_row_exp_sum(const void *x, long base, long n,
+                                          double *red, float *rowMax,
+                                          int bf16) {
   double m = -weft_inf();
   for (long j = threadIdx.x; j < n; j += blockDim.x)
-    m = fmax(m, (double)x[j]);
+    m = fmax(m, (double)weft_at(x, base + j, bf16));
   *rowMax = (float)weft_block_reduce(m, red, true);
   double sum = 0;
   for (long j = threadIdx.x; j < n; j += blockDim.x)
-    sum += expf(x[j] - *rowMax);
+    sum += expf(weft_at(x, base + j, bf16) - *rowMax);
   return weft_block_reduce(sum, red, false);
 }
 
@@ -354,25 +356,24 @@ extern "C" __global__ void weft_norm_grad_finish(
 // maximum over the group, mode 1 makes s and t from it, and the runtime sums
 // those over the group.
 extern "C" __global__ void weft_cross_entropy_rows(
-    const float *__restrict logits, const int *__restrict labels,
+    const void *__restrict logits, int bf16, const int *__restrict labels,
     float *__restrict stats, long rows, long vocab, long offset, long total,
     long ignore, int mode, int *error, int step) {
   __shared__ double red[WEFT_OPS_THREADS];
-  long r = blockIdx.x;
-  const float *x = logits + r * vocab;
+  long r = blockIdx.x, row = r * vocab;
   float rowMax;
   double sum = 0;
   if (mode == 1) {
     rowMax = stats[r];
     for (long j = threadIdx.x; j < vocab; j += blockDim.x)
-      sum += expf(x[j] - rowMax);
+      sum += expf(weft_at(logits, row + j, bf16) - rowMax);
     sum = weft_block_reduce(sum, red, false);
   } else if (mode == 2) {
-    sum = weft_row_exp_sum(x, vocab, red, &rowMax);
+    sum = weft_row_exp_sum(logits, row, vocab, red, &rowMax, bf16);
   } else {
     double m = -weft_inf();
     for (long j = threadIdx.x; j < vocab; j += blockDim.x)
-      m = fmax(m, (double)x[j]);
+      m = fmax(m, (double)weft_at(logits, row + j, bf16));
     rowMax = (float)weft_block_reduce(m, red, true);
   }
   if (threadIdx.x != 0)
@@ -384,7 +385,8 @@ extern "C" __global__ void weft_cross_entropy_rows(
   if (label != ignore && (label < 0 || label >= total))
     weft_fail(error, WEFT_ERROR_LABEL, step, r, label);
   stats[rows + r] = (float)sum;
-  stats[2 * rows + r] = local >= 0 && local < vocab ? x[local] : 0.0f;
+  stats[2 * rows + r] =
+      local >= 0 && local < vocab ? weft_at(logits, row + local, bf16) : 0.0f;
 }
 
 // One block: the mean loss over rows whose label is not `ignore` (into
@@ -410,20 +412,22 @@ extern "C" __global__ void weft_cross_entropy_total(
 }
 
 // The gradient, one element per thread: (softmax - onehot) * seed / count.
+// logits and grad are f32, or with `bf16` bf16, read and written as stored.
 extern "C" __global__ void weft_cross_entropy_grad(
-    const float *__restrict logits, const int *__restrict labels,
+    const void *__restrict logits, int bf16, const int *__restrict labels,
     const float *__restrict stats, const float *__restrict seed,
-    const double *__restrict count, float *__restrict grad, long rows,
+    const double *__restrict count, void *__restrict grad, long rows,
     long vocab, long offset, long ignore) {
   double scale = seed[0] / fmax(count[0], 1.0);
   for (long i = weft_thread(); i < rows * vocab; i += weft_stride()) {
     long r = i / vocab, j = i % vocab, label = labels[r];
     if (label == ignore) {
-      grad[i] = 0.0f;
+      weft_put(grad, i, 0.0f, bf16);
       continue;
     }
-    float p = expf(logits[i] - stats[r]) / stats[rows + r];
-    grad[i] = (float)((p - (j + offset == label ? 1.0f : 0.0f)) * scale);
+    float p = expf(weft_at(logits, i, bf16) - stats[r]) / stats[rows + r];
+    weft_put(grad, i,
+             (float)((p - (j + offset == label ? 1.0f : 0.0f)) * scale), bf16);
   }
 }
 
@@ -487,7 +491,7 @@ extern "C" __global__ void weft_attention_probs(
     lse = lse_in[row];
   } else {
     float rowMax;
-    double sum = weft_row_exp_sum(x, visible, red, &rowMax);
+    double sum = weft_row_exp_sum(scores, row * T, visible, red, &rowMax, 0);
     lse = sum > 0 ? rowMax + logf((float)sum) : -weft_inf();
     if (threadIdx.x == 0)
       lse_out[row] = lse;

@@ -32,7 +32,6 @@
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
 #include "runtime/gpu/GpuPlan.h"
-#include "runtime/support/ScalarMath.h"
 
 #include <algorithm>
 #include <chrono>
@@ -55,16 +54,12 @@ int fail(const absl::Status &s) {
   return 1;
 }
 
-/// `n` random bf16 values (the top halves of normal floats).
+/// `n` random bf16 values (normal draws, rounded).
 std::vector<uint16_t> randomBf16(int64_t n, std::mt19937 &rng) {
   std::normal_distribution<float> normal;
   std::vector<uint16_t> out(n);
-  for (uint16_t &x : out) {
-    float f = normal(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    x = static_cast<uint16_t>(bits >> 16);
-  }
+  for (uint16_t &x : out)
+    encode(normal(rng), DType::BF16, reinterpret_cast<uint8_t *>(&x));
   return out;
 }
 
@@ -126,11 +121,8 @@ Bundle attentionBundle(int64_t b, int64_t h, int64_t s, int64_t d) {
   return bundle;
 }
 
-float bf16ToFloat(uint16_t x) {
-  uint32_t bits = static_cast<uint32_t>(x) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+double bf16At(const std::vector<uint16_t> &v, int64_t i) {
+  return decode(reinterpret_cast<const uint8_t *>(&v[i]), DType::BF16);
 }
 
 /// The largest |C - reference| over C's first `rows` rows, relative to the
@@ -143,17 +135,14 @@ double epilogueError(const GemmShape &g, int64_t rows,
     for (int64_t j = 0; j < g.n; ++j) {
       double sum = 0;
       for (int64_t p = 0; p < g.k; ++p)
-        sum += static_cast<double>(bf16ToFloat(host[0][i * g.k + p])) *
-               bf16ToFloat(host[1][p * g.n + j]);
-      double value = static_cast<float>(sum);
-      if (g.hasBias())
-        value += bf16ToFloat(host[3][j]);
-      if (g.epilogue == GemmEpilogue::Gelu ||
-          g.epilogue == GemmEpilogue::BiasGelu)
-        value = gelu(value);
-      else if (g.epilogue == GemmEpilogue::DGelu)
-        value = geluGrad(bf16ToFloat(host[4][i * g.n + j]), value);
-      worst = std::max(worst, std::fabs(bf16ToFloat(c[i * g.n + j]) - value));
+        sum += bf16At(host[0], i * g.k + p) * bf16At(host[1], p * g.n + j);
+      double aux = 0;
+      double value = epilogueElement(
+          g.epilogue, roundToF32(sum), g.hasBias() ? bf16At(host[3], j) : 0.0,
+          g.epilogue == GemmEpilogue::DGelu ? bf16At(host[4], i * g.n + j)
+                                            : 0.0,
+          &aux, roundToF32);
+      worst = std::max(worst, std::fabs(bf16At(c, i * g.n + j) - value));
       scale = std::max(scale, std::fabs(value));
     }
   return worst / scale;

@@ -7,9 +7,9 @@
 
 #include "compiler/reference/Evaluator.h"
 
+#include "runtime/support/Epilogue.h"
 #include "runtime/support/Float.h"
 #include "runtime/support/Random.h"
-#include "runtime/support/ScalarMath.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -716,36 +716,21 @@ LogicalResult Interpreter::evalMatmulEpilogue(MatmulEpilogueOp op) {
   auto asF32 = [&](double x) {
     return f32 == DType::F64 ? x : runtime::roundTo(x, f32);
   };
-  for (double &x : acc.data)
-    x = asF32(x);
+  runtime::GemmEpilogue kind =
+      runtime::gemmEpilogueNamed(stringifyEpilogue(op.getEpilogue()).str());
+  const Tensor *bias = op.getBias() ? &get(op.getBias()) : nullptr;
+  const Tensor *pre =
+      op.getPreactivation() ? &get(op.getPreactivation()) : nullptr;
   int64_t n = acc.shape.back();
-  if (Value bias = op.getBias()) {
-    const Tensor &b = get(bias);
-    for (size_t i = 0; i < acc.data.size(); ++i)
-      acc.data[i] = asF32(acc.data[i] + b.data[i % n]);
-  }
-  switch (op.getEpilogue()) {
-  case Epilogue::Bias:
-    bind(op.getResult(), std::move(acc));
-    return success();
-  case Epilogue::Gelu:
-  case Epilogue::BiasGelu: {
-    Tensor out = acc;
-    for (double &x : out.data)
-      x = runtime::gelu(x);
-    bind(op.getAux(), std::move(acc));
-    bind(op.getResult(), std::move(out));
-    return success();
-  }
-  case Epilogue::DGelu: {
-    const Tensor &pre = get(op.getPreactivation());
-    for (size_t i = 0; i < acc.data.size(); ++i)
-      acc.data[i] = runtime::geluGrad(pre.data[i], acc.data[i]);
-    bind(op.getResult(), std::move(acc));
-    return success();
-  }
-  }
-  return op.emitOpError("unknown epilogue");
+  Tensor aux = acc;
+  for (size_t i = 0; i < acc.data.size(); ++i)
+    acc.data[i] = runtime::epilogueElement(
+        kind, asF32(acc.data[i]), bias ? bias->data[i % n] : 0.0,
+        pre ? pre->data[i] : 0.0, &aux.data[i], asF32);
+  if (op.getAux())
+    bind(op.getAux(), std::move(aux));
+  bind(op.getResult(), std::move(acc));
+  return success();
 }
 
 Tensor Interpreter::evalReduce(Operation *op, Value input,

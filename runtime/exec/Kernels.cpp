@@ -147,12 +147,12 @@ absl::StatusOr<Kernel> bindMatmulEpilogue(const StepSpec &s,
       return st;
     float *p = product.f(), *out = y.f();
     for (int64_t i = 0, size = y.size(); i < size; ++i) {
-      if (withBias)
-        p[i] += extra.f()[i % n];
-      if (withGelu)
-        out[i] = static_cast<float>(gelu(p[i]));
-      else if (dgelu)
-        out[i] = static_cast<float>(geluGrad(extra.f()[i], p[i]));
+      double aux = 0;
+      out[i] = static_cast<float>(
+          epilogueElement(kind, p[i], withBias ? extra.f()[i % n] : 0.0,
+                          dgelu ? extra.f()[i] : 0.0, &aux, roundToF32));
+      if (withGelu) // The GELU input, where the GEMM wrote the product.
+        p[i] = static_cast<float>(aux);
     }
     return ok();
   });

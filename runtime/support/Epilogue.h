@@ -8,6 +8,8 @@
 #ifndef WEFT_RUNTIME_SUPPORT_EPILOGUE_H
 #define WEFT_RUNTIME_SUPPORT_EPILOGUE_H
 
+#include "runtime/support/ScalarMath.h"
+
 #include <string_view>
 
 namespace weft::runtime {
@@ -53,6 +55,34 @@ inline bool epilogueHasAux(GemmEpilogue e) {
   return e == GemmEpilogue::Gelu || e == GemmEpilogue::BiasGelu ||
          e == GemmEpilogue::DGelu;
 }
+
+/// One element of epilogue `e` on a product element `acc` (already in the
+/// accumulator's precision): `bias` is its column's bias (the Bias kinds),
+/// `pre` the GELU input the forward kept (DGelu), and `round` rounds the
+/// biased sum as the accumulator does (to f32). Returns the result; the GELU
+/// kinds set *aux to the GELU input. The one statement of what
+/// weft.matmul_epilogue computes, for the evaluator, the CPU kernel, and the
+/// emulated and on-device checks of cuBLASLt.
+template <typename Round>
+double epilogueElement(GemmEpilogue e, double acc, double bias, double pre,
+                       double *aux, Round round) {
+  double x = epilogueHasBias(e) ? round(acc + bias) : acc;
+  switch (e) {
+  case GemmEpilogue::Gelu:
+  case GemmEpilogue::BiasGelu:
+    *aux = x;
+    return gelu(x);
+  case GemmEpilogue::DGelu:
+    return geluGrad(pre, x);
+  case GemmEpilogue::None:
+  case GemmEpilogue::Bias:
+    break;
+  }
+  return x;
+}
+
+/// Rounds to f32, the accumulator type of every Weft GEMM.
+inline double roundToF32(double x) { return static_cast<float>(x); }
 
 } // namespace weft::runtime
 

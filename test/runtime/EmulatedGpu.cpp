@@ -262,15 +262,13 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
           double value = static_cast<float>(g.alpha * sum);
           if (g.beta != 0)
             value = static_cast<float>(value + g.beta * load(ops.c, at, out));
-          if (g.hasBias())
-            value = static_cast<float>(value + load(ops.bias, j, out));
-          if (g.epilogue == GemmEpilogue::Gelu ||
-              g.epilogue == GemmEpilogue::BiasGelu) {
-            store(ops.aux, at, value);
-            value = runtime::gelu(value);
-          } else if (g.epilogue == GemmEpilogue::DGelu) {
-            value = runtime::geluGrad(load(ops.aux, at, out), value);
-          }
+          double aux = 0;
+          value = runtime::epilogueElement(
+              g.epilogue, value, g.hasBias() ? load(ops.bias, j, out) : 0.0,
+              g.epilogue == GemmEpilogue::DGelu ? load(ops.aux, at, out) : 0.0,
+              &aux, runtime::roundToF32);
+          if (g.hasAux() && g.epilogue != GemmEpilogue::DGelu)
+            store(ops.aux, at, aux);
           store(ops.c, at, value);
         }
   });

@@ -904,10 +904,13 @@ absl::Status Planner::planStep(const StepSpec &s) {
       return block.status();
     if (grad)
       zero(wide(table), count(table) * 4);
-    kernel("weft_embedding", gridFor(count(rows)),
-           {wide(table), raw(ids), wide(rows), i64(count(ids)),
-            i64(shape(table)[1]), i64(shape(table)[0]), i64(block->offset),
-            i64(block->total), i32(grad), error, i32(current)});
+    GpuLaunch &gather =
+        kernel("weft_embedding", gridFor(count(rows)),
+               {wide(table), raw(ids), wide(rows), i64(count(ids)),
+                i64(shape(table)[1]), i64(shape(table)[0]), i64(block->offset),
+                i64(block->total), i32(grad), error, i32(current)});
+    // It reads (or adds to) only its ids' rows of the table.
+    gather.bytes = count(ids) * 4 + 2 * count(rows) * 4;
   } else if (op == "weft.layer_norm_grad" || op == "weft.rms_norm_grad") {
     status = norm(s, op == "weft.rms_norm_grad");
   } else if (op == "weft.cross_entropy" || op == "weft.cross_entropy_grad") {
@@ -1016,15 +1019,13 @@ GpuLaunchCost launchCost(const GpuLaunch &l, const ProgramSpec &spec,
               (l.kind == GpuLaunch::Kind::Copy ? 2 : 1);
     return c;
   }
-  // An embedding reads (or, for its gradient, adds to) only the table rows
-  // of its ids, as many bytes as its rows: count those, not the table.
-  bool gather = l.kernel == "weft_embedding";
-  for (size_t i = 0; i < l.args.size(); ++i) {
-    const GpuArg &a = l.args[i];
-    if (a.kind != GpuArg::Kind::Buffer || (gather && i == 0))
+  if (l.bytes > 0) { // The planner said what a partial access touches.
+    c.bytes = static_cast<double>(l.bytes);
+    return c;
+  }
+  for (const GpuArg &a : l.args) {
+    if (a.kind != GpuArg::Kind::Buffer)
       continue;
-    if (gather && i == 2) // The rows, and as much of the table again.
-      c.bytes += static_cast<double>(spec.values[a.buffer.id].bytes());
     if (a.buffer.kind == GpuBuffer::Kind::Value)
       c.bytes += static_cast<double>(spec.values[a.buffer.id].bytes());
     else if (a.buffer.kind == GpuBuffer::Kind::Scratch)

@@ -63,7 +63,10 @@ struct GpuLaunch {
   /// {in, out} (all_reduce: {data, data}).
   std::vector<GpuArg> args;
   GemmShape gemm;
-  int64_t bytes = 0; // Zero and Copy.
+  /// Zero and Copy: the bytes they set or move. A Kernel that touches only
+  /// part of its buffers (an embedding's gather): the bytes it does read
+  /// and write, for launchCost; 0: every buffer argument whole.
+  int64_t bytes = 0;
   /// Collective: "all_reduce" (a sum), "all_reduce_max", "all_gather",
   /// "reduce_scatter" or "all_to_all" of `count` floats per member over the
   /// group of `axes`
@@ -106,8 +109,8 @@ absl::StatusOr<GpuProgramPlan> planGpuProgram(const Bundle &bundle,
 
 /// What a launch moves through device memory and computes, for roofline
 /// estimates and plan checks: every buffer argument read or written once
-/// whole (a GEMM: its matrices, aux included; an embedding: its ids, rows
-/// and as many bytes of the table as rows), a GEMM's FLOPs.
+/// whole (a GEMM: its matrices, aux included; a kernel with `bytes` set:
+/// those), a GEMM's FLOPs.
 struct GpuLaunchCost {
   double bytes = 0, flops = 0;
   bool f32Gemm = false; // An f32 GEMM (no tensor cores: a lower peak).

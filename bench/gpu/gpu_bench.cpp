@@ -276,8 +276,10 @@ int plan(int argc, char **argv) {
       name = std::string("GEMM, epilogue ") + gemmEpilogueName(l.gemm.epilogue);
       break;
     case GpuLaunch::Kind::Kernel:
-      name = l.kernel.rfind("weft_k", 0) == 0 && l.kernel.size() > 6 &&
-                     std::isdigit(static_cast<unsigned char>(l.kernel[6]))
+      // A weft.fused step's kernel is generated; its name says nothing.
+      name = spec.steps[l.step].op == "weft.fused" &&
+                     l.kernel ==
+                         spec.steps[l.step].attrs.value("kernel", "") + "_cuda"
                  ? "generated kernels"
                  : l.kernel;
       break;

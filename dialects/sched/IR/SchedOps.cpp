@@ -1,0 +1,1186 @@
+//===- SchedOps.cpp - sched op verifiers ----------------------------------===//
+//
+// The verifiers are the compile-time half of the bundle's validation: every
+// fact a runtime relies on (bounds, shapes, arity, groups, live ranges,
+// stream ordering) is checked here on the IR, and again by the bundle
+// loader on the bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/sched/IR/SchedOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace weft::sched;
+
+#include "dialects/sched/IR/SchedEnums.cpp.inc"
+#include "dialects/sched/IR/SchedInterfaces.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/sched/IR/SchedOps.cpp.inc"
+
+namespace {
+
+BufferType bufferOf(Value v) { return cast<BufferType>(v.getType()); }
+
+bool isFloat(Type t) { return isa<FloatType>(t); }
+bool isInt(Type t) { return t.isInteger(32) || t.isInteger(64); }
+
+/// The module's mesh, or null.
+MeshOp meshOf(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return {};
+  auto meshes = module.getOps<MeshOp>();
+  return meshes.empty() ? MeshOp() : *meshes.begin();
+}
+
+/// Checks that `axes` are distinct axes of `mesh` and returns the size of
+/// their group.
+FailureOr<int64_t> groupSize(Operation *op, MeshOp mesh, ArrayAttr axes) {
+  if (!mesh)
+    return op->emitOpError("names mesh axes but the module has no sched.mesh"),
+           failure();
+  int64_t size = 1;
+  llvm::StringSet<> seen;
+  for (Attribute a : axes) {
+    StringRef axis = cast<StringAttr>(a).getValue();
+    int64_t n = mesh.axisSize(axis);
+    if (n == 0)
+      return op->emitOpError("mesh @")
+                 << mesh.getSymName() << " has no axis '" << axis << "'",
+             failure();
+    if (!seen.insert(axis).second)
+      return op->emitOpError("names mesh axis '") << axis << "' twice",
+             failure();
+    size *= n;
+  }
+  return size;
+}
+
+MeshOp lookupMesh(Operation *op, SymbolTableCollection &symbols,
+                  FlatSymbolRefAttr name) {
+  return symbols.lookupNearestSymbolFrom<MeshOp>(op, name);
+}
+
+LogicalResult verifyMeshRef(Operation *op, SymbolTableCollection &symbols,
+                            FlatSymbolRefAttr name, MeshOp &mesh) {
+  mesh = lookupMesh(op, symbols, name);
+  if (!mesh)
+    return op->emitOpError("names mesh ")
+           << name << ", which is not a sched.mesh";
+  return success();
+}
+
+LogicalResult sameShape(Operation *op, Value a, StringRef aName, Value b,
+                        StringRef bName) {
+  if (bufferOf(a).getShape() != bufferOf(b).getShape())
+    return op->emitOpError()
+           << bName << " has shape [" << bufferOf(b).getShape() << "], not "
+           << aName << "'s [" << bufferOf(a).getShape() << "]";
+  return success();
+}
+
+LogicalResult hasShape(Operation *op, Value v, StringRef name,
+                       ArrayRef<int64_t> shape) {
+  if (bufferOf(v).getShape() != shape)
+    return op->emitOpError() << name << " has shape [" << bufferOf(v).getShape()
+                             << "], expected [" << shape << "]";
+  return success();
+}
+
+LogicalResult hasRank(Operation *op, Value v, StringRef name, int64_t rank) {
+  if (static_cast<int64_t>(bufferOf(v).getShape().size()) != rank)
+    return op->emitOpError()
+           << name << " must have rank " << rank << ", has shape ["
+           << bufferOf(v).getShape() << "]";
+  return success();
+}
+
+LogicalResult isIntBuffer(Operation *op, Value v, StringRef name) {
+  if (!isInt(bufferOf(v).getElementType()))
+    return op->emitOpError() << name << " must hold i32 or i64, not "
+                             << bufferOf(v).getElementType();
+  return success();
+}
+
+LogicalResult isFloatBuffer(Operation *op, Value v, StringRef name) {
+  if (!isFloat(bufferOf(v).getElementType()))
+    return op->emitOpError()
+           << name << " must hold floats, not " << bufferOf(v).getElementType();
+  return success();
+}
+
+LogicalResult isF32Scalar(Operation *op, Value v, StringRef name) {
+  BufferType t = bufferOf(v);
+  if (!t.getElementType().isF32() || t.getNumElements() != 1)
+    return op->emitOpError() << name << " must be one f32, not " << t;
+  return success();
+}
+
+/// The vocabulary axes name axes of the module's mesh.
+LogicalResult verifyVocabAxes(Operation *op, ArrayAttr axes) {
+  if (axes.empty())
+    return success();
+  return groupSize(op, meshOf(op), axes);
+}
+
+/// Whether a matrix stored with `rows` × `cols` visible elements, leading
+/// dimension `ld` and batch stride `stride` over `batch` batches lies
+/// inside `elements`; writes the elements it needs to `needed`.
+bool matrixFits(int64_t batch, int64_t stride, int64_t rows, int64_t cols,
+                int64_t ld, int64_t elements, int64_t &needed) {
+  // (batch - 1) * stride + (rows - 1) * ld + cols, with overflow checks.
+  std::optional<int64_t> a = llvm::checkedMul(batch - 1, stride);
+  std::optional<int64_t> b = llvm::checkedMul(rows - 1, ld);
+  if (!a || !b)
+    return false;
+  std::optional<int64_t> sum = llvm::checkedAdd(*a, *b);
+  if (!sum)
+    return false;
+  sum = llvm::checkedAdd(*sum, cols);
+  if (!sum)
+    return false;
+  needed = *sum;
+  return needed <= elements;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Module-level declarations
+//===----------------------------------------------------------------------===//
+
+int64_t MeshOp::axisSize(StringRef name) {
+  for (auto [axis, size] : llvm::zip(getAxes(), getSizes()))
+    if (cast<StringAttr>(axis).getValue() == name)
+      return size;
+  return 0;
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxes().size() != getSizes().size())
+    return emitOpError("has ")
+           << getAxes().size() << " axes but " << getSizes().size() << " sizes";
+  llvm::StringSet<> seen;
+  for (auto [axis, size] : llvm::zip(getAxes(), getSizes())) {
+    StringRef name = cast<StringAttr>(axis).getValue();
+    if (!seen.insert(name).second)
+      return emitOpError("has axis '") << name << "' twice";
+    if (size < 1)
+      return emitOpError("axis '") << name << "' has size " << size;
+  }
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  bool scaled = getInit() == InitKind::normal || getInit() == InitKind::uniform;
+  if (scaled != getScale().has_value())
+    return emitOpError("init '")
+           << stringifyInitKind(getInit())
+           << (scaled ? "' needs a scale" : "' takes no scale");
+  auto type = cast<BufferType>(getType());
+  if (!isFloat(type.getElementType()))
+    return emitOpError("must hold floats, not ") << type.getElementType();
+  if (std::optional<ArrayAttr> split = getSplit()) {
+    if (split->size() != type.getShape().size())
+      return emitOpError("split has ")
+             << split->size() << " entries for a rank-"
+             << type.getShape().size() << " parameter";
+    for (Attribute dim : *split) {
+      auto axes = dyn_cast<ArrayAttr>(dim);
+      if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+        return emitOpError("split must list mesh axis names per dimension");
+      if (failed(groupSize(*this, meshOf(*this), axes)))
+        return failure();
+    }
+  }
+  return success();
+}
+
+BufferType ConstantOp::getBufferType() {
+  auto type = cast<ShapedType>(getValue().getType());
+  return BufferType::get(getContext(), type.getShape(), type.getElementType());
+}
+
+LogicalResult ConstantOp::verify() {
+  auto type = dyn_cast<ShapedType>(getValue().getType());
+  if (!type || !type.hasStaticShape())
+    return emitOpError("value must have a static shape");
+  return BufferType::verify([&] { return emitOpError(); }, type.getShape(),
+                            type.getElementType());
+}
+
+LogicalResult KernelOp::verify() {
+  for (ArrayAttr list : {getInputs(), getOutputs()})
+    for (Attribute t : list)
+      if (!isa<BufferType>(cast<TypeAttr>(t).getValue()))
+        return emitOpError("buffer arguments must be !sched.buffer, not ") << t;
+  for (Attribute t : getScalars()) {
+    Type type = cast<TypeAttr>(t).getValue();
+    if (!isa<IntegerType, FloatType>(type))
+      return emitOpError("scalar arguments must be integers or floats, not ")
+             << type;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Schedules
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScheduleOp::verifyRegions() {
+  int64_t microbatches = getMicrobatches();
+  if (microbatches < 1)
+    return emitOpError("needs at least one micro-batch, has ") << microbatches;
+  auto sequences = llvm::to_vector(getBody().front().getOps<SequenceOp>());
+  if (sequences.empty())
+    return emitOpError("has no sched.sequence");
+  for (Operation &op : getBody().front())
+    if (!isa<SequenceOp>(op))
+      return op.emitOpError("cannot appear in a schedule outside a sequence");
+  // One sequence for every rank, or one per coordinate of one axis.
+  if (!sequences.front().getAxis()) {
+    if (sequences.size() != 1)
+      return sequences[1].emitOpError(
+          "follows a sequence for every rank; select ranks with 'where'");
+  } else {
+    StringRef axis = *sequences.front().getAxis();
+    MeshOp mesh = meshOf(*this);
+    int64_t size = mesh ? mesh.axisSize(axis) : 0;
+    if (size == 0)
+      return sequences.front().emitOpError("selects ranks along '")
+             << axis << "', which is not an axis of the module's sched.mesh";
+    llvm::DenseMap<int64_t, SequenceOp> byCoordinate;
+    for (SequenceOp seq : sequences) {
+      if (!seq.getAxis() || *seq.getAxis() != axis)
+        return seq.emitOpError("must select ranks along '") << axis
+                                                            << "' as the "
+                                                               "first "
+                                                               "sequence does";
+      int64_t c = *seq.getCoordinate();
+      if (c < 0 || c >= size)
+        return seq.emitOpError("coordinate ")
+               << c << " is outside axis '" << axis << "' of size " << size;
+      if (!byCoordinate.try_emplace(c, seq).second)
+        return seq.emitOpError("selects coordinate ")
+               << c << " of '" << axis << "' a second time";
+    }
+    if (static_cast<int64_t>(byCoordinate.size()) != size)
+      return emitOpError("has sequences for ")
+             << byCoordinate.size() << " of the " << size << " coordinates of '"
+             << axis << "'";
+  }
+  for (SequenceOp seq : sequences) {
+    if (seq.getAxis().has_value() != seq.getCoordinate().has_value())
+      return seq.emitOpError("needs both an axis and a coordinate");
+    for (Operation &op : seq.getBody().front()) {
+      auto run = dyn_cast<RunOp>(op);
+      if (!run)
+        return op.emitOpError("cannot appear in a sequence; only sched.run");
+      if (run.getMicrobatch() < 0 || run.getMicrobatch() >= microbatches)
+        return run.emitOpError("micro-batch ")
+               << run.getMicrobatch() << " is outside [0, " << microbatches
+               << ")";
+      if (run.getChunk() < 0)
+        return run.emitOpError("chunk ") << run.getChunk() << " is negative";
+    }
+  }
+  return success();
+}
+
+LogicalResult RunOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (!symbols.lookupNearestSymbolFrom<ProgramOp>(*this, getProgramAttr()))
+    return emitOpError("runs ")
+           << getProgramAttr() << ", which is not a sched.program";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+LogicalResult GetOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  Operation *target = symbols.lookupNearestSymbolFrom(*this, getNameAttr());
+  Type expected;
+  if (auto param = dyn_cast_or_null<ParamOp>(target))
+    expected = param.getType();
+  else if (auto constant = dyn_cast_or_null<ConstantOp>(target))
+    expected = constant.getBufferType();
+  else
+    return emitOpError("names ")
+           << getNameAttr() << ", which is not a sched.param or sched.constant";
+  if (expected != getType())
+    return emitOpError("yields ")
+           << getType() << " but " << getNameAttr() << " is " << expected;
+  return success();
+}
+
+LogicalResult ViewOp::verify() {
+  BufferType source = bufferOf(getSource()), result = getType();
+  int64_t offset = getOffset();
+  if (offset < 0 || offset % result.getElementBytes() != 0)
+    return emitOpError("offset ")
+           << offset << " is not a non-negative multiple of "
+           << result.getElementBytes() << " bytes";
+  if (result.getBytes() > source.getBytes() ||
+      offset > source.getBytes() - result.getBytes())
+    return emitOpError("bytes [")
+           << offset << ", " << offset + result.getBytes()
+           << ") lie outside the " << source.getBytes() << "-byte source";
+  return success();
+}
+
+LogicalResult AssignOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError("assigns ")
+           << getParamAttr() << ", which is not a sched.param";
+  if (param.getType() != getValue().getType())
+    return emitOpError("assigns a ")
+           << getValue().getType() << " to " << getParamAttr() << " of type "
+           << param.getType();
+  return success();
+}
+
+LogicalResult ReturnOp::verify() {
+  if (getNames().size() != getValues().size())
+    return emitOpError("names ") << getNames().size() << " outputs but returns "
+                                 << getValues().size();
+  llvm::StringSet<> seen;
+  for (Attribute name : getNames())
+    if (!seen.insert(cast<StringAttr>(name).getValue()).second)
+      return emitOpError("names output '")
+             << cast<StringAttr>(name).getValue() << "' twice";
+  if (std::optional<ArrayAttr> split = getSplit())
+    if (split->size() != getValues().size())
+      return emitOpError("split has ") << split->size() << " entries for "
+                                       << getValues().size() << " outputs";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Programs: the memory plan and the stream order
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Where a buffer's bytes come from: an alloc, a parameter or constant (by
+/// name), or a program input.
+struct Storage {
+  AllocOp alloc;             // Arena storage, or null.
+  const void *key = nullptr; // Identifies the storage for hazards.
+  bool isConstant = false;   // Instructions must not write it.
+  bool isParam = false;      // Only sched.assign writes it.
+  FlatSymbolRefAttr symbol;  // For a get.
+};
+
+Storage storageOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  Storage s;
+  if (auto alloc = v.getDefiningOp<AllocOp>()) {
+    s.alloc = alloc;
+    s.key = alloc.getOperation();
+  } else if (auto get = v.getDefiningOp<GetOp>()) {
+    s.symbol = get.getNameAttr();
+    s.key = get.getNameAttr().getAttr().getAsOpaquePointer();
+    Operation *target =
+        SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr());
+    s.isConstant = isa_and_nonnull<ConstantOp>(target);
+    s.isParam = isa_and_nonnull<ParamOp>(target);
+  } else {
+    s.key = v.getAsOpaquePointer();
+  }
+  return s;
+}
+
+/// Happens-before across streams, as vector clocks: clock[s][t] is how
+/// many instructions of stream t stream s knows have completed.
+struct StreamOrder {
+  struct Access {
+    int64_t stream = -1, position = -1;
+    Operation *op = nullptr;
+  };
+  struct History {
+    Access lastWrite;
+    std::vector<Access> lastRead; // Per stream, since the last write.
+  };
+
+  explicit StreamOrder(size_t streams)
+      : clock(streams, std::vector<int64_t>(streams, 0)), position(streams, 0) {
+  }
+
+  bool ordered(int64_t stream, const Access &before) const {
+    return before.op == nullptr || before.stream == stream ||
+           clock[stream][before.stream] > before.position;
+  }
+
+  std::vector<std::vector<int64_t>> clock;
+  std::vector<int64_t> position;
+  std::map<int64_t, std::vector<int64_t>> events; // Event -> recorded clock.
+  llvm::DenseMap<const void *, History> history;
+};
+
+InFlightDiagnostic hazard(Operation *op, StringRef what, StringRef stream,
+                          const StreamOrder::Access &other, ArrayAttr streams) {
+  InFlightDiagnostic diag =
+      op->emitOpError() << what << " on stream '" << stream
+                        << "' a buffer the instruction below "
+                        << (what == "reads" ? "writes" : "accesses")
+                        << " on stream '"
+                        << cast<StringAttr>(streams[other.stream]).getValue()
+                        << "', with no event between";
+  diag.attachNote(other.op->getLoc()) << "the other access";
+  return diag;
+}
+
+} // namespace
+
+LogicalResult ProgramOp::verifyRegions() {
+  int64_t align = getAlign(), arena = getArena();
+  if (align < 1 || !llvm::isPowerOf2_64(align))
+    return emitOpError("alignment ") << align << " is not a power of two";
+  if (arena < 0)
+    return emitOpError("arena of ") << arena << " bytes";
+  if (getEvents() < 0)
+    return emitOpError("has ") << getEvents() << " events";
+  ArrayAttr streams = getStreams();
+  llvm::StringMap<int64_t> streamIndex;
+  for (auto [i, s] : llvm::enumerate(streams))
+    if (!streamIndex.try_emplace(cast<StringAttr>(s).getValue(), i).second)
+      return emitOpError("names stream '")
+             << cast<StringAttr>(s).getValue() << "' twice";
+  if (streams.empty())
+    return emitOpError("has no streams");
+  Block &body = getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    if (!isa<BufferType>(arg.getType()))
+      return emitOpError("input ")
+             << arg.getArgNumber() << " is not a !sched.buffer";
+
+  // Number the instructions; assigns follow the last of them.
+  llvm::DenseMap<Operation *, int64_t> index;
+  SmallVector<AllocOp> allocs;
+  Operation *firstAssign = nullptr;
+  for (Operation &op : body) {
+    if (isa<InstructionOpInterface>(op)) {
+      if (firstAssign)
+        return op.emitOpError("follows a sched.assign; assigns come after "
+                              "every instruction");
+      index[&op] = index.size();
+    } else if (isa<AssignOp>(op) && !firstAssign) {
+      firstAssign = &op;
+    } else if (auto alloc = dyn_cast<AllocOp>(op)) {
+      allocs.push_back(alloc);
+    } else if (!isa<GetOp, ViewOp, AssignOp, ReturnOp>(op)) {
+      return op.emitOpError("cannot appear in a sched.program");
+    }
+  }
+  const int64_t end = index.size();
+
+  for (AllocOp alloc : allocs) {
+    int64_t offset = alloc.getOffset(), bytes = alloc.getType().getBytes();
+    if (offset < 0 || offset % align != 0)
+      return alloc.emitOpError("offset ")
+             << offset << " is not a non-negative multiple of the program's "
+             << align << "-byte alignment";
+    if (bytes > arena || offset > arena - bytes)
+      return alloc.emitOpError("bytes [")
+             << offset << ", " << offset + bytes << ") lie outside the "
+             << arena << "-byte arena";
+    if (alloc.getFirst() < 0 || alloc.getFirst() > alloc.getLast() ||
+        alloc.getLast() > end)
+      return alloc.emitOpError("live range [")
+             << alloc.getFirst() << ", " << alloc.getLast()
+             << "] is not inside [0, " << end << "]";
+  }
+
+  // No two buffers alive at once share a byte: sweep by offset.
+  SmallVector<std::pair<AllocOp, AllocOp>> sharing; // Disjoint in time.
+  SmallVector<AllocOp> byOffset(allocs);
+  llvm::sort(byOffset, [](AllocOp a, AllocOp b) {
+    return std::make_pair(a.getOffset(), a.getFirst()) <
+           std::make_pair(b.getOffset(), b.getFirst());
+  });
+  for (size_t i = 0; i < byOffset.size(); ++i) {
+    AllocOp a = byOffset[i];
+    int64_t aEnd = a.getOffset() + a.getType().getBytes();
+    for (size_t j = i + 1;
+         j < byOffset.size() && byOffset[j].getOffset() < aEnd; ++j) {
+      AllocOp b = byOffset[j];
+      if (b.getType().getBytes() == 0 || a.getType().getBytes() == 0)
+        continue;
+      if (a.getFirst() <= b.getLast() && b.getFirst() <= a.getLast()) {
+        InFlightDiagnostic diag =
+            b.emitOpError("shares bytes with a buffer live at the same time: [")
+            << b.getOffset() << ", " << b.getOffset() + b.getType().getBytes()
+            << ") live [" << b.getFirst() << ", " << b.getLast()
+            << "] against [" << a.getOffset() << ", " << aEnd << ") live ["
+            << a.getFirst() << ", " << a.getLast() << "]";
+        diag.attachNote(a.getLoc()) << "the other buffer";
+        return diag;
+      }
+      sharing.push_back({a, b});
+    }
+  }
+  // Buffers that reuse each other's bytes are one storage for stream
+  // ordering: the later must not start before the earlier's last access.
+  llvm::DenseMap<const void *, SmallVector<const void *>> aliases;
+  for (auto [a, b] : sharing) {
+    aliases[a.getOperation()].push_back(b.getOperation());
+    aliases[b.getOperation()].push_back(a.getOperation());
+  }
+
+  StreamOrder order(streams.size());
+  int64_t events = getEvents();
+  for (Operation &op : body) {
+    auto instr = dyn_cast<InstructionOpInterface>(&op);
+    if (!instr)
+      continue;
+    int64_t i = index[&op];
+    StringRef streamName = instr.getStreamName();
+    auto found = streamIndex.find(streamName);
+    if (found == streamIndex.end())
+      return op.emitOpError("runs on stream '")
+             << streamName << "', which the program does not declare";
+    int64_t s = found->second;
+
+    if (auto record = dyn_cast<RecordOp>(op)) {
+      if (record.getEvent() < 0 || record.getEvent() >= events)
+        return op.emitOpError("event ")
+               << record.getEvent() << " is outside the program's " << events
+               << " events";
+      std::vector<int64_t> clock = order.clock[s];
+      clock[s] = order.position[s];
+      order.events[record.getEvent()] = std::move(clock);
+    } else if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (wait.getEvent() < 0 || wait.getEvent() >= events)
+        return op.emitOpError("event ")
+               << wait.getEvent() << " is outside the program's " << events
+               << " events";
+      auto recorded = order.events.find(wait.getEvent());
+      if (recorded == order.events.end())
+        return op.emitOpError("waits for event ")
+               << wait.getEvent() << " before any sched.record of it";
+      for (size_t t = 0; t < streams.size(); ++t)
+        order.clock[s][t] = std::max(order.clock[s][t], recorded->second[t]);
+    }
+
+    // Buffers: live ranges, writes to read-only storage, stream hazards.
+    StreamOrder::Access here{s, order.position[s], &op};
+    // Events touch no buffer, and so have no memory effects interface.
+    SmallVector<MemoryEffects::EffectInstance> list;
+    if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
+      effects.getEffects(list);
+    for (MemoryEffects::EffectInstance &effect : list) {
+      Value v = effect.getValue();
+      if (!v)
+        continue;
+      bool write = isa<MemoryEffects::Write>(effect.getEffect());
+      Storage storage = storageOf(v);
+      if (storage.alloc &&
+          (i < storage.alloc.getFirst() || i > storage.alloc.getLast())) {
+        InFlightDiagnostic diag = op.emitOpError("is instruction ")
+                                  << i << " but uses a buffer live only in ["
+                                  << storage.alloc.getFirst() << ", "
+                                  << storage.alloc.getLast() << "]";
+        diag.attachNote(storage.alloc.getLoc()) << "the buffer";
+        return diag;
+      }
+      if (write && storage.isConstant)
+        return op.emitOpError("writes constant ") << storage.symbol;
+      if (write && storage.isParam)
+        return op.emitOpError("writes parameter ")
+               << storage.symbol << "; parameters change only by sched.assign";
+      SmallVector<const void *> keys = {storage.key};
+      llvm::append_range(keys, aliases.lookup(storage.key));
+      for (const void *key : keys) {
+        StreamOrder::History &h = order.history[key];
+        if (!order.ordered(s, h.lastWrite))
+          return hazard(&op, write ? "writes" : "reads", streamName,
+                        h.lastWrite, streams);
+        if (write)
+          for (const StreamOrder::Access &read : h.lastRead)
+            if (!order.ordered(s, read))
+              return hazard(&op, "writes", streamName, read, streams);
+      }
+      StreamOrder::History &h = order.history[storage.key];
+      if (write) {
+        h.lastWrite = here;
+        h.lastRead.clear();
+      } else {
+        if (h.lastRead.size() < streams.size())
+          h.lastRead.resize(streams.size());
+        h.lastRead[s] = here;
+      }
+    }
+    ++order.position[s];
+  }
+
+  // What the caller reads after the program must live to its end.
+  for (Operation &op : body) {
+    if (!isa<AssignOp, ReturnOp>(op))
+      continue;
+    for (Value v : op.getOperands()) {
+      Storage storage = storageOf(v);
+      if (storage.alloc && storage.alloc.getLast() != end) {
+        InFlightDiagnostic diag =
+            op.emitOpError("reads a buffer after the last instruction, but "
+                           "its live range ends at ")
+            << storage.alloc.getLast() << " (the program has " << end
+            << " instructions)";
+        diag.attachNote(storage.alloc.getLoc()) << "the buffer";
+        return diag;
+      }
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Generated kernels, GEMMs, attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchOp::verify() {
+  if (getGrid().size() != 3 || llvm::any_of(getGrid(), [](int64_t g) {
+        return g < 1 || g > (int64_t(1) << 31) - 1;
+      }))
+    return emitOpError("grid must be three sizes in [1, 2^31), not [")
+           << getGrid() << "]";
+  if (getBlock() < 1 || getBlock() > 1024)
+    return emitOpError("block of ") << getBlock() << " threads is outside "
+                                    << "[1, 1024]";
+  return success();
+}
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto kernel =
+      symbols.lookupNearestSymbolFrom<KernelOp>(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError("launches ")
+           << getKernelAttr() << ", which is not a sched.kernel";
+  auto check = [&](StringRef what, ArrayAttr declared,
+                   TypeRange actual) -> LogicalResult {
+    if (declared.size() != actual.size())
+      return emitOpError("passes ")
+             << actual.size() << " " << what << " to " << getKernelAttr()
+             << ", which takes " << declared.size();
+    for (auto [i, pair] : llvm::enumerate(llvm::zip(declared, actual))) {
+      Type want = cast<TypeAttr>(std::get<0>(pair)).getValue();
+      if (want != std::get<1>(pair))
+        return emitOpError() << what << " " << i << " is " << std::get<1>(pair)
+                             << " but " << getKernelAttr() << " takes " << want;
+    }
+    return success();
+  };
+  SmallVector<Type> scalarTypes;
+  for (Attribute a : getScalars()) {
+    auto typed = dyn_cast<TypedAttr>(a);
+    if (!typed || !isa<IntegerAttr, FloatAttr>(a))
+      return emitOpError("scalar ") << a << " is not an integer or float";
+    scalarTypes.push_back(typed.getType());
+  }
+  return failure(
+      failed(check("inputs", kernel.getInputs(), getInputs().getTypes())) ||
+      failed(check("outputs", kernel.getOutputs(), getOutputs().getTypes())) ||
+      failed(check("scalars", kernel.getScalars(), scalarTypes)));
+}
+
+LogicalResult GemmOp::verify() {
+  ArrayRef<int64_t> mnk = getMnk(), ld = getLd(), strides = getStrides();
+  if (mnk.size() != 3 || ld.size() != 3 || strides.size() != 3)
+    return emitOpError("mnk, ld and strides need three entries each");
+  if (llvm::any_of(mnk, [](int64_t d) { return d < 1; }) || getBatch() < 1)
+    return emitOpError("sizes mnk [")
+           << mnk << "] and batch " << getBatch() << " must be positive";
+  if (llvm::any_of(strides, [](int64_t d) { return d < 0; }))
+    return emitOpError("batch strides [")
+           << strides << "] must not be negative";
+  int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+  struct Matrix {
+    StringRef name;
+    Value value;
+    int64_t rows, cols, ld, stride;
+  };
+  Matrix matrices[] = {{"A", getA(), getTransposeA() ? k : m,
+                        getTransposeA() ? m : k, ld[0], strides[0]},
+                       {"B", getB(), getTransposeB() ? n : k,
+                        getTransposeB() ? k : n, ld[1], strides[1]},
+                       {"C", getC(), m, n, ld[2], strides[2]}};
+  for (const Matrix &x : matrices) {
+    if (x.ld < x.cols)
+      return emitOpError("leading dimension ")
+             << x.ld << " of " << x.name << " is less than its " << x.cols
+             << " columns";
+    int64_t needed = 0, elements = bufferOf(x.value).getNumElements();
+    if (!matrixFits(getBatch(), x.stride, x.rows, x.cols, x.ld, elements,
+                    needed))
+      return emitOpError() << x.name << " needs " << needed
+                           << " elements but its buffer holds " << elements;
+    if (failed(isFloatBuffer(*this, x.value, x.name)))
+      return failure();
+  }
+  Type aType = bufferOf(getA()).getElementType();
+  Type bType = bufferOf(getB()).getElementType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(aType);
+  if (fp8 != isa<Float8E4M3FNType, Float8E5M2Type>(bType) ||
+      (!fp8 && aType != bType))
+    return emitOpError("multiplies ")
+           << aType << " by " << bType
+           << "; A and B must have one type, or both be FP8";
+  if (fp8 != (getScaleA() != nullptr) || !getScaleA() != !getScaleB())
+    return emitOpError(fp8 ? "FP8 operands need scales for A and B"
+                           : "takes scales only for FP8 operands");
+  if (fp8 && (failed(isF32Scalar(*this, getScaleA(), "scale of A")) ||
+              failed(isF32Scalar(*this, getScaleB(), "scale of B"))))
+    return failure();
+  Epilogue e = getEpilogue();
+  bool wantsBias = e == Epilogue::bias || e == Epilogue::bias_gelu;
+  bool wantsAux = e == Epilogue::bias_gelu || e == Epilogue::dgelu;
+  if (wantsBias != (getBias() != nullptr))
+    return emitOpError("epilogue '")
+           << stringifyEpilogue(e) << (wantsBias ? "' needs" : "' takes no")
+           << " bias";
+  if (wantsAux != (getAux() != nullptr))
+    return emitOpError("epilogue '")
+           << stringifyEpilogue(e) << (wantsAux ? "' needs" : "' takes no")
+           << " aux";
+  if (getBias() && bufferOf(getBias()).getNumElements() != n)
+    return emitOpError("bias holds ") << bufferOf(getBias()).getNumElements()
+                                      << " elements, not n = " << n;
+  if (getAux() && bufferOf(getAux()).getNumElements() != getBatch() * m * n)
+    return emitOpError("aux holds ")
+           << bufferOf(getAux()).getNumElements()
+           << " elements, not batch * m * n = " << getBatch() * m * n;
+  return success();
+}
+
+namespace {
+
+/// The shapes attention's operands must have, from q and k.
+LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
+                                    Value out, Value lse,
+                                    AttentionAlgorithm algorithm, Value scratch,
+                                    int64_t scratchMatrices) {
+  for (auto [value, name] :
+       {std::pair{q, "q"}, {k, "k"}, {v, "v"}, {out, "out"}})
+    if (failed(hasRank(op, value, name, 4)) ||
+        failed(isFloatBuffer(op, value, name)))
+      return failure();
+  ArrayRef<int64_t> qs = bufferOf(q).getShape(), ks = bufferOf(k).getShape(),
+                    vs = bufferOf(v).getShape();
+  int64_t b = qs[0], s = qs[1], hq = qs[2], d = qs[3], t = ks[1], hkv = ks[2];
+  if (failed(hasShape(op, k, "k", {b, t, hkv, d})) ||
+      failed(hasShape(op, v, "v", {b, t, hkv, vs[3]})) ||
+      failed(hasShape(op, out, "out", {b, s, hq, vs[3]})) ||
+      failed(hasShape(op, lse, "lse", {b, hq, s})))
+    return failure();
+  if (hkv < 1 || hq % hkv != 0)
+    return op->emitOpError("query heads ")
+           << hq << " are not a multiple of key/value heads " << hkv;
+  if (!bufferOf(lse).getElementType().isF32())
+    return op->emitOpError("lse must hold f32");
+  if (algorithm == AttentionAlgorithm::flash) {
+    if (scratch)
+      return op->emitOpError("algorithm 'flash' takes no scratch");
+    return success();
+  }
+  // Overflow-safe: a product past 2^62 can never fit a buffer.
+  std::optional<int64_t> need = int64_t(4) * scratchMatrices;
+  for (int64_t x : {b, hq, s, t})
+    if (need)
+      need = llvm::checkedMul(*need, x);
+  if (!scratch || !need || bufferOf(scratch).getBytes() < *need)
+    return op->emitOpError("algorithm 'gemm_softmax' needs ")
+           << (need ? std::to_string(*need) : std::string("more than 2^63"))
+           << " bytes of scratch, has "
+           << (scratch ? bufferOf(scratch).getBytes() : 0);
+  return success();
+}
+
+} // namespace
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
+                               getLse(), getAlgorithm(), getScratch(), 1);
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
+                                   getLse(), getAlgorithm(), getScratch(), 2)))
+    return failure();
+  for (auto [x, dx, name] : {std::tuple{getQ(), getDq(), "dq"},
+                             {getK(), getDk(), "dk"},
+                             {getV(), getDv(), "dv"}})
+    if (x.getType() != dx.getType())
+      return emitOpError() << name << " is " << dx.getType() << ", not "
+                           << x.getType();
+  return sameShape(*this, getOut(), "out", getDout(), "dout");
+}
+
+//===----------------------------------------------------------------------===//
+// Library kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `rows` is `ids`' shape followed by `width`.
+LogicalResult rowsOf(Operation *op, Value ids, Value rows, StringRef name,
+                     int64_t width) {
+  SmallVector<int64_t> shape(bufferOf(ids).getShape());
+  shape.push_back(width);
+  return hasShape(op, rows, name, shape);
+}
+
+} // namespace
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(hasRank(*this, getTable(), "table", 2)) ||
+      failed(isIntBuffer(*this, getIds(), "ids")))
+    return failure();
+  if (failed(rowsOf(*this, getIds(), getOut(), "out",
+                    bufferOf(getTable()).getShape()[1])))
+    return failure();
+  return verifyVocabAxes(*this, getVocabAxes());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  if (failed(hasRank(*this, getDtable(), "dtable", 2)) ||
+      failed(isIntBuffer(*this, getIds(), "ids")))
+    return failure();
+  if (failed(rowsOf(*this, getIds(), getDout(), "dout",
+                    bufferOf(getDtable()).getShape()[1])))
+    return failure();
+  return verifyVocabAxes(*this, getVocabAxes());
+}
+
+LogicalResult RopeOp::verify() {
+  ArrayRef<int64_t> shape = bufferOf(getInput()).getShape();
+  if (shape.empty() || shape.back() % 2 != 0)
+    return emitOpError("rotates pairs: the last dimension of [")
+           << shape << "] must be even";
+  if (!(getTheta().convertToDouble() > 0))
+    return emitOpError("theta must be positive");
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
+namespace {
+LogicalResult verifyLogitsAndLabels(Operation *op, Value logits, Value labels) {
+  if (failed(hasRank(op, logits, "logits", 2)) ||
+      failed(isFloatBuffer(op, logits, "logits")) ||
+      failed(isIntBuffer(op, labels, "labels")))
+    return failure();
+  return hasShape(op, labels, "labels", {bufferOf(logits).getShape()[0]});
+}
+} // namespace
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(verifyLogitsAndLabels(*this, getLogits(), getLabels())) ||
+      failed(isF32Scalar(*this, getLoss(), "loss")))
+    return failure();
+  return verifyVocabAxes(*this, getVocabAxes());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(verifyLogitsAndLabels(*this, getLogits(), getLabels())) ||
+      failed(isF32Scalar(*this, getDloss(), "dloss")) ||
+      failed(sameShape(*this, getLogits(), "logits", getDlogits(), "dlogits")))
+    return failure();
+  return verifyVocabAxes(*this, getVocabAxes());
+}
+
+LogicalResult ReduceOp::verify() {
+  if (getKind() == Reduction::none)
+    return emitOpError("needs a reduction: sum, max or mean");
+  ArrayRef<int64_t> shape = bufferOf(getInput()).getShape();
+  SmallVector<int64_t> kept;
+  int64_t previous = -1;
+  for (int64_t d : getDims()) {
+    if (d <= previous || d >= static_cast<int64_t>(shape.size()))
+      return emitOpError("dims [")
+             << getDims() << "] must increase and lie inside rank "
+             << shape.size();
+    previous = d;
+  }
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (!llvm::is_contained(getDims(), static_cast<int64_t>(d)))
+      kept.push_back(size);
+  return hasShape(*this, getOut(), "out", kept);
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = bufferOf(getInput()).getShape().size();
+  if (getDim() < 0 || getDim() >= rank)
+    return emitOpError("dim ") << getDim() << " is outside rank " << rank;
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0 && rate < 1))
+    return emitOpError("rate ") << rate << " is outside [0, 1)";
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
+namespace {
+LogicalResult verifyNormGrad(Operation *op, Value input, Value weight,
+                             Value dout, Value dinput, Value dweight,
+                             Value dbias, double epsilon) {
+  if (!(epsilon > 0))
+    return op->emitOpError("epsilon must be positive");
+  ArrayRef<int64_t> shape = bufferOf(input).getShape();
+  if (shape.empty())
+    return op->emitOpError("normalises the last dimension; input is 0-d");
+  if (failed(hasShape(op, weight, "weight", {shape.back()})) ||
+      failed(sameShape(op, input, "input", dout, "dout")) ||
+      failed(sameShape(op, input, "input", dinput, "dinput")) ||
+      failed(sameShape(op, weight, "weight", dweight, "dweight")))
+    return failure();
+  return dbias ? sameShape(op, weight, "weight", dbias, "dbias") : success();
+}
+} // namespace
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNormGrad(*this, getInput(), getWeight(), getDout(), getDinput(),
+                        getDweight(), getDbias(),
+                        getEpsilon().convertToDouble());
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  return verifyNormGrad(*this, getInput(), getWeight(), getDout(), getDinput(),
+                        getDweight(), Value(), getEpsilon().convertToDouble());
+}
+
+LogicalResult OneHotOp::verify() {
+  if (failed(isIntBuffer(*this, getIndices(), "indices")))
+    return failure();
+  ArrayRef<int64_t> out = bufferOf(getOut()).getShape();
+  if (out.empty())
+    return emitOpError("out must have a class dimension");
+  return rowsOf(*this, getIndices(), getOut(), "out", out.back());
+}
+
+namespace {
+/// values/indices of the k best per row of [..., n].
+LogicalResult verifyTopK(Operation *op, Value input, Value values,
+                         Value indices, int64_t k) {
+  SmallVector<int64_t> shape(bufferOf(input).getShape());
+  if (shape.empty() || k < 1 || k > shape.back())
+    return op->emitOpError("k = ") << k << " must lie in [1, "
+                                   << (shape.empty() ? 0 : shape.back()) << "]";
+  shape.back() = k;
+  if (failed(isIntBuffer(op, indices, "indices")) ||
+      failed(hasShape(op, indices, "indices", shape)))
+    return failure();
+  return hasShape(op, values, "values", shape);
+}
+} // namespace
+
+LogicalResult TopKOp::verify() {
+  return verifyTopK(*this, getInput(), getValues(), getIndices(), getK());
+}
+
+LogicalResult TopKGatingOp::verify() {
+  if (failed(hasRank(*this, getLogits(), "logits", 2)))
+    return failure();
+  return verifyTopK(*this, getLogits(), getWeights(), getIndices(), getK());
+}
+
+namespace {
+/// Routing tensors: [N, D] tokens, [N, k] indices, [E, C, D] slots.
+LogicalResult verifySlots(Operation *op, Value slots, StringRef name,
+                          int64_t experts, int64_t capacity, int64_t width) {
+  if (experts < 1 || capacity < 0)
+    return op->emitOpError("needs at least one expert and a capacity >= 0");
+  return hasShape(op, slots, name, {experts, capacity, width});
+}
+
+LogicalResult verifyRouting(Operation *op, Value indices, int64_t tokens,
+                            Value weights = Value()) {
+  if (failed(isIntBuffer(op, indices, "indices")) ||
+      failed(hasRank(op, indices, "indices", 2)))
+    return failure();
+  if (bufferOf(indices).getShape()[0] != tokens)
+    return op->emitOpError("indices route ")
+           << bufferOf(indices).getShape()[0] << " tokens, not " << tokens;
+  return weights ? sameShape(op, indices, "indices", weights, "weights")
+                 : success();
+}
+} // namespace
+
+LogicalResult ExpertDispatchOp::verify() {
+  if (failed(hasRank(*this, getInput(), "input", 2)))
+    return failure();
+  ArrayRef<int64_t> x = bufferOf(getInput()).getShape();
+  if (failed(verifyRouting(*this, getIndices(), x[0])))
+    return failure();
+  return verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
+                     x[1]);
+}
+
+LogicalResult ExpertCombineOp::verify() {
+  if (failed(hasRank(*this, getExpertOutputs(), "expert_outputs", 3)) ||
+      failed(hasRank(*this, getOut(), "out", 2)))
+    return failure();
+  ArrayRef<int64_t> slots = bufferOf(getExpertOutputs()).getShape();
+  ArrayRef<int64_t> out = bufferOf(getOut()).getShape();
+  if (out[1] != slots[2])
+    return emitOpError("out rows have ")
+           << out[1] << " elements, expert outputs " << slots[2];
+  return verifyRouting(*this, getIndices(), out[0], getWeights());
+}
+
+LogicalResult ExpertGatherOp::verify() {
+  if (failed(hasRank(*this, getExpertOutputs(), "expert_outputs", 3)) ||
+      failed(hasRank(*this, getIndices(), "indices", 2)))
+    return failure();
+  ArrayRef<int64_t> idx = bufferOf(getIndices()).getShape();
+  if (failed(verifyRouting(*this, getIndices(), idx[0])))
+    return failure();
+  return hasShape(*this, getOut(), "out",
+                  {idx[0], idx[1], bufferOf(getExpertOutputs()).getShape()[2]});
+}
+
+LogicalResult ExpertScatterOp::verify() {
+  if (failed(hasRank(*this, getPairs(), "pairs", 3)))
+    return failure();
+  ArrayRef<int64_t> pairs = bufferOf(getPairs()).getShape();
+  if (failed(verifyRouting(*this, getIndices(), pairs[0])) ||
+      failed(hasShape(*this, getIndices(), "indices", {pairs[0], pairs[1]})))
+    return failure();
+  return verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
+                     pairs[2]);
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyOp::verify() {
+  ArrayRef<int64_t> sizes = getSizes();
+  for (auto [name, value, layout] : {std::tuple{"src", getSource(), getSrc()},
+                                     {"dst", getDest(), getDst()}}) {
+    if (layout.size() != sizes.size() + 1)
+      return emitOpError() << name << " must be [offset, " << sizes.size()
+                           << " strides], has " << layout.size() << " entries";
+    if (llvm::any_of(layout, [](int64_t x) { return x < 0; }))
+      return emitOpError() << name << " [" << layout
+                           << "] must not be negative";
+    if (llvm::any_of(sizes, [](int64_t x) { return x < 1; }))
+      return emitOpError("sizes [") << sizes << "] must be positive";
+    // The last element touched: offset + Σ (size_d - 1) * stride_d.
+    std::optional<int64_t> last = layout[0];
+    for (auto [size, stride] : llvm::zip(sizes, layout.drop_front())) {
+      std::optional<int64_t> step = llvm::checkedMul(size - 1, stride);
+      last = last && step ? llvm::checkedAdd(*last, *step) : std::nullopt;
+    }
+    int64_t elements = bufferOf(value).getNumElements();
+    if (!last || *last >= elements)
+      return emitOpError() << name << " [" << layout << "] over sizes ["
+                           << sizes << "] reaches past the " << elements
+                           << " elements of its buffer";
+  }
+  for (auto [size, stride] : llvm::zip(sizes, getDst().drop_front()))
+    if (stride == 0 && size > 1)
+      return emitOpError("dst stride 0 along a dimension of size ")
+             << size << " writes one element several times";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+LogicalResult CollectiveOp::verify() {
+  bool reduces = getKind() == CollectiveKind::all_reduce ||
+                 getKind() == CollectiveKind::reduce_scatter;
+  if (reduces == (getReduction() == Reduction::none))
+    return emitOpError() << stringifyCollectiveKind(getKind())
+                         << (reduces ? " needs a reduction (sum, max, mean)"
+                                     : " takes reduction 'none'");
+  if (bufferOf(getInput()).getElementType() !=
+      bufferOf(getOutput()).getElementType())
+    return emitOpError("changes the element type from ")
+           << bufferOf(getInput()).getElementType() << " to "
+           << bufferOf(getOutput()).getElementType();
+  if (getCounts() && getKind() != CollectiveKind::all_to_all)
+    return emitOpError("takes counts only as an all_to_all");
+  return success();
+}
+
+LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MeshOp mesh;
+  if (failed(verifyMeshRef(*this, symbols, getMeshAttr(), mesh)))
+    return failure();
+  FailureOr<int64_t> group = groupSize(*this, mesh, getAxes());
+  if (failed(group))
+    return failure();
+  int64_t g = *group, in = bufferOf(getInput()).getNumElements(),
+          out = bufferOf(getOutput()).getNumElements();
+  auto counts = [&](int64_t want, int64_t have) -> LogicalResult {
+    if (want == have)
+      return success();
+    return emitOpError() << stringifyCollectiveKind(getKind())
+                         << " over a group of " << g << " from " << in
+                         << " elements needs an output of " << want << ", not "
+                         << have;
+  };
+  switch (getKind()) {
+  case CollectiveKind::all_reduce:
+    return counts(in, out);
+  case CollectiveKind::all_gather:
+    return counts(in * g, out);
+  case CollectiveKind::reduce_scatter:
+  case CollectiveKind::all_to_all:
+    if (in % g != 0)
+      return emitOpError() << in << " elements do not split into " << g
+                           << " blocks";
+    if (getCounts()) {
+      BufferType c = bufferOf(getCounts());
+      if (!c.getElementType().isInteger(64) || c.getNumElements() != g)
+        return emitOpError("counts must be ")
+               << g << " i64 (one per member), not " << c;
+    }
+    return counts(getKind() == CollectiveKind::all_to_all ? in : in / g, out);
+  }
+  llvm_unreachable("unknown collective");
+}
+
+namespace {
+template <typename Op>
+LogicalResult verifyPeer(Op op, SymbolTableCollection &symbols) {
+  MeshOp mesh;
+  if (failed(verifyMeshRef(op, symbols, op.getMeshAttr(), mesh)))
+    return failure();
+  int64_t size = mesh.axisSize(op.getAxis());
+  if (size == 0)
+    return op.emitOpError("mesh @")
+           << mesh.getSymName() << " has no axis '" << op.getAxis() << "'";
+  if (op.getDelta() % size == 0)
+    return op.emitOpError("peer offset ")
+           << op.getDelta() << " along '" << op.getAxis() << "' of size "
+           << size << " is the rank itself";
+  if (op.getTag() < 0)
+    return op.emitOpError("tag ") << op.getTag() << " is negative";
+  return success();
+}
+} // namespace
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, symbols);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, symbols);
+}

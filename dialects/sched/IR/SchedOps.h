@@ -1,0 +1,36 @@
+//===- SchedOps.h - sched types and ops -------------------------*- C++ -*-===//
+
+#ifndef WEFT_DIALECTS_SCHED_IR_SCHEDOPS_H
+#define WEFT_DIALECTS_SCHED_IR_SCHEDOPS_H
+
+#include "dialects/sched/IR/SchedDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/sched/IR/SchedEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/sched/IR/SchedTypes.h.inc"
+
+namespace weft::sched {
+class ProgramOp;
+class ScheduleOp;
+class SequenceOp;
+} // namespace weft::sched
+
+#include "dialects/sched/IR/SchedInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/sched/IR/SchedOps.h.inc"
+
+namespace weft::sched {
+/// Registers the sched dialect.
+void registerSchedDialect(mlir::DialectRegistry &registry);
+} // namespace weft::sched
+
+#endif // WEFT_DIALECTS_SCHED_IR_SCHEDOPS_H

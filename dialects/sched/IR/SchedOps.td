@@ -1,0 +1,717 @@
+//===- SchedOps.td - sched ops -----------------------------*- tablegen -*-===//
+//
+// Module-level declarations (mesh, parameters, constants, kernels, programs,
+// schedules), buffer definitions, and the instructions a program runs. Each
+// description states what the runtime must do, exactly; nothing is left for
+// it to choose.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SCHED_OPS_TD
+#define SCHED_OPS_TD
+
+include "dialects/sched/IR/SchedDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+def Sched_InstructionOpInterface : OpInterface<"InstructionOpInterface"> {
+  let cppNamespace = "::weft::sched";
+  let description = [{
+    An op the runtime executes: it has a position in its program (its
+    index among the program's instructions, which live ranges refer to), a
+    stream, and reads and writes buffers as its operands' memory effects
+    (MemRead / MemWrite) say.
+  }];
+  let methods = [
+    InterfaceMethod<"The stream the instruction is queued on.",
+                    "::llvm::StringRef", "getStreamName", (ins), [{}],
+                    [{ return $_op.getStream(); }]>,
+  ];
+}
+
+// Every instruction runs on a stream of its program; unnamed, "compute".
+// The bundle writer always writes the name: the runtime has no default.
+def Sched_Stream : DefaultValuedStrAttr<StrAttr, "compute">;
+
+class Sched_Instr<string mnemonic, list<Trait> traits = []>
+    : Sched_Op<mnemonic, traits # [Sched_InstructionOpInterface,
+                                   HasParent<"::weft::sched::ProgramOp">]>;
+
+def Sched_In : Arg<Sched_Buffer, "a buffer the instruction reads", [MemRead]>;
+def Sched_Out : Arg<Sched_Buffer, "a buffer the instruction writes",
+                    [MemWrite]>;
+def Sched_InOut : Arg<Sched_Buffer, "a buffer read and written",
+                      [MemRead, MemWrite]>;
+def Sched_Ins : Arg<Variadic<Sched_Buffer>, "buffers read", [MemRead]>;
+def Sched_Outs : Arg<Variadic<Sched_Buffer>, "buffers written", [MemWrite]>;
+def Sched_OptionalIn : Arg<Optional<Sched_Buffer>, "a buffer read", [MemRead]>;
+def Sched_OptionalInOut : Arg<Optional<Sched_Buffer>,
+                              "a buffer read and written",
+                              [MemRead, MemWrite]>;
+
+//===----------------------------------------------------------------------===//
+// Module-level declarations
+//===----------------------------------------------------------------------===//
+
+def Sched_MeshOp : Sched_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "the grid of ranks collectives and send/recv address";
+  let description = [{
+    The device mesh of the job: axes with names and sizes, the first axis
+    major (rank = row-major linear index of the coordinate). A module has
+    at most one; collectives name groups by its axes and send/recv name
+    peers by coordinate offsets along one axis.
+
+    ```mlir
+    sched.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$sizes);
+  let assemblyFormat = "$sym_name `axes` $axes `sizes` $sizes attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The size of axis `name`, or 0 if the mesh has no such axis.
+    int64_t axisSize(::llvm::StringRef name);
+  }];
+}
+
+def Sched_ParamOp : Sched_Op<"param", [Symbol,
+                                       HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a tensor the run keeps between programs";
+  let description = [{
+    A parameter or optimizer state tensor (`state`) of this rank: its local
+    type, how a fresh run fills it (`zeros`, `ones`; `normal` N(0, scale^2)
+    and `uniform` U(-scale, scale) from the counter-based generator keyed by
+    the name, as `weft.param`), and, for a sharded parameter, `split`: per
+    dimension the mesh axes it is divided over (the global tensor is this
+    rank's block of it; checkpoints gather by it). Programs read it with
+    `sched.get` and write its next value with `sched.assign`.
+
+    ```mlir
+    sched.param @"wte.weight" init(normal, 2.0e-02) : !sched.buffer<256x64xf32>
+    sched.param @"wte.weight.exp_avg" init(zeros) state {split = [["tp"], []]} : !sched.buffer<128x64xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Sched_InitKind:$init,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$state,
+                       OptionalAttr<ArrayAttr>:$split,
+                       TypeAttrOf<Sched_Buffer>:$type);
+  let assemblyFormat = [{
+    $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
+    attr-dict `:` $type
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_ConstantOp : Sched_Op<"constant", [Symbol,
+                                             HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a tensor whose bytes are in the bundle";
+  let description = [{
+    Read-only data every program may `sched.get`: a dense elements
+    attribute whose shape and element type are the buffer's.
+
+    ```mlir
+    sched.constant @c0 dense<1.0> : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, ElementsAttr:$value);
+  let assemblyFormat = "$sym_name $value attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The buffer type `sched.get` of this constant yields.
+    BufferType getBufferType();
+  }];
+}
+
+def Sched_KernelOp : Sched_Op<"kernel", [Symbol,
+                                         HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a generated kernel and its argument types";
+  let description = [{
+    Declares kernel `sym_name` of the bundle's kernel library (the fused
+    groups codegen wrote: one body, a CPU and a CUDA launcher): the exact
+    buffer types it reads and writes and the types of its scalar
+    arguments, in the order `sched.launch` passes them. Generated kernels
+    are specialised to their shapes, so a launch must match exactly.
+
+    ```mlir
+    sched.kernel @fused_0 inputs [!sched.buffer<8xf32>] outputs [!sched.buffer<8xf32>] scalars [i64]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeArrayAttr:$inputs,
+                       TypeArrayAttr:$outputs, TypeArrayAttr:$scalars);
+  let assemblyFormat = [{
+    $sym_name `inputs` $inputs `outputs` $outputs `scalars` $scalars attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_ProgramOp : Sched_Op<"program", [Symbol, IsolatedFromAbove,
+    SingleBlock, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "one ordered list of instructions and its buffers";
+  let description = [{
+    What a rank runs for one entry of a schedule: the entry block's
+    arguments are its inputs (buffers the caller provides: tokens, labels,
+    activations received by the caller), then buffer definitions and
+    instructions in execution order, `sched.assign`s, and `sched.return`.
+
+    - `arena`: the bytes of its arena; every `sched.alloc` lies inside it,
+      at an offset that is a multiple of `align` (a power of two).
+    - `events`: how many events its `sched.record` / `sched.wait` use.
+    - `streams`: the streams its instructions are queued on. Instructions
+      on one stream run in program order; across streams only an event
+      orders them.
+
+    The verifier checks the whole memory plan: bounds and alignment, that
+    every use of a buffer lies inside its live range, that no two buffers
+    whose live ranges meet share a byte, that outputs and assigned values
+    live to the end, that every wait follows a record of its event on
+    another stream, and that no buffer written on one stream is read or
+    written on another without an event between.
+
+    ```mlir
+    sched.program @forward arena(128) align(64) events(0) streams ["compute"] {
+    ^bb0(%x: !sched.buffer<8xf32>):
+      %y = sched.alloc offset(0) live(0, 1) : !sched.buffer<8xf32>
+      sched.launch @fused_0 grid [1, 1, 1] block 256 ins(%x : !sched.buffer<8xf32>) outs(%y : !sched.buffer<8xf32>) scalars [8]
+      sched.return ["y"] %y : !sched.buffer<8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Sched_I64Attr:$arena,
+                       Sched_I64Attr:$align, Sched_I64Attr:$events,
+                       StrArrayAttr:$streams);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `arena` `(` $arena `)` `align` `(` $align `)` `events` `(`
+    $events `)` `streams` $streams attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Sched_ScheduleOp : Sched_Op<"schedule", [Symbol, NoTerminator,
+    SingleBlock, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "which program runs for which micro-batch, in which order";
+  let description = [{
+    A schedule table: one `sched.sequence` per group of ranks, each a list
+    of `sched.run` entries the rank executes in order. `microbatches` is
+    how many micro-batches one call of the schedule consumes. A training
+    step without pipelining is one entry; gradient accumulation runs the
+    forward/backward program once per micro-batch and the optimizer
+    program once; pipeline schedules (GPipe, 1F1B, interleaved,
+    zero-bubble) have one sequence per `pp` coordinate, whose entries name
+    the stage's programs, micro-batch and virtual stage (`chunk`).
+
+    The sequences either are one sequence for every rank, or select ranks
+    by their coordinate along one mesh axis, once for each coordinate.
+
+    ```mlir
+    sched.schedule @train microbatches(1) {
+      sched.sequence {
+        sched.run @step microbatch(0)
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Sched_I64Attr:$microbatches);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `microbatches` `(` $microbatches `)` attr-dict-with-keyword
+    $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Sched_SequenceOp : Sched_Op<"sequence", [NoTerminator, SingleBlock,
+    HasParent<"::weft::sched::ScheduleOp">]> {
+  let summary = "the entries ranks of one coordinate run, in order";
+  let description = [{
+    Without `where`, the sequence of every rank. `where "pp" = 1`: the
+    sequence of the ranks whose coordinate along axis `pp` is 1.
+  }];
+  let arguments = (ins OptionalAttr<StrAttr>:$axis,
+                       OptionalAttr<Sched_I64Attr>:$coordinate);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`where` $axis^ `=` $coordinate)? attr-dict-with-keyword $body
+  }];
+}
+
+def Sched_RunOp : Sched_Op<"run", [HasParent<"::weft::sched::SequenceOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a program for one micro-batch";
+  let description = [{
+    Runs `program` on micro-batch `microbatch` (0 <= microbatch <
+    microbatches of the schedule) for virtual stage `chunk` (interleaved
+    schedules; otherwise 0).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$program, Sched_I64Attr:$microbatch,
+                       DefaultValuedAttr<Sched_I64Attr, "0">:$chunk);
+  let assemblyFormat = [{
+    $program `microbatch` `(` $microbatch `)` (`chunk` `(` $chunk^ `)`)?
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+def Sched_AllocOp : Sched_Op<"alloc", [HasParent<"::weft::sched::ProgramOp">]> {
+  let summary = "a buffer at a static offset of the program's arena";
+  let description = [{
+    The buffer occupies bytes [offset, offset + size) of the arena from
+    instruction `first` to instruction `last` (indices among the program's
+    instructions; `last` equal to the number of instructions means it
+    lives to the end of the program, as outputs and assigned values must).
+    Outside that range the bytes belong to other buffers.
+
+    ```mlir
+    %a = sched.alloc offset(256) live(3, 7) : !sched.buffer<4x16xbf16>
+    ```
+  }];
+  let arguments = (ins Sched_I64Attr:$offset, Sched_I64Attr:$first, Sched_I64Attr:$last);
+  let results = (outs Sched_Buffer:$result);
+  let assemblyFormat = [{
+    `offset` `(` $offset `)` `live` `(` $first `,` $last `)` attr-dict `:`
+    type($result)
+  }];
+}
+
+def Sched_GetOp : Sched_Op<"get", [HasParent<"::weft::sched::ProgramOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the storage of a parameter or constant";
+  let description = [{
+    Yields the buffer of `sched.param` or `sched.constant` `name`; its type
+    must be theirs. Parameters change only through `sched.assign`;
+    instructions must not write constants.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Sched_Buffer:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Sched_ViewOp : Sched_Op<"view", [HasParent<"::weft::sched::ProgramOp">]> {
+  let summary = "a buffer inside another buffer's bytes";
+  let description = [{
+    Reinterprets bytes [offset, offset + size) of `source` as the result
+    type: a reshape (offset 0, same size), one part of a concatenation, or
+    one member of a packed collective bucket. The offset is a multiple of
+    the result's element size and the view lies inside the source; a view
+    lives as long as the storage it is a view of.
+
+    ```mlir
+    %v = sched.view %a[64] : !sched.buffer<4x16xf32> to !sched.buffer<16xf32>
+    ```
+  }];
+  let arguments = (ins Sched_Buffer:$source, Sched_I64Attr:$offset);
+  let results = (outs Sched_Buffer:$result);
+  let assemblyFormat = [{
+    $source `[` $offset `]` attr-dict `:` type($source) `to` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_AssignOp : Sched_Op<"assign", [
+    HasParent<"::weft::sched::ProgramOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a parameter's value when the program ends";
+  let description = [{
+    After the last instruction, parameter `param` takes the bytes of
+    `value` (of its type). Assigns come after every instruction; a value
+    assigned lives to the end of the program.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Sched_Buffer:$value);
+  let assemblyFormat = "$param `=` $value attr-dict `:` type($value)";
+}
+
+def Sched_ReturnOp : Sched_Op<"return", [Terminator,
+    HasParent<"::weft::sched::ProgramOp">]> {
+  let summary = "the program's named outputs";
+  let description = [{
+    Names the buffers the caller reads when the program ends (`loss`,
+    `logits`, `grad:<param>`). `split`, when present, holds per output the
+    mesh axes of each dimension it is divided over (an empty list:
+    replicated), so the caller can gather it.
+  }];
+  let arguments = (ins StrArrayAttr:$names, Variadic<Sched_Buffer>:$values,
+                       OptionalAttr<ArrayAttr>:$split);
+  let assemblyFormat = [{
+    $names ($values^ `:` type($values))? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Generated kernels, GEMMs, attention
+//===----------------------------------------------------------------------===//
+
+def Sched_LaunchOp : Sched_Instr<"launch", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "launch a generated kernel";
+  let description = [{
+    Runs kernel `kernel` (a `sched.kernel`) on `inputs` and `outputs`,
+    whose types must be the declaration's, with scalar arguments
+    `scalars` (typed attributes of the declared types). On a GPU it is
+    launched with `grid` blocks (x, y, z) of `block` threads; the CPU
+    launcher ignores both.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel, DenseI64ArrayAttr:$grid,
+                       Sched_I64Attr:$block, Sched_Ins:$inputs,
+                       Sched_Outs:$outputs, ArrayAttr:$scalars,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $kernel `grid` $grid `block` $block
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)` `scalars` $scalars
+    (`on` $stream^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
+  let summary = "a (batched) matrix product with an optional epilogue";
+  let description = [{
+    For each batch b < `batch`, with `mnk` = [m, n, k] and row-major
+    matrices: C_b[m, n] = op(A_b)[m, k] · op(B_b)[k, n], where op
+    transposes when `transpose_a` / `transpose_b` is set (A is then stored
+    [k, m], B [n, k]). Element (i, j) of a stored matrix X_b is at
+    X[b * stride + i * ld + j], with `ld` = [lda, ldb, ldc] and `strides` =
+    [stride_a, stride_b, stride_c], in elements. With `accumulate`, C_b +=
+    the product instead of =.
+
+    Products accumulate in f32 (f64 for f64) and are rounded once to C's
+    type, after the epilogue, which acts per element on the f32 sum s:
+    `bias` adds bias[j]; `gelu` applies GELU (tanh form); `bias_gelu` adds
+    bias[j], writes the sum before GELU to `aux` (C's layout, ld = n) and
+    applies GELU; `dgelu` multiplies by GELU'(aux[i, j]) (the backward of
+    `bias_gelu`). FP8 operands (f8E4M3FN / f8E5M2) need `scales`: one f32
+    each for A and B, which multiply the product before the epilogue.
+
+    ```mlir
+    sched.gemm %x, %w -> %y bias(%b : !sched.buffer<64xf32>) mnk [8, 64, 32]
+        batch 1 ld [32, 64, 64] strides [0, 0, 0] epilogue bias
+        : !sched.buffer<8x32xf32>, !sched.buffer<32x64xf32> -> !sched.buffer<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Sched_In:$a, Sched_In:$b, Sched_Out:$c,
+                       Sched_OptionalIn:$bias, Sched_OptionalInOut:$aux,
+                       Sched_OptionalIn:$scale_a, Sched_OptionalIn:$scale_b,
+                       DenseI64ArrayAttr:$mnk, Sched_I64Attr:$batch,
+                       DenseI64ArrayAttr:$ld, DenseI64ArrayAttr:$strides,
+                       Sched_Epilogue:$epilogue, UnitAttr:$transpose_a,
+                       UnitAttr:$transpose_b, UnitAttr:$accumulate,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $a `,` $b `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`aux` `(` $aux^ `:` type($aux) `)`)?
+    (`scales` `(` $scale_a^ `,` $scale_b `:` type($scale_a) `,`
+     type($scale_b) `)`)?
+    `mnk` $mnk `batch` $batch `ld` $ld `strides` $strides
+    `epilogue` $epilogue (`transpose_a` $transpose_a^)?
+    (`transpose_b` $transpose_b^)? (`accumulate` $accumulate^)?
+    (`on` $stream^)? attr-dict `:` type($a) `,` type($b) `->` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_AttentionOp : Sched_Instr<"attention"> {
+  let summary = "attention forward by the algorithm the compiler chose";
+  let description = [{
+    `weft.attention`'s semantics: `q` [B, S, Hq, D], `k` [B, T, Hkv, D],
+    `v` [B, T, Hkv, Dv] give `out` [B, S, Hq, Dv] and `lse` [B, Hq, S]
+    (f32). `gemm_softmax` materialises the f32 scores [B, Hq, S, T] in
+    `scratch` (at least that many bytes) and softmaxes them in place;
+    `flash` needs no scratch.
+  }];
+  let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v,
+                       Sched_Out:$out, Sched_Out:$lse,
+                       Sched_OptionalInOut:$scratch, F64Attr:$scale,
+                       UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `->` $out `,` $lse
+    (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale
+    (`causal` $causal^)? `algorithm` $algorithm (`on` $stream^)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `->` type($out) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_AttentionGradOp : Sched_Instr<"attention_grad"> {
+  let summary = "attention backward by the algorithm the compiler chose";
+  let description = [{
+    `weft.attention_grad`'s semantics: from the forward's `q`, `k`, `v`,
+    `out`, `lse` and the output gradient `dout`, writes `dq`, `dk`, `dv`
+    (of q's, k's and v's types). `gemm_softmax` needs `scratch` of at
+    least 2 · B · Hq · S · T f32 (the probabilities and their gradient).
+  }];
+  let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v, Sched_In:$out,
+                       Sched_In:$lse, Sched_In:$dout, Sched_Out:$dq,
+                       Sched_Out:$dk, Sched_Out:$dv,
+                       Sched_OptionalInOut:$scratch, F64Attr:$scale,
+                       UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $lse `,` $dout `->` $dq `,` $dk `,` $dv
+    (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale
+    (`causal` $causal^)? `algorithm` $algorithm (`on` $stream^)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($lse) `,`
+    type($dout) `->` type($dq) `,` type($dk) `,` type($dv)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Library kernels: the runtime's own implementations, operands typed
+//===----------------------------------------------------------------------===//
+
+// Operands first (reads, then after `->` writes), every attribute spelled:
+// none has a default the runtime could disagree with.
+class Sched_LibraryOp<string mnemonic, string semantics, dag args,
+                      list<Trait> traits = []>
+    : Sched_Instr<mnemonic, traits> {
+  let summary = "library kernel: " # semantics;
+  let description = [{
+    The runtime's kernel for the `weft` op of the same name, with its exact
+    semantics; buffers are destination-passed.
+  }];
+  let arguments = !con(args, (ins Sched_Stream:$stream));
+  let assemblyFormat = "operands (`on` $stream^)? attr-dict `:` type(operands)";
+  let hasVerifier = 1;
+}
+
+def Sched_EmbeddingOp : Sched_LibraryOp<"embedding", "rows of a table by id",
+    (ins Sched_In:$table, Sched_In:$ids, Sched_Out:$out,
+         StrArrayAttr:$vocab_axes)> {
+  let description = [{
+    out[t] = table[ids[t] - offset], where `table` is this rank's block of
+    the vocabulary along `vocab_axes` (empty: the whole table) and offset
+    is the block's first row; an id outside the block gives a zero row, an
+    id outside the whole vocabulary is a run-time error.
+  }];
+}
+def Sched_EmbeddingGradOp : Sched_LibraryOp<"embedding_grad",
+    "scatter-add of row gradients by id",
+    (ins Sched_In:$ids, Sched_In:$dout, Sched_Out:$dtable,
+         StrArrayAttr:$vocab_axes)>;
+def Sched_RopeOp : Sched_LibraryOp<"rope", "rotary position embedding",
+    (ins Sched_In:$input, Sched_Out:$out, F64Attr:$theta,
+         Sched_I64Attr:$position_offset, BoolAttr:$inverse)>;
+def Sched_CrossEntropyOp : Sched_LibraryOp<"cross_entropy",
+    "mean softmax cross-entropy of logits against labels",
+    (ins Sched_In:$logits, Sched_In:$labels, Sched_Out:$loss,
+         Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)> {
+  let description = [{
+    `weft.cross_entropy`: loss = mean over rows whose label is not
+    `ignore_index` of logsumexp(logits[r]) - logits[r, label]. With
+    `vocab_axes`, `logits` is this rank's block of the vocabulary and the
+    row maxima, sums and target logits are combined over the group of
+    those axes by the instruction itself, on its stream.
+  }];
+}
+def Sched_CrossEntropyGradOp : Sched_LibraryOp<"cross_entropy_grad",
+    "gradient of the mean cross-entropy",
+    (ins Sched_In:$logits, Sched_In:$labels, Sched_In:$dloss,
+         Sched_Out:$dlogits, Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)>;
+def Sched_ReduceOp : Sched_LibraryOp<"reduce",
+    "sum, max or mean over dimensions",
+    (ins Sched_In:$input, Sched_Out:$out, Sched_Reduction:$kind,
+         DenseI64ArrayAttr:$dims)> {
+  let description = [{
+    out = the `kind` reduction of `input` over `dims` (increasing), whose
+    shape is input's without them; f32 accumulation in two passes (chunk
+    partials, then per output) so a whole-tensor sum fills the device.
+  }];
+  let assemblyFormat = [{
+    $kind $input `->` $out `dims` $dims (`on` $stream^)? attr-dict `:`
+    type($input) `->` type($out)
+  }];
+}
+def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
+    (ins Sched_In:$input, Sched_Out:$out, Sched_I64Attr:$dim)>;
+def Sched_DropoutOp : Sched_LibraryOp<"dropout",
+    "zero elements with probability rate, scale the rest by 1/(1-rate)",
+    (ins Sched_In:$input, Sched_Out:$out, F64Attr:$rate, Sched_I64Attr:$seed)>;
+def Sched_LayerNormGradOp : Sched_LibraryOp<"layer_norm_grad",
+    "LayerNorm backward: input, weight and bias gradients",
+    (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,
+         Sched_Out:$dweight, Sched_Out:$dbias, F64Attr:$epsilon)>;
+def Sched_RMSNormGradOp : Sched_LibraryOp<"rms_norm_grad",
+    "RMSNorm backward: input and weight gradients",
+    (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,
+         Sched_Out:$dweight, F64Attr:$epsilon)>;
+def Sched_OneHotOp : Sched_LibraryOp<"one_hot", "one-hot rows of indices",
+    (ins Sched_In:$indices, Sched_Out:$out)>;
+def Sched_TopKOp : Sched_LibraryOp<"topk", "the k largest of each row",
+    (ins Sched_In:$input, Sched_Out:$values, Sched_Out:$indices, Sched_I64Attr:$k)>;
+def Sched_TopKGatingOp : Sched_LibraryOp<"topk_gating",
+    "MoE router: softmax, top-k, optional renormalisation",
+    (ins Sched_In:$logits, Sched_Out:$weights, Sched_Out:$indices, Sched_I64Attr:$k,
+         BoolAttr:$normalize)>;
+def Sched_ExpertDispatchOp : Sched_LibraryOp<"expert_dispatch",
+    "tokens to per-expert capacity slots",
+    (ins Sched_In:$input, Sched_In:$indices, Sched_Out:$out,
+         Sched_I64Attr:$num_experts, Sched_I64Attr:$capacity)>;
+def Sched_ExpertCombineOp : Sched_LibraryOp<"expert_combine",
+    "weighted sum of each token's expert outputs",
+    (ins Sched_In:$expert_outputs, Sched_In:$weights, Sched_In:$indices,
+         Sched_Out:$out)>;
+def Sched_ExpertGatherOp : Sched_LibraryOp<"expert_gather",
+    "each token's expert outputs, per routing pair",
+    (ins Sched_In:$expert_outputs, Sched_In:$indices, Sched_Out:$out)>;
+def Sched_ExpertScatterOp : Sched_LibraryOp<"expert_scatter",
+    "routing pairs back to expert capacity slots",
+    (ins Sched_In:$pairs, Sched_In:$indices, Sched_Out:$out,
+         Sched_I64Attr:$num_experts, Sched_I64Attr:$capacity)>;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Sched_CopyOp : Sched_Instr<"copy"> {
+  let summary = "a strided copy that may change the element type";
+  let description = [{
+    `src` and `dst` are [offset, stride_0, ..., stride_(r-1)] in elements
+    of each buffer, r the rank of `sizes`. For every index i of `sizes`:
+    dest[dst_0 + Σ i_d · dst_(d+1)] = convert(source[src_0 + Σ i_d ·
+    src_(d+1)]); the conversion rounds to nearest even (identity for the same
+    type). A transpose, slice, broadcast (stride 0 in the source),
+    one part of a concatenation, a cast and the widening copy a kernel
+    computing in f32 needs are all copies. Both sides stay inside their
+    buffers; a destination stride is 0 only along a dimension of size 1.
+
+    ```mlir
+    sched.copy %a -> %b sizes [4, 8] src [0, 1, 4] dst [0, 4, 1]
+        : !sched.buffer<8x4xf32> -> !sched.buffer<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Sched_In:$source, Sched_Out:$dest,
+                       DenseI64ArrayAttr:$sizes,
+                       DenseI64ArrayAttr:$src, DenseI64ArrayAttr:$dst,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $source `->` $dest `sizes` $sizes `src` $src `dst` $dst (`on` $stream^)?
+    attr-dict `:` type($source) `->` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_FillOp : Sched_Instr<"fill"> {
+  let summary = "set every element of a buffer";
+  let description = [{
+    Writes `value`, rounded to the buffer's element type, to every element
+    (zeroing a gradient accumulator, padding a bucket).
+  }];
+  let arguments = (ins Sched_Out:$dest, F64Attr:$value, Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $dest `value` $value (`on` $stream^)? attr-dict `:` type($dest)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+def Sched_CollectiveOp : Sched_Instr<"collective", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a collective over the group of some mesh axes";
+  let description = [{
+    Over the G ranks that differ only along `axes` of `mesh`, ordered by
+    their coordinate along those axes (row-major), with `in` of n elements:
+    - `all_reduce`: out (n elements) = the reduction of every member's in;
+      `in` and `out` may be the same buffer.
+    - `all_gather`: out (G·n) = the members' ins concatenated in order.
+    - `reduce_scatter`: out (n / G) = block r of the reduction, r the
+      rank's position in the group.
+    - `all_to_all`: in and out of n = G·c elements; block j of a member's
+      in goes to member j, where it is block i (i the sender). With
+      `counts` (i64, G entries: how many elements of each block are real)
+      the blocks are of variable length up to c and the receiver's counts
+      are written back into `counts` (dropless MoE exchanges counts first).
+    `reduction` is `sum`, `max` or `mean` for all_reduce and
+    reduce_scatter and `none` otherwise. Element types are equal.
+
+    ```mlir
+    sched.collective all_reduce sum %g -> %g over @mesh ["dp"] on "comm"
+        : !sched.buffer<1024xf32> -> !sched.buffer<1024xf32>
+    ```
+  }];
+  let arguments = (ins Sched_CollectiveKind:$kind, Sched_Reduction:$reduction,
+                       Sched_In:$input, Sched_Out:$output,
+                       Sched_OptionalInOut:$counts,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $kind $reduction $input `->` $output
+    (`counts` `(` $counts^ `:` type($counts) `)`)?
+    `over` $mesh $axes (`on` $stream^)? attr-dict `:` type($input) `->`
+    type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+class Sched_PointToPointOp<string mnemonic, string direction,
+                           Arg buffer>
+    : Sched_Instr<mnemonic, [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let arguments = (ins buffer:$buffer, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, Sched_I64Attr:$delta, Sched_I64Attr:$tag,
+                       Sched_Stream:$stream);
+  let assemblyFormat = "$buffer `" # direction # "` $mesh $axis `offset` $delta "
+                       "`tag` $tag (`on` $stream^)? attr-dict `:` type($buffer)";
+}
+
+def Sched_SendOp : Sched_PointToPointOp<"send", "to", Sched_In> {
+  let summary = "send a buffer to a peer";
+  let description = [{
+    Sends `buffer` to the rank whose coordinate along `axis` is this
+    rank's plus `delta` (mod the axis size; every other coordinate equal),
+    matched by that rank's `sched.recv` with the same tag and -delta.
+    Pipeline stages pass activations forward (+1) and gradients back (-1);
+    ring attention passes key/value blocks around the `cp` ring.
+
+    ```mlir
+    sched.send %act to @mesh "pp" offset 1 tag 0 on "comm" : !sched.buffer<4x64xbf16>
+    ```
+  }];
+}
+
+def Sched_RecvOp : Sched_PointToPointOp<"recv", "from", Sched_Out> {
+  let summary = "receive a buffer from a peer";
+  let description = [{
+    Receives into `buffer` what the rank at coordinate + `delta` along
+    `axis` sends with the same tag and the same type.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and events
+//===----------------------------------------------------------------------===//
+
+def Sched_RecordOp : Sched_Instr<"record"> {
+  let summary = "mark where a stream has got to";
+  let description = [{
+    Event `event` completes when every instruction queued on the stream
+    before it has.
+  }];
+  let arguments = (ins Sched_I64Attr:$event, Sched_Stream:$stream);
+  let assemblyFormat = "$event (`on` $stream^)? attr-dict";
+}
+
+def Sched_WaitOp : Sched_Instr<"wait"> {
+  let summary = "hold a stream until an event completes";
+  let description = [{
+    Instructions queued on the stream after the wait start only once the
+    latest `sched.record` of `event` before it (on another stream) has
+    completed.
+  }];
+  let arguments = (ins Sched_I64Attr:$event, Sched_Stream:$stream);
+  let assemblyFormat = "$event (`on` $stream^)? attr-dict";
+}
+
+#endif // SCHED_OPS_TD

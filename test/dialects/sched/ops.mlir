@@ -1,0 +1,139 @@
+// RUN: weft-opt %s | FileCheck %s
+// RUN: weft-opt %s | weft-opt | FileCheck %s
+// RUN: weft-opt %s --mlir-print-op-generic | weft-opt | FileCheck %s
+
+// Every sched op parses, verifies and prints back in its declarative form:
+// one rank's module of a tensor-parallel block, written by hand the way the
+// lowering will emit it.
+
+// CHECK: sched.mesh @mesh axes ["dp", "tp", "pp"] sizes [2, 2, 2]
+sched.mesh @mesh axes ["dp", "tp", "pp"] sizes [2, 2, 2]
+// CHECK: sched.param @wte init(normal, 2.000000e-02) {split = {{\[}}["tp"], []]} : !sched.buffer<32x16xf32>
+sched.param @wte init(normal, 2.0e-02) {split = [["tp"], []]} : !sched.buffer<32x16xf32>
+// CHECK: sched.param @m init(zeros) state : !sched.buffer<32x16xf32>
+sched.param @m init(zeros) state : !sched.buffer<32x16xf32>
+sched.param @w init(uniform, 1.0e-01) : !sched.buffer<16x16xbf16>
+sched.param @ln init(ones) : !sched.buffer<16xf32>
+// CHECK: sched.constant @half dense<5.000000e-01> : tensor<1xf32>
+sched.constant @half dense<0.5> : tensor<1xf32>
+// CHECK: sched.kernel @fused_0 inputs [!sched.buffer<8x16xf32>] outputs [!sched.buffer<8x16xbf16>] scalars [i64, f32]
+sched.kernel @fused_0 inputs [!sched.buffer<8x16xf32>] outputs [!sched.buffer<8x16xbf16>] scalars [i64, f32]
+
+// CHECK-LABEL: sched.program @step arena(8192) align(64) events(2) streams ["compute", "comm"]
+sched.program @step arena(8192) align(64) events(2) streams ["compute", "comm"] {
+^bb0(%ids: !sched.buffer<8xi32>, %labels: !sched.buffer<8xi32>):
+  // CHECK: sched.get @wte : <32x16xf32>
+  %wte = sched.get @wte : !sched.buffer<32x16xf32>
+  %w = sched.get @w : !sched.buffer<16x16xbf16>
+  %ln = sched.get @ln : !sched.buffer<16xf32>
+  %half = sched.get @half : !sched.buffer<1xf32>
+  // CHECK: sched.alloc offset(0) live(0, 2) : <8x16xf32>
+  %x = sched.alloc offset(0) live(0, 2) : !sched.buffer<8x16xf32>
+  %xb = sched.alloc offset(512) live(1, 3) : !sched.buffer<8x16xbf16>
+  %y = sched.alloc offset(768) live(2, 4) : !sched.buffer<8x16xbf16>
+  // CHECK: sched.view %{{.*}}[0] : <8x16xbf16> to <128xbf16>
+  %yflat = sched.view %y[0] : !sched.buffer<8x16xbf16> to !sched.buffer<128xbf16>
+  %loss = sched.alloc offset(1024) live(4, 15) : !sched.buffer<1xf32>
+  %g = sched.alloc offset(1088) live(5, 15) : !sched.buffer<32x16xf32>
+  %logits = sched.alloc offset(4096) live(3, 6) : !sched.buffer<8x16xf32>
+  // CHECK: sched.embedding %{{.*}}, %{{.*}}, %{{.*}} {vocab_axes = ["tp"]} : !sched.buffer<32x16xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
+  sched.embedding %wte, %ids, %x {vocab_axes = ["tp"]} : !sched.buffer<32x16xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
+  // CHECK: sched.launch @fused_0 grid [1, 1, 1] block 256 ins(%{{.*}} : !sched.buffer<8x16xf32>) outs(%{{.*}} : !sched.buffer<8x16xbf16>) scalars [128, 1.000000e+00 : f32]
+  sched.launch @fused_0 grid [1, 1, 1] block 256 ins(%x : !sched.buffer<8x16xf32>) outs(%xb : !sched.buffer<8x16xbf16>) scalars [128, 1.0 : f32]
+  // CHECK: sched.gemm %{{.*}}, %{{.*}} -> %{{.*}} mnk [8, 16, 16] batch 1 ld [16, 16, 16] strides [0, 0, 0] epilogue none transpose_b :
+  sched.gemm %xb, %w -> %y mnk [8, 16, 16] batch 1 ld [16, 16, 16] strides [0, 0, 0] epilogue none transpose_b : !sched.buffer<8x16xbf16>, !sched.buffer<16x16xbf16> -> !sched.buffer<8x16xbf16>
+  // CHECK: sched.copy %{{.*}} -> %{{.*}} sizes [8, 16] src [0, 16, 1] dst [0, 16, 1] :
+  sched.copy %y -> %logits sizes [8, 16] src [0, 16, 1] dst [0, 16, 1] : !sched.buffer<8x16xbf16> -> !sched.buffer<8x16xf32>
+  // CHECK: sched.cross_entropy %{{.*}} {ignore_index = -100 : i64, vocab_axes = []}
+  sched.cross_entropy %logits, %labels, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x16xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  // CHECK: sched.fill %{{.*}} value 0.000000e+00 : <32x16xf32>
+  sched.fill %g value 0.0 : !sched.buffer<32x16xf32>
+  // CHECK: sched.embedding_grad
+  sched.embedding_grad %ids, %logits, %g {vocab_axes = ["tp"]} : !sched.buffer<8xi32>, !sched.buffer<8x16xf32>, !sched.buffer<32x16xf32>
+  // CHECK: sched.record 0{{$}}
+  sched.record 0 on "compute"
+  // CHECK: sched.wait 0 on "comm"
+  sched.wait 0 on "comm"
+  // CHECK: sched.collective all_reduce sum %{{.*}} -> %{{.*}} over @mesh ["dp"] on "comm" : <32x16xf32> -> <32x16xf32>
+  sched.collective all_reduce sum %g -> %g over @mesh ["dp"] on "comm" : !sched.buffer<32x16xf32> -> !sched.buffer<32x16xf32>
+  // CHECK: sched.send %{{.*}} to @mesh "pp" offset 1 tag 0 on "comm" : <1xf32>
+  sched.send %loss to @mesh "pp" offset 1 tag 0 on "comm" : !sched.buffer<1xf32>
+  // CHECK: sched.recv %{{.*}} from @mesh "pp" offset -1 tag 1 on "comm" : <1xf32>
+  sched.recv %loss from @mesh "pp" offset -1 tag 1 on "comm" : !sched.buffer<1xf32>
+  sched.record 1 on "comm"
+  sched.wait 1
+  // CHECK: sched.dropout {{.*}} {rate = 1.000000e-01 : f64, seed = 7 : i64}
+  sched.dropout %g, %g {rate = 0.1, seed = 7} : !sched.buffer<32x16xf32>, !sched.buffer<32x16xf32>
+  // CHECK: sched.assign @wte = %{{.*}} : <32x16xf32>
+  sched.assign @wte = %g : !sched.buffer<32x16xf32>
+  // CHECK: sched.return ["loss", "grad:wte"] %{{.*}}, %{{.*}} : !sched.buffer<1xf32>, !sched.buffer<32x16xf32>
+  sched.return ["loss", "grad:wte"] %loss, %g : !sched.buffer<1xf32>, !sched.buffer<32x16xf32>
+}
+
+// The rest of the instruction set, one of each.
+sched.kernel @iota inputs [] outputs [!sched.buffer<4x8xf32>] scalars []
+// CHECK-LABEL: sched.program @ops
+sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<2x4x4x8xbf16>, %k: !sched.buffer<2x4x2x8xbf16>, %v: !sched.buffer<2x4x2x8xbf16>,
+     %x: !sched.buffer<4x8xf32>, %w8: !sched.buffer<8x8xf8E4M3FN>, %a8: !sched.buffer<4x8xf8E4M3FN>,
+     %ids: !sched.buffer<4x2xi64>):
+  %o = sched.alloc offset(0) live(0, 1) : !sched.buffer<2x4x4x8xbf16>
+  %lse = sched.alloc offset(1024) live(0, 1) : !sched.buffer<2x4x4xf32>
+  %s = sched.alloc offset(2048) live(0, 1) : !sched.buffer<1024xf32>
+  %dq = sched.alloc offset(8192) live(1, 1) : !sched.buffer<2x4x4x8xbf16>
+  %dk = sched.alloc offset(9216) live(1, 1) : !sched.buffer<2x4x2x8xbf16>
+  %dv = sched.alloc offset(9728) live(1, 1) : !sched.buffer<2x4x2x8xbf16>
+  // CHECK: sched.attention {{.*}} scratch(%{{.*}} : !sched.buffer<1024xf32>) scale 3.535500e-01 causal algorithm gemm_softmax :
+  sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<1024xf32>) scale 0.35355 causal algorithm gemm_softmax : !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x2x8xbf16> -> !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x4xf32>
+  // CHECK: sched.attention_grad {{.*}} algorithm flash :
+  sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv scale 0.35355 causal algorithm flash : !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xbf16> -> !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x2x8xbf16>
+  %ids0 = sched.view %ids[0] : !sched.buffer<4x2xi64> to !sched.buffer<4xi64>
+  %y = sched.alloc offset(12288) live(2, 16) : !sched.buffer<4x8xf32>
+  %b = sched.alloc offset(12544) live(2, 16) : !sched.buffer<8xf32>
+  %aux = sched.alloc offset(12800) live(2, 16) : !sched.buffer<4x8xf32>
+  %sc = sched.alloc offset(13056) live(2, 16) : !sched.buffer<1xf32>
+  // CHECK: sched.gemm {{.*}} bias(%{{.*}} : !sched.buffer<8xf32>) aux(%{{.*}} : !sched.buffer<4x8xf32>) scales(%{{.*}}, %{{.*}} : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [4, 8, 8] {{.*}} epilogue bias_gelu accumulate
+  sched.gemm %a8, %w8 -> %y bias(%b : !sched.buffer<8xf32>) aux(%aux : !sched.buffer<4x8xf32>) scales(%sc, %sc : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [4, 8, 8] batch 1 ld [8, 8, 8] strides [0, 0, 0] epilogue bias_gelu accumulate : !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<8x8xf8E4M3FN> -> !sched.buffer<4x8xf32>
+  // CHECK: sched.launch @iota grid [1, 1, 1] block 32 outs(
+  sched.launch @iota grid [1, 1, 1] block 32 outs(%y : !sched.buffer<4x8xf32>) scalars []
+  // CHECK: sched.rope
+  sched.rope %x, %y {theta = 10000.0, position_offset = 0, inverse = false} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  // CHECK: sched.reduce sum %{{.*}} -> %{{.*}} dims [0] : <4x8xf32> -> <8xf32>
+  sched.reduce sum %x -> %b dims [0] : !sched.buffer<4x8xf32> -> !sched.buffer<8xf32>
+  sched.softmax %x, %y {dim = 1} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.cross_entropy_grad %y, %ids0, %sc, %aux {ignore_index = -100, vocab_axes = []} : !sched.buffer<4x8xf32>, !sched.buffer<4xi64>, !sched.buffer<1xf32>, !sched.buffer<4x8xf32>
+  sched.layer_norm_grad %x, %b, %y, %aux, %b, %b {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.rms_norm_grad %x, %b, %y, %aux, %b {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
+  sched.one_hot %ids0, %y : !sched.buffer<4xi64>, !sched.buffer<4x8xf32>
+  %tv = sched.alloc offset(13312) live(2, 16) : !sched.buffer<4x2xf32>
+  sched.topk %x, %tv, %ids {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>
+  sched.topk_gating %x, %tv, %ids {k = 2, normalize = true} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>
+  %slots = sched.alloc offset(13568) live(2, 16) : !sched.buffer<8x3x8xf32>
+  %pairs = sched.alloc offset(14592) live(2, 16) : !sched.buffer<4x2x8xf32>
+  sched.expert_dispatch %x, %ids, %slots {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.expert_combine %slots, %tv, %ids, %y : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
+  sched.expert_gather %slots, %ids, %pairs : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x8xf32>
+  // CHECK: sched.expert_scatter
+  sched.expert_scatter %pairs, %ids, %slots {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// CHECK-LABEL: sched.schedule @train microbatches(2)
+sched.schedule @train microbatches(2) {
+  // CHECK: sched.sequence where "pp" = 0
+  sched.sequence where "pp" = 0 {
+    // CHECK: sched.run @step microbatch(0)
+    sched.run @step microbatch(0)
+    // CHECK: sched.run @step microbatch(1) chunk(1)
+    sched.run @step microbatch(1) chunk(1)
+  }
+  sched.sequence where "pp" = 1 {
+    sched.run @ops microbatch(1)
+  }
+}
+// CHECK-LABEL: sched.schedule @eval microbatches(1)
+sched.schedule @eval microbatches(1) {
+  sched.sequence {
+    sched.run @step microbatch(0)
+  }
+}

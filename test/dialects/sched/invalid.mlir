@@ -1,0 +1,2457 @@
+// RUN: weft-opt %s -split-input-file -verify-diagnostics
+
+// Every verifier error of the sched dialect: the buffer type, the module
+// declarations, schedules, buffers, the memory plan and stream order of
+// programs, and each instruction.
+
+//===----------------------------------------------------------------------===//
+// !sched.buffer
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{buffers cannot hold element type 'f64'}}
+sched.param @w init(zeros) : !sched.buffer<4xf64>
+
+// -----
+
+// expected-error @+1 {{buffer of shape [4611686018427387904] is larger than 2^62 bytes}}
+sched.param @w init(zeros) : !sched.buffer<4611686018427387904xf32>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.mesh
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'sched.mesh' op has 2 axes but 1 sizes}}
+sched.mesh @mesh axes ["dp", "tp"] sizes [2]
+
+// -----
+
+// expected-error @+1 {{'sched.mesh' op has axis 'dp' twice}}
+sched.mesh @mesh axes ["dp", "dp"] sizes [2, 2]
+
+// -----
+
+// expected-error @+1 {{'sched.mesh' op axis 'tp' has size 0}}
+sched.mesh @mesh axes ["dp", "tp"] sizes [2, 0]
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.param
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'sched.param' op init 'normal' needs a scale}}
+sched.param @w init(normal) : !sched.buffer<4xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op init 'zeros' takes no scale}}
+sched.param @w init(zeros, 1.0) : !sched.buffer<4xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op must hold floats, not 'i32'}}
+sched.param @w init(zeros) : !sched.buffer<4xi32>
+
+// -----
+
+sched.mesh @mesh axes ["tp"] sizes [2]
+// expected-error @+1 {{'sched.param' op split has 1 entries for a rank-2 parameter}}
+sched.param @w init(zeros) {split = [["tp"]]} : !sched.buffer<4x4xf32>
+
+// -----
+
+sched.mesh @mesh axes ["tp"] sizes [2]
+// expected-error @+1 {{'sched.param' op split must list mesh axis names per dimension}}
+sched.param @w init(zeros) {split = [[1]]} : !sched.buffer<4xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op names mesh axes but the module has no sched.mesh}}
+sched.param @w init(zeros) {split = [["tp"]]} : !sched.buffer<4xf32>
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+// expected-error @+1 {{'sched.param' op mesh @mesh has no axis 'tp'}}
+sched.param @w init(zeros) {split = [["tp"]]} : !sched.buffer<4xf32>
+
+// -----
+
+sched.mesh @mesh axes ["dp", "tp"] sizes [2, 2]
+// expected-error @+1 {{'sched.param' op names mesh axis 'tp' twice}}
+sched.param @w init(zeros) {split = [["tp", "tp"]]} : !sched.buffer<4xf32>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.constant
+//===----------------------------------------------------------------------===//
+
+// A dense_resource blob's type need not be static.
+// expected-error @+1 {{'sched.constant' op value must have a static shape}}
+sched.constant @c dense_resource<blob> : tensor<?xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.constant' op buffers cannot hold element type 'f64'}}
+sched.constant @c dense<1.0> : tensor<4xf64>
+
+// -----
+
+// expected-error @+1 {{'sched.constant' op buffer of shape [2305843009213693953] is larger than 2^62 bytes}}
+sched.constant @c dense<1.0> : tensor<2305843009213693953xf16>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.kernel
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'sched.kernel' op buffer arguments must be !sched.buffer, not tensor<4xf32>}}
+sched.kernel @k inputs [tensor<4xf32>] outputs [] scalars []
+
+// -----
+
+// expected-error @+1 {{'sched.kernel' op buffer arguments must be !sched.buffer, not i32}}
+sched.kernel @k inputs [] outputs [i32] scalars []
+
+// -----
+
+// expected-error @+1 {{'sched.kernel' op scalar arguments must be integers or floats, not '!sched.buffer<4xf32>'}}
+sched.kernel @k inputs [] outputs [] scalars [!sched.buffer<4xf32>]
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.schedule, sched.sequence, sched.run
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+// expected-error @+1 {{'sched.schedule' op needs at least one micro-batch, has 0}}
+sched.schedule @s microbatches(0) {
+  sched.sequence {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'sched.schedule' op has no sched.sequence}}
+sched.schedule @s microbatches(1) {
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  // expected-error @+1 {{'builtin.module' op cannot appear in a schedule outside a sequence}}
+  builtin.module {}
+  sched.sequence {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence {
+    sched.run @p microbatch(0)
+  }
+  // expected-error @+1 {{'sched.sequence' op follows a sequence for every rank; select ranks with 'where'}}
+  sched.sequence {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  // expected-error @+1 {{'sched.sequence' op selects ranks along 'pp', which is not an axis of the module's sched.mesh}}
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+// No mesh at all: the axis cannot be one of it.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  // expected-error @+1 {{'sched.sequence' op selects ranks along 'pp', which is not an axis of the module's sched.mesh}}
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp", "pp"] sizes [2, 2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+  // expected-error @+1 {{'sched.sequence' op must select ranks along 'pp' as the first sequence does}}
+  sched.sequence where "dp" = 1 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+  // expected-error @+1 {{'sched.sequence' op must select ranks along 'pp' as the first sequence does}}
+  sched.sequence {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+  // expected-error @+1 {{'sched.sequence' op coordinate 2 is outside axis 'pp' of size 2}}
+  sched.sequence where "pp" = 2 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  // expected-error @+1 {{'sched.sequence' op coordinate -1 is outside axis 'pp' of size 2}}
+  sched.sequence where "pp" = -1 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence where "pp" = 1 {
+    sched.run @p microbatch(0)
+  }
+  // expected-error @+1 {{'sched.sequence' op selects coordinate 1 of 'pp' a second time}}
+  sched.sequence where "pp" = 1 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+// expected-error @+1 {{'sched.schedule' op has sequences for 1 of the 2 coordinates of 'pp'}}
+sched.schedule @s microbatches(1) {
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+// A coordinate without an axis. (An axis without a coordinate is not
+// reported: the coordinate loop reads the absent coordinate first.)
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  // expected-error @+1 {{'sched.sequence' op needs both an axis and a coordinate}}
+  sched.sequence attributes {coordinate = 0 : i64} {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence {
+    // expected-error @+1 {{'builtin.module' op cannot appear in a sequence; only sched.run}}
+    builtin.module {}
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(2) {
+  sched.sequence {
+    // expected-error @+1 {{'sched.run' op micro-batch 2 is outside [0, 2)}}
+    sched.run @p microbatch(2)
+  }
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence {
+    // expected-error @+1 {{'sched.run' op micro-batch -1 is outside [0, 1)}}
+    sched.run @p microbatch(-1)
+  }
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence {
+    // expected-error @+1 {{'sched.run' op chunk -1 is negative}}
+    sched.run @p microbatch(0) chunk(-1)
+  }
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.schedule @s microbatches(1) {
+  sched.sequence {
+    // expected-error @+1 {{'sched.run' op runs @w, which is not a sched.program}}
+    sched.run @w microbatch(0)
+  }
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.get, sched.view, sched.assign, sched.return
+//===----------------------------------------------------------------------===//
+
+sched.kernel @k inputs [] outputs [] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.get' op names @k, which is not a sched.param or sched.constant}}
+  %w = sched.get @k : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.get' op names @missing, which is not a sched.param or sched.constant}}
+  %w = sched.get @missing : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.get' op yields '!sched.buffer<8xf32>' but @w is '!sched.buffer<4xf32>'}}
+  %w = sched.get @w : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.constant @c dense<1.0> : tensor<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.get' op yields '!sched.buffer<4xbf16>' but @c is '!sched.buffer<4xf32>'}}
+  %c = sched.get @c : !sched.buffer<4xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.view' op offset 2 is not a non-negative multiple of 4 bytes}}
+  %v = sched.view %x[2] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.view' op offset -4 is not a non-negative multiple of 4 bytes}}
+  %v = sched.view %x[-4] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.view' op bytes [20, 36) lie outside the 32-byte source}}
+  %v = sched.view %x[20] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.view' op bytes [0, 64) lie outside the 32-byte source}}
+  %v = sched.view %x[0] : !sched.buffer<8xf32> to !sched.buffer<16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.constant @c dense<1.0> : tensor<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.assign' op assigns @c, which is not a sched.param}}
+  sched.assign @c = %x : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.assign' op assigns a '!sched.buffer<8xf32>' to @w of type '!sched.buffer<4xf32>'}}
+  sched.assign @w = %x : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.return' op names 2 outputs but returns 1}}
+  sched.return ["a", "b"] %x : !sched.buffer<4xf32>
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.return' op names output 'a' twice}}
+  sched.return ["a", "a"] %x, %x : !sched.buffer<4xf32>, !sched.buffer<4xf32>
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.return' op split has 2 entries for 1 outputs}}
+  sched.return ["a"] %x : !sched.buffer<4xf32> {split = [[], []]}
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.program: attributes, inputs and contents
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'sched.program' op alignment 48 is not a power of two}}
+sched.program @p arena(0) align(48) events(0) streams ["compute"] {
+  sched.return []
+}
+
+// -----
+
+// expected-error @+1 {{'sched.program' op alignment 0 is not a power of two}}
+sched.program @p arena(0) align(0) events(0) streams ["compute"] {
+  sched.return []
+}
+
+// -----
+
+// expected-error @+1 {{'sched.program' op arena of -1 bytes}}
+sched.program @p arena(-1) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+
+// -----
+
+// expected-error @+1 {{'sched.program' op has -1 events}}
+sched.program @p arena(0) align(1) events(-1) streams ["compute"] {
+  sched.return []
+}
+
+// -----
+
+// expected-error @+1 {{'sched.program' op names stream 'compute' twice}}
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm", "compute"] {
+  sched.return []
+}
+
+// -----
+
+// expected-error @+1 {{'sched.program' op has no streams}}
+sched.program @p arena(0) align(1) events(0) streams [] {
+  sched.return []
+}
+
+// -----
+
+// expected-error @+1 {{'sched.program' op input 1 is not a !sched.buffer}}
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %n: i64):
+  sched.return []
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  sched.assign @w = %x : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op follows a sched.assign; assigns come after every instruction}}
+  sched.fill %y value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  // expected-error @+1 {{'builtin.unrealized_conversion_cast' op cannot appear in a sched.program}}
+  %c = builtin.unrealized_conversion_cast to i32
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.program: the memory plan
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(256) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op offset 32 is not a non-negative multiple of the program's 64-byte alignment}}
+  %a = sched.alloc offset(32) live(0, 0) : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(256) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op offset -64 is not a non-negative multiple of the program's 64-byte alignment}}
+  %a = sched.alloc offset(-64) live(0, 0) : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(128) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op bytes [64, 160) lie outside the 128-byte arena}}
+  %a = sched.alloc offset(64) live(0, 0) : !sched.buffer<24xf32>
+  sched.return []
+}
+
+// -----
+
+// Larger than the whole arena: the check must not overflow on offset + size.
+sched.program @p arena(16) align(1) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op bytes [0, 32) lie outside the 16-byte arena}}
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(64) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op live range [1, 0] is not inside [0, 1]}}
+  %a = sched.alloc offset(0) live(1, 0) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(64) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op live range [0, 2] is not inside [0, 1]}}
+  %a = sched.alloc offset(0) live(0, 2) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(64) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op live range [-1, 0] is not inside [0, 1]}}
+  %a = sched.alloc offset(0) live(-1, 0) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Two buffers whose bytes overlap ([0, 32) and [0, 16)) and whose live
+// ranges meet at instruction 1.
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-note @+1 {{the other buffer}}
+  %a = sched.alloc offset(0) live(0, 1) : !sched.buffer<8xf32>
+  // expected-error @+1 {{'sched.alloc' op shares bytes with a buffer live at the same time: [0, 16) live [1, 2] against [0, 32) live [0, 1]}}
+  %b = sched.alloc offset(0) live(1, 2) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<8xf32>
+  sched.fill %a value 1.0 : !sched.buffer<8xf32>
+  sched.fill %b value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Partial overlap at different offsets: [0, 32) and [16, 48).
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-note @+1 {{the other buffer}}
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<8xf32>
+  // expected-error @+1 {{'sched.alloc' op shares bytes with a buffer live at the same time: [16, 48) live [0, 0] against [0, 32) live [0, 0]}}
+  %b = sched.alloc offset(16) live(0, 0) : !sched.buffer<8xf32>
+  sched.copy %a -> %b sizes [8] src [0, 1] dst [0, 1] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-note @+1 {{the buffer}}
+  %a = sched.alloc offset(0) live(1, 1) : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op is instruction 0 but uses a buffer live only in [1, 1]}}
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.fill %a value 1.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// A view is used within the live range of the alloc it views.
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-note @+1 {{the buffer}}
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<8xf32>
+  %v = sched.view %a[16] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<8xf32>
+  // expected-error @+1 {{'sched.fill' op is instruction 1 but uses a buffer live only in [0, 0]}}
+  sched.fill %v value 1.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.constant @c dense<1.0> : tensor<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  %c = sched.get @c : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes constant @c}}
+  sched.fill %c value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  %w = sched.get @w : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.copy' op writes parameter @w; parameters change only by sched.assign}}
+  sched.copy %x -> %w sizes [4] src [0, 1] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-note @+1 {{the buffer}}
+  %a = sched.alloc offset(0) live(0, 1) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.fill %a value 1.0 : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.return' op reads a buffer after the last instruction, but its live range ends at 1 (the program has 2 instructions)}}
+  sched.return ["a"] %a : !sched.buffer<4xf32>
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-note @+1 {{the buffer}}
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.assign' op reads a buffer after the last instruction, but its live range ends at 0 (the program has 1 instructions)}}
+  sched.assign @w = %a : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.program: streams and events
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.fill' op runs on stream 'comm', which the program does not declare}}
+  sched.fill %x value 0.0 on "comm" : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Unnamed, an instruction is on "compute", which must then be declared.
+sched.program @p arena(0) align(1) events(0) streams ["comm"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.fill' op runs on stream 'compute', which the program does not declare}}
+  sched.fill %x value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(1) streams ["compute"] {
+  // expected-error @+1 {{'sched.record' op event 1 is outside the program's 1 events}}
+  sched.record 1
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(1) streams ["compute"] {
+  // expected-error @+1 {{'sched.record' op event -1 is outside the program's 1 events}}
+  sched.record -1
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(2) streams ["compute", "comm"] {
+  sched.record 0
+  // expected-error @+1 {{'sched.wait' op event 2 is outside the program's 2 events}}
+  sched.wait 2 on "comm"
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm"] {
+  // expected-error @+1 {{'sched.wait' op event 0 is outside the program's 0 events}}
+  sched.wait 0 on "comm"
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(1) streams ["compute", "comm"] {
+  // expected-error @+1 {{'sched.wait' op waits for event 0 before any sched.record of it}}
+  sched.wait 0 on "comm"
+  sched.record 0
+  sched.return []
+}
+
+// -----
+
+// Read after write across streams.
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-note @+1 {{the other access}}
+  sched.fill %x value 0.0 : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.copy' op reads on stream 'comm' a buffer the instruction below writes on stream 'compute', with no event between}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] on "comm" : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Write after write across streams.
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-note @+1 {{the other access}}
+  sched.fill %x value 0.0 : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes on stream 'comm' a buffer the instruction below accesses on stream 'compute', with no event between}}
+  sched.fill %x value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Write after read across streams.
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-note @+1 {{the other access}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes on stream 'comm' a buffer the instruction below accesses on stream 'compute', with no event between}}
+  sched.fill %x value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// A buffer reusing the bytes of one last accessed on another stream: %b's
+// write on "comm" may run before %a's on "compute" has finished.
+sched.program @p arena(64) align(16) events(0) streams ["compute", "comm"] {
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<4xf32>
+  %b = sched.alloc offset(0) live(1, 1) : !sched.buffer<4xf32>
+  // expected-note @+1 {{the other access}}
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes on stream 'comm' a buffer the instruction below accesses on stream 'compute', with no event between}}
+  sched.fill %b value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// The same through a view and with the buffers in the other order of offset.
+sched.program @p arena(64) align(16) events(0) streams ["compute", "comm"] {
+  %b = sched.alloc offset(16) live(1, 1) : !sched.buffer<4xf32>
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<8xf32>
+  %v = sched.view %a[16] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  %y = sched.alloc offset(32) live(0, 1) : !sched.buffer<4xf32>
+  // expected-note @+1 {{the other access}}
+  sched.copy %v -> %y sizes [4] src [0, 1] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes on stream 'comm' a buffer the instruction below accesses on stream 'compute', with no event between}}
+  sched.fill %b value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// A record before the write does not order the write.
+sched.program @p arena(0) align(1) events(1) streams ["compute", "comm"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  sched.record 0
+  // expected-note @+1 {{the other access}}
+  sched.fill %x value 0.0 : !sched.buffer<4xf32>
+  sched.wait 0 on "comm"
+  // expected-error @+1 {{'sched.copy' op reads on stream 'comm' a buffer the instruction below writes on stream 'compute', with no event between}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] on "comm" : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// The positive counterpart: each of the hazards above, ordered by an event,
+// verifies (read after write, write after read, write after write, and a
+// buffer reusing bytes last accessed on another stream).
+sched.program @p arena(64) align(16) events(2) streams ["compute", "comm"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  %a = sched.alloc offset(0) live(0, 2) : !sched.buffer<4xf32>
+  %b = sched.alloc offset(0) live(3, 12) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.record 0
+  sched.wait 0 on "comm"
+  sched.fill %b value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.fill %x value 0.0 : !sched.buffer<4xf32>
+  sched.record 1
+  sched.wait 1 on "comm"
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] on "comm" : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.record 0 on "comm"
+  sched.wait 0
+  sched.fill %x value 1.0 : !sched.buffer<4xf32>
+  sched.fill %y value 1.0 : !sched.buffer<4xf32>
+  sched.return ["b"] %b : !sched.buffer<4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.launch
+//===----------------------------------------------------------------------===//
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op grid must be three sizes in [1, 2^31), not [1, 1]}}
+  sched.launch @k grid [1, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op grid must be three sizes in [1, 2^31), not [1, 0, 1]}}
+  sched.launch @k grid [1, 0, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op grid must be three sizes in [1, 2^31), not [2147483648, 1, 1]}}
+  sched.launch @k grid [2147483648, 1, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op block of 1025 threads is outside [1, 1024]}}
+  sched.launch @k grid [1, 1, 1] block 1025 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op block of 0 threads is outside [1, 1024]}}
+  sched.launch @k grid [1, 1, 1] block 0 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.param @k init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op launches @k, which is not a sched.kernel}}
+  sched.launch @k grid [1, 1, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op passes 1 inputs to @k, which takes 0}}
+  sched.launch @k grid [1, 1, 1] block 32 ins(%y : !sched.buffer<4xf32>) outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [!sched.buffer<4xf32>] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xbf16>):
+  // expected-error @+1 {{'sched.launch' op inputs 0 is '!sched.buffer<4xbf16>' but @k takes '!sched.buffer<4xf32>'}}
+  sched.launch @k grid [1, 1, 1] block 32 ins(%y : !sched.buffer<4xbf16>) outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op passes 2 outputs to @k, which takes 1}}
+  sched.launch @k grid [1, 1, 1] block 32 outs(%x, %y : !sched.buffer<4xf32>, !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2x2xf32>):
+  // expected-error @+1 {{'sched.launch' op outputs 0 is '!sched.buffer<2x2xf32>' but @k takes '!sched.buffer<4xf32>'}}
+  sched.launch @k grid [1, 1, 1] block 32 outs(%x : !sched.buffer<2x2xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars [i64]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op passes 0 scalars to @k, which takes 1}}
+  sched.launch @k grid [1, 1, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars [i64, f32]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op scalars 1 is 'f64' but @k takes 'f32'}}
+  sched.launch @k grid [1, 1, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars [4, 1.0]
+  sched.return []
+}
+
+// -----
+
+sched.kernel @k inputs [] outputs [!sched.buffer<4xf32>] scalars [i64]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.launch' op scalar "four" is not an integer or float}}
+  sched.launch @k grid [1, 1, 1] block 32 outs(%x : !sched.buffer<4xf32>) scalars ["four"]
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.gemm
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op mnk, ld and strides need three entries each}}
+  sched.gemm %a, %b -> %c mnk [4, 4] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op sizes mnk [4, 0, 8] and batch 1 must be positive}}
+  sched.gemm %a, %b -> %c mnk [4, 0, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op sizes mnk [4, 4, 8] and batch 0 must be positive}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 0 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op batch strides [0, -1, 0] must not be negative}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, -1, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op leading dimension 4 of A is less than its 8 columns}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [4, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+// With transpose_b, B is stored [n, k]: its rows have k = 8 columns.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<4x8xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op leading dimension 4 of B is less than its 8 columns}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none transpose_b : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op C needs 19 elements but its buffer holds 16}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 5] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+// Two batches at stride 32 need 64 elements of A.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op A needs 64 elements but its buffer holds 32}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 2 ld [8, 4, 4] strides [32, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xi32>, %b: !sched.buffer<8x4xi32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op A must hold floats, not 'i32'}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xi32>, !sched.buffer<8x4xi32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xbf16>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op multiplies 'f32' by 'bf16'; A and B must have one type, or both be FP8}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xbf16> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf8E4M3FN>, %b: !sched.buffer<8x4xbf16>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op multiplies 'f8E4M3FN' by 'bf16'; A and B must have one type, or both be FP8}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<8x4xbf16> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf8E4M3FN>, %b: !sched.buffer<8x4xf8E5M2>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op FP8 operands need scales for A and B}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<8x4xf8E5M2> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.gemm' op takes scales only for FP8 operands}}
+  sched.gemm %a, %b -> %c scales(%s, %s : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf8E4M3FN>, %b: !sched.buffer<8x4xf8E4M3FN>, %c: !sched.buffer<4x4xf32>, %s: !sched.buffer<1xf32>, %t: !sched.buffer<2xf32>):
+  // expected-error @+1 {{'sched.gemm' op scale of B must be one f32, not '!sched.buffer<2xf32>'}}
+  sched.gemm %a, %b -> %c scales(%s, %t : !sched.buffer<1xf32>, !sched.buffer<2xf32>) mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<8x4xf8E4M3FN> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op epilogue 'bias' needs bias}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue bias : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>, %bias: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.gemm' op epilogue 'gelu' takes no bias}}
+  sched.gemm %a, %b -> %c bias(%bias : !sched.buffer<4xf32>) mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue gelu : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op epilogue 'dgelu' needs aux}}
+  sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue dgelu : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>, %bias: !sched.buffer<4xf32>, %aux: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op epilogue 'bias' takes no aux}}
+  sched.gemm %a, %b -> %c bias(%bias : !sched.buffer<4xf32>) aux(%aux : !sched.buffer<4x4xf32>) mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue bias : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>, %bias: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.gemm' op bias holds 8 elements, not n = 4}}
+  sched.gemm %a, %b -> %c bias(%bias : !sched.buffer<8xf32>) mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue bias : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>, %aux: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.gemm' op aux holds 8 elements, not batch * m * n = 16}}
+  sched.gemm %a, %b -> %c aux(%aux : !sched.buffer<8xf32>) mnk [4, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue dgelu : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.attention, sched.attention_grad
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op q must have rank 4, has shape [1, 2, 2]}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xi32>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op k must hold floats, not 'i32'}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xi32>, !sched.buffer<1x3x1x4xi32> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x8xbf16>, %v: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op k has shape [1, 3, 1, 8], expected [1, 3, 1, 4]}}
+  sched.attention %q, %k, %v -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x8xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %v: !sched.buffer<1x4x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op v has shape [1, 4, 1, 4], expected [1, 3, 1, 4]}}
+  sched.attention %q, %k, %v -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x4x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+// out's last dimension is v's (8), not q's.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %v: !sched.buffer<1x3x1x8xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op out has shape [1, 2, 2, 4], expected [1, 2, 2, 8]}}
+  sched.attention %q, %k, %v -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x8xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x3xf32>):
+  // expected-error @+1 {{'sched.attention' op lse has shape [1, 2, 3], expected [1, 2, 2]}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x3xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x3x4xbf16>, %k: !sched.buffer<1x3x2x4xbf16>, %o: !sched.buffer<1x2x3x4xbf16>, %lse: !sched.buffer<1x3x2xf32>):
+  // expected-error @+1 {{'sched.attention' op query heads 3 are not a multiple of key/value heads 2}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x3x4xbf16>, !sched.buffer<1x3x2x4xbf16>, !sched.buffer<1x3x2x4xbf16> -> !sched.buffer<1x2x3x4xbf16>, !sched.buffer<1x3x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x0x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op query heads 2 are not a multiple of key/value heads 0}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x0x4xbf16>, !sched.buffer<1x3x0x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xbf16>):
+  // expected-error @+1 {{'sched.attention' op lse must hold f32}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<12xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'flash' takes no scratch}}
+  sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<12xf32>) scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+// Scores [B, Hq, S, T] = [1, 2, 2, 3] in f32: 48 bytes.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs 48 bytes of scratch, has 0}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<11xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs 48 bytes of scratch, has 44}}
+  sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<11xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+// Zero-width heads let B, S, Hq and T be large enough that the scores
+// overflow int64 while every buffer stays small.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<65536x65536x65536x0xbf16>, %k: !sched.buffer<65536x65536x1x0xbf16>, %o: !sched.buffer<65536x65536x65536x0xbf16>, %lse: !sched.buffer<65536x65536x65536xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs more than 2^63 bytes of scratch, has 0}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm gemm_softmax : !sched.buffer<65536x65536x65536x0xbf16>, !sched.buffer<65536x65536x1x0xbf16>, !sched.buffer<65536x65536x1x0xbf16> -> !sched.buffer<65536x65536x65536x0xbf16>, !sched.buffer<65536x65536x65536xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %dq: !sched.buffer<1x2x2x4xf32>):
+  // expected-error @+1 {{'sched.attention_grad' op dq is '!sched.buffer<1x2x2x4xf32>', not '!sched.buffer<1x2x2x4xbf16>'}}
+  sched.attention_grad %q, %k, %k, %o, %lse, %o -> %dq, %k, %k scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xf32>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %dout: !sched.buffer<2x2x4xbf16>):
+  // expected-error @+1 {{'sched.attention_grad' op dout has shape [2, 2, 4], not out's [1, 2, 2, 4]}}
+  sched.attention_grad %q, %k, %k, %o, %lse, %dout -> %q, %k, %k scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>, !sched.buffer<2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>
+  sched.return []
+}
+
+// -----
+
+// The backward needs two f32 score matrices: 96 bytes.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<12xf32>):
+  // expected-error @+1 {{'sched.attention_grad' op algorithm 'gemm_softmax' needs 96 bytes of scratch, has 48}}
+  sched.attention_grad %q, %k, %k, %o, %lse, %o -> %q, %k, %k scratch(%s : !sched.buffer<12xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Library kernels
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%t: !sched.buffer<32xf32>, %ids: !sched.buffer<8xi32>, %o: !sched.buffer<8x16xf32>):
+  // expected-error @+1 {{'sched.embedding' op table must have rank 2, has shape [32]}}
+  sched.embedding %t, %ids, %o {vocab_axes = []} : !sched.buffer<32xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%t: !sched.buffer<32x16xf32>, %ids: !sched.buffer<8xf32>, %o: !sched.buffer<8x16xf32>):
+  // expected-error @+1 {{'sched.embedding' op ids must hold i32 or i64, not 'f32'}}
+  sched.embedding %t, %ids, %o {vocab_axes = []} : !sched.buffer<32x16xf32>, !sched.buffer<8xf32>, !sched.buffer<8x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%t: !sched.buffer<32x16xf32>, %ids: !sched.buffer<2x4xi64>, %o: !sched.buffer<8x16xf32>):
+  // expected-error @+1 {{'sched.embedding' op out has shape [8, 16], expected [2, 4, 16]}}
+  sched.embedding %t, %ids, %o {vocab_axes = []} : !sched.buffer<32x16xf32>, !sched.buffer<2x4xi64>, !sched.buffer<8x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%t: !sched.buffer<32x16xf32>, %ids: !sched.buffer<8xi32>, %o: !sched.buffer<8x16xf32>):
+  // expected-error @+1 {{'sched.embedding' op names mesh axes but the module has no sched.mesh}}
+  sched.embedding %t, %ids, %o {vocab_axes = ["tp"]} : !sched.buffer<32x16xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%t: !sched.buffer<32x16xf32>, %ids: !sched.buffer<8xi32>, %o: !sched.buffer<8x16xf32>):
+  // expected-error @+1 {{'sched.embedding' op mesh @mesh has no axis 'tp'}}
+  sched.embedding %t, %ids, %o {vocab_axes = ["tp"]} : !sched.buffer<32x16xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%ids: !sched.buffer<8xi32>, %d: !sched.buffer<8x16xf32>, %t: !sched.buffer<32x16x1xf32>):
+  // expected-error @+1 {{'sched.embedding_grad' op dtable must have rank 2, has shape [32, 16, 1]}}
+  sched.embedding_grad %ids, %d, %t {vocab_axes = []} : !sched.buffer<8xi32>, !sched.buffer<8x16xf32>, !sched.buffer<32x16x1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%ids: !sched.buffer<8xbf16>, %d: !sched.buffer<8x16xf32>, %t: !sched.buffer<32x16xf32>):
+  // expected-error @+1 {{'sched.embedding_grad' op ids must hold i32 or i64, not 'bf16'}}
+  sched.embedding_grad %ids, %d, %t {vocab_axes = []} : !sched.buffer<8xbf16>, !sched.buffer<8x16xf32>, !sched.buffer<32x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%ids: !sched.buffer<8xi32>, %d: !sched.buffer<8x8xf32>, %t: !sched.buffer<32x16xf32>):
+  // expected-error @+1 {{'sched.embedding_grad' op dout has shape [8, 8], expected [8, 16]}}
+  sched.embedding_grad %ids, %d, %t {vocab_axes = []} : !sched.buffer<8xi32>, !sched.buffer<8x8xf32>, !sched.buffer<32x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["tp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%ids: !sched.buffer<8xi32>, %d: !sched.buffer<8x16xf32>, %t: !sched.buffer<32x16xf32>):
+  // expected-error @+1 {{'sched.embedding_grad' op names mesh axis 'tp' twice}}
+  sched.embedding_grad %ids, %d, %t {vocab_axes = ["tp", "tp"]} : !sched.buffer<8xi32>, !sched.buffer<8x16xf32>, !sched.buffer<32x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x7xf32>):
+  // expected-error @+1 {{'sched.rope' op rotates pairs: the last dimension of [4, 7] must be even}}
+  sched.rope %x, %x {theta = 10000.0, position_offset = 0, inverse = false} : !sched.buffer<4x7xf32>, !sched.buffer<4x7xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<f32>):
+  // expected-error @+1 {{'sched.rope' op rotates pairs: the last dimension of [] must be even}}
+  sched.rope %x, %x {theta = 10000.0, position_offset = 0, inverse = false} : !sched.buffer<f32>, !sched.buffer<f32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.rope' op theta must be positive}}
+  sched.rope %x, %x {theta = 0.0, position_offset = 0, inverse = false} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+// NaN is not positive either.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.rope' op theta must be positive}}
+  sched.rope %x, %x {theta = 0x7FF8000000000000 : f64, position_offset = 0, inverse = false} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<8x4xf32>):
+  // expected-error @+1 {{'sched.rope' op out has shape [8, 4], not input's [4, 8]}}
+  sched.rope %x, %y {theta = 10000.0, position_offset = 0, inverse = false} : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<32xf32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op logits must have rank 2, has shape [32]}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<32xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xi32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op logits must hold floats, not 'i32'}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xi32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xf32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op labels must hold i32 or i64, not 'f32'}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xf32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<4xi32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op labels has shape [4], expected [8]}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<4xi32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<2xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op loss must be one f32, not '!sched.buffer<2xf32>'}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op names mesh axes but the module has no sched.mesh}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = ["tp"]} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xbf16>):
+  // expected-error @+1 {{'sched.cross_entropy_grad' op dloss must be one f32, not '!sched.buffer<1xbf16>'}}
+  sched.cross_entropy_grad %x, %l, %d, %x {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xbf16>, !sched.buffer<8x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xf32>, %dx: !sched.buffer<8x2xf32>):
+  // expected-error @+1 {{'sched.cross_entropy_grad' op dlogits has shape [8, 2], not logits's [8, 4]}}
+  sched.cross_entropy_grad %x, %l, %d, %dx {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>, !sched.buffer<8x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy_grad' op mesh @mesh has no axis 'tp'}}
+  sched.cross_entropy_grad %x, %l, %d, %x {ignore_index = -100, vocab_axes = ["tp"]} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>, !sched.buffer<8x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.reduce' op needs a reduction: sum, max or mean}}
+  sched.reduce none %x -> %y dims [0] : !sched.buffer<4x8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<f32>):
+  // expected-error @+1 {{'sched.reduce' op dims [1, 0] must increase and lie inside rank 2}}
+  sched.reduce sum %x -> %y dims [1, 0] : !sched.buffer<4x8xf32> -> !sched.buffer<f32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.reduce' op dims [2] must increase and lie inside rank 2}}
+  sched.reduce max %x -> %y dims [2] : !sched.buffer<4x8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.reduce' op out has shape [4], expected [8]}}
+  sched.reduce mean %x -> %y dims [0] : !sched.buffer<4x8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.softmax' op dim 2 is outside rank 2}}
+  sched.softmax %x, %x {dim = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.softmax' op dim -1 is outside rank 2}}
+  sched.softmax %x, %x {dim = -1} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.softmax' op out has shape [32], not input's [4, 8]}}
+  sched.softmax %x, %y {dim = 1} : !sched.buffer<4x8xf32>, !sched.buffer<32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.dropout' op rate 1.000000e+00 is outside [0, 1)}}
+  sched.dropout %x, %x {rate = 1.0, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.dropout' op rate -1.000000e-01 is outside [0, 1)}}
+  sched.dropout %x, %x {rate = -0.1, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xbf16>, %z: !sched.buffer<8x4xbf16>):
+  // expected-error @+1 {{'sched.dropout' op out has shape [8, 4], not input's [4, 8]}}
+  sched.dropout %x, %z {rate = 0.1, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<8x4xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op epsilon must be positive}}
+  sched.layer_norm_grad %x, %w, %x, %x, %w, %w {epsilon = 0.0} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<f32>, %w: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op normalises the last dimension; input is 0-d}}
+  sched.layer_norm_grad %x, %w, %x, %x, %w, %w {epsilon = 1.0e-5} : !sched.buffer<f32>, !sched.buffer<8xf32>, !sched.buffer<f32>, !sched.buffer<f32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op weight has shape [4], expected [8]}}
+  sched.layer_norm_grad %x, %w, %x, %x, %w, %w {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<4xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4xf32>, !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %d: !sched.buffer<2x8xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op dout has shape [2, 8], not input's [4, 8]}}
+  sched.layer_norm_grad %x, %w, %d, %x, %w, %w {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<2x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %d: !sched.buffer<2x8xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op dinput has shape [2, 8], not input's [4, 8]}}
+  sched.layer_norm_grad %x, %w, %x, %d, %w, %w {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<2x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %v: !sched.buffer<1x8xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op dweight has shape [1, 8], not weight's [8]}}
+  sched.layer_norm_grad %x, %w, %x, %x, %v, %w {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<1x8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %v: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op dbias has shape [4], not weight's [8]}}
+  sched.layer_norm_grad %x, %w, %x, %x, %w, %v {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.rms_norm_grad' op epsilon must be positive}}
+  sched.rms_norm_grad %x, %w, %x, %x, %w {epsilon = -1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %v: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.rms_norm_grad' op dweight has shape [4], not weight's [8]}}
+  sched.rms_norm_grad %x, %w, %x, %x, %v {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%i: !sched.buffer<4xf32>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.one_hot' op indices must hold i32 or i64, not 'f32'}}
+  sched.one_hot %i, %o : !sched.buffer<4xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%i: !sched.buffer<i64>, %o: !sched.buffer<f32>):
+  // expected-error @+1 {{'sched.one_hot' op out must have a class dimension}}
+  sched.one_hot %i, %o : !sched.buffer<i64>, !sched.buffer<f32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%i: !sched.buffer<3xi64>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.one_hot' op out has shape [4, 8], expected [3, 8]}}
+  sched.one_hot %i, %o : !sched.buffer<3xi64>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>):
+  // expected-error @+1 {{'sched.topk' op k = 0 must lie in [1, 8]}}
+  sched.topk %x, %v, %i {k = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<4x9xf32>, %i: !sched.buffer<4x9xi64>):
+  // expected-error @+1 {{'sched.topk' op k = 9 must lie in [1, 8]}}
+  sched.topk %x, %v, %i {k = 9} : !sched.buffer<4x8xf32>, !sched.buffer<4x9xf32>, !sched.buffer<4x9xi64>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<f32>, %i: !sched.buffer<i64>):
+  // expected-error @+1 {{'sched.topk' op k = 1 must lie in [1, 0]}}
+  sched.topk %x, %x, %i {k = 1} : !sched.buffer<f32>, !sched.buffer<f32>, !sched.buffer<i64>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<4x2xf32>):
+  // expected-error @+1 {{'sched.topk' op indices must hold i32 or i64, not 'f32'}}
+  sched.topk %x, %v, %v {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x3xi32>):
+  // expected-error @+1 {{'sched.topk' op indices has shape [4, 3], expected [4, 2]}}
+  sched.topk %x, %v, %i {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x3xi32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<2x4xf32>, %i: !sched.buffer<4x2xi32>):
+  // expected-error @+1 {{'sched.topk' op values has shape [2, 4], expected [4, 2]}}
+  sched.topk %x, %v, %i {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<2x4xf32>, !sched.buffer<4x2xi32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2x4x8xf32>, %v: !sched.buffer<2x4x2xf32>, %i: !sched.buffer<2x4x2xi64>):
+  // expected-error @+1 {{'sched.topk_gating' op logits must have rank 2, has shape [2, 4, 8]}}
+  sched.topk_gating %x, %v, %i {k = 2, normalize = true} : !sched.buffer<2x4x8xf32>, !sched.buffer<2x4x2xf32>, !sched.buffer<2x4x2xi64>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>):
+  // expected-error @+1 {{'sched.topk_gating' op k = 16 must lie in [1, 8]}}
+  sched.topk_gating %x, %v, %i {k = 16, normalize = false} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<32xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op input must have rank 2, has shape [32]}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<32xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xf32>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op indices must hold i32 or i64, not 'f32'}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<8xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op indices must have rank 2, has shape [8]}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<8xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<3x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op indices route 3 tokens, not 4}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<3x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<0x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op needs at least one expert and a capacity >= 0}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 0, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<0x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op needs at least one expert and a capacity >= 0}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = -1} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op out has shape [8, 3, 8], expected [8, 4, 8]}}
+  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 4} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<24x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op expert_outputs must have rank 3, has shape [24, 8]}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<24x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op out must have rank 2, has shape [32]}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op out rows have 4 elements, expert outputs 8}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<2x2xf32>, %i: !sched.buffer<2x2xi64>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op indices route 2 tokens, not 4}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<2x2xf32>, !sched.buffer<2x2xi64>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x3xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op weights has shape [4, 3], not indices's [4, 2]}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x3xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<24x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x2x8xf32>):
+  // expected-error @+1 {{'sched.expert_gather' op expert_outputs must have rank 3, has shape [24, 8]}}
+  sched.expert_gather %s, %i, %o : !sched.buffer<24x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %i: !sched.buffer<8xi64>, %o: !sched.buffer<4x2x8xf32>):
+  // expected-error @+1 {{'sched.expert_gather' op indices must have rank 2, has shape [8]}}
+  sched.expert_gather %s, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<8xi64>, !sched.buffer<4x2x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %i: !sched.buffer<4x2xf32>, %o: !sched.buffer<4x2x8xf32>):
+  // expected-error @+1 {{'sched.expert_gather' op indices must hold i32 or i64, not 'f32'}}
+  sched.expert_gather %s, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%s: !sched.buffer<8x3x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x2x4xf32>):
+  // expected-error @+1 {{'sched.expert_gather' op out has shape [4, 2, 4], expected [4, 2, 8]}}
+  sched.expert_gather %s, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%p: !sched.buffer<8x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_scatter' op pairs must have rank 3, has shape [8, 8]}}
+  sched.expert_scatter %p, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<8x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<3x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_scatter' op indices route 3 tokens, not 4}}
+  sched.expert_scatter %p, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<3x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x3xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_scatter' op indices has shape [4, 3], expected [4, 2]}}
+  sched.expert_scatter %p, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x3xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_scatter' op needs at least one expert and a capacity >= 0}}
+  sched.expert_scatter %p, %i, %o {num_experts = -8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+  // expected-error @+1 {{'sched.expert_scatter' op out has shape [8, 3, 8], expected [4, 3, 8]}}
+  sched.expert_scatter %p, %i, %o {num_experts = 4, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.copy
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op src must be [offset, 1 strides], has 1 entries}}
+  sched.copy %x -> %y sizes [4] src [0] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op dst must be [offset, 1 strides], has 3 entries}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op dst [0, -1] must not be negative}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, -1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op sizes [4, 0] must be positive}}
+  sched.copy %x -> %y sizes [4, 0] src [0, 1, 1] dst [0, 1, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<8xbf16>):
+  // expected-error @+1 {{'sched.copy' op src [1, 1] over sizes [4] reaches past the 4 elements of its buffer}}
+  sched.copy %x -> %y sizes [4] src [1, 1] dst [0, 2] : !sched.buffer<4xf32> -> !sched.buffer<8xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<8xbf16>):
+  // expected-error @+1 {{'sched.copy' op dst [0, 3] over sizes [4] reaches past the 8 elements of its buffer}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 3] : !sched.buffer<4xf32> -> !sched.buffer<8xbf16>
+  sched.return []
+}
+
+// -----
+
+// A stride so large that the last element's index overflows int64.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op src [0, 4611686018427387904] over sizes [4] reaches past the 4 elements of its buffer}}
+  sched.copy %x -> %y sizes [4] src [0, 4611686018427387904] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op dst stride 0 along a dimension of size 4 writes one element several times}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 0] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.collective
+//===----------------------------------------------------------------------===//
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.collective' op all_reduce needs a reduction (sum, max, mean)}}
+  sched.collective all_reduce none %x -> %x over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<16xf32>):
+  // expected-error @+1 {{'sched.collective' op all_gather takes reduction 'none'}}
+  sched.collective all_gather sum %x -> %y over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xbf16>):
+  // expected-error @+1 {{'sched.collective' op changes the element type from 'f32' to 'bf16'}}
+  sched.collective all_reduce sum %x -> %y over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %c: !sched.buffer<2xi64>):
+  // expected-error @+1 {{'sched.collective' op takes counts only as an all_to_all}}
+  sched.collective all_reduce sum %x -> %x counts(%c : !sched.buffer<2xi64>) over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<8xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.collective' op names mesh @w, which is not a sched.mesh}}
+  sched.collective all_reduce sum %x -> %x over @w ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.collective' op mesh @mesh has no axis 'tp'}}
+  sched.collective all_reduce sum %x -> %x over @mesh ["tp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.collective' op names mesh axis 'dp' twice}}
+  sched.collective all_gather none %x -> %y over @mesh ["dp", "dp"] : !sched.buffer<8xf32> -> !sched.buffer<32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.collective' op all_reduce over a group of 2 from 8 elements needs an output of 8, not 4}}
+  sched.collective all_reduce sum %x -> %y over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<16xf32>):
+  // expected-error @+1 {{'sched.collective' op all_gather over a group of 8 from 8 elements needs an output of 64, not 16}}
+  sched.collective all_gather none %x -> %y over @mesh ["dp", "tp"] : !sched.buffer<8xf32> -> !sched.buffer<16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<7xf32>, %y: !sched.buffer<3xf32>):
+  // expected-error @+1 {{'sched.collective' op 7 elements do not split into 2 blocks}}
+  sched.collective reduce_scatter sum %x -> %y over @mesh ["dp"] : !sched.buffer<7xf32> -> !sched.buffer<3xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.collective' op reduce_scatter over a group of 2 from 8 elements needs an output of 4, not 8}}
+  sched.collective reduce_scatter mean %x -> %x over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["ep"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xf32>, %c: !sched.buffer<2xi32>):
+  // expected-error @+1 {{'sched.collective' op counts must be 2 i64 (one per member), not '!sched.buffer<2xi32>'}}
+  sched.collective all_to_all none %x -> %y counts(%c : !sched.buffer<2xi32>) over @mesh ["ep"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["ep"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xf32>, %c: !sched.buffer<4xi64>):
+  // expected-error @+1 {{'sched.collective' op counts must be 2 i64 (one per member), not '!sched.buffer<4xi64>'}}
+  sched.collective all_to_all none %x -> %y counts(%c : !sched.buffer<4xi64>) over @mesh ["ep"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["ep"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.collective' op all_to_all over a group of 2 from 8 elements needs an output of 8, not 4}}
+  sched.collective all_to_all none %x -> %y over @mesh ["ep"] : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.send, sched.recv
+//===----------------------------------------------------------------------===//
+
+sched.kernel @mesh inputs [] outputs [] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.send' op names mesh @mesh, which is not a sched.mesh}}
+  sched.send %x to @mesh "pp" offset 1 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.send' op mesh @mesh has no axis 'pp'}}
+  sched.send %x to @mesh "pp" offset 1 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.send' op peer offset 2 along 'pp' of size 2 is the rank itself}}
+  sched.send %x to @mesh "pp" offset 2 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.send' op tag -1 is negative}}
+  sched.send %x to @mesh "pp" offset 1 tag -1 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.param @mesh init(zeros) : !sched.buffer<8xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.recv' op names mesh @mesh, which is not a sched.mesh}}
+  sched.recv %x from @mesh "pp" offset -1 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.recv' op mesh @mesh has no axis 'pp'}}
+  sched.recv %x from @mesh "pp" offset -1 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [4]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.recv' op peer offset 0 along 'pp' of size 4 is the rank itself}}
+  sched.recv %x from @mesh "pp" offset 0 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [4]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.recv' op peer offset -4 along 'pp' of size 4 is the rank itself}}
+  sched.recv %x from @mesh "pp" offset -4 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.recv' op tag -3 is negative}}
+  sched.recv %x from @mesh "pp" offset 1 tag -3 : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Unplanned programs, input_split and by_rank copies
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'sched.program' op input_split has 1 entries for 2 inputs}}
+sched.program @p align(1) events(0) streams ["compute"] attributes {input_split = [[[]]]} {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op needs an offset and a live range: the program is planned}}
+  %a = sched.alloc : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p align(16) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op has an offset, but the program has no arena: it is not planned}}
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Only part of a plan: an offset without a live range.
+sched.program @p arena(64) align(16) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op needs an offset and a live range: the program is planned}}
+  %a = sched.alloc {offset = 0 : i64} : !sched.buffer<4xf32>
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// An unplanned program still has its stream order checked.
+sched.program @p align(16) events(0) streams ["compute", "comm"] {
+  %a = sched.alloc : !sched.buffer<4xf32>
+  // expected-note @+1 {{the other access}}
+  sched.fill %a value 0.0 : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes on stream 'comm' a buffer the instruction below accesses on stream 'compute', with no event between}}
+  sched.fill %a value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.return ["a"] %a : !sched.buffer<4xf32>
+}
+
+// -----
+
+sched.mesh @mesh axes ["tp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op by_rank needs a mesh, axes and a step}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] {mesh = @mesh, rank_axes = ["tp"]} : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["tp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op by_rank step -4 is negative}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * -4) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.param @mesh init(zeros) : !sched.buffer<8xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op names mesh @mesh, which is not a sched.mesh}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * 4) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op mesh @mesh has no axis 'tp'}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * 4) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// (3 - 1) * 2^62 does not fit in int64.
+sched.mesh @mesh axes ["tp"] sizes [3]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op by_rank offsets overflow}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * 4611686018427387904) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// The last of the 4 ranks reads from 3 * 4 = 12: past the 8 elements.
+sched.mesh @mesh axes ["tp"] sizes [4]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.copy' op src [0, 1] over sizes [4] on the group's last rank reaches past the 8 elements of its buffer}}
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * 4) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}

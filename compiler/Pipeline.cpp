@@ -7,9 +7,11 @@
 #include "passes/autodiff/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
+#include "passes/optimizer/Passes.h"
+#include "passes/sharding/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -19,56 +21,102 @@ using namespace mlir;
 
 namespace weft {
 
-LogicalResult buildTrainingPrograms(ModuleOp module,
-                                    const TrainingOptions &options) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return module.emitError("the model has no @forward function");
-  if (options.plan.worldSize() > 1) {
-    if (failed(applyPlan(module, options.plan)))
-      return failure();
-    propagateShardings(forward);
-    if (failed(partition(forward)))
-      return failure();
+llvm::Error buildTrainingPipeline(OpPassManager &pm,
+                                  const TrainingPipelineOptions &options) {
+  Plan plan;
+  if (!options.plan.empty()) {
+    llvm::Expected<Plan> parsed = parsePlan(options.plan);
+    if (!parsed)
+      return parsed.takeError();
+    plan = std::move(*parsed);
   }
-  FailureOr<func::FuncOp> grad = differentiate(forward, "train_step");
-  if (failed(grad))
-    return failure();
-  if (options.plan.zero == 3)
-    reshardAfterForward(*grad);
-  AdamWConfig adamw = options.adamw;
-  if (options.plan.zero == 1 || options.plan.zero == 2) {
-    adamw.zero = options.plan.zero;
-    adamw.dp = options.plan.size("dp");
+  if (options.target != "cpu" && options.target != "cuda")
+    return llvm::createStringError("weft-train: unknown target '" +
+                                   options.target + "' (supported: cpu, cuda)");
+  if (plan.worldSize() > 1) {
+    ApplyPlanOptions apply;
+    apply.plan = options.plan;
+    pm.addPass(createApplyPlan(apply));
+    OpPassManager &forward = pm.nest<func::FuncOp>();
+    forward.addPass(createShardingPropagate());
+    forward.addPass(createPartition());
   }
-  FailureOr<func::FuncOp> step = buildAdamWStep(*grad, "step", adamw);
-  if (failed(step))
-    return failure();
-  // The gradient function was a stage on the way to @step.
-  SmallVector<func::FuncOp> programs = {*step, forward};
-  if (options.keepGradients)
-    programs.push_back(*grad);
-  else
-    grad->erase();
-  for (func::FuncOp program : programs) {
-    bucketAllReduces(program,
-                     static_cast<int64_t>(options.bucketMb * 1024 * 1024));
-    if (!options.fuseAndPlan)
-      continue;
-    bool gpu = !options.cudaArchs.empty();
-    if (gpu && options.gemmEpilogues)
-      foldGemmEpilogues(program);
-    // GPU bundles leave no elementwise op to a per-op runtime kernel.
-    fuseElementwise(program, /*singleOps=*/gpu);
-    planMemory(program);
-  }
-  return verify(module);
+  pm.addPass(createAutodiff());
+  if (plan.zero == 3)
+    pm.addNestedPass<func::FuncOp>(createReshardAfterForward());
+  AdamWOptions adamw;
+  adamw.beta1 = options.beta1;
+  adamw.beta2 = options.beta2;
+  adamw.eps = options.eps;
+  adamw.weightDecay = options.weightDecay;
+  adamw.maxGradNorm = options.maxGradNorm;
+  adamw.keepFunc = options.keepGradients;
+  pm.addPass(createAdamW(adamw));
+  // Every function left is a program: @step, @forward (and @train_step).
+  OpPassManager &programs = pm.nest<func::FuncOp>();
+  BucketAllReduceOptions bucket;
+  bucket.bucketMb = options.bucketMb;
+  programs.addPass(createBucketAllReduce(bucket));
+  if (!options.fuseAndPlan)
+    return llvm::Error::success();
+  bool gpu = options.target == "cuda";
+  if (gpu && options.gemmEpilogues)
+    programs.addPass(createGemmEpilogue());
+  // GPU bundles leave no elementwise op to a per-op runtime kernel.
+  FuseElementwiseOptions fuse;
+  fuse.singleOps = gpu;
+  programs.addPass(createFuseElementwise(fuse));
+  programs.addPass(createMemoryPlan());
+  return llvm::Error::success();
 }
 
-LogicalResult compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
-                                    const TrainingOptions &options,
-                                    llvm::json::Object meta) {
-  if (failed(buildTrainingPrograms(module, options)))
+void registerTrainingPipeline() {
+  registerPassPipeline(
+      "weft-train",
+      "The training pipeline weftc compile runs: placement, autodiff, AdamW, "
+      "bucketing, fusion and memory planning",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainingPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (llvm::Error e = buildTrainingPipeline(pm, options))
+          return errorHandler(llvm::toString(std::move(e)));
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> print) {
+        print(TrainingPipelineOptions());
+      });
+}
+
+LogicalResult
+buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
+                      function_ref<LogicalResult(PassManager &)> configure) {
+  TrainingPipelineOptions pipeline;
+  pipeline.plan = options.plan.str();
+  pipeline.target = options.cudaArchs.empty() ? "cpu" : "cuda";
+  pipeline.bucketMb = options.bucketMb;
+  pipeline.gemmEpilogues = options.gemmEpilogues;
+  pipeline.beta1 = options.adamw.beta1;
+  pipeline.beta2 = options.adamw.beta2;
+  pipeline.eps = options.adamw.eps;
+  pipeline.weightDecay = options.adamw.weightDecay;
+  pipeline.maxGradNorm = options.adamw.maxGradNorm;
+  pipeline.keepGradients = options.keepGradients;
+  pipeline.fuseAndPlan = options.fuseAndPlan;
+  PassManager pm(module.getContext());
+  if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
+    return module.emitError(llvm::toString(std::move(e)));
+  if (configure && failed(configure(pm)))
+    return failure();
+  return pm.run(module);
+}
+
+LogicalResult
+compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
+                      const TrainingOptions &options, llvm::json::Object meta,
+                      function_ref<LogicalResult(PassManager &)> configure) {
+  if (failed(buildTrainingPrograms(module, options, configure)))
     return failure();
   const AdamWConfig &a = options.adamw;
   meta["optimizer"] = llvm::json::Object{{"name", "adamw"},

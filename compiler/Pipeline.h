@@ -7,6 +7,8 @@
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "llvm/Support/JSON.h"
 
 namespace weft {
@@ -21,7 +23,8 @@ struct TrainingOptions {
   /// Largest gradient all-reduce bucket (weft-bucket-all-reduce).
   double bucketMb = 25.0;
   /// GPU architectures to build the fused kernels for with nvcc (sm_90,
-  /// sm_80); empty: the CPU kernels only.
+  /// sm_80); empty: the CPU kernels only. Non-empty runs the pipeline with
+  /// target=cuda.
   std::vector<std::string> cudaArchs;
   /// With cudaArchs, fold linear layers' bias, GELU and GELU gradient into
   /// their GEMMs (weft-gemm-epilogue) for cuBLASLt's epilogues.
@@ -31,25 +34,87 @@ struct TrainingOptions {
   bool fuseAndPlan = true;
 };
 
-/// The training pipeline on a module whose @forward returns (loss, logits):
-/// with a plan of more than one rank, weft-apply-plan,
-/// weft-sharding-propagate and weft-partition on @forward; then
-/// weft-autodiff (@train_step), weft-optimizer-adamw (@step),
-/// weft-bucket-all-reduce, then (GPU bundles) weft-gemm-epilogue, then
-/// weft-fusion-group and weft-memory-plan on @step
-/// and @forward. The module is left holding the planned programs (what `weftc
-/// compile --emit=mlir` prints).
-mlir::LogicalResult buildTrainingPrograms(mlir::ModuleOp module,
-                                          const TrainingOptions &options);
+/// The options of the registered pass pipeline `weft-train`, e.g.
+///   weft-opt --pass-pipeline='builtin.module(weft-train{plan=dp=2,tp=2})'
+/// Each is the weftc compile flag of the same name (TrainingOptions in C++).
+struct TrainingPipelineOptions
+    : mlir::PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> plan{
+      *this, "plan",
+      llvm::cl::desc("Parallelism plan, e.g. dp=2,tp=2,zero=1 (empty: one "
+                     "rank)")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Kernels the programs are planned for: cpu or cuda"),
+      llvm::cl::init("cpu")};
+  Option<double> bucketMb{
+      *this, "bucket-mb",
+      llvm::cl::desc("Largest gradient all-reduce bucket in MiB"),
+      llvm::cl::init(TrainingOptions().bucketMb)};
+  Option<bool> gemmEpilogues{
+      *this, "gemm-epilogues",
+      llvm::cl::desc("With target=cuda, fold bias, GELU and GELU gradient "
+                     "into GEMM epilogues"),
+      llvm::cl::init(TrainingOptions().gemmEpilogues)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
+                       llvm::cl::init(AdamWConfig().beta1)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(AdamWConfig().beta2)};
+  Option<double> eps{*this, "adam-eps", llvm::cl::desc("AdamW epsilon"),
+                     llvm::cl::init(AdamWConfig().eps)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("AdamW decoupled weight decay on matrices"),
+      llvm::cl::init(AdamWConfig().weightDecay)};
+  Option<double> maxGradNorm{
+      *this, "max-grad-norm",
+      llvm::cl::desc("Global gradient-norm clip (0 disables)"),
+      llvm::cl::init(AdamWConfig().maxGradNorm)};
+  Option<bool> keepGradients{
+      *this, "keep-gradients",
+      llvm::cl::desc("Keep @train_step (loss and gradients) as a program"),
+      llvm::cl::init(TrainingOptions().keepGradients)};
+  Option<bool> fuseAndPlan{
+      *this, "fuse-and-plan",
+      llvm::cl::desc("Fuse elementwise ops and plan memory (false: stop "
+                     "before)"),
+      llvm::cl::init(TrainingOptions().fuseAndPlan)};
+};
+
+/// Adds the training pipeline to `pm` (anchored on builtin.module), for a
+/// module whose @forward returns (loss, logits): with a plan of more than
+/// one rank, weft-apply-plan and func.func(weft-sharding-propagate,
+/// weft-partition); then weft-autodiff (@train_step), with zero=3
+/// func.func(weft-reshard-after-forward), weft-optimizer-adamw (@step,
+/// erasing @train_step unless keep-gradients); then on every function
+/// weft-bucket-all-reduce and, with fuse-and-plan, (target=cuda)
+/// weft-gemm-epilogue, weft-fusion-group and weft-memory-plan. A plan or
+/// target that does not parse is an error.
+llvm::Error buildTrainingPipeline(mlir::OpPassManager &pm,
+                                  const TrainingPipelineOptions &options);
+
+/// Registers buildTrainingPipeline as the pass pipeline `weft-train`.
+void registerTrainingPipeline();
+
+/// Runs the training pipeline (buildTrainingPipeline with `options`) on
+/// `module` through an mlir::PassManager, which `configure` may set up
+/// first (a tool applies the command line's IR printing and timing flags).
+/// The module is left holding the planned programs (what `weftc compile
+/// --emit=mlir` prints).
+mlir::LogicalResult buildTrainingPrograms(
+    mlir::ModuleOp module, const TrainingOptions &options,
+    llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
+        {});
 
 /// buildTrainingPrograms, then the bundle (programs "step" and "forward",
 /// and "train_step" with keepGradients) in `dir`, with `meta` and the
 /// optimizer settings in its meta: the CPU kernels (kernels.so) and, for
 /// each of options.cudaArchs, a cubin (meta.cuda).
-mlir::LogicalResult compileTrainingBundle(mlir::ModuleOp module,
-                                          llvm::StringRef dir,
-                                          const TrainingOptions &options,
-                                          llvm::json::Object meta);
+mlir::LogicalResult compileTrainingBundle(
+    mlir::ModuleOp module, llvm::StringRef dir, const TrainingOptions &options,
+    llvm::json::Object meta,
+    llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
+        {});
 
 /// Generates the C++ kernels of every weft.fused op in `module` and compiles
 /// them into `dir/kernels.so` (see codegen/KernelSource.h); returns its path.

@@ -2,6 +2,7 @@
 
 #include "compiler/Registration.h"
 
+#include "compiler/Pipeline.h"
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
@@ -21,4 +22,5 @@ void weft::registerAllPasses() {
   registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
   registerWeftShardingPasses();
+  registerTrainingPipeline();
 }

@@ -10,7 +10,8 @@ class DialectRegistry;
 namespace weft {
 /// Adds every dialect a Weft graph may contain.
 void registerAllDialects(mlir::DialectRegistry &registry);
-/// Registers every Weft pass (for weft-opt and pass-pipeline strings).
+/// Registers every Weft pass and the named pipelines (weft-train), for
+/// weft-opt and pass-pipeline strings.
 void registerAllPasses();
 } // namespace weft
 

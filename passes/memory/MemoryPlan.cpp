@@ -59,6 +59,7 @@ int64_t weft::planMemory(func::FuncOp func) {
   }
 
   llvm::DenseMap<Value, Buffer> buffers; // Keyed by class leader.
+  SmallVector<Value> leaders;            // In program order.
   for (Value v : values) {
     Value leader = classes.getLeaderValue(v);
     auto type = cast<RankedTensorType>(v.getType());
@@ -71,17 +72,21 @@ int64_t weft::planMemory(func::FuncOp func) {
                               ? index
                               : position[body.findAncestorOpInBlock(*user)]);
     auto [it, inserted] = buffers.try_emplace(leader, Buffer{bytes, def, end});
-    if (!inserted) {
+    if (inserted) {
+      leaders.push_back(leader);
+    } else {
       it->second.bytes = std::max(it->second.bytes, bytes);
       it->second.first = std::min(it->second.first, def);
       it->second.last = std::max(it->second.last, end);
     }
   }
 
-  // Largest first, lowest non-conflicting offset.
+  // Largest first, lowest non-conflicting offset. Ties (an op's results of
+  // one size) keep program order, not the map's pointer order, so the plan
+  // is the same on every run.
   SmallVector<Buffer *> order;
-  for (auto &entry : buffers)
-    order.push_back(&entry.second);
+  for (Value leader : leaders)
+    order.push_back(&buffers[leader]);
   llvm::stable_sort(order, [](Buffer *a, Buffer *b) {
     return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
   });

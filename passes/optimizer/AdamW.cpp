@@ -25,18 +25,51 @@ namespace weft {
 using namespace mlir;
 using namespace weft;
 
+namespace {
+/// The ZeRO stage the plan put in the module, and the size of the mesh
+/// axis "dp" it shards over.
+struct ZeroStage {
+  int64_t stage = 0;
+  int64_t dp = 1;
+};
+} // namespace
+
+/// Reads `weft.zero` (weft-apply-plan) and, for stages 1 and 2, the size of
+/// "dp" in the mesh `config.mesh`; an error if the stage needs a mesh the
+/// module does not declare.
+static FailureOr<ZeroStage> readZeroStage(func::FuncOp grad,
+                                          const AdamWConfig &config) {
+  ZeroStage zero;
+  auto module = grad->getParentOfType<ModuleOp>();
+  auto attr =
+      module ? module->getAttrOfType<IntegerAttr>(kZeroStageAttr) : nullptr;
+  if (!attr)
+    return zero;
+  zero.stage = attr.getInt();
+  if (zero.stage != 1 && zero.stage != 2)
+    return zero;
+  auto mesh = module.lookupSymbol<MeshOp>(config.mesh);
+  zero.dp = mesh ? mesh.axisSize("dp") : 0;
+  if (zero.dp < 2)
+    return module.emitError("weft-optimizer-adamw: ")
+           << kZeroStageAttr << " = " << zero.stage
+           << " shards the optimizer state over mesh axis 'dp', but @"
+           << config.mesh << " has no 'dp' axis of size 2 or more";
+  return zero;
+}
+
 /// ZeRO-1/2: points `grad` and `value` at this rank's block of a replicated
 /// parameter along its first dimension dp divides (no dimension: left
 /// whole). Stage 2 turns the gradient's data-parallel all-reduce into a
 /// reduce-scatter; stage 1 slices the all-reduced gradient.
 static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
                          ArrayAttr &gradAxes, int64_t &gatherDim,
-                         const AdamWConfig &config,
+                         const AdamWConfig &config, ZeroStage zero,
                          SmallVectorImpl<Operation *> &replaced) {
   auto type = cast<RankedTensorType>(value.getType());
   int64_t dim = -1;
   for (auto [d, size] : llvm::enumerate(type.getShape()))
-    if (size % config.dp == 0) {
+    if (size % zero.dp == 0) {
       dim = static_cast<int64_t>(d);
       break;
     }
@@ -46,14 +79,14 @@ static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
   auto mesh = FlatSymbolRefAttr::get(context, config.mesh);
   ArrayAttr dp = builder.getStrArrayAttr({"dp"});
   SmallVector<int64_t> shape(type.getShape());
-  shape[dim] /= config.dp;
+  shape[dim] /= zero.dp;
   auto blockType = RankedTensorType::get(shape, type.getElementType());
   // Mixed precision reduces the compute-precision gradient and casts it to
   // the master's f32: slicing commutes with the cast, so scatter before it.
   auto castOp = grad.getDefiningOp<CastOp>();
   Value reduced = castOp ? castOp.getInput() : grad;
   auto reduction = reduced.getDefiningOp<AllReduceOp>();
-  if (config.zero == 2 && reduction && reduction.getInputs().size() == 1 &&
+  if (zero.stage == 2 && reduction && reduction.getInputs().size() == 1 &&
       reduction.getAxes() == dp &&
       reduction.getReduction() == ReduceKind::Sum) {
     OpBuilder::InsertionGuard guard(builder);
@@ -114,6 +147,9 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     return grad.emitError("weft-optimizer-adamw: @")
            << grad.getSymName()
            << " is not a gradient function (run weft-autodiff first)";
+  FailureOr<ZeroStage> zero = readZeroStage(grad, config);
+  if (failed(zero))
+    return failure();
 
   // Check every result before cloning, so errors point at the input IR.
   {
@@ -178,10 +214,10 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   detail::Emitter e{builder, loc};
   SmallVector<Operation *> replacedReductions;
   for (Update &u : updates) {
-    if ((config.zero == 1 || config.zero == 2) && u.gradAxes.empty())
+    if ((zero->stage == 1 || zero->stage == 2) && u.gradAxes.empty())
       shardForZero(builder, u.grad, u.value, u.gradAxes, u.gatherDim, config,
-                   replacedReductions);
-    else if (config.zero == 1)
+                   *zero, replacedReductions);
+    else if (zero->stage == 1)
       keepWholeGradient(builder, u.grad);
     // What this rank keeps of the gradient: its block where it arrives
     // reduce-scattered, else the whole (local) gradient. The memory report
@@ -328,7 +364,9 @@ struct AdamWPass : weft::impl::AdamWBase<AdamWPass> {
     }
     weft::AdamWConfig config{beta1, beta2, eps, weightDecay, maxGradNorm};
     if (failed(weft::buildAdamWStep(grad, out, config)))
-      signalPassFailure();
+      return signalPassFailure();
+    if (!keepFunc)
+      grad.erase();
   }
 };
 } // namespace

@@ -21,18 +21,17 @@ struct AdamWConfig {
   double eps = 1e-8;
   double weightDecay = 0.1;
   double maxGradNorm = 1.0;
-  /// ZeRO stage 1 or 2 over the mesh axis "dp" of size `dp` of @mesh: each
-  /// rank keeps the optimizer state of its block of every parameter (split
-  /// along its first dimension dp divides), updates that block and
-  /// all-gathers the parameter. Stage 2 also reduce-scatters the gradient
-  /// instead of all-reducing it. 0: every rank updates everything.
-  int zero = 0;
-  int64_t dp = 1;
   /// The mesh symbol collectives the optimizer adds name.
   std::string mesh = "mesh";
 };
 
 /// Builds the AdamW step function `name` from the gradient function `grad`.
+/// The ZeRO stage is the module's `weft.zero` (weft-apply-plan puts it
+/// there): under stage 1 or 2 each rank keeps the optimizer state of its
+/// block of every replicated parameter (split along its first dimension the
+/// mesh axis "dp" divides), updates that block and all-gathers the
+/// parameter; stage 2 also reduce-scatters the gradient instead of
+/// all-reducing it. Otherwise every rank updates everything.
 mlir::FailureOr<mlir::func::FuncOp> buildAdamWStep(mlir::func::FuncOp grad,
                                                    llvm::StringRef name,
                                                    const AdamWConfig &config);

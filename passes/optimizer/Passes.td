@@ -29,6 +29,16 @@ def AdamW : Pass<"weft-optimizer-adamw", "::mlir::ModuleOp"> {
     `weft.param ... state` tensors named `<param>.exp_avg` and
     `<param>.exp_avg_sq`, initialised to zeros. `max-grad-norm=0` disables
     clipping.
+
+    Under ZeRO stage 1 or 2 (the module's `weft.zero`, which
+    `weft-apply-plan` sets from the plan) each rank updates only its block
+    of every replicated parameter along the first dimension that the mesh
+    axis `dp` of `@mesh` divides, and all-gathers the parameter; stage 2
+    reduce-scatters the gradient instead of all-reducing it. A stage 1 or 2
+    without a `dp` axis of two or more in `@mesh` is an error.
+
+    Without `keep-func` the gradient function is erased once the step is
+    built (it was a stage on the way to the step).
   }];
   let options = [
     Option<"func", "func", "std::string", /*default=*/"\"train_step\"",
@@ -41,7 +51,9 @@ def AdamW : Pass<"weft-optimizer-adamw", "::mlir::ModuleOp"> {
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1",
            "Decoupled weight decay for matrices">,
     Option<"maxGradNorm", "max-grad-norm", "double", /*default=*/"1.0",
-           "Global gradient-norm clip (0 disables)">
+           "Global gradient-norm clip (0 disables)">,
+    Option<"keepFunc", "keep-func", "bool", /*default=*/"true",
+           "Keep the gradient function beside the step">
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }

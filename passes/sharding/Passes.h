@@ -39,6 +39,9 @@ struct Plan {
   int64_t size(llvm::StringRef axis) const;
   /// The number of ranks: the product of the axis sizes.
   int64_t worldSize() const;
+  /// The plan as parsePlan reads it back ("dp=2,tp=2,zero=1"); empty for
+  /// one rank.
+  std::string str() const;
 };
 
 /// Parses a plan; errors name the offending part.

@@ -29,6 +29,17 @@ int64_t Plan::worldSize() const {
   return n;
 }
 
+std::string Plan::str() const {
+  SmallVector<std::string> parts;
+  for (const auto &[name, size] : axes)
+    parts.push_back(name + "=" + std::to_string(size));
+  if (zero > 0)
+    parts.push_back("zero=" + std::to_string(zero));
+  if (sequenceParallel)
+    parts.push_back("sp=on");
+  return llvm::join(parts, ",");
+}
+
 llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   auto fail = [](const Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);

@@ -20,11 +20,14 @@
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -355,13 +358,21 @@ int runCompile(MLIRContext &context) {
   if (report && !reportFormat.empty() && reportFormat != "json")
     return fail("unknown --report format '" + reportFormat +
                 "' (use --report or --report=json)");
+  // The pass manager takes the command line's --mlir-* flags (IR printing,
+  // timing, crash reproducers).
+  auto configure = [](PassManager &pm) -> LogicalResult {
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    applyDefaultTimingPassManagerCLOptions(pm);
+    return success();
+  };
   if (report && outputPath == "-" && emit.empty()) {
-    if (failed(weft::buildTrainingPrograms(*module, options)))
+    if (failed(weft::buildTrainingPrograms(*module, options, configure)))
       return 1;
     return printReport(*module);
   }
   if (!emit.empty()) {
-    if (failed(weft::buildTrainingPrograms(*module, options)))
+    if (failed(weft::buildTrainingPrograms(*module, options, configure)))
       return 1;
     if (emit == "kernels" || emit == "cuda") {
       FailureOr<std::string> source =
@@ -377,7 +388,7 @@ int runCompile(MLIRContext &context) {
     return 0;
   }
   if (failed(weft::compileTrainingBundle(*module, outputPath, options,
-                                         std::move(meta))))
+                                         std::move(meta), configure)))
     return 1;
   auto step = module->lookupSymbol<func::FuncOp>("step");
   errs() << formatv(
@@ -482,10 +493,34 @@ int runEval(MLIRContext &context) {
   }
   return 0;
 }
+
+/// Registers MLIR's pass-manager, timing, context and printing flags
+/// (--mlir-print-ir-after-all, --mlir-timing, --mlir-disable-threading, ...)
+/// for `weftc compile`, the subcommand that runs a pass pipeline. MLIR
+/// registers them on the top level, which a subcommand does not see.
+void registerMlirOptions() {
+  // --mlir-print-ir-after=<pass> and the like name registered passes.
+  weft::registerAllPasses();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  registerMLIRContextCLOptions();
+  registerAsmPrinterCLOptions();
+  SmallVector<cl::Option *> mlirOptions;
+  for (auto &[name, option] :
+       cl::getRegisteredOptions(cl::SubCommand::getTopLevel()))
+    if (name.starts_with("mlir-") && !llvm::is_contained(mlirOptions, option))
+      mlirOptions.push_back(option);
+  for (cl::Option *option : mlirOptions) {
+    option->removeArgument();
+    option->addSubCommand(compileCmd);
+    option->addArgument();
+  }
+}
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  registerMlirOptions();
   cl::ParseCommandLineOptions(
       argc, argv,
       "weftc: the Weft compiler\n\n"

@@ -1,0 +1,168 @@
+//===- Launcher.cpp - starting a job's ranks on this machine --------------===//
+
+#include "runtime/dist/Launcher.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace weft::runtime {
+namespace {
+
+/// The signal that asked the launcher to stop. A signal handler can reach
+/// nothing but static storage; launchRanks clears it before it waits.
+volatile sig_atomic_t stopSignal = 0;
+
+/// A TCP port nobody listens on now (for the rendezvous store).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&addr), len) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  if (fd >= 0)
+    ::close(fd);
+  return port;
+}
+
+/// Runs in the forked child: becomes rank `env`'s process or exits. Only
+/// _exit may end a child whose exec failed (it shares the parent's stdio
+/// buffers and exit handlers).
+[[noreturn]] void
+becomeRank(pid_t launcher,
+           const std::vector<std::pair<std::string, std::string>> &env,
+           const std::string &executable, const std::vector<char *> &argv,
+           const std::string &program) {
+  // A rank never outlives its launcher (killed by a scheduler, say).
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != launcher)
+    ::_exit(1);
+  for (const auto &[name, value] : env)
+    ::setenv(name.c_str(), value.c_str(), 1);
+  ::execv(executable.c_str(), argv.data());
+  std::perror((program + ": exec").c_str());
+  ::_exit(127);
+}
+
+} // namespace
+
+absl::StatusOr<bool> shouldLaunch(int nproc) {
+  if (nproc < 1)
+    return absl::InvalidArgumentError("--nproc must be at least 1");
+  return nproc > 1 && !std::getenv("RANK");
+}
+
+std::vector<std::pair<std::string, std::string>>
+rankEnvironment(int rank, int nproc, const std::string &masterAddr,
+                const std::string &masterPort) {
+  return {{"RANK", std::to_string(rank)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(nproc)},
+          {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
+          {"MASTER_ADDR", masterAddr},
+          {"MASTER_PORT", masterPort}};
+}
+
+absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
+  if (options.nproc < 1 || options.argv.empty())
+    return absl::InvalidArgumentError(
+        "a launch needs at least one rank and a command line");
+  const char *addrVar = std::getenv("MASTER_ADDR");
+  const char *portVar = std::getenv("MASTER_PORT");
+  std::string addr = addrVar ? addrVar : "127.0.0.1";
+  std::string port = portVar ? portVar : std::to_string(freePort());
+  std::vector<char *> argv;
+  std::vector<std::string> args = options.argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  // SIGINT and SIGTERM to the launcher stop every rank: the handler only
+  // records the signal; the wait loop below forwards it.
+  stopSignal = 0;
+  struct sigaction stop = {}, oldInt = {}, oldTerm = {};
+  stop.sa_handler = [](int signal) { stopSignal = signal; };
+  ::sigaction(SIGINT, &stop, &oldInt);
+  ::sigaction(SIGTERM, &stop, &oldTerm);
+  auto restore = [&] {
+    ::sigaction(SIGINT, &oldInt, nullptr);
+    ::sigaction(SIGTERM, &oldTerm, nullptr);
+  };
+
+  std::vector<pid_t> pids;
+  pid_t launcher = ::getpid();
+  for (int r = 0; r < options.nproc; ++r) {
+    auto env = rankEnvironment(r, options.nproc, addr, port);
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::string message = "cannot start rank " + std::to_string(r);
+      log.error(message);
+      restore();
+      return absl::UnavailableError(message);
+    }
+    if (pid == 0)
+      becomeRank(launcher, env, options.executable, argv, log.program());
+    pids.push_back(pid);
+  }
+
+  int remaining = options.nproc;
+  absl::Status result;
+  bool forwarded = false;
+  while (remaining > 0) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) {
+      if (stopSignal && !forwarded) {
+        log.say(log.program() + ": stopping " + std::to_string(remaining) +
+                " ranks");
+        for (pid_t rank : pids)
+          ::kill(rank, SIGTERM);
+        forwarded = true;
+        result = absl::CancelledError(
+            absl::StrCat("stopped by signal ", static_cast<int>(stopSignal)));
+      }
+      continue;
+    }
+    if (pid < 0)
+      break;
+    --remaining;
+    int rank = static_cast<int>(std::find(pids.begin(), pids.end(), pid) -
+                                pids.begin());
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok || !result.ok())
+      continue;
+    std::string how =
+        WIFSIGNALED(status)
+            ? "was killed by signal " + std::to_string(WTERMSIG(status))
+            : "exited with status " + std::to_string(WEXITSTATUS(status));
+    std::string message = "rank " + std::to_string(rank) + " (pid " +
+                          std::to_string(pid) + ") " + how;
+    result = absl::AbortedError(message);
+    log.error(message + "; stopping the other ranks");
+    // Let the survivors report the failure themselves first (their
+    // collectives fail at once on a closed connection), then stop them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (pid_t other : pids)
+      if (other != pid)
+        ::kill(other, SIGTERM);
+  }
+  restore();
+  return result;
+}
+
+} // namespace weft::runtime

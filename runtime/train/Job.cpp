@@ -1,0 +1,181 @@
+//===- Job.cpp - one rank's training job ----------------------------------===//
+
+#include "runtime/train/Job.h"
+
+#include "runtime/data/Batches.h"
+#include "runtime/data/TokenFile.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/train/Metrics.h"
+#include "runtime/train/TrainLoop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+namespace weft::runtime {
+namespace {
+absl::Status invalid(const std::string &message) {
+  return absl::InvalidArgumentError(message);
+}
+
+/// Writes every parameter (not optimizer state) gathered whole from its
+/// shards to `path`: a collective on every rank; rank 0 writes.
+absl::Status save(Executor &ex, const std::string &path, bool leader,
+                  const Log &log) {
+  std::vector<TensorToWrite> out;
+  for (const ParamSpec &p : ex.bundle().params)
+    if (!p.state) {
+      auto whole = ex.gatherParam(p.name);
+      if (!whole.ok())
+        return whole.status();
+      out.push_back({p.name, DType::F32,
+                     ex.bundle().mesh.globalShape(p.shape, p.sharding),
+                     std::vector<double>(whole->begin(), whole->end())});
+    }
+  if (!leader)
+    return absl::OkStatus();
+  if (absl::Status s = writeSafetensors(path, out, {{"format", "pt"}}); !s.ok())
+    return s;
+  log.say("saved " + std::to_string(out.size()) + " tensors to " + path);
+  return absl::OkStatus();
+}
+} // namespace
+
+absl::StatusOr<JobResult> runJob(const JobOptions &options,
+                                 const RankInfo &rank, const Log &log) {
+  if (!(options.timeoutSeconds > 0))
+    return invalid("--timeout must be positive");
+  std::unique_ptr<Communicator> comm;
+  if (rank.worldSize > 1) {
+    auto joined = Communicator::create(
+        rank, std::chrono::milliseconds(
+                  static_cast<int64_t>(options.timeoutSeconds * 1000)));
+    if (!joined.ok())
+      return joined.status();
+    comm = std::move(*joined);
+  }
+
+  auto bundle = Bundle::load(options.bundle);
+  if (!bundle.ok())
+    return bundle.status();
+  if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
+    return s;
+  if (bundle->mesh.size() != rank.worldSize && bundle->mesh.size() == 1)
+    return invalid(options.bundle +
+                   ": the bundle runs on one rank but this job has " +
+                   std::to_string(rank.worldSize) +
+                   "; compile it with --plan to place it on several");
+  if (options.device != "cpu" && options.device != "cuda")
+    return invalid("unknown --device '" + options.device +
+                   "' (supported: cpu, cuda)");
+  Executor::Options executorOptions;
+  executorOptions.comm = comm.get();
+  executorOptions.cuda = options.device == "cuda";
+  if (options.cudaGraphs)
+    executorOptions.cudaGraphs = *options.cudaGraphs;
+  auto executor = Executor::create(std::move(*bundle), executorOptions);
+  if (!executor.ok())
+    return executor.status();
+  Executor &ex = **executor;
+  if (executorOptions.cuda && rank.rank == 0)
+    log.say(log.program() + ": on " + ex.device());
+  ex.initialize(options.seed);
+  if (!options.initFrom.empty()) {
+    auto weights = SafetensorsFile::read(options.initFrom);
+    if (!weights.ok())
+      return weights.status();
+    if (absl::Status s = ex.load(*weights, /*requireAll=*/true); !s.ok())
+      return s;
+  }
+  return trainJob(ex, comm.get(), options, log);
+}
+
+absl::StatusOr<JobResult> trainJob(Executor &ex, Communicator *comm,
+                                   const JobOptions &options, const Log &log) {
+  if (options.data.empty())
+    return invalid("--data is required");
+  bool bytes = options.tokenizer == "bytes";
+  if (!options.tokenizer.empty() && !bytes)
+    return invalid("unknown --tokenizer '" + options.tokenizer +
+                   "' (supported: bytes)");
+  auto tokens = bytes ? readByteTokens(options.data)
+                      : readTokenFile(options.data, options.tokenBytes);
+  if (!tokens.ok())
+    return tokens.status();
+  int64_t batch = ex.bundle().metaInt("batch"),
+          seq = ex.bundle().metaInt("seq"),
+          vocab = ex.bundle().metaInt("vocab");
+  if (batch <= 0 || seq <= 0 || vocab <= 0)
+    return invalid(ex.bundle().path +
+                   ": manifest meta lacks batch, seq or vocab");
+  auto sampler = BatchSampler::create(std::move(*tokens), batch, seq, vocab,
+                                      options.seed, options.data);
+  if (!sampler.ok())
+    return sampler.status();
+  JobResult result;
+  result.leader = !comm || comm->rank() == 0;
+  // The sample continues a window from a third of the way into the data.
+  const std::vector<uint32_t> &stream = sampler->stream();
+  size_t promptStart = stream.size() / 3;
+  std::vector<uint32_t> prompt(
+      stream.begin() + promptStart,
+      stream.begin() +
+          std::min(stream.size(), promptStart + std::min<size_t>(seq / 2, 32)));
+
+  if (options.steps < 0)
+    return invalid("--steps must be non-negative");
+  LrSchedule schedule{options.lr,
+                      options.warmup >= 0 ? options.warmup : options.steps / 10,
+                      options.steps, options.minLrRatio};
+  TrainLoop loop(ex, std::move(*sampler), schedule);
+
+  bool writeMetrics = !options.metrics.empty();
+  std::ofstream metrics;
+  if (result.leader && writeMetrics) {
+    metrics.open(options.metrics, std::ios::app);
+    if (!metrics)
+      return invalid(options.metrics + ": cannot open for writing");
+  }
+  bool tty = log.isTerminal();
+  int64_t ranks = comm ? comm->worldSize() : 1;
+  for (int64_t s = 0; s < options.steps; ++s) {
+    if (options.beforeStep)
+      options.beforeStep(s + 1);
+    auto report = loop.step();
+    if (!report.ok())
+      return report.status();
+    // Every rank's peak memory, gathered to all — a collective every rank
+    // runs, so only when metrics are written (the same on every rank).
+    std::vector<int64_t> peaks;
+    if (writeMetrics) {
+      auto gathered = peakMemoryOfRanks(comm);
+      if (!gathered.ok())
+        return gathered.status();
+      peaks = std::move(*gathered);
+    }
+    if (!result.leader)
+      continue;
+    if (std::string text = progressText(*report, options.steps, tty);
+        !text.empty())
+      log.write(text);
+    if (metrics.is_open())
+      metrics << metricsLine(*report, ranks, peaks) << "\n";
+  }
+  result.steps = loop.stepsDone();
+
+  if (!options.save.empty())
+    if (absl::Status s = save(ex, options.save, result.leader, log); !s.ok())
+      return s;
+  if (options.sample > 0) {
+    // Every rank runs the forward program (it has collectives).
+    auto generated =
+        loop.sample(prompt, options.sample, options.temperature, options.seed);
+    if (!generated.ok())
+      return generated.status();
+    result.prompt = std::move(prompt);
+    result.generated = std::move(*generated);
+  }
+  return result;
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,85 @@
+//===- Job.h - one rank's training job --------------------------*- C++ -*-===//
+//
+// What weft-run runs on every rank, as a library: join the job, load the
+// bundle onto the device, start from seeded or saved weights, then train
+// on batches of the data under the learning-rate schedule, write metrics
+// (with every rank's peak memory), save the parameters gathered from their
+// shards and sample text. Rank 0 prints and writes; every rank takes part
+// in the collectives. A host program that has an Executor already (the JIT
+// API's) runs the second half, trainJob, on it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_TRAIN_JOB_H
+#define WEFT_RUNTIME_TRAIN_JOB_H
+
+#include "runtime/dist/Communicator.h"
+#include "runtime/exec/Executor.h"
+#include "runtime/support/Log.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// A job's settings; errors name them by weft-run's flags.
+struct JobOptions {
+  /// The bundle directory (runJob only).
+  std::string bundle;
+  /// The training data: a flat token file of `tokenBytes`-wide ids (2 or
+  /// 4), or text, one token per byte, with `tokenizer` "bytes".
+  std::string data;
+  std::string tokenizer;
+  int tokenBytes = 2;
+  int64_t steps = 100;
+  /// Peak learning rate, linear warm-up steps (negative: steps / 10) and
+  /// the cosine decay's floor as a fraction of `lr`.
+  double lr = 1e-3;
+  int64_t warmup = -1;
+  double minLrRatio = 0.1;
+  /// Seeds the initialisation, the batch order and sampling.
+  uint64_t seed = 0;
+  /// Safetensors files to start from and to save to (empty: none).
+  std::string initFrom, save;
+  /// Appends one JSON line per step here (empty: none).
+  std::string metrics;
+  /// Tokens to generate after training, and their temperature.
+  int64_t sample = 0;
+  double temperature = 0.8;
+  /// "cpu" or "cuda" (GPU 0); with cuda, whether to replay CUDA graphs
+  /// (unset: the executor's default).
+  std::string device = "cpu";
+  std::optional<bool> cudaGraphs;
+  /// Seconds a rank waits for the others: the rendezvous, each collective.
+  double timeoutSeconds = 120;
+  /// Called on every rank before each step with its number (from 1).
+  std::function<void(int64_t step)> beforeStep;
+};
+
+struct JobResult {
+  int64_t steps = 0;
+  /// Rank 0: the one that prints, writes metrics and saves.
+  bool leader = true;
+  /// With `sample`: the prompt (a window from a third of the way into the
+  /// data) and the tokens generated after it.
+  std::vector<uint32_t> prompt, generated;
+};
+
+/// The whole job on rank `rank` of the job (see rankFromEnvironment);
+/// progress and what it saved go to `log`.
+absl::StatusOr<JobResult> runJob(const JobOptions &options,
+                                 const RankInfo &rank, const Log &log);
+
+/// The training half on an executor already made and initialised;
+/// `comm` (the executor's) is required when the job has several ranks.
+absl::StatusOr<JobResult> trainJob(Executor &executor, Communicator *comm,
+                                   const JobOptions &options, const Log &log);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_TRAIN_JOB_H

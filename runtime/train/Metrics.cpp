@@ -1,0 +1,66 @@
+//===- Metrics.cpp - what a training job reports per step -----------------===//
+
+#include "runtime/train/Metrics.h"
+
+#include "runtime/dist/Communicator.h"
+
+#include "absl/strings/str_format.h"
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <sys/resource.h>
+
+namespace weft::runtime {
+
+double peakRssBytes() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+}
+
+absl::StatusOr<std::vector<int64_t>> peakMemoryOfRanks(Communicator *comm) {
+  // Gathered as float kibibytes: the communicator moves floats.
+  float mine = static_cast<float>(peakRssBytes() / 1024.0);
+  std::vector<float> peaks(comm ? comm->worldSize() : 1, mine);
+  if (comm)
+    if (absl::Status st = comm->allGather({}, &mine, peaks.data(), 1); !st.ok())
+      return st;
+  std::vector<int64_t> bytes;
+  for (float kb : peaks)
+    bytes.push_back(static_cast<int64_t>(kb) * 1024);
+  return bytes;
+}
+
+std::string progressText(const StepReport &r, int64_t total, bool tty) {
+  double tps = r.tokens / r.seconds;
+  auto step = static_cast<long long>(r.step);
+  auto steps = static_cast<long long>(total);
+  if (tty) {
+    int width = 30, done = static_cast<int>(width * r.step / total);
+    return absl::StrFormat("\r[%s%s] %lld/%lld loss %.4f lr %.2e %.0f tok/s%s",
+                           std::string(done, '#'),
+                           std::string(width - done, '.'), step, steps, r.loss,
+                           r.lr, tps, r.step == total ? "\n" : "");
+  }
+  if (r.step == 1 || r.step == total ||
+      r.step % std::max<int64_t>(1, total / 20) == 0)
+    return absl::StrFormat(
+        "step %lld/%lld loss %.4f grad_norm %.3f lr %.2e %.0f tok/s\n", step,
+        steps, r.loss, r.gradNorm, r.lr, tps);
+  return "";
+}
+
+std::string metricsLine(const StepReport &r, int64_t ranks,
+                        const std::vector<int64_t> &peakMemoryBytes) {
+  return nlohmann::json{{"step", r.step},
+                        {"loss", r.loss},
+                        {"grad_norm", r.gradNorm},
+                        {"lr", r.lr},
+                        {"tokens_per_s", r.tokens / r.seconds},
+                        {"step_s", r.seconds},
+                        {"ranks", ranks},
+                        {"peak_memory_bytes", peakMemoryBytes}}
+      .dump();
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,192 @@
+//===- job_test.cpp - the training job's library: log, launcher, metrics --===//
+
+#include "runtime/dist/Launcher.h"
+#include "runtime/train/Job.h"
+#include "runtime/train/Metrics.h"
+
+#include "absl/strings/match.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <optional>
+
+using namespace weft::runtime;
+
+namespace {
+/// A log whose messages land in `lines`.
+Log capture(std::vector<std::string> &lines) {
+  return Log("weft-run",
+             [&lines](absl::string_view text) { lines.emplace_back(text); });
+}
+
+/// Sets (or, with nullopt, unsets) an environment variable for one test.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, std::optional<std::string> value) : name(name) {
+    if (const char *old = std::getenv(name))
+      saved = old;
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (saved)
+      ::setenv(name, saved->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+
+private:
+  const char *name;
+  std::optional<std::string> saved;
+};
+
+StepReport report(int64_t step) {
+  StepReport r;
+  r.step = step;
+  r.loss = 5.25;
+  r.gradNorm = 1.5;
+  r.lr = 1e-3;
+  r.seconds = 0.5;
+  r.tokens = 64;
+  return r;
+}
+} // namespace
+
+TEST(Log, NamesTheRankOnlyWhenThereAreSeveral) {
+  std::vector<std::string> lines;
+  Log log = capture(lines);
+  log.error("--data is required");
+  log.forRank(3, 4).error("all-reduce over [dp] failed");
+  log.forRank(0, 1).say("saved 2 tensors to w.st");
+  log.write("\r[##..]");
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "weft-run: error: --data is required\n",
+                       "weft-run: error: rank 3: all-reduce over [dp] failed\n",
+                       "saved 2 tensors to w.st\n", "\r[##..]"}));
+  EXPECT_FALSE(log.isTerminal()); // A sink is no terminal.
+}
+
+TEST(Launcher, LaunchesOnlyWhenAskedForSeveralRanksOutsideAJob) {
+  auto none = shouldLaunch(0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "--nproc must be at least 1");
+  {
+    ScopedEnv rank("RANK", std::nullopt);
+    EXPECT_FALSE(*shouldLaunch(1));
+    EXPECT_TRUE(*shouldLaunch(4));
+  }
+  {
+    // A rank started by a launcher, torchrun or a scheduler.
+    ScopedEnv rank("RANK", "1");
+    EXPECT_FALSE(*shouldLaunch(4));
+  }
+}
+
+TEST(Launcher, GivesEachRankTorchrunsVariables) {
+  EXPECT_EQ(rankEnvironment(2, 4, "node0", "29501"),
+            (std::vector<std::pair<std::string, std::string>>{
+                {"RANK", "2"},
+                {"LOCAL_RANK", "2"},
+                {"WORLD_SIZE", "4"},
+                {"LOCAL_WORLD_SIZE", "4"},
+                {"MASTER_ADDR", "node0"},
+                {"MASTER_PORT", "29501"}}));
+}
+
+TEST(Launcher, RefusesAnEmptyLaunch) {
+  std::vector<std::string> lines;
+  LaunchOptions options;
+  options.nproc = 2; // No command line.
+  EXPECT_EQ(launchRanks(options, capture(lines)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(lines.empty());
+}
+
+// Ranks are real processes here: /bin/sh, which exits with its RANK.
+TEST(Launcher, NamesTheFirstRankToFail) {
+  ScopedEnv addr("MASTER_ADDR", std::nullopt);
+  ScopedEnv port("MASTER_PORT", "29999");
+  std::vector<std::string> lines;
+  LaunchOptions options;
+  options.nproc = 2;
+  options.executable = "/bin/sh";
+  options.argv = {"sh", "-c",
+                  "test \"$WORLD_SIZE $MASTER_ADDR:$MASTER_PORT\" = "
+                  "'2 127.0.0.1:29999' && exit $RANK"};
+  absl::Status status = launchRanks(options, capture(lines));
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(absl::StrContains(status.message(), "rank 1 (pid "))
+      << status.message();
+  EXPECT_TRUE(absl::StrContains(status.message(), ") exited with status 1"))
+      << status.message();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "weft-run: error: " + std::string(status.message()) +
+                          "; stopping the other ranks\n");
+
+  options.argv = {"sh", "-c", "exit 0"};
+  lines.clear();
+  EXPECT_TRUE(launchRanks(options, capture(lines)).ok());
+  EXPECT_TRUE(lines.empty());
+}
+
+TEST(Metrics, ProgressLinesAtTheEndsAndEveryFivePercent) {
+  EXPECT_EQ(progressText(report(1), 100, /*tty=*/false),
+            "step 1/100 loss 5.2500 grad_norm 1.500 lr 1.00e-03 128 tok/s\n");
+  EXPECT_EQ(progressText(report(3), 100, false), "");
+  EXPECT_NE(progressText(report(5), 100, false), "");
+  EXPECT_NE(progressText(report(100), 100, false), "");
+  EXPECT_EQ(progressText(report(2), 3, false).substr(0, 9), "step 2/3 ");
+}
+
+TEST(Metrics, ProgressBarOnATerminalEndsItsLineAtTheLastStep) {
+  EXPECT_EQ(progressText(report(15), 30, /*tty=*/true),
+            "\r[###############...............] 15/30 loss 5.2500 lr 1.00e-03 "
+            "128 tok/s");
+  EXPECT_EQ(progressText(report(30), 30, true),
+            "\r[##############################] 30/30 loss 5.2500 lr 1.00e-03 "
+            "128 tok/s\n");
+}
+
+TEST(Metrics, OneJsonObjectPerStep) {
+  auto line = nlohmann::json::parse(metricsLine(report(7), 2, {4096, 8192}));
+  EXPECT_EQ(line["step"], 7);
+  EXPECT_EQ(line["loss"], 5.25);
+  EXPECT_EQ(line["grad_norm"], 1.5);
+  EXPECT_EQ(line["lr"], 1e-3);
+  EXPECT_EQ(line["tokens_per_s"], 128.0);
+  EXPECT_EQ(line["step_s"], 0.5);
+  EXPECT_EQ(line["ranks"], 2);
+  EXPECT_EQ(line["peak_memory_bytes"], (std::vector<int64_t>{4096, 8192}));
+  EXPECT_EQ(line.size(), 8u);
+}
+
+TEST(Metrics, PeakMemoryOfOneRankIsThisProcesses) {
+  auto peaks = peakMemoryOfRanks(nullptr);
+  ASSERT_TRUE(peaks.ok()) << peaks.status();
+  ASSERT_EQ(peaks->size(), 1u);
+  EXPECT_GT((*peaks)[0], 0);
+  EXPECT_EQ((*peaks)[0] % 1024, 0);
+  EXPECT_LE((*peaks)[0], peakRssBytes());
+}
+
+TEST(Job, RefusesBadOptionsBeforeItStarts) {
+  std::vector<std::string> lines;
+  JobOptions options;
+  options.timeoutSeconds = 0;
+  auto noTimeout = runJob(options, RankInfo(), capture(lines));
+  ASSERT_FALSE(noTimeout.ok());
+  EXPECT_EQ(noTimeout.status().message(), "--timeout must be positive");
+
+  options.timeoutSeconds = 1;
+  options.bundle = ::testing::TempDir() + "no-such-bundle";
+  auto missing = runJob(options, RankInfo(), capture(lines));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            options.bundle + "/manifest.json: cannot open (is '" +
+                options.bundle + "' a bundle directory?)");
+  EXPECT_TRUE(lines.empty()); // Errors are returned, not printed.
+}

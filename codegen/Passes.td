@@ -1,0 +1,42 @@
+//===- Passes.td - codegen: weft -> sched -------------------*- tablegen -*-===//
+
+#ifndef WEFT_CODEGEN_PASSES_TD
+#define WEFT_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
+  let summary = "Lower planned weft programs to sched programs";
+  let description = [{
+    Turns every function of a module whose elementwise ops are fused
+    (weft-fusion-group, single-ops) into a `sched.program` of the same
+    name, unplanned (no arena offsets yet: weft-sched-plan-memory places
+    its buffers), and declares what the programs share: the mesh
+    (`sched.mesh`), the parameters and optimizer state (`sched.param`,
+    with their shard split), the constants (`sched.constant`) and the
+    generated kernels (`sched.kernel`, named by the kernel generator's
+    `weft.kernel`). Programs `step` and `forward` get schedule tables
+    `@train` and `@eval`.
+
+    Every decision about how an op runs is made here, once, per target:
+    which library instruction or GEMM, the GEMM's layout (one GEMM of B·M
+    rows for a batch by one weight), the attention algorithm (scores in
+    scratch when they fit `attention-scratch-mb`, else FlashAttention; the
+    CPU always runs row by row), f32 copies of narrow values for kernels
+    that compute in f32 (on the CPU every kernel; on the GPU all but the
+    generated kernels, reductions, bf16 cross-entropy and all-bf16 norm
+    gradients), the packing of collective buckets and of collectives along
+    an inner dimension, and generated kernels' launch grids. An op with no
+    lowering is an error naming it.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "What the bundle runs on: cpu or cuda">,
+    Option<"attentionScratchMb", "attention-scratch-mb", "int64_t",
+           /*default=*/"4096",
+           "GPU attention materialises scores up to this many MiB">
+  ];
+  let dependentDialects = ["::weft::sched::SchedDialect"];
+}
+
+#endif // WEFT_CODEGEN_PASSES_TD

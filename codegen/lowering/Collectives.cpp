@@ -1,0 +1,167 @@
+//===- Collectives.cpp - weft collectives as sched.collective ------------===//
+//
+// Collectives move f32 (a narrow value goes through an f32 copy, as the
+// bucket DDP reduces in is f32). A bucket of several all-reduced tensors is
+// one f32 buffer: each member is copied into its place, the bucket is
+// reduced in place, and f32 results are views of it. A collective along an
+// inner dimension packs its blocks contiguously first (and unpacks after):
+// the libraries exchange contiguous blocks only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/lowering/Lowering.h"
+
+using namespace mlir;
+
+namespace weft::codegen {
+namespace {
+
+/// A tensor of shape `whole` split along `dim` into `g` blocks, walked as
+/// [g, outer, block row] (block j = whole[:, j b : (j + 1) b, :]).
+struct Split {
+  SmallVector<int64_t> sizes, whole, blocks;
+  int64_t elements = 0; // Of one block.
+  bool contiguous = false;
+};
+
+Split splitOf(ArrayRef<int64_t> whole, int64_t dim, int64_t g) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= whole[d];
+  for (size_t d = dim + 1; d < whole.size(); ++d)
+    inner *= whole[d];
+  int64_t b = whole[dim] / g, row = b * inner;
+  Split s;
+  s.sizes = {g, outer, row};
+  s.whole = {0, row, whole[dim] * inner, 1};
+  s.blocks = {0, outer * row, row, 1};
+  s.elements = outer * row;
+  s.contiguous = outer == 1;
+  return s;
+}
+
+void copy(ProgramLowering &l, Location loc, Value from, Value to,
+          const Split &s, bool pack) {
+  if (s.elements == 0)
+    return;
+  OpBuilder &b = l.builder();
+  sched::CopyOp::create(b, loc, from, to, b.getDenseI64ArrayAttr(s.sizes),
+                        b.getDenseI64ArrayAttr(pack ? s.whole : s.blocks),
+                        b.getDenseI64ArrayAttr(pack ? s.blocks : s.whole),
+                        FlatSymbolRefAttr(), ArrayAttr(), IntegerAttr(),
+                        b.getStringAttr("compute"));
+}
+
+void collective(ProgramLowering &l, Location loc, sched::CollectiveKind kind,
+                sched::Reduction reduction, Value in, Value out,
+                ArrayAttr axes) {
+  OpBuilder &b = l.builder();
+  sched::CollectiveOp::create(
+      b, loc, sched::CollectiveKindAttr::get(l.context(), kind),
+      sched::ReductionAttr::get(l.context(), reduction), in, out, Value(),
+      l.mesh(), axes, b.getStringAttr("compute"));
+}
+
+int64_t elementsOf(Value v) {
+  return cast<ShapedType>(v.getType()).getNumElements();
+}
+
+LogicalResult lowerAllReduce(AllReduceOp op, ProgramLowering &l) {
+  sched::Reduction reduction = op.getReduction() == ReduceKind::Mean
+                                   ? sched::Reduction::mean
+                                   : sched::Reduction::sum;
+  Type f32 = l.builder().getF32Type();
+  if (op.getInputs().size() == 1) {
+    Value in = l.read(op, op.getInputs()[0], /*f32=*/true);
+    Value out = l.write(op, op.getResult(0), /*f32=*/true);
+    collective(l, op.getLoc(), sched::CollectiveKind::all_reduce, reduction, in,
+               out, op.getAxes());
+    return success();
+  }
+  int64_t total = 0;
+  for (Value v : op.getInputs())
+    total += elementsOf(v);
+  Value bucket = l.alloc({total}, f32);
+  int64_t at = 0;
+  for (Value v : op.getInputs()) {
+    l.copyAll(op.getLoc(), l.stored(v),
+              l.view(bucket, at * 4, {elementsOf(v)}, f32));
+    at += elementsOf(v);
+  }
+  collective(l, op.getLoc(), sched::CollectiveKind::all_reduce, reduction,
+             bucket, bucket, op.getAxes());
+  at = 0;
+  for (Value r : op.getResults()) {
+    auto type = ProgramLowering::bufferType(r.getType());
+    Value part = l.view(bucket, at * 4, type.getShape(), f32);
+    if (type.getElementType().isF32())
+      l.bind(r, part);
+    else
+      l.copyAll(op.getLoc(), part, l.define(r));
+    at += elementsOf(r);
+  }
+  return success();
+}
+
+LogicalResult lowerAllGather(AllGatherOp op, ProgramLowering &l) {
+  ArrayRef<int64_t> whole =
+      cast<ShapedType>(op.getResult().getType()).getShape();
+  Split s = splitOf(whole, op.getDim(), l.groupSize(op.getAxes()));
+  Value in = l.read(op, op.getInput(), /*f32=*/true);
+  Value out = l.write(op, op.getResult(), /*f32=*/true);
+  Value blocks = s.contiguous ? out
+                              : l.alloc({s.sizes[0] * s.elements},
+                                        l.builder().getF32Type());
+  collective(l, op.getLoc(), sched::CollectiveKind::all_gather,
+             sched::Reduction::none, in, blocks, op.getAxes());
+  if (!s.contiguous)
+    copy(l, op.getLoc(), blocks, out, s, /*pack=*/false);
+  return success();
+}
+
+LogicalResult lowerReduceScatter(ReduceScatterOp op, ProgramLowering &l) {
+  ArrayRef<int64_t> whole =
+      cast<ShapedType>(op.getInput().getType()).getShape();
+  Split s = splitOf(whole, op.getDim(), l.groupSize(op.getAxes()));
+  Value in = l.read(op, op.getInput(), /*f32=*/true);
+  Value blocks = in;
+  if (!s.contiguous) {
+    blocks = l.alloc({s.sizes[0] * s.elements}, l.builder().getF32Type());
+    copy(l, op.getLoc(), in, blocks, s, /*pack=*/true);
+  }
+  collective(l, op.getLoc(), sched::CollectiveKind::reduce_scatter,
+             sched::Reduction::sum, blocks,
+             l.write(op, op.getResult(), /*f32=*/true), op.getAxes());
+  return success();
+}
+
+LogicalResult lowerAllToAll(AllToAllOp op, ProgramLowering &l) {
+  int64_t g = l.groupSize(op.getAxes());
+  Split out = splitOf(cast<ShapedType>(op.getInput().getType()).getShape(),
+                      op.getSplitDim(), g);
+  Split in = splitOf(cast<ShapedType>(op.getResult().getType()).getShape(),
+                     op.getConcatDim(), g);
+  Type f32 = l.builder().getF32Type();
+  Value x = l.read(op, op.getInput(), /*f32=*/true);
+  Value y = l.write(op, op.getResult(), /*f32=*/true);
+  Value sent = out.contiguous ? x : l.alloc({g * out.elements}, f32);
+  if (!out.contiguous)
+    copy(l, op.getLoc(), x, sent, out, /*pack=*/true);
+  Value received = in.contiguous ? y : l.alloc({g * in.elements}, f32);
+  collective(l, op.getLoc(), sched::CollectiveKind::all_to_all,
+             sched::Reduction::none, sent, received, op.getAxes());
+  if (!in.contiguous)
+    copy(l, op.getLoc(), received, y, in, /*pack=*/false);
+  return success();
+}
+
+} // namespace
+
+void populateCollectiveLowerings(LoweringTable &table) {
+  addLowering(table, lowerAllReduce);
+  addLowering(table, lowerAllGather);
+  addLowering(table, lowerReduceScatter);
+  addLowering(table, lowerAllToAll);
+}
+
+} // namespace weft::codegen

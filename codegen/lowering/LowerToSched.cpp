@@ -1,0 +1,417 @@
+//===- LowerToSched.cpp - planned weft programs as sched programs --------===//
+//
+// The driver of the weft -> sched conversion: module-level declarations
+// (mesh, parameters, constants), one sched.program per function, the
+// schedule tables, and the value-to-buffer bookkeeping every op family
+// shares. The families are in the other files of this folder.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/KernelExpr.h"
+#include "codegen/Passes.h"
+#include "codegen/lowering/Lowering.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace weft {
+#define GEN_PASS_DEF_LOWERTOSCHED
+#include "codegen/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+
+namespace weft::codegen {
+
+//===----------------------------------------------------------------------===//
+// Target rules
+//===----------------------------------------------------------------------===//
+
+namespace {
+bool isNarrowFloat(Type t) { return isa<FloatType>(t) && !t.isF32(); }
+
+Type elementTypeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType();
+}
+
+bool allBf16(Operation *op) {
+  auto bf16 = [](Value v) { return elementTypeOf(v).isBF16(); };
+  return llvm::all_of(op->getOperands(), bf16) &&
+         llvm::all_of(op->getResults(), bf16);
+}
+} // namespace
+
+bool SchedTarget::keepsStored(Operation *op, Value v, bool operand) const {
+  if (!isNarrowFloat(elementTypeOf(v)))
+    return true;
+  // The CPU runtime's kernels compute in f32 only.
+  if (!cuda || !elementTypeOf(v).isBF16())
+    return false;
+  // GEMMs and attention take their operands in the result's type.
+  if (isa<FusedOp, MatmulOp, MatmulEpilogueOp, AttentionOp, AttentionGradOp>(
+          op))
+    return true;
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+    return operand;
+  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
+    bool grad = isa<CrossEntropyGradOp>(op);
+    bool bf16 = elementTypeOf(op->getOperand(0)).isBF16() &&
+                (!grad || elementTypeOf(op->getResult(0)).isBF16());
+    return bf16 && (operand ? v == op->getOperand(0) : v == op->getResult(0));
+  }
+  if (isa<LayerNormGradOp, RMSNormGradOp>(op))
+    return allBf16(op);
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramLowering
+//===----------------------------------------------------------------------===//
+
+ProgramLowering::ProgramLowering(sched::ProgramOp program,
+                                 const SchedTarget &target,
+                                 FlatSymbolRefAttr mesh)
+    : program(program), b(program.getBody()), tgt(target), meshRef(mesh) {
+  b.setInsertionPointToEnd(&program.getBody().front());
+}
+
+sched::BufferType ProgramLowering::bufferType(Type tensorType) {
+  auto t = cast<ShapedType>(tensorType);
+  return sched::BufferType::get(t.getContext(), t.getShape(),
+                                t.getElementType());
+}
+
+int64_t ProgramLowering::groupSize(ArrayAttr axes) {
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<sched::MeshOp>(program, meshRef);
+  int64_t size = 1;
+  for (Attribute axis : axes)
+    size *= mesh ? mesh.axisSize(cast<StringAttr>(axis).getValue()) : 0;
+  return size;
+}
+
+Value ProgramLowering::stored(Value v) const {
+  Value buffer = buffers.lookup(v);
+  assert(buffer && "weft value lowered before its definition");
+  return buffer;
+}
+
+void ProgramLowering::bind(Value r, Value buffer) { buffers[r] = buffer; }
+
+Value ProgramLowering::alloc(ArrayRef<int64_t> shape, Type elementType) {
+  auto type = sched::BufferType::get(context(), shape, elementType);
+  return sched::AllocOp::create(b, b.getUnknownLoc(), type, IntegerAttr(),
+                                IntegerAttr(), IntegerAttr());
+}
+
+Value ProgramLowering::view(Value buffer, int64_t offsetBytes,
+                            ArrayRef<int64_t> shape, Type elementType) {
+  auto type = sched::BufferType::get(context(), shape, elementType);
+  if (offsetBytes == 0 && buffer.getType() == type)
+    return buffer;
+  return sched::ViewOp::create(b, buffer.getLoc(), type, buffer,
+                               b.getI64IntegerAttr(offsetBytes));
+}
+
+void ProgramLowering::copyAll(Location loc, Value from, Value to) {
+  int64_t n = cast<sched::BufferType>(to.getType()).getNumElements();
+  if (n == 0)
+    return;
+  sched::CopyOp::create(b, loc, from, to, b.getDenseI64ArrayAttr({n}),
+                        b.getDenseI64ArrayAttr({0, 1}),
+                        b.getDenseI64ArrayAttr({0, 1}), FlatSymbolRefAttr(),
+                        ArrayAttr(), IntegerAttr(), b.getStringAttr("compute"));
+}
+
+Value ProgramLowering::read(Operation *op, Value v, bool f32) {
+  Value buffer = stored(v);
+  if (!isNarrowFloat(elementTypeOf(v)) ||
+      (!f32 && tgt.keepsStored(op, v, /*operand=*/true)))
+    return buffer;
+  auto type = cast<sched::BufferType>(buffer.getType());
+  Value wide = alloc(type.getShape(), b.getF32Type());
+  copyAll(op->getLoc(), buffer, wide);
+  return wide;
+}
+
+Value ProgramLowering::define(Value r) {
+  sched::BufferType type = bufferType(r.getType());
+  Value buffer = alloc(type.getShape(), type.getElementType());
+  bind(r, buffer);
+  return buffer;
+}
+
+Value ProgramLowering::write(Operation *op, Value r, bool f32) {
+  Value buffer = define(r);
+  auto type = cast<sched::BufferType>(buffer.getType());
+  if (!isNarrowFloat(type.getElementType()) ||
+      (!f32 && tgt.keepsStored(op, r, /*operand=*/false)))
+    return buffer;
+  Value wide = alloc(type.getShape(), b.getF32Type());
+  pending.push_back({op->getLoc(), wide, buffer});
+  return wide;
+}
+
+void ProgramLowering::finish() {
+  for (const Narrowing &n : pending)
+    copyAll(n.loc, n.wide, n.stored);
+  pending.clear();
+}
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+ArrayAttr vocabAxes(Operation *op) {
+  if (auto axes = op->getAttrOfType<ArrayAttr>(kVocabAxesAttr))
+    return axes;
+  return ArrayAttr::get(op->getContext(), {});
+}
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A sharding as sched spells it: per dimension, the mesh axes.
+ArrayAttr splitOf(ShardingAttr sharding) {
+  return sharding ? sharding.getDims() : ArrayAttr();
+}
+
+class ModuleLowering {
+public:
+  ModuleLowering(ModuleOp module, const SchedTarget &target)
+      : module(module), target(target), b(module.getContext()) {
+    populateMovementLowerings(table);
+    populateMatmulLowerings(table);
+    populateAttentionLowerings(table);
+    populateLibraryLowerings(table);
+    populateCollectiveLowerings(table);
+    populateFusedLowerings(table);
+  }
+
+  LogicalResult run() {
+    // Launches name the generated kernels as the kernel source does.
+    if (failed(nameKernels(module)))
+      return failure();
+    b.setInsertionPointToEnd(module.getBody());
+    FlatSymbolRefAttr mesh;
+    for (MeshOp m : llvm::make_early_inc_range(module.getOps<MeshOp>())) {
+      if (mesh)
+        return m.emitError("sched holds one mesh; the module has several");
+      sched::MeshOp::create(b, m.getLoc(), m.getSymNameAttr(), m.getAxes(),
+                            m.getSizesAttr());
+      mesh = FlatSymbolRefAttr::get(m.getSymNameAttr());
+      m.erase();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (func::FuncOp f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        funcs.push_back(f);
+    SmallVector<std::pair<sched::ProgramOp, std::string>> programs;
+    for (func::FuncOp f : funcs) {
+      FailureOr<sched::ProgramOp> program = lower(f, mesh);
+      if (failed(program))
+        return failure();
+      programs.push_back({*program, f.getSymName().str()});
+    }
+    for (func::FuncOp f : funcs)
+      f.erase();
+    for (auto &[program, name] : programs)
+      program.setSymName(name);
+    addSchedule("train", "step");
+    addSchedule("eval", "forward");
+    return success();
+  }
+
+private:
+  /// `sched.param @name`, declared on first use.
+  FailureOr<FlatSymbolRefAttr> declareParam(ParamOp param) {
+    StringAttr name = param.getNameAttr();
+    sched::BufferType type = ProgramLowering::bufferType(param.getType());
+    if (auto it = params.find(name.getValue()); it != params.end()) {
+      if (it->second.getType() != type)
+        return param.emitError("parameter '")
+                   << name.getValue() << "' is " << type << " here but "
+                   << it->second.getType() << " in an earlier program",
+               failure();
+      return FlatSymbolRefAttr::get(name);
+    }
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return param.emitError("parameter '")
+                 << name.getValue()
+                 << "' has the name of another symbol of the module",
+             failure();
+    auto kind = sched::symbolizeInitKind(stringifyInitKind(param.getInit()));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(firstProgram);
+    auto decl = sched::ParamOp::create(
+        b, param.getLoc(), name,
+        sched::InitKindAttr::get(b.getContext(), *kind), param.getScaleAttr(),
+        param.getStateAttr(),
+        splitOf(param->getAttrOfType<ShardingAttr>(kShardOfAttr)),
+        TypeAttr::get(type));
+    params[name.getValue()] = decl;
+    return FlatSymbolRefAttr::get(name);
+  }
+
+  /// `sched.constant @cN`, one per distinct value.
+  FlatSymbolRefAttr declareConstant(ConstantOp constant) {
+    Attribute value = constant.getValue();
+    auto it = constants.find(value);
+    if (it != constants.end())
+      return it->second;
+    std::string name = "const" + std::to_string(constants.size());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(firstProgram);
+    auto decl = sched::ConstantOp::create(b, constant.getLoc(), name,
+                                          cast<ElementsAttr>(value));
+    return constants[value] = FlatSymbolRefAttr::get(decl.getSymNameAttr());
+  }
+
+  FailureOr<sched::ProgramOp> lower(func::FuncOp f, FlatSymbolRefAttr mesh) {
+    Location loc = f.getLoc();
+    auto program = sched::ProgramOp::create(
+        b, loc, b.getStringAttr(f.getSymName() + ".lowering"), IntegerAttr(),
+        b.getI64IntegerAttr(target.alignment()), b.getI64IntegerAttr(0),
+        b.getStrArrayAttr({"compute"}), ArrayAttr());
+    if (!firstProgram)
+      firstProgram = program;
+    Block *body = new Block();
+    program.getBody().push_back(body);
+    ProgramLowering lowering(program, target, mesh);
+    SmallVector<Attribute> inputSplit;
+    bool anySplit = false;
+    for (BlockArgument arg : f.getArguments()) {
+      Value input =
+          body->addArgument(ProgramLowering::bufferType(arg.getType()), loc);
+      lowering.bind(arg, input);
+      auto split =
+          f.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), kShardOfAttr);
+      anySplit |= static_cast<bool>(split);
+      inputSplit.push_back(split ? Attribute(split.getDims())
+                                 : Attribute(b.getArrayAttr({})));
+    }
+    if (anySplit)
+      program.setInputSplitAttr(b.getArrayAttr(inputSplit));
+
+    OpBuilder &pb = lowering.builder();
+    SmallVector<AssignOp> assigns;
+    func::ReturnOp ret;
+    for (Operation &op : f.getBody().front()) {
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        FailureOr<FlatSymbolRefAttr> name = declareParam(param);
+        if (failed(name))
+          return failure();
+        lowering.bind(param.getResult(),
+                      sched::GetOp::create(
+                          pb, op.getLoc(),
+                          ProgramLowering::bufferType(param.getType()), *name));
+        continue;
+      }
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        lowering.bind(constant.getResult(),
+                      sched::GetOp::create(
+                          pb, op.getLoc(),
+                          ProgramLowering::bufferType(constant.getType()),
+                          declareConstant(constant)));
+        continue;
+      }
+      if (auto assign = dyn_cast<AssignOp>(op)) {
+        assigns.push_back(assign);
+        continue;
+      }
+      if ((ret = dyn_cast<func::ReturnOp>(op)))
+        continue;
+      auto fn = table.find(op.getName().getTypeID());
+      if (fn == table.end())
+        return op.emitOpError("has no lowering to sched")
+                   << (op.getDialect() &&
+                               op.getDialect()->getNamespace() == "weft"
+                           ? " (elementwise ops and norms must be fused "
+                             "first: weft-fusion-group single-ops)"
+                           : ""),
+               failure();
+      if (failed(fn->second(&op, lowering)))
+        return failure();
+      lowering.finish();
+    }
+    for (AssignOp assign : assigns) {
+      FailureOr<FlatSymbolRefAttr> name =
+          FlatSymbolRefAttr::get(assign.getNameAttr());
+      sched::AssignOp::create(pb, assign.getLoc(), *name,
+                              lowering.stored(assign.getValue()));
+    }
+    SmallVector<Attribute> names, split;
+    SmallVector<Value> values;
+    bool anyOutputSplit = false;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto name = f.getResultAttrOfType<StringAttr>(i, "weft.output");
+      auto grad = f.getResultAttrOfType<StringAttr>(i, "weft.grad");
+      names.push_back(b.getStringAttr(name   ? name.str()
+                                      : grad ? "grad:" + grad.str()
+                                             : "result" + std::to_string(i)));
+      values.push_back(lowering.stored(v));
+      auto sharding = f.getResultAttrOfType<ShardingAttr>(i, kShardingAttr);
+      anyOutputSplit |= static_cast<bool>(sharding);
+      split.push_back(sharding ? Attribute(sharding.getDims())
+                               : Attribute(b.getArrayAttr({})));
+    }
+    sched::ReturnOp::create(pb, ret.getLoc(), b.getArrayAttr(names), values,
+                            anyOutputSplit ? b.getArrayAttr(split)
+                                           : ArrayAttr());
+    return program;
+  }
+
+  /// `sched.schedule @name` running `program` once, if there is one.
+  void addSchedule(StringRef name, StringRef program) {
+    if (!module.lookupSymbol<sched::ProgramOp>(program))
+      return;
+    auto schedule = sched::ScheduleOp::create(
+        b, module.getLoc(), b.getStringAttr(name), b.getI64IntegerAttr(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&schedule.getBody().emplaceBlock());
+    auto seq = sched::SequenceOp::create(b, module.getLoc(), StringAttr(),
+                                         IntegerAttr());
+    b.setInsertionPointToEnd(&seq.getBody().emplaceBlock());
+    sched::RunOp::create(b, module.getLoc(), program, 0, 0);
+  }
+
+  ModuleOp module;
+  const SchedTarget &target;
+  OpBuilder b;
+  LoweringTable table;
+  sched::ProgramOp firstProgram;
+  llvm::StringMap<sched::ParamOp> params;
+  llvm::DenseMap<Attribute, FlatSymbolRefAttr> constants;
+};
+
+struct LowerToSchedPass : weft::impl::LowerToSchedBase<LowerToSchedPass> {
+  using LowerToSchedBase::LowerToSchedBase;
+  void runOnOperation() override {
+    if (target != "cpu" && target != "cuda") {
+      getOperation().emitError("weft-lower-to-sched: target must be 'cpu' or "
+                               "'cuda', not '")
+          << target << "'";
+      return signalPassFailure();
+    }
+    SchedTarget t;
+    t.cuda = target == "cuda";
+    t.attentionScratchBytes = attentionScratchMb * (int64_t(1) << 20);
+    if (failed(lowerToSched(getOperation(), t)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult lowerToSched(ModuleOp module, const SchedTarget &target) {
+  return ModuleLowering(module, target).run();
+}
+
+} // namespace weft::codegen

@@ -1,0 +1,130 @@
+//===- Lowering.h - weft -> sched, shared by the op families ---*- C++ -*-===//
+//
+// The conversion of planned `weft` programs into `sched` programs is one
+// file per op family (Movement, Matmul, Attention, Library, Collectives,
+// Fused), as Triton's conversions are. Each family registers a function per
+// op in a LoweringTable; the driver (LowerToSched.cpp) walks a function in
+// order and calls them with a ProgramLowering, which owns the map from weft
+// values to the buffers that hold them and the one decision every family
+// shares: which operands a target's kernels read as stored and which
+// through an f32 copy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_CODEGEN_LOWERING_LOWERING_H
+#define WEFT_CODEGEN_LOWERING_LOWERING_H
+
+#include "dialects/sched/IR/SchedOps.h"
+#include "dialects/weft/IR/WeftOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <functional>
+
+namespace weft::codegen {
+
+/// The machine a bundle is lowered for.
+struct SchedTarget {
+  bool cuda = false;
+  /// Attention materialises its scores when they take at most this many
+  /// bytes of scratch (gemm_softmax), else runs FlashAttention's kernels.
+  int64_t attentionScratchBytes = int64_t(4) << 30;
+
+  /// Arena offsets are multiples of this (cuBLASLt wants 256-byte
+  /// operands; 64 is a cache line).
+  int64_t alignment() const { return cuda ? 256 : 64; }
+  /// Whether `op` reads (`operand`) or writes its narrow float value `v`
+  /// as it is stored. Otherwise it gets an f32 copy: the CPU runtime's
+  /// kernels compute in f32 only; the GPU's generated kernels, GEMMs,
+  /// attention, reductions, bf16 cross-entropy and all-bf16 norm gradients
+  /// read bf16 as stored.
+  bool keepsStored(mlir::Operation *op, mlir::Value v, bool operand) const;
+};
+
+/// Lowers one weft function into one sched program.
+class ProgramLowering {
+public:
+  ProgramLowering(sched::ProgramOp program, const SchedTarget &target,
+                  mlir::FlatSymbolRefAttr mesh);
+
+  mlir::OpBuilder &builder() { return b; }
+  const SchedTarget &target() const { return tgt; }
+  /// The module's sched.mesh (null without one).
+  mlir::FlatSymbolRefAttr mesh() const { return meshRef; }
+  /// How many ranks differ only along `axes` of the mesh.
+  int64_t groupSize(mlir::ArrayAttr axes);
+  mlir::MLIRContext *context() { return b.getContext(); }
+
+  /// The buffer holding weft value `v`, as stored.
+  mlir::Value stored(mlir::Value v) const;
+  /// `v` as the instruction lowering `op` reads it: stored, or an f32 copy
+  /// made just before (the target computes in f32). With `f32`, always f32.
+  mlir::Value read(mlir::Operation *op, mlir::Value v, bool f32 = false);
+  /// A new buffer for result `r` of `op`: as stored, or an f32 one whose
+  /// value finish() narrows into the stored buffer after the instruction.
+  mlir::Value write(mlir::Operation *op, mlir::Value r, bool f32 = false);
+  /// A new buffer for result `r` as stored (data movement, which handles
+  /// every type).
+  mlir::Value define(mlir::Value r);
+  /// Emits the narrowing copies write() promised; the driver calls it after
+  /// each op's lowering.
+  void finish();
+
+  /// Result `r` lives in `buffer` (a view: no instruction).
+  void bind(mlir::Value r, mlir::Value buffer);
+  /// A fresh arena buffer (unplanned).
+  mlir::Value alloc(llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
+  /// Bytes [offset, ...) of `buffer` seen as a buffer of `shape` x `type`.
+  mlir::Value view(mlir::Value buffer, int64_t offsetBytes,
+                   llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
+  /// Copies (converting) every element of `from` into `to`.
+  void copyAll(mlir::Location loc, mlir::Value from, mlir::Value to);
+
+  /// The buffer type of a weft tensor type.
+  static sched::BufferType bufferType(mlir::Type tensorType);
+
+private:
+  sched::ProgramOp program;
+  mlir::OpBuilder b;
+  const SchedTarget &tgt;
+  mlir::FlatSymbolRefAttr meshRef;
+  llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  struct Narrowing {
+    mlir::Location loc;
+    mlir::Value wide, stored;
+  };
+  llvm::SmallVector<Narrowing> pending;
+};
+
+/// Lowers one op; emits a diagnostic and fails on what it cannot express.
+using LowerFn =
+    std::function<mlir::LogicalResult(mlir::Operation *, ProgramLowering &)>;
+using LoweringTable = llvm::DenseMap<mlir::TypeID, LowerFn>;
+
+/// Registers `fn` as the lowering of ops of class `OpTy`.
+template <typename OpTy>
+void addLowering(LoweringTable &table,
+                 mlir::LogicalResult (*fn)(OpTy, ProgramLowering &)) {
+  table[mlir::TypeID::get<OpTy>()] = [fn](mlir::Operation *op,
+                                          ProgramLowering &lowering) {
+    return fn(mlir::cast<OpTy>(op), lowering);
+  };
+}
+
+void populateMovementLowerings(LoweringTable &table);
+void populateMatmulLowerings(LoweringTable &table);
+void populateAttentionLowerings(LoweringTable &table);
+void populateLibraryLowerings(LoweringTable &table);
+void populateCollectiveLowerings(LoweringTable &table);
+void populateFusedLowerings(LoweringTable &table);
+
+/// Row-major strides of `shape`, in elements.
+llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
+/// The mesh axes of a `weft.vocab_axes` attribute on `op` (empty: none).
+mlir::ArrayAttr vocabAxes(mlir::Operation *op);
+
+} // namespace weft::codegen
+
+#endif // WEFT_CODEGEN_LOWERING_LOWERING_H

@@ -1,0 +1,43 @@
+// RUN: weft-opt %s -split-input-file -weft-lower-to-sched -verify-diagnostics
+// RUN: not weft-opt %s -split-input-file '-weft-lower-to-sched=target=tpu' 2>&1 | FileCheck %s --check-prefix=TARGET
+
+// TARGET: weft-lower-to-sched: target must be 'cpu' or 'cuda', not 'tpu'
+
+// An elementwise op left unfused has no sched instruction.
+func.func @unfused(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'weft.add' op has no lowering to sched (elementwise ops and norms must be fused first: weft-fusion-group single-ops)}}
+  %0 = weft.add %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A parameter must be one tensor in every program.
+func.func @forward() -> tensor<4xf32> {
+  %w = weft.param "w" init(zeros) : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+func.func @step() -> tensor<8xf32> {
+  // expected-error @+1 {{parameter 'w' is '!sched.buffer<8xf32>' here but '!sched.buffer<4xf32>' in an earlier program}}
+  %w = weft.param "w" init(zeros) : tensor<8xf32>
+  return %w : tensor<8xf32>
+}
+
+// -----
+
+// A parameter named like another symbol of the module.
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @f() -> tensor<4xf32> {
+  // expected-error @+1 {{parameter 'mesh' has the name of another symbol of the module}}
+  %w = weft.param "mesh" init(zeros) : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+func.func @empty(%a: tensor<4x0xf32>, %b: tensor<0x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'weft.matmul' op multiplies an empty matrix; sched GEMMs need m, n and k of at least 1}}
+  %0 = weft.matmul %a, %b : tensor<4x0xf32>, tensor<0x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+

@@ -2,7 +2,9 @@
 
 #include "compiler/Registration.h"
 
+#include "codegen/Passes.h"
 #include "compiler/Pipeline.h"
+#include "dialects/sched/IR/SchedOps.h"
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
@@ -13,10 +15,12 @@
 
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   registerWeftDialects(registry);
+  sched::registerSchedDialect(registry);
 }
 
 void weft::registerAllPasses() {
   registerWeftAutodiffPasses();
+  registerWeftCodegenPasses();
   registerWeftDecomposePasses();
   registerWeftFusionPasses();
   registerWeftMemoryPasses();

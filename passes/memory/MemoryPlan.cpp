@@ -1,6 +1,7 @@
 //===- MemoryPlan.cpp - static buffer offsets from liveness ---------------===//
 
 #include "passes/memory/Passes.h"
+#include "passes/memory/Placement.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -81,34 +82,15 @@ int64_t weft::planMemory(func::FuncOp func) {
     }
   }
 
-  // Largest first, lowest non-conflicting offset. Ties (an op's results of
-  // one size) keep program order, not the map's pointer order, so the plan
-  // is the same on every run.
-  SmallVector<Buffer *> order;
-  for (Value leader : leaders)
-    order.push_back(&buffers[leader]);
-  llvm::stable_sort(order, [](Buffer *a, Buffer *b) {
-    return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
-  });
-  int64_t peak = 0;
-  SmallVector<Buffer *> placed;
-  for (Buffer *buffer : order) {
-    SmallVector<std::pair<int64_t, int64_t>> taken;
-    for (Buffer *other : placed)
-      if (other->first <= buffer->last && buffer->first <= other->last)
-        taken.push_back({other->offset, other->offset + other->bytes});
-    llvm::sort(taken);
-    int64_t offset = 0;
-    for (auto [begin, end] : taken) {
-      if (offset + buffer->bytes <= begin)
-        break;
-      offset =
-          std::max(offset, (end + kAlignment - 1) / kAlignment * kAlignment);
-    }
-    buffer->offset = offset;
-    peak = std::max(peak, offset + buffer->bytes);
-    placed.push_back(buffer);
+  SmallVector<Lifetime> lifetimes;
+  for (Value leader : leaders) {
+    const Buffer &b = buffers[leader];
+    lifetimes.push_back({b.bytes, b.first, b.last});
   }
+  Placement plan = placeBuffers(lifetimes, kAlignment);
+  for (auto [leader, offset] : llvm::zip(leaders, plan.offsets))
+    buffers[leader].offset = offset;
+  int64_t peak = plan.peak;
 
   Builder builder(func.getContext());
   for (Operation &op : body) {

@@ -3,6 +3,7 @@
 #ifndef WEFT_PASSES_MEMORY_PASSES_H
 #define WEFT_PASSES_MEMORY_PASSES_H
 
+#include "dialects/sched/IR/SchedOps.h"
 #include "dialects/weft/IR/WeftOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"

@@ -31,4 +31,25 @@ def MemoryPlan : Pass<"weft-memory-plan", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def SchedPlanMemory : Pass<"weft-sched-plan-memory",
+                            "::weft::sched::ProgramOp"> {
+  let summary = "Give a sched program's buffers live ranges and arena offsets";
+  let description = [{
+    Plans an unplanned `sched.program` (from weft-lower-to-sched): each
+    `sched.alloc` lives from the first to the last instruction that uses it
+    or a view of it, or to the end of the program if an output or a
+    `sched.assign` reads it; allocs no instruction uses are removed. Buffers
+    are then placed as weft-memory-plan places them (largest first, lowest
+    offset overlapping no buffer alive at the same time), at multiples of
+    the program's `align`, and the program's `arena` becomes the peak. The
+    program verifier then checks the plan it wrote. A program that is
+    already planned is left alone.
+
+    ```mlir
+    %0 = sched.alloc offset(0) live(0, 2) : !sched.buffer<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::weft::sched::SchedDialect"];
+}
+
 #endif // WEFT_PASSES_MEMORY_TD

@@ -63,7 +63,10 @@ FailureOr<int64_t> groupSize(Operation *op, MeshOp mesh, ArrayAttr axes) {
     if (!seen.insert(axis).second)
       return op->emitOpError("names mesh axis '") << axis << "' twice",
              failure();
-    size *= n;
+    std::optional<int64_t> next = llvm::checkedMul(size, n);
+    if (!next)
+      return op->emitOpError("group of mesh axes overflows int64"), failure();
+    size = *next;
   }
   return size;
 }
@@ -249,6 +252,9 @@ LogicalResult ScheduleOp::verifyRegions() {
   for (Operation &op : getBody().front())
     if (!isa<SequenceOp>(op))
       return op.emitOpError("cannot appear in a schedule outside a sequence");
+  for (SequenceOp seq : sequences)
+    if (seq.getAxis().has_value() != seq.getCoordinate().has_value())
+      return seq.emitOpError("needs both an axis and a coordinate");
   // One sequence for every rank, or one per coordinate of one axis.
   if (!sequences.front().getAxis()) {
     if (sequences.size() != 1)
@@ -282,8 +288,6 @@ LogicalResult ScheduleOp::verifyRegions() {
              << axis << "'";
   }
   for (SequenceOp seq : sequences) {
-    if (seq.getAxis().has_value() != seq.getCoordinate().has_value())
-      return seq.emitOpError("needs both an axis and a coordinate");
     for (Operation &op : seq.getBody().front()) {
       auto run = dyn_cast<RunOp>(op);
       if (!run)
@@ -428,7 +432,11 @@ struct StreamOrder {
 
   std::vector<std::vector<int64_t>> clock;
   std::vector<int64_t> position;
-  std::map<int64_t, std::vector<int64_t>> events; // Event -> recorded clock.
+  struct Recorded {
+    int64_t stream;
+    std::vector<int64_t> clock;
+  };
+  std::map<int64_t, Recorded> events; // The latest record of each event.
   llvm::DenseMap<const void *, History> history;
 };
 
@@ -448,7 +456,7 @@ InFlightDiagnostic hazard(Operation *op, StringRef what, StringRef stream,
 } // namespace
 
 LogicalResult ProgramOp::verifyRegions() {
-  int64_t align = getAlign(), arena = getArena();
+  int64_t align = getAlign(), arena = getArena().value_or(0);
   if (align < 1 || !llvm::isPowerOf2_64(align))
     return emitOpError("alignment ") << align << " is not a power of two";
   if (arena < 0)
@@ -489,8 +497,28 @@ LogicalResult ProgramOp::verifyRegions() {
   }
   const int64_t end = index.size();
 
+  if (std::optional<ArrayAttr> split = getInputSplit())
+    if (split->size() != body.getNumArguments())
+      return emitOpError("input_split has ")
+             << split->size() << " entries for " << body.getNumArguments()
+             << " inputs";
+
+  // An unplanned program (straight from the lowering) has no offsets yet:
+  // only its stream order can be checked.
+  bool planned = isPlanned();
   for (AllocOp alloc : allocs) {
-    int64_t offset = alloc.getOffset(), bytes = alloc.getType().getBytes();
+    bool hasPlan = alloc.getOffset() && alloc.getFirst() && alloc.getLast();
+    if (planned != hasPlan)
+      return alloc.emitOpError(planned ? "needs an offset and a live range: "
+                                         "the program is planned"
+                                       : "has an offset, but the program has "
+                                         "no arena: it is not planned");
+  }
+  if (!planned)
+    allocs.clear();
+
+  for (AllocOp alloc : allocs) {
+    int64_t offset = *alloc.getOffset(), bytes = alloc.getType().getBytes();
     if (offset < 0 || offset % align != 0)
       return alloc.emitOpError("offset ")
              << offset << " is not a non-negative multiple of the program's "
@@ -499,10 +527,10 @@ LogicalResult ProgramOp::verifyRegions() {
       return alloc.emitOpError("bytes [")
              << offset << ", " << offset + bytes << ") lie outside the "
              << arena << "-byte arena";
-    if (alloc.getFirst() < 0 || alloc.getFirst() > alloc.getLast() ||
-        alloc.getLast() > end)
+    if (*alloc.getFirst() < 0 || *alloc.getFirst() > *alloc.getLast() ||
+        *alloc.getLast() > end)
       return alloc.emitOpError("live range [")
-             << alloc.getFirst() << ", " << alloc.getLast()
+             << *alloc.getFirst() << ", " << *alloc.getLast()
              << "] is not inside [0, " << end << "]";
   }
 
@@ -510,24 +538,24 @@ LogicalResult ProgramOp::verifyRegions() {
   SmallVector<std::pair<AllocOp, AllocOp>> sharing; // Disjoint in time.
   SmallVector<AllocOp> byOffset(allocs);
   llvm::sort(byOffset, [](AllocOp a, AllocOp b) {
-    return std::make_pair(a.getOffset(), a.getFirst()) <
-           std::make_pair(b.getOffset(), b.getFirst());
+    return std::make_pair(*a.getOffset(), *a.getFirst()) <
+           std::make_pair(*b.getOffset(), *b.getFirst());
   });
   for (size_t i = 0; i < byOffset.size(); ++i) {
     AllocOp a = byOffset[i];
-    int64_t aEnd = a.getOffset() + a.getType().getBytes();
+    int64_t aEnd = *a.getOffset() + a.getType().getBytes();
     for (size_t j = i + 1;
-         j < byOffset.size() && byOffset[j].getOffset() < aEnd; ++j) {
+         j < byOffset.size() && *byOffset[j].getOffset() < aEnd; ++j) {
       AllocOp b = byOffset[j];
       if (b.getType().getBytes() == 0 || a.getType().getBytes() == 0)
         continue;
-      if (a.getFirst() <= b.getLast() && b.getFirst() <= a.getLast()) {
+      if (*a.getFirst() <= *b.getLast() && *b.getFirst() <= *a.getLast()) {
         InFlightDiagnostic diag =
             b.emitOpError("shares bytes with a buffer live at the same time: [")
-            << b.getOffset() << ", " << b.getOffset() + b.getType().getBytes()
-            << ") live [" << b.getFirst() << ", " << b.getLast()
-            << "] against [" << a.getOffset() << ", " << aEnd << ") live ["
-            << a.getFirst() << ", " << a.getLast() << "]";
+            << *b.getOffset() << ", " << *b.getOffset() + b.getType().getBytes()
+            << ") live [" << *b.getFirst() << ", " << *b.getLast()
+            << "] against [" << *a.getOffset() << ", " << aEnd << ") live ["
+            << *a.getFirst() << ", " << *a.getLast() << "]";
         diag.attachNote(a.getLoc()) << "the other buffer";
         return diag;
       }
@@ -563,7 +591,7 @@ LogicalResult ProgramOp::verifyRegions() {
                << " events";
       std::vector<int64_t> clock = order.clock[s];
       clock[s] = order.position[s];
-      order.events[record.getEvent()] = std::move(clock);
+      order.events[record.getEvent()] = {s, std::move(clock)};
     } else if (auto wait = dyn_cast<WaitOp>(op)) {
       if (wait.getEvent() < 0 || wait.getEvent() >= events)
         return op.emitOpError("event ")
@@ -573,8 +601,14 @@ LogicalResult ProgramOp::verifyRegions() {
       if (recorded == order.events.end())
         return op.emitOpError("waits for event ")
                << wait.getEvent() << " before any sched.record of it";
+      if (recorded->second.stream == s)
+        return op.emitOpError("waits on stream '")
+               << streamName << "' for event " << wait.getEvent()
+               << ", which that stream recorded: order within a stream "
+                  "needs no event";
       for (size_t t = 0; t < streams.size(); ++t)
-        order.clock[s][t] = std::max(order.clock[s][t], recorded->second[t]);
+        order.clock[s][t] =
+            std::max(order.clock[s][t], recorded->second.clock[t]);
     }
 
     // Buffers: live ranges, writes to read-only storage, stream hazards.
@@ -589,12 +623,12 @@ LogicalResult ProgramOp::verifyRegions() {
         continue;
       bool write = isa<MemoryEffects::Write>(effect.getEffect());
       Storage storage = storageOf(v);
-      if (storage.alloc &&
-          (i < storage.alloc.getFirst() || i > storage.alloc.getLast())) {
+      if (planned && storage.alloc &&
+          (i < *storage.alloc.getFirst() || i > *storage.alloc.getLast())) {
         InFlightDiagnostic diag = op.emitOpError("is instruction ")
                                   << i << " but uses a buffer live only in ["
-                                  << storage.alloc.getFirst() << ", "
-                                  << storage.alloc.getLast() << "]";
+                                  << *storage.alloc.getFirst() << ", "
+                                  << *storage.alloc.getLast() << "]";
         diag.attachNote(storage.alloc.getLoc()) << "the buffer";
         return diag;
       }
@@ -634,11 +668,11 @@ LogicalResult ProgramOp::verifyRegions() {
       continue;
     for (Value v : op.getOperands()) {
       Storage storage = storageOf(v);
-      if (storage.alloc && storage.alloc.getLast() != end) {
+      if (planned && storage.alloc && *storage.alloc.getLast() != end) {
         InFlightDiagnostic diag =
             op.emitOpError("reads a buffer after the last instruction, but "
                            "its live range ends at ")
-            << storage.alloc.getLast() << " (the program has " << end
+            << *storage.alloc.getLast() << " (the program has " << end
             << " instructions)";
         diag.attachNote(storage.alloc.getLoc()) << "the buffer";
         return diag;
@@ -747,7 +781,8 @@ LogicalResult GemmOp::verify() {
     return failure();
   Epilogue e = getEpilogue();
   bool wantsBias = e == Epilogue::bias || e == Epilogue::bias_gelu;
-  bool wantsAux = e == Epilogue::bias_gelu || e == Epilogue::dgelu;
+  bool wantsAux =
+      e == Epilogue::gelu || e == Epilogue::bias_gelu || e == Epilogue::dgelu;
   if (wantsBias != (getBias() != nullptr))
     return emitOpError("epilogue '")
            << stringifyEpilogue(e) << (wantsBias ? "' needs" : "' takes no")
@@ -759,10 +794,19 @@ LogicalResult GemmOp::verify() {
   if (getBias() && bufferOf(getBias()).getNumElements() != n)
     return emitOpError("bias holds ") << bufferOf(getBias()).getNumElements()
                                       << " elements, not n = " << n;
-  if (getAux() && bufferOf(getAux()).getNumElements() != getBatch() * m * n)
-    return emitOpError("aux holds ")
-           << bufferOf(getAux()).getNumElements()
-           << " elements, not batch * m * n = " << getBatch() * m * n;
+  if (getAux()) {
+    std::optional<int64_t> mn = llvm::checkedMul(m, n);
+    std::optional<int64_t> want =
+        mn ? llvm::checkedMul(*mn, getBatch()) : std::nullopt;
+    if (!want || bufferOf(getAux()).getNumElements() != *want)
+      return emitOpError("aux holds ")
+             << bufferOf(getAux()).getNumElements()
+             << " elements, not batch * m * n = "
+             << (want ? std::to_string(*want) : std::string("(overflow)"));
+  }
+  for (auto [value, name] : {std::pair{getBias(), "bias"}, {getAux(), "aux"}})
+    if (value && failed(isFloatBuffer(*this, value, name)))
+      return failure();
   return success();
 }
 
@@ -791,6 +835,9 @@ LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
            << hq << " are not a multiple of key/value heads " << hkv;
   if (!bufferOf(lse).getElementType().isF32())
     return op->emitOpError("lse must hold f32");
+  if (scratch && !bufferOf(scratch).getElementType().isF32())
+    return op->emitOpError("scratch must hold f32, not ")
+           << bufferOf(scratch).getElementType();
   if (algorithm == AttentionAlgorithm::flash) {
     if (scratch)
       return op->emitOpError("algorithm 'flash' takes no scratch");
@@ -877,11 +924,13 @@ LogicalResult RopeOp::verify() {
 
 namespace {
 LogicalResult verifyLogitsAndLabels(Operation *op, Value logits, Value labels) {
-  if (failed(hasRank(op, logits, "logits", 2)) ||
-      failed(isFloatBuffer(op, logits, "logits")) ||
+  ArrayRef<int64_t> shape = bufferOf(logits).getShape();
+  if (shape.empty())
+    return op->emitOpError("logits need a vocabulary dimension; they are 0-d");
+  if (failed(isFloatBuffer(op, logits, "logits")) ||
       failed(isIntBuffer(op, labels, "labels")))
     return failure();
-  return hasShape(op, labels, "labels", {bufferOf(logits).getShape()[0]});
+  return hasShape(op, labels, "labels", shape.drop_back());
 }
 } // namespace
 
@@ -1067,8 +1116,32 @@ LogicalResult ExpertScatterOp::verify() {
 // Data movement
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Checks that a strided walk over `sizes` from offset layout[0] (plus
+/// `extra`) with strides layout[1..] stays inside `buffer`.
+LogicalResult walkFits(Operation *op, StringRef name, Value buffer,
+                       ArrayRef<int64_t> sizes, ArrayRef<int64_t> layout,
+                       int64_t extra) {
+  // The last element touched: offset + Σ (size_d - 1) * stride_d.
+  std::optional<int64_t> last = llvm::checkedAdd(layout[0], extra);
+  for (auto [size, stride] : llvm::zip(sizes, layout.drop_front())) {
+    std::optional<int64_t> step = llvm::checkedMul(size - 1, stride);
+    last = last && step ? llvm::checkedAdd(*last, *step) : std::nullopt;
+  }
+  int64_t elements = bufferOf(buffer).getNumElements();
+  if (!last || *last >= elements)
+    return op->emitOpError()
+           << name << " [" << layout << "] over sizes [" << sizes << "]"
+           << (extra ? " on the group's last rank" : "") << " reaches past the "
+           << elements << " elements of its buffer";
+  return success();
+}
+} // namespace
+
 LogicalResult CopyOp::verify() {
   ArrayRef<int64_t> sizes = getSizes();
+  if (llvm::any_of(sizes, [](int64_t x) { return x < 1; }))
+    return emitOpError("sizes [") << sizes << "] must be positive";
   for (auto [name, value, layout] : {std::tuple{"src", getSource(), getSrc()},
                                      {"dst", getDest(), getDst()}}) {
     if (layout.size() != sizes.size() + 1)
@@ -1077,25 +1150,34 @@ LogicalResult CopyOp::verify() {
     if (llvm::any_of(layout, [](int64_t x) { return x < 0; }))
       return emitOpError() << name << " [" << layout
                            << "] must not be negative";
-    if (llvm::any_of(sizes, [](int64_t x) { return x < 1; }))
-      return emitOpError("sizes [") << sizes << "] must be positive";
-    // The last element touched: offset + Σ (size_d - 1) * stride_d.
-    std::optional<int64_t> last = layout[0];
-    for (auto [size, stride] : llvm::zip(sizes, layout.drop_front())) {
-      std::optional<int64_t> step = llvm::checkedMul(size - 1, stride);
-      last = last && step ? llvm::checkedAdd(*last, *step) : std::nullopt;
-    }
-    int64_t elements = bufferOf(value).getNumElements();
-    if (!last || *last >= elements)
-      return emitOpError() << name << " [" << layout << "] over sizes ["
-                           << sizes << "] reaches past the " << elements
-                           << " elements of its buffer";
+    if (failed(walkFits(*this, name, value, sizes, layout, 0)))
+      return failure();
   }
+  if (getMesh().has_value() != getRankAxes().has_value() ||
+      getMesh().has_value() != getRankStep().has_value())
+    return emitOpError("by_rank needs a mesh, axes and a step");
+  if (getRankStep() && *getRankStep() < 0)
+    return emitOpError("by_rank step ") << *getRankStep() << " is negative";
   for (auto [size, stride] : llvm::zip(sizes, getDst().drop_front()))
     if (stride == 0 && size > 1)
       return emitOpError("dst stride 0 along a dimension of size ")
              << size << " writes one element several times";
   return success();
+}
+
+LogicalResult CopyOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (!getMesh())
+    return success();
+  MeshOp mesh;
+  if (failed(verifyMeshRef(*this, symbols, getMeshAttr(), mesh)))
+    return failure();
+  FailureOr<int64_t> group = groupSize(*this, mesh, *getRankAxes());
+  if (failed(group))
+    return failure();
+  std::optional<int64_t> extra = llvm::checkedMul(*group - 1, *getRankStep());
+  if (!extra)
+    return emitOpError("by_rank offsets overflow");
+  return walkFits(*this, "src", getSource(), getSizes(), getSrc(), *extra);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1139,8 +1221,12 @@ LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &symbols) {
   switch (getKind()) {
   case CollectiveKind::all_reduce:
     return counts(in, out);
-  case CollectiveKind::all_gather:
-    return counts(in * g, out);
+  case CollectiveKind::all_gather: {
+    std::optional<int64_t> gathered = llvm::checkedMul(in, g);
+    if (!gathered)
+      return emitOpError("gathers more than 2^63 elements");
+    return counts(*gathered, out);
+  }
   case CollectiveKind::reduce_scatter:
   case CollectiveKind::all_to_all:
     if (in % g != 0)

@@ -161,11 +161,17 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, IsolatedFromAbove,
     instructions in execution order, `sched.assign`s, and `sched.return`.
 
     - `arena`: the bytes of its arena; every `sched.alloc` lies inside it,
-      at an offset that is a multiple of `align` (a power of two).
+      at an offset that is a multiple of `align` (a power of two). A program
+      without `arena` is not planned yet: the lowering from `weft` leaves
+      its allocs without offsets and live ranges, and
+      `weft-sched-plan-memory` fills them in.
+    - `input_split`: per input, the mesh axes each dimension is split over
+      (empty lists: replicated), so the caller can cut its block.
     - `events`: how many events its `sched.record` / `sched.wait` use.
     - `streams`: the streams its instructions are queued on. Instructions
       on one stream run in program order; across streams only an event
-      orders them.
+      orders them. The program ends when every stream has drained, so
+      outputs and assigns see every instruction's writes.
 
     The verifier checks the whole memory plan: bounds and alignment, that
     every use of a buffer lies inside its live range, that no two buffers
@@ -183,13 +189,19 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, IsolatedFromAbove,
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, Sched_I64Attr:$arena,
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<Sched_I64Attr>:$arena,
                        Sched_I64Attr:$align, Sched_I64Attr:$events,
-                       StrArrayAttr:$streams);
+                       StrArrayAttr:$streams,
+                       OptionalAttr<ArrayAttr>:$input_split);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $sym_name `arena` `(` $arena `)` `align` `(` $align `)` `events` `(`
+    $sym_name (`arena` `(` $arena^ `)`)? `align` `(` $align `)` `events` `(`
     $events `)` `streams` $streams attr-dict-with-keyword $body
+  }];
+  let extraClassDeclaration = [{
+    /// Whether its allocs have offsets and live ranges yet.
+    bool isPlanned() { return getArena().has_value(); }
   }];
   let hasRegionVerifier = 1;
 }
@@ -269,16 +281,19 @@ def Sched_AllocOp : Sched_Op<"alloc", [HasParent<"::weft::sched::ProgramOp">]> {
     instruction `first` to instruction `last` (indices among the program's
     instructions; `last` equal to the number of instructions means it
     lives to the end of the program, as outputs and assigned values must).
-    Outside that range the bytes belong to other buffers.
+    Outside that range the bytes belong to other buffers. In a program not
+    yet planned, an alloc has neither (`%a = sched.alloc : T`).
 
     ```mlir
     %a = sched.alloc offset(256) live(3, 7) : !sched.buffer<4x16xbf16>
     ```
   }];
-  let arguments = (ins Sched_I64Attr:$offset, Sched_I64Attr:$first, Sched_I64Attr:$last);
+  let arguments = (ins OptionalAttr<Sched_I64Attr>:$offset,
+                       OptionalAttr<Sched_I64Attr>:$first,
+                       OptionalAttr<Sched_I64Attr>:$last);
   let results = (outs Sched_Buffer:$result);
   let assemblyFormat = [{
-    `offset` `(` $offset `)` `live` `(` $first `,` $last `)` attr-dict `:`
+    (`offset` `(` $offset^ `)` `live` `(` $first `,` $last `)`)? attr-dict `:`
     type($result)
   }];
 }
@@ -387,10 +402,10 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
 
     Products accumulate in f32 (f64 for f64) and are rounded once to C's
     type, after the epilogue, which acts per element on the f32 sum s:
-    `bias` adds bias[j]; `gelu` applies GELU (tanh form); `bias_gelu` adds
-    bias[j], writes the sum before GELU to `aux` (C's layout, ld = n) and
-    applies GELU; `dgelu` multiplies by GELU'(aux[i, j]) (the backward of
-    `bias_gelu`). FP8 operands (f8E4M3FN / f8E5M2) need `scales`: one f32
+    `bias` adds bias[j]; `gelu` writes s to `aux` (C's layout, ld = n)
+    and applies GELU (tanh form); `bias_gelu` adds bias[j], writes that sum
+    to `aux` and applies GELU; `dgelu` multiplies by GELU'(aux[i, j]) (the
+    backward of the other two: aux is read). FP8 operands (f8E4M3FN / f8E5M2) need `scales`: one f32
     each for A and B, which multiply the product before the epilogue.
 
     ```mlir
@@ -508,8 +523,9 @@ def Sched_CrossEntropyOp : Sched_LibraryOp<"cross_entropy",
     (ins Sched_In:$logits, Sched_In:$labels, Sched_Out:$loss,
          Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)> {
   let description = [{
-    `weft.cross_entropy`: loss = mean over rows whose label is not
-    `ignore_index` of logsumexp(logits[r]) - logits[r, label]. With
+    `weft.cross_entropy`: logits [..., V] and labels [...]; loss = mean
+    over positions whose label is not `ignore_index` of
+    logsumexp(logits[p]) - logits[p, label]. With
     `vocab_axes`, `logits` is this rank's block of the vocabulary and the
     row maxima, sums and target logits are combined over the group of
     those axes by the instruction itself, on its stream.
@@ -574,14 +590,18 @@ def Sched_ExpertScatterOp : Sched_LibraryOp<"expert_scatter",
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Sched_CopyOp : Sched_Instr<"copy"> {
+def Sched_CopyOp : Sched_Instr<"copy", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a strided copy that may change the element type";
   let description = [{
     `src` and `dst` are [offset, stride_0, ..., stride_(r-1)] in elements
     of each buffer, r the rank of `sizes`. For every index i of `sizes`:
     dest[dst_0 + Σ i_d · dst_(d+1)] = convert(source[src_0 + Σ i_d ·
-    src_(d+1)]); the conversion rounds to nearest even (identity for the same
-    type). A transpose, slice, broadcast (stride 0 in the source),
+    src_(d+1)]); a conversion to a float type rounds to nearest even, to
+    an integer type truncates toward zero (as `weft.cast`). With `by_rank`
+    (axes of `mesh` and a step), the source offset grows by r · step, r the
+    rank's position in the group of those axes: one rank's block of a
+    replicated tensor (`weft.shard_slice`). A transpose, slice, broadcast (stride 0 in the source),
     one part of a concatenation, a cast and the widening copy a kernel
     computing in f32 needs are all copies. Both sides stay inside their
     buffers; a destination stride is 0 only along a dimension of size 1.
@@ -594,9 +614,13 @@ def Sched_CopyOp : Sched_Instr<"copy"> {
   let arguments = (ins Sched_In:$source, Sched_Out:$dest,
                        DenseI64ArrayAttr:$sizes,
                        DenseI64ArrayAttr:$src, DenseI64ArrayAttr:$dst,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$rank_axes,
+                       OptionalAttr<Sched_I64Attr>:$rank_step,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
-    $source `->` $dest `sizes` $sizes `src` $src `dst` $dst (`on` $stream^)?
+    $source `->` $dest `sizes` $sizes `src` $src `dst` $dst
+    (`by_rank` `(` $mesh^ $rank_axes `*` $rank_step `)`)? (`on` $stream^)?
     attr-dict `:` type($source) `->` type($dest)
   }];
   let hasVerifier = 1;

@@ -1489,9 +1489,9 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<32xf32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<1xf32>):
-  // expected-error @+1 {{'sched.cross_entropy' op logits must have rank 2, has shape [32]}}
-  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<32xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+^bb0(%x: !sched.buffer<f32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op logits need a vocabulary dimension; they are 0-d}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<f32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
   sched.return []
 }
 
@@ -2453,5 +2453,88 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
   // expected-error @+1 {{'sched.copy' op src [0, 1] over sizes [4] on the group's last rank reaches past the 8 elements of its buffer}}
   sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * 4) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// Checks added after review: each once broke or let bad input through.
+
+sched.mesh @mesh axes ["pp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  // An axis without its coordinate is refused before the coordinate is read.
+  // expected-error @+1 {{'sched.sequence' op needs both an axis and a coordinate}}
+  sched.sequence attributes {axis = "pp"} {
+    sched.run @p microbatch(0)
+  }
+}
+
+// -----
+
+// The logits' labels drop the vocabulary dimension.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2x4x16xf32>, %l: !sched.buffer<2x8xi32>, %loss: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op labels has shape [2, 8], expected [2, 4]}}
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<2x4x16xf32>, !sched.buffer<2x8xi32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+// batch * m * n wraps to 0 in int64: the aux size check must not.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<65536x1xf32>, %b: !sched.buffer<1x65536xf32>, %c: !sched.buffer<65536x65536xf32>, %bias: !sched.buffer<65536xf32>, %aux: !sched.buffer<0xf32>):
+  // expected-error @+1 {{'sched.gemm' op aux holds 0 elements, not batch * m * n = (overflow)}}
+  sched.gemm %a, %b -> %c bias(%bias : !sched.buffer<65536xf32>) aux(%aux : !sched.buffer<0xf32>) mnk [65536, 65536, 1] batch 4294967296 ld [1, 65536, 65536] strides [0, 0, 0] epilogue bias_gelu : !sched.buffer<65536x1xf32>, !sched.buffer<1x65536xf32> -> !sched.buffer<65536x65536xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x8xf32>, %c: !sched.buffer<4x8xf32>, %bias: !sched.buffer<8xi32>):
+  // expected-error @+1 {{'sched.gemm' op bias must hold floats, not 'i32'}}
+  sched.gemm %a, %b -> %c bias(%bias : !sched.buffer<8xi32>) mnk [4, 8, 8] batch 1 ld [8, 8, 8] strides [0, 0, 0] epilogue bias : !sched.buffer<4x8xf32>, !sched.buffer<8x8xf32> -> !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [8]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2305843009213693952xf8E4M3FN>, %y: !sched.buffer<0xf8E4M3FN>):
+  // expected-error @+1 {{'sched.collective' op gathers more than 2^63 elements}}
+  sched.collective all_gather none %x -> %y over @mesh ["dp"] : !sched.buffer<2305843009213693952xf8E4M3FN> -> !sched.buffer<0xf8E4M3FN>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["a", "b"] sizes [4294967296, 4294967296]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.collective' op group of mesh axes overflows int64}}
+  sched.collective all_reduce sum %x -> %x over @mesh ["a", "b"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(1) streams ["compute", "comm"] {
+  sched.record 0 on "comm"
+  // expected-error @+1 {{'sched.wait' op waits on stream 'comm' for event 0, which that stream recorded}}
+  sched.wait 0 on "comm"
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x4x2x8xf32>, %k: !sched.buffer<1x4x2x8xf32>, %o: !sched.buffer<1x4x2x8xf32>, %lse: !sched.buffer<1x2x4xf32>, %s: !sched.buffer<64xbf16>):
+  // expected-error @+1 {{'sched.attention' op scratch must hold f32, not 'bf16'}}
+  sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<64xbf16>) scale 1.0 algorithm gemm_softmax : !sched.buffer<1x4x2x8xf32>, !sched.buffer<1x4x2x8xf32>, !sched.buffer<1x4x2x8xf32> -> !sched.buffer<1x4x2x8xf32>, !sched.buffer<1x2x4xf32>
   sched.return []
 }

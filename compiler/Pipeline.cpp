@@ -4,6 +4,7 @@
 
 #include "codegen/Bundle.h"
 #include "codegen/KernelSource.h"
+#include "codegen/Passes.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
@@ -62,11 +63,19 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   bool gpu = options.target == "cuda";
   if (gpu && options.gemmEpilogues)
     programs.addPass(createGemmEpilogue());
-  // GPU bundles leave no elementwise op to a per-op runtime kernel.
+  // GPU bundles, and sched on any target, leave no elementwise op to a
+  // per-op runtime kernel.
   FuseElementwiseOptions fuse;
-  fuse.singleOps = gpu;
+  fuse.singleOps = gpu || options.sched;
   programs.addPass(createFuseElementwise(fuse));
-  programs.addPass(createMemoryPlan());
+  if (!options.sched) {
+    programs.addPass(createMemoryPlan());
+    return llvm::Error::success();
+  }
+  LowerToSchedOptions lower;
+  lower.target = options.target;
+  pm.addPass(createLowerToSched(lower));
+  pm.addNestedPass<sched::ProgramOp>(createSchedPlanMemory());
   return llvm::Error::success();
 }
 
@@ -104,6 +113,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.maxGradNorm = options.adamw.maxGradNorm;
   pipeline.keepGradients = options.keepGradients;
   pipeline.fuseAndPlan = options.fuseAndPlan;
+  pipeline.sched = options.sched;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

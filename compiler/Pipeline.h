@@ -32,6 +32,9 @@ struct TrainingOptions {
   /// False: leave the programs before fusion and memory planning (tests
   /// run those rewrites themselves and compare values before and after).
   bool fuseAndPlan = true;
+  /// Lower the planned programs to sched (weft-lower-to-sched and
+  /// weft-sched-plan-memory), what bundle v2 holds.
+  bool sched = false;
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -79,6 +82,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Fuse elementwise ops and plan memory (false: stop "
                      "before)"),
       llvm::cl::init(TrainingOptions().fuseAndPlan)};
+  Option<bool> sched{
+      *this, "sched",
+      llvm::cl::desc("Lower the programs to sched and plan their buffers "
+                     "(weft-lower-to-sched, weft-sched-plan-memory) instead "
+                     "of weft-memory-plan"),
+      llvm::cl::init(TrainingOptions().sched)};
 };
 
 /// Adds the training pipeline to `pm` (anchored on builtin.module), for a
@@ -88,8 +97,10 @@ struct TrainingPipelineOptions
 /// func.func(weft-reshard-after-forward), weft-optimizer-adamw (@step,
 /// erasing @train_step unless keep-gradients); then on every function
 /// weft-bucket-all-reduce and, with fuse-and-plan, (target=cuda)
-/// weft-gemm-epilogue, weft-fusion-group and weft-memory-plan. A plan or
-/// target that does not parse is an error.
+/// weft-gemm-epilogue, weft-fusion-group and weft-memory-plan; with sched,
+/// every elementwise op fused (single-ops), weft-lower-to-sched and
+/// sched.program(weft-sched-plan-memory) instead of weft-memory-plan. A
+/// plan or target that does not parse is an error.
 llvm::Error buildTrainingPipeline(mlir::OpPassManager &pm,
                                   const TrainingPipelineOptions &options);
 

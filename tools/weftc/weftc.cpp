@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelSource.h"
+#include "codegen/SchedBundle.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/Report.h"
@@ -19,6 +20,7 @@
 #include "passes/costmodel/Topology.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
+#include "llvm/Support/Path.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -54,6 +56,11 @@ cl::SubCommand topologyCmd("topology",
 cl::SubCommand compileCmd("compile",
                           "Compile a model into a training bundle (autodiff, "
                           "AdamW, memory plan) for weft-run");
+cl::SubCommand inspectCmd("inspect",
+                          "Print a bundle (version 2) as the sched IR it "
+                          "runs");
+cl::opt<std::string> bundlePath(cl::Positional, cl::desc("<bundle dir>"),
+                                cl::sub(inspectCmd));
 cl::opt<std::string> topologySpec("topology",
                                   cl::desc("Topology file or preset: cpu:N, "
                                            "dgx-a100:N, dgx-h100:N, h200:N"),
@@ -91,9 +98,11 @@ cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
                                cl::sub(evalCmd), cl::sub(compileCmd));
 cl::opt<std::string> emit("emit",
                           cl::desc("Stop early and print: 'mlir' (the planned "
-                                   "step and forward programs), 'kernels' "
-                                   "(the generated C++ kernel source) or "
-                                   "'cuda' (the same kernels for CUDA)"),
+                                   "step and forward programs), 'sched' (them "
+                                   "lowered to the sched IR a bundle v2 "
+                                   "holds), 'kernels' (the generated C++ "
+                                   "kernel source) or 'cuda' (the same "
+                                   "kernels for CUDA)"),
                           cl::sub(compileCmd));
 cl::opt<std::string> planSpec(
     "plan",
@@ -275,9 +284,10 @@ int printReport(ModuleOp module) {
 }
 
 int runCompile(MLIRContext &context) {
-  if (!emit.empty() && emit != "mlir" && emit != "kernels" && emit != "cuda")
+  if (!emit.empty() && emit != "mlir" && emit != "sched" && emit != "kernels" &&
+      emit != "cuda")
     return fail("unknown --emit '" + emit +
-                "' (supported: mlir, kernels, cuda)");
+                "' (supported: mlir, sched, kernels, cuda)");
   if (emit.empty() && outputPath == "-" &&
       reportFormat.getNumOccurrences() == 0)
     return fail("compile needs -o bundle/ (or --emit=mlir, --report)");
@@ -318,6 +328,7 @@ int runCompile(MLIRContext &context) {
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
   options.plan = plan;
+  options.sched = emit == "sched";
   if (target != "cpu" && target != "cuda")
     return fail("unknown --target '" + target + "' (supported: cpu, cuda)");
   if (target == "cuda") {
@@ -396,6 +407,31 @@ int runCompile(MLIRContext &context) {
       outputPath.getValue(), step.getBody().front().getOperations().size(),
       step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt());
   return report ? printReport(*module) : 0;
+}
+
+/// `weftc inspect DIR`: the bundle's manifest read back as sched IR.
+int runInspect(MLIRContext &context) {
+  if (bundlePath.empty())
+    return fail("inspect needs a bundle directory");
+  SmallString<256> manifestPath(bundlePath);
+  sys::path::append(manifestPath, "manifest.json");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+      MemoryBuffer::getFile(manifestPath);
+  if (!buffer)
+    return fail("cannot read '" + manifestPath +
+                "': " + buffer.getError().message());
+  Expected<json::Value> manifest = json::parse((*buffer)->getBuffer());
+  if (!manifest)
+    return fail(manifestPath + ": " + toString(manifest.takeError()));
+  SourceMgr sources;
+  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  OwningOpRef<ModuleOp> module =
+      weft::codegen::readSchedManifest(*manifest, manifestPath, &context);
+  if (!module)
+    return 1;
+  module->print(outs());
+  outs() << "\n";
+  return 0;
 }
 
 int runEval(MLIRContext &context) {
@@ -529,7 +565,8 @@ int main(int argc, char **argv) {
       "             --tokens FILE [--token-bytes 2|4 | --tokenizer bytes]\n"
       "             [--logits out.safetensors]\n"
       "  weftc compile model.mlir|--config config.json --batch B --seq S -o "
-      "bundle/\n\n"
+      "bundle/\n"
+      "  weftc inspect bundle/\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   DialectRegistry registry;
   weft::registerAllDialects(registry);
@@ -543,6 +580,8 @@ int main(int argc, char **argv) {
     return runCompile(context);
   if (topologyCmd)
     return runTopology();
-  return fail("expected a subcommand: import, eval, compile or topology (see "
-              "--help)");
+  if (inspectCmd)
+    return runInspect(context);
+  return fail("expected a subcommand: import, eval, compile, inspect or "
+              "topology (see --help)");
 }

@@ -950,7 +950,7 @@ LogicalResult CrossEntropyGradOp::verify() {
 }
 
 LogicalResult ReduceOp::verify() {
-  if (getKind() == Reduction::none)
+  if (getReduction() == Reduction::none)
     return emitOpError("needs a reduction: sum, max or mean");
   ArrayRef<int64_t> shape = bufferOf(getInput()).getShape();
   SmallVector<int64_t> kept;

@@ -537,15 +537,15 @@ def Sched_CrossEntropyGradOp : Sched_LibraryOp<"cross_entropy_grad",
          Sched_Out:$dlogits, Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)>;
 def Sched_ReduceOp : Sched_LibraryOp<"reduce",
     "sum, max or mean over dimensions",
-    (ins Sched_In:$input, Sched_Out:$out, Sched_Reduction:$kind,
+    (ins Sched_In:$input, Sched_Out:$out, Sched_Reduction:$reduction,
          DenseI64ArrayAttr:$dims)> {
   let description = [{
-    out = the `kind` reduction of `input` over `dims` (increasing), whose
+    out = the `reduction` of `input` over `dims` (increasing), whose
     shape is input's without them; f32 accumulation in two passes (chunk
     partials, then per output) so a whole-tensor sum fills the device.
   }];
   let assemblyFormat = [{
-    $kind $input `->` $out `dims` $dims (`on` $stream^)? attr-dict `:`
+    $reduction $input `->` $out `dims` $dims (`on` $stream^)? attr-dict `:`
     type($input) `->` type($out)
   }];
 }

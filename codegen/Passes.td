@@ -39,4 +39,24 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::sched::SchedDialect"];
 }
 
+def AssignStreams : Pass<"weft-sched-assign-streams",
+                          "::weft::sched::ProgramOp"> {
+  let summary = "Put collectives on a communication stream, ordered by events";
+  let description = [{
+    GPU programs overlap communication with computation: this pass moves
+    every `sched.collective` of an unplanned program to the stream `comm`
+    (declared on the program) and orders it with events. Before each
+    collective, a `sched.record` on `compute` and a `sched.wait` on `comm`
+    let it start once what it reads is written. After it, a `sched.record`
+    on `comm` is waited for on `compute` just before the first later
+    instruction that touches a buffer the collective touches (reads what it
+    wrote, or overwrites what it reads), so the compute stream runs ahead
+    until it needs the result (the gradient all-reduce of one bucket under
+    the backward of the next). The program verifier's stream check proves
+    the result race-free; weft-sched-plan-memory keeps a buffer a
+    collective uses alive until its wait.
+  }];
+  let dependentDialects = ["::weft::sched::SchedDialect"];
+}
+
 #endif // WEFT_CODEGEN_PASSES_TD

@@ -75,7 +75,10 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   LowerToSchedOptions lower;
   lower.target = options.target;
   pm.addPass(createLowerToSched(lower));
-  pm.addNestedPass<sched::ProgramOp>(createSchedPlanMemory());
+  OpPassManager &schedPrograms = pm.nest<sched::ProgramOp>();
+  if (gpu)
+    schedPrograms.addPass(createAssignStreams());
+  schedPrograms.addPass(createSchedPlanMemory());
   return llvm::Error::success();
 }
 

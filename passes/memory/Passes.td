@@ -38,7 +38,10 @@ def SchedPlanMemory : Pass<"weft-sched-plan-memory",
     Plans an unplanned `sched.program` (from weft-lower-to-sched): each
     `sched.alloc` lives from the first to the last instruction that uses it
     or a view of it, or to the end of the program if an output or a
-    `sched.assign` reads it; allocs no instruction uses are removed. Buffers
+    `sched.assign` reads it; allocs no instruction uses are removed. A
+    buffer an instruction on another stream than the program's first uses
+    lives until the first stream waits for an event recorded after that
+    instruction (it may still be in flight until then). Buffers
     are then placed as weft-memory-plan places them (largest first, lowest
     offset overlapping no buffer alive at the same time), at multiples of
     the program's `align`, and the program's `arena` becomes the peak. The

@@ -44,13 +44,41 @@ struct SchedPlanMemoryPass
         it->second.second = std::max(it->second.second, at);
       }
     };
+    // An instruction on another stream than the first may still run until
+    // the first stream waits for an event recorded after it: its buffers
+    // live until then (or to the end).
+    SmallVector<Operation *> instructions;
+    for (Operation &op : body)
+      if (isa<InstructionOpInterface>(op))
+        instructions.push_back(&op);
+    StringRef first = cast<StringAttr>(program.getStreams()[0]).getValue();
+    auto syncedAt = [&](int64_t i) -> int64_t {
+      StringRef stream =
+          cast<InstructionOpInterface>(instructions[i]).getStreamName();
+      if (stream == first)
+        return i;
+      for (int64_t r = i + 1; r < end; ++r) {
+        auto record = dyn_cast<RecordOp>(instructions[r]);
+        if (!record || record.getStream() != stream)
+          continue;
+        for (int64_t w = r + 1; w < end; ++w)
+          if (auto wait = dyn_cast<WaitOp>(instructions[w]);
+              wait && wait.getEvent() == record.getEvent() &&
+              wait.getStream() == first)
+            return w;
+      }
+      return end;
+    };
     int64_t index = 0;
     for (Operation &op : body) {
       if (auto alloc = dyn_cast<AllocOp>(op))
         allocs.push_back(alloc);
       if (isa<InstructionOpInterface>(op)) {
-        for (Value v : op.getOperands())
+        int64_t until = syncedAt(index);
+        for (Value v : op.getOperands()) {
           use(v, index);
+          use(v, until);
+        }
         ++index;
       } else if (isa<AssignOp, ReturnOp>(op)) {
         // Read after the last instruction.

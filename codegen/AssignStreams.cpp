@@ -1,0 +1,86 @@
+//===- AssignStreams.cpp - collectives on a communication stream ---------===//
+
+#include "codegen/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace weft {
+#define GEN_PASS_DEF_ASSIGNSTREAMS
+#include "codegen/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft::sched;
+
+namespace {
+
+constexpr const char *kCompute = "compute";
+constexpr const char *kComm = "comm";
+
+/// The buffer whose storage `v` is (through views).
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  return v;
+}
+
+struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
+  void runOnOperation() override {
+    ProgramOp program = getOperation();
+    if (program.isPlanned()) {
+      program.emitOpError("weft-sched-assign-streams runs before memory "
+                          "planning (the program is planned)");
+      return signalPassFailure();
+    }
+    SmallVector<CollectiveOp> collectives(
+        program.getBody().front().getOps<CollectiveOp>());
+    if (collectives.empty())
+      return;
+    OpBuilder b(program.getContext());
+    SmallVector<Attribute> streams(program.getStreams().getValue());
+    if (!llvm::is_contained(program.getStreams(), b.getStringAttr(kComm)))
+      streams.push_back(b.getStringAttr(kComm));
+    program.setStreamsAttr(b.getArrayAttr(streams));
+    int64_t events = program.getEvents();
+    for (CollectiveOp collective : collectives) {
+      // What it touches, by storage.
+      llvm::SmallPtrSet<Value, 4> touched;
+      for (Value v : collective->getOperands())
+        touched.insert(rootOf(v));
+      // Start once compute has written what it reads.
+      b.setInsertionPoint(collective);
+      int64_t ready = events++;
+      RecordOp::create(b, collective.getLoc(), ready, kCompute);
+      WaitOp::create(b, collective.getLoc(), ready, kComm);
+      collective.setStream(kComm);
+      // Compute waits just before it next touches any of that storage.
+      Operation *consumer = nullptr;
+      for (Operation *op = collective->getNextNode(); op && !consumer;
+           op = op->getNextNode()) {
+        auto instr = dyn_cast<InstructionOpInterface>(op);
+        if (!instr || instr.getStreamName() == kComm)
+          continue;
+        for (Value v : op->getOperands())
+          if (touched.contains(rootOf(v)))
+            consumer = op;
+      }
+      int64_t done = events++;
+      b.setInsertionPointAfter(collective);
+      RecordOp::create(b, collective.getLoc(), done, kComm);
+      if (consumer) {
+        b.setInsertionPoint(consumer);
+      } else {
+        // Outputs and assigns read it when the program ends; a wait is an
+        // instruction, so it goes before the first assign.
+        Block &body = program.getBody().front();
+        auto assigns = body.getOps<AssignOp>();
+        b.setInsertionPoint(assigns.empty() ? body.getTerminator()
+                                            : *assigns.begin());
+      }
+      WaitOp::create(b, collective.getLoc(), done, kCompute);
+    }
+    program.setEventsAttr(b.getI64IntegerAttr(events));
+  }
+};
+
+} // namespace

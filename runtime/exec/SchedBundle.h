@@ -1,0 +1,348 @@
+//===- SchedBundle.h - load and validate a bundle v2 manifest ---*- C++ -*-===//
+//
+// The runtime's reading of bundle v2 (docs/bundle-format.md): a serialized
+// `sched` module as plain structs. A bundle is untrusted input, so the
+// loader checks all of it before anything runs: every id, type, offset
+// (overflow-safe), live range and stream order, each instruction's shapes
+// and attributes as the sched verifiers (dialects/sched/IR/SchedOps.cpp)
+// check them, the schedules, and that the kernel files are the bundle's
+// own. A loaded SchedBundle needs no further checks to execute; an error
+// names the program, the instruction (or buffer) and the field.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_EXEC_SCHEDBUNDLE_H
+#define WEFT_RUNTIME_EXEC_SCHEDBUNDLE_H
+
+#include "runtime/support/Float.h"
+
+#include "absl/status/statusor.h"
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace weft::runtime::sched {
+
+inline constexpr int kSchedBundleVersion = 2;
+
+/// A buffer's type: a dense row-major tensor of `shape` (at most 2^62
+/// bytes, so byte sizes never overflow) of f32, bf16, f16, f8e4m3fn,
+/// f8e5m2, i32 or i64.
+struct TensorType {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+
+  int64_t numElements() const;
+  int64_t bytes() const;
+  bool operator==(const TensorType &o) const {
+    return shape == o.shape && dtype == o.dtype;
+  }
+  bool operator!=(const TensorType &o) const { return !(*this == o); }
+};
+
+/// The bundle's name of a dtype ("f32", "f8e4m3fn", ...).
+const char *dtypeText(DType type);
+
+/// Per dimension, the mesh axes it is split over (empty: whole).
+using Split = std::vector<std::vector<std::string>>;
+
+struct Mesh {
+  std::string name;
+  std::vector<std::string> axes;
+  std::vector<int64_t> sizes;
+
+  /// The size of axis `name`, or 0 if there is none.
+  int64_t axisSize(std::string_view name) const;
+};
+
+enum class InitKind { Zeros, Ones, Normal, Uniform };
+
+struct Param {
+  std::string name;
+  TensorType type;
+  InitKind init = InitKind::Zeros;
+  std::optional<double> scale; // Exactly for normal and uniform.
+  bool state = false;
+  std::optional<Split> split;
+};
+
+struct Constant {
+  std::string name;
+  TensorType type;
+  bool splat = false; // One value for every element.
+  /// The values: `floats` for a float dtype, `ints` for i32 and i64.
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+};
+
+enum class ScalarType { I64, I32, F32, F64 };
+
+struct KernelDecl {
+  std::string name;
+  std::vector<TensorType> inputs, outputs;
+  std::vector<ScalarType> scalars;
+};
+
+/// A file of the bundle directory (a plain name) and its XXH3-128 hash.
+struct KernelFile {
+  std::string file;
+  std::string xxh3;
+};
+
+struct KernelFiles {
+  std::optional<KernelFile> cpu;
+  std::map<std::string, KernelFile> cuda; // By architecture ("sm_90").
+  std::optional<std::string> source;
+};
+
+struct ProgramInput {
+  TensorType type;
+  std::optional<Split> split;
+};
+
+struct Buffer {
+  enum class Kind { Input, Param, Constant, Alloc, View };
+  Kind kind = Kind::Alloc;
+  TensorType type;
+  int64_t index = 0;           // Input: the program input.
+  std::string name;            // Param, Constant: the declaration.
+  int64_t offset = 0;          // Alloc: arena bytes; View: bytes into `of`.
+  int64_t first = 0, last = 0; // Alloc: live range (instruction indices).
+  int64_t of = 0;              // View: the buffer it is inside.
+};
+
+enum class Op {
+  Launch,
+  Gemm,
+  Attention,
+  AttentionGrad,
+  Embedding,
+  EmbeddingGrad,
+  Rope,
+  CrossEntropy,
+  CrossEntropyGrad,
+  Reduce,
+  Softmax,
+  Dropout,
+  LayerNormGrad,
+  RmsNormGrad,
+  OneHot,
+  TopK,
+  TopKGating,
+  ExpertDispatch,
+  ExpertCombine,
+  ExpertGather,
+  ExpertScatter,
+  Copy,
+  Fill,
+  Collective,
+  Send,
+  Recv,
+  Record,
+  Wait,
+};
+
+/// The op's mnemonic in the manifest ("gemm", "cross_entropy_grad").
+const char *opName(Op op);
+
+enum class Epilogue { None, Bias, Gelu, BiasGelu, Dgelu };
+enum class Reduction { None, Sum, Max, Mean };
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll };
+enum class AttentionAlgorithm { GemmSoftmax, Flash };
+
+struct Scalar {
+  ScalarType type = ScalarType::I64;
+  int64_t i = 0; // i64, i32
+  double f = 0;  // f32, f64
+};
+
+/// Operands: inputs, then outputs.
+struct LaunchAttrs {
+  std::string kernel;
+  int64_t kernelIndex = 0; // Into SchedBundle::kernelDecls.
+  std::array<int64_t, 3> grid{};
+  int64_t block = 0;
+  int64_t inputs = 0, outputs = 0;
+  std::vector<Scalar> scalars;
+};
+/// Operands: a, b, c, [bias], [aux], [scale_a, scale_b].
+struct GemmAttrs {
+  std::array<int64_t, 3> mnk{}, ld{}, strides{};
+  int64_t batch = 0;
+  Epilogue epilogue = Epilogue::None;
+  bool transposeA = false, transposeB = false, accumulate = false;
+  bool hasBias = false, hasAux = false, hasScales = false;
+};
+/// attention: q, k, v, out, lse, [scratch]; attention_grad: q, k, v, out,
+/// lse, dout, dq, dk, dv, [scratch].
+struct AttentionAttrs {
+  double scale = 0;
+  bool causal = false;
+  AttentionAlgorithm algorithm = AttentionAlgorithm::Flash;
+  bool hasScratch = false;
+};
+/// embedding, embedding_grad.
+struct VocabAttrs {
+  std::vector<std::string> vocabAxes;
+};
+struct RopeAttrs {
+  double theta = 0;
+  int64_t positionOffset = 0;
+  bool inverse = false;
+};
+/// cross_entropy, cross_entropy_grad.
+struct CrossEntropyAttrs {
+  int64_t ignoreIndex = 0;
+  std::vector<std::string> vocabAxes;
+};
+struct ReduceAttrs {
+  Reduction reduction = Reduction::Sum;
+  std::vector<int64_t> dims;
+};
+struct SoftmaxAttrs {
+  int64_t dim = 0;
+};
+struct DropoutAttrs {
+  double rate = 0;
+  int64_t seed = 0;
+};
+/// layer_norm_grad, rms_norm_grad.
+struct NormGradAttrs {
+  double epsilon = 0;
+};
+struct TopKAttrs {
+  int64_t k = 0;
+};
+struct TopKGatingAttrs {
+  int64_t k = 0;
+  bool normalize = false;
+};
+/// expert_dispatch, expert_scatter.
+struct ExpertSlotsAttrs {
+  int64_t numExperts = 0, capacity = 0;
+};
+struct CopyAttrs {
+  std::vector<int64_t> sizes, src, dst;
+  struct ByRank {
+    std::vector<std::string> axes;
+    int64_t step = 0;
+  };
+  std::optional<ByRank> byRank;
+};
+struct FillAttrs {
+  double value = 0;
+};
+/// Operands: input, output, [counts].
+struct CollectiveAttrs {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  Reduction reduction = Reduction::None;
+  std::vector<std::string> axes;
+  bool hasCounts = false;
+};
+/// send, recv.
+struct PeerAttrs {
+  std::string axis;
+  int64_t delta = 0, tag = 0;
+};
+/// record, wait.
+struct EventAttrs {
+  int64_t event = 0;
+};
+
+/// monostate: one_hot, expert_combine, expert_gather.
+using InstructionAttrs =
+    std::variant<std::monostate, LaunchAttrs, GemmAttrs, AttentionAttrs,
+                 VocabAttrs, RopeAttrs, CrossEntropyAttrs, ReduceAttrs,
+                 SoftmaxAttrs, DropoutAttrs, NormGradAttrs, TopKAttrs,
+                 TopKGatingAttrs, ExpertSlotsAttrs, CopyAttrs, FillAttrs,
+                 CollectiveAttrs, PeerAttrs, EventAttrs>;
+
+struct Instruction {
+  Op op = Op::Fill;
+  int64_t stream = 0;            // Into Program::streams.
+  std::vector<int64_t> operands; // Buffer ids, in the op's ODS order.
+  InstructionAttrs attrs;
+
+  template <typename T> const T &as() const { return std::get<T>(attrs); }
+};
+
+struct Assign {
+  std::string param;
+  int64_t buffer = 0;
+};
+
+struct Output {
+  std::string name;
+  int64_t buffer = 0;
+  std::optional<Split> split;
+};
+
+struct Program {
+  std::string name;
+  int64_t arena = 0, align = 1, events = 0;
+  std::vector<std::string> streams;
+  std::vector<ProgramInput> inputs;
+  std::vector<Buffer> buffers;
+  std::vector<Instruction> instructions;
+  std::vector<Assign> assigns;
+  std::vector<Output> outputs;
+};
+
+struct Run {
+  std::string program;
+  int64_t programIndex = 0; // Into SchedBundle::programs.
+  int64_t microbatch = 0, chunk = 0;
+};
+
+struct Sequence {
+  std::optional<std::string> axis; // Absent: every rank.
+  std::optional<int64_t> coordinate;
+  std::vector<Run> runs;
+};
+
+struct Schedule {
+  std::string name;
+  int64_t microbatches = 1;
+  std::vector<Sequence> sequences;
+};
+
+struct SchedBundle {
+  std::string dir;
+  nlohmann::json meta; // For reports; nothing executes from it.
+  KernelFiles kernels;
+  std::optional<Mesh> mesh; // Absent: one rank.
+  std::vector<Param> params;
+  std::vector<Constant> constants;
+  std::vector<KernelDecl> kernelDecls;
+  std::vector<Program> programs;
+  std::vector<Schedule> schedules;
+
+  const Program *program(std::string_view name) const;
+  const Param *param(std::string_view name) const;
+  const Constant *constant(std::string_view name) const;
+  const Schedule *schedule(std::string_view name) const;
+};
+
+/// Reads `dir/manifest.json` and validates it whole, kernel files and their
+/// hashes included. Errors start with the manifest's path.
+absl::StatusOr<SchedBundle> loadSchedBundle(const std::string &dir);
+
+/// The same checks on manifest text; kernel files are looked for (and
+/// hashed) in `dirForKernelFiles`.
+absl::StatusOr<SchedBundle>
+parseSchedManifest(std::string_view json, const std::string &dirForKernelFiles);
+
+/// The XXH3-128 hash of `bytes` as the manifest's `xxh3` field spells it:
+/// 32 lowercase hex digits, high 64 bits first (as `xxhsum -H2` prints).
+std::string xxh3Hex(std::string_view bytes);
+
+} // namespace weft::runtime::sched
+
+#endif // WEFT_RUNTIME_EXEC_SCHEDBUNDLE_H

@@ -2,6 +2,8 @@
 
 #include "codegen/KernelSource.h"
 
+#include "dialects/sched/IR/SchedOps.h"
+
 #include "codegen/KernelExpr.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -211,6 +213,11 @@ LogicalResult nameKernels(ModuleOp module) {
   OpPrintingFlags flags;
   flags.useLocalScope().printGenericOpForm();
   WalkResult walk = module.walk([&](FusedOp fused) -> WalkResult {
+    // The body of a sched kernel is that kernel: its name is the launches'.
+    if (auto kernel = fused->getParentOfType<sched::KernelOp>()) {
+      fused->setAttr("weft.kernel", kernel.getSymNameAttr());
+      return WalkResult::advance();
+    }
     std::string text;
     llvm::raw_string_ostream os(text);
     // Printed without its attributes: the memory plan's offsets and any

@@ -11,10 +11,15 @@
 #include "passes/optimizer/Passes.h"
 #include "passes/sharding/Passes.h"
 
+#include "codegen/SchedBundle.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
 
@@ -125,19 +130,72 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   return pm.run(module);
 }
 
+namespace {
+
+/// The optimizer's settings, for the bundle's meta.
+llvm::json::Object optimizerMeta(const AdamWConfig &a) {
+  return llvm::json::Object{{"name", "adamw"},
+                            {"beta1", a.beta1},
+                            {"beta2", a.beta2},
+                            {"eps", a.eps},
+                            {"weight_decay", a.weightDecay},
+                            {"max_grad_norm", a.maxGradNorm}};
+}
+
+/// Compiles the module's kernels for each of `archs` into
+/// dir/kernels.<arch>.cubin (the same kernels, same names, as the CPU's);
+/// returns the file names by architecture.
+FailureOr<llvm::StringMap<std::string>>
+buildCubins(ModuleOp module, llvm::StringRef dir, ArrayRef<std::string> archs) {
+  llvm::StringMap<std::string> cubins;
+  if (archs.empty())
+    return cubins;
+  FailureOr<std::string> source = codegen::emitCudaKernelSource(module);
+  if (failed(source))
+    return failure();
+  for (const std::string &arch : archs) {
+    std::string file = "kernels." + arch + ".cubin";
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, file);
+    if (failed(codegen::compileCudaKernels(module.getLoc(), *source, path, arch,
+                                           kernelCacheDir())))
+      return failure();
+    cubins[arch] = file;
+  }
+  return cubins;
+}
+
+/// A bundle file's XXH3-128 hash as the manifest spells it: the canonical
+/// (big-endian) 16 bytes in lowercase hex.
+FailureOr<std::string> hashFile(Location loc, llvm::StringRef dir,
+                                llvm::StringRef file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!bytes)
+    return emitError(loc, "cannot read '")
+               << path << "': " << bytes.getError().message(),
+           failure();
+  llvm::XXH128_hash_t h = llvm::xxh3_128bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>((*bytes)->getBufferStart()),
+      (*bytes)->getBufferSize()));
+  std::string hex;
+  llvm::raw_string_ostream os(hex);
+  os << llvm::format_hex_no_prefix(h.high64, 16)
+     << llvm::format_hex_no_prefix(h.low64, 16);
+  return hex;
+}
+
+} // namespace
+
 LogicalResult
 compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
                       const TrainingOptions &options, llvm::json::Object meta,
                       function_ref<LogicalResult(PassManager &)> configure) {
   if (failed(buildTrainingPrograms(module, options, configure)))
     return failure();
-  const AdamWConfig &a = options.adamw;
-  meta["optimizer"] = llvm::json::Object{{"name", "adamw"},
-                                         {"beta1", a.beta1},
-                                         {"beta2", a.beta2},
-                                         {"eps", a.eps},
-                                         {"weight_decay", a.weightDecay},
-                                         {"max_grad_norm", a.maxGradNorm}};
+  meta["optimizer"] = optimizerMeta(options.adamw);
   SmallVector<StringRef> programs = {"step", "forward"};
   if (options.keepGradients)
     programs.push_back("train_step");
@@ -145,25 +203,69 @@ compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
   if (failed(library))
     return failure();
   meta["kernels"] = "kernels.so";
-  if (!options.cudaArchs.empty()) {
-    // The same kernels (same names) for the GPU, one cubin per architecture.
-    FailureOr<std::string> source = codegen::emitCudaKernelSource(module);
-    if (failed(source))
-      return failure();
-    llvm::json::Object cubins;
-    for (const std::string &arch : options.cudaArchs) {
-      std::string file = "kernels." + arch + ".cubin";
-      llvm::SmallString<256> path(dir);
-      llvm::sys::path::append(path, file);
-      if (failed(codegen::compileCudaKernels(module.getLoc(), *source, path,
-                                             arch, kernelCacheDir())))
-        return failure();
-      cubins[arch] = file;
-    }
+  FailureOr<llvm::StringMap<std::string>> cubins =
+      buildCubins(module, dir, options.cudaArchs);
+  if (failed(cubins))
+    return failure();
+  if (!cubins->empty()) {
+    llvm::json::Object files;
+    for (auto &[arch, file] : *cubins)
+      files[arch] = file;
     meta["cuda"] = llvm::json::Object{{"source", "kernels.cu"},
-                                      {"cubins", std::move(cubins)}};
+                                      {"cubins", std::move(files)}};
   }
   return codegen::writeBundle(module, programs, dir, std::move(meta));
+}
+
+LogicalResult
+compileSchedBundle(ModuleOp module, llvm::StringRef dir,
+                   const TrainingOptions &options, llvm::json::Object meta,
+                   function_ref<LogicalResult(PassManager &)> configure) {
+  TrainingOptions lowered = options;
+  lowered.sched = true;
+  if (failed(buildTrainingPrograms(module, lowered, configure)))
+    return failure();
+  meta["optimizer"] = optimizerMeta(options.adamw);
+  // The kernels are the bodies of the module's sched.kernel declarations.
+  if (failed(buildKernelLibrary(module, dir)))
+    return failure();
+  FailureOr<llvm::StringMap<std::string>> cubins =
+      buildCubins(module, dir, options.cudaArchs);
+  if (failed(cubins))
+    return failure();
+  auto entry = [&](llvm::StringRef file) -> FailureOr<llvm::json::Object> {
+    FailureOr<std::string> hash = hashFile(module.getLoc(), dir, file);
+    if (failed(hash))
+      return failure();
+    return llvm::json::Object{{"file", file.str()}, {"xxh3", *hash}};
+  };
+  FailureOr<llvm::json::Object> cpu = entry("kernels.so");
+  if (failed(cpu))
+    return failure();
+  llvm::json::Object kernels{{"cpu", std::move(*cpu)}};
+  if (!cubins->empty()) {
+    llvm::json::Object cuda;
+    for (auto &[arch, file] : *cubins) {
+      FailureOr<llvm::json::Object> cubin = entry(file);
+      if (failed(cubin))
+        return failure();
+      cuda[arch] = std::move(*cubin);
+    }
+    kernels["cuda"] = std::move(cuda);
+    kernels["source"] = "kernels.cu";
+  }
+  FailureOr<llvm::json::Object> manifest =
+      codegen::writeSchedManifest(module, &meta, &kernels);
+  if (failed(manifest))
+    return failure();
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, "manifest.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return module.emitError("cannot write '") << path << "': " << ec.message();
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(*manifest))) << "\n";
+  return success();
 }
 
 std::string kernelCacheDir() {

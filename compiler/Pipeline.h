@@ -127,6 +127,17 @@ mlir::LogicalResult compileTrainingBundle(
     llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
         {});
 
+/// The training pipeline with sched=true, then a version 2 bundle in
+/// `dir` (docs/bundle-format.md): the generated kernels (kernels.so and,
+/// for each of options.cudaArchs, a cubin) with their XXH3-128 hashes, and
+/// the sched module as manifest.json, with `meta` and the optimizer
+/// settings. What the runtimes will load once they execute sched.
+mlir::LogicalResult
+compileSchedBundle(mlir::ModuleOp module, llvm::StringRef dir,
+                   const TrainingOptions &options, llvm::json::Object meta,
+                   llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)>
+                       configure = {});
+
 /// Generates the C++ kernels of every weft.fused op in `module` and compiles
 /// them into `dir/kernels.so` (see codegen/KernelSource.h); returns its path.
 mlir::FailureOr<std::string> buildKernelLibrary(mlir::ModuleOp module,

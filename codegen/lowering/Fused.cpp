@@ -12,6 +12,7 @@
 #include "codegen/KernelExpr.h"
 #include "codegen/lowering/Lowering.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
@@ -66,6 +67,15 @@ LogicalResult lowerFused(FusedOp op, ProgramLowering &l) {
     kernel = sched::KernelOp::create(b, op.getLoc(), name, types(inputs),
                                      types(outputs),
                                      b.getTypeArrayAttr({b.getI64Type()}));
+    // The group itself, on block arguments for its inputs: the kernel
+    // source is generated from it.
+    Block *body = new Block();
+    kernel.getBody().push_back(body);
+    IRMapping map;
+    for (Value v : op.getInputs())
+      map.map(v, body->addArgument(v.getType(), op.getLoc()));
+    b.setInsertionPointToEnd(body);
+    b.clone(*op, map);
   }
   int64_t n = cast<ShapedType>(op.getResult(0).getType()).getNumElements();
   sched::LaunchOp::create(

@@ -129,7 +129,7 @@ def Sched_ConstantOp : Sched_Op<"constant", [Symbol,
   }];
 }
 
-def Sched_KernelOp : Sched_Op<"kernel", [Symbol,
+def Sched_KernelOp : Sched_Op<"kernel", [Symbol, NoTerminator,
                                          HasParent<"::mlir::ModuleOp">]> {
   let summary = "a generated kernel and its argument types";
   let description = [{
@@ -139,14 +139,21 @@ def Sched_KernelOp : Sched_Op<"kernel", [Symbol,
     arguments, in the order `sched.launch` passes them. Generated kernels
     are specialised to their shapes, so a launch must match exactly.
 
+    The optional body holds what the kernel computes, as the lowering found
+    it (the `weft.fused` group), so the kernel source is generated from the
+    sched module; a bundle carries the compiled kernels instead, so a module
+    read back from one has no body.
+
     ```mlir
     sched.kernel @fused_0 inputs [!sched.buffer<8xf32>] outputs [!sched.buffer<8xf32>] scalars [i64]
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeArrayAttr:$inputs,
                        TypeArrayAttr:$outputs, TypeArrayAttr:$scalars);
+  let regions = (region AnyRegion:$body);
   let assemblyFormat = [{
-    $sym_name `inputs` $inputs `outputs` $outputs `scalars` $scalars attr-dict
+    $sym_name `inputs` $inputs `outputs` $outputs `scalars` $scalars
+    attr-dict-with-keyword ($body^)?
   }];
   let hasVerifier = 1;
 }

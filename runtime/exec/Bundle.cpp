@@ -3,7 +3,6 @@
 #include "runtime/exec/Bundle.h"
 
 #include "runtime/exec/BundleFormat.h"
-#include "runtime/support/Json.h"
 #include "runtime/support/Status.h"
 
 #include "absl/strings/str_cat.h"
@@ -308,12 +307,9 @@ absl::StatusOr<Bundle> Bundle::load(const std::string &dir) {
 absl::StatusOr<Bundle> Bundle::parse(const std::string &text,
                                      const std::string &file,
                                      const std::string &dir) {
+  json manifest = json::parse(text, nullptr, /*allow_exceptions=*/false);
   Reader r(file);
-  absl::StatusOr<json> parsed = parseUntrustedJson(text);
-  if (!parsed.ok())
-    return r.error("manifest", std::string(parsed.status().message()));
-  json manifest = std::move(*parsed);
-  if (!manifest.is_object())
+  if (manifest.is_discarded() || !manifest.is_object())
     return r.error("manifest", "is not a JSON object");
   auto format = manifest.find("format");
   if (format == manifest.end() || !format->is_string() ||

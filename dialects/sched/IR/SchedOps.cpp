@@ -200,12 +200,17 @@ LogicalResult ParamOp::verify() {
       return emitOpError("split has ")
              << split->size() << " entries for a rank-"
              << type.getShape().size() << " parameter";
+    llvm::StringSet<> used;
     for (Attribute dim : *split) {
       auto axes = dyn_cast<ArrayAttr>(dim);
       if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
         return emitOpError("split must list mesh axis names per dimension");
       if (failed(groupSize(*this, meshOf(*this), axes)))
         return failure();
+      for (Attribute axis : axes)
+        if (!used.insert(cast<StringAttr>(axis).getValue()).second)
+          return emitOpError("split uses mesh axis '")
+                 << cast<StringAttr>(axis).getValue() << "' for two dimensions";
     }
   }
   return success();
@@ -662,6 +667,11 @@ LogicalResult ProgramOp::verifyRegions() {
     ++order.position[s];
   }
 
+  llvm::StringSet<> assigned;
+  for (auto assign : body.getOps<AssignOp>())
+    if (!assigned.insert(assign.getParam()).second)
+      return assign.emitOpError("assigns @")
+             << assign.getParam() << " a second time";
   // What the caller reads after the program must live to its end.
   for (Operation &op : body) {
     if (!isa<AssignOp, ReturnOp>(op))

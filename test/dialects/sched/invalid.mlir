@@ -2538,3 +2538,20 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<64xbf16>) scale 1.0 algorithm gemm_softmax : !sched.buffer<1x4x2x8xf32>, !sched.buffer<1x4x2x8xf32>, !sched.buffer<1x4x2x8xf32> -> !sched.buffer<1x4x2x8xf32>, !sched.buffer<1x2x4xf32>
   sched.return []
 }
+
+// -----
+
+sched.mesh @mesh axes ["tp"] sizes [2]
+// expected-error @+1 {{'sched.param' op split uses mesh axis 'tp' for two dimensions}}
+sched.param @w init(zeros) {split = [["tp"], ["tp"]]} : !sched.buffer<4x4xf32>
+
+// -----
+
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  sched.assign @w = %x : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.assign' op assigns @w a second time}}
+  sched.assign @w = %x : !sched.buffer<4xf32>
+  sched.return []
+}

@@ -14,7 +14,7 @@ using namespace weft::sched;
 
 namespace {
 
-constexpr const char *kCompute = "compute";
+// The stream collectives move to; the others stay on the program's first.
 constexpr const char *kComm = "comm";
 
 /// The buffer whose storage `v` is (through views).
@@ -42,6 +42,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       streams.push_back(b.getStringAttr(kComm));
     program.setStreamsAttr(b.getArrayAttr(streams));
     int64_t events = program.getEvents();
+    StringRef compute = cast<StringAttr>(streams.front()).getValue();
     for (CollectiveOp collective : collectives) {
       // What it touches, by storage.
       llvm::SmallPtrSet<Value, 4> touched;
@@ -50,7 +51,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       // Start once compute has written what it reads.
       b.setInsertionPoint(collective);
       int64_t ready = events++;
-      RecordOp::create(b, collective.getLoc(), ready, kCompute);
+      RecordOp::create(b, collective.getLoc(), ready, compute);
       WaitOp::create(b, collective.getLoc(), ready, kComm);
       collective.setStream(kComm);
       // Compute waits just before it next touches any of that storage.
@@ -77,7 +78,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
         b.setInsertionPoint(assigns.empty() ? body.getTerminator()
                                             : *assigns.begin());
       }
-      WaitOp::create(b, collective.getLoc(), done, kCompute);
+      WaitOp::create(b, collective.getLoc(), done, compute);
     }
     program.setEventsAttr(b.getI64IntegerAttr(events));
   }

@@ -18,6 +18,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 namespace json = llvm::json;
@@ -376,7 +377,7 @@ private:
     return FileLineColLoc::get(b.getStringAttr(source + ": " + place), 0, 0);
   }
   Failed fail(const Twine &where, const Twine &what) {
-    emitError(UnknownLoc::get(ctx)) << source << ": " << where << ": " << what;
+    emitError(locate(where)) << what;
     return {};
   }
 
@@ -394,11 +395,14 @@ private:
       dims.push_back(*n);
     }
     Type element = dtypeOf(*dtype, ctx);
-    if (!element)
+    if (!element || element.isF64())
       return fail(where, "unknown dtype '" + *dtype + "'");
     auto diag = [&] { return emitError(locate(where)); };
-    return sched::BufferType::getChecked(diag, ctx, ArrayRef<int64_t>(dims),
-                                         element);
+    auto type = sched::BufferType::getChecked(diag, ctx,
+                                              ArrayRef<int64_t>(dims), element);
+    if (!type)
+      return failure();
+    return type;
   }
 
   FailureOr<Attribute> decode(Kind kind, const json::Value &v,
@@ -508,9 +512,11 @@ FailureOr<Attribute> Reader::decode(Kind kind, const json::Value &v,
       if (!o || o->size() != 1)
         return bad("a list of {\"i64\": n} / {\"f32\": x} scalars");
       auto [type, value] = *o->begin();
-      if ((type == "i64" || type == "i32") && value.getAsInteger())
-        out.push_back(b.getIntegerAttr(
-            b.getIntegerType(type == "i64" ? 64 : 32), *value.getAsInteger()));
+      unsigned width = type == "i64" ? 64 : 32;
+      if ((type == "i64" || type == "i32") && value.getAsInteger() &&
+          llvm::isIntN(width, *value.getAsInteger()))
+        out.push_back(
+            b.getIntegerAttr(b.getIntegerType(width), *value.getAsInteger()));
       else if ((type == "f32" || type == "f64") && value.getAsNumber())
         out.push_back(
             b.getFloatAttr(type == "f32" ? b.getF32Type() : b.getF64Type(),
@@ -691,8 +697,9 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
         continue;
       }
       auto kind = attributeKinds().find(k);
-      if (kind == attributeKinds().end())
-        return fail(field, "is not an attribute of any sched instruction");
+      if (kind == attributeKinds().end() ||
+          !llvm::is_contained(info->getAttributeNames(), b.getStringAttr(k)))
+        return fail(field, "is not an attribute of " + opName);
       if (kind->second == Kind::Unit && value.getAsBoolean() == false)
         continue;
       FailureOr<Attribute> a = decode(kind->second, value, field);
@@ -868,7 +875,9 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
     auto element = [&](const json::Value &v) -> Attribute {
       if (isa<FloatType>(type->getElementType()) && v.getAsNumber())
         return b.getFloatAttr(type->getElementType(), *v.getAsNumber());
-      if (isa<IntegerType>(type->getElementType()) && v.getAsInteger())
+      if (isa<IntegerType>(type->getElementType()) && v.getAsInteger() &&
+          llvm::isIntN(type->getElementType().getIntOrFloatBitWidth(),
+                       *v.getAsInteger()))
         return b.getIntegerAttr(type->getElementType(), *v.getAsInteger());
       return Attribute();
     };

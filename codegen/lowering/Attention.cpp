@@ -1,10 +1,11 @@
 //===- Attention.cpp - attention by the algorithm the compiler picks -----===//
 //
-// On the GPU, attention whose [B, Hq, S, T] f32 scores (twice that for the
-// backward: probabilities and their gradient) fit the scratch budget runs
-// as GEMMs around a softmax kernel over materialised scores; larger ones
-// run FlashAttention's fused kernels. The CPU computes row by row and needs
-// no scratch: it is lowered as `flash`.
+// On the GPU, attention whose scores and probabilities fit the scratch
+// budget (and whose rows align for cuBLASLt) runs as GEMMs around a softmax
+// kernel over materialised scores; others run FlashAttention's fused
+// kernels. The CPU computes row by row and needs no scratch: it is lowered
+// as `flash`. The scratch rule is sched::attentionScratchBytes, shared with
+// the verifier.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,33 +16,53 @@ using namespace mlir;
 namespace weft::codegen {
 namespace {
 
-/// The scratch attention needs on this target (null: flash).
-Value scratchFor(ProgramLowering &l, Value query, Value key, int64_t copies) {
+/// The algorithm on this target and its scratch (null: none): the CPU
+/// runs row by row (flash, no scratch); the GPU uses cuBLASLt GEMMs around a
+/// softmax when the scratch fits the budget and the rows align, else
+/// FlashAttention's kernels (whose backward keeps its delta in scratch).
+FailureOr<std::pair<sched::AttentionAlgorithm, Value>>
+choose(Operation *op, ProgramLowering &l, Value query, Value key, Value value,
+       bool grad) {
+  using sched::AttentionAlgorithm;
   if (!l.target().cuda)
-    return Value();
-  ArrayRef<int64_t> q = cast<ShapedType>(query.getType()).getShape();
-  ArrayRef<int64_t> k = cast<ShapedType>(key.getType()).getShape();
-  int64_t scores = q[0] * q[2] * q[1] * k[1]; // B * Hq * S * T
-  if (scores * 4 * copies > l.target().attentionScratchBytes)
-    return Value();
-  return l.alloc({scores * copies}, l.builder().getF32Type());
-}
-
-sched::AttentionAlgorithmAttr algorithm(ProgramLowering &l, Value scratch) {
-  return sched::AttentionAlgorithmAttr::get(
-      l.context(), scratch ? sched::AttentionAlgorithm::gemm_softmax
-                           : sched::AttentionAlgorithm::flash);
+    return std::make_pair(AttentionAlgorithm::flash, Value());
+  auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
+  ArrayRef<int64_t> q = shape(query), k = shape(key), v = shape(value);
+  if (q[3] > 128 || v[3] > 128)
+    return op->emitOpError("GPU attention takes head dimensions of at most "
+                           "128, got ")
+               << q[3] << " and " << v[3],
+           failure();
+  int64_t es = ProgramLowering::bufferType(query.getType()).getElementBytes();
+  std::optional<int64_t> gemmBytes = sched::attentionScratchBytes(
+      AttentionAlgorithm::gemm_softmax, grad, q, k, es);
+  AttentionAlgorithm algorithm =
+      gemmBytes && *gemmBytes <= l.target().attentionScratchBytes &&
+              sched::attentionRowsAligned(q, k, v, es)
+          ? AttentionAlgorithm::gemm_softmax
+          : AttentionAlgorithm::flash;
+  std::optional<int64_t> bytes =
+      sched::attentionScratchBytes(algorithm, grad, q, k, es);
+  if (!bytes)
+    return op->emitOpError("attention's scratch overflows int64"), failure();
+  Value scratch =
+      *bytes ? l.alloc({(*bytes + 3) / 4}, l.builder().getF32Type()) : Value();
+  return std::make_pair(algorithm, scratch);
 }
 
 LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
   Value q = l.read(op, op.getQuery()), k = l.read(op, op.getKey()),
         v = l.read(op, op.getValue());
   Value out = l.write(op, op.getResult()), lse = l.write(op, op.getLse());
-  Value scratch = scratchFor(l, op.getQuery(), op.getKey(), 1);
-  sched::AttentionOp::create(l.builder(), op.getLoc(), q, k, v, out, lse,
-                             scratch, op.getScaleAttr(), op.getCausalAttr(),
-                             algorithm(l, scratch),
-                             l.builder().getStringAttr("compute"));
+  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getValue(),
+                       /*grad=*/false);
+  if (failed(chosen))
+    return failure();
+  sched::AttentionOp::create(
+      l.builder(), op.getLoc(), q, k, v, out, lse, chosen->second,
+      op.getScaleAttr(), op.getCausalAttr(),
+      sched::AttentionAlgorithmAttr::get(l.context(), chosen->first),
+      l.builder().getStringAttr("compute"));
   return success();
 }
 
@@ -51,11 +72,15 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
         lse = l.read(op, op.getLse()), dout = l.read(op, op.getGrad());
   Value dq = l.write(op, op.getQueryGrad()), dk = l.write(op, op.getKeyGrad()),
         dv = l.write(op, op.getValueGrad());
-  Value scratch = scratchFor(l, op.getQuery(), op.getKey(), 2);
-  sched::AttentionGradOp::create(l.builder(), op.getLoc(), q, k, v, o, lse,
-                                 dout, dq, dk, dv, scratch, op.getScaleAttr(),
-                                 op.getCausalAttr(), algorithm(l, scratch),
-                                 l.builder().getStringAttr("compute"));
+  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getValue(),
+                       /*grad=*/true);
+  if (failed(chosen))
+    return failure();
+  sched::AttentionGradOp::create(
+      l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv,
+      chosen->second, op.getScaleAttr(), op.getCausalAttr(),
+      sched::AttentionAlgorithmAttr::get(l.context(), chosen->first),
+      l.builder().getStringAttr("compute"));
   return success();
 }
 

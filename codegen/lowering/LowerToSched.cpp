@@ -248,6 +248,11 @@ private:
                  << "' has the name of another symbol of the module",
              failure();
     auto kind = sched::symbolizeInitKind(stringifyInitKind(param.getInit()));
+    if (!kind)
+      return param.emitError("initializer '")
+                 << stringifyInitKind(param.getInit())
+                 << "' has no sched equivalent",
+             failure();
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(firstProgram);
     auto decl = sched::ParamOp::create(
@@ -276,6 +281,29 @@ private:
 
   FailureOr<sched::ProgramOp> lower(func::FuncOp f, FlatSymbolRefAttr mesh) {
     Location loc = f.getLoc();
+    // Every value becomes a buffer: its type must make one (at most 2^62
+    // bytes of an element type buffers hold).
+    auto checkType = [&](Location at, Type type) -> LogicalResult {
+      auto shaped = dyn_cast<ShapedType>(type);
+      if (!shaped)
+        return success();
+      return sched::BufferType::verify([&] { return emitError(at); },
+                                       shaped.getShape(),
+                                       shaped.getElementType());
+    };
+    for (BlockArgument arg : f.getArguments())
+      if (failed(checkType(loc, arg.getType())))
+        return failure();
+    WalkResult types = f.walk([&](Operation *op) {
+      if (op->getParentOfType<FusedOp>())
+        return WalkResult::advance();
+      for (Type t : op->getResultTypes())
+        if (failed(checkType(op->getLoc(), t)))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (types.wasInterrupted())
+      return failure();
     auto program = sched::ProgramOp::create(
         b, loc, b.getStringAttr(f.getSymName() + ".lowering"), IntegerAttr(),
         b.getI64IntegerAttr(target.alignment()), b.getI64IntegerAttr(0),

@@ -392,12 +392,15 @@ struct Storage {
   bool isConstant = false;   // Instructions must not write it.
   bool isParam = false;      // Only sched.assign writes it.
   FlatSymbolRefAttr symbol;  // For a get.
+  int64_t offset = 0;        // Bytes into the storage (through views).
 };
 
 Storage storageOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewOp>())
-    v = view.getSource();
   Storage s;
+  while (auto view = v.getDefiningOp<ViewOp>()) {
+    s.offset += view.getOffset();
+    v = view.getSource();
+  }
   if (auto alloc = v.getDefiningOp<AllocOp>()) {
     s.alloc = alloc;
     s.key = alloc.getOperation();
@@ -622,6 +625,30 @@ LogicalResult ProgramOp::verifyRegions() {
     SmallVector<MemoryEffects::EffectInstance> list;
     if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
       effects.getEffects(list);
+    // An instruction's writes overlap none of its other operands (kernels
+    // and libraries assume distinct buffers); only a collective may reduce
+    // in place, its input being its output.
+    for (MemoryEffects::EffectInstance &effect : list) {
+      auto *written = effect.getEffectValue<OpOperand *>();
+      if (!written || !isa<MemoryEffects::Write>(effect.getEffect()))
+        continue;
+      Storage w = storageOf(written->get());
+      int64_t wEnd = w.offset + bufferOf(written->get()).getBytes();
+      for (OpOperand &other : op.getOpOperands()) {
+        if (&other == written ||
+            (isa<CollectiveOp>(op) && other.get() == written->get()))
+          continue;
+        Storage o = storageOf(other.get());
+        int64_t oEnd = o.offset + bufferOf(other.get()).getBytes();
+        if (o.key == w.key && o.offset < wEnd && w.offset < oEnd &&
+            wEnd > w.offset && oEnd > o.offset)
+          return op.emitOpError("writes operand ")
+                 << written->getOperandNumber() << " over the bytes of operand "
+                 << other.getOperandNumber()
+                 << ": an instruction's outputs must not overlap its other "
+                    "operands";
+      }
+    }
     for (MemoryEffects::EffectInstance &effect : list) {
       Value v = effect.getValue();
       if (!v)
@@ -817,7 +844,45 @@ LogicalResult GemmOp::verify() {
   for (auto [value, name] : {std::pair{getBias(), "bias"}, {getAux(), "aux"}})
     if (value && failed(isFloatBuffer(*this, value, name)))
       return failure();
+  // Batches write disjoint blocks of C (and aux, laid out like C).
+  if (getBatch() > 1) {
+    std::optional<int64_t> block = llvm::checkedMul(m - 1, ld[2]);
+    block = block ? llvm::checkedAdd(*block, n) : std::nullopt;
+    if (!block || strides[2] < *block)
+      return emitOpError("batch stride ")
+             << strides[2] << " of C makes batches overlap (each batch writes "
+             << (block ? std::to_string(*block) : std::string("too many"))
+             << " elements)";
+  }
   return success();
+}
+
+std::optional<int64_t>
+weft::sched::attentionScratchBytes(AttentionAlgorithm algorithm, bool grad,
+                                   ArrayRef<int64_t> q, ArrayRef<int64_t> k,
+                                   int64_t elementBytes) {
+  int64_t b = q[0], s = q[1], hq = q[2], t = k[1];
+  std::optional<int64_t> rows = llvm::checkedMul(b, hq);
+  rows = rows ? llvm::checkedMul(*rows, s) : std::nullopt;
+  std::optional<int64_t> delta =
+      rows ? llvm::checkedMul(*rows, int64_t(4)) : std::nullopt;
+  if (algorithm == AttentionAlgorithm::flash)
+    return grad ? delta : std::optional<int64_t>(0);
+  std::optional<int64_t> plane =
+      rows ? llvm::checkedMul(*rows, t) : std::nullopt;
+  std::optional<int64_t> bytes =
+      plane ? llvm::checkedMul(*plane, 4 + elementBytes) : std::nullopt;
+  if (grad && bytes && delta)
+    bytes = llvm::checkedAdd(*bytes, *delta);
+  return grad && !delta ? std::nullopt : bytes;
+}
+
+bool weft::sched::attentionRowsAligned(ArrayRef<int64_t> q, ArrayRef<int64_t> k,
+                                       ArrayRef<int64_t> v,
+                                       int64_t elementBytes) {
+  int64_t align = 16 / elementBytes;
+  return q[1] % align == 0 && k[1] % align == 0 && q[3] % align == 0 &&
+         v[3] % align == 0;
 }
 
 namespace {
@@ -826,7 +891,7 @@ namespace {
 LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
                                     Value out, Value lse,
                                     AttentionAlgorithm algorithm, Value scratch,
-                                    int64_t scratchMatrices) {
+                                    bool grad) {
   for (auto [value, name] :
        {std::pair{q, "q"}, {k, "k"}, {v, "v"}, {out, "out"}})
     if (failed(hasRank(op, value, name, 4)) ||
@@ -848,18 +913,26 @@ LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
   if (scratch && !bufferOf(scratch).getElementType().isF32())
     return op->emitOpError("scratch must hold f32, not ")
            << bufferOf(scratch).getElementType();
-  if (algorithm == AttentionAlgorithm::flash) {
+  int64_t es = bufferOf(q).getElementBytes();
+  bool gemms = algorithm == AttentionAlgorithm::gemm_softmax;
+  if (gemms && !attentionRowsAligned(qs, ks, vs, es))
+    return op->emitOpError("algorithm 'gemm_softmax' needs S, T, D and Dv "
+                           "that make 16-byte rows, got [")
+           << qs << "] and [" << ks << "]";
+  std::optional<int64_t> need =
+      attentionScratchBytes(algorithm, grad, qs, ks, es);
+  if (need && *need == 0) {
     if (scratch)
-      return op->emitOpError("algorithm 'flash' takes no scratch");
+      return op->emitOpError("algorithm 'flash' takes no scratch forward");
     return success();
   }
-  // Overflow-safe: a product past 2^62 can never fit a buffer.
-  std::optional<int64_t> need = int64_t(4) * scratchMatrices;
-  for (int64_t x : {b, hq, s, t})
-    if (need)
-      need = llvm::checkedMul(*need, x);
+  // The flash backward's delta may also be computed without scratch (the
+  // CPU does); gemm_softmax cannot.
+  if (!scratch && !gemms)
+    return success();
   if (!scratch || !need || bufferOf(scratch).getBytes() < *need)
-    return op->emitOpError("algorithm 'gemm_softmax' needs ")
+    return op->emitOpError("algorithm '")
+           << stringifyAttentionAlgorithm(algorithm) << "' needs "
            << (need ? std::to_string(*need) : std::string("more than 2^63"))
            << " bytes of scratch, has "
            << (scratch ? bufferOf(scratch).getBytes() : 0);
@@ -870,12 +943,14 @@ LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
 
 LogicalResult AttentionOp::verify() {
   return verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                               getLse(), getAlgorithm(), getScratch(), 1);
+                               getLse(), getAlgorithm(), getScratch(),
+                               /*grad=*/false);
 }
 
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                                   getLse(), getAlgorithm(), getScratch(), 2)))
+                                   getLse(), getAlgorithm(), getScratch(),
+                                   /*grad=*/true)))
     return failure();
   for (auto [x, dx, name] : {std::tuple{getQ(), getDq(), "dq"},
                              {getK(), getDk(), "dk"},

@@ -447,9 +447,11 @@ def Sched_AttentionOp : Sched_Instr<"attention"> {
   let description = [{
     `weft.attention`'s semantics: `q` [B, S, Hq, D], `k` [B, T, Hkv, D],
     `v` [B, T, Hkv, Dv] give `out` [B, S, Hq, Dv] and `lse` [B, Hq, S]
-    (f32). `gemm_softmax` materialises the f32 scores [B, Hq, S, T] in
-    `scratch` (at least that many bytes) and softmaxes them in place;
-    `flash` needs no scratch.
+    (f32). `gemm_softmax` (rows of S, T, D and Dv elements 16-byte
+    aligned) keeps the f32 scores [B, Hq, S, T] and then the probabilities
+    in q's type, of the same shape, in `scratch`
+    (sched::attentionScratchBytes says how many bytes); `flash` takes no
+    scratch.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v,
                        Sched_Out:$out, Sched_Out:$lse,
@@ -470,8 +472,11 @@ def Sched_AttentionGradOp : Sched_Instr<"attention_grad"> {
   let description = [{
     `weft.attention_grad`'s semantics: from the forward's `q`, `k`, `v`,
     `out`, `lse` and the output gradient `dout`, writes `dq`, `dk`, `dv`
-    (of q's, k's and v's types). `gemm_softmax` needs `scratch` of at
-    least 2 · B · Hq · S · T f32 (the probabilities and their gradient).
+    (of q's, k's and v's types). `scratch` holds the forward's scores and
+    probabilities again (gemm_softmax: reused for dP and dS) and an f32
+    row term delta [B, Hq, S] (both algorithms; without scratch the flash
+    backward computes delta itself, as the CPU does);
+    sched::attentionScratchBytes says how many bytes.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v, Sched_In:$out,
                        Sched_In:$lse, Sched_In:$dout, Sched_Out:$dq,

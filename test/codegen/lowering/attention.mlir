@@ -3,19 +3,35 @@
 // RUN: weft-opt %s -split-input-file '-weft-lower-to-sched=target=cuda attention-scratch-mb=0' | FileCheck %s --check-prefix=FLASH
 
 // The compiler picks the algorithm: the CPU runs row by row (flash, no
-// scratch); the GPU materialises [B, Hq, S, T] f32 scores (2·4·8·8 = 512)
-// when they fit the budget, and twice that for the backward.
+// scratch); the GPU materialises the [B, Hq, S, T] = [2, 4, 8, 8] f32 scores
+// and probabilities (512 · (4 + 4) bytes: 1024 f32) when they fit the budget
+// and the rows align, and the backward adds the row term delta (2·4·8 f32).
+// Without the budget the GPU runs FlashAttention, whose backward still
+// keeps delta in scratch.
 // CHECK-LABEL: sched.program @attend
+// CHECK-NOT: scratch
 // CHECK: sched.attention {{.*}} scale 2.500000e-01 causal algorithm flash :
 // CHECK: sched.attention_grad {{.*}} scale 2.500000e-01 causal algorithm flash :
-// CUDA: %[[S:.*]] = sched.alloc : <512xf32>
-// CUDA-NEXT: sched.attention {{.*}} scratch(%[[S]] : !sched.buffer<512xf32>) scale 2.500000e-01 causal algorithm gemm_softmax :
-// CUDA: %[[S2:.*]] = sched.alloc : <1024xf32>
-// CUDA-NEXT: sched.attention_grad {{.*}} scratch(%[[S2]] : !sched.buffer<1024xf32>) {{.*}} algorithm gemm_softmax :
-// FLASH: algorithm flash
-// FLASH: algorithm flash
+// CUDA: %[[S:.*]] = sched.alloc : <1024xf32>
+// CUDA-NEXT: sched.attention {{.*}} scratch(%[[S]] : !sched.buffer<1024xf32>) scale 2.500000e-01 causal algorithm gemm_softmax :
+// CUDA: %[[S2:.*]] = sched.alloc : <1088xf32>
+// CUDA-NEXT: sched.attention_grad {{.*}} scratch(%[[S2]] : !sched.buffer<1088xf32>) {{.*}} algorithm gemm_softmax :
+// FLASH-NOT: sched.alloc : <1024xf32>
+// FLASH: sched.attention {{.*}} algorithm flash
+// FLASH: %[[D:.*]] = sched.alloc : <64xf32>
+// FLASH-NEXT: sched.attention_grad {{.*}} scratch(%[[D]] : !sched.buffer<64xf32>) {{.*}} algorithm flash
 func.func @attend(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %dy: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
   %o, %lse = weft.attention %q, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
   %dq, %dk, %dv = weft.attention_grad %q, %kv, %kv, %o, %lse, %dy scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
   return %dq : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Rows of S = 7 bf16 elements do not align for cuBLASLt: flash on the GPU.
+// CUDA-LABEL: sched.program @unaligned
+// CUDA: sched.attention {{.*}} algorithm flash
+func.func @unaligned(%q: tensor<1x7x2x16xbf16>) -> tensor<1x7x2x16xbf16> {
+  %o, %lse = weft.attention %q, %q, %q scale = 0.25 : tensor<1x7x2x16xbf16>, tensor<1x7x2x16xbf16>, tensor<1x7x2x16xbf16>
+  return %o : tensor<1x7x2x16xbf16>
 }

@@ -1,5 +1,10 @@
 // RUN: weft-opt %s -split-input-file -weft-lower-to-sched -verify-diagnostics
 // RUN: not weft-opt %s -split-input-file '-weft-lower-to-sched=target=tpu' 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not weft-opt %S/Inputs/wide-heads.mlir '-weft-lower-to-sched=target=cuda' 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: not weft-opt %S/Inputs/huge.mlir -weft-lower-to-sched 2>&1 | FileCheck %s --check-prefix=HUGE
+
+// HEADS: error: 'weft.attention' op GPU attention takes head dimensions of at most 128, got 160 and 160
+// HUGE: error: buffer of shape [4611686018427387904, 4] is larger than 2^62 bytes
 
 // TARGET: weft-lower-to-sched: target must be 'cpu' or 'cuda', not 'tpu'
 

@@ -1290,27 +1290,38 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<12xf32>):
-  // expected-error @+1 {{'sched.attention' op algorithm 'flash' takes no scratch}}
+  // expected-error @+1 {{'sched.attention' op algorithm 'flash' takes no scratch forward}}
   sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<12xf32>) scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
   sched.return []
 }
 
 // -----
 
-// Scores [B, Hq, S, T] = [1, 2, 2, 3] in f32: 48 bytes.
+// Scores [B, Hq, S, T] = [1, 2, 4, 4]: f32 scores and f32 probabilities,
+// 256 bytes.
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
-  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs 48 bytes of scratch, has 0}}
-  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+^bb0(%q: !sched.buffer<1x4x2x4xf32>, %k: !sched.buffer<1x4x1x4xf32>, %o: !sched.buffer<1x4x2x4xf32>, %lse: !sched.buffer<1x2x4xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs 256 bytes of scratch, has 0}}
+  sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm gemm_softmax : !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x1x4xf32> -> !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x2x4xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<11xf32>):
-  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs 48 bytes of scratch, has 44}}
-  sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<11xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+^bb0(%q: !sched.buffer<1x4x2x4xf32>, %k: !sched.buffer<1x4x1x4xf32>, %o: !sched.buffer<1x4x2x4xf32>, %lse: !sched.buffer<1x2x4xf32>, %s: !sched.buffer<63xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs 256 bytes of scratch, has 252}}
+  sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<63xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x1x4xf32> -> !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x2x4xf32>
+  sched.return []
+}
+
+// -----
+
+// cuBLASLt wants 16-byte rows: S = 2 bf16 elements is 4 bytes.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x8xbf16>, %k: !sched.buffer<1x8x1x8xbf16>, %o: !sched.buffer<1x2x2x8xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<1024xf32>):
+  // expected-error @+1 {{'sched.attention' op algorithm 'gemm_softmax' needs S, T, D and Dv that make 16-byte rows, got [1, 2, 2, 8] and [1, 8, 1, 8]}}
+  sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<1024xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x8xbf16>, !sched.buffer<1x8x1x8xbf16>, !sched.buffer<1x8x1x8xbf16> -> !sched.buffer<1x2x2x8xbf16>, !sched.buffer<1x2x2xf32>
   sched.return []
 }
 
@@ -1345,11 +1356,22 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 // -----
 
-// The backward needs two f32 score matrices: 96 bytes.
+// The backward keeps scores and probabilities (256 bytes) and the f32 row
+// term delta [B, Hq, S] (32 bytes).
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<12xf32>):
-  // expected-error @+1 {{'sched.attention_grad' op algorithm 'gemm_softmax' needs 96 bytes of scratch, has 48}}
-  sched.attention_grad %q, %k, %k, %o, %lse, %o -> %q, %k, %k scratch(%s : !sched.buffer<12xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16>
+^bb0(%q: !sched.buffer<1x4x2x4xf32>, %k: !sched.buffer<1x4x1x4xf32>, %o: !sched.buffer<1x4x2x4xf32>, %lse: !sched.buffer<1x2x4xf32>, %s: !sched.buffer<64xf32>, %dq: !sched.buffer<1x4x2x4xf32>, %dk: !sched.buffer<1x4x1x4xf32>, %dv: !sched.buffer<1x4x1x4xf32>):
+  // expected-error @+1 {{'sched.attention_grad' op algorithm 'gemm_softmax' needs 288 bytes of scratch, has 256}}
+  sched.attention_grad %q, %k, %k, %o, %lse, %o -> %dq, %dk, %dv scratch(%s : !sched.buffer<64xf32>) scale 0.5 algorithm gemm_softmax : !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x2x4xf32>, !sched.buffer<1x4x2x4xf32> -> !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x1x4xf32>
+  sched.return []
+}
+
+// -----
+
+// A flash backward given scratch needs room for delta.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x4x2x4xf32>, %k: !sched.buffer<1x4x1x4xf32>, %o: !sched.buffer<1x4x2x4xf32>, %lse: !sched.buffer<1x2x4xf32>, %s: !sched.buffer<4xf32>, %dq: !sched.buffer<1x4x2x4xf32>, %dk: !sched.buffer<1x4x1x4xf32>, %dv: !sched.buffer<1x4x1x4xf32>):
+  // expected-error @+1 {{'sched.attention_grad' op algorithm 'flash' needs 32 bytes of scratch, has 16}}
+  sched.attention_grad %q, %k, %k, %o, %lse, %o -> %dq, %dk, %dv scratch(%s : !sched.buffer<4xf32>) scale 0.5 algorithm flash : !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x2x4xf32>, !sched.buffer<1x4x2x4xf32> -> !sched.buffer<1x4x2x4xf32>, !sched.buffer<1x4x1x4xf32>, !sched.buffer<1x4x1x4xf32>
   sched.return []
 }
 
@@ -2553,5 +2575,37 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.assign @w = %x : !sched.buffer<4xf32>
   // expected-error @+1 {{'sched.assign' op assigns @w a second time}}
   sched.assign @w = %x : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// An instruction's outputs do not overlap its other operands.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.dropout' op writes operand 1 over the bytes of operand 0: an instruction's outputs must not overlap its other operands}}
+  sched.dropout %x, %x {rate = 0.1, seed = 1} : !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+// Overlapping views of one buffer count too.
+sched.program @p arena(64) align(1) events(0) streams ["compute"] {
+  %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<16xf32>
+  %lo = sched.view %a[0] : !sched.buffer<16xf32> to !sched.buffer<8xf32>
+  %mid = sched.view %a[16] : !sched.buffer<16xf32> to !sched.buffer<8xf32>
+  // expected-error @+1 {{'sched.copy' op writes operand 1 over the bytes of operand 0}}
+  sched.copy %lo -> %mid sizes [8] src [0, 1] dst [0, 1] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+// Batches of a GEMM write disjoint blocks of C.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<2x4x16xf32>, %b: !sched.buffer<16x16xf32>, %c: !sched.buffer<4x16xf32>):
+  // expected-error @+1 {{'sched.gemm' op batch stride 0 of C makes batches overlap (each batch writes 64 elements)}}
+  sched.gemm %a, %b -> %c mnk [4, 16, 16] batch 2 ld [16, 16, 16] strides [64, 0, 0] epilogue none : !sched.buffer<2x4x16xf32>, !sched.buffer<16x16xf32> -> !sched.buffer<4x16xf32>
   sched.return []
 }

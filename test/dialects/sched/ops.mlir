@@ -36,6 +36,7 @@ sched.program @step arena(8192) align(64) events(2) streams ["compute", "comm"] 
   %loss = sched.alloc offset(1024) live(4, 15) : !sched.buffer<1xf32>
   %g = sched.alloc offset(1088) live(5, 15) : !sched.buffer<32x16xf32>
   %logits = sched.alloc offset(4096) live(3, 6) : !sched.buffer<8x16xf32>
+  %dropped = sched.alloc offset(6144) live(14, 15) : !sched.buffer<32x16xf32>
   // CHECK: sched.embedding %{{.*}}, %{{.*}}, %{{.*}} {vocab_axes = ["tp"]} : !sched.buffer<32x16xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
   sched.embedding %wte, %ids, %x {vocab_axes = ["tp"]} : !sched.buffer<32x16xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16xf32>
   // CHECK: sched.launch @fused_0 grid [1, 1, 1] block 256 ins(%{{.*}} : !sched.buffer<8x16xf32>) outs(%{{.*}} : !sched.buffer<8x16xbf16>) scalars [128, 1.000000e+00 : f32]
@@ -63,9 +64,9 @@ sched.program @step arena(8192) align(64) events(2) streams ["compute", "comm"] 
   sched.record 1 on "comm"
   sched.wait 1
   // CHECK: sched.dropout {{.*}} {rate = 1.000000e-01 : f64, seed = 7 : i64}
-  sched.dropout %g, %g {rate = 0.1, seed = 7} : !sched.buffer<32x16xf32>, !sched.buffer<32x16xf32>
+  sched.dropout %g, %dropped {rate = 0.1, seed = 7} : !sched.buffer<32x16xf32>, !sched.buffer<32x16xf32>
   // CHECK: sched.assign @wte = %{{.*}} : <32x16xf32>
-  sched.assign @wte = %g : !sched.buffer<32x16xf32>
+  sched.assign @wte = %dropped : !sched.buffer<32x16xf32>
   // CHECK: sched.return ["loss", "grad:wte"] %{{.*}}, %{{.*}} : !sched.buffer<1xf32>, !sched.buffer<32x16xf32>
   sched.return ["loss", "grad:wte"] %loss, %g : !sched.buffer<1xf32>, !sched.buffer<32x16xf32>
 }
@@ -74,19 +75,19 @@ sched.program @step arena(8192) align(64) events(2) streams ["compute", "comm"] 
 sched.kernel @iota inputs [] outputs [!sched.buffer<4x8xf32>] scalars []
 // CHECK-LABEL: sched.program @ops
 sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
-^bb0(%q: !sched.buffer<2x4x4x8xbf16>, %k: !sched.buffer<2x4x2x8xbf16>, %v: !sched.buffer<2x4x2x8xbf16>,
+^bb0(%q: !sched.buffer<2x4x4x8xf32>, %k: !sched.buffer<2x4x2x8xf32>, %v: !sched.buffer<2x4x2x8xf32>,
      %x: !sched.buffer<4x8xf32>, %w8: !sched.buffer<8x8xf8E4M3FN>, %a8: !sched.buffer<4x8xf8E4M3FN>,
      %ids: !sched.buffer<4x2xi64>):
-  %o = sched.alloc offset(0) live(0, 1) : !sched.buffer<2x4x4x8xbf16>
+  %o = sched.alloc offset(0) live(0, 1) : !sched.buffer<2x4x4x8xf32>
   %lse = sched.alloc offset(1024) live(0, 1) : !sched.buffer<2x4x4xf32>
   %s = sched.alloc offset(2048) live(0, 1) : !sched.buffer<1024xf32>
-  %dq = sched.alloc offset(8192) live(1, 1) : !sched.buffer<2x4x4x8xbf16>
-  %dk = sched.alloc offset(9216) live(1, 1) : !sched.buffer<2x4x2x8xbf16>
-  %dv = sched.alloc offset(9728) live(1, 1) : !sched.buffer<2x4x2x8xbf16>
+  %dq = sched.alloc offset(8192) live(1, 1) : !sched.buffer<2x4x4x8xf32>
+  %dk = sched.alloc offset(9216) live(1, 1) : !sched.buffer<2x4x2x8xf32>
+  %dv = sched.alloc offset(9728) live(1, 1) : !sched.buffer<2x4x2x8xf32>
   // CHECK: sched.attention {{.*}} scratch(%{{.*}} : !sched.buffer<1024xf32>) scale 3.535500e-01 causal algorithm gemm_softmax :
-  sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<1024xf32>) scale 0.35355 causal algorithm gemm_softmax : !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x2x8xbf16> -> !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x4xf32>
+  sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<1024xf32>) scale 0.35355 causal algorithm gemm_softmax : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>
   // CHECK: sched.attention_grad {{.*}} algorithm flash :
-  sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv scale 0.35355 causal algorithm flash : !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xbf16> -> !sched.buffer<2x4x4x8xbf16>, !sched.buffer<2x4x2x8xbf16>, !sched.buffer<2x4x2x8xbf16>
+  sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv scale 0.35355 causal algorithm flash : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>
   %ids0 = sched.view %ids[0] : !sched.buffer<4x2xi64> to !sched.buffer<4xi64>
   %y = sched.alloc offset(12288) live(2, 16) : !sched.buffer<4x8xf32>
   %b = sched.alloc offset(12544) live(2, 16) : !sched.buffer<8xf32>
@@ -102,8 +103,10 @@ sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
   sched.reduce sum %x -> %b dims [0] : !sched.buffer<4x8xf32> -> !sched.buffer<8xf32>
   sched.softmax %x, %y {dim = 1} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
   sched.cross_entropy_grad %y, %ids0, %sc, %aux {ignore_index = -100, vocab_axes = []} : !sched.buffer<4x8xf32>, !sched.buffer<4xi64>, !sched.buffer<1xf32>, !sched.buffer<4x8xf32>
-  sched.layer_norm_grad %x, %b, %y, %aux, %b, %b {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
-  sched.rms_norm_grad %x, %b, %y, %aux, %b {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
+  %dw = sched.alloc offset(15616) live(2, 16) : !sched.buffer<8xf32>
+  %db = sched.alloc offset(15872) live(2, 16) : !sched.buffer<8xf32>
+  sched.layer_norm_grad %x, %b, %y, %aux, %dw, %db {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.rms_norm_grad %x, %b, %y, %aux, %dw {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
   sched.one_hot %ids0, %y : !sched.buffer<4xi64>, !sched.buffer<4x8xf32>
   %tv = sched.alloc offset(13312) live(2, 16) : !sched.buffer<4x2xf32>
   sched.topk %x, %tv, %ids {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>

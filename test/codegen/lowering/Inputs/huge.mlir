@@ -1,0 +1,3 @@
+func.func @f(%x: tensor<4611686018427387904x4xf32>) -> tensor<4611686018427387904x4xf32> {
+  return %x : tensor<4611686018427387904x4xf32>
+}

@@ -1242,6 +1242,16 @@ absl::Status checkGemm(const Check &c, const GemmAttrs &a) {
     WEFT_RETURN_IF_ERROR(c.isFloat(bias));
   if (a.hasAux)
     WEFT_RETURN_IF_ERROR(c.isFloat(aux));
+  // Batches write disjoint blocks of C.
+  if (a.batch > 1) {
+    std::optional<int64_t> block = checkedMul(a.mnk[0] - 1, a.ld[2]);
+    block = block ? checkedAdd(*block, a.mnk[1]) : std::nullopt;
+    if (!block || a.strides[2] < *block)
+      return c.fail(absl::StrCat("field 'strides': batch stride ", a.strides[2],
+                                 " of c makes batches overlap (each batch "
+                                 "writes ",
+                                 countText(block), " elements)"));
+  }
   return absl::OkStatus();
 }
 
@@ -1268,19 +1278,39 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
   if (a.hasScratch && c.dtype(scratch) != DType::F32)
     return c.fail(absl::StrCat(c.name(scratch), " must hold f32, not ",
                                dtypeText(c.dtype(scratch))));
-  if (a.algorithm == AttentionAlgorithm::Flash) {
-    if (a.hasScratch)
-      return c.fail("field 'algorithm' 'flash' takes no scratch (field "
-                    "'has_scratch' is true)");
+  // The scratch rule of sched::attentionScratchBytes (SchedOps.cpp):
+  // gemm_softmax keeps f32 scores and probabilities in q's type, [B, Hq,
+  // S, T] each, on 16-byte-aligned rows; every backward adds the f32 row
+  // term delta [B, Hq, S]; the flash forward takes none.
+  int64_t es = static_cast<int64_t>(dtypeSize(c.dtype(0)));
+  bool gemms = a.algorithm == AttentionAlgorithm::GemmSoftmax;
+  int64_t align = 16 / es;
+  if (gemms && (s % align || t % align || d % align || vs[3] % align))
+    return c.fail("field 'algorithm' 'gemm_softmax' needs S, T, D and Dv "
+                  "that make 16-byte rows");
+  std::optional<int64_t> rows = checkedMul(b, hq);
+  rows = rows ? checkedMul(*rows, s) : std::nullopt;
+  std::optional<int64_t> delta =
+      rows ? checkedMul(*rows, int64_t(4)) : std::nullopt;
+  std::optional<int64_t> need;
+  if (!gemms) {
+    need = grad ? delta : std::optional<int64_t>(0);
   } else {
-    std::optional<int64_t> need = int64_t(4) * (grad ? 2 : 1);
-    for (int64_t x : {b, hq, s, t})
-      need = need ? checkedMul(*need, x) : std::nullopt;
+    std::optional<int64_t> plane = rows ? checkedMul(*rows, t) : std::nullopt;
+    need = plane ? checkedMul(*plane, 4 + es) : std::nullopt;
+    if (grad)
+      need = need && delta ? checkedAdd(*need, *delta) : std::nullopt;
+  }
+  if (need && *need == 0) {
+    if (a.hasScratch)
+      return c.fail("field 'algorithm' 'flash' takes no scratch forward "
+                    "(field 'has_scratch' is true)");
+  } else if (a.hasScratch || gemms) {
     int64_t has = a.hasScratch ? c.type(scratch).bytes() : 0;
     if (!a.hasScratch || !need || has < *need)
-      return c.fail(absl::StrCat("field 'algorithm' 'gemm_softmax' needs ",
-                                 countText(need), " bytes of scratch, has ",
-                                 has));
+      return c.fail(absl::StrCat(
+          "field 'algorithm' '", gemms ? "gemm_softmax" : "flash", "' needs ",
+          countText(need), " bytes of scratch, has ", has));
   }
   if (!grad)
     return absl::OkStatus();
@@ -1761,12 +1791,15 @@ absl::Status checkPlan(const Program &p, const SchedBundle &b) {
   std::string where = absl::StrCat("program '", p.name, "'");
   // The storage each buffer's bytes are: its alloc, input, param or
   // constant, through views; one key per storage.
-  std::vector<int64_t> root(n), key(n);
+  std::vector<int64_t> root(n), key(n), rootOffset(n, 0);
   std::map<int64_t, int64_t> inputKey;
   std::map<std::string, int64_t> symbolKey;
   for (size_t id = 0; id < n; ++id) {
     const Buffer &buf = p.buffers[id];
     root[id] = buf.kind == Buffer::Kind::View ? root[buf.of] : id;
+    // Views are inside their source (checked above): no overflow.
+    rootOffset[id] =
+        buf.kind == Buffer::Kind::View ? rootOffset[buf.of] + buf.offset : 0;
     const Buffer &r = p.buffers[root[id]];
     if (r.kind == Buffer::Kind::Input)
       key[id] = inputKey.emplace(r.index, root[id]).first->second;
@@ -1842,6 +1875,29 @@ absl::Status checkPlan(const Program &p, const SchedBundle &b) {
       }
     }
 
+    // An instruction's writes overlap none of its other operands (kernels
+    // and libraries assume distinct buffers); only a collective may reduce
+    // in place, its input being its output. (SchedOps.cpp's rule.)
+    for (size_t w = 0; w < in.operands.size(); ++w) {
+      if (!(c.roles[w].effect & kWrite))
+        continue;
+      int64_t wid = in.operands[w];
+      int64_t wBegin = rootOffset[wid],
+              wEnd = wBegin + p.buffers[wid].type.bytes();
+      for (size_t j = 0; j < in.operands.size(); ++j) {
+        int64_t id = in.operands[j];
+        if (j == w || (in.op == Op::Collective && id == wid))
+          continue;
+        int64_t begin = rootOffset[id],
+                end = begin + p.buffers[id].type.bytes();
+        if (key[id] == key[wid] && begin < wEnd && wBegin < end &&
+            wEnd > wBegin && end > begin)
+          return c.fail(absl::StrCat(
+              c.name(w), " is written over the bytes of ", c.name(j),
+              ": an instruction's outputs must not "
+              "overlap its other operands"));
+      }
+    }
     StreamOrder::Access here{s, order.position[s], i};
     for (size_t j = 0; j < in.operands.size(); ++j) {
       int64_t id = in.operands[j];

@@ -314,6 +314,21 @@ const Corruption kCorruptions[] = {
     {"MissingMeta",
      [](json &m) { m.erase("meta"); },
      {"manifest", "field 'meta' is missing"}},
+    // An instruction's output overlapping one of its inputs.
+    {"LaunchWritesItsInput",
+     [](json &m) {
+       m["programs"][0]["instructions"][1]["operands"] = {2, 2};
+     },
+     {"program 'step', instruction 1 (launch)", "must not overlap"}},
+    // A batched GEMM whose batches write the same C.
+    {"GemmBatchesOverlap",
+     [](json &m) {
+       auto &g = m["programs"][0]["instructions"][0];
+       g["batch"] = 2;
+       g["mnk"] = {1, 4, 4};
+       g["strides"] = {4, 0, 0};
+     },
+     {"program 'step', instruction 0 (gemm)", "batches overlap"}},
     // Kernel files.
     {"KernelPathWithSlash",
      [](json &m) { m["kernels"]["cpu"]["file"] = "../other/kernels.so"; },

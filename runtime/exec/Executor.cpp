@@ -2,18 +2,16 @@
 
 #include "runtime/exec/Executor.h"
 
+#include "runtime/exec/ParamBlocks.h"
 #include "runtime/gpu/GpuBackend.h"
-#include "runtime/support/Random.h"
 
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <deque>
 #include <dlfcn.h>
 #include <limits>
-#include <thread>
 
 namespace weft::runtime {
 
@@ -280,66 +278,26 @@ absl::Status Executor::bind(const std::string &name, const ProgramSpec &spec) {
 void Executor::initialize(uint64_t seed) {
   deviceParamsStale_ = true;
   hostParamsStale_ = false;
-  // Parameters fill independently (each draw is a function of the seed, the
-  // name and the index), so threads take them one at a time: a billion
-  // parameters take seconds, not minutes.
-  std::atomic<size_t> next{0};
-  auto fill = [&] {
-    for (size_t k = next++; k < bundle_.params.size(); k = next++) {
-      const ParamSpec &p = bundle_.params[k];
-      std::vector<float> &data = params_.at(p.name);
-      uint64_t stream = seed ^ fnv1a64(p.name);
-      int kind = p.init == "ones"      ? 1
-                 : p.init == "normal"  ? 2
-                 : p.init == "uniform" ? 3
-                                       : 0;
-      // Draws are indexed by the element's place in the global tensor, so
-      // a shard holds exactly the values a single rank would.
-      const MeshSpec &mesh = bundle_.mesh;
-      forEachInBlock(p.shape, mesh.globalShape(p.shape, p.sharding),
+  const MeshSpec &mesh = bundle_.mesh;
+  std::vector<ParamFill> fills;
+  for (const ParamSpec &p : bundle_.params)
+    fills.push_back({p.name,
+                     p.init == "ones"      ? ParamInit::Ones
+                     : p.init == "normal"  ? ParamInit::Normal
+                     : p.init == "uniform" ? ParamInit::Uniform
+                                           : ParamInit::Zeros,
+                     p.scale, p.shape, mesh.globalShape(p.shape, p.sharding),
                      mesh.blockStart(rank(), p.shape, p.sharding),
-                     [&](int64_t i, int64_t g) {
-                       double v = kind == 1   ? 1.0
-                                  : kind == 2 ? p.scale * normal(stream, g)
-                                  : kind == 3
-                                      ? p.scale * (2 * uniform24(stream, g) - 1)
-                                      : 0.0;
-                       data[i] = static_cast<float>(v);
-                     });
-    }
-  };
-  unsigned threads =
-      std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t)
-    workers.emplace_back(fill);
-  fill();
-  for (std::thread &w : workers)
-    w.join();
+                     params_.at(p.name).data()});
+  fillParams(seed, fills);
 }
 
 absl::StatusOr<std::vector<float>>
 Executor::gatherBlocks(const std::vector<float> &local,
                        const std::vector<int64_t> &shape,
                        const Sharding &sharding) {
-  const MeshSpec &mesh = bundle_.mesh;
-  std::vector<std::string> axes = MeshSpec::axesOf(sharding);
-  if (axes.empty() || !options_.comm)
-    return local;
-  std::vector<float> blocks(local.size() * mesh.groupSize(axes));
-  if (absl::Status s = options_.comm->allGather(axes, local.data(),
-                                                blocks.data(), local.size());
-      !s.ok())
-    return s;
-  std::vector<int64_t> global = mesh.globalShape(shape, sharding);
-  std::vector<float> out(blocks.size());
-  std::vector<int64_t> members = mesh.groupMembers(rank(), axes);
-  for (size_t j = 0; j < members.size(); ++j) {
-    const float *block = blocks.data() + j * local.size();
-    forEachInBlock(shape, global, mesh.blockStart(members[j], shape, sharding),
-                   [&](int64_t i, int64_t g) { out[g] = block[i]; });
-  }
-  return out;
+  return runtime::gatherBlocks(options_.comm, bundle_.mesh, local, shape,
+                               sharding);
 }
 
 absl::StatusOr<std::vector<float>>
@@ -370,32 +328,19 @@ absl::Status Executor::load(const SafetensorsFile &file, bool requireAll) {
     return s;
   deviceParamsStale_ = true;
   for (const ParamSpec &p : bundle_.params) {
-    const TensorInfo *t = file.findParameter(p.name);
-    if (!t) {
-      if (requireAll && !p.state)
-        return absl::NotFoundError(
-            absl::StrCat(file.label(), ": no tensor named '", p.name, "'"));
-      continue;
-    }
     // Checkpoints hold whole tensors; a shard takes its block.
-    std::vector<int64_t> global = bundle_.mesh.globalShape(p.shape, p.sharding);
-    if (t->shape != global || t->dtype != p.dtype) {
-      std::string have, want;
-      for (int64_t d : t->shape)
-        absl::StrAppend(&have, have.empty() ? "" : ", ", d);
-      for (int64_t d : global)
-        absl::StrAppend(&want, want.empty() ? "" : ", ", d);
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.label(), ": tensor '", t->name, "' is ",
-                       std::string(dtypeName(t->dtype)), " [", have,
-                       "] but the model's parameter is ",
-                       std::string(dtypeName(p.dtype)), " [", want, "]"));
-    }
-    std::vector<double> values = file.toDoubles(*t);
-    std::vector<float> &data = params_.at(p.name);
-    forEachInBlock(
-        p.shape, global, bundle_.mesh.blockStart(rank(), p.shape, p.sharding),
-        [&](int64_t i, int64_t g) { data[i] = static_cast<float>(values[g]); });
+    ParamFill block{p.name,
+                    ParamInit::Zeros,
+                    0,
+                    p.shape,
+                    bundle_.mesh.globalShape(p.shape, p.sharding),
+                    bundle_.mesh.blockStart(rank(), p.shape, p.sharding),
+                    params_.at(p.name).data()};
+    absl::Status s = readBlock(file, block, p.dtype);
+    if (absl::IsNotFound(s) && !(requireAll && !p.state))
+      continue;
+    if (!s.ok())
+      return s;
   }
   return absl::OkStatus();
 }

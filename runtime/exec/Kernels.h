@@ -11,6 +11,7 @@
 #define WEFT_RUNTIME_EXEC_KERNELS_H
 
 #include "runtime/exec/Bundle.h"
+#include "runtime/exec/CpuMath.h"
 
 #include "absl/status/statusor.h"
 
@@ -46,10 +47,7 @@ using FusedKernelFn = void (*)(const float *const *in, float *const *out,
 /// columns are [offset, offset + local) of `total`, and `combine` all-reduces
 /// floats across the vocabulary's group (max or sum), for cross-entropy.
 /// Default: the whole vocabulary.
-struct VocabBlock {
-  int64_t offset = 0, total = 0;
-  std::function<absl::Status(float *data, size_t count, bool max)> combine;
-};
+using VocabBlock = cpu::VocabRange;
 
 /// (weft.fused steps call the generated kernel named by their "kernel"
 /// attribute, found through `resolve`.)

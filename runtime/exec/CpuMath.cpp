@@ -1,0 +1,501 @@
+//===- CpuMath.cpp - the CPU runtime's math on typed pointers -------------===//
+
+#include "runtime/exec/CpuMath.h"
+
+#include "runtime/support/Random.h"
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+namespace weft::runtime::cpu {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Tile sizes of the attention kernels: a 64 x 64 score tile of floats
+/// (16 KiB) stays in L1/L2 while GEMMs fill and consume it.
+constexpr int64_t kQueryTile = 64, kKeyTile = 64;
+
+/// One tile of scaled scores, s = scale * Q[i0:i0+bq] K[j0:j0+bk]^T, from
+/// strided views of the [B, S, H, D] tensors; returns, through `visible`,
+/// how many of the tile's keys each query row may see.
+void scoreTile(const AttentionShape &a, bool causal, float scale,
+               const float *qh, int64_t ldq, const float *kh, int64_t ldk,
+               int64_t i0, int64_t bq, int64_t j0, int64_t bk, float *s,
+               int64_t *visible) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d, scale,
+              qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f, s, bk);
+  for (int64_t i = 0; i < bq; ++i)
+    visible[i] = causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
+}
+
+/// Slot of each (token, choice) pair under weft.expert_dispatch's rule.
+absl::StatusOr<std::vector<int64_t>> assignSlots(const int32_t *ids,
+                                                 int64_t pairs, int64_t experts,
+                                                 int64_t capacity,
+                                                 const char *op) {
+  std::vector<int64_t> fill(experts, 0), slots(pairs, -1);
+  for (int64_t p = 0; p < pairs; ++p) {
+    int64_t e = ids[p];
+    if (e < 0 || e >= experts)
+      return absl::OutOfRangeError(
+          absl::StrCat(op, ": expert id ", e, " at index ", p,
+                       " is outside [0, ", experts, ")"));
+    if (fill[e] < capacity)
+      slots[p] = fill[e]++;
+  }
+  return slots;
+}
+
+/// Top-k of one row (shared by topk and topk_gating).
+void topkRow(const double *x, int64_t n, int64_t k, float *values,
+             int32_t *ids) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+  for (int64_t j = 0; j < k; ++j) {
+    values[j] = static_cast<float>(x[order[j]]);
+    ids[j] = static_cast<int32_t>(order[j]);
+  }
+}
+
+/// Mean (0 for RMSNorm) and 1/sqrt(variance + eps) of one row.
+std::pair<double, double> rowStats(const float *x, int64_t dim, bool rms,
+                                   double eps) {
+  double mean = 0, var = 0;
+  if (!rms) {
+    for (int64_t j = 0; j < dim; ++j)
+      mean += x[j];
+    mean /= dim;
+  }
+  for (int64_t j = 0; j < dim; ++j)
+    var += (x[j] - mean) * (x[j] - mean);
+  return {mean, 1.0 / std::sqrt(var / dim + eps)};
+}
+
+int64_t product(const Shape &s, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    n *= s[i];
+  return n;
+}
+} // namespace
+
+/// FlashAttention's forward on the CPU: for each (batch, head) and tile of
+/// queries, walk the visible key tiles keeping a running row maximum m and
+/// sum l; scores and P V go through sgemm on strided views of the
+/// [B, S, H, D] tensors, so nothing of size S x S is ever stored.
+void attentionForward(const AttentionShape &a, float scale, bool causal,
+                      const float *q, const float *k, const float *v,
+                      float *out, float *lse) {
+  int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
+  std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
+  std::vector<float> m(kQueryTile), l(kQueryTile);
+  std::vector<int64_t> visible(kQueryTile);
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.hq; ++h) {
+      const float *qh = q + a.queryAt(b, h), *kh = k + a.keyAt(b, h),
+                  *vh = v + a.valueAt(b, h);
+      for (int64_t i0 = 0; i0 < a.s; i0 += kQueryTile) {
+        int64_t bq = std::min(kQueryTile, a.s - i0);
+        std::fill(m.begin(), m.end(), -INFINITY);
+        std::fill(l.begin(), l.end(), 0.0f);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        // Keys visible to the last query of the tile.
+        int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
+        for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
+          int64_t bk = std::min(kKeyTile, keys - j0);
+          scoreTile(a, causal, scale, qh, ldq, kh, ldk, i0, bq, j0, bk,
+                    s.data(), visible.data());
+          for (int64_t i = 0; i < bq; ++i) {
+            float *row = s.data() + i * bk;
+            float mNew = m[i];
+            for (int64_t j = 0; j < visible[i]; ++j)
+              mNew = std::max(mNew, row[j]);
+            float correction = std::exp(m[i] - mNew), sum = 0;
+            for (int64_t j = 0; j < bk; ++j)
+              sum += row[j] = j < visible[i] ? std::exp(row[j] - mNew) : 0.0f;
+            l[i] = l[i] * correction + sum;
+            m[i] = mNew;
+            for (int64_t c = 0; c < a.dv; ++c)
+              acc[i * a.dv + c] *= correction;
+          }
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, a.dv, bk,
+                      1.0f, s.data(), bk, vh + j0 * ldv, ldv, 1.0f, acc.data(),
+                      a.dv);
+        }
+        for (int64_t i = 0; i < bq; ++i) {
+          float *o = out + (b * a.s + i0 + i) * ldo + h * a.dv;
+          for (int64_t c = 0; c < a.dv; ++c)
+            o[c] = acc[i * a.dv + c] / l[i];
+          lse[(b * a.hq + h) * a.s + i0 + i] = m[i] + std::log(l[i]);
+        }
+      }
+    }
+}
+
+/// FlashAttention's backward: probabilities are recomputed tile by tile
+/// from the saved log-sum-exp; every product is an sgemm on strided views.
+/// Grouped-query heads accumulate into their shared key/value head.
+void attentionBackward(const AttentionShape &a, float scale, bool causal,
+                       const float *q, const float *k, const float *v,
+                       const float *o, const float *lse, const float *dout,
+                       float *dq, float *dk, float *dv) {
+  int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
+  std::fill(dq, dq + a.batch * a.s * a.ldq, 0.0f);
+  std::fill(dk, dk + a.batch * a.t * a.ldk, 0.0f);
+  std::fill(dv, dv + a.batch * a.t * a.ldv, 0.0f);
+  std::vector<float> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile),
+      rowDot(kQueryTile);
+  std::vector<int64_t> visible(kQueryTile);
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.hq; ++h) {
+      const float *qh = q + a.queryAt(b, h), *kh = k + a.keyAt(b, h),
+                  *vh = v + a.valueAt(b, h), *oh = o + a.outAt(b, h),
+                  *doh = dout + a.outAt(b, h);
+      float *dqh = dq + a.queryAt(b, h), *dkh = dk + a.keyAt(b, h),
+            *dvh = dv + a.valueAt(b, h);
+      const float *lseh = lse + (b * a.hq + h) * a.s;
+      for (int64_t i0 = 0; i0 < a.s; i0 += kQueryTile) {
+        int64_t bq = std::min(kQueryTile, a.s - i0);
+        for (int64_t i = 0; i < bq; ++i) {
+          double dot = 0;
+          for (int64_t c = 0; c < a.dv; ++c)
+            dot += static_cast<double>(doh[(i0 + i) * ldo + c]) *
+                   oh[(i0 + i) * ldo + c];
+          rowDot[i] = static_cast<float>(dot);
+        }
+        int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
+        for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
+          int64_t bk = std::min(kKeyTile, keys - j0);
+          scoreTile(a, causal, scale, qh, ldq, kh, ldk, i0, bq, j0, bk,
+                    p.data(), visible.data());
+          for (int64_t i = 0; i < bq; ++i)
+            for (int64_t j = 0; j < bk; ++j)
+              p[i * bk + j] = j < visible[i]
+                                  ? std::exp(p[i * bk + j] - lseh[i0 + i])
+                                  : 0.0f;
+          // dV += P^T dO;  dP = dO V^T.
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bk, a.dv, bq,
+                      1.0f, p.data(), bk, doh + i0 * ldo, ldo, 1.0f,
+                      dvh + j0 * ldv, ldv);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.dv,
+                      1.0f, doh + i0 * ldo, ldo, vh + j0 * ldv, ldv, 0.0f,
+                      dp.data(), bk);
+          // dS = P (dP - D) scale, in place in dp.
+          for (int64_t i = 0; i < bq; ++i)
+            for (int64_t j = 0; j < bk; ++j)
+              dp[i * bk + j] =
+                  p[i * bk + j] * (dp[i * bk + j] - rowDot[i]) * scale;
+          // dQ += dS K;  dK += dS^T Q.
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, a.d, bk,
+                      1.0f, dp.data(), bk, kh + j0 * ldk, ldk, 1.0f,
+                      dqh + i0 * ldq, ldq);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bk, a.d, bq,
+                      1.0f, dp.data(), bk, qh + i0 * ldq, ldq, 1.0f,
+                      dkh + j0 * ldk, ldk);
+        }
+      }
+    }
+}
+
+std::vector<int64_t> gatherIndex(const Shape &outShape, const Shape &inStrides,
+                                 int64_t base) {
+  std::vector<int64_t> index(product(outShape, 0, SIZE_MAX));
+  Shape counter(outShape.size(), 0);
+  int64_t off = base;
+  for (size_t flat = 0; flat < index.size(); ++flat) {
+    index[flat] = off;
+    for (int64_t d = static_cast<int64_t>(outShape.size()) - 1; d >= 0; --d) {
+      off += inStrides[d];
+      if (++counter[d] < outShape[d])
+        break;
+      off -= inStrides[d] * outShape[d];
+      counter[d] = 0;
+    }
+  }
+  return index;
+}
+
+ReducePlan::ReducePlan(const Shape &in, const Shape &dims, ReduceKind kind)
+    : kind(kind) {
+  // Output strides seen from the input: 0 along reduced dimensions.
+  Shape outStrides(in.size(), 0);
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) {
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+      count *= in[d];
+      continue;
+    }
+    outStrides[d] = stride;
+    stride *= in[d];
+  }
+  outSize = stride;
+  target = gatherIndex(in, outStrides);
+  acc.resize(outSize);
+}
+
+void ReducePlan::run(const float *x, float *y) const {
+  bool max = kind == ReduceKind::Max;
+  std::fill(acc.begin(), acc.end(), max ? -kInf : 0.0);
+  for (size_t i = 0; i < target.size(); ++i) {
+    double v = x[i];
+    double &slot = acc[target[i]];
+    slot = max ? (std::isnan(v) || std::isnan(slot) ? NAN : std::max(slot, v))
+               : slot + v;
+  }
+  for (int64_t i = 0; i < outSize; ++i)
+    y[i] =
+        static_cast<float>(kind == ReduceKind::Mean ? acc[i] / count : acc[i]);
+}
+
+void normForward(const float *x, const float *w, const float *bias, float *y,
+                 int64_t rows, int64_t dim, bool rms, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * dim;
+    auto [mean, inv] = rowStats(xr, dim, rms, eps);
+    for (int64_t j = 0; j < dim; ++j)
+      y[r * dim + j] = static_cast<float>((xr[j] - mean) * inv * w[j] +
+                                          (rms ? 0.0 : bias[j]));
+  }
+}
+
+void normBackward(const float *x, const float *w, const float *dy, float *dx,
+                  float *dw, float *db, int64_t rows, int64_t dim, bool rms,
+                  double eps) {
+  std::vector<double> gw(dim, 0.0), gb(dim, 0.0), xhat(dim), g(dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * dim, *dyr = dy + r * dim;
+    auto [mean, inv] = rowStats(xr, dim, rms, eps);
+    double meanG = 0, meanGX = 0;
+    for (int64_t j = 0; j < dim; ++j) {
+      xhat[j] = (xr[j] - mean) * inv;
+      g[j] = static_cast<double>(dyr[j]) * w[j];
+      meanG += g[j];
+      meanGX += g[j] * xhat[j];
+      gw[j] += dyr[j] * xhat[j];
+      gb[j] += dyr[j];
+    }
+    meanG /= dim;
+    meanGX /= dim;
+    for (int64_t j = 0; j < dim; ++j)
+      dx[r * dim + j] = static_cast<float>(
+          (g[j] - (rms ? 0.0 : meanG) - xhat[j] * meanGX) * inv);
+  }
+  for (int64_t j = 0; j < dim; ++j) {
+    dw[j] = static_cast<float>(gw[j]);
+    if (!rms)
+      db[j] = static_cast<float>(gb[j]);
+  }
+}
+
+void softmax(const float *x, float *y, const Shape &sh, int64_t dim) {
+  int64_t n = sh[dim], inner = product(sh, dim + 1, SIZE_MAX),
+          outer = product(sh, 0, dim);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      const float *a = x + o * n * inner + in;
+      float *b = y + o * n * inner + in;
+      double m = -kInf, sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        m = std::max(m, static_cast<double>(a[j * inner]));
+      for (int64_t j = 0; j < n; ++j)
+        sum += std::exp(a[j * inner] - m);
+      for (int64_t j = 0; j < n; ++j)
+        b[j * inner] = static_cast<float>(std::exp(a[j * inner] - m) / sum);
+    }
+}
+
+void rope(const float *x, float *y, const Shape &sh, double theta,
+          int64_t offset, bool inverse) {
+  double sign = inverse ? -1.0 : 1.0;
+  int64_t half = sh[3] / 2;
+  for (int64_t b = 0; b < sh[0]; ++b)
+    for (int64_t p = 0; p < sh[1]; ++p)
+      for (int64_t h = 0; h < sh[2]; ++h) {
+        int64_t base = ((b * sh[1] + p) * sh[2] + h) * sh[3];
+        for (int64_t i = 0; i < half; ++i) {
+          double f = sign * static_cast<double>(p + offset) *
+                     std::pow(theta, -2.0 * i / static_cast<double>(sh[3]));
+          double x1 = x[base + i], x2 = x[base + i + half];
+          y[base + i] = static_cast<float>(x1 * std::cos(f) - x2 * std::sin(f));
+          y[base + i + half] =
+              static_cast<float>(x2 * std::cos(f) + x1 * std::sin(f));
+        }
+      }
+}
+
+void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = rate > 0 && uniform24(seed, i) < rate
+               ? 0.0f
+               : static_cast<float>(x[i] / (1.0 - rate));
+}
+
+absl::Status embedding(bool grad, float *table, int64_t vocab, int64_t dim,
+                       const int32_t *ids, int64_t count, float *rows,
+                       const VocabRange &block, const char *what) {
+  // A vocabulary block holds rows [offset, offset + vocab) of `total`:
+  // ids elsewhere read zeros (another rank adds their rows).
+  int64_t offset = block.offset, total = block.total ? block.total : vocab;
+  if (grad)
+    std::fill(table, table + vocab * dim, 0.0f);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = ids[i];
+    if (id < 0 || id >= total)
+      return absl::OutOfRangeError(
+          absl::StrCat(what, ": token id ", id, " at position ", i,
+                       " is outside [0, ", total, ")"));
+    int64_t row = id - offset;
+    bool mine = row >= 0 && row < vocab;
+    if (grad && mine)
+      for (int64_t d = 0; d < dim; ++d)
+        table[row * dim + d] += rows[i * dim + d];
+    else if (!grad && mine)
+      std::memcpy(rows + i * dim, table + row * dim, dim * sizeof(float));
+    else if (!grad)
+      std::fill(rows + i * dim, rows + (i + 1) * dim, 0.0f);
+  }
+  return absl::OkStatus();
+}
+
+/// Row by row: the row max m, the sum of exponentials s and the target
+/// logit t, then log s + m - t (or the softmax minus the one-hot). With a
+/// vocabulary block, each rank holds columns [offset, offset + vocab) of
+/// `total`, and m, s and t are combined across the block's group before use
+/// (Megatron's vocabulary-parallel cross-entropy), so every rank gets the
+/// whole loss.
+absl::Status crossEntropy(const float *logits, const int32_t *labels,
+                          int64_t rows, int64_t vocab, int64_t ignore,
+                          const float *dloss, float *out,
+                          const VocabRange &block, CrossEntropyScratch &scratch,
+                          const char *what) {
+  bool grad = dloss != nullptr;
+  int64_t offset = block.offset, total = block.combine ? block.total : vocab;
+  std::vector<float> &m = scratch.m, &st = scratch.st;
+  m.resize(rows);
+  st.resize(2 * rows);
+  int64_t count = 0;
+  for (int64_t n = 0; n < rows; ++n) {
+    int64_t label = labels[n];
+    if (label == ignore)
+      continue;
+    if (label < 0 || label >= total)
+      return absl::OutOfRangeError(
+          absl::StrCat(what, ": label ", label, " at position ", n,
+                       " is outside [0, ", total, ")"));
+    ++count;
+  }
+  float *sums = st.data(), *targets = st.data() + rows;
+  for (int64_t n = 0; n < rows; ++n) {
+    const float *x = logits + n * vocab;
+    m[n] = *std::max_element(x, x + vocab);
+  }
+  if (block.combine)
+    if (absl::Status status = block.combine(m.data(), rows, true); !status.ok())
+      return status;
+  for (int64_t n = 0; n < rows; ++n) {
+    const float *x = logits + n * vocab;
+    double sum = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(x[j] - m[n]);
+    sums[n] = static_cast<float>(sum);
+    int64_t local = labels[n] - offset;
+    targets[n] = local >= 0 && local < vocab ? x[local] : 0.0f;
+  }
+  if (block.combine)
+    if (absl::Status status = block.combine(st.data(), 2 * rows, false);
+        !status.ok())
+      return status;
+  double loss = 0, scale = grad ? dloss[0] / std::max<int64_t>(count, 1) : 0;
+  for (int64_t n = 0; n < rows; ++n) {
+    int64_t label = labels[n];
+    if (!grad) {
+      if (label != ignore)
+        loss += std::log(sums[n]) + m[n] - targets[n];
+      continue;
+    }
+    const float *x = logits + n * vocab;
+    float *g = out + n * vocab;
+    if (label == ignore) {
+      std::fill(g, g + vocab, 0.0f);
+      continue;
+    }
+    for (int64_t j = 0; j < vocab; ++j)
+      g[j] = static_cast<float>(
+          (std::exp(x[j] - m[n]) / sums[n] - (j + offset == label)) * scale);
+  }
+  if (!grad)
+    out[0] = static_cast<float>(count ? loss / count : 0.0);
+  return absl::OkStatus();
+}
+
+void oneHot(const int32_t *ids, int64_t n, int64_t classes, float *y) {
+  std::fill(y, y + n * classes, 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] >= 0 && ids[i] < classes)
+      y[i * classes + ids[i]] = 1.0f;
+}
+
+void topk(const float *x, int64_t rows, int64_t n, int64_t k, bool gating,
+          bool normalize, float *values, int32_t *ids) {
+  std::vector<double> row(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * n;
+    double m = -kInf, sum = 0;
+    for (int64_t j = 0; j < n; ++j)
+      m = std::max(m, static_cast<double>(xr[j]));
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = gating ? std::exp(xr[j] - m) : xr[j];
+      sum += row[j];
+    }
+    if (gating)
+      for (double &p : row)
+        p /= sum;
+    topkRow(row.data(), n, k, values + r * k, ids + r * k);
+    if (gating && normalize) {
+      double chosen = 0;
+      for (int64_t j = 0; j < k; ++j)
+        chosen += row[ids[r * k + j]];
+      for (int64_t j = 0; j < k; ++j)
+        values[r * k + j] = static_cast<float>(row[ids[r * k + j]] / chosen);
+    }
+  }
+}
+
+absl::Status expertMove(ExpertMove move, const float *src, const int32_t *ids,
+                        int64_t pairs, int64_t k, const float *weights,
+                        float *dst, int64_t dstSize, int64_t experts,
+                        int64_t capacity, int64_t dim, const char *what) {
+  bool toSlots = move == ExpertMove::Dispatch || move == ExpertMove::Scatter;
+  absl::StatusOr<std::vector<int64_t>> slots =
+      assignSlots(ids, pairs, experts, capacity, what);
+  if (!slots.ok())
+    return slots.status();
+  std::fill(dst, dst + dstSize, 0.0f);
+  for (int64_t p = 0; p < pairs; ++p) {
+    if ((*slots)[p] < 0)
+      continue;
+    int64_t slot = (ids[p] * capacity + (*slots)[p]) * dim;
+    if (toSlots) { // Dispatch reads [T, D]: pair p is token p / k.
+      const float *row = src + (move == ExpertMove::Dispatch ? p / k : p) * dim;
+      std::memcpy(dst + slot, row, dim * sizeof(float));
+    } else if (move == ExpertMove::Combine) {
+      float *row = dst + (p / k) * dim;
+      for (int64_t d = 0; d < dim; ++d)
+        row[d] += weights[p] * src[slot + d];
+    } else {
+      std::memcpy(dst + p * dim, src + slot, dim * sizeof(float));
+    }
+  }
+  return absl::OkStatus();
+}
+
+} // namespace weft::runtime::cpu

@@ -1,0 +1,152 @@
+//===- CpuMath.h - the CPU runtime's math on typed pointers -----*- C++ -*-===//
+//
+// The library kernels' arithmetic (attention, cross-entropy, reductions,
+// norms, RoPE, MoE routing...) as functions of plain pointers and shapes,
+// so the v1 step kernels (Kernels.cpp) and the v2 instruction executor
+// (SchedExecutor.cpp) compute every element the same way. Arithmetic is done
+// in double and stored as float (the reference evaluator's fp32 mode); GEMMs
+// inside attention go to OpenBLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_EXEC_CPUMATH_H
+#define WEFT_RUNTIME_EXEC_CPUMATH_H
+
+#include "absl/status/status.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace weft::runtime::cpu {
+
+using Shape = std::vector<int64_t>;
+
+/// Attention operands: q [B, S, Hq, D], k [B, T, Hkv, D], v [B, T, Hkv, Dv],
+/// out [B, S, Hq, Dv], lse [B, Hq, S].
+struct AttentionShape {
+  int64_t batch, s, hq, d, t, hkv, dv;
+  /// Row strides of q (and dq), k (dk), v (dv) and o (dO): a position's
+  /// heads are consecutive in [B, S, H, D].
+  int64_t ldq, ldk, ldv, ldo;
+  AttentionShape(const Shape &q, const Shape &k, const Shape &v)
+      : batch(q[0]), s(q[1]), hq(q[2]), d(q[3]), t(k[1]), hkv(k[2]), dv(v[3]),
+        ldq(hq * d), ldk(hkv * d), ldv(hkv * dv), ldo(hq * dv) {}
+  /// The key/value head query head `h` reads.
+  int64_t kvHead(int64_t h) const { return h / (hq / hkv); }
+  /// Offsets of the first row of (batch b, query head h) in each tensor.
+  int64_t queryAt(int64_t b, int64_t h) const { return b * s * ldq + h * d; }
+  int64_t keyAt(int64_t b, int64_t h) const {
+    return b * t * ldk + kvHead(h) * d;
+  }
+  int64_t valueAt(int64_t b, int64_t h) const {
+    return b * t * ldv + kvHead(h) * dv;
+  }
+  int64_t outAt(int64_t b, int64_t h) const { return b * s * ldo + h * dv; }
+};
+
+/// For every element of `outShape` in row-major order, the flat input index
+/// given per-dimension input strides (0 for broadcast dimensions).
+std::vector<int64_t> gatherIndex(const Shape &outShape, const Shape &inStrides,
+                                 int64_t base = 0);
+
+/// FlashAttention's forward (tiles of queries, running max and sum).
+void attentionForward(const AttentionShape &a, float scale, bool causal,
+                      const float *q, const float *k, const float *v,
+                      float *out, float *lse);
+/// Its backward, recomputing probabilities from `lse`; writes dq, dk, dv.
+void attentionBackward(const AttentionShape &a, float scale, bool causal,
+                       const float *q, const float *k, const float *v,
+                       const float *o, const float *lse, const float *dout,
+                       float *dq, float *dk, float *dv);
+
+enum class ReduceKind { Sum, Mean, Max };
+
+/// A reduction over `dims` of a tensor of `shape`, its index walk computed
+/// once; accumulates in double (max propagates NaN).
+class ReducePlan {
+public:
+  ReducePlan(const Shape &shape, const Shape &dims, ReduceKind kind);
+  void run(const float *x, float *y) const;
+
+private:
+  ReduceKind kind;
+  int64_t count = 1, outSize = 1;
+  std::vector<int64_t> target;
+  /// Kept between runs: a fresh large vector per call would be new mmap'd
+  /// pages, zeroed by the kernel, every step.
+  mutable std::vector<double> acc;
+};
+
+/// LayerNorm (with `bias`) or RMSNorm (bias null) of `rows` rows of `dim`.
+void normForward(const float *x, const float *w, const float *bias, float *y,
+                 int64_t rows, int64_t dim, bool rms, double eps);
+/// Its backward: dx, dw and, for LayerNorm, db (null for RMSNorm).
+void normBackward(const float *x, const float *w, const float *dy, float *dx,
+                  float *dw, float *db, int64_t rows, int64_t dim, bool rms,
+                  double eps);
+
+/// Softmax of `x` (of `shape`) along `dim`.
+void softmax(const float *x, float *y, const Shape &shape, int64_t dim);
+
+/// Rotary embedding of x [B, S, H, D], positions starting at `offset`.
+void rope(const float *x, float *y, const Shape &shape, double theta,
+          int64_t offset, bool inverse);
+
+/// Zeroes elements whose counter-based draw is below `rate`, scales the rest.
+void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed);
+
+/// A vocabulary block: rows (or columns) [offset, offset + local) of
+/// `total`; `combine` all-reduces floats over the block's group (max or
+/// sum), null when the vocabulary is whole.
+struct VocabRange {
+  int64_t offset = 0, total = 0;
+  std::function<absl::Status(float *data, size_t count, bool max)> combine;
+};
+
+/// rows[i] = table[ids[i] - offset] (zeros outside the block); with `grad`,
+/// table (zeroed first) += rows at the ids instead. `what` names the op.
+absl::Status embedding(bool grad, float *table, int64_t vocab, int64_t dim,
+                       const int32_t *ids, int64_t count, float *rows,
+                       const VocabRange &block, const char *what);
+
+/// Scratch a cross-entropy keeps between runs (row maxima, sums, targets).
+struct CrossEntropyScratch {
+  std::vector<float> m, st;
+};
+
+/// Mean cross-entropy of `rows` rows of `vocab` logits against `labels`
+/// into out[0]; with `dloss` (the gradient's seed), the gradient of the
+/// logits into `out` instead. Rows whose label is `ignore` do not count.
+absl::Status crossEntropy(const float *logits, const int32_t *labels,
+                          int64_t rows, int64_t vocab, int64_t ignore,
+                          const float *dloss, float *out,
+                          const VocabRange &block, CrossEntropyScratch &scratch,
+                          const char *what);
+
+/// One-hot rows of `classes` for `n` ids (ids outside give zero rows).
+void oneHot(const int32_t *ids, int64_t n, int64_t classes, float *y);
+
+/// The k largest of each of `rows` rows of `n` (with `gating`, of the row's
+/// softmax, renormalised over the chosen k with `normalize`).
+void topk(const float *x, int64_t rows, int64_t n, int64_t k, bool gating,
+          bool normalize, float *values, int32_t *ids);
+
+/// How rows move between token pairs (t, j) and expert slots (e, c).
+enum class ExpertMove {
+  Dispatch, // [T, D] tokens -> [E, C, D] slots.
+  Scatter,  // [T, k, D] pairs -> slots.
+  Combine,  // slots -> [T, D], weighted by [T, k].
+  Gather,   // slots -> [T, k, D] pairs.
+};
+
+/// Moves rows under weft.expert_dispatch's slot rule: pair p takes the next
+/// free slot of expert ids[p] while its capacity lasts. `ids` is [T, k].
+absl::Status expertMove(ExpertMove move, const float *src, const int32_t *ids,
+                        int64_t pairs, int64_t k, const float *weights,
+                        float *dst, int64_t dstSize, int64_t experts,
+                        int64_t capacity, int64_t dim, const char *what);
+
+} // namespace weft::runtime::cpu
+
+#endif // WEFT_RUNTIME_EXEC_CPUMATH_H

@@ -1,0 +1,885 @@
+//===- SchedExecutor.cpp - run a bundle v2's programs on the CPU ----------===//
+//
+// Each instruction is bound once, at create, to the pointers of its buffers
+// and its decoded attributes, so a run is a loop over closures. The loader
+// has checked shapes, dtypes, bounds and arities; what is checked here is
+// only what the CPU cannot do (non-f32 library operands, FP8, point to
+// point).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/exec/SchedExecutor.h"
+
+#include "runtime/exec/CpuMath.h"
+#include "runtime/exec/ParamBlocks.h"
+#include "runtime/support/Epilogue.h"
+
+#include "absl/strings/str_cat.h"
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <limits>
+
+namespace weft::runtime {
+
+using sched::Buffer;
+using sched::Instruction;
+using sched::Op;
+using sched::TensorType;
+using Step = std::function<absl::Status()>;
+
+/// Bytes aligned to `align` (at least 64: a cache line).
+struct SchedExecutor::Bytes {
+  char *data = nullptr;
+  int64_t size = 0;
+  Bytes(int64_t size, int64_t align) : size(size) {
+    size_t a = static_cast<size_t>(std::max<int64_t>(align, 64));
+    size_t n =
+        (static_cast<size_t>(std::max<int64_t>(size, 1)) + a - 1) / a * a;
+    data = static_cast<char *>(std::aligned_alloc(a, n));
+    std::memset(data, 0, n);
+  }
+  ~Bytes() { std::free(data); }
+  Bytes(const Bytes &) = delete;
+  Bytes &operator=(const Bytes &) = delete;
+};
+
+/// A program bound to its storage.
+struct SchedExecutor::Bound {
+  const sched::Program *spec = nullptr;
+  std::unique_ptr<Bytes> arena;
+  std::vector<std::unique_ptr<Bytes>> inputs;
+  std::vector<char *> ptr; // Per buffer.
+  std::vector<Step> steps;
+  std::vector<int64_t> stepIndex; // The instruction of each step.
+};
+
+namespace {
+GemmEpilogue epilogueOf(sched::Epilogue e) {
+  switch (e) {
+  case sched::Epilogue::None:
+    return GemmEpilogue::None;
+  case sched::Epilogue::Bias:
+    return GemmEpilogue::Bias;
+  case sched::Epilogue::Gelu:
+    return GemmEpilogue::Gelu;
+  case sched::Epilogue::BiasGelu:
+    return GemmEpilogue::BiasGelu;
+  case sched::Epilogue::Dgelu:
+    return GemmEpilogue::DGelu;
+  }
+  return GemmEpilogue::None;
+}
+
+MeshSpec meshSpecOf(const std::optional<sched::Mesh> &mesh) {
+  MeshSpec spec;
+  if (mesh) {
+    spec.axes = mesh->axes;
+    spec.sizes = mesh->sizes;
+  }
+  return spec;
+}
+
+/// Every group of mesh axes the bundle communicates over, in bundle order
+/// (so every rank opens the same groups in the same order).
+std::vector<std::vector<std::string>>
+communicationGroups(const sched::SchedBundle &b) {
+  std::vector<std::vector<std::string>> groups;
+  auto add = [&](const std::vector<std::string> &axes) {
+    if (!axes.empty() &&
+        std::find(groups.begin(), groups.end(), axes) == groups.end())
+      groups.push_back(axes);
+  };
+  for (const sched::Program &p : b.programs)
+    for (const Instruction &ins : p.instructions) {
+      if (const auto *c = std::get_if<sched::CollectiveAttrs>(&ins.attrs))
+        add(c->axes);
+      else if (const auto *v = std::get_if<sched::VocabAttrs>(&ins.attrs))
+        add(v->vocabAxes);
+      else if (const auto *x =
+                   std::get_if<sched::CrossEntropyAttrs>(&ins.attrs))
+        add(x->vocabAxes);
+    }
+  for (const sched::Param &p : b.params)
+    if (p.split)
+      add(MeshSpec::axesOf(*p.split));
+  for (const sched::Program &p : b.programs)
+    for (const sched::Output &o : p.outputs)
+      if (o.split)
+        add(MeshSpec::axesOf(*o.split));
+  return groups;
+}
+
+/// Writes element `i` of constant `c` (its one value when splat) in its type.
+void store(const sched::Constant &c, int64_t i, char *data) {
+  size_t width = dtypeSize(c.type.dtype);
+  int64_t j = c.splat ? 0 : i;
+  switch (c.type.dtype) {
+  case DType::I32: {
+    int32_t v = static_cast<int32_t>(c.ints[j]);
+    std::memcpy(data + i * width, &v, width);
+    return;
+  }
+  case DType::I64: {
+    int64_t v = c.ints[j];
+    std::memcpy(data + i * width, &v, width);
+    return;
+  }
+  default:
+    encode(c.floats[j], c.type.dtype,
+           reinterpret_cast<uint8_t *>(data) + i * width);
+  }
+}
+
+/// A strided copy with a dtype conversion: `sizes` with [offset, strides...]
+/// on each side, in elements.
+void stridedCopy(const char *src, DType from, char *dst, DType to,
+                 const std::vector<int64_t> &sizes, int64_t srcOffset,
+                 const std::vector<int64_t> &srcStrides, int64_t dstOffset,
+                 const std::vector<int64_t> &dstStrides) {
+  int64_t rank = static_cast<int64_t>(sizes.size());
+  int64_t count = 1;
+  for (int64_t s : sizes)
+    count *= s;
+  if (count == 0)
+    return;
+  size_t inW = dtypeSize(from), outW = dtypeSize(to);
+  bool same = from == to;
+  // The innermost dimension, contiguous on both sides and of one type, is
+  // one memcpy.
+  int64_t inner = 1;
+  bool rows = same && rank > 0 && srcStrides[rank - 1] == 1 &&
+              dstStrides[rank - 1] == 1;
+  if (rows)
+    inner = sizes[rank - 1];
+  int64_t outerRank = rows ? rank - 1 : rank;
+  std::vector<int64_t> index(outerRank, 0);
+  int64_t si = srcOffset, di = dstOffset;
+  for (int64_t done = 0; done < count; done += inner) {
+    if (rows) {
+      std::memcpy(dst + di * outW, src + si * inW, inner * inW);
+    } else if (same) {
+      std::memcpy(dst + di * outW, src + si * inW, inW);
+    } else {
+      double v =
+          decode(reinterpret_cast<const uint8_t *>(src) + si * inW, from);
+      encode(v, to, reinterpret_cast<uint8_t *>(dst) + di * outW);
+    }
+    for (int64_t d = outerRank - 1; d >= 0; --d) {
+      si += srcStrides[d];
+      di += dstStrides[d];
+      if (++index[d] < sizes[d])
+        break;
+      si -= srcStrides[d] * sizes[d];
+      di -= dstStrides[d] * sizes[d];
+      index[d] = 0;
+    }
+  }
+}
+} // namespace
+
+SchedExecutor::~SchedExecutor() {
+  programs_.clear(); // Steps call into the library: drop them first.
+  if (library_)
+    dlclose(library_);
+}
+
+absl::StatusOr<std::unique_ptr<SchedExecutor>>
+SchedExecutor::create(sched::SchedBundle bundle, Options options) {
+  std::unique_ptr<SchedExecutor> ex(new SchedExecutor());
+  ex->bundle_ = std::move(bundle);
+  ex->options_ = options;
+  ex->mesh_ = meshSpecOf(ex->bundle_.mesh);
+  const sched::SchedBundle &b = ex->bundle_;
+  for (const sched::Param &p : b.params)
+    ex->params_.push_back(std::make_unique<Bytes>(p.type.bytes(), 64));
+  for (const sched::Constant &c : b.constants) {
+    auto bytes = std::make_unique<Bytes>(c.type.bytes(), 64);
+    for (int64_t i = 0, n = c.type.numElements(); i < n; ++i)
+      store(c, i, bytes->data);
+    ex->constants_.push_back(std::move(bytes));
+  }
+  // The loader has checked the file is the bundle's own (its hash).
+  if (b.kernels.cpu) {
+    std::string path = b.dir + "/" + b.kernels.cpu->file;
+    ex->library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!ex->library_)
+      return absl::NotFoundError(absl::StrCat(
+          path, ": cannot load the bundle's kernels: ", dlerror()));
+  }
+  if (ex->mesh_.size() > 1) {
+    if (!options.comm)
+      return absl::FailedPreconditionError(
+          absl::StrCat(b.dir, ": the bundle is placed on ", ex->mesh_.size(),
+                       " ranks; run it with weft-run --nproc ",
+                       ex->mesh_.size(), " (or under torchrun)"));
+    if (absl::Status s =
+            options.comm->setMesh(ex->mesh_, communicationGroups(b));
+        !s.ok())
+      return s;
+  }
+  for (const sched::Program &p : b.programs)
+    if (absl::Status s = ex->bindProgram(p); !s.ok())
+      return s;
+  return ex;
+}
+
+absl::Status SchedExecutor::bindProgram(const sched::Program &program) {
+  auto bound = std::make_unique<Bound>();
+  bound->spec = &program;
+  bound->arena = std::make_unique<Bytes>(program.arena, program.align);
+  for (const sched::ProgramInput &in : program.inputs)
+    bound->inputs.push_back(std::make_unique<Bytes>(in.type.bytes(), 64));
+  for (const Buffer &buf : program.buffers) {
+    char *p = nullptr;
+    switch (buf.kind) {
+    case Buffer::Kind::Input:
+      p = bound->inputs[buf.index]->data;
+      break;
+    case Buffer::Kind::Param:
+      p = params_[bundle_.param(buf.name) - bundle_.params.data()]->data;
+      break;
+    case Buffer::Kind::Constant:
+      p = constants_[bundle_.constant(buf.name) - bundle_.constants.data()]
+              ->data;
+      break;
+    case Buffer::Kind::Alloc:
+      p = bound->arena->data + buf.offset;
+      break;
+    case Buffer::Kind::View:
+      p = bound->ptr[buf.of] + buf.offset;
+      break;
+    }
+    bound->ptr.push_back(p);
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(program.instructions.size());
+       ++i) {
+    absl::StatusOr<Step> step = bindInstruction(program, *bound, i);
+    if (!step.ok())
+      return absl::Status(
+          step.status().code(),
+          absl::StrCat(bundle_.dir, ": program ", program.name,
+                       ", instruction ", i, " (",
+                       sched::opName(program.instructions[i].op),
+                       "): ", step.status().message()));
+    if (*step) { // Record and wait bind to nothing.
+      bound->steps.push_back(std::move(*step));
+      bound->stepIndex.push_back(i);
+    }
+  }
+  programs_[program.name] = std::move(bound);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Step>
+SchedExecutor::bindInstruction(const sched::Program &program,
+                               const Bound &bound, int64_t index) {
+  const Instruction &ins = program.instructions[index];
+  const std::vector<int64_t> &ops = ins.operands;
+  auto type = [&](size_t i) -> const TensorType & {
+    return program.buffers[ops[i]].type;
+  };
+  auto f = [&](size_t i) {
+    return reinterpret_cast<float *>(bound.ptr[ops[i]]);
+  };
+  auto i32 = [&](size_t i) {
+    return reinterpret_cast<int32_t *>(bound.ptr[ops[i]]);
+  };
+  // Library kernels and GEMMs compute on f32 (the compiler inserted copies
+  // around narrow values) with i32 ids; say so rather than misread bytes.
+  auto need = [&](size_t i, DType want) -> absl::Status {
+    if (type(i).dtype == want)
+      return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(
+        "operand ", i, " is ", sched::dtypeText(type(i).dtype),
+        "; the CPU runtime takes ", sched::dtypeText(want), " here"));
+  };
+  auto needAll = [&](std::initializer_list<std::pair<size_t, DType>> list) {
+    for (auto [i, want] : list)
+      if (absl::Status s = need(i, want); !s.ok())
+        return s;
+    return absl::OkStatus();
+  };
+  constexpr DType F = DType::F32, I = DType::I32;
+  // A vocabulary block along `axes`: this rank's part of `local` rows.
+  auto vocab = [&](const std::vector<std::string> &axes, int64_t local,
+                   bool combine) -> absl::StatusOr<cpu::VocabRange> {
+    cpu::VocabRange block;
+    if (axes.empty())
+      return block;
+    block.offset = local * mesh_.groupRank(rank(), axes);
+    block.total = local * mesh_.groupSize(axes);
+    if (combine && mesh_.groupSize(axes) > 1) {
+      Communicator *comm = options_.comm;
+      if (!comm)
+        return absl::FailedPreconditionError(
+            "a vocabulary-parallel instruction needs a multi-rank job");
+      block.combine = [comm, axes](float *data, size_t count, bool max) {
+        return comm->allReduce(axes, data, count, max);
+      };
+    } else if (combine) {
+      block.combine = [](float *, size_t, bool) { return absl::OkStatus(); };
+    }
+    return block;
+  };
+  const char *what = sched::opName(ins.op);
+
+  switch (ins.op) {
+  case Op::Launch: {
+    const auto &a = ins.as<sched::LaunchAttrs>();
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (absl::Status s = need(i, F); !s.ok())
+        return s;
+    auto fn = reinterpret_cast<FusedKernelFn>(
+        library_ ? dlsym(library_, a.kernel.c_str()) : nullptr);
+    if (!fn)
+      return absl::NotFoundError(absl::StrCat(
+          "kernel '", a.kernel, "' is not in the bundle's CPU kernel library"));
+    if (a.scalars.empty() || (a.scalars[0].type != sched::ScalarType::I64 &&
+                              a.scalars[0].type != sched::ScalarType::I32))
+      return absl::UnimplementedError(
+          "the CPU launcher takes one integer scalar, the element count");
+    std::vector<const float *> in;
+    std::vector<float *> out;
+    for (int64_t i = 0; i < a.inputs; ++i)
+      in.push_back(f(i));
+    for (int64_t i = 0; i < a.outputs; ++i)
+      out.push_back(f(a.inputs + i));
+    int64_t n = a.scalars[0].i;
+    return Step([=] {
+      fn(in.data(), out.data(), n);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Gemm: {
+    const auto &a = ins.as<sched::GemmAttrs>();
+    if (a.hasScales || type(0).dtype == DType::F8E4M3FN ||
+        type(0).dtype == DType::F8E5M2)
+      return absl::UnimplementedError("FP8 GEMMs need a GPU");
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (absl::Status s = need(i, F); !s.ok())
+        return s;
+    size_t next = 3;
+    const float *bias = a.hasBias ? f(next++) : nullptr;
+    float *aux = a.hasAux ? f(next++) : nullptr;
+    const float *A = f(0), *B = f(1);
+    float *C = f(2);
+    int64_t m = a.mnk[0], n = a.mnk[1], k = a.mnk[2];
+    int64_t lda = a.ld[0], ldb = a.ld[1], ldc = a.ld[2];
+    int64_t sa = a.strides[0], sb = a.strides[1], sc = a.strides[2];
+    int64_t batch = a.batch;
+    bool ta = a.transposeA, tb = a.transposeB, acc = a.accumulate;
+    GemmEpilogue epi = epilogueOf(a.epilogue);
+    bool gelu = epi == GemmEpilogue::Gelu || epi == GemmEpilogue::BiasGelu;
+    bool dgelu = epi == GemmEpilogue::DGelu;
+    return Step([=] {
+      for (int64_t i = 0; i < batch; ++i) {
+        float *c = C + i * sc;
+        if (k == 0) {
+          if (!acc)
+            for (int64_t r = 0; r < m; ++r)
+              std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
+        } else if (m > 0 && n > 0) {
+          cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                      tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A + i * sa,
+                      lda, B + i * sb, ldb, acc ? 1.0f : 0.0f, c, ldc);
+        }
+        if (epi == GemmEpilogue::None)
+          continue;
+        // The epilogue on each f32 sum; aux is laid out as C with ld = n.
+        float *x = aux ? aux + i * m * n : nullptr;
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            double kept = 0;
+            float &out = c[r * ldc + j];
+            out = static_cast<float>(
+                epilogueElement(epi, out, bias ? bias[j] : 0.0,
+                                dgelu ? x[r * n + j] : 0.0, &kept, roundToF32));
+            if (gelu)
+              x[r * n + j] = static_cast<float>(kept);
+          }
+      }
+      return absl::OkStatus();
+    });
+  }
+  case Op::Attention:
+  case Op::AttentionGrad: {
+    // The CPU has one algorithm (tiled, FlashAttention's): scratch unused.
+    const auto &a = ins.as<sched::AttentionAttrs>();
+    bool grad = ins.op == Op::AttentionGrad;
+    for (size_t i = 0; i < (grad ? 9u : 5u); ++i)
+      if (absl::Status s = need(i, F); !s.ok())
+        return s;
+    cpu::AttentionShape shape(type(0).shape, type(1).shape, type(2).shape);
+    float scale = static_cast<float>(a.scale);
+    bool causal = a.causal;
+    if (!grad)
+      return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4)] {
+        cpu::attentionForward(shape, scale, causal, q, k, v, o, lse);
+        return absl::OkStatus();
+      });
+    return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4),
+                 dout = f(5), dq = f(6), dk = f(7), dv = f(8)] {
+      cpu::attentionBackward(shape, scale, causal, q, k, v, o, lse, dout, dq,
+                             dk, dv);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Embedding:
+  case Op::EmbeddingGrad: {
+    bool grad = ins.op == Op::EmbeddingGrad;
+    // embedding: table, ids, out; embedding_grad: ids, dout, dtable.
+    size_t tableAt = grad ? 2 : 0, idsAt = grad ? 0 : 1, rowsAt = grad ? 1 : 2;
+    if (absl::Status s = needAll({{tableAt, F}, {idsAt, I}, {rowsAt, F}});
+        !s.ok())
+      return s;
+    int64_t vocabRows = type(tableAt).shape[0], dim = type(tableAt).shape[1];
+    absl::StatusOr<cpu::VocabRange> block =
+        vocab(ins.as<sched::VocabAttrs>().vocabAxes, vocabRows, false);
+    if (!block.ok())
+      return block.status();
+    int64_t count = type(idsAt).numElements();
+    return Step([=, table = f(tableAt), ids = i32(idsAt), rows = f(rowsAt),
+                 block = *block] {
+      return cpu::embedding(grad, table, vocabRows, dim, ids, count, rows,
+                            block, what);
+    });
+  }
+  case Op::Rope: {
+    const auto &a = ins.as<sched::RopeAttrs>();
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
+    return Step([=, x = f(0), y = f(1), shape = type(0).shape] {
+      cpu::rope(x, y, shape, a.theta, a.positionOffset, a.inverse);
+      return absl::OkStatus();
+    });
+  }
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad: {
+    const auto &a = ins.as<sched::CrossEntropyAttrs>();
+    bool grad = ins.op == Op::CrossEntropyGrad;
+    if (absl::Status s = grad ? needAll({{0, F}, {1, I}, {2, F}, {3, F}})
+                              : needAll({{0, F}, {1, I}, {2, F}});
+        !s.ok())
+      return s;
+    int64_t v = type(0).shape.back(), rows = type(1).numElements();
+    absl::StatusOr<cpu::VocabRange> block = vocab(a.vocabAxes, v, true);
+    if (!block.ok())
+      return block.status();
+    auto scratch = std::make_shared<cpu::CrossEntropyScratch>();
+    return Step([=, logits = f(0), labels = i32(1),
+                 dloss = grad ? f(2) : nullptr, out = f(grad ? 3 : 2),
+                 block = *block, ignore = a.ignoreIndex] {
+      return cpu::crossEntropy(logits, labels, rows, v, ignore, dloss, out,
+                               block, *scratch, what);
+    });
+  }
+  case Op::Reduce: {
+    const auto &a = ins.as<sched::ReduceAttrs>();
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
+    cpu::ReduceKind kind;
+    switch (a.reduction) {
+    case sched::Reduction::Sum:
+      kind = cpu::ReduceKind::Sum;
+      break;
+    case sched::Reduction::Mean:
+      kind = cpu::ReduceKind::Mean;
+      break;
+    case sched::Reduction::Max:
+      kind = cpu::ReduceKind::Max;
+      break;
+    case sched::Reduction::None:
+      return absl::InvalidArgumentError("a reduce needs a reduction");
+    }
+    auto plan =
+        std::make_shared<const cpu::ReducePlan>(type(0).shape, a.dims, kind);
+    return Step([=, x = f(0), y = f(1)] {
+      plan->run(x, y);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Softmax: {
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
+    return Step([=, x = f(0), y = f(1), shape = type(0).shape,
+                 dim = ins.as<sched::SoftmaxAttrs>().dim] {
+      cpu::softmax(x, y, shape, dim);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Dropout: {
+    const auto &a = ins.as<sched::DropoutAttrs>();
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
+    return Step([=, x = f(0), y = f(1), n = type(1).numElements(),
+                 seed = static_cast<uint64_t>(a.seed)] {
+      cpu::dropout(x, y, n, a.rate, seed);
+      return absl::OkStatus();
+    });
+  }
+  case Op::LayerNormGrad:
+  case Op::RmsNormGrad: {
+    bool rms = ins.op == Op::RmsNormGrad;
+    for (size_t i = 0; i < (rms ? 5u : 6u); ++i)
+      if (absl::Status s = need(i, F); !s.ok())
+        return s;
+    int64_t dim = type(0).shape.back(), rows = type(0).numElements() / dim;
+    return Step([=, x = f(0), w = f(1), dy = f(2), dx = f(3), dw = f(4),
+                 db = rms ? nullptr : f(5),
+                 eps = ins.as<sched::NormGradAttrs>().epsilon] {
+      cpu::normBackward(x, w, dy, dx, dw, db, rows, dim, rms, eps);
+      return absl::OkStatus();
+    });
+  }
+  case Op::OneHot: {
+    if (absl::Status s = needAll({{0, I}, {1, F}}); !s.ok())
+      return s;
+    return Step([=, ids = i32(0), y = f(1), n = type(0).numElements(),
+                 classes = type(1).shape.back()] {
+      cpu::oneHot(ids, n, classes, y);
+      return absl::OkStatus();
+    });
+  }
+  case Op::TopK:
+  case Op::TopKGating: {
+    bool gating = ins.op == Op::TopKGating;
+    int64_t k = gating ? ins.as<sched::TopKGatingAttrs>().k
+                       : ins.as<sched::TopKAttrs>().k;
+    bool normalize = gating && ins.as<sched::TopKGatingAttrs>().normalize;
+    if (absl::Status s = needAll({{0, F}, {1, F}, {2, I}}); !s.ok())
+      return s;
+    int64_t n = type(0).shape.back(), rows = type(0).numElements() / n;
+    return Step([=, x = f(0), values = f(1), ids = i32(2)] {
+      cpu::topk(x, rows, n, k, gating, normalize, values, ids);
+      return absl::OkStatus();
+    });
+  }
+  case Op::ExpertDispatch:
+  case Op::ExpertScatter:
+  case Op::ExpertCombine:
+  case Op::ExpertGather: {
+    // dispatch/scatter: source, indices, slots; combine: slots, weights,
+    // indices, out; gather: slots, indices, pairs.
+    bool combine = ins.op == Op::ExpertCombine;
+    bool toSlots = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
+    size_t idsAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
+    if (absl::Status s = needAll({{0, F}, {idsAt, I}, {outAt, F}}); !s.ok())
+      return s;
+    if (combine)
+      if (absl::Status s = need(1, F); !s.ok())
+        return s;
+    cpu::ExpertMove move =
+        ins.op == Op::ExpertDispatch  ? cpu::ExpertMove::Dispatch
+        : ins.op == Op::ExpertScatter ? cpu::ExpertMove::Scatter
+        : combine                     ? cpu::ExpertMove::Combine
+                                      : cpu::ExpertMove::Gather;
+    const std::vector<int64_t> &slots =
+        toSlots ? type(outAt).shape : type(0).shape;
+    int64_t experts = slots[0], capacity = slots[1], dim = slots[2];
+    if (toSlots) {
+      const auto &a = ins.as<sched::ExpertSlotsAttrs>();
+      experts = a.numExperts;
+      capacity = a.capacity;
+    }
+    int64_t pairs = type(idsAt).numElements(), k = type(idsAt).shape[1];
+    return Step([=, src = f(0), ids = i32(idsAt),
+                 weights = combine ? f(1) : nullptr, dst = f(outAt),
+                 dstSize = type(outAt).numElements()] {
+      return cpu::expertMove(move, src, ids, pairs, k, weights, dst, dstSize,
+                             experts, capacity, dim, what);
+    });
+  }
+  case Op::Copy: {
+    const auto &a = ins.as<sched::CopyAttrs>();
+    int64_t srcOffset = a.src[0];
+    if (a.byRank)
+      srcOffset += mesh_.groupRank(rank(), a.byRank->axes) * a.byRank->step;
+    std::vector<int64_t> srcStrides(a.src.begin() + 1, a.src.end()),
+        dstStrides(a.dst.begin() + 1, a.dst.end());
+    return Step([=, from = bound.ptr[ops[0]], to = bound.ptr[ops[1]],
+                 fromType = type(0).dtype, toType = type(1).dtype,
+                 sizes = a.sizes, dstOffset = a.dst[0]] {
+      stridedCopy(from, fromType, to, toType, sizes, srcOffset, srcStrides,
+                  dstOffset, dstStrides);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Fill: {
+    DType dtype = type(0).dtype;
+    size_t width = dtypeSize(dtype);
+    std::vector<char> element(width);
+    double value = ins.as<sched::FillAttrs>().value;
+    if (dtype == DType::I32) {
+      int32_t v = static_cast<int32_t>(value);
+      std::memcpy(element.data(), &v, width);
+    } else if (dtype == DType::I64) {
+      int64_t v = static_cast<int64_t>(value);
+      std::memcpy(element.data(), &v, width);
+    } else {
+      encode(value, dtype, reinterpret_cast<uint8_t *>(element.data()));
+    }
+    return Step([=, to = bound.ptr[ops[0]], n = type(0).numElements()] {
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(to + i * width, element.data(), width);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Collective: {
+    const auto &a = ins.as<sched::CollectiveAttrs>();
+    if (a.hasCounts)
+      return absl::UnimplementedError(
+          "variable-length all_to_all (counts) is not on the CPU yet");
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
+    std::vector<std::string> axes = a.axes;
+    int64_t g = mesh_.groupSize(axes);
+    Communicator *comm = options_.comm;
+    if (g > 1 && !comm)
+      return absl::FailedPreconditionError("a collective needs a multi-rank "
+                                           "job (weft-run --nproc)");
+    float *in = f(0), *out = f(1);
+    int64_t n = type(0).numElements(), outN = type(1).numElements();
+    bool max = a.reduction == sched::Reduction::Max;
+    float scale = a.reduction == sched::Reduction::Mean
+                      ? 1.0f / static_cast<float>(g)
+                      : 1.0f;
+    switch (a.kind) {
+    case sched::CollectiveKind::AllReduce:
+      return Step([=]() -> absl::Status {
+        if (in != out)
+          std::memmove(out, in, n * sizeof(float));
+        if (g > 1)
+          if (absl::Status s = comm->allReduce(axes, out, n, max); !s.ok())
+            return s;
+        if (scale != 1.0f)
+          for (int64_t i = 0; i < n; ++i)
+            out[i] = out[i] * scale;
+        return absl::OkStatus();
+      });
+    case sched::CollectiveKind::ReduceScatter: {
+      // Communicator::reduceScatter all-reduces its blocks in place: on a
+      // copy, since the input is only read.
+      auto blocks = std::make_shared<std::vector<float>>(n);
+      int64_t me = mesh_.groupRank(rank(), axes);
+      return Step([=]() -> absl::Status {
+        std::memcpy(blocks->data(), in, n * sizeof(float));
+        if (g > 1) {
+          if (max) { // Gloo's path sums; max reduces the whole, then slices.
+            if (absl::Status s = comm->allReduce(axes, blocks->data(), n, true);
+                !s.ok())
+              return s;
+            std::memcpy(out, blocks->data() + me * outN, outN * sizeof(float));
+          } else if (absl::Status s =
+                         comm->reduceScatter(axes, blocks->data(), out, outN);
+                     !s.ok()) {
+            return s;
+          }
+        } else {
+          std::memcpy(out, blocks->data(), outN * sizeof(float));
+        }
+        if (scale != 1.0f)
+          for (int64_t i = 0; i < outN; ++i)
+            out[i] = out[i] * scale;
+        return absl::OkStatus();
+      });
+    }
+    case sched::CollectiveKind::AllGather:
+      return Step([=]() -> absl::Status {
+        if (g == 1) {
+          std::memmove(out, in, n * sizeof(float));
+          return absl::OkStatus();
+        }
+        return comm->allGather(axes, in, out, n);
+      });
+    case sched::CollectiveKind::AllToAll:
+      return Step([=]() -> absl::Status {
+        if (g == 1) {
+          std::memmove(out, in, n * sizeof(float));
+          return absl::OkStatus();
+        }
+        return comm->allToAll(axes, in, out, n / g);
+      });
+    }
+    return absl::InternalError("unknown collective kind");
+  }
+  case Op::Send:
+  case Op::Recv: {
+    // Gloo's point-to-point is not wrapped by Communicator yet; a program
+    // with send/recv (pipeline stages) fails when it reaches one.
+    const auto &a = ins.as<sched::PeerAttrs>();
+    std::string message = absl::StrCat(
+        "along '", a.axis, "' offset ", a.delta, " tag ", a.tag,
+        ": point-to-point transfers are not implemented by the CPU "
+        "runtime's Communicator yet");
+    return Step([message] { return absl::UnimplementedError(message); });
+  }
+  case Op::Record:
+  case Op::Wait:
+    // One CPU stream runs everything in program order.
+    return Step();
+  }
+  return absl::InternalError("unknown instruction kind");
+}
+
+ParamFill SchedExecutor::blockOf(size_t k, std::vector<float> &wide) {
+  const sched::Param &p = bundle_.params[k];
+  Sharding split = p.split ? *p.split : Sharding();
+  ParamInit init = ParamInit::Zeros;
+  switch (p.init) {
+  case sched::InitKind::Zeros:
+    break;
+  case sched::InitKind::Ones:
+    init = ParamInit::Ones;
+    break;
+  case sched::InitKind::Normal:
+    init = ParamInit::Normal;
+    break;
+  case sched::InitKind::Uniform:
+    init = ParamInit::Uniform;
+    break;
+  }
+  // f32 parameters fill in place; others through an f32 copy.
+  float *data = reinterpret_cast<float *>(params_[k]->data);
+  if (p.type.dtype != DType::F32) {
+    wide.resize(p.type.numElements());
+    data = wide.data();
+  }
+  // The loader requires a scale exactly for normal and uniform, the only
+  // initializers that read it.
+  return {p.name,
+          init,
+          p.scale.value_or(0.0),
+          p.type.shape,
+          mesh_.globalShape(p.type.shape, split),
+          mesh_.blockStart(rank(), p.type.shape, split),
+          data};
+}
+
+void SchedExecutor::narrow(size_t k, const std::vector<float> &wide) {
+  DType dtype = bundle_.params[k].type.dtype;
+  size_t width = dtypeSize(dtype);
+  for (size_t i = 0; i < wide.size(); ++i)
+    encode(wide[i], dtype,
+           reinterpret_cast<uint8_t *>(params_[k]->data) + i * width);
+}
+
+void SchedExecutor::initialize(uint64_t seed) {
+  std::vector<ParamFill> fills;
+  std::vector<std::vector<float>> wide(bundle_.params.size());
+  for (size_t k = 0; k < bundle_.params.size(); ++k)
+    fills.push_back(blockOf(k, wide[k]));
+  fillParams(seed, fills);
+  for (size_t k = 0; k < bundle_.params.size(); ++k)
+    narrow(k, wide[k]);
+}
+
+absl::Status SchedExecutor::load(const SafetensorsFile &file, bool requireAll) {
+  for (size_t k = 0; k < bundle_.params.size(); ++k) {
+    const sched::Param &p = bundle_.params[k];
+    std::vector<float> wide;
+    absl::Status s = readBlock(file, blockOf(k, wide), p.type.dtype);
+    if (absl::IsNotFound(s) && !(requireAll && !p.state))
+      continue;
+    if (!s.ok())
+      return s;
+    narrow(k, wide);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedExecutor::run(const std::string &name,
+                                const std::vector<HostTensor> &inputs) {
+  auto found = programs_.find(name);
+  if (found == programs_.end())
+    return absl::NotFoundError(
+        absl::StrCat(bundle_.dir, ": no program '", name, "'"));
+  Bound &bound = *found->second;
+  const sched::Program &spec = *bound.spec;
+  if (inputs.size() != spec.inputs.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("program ", name, " takes ", spec.inputs.size(),
+                     " inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType &want = spec.inputs[i].type;
+    if (inputs[i].shape != want.shape || inputs[i].dtype != want.dtype)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "program ", name, ": input ", i, " has the wrong shape or dtype"));
+    std::memcpy(bound.inputs[i]->data, inputs[i].data, want.bytes());
+  }
+  for (size_t s = 0; s < bound.steps.size(); ++s)
+    if (absl::Status st = bound.steps[s](); !st.ok())
+      return absl::Status(
+          st.code(),
+          absl::StrCat("program ", name, ", instruction ", bound.stepIndex[s],
+                       " (",
+                       sched::opName(spec.instructions[bound.stepIndex[s]].op),
+                       "): ", st.message()));
+  for (const sched::Assign &a : spec.assigns) {
+    const sched::Param *p = bundle_.param(a.param);
+    std::memcpy(params_[p - bundle_.params.data()]->data, bound.ptr[a.buffer],
+                p->type.bytes());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>>
+SchedExecutor::output(const std::string &name, const std::string &out) const {
+  auto it = programs_.find(name);
+  if (it == programs_.end())
+    return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
+  for (const sched::Output &o : it->second->spec->outputs)
+    if (o.name == out) {
+      const TensorType &t = it->second->spec->buffers[o.buffer].type;
+      return decodeAll(it->second->ptr[o.buffer], t.numElements(), t.dtype);
+    }
+  return absl::NotFoundError(
+      absl::StrCat("program ", name, " has no output '", out, "'"));
+}
+
+absl::StatusOr<float>
+SchedExecutor::scalarOutput(const std::string &name,
+                            const std::string &out) const {
+  absl::StatusOr<std::vector<float>> all = output(name, out);
+  if (!all.ok())
+    return all.status();
+  return all->empty() ? std::numeric_limits<float>::quiet_NaN() : all->front();
+}
+
+absl::StatusOr<std::vector<float>>
+SchedExecutor::param(const std::string &name) const {
+  const sched::Param *p = bundle_.param(name);
+  if (!p)
+    return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  return decodeAll(params_[p - bundle_.params.data()]->data,
+                   p->type.numElements(), p->type.dtype);
+}
+
+absl::StatusOr<std::vector<float>>
+SchedExecutor::gatherParam(const std::string &name) {
+  absl::StatusOr<std::vector<float>> local = param(name);
+  if (!local.ok())
+    return local;
+  const sched::Param *p = bundle_.param(name);
+  return gatherBlocks(options_.comm, mesh_, *local, p->type.shape,
+                      p->split ? *p->split : Sharding());
+}
+
+absl::StatusOr<std::vector<float>>
+SchedExecutor::gatherOutput(const std::string &program,
+                            const std::string &name) {
+  absl::StatusOr<std::vector<float>> local = output(program, name);
+  if (!local.ok())
+    return local;
+  const sched::Program &spec = *programs_.at(program)->spec;
+  for (const sched::Output &o : spec.outputs)
+    if (o.name == name && o.split)
+      return gatherBlocks(options_.comm, mesh_, *local,
+                          spec.buffers[o.buffer].type.shape, *o.split);
+  return local;
+}
+
+} // namespace weft::runtime

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace weft {
 namespace {
 
@@ -23,6 +25,12 @@ struct Case {
   const char *plan;
   bool cuda;
 };
+
+// So ctest lists a case by what it compiles, not by its bytes.
+void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.model << " " << c.dtype << " [" << c.plan << "] "
+      << (c.cuda ? "cuda" : "cpu");
+}
 
 class CompiledSchedBundle : public ::testing::TestWithParam<Case> {};
 

@@ -9,6 +9,8 @@
 
 #include "dialects/sched/IR/SchedOps.h"
 
+#include "dialects/common/MeshAxes.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -165,25 +167,11 @@ bool matrixFits(int64_t batch, int64_t stride, int64_t rows, int64_t cols,
 //===----------------------------------------------------------------------===//
 
 int64_t MeshOp::axisSize(StringRef name) {
-  for (auto [axis, size] : llvm::zip(getAxes(), getSizes()))
-    if (cast<StringAttr>(axis).getValue() == name)
-      return size;
-  return 0;
+  return meshAxisSize(getAxes(), getSizes(), name);
 }
 
 LogicalResult MeshOp::verify() {
-  if (getAxes().size() != getSizes().size())
-    return emitOpError("has ")
-           << getAxes().size() << " axes but " << getSizes().size() << " sizes";
-  llvm::StringSet<> seen;
-  for (auto [axis, size] : llvm::zip(getAxes(), getSizes())) {
-    StringRef name = cast<StringAttr>(axis).getValue();
-    if (!seen.insert(name).second)
-      return emitOpError("has axis '") << name << "' twice";
-    if (size < 1)
-      return emitOpError("axis '") << name << "' has size " << size;
-  }
-  return success();
+  return verifyMeshAxes(*this, getAxes(), getSizes());
 }
 
 LogicalResult ParamOp::verify() {

@@ -9,6 +9,8 @@
 
 #include "dialects/weft/IR/WeftOps.h"
 
+#include "dialects/common/MeshAxes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -18,30 +20,16 @@ using namespace mlir;
 using namespace weft;
 
 int64_t MeshOp::axisSize(StringRef name) {
-  for (auto [axis, size] :
-       llvm::zip(getAxes().getAsValueRange<StringAttr>(), getSizes()))
-    if (axis == name)
-      return size;
-  return 0;
+  return meshAxisSize(getAxes(), getSizes(), name);
 }
 
 LogicalResult MeshOp::verify() {
-  if (getAxes().size() != getSizes().size())
-    return emitOpError("has ")
-           << getAxes().size() << " axes but " << getSizes().size() << " sizes";
-  llvm::StringSet<> seen;
-  for (auto [axis, size] :
-       llvm::zip(getAxes().getAsValueRange<StringAttr>(), getSizes())) {
+  // The graph's placement passes know these axes; sched meshes may name any.
+  for (StringRef axis : getAxes().getAsValueRange<StringAttr>())
     if (axis != "dp" && axis != "tp" && axis != "pp" && axis != "ep")
       return emitOpError("unknown axis name '")
              << axis << "' (axes: dp, tp, pp, ep)";
-    if (!seen.insert(axis).second)
-      return emitOpError("axis '") << axis << "' appears twice";
-    if (size <= 0)
-      return emitOpError("axis '")
-             << axis << "' has size " << size << "; sizes must be positive";
-  }
-  return success();
+  return verifyMeshAxes(*this, getAxes(), getSizes());
 }
 
 namespace {

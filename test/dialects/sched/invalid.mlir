@@ -27,12 +27,12 @@ sched.mesh @mesh axes ["dp", "tp"] sizes [2]
 
 // -----
 
-// expected-error @+1 {{'sched.mesh' op has axis 'dp' twice}}
+// expected-error @+1 {{'sched.mesh' op axis 'dp' appears twice}}
 sched.mesh @mesh axes ["dp", "dp"] sizes [2, 2]
 
 // -----
 
-// expected-error @+1 {{'sched.mesh' op axis 'tp' has size 0}}
+// expected-error @+1 {{'sched.mesh' op axis 'tp' has size 0; sizes must be positive}}
 sched.mesh @mesh axes ["dp", "tp"] sizes [2, 0]
 
 // -----

@@ -249,10 +249,8 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_bias"] = static_cast<bool>(gemm.getBias());
     out["has_aux"] = static_cast<bool>(gemm.getAux());
     out["has_scales"] = static_cast<bool>(gemm.getScaleA());
-  } else if (auto attention = dyn_cast<sched::AttentionOp>(op)) {
-    out["has_scratch"] = static_cast<bool>(attention.getScratch());
-  } else if (auto grad = dyn_cast<sched::AttentionGradOp>(op)) {
-    out["has_scratch"] = static_cast<bool>(grad.getScratch());
+  } else if (auto scratch = dyn_cast<sched::ScratchOpInterface>(op)) {
+    out["has_scratch"] = static_cast<bool>(scratch.getScratch());
   } else if (auto collective = dyn_cast<sched::CollectiveOp>(op)) {
     out["has_counts"] = static_cast<bool>(collective.getCounts());
   } else if (auto copy = dyn_cast<sched::CopyOp>(op); copy && copy.getMesh()) {
@@ -414,6 +412,14 @@ private:
   MLIRContext *ctx;
   OpBuilder b;
   FlatSymbolRefAttr mesh;
+  /// What `has_scratch` says of each instruction that may have a scratch,
+  /// checked once the module verifies (its operands are sound then).
+  struct ScratchFlag {
+    sched::ScratchOpInterface op;
+    bool hasScratch;
+    std::string at;
+  };
+  std::vector<ScratchFlag> scratchFlags;
 };
 
 FailureOr<ArrayAttr> Reader::splitAttr(const json::Value *v,
@@ -679,6 +685,10 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
         attrs.set("stream", *s);
         continue;
       }
+      if (k == "has_scratch" &&
+          !info->hasInterface<sched::ScratchOpInterface>())
+        return fail(field,
+                    "is not a field of " + opName + ", which takes no scratch");
       // Operand presence, as the format spells it.
       if (k == "inputs" || k == "outputs" || k.starts_with("has_"))
         continue;
@@ -735,10 +745,17 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
       attrs.set("operandSegmentSizes",
                 b.getDenseI32ArrayAttr({1, 1, 1, bias, aux, scales, scales}));
     }
+    std::optional<bool> hasScratch = o->getBoolean("has_scratch");
+    bool mayHaveScratch = info->hasInterface<sched::ScratchOpInterface>();
+    if (mayHaveScratch && !hasScratch)
+      return fail(at, "needs \"has_scratch\" (true or false)");
     state.propertiesAttr = attrs.getDictionary(ctx);
     Operation *created = b.create(state);
     if (!created)
       return failure();
+    if (mayHaveScratch)
+      scratchFlags.push_back(
+          {cast<sched::ScratchOpInterface>(created), *hasScratch, at});
   }
 
   for (auto [i, assign] : llvm::enumerate(*assigns)) {
@@ -988,6 +1005,13 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
   }
   if (failed(verify(*module)))
     return nullptr;
+  for (ScratchFlag &f : scratchFlags)
+    if (static_cast<bool>(f.op.getScratch()) != f.hasScratch)
+      return fail(
+          f.at,
+          Twine("\"has_scratch\" is ") + (f.hasScratch ? "true" : "false") +
+              " but the operands " +
+              (f.hasScratch ? "end before a scratch" : "end with a scratch"));
   return module;
 }
 

@@ -4,28 +4,31 @@
 // budget (and whose rows align for cuBLASLt) runs as GEMMs around a softmax
 // kernel over materialised scores; others run FlashAttention's fused
 // kernels. The CPU computes row by row and needs no scratch: it is lowered
-// as `flash`. The scratch rule is sched::attentionScratchBytes, shared with
-// the verifier.
+// as `flash`. Its scratch is as scratch::attentionLayout
+// (dialects/sched/IR/ScratchLayout.h) states, for the lowering, the
+// verifier, the bundle loader and the GPU runtime alike.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/lowering/Lowering.h"
+
+#include "dialects/sched/IR/ScratchLayout.h"
 
 using namespace mlir;
 
 namespace weft::codegen {
 namespace {
 
-/// The algorithm on this target and its scratch (null: none): the CPU
-/// runs row by row (flash, no scratch); the GPU uses cuBLASLt GEMMs around a
-/// softmax when the scratch fits the budget and the rows align, else
-/// FlashAttention's kernels (whose backward keeps its delta in scratch).
-FailureOr<std::pair<sched::AttentionAlgorithm, Value>>
-choose(Operation *op, ProgramLowering &l, Value query, Value key, Value value,
-       bool grad) {
+/// The algorithm on this target: the CPU runs row by row (flash, no
+/// scratch); the GPU uses cuBLASLt GEMMs around a softmax when their
+/// scratch fits the budget and the rows align, else FlashAttention's
+/// kernels (whose backward keeps its delta in scratch).
+FailureOr<sched::AttentionAlgorithm> choose(Operation *op, ProgramLowering &l,
+                                            Value query, Value key, Value value,
+                                            bool grad) {
   using sched::AttentionAlgorithm;
   if (!l.target().cuda)
-    return std::make_pair(AttentionAlgorithm::flash, Value());
+    return AttentionAlgorithm::flash;
   auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   ArrayRef<int64_t> q = shape(query), k = shape(key), v = shape(value);
   if (q[3] > 128 || v[3] > 128)
@@ -34,20 +37,14 @@ choose(Operation *op, ProgramLowering &l, Value query, Value key, Value value,
                << q[3] << " and " << v[3],
            failure();
   int64_t es = ProgramLowering::bufferType(query.getType()).getElementBytes();
-  std::optional<int64_t> gemmBytes = sched::attentionScratchBytes(
-      AttentionAlgorithm::gemm_softmax, grad, q, k, es);
-  AttentionAlgorithm algorithm =
-      gemmBytes && *gemmBytes <= l.target().attentionScratchBytes &&
-              sched::attentionRowsAligned(q, k, v, es)
-          ? AttentionAlgorithm::gemm_softmax
-          : AttentionAlgorithm::flash;
-  std::optional<int64_t> bytes =
-      sched::attentionScratchBytes(algorithm, grad, q, k, es);
-  if (!bytes)
-    return op->emitOpError("attention's scratch overflows int64"), failure();
-  Value scratch =
-      *bytes ? l.alloc({(*bytes + 3) / 4}, l.builder().getF32Type()) : Value();
-  return std::make_pair(algorithm, scratch);
+  std::optional<sched::scratch::AttentionLayout> gemms =
+      sched::scratch::attentionLayout(/*gemmSoftmax=*/true, grad, q[0], q[1],
+                                      q[2], k[1], es);
+  return gemms && gemms->bytes <= l.target().attentionScratchBytes &&
+                 sched::scratch::attentionRowsAligned(q[1], k[1], q[3], v[3],
+                                                      es)
+             ? AttentionAlgorithm::gemm_softmax
+             : AttentionAlgorithm::flash;
 }
 
 LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
@@ -58,12 +55,12 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
                        /*grad=*/false);
   if (failed(chosen))
     return failure();
-  sched::AttentionOp::create(
-      l.builder(), op.getLoc(), q, k, v, out, lse, chosen->second,
-      op.getScaleAttr(), op.getCausalAttr(),
-      sched::AttentionAlgorithmAttr::get(l.context(), chosen->first),
+  auto instr = sched::AttentionOp::create(
+      l.builder(), op.getLoc(), q, k, v, out, lse, Value(), op.getScaleAttr(),
+      op.getCausalAttr(),
+      sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
       l.builder().getStringAttr("compute"));
-  return success();
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
@@ -76,12 +73,12 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
                        /*grad=*/true);
   if (failed(chosen))
     return failure();
-  sched::AttentionGradOp::create(
-      l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv,
-      chosen->second, op.getScaleAttr(), op.getCausalAttr(),
-      sched::AttentionAlgorithmAttr::get(l.context(), chosen->first),
+  auto instr = sched::AttentionGradOp::create(
+      l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv, Value(),
+      op.getScaleAttr(), op.getCausalAttr(),
+      sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
       l.builder().getStringAttr("compute"));
-  return success();
+  return l.addGpuScratch(op, instr);
 }
 
 } // namespace

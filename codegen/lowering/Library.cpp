@@ -5,7 +5,11 @@
 // name, every attribute spelled (the runtime has no defaults), operands
 // read and results written in the type the target's kernel computes in
 // (ProgramLowering::read / write), and a vocabulary-parallel op's
-// `weft.vocab_axes` carried as the instruction's group.
+// `weft.vocab_axes` carried as the instruction's group. On the GPU,
+// reductions, norm gradients, cross-entropy and the expert ops are several
+// kernels: for the cuda target each gets the scratch its shapes need
+// (dialects/sched/IR/ScratchLayout.h), which the memory plan places; the
+// CPU's kernels need none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,30 +55,30 @@ LogicalResult lowerRope(RopeOp op, ProgramLowering &l) {
 
 LogicalResult lowerCrossEntropy(CrossEntropyOp op, ProgramLowering &l) {
   Value logits = l.read(op, op.getLogits()), labels = l.stored(op.getLabels());
-  sched::CrossEntropyOp::create(
+  auto instr = sched::CrossEntropyOp::create(
       l.builder(), op.getLoc(), logits, labels, l.write(op, op.getResult()),
-      op.getIgnoreIndexAttr(), vocabAxes(op), compute(l));
-  return success();
+      op.getIgnoreIndexAttr(), vocabAxes(op), Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerCrossEntropyGrad(CrossEntropyGradOp op, ProgramLowering &l) {
   Value logits = l.read(op, op.getLogits()), labels = l.stored(op.getLabels()),
         dloss = l.read(op, op.getGrad());
-  sched::CrossEntropyGradOp::create(l.builder(), op.getLoc(), logits, labels,
-                                    dloss, l.write(op, op.getResult()),
-                                    op.getIgnoreIndexAttr(), vocabAxes(op),
-                                    compute(l));
-  return success();
+  auto instr = sched::CrossEntropyGradOp::create(
+      l.builder(), op.getLoc(), logits, labels, dloss,
+      l.write(op, op.getResult()), op.getIgnoreIndexAttr(), vocabAxes(op),
+      Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 template <typename OpTy>
 LogicalResult lowerReduce(OpTy op, ProgramLowering &l, sched::Reduction kind) {
   Value x = l.read(op, op.getInput());
-  sched::ReduceOp::create(l.builder(), op.getLoc(), x,
-                          l.write(op, op.getResult()),
-                          sched::ReductionAttr::get(l.context(), kind),
-                          op.getDimsAttr(), compute(l));
-  return success();
+  auto instr = sched::ReduceOp::create(
+      l.builder(), op.getLoc(), x, l.write(op, op.getResult()),
+      sched::ReductionAttr::get(l.context(), kind), op.getDimsAttr(), Value(),
+      compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerReduceSum(ReduceSumOp op, ProgramLowering &l) {
@@ -109,9 +113,10 @@ LogicalResult lowerLayerNormGrad(LayerNormGradOp op, ProgramLowering &l) {
   Value dx = l.write(op, op.getInputGrad()),
         dw = l.write(op, op.getWeightGrad()),
         db = l.write(op, op.getBiasGrad());
-  sched::LayerNormGradOp::create(l.builder(), op.getLoc(), x, w, dy, dx, dw, db,
-                                 op.getEpsilonAttr(), compute(l));
-  return success();
+  auto instr = sched::LayerNormGradOp::create(
+      l.builder(), op.getLoc(), x, w, dy, dx, dw, db, op.getEpsilonAttr(),
+      Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerRMSNormGrad(RMSNormGradOp op, ProgramLowering &l) {
@@ -119,9 +124,10 @@ LogicalResult lowerRMSNormGrad(RMSNormGradOp op, ProgramLowering &l) {
         dy = l.read(op, op.getGrad());
   Value dx = l.write(op, op.getInputGrad()),
         dw = l.write(op, op.getWeightGrad());
-  sched::RMSNormGradOp::create(l.builder(), op.getLoc(), x, w, dy, dx, dw,
-                               op.getEpsilonAttr(), compute(l));
-  return success();
+  auto instr =
+      sched::RMSNormGradOp::create(l.builder(), op.getLoc(), x, w, dy, dx, dw,
+                                   op.getEpsilonAttr(), Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerOneHot(OneHotOp op, ProgramLowering &l) {
@@ -151,34 +157,36 @@ LogicalResult lowerTopKGating(TopKGatingOp op, ProgramLowering &l) {
 
 LogicalResult lowerExpertDispatch(ExpertDispatchOp op, ProgramLowering &l) {
   Value x = l.read(op, op.getInput()), ids = l.stored(op.getIndices());
-  sched::ExpertDispatchOp::create(
+  auto instr = sched::ExpertDispatchOp::create(
       l.builder(), op.getLoc(), x, ids, l.write(op, op.getResult()),
-      op.getNumExpertsAttr(), op.getCapacityAttr(), compute(l));
-  return success();
+      op.getNumExpertsAttr(), op.getCapacityAttr(), Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerExpertCombine(ExpertCombineOp op, ProgramLowering &l) {
   Value slots = l.read(op, op.getExpertOutputs()),
         weights = l.read(op, op.getWeights()), ids = l.stored(op.getIndices());
-  sched::ExpertCombineOp::create(l.builder(), op.getLoc(), slots, weights, ids,
-                                 l.write(op, op.getResult()), compute(l));
-  return success();
+  auto instr = sched::ExpertCombineOp::create(
+      l.builder(), op.getLoc(), slots, weights, ids,
+      l.write(op, op.getResult()), Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerExpertGather(ExpertGatherOp op, ProgramLowering &l) {
   Value slots = l.read(op, op.getExpertOutputs()),
         ids = l.stored(op.getIndices());
-  sched::ExpertGatherOp::create(l.builder(), op.getLoc(), slots, ids,
-                                l.write(op, op.getResult()), compute(l));
-  return success();
+  auto instr = sched::ExpertGatherOp::create(l.builder(), op.getLoc(), slots,
+                                             ids, l.write(op, op.getResult()),
+                                             Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerExpertScatter(ExpertScatterOp op, ProgramLowering &l) {
   Value pairs = l.read(op, op.getPairs()), ids = l.stored(op.getIndices());
-  sched::ExpertScatterOp::create(
+  auto instr = sched::ExpertScatterOp::create(
       l.builder(), op.getLoc(), pairs, ids, l.write(op, op.getResult()),
-      op.getNumExpertsAttr(), op.getCapacityAttr(), compute(l));
-  return success();
+      op.getNumExpertsAttr(), op.getCapacityAttr(), Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 } // namespace

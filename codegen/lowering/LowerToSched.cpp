@@ -105,6 +105,21 @@ Value ProgramLowering::alloc(ArrayRef<int64_t> shape, Type elementType) {
                                 IntegerAttr(), IntegerAttr());
 }
 
+LogicalResult ProgramLowering::addGpuScratch(Operation *op,
+                                             sched::ScratchOpInterface instr) {
+  if (!tgt.cuda)
+    return success();
+  std::optional<int64_t> bytes = instr.getScratchBytes();
+  if (!bytes)
+    return op->emitOpError("needs more than 2^63 bytes of GPU scratch");
+  if (*bytes == 0)
+    return success();
+  Value scratch = alloc({*bytes / 4 + (*bytes % 4 != 0)}, b.getF32Type());
+  scratch.getDefiningOp()->moveBefore(instr);
+  instr.setScratch(scratch);
+  return success();
+}
+
 Value ProgramLowering::view(Value buffer, int64_t offsetBytes,
                             ArrayRef<int64_t> shape, Type elementType) {
   auto type = sched::BufferType::get(context(), shape, elementType);

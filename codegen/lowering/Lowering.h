@@ -76,6 +76,14 @@ public:
   void bind(mlir::Value r, mlir::Value buffer);
   /// A fresh arena buffer (unplanned).
   mlir::Value alloc(llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
+  /// On the cuda target, gives `instr`, which lowers `op`, the scratch its
+  /// operands' shapes need there (ScratchOpInterface::getScratchBytes, from
+  /// dialects/sched/IR/ScratchLayout.h): an f32 arena buffer of at least
+  /// that many bytes just before it, or none for 0; fails, with a
+  /// diagnostic on `op`, when the size overflows int64. The CPU's kernels
+  /// need none.
+  mlir::LogicalResult addGpuScratch(mlir::Operation *op,
+                                    sched::ScratchOpInterface instr);
   /// Bytes [offset, ...) of `buffer` seen as a buffer of `shape` x `type`.
   mlir::Value view(mlir::Value buffer, int64_t offsetBytes,
                    llvm::ArrayRef<int64_t> shape, mlir::Type elementType);

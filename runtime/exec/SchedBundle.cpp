@@ -15,6 +15,10 @@
 #include "runtime/support/Json.h"
 #include "runtime/support/Status.h"
 
+// The one dialect header the runtime includes: plain C++ with no MLIR, the
+// statement of each scratch layout that the bundle format depends on.
+#include "dialects/sched/IR/ScratchLayout.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -33,6 +37,7 @@
 namespace weft::runtime::sched {
 namespace {
 using json = nlohmann::json;
+namespace scratch = ::weft::sched::scratch;
 
 constexpr int64_t kMaxBytes = int64_t(1) << 62;
 constexpr int64_t kMaxMeshRanks = int64_t(1) << 20;
@@ -723,7 +728,6 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.scale, o.number("scale"));
     WEFT_ASSIGN(a.causal, o.flag("causal"));
     WEFT_ASSIGN(a.algorithm, o.choice("algorithm", kAlgorithms));
-    WEFT_ASSIGN(a.hasScratch, o.flag("has_scratch"));
     return a;
   }
   case Op::Embedding:
@@ -839,10 +843,28 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   return o.fail("unknown op");
 }
 
-/// The operands an instruction takes, in ODS order, with their effects
-/// (MemRead / MemWrite as SchedOps.td declares them). A launch's come from
-/// its counts, which the caller has checked against the operand list.
-std::vector<Role> rolesOf(const Instruction &in) {
+/// Whether `op` may take a scratch (ScratchOpInterface in SchedOps.td).
+bool mayHaveScratch(Op op) {
+  switch (op) {
+  case Op::Attention:
+  case Op::AttentionGrad:
+  case Op::Reduce:
+  case Op::LayerNormGrad:
+  case Op::RmsNormGrad:
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad:
+  case Op::ExpertDispatch:
+  case Op::ExpertCombine:
+  case Op::ExpertGather:
+  case Op::ExpertScatter:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// The operands an instruction takes before its scratch, in ODS order.
+std::vector<Role> fixedRolesOf(const Instruction &in) {
   auto roles = [](std::initializer_list<Role> r) {
     return std::vector<Role>(r);
   };
@@ -869,30 +891,22 @@ std::vector<Role> rolesOf(const Instruction &in) {
     }
     return r;
   }
-  case Op::Attention: {
-    std::vector<Role> r = roles({{"q", kRead},
-                                 {"k", kRead},
-                                 {"v", kRead},
-                                 {"out", kWrite},
-                                 {"lse", kWrite}});
-    if (in.as<AttentionAttrs>().hasScratch)
-      r.push_back({"scratch", kReadWrite});
-    return r;
-  }
-  case Op::AttentionGrad: {
-    std::vector<Role> r = roles({{"q", kRead},
-                                 {"k", kRead},
-                                 {"v", kRead},
-                                 {"out", kRead},
-                                 {"lse", kRead},
-                                 {"dout", kRead},
-                                 {"dq", kWrite},
-                                 {"dk", kWrite},
-                                 {"dv", kWrite}});
-    if (in.as<AttentionAttrs>().hasScratch)
-      r.push_back({"scratch", kReadWrite});
-    return r;
-  }
+  case Op::Attention:
+    return roles({{"q", kRead},
+                  {"k", kRead},
+                  {"v", kRead},
+                  {"out", kWrite},
+                  {"lse", kWrite}});
+  case Op::AttentionGrad:
+    return roles({{"q", kRead},
+                  {"k", kRead},
+                  {"v", kRead},
+                  {"out", kRead},
+                  {"lse", kRead},
+                  {"dout", kRead},
+                  {"dq", kWrite},
+                  {"dk", kWrite},
+                  {"dv", kWrite}});
   case Op::Embedding:
     return roles({{"table", kRead}, {"ids", kRead}, {"out", kWrite}});
   case Op::EmbeddingGrad:
@@ -961,6 +975,17 @@ std::vector<Role> rolesOf(const Instruction &in) {
   return {};
 }
 
+/// The operands an instruction takes, in ODS order, with their effects
+/// (MemRead / MemWrite as SchedOps.td declares them): the op's own, then
+/// its scratch when it has one. A launch's come from its counts, which the
+/// caller has checked against the operand list.
+std::vector<Role> rolesOf(const Instruction &in) {
+  std::vector<Role> r = fixedRolesOf(in);
+  if (in.hasScratch)
+    r.push_back({"scratch", kReadWrite});
+  return r;
+}
+
 std::string instructionWhere(const Program &p, size_t i, const json *op) {
   std::string where = absl::StrCat("program '", p.name, "', instruction ", i);
   if (op && op->is_string())
@@ -996,6 +1021,9 @@ absl::StatusOr<Instruction> readInstruction(const json &v, size_t i,
                                  in.operands[j], ", but the program has ",
                                  p.buffers.size(), " buffers"));
   WEFT_ASSIGN(in.attrs, readAttrs(in.op, o, b));
+  // Elsewhere `has_scratch` is an unknown field.
+  if (mayHaveScratch(in.op))
+    WEFT_ASSIGN(in.hasScratch, o.flag("has_scratch"));
   WEFT_RETURN_IF_ERROR(o.done());
   // The operand count, before anything indexes the operands by role.
   size_t want;
@@ -1255,6 +1283,60 @@ absl::Status checkGemm(const Check &c, const GemmAttrs &a) {
   return absl::OkStatus();
 }
 
+/// The instruction's scratch, when it has one (or when `required`): f32
+/// and at least `need` bytes (nullopt: the layout overflows int64), as
+/// SchedOps.cpp's verifyScratch; `who` starts the message.
+absl::Status checkScratch(const Check &c, std::optional<int64_t> need,
+                          bool required = false, absl::string_view who = "") {
+  if (!c.in.hasScratch && !required)
+    return absl::OkStatus();
+  size_t at = c.in.operands.size() - 1;
+  if (c.in.hasScratch && c.dtype(at) != DType::F32)
+    return c.fail(absl::StrCat(c.name(at), " must hold f32, not ",
+                               dtypeText(c.dtype(at))));
+  int64_t has = c.in.hasScratch ? c.type(at).bytes() : 0;
+  if (!c.in.hasScratch || !need || has < *need)
+    return c.fail(absl::StrCat(who, "needs ", countText(need),
+                               " bytes of scratch, has ", has));
+  return absl::OkStatus();
+}
+
+/// A library instruction's scratch against the bytes ScratchLayout.h
+/// states for its operands' shapes (the verifiers' arguments).
+absl::Status checkLibraryScratch(const Check &c) {
+  std::optional<int64_t> need;
+  switch (c.in.op) {
+  case Op::Reduce: { // input, out
+    int64_t outputs = c.elements(1);
+    int64_t reduced = outputs ? c.elements(0) / outputs : 0;
+    need = scratch::bytesOf(scratch::reduceLayout(outputs, reduced));
+    break;
+  }
+  case Op::LayerNormGrad:
+  case Op::RmsNormGrad: { // input, ...
+    int64_t dim = c.shape(0).back(), rows = dim ? c.elements(0) / dim : 0;
+    need = scratch::bytesOf(scratch::normGradLayout(rows, dim));
+    break;
+  }
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad: // logits, labels, ...
+    need = scratch::bytesOf(scratch::crossEntropyLayout(c.elements(1)));
+    break;
+  case Op::ExpertDispatch: // input, indices, out
+  case Op::ExpertGather:   // expert_outputs, indices, out
+  case Op::ExpertScatter:  // pairs, indices, out
+    need = scratch::expertSlotsBytes(c.elements(1));
+    break;
+  case Op::ExpertCombine: // expert_outputs, weights, indices, out
+    need = scratch::expertSlotsBytes(c.elements(2));
+    break;
+  default: // Attention checks its own; other ops have none.
+    return absl::OkStatus();
+  }
+  std::string who = absl::StrCat(c.name(c.in.operands.size() - 1), ": ");
+  return checkScratch(c, need, /*required=*/false, who);
+}
+
 absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
                             bool grad) {
   for (size_t i : {0, 1, 2, 3}) {
@@ -1274,44 +1356,22 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
   if (c.dtype(4) != DType::F32)
     return c.fail(
         absl::StrCat(c.name(4), " must hold f32, not ", dtypeText(c.dtype(4))));
-  size_t scratch = grad ? 9 : 5;
-  if (a.hasScratch && c.dtype(scratch) != DType::F32)
-    return c.fail(absl::StrCat(c.name(scratch), " must hold f32, not ",
-                               dtypeText(c.dtype(scratch))));
-  // The scratch rule of sched::attentionScratchBytes (SchedOps.cpp):
-  // gemm_softmax keeps f32 scores and probabilities in q's type, [B, Hq,
-  // S, T] each, on 16-byte-aligned rows; every backward adds the f32 row
-  // term delta [B, Hq, S]; the flash forward takes none.
   int64_t es = static_cast<int64_t>(dtypeSize(c.dtype(0)));
   bool gemms = a.algorithm == AttentionAlgorithm::GemmSoftmax;
-  int64_t align = 16 / es;
-  if (gemms && (s % align || t % align || d % align || vs[3] % align))
+  if (gemms && !scratch::attentionRowsAligned(s, t, d, vs[3], es))
     return c.fail("field 'algorithm' 'gemm_softmax' needs S, T, D and Dv "
                   "that make 16-byte rows");
-  std::optional<int64_t> rows = checkedMul(b, hq);
-  rows = rows ? checkedMul(*rows, s) : std::nullopt;
-  std::optional<int64_t> delta =
-      rows ? checkedMul(*rows, int64_t(4)) : std::nullopt;
-  std::optional<int64_t> need;
-  if (!gemms) {
-    need = grad ? delta : std::optional<int64_t>(0);
-  } else {
-    std::optional<int64_t> plane = rows ? checkedMul(*rows, t) : std::nullopt;
-    need = plane ? checkedMul(*plane, 4 + es) : std::nullopt;
-    if (grad)
-      need = need && delta ? checkedAdd(*need, *delta) : std::nullopt;
-  }
-  if (need && *need == 0) {
-    if (a.hasScratch)
-      return c.fail("field 'algorithm' 'flash' takes no scratch forward "
-                    "(field 'has_scratch' is true)");
-  } else if (a.hasScratch || gemms) {
-    int64_t has = a.hasScratch ? c.type(scratch).bytes() : 0;
-    if (!a.hasScratch || !need || has < *need)
-      return c.fail(absl::StrCat(
-          "field 'algorithm' '", gemms ? "gemm_softmax" : "flash", "' needs ",
-          countText(need), " bytes of scratch, has ", has));
-  }
+  std::optional<int64_t> need =
+      scratch::bytesOf(scratch::attentionLayout(gemms, grad, b, s, hq, t, es));
+  if (need && *need == 0 && c.in.hasScratch)
+    return c.fail("field 'algorithm' 'flash' takes no scratch forward "
+                  "(field 'has_scratch' is true)");
+  // The flash backward may compute its delta without scratch (the CPU
+  // does); gemm_softmax cannot.
+  WEFT_RETURN_IF_ERROR(
+      checkScratch(c, need, /*required=*/gemms,
+                   absl::StrCat("field 'algorithm' '",
+                                gemms ? "gemm_softmax" : "flash", "' ")));
   if (!grad)
     return absl::OkStatus();
   for (auto [x, dx] : {std::pair{0, 6}, {1, 7}, {2, 8}})
@@ -1508,8 +1568,9 @@ absl::Status checkPeer(const Check &c, const PeerAttrs &a) {
   return absl::OkStatus();
 }
 
-/// The checks of the instruction's op verifier (SchedOps.cpp).
-absl::Status checkInstruction(const Check &c) {
+/// The checks of the instruction's op verifier (SchedOps.cpp), but for a
+/// library instruction's scratch.
+absl::Status checkOperands(const Check &c) {
   const Instruction &in = c.in;
   switch (in.op) {
   case Op::Launch:
@@ -1632,6 +1693,12 @@ absl::Status checkInstruction(const Check &c) {
     return absl::OkStatus();
   }
   return absl::OkStatus();
+}
+
+/// The checks of the instruction's op verifier (SchedOps.cpp).
+absl::Status checkInstruction(const Check &c) {
+  WEFT_RETURN_IF_ERROR(checkOperands(c));
+  return checkLibraryScratch(c);
 }
 
 //===----------------------------------------------------------------------===//

@@ -186,7 +186,6 @@ struct AttentionAttrs {
   double scale = 0;
   bool causal = false;
   AttentionAlgorithm algorithm = AttentionAlgorithm::Flash;
-  bool hasScratch = false;
 };
 /// embedding, embedding_grad.
 struct VocabAttrs {
@@ -269,6 +268,13 @@ struct Instruction {
   int64_t stream = 0;            // Into Program::streams.
   std::vector<int64_t> operands; // Buffer ids, in the op's ODS order.
   InstructionAttrs attrs;
+  /// The manifest's `has_scratch`, which exactly the ops that may take a
+  /// GPU scratch carry (attention, attention_grad, reduce, layer_norm_grad,
+  /// rms_norm_grad, cross_entropy, cross_entropy_grad and the four expert
+  /// ops): the last operand is then that scratch, read and written, f32
+  /// and of at least the bytes dialects/sched/IR/ScratchLayout.h states.
+  /// False for every other op. The CPU ignores a scratch.
+  bool hasScratch = false;
 
   template <typename T> const T &as() const { return std::get<T>(attrs); }
 };

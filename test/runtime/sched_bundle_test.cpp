@@ -100,7 +100,7 @@ constexpr const char *kValid = R"json({
      "accumulate": false, "has_bias": false, "has_aux": false,
      "has_scales": false},
     {"op": "cross_entropy", "stream": "compute", "operands": [6, 1, 7],
-     "ignore_index": -100, "vocab_axes": []},
+     "ignore_index": -100, "vocab_axes": [], "has_scratch": false},
     {"op": "softmax", "stream": "compute", "operands": [6, 8], "dim": 2}],
    "assigns": [],
    "outputs": [{"name": "loss", "buffer": 7}, {"name": "probs", "buffer": 8}]}],
@@ -231,6 +231,7 @@ TEST(SchedBundle, ValidManifestLoadsWithEveryFieldDecoded) {
   const Program *eval = b->program("eval");
   ASSERT_TRUE(eval);
   EXPECT_EQ(eval->instructions[2].as<CrossEntropyAttrs>().ignoreIndex, -100);
+  EXPECT_FALSE(eval->instructions[2].hasScratch);
   EXPECT_TRUE(eval->instructions[1].as<GemmAttrs>().transposeB);
   EXPECT_EQ(eval->instructions[3].as<SoftmaxAttrs>().dim, 2);
 
@@ -243,6 +244,27 @@ TEST(SchedBundle, ValidManifestLoadsWithEveryFieldDecoded) {
   EXPECT_EQ(train->sequences[1].runs[1].microbatch, 1);
   EXPECT_EQ(b->schedule("eval")->sequences[0].axis, std::nullopt);
   EXPECT_EQ(b->schedule("eval")->sequences[0].runs[0].programIndex, 1);
+}
+
+// A GPU scratch is the last operand, read and written; 6 positions of
+// cross-entropy take 264 bytes (dialects/sched/IR/ScratchLayout.h).
+TEST(SchedBundle, LibraryScratchIsTheLastOperand) {
+  BundleDir d;
+  json m = d.valid();
+  program(m, "eval")["arena"] = 1024;
+  program(m, "eval")["buffers"].push_back({{"kind", "alloc"},
+                                           {"offset", 512},
+                                           {"first", 2},
+                                           {"last", 2},
+                                           {"shape", {66}},
+                                           {"dtype", "f32"}});
+  instr(m, "eval", 2)["operands"] = {6, 1, 7, 10};
+  instr(m, "eval", 2)["has_scratch"] = true;
+  absl::StatusOr<SchedBundle> b = d.load(m);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const Instruction &ce = b->program("eval")->instructions[2];
+  EXPECT_TRUE(ce.hasScratch);
+  EXPECT_EQ(ce.operands.back(), 10);
 }
 
 TEST(SchedBundle, MissingManifestNamesThePath) {
@@ -285,6 +307,13 @@ TEST_P(Corrupted, IsRefusedNamingWhereAndWhichField) {
 }
 
 constexpr int64_t kNear2To63 = INT64_MAX - 63; // A multiple of 64.
+
+/// Gives eval's cross-entropy buffer 9 (16 bytes) as its scratch.
+void scratchForCrossEntropy(json &m) {
+  instr(m, "eval", 2)["operands"] = {6, 1, 7, 9};
+  instr(m, "eval", 2)["has_scratch"] = true;
+  buffer(m, "eval", 9)["first"] = 2;
+}
 
 const Corruption kCorruptions[] = {
     // JSON and the top level.
@@ -587,6 +616,31 @@ const Corruption kCorruptions[] = {
      },
      {"program 'eval', instruction 2 (cross_entropy)",
       "operand 1 (labels) must hold i32 or i64, not f32"}},
+    // GPU scratch: has_scratch on exactly the ops that may have one, the
+    // scratch f32 and as large as ScratchLayout.h says.
+    {"ScratchTooSmall", scratchForCrossEntropy,
+     {"program 'eval', instruction 2 (cross_entropy)",
+      "operand 3 (scratch): needs 264 bytes of scratch, has 16"}},
+    {"ScratchNotF32",
+     [](json &m) {
+       scratchForCrossEntropy(m);
+       buffer(m, "eval", 9)["dtype"] = "i32";
+     },
+     {"program 'eval', instruction 2 (cross_entropy)",
+      "operand 3 (scratch) must hold f32, not i32"}},
+    {"ScratchFlagMissing",
+     [](json &m) { instr(m, "eval", 2).erase("has_scratch"); },
+     {"program 'eval', instruction 2 (cross_entropy)",
+      "field 'has_scratch' is missing"}},
+    {"ScratchFlagWithoutTheOperand",
+     [](json &m) { instr(m, "eval", 2)["has_scratch"] = true; },
+     {"program 'eval', instruction 2 (cross_entropy)",
+      "field 'operands' has 3 buffers, but cross_entropy takes 4 (logits, "
+      "labels, loss, scratch)"}},
+    {"ScratchFlagOnAnOpWithout",
+     [](json &m) { instr(m, "eval", 3)["has_scratch"] = false; },
+     {"program 'eval', instruction 3 (softmax)",
+      "unknown field 'has_scratch'"}},
     {"SoftmaxDimOutsideRank",
      [](json &m) { instr(m, "eval", 3)["dim"] = 3; },
      {"program 'eval', instruction 3 (softmax)", "field 'dim' 3 is outside rank 3"}},

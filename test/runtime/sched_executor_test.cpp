@@ -377,7 +377,8 @@ handWritten(const std::string &manifest,
 } // namespace
 
 // A transposing copy that rounds to bf16 (ties to even), a max over a
-// dimension, a fill, and an event pair that does nothing on one stream.
+// dimension given a GPU scratch (which the CPU ignores), a fill, and an
+// event pair that does nothing on one stream.
 TEST(SchedExecutor, RunsCopiesReductionsAndFillsAsWritten) {
   auto exec = handWritten(R"json({
  "format": "weft-bundle", "version": 2, "meta": {}, "kernels": {},
@@ -390,12 +391,13 @@ TEST(SchedExecutor, RunsCopiesReductionsAndFillsAsWritten) {
     {"kind": "input", "index": 0, "shape": [2, 3], "dtype": "f32"},
     {"kind": "alloc", "offset": 0, "first": 0, "last": 5, "shape": [3, 2], "dtype": "bf16"},
     {"kind": "alloc", "offset": 64, "first": 1, "last": 5, "shape": [3], "dtype": "f32"},
-    {"kind": "alloc", "offset": 128, "first": 4, "last": 5, "shape": [2], "dtype": "f32"}],
+    {"kind": "alloc", "offset": 128, "first": 4, "last": 5, "shape": [2], "dtype": "f32"},
+    {"kind": "alloc", "offset": 128, "first": 1, "last": 1, "shape": [6], "dtype": "f32"}],
    "instructions": [
     {"op": "copy", "stream": "compute", "operands": [0, 1],
      "sizes": [3, 2], "src": [0, 1, 3], "dst": [0, 2, 1]},
-    {"op": "reduce", "stream": "compute", "operands": [0, 2],
-     "reduction": "max", "dims": [0]},
+    {"op": "reduce", "stream": "compute", "operands": [0, 2, 4],
+     "reduction": "max", "dims": [0], "has_scratch": true},
     {"op": "record", "stream": "compute", "operands": [], "event": 0},
     {"op": "wait", "stream": "comm", "operands": [], "event": 0},
     {"op": "fill", "stream": "comm", "operands": [3], "value": 2.5}],

@@ -10,6 +10,7 @@
 #include "dialects/sched/IR/SchedOps.h"
 
 #include "dialects/common/MeshAxes.h"
+#include "dialects/sched/IR/ScratchLayout.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -130,6 +131,28 @@ LogicalResult isF32Scalar(Operation *op, Value v, StringRef name) {
   BufferType t = bufferOf(v);
   if (!t.getElementType().isF32() || t.getNumElements() != 1)
     return op->emitOpError() << name << " must be one f32, not " << t;
+  return success();
+}
+
+std::string countText(std::optional<int64_t> n) {
+  return n ? std::to_string(*n) : std::string("more than 2^63");
+}
+
+/// A scratch operand, when there is one (or when `required`), holds f32
+/// and at least `need` bytes (nullopt: the layout overflows int64); `who`
+/// starts the message.
+LogicalResult verifyScratch(Operation *op, Value scratch,
+                            std::optional<int64_t> need, bool required = false,
+                            StringRef who = "") {
+  if (!scratch && !required)
+    return success();
+  if (scratch && !bufferOf(scratch).getElementType().isF32())
+    return op->emitOpError("scratch must hold f32, not ")
+           << bufferOf(scratch).getElementType();
+  int64_t has = scratch ? bufferOf(scratch).getBytes() : 0;
+  if (!scratch || !need || has < *need)
+    return op->emitOpError() << who << "needs " << countText(need)
+                             << " bytes of scratch, has " << has;
   return success();
 }
 
@@ -845,41 +868,13 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
-std::optional<int64_t>
-weft::sched::attentionScratchBytes(AttentionAlgorithm algorithm, bool grad,
-                                   ArrayRef<int64_t> q, ArrayRef<int64_t> k,
-                                   int64_t elementBytes) {
-  int64_t b = q[0], s = q[1], hq = q[2], t = k[1];
-  std::optional<int64_t> rows = llvm::checkedMul(b, hq);
-  rows = rows ? llvm::checkedMul(*rows, s) : std::nullopt;
-  std::optional<int64_t> delta =
-      rows ? llvm::checkedMul(*rows, int64_t(4)) : std::nullopt;
-  if (algorithm == AttentionAlgorithm::flash)
-    return grad ? delta : std::optional<int64_t>(0);
-  std::optional<int64_t> plane =
-      rows ? llvm::checkedMul(*rows, t) : std::nullopt;
-  std::optional<int64_t> bytes =
-      plane ? llvm::checkedMul(*plane, 4 + elementBytes) : std::nullopt;
-  if (grad && bytes && delta)
-    bytes = llvm::checkedAdd(*bytes, *delta);
-  return grad && !delta ? std::nullopt : bytes;
-}
-
-bool weft::sched::attentionRowsAligned(ArrayRef<int64_t> q, ArrayRef<int64_t> k,
-                                       ArrayRef<int64_t> v,
-                                       int64_t elementBytes) {
-  int64_t align = 16 / elementBytes;
-  return q[1] % align == 0 && k[1] % align == 0 && q[3] % align == 0 &&
-         v[3] % align == 0;
-}
-
 namespace {
 
 /// The shapes attention's operands must have, from q and k.
 LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
                                     Value out, Value lse,
-                                    AttentionAlgorithm algorithm, Value scratch,
-                                    bool grad) {
+                                    AttentionAlgorithm algorithm,
+                                    Value scratch) {
   for (auto [value, name] :
        {std::pair{q, "q"}, {k, "k"}, {v, "v"}, {out, "out"}})
     if (failed(hasRank(op, value, name, 4)) ||
@@ -898,47 +893,32 @@ LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
            << hq << " are not a multiple of key/value heads " << hkv;
   if (!bufferOf(lse).getElementType().isF32())
     return op->emitOpError("lse must hold f32");
-  if (scratch && !bufferOf(scratch).getElementType().isF32())
-    return op->emitOpError("scratch must hold f32, not ")
-           << bufferOf(scratch).getElementType();
   int64_t es = bufferOf(q).getElementBytes();
   bool gemms = algorithm == AttentionAlgorithm::gemm_softmax;
-  if (gemms && !attentionRowsAligned(qs, ks, vs, es))
+  if (gemms && !scratch::attentionRowsAligned(s, t, d, vs[3], es))
     return op->emitOpError("algorithm 'gemm_softmax' needs S, T, D and Dv "
                            "that make 16-byte rows, got [")
            << qs << "] and [" << ks << "]";
-  std::optional<int64_t> need =
-      attentionScratchBytes(algorithm, grad, qs, ks, es);
-  if (need && *need == 0) {
-    if (scratch)
-      return op->emitOpError("algorithm 'flash' takes no scratch forward");
-    return success();
-  }
+  std::optional<int64_t> need = cast<ScratchOpInterface>(op).getScratchBytes();
+  if (need && *need == 0 && scratch)
+    return op->emitOpError("algorithm 'flash' takes no scratch forward");
   // The flash backward's delta may also be computed without scratch (the
   // CPU does); gemm_softmax cannot.
-  if (!scratch && !gemms)
-    return success();
-  if (!scratch || !need || bufferOf(scratch).getBytes() < *need)
-    return op->emitOpError("algorithm '")
-           << stringifyAttentionAlgorithm(algorithm) << "' needs "
-           << (need ? std::to_string(*need) : std::string("more than 2^63"))
-           << " bytes of scratch, has "
-           << (scratch ? bufferOf(scratch).getBytes() : 0);
-  return success();
+  std::string who =
+      ("algorithm '" + stringifyAttentionAlgorithm(algorithm) + "' ").str();
+  return verifyScratch(op, scratch, need, /*required=*/gemms, who);
 }
 
 } // namespace
 
 LogicalResult AttentionOp::verify() {
   return verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                               getLse(), getAlgorithm(), getScratch(),
-                               /*grad=*/false);
+                               getLse(), getAlgorithm(), getScratch());
 }
 
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                                   getLse(), getAlgorithm(), getScratch(),
-                                   /*grad=*/true)))
+                                   getLse(), getAlgorithm(), getScratch())))
     return failure();
   for (auto [x, dx, name] : {std::tuple{getQ(), getDq(), "dq"},
                              {getK(), getDk(), "dk"},
@@ -1009,7 +989,8 @@ LogicalResult verifyLogitsAndLabels(Operation *op, Value logits, Value labels) {
 
 LogicalResult CrossEntropyOp::verify() {
   if (failed(verifyLogitsAndLabels(*this, getLogits(), getLabels())) ||
-      failed(isF32Scalar(*this, getLoss(), "loss")))
+      failed(isF32Scalar(*this, getLoss(), "loss")) ||
+      failed(verifyScratch(*this, getScratch(), getScratchBytes())))
     return failure();
   return verifyVocabAxes(*this, getVocabAxes());
 }
@@ -1017,7 +998,9 @@ LogicalResult CrossEntropyOp::verify() {
 LogicalResult CrossEntropyGradOp::verify() {
   if (failed(verifyLogitsAndLabels(*this, getLogits(), getLabels())) ||
       failed(isF32Scalar(*this, getDloss(), "dloss")) ||
-      failed(sameShape(*this, getLogits(), "logits", getDlogits(), "dlogits")))
+      failed(
+          sameShape(*this, getLogits(), "logits", getDlogits(), "dlogits")) ||
+      failed(verifyScratch(*this, getScratch(), getScratchBytes())))
     return failure();
   return verifyVocabAxes(*this, getVocabAxes());
 }
@@ -1038,7 +1021,9 @@ LogicalResult ReduceOp::verify() {
   for (auto [d, size] : llvm::enumerate(shape))
     if (!llvm::is_contained(getDims(), static_cast<int64_t>(d)))
       kept.push_back(size);
-  return hasShape(*this, getOut(), "out", kept);
+  if (failed(hasShape(*this, getOut(), "out", kept)))
+    return failure();
+  return verifyScratch(*this, getScratch(), getScratchBytes());
 }
 
 LogicalResult SoftmaxOp::verify() {
@@ -1069,7 +1054,10 @@ LogicalResult verifyNormGrad(Operation *op, Value input, Value weight,
       failed(sameShape(op, input, "input", dinput, "dinput")) ||
       failed(sameShape(op, weight, "weight", dweight, "dweight")))
     return failure();
-  return dbias ? sameShape(op, weight, "weight", dbias, "dbias") : success();
+  if (dbias && failed(sameShape(op, weight, "weight", dbias, "dbias")))
+    return failure();
+  auto scratchOp = cast<ScratchOpInterface>(op);
+  return verifyScratch(op, scratchOp.getScratch(), scratchOp.getScratchBytes());
 }
 } // namespace
 
@@ -1145,10 +1133,11 @@ LogicalResult ExpertDispatchOp::verify() {
   if (failed(hasRank(*this, getInput(), "input", 2)))
     return failure();
   ArrayRef<int64_t> x = bufferOf(getInput()).getShape();
-  if (failed(verifyRouting(*this, getIndices(), x[0])))
+  if (failed(verifyRouting(*this, getIndices(), x[0])) ||
+      failed(verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
+                         x[1])))
     return failure();
-  return verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
-                     x[1]);
+  return verifyScratch(*this, getScratch(), getScratchBytes());
 }
 
 LogicalResult ExpertCombineOp::verify() {
@@ -1160,7 +1149,9 @@ LogicalResult ExpertCombineOp::verify() {
   if (out[1] != slots[2])
     return emitOpError("out rows have ")
            << out[1] << " elements, expert outputs " << slots[2];
-  return verifyRouting(*this, getIndices(), out[0], getWeights());
+  if (failed(verifyRouting(*this, getIndices(), out[0], getWeights())))
+    return failure();
+  return verifyScratch(*this, getScratch(), getScratchBytes());
 }
 
 LogicalResult ExpertGatherOp::verify() {
@@ -1168,10 +1159,12 @@ LogicalResult ExpertGatherOp::verify() {
       failed(hasRank(*this, getIndices(), "indices", 2)))
     return failure();
   ArrayRef<int64_t> idx = bufferOf(getIndices()).getShape();
-  if (failed(verifyRouting(*this, getIndices(), idx[0])))
+  if (failed(verifyRouting(*this, getIndices(), idx[0])) ||
+      failed(hasShape(
+          *this, getOut(), "out",
+          {idx[0], idx[1], bufferOf(getExpertOutputs()).getShape()[2]})))
     return failure();
-  return hasShape(*this, getOut(), "out",
-                  {idx[0], idx[1], bufferOf(getExpertOutputs()).getShape()[2]});
+  return verifyScratch(*this, getScratch(), getScratchBytes());
 }
 
 LogicalResult ExpertScatterOp::verify() {
@@ -1179,10 +1172,81 @@ LogicalResult ExpertScatterOp::verify() {
     return failure();
   ArrayRef<int64_t> pairs = bufferOf(getPairs()).getShape();
   if (failed(verifyRouting(*this, getIndices(), pairs[0])) ||
-      failed(hasShape(*this, getIndices(), "indices", {pairs[0], pairs[1]})))
+      failed(hasShape(*this, getIndices(), "indices", {pairs[0], pairs[1]})) ||
+      failed(verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
+                         pairs[2])))
     return failure();
-  return verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
-                     pairs[2]);
+  return verifyScratch(*this, getScratch(), getScratchBytes());
+}
+
+//===----------------------------------------------------------------------===//
+// GPU scratch: the sizes of dialects/sched/IR/ScratchLayout.h, from the
+// operands' shapes (for operands that verify)
+//===----------------------------------------------------------------------===//
+
+namespace {
+int64_t elementsOf(Value v) { return bufferOf(v).getNumElements(); }
+
+std::optional<int64_t> attentionScratchBytes(Value q, Value k,
+                                             AttentionAlgorithm algorithm,
+                                             bool grad) {
+  ArrayRef<int64_t> qs = bufferOf(q).getShape(), ks = bufferOf(k).getShape();
+  if (qs.size() != 4 || ks.size() != 4)
+    return 0;
+  return scratch::bytesOf(scratch::attentionLayout(
+      algorithm == AttentionAlgorithm::gemm_softmax, grad, qs[0], qs[1], qs[2],
+      ks[1], bufferOf(q).getElementBytes()));
+}
+
+/// Over the rows of `input`'s last dimension.
+std::optional<int64_t> normGradScratchBytes(Value input) {
+  ArrayRef<int64_t> shape = bufferOf(input).getShape();
+  int64_t dim = shape.empty() ? 0 : shape.back();
+  int64_t rows = dim ? elementsOf(input) / dim : 0;
+  return scratch::bytesOf(scratch::normGradLayout(rows, dim));
+}
+
+/// Statistics for each position of `labels`.
+std::optional<int64_t> crossEntropyScratchBytes(Value labels) {
+  return scratch::bytesOf(scratch::crossEntropyLayout(elementsOf(labels)));
+}
+} // namespace
+
+std::optional<int64_t> AttentionOp::getScratchBytes() {
+  return attentionScratchBytes(getQ(), getK(), getAlgorithm(), /*grad=*/false);
+}
+std::optional<int64_t> AttentionGradOp::getScratchBytes() {
+  return attentionScratchBytes(getQ(), getK(), getAlgorithm(), /*grad=*/true);
+}
+std::optional<int64_t> ReduceOp::getScratchBytes() {
+  int64_t outputs = elementsOf(getOut());
+  int64_t reduced = outputs ? elementsOf(getInput()) / outputs : 0;
+  return scratch::bytesOf(scratch::reduceLayout(outputs, reduced));
+}
+std::optional<int64_t> LayerNormGradOp::getScratchBytes() {
+  return normGradScratchBytes(getInput());
+}
+std::optional<int64_t> RMSNormGradOp::getScratchBytes() {
+  return normGradScratchBytes(getInput());
+}
+std::optional<int64_t> CrossEntropyOp::getScratchBytes() {
+  return crossEntropyScratchBytes(getLabels());
+}
+std::optional<int64_t> CrossEntropyGradOp::getScratchBytes() {
+  return crossEntropyScratchBytes(getLabels());
+}
+// A slot for each routing pair of `indices`.
+std::optional<int64_t> ExpertDispatchOp::getScratchBytes() {
+  return scratch::expertSlotsBytes(elementsOf(getIndices()));
+}
+std::optional<int64_t> ExpertCombineOp::getScratchBytes() {
+  return scratch::expertSlotsBytes(elementsOf(getIndices()));
+}
+std::optional<int64_t> ExpertGatherOp::getScratchBytes() {
+  return scratch::expertSlotsBytes(elementsOf(getIndices()));
+}
+std::optional<int64_t> ExpertScatterOp::getScratchBytes() {
+  return scratch::expertSlotsBytes(elementsOf(getIndices()));
 }
 
 //===----------------------------------------------------------------------===//

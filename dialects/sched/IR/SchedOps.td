@@ -35,6 +35,32 @@ def Sched_InstructionOpInterface : OpInterface<"InstructionOpInterface"> {
   ];
 }
 
+def Sched_ScratchOpInterface : OpInterface<"ScratchOpInterface"> {
+  let cppNamespace = "::weft::sched";
+  let description = [{
+    An instruction that is several kernels on a GPU and keeps what passes
+    between them in an optional `scratch` operand, its last: an f32 buffer
+    of at least the bytes dialects/sched/IR/ScratchLayout.h states for its
+    shapes, read and written by the instruction, undefined before and
+    after it. The lowering allocates it for the cuda target (so the memory
+    plan places it like any buffer) and passes none for the CPU, whose
+    kernels need none and ignore one; the runtime never sizes scratch.
+  }];
+  let methods = [
+    InterfaceMethod<"The scratch buffer, or null.", "::mlir::Value",
+                    "getScratch", (ins), [{ return $_op.getScratch(); }]>,
+    InterfaceMethod<"Makes `scratch` (null: none) the scratch operand.",
+                    "void", "setScratch", (ins "::mlir::Value":$scratch),
+                    [{ $_op.getScratchMutable().assign(scratch); }]>,
+    InterfaceMethod<[{
+      The bytes its scratch needs for its operands' shapes, as
+      ScratchLayout.h states them (0: it takes none; nullopt: the count
+      overflows int64). The verifier checks a scratch against it and the
+      lowering allocates by it.
+    }], "std::optional<int64_t>", "getScratchBytes">,
+  ];
+}
+
 // Every instruction runs on a stream of its program; unnamed, "compute".
 // The bundle writer always writes the name: the runtime has no default.
 def Sched_Stream : DefaultValuedStrAttr<StrAttr, "compute">;
@@ -442,7 +468,8 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Sched_AttentionOp : Sched_Instr<"attention"> {
+def Sched_AttentionOp : Sched_Instr<"attention",
+    [DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
   let summary = "attention forward by the algorithm the compiler chose";
   let description = [{
     `weft.attention`'s semantics: `q` [B, S, Hq, D], `k` [B, T, Hkv, D],
@@ -450,8 +477,8 @@ def Sched_AttentionOp : Sched_Instr<"attention"> {
     (f32). `gemm_softmax` (rows of S, T, D and Dv elements 16-byte
     aligned) keeps the f32 scores [B, Hq, S, T] and then the probabilities
     in q's type, of the same shape, in `scratch`
-    (sched::attentionScratchBytes says how many bytes); `flash` takes no
-    scratch.
+    (scratch::attentionLayout in dialects/sched/IR/ScratchLayout.h says
+    where and how many bytes); `flash` takes no scratch.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v,
                        Sched_Out:$out, Sched_Out:$lse,
@@ -467,7 +494,8 @@ def Sched_AttentionOp : Sched_Instr<"attention"> {
   let hasVerifier = 1;
 }
 
-def Sched_AttentionGradOp : Sched_Instr<"attention_grad"> {
+def Sched_AttentionGradOp : Sched_Instr<"attention_grad",
+    [DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
   let summary = "attention backward by the algorithm the compiler chose";
   let description = [{
     `weft.attention_grad`'s semantics: from the forward's `q`, `k`, `v`,
@@ -476,7 +504,7 @@ def Sched_AttentionGradOp : Sched_Instr<"attention_grad"> {
     probabilities again (gemm_softmax: reused for dP and dS) and an f32
     row term delta [B, Hq, S] (both algorithms; without scratch the flash
     backward computes delta itself, as the CPU does);
-    sched::attentionScratchBytes says how many bytes.
+    scratch::attentionLayout says where and how many bytes.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v, Sched_In:$out,
                        Sched_In:$lse, Sched_In:$dout, Sched_Out:$dq,
@@ -513,6 +541,33 @@ class Sched_LibraryOp<string mnemonic, string semantics, dag args,
   let hasVerifier = 1;
 }
 
+// A library kernel that is several kernels on a GPU: `args` and then an
+// optional `scratch` (ScratchOpInterface), printed as attention's is,
+// `scratch(%s : !sched.buffer<N x f32>)` after the other operands, which
+// print as Sched_LibraryOp's do.
+class Sched_ScratchLibraryOp<string mnemonic, string semantics, dag args,
+                             list<Trait> traits = []>
+    : Sched_LibraryOp<mnemonic, semantics,
+                      !con(args, (ins Sched_OptionalInOut:$scratch)),
+                      traits # [DeclareOpInterfaceMethods<
+                                    Sched_ScratchOpInterface>]> {
+  let description = [{
+    The runtime's kernel for the `weft` op of the same name, with its exact
+    semantics; buffers are destination-passed. On a GPU it is several
+    kernels, which keep their intermediates in `scratch` (f32, at least the
+    bytes dialects/sched/IR/ScratchLayout.h states for the operands'
+    shapes); the lowering allocates it for the cuda target only.
+  }];
+  // The operands of `args` by name: each that is an Arg, not an attribute.
+  defvar names = !foldl([]<string>, !range(!size(args)), acc, i,
+      !if(!initialized(!getdagarg<Arg>(args, i)),
+          !listconcat(acc, ["$" # !getdagname(args, i)]), acc));
+  let assemblyFormat = !interleave(names, " `,` ") #
+      " (`scratch` `(` $scratch^ `:` type($scratch) `)`)? (`on` $stream^)?"
+      " attr-dict `:` " #
+      !interleave(!foreach(n, names, "qualified(type(" # n # "))"), " `,` ");
+}
+
 def Sched_EmbeddingOp : Sched_LibraryOp<"embedding", "rows of a table by id",
     (ins Sched_In:$table, Sched_In:$ids, Sched_Out:$out,
          StrArrayAttr:$vocab_axes)> {
@@ -530,7 +585,7 @@ def Sched_EmbeddingGradOp : Sched_LibraryOp<"embedding_grad",
 def Sched_RopeOp : Sched_LibraryOp<"rope", "rotary position embedding",
     (ins Sched_In:$input, Sched_Out:$out, F64Attr:$theta,
          Sched_I64Attr:$position_offset, BoolAttr:$inverse)>;
-def Sched_CrossEntropyOp : Sched_LibraryOp<"cross_entropy",
+def Sched_CrossEntropyOp : Sched_ScratchLibraryOp<"cross_entropy",
     "mean softmax cross-entropy of logits against labels",
     (ins Sched_In:$logits, Sched_In:$labels, Sched_Out:$loss,
          Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)> {
@@ -540,14 +595,24 @@ def Sched_CrossEntropyOp : Sched_LibraryOp<"cross_entropy",
     logsumexp(logits[p]) - logits[p, label]. With
     `vocab_axes`, `logits` is this rank's block of the vocabulary and the
     row maxima, sums and target logits are combined over the group of
-    those axes by the instruction itself, on its stream.
+    those axes by the instruction itself, on its stream. `scratch` holds
+    the row statistics and the count of positions not ignored
+    (scratch::crossEntropyLayout, rows = the elements of labels).
   }];
 }
-def Sched_CrossEntropyGradOp : Sched_LibraryOp<"cross_entropy_grad",
+def Sched_CrossEntropyGradOp : Sched_ScratchLibraryOp<"cross_entropy_grad",
     "gradient of the mean cross-entropy",
     (ins Sched_In:$logits, Sched_In:$labels, Sched_In:$dloss,
-         Sched_Out:$dlogits, Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)>;
-def Sched_ReduceOp : Sched_LibraryOp<"reduce",
+         Sched_Out:$dlogits, Sched_I64Attr:$ignore_index, StrArrayAttr:$vocab_axes)> {
+  let description = [{
+    `weft.cross_entropy_grad`: dlogits[p, v] = (softmax(logits[p])_v -
+    [v == labels[p]]) · dloss / N, N the positions whose label is not
+    `ignore_index`; ignored positions get zero. With `vocab_axes` the row
+    statistics are combined over their group as cross_entropy's.
+    `scratch` as cross_entropy's (scratch::crossEntropyLayout).
+  }];
+}
+def Sched_ReduceOp : Sched_ScratchLibraryOp<"reduce",
     "sum, max or mean over dimensions",
     (ins Sched_In:$input, Sched_Out:$out, Sched_Reduction:$reduction,
          DenseI64ArrayAttr:$dims)> {
@@ -555,10 +620,13 @@ def Sched_ReduceOp : Sched_LibraryOp<"reduce",
     out = the `reduction` of `input` over `dims` (increasing), whose
     shape is input's without them; f32 accumulation in two passes (chunk
     partials, then per output) so a whole-tensor sum fills the device.
+    `scratch` holds the partials (scratch::reduceLayout of the elements of
+    out and the elements each reduces).
   }];
   let assemblyFormat = [{
-    $reduction $input `->` $out `dims` $dims (`on` $stream^)? attr-dict `:`
-    type($input) `->` type($out)
+    $reduction $input `->` $out
+    (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `dims` $dims
+    (`on` $stream^)? attr-dict `:` type($input) `->` type($out)
   }];
 }
 def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
@@ -566,14 +634,26 @@ def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
 def Sched_DropoutOp : Sched_LibraryOp<"dropout",
     "zero elements with probability rate, scale the rest by 1/(1-rate)",
     (ins Sched_In:$input, Sched_Out:$out, F64Attr:$rate, Sched_I64Attr:$seed)>;
-def Sched_LayerNormGradOp : Sched_LibraryOp<"layer_norm_grad",
+def Sched_LayerNormGradOp : Sched_ScratchLibraryOp<"layer_norm_grad",
     "LayerNorm backward: input, weight and bias gradients",
     (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,
-         Sched_Out:$dweight, Sched_Out:$dbias, F64Attr:$epsilon)>;
-def Sched_RMSNormGradOp : Sched_LibraryOp<"rms_norm_grad",
+         Sched_Out:$dweight, Sched_Out:$dbias, F64Attr:$epsilon)> {
+  let description = [{
+    `weft.layer_norm_grad` over the last dimension of `input`. `scratch`
+    holds the row statistics and the column partials of dweight and dbias
+    (scratch::normGradLayout, rows = the elements of input over the last
+    dimension, dim = the last dimension).
+  }];
+}
+def Sched_RMSNormGradOp : Sched_ScratchLibraryOp<"rms_norm_grad",
     "RMSNorm backward: input and weight gradients",
     (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,
-         Sched_Out:$dweight, F64Attr:$epsilon)>;
+         Sched_Out:$dweight, F64Attr:$epsilon)> {
+  let description = [{
+    `weft.rms_norm_grad` over the last dimension of `input`. `scratch` as
+    layer_norm_grad's (scratch::normGradLayout).
+  }];
+}
 def Sched_OneHotOp : Sched_LibraryOp<"one_hot", "one-hot rows of indices",
     (ins Sched_In:$indices, Sched_Out:$out)>;
 def Sched_TopKOp : Sched_LibraryOp<"topk", "the k largest of each row",
@@ -582,18 +662,21 @@ def Sched_TopKGatingOp : Sched_LibraryOp<"topk_gating",
     "MoE router: softmax, top-k, optional renormalisation",
     (ins Sched_In:$logits, Sched_Out:$weights, Sched_Out:$indices, Sched_I64Attr:$k,
          BoolAttr:$normalize)>;
-def Sched_ExpertDispatchOp : Sched_LibraryOp<"expert_dispatch",
+
+// The expert ops' scratch is the capacity slot of each routing pair
+// (scratch::expertSlotsBytes, pairs = the elements of indices).
+def Sched_ExpertDispatchOp : Sched_ScratchLibraryOp<"expert_dispatch",
     "tokens to per-expert capacity slots",
     (ins Sched_In:$input, Sched_In:$indices, Sched_Out:$out,
          Sched_I64Attr:$num_experts, Sched_I64Attr:$capacity)>;
-def Sched_ExpertCombineOp : Sched_LibraryOp<"expert_combine",
+def Sched_ExpertCombineOp : Sched_ScratchLibraryOp<"expert_combine",
     "weighted sum of each token's expert outputs",
     (ins Sched_In:$expert_outputs, Sched_In:$weights, Sched_In:$indices,
          Sched_Out:$out)>;
-def Sched_ExpertGatherOp : Sched_LibraryOp<"expert_gather",
+def Sched_ExpertGatherOp : Sched_ScratchLibraryOp<"expert_gather",
     "each token's expert outputs, per routing pair",
     (ins Sched_In:$expert_outputs, Sched_In:$indices, Sched_Out:$out)>;
-def Sched_ExpertScatterOp : Sched_LibraryOp<"expert_scatter",
+def Sched_ExpertScatterOp : Sched_ScratchLibraryOp<"expert_scatter",
     "routing pairs back to expert capacity slots",
     (ins Sched_In:$pairs, Sched_In:$indices, Sched_Out:$out,
          Sched_I64Attr:$num_experts, Sched_I64Attr:$capacity)>;

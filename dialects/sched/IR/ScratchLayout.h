@@ -1,4 +1,4 @@
-//===- ScratchLayout.h - what a GPU instruction's scratch holds --*- C++ -*-===//
+//===- ScratchLayout.h - what a GPU instruction's scratch holds -*- C++ -*-===//
 //
 // Several sched instructions are more than one kernel on a GPU: a reduction
 // is a pass over chunks of the reduced elements and a finishing pass, a norm
@@ -52,6 +52,15 @@ inline std::optional<int64_t> alignUp(std::optional<int64_t> bytes) {
   if (!up)
     return std::nullopt;
   return *up / kRegionAlign * kRegionAlign;
+}
+
+/// The bytes of a layout (nullopt: it overflowed), for the checks that
+/// need only its size.
+template <typename Layout>
+std::optional<int64_t> bytesOf(const std::optional<Layout> &layout) {
+  if (!layout)
+    return std::nullopt;
+  return layout->bytes;
 }
 
 /// How many chunks a two-pass reduction splits `length` reduced elements

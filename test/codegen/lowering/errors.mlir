@@ -2,9 +2,11 @@
 // RUN: not weft-opt %s -split-input-file '-weft-lower-to-sched=target=tpu' 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not weft-opt %S/Inputs/wide-heads.mlir '-weft-lower-to-sched=target=cuda' 2>&1 | FileCheck %s --check-prefix=HEADS
 // RUN: not weft-opt %S/Inputs/huge.mlir -weft-lower-to-sched 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: not weft-opt %S/Inputs/huge-reduce.mlir '-weft-lower-to-sched=target=cuda' 2>&1 | FileCheck %s --check-prefix=SCRATCH
 
 // HEADS: error: 'weft.attention' op GPU attention takes head dimensions of at most 128, got 160 and 160
 // HUGE: error: buffer of shape [4611686018427387904, 4] is larger than 2^62 bytes
+// SCRATCH: error: 'weft.reduce_sum' op needs more than 2^63 bytes of GPU scratch
 
 // TARGET: weft-lower-to-sched: target must be 'cpu' or 'cuda', not 'tpu'
 

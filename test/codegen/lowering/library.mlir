@@ -41,7 +41,7 @@ func.func @language_model(%table: tensor<256x64xf32>, %ids: tensor<2x8xi32>, %w:
 // CUDA-NOT: sched.copy
 // CUDA: sched.cross_entropy %{{.*}}, %{{.*}}, %{{.*}} {{.*}} : !sched.buffer<2x8x256xbf16>
 // CUDA-NOT: sched.copy
-// CUDA: sched.reduce sum %{{.*}} -> %[[W:.*]] dims [2] : <2x8x256xbf16> -> <2x8xf32>
+// CUDA: sched.reduce sum %{{.*}} -> %[[W:[^ ]*]] scratch(%{{.*}} : !sched.buffer<32xf32>) dims [2] : <2x8x256xbf16> -> <2x8xf32>
 // CUDA-NEXT: sched.copy %[[W]] -> %{{.*}} : <2x8xf32> -> <2x8xbf16>
 func.func @narrow(%l: tensor<2x8x256xbf16>, %y: tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xbf16>) {
   %loss = weft.cross_entropy %l, %y : tensor<2x8x256xbf16>, tensor<2x8xi32>

@@ -2609,3 +2609,143 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.gemm %a, %b -> %c mnk [4, 16, 16] batch 2 ld [16, 16, 16] strides [64, 0, 0] epilogue none : !sched.buffer<2x4x16xf32>, !sched.buffer<16x16xf32> -> !sched.buffer<4x16xf32>
   sched.return []
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Library kernels' GPU scratch (dialects/sched/IR/ScratchLayout.h)
+//===----------------------------------------------------------------------===//
+
+// A reduction of 4 x 8 over dimension 0: f64 partials of 8 outputs in one
+// chunk, 64 bytes.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<8xf32>, %s: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.reduce' op needs 64 bytes of scratch, has 32}}
+  sched.reduce sum %x -> %y scratch(%s : !sched.buffer<8xf32>) dims [0] : !sched.buffer<4x8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+// A whole-tensor sum of 2^19 elements runs in 128 chunks: 128 f64
+// partials of its one output.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<65536x8xf32>, %y: !sched.buffer<f32>, %s: !sched.buffer<128xf32>):
+  // expected-error @+1 {{'sched.reduce' op needs 1024 bytes of scratch, has 512}}
+  sched.reduce sum %x -> %y scratch(%s : !sched.buffer<128xf32>) dims [0, 1] : !sched.buffer<65536x8xf32> -> !sched.buffer<f32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<8xf32>, %s: !sched.buffer<16xi32>):
+  // expected-error @+1 {{'sched.reduce' op scratch must hold f32, not 'i32'}}
+  sched.reduce max %x -> %y scratch(%s : !sched.buffer<16xi32>) dims [0] : !sched.buffer<4x8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+// Norm gradients over 4 rows of 8: f64 row statistics (64 bytes, aligned
+// to 256), then f64 column partials of dweight and dbias (128 bytes).
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %dx: !sched.buffer<4x8xf32>, %dw: !sched.buffer<8xf32>, %db: !sched.buffer<8xf32>, %s: !sched.buffer<64xf32>):
+  // expected-error @+1 {{'sched.layer_norm_grad' op needs 384 bytes of scratch, has 256}}
+  sched.layer_norm_grad %x, %w, %x, %dx, %dw, %db scratch(%s : !sched.buffer<64xf32>) {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %dx: !sched.buffer<4x8xf32>, %dw: !sched.buffer<8xf32>, %s: !sched.buffer<192xbf16>):
+  // expected-error @+1 {{'sched.rms_norm_grad' op scratch must hold f32, not 'bf16'}}
+  sched.rms_norm_grad %x, %w, %x, %dx, %dw scratch(%s : !sched.buffer<192xbf16>) {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>, %dx: !sched.buffer<4x8xf32>, %dw: !sched.buffer<8xf32>, %s: !sched.buffer<95xf32>):
+  // expected-error @+1 {{'sched.rms_norm_grad' op needs 384 bytes of scratch, has 380}}
+  sched.rms_norm_grad %x, %w, %x, %dx, %dw scratch(%s : !sched.buffer<95xf32>) {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+// Cross-entropy over 8 positions: f32 statistics [3, 8] (96 bytes, aligned
+// to 256), then the f64 count of positions not ignored.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %loss: !sched.buffer<1xf32>, %s: !sched.buffer<64xf32>):
+  // expected-error @+1 {{'sched.cross_entropy' op needs 264 bytes of scratch, has 256}}
+  sched.cross_entropy %x, %l, %loss scratch(%s : !sched.buffer<64xf32>) {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xf32>, %dx: !sched.buffer<8x4xf32>, %s: !sched.buffer<66xi32>):
+  // expected-error @+1 {{'sched.cross_entropy_grad' op scratch must hold f32, not 'i32'}}
+  sched.cross_entropy_grad %x, %l, %d, %dx scratch(%s : !sched.buffer<66xi32>) {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>, !sched.buffer<8x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xf32>, %dx: !sched.buffer<8x4xf32>, %s: !sched.buffer<65xf32>):
+  // expected-error @+1 {{'sched.cross_entropy_grad' op needs 264 bytes of scratch, has 260}}
+  sched.cross_entropy_grad %x, %l, %d, %dx scratch(%s : !sched.buffer<65xf32>) {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>, !sched.buffer<8x4xf32>
+  sched.return []
+}
+
+// -----
+
+// The expert ops keep an i32 slot per routing pair: 4 tokens x 2 = 32 bytes.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %ids: !sched.buffer<4x2xi64>, %slots: !sched.buffer<8x3x8xf32>, %s: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op needs 32 bytes of scratch, has 16}}
+  sched.expert_dispatch %x, %ids, %slots scratch(%s : !sched.buffer<4xf32>) {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%slots: !sched.buffer<8x3x8xf32>, %tv: !sched.buffer<4x2xf32>, %ids: !sched.buffer<4x2xi64>, %y: !sched.buffer<4x8xf32>, %s: !sched.buffer<8xi32>):
+  // expected-error @+1 {{'sched.expert_combine' op scratch must hold f32, not 'i32'}}
+  sched.expert_combine %slots, %tv, %ids, %y scratch(%s : !sched.buffer<8xi32>) : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%slots: !sched.buffer<8x3x8xf32>, %ids: !sched.buffer<4x2xi64>, %pairs: !sched.buffer<4x2x8xf32>, %s: !sched.buffer<7xf32>):
+  // expected-error @+1 {{'sched.expert_gather' op needs 32 bytes of scratch, has 28}}
+  sched.expert_gather %slots, %ids, %pairs scratch(%s : !sched.buffer<7xf32>) : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%pairs: !sched.buffer<4x2x8xf32>, %ids: !sched.buffer<4x2xi64>, %slots: !sched.buffer<8x3x8xf32>, %s: !sched.buffer<8xf16>):
+  // expected-error @+1 {{'sched.expert_scatter' op scratch must hold f32, not 'f16'}}
+  sched.expert_scatter %pairs, %ids, %slots scratch(%s : !sched.buffer<8xf16>) {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.return []
+}
+
+// -----
+
+// 2^60 outputs take 2^63 bytes of partials: more than int64 holds.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<1152921504606846976xf32>, %y: !sched.buffer<1152921504606846976xf32>, %s: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.reduce' op needs more than 2^63 bytes of scratch, has 16}}
+  sched.reduce sum %x -> %y scratch(%s : !sched.buffer<4xf32>) dims [] : !sched.buffer<1152921504606846976xf32> -> !sched.buffer<1152921504606846976xf32>
+  sched.return []
+}

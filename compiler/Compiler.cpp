@@ -2,12 +2,11 @@
 
 #include "compiler/Compiler.h"
 
-#include "codegen/Bundle.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "frontend/GraphBuilder.h"
 #include "frontend/models/ModelConfig.h"
-#include "runtime/exec/Executor.h"
+#include "runtime/exec/SchedExecutor.h"
 
 #include "absl/strings/str_cat.h"
 #include "mlir/IR/Diagnostics.h"
@@ -68,40 +67,35 @@ Compiler::Impl::compile(ModuleOp module, const CompileOptions &options) {
   TrainingOptions training;
   training.adamw = {options.beta1, options.beta2, options.eps,
                     options.weightDecay, options.maxGradNorm};
-  if (failed(buildTrainingPrograms(module, training)))
-    return fail("compilation failed");
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  auto tokens = cast<RankedTensorType>(forward.getArgumentTypes().front());
-  // Generated kernels go to a fresh directory; the executor loads them from
-  // there by absolute path.
+  if (!forward || forward.getNumArguments() == 0)
+    return fail("the module has no @forward taking tokens");
+  auto tokens = dyn_cast<RankedTensorType>(forward.getArgumentTypes().front());
+  if (!tokens || tokens.getRank() != 2)
+    return fail("@forward's first argument must be [batch, seq] tokens");
+  int64_t batch = tokens.getDimSize(0), seq = tokens.getDimSize(1);
+  // The bundle (sched program, kernels) goes to a fresh directory, from
+  // which the executor loads it as weft-run would.
   llvm::SmallString<256> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("weft-jit", dir))
-    return fail("cannot create a directory for the kernels: " + ec.message());
-  FailureOr<std::string> library = buildKernelLibrary(module, dir);
-  if (failed(library))
-    return fail("kernel generation failed");
-  FailureOr<llvm::json::Object> manifest =
-      codegen::buildManifest(module, {"step", "forward"},
-                             llvm::json::Object{{"batch", tokens.getDimSize(0)},
-                                                {"seq", tokens.getDimSize(1)},
-                                                {"kernels", *library}});
-  if (failed(manifest))
-    return fail("code generation failed");
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(*manifest));
-  absl::StatusOr<runtime::Bundle> bundle =
-      runtime::Bundle::parse(text, "<jit>");
+    return fail("cannot create a directory for the bundle: " + ec.message());
+  if (failed(compileSchedBundle(
+          module, dir, training,
+          llvm::json::Object{{"batch", batch}, {"seq", seq}})))
+    return fail("compilation failed");
+  absl::StatusOr<runtime::sched::SchedBundle> bundle =
+      runtime::sched::loadSchedBundle(std::string(dir));
   if (!bundle.ok())
     return bundle.status();
-  auto executor = runtime::Executor::create(std::move(*bundle));
+  auto executor = runtime::SchedExecutor::create(std::move(*bundle), {});
   if (!executor.ok())
     return executor.status();
   std::unique_ptr<Executable> exe(new Executable());
   exe->executor = std::move(*executor);
   exe->executor->initialize(options.seed);
-  exe->batch_ = tokens.getDimSize(0);
-  exe->seq_ = tokens.getDimSize(1);
+  exe->batch_ = batch;
+  exe->seq_ = seq;
   return exe;
 }
 
@@ -182,13 +176,19 @@ absl::StatusOr<float> Executable::evaluate(const int32_t *tokens,
   return executor->scalarOutput("forward", "loss");
 }
 
-std::vector<float> &Executable::parameter(const std::string &name) {
+absl::StatusOr<std::vector<float>>
+Executable::parameter(const std::string &name) const {
   return executor->param(name);
+}
+
+absl::Status Executable::setParameter(const std::string &name,
+                                      const std::vector<float> &values) {
+  return executor->setParam(name, values);
 }
 
 std::vector<std::string> Executable::parameterNames() const {
   std::vector<std::string> names;
-  for (const runtime::ParamSpec &p : executor->bundle().params)
+  for (const runtime::sched::Param &p : executor->bundle().params)
     if (!p.state)
       names.push_back(p.name);
   return names;

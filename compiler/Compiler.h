@@ -25,7 +25,7 @@ namespace weft {
 class GraphBuilder;
 
 namespace runtime {
-class Executor;
+class SchedExecutor;
 } // namespace runtime
 
 struct CompileOptions {
@@ -61,14 +61,17 @@ public:
   absl::StatusOr<float> evaluate(const int32_t *tokens, const int32_t *labels,
                                  std::vector<float> *logits = nullptr);
 
-  /// Parameter values by name (Hugging Face names), readable and writable.
-  std::vector<float> &parameter(const std::string &name);
+  /// Parameter values by name (Hugging Face names), as f32, and replacing
+  /// them (the same number of elements; rounded to the parameter's type).
+  absl::StatusOr<std::vector<float>> parameter(const std::string &name) const;
+  absl::Status setParameter(const std::string &name,
+                            const std::vector<float> &values);
   std::vector<std::string> parameterNames() const;
 
 private:
   friend class Compiler;
   Executable() = default;
-  std::unique_ptr<runtime::Executor> executor;
+  std::unique_ptr<runtime::SchedExecutor> executor;
   int64_t batch_ = 0, seq_ = 0, steps = 0;
 };
 

@@ -2,7 +2,6 @@
 
 #include "compiler/Pipeline.h"
 
-#include "codegen/Bundle.h"
 #include "codegen/KernelSource.h"
 #include "codegen/Passes.h"
 #include "passes/autodiff/Passes.h"
@@ -79,6 +78,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   }
   LowerToSchedOptions lower;
   lower.target = options.target;
+  lower.attentionScratchMb = options.attentionScratchMb;
   pm.addPass(createLowerToSched(lower));
   OpPassManager &schedPrograms = pm.nest<sched::ProgramOp>();
   if (gpu)
@@ -122,6 +122,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.keepGradients = options.keepGradients;
   pipeline.fuseAndPlan = options.fuseAndPlan;
   pipeline.sched = options.sched;
+  pipeline.attentionScratchMb = options.attentionScratchMb;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));
@@ -188,34 +189,6 @@ FailureOr<std::string> hashFile(Location loc, llvm::StringRef dir,
 }
 
 } // namespace
-
-LogicalResult
-compileTrainingBundle(ModuleOp module, llvm::StringRef dir,
-                      const TrainingOptions &options, llvm::json::Object meta,
-                      function_ref<LogicalResult(PassManager &)> configure) {
-  if (failed(buildTrainingPrograms(module, options, configure)))
-    return failure();
-  meta["optimizer"] = optimizerMeta(options.adamw);
-  SmallVector<StringRef> programs = {"step", "forward"};
-  if (options.keepGradients)
-    programs.push_back("train_step");
-  FailureOr<std::string> library = buildKernelLibrary(module, dir);
-  if (failed(library))
-    return failure();
-  meta["kernels"] = "kernels.so";
-  FailureOr<llvm::StringMap<std::string>> cubins =
-      buildCubins(module, dir, options.cudaArchs);
-  if (failed(cubins))
-    return failure();
-  if (!cubins->empty()) {
-    llvm::json::Object files;
-    for (auto &[arch, file] : *cubins)
-      files[arch] = file;
-    meta["cuda"] = llvm::json::Object{{"source", "kernels.cu"},
-                                      {"cubins", std::move(files)}};
-  }
-  return codegen::writeBundle(module, programs, dir, std::move(meta));
-}
 
 LogicalResult
 compileSchedBundle(ModuleOp module, llvm::StringRef dir,

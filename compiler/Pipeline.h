@@ -35,6 +35,10 @@ struct TrainingOptions {
   /// Lower the planned programs to sched (weft-lower-to-sched and
   /// weft-sched-plan-memory), what bundle v2 holds.
   bool sched = false;
+  /// GPU attention materialises its scores (cuBLASLt GEMMs around a
+  /// softmax) when they take at most this many MiB, else runs
+  /// FlashAttention's kernels (weft-lower-to-sched's attention-scratch-mb).
+  int64_t attentionScratchMb = 4096;
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -88,6 +92,12 @@ struct TrainingPipelineOptions
                      "(weft-lower-to-sched, weft-sched-plan-memory) instead "
                      "of weft-memory-plan"),
       llvm::cl::init(TrainingOptions().sched)};
+  Option<int64_t> attentionScratchMb{
+      *this, "attention-scratch-mb",
+      llvm::cl::desc("With sched and target=cuda, attention materialises "
+                     "its scores up to this many MiB, else runs "
+                     "FlashAttention's kernels"),
+      llvm::cl::init(TrainingOptions().attentionScratchMb)};
 };
 
 /// Adds the training pipeline to `pm` (anchored on builtin.module), for a
@@ -117,21 +127,11 @@ mlir::LogicalResult buildTrainingPrograms(
     llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
         {});
 
-/// buildTrainingPrograms, then the bundle (programs "step" and "forward",
-/// and "train_step" with keepGradients) in `dir`, with `meta` and the
-/// optimizer settings in its meta: the CPU kernels (kernels.so) and, for
-/// each of options.cudaArchs, a cubin (meta.cuda).
-mlir::LogicalResult compileTrainingBundle(
-    mlir::ModuleOp module, llvm::StringRef dir, const TrainingOptions &options,
-    llvm::json::Object meta,
-    llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
-        {});
-
 /// The training pipeline with sched=true, then a version 2 bundle in
 /// `dir` (docs/bundle-format.md): the generated kernels (kernels.so and,
 /// for each of options.cudaArchs, a cubin) with their XXH3-128 hashes, and
 /// the sched module as manifest.json, with `meta` and the optimizer
-/// settings. What the runtimes will load once they execute sched.
+/// settings: what `weftc compile -o` writes and the runtimes execute.
 mlir::LogicalResult
 compileSchedBundle(mlir::ModuleOp module, llvm::StringRef dir,
                    const TrainingOptions &options, llvm::json::Object meta,

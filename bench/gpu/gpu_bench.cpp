@@ -11,13 +11,14 @@
 // host reference (Weft's tanh-form GELU) and the largest error relative to
 // the output's scale is printed ("max_error"; over 2e-2 fails).
 // attention: one causal bf16 attention forward + backward (q, k, v
-// [B, S, H, D]) as the runtime runs it inside a training step: a two-step
-// program (weft.attention, weft.attention_grad) planned by GpuPlan and run by
-// GpuBackend, through cuBLASLt GEMMs ("gemm") or the fused kernels of
-// attention.cu ("fused"), replayed as a CUDA graph; TFLOP/s counted as
+// [B, S, H, D]) as the runtime runs it inside a training step: a
+// two-instruction sched program (attention, attention_grad) with the
+// algorithm the compiler would name, gemm_softmax (cuBLASLt GEMMs around a
+// softmax, "gemm") or flash (the fused kernels of attention.cu, "fused"),
+// run by GpuBackend and replayed as a CUDA graph; TFLOP/s counted as
 // FlashAttention does (causal forward 2 B H S^2 D, backward 2.5 times that).
-// plan: what the GPU runtime would launch for a program of a bundle (step by
-// default), planned without a device, with a roofline lower bound of its
+// plan: what the GPU runtime launches for a program of a bundle v2 (step by
+// default), translated without a device, with a roofline lower bound of its
 // time at an H200's peaks: per kind of launch, how many, the bytes they move
 // (each buffer argument once), their FLOPs and their bound. A model for
 // reviewing what a change does to a step without a GPU, not a measurement.
@@ -31,7 +32,9 @@
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
-#include "runtime/gpu/GpuPlan.h"
+#include "runtime/gpu/GpuProgram.h"
+#include "dialects/sched/IR/ScratchLayout.h"
+#include "runtime/exec/BundleData.h"
 
 #include <algorithm>
 #include <chrono>
@@ -82,42 +85,66 @@ absl::StatusOr<double> medianMs(int iterations,
   return ms[ms.size() / 2];
 }
 
-/// The program: inputs q, k, v, dout; o and lse, then dq, dk, dv in the
-/// arena.
-Bundle attentionBundle(int64_t b, int64_t h, int64_t s, int64_t d) {
-  Bundle bundle;
-  bundle.path = "attention";
-  ProgramSpec &p = bundle.programs["attention"];
-  std::vector<int64_t> rows = {b, s, h, d}, lse = {b, h, s};
-  auto add = [&](ValueSpec::Kind kind, std::vector<int64_t> shape, DType type) {
-    ValueSpec v;
-    v.kind = kind;
-    v.shape = shape;
-    v.dtype = type;
-    if (kind == ValueSpec::Kind::Input) {
-      v.index = static_cast<int64_t>(p.inputs.size());
-      p.inputs.push_back(static_cast<int64_t>(p.values.size()));
+/// The program: inputs q, k, v, dout; o, lse, dq, dk, dv and the scratch
+/// the algorithm needs (dialects/sched/IR/ScratchLayout.h) in the arena,
+/// 256-byte aligned, each live throughout.
+sched::SchedBundle attentionBundle(int64_t b, int64_t h, int64_t s, int64_t d,
+                                   bool flash) {
+  sched::SchedBundle bundle;
+  bundle.dir = "attention";
+  sched::Program p;
+  p.name = "attention";
+  p.align = 256;
+  p.streams = {"compute"};
+  auto add = [&](sched::Buffer::Kind kind, std::vector<int64_t> shape,
+                 DType type) {
+    sched::Buffer buffer;
+    buffer.kind = kind;
+    buffer.type = {shape, type};
+    if (kind == sched::Buffer::Kind::Input) {
+      buffer.index = static_cast<int64_t>(p.inputs.size());
+      p.inputs.push_back({buffer.type, std::nullopt});
     } else {
-      v.offset = p.arenaBytes;
-      p.arenaBytes += (v.bytes() + 255) / 256 * 256;
+      buffer.offset = p.arena;
+      buffer.first = 0, buffer.last = 1;
+      p.arena += (buffer.type.bytes() + 255) / 256 * 256;
     }
-    p.values.push_back(v);
-    return static_cast<int64_t>(p.values.size()) - 1;
+    p.buffers.push_back(buffer);
+    return static_cast<int64_t>(p.buffers.size()) - 1;
   };
-  int64_t q = add(ValueSpec::Kind::Input, rows, DType::BF16),
-          k = add(ValueSpec::Kind::Input, rows, DType::BF16),
-          v = add(ValueSpec::Kind::Input, rows, DType::BF16),
-          dout = add(ValueSpec::Kind::Input, rows, DType::BF16),
-          o = add(ValueSpec::Kind::Arena, rows, DType::BF16),
-          l = add(ValueSpec::Kind::Arena, lse, DType::F32),
-          dq = add(ValueSpec::Kind::Arena, rows, DType::BF16),
-          dk = add(ValueSpec::Kind::Arena, rows, DType::BF16),
-          dv = add(ValueSpec::Kind::Arena, rows, DType::BF16);
-  nlohmann::json attrs = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))},
-                          {"causal", true}};
-  p.steps.push_back({"weft.attention", {q, k, v}, {o, l}, attrs});
-  p.steps.push_back(
-      {"weft.attention_grad", {q, k, v, o, l, dout}, {dq, dk, dv}, attrs});
+  using K = sched::Buffer::Kind;
+  std::vector<int64_t> rows = {b, s, h, d}, lse = {b, h, s};
+  int64_t q = add(K::Input, rows, DType::BF16),
+          k = add(K::Input, rows, DType::BF16),
+          v = add(K::Input, rows, DType::BF16),
+          dout = add(K::Input, rows, DType::BF16),
+          o = add(K::Alloc, rows, DType::BF16),
+          l = add(K::Alloc, lse, DType::F32),
+          dq = add(K::Alloc, rows, DType::BF16),
+          dk = add(K::Alloc, rows, DType::BF16),
+          dv = add(K::Alloc, rows, DType::BF16);
+  int64_t scratchBytes =
+      ::weft::sched::scratch::attentionLayout(!flash, true, b, s, h, s, 2)
+          ->bytes;
+  int64_t scratch = add(K::Alloc, {(scratchBytes + 3) / 4}, DType::F32);
+  sched::AttentionAttrs attrs;
+  attrs.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  attrs.causal = true;
+  attrs.algorithm = flash ? sched::AttentionAlgorithm::Flash
+                          : sched::AttentionAlgorithm::GemmSoftmax;
+  sched::Instruction forward, backward;
+  forward.op = sched::Op::Attention;
+  forward.operands = {q, k, v, o, l};
+  forward.hasScratch = !flash;
+  if (!flash)
+    forward.operands.push_back(scratch);
+  forward.attrs = attrs;
+  backward.op = sched::Op::AttentionGrad;
+  backward.operands = {q, k, v, o, l, dout, dq, dk, dv, scratch};
+  backward.hasScratch = true;
+  backward.attrs = attrs;
+  p.instructions = {forward, backward};
+  bundle.programs.push_back(std::move(p));
   return bundle;
 }
 
@@ -226,11 +253,8 @@ int attention(int argc, char **argv) {
           s = std::atoll(argv[2]), d = std::atoll(argv[3]);
   std::string mode = argc > 4 ? argv[4] : "gemm";
   int iterations = argc > 5 ? std::atoi(argv[5]) : 10;
-  Bundle bundle = attentionBundle(b, h, s, d);
-  GpuBackend::Options options;
-  // 0: always the fused kernels; else always GEMMs.
-  options.plan.attentionScratchBytes = mode == "fused" ? 0 : int64_t(1) << 40;
-  auto backend = GpuBackend::create(bundle, {}, options);
+  sched::SchedBundle bundle = attentionBundle(b, h, s, d, mode == "fused");
+  auto backend = GpuBackend::create(bundle, {});
   if (!backend.ok())
     return fail(backend.status());
   std::mt19937 rng(1);
@@ -252,14 +276,17 @@ int attention(int argc, char **argv) {
   return 0;
 }
 int plan(int argc, char **argv) {
-  absl::StatusOr<Bundle> bundle = Bundle::load(argv[0]);
+  absl::StatusOr<sched::SchedBundle> bundle = sched::loadSchedBundle(argv[0]);
   if (!bundle.ok())
     return fail(bundle.status());
   std::string program = argc > 1 ? argv[1] : "step";
-  absl::StatusOr<GpuProgramPlan> p = planGpuProgram(*bundle, program);
+  const sched::Program *spec = bundle->program(program);
+  if (!spec)
+    return fail(absl::NotFoundError("no program '" + program + "'"));
+  absl::StatusOr<GpuProgram> p =
+      gpuProgram(*bundle, *spec, meshSpecOf(*bundle), 0);
   if (!p.ok())
     return fail(p.status());
-  const ProgramSpec &spec = bundle->programs.at(program);
   // H200 SXM peaks: HBM3e bandwidth, dense bf16 and f32 (no TF32) FLOP/s.
   constexpr double kBandwidth = 4.8e12, kBf16Flops = 989e12, kF32Flops = 67e12;
   struct Row {
@@ -276,15 +303,13 @@ int plan(int argc, char **argv) {
       name = std::string("GEMM, epilogue ") + gemmEpilogueName(l.gemm.epilogue);
       break;
     case GpuLaunch::Kind::Kernel:
-      // A weft.fused step's kernel is generated; its name says nothing.
-      name = spec.steps[l.step].op == "weft.fused" &&
-                     l.kernel ==
-                         spec.steps[l.step].attrs.value("kernel", "") + "_cuda"
+      // A launch instruction's kernel is generated; its name says nothing.
+      name = spec->instructions[l.instruction].op == sched::Op::Launch
                  ? "generated kernels"
                  : l.kernel;
       break;
     case GpuLaunch::Kind::Collective:
-      name = "collective " + l.collective;
+      name = "collectives";
       break;
     case GpuLaunch::Kind::Zero:
     case GpuLaunch::Kind::Copy:
@@ -293,7 +318,7 @@ int plan(int argc, char **argv) {
     default:
       continue; // Events.
     }
-    GpuLaunchCost c = launchCost(l, spec, *p);
+    GpuLaunchCost c = launchCost(l, *spec);
     Row &r = rows[name];
     ++r.launches;
     r.bytes += c.bytes;
@@ -304,12 +329,11 @@ int plan(int argc, char **argv) {
   double total = 0;
   for (const auto &[name, r] : rows)
     total += r.seconds;
-  std::printf("%s, program %s: %zu steps, %zu launches (%lld kernels, %lld "
-              "GEMMs); arena %.1f MiB, scratch %.1f MiB\n",
-              argv[0], program.c_str(), spec.steps.size(), p->launches.size(),
-              static_cast<long long>(byKind[0]),
-              static_cast<long long>(byKind[1]), spec.arenaBytes / 1048576.0,
-              p->scratchArenaBytes / 1048576.0);
+  std::printf("%s, program %s: %zu instructions, %zu launches (%lld "
+              "kernels, %lld GEMMs); arena %.1f MiB (scratch included)\n",
+              argv[0], program.c_str(), spec->instructions.size(),
+              p->launches.size(), static_cast<long long>(byKind[0]),
+              static_cast<long long>(byKind[1]), spec->arena / 1048576.0);
   std::printf("Roofline lower bound at H200 peaks (%.1f TB/s, %.0f TFLOP/s "
               "bf16, %.0f f32): %.2f ms. A model of the plan, not a "
               "measurement: each launch moves its buffers once at full "

@@ -10,6 +10,7 @@
 
 #include "runtime/exec/SchedExecutor.h"
 
+#include "runtime/exec/BundleData.h"
 #include "runtime/exec/CpuMath.h"
 #include "runtime/exec/ParamBlocks.h"
 #include "runtime/support/Epilogue.h"
@@ -55,84 +56,14 @@ struct SchedExecutor::Bound {
   std::vector<char *> ptr; // Per buffer.
   std::vector<Step> steps;
   std::vector<int64_t> stepIndex; // The instruction of each step.
+  /// Per instruction: the allocs whose live range ends at it (poisoning).
+  std::vector<std::vector<int64_t>> deadAfter;
 };
 
 namespace {
-GemmEpilogue epilogueOf(sched::Epilogue e) {
-  switch (e) {
-  case sched::Epilogue::None:
-    return GemmEpilogue::None;
-  case sched::Epilogue::Bias:
-    return GemmEpilogue::Bias;
-  case sched::Epilogue::Gelu:
-    return GemmEpilogue::Gelu;
-  case sched::Epilogue::BiasGelu:
-    return GemmEpilogue::BiasGelu;
-  case sched::Epilogue::Dgelu:
-    return GemmEpilogue::DGelu;
-  }
-  return GemmEpilogue::None;
-}
-
-MeshSpec meshSpecOf(const std::optional<sched::Mesh> &mesh) {
-  MeshSpec spec;
-  if (mesh) {
-    spec.axes = mesh->axes;
-    spec.sizes = mesh->sizes;
-  }
-  return spec;
-}
-
-/// Every group of mesh axes the bundle communicates over, in bundle order
-/// (so every rank opens the same groups in the same order).
-std::vector<std::vector<std::string>>
-communicationGroups(const sched::SchedBundle &b) {
-  std::vector<std::vector<std::string>> groups;
-  auto add = [&](const std::vector<std::string> &axes) {
-    if (!axes.empty() &&
-        std::find(groups.begin(), groups.end(), axes) == groups.end())
-      groups.push_back(axes);
-  };
-  for (const sched::Program &p : b.programs)
-    for (const Instruction &ins : p.instructions) {
-      if (const auto *c = std::get_if<sched::CollectiveAttrs>(&ins.attrs))
-        add(c->axes);
-      else if (const auto *v = std::get_if<sched::VocabAttrs>(&ins.attrs))
-        add(v->vocabAxes);
-      else if (const auto *x =
-                   std::get_if<sched::CrossEntropyAttrs>(&ins.attrs))
-        add(x->vocabAxes);
-    }
-  for (const sched::Param &p : b.params)
-    if (p.split)
-      add(MeshSpec::axesOf(*p.split));
-  for (const sched::Program &p : b.programs)
-    for (const sched::Output &o : p.outputs)
-      if (o.split)
-        add(MeshSpec::axesOf(*o.split));
-  return groups;
-}
-
-/// Writes element `i` of constant `c` (its one value when splat) in its type.
-void store(const sched::Constant &c, int64_t i, char *data) {
-  size_t width = dtypeSize(c.type.dtype);
-  int64_t j = c.splat ? 0 : i;
-  switch (c.type.dtype) {
-  case DType::I32: {
-    int32_t v = static_cast<int32_t>(c.ints[j]);
-    std::memcpy(data + i * width, &v, width);
-    return;
-  }
-  case DType::I64: {
-    int64_t v = c.ints[j];
-    std::memcpy(data + i * width, &v, width);
-    return;
-  }
-  default:
-    encode(c.floats[j], c.type.dtype,
-           reinterpret_cast<uint8_t *>(data) + i * width);
-  }
-}
+/// The signature of a generated kernel's CPU launcher (codegen/KernelSource).
+using FusedKernelFn = void (*)(const float *const *in, float *const *out,
+                               int64_t n);
 
 /// A strided copy with a dtype conversion: `sizes` with [offset, strides...]
 /// on each side, in elements.
@@ -192,18 +123,20 @@ SchedExecutor::create(sched::SchedBundle bundle, Options options) {
   std::unique_ptr<SchedExecutor> ex(new SchedExecutor());
   ex->bundle_ = std::move(bundle);
   ex->options_ = options;
-  ex->mesh_ = meshSpecOf(ex->bundle_.mesh);
+  ex->mesh_ = meshSpecOf(ex->bundle_);
   const sched::SchedBundle &b = ex->bundle_;
   for (const sched::Param &p : b.params)
     ex->params_.push_back(std::make_unique<Bytes>(p.type.bytes(), 64));
-  for (const sched::Constant &c : b.constants) {
-    auto bytes = std::make_unique<Bytes>(c.type.bytes(), 64);
-    for (int64_t i = 0, n = c.type.numElements(); i < n; ++i)
-      store(c, i, bytes->data);
-    ex->constants_.push_back(std::move(bytes));
-  }
+  bool gpu = options.cuda || options.makeGpu;
+  if (!gpu)
+    for (const sched::Constant &c : b.constants) {
+      std::vector<uint8_t> bytes = constantBytes(c);
+      auto stored = std::make_unique<Bytes>(c.type.bytes(), 64);
+      std::memcpy(stored->data, bytes.data(), bytes.size());
+      ex->constants_.push_back(std::move(stored));
+    }
   // The loader has checked the file is the bundle's own (its hash).
-  if (b.kernels.cpu) {
+  if (b.kernels.cpu && !gpu) {
     std::string path = b.dir + "/" + b.kernels.cpu->file;
     ex->library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!ex->library_)
@@ -221,10 +154,41 @@ SchedExecutor::create(sched::SchedBundle bundle, Options options) {
         !s.ok())
       return s;
   }
+  if (gpu) {
+    // The GPU runs every program; the host keeps the parameters.
+    GpuBackend::Options g;
+    g.graphs = options.cudaGraphs;
+    if (options.comm) { // A placed bundle: NCCL, and this rank's GPU.
+      g.comm = options.comm;
+      g.rank = options.comm->rank();
+      g.deviceOrdinal = static_cast<int>(options.comm->localRank());
+    }
+    absl::StatusOr<std::unique_ptr<GpuBackend>> backend =
+        options.makeGpu ? options.makeGpu(ex->bundle_, g)
+                        : GpuBackend::create(ex->bundle_, g);
+    if (!backend.ok())
+      return backend.status();
+    ex->gpu_ = std::move(*backend);
+    return ex;
+  }
   for (const sched::Program &p : b.programs)
     if (absl::Status s = ex->bindProgram(p); !s.ok())
       return s;
   return ex;
+}
+
+std::string SchedExecutor::device() const {
+  return gpu_ ? gpu_->describe() : "cpu";
+}
+
+absl::Status SchedExecutor::syncHost() const {
+  if (!gpu_ || !hostStale_)
+    return absl::OkStatus();
+  hostStale_ = false;
+  for (size_t k = 0; k < params_.size(); ++k)
+    if (absl::Status s = gpu_->downloadParam(k, params_[k]->data); !s.ok())
+      return s;
+  return absl::OkStatus();
 }
 
 absl::Status SchedExecutor::bindProgram(const sched::Program &program) {
@@ -254,6 +218,14 @@ absl::Status SchedExecutor::bindProgram(const sched::Program &program) {
       break;
     }
     bound->ptr.push_back(p);
+  }
+  bound->deadAfter.resize(program.instructions.size());
+  for (size_t id = 0; id < program.buffers.size(); ++id) {
+    const Buffer &buf = program.buffers[id];
+    // An alloc live to the end is read after the program (an output).
+    if (buf.kind == Buffer::Kind::Alloc &&
+        buf.last < static_cast<int64_t>(program.instructions.size()))
+      bound->deadAfter[buf.last].push_back(static_cast<int64_t>(id));
   }
   for (int64_t i = 0; i < static_cast<int64_t>(program.instructions.size());
        ++i) {
@@ -768,6 +740,8 @@ void SchedExecutor::narrow(size_t k, const std::vector<float> &wide) {
 }
 
 void SchedExecutor::initialize(uint64_t seed) {
+  hostStale_ = false; // Every parameter is overwritten.
+  deviceStale_ = true;
   std::vector<ParamFill> fills;
   std::vector<std::vector<float>> wide(bundle_.params.size());
   for (size_t k = 0; k < bundle_.params.size(); ++k)
@@ -778,6 +752,9 @@ void SchedExecutor::initialize(uint64_t seed) {
 }
 
 absl::Status SchedExecutor::load(const SafetensorsFile &file, bool requireAll) {
+  if (absl::Status s = syncHost(); !s.ok()) // It may keep some as they are.
+    return s;
+  deviceStale_ = true;
   for (size_t k = 0; k < bundle_.params.size(); ++k) {
     const sched::Param &p = bundle_.params[k];
     std::vector<float> wide;
@@ -793,12 +770,11 @@ absl::Status SchedExecutor::load(const SafetensorsFile &file, bool requireAll) {
 
 absl::Status SchedExecutor::run(const std::string &name,
                                 const std::vector<HostTensor> &inputs) {
-  auto found = programs_.find(name);
-  if (found == programs_.end())
+  const sched::Program *program = bundle_.program(name);
+  if (!program)
     return absl::NotFoundError(
         absl::StrCat(bundle_.dir, ": no program '", name, "'"));
-  Bound &bound = *found->second;
-  const sched::Program &spec = *bound.spec;
+  const sched::Program &spec = *program;
   if (inputs.size() != spec.inputs.size())
     return absl::InvalidArgumentError(
         absl::StrCat("program ", name, " takes ", spec.inputs.size(),
@@ -808,9 +784,28 @@ absl::Status SchedExecutor::run(const std::string &name,
     if (inputs[i].shape != want.shape || inputs[i].dtype != want.dtype)
       return absl::InvalidArgumentError(absl::StrCat(
           "program ", name, ": input ", i, " has the wrong shape or dtype"));
-    std::memcpy(bound.inputs[i]->data, inputs[i].data, want.bytes());
   }
-  for (size_t s = 0; s < bound.steps.size(); ++s)
+  if (gpu_) {
+    std::vector<const void *> data;
+    for (const HostTensor &in : inputs)
+      data.push_back(in.data);
+    if (deviceStale_) {
+      if (absl::Status s = syncHost(); !s.ok())
+        return s;
+      for (size_t k = 0; k < params_.size(); ++k)
+        if (absl::Status s = gpu_->uploadParam(k, params_[k]->data); !s.ok())
+          return s;
+      deviceStale_ = false;
+    }
+    hostStale_ |= !spec.assigns.empty();
+    return gpu_->run(name, data);
+  }
+  Bound &bound = *programs_.at(name);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    std::memcpy(bound.inputs[i]->data, inputs[i].data,
+                spec.inputs[i].type.bytes());
+  size_t poisoned = 0; // Instructions whose dead allocs are poisoned.
+  for (size_t s = 0; s < bound.steps.size(); ++s) {
     if (absl::Status st = bound.steps[s](); !st.ok())
       return absl::Status(
           st.code(),
@@ -818,6 +813,13 @@ absl::Status SchedExecutor::run(const std::string &name,
                        " (",
                        sched::opName(spec.instructions[bound.stepIndex[s]].op),
                        "): ", st.message()));
+    if (!options_.poisonDeadBuffers)
+      continue;
+    // Up to this step's instruction (records and waits have no step).
+    for (; poisoned <= static_cast<size_t>(bound.stepIndex[s]); ++poisoned)
+      for (int64_t id : bound.deadAfter[poisoned])
+        std::memset(bound.ptr[id], 0xff, spec.buffers[id].type.bytes());
+  }
   for (const sched::Assign &a : spec.assigns) {
     const sched::Param *p = bundle_.param(a.param);
     std::memcpy(params_[p - bundle_.params.data()]->data, bound.ptr[a.buffer],
@@ -828,13 +830,20 @@ absl::Status SchedExecutor::run(const std::string &name,
 
 absl::StatusOr<std::vector<float>>
 SchedExecutor::output(const std::string &name, const std::string &out) const {
-  auto it = programs_.find(name);
-  if (it == programs_.end())
+  const sched::Program *program = bundle_.program(name);
+  if (!program)
     return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
-  for (const sched::Output &o : it->second->spec->outputs)
+  for (const sched::Output &o : program->outputs)
     if (o.name == out) {
-      const TensorType &t = it->second->spec->buffers[o.buffer].type;
-      return decodeAll(it->second->ptr[o.buffer], t.numElements(), t.dtype);
+      const TensorType &t = program->buffers[o.buffer].type;
+      if (!gpu_)
+        return decodeAll(programs_.at(name)->ptr[o.buffer], t.numElements(),
+                         t.dtype);
+      absl::StatusOr<std::vector<uint8_t>> bytes =
+          gpu_->bufferBytes(name, o.buffer);
+      if (!bytes.ok())
+        return bytes.status();
+      return decodeAll(bytes->data(), t.numElements(), t.dtype);
     }
   return absl::NotFoundError(
       absl::StrCat("program ", name, " has no output '", out, "'"));
@@ -854,8 +863,26 @@ SchedExecutor::param(const std::string &name) const {
   const sched::Param *p = bundle_.param(name);
   if (!p)
     return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  if (absl::Status s = syncHost(); !s.ok())
+    return s;
   return decodeAll(params_[p - bundle_.params.data()]->data,
                    p->type.numElements(), p->type.dtype);
+}
+
+absl::Status SchedExecutor::setParam(const std::string &name,
+                                     const std::vector<float> &values) {
+  const sched::Param *p = bundle_.param(name);
+  if (!p)
+    return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  if (static_cast<int64_t>(values.size()) != p->type.numElements())
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter '", name, "' has ", p->type.numElements(),
+                     " elements here, not ", values.size()));
+  if (absl::Status s = syncHost(); !s.ok()) // The others stay as they are.
+    return s;
+  narrow(p - bundle_.params.data(), values);
+  deviceStale_ = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<float>>
@@ -874,7 +901,7 @@ SchedExecutor::gatherOutput(const std::string &program,
   absl::StatusOr<std::vector<float>> local = output(program, name);
   if (!local.ok())
     return local;
-  const sched::Program &spec = *programs_.at(program)->spec;
+  const sched::Program &spec = *bundle_.program(program);
   for (const sched::Output &o : spec.outputs)
     if (o.name == name && o.split)
       return gatherBlocks(options_.comm, mesh_, *local,

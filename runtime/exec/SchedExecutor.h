@@ -7,7 +7,10 @@
 // between programs (parameters and optimizer state, constants) and one
 // arena per program, aligned and sized as the program says. One CPU stream
 // runs every instruction in program order, a valid serialisation of the
-// program's streams, so record and wait do nothing.
+// program's streams, so record and wait do nothing. With a GPU, the
+// programs run on it instead (runtime/gpu/GpuBackend) and the host keeps
+// the parameters for initialising, checkpoints and gathering, copying them
+// to and from the device when the other side has changed them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,9 +18,9 @@
 #define WEFT_RUNTIME_EXEC_SCHEDEXECUTOR_H
 
 #include "runtime/dist/Communicator.h"
-#include "runtime/exec/Executor.h"
 #include "runtime/exec/ParamBlocks.h"
 #include "runtime/exec/SchedBundle.h"
+#include "runtime/gpu/GpuBackend.h"
 #include "runtime/io/Safetensors.h"
 
 #include "absl/status/statusor.h"
@@ -30,12 +33,33 @@
 
 namespace weft::runtime {
 
+/// A caller's input: the program input's bytes, of its shape and dtype.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  const void *data = nullptr;
+};
+
 class SchedExecutor {
 public:
   struct Options {
     /// The job's collectives; required when the bundle's mesh has more
     /// than one rank (its size must be the job's).
     Communicator *comm = nullptr;
+    /// After each instruction, fill the bytes of every alloc it was the last
+    /// user of with NaN, so a wrong memory plan shows up as wrong results
+    /// (tests; the CPU only).
+    bool poisonDeadBuffers = false;
+    /// Run the programs on the GPU of this rank (its local rank) instead of
+    /// the CPU; the bundle must have been compiled for cuda.
+    bool cuda = false;
+    /// On the GPU, replay each program as a CUDA graph after its first run.
+    bool cudaGraphs = true;
+    /// Makes the GPU backend instead of GpuBackend::create (tests: an
+    /// emulated device); implies cuda.
+    std::function<absl::StatusOr<std::unique_ptr<GpuBackend>>(
+        const sched::SchedBundle &, GpuBackend::Options)>
+        makeGpu;
   };
 
   /// Binds every program's instructions to their buffers; fails on an
@@ -65,6 +89,10 @@ public:
                                             const std::string &name) const;
   /// This rank's block of parameter `name`, as f32.
   absl::StatusOr<std::vector<float>> param(const std::string &name) const;
+  /// Replaces this rank's block of parameter `name` (f32 values, as many as
+  /// the block has; rounded to the parameter's type).
+  absl::Status setParam(const std::string &name,
+                        const std::vector<float> &values);
   /// The whole of parameter `name`, gathered from the ranks by its `split`
   /// (a collective: every rank calls it, in the same order).
   absl::StatusOr<std::vector<float>> gatherParam(const std::string &name);
@@ -74,6 +102,8 @@ public:
                                                   const std::string &name);
 
   const sched::SchedBundle &bundle() const { return bundle_; }
+  /// Where the programs run: "cpu", or the GPU's name and architecture.
+  std::string device() const;
   /// This process's rank in the job (0 without a communicator).
   int64_t rank() const { return options_.comm ? options_.comm->rank() : 0; }
 
@@ -96,6 +126,13 @@ private:
   void *library_ = nullptr; // dlopen handle of kernels.cpu.
   std::vector<std::unique_ptr<Bytes>> params_, constants_;
   std::map<std::string, std::unique_ptr<Bound>> programs_;
+  /// The GPU half; parameters then live on the device between runs, and
+  /// these say which copy is newer.
+  std::unique_ptr<GpuBackend> gpu_;
+  bool deviceStale_ = true;
+  mutable bool hostStale_ = false;
+  /// With a GPU: brings the host parameters up to date after runs.
+  absl::Status syncHost() const;
 };
 
 } // namespace weft::runtime

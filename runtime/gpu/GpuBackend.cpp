@@ -1,10 +1,10 @@
-//===- GpuBackend.cpp - run a bundle's programs on a GPU ------------------===//
+//===- GpuBackend.cpp - run a bundle v2's programs on a GPU ---------------===//
 
 #include "runtime/gpu/GpuBackend.h"
 
+#include "runtime/exec/BundleData.h"
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
-#include "runtime/gpu/GpuPlan.h"
 #include "runtime/gpu/Nccl.h"
 #include "runtime/gpu/Nvrtc.h"
 #include "runtime/gpu/kernels/OpsAbi.h"
@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 namespace weft::runtime {
 namespace {
@@ -23,19 +24,19 @@ constexpr size_t kGemmWorkspaceBytes = 32u << 20;
 struct BoundLaunch {
   const GpuLaunch *launch = nullptr;
   void *function = nullptr;
+  void *stream = nullptr;
   std::string blob;                // The arguments' values, each aligned.
   std::vector<size_t> offsets;     // Where each starts in blob.
   std::vector<void *> argv;        // Pointers into blob, once it stays put.
   std::vector<uint64_t> addresses; // Buffer arguments, resolved.
-  GemmShape gemm;                  // The plan's, with the alignments.
+  GemmShape gemm;                  // The launch's, with the alignments.
 };
 
 struct ProgramState {
-  const ProgramSpec *spec = nullptr;
-  GpuProgramPlan plan;
-  std::vector<uint64_t> address;          // Per value.
-  std::map<int64_t, DeviceBuffer> inputs; // By value id.
-  uint64_t scratch = 0;                   // The scratch arena.
+  const sched::Program *spec = nullptr;
+  GpuProgram program;
+  std::vector<uint64_t> address;      // Per buffer.
+  std::vector<DeviceBuffer> inputs;   // Per program input.
   DeviceBuffer error;
   std::vector<void *> events;
   std::vector<BoundLaunch> launches;
@@ -43,51 +44,50 @@ struct ProgramState {
   void *graph = nullptr;
   bool noGraph = false; // Capture failed once: launch by launch from then.
 };
+
+/// The largest power of two (at most 256) dividing `address`.
+int64_t alignment(uint64_t address) {
+  int64_t a = 256;
+  while (a > 1 && address % a)
+    a /= 2;
+  return a;
+}
 } // namespace
 
 struct GpuBackend::Impl {
-  const Bundle *bundle = nullptr;
+  const sched::SchedBundle *bundle = nullptr;
   Options options;
+  MeshSpec mesh;
   std::unique_ptr<GpuDevice> device;
   std::unique_ptr<GemmEngine> blas; // Declared after the device: freed first.
   std::unique_ptr<GpuCollectives> nccl; // Made by create(); freed first.
-  void *stream = nullptr;               // Compute.
-  void *commStream = nullptr;           // Collective steps, beside the compute.
-  std::map<std::string, DeviceBuffer> params;
-  std::vector<DeviceBuffer> constants;
+  std::map<std::string, void *> streams; // By the programs' stream names.
+  std::vector<DeviceBuffer> params, constants;
   std::map<std::string, ProgramState> programs;
 
-  absl::Status bindProgram(const std::string &name, ProgramState &state);
+  absl::StatusOr<void *> stream(const std::string &name);
+  absl::Status bindProgram(const sched::Program &program, ProgramState &state);
   absl::Status bindLaunch(ProgramState &state, const GpuLaunch &launch);
-  uint64_t resolve(const ProgramState &state, const GpuBuffer &b) const;
   absl::Status enqueue(ProgramState &state);
-  absl::Status readError(const ProgramState &state, const std::string &name);
+  absl::Status readError(const ProgramState &state);
 };
 
 namespace {
 /// Loads the bundle's generated kernels (its cubin for this GPU, else its
 /// source through NVRTC) and the runtime's own (NVRTC).
-absl::Status loadKernels(CudaDevice *device, const Bundle *bundle) {
-  bool generated = false; // Whether any step runs a generated kernel.
-  for (const auto &[name, program] : bundle->programs)
-    for (const StepSpec &step : program.steps)
-      generated |= step.op == "weft.fused";
-  auto cuda = bundle->meta.find("cuda");
-  bool hasCuda = cuda != bundle->meta.end() && cuda->is_object();
-  if (generated && !hasCuda)
-    return absl::FailedPreconditionError(absl::StrCat(
-        bundle->path, ": the bundle has no CUDA kernels; compile it with "
-                      "weftc compile --target cuda"));
-  if (hasCuda) {
-    std::string cubin, source = cuda->value("source", "");
-    if (auto cubins = cuda->find("cubins");
-        cubins != cuda->end() && cubins->is_object())
-      cubin = cubins->value(device->arch(), "");
-    if (absl::Status s = device->loadBundleKernels(bundle->path, cubin, source);
+absl::Status loadKernels(CudaDevice *device, const sched::SchedBundle &b) {
+  if (!b.kernelDecls.empty()) {
+    auto cubin = b.kernels.cuda.find(device->arch());
+    if (cubin == b.kernels.cuda.end() && !b.kernels.source)
+      return absl::FailedPreconditionError(absl::StrCat(
+          b.dir, ": the bundle has no CUDA kernels for ", device->arch(),
+          "; compile it with weftc compile --target cuda"));
+    if (absl::Status s = device->loadBundleKernels(
+            b.dir, cubin == b.kernels.cuda.end() ? "" : cubin->second.file,
+            b.kernels.source.value_or(""));
         !s.ok())
       return s;
   }
-  // The runtime's own, built into it.
   for (auto [source, label] :
        {std::pair{gpuOpsSource(), "ops.cu"},
         std::pair{gpuAttentionSource(), "attention.cu"}}) {
@@ -102,34 +102,35 @@ absl::Status loadKernels(CudaDevice *device, const Bundle *bundle) {
 }
 } // namespace
 
-uint64_t GpuBackend::Impl::resolve(const ProgramState &state,
-                                   const GpuBuffer &b) const {
-  switch (b.kind) {
-  case GpuBuffer::Kind::Value:
-    return state.address[b.id] + b.offset;
-  case GpuBuffer::Kind::Scratch:
-    return state.scratch + state.plan.scratchOffsets[b.id] + b.offset;
-  case GpuBuffer::Kind::Error:
-    return state.error.address;
-  }
-  return 0;
+absl::StatusOr<void *> GpuBackend::Impl::stream(const std::string &name) {
+  auto it = streams.find(name);
+  if (it != streams.end())
+    return it->second;
+  absl::StatusOr<void *> made = device->createStream();
+  if (!made.ok())
+    return made.status();
+  streams[name] = *made;
+  return *made;
 }
 
 absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
                                           const GpuLaunch &launch) {
   BoundLaunch bound;
   bound.launch = &launch;
-  for (const GpuArg &a : launch.args)
-    bound.addresses.push_back(
-        a.kind == GpuArg::Kind::Buffer ? resolve(state, a.buffer) : 0);
+  absl::StatusOr<void *> on = stream(state.spec->streams.at(launch.stream));
+  if (!on.ok())
+    return on.status();
+  bound.stream = *on;
+  for (const GpuArg &a : launch.args) {
+    uint64_t address = 0;
+    if (a.kind == GpuArg::Kind::Buffer)
+      address = a.buffer.kind == GpuBuffer::Kind::Error
+                    ? state.error.address
+                    : state.address[a.buffer.id] + a.buffer.offset;
+    bound.addresses.push_back(address);
+  }
   if (launch.kind == GpuLaunch::Kind::Gemm) {
     // Each matrix's alignment, now that its address is known.
-    auto alignment = [](uint64_t address) {
-      int64_t a = 256;
-      while (a > 1 && address % a)
-        a /= 2;
-      return a;
-    };
     bound.gemm = launch.gemm;
     bound.gemm.alignA = alignment(bound.addresses[0]);
     bound.gemm.alignB = alignment(bound.addresses[1]);
@@ -181,68 +182,81 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
       }
       bound.offsets.push_back(at);
     }
+  } else if (launch.kind == GpuLaunch::Kind::Collective &&
+             !options.collectives) {
+    return absl::FailedPreconditionError(
+        "a collective needs a multi-rank job (weft-run --nproc)");
   }
   state.launches.push_back(std::move(bound));
   return absl::OkStatus();
 }
 
-absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
+absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
                                            ProgramState &state) {
-  const ProgramSpec &spec = bundle->programs.at(name);
-  state.spec = &spec;
-  absl::StatusOr<GpuProgramPlan> plan =
-      planGpuProgram(*bundle, name, options.plan);
-  if (!plan.ok())
-    return plan.status();
-  state.plan = std::move(*plan);
-  absl::StatusOr<DeviceBuffer> arena = device->allocate(spec.arenaBytes);
+  state.spec = &program;
+  absl::StatusOr<GpuProgram> launches =
+      gpuProgram(*bundle, program, mesh, options.rank);
+  if (!launches.ok())
+    return launches.status();
+  state.program = std::move(*launches);
+  // Devices hand out 256-byte-aligned memory; a larger alignment is met by
+  // allocating more and starting further in.
+  int64_t slack = program.align > 256 ? program.align : 0;
+  absl::StatusOr<DeviceBuffer> arena =
+      device->allocate(static_cast<size_t>(program.arena + slack));
   if (!arena.ok())
     return arena.status();
-  state.address.resize(spec.values.size());
-  for (size_t i = 0; i < spec.values.size(); ++i) {
-    const ValueSpec &v = spec.values[i];
-    switch (v.kind) {
-    case ValueSpec::Kind::Arena:
-      state.address[i] = arena->address + v.offset;
-      break;
-    case ValueSpec::Kind::Param:
-      state.address[i] = params.at(v.param).address;
-      break;
-    case ValueSpec::Kind::Constant:
-      state.address[i] = constants.at(v.index).address;
-      break;
-    case ValueSpec::Kind::Input: {
-      absl::StatusOr<DeviceBuffer> in = device->allocate(v.bytes());
-      if (!in.ok())
-        return in.status();
-      state.inputs[static_cast<int64_t>(i)] = *in;
-      state.address[i] = in->address;
-      break;
-    }
-    }
+  uint64_t base = arena->address;
+  if (slack)
+    base = (base + program.align - 1) / program.align * program.align;
+  for (const sched::ProgramInput &in : program.inputs) {
+    absl::StatusOr<DeviceBuffer> b =
+        device->allocate(static_cast<size_t>(in.type.bytes()));
+    if (!b.ok())
+      return b.status();
+    state.inputs.push_back(*b);
   }
-  for (size_t i = 0; i < spec.values.size(); ++i)
-    state.address[i] = state.address[state.plan.storageOf[i]];
-  absl::StatusOr<DeviceBuffer> scratch =
-      device->allocate(state.plan.scratchArenaBytes);
-  if (!scratch.ok())
-    return scratch.status();
-  state.scratch = scratch->address;
+  for (const sched::Buffer &b : program.buffers) {
+    uint64_t address = 0;
+    switch (b.kind) {
+    case sched::Buffer::Kind::Input:
+      address = state.inputs[b.index].address;
+      break;
+    case sched::Buffer::Kind::Param:
+      address = params[bundle->param(b.name) - bundle->params.data()].address;
+      break;
+    case sched::Buffer::Kind::Constant:
+      address = constants[bundle->constant(b.name) - bundle->constants.data()]
+                    .address;
+      break;
+    case sched::Buffer::Kind::Alloc:
+      address = base + b.offset;
+      break;
+    case sched::Buffer::Kind::View:
+      address = state.address[b.of] + b.offset;
+      break;
+    }
+    state.address.push_back(address);
+  }
   absl::StatusOr<DeviceBuffer> error = device->allocate(4 * sizeof(int32_t));
   if (!error.ok())
     return error.status();
   state.error = *error;
-  for (int64_t e = 0; e < state.plan.events; ++e) {
+  for (int64_t e = 0; e < program.events; ++e) {
     absl::StatusOr<void *> event = device->createEvent();
     if (!event.ok())
       return event.status();
     state.events.push_back(*event);
   }
-  for (const GpuLaunch &launch : state.plan.launches)
+  for (const GpuLaunch &launch : state.program.launches)
     if (absl::Status s = bindLaunch(state, launch); !s.ok())
-      return absl::Status(s.code(), absl::StrCat(bundle->path, ": program ",
-                                                 name, ", step ", launch.step,
-                                                 ": ", s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat(bundle->dir, ": program ", program.name,
+                                 ", instruction ", launch.instruction, " (",
+                                 sched::opName(program.instructions
+                                                   [launch.instruction]
+                                                       .op),
+                                 "): ", s.message()));
   // Pointers into the blobs only now: moving a short string moves its bytes.
   for (BoundLaunch &b : state.launches)
     for (size_t at : b.offsets)
@@ -251,83 +265,101 @@ absl::Status GpuBackend::Impl::bindProgram(const std::string &name,
 }
 
 absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
+  // The program's first stream starts it and ends it (the compiler joins
+  // every other stream back into it before the end).
+  absl::StatusOr<void *> first = stream(state.spec->streams.front());
+  if (!first.ok())
+    return first.status();
   if (absl::Status s =
-          device->zeroAsync(state.error.address, state.error.bytes, stream);
+          device->zeroAsync(state.error.address, state.error.bytes, *first);
       !s.ok())
     return s;
   for (BoundLaunch &b : state.launches) {
     const GpuLaunch &l = *b.launch;
-    void *stream = l.comm ? commStream : this->stream;
+    void *on = b.stream;
     absl::Status s;
     switch (l.kind) {
     case GpuLaunch::Kind::Record:
-      s = device->record(state.events[l.event], stream);
+      s = device->record(state.events[l.event], on);
       break;
     case GpuLaunch::Kind::Wait:
-      s = device->wait(stream, state.events[l.event]);
+      s = device->wait(on, state.events[l.event]);
       break;
     case GpuLaunch::Kind::Kernel:
-      s = device->launchAsync(b.function, l.grid, l.block, b.argv.data(),
-                              stream);
+      s = device->launchAsync(b.function, l.grid, l.block, b.argv.data(), on);
       break;
     case GpuLaunch::Kind::Gemm:
       s = blas->matmul(b.gemm,
                        GemmOperands{b.addresses[0], b.addresses[1],
                                     b.addresses[2], b.addresses[3],
                                     b.addresses[4]},
-                       stream);
+                       on);
       break;
     case GpuLaunch::Kind::Zero:
-      s = device->zeroAsync(b.addresses[0], l.bytes, stream);
+      s = device->zeroAsync(b.addresses[0], l.bytes, on);
       break;
     case GpuLaunch::Kind::Copy:
-      s = device->copyAsync(b.addresses[0], b.addresses[1], l.bytes, stream);
+      s = device->copyAsync(b.addresses[0], b.addresses[1], l.bytes, on);
       break;
-    case GpuLaunch::Kind::Collective:
-      s = l.collective == "all_reduce" || l.collective == "all_reduce_max"
-              ? options.collectives->allReduce(l.axes, b.addresses[0], l.count,
-                                               l.collective == "all_reduce_max",
-                                               stream)
-          : l.collective == "all_gather"
-              ? options.collectives->allGather(l.axes, b.addresses[0],
-                                               b.addresses[1], l.count, stream)
-          : l.collective == "all_to_all"
-              ? options.collectives->allToAll(l.axes, b.addresses[0],
-                                              b.addresses[1], l.count, stream)
-              : options.collectives->reduceScatter(
-                    l.axes, b.addresses[0], b.addresses[1], l.count, stream);
+    case GpuLaunch::Kind::Collective: {
+      GpuCollectives &c = *options.collectives;
+      uint64_t in = b.addresses[0], out = b.addresses[1];
+      switch (l.collective) {
+      case GpuCollective::AllReduce:
+      case GpuCollective::AllReduceMax:
+        s = c.allReduce(l.axes, in, l.count,
+                        l.collective == GpuCollective::AllReduceMax, on);
+        break;
+      case GpuCollective::AllGather:
+        s = c.allGather(l.axes, in, out, l.count, on);
+        break;
+      case GpuCollective::ReduceScatter:
+        s = c.reduceScatter(l.axes, in, out, l.count, on);
+        break;
+      case GpuCollective::AllToAll:
+        s = c.allToAll(l.axes, in, out, l.count, on);
+        break;
+      }
       break;
     }
+    }
     if (!s.ok())
-      return absl::Status(s.code(), absl::StrCat("step ", l.step, " (",
-                                                 state.spec->steps[l.step].op,
-                                                 "): ", s.message()));
+      return absl::Status(
+          s.code(),
+          absl::StrCat("instruction ", l.instruction, " (",
+                       sched::opName(state.spec->instructions[l.instruction].op),
+                       "): ", s.message()));
   }
   // The optimizer's new parameters and state.
-  for (const auto &[param, id] : state.spec->assigns)
-    if (absl::Status s =
-            device->copyAsync(params.at(param).address, state.address[id],
-                              state.spec->values[id].bytes(), stream);
+  for (const sched::Assign &a : state.spec->assigns) {
+    const sched::Param *p = bundle->param(a.param);
+    if (absl::Status s = device->copyAsync(
+            params[p - bundle->params.data()].address, state.address[a.buffer],
+            static_cast<size_t>(p->type.bytes()), *first);
         !s.ok())
       return s;
+  }
   return absl::OkStatus();
 }
 
-absl::Status GpuBackend::Impl::readError(const ProgramState &state,
-                                         const std::string &name) {
+absl::Status GpuBackend::Impl::readError(const ProgramState &state) {
   int32_t word[4] = {};
   if (absl::Status s = device->copyToHost(word, state.error, sizeof(word));
       !s.ok())
     return s;
   if (word[0] == 0)
     return absl::OkStatus();
-  const StepSpec &step = state.spec->steps.at(word[1]);
   const char *what = word[0] == WEFT_ERROR_TOKEN_ID ? "token id "
                      : word[0] == WEFT_ERROR_LABEL  ? "label "
                                                     : "expert id ";
+  const char *op =
+      word[1] >= 0 &&
+              word[1] < static_cast<int64_t>(state.spec->instructions.size())
+          ? sched::opName(state.spec->instructions[word[1]].op)
+          : "?";
   return absl::OutOfRangeError(absl::StrCat(
-      "program ", name, ", step ", word[1], ": ", step.op, ": ", what, word[3],
-      " at position ", word[2],
+      "program ", state.spec->name, ", instruction ", word[1], " (", op,
+      "): ", what, word[3], " at position ", word[2],
       word[0] == WEFT_ERROR_EXPERT_ID ? " is outside the experts"
                                       : " is outside the vocabulary"));
 }
@@ -335,20 +367,19 @@ absl::Status GpuBackend::Impl::readError(const ProgramState &state,
 GpuBackend::~GpuBackend() = default;
 
 absl::StatusOr<std::unique_ptr<GpuBackend>>
-GpuBackend::create(const Bundle &bundle,
-                   const std::map<std::string, std::vector<float>> &params,
-                   Options options) {
-  bool placed = bundle.mesh.size() > 1;
+GpuBackend::create(const sched::SchedBundle &bundle, Options options) {
+  MeshSpec mesh = meshSpecOf(bundle);
+  bool placed = mesh.size() > 1;
   if (placed && !options.collectives && !options.comm)
     return absl::FailedPreconditionError(absl::StrCat(
-        bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
-        " ranks; run it with weft-run --nproc ", bundle.mesh.size(),
+        bundle.dir, ": the bundle is placed on ", mesh.size(),
+        " ranks; run it with weft-run --nproc ", mesh.size(),
         " (or under torchrun)"));
   absl::StatusOr<std::unique_ptr<CudaDevice>> device =
       CudaDevice::open(options.deviceOrdinal);
   if (!device.ok())
     return device.status();
-  if (absl::Status s = loadKernels(device->get(), &bundle); !s.ok())
+  if (absl::Status s = loadKernels(device->get(), bundle); !s.ok())
     return s;
   absl::StatusOr<DeviceBuffer> workspace =
       (*device)->allocate(kGemmWorkspaceBytes);
@@ -361,52 +392,41 @@ GpuBackend::create(const Bundle &bundle,
   std::unique_ptr<NcclCollectives> nccl;
   if (placed && !options.collectives) {
     absl::StatusOr<std::unique_ptr<NcclCollectives>> made =
-        NcclCollectives::create(*options.comm, bundle.communicationGroups());
+        NcclCollectives::create(*options.comm, communicationGroups(bundle));
     if (!made.ok())
       return made.status();
     nccl = std::move(*made);
     options.collectives = nccl.get();
-    options.plan.rank = options.comm->rank();
+    options.rank = options.comm->rank();
   }
   absl::StatusOr<std::unique_ptr<GpuBackend>> backend =
-      createOn(bundle, params, options, std::move(*device), std::move(*blas));
+      createOn(bundle, options, std::move(*device), std::move(*blas));
   if (backend.ok())
     (*backend)->impl->nccl = std::move(nccl);
   return backend;
 }
 
 absl::StatusOr<std::unique_ptr<GpuBackend>>
-GpuBackend::createOn(const Bundle &bundle,
-                     const std::map<std::string, std::vector<float>> &params,
-                     Options options, std::unique_ptr<GpuDevice> device,
+GpuBackend::createOn(const sched::SchedBundle &bundle, Options options,
+                     std::unique_ptr<GpuDevice> device,
                      std::unique_ptr<GemmEngine> gemm) {
-  if (bundle.mesh.size() > 1 && !options.collectives)
-    return absl::FailedPreconditionError(absl::StrCat(
-        bundle.path, ": the bundle is placed on ", bundle.mesh.size(),
-        " ranks but no collectives were given"));
   std::unique_ptr<GpuBackend> backend(new GpuBackend);
   backend->impl = std::make_unique<Impl>();
   Impl &g = *backend->impl;
   g.bundle = &bundle;
   g.options = options;
+  g.mesh = meshSpecOf(bundle);
   g.device = std::move(device);
   g.blas = std::move(gemm);
-  absl::StatusOr<void *> stream = g.device->createStream();
-  if (!stream.ok())
-    return stream.status();
-  g.stream = *stream;
-  absl::StatusOr<void *> commStream = g.device->createStream();
-  if (!commStream.ok())
-    return commStream.status();
-  g.commStream = *commStream;
-  for (const auto &[name, data] : params) {
-    absl::StatusOr<DeviceBuffer> b = g.device->allocate(data.size() * 4);
+  for (const sched::Param &p : bundle.params) {
+    absl::StatusOr<DeviceBuffer> b =
+        g.device->allocate(static_cast<size_t>(p.type.bytes()));
     if (!b.ok())
       return b.status();
-    g.params[name] = *b;
+    g.params.push_back(*b);
   }
-  for (const ConstantSpec &c : bundle.constants) {
-    std::vector<uint8_t> bytes = c.encoded();
+  for (const sched::Constant &c : bundle.constants) {
+    std::vector<uint8_t> bytes = constantBytes(c);
     absl::StatusOr<DeviceBuffer> b = g.device->allocate(bytes.size());
     if (!b.ok())
       return b.status();
@@ -415,8 +435,8 @@ GpuBackend::createOn(const Bundle &bundle,
       return s;
     g.constants.push_back(*b);
   }
-  for (const auto &[name, spec] : bundle.programs)
-    if (absl::Status s = g.bindProgram(name, g.programs[name]); !s.ok())
+  for (const sched::Program &p : bundle.programs)
+    if (absl::Status s = g.bindProgram(p, g.programs[p.name]); !s.ok())
       return s;
   return backend;
 }
@@ -425,24 +445,14 @@ std::string GpuBackend::describe() const {
   return absl::StrCat(impl->device->name(), " (", impl->device->arch(), ")");
 }
 
-absl::Status GpuBackend::uploadParams(
-    const std::map<std::string, std::vector<float>> &params) {
-  for (const auto &[name, data] : params)
-    if (absl::Status s = impl->device->copyToDevice(
-            impl->params.at(name), data.data(), data.size() * 4);
-        !s.ok())
-      return s;
-  return absl::OkStatus();
+absl::Status GpuBackend::uploadParam(size_t k, const void *bytes) {
+  return impl->device->copyToDevice(impl->params.at(k), bytes,
+                                    impl->params.at(k).bytes);
 }
 
-absl::Status
-GpuBackend::downloadParams(std::map<std::string, std::vector<float>> &params) {
-  for (auto &[name, data] : params)
-    if (absl::Status s = impl->device->copyToHost(
-            data.data(), impl->params.at(name), data.size() * 4);
-        !s.ok())
-      return s;
-  return absl::OkStatus();
+absl::Status GpuBackend::downloadParam(size_t k, void *bytes) {
+  return impl->device->copyToHost(bytes, impl->params.at(k),
+                                  impl->params.at(k).bytes);
 }
 
 absl::Status GpuBackend::run(const std::string &name,
@@ -452,21 +462,23 @@ absl::Status GpuBackend::run(const std::string &name,
   if (it == g.programs.end())
     return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
   ProgramState &state = it->second;
-  if (inputs.size() != state.spec->inputs.size())
+  if (inputs.size() != state.inputs.size())
     return absl::InvalidArgumentError(
-        absl::StrCat("program ", name, " takes ", state.spec->inputs.size(),
+        absl::StrCat("program ", name, " takes ", state.inputs.size(),
                      " inputs, got ", inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const DeviceBuffer &slot = state.inputs.at(state.spec->inputs[i]);
-    if (absl::Status s = g.device->copyToDevice(slot, inputs[i], slot.bytes);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (absl::Status s = g.device->copyToDevice(state.inputs[i], inputs[i],
+                                                state.inputs[i].bytes);
         !s.ok())
       return s;
-  }
+  absl::StatusOr<void *> first = g.stream(state.spec->streams.front());
+  if (!first.ok())
+    return first.status();
   // The first run goes launch by launch, so a failing launch is named; later
   // runs replay what the second recorded.
   if (state.ranOnce && g.options.graphs && !state.graph && !state.noGraph) {
     absl::StatusOr<void *> graph =
-        g.device->capture(g.stream, [&] { return g.enqueue(state); });
+        g.device->capture(*first, [&] { return g.enqueue(state); });
     if (graph.ok()) {
       state.graph = *graph;
     } else {
@@ -479,33 +491,32 @@ absl::Status GpuBackend::run(const std::string &name,
     }
   }
   absl::Status queued =
-      state.graph ? g.device->replay(state.graph, g.stream) : g.enqueue(state);
+      state.graph ? g.device->replay(state.graph, *first) : g.enqueue(state);
   if (!queued.ok())
     return queued;
-  if (absl::Status s = g.device->synchronize(g.stream); !s.ok())
+  if (absl::Status s = g.device->synchronize(*first); !s.ok())
     return s;
   state.ranOnce = true;
-  return g.readError(state, name);
+  return g.readError(state);
 }
 
-absl::StatusOr<std::vector<float>>
-GpuBackend::output(const std::string &program, const std::string &name) {
+absl::StatusOr<std::vector<uint8_t>>
+GpuBackend::bufferBytes(const std::string &program, int64_t buffer) {
   auto it = impl->programs.find(program);
   if (it == impl->programs.end())
     return absl::NotFoundError(absl::StrCat("no program '", program, "'"));
   const ProgramState &state = it->second;
-  std::optional<int64_t> id = state.spec->output(name);
-  if (!id)
-    return absl::NotFoundError(
-        absl::StrCat("program ", program, " has no output '", name, "'"));
-  const ValueSpec &v = state.spec->values[*id];
-  std::vector<uint8_t> bytes(v.bytes());
+  if (buffer < 0 || buffer >= static_cast<int64_t>(state.address.size()))
+    return absl::OutOfRangeError(
+        absl::StrCat("program ", program, " has no buffer ", buffer));
+  std::vector<uint8_t> bytes(
+      static_cast<size_t>(state.spec->buffers[buffer].type.bytes()));
   if (absl::Status s = impl->device->copyToHost(
-          bytes.data(), DeviceBuffer{state.address[*id], bytes.size()},
+          bytes.data(), DeviceBuffer{state.address[buffer], bytes.size()},
           bytes.size());
       !s.ok())
     return s;
-  return decodeAll(bytes.data(), v.numElements(), v.dtype);
+  return bytes;
 }
 
 } // namespace weft::runtime

@@ -1,10 +1,12 @@
-//===- GpuBackend.h - run a bundle's programs on a GPU ----------*- C++ -*-===//
+//===- GpuBackend.h - run a bundle v2's programs on a GPU -------*- C++ -*-===//
 //
-// The device half of the Executor when it runs on a GPU: parameters,
-// constants and one arena per program (sized by the memory plan) in device
-// memory from cuMemAlloc, every step queued on one stream as its
-// GpuPlan says, the GEMMs through cuBLASLt, and from the second run on the
-// whole program replayed as a CUDA graph (shapes are static).
+// The device half of SchedExecutor when it runs on a GPU: parameters,
+// constants and one arena per program (the size and alignment the program
+// states) in device memory, one device stream per stream the programs
+// name, each program's launches (GpuProgram) bound once to device
+// addresses and queued in program order on their streams, GEMMs through
+// cuBLASLt, and from the second run on the whole program replayed as a
+// CUDA graph (shapes are static).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,13 +14,12 @@
 #define WEFT_RUNTIME_GPU_GPUBACKEND_H
 
 #include "runtime/dist/Communicator.h"
-#include "runtime/exec/Bundle.h"
+#include "runtime/exec/SchedBundle.h"
 #include "runtime/gpu/GpuDevice.h"
-#include "runtime/gpu/GpuPlan.h"
+#include "runtime/gpu/GpuProgram.h"
 
 #include "absl/status/statusor.h"
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,9 +32,9 @@ public:
     /// Replay programs as CUDA graphs after their first run (WEFT_CUDA_GRAPHS=0
     /// turns it off, for debugging a kernel).
     bool graphs = true;
-    /// Where the rank sits (plan.rank) and how it talks to the others: a
-    /// placed bundle's collectives (not owned; required when placed).
-    GpuPlanOptions plan;
+    /// This process's rank in the bundle's mesh, and its collectives
+    /// (not owned; required when the mesh has more than one rank).
+    int64_t rank = 0;
     GpuCollectives *collectives = nullptr;
     /// For create(): the job's CPU communicator, through which a placed
     /// bundle's NCCL communicators are made when `collectives` is unset,
@@ -44,37 +45,34 @@ public:
   /// Opens the GPU (options.deviceOrdinal), loads the bundle's kernels (its
   /// cubin for the GPU's architecture, else its CUDA source through NVRTC)
   /// and the runtime's own (NVRTC), makes a placed bundle's NCCL
-  /// communicators, allocates the memory and plans every program. `params`
-  /// are the host parameters (their sizes are what is used). The backend
-  /// keeps referring to `bundle`, which must outlive it.
+  /// communicators, allocates the memory and binds every program. The
+  /// backend keeps referring to `bundle`, which must outlive it.
   static absl::StatusOr<std::unique_ptr<GpuBackend>>
-  create(const Bundle &bundle,
-         const std::map<std::string, std::vector<float>> &params,
-         Options options);
+  create(const sched::SchedBundle &bundle, Options options);
   /// The same on `device`, whose kernels (the bundle's and the runtime's)
   /// are loaded, with `gemm` for the GEMMs: how tests run the GPU runtime
   /// on an emulated device.
   static absl::StatusOr<std::unique_ptr<GpuBackend>>
-  createOn(const Bundle &bundle,
-           const std::map<std::string, std::vector<float>> &params,
-           Options options, std::unique_ptr<GpuDevice> device,
-           std::unique_ptr<GemmEngine> gemm);
+  createOn(const sched::SchedBundle &bundle, Options options,
+           std::unique_ptr<GpuDevice> device, std::unique_ptr<GemmEngine> gemm);
   ~GpuBackend();
 
   /// The GPU's name and architecture ("NVIDIA H200 (sm_90)").
   std::string describe() const;
 
-  absl::Status uploadParams(const std::map<std::string, std::vector<float>> &);
-  absl::Status downloadParams(std::map<std::string, std::vector<float>> &);
+  /// Parameter `k` of the bundle (its bytes, as its type stores them) to
+  /// and from the device.
+  absl::Status uploadParam(size_t k, const void *bytes);
+  absl::Status downloadParam(size_t k, void *bytes);
 
   /// Runs `program`; `inputs` are the bytes of each input, in order. Fails
-  /// with the step's op and position when a kernel found bad data (a token
-  /// id or label out of range).
+  /// with the instruction and position when a kernel found bad data (a
+  /// token id or label out of range).
   absl::Status run(const std::string &program,
                    const std::vector<const void *> &inputs);
-  /// Output `name` of the last run of `program`, as f32.
-  absl::StatusOr<std::vector<float>> output(const std::string &program,
-                                            const std::string &name);
+  /// The bytes of buffer `buffer` of `program` after its last run.
+  absl::StatusOr<std::vector<uint8_t>> bufferBytes(const std::string &program,
+                                                   int64_t buffer);
 
 private:
   struct Impl;

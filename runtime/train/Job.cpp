@@ -4,6 +4,7 @@
 
 #include "runtime/data/Batches.h"
 #include "runtime/data/TokenFile.h"
+#include "runtime/exec/BundleData.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Metrics.h"
 #include "runtime/train/TrainLoop.h"
@@ -20,17 +21,19 @@ absl::Status invalid(const std::string &message) {
 
 /// Writes every parameter (not optimizer state) gathered whole from its
 /// shards to `path`: a collective on every rank; rank 0 writes.
-absl::Status save(Executor &ex, const std::string &path, bool leader,
+absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
                   const Log &log) {
   std::vector<TensorToWrite> out;
-  for (const ParamSpec &p : ex.bundle().params)
+  MeshSpec mesh = meshSpecOf(ex.bundle());
+  for (const sched::Param &p : ex.bundle().params)
     if (!p.state) {
       auto whole = ex.gatherParam(p.name);
       if (!whole.ok())
         return whole.status();
-      out.push_back({p.name, DType::F32,
-                     ex.bundle().mesh.globalShape(p.shape, p.sharding),
-                     std::vector<double>(whole->begin(), whole->end())});
+      out.push_back(
+          {p.name, DType::F32,
+           mesh.globalShape(p.type.shape, p.split ? *p.split : Sharding()),
+           std::vector<double>(whole->begin(), whole->end())});
     }
   if (!leader)
     return absl::OkStatus();
@@ -55,12 +58,13 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
     comm = std::move(*joined);
   }
 
-  auto bundle = Bundle::load(options.bundle);
+  auto bundle = sched::loadSchedBundle(options.bundle);
   if (!bundle.ok())
     return bundle.status();
   if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
     return s;
-  if (bundle->mesh.size() != rank.worldSize && bundle->mesh.size() == 1)
+  if (meshSpecOf(*bundle).size() != rank.worldSize &&
+      meshSpecOf(*bundle).size() == 1)
     return invalid(options.bundle +
                    ": the bundle runs on one rank but this job has " +
                    std::to_string(rank.worldSize) +
@@ -68,15 +72,15 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
   if (options.device != "cpu" && options.device != "cuda")
     return invalid("unknown --device '" + options.device +
                    "' (supported: cpu, cuda)");
-  Executor::Options executorOptions;
+  SchedExecutor::Options executorOptions;
   executorOptions.comm = comm.get();
   executorOptions.cuda = options.device == "cuda";
   if (options.cudaGraphs)
     executorOptions.cudaGraphs = *options.cudaGraphs;
-  auto executor = Executor::create(std::move(*bundle), executorOptions);
+  auto executor = SchedExecutor::create(std::move(*bundle), executorOptions);
   if (!executor.ok())
     return executor.status();
-  Executor &ex = **executor;
+  SchedExecutor &ex = **executor;
   if (executorOptions.cuda && rank.rank == 0)
     log.say(log.program() + ": on " + ex.device());
   ex.initialize(options.seed);
@@ -90,7 +94,15 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
   return trainJob(ex, comm.get(), options, log);
 }
 
-absl::StatusOr<JobResult> trainJob(Executor &ex, Communicator *comm,
+/// An integer of the bundle's meta (0 when it has none).
+static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
+  auto it = bundle.meta.find(key);
+  return it != bundle.meta.end() && it->is_number_integer()
+             ? it->get<int64_t>()
+             : 0;
+}
+
+absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                                    const JobOptions &options, const Log &log) {
   if (options.data.empty())
     return invalid("--data is required");
@@ -102,11 +114,11 @@ absl::StatusOr<JobResult> trainJob(Executor &ex, Communicator *comm,
                       : readTokenFile(options.data, options.tokenBytes);
   if (!tokens.ok())
     return tokens.status();
-  int64_t batch = ex.bundle().metaInt("batch"),
-          seq = ex.bundle().metaInt("seq"),
-          vocab = ex.bundle().metaInt("vocab");
+  int64_t batch = metaInt(ex.bundle(), "batch"),
+          seq = metaInt(ex.bundle(), "seq"),
+          vocab = metaInt(ex.bundle(), "vocab");
   if (batch <= 0 || seq <= 0 || vocab <= 0)
-    return invalid(ex.bundle().path +
+    return invalid(ex.bundle().dir +
                    ": manifest meta lacks batch, seq or vocab");
   auto sampler = BatchSampler::create(std::move(*tokens), batch, seq, vocab,
                                       options.seed, options.data);

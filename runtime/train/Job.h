@@ -5,7 +5,7 @@
 // on batches of the data under the learning-rate schedule, write metrics
 // (with every rank's peak memory), save the parameters gathered from their
 // shards and sample text. Rank 0 prints and writes; every rank takes part
-// in the collectives. A host program that has an Executor already (the JIT
+// in the collectives. A host program that has an executor already (the JIT
 // API's) runs the second half, trainJob, on it.
 //
 //===----------------------------------------------------------------------===//
@@ -14,7 +14,7 @@
 #define WEFT_RUNTIME_TRAIN_JOB_H
 
 #include "runtime/dist/Communicator.h"
-#include "runtime/exec/Executor.h"
+#include "runtime/exec/SchedExecutor.h"
 #include "runtime/support/Log.h"
 
 #include "absl/status/statusor.h"
@@ -77,7 +77,7 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
 
 /// The training half on an executor already made and initialised;
 /// `comm` (the executor's) is required when the job has several ranks.
-absl::StatusOr<JobResult> trainJob(Executor &executor, Communicator *comm,
+absl::StatusOr<JobResult> trainJob(SchedExecutor &executor, Communicator *comm,
                                    const JobOptions &options, const Log &log);
 
 } // namespace weft::runtime

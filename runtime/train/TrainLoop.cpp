@@ -1,7 +1,8 @@
-//===- TrainLoop.cpp - training a bundle on the CPU -----------------------===//
+//===- TrainLoop.cpp - training a bundle ----------------------------------===//
 
 #include "runtime/train/TrainLoop.h"
 
+#include "runtime/exec/BundleData.h"
 #include "runtime/support/Random.h"
 
 #include "absl/strings/str_cat.h"
@@ -12,27 +13,27 @@
 
 namespace weft::runtime {
 
-absl::Status TrainLoop::check(const Bundle &bundle) {
+absl::Status TrainLoop::check(const sched::SchedBundle &bundle) {
   auto fail = [&](const std::string &what) {
-    return absl::InvalidArgumentError(absl::StrCat(bundle.path, ": ", what));
+    return absl::InvalidArgumentError(absl::StrCat(bundle.dir, ": ", what));
   };
-  auto inputs = [&](const char *name) -> std::vector<const ValueSpec *> {
-    std::vector<const ValueSpec *> out;
-    auto it = bundle.programs.find(name);
-    if (it != bundle.programs.end())
-      for (int64_t id : it->second.inputs)
-        out.push_back(&it->second.values[id]);
-    return out;
-  };
-  std::vector<const ValueSpec *> step = inputs("step"),
-                                 forward = inputs("forward");
-  if (!bundle.programs.count("step") || !bundle.programs.count("forward"))
+  const sched::Program *stepProgram = bundle.program("step"),
+                       *forwardProgram = bundle.program("forward");
+  if (!stepProgram || !forwardProgram)
     return fail(
         "needs 'step' and 'forward' programs; compile it with weftc compile");
-  auto isIds = [](const ValueSpec *v) {
+  auto inputs = [](const sched::Program *p) {
+    std::vector<const sched::TensorType *> out;
+    for (const sched::ProgramInput &in : p->inputs)
+      out.push_back(&in.type);
+    return out;
+  };
+  std::vector<const sched::TensorType *> step = inputs(stepProgram),
+                                         forward = inputs(forwardProgram);
+  auto isIds = [](const sched::TensorType *v) {
     return v->dtype == DType::I32 && v->shape.size() == 2;
   };
-  auto isScalar = [](const ValueSpec *v) {
+  auto isScalar = [](const sched::TensorType *v) {
     return v->dtype == DType::F32 && v->shape.empty();
   };
   if (step.size() != 4 || !isIds(step[0]) || step[1]->shape != step[0]->shape ||
@@ -42,26 +43,36 @@ absl::Status TrainLoop::check(const Bundle &bundle) {
   if (forward.size() != 2 || forward[0]->shape != step[0]->shape ||
       !isIds(forward[0]) || forward[1]->shape != step[0]->shape)
     return fail("program 'forward' must take the step's tokens and labels");
-  if (!bundle.programs.at("step").output("loss") ||
-      !bundle.programs.at("step").output("grad_norm") ||
-      !bundle.programs.at("forward").output("logits"))
+  auto has = [](const sched::Program *p, const char *name) {
+    for (const sched::Output &o : p->outputs)
+      if (o.name == name)
+        return true;
+    return false;
+  };
+  if (!has(stepProgram, "loss") || !has(stepProgram, "grad_norm") ||
+      !has(forwardProgram, "logits"))
     return fail("programs must name outputs loss, grad_norm (step) and logits "
                 "(forward)");
   return absl::OkStatus();
 }
 
-TrainLoop::TrainLoop(Executor &executor, BatchSampler sampler,
+/// The split of a program input (none: whole on every rank).
+static Sharding splitOf(const sched::ProgramInput &input) {
+  return input.split ? *input.split : Sharding();
+}
+
+TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
                      LrSchedule schedule)
-    : executor(executor), sampler(std::move(sampler)), schedule(schedule) {
-  const ProgramSpec &step = executor.bundle().programs.at("step");
-  const ValueSpec &input = step.values[step.inputs[0]];
-  batch = input.shape[0];
-  seq = input.shape[1];
-  const MeshSpec &mesh = executor.bundle().mesh;
-  std::vector<int64_t> global = mesh.globalShape(input.shape, input.sharding);
+    : executor(executor), mesh(meshSpecOf(executor.bundle())),
+      sampler(std::move(sampler)), schedule(schedule) {
+  const sched::ProgramInput &input =
+      executor.bundle().program("step")->inputs[0];
+  batch = input.type.shape[0];
+  seq = input.type.shape[1];
+  std::vector<int64_t> global = mesh.globalShape(input.type.shape, splitOf(input));
   globalBatch = global[0];
   globalSeq = global[1];
-  start = mesh.blockStart(executor.rank(), input.shape, input.sharding);
+  start = mesh.blockStart(executor.rank(), input.type.shape, splitOf(input));
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
   globalTokens.resize(globalBatch * globalSeq);
@@ -107,15 +118,16 @@ absl::StatusOr<StepReport> TrainLoop::step() {
 absl::StatusOr<std::vector<uint32_t>>
 TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
                   double temperature, uint64_t seed) {
-  const ProgramSpec &forward = executor.bundle().programs.at("forward");
-  const ValueSpec &input = forward.values[forward.inputs[0]];
+  const sched::ProgramInput &input =
+      executor.bundle().program("forward")->inputs[0];
+  Sharding split = splitOf(input);
   // Each rank continues the window in its own first row, which needs the
   // whole sequence on every rank.
-  if (input.sharding.size() > 1 && !input.sharding[1].empty())
+  if (split.size() > 1 && !split[1].empty())
     return absl::UnimplementedError(
         "sampling from a sequence-parallel bundle (sp=on) is not supported "
         "yet; sample from a checkpoint with a bundle compiled without sp");
-  const std::vector<int64_t> &shape = input.shape;
+  const std::vector<int64_t> &shape = input.type.shape;
   int64_t b = shape[0], s = shape[1];
   std::vector<int32_t> window(b * s, 0), zeros(b * s, 0);
   std::vector<uint32_t> out;
@@ -136,7 +148,7 @@ TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
     if (!logits.ok())
       return logits.status();
     // Gathered logits cover the job's whole batch: [globalB, s, vocab].
-    int64_t rows = executor.bundle().mesh.globalShape(shape, input.sharding)[0];
+    int64_t rows = mesh.globalShape(shape, split)[0];
     int64_t vocab = static_cast<int64_t>(logits->size()) / (rows * s);
     const float *row = logits->data() + (len - 1) * vocab;
     int64_t next = 0;

@@ -1,4 +1,4 @@
-//===- TrainLoop.h - training a bundle on the CPU ---------------*- C++ -*-===//
+//===- TrainLoop.h - training a bundle --------------------------*- C++ -*-===//
 //
 // What weft-run and the JIT API share: batches from the sampler, the
 // learning-rate schedule, one compiled step per call, and sampling text
@@ -10,7 +10,7 @@
 #define WEFT_RUNTIME_TRAIN_TRAINLOOP_H
 
 #include "runtime/data/Batches.h"
-#include "runtime/exec/Executor.h"
+#include "runtime/exec/SchedExecutor.h"
 #include "runtime/train/Schedule.h"
 
 namespace weft::runtime {
@@ -29,11 +29,12 @@ public:
   /// Checks that `bundle` has the programs training needs with the inputs
   /// it feeds them: step(tokens, labels [B, S] I32; lr, step 0-d F32) and
   /// forward(tokens, labels) with the same [B, S].
-  static absl::Status check(const Bundle &bundle);
+  static absl::Status check(const sched::SchedBundle &bundle);
 
   /// `sampler` draws the job's global batch; each rank feeds its program the
   /// rows its mesh position owns (the step's token input sharding).
-  TrainLoop(Executor &executor, BatchSampler sampler, LrSchedule schedule);
+  TrainLoop(SchedExecutor &executor, BatchSampler sampler,
+            LrSchedule schedule);
 
   /// Runs the next step.
   absl::StatusOr<StepReport> step();
@@ -48,7 +49,8 @@ public:
                                                uint64_t seed);
 
 private:
-  Executor &executor;
+  SchedExecutor &executor;
+  MeshSpec mesh;
   BatchSampler sampler;
   LrSchedule schedule;
   /// This rank's program takes a [batch, seq] block of the job's

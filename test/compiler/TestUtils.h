@@ -136,20 +136,21 @@ buildExampleStep(mlir::MLIRContext &context, const std::string &name,
 }
 
 /// Compiles example model `name` (batch 2, sequence 16, `dtype`, f32 master
-/// weights) into a training bundle in a fresh directory (named with `label`
-/// too, when a test makes several), which it returns.
+/// weights) into a training bundle (compileSchedBundle) in a fresh
+/// directory (named with `label` too, when a test makes several), which it
+/// returns.
 inline std::string compileExampleBundle(const std::string &name,
-                                        const std::string &dtype,
-                                        const TrainingOptions &options,
-                                        const std::string &label = "") {
+                                             const std::string &dtype,
+                                             const TrainingOptions &options,
+                                             const std::string &label = "") {
   auto context = makeContext();
   mlir::OwningOpRef<mlir::ModuleOp> module =
       buildExampleModel(*context, name, {2, 16, dtype, /*masterWeights=*/true});
   EXPECT_TRUE(module);
-  std::string dir = uniqueTempPath(name + "-" + dtype + label + "-bundle");
+  std::string dir = uniqueTempPath(name + "-" + dtype + label + "-v2");
   if (module)
     EXPECT_TRUE(mlir::succeeded(
-        compileTrainingBundle(*module, dir, options, llvm::json::Object{})));
+        compileSchedBundle(*module, dir, options, llvm::json::Object{})));
   return dir;
 }
 

@@ -38,7 +38,18 @@ TEST(Compiler, CompilesAConfigAndTrains) {
   EXPECT_LT(*after, *before - 2.0);
   auto names = (*exe)->parameterNames();
   EXPECT_EQ(names.front(), "model.embed_tokens.weight");
-  EXPECT_EQ((*exe)->parameter("model.norm.weight").size(), 64u);
+  auto norm = (*exe)->parameter("model.norm.weight");
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  EXPECT_EQ(norm->size(), 64u);
+  // Written weights are what the next evaluation reads.
+  std::vector<float> zeros(norm->size(), 0.0f);
+  ASSERT_TRUE((*exe)->setParameter("model.norm.weight", zeros).ok());
+  EXPECT_EQ(*(*exe)->parameter("model.norm.weight"), zeros);
+  auto blind = (*exe)->evaluate(x.data(), y.data());
+  ASSERT_TRUE(blind.ok());
+  // A zero final norm zeroes the logits: every token equally likely.
+  EXPECT_NEAR(*blind, std::log(256.0), 1e-3);
+  EXPECT_FALSE((*exe)->setParameter("model.norm.weight", {1.0f}).ok());
 }
 
 TEST(Compiler, ReportsBadInput) {

@@ -1,64 +1,50 @@
 //===- emulated_gpu_test.cpp - the GPU runtime against the CPU runtime ----===//
 //
-// GpuBackend trains GPT-2-tiny and Llama-tiny (f32 and bf16) on
-// EmulatedGpu: the same plans, argument blobs, CUDA kernel sources and
-// graph replay as on a GPU, with host memory and C++-compiled kernels. The
-// losses and every parameter after three AdamW steps must match the CPU
-// runtime's. The GpuTraining tests run the same on a real GPU where there is
-// one (else they skip); timing is bench/gpu/run.sh's.
+// SchedExecutor on the GPU backend trains GPT-2-tiny, Llama-tiny and
+// Mixtral-tiny (f32 and bf16) compiled for cuda, on EmulatedGpu: the same
+// launches, argument blobs, CUDA kernel sources, streams, events and graph
+// replay as on a GPU, with host memory and C++-compiled kernels. Its losses,
+// gradient norms, gradients, forward logits and every parameter after
+// three AdamW steps must match SchedExecutor on the CPU running the same
+// model compiled for the CPU. The GpuTraining tests run the same on a real
+// GPU where there is one (else they skip); timing is bench/gpu/run.sh's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Bundle.h"
-#include "compiler/Pipeline.h"
+#include "codegen/Passes.h"
+#include "codegen/SchedBundle.h"
 #include "passes/memory/Passes.h"
-#include "passes/sharding/Passes.h"
-#include "runtime/exec/Executor.h"
+#include "runtime/exec/BundleData.h"
+#include "runtime/exec/SchedExecutor.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
-#include "runtime/gpu/GpuPlan.h"
-#include "test/compiler/TestUtils.h"
 #include "test/runtime/EmulatedGpu.h"
+#include "test/runtime/TrainingJob.h"
 
-#include "llvm/Support/FileSystem.h"
+#include "dialects/sched/IR/SchedOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <thread>
 
 using namespace weft;
+using testutil::Case;
+using testutil::Trace;
+namespace rs = runtime::sched;
 
 namespace {
-/// GPU 0's architecture, or "" where there is none.
-std::string gpuArch() {
-  auto device = runtime::CudaDevice::open(0);
-  return device.ok() ? (*device)->arch() : "";
-}
-
-std::string compileCudaBundle(const std::string &model,
-                              const std::string &dtype, bool real) {
-  TrainingOptions options;
-  // The emulated device is an sm_90; a real one is what it is.
-  options.cudaArchs = {real ? gpuArch() : "sm_90"};
-  // As in the CPU parity tests: with eps 1e-8, a gradient that cancels to
-  // ~1e-10 (a key bias's is zero in exact arithmetic) turns a different
-  // summation order into a full +-lr step; 1e-4 keeps such noise small.
-  options.adamw.eps = 1e-4;
-  options.keepGradients = true; // The train_step program: loss, gradients.
-  return testutil::compileExampleBundle(model, dtype, options);
-}
-
 /// An emulated GPU with the bundle's kernels and the runtime's loaded.
 std::unique_ptr<testutil::EmulatedGpu> emulatedGpuFor(const std::string &dir) {
   auto gpu = std::make_unique<testutil::EmulatedGpu>();
   std::vector<std::pair<std::string, std::string>> sources = {
       {runtime::gpuOpsSource(), "ops"},
       {runtime::gpuAttentionSource(), "attention"}};
-  // A bundle without generated kernels (no weft.fused) has no kernels.cu.
+  // A bundle without generated kernels has no kernels.cu.
   if (std::ifstream in(dir + "/kernels.cu"); in) {
     std::stringstream generated;
     generated << in.rdbuf();
@@ -73,198 +59,207 @@ std::unique_ptr<testutil::EmulatedGpu> emulatedGpuFor(const std::string &dir) {
   return gpu;
 }
 
-struct Training {
-  runtime::Bundle bundle;
-  std::unique_ptr<runtime::Executor> cpu;
-  std::unique_ptr<runtime::GpuBackend> gpu;
+/// What an executor on an emulated GPU keeps outside it: the device (to
+/// count graph replays), and a placed bundle's collectives, which must
+/// outlive the executor.
+struct Emulation {
   testutil::EmulatedGpu *device = nullptr;
+  std::unique_ptr<testutil::HostCollectives> collectives;
+  bool refuseGraphs = false;
 };
 
-/// Starts the CPU runtime and the GPU runtime, on GPU 0 with `real`, else
-/// on an emulated device, from the same bundle and initial parameters.
-void start(Training &run, const std::string &dir,
-           runtime::GpuBackend::Options options, bool real,
-           bool refuseGraphs = false) {
-  auto bundle = runtime::Bundle::load(dir);
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  run.bundle = *bundle;
-  auto cpu = runtime::Executor::create(std::move(*bundle));
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  run.cpu = std::move(*cpu);
-  run.cpu->initialize(5);
-  absl::StatusOr<std::unique_ptr<runtime::GpuBackend>> gpu;
-  if (real) {
-    gpu = runtime::GpuBackend::create(run.bundle, run.cpu->params(), options);
-  } else {
-    std::unique_ptr<testutil::EmulatedGpu> device = emulatedGpuFor(dir);
-    ASSERT_TRUE(device);
-    run.device = device.get();
-    if (refuseGraphs)
-      device->refuseGraphs();
-    auto gemm = std::make_unique<testutil::HostGemm>(*device);
-    gpu = runtime::GpuBackend::createOn(run.bundle, run.cpu->params(), options,
-                                        std::move(device), std::move(gemm));
-  }
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  run.gpu = std::move(*gpu);
-  ASSERT_TRUE(run.gpu->uploadParams(run.cpu->params()).ok());
+/// A SchedExecutor of bundle `dir` on the CPU, on an emulated GPU (with
+/// `emulation`) or on GPU `real`.
+absl::StatusOr<std::unique_ptr<runtime::SchedExecutor>>
+open(const std::string &dir, runtime::Communicator *comm,
+     Emulation *emulation, bool real = false) {
+  auto bundle = rs::loadSchedBundle(dir);
+  if (!bundle.ok())
+    return bundle.status();
+  runtime::SchedExecutor::Options options;
+  options.comm = comm;
+  options.cuda = real;
+  if (emulation)
+    options.makeGpu = [dir, comm, emulation](const rs::SchedBundle &b,
+                                             runtime::GpuBackend::Options o)
+        -> absl::StatusOr<std::unique_ptr<runtime::GpuBackend>> {
+      std::unique_ptr<testutil::EmulatedGpu> device = emulatedGpuFor(dir);
+      if (!device)
+        return absl::InternalError("the emulated device did not load");
+      emulation->device = device.get();
+      if (emulation->refuseGraphs)
+        device->refuseGraphs();
+      if (comm) {
+        emulation->collectives =
+            std::make_unique<testutil::HostCollectives>(*device, *comm);
+        o.collectives = emulation->collectives.get();
+      }
+      auto gemm = std::make_unique<testutil::HostGemm>(*device);
+      return runtime::GpuBackend::createOn(b, o, std::move(device),
+                                           std::move(gemm));
+    };
+  return runtime::SchedExecutor::create(std::move(*bundle), options);
 }
 
-/// One AdamW step (lr 1e-3) on both runtimes; their losses must agree.
-void stepBoth(Training &run, std::vector<int32_t> &tokens,
-              std::vector<int32_t> &labels, int step, double tolerance) {
-  float lr = 1e-3f, number = static_cast<float>(step);
-  ASSERT_TRUE(run.cpu
-                  ->run("step", {{{2, 16}, runtime::DType::I32, tokens.data()},
-                                 {{2, 16}, runtime::DType::I32, labels.data()},
-                                 {{}, runtime::DType::F32, &lr},
-                                 {{}, runtime::DType::F32, &number}})
-                  .ok());
-  absl::Status s =
-      run.gpu->run("step", {tokens.data(), labels.data(), &lr, &number});
-  ASSERT_TRUE(s.ok()) << s;
-  float cpuLoss = *run.cpu->scalarOutput("step", "loss");
-  absl::StatusOr<std::vector<float>> gpuLoss = run.gpu->output("step", "loss");
-  ASSERT_TRUE(gpuLoss.ok()) << gpuLoss.status();
-  EXPECT_NEAR(gpuLoss->at(0), cpuLoss, tolerance * std::fabs(cpuLoss))
-      << "step " << step;
+std::vector<std::string> paramNames(const std::string &dir, bool state) {
+  std::vector<std::string> names;
+  absl::StatusOr<rs::SchedBundle> bundle = rs::loadSchedBundle(dir);
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  if (bundle.ok())
+    for (const rs::Param &p : bundle->params)
+      if (state || !p.state)
+        names.push_back(p.name);
+  return names;
 }
 
+/// `model` compiled for the CPU and for cuda from one seed, trained on the
+/// CPU and on an emulated (or, with `real`, a real) GPU; `tolerance` is
+/// relative to each tensor's largest magnitude.
 void checkTraining(const std::string &model, const std::string &dtype,
-                   double tolerance, bool fusedAttention = false,
-                   bool real = false) {
-  SCOPED_TRACE(model + " " + dtype + (fusedAttention ? " fused" : ""));
-  Training run;
-  runtime::GpuBackend::Options options;
-  if (fusedAttention) // Else attention runs as cuBLASLt GEMMs (small here).
-    options.plan.attentionScratchBytes = 0;
-  start(run, compileCudaBundle(model, dtype, real), options, real);
-  if (::testing::Test::HasFatalFailure())
-    return;
-  int64_t vocab = 256; // Both tiny models' (the bundle's meta is not set here).
-  std::mt19937 rng(9);
-  // Relative to the tensor's largest magnitude.
-  auto worstError = [](const std::vector<float> &want,
-                       const std::vector<float> &got) {
-    double scale = 0, worst = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
-      worst = std::max(worst, std::fabs(static_cast<double>(want[i]) - got[i]));
-    }
-    return worst / std::max(scale, 1e-6);
-  };
+                   double tolerance, bool flash = false, bool real = false) {
+  SCOPED_TRACE(model + " " + dtype + (flash ? " flash" : ""));
+  Case setup(model, dtype);
+  setup.keepGradients = true; // @train_step: loss and every gradient.
+  // With eps 1e-8, a gradient that cancels to ~1e-10 (a key bias's is zero
+  // in exact arithmetic) turns a different summation order into a full
+  // +-lr step; 1e-4 keeps such noise small.
+  setup.adamEps = 1e-4;
+  std::string cpuDir = testutil::compileCase(setup);
+  setup.cudaBundle = true;
+  if (flash) // Else attention runs as cuBLASLt GEMMs (small here).
+    setup.attentionScratchMb = 0;
+  std::string gpuDir = testutil::compileCase(setup);
+  ASSERT_FALSE(cpuDir.empty());
+  ASSERT_FALSE(gpuDir.empty());
+  Emulation emulation;
+  auto cpu = open(cpuDir, nullptr, nullptr);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto gpu = open(gpuDir, nullptr, real ? nullptr : &emulation, real);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_NE((*gpu)->device(), "cpu");
+
   // Every gradient of the first batch, before any update. bf16 gradients
   // are themselves rounded to bf16: two of its ulps (2^-6) near the tensor's
   // largest element, where summation order decides the last bit.
   double gradTolerance = dtype == "bf16" ? 1.0 / 64 : tolerance;
-  {
-    std::vector<int32_t> tokens(32), labels(32);
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      tokens[i] = static_cast<int32_t>((7 * i + 3) % vocab);
-      labels[i] = static_cast<int32_t>((5 * i + 1) % vocab);
-    }
-    ASSERT_TRUE(
-        run.cpu
-            ->run("train_step", {{{2, 16}, runtime::DType::I32, tokens.data()},
-                                 {{2, 16}, runtime::DType::I32, labels.data()}})
-            .ok());
-    absl::Status s = run.gpu->run("train_step", {tokens.data(), labels.data()});
-    ASSERT_TRUE(s.ok()) << s;
-    for (const auto &[name, id] :
-         run.bundle.programs.at("train_step").outputs) {
-      absl::StatusOr<std::vector<float>> want =
-          run.cpu->output("train_step", name);
-      absl::StatusOr<std::vector<float>> got =
-          run.gpu->output("train_step", name);
-      ASSERT_TRUE(want.ok() && got.ok());
-      EXPECT_LE(worstError(*want, *got), gradTolerance) << name;
-    }
+  (*cpu)->initialize(5);
+  (*gpu)->initialize(5);
+  std::vector<int32_t> tokens = testutil::tokenIds(0, 0, 2, 8, 3),
+                       labels = testutil::tokenIds(0, 0, 2, 8, 1);
+  std::vector<runtime::HostTensor> in = {
+      {{2, 8}, runtime::DType::I32, tokens.data()},
+      {{2, 8}, runtime::DType::I32, labels.data()}};
+  ASSERT_TRUE((*cpu)->run("train_step", in).ok());
+  absl::Status ran = (*gpu)->run("train_step", in);
+  ASSERT_TRUE(ran.ok()) << ran;
+  int outputs = 0;
+  for (const rs::Output &o : (*cpu)->bundle().program("train_step")->outputs) {
+    auto want = (*cpu)->output("train_step", o.name);
+    auto got = (*gpu)->output("train_step", o.name);
+    ASSERT_TRUE(want.ok() && got.ok()) << o.name;
+    EXPECT_LE(testutil::worstError(*want, *got), gradTolerance) << o.name;
+    ++outputs;
   }
-  for (int step = 1; step <= 3; ++step) {
-    std::vector<int32_t> tokens(32), labels(32);
-    for (int32_t &t : tokens)
-      t = static_cast<int32_t>(rng() % vocab);
-    for (int32_t &t : labels)
-      t = static_cast<int32_t>(rng() % vocab);
-    stepBoth(run, tokens, labels, step, tolerance);
+  EXPECT_GT(outputs, 10);
+
+  // Three AdamW steps and a forward run on each. In bf16 a gradient's last
+  // bit depends on summation order, and Adam's moments carry that bit: the
+  // parameters are what must agree.
+  std::vector<std::string> names = paramNames(cpuDir, dtype != "bf16");
+  Trace want, got;
+  testutil::train(**cpu, 0, 2, 8, names, want);
+  testutil::train(**gpu, 0, 2, 8, names, got);
+  ASSERT_EQ(want.failure, "");
+  ASSERT_EQ(got.failure, "");
+  for (int s = 0; s < testutil::kTrainSteps; ++s) {
+    EXPECT_NEAR(got.losses[s], want.losses[s], tolerance * want.losses[s])
+        << "step " << s + 1;
+    EXPECT_NEAR(got.norms[s], want.norms[s], 4 * gradTolerance * want.norms[s])
+        << "step " << s + 1;
   }
+  EXPECT_LE(testutil::worstError(want.logits, got.logits), gradTolerance);
   // Steps 2 and 3 replayed the graph recorded on step 2.
-  if (run.device)
-    EXPECT_EQ(run.device->replays(), 2);
+  if (emulation.device)
+    EXPECT_EQ(emulation.device->replays(), 2);
   // Attention through GEMMs rounds the probabilities to bf16 before P V, as
   // FlashAttention does, where the CPU keeps them f32: gradients differ by
   // under 1% (checked above), but Adam moves a small bias by about lr per
   // step whatever its gradient's size, so a bias whose gradient is near zero
   // lands up to ~8% of the tensor's scale apart after three steps.
-  double paramTolerance = dtype == "bf16" && !fusedAttention ? 1e-1 : tolerance;
-  std::map<std::string, std::vector<float>> gpuParams = run.cpu->params();
-  ASSERT_TRUE(run.gpu->downloadParams(gpuParams).ok());
-  for (const auto &[name, cpu] : run.cpu->params()) {
-    // In bf16 a gradient's last bit depends on summation order, and Adam's
-    // moments carry that bit; the parameters are what must agree.
-    if (dtype == "bf16" && run.bundle.param(name)->state)
-      continue;
-    EXPECT_LE(worstError(cpu, gpuParams.at(name)), paramTolerance) << name;
-  }
+  double paramTolerance = dtype == "bf16" && !flash ? 1e-1 : tolerance;
+  for (const std::string &name : names)
+    EXPECT_LE(testutil::worstError(want.params.at(name), got.params.at(name)),
+              paramTolerance)
+        << name;
 }
 } // namespace
 
 TEST(EmulatedGpu, Gpt2TinyF32TrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 1e-4);
 }
-
 TEST(EmulatedGpu, LlamaTinyF32TrainsLikeTheCpu) {
   checkTraining("llama-tiny", "f32", 1e-4);
 }
-
 TEST(EmulatedGpu, Gpt2TinyBf16TrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "bf16", 1e-2);
 }
-
 TEST(EmulatedGpu, LlamaTinyBf16TrainsLikeTheCpu) {
   checkTraining("llama-tiny", "bf16", 1e-2);
 }
-
 // Mixture of experts: top-k gating, capacity slots, dispatch and combine.
 TEST(EmulatedGpu, MixtralTinyF32TrainsLikeTheCpu) {
   checkTraining("mixtral-tiny", "f32", 1e-4);
 }
-
-TEST(EmulatedGpu, Gpt2TinyF32WithFusedAttentionTrainsLikeTheCpu) {
-  checkTraining("gpt2-tiny", "f32", 1e-4, /*fusedAttention=*/true);
+TEST(EmulatedGpu, Gpt2TinyF32WithFlashAttentionTrainsLikeTheCpu) {
+  checkTraining("gpt2-tiny", "f32", 1e-4, /*flash=*/true);
+}
+TEST(EmulatedGpu, LlamaTinyBf16WithFlashAttentionTrainsLikeTheCpu) {
+  checkTraining("llama-tiny", "bf16", 1e-2, /*flash=*/true);
 }
 
-TEST(EmulatedGpu, LlamaTinyBf16WithFusedAttentionTrainsLikeTheCpu) {
-  checkTraining("llama-tiny", "bf16", 1e-2, /*fusedAttention=*/true);
+namespace {
+std::string gpt2CudaBundle() {
+  Case setup("gpt2-tiny");
+  setup.cudaBundle = true;
+  return testutil::compileCase(setup);
 }
+} // namespace
 
 TEST(EmulatedGpu, RunsLaunchByLaunchWhenGraphCaptureFails) {
-  Training run;
-  start(run, compileCudaBundle("gpt2-tiny", "f32", false), {}, false,
-        /*refuseGraphs=*/true);
-  if (::testing::Test::HasFatalFailure())
-    return;
-  std::vector<int32_t> tokens(32, 3), labels(32, 4);
-  for (int step = 1; step <= 3; ++step)
-    stepBoth(run, tokens, labels, step, 1e-4);
-  EXPECT_EQ(run.device->replays(), 0);
+  std::string dir = gpt2CudaBundle();
+  Emulation emulation;
+  emulation.refuseGraphs = true;
+  auto gpu = open(dir, nullptr, &emulation);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  Trace trace;
+  testutil::train(**gpu, 0, 2, 8, {}, trace);
+  ASSERT_EQ(trace.failure, "");
+  EXPECT_EQ(emulation.device->replays(), 0);
+  for (float loss : trace.losses)
+    EXPECT_TRUE(std::isfinite(loss));
 }
 
-TEST(EmulatedGpu, ATokenIdOutOfRangeIsReportedWithItsStep) {
-  Training run;
-  start(run, compileCudaBundle("gpt2-tiny", "f32", false), {}, false);
-  if (::testing::Test::HasFatalFailure())
-    return;
-  std::vector<int32_t> tokens(32, 1), labels(32, 1);
+TEST(EmulatedGpu, ATokenIdOutOfRangeIsReportedWithItsInstruction) {
+  Emulation emulation;
+  auto gpu = open(gpt2CudaBundle(), nullptr, &emulation);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  (*gpu)->initialize(5);
+  std::vector<int32_t> tokens(16, 1), labels(16, 1);
   tokens[5] = 100000;
   float lr = 1e-3f, number = 1;
   absl::Status s =
-      run.gpu->run("step", {tokens.data(), labels.data(), &lr, &number});
+      (*gpu)->run("step", {{{2, 8}, runtime::DType::I32, tokens.data()},
+                           {{2, 8}, runtime::DType::I32, labels.data()},
+                           {{}, runtime::DType::F32, &lr},
+                           {{}, runtime::DType::F32, &number}});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
   std::string message(s.message());
-  EXPECT_NE(message.find("weft.embedding: token id 100000 at position 5"),
+  EXPECT_NE(message.find("(embedding): token id 100000 at position 5 is "
+                         "outside the vocabulary"),
             std::string::npos)
+      << message;
+  EXPECT_NE(message.find("program step, instruction "), std::string::npos)
       << message;
 }
 
@@ -277,214 +272,81 @@ TEST(GpuTraining, Gpt2TinyF32MatchesTheCpu) {
   WEFT_GPU_OR_SKIP();
   checkTraining("gpt2-tiny", "f32", 1e-4, false, /*real=*/true);
 }
-
 TEST(GpuTraining, LlamaTinyF32MatchesTheCpu) {
   WEFT_GPU_OR_SKIP();
   checkTraining("llama-tiny", "f32", 1e-4, false, /*real=*/true);
 }
-
 TEST(GpuTraining, Gpt2TinyBf16MatchesTheCpu) {
   WEFT_GPU_OR_SKIP();
   checkTraining("gpt2-tiny", "bf16", 1e-2, false, /*real=*/true);
 }
-
-TEST(GpuTraining, LlamaTinyBf16WithFusedAttentionMatchesTheCpu) {
+TEST(GpuTraining, LlamaTinyBf16WithFlashAttentionMatchesTheCpu) {
   WEFT_GPU_OR_SKIP();
-  checkTraining("llama-tiny", "bf16", 1e-2, /*fusedAttention=*/true,
-                /*real=*/true);
+  checkTraining("llama-tiny", "bf16", 1e-2, /*flash=*/true, /*real=*/true);
 }
 
 namespace {
-/// One rank of a two-rank job, ranks as threads talking through Gloo: its
-/// communicator, and the CPU runtime (parameters initialized from seed 5)
-/// and the GPU runtime on an emulated device of `dir`'s bundle.
-struct EmulatedRank {
-  std::unique_ptr<runtime::Communicator> comm;
-  std::unique_ptr<runtime::Executor> cpu;
-  std::unique_ptr<testutil::HostCollectives> collectives;
-  std::unique_ptr<runtime::GpuBackend> gpu;
-  runtime::Bundle bundle;
-};
-
-/// A port for a two-rank job of this process: a store's port stays taken a
-/// while after the job that served it, so each job takes the next.
-int nextPort() {
-  static int jobs = 0;
-  return 36000 + static_cast<int>(getpid() % 1000) * 8 + jobs++ % 8;
-}
-
-/// A bundle of the hand-written program @run in `ir` (memory planned, no
-/// generated kernels), in a fresh directory named after `label`.
-std::string handWrittenBundle(const char *ir, const std::string &label) {
-  auto context = testutil::makeContext();
-  auto module = testutil::parse(*context, ir);
-  if (!module)
-    return "";
-  planMemory(testutil::firstFunc(*module));
-  std::string dir = testutil::uniqueTempPath(label + "-bundle");
-  EXPECT_TRUE(mlir::succeeded(
-      codegen::writeBundle(*module, {"run"}, dir, llvm::json::Object{})));
-  return dir;
-}
-
-absl::StatusOr<EmulatedRank> openRank(int r, int port, const std::string &dir) {
-  EmulatedRank rank;
-  runtime::RankInfo info;
-  info.rank = r, info.worldSize = 2, info.masterPort = port;
-  auto comm = runtime::Communicator::create(info, std::chrono::seconds(60));
-  if (!comm.ok())
-    return comm.status();
-  rank.comm = std::move(*comm);
-  auto bundle = runtime::Bundle::load(dir);
-  if (!bundle.ok())
-    return bundle.status();
-  rank.bundle = *bundle;
-  runtime::Executor::Options cpuOptions;
-  cpuOptions.comm = rank.comm.get(); // Opens the groups; initializes shards.
-  auto cpu = runtime::Executor::create(std::move(*bundle), cpuOptions);
-  if (!cpu.ok())
-    return cpu.status();
-  rank.cpu = std::move(*cpu);
-  rank.cpu->initialize(5);
-  std::unique_ptr<testutil::EmulatedGpu> device = emulatedGpuFor(dir);
-  if (!device)
-    return absl::InternalError("no emulated device");
-  rank.collectives =
-      std::make_unique<testutil::HostCollectives>(*device, *rank.comm);
-  auto gemm = std::make_unique<testutil::HostGemm>(*device);
-  runtime::GpuBackend::Options options;
-  options.plan.rank = r;
-  options.collectives = rank.collectives.get();
-  auto gpu =
-      runtime::GpuBackend::createOn(rank.bundle, rank.cpu->params(), options,
-                                    std::move(device), std::move(gemm));
-  if (!gpu.ok())
-    return gpu.status();
-  rank.gpu = std::move(*gpu);
-  return rank;
-}
-
 /// Trains `model` placed by `plan` for three steps on two emulated GPUs,
 /// ranks as threads talking through Gloo, and compares with one CPU rank
 /// training the unplaced model on the same global batches.
 void checkPlacedTraining(const std::string &model, const std::string &plan) {
   SCOPED_TRACE(model + " " + plan);
-  auto compile = [&](const std::string &spec) {
-    TrainingOptions options;
-    options.cudaArchs = {"sm_90"};
-    options.adamw.eps = 1e-4; // As compileCudaBundle says.
-    if (!spec.empty()) {
-      auto parsed = parsePlan(spec);
-      EXPECT_TRUE(static_cast<bool>(parsed));
-      if (parsed)
-        options.plan = *parsed;
-    }
-    return testutil::compileExampleBundle(model, "f32", options,
-                                          spec.empty() ? "-whole" : "-placed");
-  };
-  std::string whole = compile(""), placed = compile(plan);
-  // The single-rank reference, on the CPU.
-  auto reference = runtime::Executor::create(*runtime::Bundle::load(whole));
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  (*reference)->initialize(5);
+  Case whole(model);
+  whole.adamEps = 1e-4;
+  Case placed = whole;
+  placed.plan = plan;
+  placed.cudaBundle = true;
+  std::string wholeDir = testutil::compileCase(whole),
+              placedDir = testutil::compileCase(placed);
+  ASSERT_FALSE(wholeDir.empty());
+  ASSERT_FALSE(placedDir.empty());
+  std::vector<std::string> names = paramNames(wholeDir, /*state=*/false);
+  Trace want;
+  {
+    auto reference = open(wholeDir, nullptr, nullptr);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    testutil::train(**reference, 0, whole.batch, whole.seq, names, want);
+    ASSERT_EQ(want.failure, "");
+  }
   // Kernels compiled once, before the ranks start.
-  ASSERT_TRUE(emulatedGpuFor(placed));
-  std::vector<std::vector<int32_t>> tokens(3), labels(3);
-  for (int step = 0; step < 3; ++step)
-    for (int i = 0; i < 32; ++i) {
-      tokens[step].push_back((7 * i + 11 * step + 3) % 256);
-      labels[step].push_back((5 * i + 13 * step + 1) % 256);
-    }
-  std::vector<float> wantLoss;
-  for (int step = 0; step < 3; ++step) {
-    float lr = 1e-3f, number = static_cast<float>(step + 1);
-    ASSERT_TRUE(
-        (*reference)
-            ->run("step", {{{2, 16}, runtime::DType::I32, tokens[step].data()},
-                           {{2, 16}, runtime::DType::I32, labels[step].data()},
-                           {{}, runtime::DType::F32, &lr},
-                           {{}, runtime::DType::F32, &number}})
-            .ok());
-    wantLoss.push_back(*(*reference)->scalarOutput("step", "loss"));
+  ASSERT_TRUE(emulatedGpuFor(placedDir));
+  runtime::MeshSpec mesh = runtime::meshSpecOf(*rs::loadSchedBundle(placedDir));
+  std::vector<Trace> traces = testutil::runJob(
+      placed, mesh,
+      [&](int64_t, runtime::Communicator *comm, int64_t first, int64_t rows,
+          Trace &trace) {
+        Emulation emulation;
+        auto gpu = open(placedDir, comm, &emulation);
+        if (!gpu.ok()) {
+          trace.failure = std::string(gpu.status().message());
+          return;
+        }
+        testutil::train(**gpu, first, rows, placed.seq, names, trace);
+      });
+  for (size_t r = 0; r < traces.size(); ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const Trace &got = traces[r];
+    ASSERT_EQ(got.failure, "");
+    for (int s = 0; s < testutil::kTrainSteps; ++s)
+      EXPECT_NEAR(got.losses[s], want.losses[s], 1e-4 * want.losses[s])
+          << "step " << s + 1;
+    EXPECT_LE(testutil::worstError(want.logits, got.logits), 1e-4);
+    for (const std::string &name : names)
+      EXPECT_LE(testutil::worstError(want.params.at(name), got.params.at(name)),
+                1e-4)
+          << name;
   }
-  int port = nextPort();
-  std::vector<std::string> failures(2);
-  std::vector<std::vector<float>> losses(2);
-  std::vector<std::map<std::string, std::vector<float>>> params(2);
-  auto rank = [&](int r) {
-    auto fail = [&](const absl::Status &s) {
-      failures[r] = std::string(s.message());
-    };
-    absl::StatusOr<EmulatedRank> opened = openRank(r, port, placed);
-    if (!opened.ok())
-      return fail(opened.status());
-    runtime::Executor *cpu = opened->cpu.get();
-    runtime::GpuBackend *gpu = opened->gpu.get();
-    const runtime::Bundle &kept = opened->bundle;
-    if (absl::Status s = gpu->uploadParams(cpu->params()); !s.ok())
-      return fail(s);
-    // This rank's rows of the global batch (dp splits the batch).
-    const runtime::ProgramSpec &step = kept.programs.at("step");
-    const runtime::ValueSpec &input = step.values[step.inputs[0]];
-    int64_t rows = input.shape[0],
-            first = kept.mesh.blockStart(r, input.shape, input.sharding)[0];
-    for (int s = 0; s < 3; ++s) {
-      float lr = 1e-3f, number = static_cast<float>(s + 1);
-      const int32_t *t = tokens[s].data() + first * 16,
-                    *l = labels[s].data() + first * 16;
-      if (absl::Status st = gpu->run("step", {t, l, &lr, &number}); !st.ok())
-        return fail(st);
-      losses[r].push_back(gpu->output("step", "loss")->at(0));
-    }
-    params[r] = cpu->params();
-    if (absl::Status s = gpu->downloadParams(params[r]); !s.ok())
-      return fail(s);
-  };
-  std::thread other(rank, 1);
-  rank(0);
-  other.join();
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(failures[r], "") << "rank " << r;
-    for (int s = 0; s < 3; ++s)
-      EXPECT_NEAR(losses[r][s], wantLoss[s], 1e-4 * wantLoss[s])
-          << "rank " << r << ", step " << s + 1;
-  }
-  // Every rank's parameters (whole, or its ZeRO shard) against the
-  // reference's, block by block. (Optimizer state is left out: a ZeRO
-  // bundle declares its state tensors' local shapes but not how they
-  // split, so their blocks cannot be found; the parameters they moved are.)
-  runtime::Bundle kept = *runtime::Bundle::load(placed);
-  for (int r = 0; r < 2; ++r)
-    for (const runtime::ParamSpec &p : kept.params) {
-      if (p.state)
-        continue;
-      const std::vector<float> &want = (*reference)->params().at(p.name);
-      const std::vector<float> &got = params[r].at(p.name);
-      double scale = 0, worst = 0;
-      runtime::forEachInBlock(
-          p.shape, kept.mesh.globalShape(p.shape, p.sharding),
-          kept.mesh.blockStart(r, p.shape, p.sharding),
-          [&](int64_t i, int64_t g) {
-            scale = std::max(scale, std::fabs(static_cast<double>(want[g])));
-            worst = std::max(worst,
-                             std::fabs(static_cast<double>(want[g]) - got[i]));
-          });
-      EXPECT_LE(worst, 1e-4 * std::max(scale, 1e-6))
-          << "rank " << r << ": " << p.name;
-    }
 }
 } // namespace
 
 TEST(EmulatedGpu, DataParallelOnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("gpt2-tiny", "dp=2");
 }
-
 // ZeRO-3: parameters gathered per use (all_gather), gradients
 // reduce-scattered, optimizer state and masters in shards.
 TEST(EmulatedGpu, Zero3OnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3");
 }
-
 // Megatron tensor parallelism: split attention heads and MLP, f/g
 // all-reduces, and the vocabulary-parallel embedding and cross-entropy
 // (row max and sums all-reduced across the two ranks' columns).
@@ -492,13 +354,48 @@ TEST(EmulatedGpu, TensorParallelOnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-tiny", "tp=2");
 }
 
-// The two ops no compiled model here has: weft.dropout (its mask from the
-// counter-based uniform the CPU shares) and weft.all_to_all (expert
+namespace {
+/// A bundle of the hand-written weft program @run in `ir` lowered to sched
+/// for `target` (streams assigned for cuda, memory planned, no generated
+/// kernels), in a fresh directory named after `label`.
+std::string handWrittenBundle(const char *ir, const std::string &label,
+                              const std::string &target) {
+  auto context = testutil::makeContext();
+  auto module = testutil::parse(*context, ir);
+  if (!module)
+    return "";
+  mlir::PassManager pm(context.get());
+  LowerToSchedOptions lower;
+  lower.target = target;
+  pm.addPass(createLowerToSched(lower));
+  mlir::OpPassManager &programs = pm.nest<sched::ProgramOp>();
+  if (target == "cuda")
+    programs.addPass(createAssignStreams());
+  programs.addPass(createSchedPlanMemory());
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
+  llvm::json::Object meta, kernels;
+  mlir::FailureOr<llvm::json::Object> manifest =
+      codegen::writeSchedManifest(*module, &meta, &kernels);
+  EXPECT_TRUE(mlir::succeeded(manifest));
+  if (mlir::failed(manifest))
+    return "";
+  std::string dir = testutil::uniqueTempPath(label + "-" + target + "-v2");
+  std::filesystem::create_directories(dir);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(*manifest));
+  std::ofstream(dir + "/manifest.json") << text;
+  return dir;
+}
+} // namespace
+
+// The two ops no compiled model here has: dropout (its mask from the
+// counter-based uniform the CPU shares) and all_to_all (expert
 // parallelism's exchange), in a hand-written program on two emulated GPUs,
 // ranks as threads, against the CPU runtime on the same ranks: equal to the
 // bit.
 TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
-  std::string dir = handWrittenBundle(R"mlir(
+  const char *ir = R"mlir(
     weft.mesh @mesh axes ["ep"] sizes [2]
     func.func @run(%x: tensor<4x6xf32>)
         -> (tensor<4x6xf32> {weft.output = "dropped"},
@@ -508,47 +405,49 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
           : tensor<4x6xf32> -> tensor<2x12xf32>
       return %d, %a : tensor<4x6xf32>, tensor<2x12xf32>
     }
-  )mlir",
-                                      "dropout-all-to-all");
-  ASSERT_FALSE(dir.empty());
-  ASSERT_TRUE(emulatedGpuFor(dir));
-
-  int port = nextPort();
-  std::vector<std::string> failures(2);
+  )mlir";
+  std::string cpuDir = handWrittenBundle(ir, "dropout-all-to-all", "cpu"),
+              gpuDir = handWrittenBundle(ir, "dropout-all-to-all", "cuda");
+  ASSERT_FALSE(cpuDir.empty());
+  ASSERT_FALSE(gpuDir.empty());
+  ASSERT_TRUE(emulatedGpuFor(gpuDir));
   // By rank: each output from the CPU, then from the GPU.
   std::vector<std::map<std::string, std::vector<float>>> cpuOut(2), gpuOut(2);
-  auto rank = [&](int r) {
-    auto fail = [&](const absl::Status &s) {
-      failures[r] = std::string(s.message());
-    };
-    std::vector<float> x(24);
-    for (int i = 0; i < 24; ++i)
-      x[i] = static_cast<float>(100 * r + i) / 7.0f;
-    absl::StatusOr<EmulatedRank> opened = openRank(r, port, dir);
-    if (!opened.ok())
-      return fail(opened.status());
-    runtime::Executor *cpu = opened->cpu.get();
-    runtime::GpuBackend *gpu = opened->gpu.get();
-    if (absl::Status s =
-            cpu->run("run", {{{4, 6}, runtime::DType::F32, x.data()}});
-        !s.ok())
-      return fail(s);
-    if (absl::Status s = gpu->run("run", {x.data()}); !s.ok())
-      return fail(s);
-    for (const char *name : {"dropped", "swapped"}) {
-      auto c = cpu->output("run", name);
-      auto g = gpu->output("run", name);
-      if (!c.ok() || !g.ok())
-        return fail(c.ok() ? g.status() : c.status());
-      cpuOut[r][name] = *c;
-      gpuOut[r][name] = *g;
-    }
-  };
-  std::thread other(rank, 1);
-  rank(0);
-  other.join();
+  Case setup("hand-written");
+  runtime::MeshSpec mesh = runtime::meshSpecOf(*rs::loadSchedBundle(gpuDir));
+  std::vector<Trace> traces = testutil::runJob(
+      setup, mesh,
+      [&](int64_t r, runtime::Communicator *comm, int64_t, int64_t,
+          Trace &trace) {
+        auto fail = [&](const absl::Status &s) {
+          trace.failure = std::string(s.message());
+        };
+        std::vector<float> x(24);
+        for (int i = 0; i < 24; ++i)
+          x[i] = static_cast<float>(100 * r + i) / 7.0f;
+        Emulation emulation;
+        auto cpu = open(cpuDir, comm, nullptr);
+        if (!cpu.ok())
+          return fail(cpu.status());
+        auto gpu = open(gpuDir, comm, &emulation);
+        if (!gpu.ok())
+          return fail(gpu.status());
+        for (auto *exec : {cpu->get(), gpu->get()})
+          if (absl::Status s =
+                  exec->run("run", {{{4, 6}, runtime::DType::F32, x.data()}});
+              !s.ok())
+            return fail(s);
+        for (const char *name : {"dropped", "swapped"}) {
+          auto c = (*cpu)->output("run", name);
+          auto g = (*gpu)->output("run", name);
+          if (!c.ok() || !g.ok())
+            return fail(c.ok() ? g.status() : c.status());
+          cpuOut[r][name] = *c;
+          gpuOut[r][name] = *g;
+        }
+      });
   for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(failures[r], "") << "rank " << r;
+    ASSERT_EQ(traces[r].failure, "") << "rank " << r;
     EXPECT_EQ(gpuOut[r], cpuOut[r]) << "rank " << r;
     // Rank r's rows r*2..r*2+1 of the swap hold each rank's block r side
     // by side: element (i, 6 j + k) is rank j's x[2 r + i, k].
@@ -568,14 +467,15 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
 }
 
 // Reductions run in two passes on the GPU (partials over chunks of the
-// reduced elements, then per output): a gradient norm's hundreds of
-// thousands of elements into one, a bias gradient's rows into columns,
-// a middle dimension, a NaN-propagating maximum, and a norm's weight and
-// bias gradients over 512 rows (four chunks), a bf16 bias gradient and a
-// bf16 LayerNorm gradient read and written as stored, against the CPU's
-// one-thread-per-output sums (to f32 rounding: the order differs).
+// reduced elements, then per output, in the scratch the compiler
+// allocated): a gradient norm's hundreds of thousands of elements into one,
+// a bias gradient's rows into columns, a middle dimension, a
+// NaN-propagating maximum, and a norm's weight and bias gradients over 512
+// rows (four chunks), a bf16 bias gradient and a bf16 LayerNorm gradient
+// read and written as stored, against the CPU's one-thread-per-output sums
+// (to f32 rounding: the order differs).
 TEST(EmulatedGpu, ReductionsMatchTheCpu) {
-  std::string dir = handWrittenBundle(R"mlir(
+  const char *ir = R"mlir(
     func.func @run(%a: tensor<64x4096xf32>, %b: tensor<512x96xf32>,
                    %c: tensor<8x33x40xf32>, %d: tensor<100x7xf32>,
                    %e: tensor<300x64xbf16>, %f: tensor<64x96xbf16>)
@@ -602,9 +502,11 @@ TEST(EmulatedGpu, ReductionsMatchTheCpu) {
       %7:3 = weft.layer_norm_grad %f, %wb, %f : tensor<64x96xbf16>, tensor<96xbf16>
       return %0, %1, %2, %3, %4#1, %4#2, %5#1, %6, %7#0, %7#1, %7#2 : tensor<f32>, tensor<96xf32>, tensor<8x40xf32>, tensor<100xf32>, tensor<96xf32>, tensor<96xf32>, tensor<96xf32>, tensor<64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>, tensor<96xbf16>
     }
-  )mlir",
-                                      "reductions");
-  ASSERT_FALSE(dir.empty());
+  )mlir";
+  std::string cpuDir = handWrittenBundle(ir, "reductions", "cpu"),
+              gpuDir = handWrittenBundle(ir, "reductions", "cuda");
+  ASSERT_FALSE(cpuDir.empty());
+  ASSERT_FALSE(gpuDir.empty());
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(1.0f, 2.0f);
   std::vector<std::vector<float>> inputs = {
@@ -614,34 +516,26 @@ TEST(EmulatedGpu, ReductionsMatchTheCpu) {
     for (float &v : in)
       v = normal(rng);
   inputs[3][3 * 7 + 4] = NAN; // Row 3's maximum is NaN.
-  // A bf16 input, read as stored by the GPU's reduction.
+  // bf16 inputs, read as stored by the GPU's reduction and norm gradient.
   std::vector<uint16_t> bf16(300 * 64), bf16Rows(64 * 96);
   for (std::vector<uint16_t> *narrow : {&bf16, &bf16Rows})
     for (uint16_t &v : *narrow)
       runtime::encode(normal(rng), runtime::DType::BF16,
                       reinterpret_cast<uint8_t *>(&v));
-  auto cpu = runtime::Executor::create(*runtime::Bundle::load(dir));
+  std::vector<runtime::HostTensor> in = {
+      {{64, 4096}, runtime::DType::F32, inputs[0].data()},
+      {{512, 96}, runtime::DType::F32, inputs[1].data()},
+      {{8, 33, 40}, runtime::DType::F32, inputs[2].data()},
+      {{100, 7}, runtime::DType::F32, inputs[3].data()},
+      {{300, 64}, runtime::DType::BF16, bf16.data()},
+      {{64, 96}, runtime::DType::BF16, bf16Rows.data()}};
+  auto cpu = open(cpuDir, nullptr, nullptr);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  ASSERT_TRUE(
-      (*cpu)
-          ->run("run", {{{64, 4096}, runtime::DType::F32, inputs[0].data()},
-                        {{512, 96}, runtime::DType::F32, inputs[1].data()},
-                        {{8, 33, 40}, runtime::DType::F32, inputs[2].data()},
-                        {{100, 7}, runtime::DType::F32, inputs[3].data()},
-                        {{300, 64}, runtime::DType::BF16, bf16.data()},
-                        {{64, 96}, runtime::DType::BF16, bf16Rows.data()}})
-          .ok());
-  std::unique_ptr<testutil::EmulatedGpu> device = emulatedGpuFor(dir);
-  ASSERT_TRUE(device);
-  auto gemm = std::make_unique<testutil::HostGemm>(*device);
-  runtime::Bundle bundle = *runtime::Bundle::load(dir); // Outlives the GPU.
-  auto gpu =
-      runtime::GpuBackend::createOn(bundle, {}, runtime::GpuBackend::Options(),
-                                    std::move(device), std::move(gemm));
+  ASSERT_TRUE((*cpu)->run("run", in).ok());
+  Emulation emulation;
+  auto gpu = open(gpuDir, nullptr, &emulation);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
-  absl::Status run =
-      (*gpu)->run("run", {inputs[0].data(), inputs[1].data(), inputs[2].data(),
-                          inputs[3].data(), bf16.data(), bf16Rows.data()});
+  absl::Status run = (*gpu)->run("run", in);
   ASSERT_TRUE(run.ok()) << run;
   // The bf16 sums themselves, to bf16 rounding: outputs are decoded from
   // their own type, on both runtimes.

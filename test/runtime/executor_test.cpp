@@ -1,15 +1,16 @@
 //===- executor_test.cpp - compiled bundles against the reference ---------===//
 //
-// The compiled training step (bundle + CPU runtime) must agree with the
-// reference evaluator running the same step IR: loss and gradient norm of
-// every step and every parameter after three AdamW steps.
+// The compiled training step (bundle v2 + the CPU runtime, SchedExecutor)
+// must agree with the reference evaluator running the same step IR before
+// it is lowered to sched: loss and gradient norm of every step, every
+// gradient, and every parameter after three AdamW steps.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Pipeline.h"
 #include "compiler/reference/Trainer.h"
 #include "frontend/models/ModelConfig.h"
-#include "runtime/exec/Executor.h"
+#include "runtime/exec/SchedExecutor.h"
 #include "runtime/train/Schedule.h"
 #include "test/compiler/TestUtils.h"
 
@@ -57,18 +58,27 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   training.keepGradients = true;
   if (gpuBundle) // Also GPU kernels and, so, GEMM epilogues.
     training.cudaArchs = {"sm_90"};
+  // The reference runs the weft programs the same pipeline makes, before
+  // they are lowered to sched (which replaces them).
+  mlir::OwningOpRef<mlir::ModuleOp> programs = (*module)->clone();
+  ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(*programs, training)));
   ASSERT_TRUE(mlir::succeeded(
-      compileTrainingBundle(**module, dir, training, llvm::json::Object{})));
+      compileSchedBundle(**module, dir, training, llvm::json::Object{})));
 
-  auto bundle = runtime::Bundle::load(dir);
+  auto bundle = runtime::sched::loadSchedBundle(dir);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
-  runtime::Executor::Options options;
+  runtime::SchedExecutor::Options options;
   options.poisonDeadBuffers = poison;
-  auto executor = runtime::Executor::create(std::move(*bundle), options);
+  auto executor = runtime::SchedExecutor::create(std::move(*bundle), options);
   ASSERT_TRUE(executor.ok()) << executor.status();
   (*executor)->initialize(5);
   reference::Trainer trainer(
-      (*module)->lookupSymbol<mlir::func::FuncOp>("step"), 5);
+      programs->lookupSymbol<mlir::func::FuncOp>("step"), 5);
+  auto param = [&](const std::string &pname) {
+    absl::StatusOr<std::vector<float>> v = (*executor)->param(pname);
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *v : std::vector<float>();
+  };
 
   std::mt19937 rng(9);
   runtime::LrSchedule schedule{3e-3, 1, 3, 0.1};
@@ -81,15 +91,15 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
     // Every gradient at the runtime's current parameters, before the update.
     ASSERT_TRUE((*executor)->run("train_step", ids).ok());
     auto grads = reference::evaluate(
-        (*module)->lookupSymbol<mlir::func::FuncOp>("train_step"),
+        programs->lookupSymbol<mlir::func::FuncOp>("train_step"),
         {batch.tokens, batch.labels},
         [&](ParamOp p) -> mlir::FailureOr<Tensor> {
-          const std::vector<float> &v = (*executor)->param(p.getName().str());
+          std::vector<float> v = param(p.getName().str());
           return Tensor(testutil::shapeOf(p),
                         std::vector<double>(v.begin(), v.end()));
         });
     ASSERT_TRUE(mlir::succeeded(grads));
-    auto gradFunc = (*module)->lookupSymbol<mlir::func::FuncOp>("train_step");
+    auto gradFunc = programs->lookupSymbol<mlir::func::FuncOp>("train_step");
     // bf16 rounds every op; its values are compared through the loss.
     for (unsigned r = 1; !narrow && r < gradFunc.getNumResults(); ++r) {
       std::string pname =
@@ -108,9 +118,11 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
     float lr = static_cast<float>(schedule.at(step)), stepNumber = step;
     // One step each from the same parameters and state.
     reference::Assignments current;
-    for (const auto &[pname, v] : (*executor)->params())
-      current[pname] = Tensor(trainer.values().at(pname).shape,
-                              std::vector<double>(v.begin(), v.end()));
+    for (const runtime::sched::Param &p : (*executor)->bundle().params) {
+      std::vector<float> v = param(p.name);
+      current[p.name] = Tensor(trainer.values().at(p.name).shape,
+                               std::vector<double>(v.begin(), v.end()));
+    }
     trainer.reset(std::move(current), step - 1);
     absl::Status st =
         (*executor)->run("step", {ids[0],
@@ -140,7 +152,7 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
       double gmax = 0;
       for (double x : g)
         gmax = std::max(gmax, std::fabs(x));
-      const std::vector<float> &got = (*executor)->param(pname);
+      std::vector<float> got = param(pname);
       const std::vector<double> &want = trainer.values().at(pname).data;
       for (size_t i = 0; i < want.size(); ++i, ++checked) {
         bool noise = std::fabs(g[i]) <= 1e-4 * gmax;
@@ -155,32 +167,33 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
 }
 } // namespace
 
-TEST(Executor, Gpt2TinyMatchesTheReferenceAfterThreeAdamWSteps) {
+TEST(SchedExecutor, Gpt2TinyMatchesTheReferenceAfterThreeAdamWSteps) {
   checkParity("gpt2-tiny", false);
 }
-TEST(Executor, LlamaTinyMatchesTheReferenceAfterThreeAdamWSteps) {
+TEST(SchedExecutor, LlamaTinyMatchesTheReferenceAfterThreeAdamWSteps) {
   checkParity("llama-tiny", false);
 }
-TEST(Executor, MixtralTinyMatchesTheReferenceAfterThreeAdamWSteps) {
+TEST(SchedExecutor, MixtralTinyMatchesTheReferenceAfterThreeAdamWSteps) {
   checkParity("mixtral-tiny", false);
 }
-// Freed arena regions are overwritten with NaN after each step: a memory
-// plan that let a live buffer share bytes with a dead one would change the
-// results.
-TEST(Executor, PoisoningFreedBuffersChangesNothing) {
+// Each alloc's bytes are overwritten with NaN after its last use: a memory
+// plan (or an executor) that let a live buffer share bytes with a dead one
+// would change the results.
+TEST(SchedExecutor, PoisoningFreedBuffersChangesNothing) {
   checkParity("gpt2-tiny", true);
 }
 // 100 positions span two 64-wide attention tiles, causal mask included.
-TEST(Executor, LongSequencesCrossAttentionTiles) {
+TEST(SchedExecutor, LongSequencesCrossAttentionTiles) {
   checkParity("llama-tiny", false, 1, 100);
 }
-// bf16 compute with f32 master weights: the runtime widens bf16 values to
-// f32 around each kernel and rounds results back, as the evaluator rounds.
-TEST(Executor, Bf16MixedPrecisionMatchesTheReference) {
+// bf16 compute with f32 master weights: the compiler's copies widen bf16
+// values to f32 around each kernel and round results back, as the
+// evaluator rounds.
+TEST(SchedExecutor, Bf16MixedPrecisionMatchesTheReference) {
   checkParity("gpt2-tiny", false, 2, 8, "bf16");
 }
-// A GPU bundle: its linear layers are weft.matmul_epilogue steps, which
-// the CPU runs as a GEMM and a loop (and the evaluator by their meaning).
-TEST(Executor, GpuBundleWithGemmEpiloguesMatchesTheReference) {
+// A GPU bundle: its linear layers are GEMMs with epilogues, which the CPU
+// runs as sgemm and a loop (and the evaluator by their meaning).
+TEST(SchedExecutor, GpuBundleWithGemmEpiloguesMatchesTheReference) {
   checkParity("gpt2-tiny", false, 2, 8, "f32", /*gpuBundle=*/true);
 }

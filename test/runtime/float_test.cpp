@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/exec/Bundle.h"
+#include "runtime/exec/BundleData.h"
 #include "runtime/support/Float.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -133,21 +133,20 @@ TEST(Float, DTypeNames) {
 // Both runtimes hold a constant as its elements encoded in its own type
 // (the CPU runtime once kept floats whatever the type, so a bf16 constant
 // read as pairs of halves of floats).
-TEST(ConstantSpec, EncodesEachElementInItsType) {
+TEST(ConstantBytes, EncodesEachElementInItsType) {
   using namespace weft::runtime;
-  ConstantSpec c;
-  c.shape = {3};
-  c.dtype = DType::BF16;
-  c.values = {1.0, -2.5, 0.1};
-  std::vector<uint8_t> bytes = c.encoded();
+  sched::Constant c;
+  c.type = {{3}, DType::BF16};
+  c.floats = {1.0, -2.5, 0.1};
+  std::vector<uint8_t> bytes = constantBytes(c);
   ASSERT_EQ(bytes.size(), 6u);
   EXPECT_EQ(decode(&bytes[0], DType::BF16), 1.0);
   EXPECT_EQ(decode(&bytes[2], DType::BF16), -2.5);
   EXPECT_EQ(decode(&bytes[4], DType::BF16), roundTo(0.1, DType::BF16));
-  c.dtype = DType::I32;
+  c.type = {{3}, DType::I32};
   c.splat = true;
-  c.values = {7};
-  bytes = c.encoded();
+  c.ints = {7};
+  bytes = constantBytes(c);
   ASSERT_EQ(bytes.size(), 12u);
   EXPECT_EQ(decode(&bytes[8], DType::I32), 7.0);
 }

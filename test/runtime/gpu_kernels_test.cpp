@@ -41,7 +41,7 @@ void checkModel(CudaDevice &gpu, const std::string &name) {
   TrainingOptions options;
   options.cudaArchs = {gpu.arch()};
   ASSERT_TRUE(mlir::succeeded(
-      compileTrainingBundle(*module, dir, options, llvm::json::Object{})));
+      compileSchedBundle(*module, dir, options, llvm::json::Object{})));
   void *cpu = dlopen((dir + "/kernels.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(cpu, nullptr) << dlerror();
   ASSERT_TRUE(

@@ -16,6 +16,7 @@
 #include "compiler/Report.h"
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
+#include "dialects/sched/IR/SchedOps.h"
 #include "frontend/models/ModelConfig.h"
 #include "passes/costmodel/Topology.h"
 #include "runtime/data/TokenFile.h"
@@ -398,15 +399,25 @@ int runCompile(MLIRContext &context) {
     outs() << "\n";
     return 0;
   }
-  if (failed(weft::compileTrainingBundle(*module, outputPath, options,
-                                         std::move(meta), configure)))
+  // The report reads the weft programs, which lowering to sched replaces.
+  OwningOpRef<ModuleOp> forReport;
+  if (report)
+    forReport = module->clone();
+  if (failed(weft::compileSchedBundle(*module, outputPath, options,
+                                      std::move(meta), configure)))
     return 1;
-  auto step = module->lookupSymbol<func::FuncOp>("step");
-  errs() << formatv(
-      "wrote {0}: {1} ops in a training step, arena {2} bytes\n",
-      outputPath.getValue(), step.getBody().front().getOperations().size(),
-      step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt());
-  return report ? printReport(*module) : 0;
+  auto step = module->lookupSymbol<weft::sched::ProgramOp>("step");
+  int64_t instructions = 0;
+  for (Operation &op : step.getBody().front())
+    instructions += isa<weft::sched::InstructionOpInterface>(op);
+  errs() << formatv("wrote {0}: {1} instructions in a training step, arena "
+                    "{2} bytes\n",
+                    outputPath.getValue(), instructions, *step.getArena());
+  if (!report)
+    return 0;
+  if (failed(weft::buildTrainingPrograms(*forReport, options)))
+    return 1;
+  return printReport(*forReport);
 }
 
 /// `weftc inspect DIR`: the bundle's manifest read back as sched IR.

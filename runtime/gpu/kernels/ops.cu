@@ -120,6 +120,17 @@ extern "C" __global__ void weft_strided_copy2(const unsigned short *in,
   strided_copy(in, out, ix);
 }
 
+// sched.fill of a value other than zero bits: `bits` is one element as the
+// buffer's type stores it (4 bytes: f32, i32; 2 bytes: bf16, f16).
+extern "C" __global__ void weft_fill4(unsigned *out, int bits, long n) {
+  for (long i = weft_thread(); i < n; i += weft_stride())
+    out[i] = (unsigned)bits;
+}
+extern "C" __global__ void weft_fill2(unsigned short *out, int bits, long n) {
+  for (long i = weft_thread(); i < n; i += weft_stride())
+    out[i] = (unsigned short)bits;
+}
+
 static __device__ inline double weft_read(const void *p, int type, long i) {
   if (type == WEFT_TYPE_F32)
     return ((const float *)p)[i];

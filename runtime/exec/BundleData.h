@@ -1,0 +1,42 @@
+//===- BundleData.h - what both executors derive from a bundle --*- C++ -*-===//
+//
+// Shared by the CPU executor (SchedExecutor) and the GPU backend: a loaded
+// bundle v2's mesh as the runtime's MeshSpec, every group of ranks it
+// communicates over (so each rank opens the same communicators in the same
+// order), its constants' bytes as their types store them, and its GEMM
+// epilogues as the GEMM engines name them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_EXEC_BUNDLEDATA_H
+#define WEFT_RUNTIME_EXEC_BUNDLEDATA_H
+
+#include "runtime/dist/Mesh.h"
+#include "runtime/exec/SchedBundle.h"
+#include "runtime/support/Epilogue.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// The bundle's mesh (empty: one rank).
+MeshSpec meshSpecOf(const sched::SchedBundle &bundle);
+
+/// Every group of mesh axes the bundle communicates over (collectives,
+/// vocabulary-parallel instructions, the splits of parameters and outputs
+/// that gathering them uses), in bundle order.
+std::vector<std::vector<std::string>>
+communicationGroups(const sched::SchedBundle &bundle);
+
+/// Constant `c`'s elements (its one value repeated when splat) as its
+/// dtype stores them.
+std::vector<uint8_t> constantBytes(const sched::Constant &c);
+
+/// A GEMM instruction's epilogue as the GEMM engines name it.
+GemmEpilogue epilogueOf(sched::Epilogue e);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_EXEC_BUNDLEDATA_H

@@ -1,0 +1,911 @@
+//===- GpuProgram.cpp - a sched program as GPU launches -------------------===//
+//
+// One rule per instruction kind. The loader has checked every shape, dtype,
+// arity and attribute, so what is checked here is only what the GPU's
+// kernels cannot do: which element types each reads (f32, and bf16 where
+// it keeps bf16 as stored), the scratch a multi-kernel instruction needs,
+// and the instructions the GPU runtime has no kernel for yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/gpu/GpuProgram.h"
+
+#include "dialects/sched/IR/ScratchLayout.h"
+#include "runtime/exec/BundleData.h"
+#include "runtime/gpu/kernels/OpsAbi.h"
+#include "runtime/support/Epilogue.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstring>
+#include <functional>
+
+namespace weft::runtime {
+namespace {
+using sched::Instruction;
+using sched::Op;
+using sched::TensorType;
+using Shape = std::vector<int64_t>;
+namespace layout = ::weft::sched::scratch;
+
+constexpr unsigned kThreads = 256;
+/// Grid-stride kernels stop growing the grid here (132 SMs x 16 blocks
+/// keeps every multiprocessor busy).
+constexpr int64_t kMaxBlocks = 132 * 16;
+
+GpuArg scalar(GpuArg::Kind kind, int64_t i, double f) {
+  GpuArg a;
+  a.kind = kind;
+  a.i = i;
+  a.f = f;
+  return a;
+}
+GpuArg i64(int64_t v) { return scalar(GpuArg::Kind::I64, v, 0); }
+GpuArg i32(int64_t v) { return scalar(GpuArg::Kind::I32, v, 0); }
+GpuArg f64(double v) { return scalar(GpuArg::Kind::F64, 0, v); }
+GpuArg f32(double v) { return scalar(GpuArg::Kind::F32, 0, v); }
+template <typename T> GpuArg bytesOf(const T &value) {
+  GpuArg a;
+  a.kind = GpuArg::Kind::Bytes;
+  a.bytes.assign(reinterpret_cast<const char *>(&value), sizeof(T));
+  return a;
+}
+GpuArg null() { return GpuArg(); }
+/// `arg` (a buffer) `bytes` further in.
+GpuArg at(GpuArg arg, int64_t bytes) {
+  arg.buffer.offset += bytes;
+  return arg;
+}
+
+unsigned gridFor(int64_t n) {
+  return static_cast<unsigned>(std::max<int64_t>(
+      1, std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks)));
+}
+
+int typeCode(DType t) {
+  return t == DType::F32    ? WEFT_TYPE_F32
+         : t == DType::BF16 ? WEFT_TYPE_BF16
+                            : WEFT_TYPE_I32;
+}
+
+int64_t product(const Shape &s, size_t from = 0,
+                size_t to = static_cast<size_t>(-1)) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    p *= s[i];
+  return p;
+}
+
+Shape stridesOf(const Shape &s) {
+  Shape strides(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * s[d];
+  return strides;
+}
+
+/// The launches of one instruction.
+class Translator {
+public:
+  Translator(const sched::Program &program, const MeshSpec &mesh, int64_t rank,
+             int64_t index, std::vector<GpuLaunch> &out)
+      : program(program), ins(program.instructions[index]), mesh(mesh),
+        rank(rank), index(index), out(out) {}
+
+  absl::Status run();
+
+private:
+  const TensorType &type(size_t i) const {
+    return program.buffers[ins.operands[i]].type;
+  }
+  DType dtype(size_t i) const { return type(i).dtype; }
+  const Shape &shape(size_t i) const { return type(i).shape; }
+  int64_t count(size_t i) const { return type(i).numElements(); }
+  GpuArg buf(size_t i) const {
+    GpuArg a;
+    a.kind = GpuArg::Kind::Buffer;
+    a.buffer = {GpuBuffer::Kind::Buffer, ins.operands[i], 0};
+    return a;
+  }
+  static GpuArg error() {
+    GpuArg a;
+    a.kind = GpuArg::Kind::Buffer;
+    a.buffer.kind = GpuBuffer::Kind::Error;
+    return a;
+  }
+  /// The scratch operand (the last), which `what` needs on a GPU.
+  absl::StatusOr<GpuArg> scratch() const {
+    if (!ins.hasScratch)
+      return absl::FailedPreconditionError(
+          "has no scratch, which the GPU needs here: the bundle was compiled "
+          "for the CPU (compile it with weftc compile --target cuda)");
+    return buf(ins.operands.size() - 1);
+  }
+  /// Operand i must be one of `types`.
+  absl::Status need(size_t i, std::initializer_list<DType> types) const {
+    for (DType t : types)
+      if (dtype(i) == t)
+        return absl::OkStatus();
+    std::string want;
+    for (DType t : types)
+      absl::StrAppend(&want, want.empty() ? "" : " or ", sched::dtypeText(t));
+    return absl::UnimplementedError(absl::StrCat(
+        "operand ", i, " is ", sched::dtypeText(dtype(i)),
+        "; the GPU kernel takes ", want,
+        " (a bundle compiled for the CPU? compile with --target cuda)"));
+  }
+  absl::Status needAll(std::initializer_list<std::pair<size_t, DType>> list) {
+    for (auto [i, t] : list)
+      if (absl::Status s = need(i, {t}); !s.ok())
+        return s;
+    return absl::OkStatus();
+  }
+
+  GpuLaunch &push(GpuLaunch::Kind kind) {
+    GpuLaunch l;
+    l.kind = kind;
+    l.instruction = index;
+    l.stream = ins.stream;
+    out.push_back(std::move(l));
+    return out.back();
+  }
+  GpuLaunch &kernel(const std::string &name, unsigned grid,
+                    std::vector<GpuArg> args, unsigned block = kThreads) {
+    GpuLaunch &l = push(GpuLaunch::Kind::Kernel);
+    l.kernel = name;
+    l.grid[0] = std::max(grid, 1u);
+    l.block = block;
+    l.args = std::move(args);
+    return l;
+  }
+  void gemm(const GemmShape &g, GpuArg a, GpuArg b, GpuArg c,
+            GpuArg bias = GpuArg(), GpuArg aux = GpuArg()) {
+    GpuLaunch &l = push(GpuLaunch::Kind::Gemm);
+    l.gemm = g;
+    l.args = {a, b, c, bias, aux};
+  }
+  void zero(GpuArg target, int64_t bytes) {
+    GpuLaunch &l = push(GpuLaunch::Kind::Zero);
+    l.args = {target};
+    l.bytes = bytes;
+  }
+  void memcpy(GpuArg to, GpuArg from, int64_t bytes) {
+    GpuLaunch &l = push(GpuLaunch::Kind::Copy);
+    l.args = {to, from};
+    l.bytes = bytes;
+  }
+  void collective(GpuCollective what, const std::vector<std::string> &axes,
+                  GpuArg in, GpuArg outArg, int64_t n) {
+    GpuLaunch &l = push(GpuLaunch::Kind::Collective);
+    l.collective = what;
+    l.axes = axes;
+    l.count = n;
+    l.args = {in, outArg};
+  }
+  void scale(GpuArg data, int64_t n, double factor) {
+    kernel("weft_scale_copy", gridFor(n), {data, data, i64(n), f32(factor)});
+  }
+
+  /// A vocabulary block of `local` rows along `axes`: its first row and
+  /// the whole vocabulary's size.
+  std::pair<int64_t, int64_t> vocab(const std::vector<std::string> &axes,
+                                    int64_t local) const {
+    if (axes.empty())
+      return {0, local};
+    return {local * mesh.groupRank(rank, axes), local * mesh.groupSize(axes)};
+  }
+
+  absl::Status launch();
+  absl::Status gemmInstruction();
+  absl::Status flashAttention(bool grad);
+  absl::Status gemmAttention(bool grad);
+  absl::Status crossEntropy(bool grad);
+  absl::Status reduce();
+  absl::Status normGrad(bool rms);
+  absl::Status expert();
+  absl::Status copy();
+  absl::Status fill();
+  absl::Status collectiveInstruction();
+
+  const sched::Program &program;
+  const Instruction &ins;
+  const MeshSpec &mesh;
+  int64_t rank, index;
+  std::vector<GpuLaunch> &out;
+};
+
+absl::Status Translator::launch() {
+  const auto &a = ins.as<sched::LaunchAttrs>();
+  // Generated kernels read and write f32 and bf16 as stored
+  // (codegen/CudaSource.cpp), under the name <kernel>_cuda.
+  std::vector<GpuArg> args;
+  for (size_t i = 0; i < ins.operands.size(); ++i) {
+    if (absl::Status s = need(i, {DType::F32, DType::BF16, DType::I32});
+        !s.ok())
+      return s;
+    args.push_back(buf(i));
+  }
+  for (const sched::Scalar &s : a.scalars)
+    switch (s.type) {
+    case sched::ScalarType::I64:
+      args.push_back(i64(s.i));
+      break;
+    case sched::ScalarType::I32:
+      args.push_back(i32(s.i));
+      break;
+    case sched::ScalarType::F32:
+      args.push_back(f32(s.f));
+      break;
+    case sched::ScalarType::F64:
+      args.push_back(f64(s.f));
+      break;
+    }
+  GpuLaunch &l =
+      kernel(a.kernel + "_cuda", 1, std::move(args),
+             static_cast<unsigned>(std::clamp<int64_t>(a.block, 1, 1024)));
+  for (int d = 0; d < 3; ++d)
+    l.grid[d] = static_cast<unsigned>(std::clamp<int64_t>(
+        a.grid[d], 1, d == 0 ? int64_t(0x7fffffff) : int64_t(65535)));
+  return absl::OkStatus();
+}
+
+absl::Status Translator::gemmInstruction() {
+  const auto &a = ins.as<sched::GemmAttrs>();
+  if (a.hasScales)
+    return absl::UnimplementedError(
+        "FP8 GEMMs with scales are not in the GPU runtime yet");
+  if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+    return s;
+  if (dtype(1) != dtype(0) || (dtype(2) != dtype(0) && dtype(2) != DType::F32))
+    return absl::UnimplementedError(
+        "GPU GEMMs take A and B of one type and C of it or f32");
+  GemmShape g;
+  g.transA = a.transposeA;
+  g.transB = a.transposeB;
+  g.m = a.mnk[0], g.n = a.mnk[1], g.k = a.mnk[2];
+  g.batch = a.batch;
+  g.lda = a.ld[0], g.ldb = a.ld[1], g.ldc = a.ld[2];
+  g.strideA = a.strides[0], g.strideB = a.strides[1], g.strideC = a.strides[2];
+  g.type = dtype(0);
+  g.f32Out = dtype(2) == DType::F32 && g.type != DType::F32;
+  g.epilogue = epilogueOf(a.epilogue);
+  g.beta = a.accumulate ? 1.0f : 0.0f;
+  size_t next = 3;
+  GpuArg bias = a.hasBias ? buf(next++) : null();
+  GpuArg aux = a.hasAux ? buf(next++) : null();
+  // cuBLASLt reads and writes the aux matrix with C's row width, which it
+  // wants a multiple of 8.
+  if (a.hasAux && g.n % 8 != 0)
+    return absl::UnimplementedError(absl::StrCat(
+        "a GELU epilogue on the GPU needs a row width divisible by 8, got ",
+        g.n));
+  gemm(g, buf(0), buf(1), buf(2), bias, aux);
+  return absl::OkStatus();
+}
+
+absl::Status Translator::flashAttention(bool grad) {
+  const Shape &q = shape(0), &k = shape(1), &v = shape(2);
+  int64_t batch = q[0], S = q[1], hq = q[2], d = q[3], T = k[1], hkv = k[2],
+          dv = v[3];
+  const auto &a = ins.as<sched::AttentionAttrs>();
+  std::string suffix = dtype(0) == DType::BF16 ? "_bf16" : "";
+  std::vector<GpuArg> sizes = {i32(batch), i32(S),  i32(T),
+                               i32(hq),    i32(hkv), i32(d),
+                               i32(dv),    f32(a.scale), i32(a.causal)};
+  auto with = [&](std::vector<GpuArg> args) {
+    args.insert(args.end(), sizes.begin(), sizes.end());
+    return args;
+  };
+  auto tiled = [&](GpuLaunch &l, int64_t heads) {
+    l.grid[1] = static_cast<unsigned>(heads);
+    l.grid[2] = static_cast<unsigned>(batch);
+  };
+  unsigned queryTiles = static_cast<unsigned>((S + 63) / 64);
+  if (!grad) {
+    tiled(kernel("weft_attention_forward" + suffix, queryTiles,
+                 with({buf(0), buf(1), buf(2), buf(3), buf(4)}), 64),
+          hq);
+    return absl::OkStatus();
+  }
+  // q, k, v, out, lse, dout, dq, dk, dv, scratch (delta at 0).
+  absl::StatusOr<GpuArg> delta = scratch();
+  if (!delta.ok())
+    return delta.status();
+  tiled(kernel("weft_attention_backward_dq" + suffix, queryTiles,
+               with({buf(0), buf(1), buf(2), buf(3), buf(4), buf(5), buf(6),
+                     *delta}),
+               64),
+        hq);
+  tiled(kernel("weft_attention_backward_dkv" + suffix,
+               static_cast<unsigned>((T + 31) / 32),
+               with({buf(0), buf(1), buf(2), buf(4), *delta, buf(5), buf(7),
+                     buf(8)}),
+               32),
+        hkv);
+  return absl::OkStatus();
+}
+
+absl::Status Translator::gemmAttention(bool grad) {
+  const Shape &qs = shape(0), &ks = shape(1), &vs = shape(2);
+  int64_t B = qs[0], S = qs[1], hq = qs[2], d = qs[3], T = ks[1], hkv = ks[2],
+          dv = vs[3], g = hq / hkv;
+  DType type = dtype(0);
+  int64_t es = static_cast<int64_t>(dtypeSize(type)), plane = S * T;
+  const auto &a = ins.as<sched::AttentionAttrs>();
+  float scale = static_cast<float>(a.scale);
+  absl::StatusOr<GpuArg> space = scratch();
+  if (!space.ok())
+    return space.status();
+  // The loader checked the scratch holds the layout.
+  std::optional<layout::AttentionLayout> l =
+      layout::attentionLayout(true, grad, B, S, hq, T, es);
+  // scores [B, Hq, S, T] f32 (later dP), probs of q's type (later dS).
+  GpuArg scores = *space, probs = at(*space, l->probsOffset),
+         delta = at(*space, l->deltaOffset);
+  // Three GEMM forms cover the six products. Query head h = j g + i reads
+  // kv head j; for each batch b and i, one GEMM batched over j: a kv
+  // group's query heads are g rows apart in a [B, S, Hq, D] tensor, kv heads
+  // one row apart in [B, T, Hkv, D], and planes g planes apart.
+  // `rows` is a [B, S, Hq, rd] tensor, `keys` a [B, T, Hkv, kd] one.
+  auto base = [&](int64_t m, int64_t n, int64_t kk) {
+    GemmShape gs;
+    gs.m = m, gs.n = n, gs.k = kk, gs.batch = hkv, gs.type = type;
+    return gs;
+  };
+  auto rowAt = [&](int64_t b, int64_t i, int64_t dim) {
+    return (b * S * hq * dim + i * dim) * es;
+  };
+  auto keyAt = [&](int64_t b, int64_t dim) { return b * T * hkv * dim * es; };
+  auto planeAt = [&](int64_t b, int64_t i, int64_t width) {
+    return (b * hq + i) * plane * width;
+  };
+  auto each = [&](const std::function<void(int64_t, int64_t)> &body) {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < g; ++i)
+        body(b, i);
+  };
+  // plane (f32) = alpha rows keys^T: scores, and dP = dO V^T.
+  auto planeOf = [&](GpuArg rows, GpuArg keys, int64_t dim, float alpha) {
+    each([&](int64_t b, int64_t i) {
+      GemmShape gs = base(S, T, dim);
+      gs.transB = true, gs.alpha = alpha, gs.f32Out = true;
+      gs.lda = hq * dim, gs.strideA = g * dim;
+      gs.ldb = hkv * dim, gs.strideB = dim;
+      gs.strideC = g * plane;
+      gemm(gs, at(rows, rowAt(b, i, dim)), at(keys, keyAt(b, dim)),
+           at(scores, planeAt(b, i, 4)));
+    });
+  };
+  // out rows = plane keys: O = P V, and dQ = dS K.
+  auto rowsOf = [&](GpuArg keys, int64_t dim, GpuArg outRows) {
+    each([&](int64_t b, int64_t i) {
+      GemmShape gs = base(S, dim, T);
+      gs.strideA = g * plane;
+      gs.ldb = hkv * dim, gs.strideB = dim;
+      gs.ldc = hq * dim, gs.strideC = g * dim;
+      gemm(gs, at(probs, planeAt(b, i, es)), at(keys, keyAt(b, dim)),
+           at(outRows, rowAt(b, i, dim)));
+    });
+  };
+  // out keys = sum over the group of plane^T rows: dV = P^T dO, dK = dS^T Q.
+  auto keysOf = [&](GpuArg rows, int64_t dim, GpuArg outKeys) {
+    each([&](int64_t b, int64_t i) {
+      GemmShape gs = base(T, dim, S);
+      gs.transA = true, gs.lda = T, gs.strideA = g * plane;
+      gs.ldb = hq * dim, gs.strideB = g * dim;
+      gs.ldc = hkv * dim, gs.strideC = dim, gs.beta = i > 0 ? 1.0f : 0.0f;
+      gemm(gs, at(probs, planeAt(b, i, es)), at(rows, rowAt(b, i, dim)),
+           at(outKeys, keyAt(b, dim)));
+    });
+  };
+  auto softmax = [&](GpuArg lseIn, GpuArg lseOut) {
+    kernel("weft_attention_probs", static_cast<unsigned>(B * hq * S),
+           {scores, probs, i32(typeCode(type)), lseIn, lseOut, i64(S), i64(T),
+            i32(a.causal)});
+  };
+  planeOf(buf(0), buf(1), d, scale);
+  if (!grad) { // q, k, v, out, lse, scratch.
+    softmax(null(), buf(4));
+    rowsOf(buf(2), dv, buf(3));
+    return absl::OkStatus();
+  }
+  // q, k, v, out, lse, dout, dq, dk, dv, scratch.
+  softmax(buf(4), null()); // P again, from the saved lse.
+  keysOf(buf(5), dv, buf(8));
+  planeOf(buf(5), buf(2), dv, 1.0f);
+  kernel("weft_attention_delta", gridFor(B * hq * S),
+         {buf(5), buf(3), i32(typeCode(type)), delta, i64(B), i64(S), i64(hq),
+          i64(dv)});
+  kernel("weft_attention_dscores", gridFor(B * hq * plane),
+         {probs, i32(typeCode(type)), scores, delta, f32(scale),
+          i64(B * hq * plane), i64(T)});
+  rowsOf(buf(1), d, buf(6));
+  keysOf(buf(0), d, buf(7));
+  return absl::OkStatus();
+}
+
+absl::Status Translator::crossEntropy(bool grad) {
+  // cross_entropy: logits, labels, loss; _grad: logits, labels, dloss,
+  // dlogits. bf16 logits (and their gradient) are read and written as
+  // stored, f32 otherwise.
+  const auto &a = ins.as<sched::CrossEntropyAttrs>();
+  if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+    return s;
+  bool bf16 = dtype(0) == DType::BF16;
+  if (absl::Status s = grad ? needAll({{1, DType::I32},
+                                       {2, DType::F32},
+                                       {3, dtype(0)}})
+                            : needAll({{1, DType::I32}, {2, DType::F32}});
+      !s.ok())
+    return s;
+  absl::StatusOr<GpuArg> space = scratch();
+  if (!space.ok())
+    return space.status();
+  int64_t vocabSize = shape(0).back(), rows = count(1);
+  std::pair<int64_t, int64_t> block = vocab(a.vocabAxes, vocabSize);
+  int64_t offset = block.first, total = block.second;
+  std::optional<layout::CrossEntropyLayout> l = layout::crossEntropyLayout(rows);
+  // stats = [row max; sum of exponentials; target logit] (see ops.cu).
+  GpuArg stats = *space, counted = at(*space, l->totalOffset);
+  auto rowsKernel = [&](int mode) {
+    kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
+           {buf(0), i32(bf16), buf(1), stats, i64(rows), i64(vocabSize),
+            i64(offset), i64(total), i64(a.ignoreIndex), i32(mode), error(),
+            i32(index)});
+  };
+  if (a.vocabAxes.empty() || mesh.groupSize(a.vocabAxes) == 1) {
+    rowsKernel(2);
+  } else { // Megatron's vocabulary-parallel cross-entropy.
+    rowsKernel(0);
+    collective(GpuCollective::AllReduceMax, a.vocabAxes, stats, stats, rows);
+    rowsKernel(1);
+    GpuArg sums = at(stats, rows * 4);
+    collective(GpuCollective::AllReduce, a.vocabAxes, sums, sums, 2 * rows);
+  }
+  kernel("weft_cross_entropy_total", 1,
+         {stats, buf(1), grad ? null() : buf(2), counted, i64(rows),
+          i64(a.ignoreIndex)});
+  if (grad)
+    kernel("weft_cross_entropy_grad", gridFor(rows * vocabSize),
+           {buf(0), i32(bf16), buf(1), stats, buf(2), counted, buf(3),
+            i64(rows), i64(vocabSize), i64(offset), i64(a.ignoreIndex)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::reduce() {
+  const auto &a = ins.as<sched::ReduceAttrs>();
+  // A bf16 input is read as stored; the result is f32.
+  if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+    return s;
+  if (absl::Status s = need(1, {DType::F32}); !s.ok())
+    return s;
+  absl::StatusOr<GpuArg> partials = scratch();
+  if (!partials.ok())
+    return partials.status();
+  const Shape &in = shape(0);
+  Shape strides = stridesOf(in);
+  if (in.size() > WEFT_MAX_RANK)
+    return absl::UnimplementedError(
+        absl::StrCat("a reduction of rank over ", WEFT_MAX_RANK));
+  WeftReduceIndex ix;
+  std::memset(&ix, 0, sizeof(ix));
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = std::find(a.dims.begin(), a.dims.end(),
+                             static_cast<int64_t>(d)) != a.dims.end();
+    long &r = reduced ? ix.reducedRank : ix.keptRank;
+    (reduced ? ix.reducedDims : ix.keptDims)[r] = in[d];
+    (reduced ? ix.reducedStrides : ix.keptStrides)[r] = strides[d];
+    ++r;
+  }
+  int64_t outputs = count(1), n = count(0);
+  int64_t reduced = outputs ? n / outputs : 0;
+  std::optional<layout::ReduceLayout> l = layout::reduceLayout(outputs, reduced);
+  int kind = a.reduction == sched::Reduction::Sum    ? 0
+             : a.reduction == sched::Reduction::Mean ? 1
+                                                     : 2;
+  GpuLaunch &partial = kernel(
+      "weft_reduce_partial", static_cast<unsigned>(l->columns),
+      {buf(0), i32(dtype(0) == DType::BF16), *partials, i64(outputs),
+       i64(reduced), i64(l->chunk), i32(l->width), bytesOf(ix), i32(kind)});
+  partial.grid[1] = static_cast<unsigned>(l->chunks);
+  kernel("weft_reduce_finish", gridFor(outputs),
+         {*partials, buf(1), i64(outputs), i64(l->chunks), i64(reduced),
+          i32(kind)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::normGrad(bool rms) {
+  // input, weight, dout, dinput, dweight, [dbias], scratch: all f32, or
+  // all bf16 (a bf16 model's), read and written as stored.
+  size_t values = rms ? 5 : 6;
+  DType t = dtype(0);
+  if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+    return s;
+  for (size_t i = 1; i < values; ++i)
+    if (absl::Status s = need(i, {t}); !s.ok())
+      return s;
+  bool bf16 = t == DType::BF16;
+  absl::StatusOr<GpuArg> space = scratch();
+  if (!space.ok())
+    return space.status();
+  int64_t dim = shape(0).back(), rows = dim ? count(0) / dim : 0;
+  std::optional<layout::NormGradLayout> l = layout::normGradLayout(rows, dim);
+  GpuArg stats = *space, partials = at(*space, l->partialsOffset);
+  double epsilon = ins.as<sched::NormGradAttrs>().epsilon;
+  kernel("weft_norm_grad_rows", static_cast<unsigned>(rows),
+         {buf(0), buf(1), buf(2), buf(3), stats, i64(dim), i32(rms),
+          f64(epsilon), i32(bf16)});
+  // The weight and bias gradients: column sums over rows, in ops.cu's two
+  // passes (32 columns by a chunk of rows a block).
+  GpuLaunch &sums = kernel("weft_norm_grad_params",
+                           static_cast<unsigned>(l->columns),
+                           {buf(0), buf(2), stats, partials, i64(rows),
+                            i64(dim), i64(l->chunk), i32(bf16)});
+  sums.grid[1] = static_cast<unsigned>(l->chunks);
+  kernel("weft_norm_grad_finish", gridFor(dim),
+         {partials, buf(4), rms ? null() : buf(5), i64(dim), i64(l->chunks),
+          i32(bf16)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::expert() {
+  // dispatch/scatter: source, indices, slots; combine: slots, weights,
+  // indices, out; gather: slots, indices, pairs; then the scratch.
+  bool combine = ins.op == Op::ExpertCombine;
+  bool toSlots = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
+  size_t idsAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
+  if (absl::Status s = needAll(
+          {{0, DType::F32}, {idsAt, DType::I32}, {outAt, DType::F32}});
+      !s.ok())
+    return s;
+  if (combine)
+    if (absl::Status s = need(1, {DType::F32}); !s.ok())
+      return s;
+  absl::StatusOr<GpuArg> slots = scratch();
+  if (!slots.ok())
+    return slots.status();
+  const Shape &slotShape = shape(toSlots ? outAt : 0);
+  int64_t experts = slotShape[0], capacity = slotShape[1], dim = slotShape[2];
+  if (toSlots) {
+    const auto &a = ins.as<sched::ExpertSlotsAttrs>();
+    experts = a.numExperts;
+    capacity = a.capacity;
+  }
+  int64_t pairs = count(idsAt), k = shape(idsAt)[1];
+  kernel("weft_expert_slots", gridFor(experts),
+         {buf(idsAt), *slots, i64(pairs), i64(experts), i64(capacity), error(),
+          i32(index)});
+  zero(buf(outAt), count(outAt) * 4);
+  int mode = ins.op == Op::ExpertDispatch  ? 0
+             : ins.op == Op::ExpertScatter ? 1
+             : ins.op == Op::ExpertGather  ? 2
+                                           : 3;
+  kernel("weft_expert_move", gridFor((combine ? pairs / k : pairs) * dim),
+         {buf(0), buf(idsAt), *slots, combine ? buf(1) : null(), buf(outAt),
+          i64(pairs), i64(k), i64(capacity), i64(dim), i32(mode)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::copy() {
+  const auto &a = ins.as<sched::CopyAttrs>();
+  DType from = dtype(0), to = dtype(1);
+  int64_t src = a.src[0], dst = a.dst[0];
+  if (a.byRank)
+    src += mesh.groupRank(rank, a.byRank->axes) * a.byRank->step;
+  Shape srcStrides(a.src.begin() + 1, a.src.end()),
+      dstStrides(a.dst.begin() + 1, a.dst.end());
+  int64_t n = product(a.sizes);
+  if (n == 0)
+    return absl::OkStatus();
+  Shape packed = stridesOf(a.sizes);
+  // Strides of extent-1 dimensions never move: compare only the others.
+  auto isPacked = [&](const Shape &strides) {
+    for (size_t d = 0; d < a.sizes.size(); ++d)
+      if (a.sizes[d] != 1 && strides[d] != packed[d])
+        return false;
+    return true;
+  };
+  bool contiguous = isPacked(srcStrides) && isPacked(dstStrides);
+  size_t inW = dtypeSize(from), outW = dtypeSize(to);
+  if (from != to) {
+    for (DType t : {from, to})
+      if (t != DType::F32 && t != DType::BF16 && t != DType::I32)
+        return absl::UnimplementedError(
+            absl::StrCat("GPU copies convert f32, bf16 and i32, not ",
+                         sched::dtypeText(t)));
+    if (!contiguous)
+      return absl::UnimplementedError(
+          "a converting copy on the GPU must be contiguous on both sides");
+    kernel("weft_convert", gridFor(n),
+           {at(buf(0), src * static_cast<int64_t>(inW)), i32(typeCode(from)),
+            at(buf(1), dst * static_cast<int64_t>(outW)), i32(typeCode(to)),
+            i64(n)});
+    return absl::OkStatus();
+  }
+  if (contiguous) {
+    memcpy(at(buf(1), dst * static_cast<int64_t>(outW)),
+           at(buf(0), src * static_cast<int64_t>(inW)),
+           n * static_cast<int64_t>(inW));
+    return absl::OkStatus();
+  }
+  if (a.sizes.size() > WEFT_MAX_RANK)
+    return absl::UnimplementedError(absl::StrCat(
+        "a strided copy of rank ", a.sizes.size(), " is over the GPU's ",
+        WEFT_MAX_RANK));
+  if (inW != 4 && inW != 2)
+    return absl::UnimplementedError(
+        "only 2- and 4-byte elements move strided on GPUs");
+  WeftStridedIndex ix;
+  std::memset(&ix, 0, sizeof(ix));
+  ix.rank = static_cast<long>(a.sizes.size());
+  for (size_t d = 0; d < a.sizes.size(); ++d) {
+    ix.dims[d] = a.sizes[d];
+    ix.inStrides[d] = srcStrides[d];
+    ix.outStrides[d] = dstStrides[d];
+  }
+  ix.inBase = src;
+  ix.outBase = dst;
+  kernel(inW == 4 ? "weft_strided_copy4" : "weft_strided_copy2", gridFor(n),
+         {buf(0), buf(1), bytesOf(ix)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::fill() {
+  DType t = dtype(0);
+  double value = ins.as<sched::FillAttrs>().value;
+  int64_t n = count(0);
+  size_t width = dtypeSize(t);
+  uint8_t element[8] = {};
+  if (t == DType::I32) {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(element, &v, 4);
+  } else if (t == DType::I64) {
+    int64_t v = static_cast<int64_t>(value);
+    std::memcpy(element, &v, 8);
+  } else {
+    encode(value, t, element);
+  }
+  bool zeros = std::all_of(element, element + width,
+                           [](uint8_t b) { return b == 0; });
+  if (zeros) {
+    zero(buf(0), n * static_cast<int64_t>(width));
+    return absl::OkStatus();
+  }
+  if (width != 4 && width != 2)
+    return absl::UnimplementedError(
+        absl::StrCat("the GPU fills 2- and 4-byte elements, not ",
+                     sched::dtypeText(t)));
+  uint32_t bits = 0;
+  std::memcpy(&bits, element, width);
+  kernel(width == 4 ? "weft_fill4" : "weft_fill2", gridFor(n),
+         {buf(0), i32(static_cast<int32_t>(bits)), i64(n)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::collectiveInstruction() {
+  const auto &a = ins.as<sched::CollectiveAttrs>();
+  if (a.hasCounts)
+    return absl::UnimplementedError(
+        "variable-length all_to_all (counts) is not in the GPU runtime yet");
+  if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+    return s;
+  int64_t g = mesh.groupSize(a.axes), n = count(0), outN = count(1);
+  bool inPlace = ins.operands[0] == ins.operands[1];
+  // A group of one moves nothing between ranks.
+  if (g == 1) {
+    if (!inPlace)
+      memcpy(buf(1), buf(0), std::min(n, outN) * 4);
+    return absl::OkStatus();
+  }
+  switch (a.kind) {
+  case sched::CollectiveKind::AllReduce:
+    if (!inPlace)
+      memcpy(buf(1), buf(0), n * 4);
+    collective(a.reduction == sched::Reduction::Max
+                   ? GpuCollective::AllReduceMax
+                   : GpuCollective::AllReduce,
+               a.axes, buf(1), buf(1), n);
+    if (a.reduction == sched::Reduction::Mean)
+      scale(buf(1), n, 1.0 / static_cast<double>(g));
+    return absl::OkStatus();
+  case sched::CollectiveKind::ReduceScatter:
+    if (a.reduction == sched::Reduction::Max)
+      return absl::UnimplementedError(
+          "a max reduce_scatter is not in the GPU runtime");
+    collective(GpuCollective::ReduceScatter, a.axes, buf(0), buf(1), outN);
+    if (a.reduction == sched::Reduction::Mean)
+      scale(buf(1), outN, 1.0 / static_cast<double>(g));
+    return absl::OkStatus();
+  case sched::CollectiveKind::AllGather:
+    collective(GpuCollective::AllGather, a.axes, buf(0), buf(1), n);
+    return absl::OkStatus();
+  case sched::CollectiveKind::AllToAll:
+    collective(GpuCollective::AllToAll, a.axes, buf(0), buf(1), n / g);
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Translator::run() {
+  switch (ins.op) {
+  case Op::Launch:
+    return launch();
+  case Op::Gemm:
+    return gemmInstruction();
+  case Op::Attention:
+  case Op::AttentionGrad: {
+    bool grad = ins.op == Op::AttentionGrad;
+    for (size_t i = 0; i < 4; ++i)
+      if (absl::Status s = need(i, {DType::F32, DType::BF16}); !s.ok())
+        return s;
+    if (shape(0)[3] > 128 || shape(2)[3] > 128)
+      return absl::UnimplementedError("GPU attention takes head dims <= 128");
+    return ins.as<sched::AttentionAttrs>().algorithm ==
+                   sched::AttentionAlgorithm::GemmSoftmax
+               ? gemmAttention(grad)
+               : flashAttention(grad);
+  }
+  case Op::Embedding:
+  case Op::EmbeddingGrad: {
+    bool grad = ins.op == Op::EmbeddingGrad;
+    // embedding: table, ids, out; embedding_grad: ids, dout, dtable.
+    size_t tableAt = grad ? 2 : 0, idsAt = grad ? 0 : 1, rowsAt = grad ? 1 : 2;
+    if (absl::Status s = needAll(
+            {{tableAt, DType::F32}, {idsAt, DType::I32}, {rowsAt, DType::F32}});
+        !s.ok())
+      return s;
+    auto [offset, total] =
+        vocab(ins.as<sched::VocabAttrs>().vocabAxes, shape(tableAt)[0]);
+    if (grad)
+      zero(buf(tableAt), count(tableAt) * 4);
+    GpuLaunch &gather =
+        kernel("weft_embedding", gridFor(count(rowsAt)),
+               {buf(tableAt), buf(idsAt), buf(rowsAt), i64(count(idsAt)),
+                i64(shape(tableAt)[1]), i64(shape(tableAt)[0]), i64(offset),
+                i64(total), i32(grad), error(), i32(index)});
+    // It reads (or adds to) only its ids' rows of the table.
+    gather.bytes = count(idsAt) * 4 + 2 * count(rowsAt) * 4;
+    return absl::OkStatus();
+  }
+  case Op::Rope: {
+    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+      return s;
+    const auto &a = ins.as<sched::RopeAttrs>();
+    const Shape &sh = shape(0);
+    kernel("weft_rope", gridFor(count(0) / 2),
+           {buf(0), buf(1), i64(sh[0]), i64(sh[1]), i64(sh[2]), i64(sh[3]),
+            f64(a.theta), f64(a.inverse ? -1.0 : 1.0), i64(a.positionOffset)});
+    return absl::OkStatus();
+  }
+  case Op::CrossEntropy:
+  case Op::CrossEntropyGrad:
+    return crossEntropy(ins.op == Op::CrossEntropyGrad);
+  case Op::Reduce:
+    return reduce();
+  case Op::Softmax: {
+    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+      return s;
+    const Shape &sh = shape(0);
+    int64_t dim = ins.as<sched::SoftmaxAttrs>().dim;
+    int64_t outer = product(sh, 0, dim), inner = product(sh, dim + 1);
+    kernel("weft_softmax", gridFor(outer * inner),
+           {buf(0), buf(1), i64(outer), i64(sh[dim]), i64(inner)});
+    return absl::OkStatus();
+  }
+  case Op::Dropout: {
+    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+      return s;
+    const auto &a = ins.as<sched::DropoutAttrs>();
+    kernel("weft_dropout", gridFor(count(1)),
+           {buf(0), buf(1), i64(count(1)), f64(a.rate), i64(a.seed)});
+    return absl::OkStatus();
+  }
+  case Op::LayerNormGrad:
+  case Op::RmsNormGrad:
+    return normGrad(ins.op == Op::RmsNormGrad);
+  case Op::OneHot: {
+    if (absl::Status s = needAll({{0, DType::I32}, {1, DType::F32}}); !s.ok())
+      return s;
+    kernel("weft_one_hot", gridFor(count(1)),
+           {buf(0), buf(1), i64(count(0)), i64(shape(1).back())});
+    return absl::OkStatus();
+  }
+  case Op::TopK:
+  case Op::TopKGating: {
+    if (absl::Status s = needAll(
+            {{0, DType::F32}, {1, DType::F32}, {2, DType::I32}});
+        !s.ok())
+      return s;
+    bool gating = ins.op == Op::TopKGating;
+    int64_t k = gating ? ins.as<sched::TopKGatingAttrs>().k
+                       : ins.as<sched::TopKAttrs>().k;
+    bool normalize = gating && ins.as<sched::TopKGatingAttrs>().normalize;
+    int64_t n = shape(0).back(), rows = n ? count(0) / n : 0;
+    kernel("weft_topk", gridFor(rows),
+           {buf(0), buf(1), buf(2), i64(rows), i64(n), i64(k), i32(gating),
+            i32(normalize)});
+    return absl::OkStatus();
+  }
+  case Op::ExpertDispatch:
+  case Op::ExpertScatter:
+  case Op::ExpertCombine:
+  case Op::ExpertGather:
+    return expert();
+  case Op::Copy:
+    return copy();
+  case Op::Fill:
+    return fill();
+  case Op::Collective:
+    return collectiveInstruction();
+  case Op::Send:
+  case Op::Recv:
+    return absl::UnimplementedError(
+        "point-to-point transfers are not in the GPU runtime yet");
+  case Op::Record:
+  case Op::Wait: {
+    GpuLaunch &l = push(ins.op == Op::Record ? GpuLaunch::Kind::Record
+                                             : GpuLaunch::Kind::Wait);
+    l.event = ins.as<sched::EventAttrs>().event;
+    return absl::OkStatus();
+  }
+  }
+  return absl::UnimplementedError("an instruction the GPU runtime lacks");
+}
+} // namespace
+
+absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
+                                      const sched::Program &program,
+                                      const MeshSpec &mesh, int64_t rank) {
+  GpuProgram result;
+  // The GPU's kernels and cuBLASLt want operands 256-byte aligned: a CPU
+  // bundle's 64-byte arena offsets say it was not compiled for one.
+  if (program.align % 256 != 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        bundle.dir, ": program ", program.name, " aligns its buffers to ",
+        program.align,
+        " bytes, not the GPU's 256: the bundle was compiled for the CPU "
+        "(compile it with weftc compile --target cuda)"));
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    Translator t(program, mesh, rank, static_cast<int64_t>(i),
+                 result.launches);
+    if (absl::Status s = t.run(); !s.ok())
+      return absl::Status(
+          s.code(),
+          absl::StrCat(bundle.dir, ": program ", program.name,
+                       ", instruction ", i, " (",
+                       sched::opName(program.instructions[i].op),
+                       "): ", s.message()));
+  }
+  return result;
+}
+
+GpuLaunchCost launchCost(const GpuLaunch &l, const sched::Program &program) {
+  GpuLaunchCost c;
+  if (l.kind == GpuLaunch::Kind::Gemm) {
+    const GemmShape &g = l.gemm;
+    double in = static_cast<double>(dtypeSize(g.type)),
+           out = static_cast<double>(dtypeSize(g.outType()));
+    c.bytes = g.batch * (in * (g.m * g.k + g.k * g.n) +
+                         out * g.m * g.n * (g.hasAux() ? 2 : 1));
+    c.flops = g.flops();
+    c.f32Gemm = g.type == DType::F32;
+    return c;
+  }
+  if (l.kind == GpuLaunch::Kind::Zero || l.kind == GpuLaunch::Kind::Copy) {
+    c.bytes = static_cast<double>(l.bytes) *
+              (l.kind == GpuLaunch::Kind::Copy ? 2 : 1);
+    return c;
+  }
+  if (l.kind == GpuLaunch::Kind::Collective)
+    return c; // Link time, not device memory: the cost model's.
+  if (l.bytes > 0) { // The instruction said what a partial access touches.
+    c.bytes = static_cast<double>(l.bytes);
+    return c;
+  }
+  for (const GpuArg &a : l.args)
+    if (a.kind == GpuArg::Kind::Buffer &&
+        a.buffer.kind == GpuBuffer::Kind::Buffer)
+      c.bytes += static_cast<double>(program.buffers[a.buffer.id].type.bytes());
+  return c;
+}
+
+} // namespace weft::runtime

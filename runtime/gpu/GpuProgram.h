@@ -1,0 +1,114 @@
+//===- GpuProgram.h - a sched program as GPU launches -----------*- C++ -*-===//
+//
+// What the GPU runtime queues for each instruction of a loaded bundle v2
+// program: a generated kernel, a runtime library kernel (ops.cu,
+// attention.cu), a cuBLASLt GEMM, a memset or memcpy, a collective, or an
+// event record or wait, each on the instruction's stream, with arguments
+// that refer to the program's buffers. Nothing here decides anything the
+// bundle did not: streams, events, scratch (the instructions' scratch
+// operands, laid out as dialects/sched/IR/ScratchLayout.h says), the
+// attention algorithm and the f32 copies of narrow values are the
+// compiler's. What is left is mechanical: an instruction's fixed kernel
+// sequence, grid sizes from its shapes, and the device's address of each
+// buffer. GpuBackend binds these launches to device memory; tests check
+// them on machines without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_GPU_GPUPROGRAM_H
+#define WEFT_RUNTIME_GPU_GPUPROGRAM_H
+
+#include "runtime/dist/Mesh.h"
+#include "runtime/exec/SchedBundle.h"
+#include "runtime/gpu/GpuDevice.h"
+
+#include "absl/status/statusor.h"
+
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+/// Device memory a launch reads or writes.
+struct GpuBuffer {
+  enum class Kind {
+    Buffer, // A buffer of the program (`id`), `offset` bytes in.
+    Error,  // The program's error word: {code, instruction, position, value}.
+  };
+  Kind kind = Kind::Buffer;
+  int64_t id = 0;
+  int64_t offset = 0;
+};
+
+struct GpuArg {
+  enum class Kind { Buffer, Null, I32, I64, F32, F64, Bytes };
+  Kind kind = Kind::Null;
+  GpuBuffer buffer;
+  int64_t i = 0;
+  double f = 0;
+  std::string bytes; // A struct passed by value (OpsAbi.h).
+};
+
+enum class GpuCollective {
+  AllReduce,    // In place, a sum.
+  AllReduceMax, // In place.
+  AllGather,
+  ReduceScatter, // A sum.
+  AllToAll,
+};
+
+struct GpuLaunch {
+  enum class Kind { Kernel, Gemm, Zero, Copy, Collective, Record, Wait };
+  Kind kind = Kind::Kernel;
+  int64_t instruction = -1; // The program instruction it executes.
+  int64_t stream = 0;       // Into the program's streams.
+  int64_t event = 0;        // Record and Wait.
+  /// Kernel: its name, grid and block; args are its parameters.
+  std::string kernel;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block = 256;
+  /// Gemm: {A, B, C, bias, aux} (null where the epilogue has none).
+  /// Zero: {target}. Copy: {to, from}. Collective: {in, out}.
+  std::vector<GpuArg> args;
+  GemmShape gemm;
+  /// Zero and Copy: the bytes they set or move. A Kernel that touches only
+  /// part of its buffers (an embedding's gather): the bytes it does read
+  /// and write, for launchCost; 0: every buffer argument whole.
+  int64_t bytes = 0;
+  /// Collective: what, over the group of `axes`, `count` f32 per member.
+  GpuCollective collective = GpuCollective::AllReduce;
+  std::vector<std::string> axes;
+  int64_t count = 0;
+};
+
+struct GpuProgram {
+  std::vector<GpuLaunch> launches;
+};
+
+/// The launches of `program` (of `bundle`) for the rank at `rank` of
+/// `mesh`. Fails, naming the instruction, on one the GPU runtime cannot run
+/// (a bundle compiled for the CPU: no scratch where the GPU needs it, f32
+/// copies the GPU does not make; FP8 GEMMs; point-to-point transfers).
+absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
+                                      const sched::Program &program,
+                                      const MeshSpec &mesh, int64_t rank);
+
+/// What a launch moves through device memory and computes, for roofline
+/// estimates: every buffer argument read or written once whole (a GEMM:
+/// its matrices, aux included; a kernel with `bytes` set: those), a GEMM's
+/// FLOPs.
+struct GpuLaunchCost {
+  double bytes = 0, flops = 0;
+  bool f32Gemm = false; // An f32 GEMM (no tensor cores: a lower peak).
+};
+GpuLaunchCost launchCost(const GpuLaunch &launch,
+                         const sched::Program &program);
+
+/// The kernel sources the GPU runtime compiles with NVRTC at load: ops.cu
+/// (preceded by OpsAbi.h) and attention.cu, as built into the runtime.
+const char *gpuOpsSource();
+const char *gpuAttentionSource();
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_GPU_GPUPROGRAM_H

@@ -1,0 +1,213 @@
+//===- TrainingJob.h - train a compiled model on thread ranks ----*- C++ -*-===//
+//
+// The harness the executor parity tests share: a model, how it is compiled
+// (Case), a few AdamW steps and a forward run on one executor (train), what
+// that produced (Trace), and a job of every rank of a mesh as threads
+// talking through Gloo (runJob). The tests differ in which executors they
+// compare and how closely.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_TEST_RUNTIME_TRAININGJOB_H
+#define WEFT_TEST_RUNTIME_TRAININGJOB_H
+
+#include "compiler/Pipeline.h"
+#include "passes/sharding/Passes.h"
+#include "runtime/dist/Communicator.h"
+#include "runtime/exec/SchedBundle.h"
+#include "test/compiler/TestUtils.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace weft::testutil {
+
+inline constexpr int kTrainSteps = 3;
+
+/// A model, how it is compiled and how it is fed.
+struct Case {
+  Case(std::string model, std::string dtype = "f32", std::string plan = "")
+      : model(std::move(model)), dtype(std::move(dtype)),
+        plan(std::move(plan)) {}
+  std::string model, dtype, plan;
+  bool cudaBundle = false; // target=cuda (GEMM epilogues, scratch, streams).
+  int64_t attentionScratchMb = TrainingOptions().attentionScratchMb;
+  bool keepGradients = false; // Also the @train_step program.
+  double adamEps = 0;         // 0: AdamW's default.
+  int64_t batch = 2, seq = 8;
+
+  TrainingOptions options() const {
+    TrainingOptions o;
+    if (cudaBundle)
+      o.cudaArchs = {"sm_90"};
+    o.attentionScratchMb = attentionScratchMb;
+    o.keepGradients = keepGradients;
+    if (adamEps > 0)
+      o.adamw.eps = adamEps;
+    if (!plan.empty()) {
+      auto parsed = parsePlan(plan);
+      EXPECT_TRUE(static_cast<bool>(parsed)) << plan;
+      if (parsed)
+        o.plan = *parsed;
+    }
+    return o;
+  }
+  std::string label() const {
+    return model + "-" + dtype + "-" + plan + (cudaBundle ? "-cuda" : "") +
+           "-" + std::to_string(attentionScratchMb);
+  }
+};
+
+/// Compiles the case's model (built fresh: the pipeline rewrites it) to a
+/// bundle v2 in a fresh directory, which it returns ("" on failure).
+inline std::string compileCase(const Case &setup) {
+  auto context = makeContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildExampleModel(
+      *context, setup.model,
+      {setup.batch, setup.seq, setup.dtype, /*masterWeights=*/true});
+  if (!module)
+    return "";
+  std::string dir = uniqueTempPath(setup.label() + "-v2");
+  bool ok = mlir::succeeded(compileSchedBundle(*module, dir, setup.options(),
+                                               llvm::json::Object{}));
+  EXPECT_TRUE(ok) << setup.label();
+  return ok ? dir : "";
+}
+
+/// What one run of a few steps produced, on one rank.
+struct Trace {
+  std::vector<float> losses, norms, forwardLoss, logits;
+  std::map<std::string, std::vector<float>> params; // Whole (gathered).
+  std::string failure;
+};
+
+/// Token ids of step `s` for the rows [first, first + rows) of the batch.
+inline std::vector<int32_t> tokenIds(int s, int64_t first, int64_t rows,
+                                     int64_t seq, int salt) {
+  std::vector<int32_t> out;
+  for (int64_t i = first * seq; i < (first + rows) * seq; ++i)
+    out.push_back(static_cast<int32_t>((7 * i + 11 * s + salt) % 256));
+  return out;
+}
+
+/// Trains kTrainSteps steps then runs forward on `exec` (any executor),
+/// this rank's rows of the batch being [first, first + rows), and gathers
+/// the parameters `names`.
+template <typename Exec>
+void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
+           const std::vector<std::string> &names, Trace &trace) {
+  auto fail = [&](const absl::Status &s) {
+    trace.failure = std::string(s.message());
+  };
+  exec.initialize(5);
+  for (int s = 0; s < kTrainSteps; ++s) {
+    std::vector<int32_t> tokens = tokenIds(s, first, rows, seq, 3),
+                         labels = tokenIds(s, first, rows, seq, 1);
+    float lr = 3e-3f, number = static_cast<float>(s + 1);
+    std::vector<runtime::HostTensor> in = {
+        {{rows, seq}, runtime::DType::I32, tokens.data()},
+        {{rows, seq}, runtime::DType::I32, labels.data()},
+        {{}, runtime::DType::F32, &lr},
+        {{}, runtime::DType::F32, &number}};
+    if (absl::Status st = exec.run("step", in); !st.ok())
+      return fail(st);
+    trace.losses.push_back(*exec.scalarOutput("step", "loss"));
+    trace.norms.push_back(*exec.scalarOutput("step", "grad_norm"));
+  }
+  std::vector<int32_t> tokens = tokenIds(9, first, rows, seq, 3),
+                       labels = tokenIds(9, first, rows, seq, 1);
+  if (absl::Status st = exec.run(
+          "forward", {{{rows, seq}, runtime::DType::I32, tokens.data()},
+                      {{rows, seq}, runtime::DType::I32, labels.data()}});
+      !st.ok())
+    return fail(st);
+  trace.forwardLoss.push_back(*exec.scalarOutput("forward", "loss"));
+  auto logits = exec.gatherOutput("forward", "logits");
+  if (!logits.ok())
+    return fail(logits.status());
+  trace.logits = *logits;
+  for (const std::string &name : names) {
+    auto p = exec.gatherParam(name);
+    if (!p.ok())
+      return fail(p.status());
+    trace.params[name] = *p;
+  }
+}
+
+/// The largest |a - b| relative to the largest |a| over the elements that
+/// differ (0 when every bit is equal; infinite for a NaN or infinity that
+/// the other side lacks, or a size that differs).
+inline double worstError(const std::vector<float> &a,
+                         const std::vector<float> &b) {
+  if (a.size() != b.size())
+    return INFINITY;
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) == 0)
+      continue;
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i]))
+      return INFINITY;
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+  }
+  return diff == 0 ? 0 : diff / std::max(scale, 1e-30);
+}
+
+/// A port for a multi-rank job of this process: a store's port stays taken
+/// a while after the job that served it, so each job takes the next of 64
+/// (below the ephemeral range).
+inline int nextPort() {
+  static int jobs = 0;
+  return 20000 + static_cast<int>(getpid() % 150) * 64 + jobs++ % 64;
+}
+
+/// What one rank of a job does: rank `r` over `comm` (null for one rank),
+/// its rows of the batch [first, first + rows).
+using RankWork = std::function<void(int64_t r, runtime::Communicator *comm,
+                                    int64_t first, int64_t rows, Trace &)>;
+
+/// Runs `work` on every rank of `mesh`, ranks as threads over Gloo; dp
+/// splits the batch, every other axis sees all of it.
+inline std::vector<Trace> runJob(const Case &setup,
+                                 const runtime::MeshSpec &mesh,
+                                 const RankWork &work) {
+  int64_t world = std::max<int64_t>(mesh.size(), 1);
+  int dpAxis = mesh.axisIndex("dp");
+  int64_t rows = setup.batch / (dpAxis >= 0 ? mesh.sizes[dpAxis] : 1);
+  std::vector<Trace> traces(world);
+  int port = world > 1 ? nextPort() : 0;
+  auto rank = [&](int64_t r) {
+    int64_t first = dpAxis >= 0 ? mesh.coords(r)[dpAxis] * rows : 0;
+    if (world == 1)
+      return work(r, nullptr, first, rows, traces[r]);
+    runtime::RankInfo info;
+    info.rank = r, info.worldSize = world, info.masterPort = port;
+    auto comm = runtime::Communicator::create(info, std::chrono::seconds(60));
+    if (!comm.ok()) {
+      traces[r].failure = std::string(comm.status().message());
+      return;
+    }
+    work(r, comm->get(), first, rows, traces[r]);
+    // No rank closes its connections while another may still use them.
+    (*comm)->barrier().IgnoreError();
+  };
+  std::vector<std::thread> others;
+  for (int64_t r = 1; r < world; ++r)
+    others.emplace_back(rank, r);
+  rank(0);
+  for (std::thread &t : others)
+    t.join();
+  return traces;
+}
+
+} // namespace weft::testutil
+
+#endif // WEFT_TEST_RUNTIME_TRAININGJOB_H

@@ -6,7 +6,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DLLVM_USE_LINKER=lld -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 
-.PHONY: setup configure build demo test check-lit check-unit check-format format clean
+.PHONY: setup configure build demo test check-lit check-unit check-format check-layers format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -35,8 +35,15 @@ check-format: setup
 format: setup
 	git ls-files --cached --others --exclude-standard '*.cpp' '*.h' | xargs clang-format -i
 
-# Formatting, then lit, then ctest, whose summary line closes the run.
-test: build check-format
+# The runtime executes sched instructions and never names a weft op (no
+# quoted "weft.<op>" anywhere in runtime/) or includes MLIR or LLVM.
+check-layers:
+	@! grep -rn '"weft\.' runtime/ || { echo "runtime/ names weft ops"; exit 1; }
+	@! grep -rn '#include "\(mlir\|llvm\)/' runtime/ || { echo "runtime/ includes MLIR or LLVM"; exit 1; }
+	@echo "check-layers: runtime/ names no weft op and includes no MLIR"
+
+# Formatting and layers, then lit, then ctest, whose summary line closes the run.
+test: build check-format check-layers
 	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

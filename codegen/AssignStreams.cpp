@@ -81,6 +81,49 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       WaitOp::create(b, collective.getLoc(), done, compute);
     }
     program.setEventsAttr(b.getI64IntegerAttr(events));
+    serializeInstructionCollectives(program, compute);
+  }
+
+  /// Vocabulary-parallel cross-entropy combines its row statistics over
+  /// its group on its own (compute) stream. Two collectives in flight on
+  /// two streams at once can deadlock NCCL (each rank's kernels wait for
+  /// peers that are blocked in the other), so such an instruction first
+  /// waits for everything the comm stream has been given so far: its last
+  /// record. Streams run in order, so that covers every earlier collective,
+  /// and a later wait for an event already passed is dropped.
+  static void serializeInstructionCollectives(ProgramOp program,
+                                              StringRef compute) {
+    std::optional<int64_t> lastRecorded, lastWaited;
+    OpBuilder b(program.getContext());
+    for (Operation &op : llvm::make_early_inc_range(program.getBody().front())) {
+      if (auto record = dyn_cast<RecordOp>(op)) {
+        if (record.getStreamName() == kComm)
+          lastRecorded = record.getEvent();
+        continue;
+      }
+      if (auto wait = dyn_cast<WaitOp>(op)) {
+        if (wait.getStreamName() != compute)
+          continue;
+        // Passed already: the comm stream ran in order up to a later one.
+        if (lastWaited && wait.getEvent() <= *lastWaited) {
+          wait.erase();
+          continue;
+        }
+        lastWaited = wait.getEvent();
+        continue;
+      }
+      ArrayAttr axes;
+      if (auto ce = dyn_cast<CrossEntropyOp>(op))
+        axes = ce.getVocabAxes();
+      else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+        axes = grad.getVocabAxes();
+      if (!axes || axes.empty() || !lastRecorded ||
+          (lastWaited && *lastWaited >= *lastRecorded))
+        continue;
+      b.setInsertionPoint(&op);
+      WaitOp::create(b, op.getLoc(), *lastRecorded, compute);
+      lastWaited = lastRecorded;
+    }
   }
 };
 

@@ -52,7 +52,10 @@ def AssignStreams : Pass<"weft-sched-assign-streams",
     instruction that touches a buffer the collective touches (reads what it
     wrote, or overwrites what it reads), so the compute stream runs ahead
     until it needs the result (the gradient all-reduce of one bucket under
-    the backward of the next). The program verifier's stream check proves
+    the backward of the next). A vocabulary-parallel cross-entropy, which
+    combines its statistics over its group on the compute stream, first
+    waits for everything given to `comm` so far: two collectives in flight
+    on two streams can deadlock NCCL. The program verifier's stream check proves
     the result race-free; weft-sched-plan-memory keeps a buffer a
     collective uses alive until its wait.
   }];

@@ -11,7 +11,6 @@
 
 #include "runtime/exec/SchedBundle.h"
 
-#include "runtime/exec/BundleFormat.h"
 #include "runtime/support/Json.h"
 #include "runtime/support/Status.h"
 

@@ -30,6 +30,10 @@
 
 namespace weft::runtime::sched {
 
+/// A bundle is a directory holding kManifestFile, whose "format" is
+/// kBundleFormat and "version" kSchedBundleVersion (docs/bundle-format.md).
+inline constexpr const char *kBundleFormat = "weft-bundle";
+inline constexpr const char *kManifestFile = "manifest.json";
 inline constexpr int kSchedBundleVersion = 2;
 
 /// A buffer's type: a dense row-major tensor of `shape` (at most 2^62

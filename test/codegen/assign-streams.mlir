@@ -56,3 +56,32 @@ sched.program @tail align(64) events(0) streams ["compute"] {
   sched.assign @w = %r : !sched.buffer<64xf32>
   sched.return []
 }
+
+// -----
+
+sched.mesh @mesh axes ["dp", "tp"] sizes [2, 2]
+
+// A vocabulary-parallel cross-entropy combines its row statistics on the
+// compute stream: it first waits for the comm stream's collective still in
+// flight (two collectives at once on two streams can deadlock NCCL); one
+// without vocabulary axes does not, and the wait the assign would have had
+// is then passed already.
+// CHECK-LABEL: sched.program @vocab
+// CHECK: sched.collective {{.*}} on "comm"
+// CHECK-NEXT: sched.record 1 on "comm"
+// CHECK-NEXT: sched.cross_entropy {{.*}}vocab_axes = []
+// CHECK-NEXT: sched.wait 1{{$}}
+// CHECK-NEXT: sched.cross_entropy {{.*}}vocab_axes = ["tp"]
+// CHECK-NEXT: sched.assign @w
+sched.param @w init(zeros) : !sched.buffer<64xf32>
+sched.program @vocab align(64) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64xf32>, %logits: !sched.buffer<8x16xf32>, %labels: !sched.buffer<8xi32>):
+  %r = sched.alloc : !sched.buffer<64xf32>
+  %l0 = sched.alloc : !sched.buffer<1xf32>
+  %l1 = sched.alloc : !sched.buffer<1xf32>
+  sched.collective all_reduce sum %x -> %r over @mesh ["dp"] : !sched.buffer<64xf32> -> !sched.buffer<64xf32>
+  sched.cross_entropy %logits, %labels, %l0 {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x16xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  sched.cross_entropy %logits, %labels, %l1 {ignore_index = -100, vocab_axes = ["tp"]} : !sched.buffer<8x16xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>
+  sched.assign @w = %r : !sched.buffer<64xf32>
+  sched.return ["a", "b"] %l0, %l1 : !sched.buffer<1xf32>, !sched.buffer<1xf32>
+}

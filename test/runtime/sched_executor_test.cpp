@@ -63,7 +63,8 @@ std::vector<Trace> runBundle(const Case &setup, const std::string &dir,
 /// The setup placed by its plan against the same model on one rank, from
 /// the same seed and global batches. Collectives sum in another order than
 /// one rank does: values agree to `tolerance` of each tensor's scale.
-void checkPlacedTraining(Case placed, double tolerance = 1e-4) {
+void checkPlacedTraining(Case placed, double tolerance = 1e-4,
+                         double paramTolerance = 1e-4) {
   SCOPED_TRACE(placed.label());
   // With eps 1e-8, a gradient that cancels to ~1e-10 (a key bias's is zero
   // in exact arithmetic) turns a different summation order into a full
@@ -97,7 +98,7 @@ void checkPlacedTraining(Case placed, double tolerance = 1e-4) {
     EXPECT_LE(worstError(want.logits, got.logits), tolerance);
     for (const std::string &name : names)
       EXPECT_LE(worstError(want.params.at(name), got.params.at(name)),
-                tolerance)
+                paramTolerance)
           << name;
     EXPECT_EQ(got.params.size(), names.size());
   }
@@ -128,9 +129,12 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
   checkPlacedTraining(setup);
 }
 // bf16 values: each rank rounds its partial sums to bf16 before the
-// all-reduce sums them in f32, where one rank rounds the whole: a bf16 ulp.
+// all-reduce sums them in f32, where one rank rounds the whole: losses,
+// norms and logits to a few bf16 ulps. Adam then moves a parameter whose
+// gradient is at that noise level (an embedding row no token used) by
+// about lr a step whatever the noise's size: parameters to 10%.
 TEST(SchedExecutor, Bf16TensorParallelOnTwoRanksTrainsLikeOneRank) {
-  checkPlacedTraining(Case("llama-tiny", "bf16", "tp=2"), 1.0 / 32);
+  checkPlacedTraining(Case("llama-tiny", "bf16", "tp=2"), 1.0 / 32, 1e-1);
 }
 
 namespace {

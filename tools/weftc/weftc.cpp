@@ -123,6 +123,13 @@ cl::opt<std::string>
              cl::desc("GPU architectures for --target cuda, e.g. sm_90,sm_80 "
                       "(default sm_90)"),
              cl::init("sm_90"), cl::sub(compileCmd));
+cl::opt<int64_t> attentionScratchMb(
+    "attention-scratch-mb",
+    cl::desc("With --target cuda, attention materialises its scores (cuBLASLt "
+             "GEMMs around a softmax) when they take at most this many MiB of "
+             "scratch, else runs FlashAttention's kernels (default 4096)"),
+    cl::init(weft::TrainingOptions().attentionScratchMb),
+    cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
@@ -328,6 +335,9 @@ int runCompile(MLIRContext &context) {
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
+  if (attentionScratchMb < 0)
+    return fail("--attention-scratch-mb must be at least 0");
+  options.attentionScratchMb = attentionScratchMb;
   options.plan = plan;
   options.sched = emit == "sched";
   if (target != "cpu" && target != "cuda")

@@ -95,7 +95,8 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
                                               StringRef compute) {
     std::optional<int64_t> lastRecorded, lastWaited;
     OpBuilder b(program.getContext());
-    for (Operation &op : llvm::make_early_inc_range(program.getBody().front())) {
+    for (Operation &op :
+         llvm::make_early_inc_range(program.getBody().front())) {
       if (auto record = dyn_cast<RecordOp>(op)) {
         if (record.getStreamName() == kComm)
           lastRecorded = record.getEvent();

@@ -29,12 +29,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/sched/IR/ScratchLayout.h"
+#include "runtime/exec/BundleData.h"
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
 #include "runtime/gpu/GpuProgram.h"
-#include "dialects/sched/IR/ScratchLayout.h"
-#include "runtime/exec/BundleData.h"
 
 #include <algorithm>
 #include <chrono>

@@ -35,8 +35,8 @@ struct BoundLaunch {
 struct ProgramState {
   const sched::Program *spec = nullptr;
   GpuProgram program;
-  std::vector<uint64_t> address;      // Per buffer.
-  std::vector<DeviceBuffer> inputs;   // Per program input.
+  std::vector<uint64_t> address;    // Per buffer.
+  std::vector<DeviceBuffer> inputs; // Per program input.
   DeviceBuffer error;
   std::vector<void *> events;
   std::vector<BoundLaunch> launches;
@@ -60,7 +60,7 @@ struct GpuBackend::Impl {
   MeshSpec mesh;
   std::unique_ptr<GpuDevice> device;
   std::unique_ptr<GemmEngine> blas; // Declared after the device: freed first.
-  std::unique_ptr<GpuCollectives> nccl; // Made by create(); freed first.
+  std::unique_ptr<GpuCollectives> nccl;  // Made by create(); freed first.
   std::map<std::string, void *> streams; // By the programs' stream names.
   std::vector<DeviceBuffer> params, constants;
   std::map<std::string, ProgramState> programs;
@@ -251,12 +251,12 @@ absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
   for (const GpuLaunch &launch : state.program.launches)
     if (absl::Status s = bindLaunch(state, launch); !s.ok())
       return absl::Status(
-          s.code(), absl::StrCat(bundle->dir, ": program ", program.name,
-                                 ", instruction ", launch.instruction, " (",
-                                 sched::opName(program.instructions
-                                                   [launch.instruction]
-                                                       .op),
-                                 "): ", s.message()));
+          s.code(),
+          absl::StrCat(
+              bundle->dir, ": program ", program.name, ", instruction ",
+              launch.instruction, " (",
+              sched::opName(program.instructions[launch.instruction].op),
+              "): ", s.message()));
   // Pointers into the blobs only now: moving a short string moves its bytes.
   for (BoundLaunch &b : state.launches)
     for (size_t at : b.offsets)
@@ -326,9 +326,10 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
     if (!s.ok())
       return absl::Status(
           s.code(),
-          absl::StrCat("instruction ", l.instruction, " (",
-                       sched::opName(state.spec->instructions[l.instruction].op),
-                       "): ", s.message()));
+          absl::StrCat(
+              "instruction ", l.instruction, " (",
+              sched::opName(state.spec->instructions[l.instruction].op),
+              "): ", s.message()));
   }
   // The optimizer's new parameters and state.
   for (const sched::Assign &a : state.spec->assigns) {
@@ -371,10 +372,10 @@ GpuBackend::create(const sched::SchedBundle &bundle, Options options) {
   MeshSpec mesh = meshSpecOf(bundle);
   bool placed = mesh.size() > 1;
   if (placed && !options.collectives && !options.comm)
-    return absl::FailedPreconditionError(absl::StrCat(
-        bundle.dir, ": the bundle is placed on ", mesh.size(),
-        " ranks; run it with weft-run --nproc ", mesh.size(),
-        " (or under torchrun)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(bundle.dir, ": the bundle is placed on ", mesh.size(),
+                     " ranks; run it with weft-run --nproc ", mesh.size(),
+                     " (or under torchrun)"));
   absl::StatusOr<std::unique_ptr<CudaDevice>> device =
       CudaDevice::open(options.deviceOrdinal);
   if (!device.ok())

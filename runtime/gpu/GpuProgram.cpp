@@ -288,8 +288,8 @@ absl::Status Translator::flashAttention(bool grad) {
           dv = v[3];
   const auto &a = ins.as<sched::AttentionAttrs>();
   std::string suffix = dtype(0) == DType::BF16 ? "_bf16" : "";
-  std::vector<GpuArg> sizes = {i32(batch), i32(S),  i32(T),
-                               i32(hq),    i32(hkv), i32(d),
+  std::vector<GpuArg> sizes = {i32(batch), i32(S),       i32(T),
+                               i32(hq),    i32(hkv),     i32(d),
                                i32(dv),    f32(a.scale), i32(a.causal)};
   auto with = [&](std::vector<GpuArg> args) {
     args.insert(args.end(), sizes.begin(), sizes.end());
@@ -431,10 +431,9 @@ absl::Status Translator::crossEntropy(bool grad) {
   if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
     return s;
   bool bf16 = dtype(0) == DType::BF16;
-  if (absl::Status s = grad ? needAll({{1, DType::I32},
-                                       {2, DType::F32},
-                                       {3, dtype(0)}})
-                            : needAll({{1, DType::I32}, {2, DType::F32}});
+  if (absl::Status s =
+          grad ? needAll({{1, DType::I32}, {2, DType::F32}, {3, dtype(0)}})
+               : needAll({{1, DType::I32}, {2, DType::F32}});
       !s.ok())
     return s;
   absl::StatusOr<GpuArg> space = scratch();
@@ -443,7 +442,8 @@ absl::Status Translator::crossEntropy(bool grad) {
   int64_t vocabSize = shape(0).back(), rows = count(1);
   std::pair<int64_t, int64_t> block = vocab(a.vocabAxes, vocabSize);
   int64_t offset = block.first, total = block.second;
-  std::optional<layout::CrossEntropyLayout> l = layout::crossEntropyLayout(rows);
+  std::optional<layout::CrossEntropyLayout> l =
+      layout::crossEntropyLayout(rows);
   // stats = [row max; sum of exponentials; target logit] (see ops.cu).
   GpuArg stats = *space, counted = at(*space, l->totalOffset);
   auto rowsKernel = [&](int mode) {
@@ -498,7 +498,8 @@ absl::Status Translator::reduce() {
   }
   int64_t outputs = count(1), n = count(0);
   int64_t reduced = outputs ? n / outputs : 0;
-  std::optional<layout::ReduceLayout> l = layout::reduceLayout(outputs, reduced);
+  std::optional<layout::ReduceLayout> l =
+      layout::reduceLayout(outputs, reduced);
   int kind = a.reduction == sched::Reduction::Sum    ? 0
              : a.reduction == sched::Reduction::Mean ? 1
                                                      : 2;
@@ -536,10 +537,10 @@ absl::Status Translator::normGrad(bool rms) {
           f64(epsilon), i32(bf16)});
   // The weight and bias gradients: column sums over rows, in ops.cu's two
   // passes (32 columns by a chunk of rows a block).
-  GpuLaunch &sums = kernel("weft_norm_grad_params",
-                           static_cast<unsigned>(l->columns),
-                           {buf(0), buf(2), stats, partials, i64(rows),
-                            i64(dim), i64(l->chunk), i32(bf16)});
+  GpuLaunch &sums =
+      kernel("weft_norm_grad_params", static_cast<unsigned>(l->columns),
+             {buf(0), buf(2), stats, partials, i64(rows), i64(dim),
+              i64(l->chunk), i32(bf16)});
   sums.grid[1] = static_cast<unsigned>(l->chunks);
   kernel("weft_norm_grad_finish", gridFor(dim),
          {partials, buf(4), rms ? null() : buf(5), i64(dim), i64(l->chunks),
@@ -553,8 +554,8 @@ absl::Status Translator::expert() {
   bool combine = ins.op == Op::ExpertCombine;
   bool toSlots = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
   size_t idsAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
-  if (absl::Status s = needAll(
-          {{0, DType::F32}, {idsAt, DType::I32}, {outAt, DType::F32}});
+  if (absl::Status s =
+          needAll({{0, DType::F32}, {idsAt, DType::I32}, {outAt, DType::F32}});
       !s.ok())
     return s;
   if (combine)
@@ -609,9 +610,8 @@ absl::Status Translator::copy() {
   if (from != to) {
     for (DType t : {from, to})
       if (t != DType::F32 && t != DType::BF16 && t != DType::I32)
-        return absl::UnimplementedError(
-            absl::StrCat("GPU copies convert f32, bf16 and i32, not ",
-                         sched::dtypeText(t)));
+        return absl::UnimplementedError(absl::StrCat(
+            "GPU copies convert f32, bf16 and i32, not ", sched::dtypeText(t)));
     if (!contiguous)
       return absl::UnimplementedError(
           "a converting copy on the GPU must be contiguous on both sides");
@@ -628,9 +628,9 @@ absl::Status Translator::copy() {
     return absl::OkStatus();
   }
   if (a.sizes.size() > WEFT_MAX_RANK)
-    return absl::UnimplementedError(absl::StrCat(
-        "a strided copy of rank ", a.sizes.size(), " is over the GPU's ",
-        WEFT_MAX_RANK));
+    return absl::UnimplementedError(
+        absl::StrCat("a strided copy of rank ", a.sizes.size(),
+                     " is over the GPU's ", WEFT_MAX_RANK));
   if (inW != 4 && inW != 2)
     return absl::UnimplementedError(
         "only 2- and 4-byte elements move strided on GPUs");
@@ -664,16 +664,15 @@ absl::Status Translator::fill() {
   } else {
     encode(value, t, element);
   }
-  bool zeros = std::all_of(element, element + width,
-                           [](uint8_t b) { return b == 0; });
+  bool zeros =
+      std::all_of(element, element + width, [](uint8_t b) { return b == 0; });
   if (zeros) {
     zero(buf(0), n * static_cast<int64_t>(width));
     return absl::OkStatus();
   }
   if (width != 4 && width != 2)
-    return absl::UnimplementedError(
-        absl::StrCat("the GPU fills 2- and 4-byte elements, not ",
-                     sched::dtypeText(t)));
+    return absl::UnimplementedError(absl::StrCat(
+        "the GPU fills 2- and 4-byte elements, not ", sched::dtypeText(t)));
   uint32_t bits = 0;
   std::memcpy(&bits, element, width);
   kernel(width == 4 ? "weft_fill4" : "weft_fill2", gridFor(n),
@@ -811,8 +810,8 @@ absl::Status Translator::run() {
   }
   case Op::TopK:
   case Op::TopKGating: {
-    if (absl::Status s = needAll(
-            {{0, DType::F32}, {1, DType::F32}, {2, DType::I32}});
+    if (absl::Status s =
+            needAll({{0, DType::F32}, {1, DType::F32}, {2, DType::I32}});
         !s.ok())
       return s;
     bool gating = ins.op == Op::TopKGating;
@@ -865,14 +864,12 @@ absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
         " bytes, not the GPU's 256: the bundle was compiled for the CPU "
         "(compile it with weftc compile --target cuda)"));
   for (size_t i = 0; i < program.instructions.size(); ++i) {
-    Translator t(program, mesh, rank, static_cast<int64_t>(i),
-                 result.launches);
+    Translator t(program, mesh, rank, static_cast<int64_t>(i), result.launches);
     if (absl::Status s = t.run(); !s.ok())
       return absl::Status(
           s.code(),
-          absl::StrCat(bundle.dir, ": program ", program.name,
-                       ", instruction ", i, " (",
-                       sched::opName(program.instructions[i].op),
+          absl::StrCat(bundle.dir, ": program ", program.name, ", instruction ",
+                       i, " (", sched::opName(program.instructions[i].op),
                        "): ", s.message()));
   }
   return result;
@@ -896,7 +893,7 @@ GpuLaunchCost launchCost(const GpuLaunch &l, const sched::Program &program) {
     return c;
   }
   if (l.kind == GpuLaunch::Kind::Collective)
-    return c; // Link time, not device memory: the cost model's.
+    return c;        // Link time, not device memory: the cost model's.
   if (l.bytes > 0) { // The instruction said what a partial access touches.
     c.bytes = static_cast<double>(l.bytes);
     return c;

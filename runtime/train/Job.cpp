@@ -97,9 +97,8 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
 /// An integer of the bundle's meta (0 when it has none).
 static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
   auto it = bundle.meta.find(key);
-  return it != bundle.meta.end() && it->is_number_integer()
-             ? it->get<int64_t>()
-             : 0;
+  return it != bundle.meta.end() && it->is_number_integer() ? it->get<int64_t>()
+                                                            : 0;
 }
 
 absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,

@@ -69,7 +69,8 @@ TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
       executor.bundle().program("step")->inputs[0];
   batch = input.type.shape[0];
   seq = input.type.shape[1];
-  std::vector<int64_t> global = mesh.globalShape(input.type.shape, splitOf(input));
+  std::vector<int64_t> global =
+      mesh.globalShape(input.type.shape, splitOf(input));
   globalBatch = global[0];
   globalSeq = global[1];
   start = mesh.blockStart(executor.rank(), input.type.shape, splitOf(input));

@@ -33,8 +33,7 @@ public:
 
   /// `sampler` draws the job's global batch; each rank feeds its program the
   /// rows its mesh position owns (the step's token input sharding).
-  TrainLoop(SchedExecutor &executor, BatchSampler sampler,
-            LrSchedule schedule);
+  TrainLoop(SchedExecutor &executor, BatchSampler sampler, LrSchedule schedule);
 
   /// Runs the next step.
   absl::StatusOr<StepReport> step();

@@ -140,9 +140,9 @@ buildExampleStep(mlir::MLIRContext &context, const std::string &name,
 /// directory (named with `label` too, when a test makes several), which it
 /// returns.
 inline std::string compileExampleBundle(const std::string &name,
-                                             const std::string &dtype,
-                                             const TrainingOptions &options,
-                                             const std::string &label = "") {
+                                        const std::string &dtype,
+                                        const TrainingOptions &options,
+                                        const std::string &label = "") {
   auto context = makeContext();
   mlir::OwningOpRef<mlir::ModuleOp> module =
       buildExampleModel(*context, name, {2, 16, dtype, /*masterWeights=*/true});

@@ -1,4 +1,5 @@
-//===- TrainingJob.h - train a compiled model on thread ranks ----*- C++ -*-===//
+//===- TrainingJob.h - train a compiled model on thread ranks ----*- C++
+//-*-===//
 //
 // The harness the executor parity tests share: a model, how it is compiled
 // (Case), a few AdamW steps and a forward run on one executor (train), what
@@ -76,8 +77,8 @@ inline std::string compileCase(const Case &setup) {
   if (!module)
     return "";
   std::string dir = uniqueTempPath(setup.label() + "-v2");
-  bool ok = mlir::succeeded(compileSchedBundle(*module, dir, setup.options(),
-                                               llvm::json::Object{}));
+  bool ok = mlir::succeeded(
+      compileSchedBundle(*module, dir, setup.options(), llvm::json::Object{}));
   EXPECT_TRUE(ok) << setup.label();
   return ok ? dir : "";
 }
@@ -176,9 +177,8 @@ using RankWork = std::function<void(int64_t r, runtime::Communicator *comm,
 
 /// Runs `work` on every rank of `mesh`, ranks as threads over Gloo; dp
 /// splits the batch, every other axis sees all of it.
-inline std::vector<Trace> runJob(const Case &setup,
-                                 const runtime::MeshSpec &mesh,
-                                 const RankWork &work) {
+inline std::vector<Trace>
+runJob(const Case &setup, const runtime::MeshSpec &mesh, const RankWork &work) {
   int64_t world = std::max<int64_t>(mesh.size(), 1);
   int dpAxis = mesh.axisIndex("dp");
   int64_t rows = setup.batch / (dpAxis >= 0 ? mesh.sizes[dpAxis] : 1);

@@ -71,8 +71,8 @@ struct Emulation {
 /// A SchedExecutor of bundle `dir` on the CPU, on an emulated GPU (with
 /// `emulation`) or on GPU `real`.
 absl::StatusOr<std::unique_ptr<runtime::SchedExecutor>>
-open(const std::string &dir, runtime::Communicator *comm,
-     Emulation *emulation, bool real = false) {
+open(const std::string &dir, runtime::Communicator *comm, Emulation *emulation,
+     bool real = false) {
   auto bundle = rs::loadSchedBundle(dir);
   if (!bundle.ok())
     return bundle.status();

@@ -72,8 +72,8 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   auto executor = runtime::SchedExecutor::create(std::move(*bundle), options);
   ASSERT_TRUE(executor.ok()) << executor.status();
   (*executor)->initialize(5);
-  reference::Trainer trainer(
-      programs->lookupSymbol<mlir::func::FuncOp>("step"), 5);
+  reference::Trainer trainer(programs->lookupSymbol<mlir::func::FuncOp>("step"),
+                             5);
   auto param = [&](const std::string &pname) {
     absl::StatusOr<std::vector<float>> v = (*executor)->param(pname);
     EXPECT_TRUE(v.ok()) << v.status();

@@ -70,8 +70,8 @@ void checkLaunches(const std::string &model, const std::string &dtype,
   for (const std::string name : {"step", "forward"}) {
     const rs::Program *program = bundle.program(name);
     ASSERT_NE(program, nullptr);
-    absl::StatusOr<runtime::GpuProgram> launches = runtime::gpuProgram(
-        bundle, *program, runtime::meshSpecOf(bundle), 0);
+    absl::StatusOr<runtime::GpuProgram> launches =
+        runtime::gpuProgram(bundle, *program, runtime::meshSpecOf(bundle), 0);
     ASSERT_TRUE(launches.ok()) << launches.status();
     std::map<std::string, int> used;
     std::map<int64_t, int> gemmsOf; // By instruction.
@@ -228,8 +228,8 @@ TEST(GpuProgram, CollectivesRunOnTheirInstructionsStreams) {
         load(compile("llama-tiny", "f32", /*cuda=*/true, 4096, plan));
     const rs::Program &step = *bundle.program("step");
     for (int64_t rank = 0; rank < 2; ++rank) {
-      absl::StatusOr<runtime::GpuProgram> launches = runtime::gpuProgram(
-          bundle, step, runtime::meshSpecOf(bundle), rank);
+      absl::StatusOr<runtime::GpuProgram> launches =
+          runtime::gpuProgram(bundle, step, runtime::meshSpecOf(bundle), rank);
       ASSERT_TRUE(launches.ok()) << launches.status();
       int collectives = 0, offStream = 0;
       for (const GpuLaunch &l : launches->launches) {
@@ -262,8 +262,8 @@ TEST(GpuProgram, EveryKernelSpreadsItsWorkOverTheGpu) {
     for (const std::string name : {"step", "forward"}) {
       SCOPED_TRACE(std::string(dtype) + " " + name);
       const rs::Program &program = *bundle.program(name);
-      absl::StatusOr<runtime::GpuProgram> launches = runtime::gpuProgram(
-          bundle, program, runtime::meshSpecOf(bundle), 0);
+      absl::StatusOr<runtime::GpuProgram> launches =
+          runtime::gpuProgram(bundle, program, runtime::meshSpecOf(bundle), 0);
       ASSERT_TRUE(launches.ok()) << launches.status();
       int checked = 0;
       for (const GpuLaunch &l : launches->launches) {

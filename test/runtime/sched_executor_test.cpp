@@ -26,8 +26,8 @@
 
 using namespace weft;
 using testutil::Case;
-using testutil::Trace;
 using testutil::nextPort;
+using testutil::Trace;
 using testutil::train;
 using testutil::worstError;
 
@@ -50,8 +50,7 @@ std::vector<Trace> runBundle(const Case &setup, const std::string &dir,
         }
         runtime::SchedExecutor::Options options;
         options.comm = comm;
-        auto exec =
-            runtime::SchedExecutor::create(std::move(*loaded), options);
+        auto exec = runtime::SchedExecutor::create(std::move(*loaded), options);
         if (!exec.ok()) {
           trace.failure = std::string(exec.status().message());
           return;

@@ -128,8 +128,7 @@ cl::opt<int64_t> attentionScratchMb(
     cl::desc("With --target cuda, attention materialises its scores (cuBLASLt "
              "GEMMs around a softmax) when they take at most this many MiB of "
              "scratch, else runs FlashAttention's kernels (default 4096)"),
-    cl::init(weft::TrainingOptions().attentionScratchMb),
-    cl::sub(compileCmd));
+    cl::init(weft::TrainingOptions().attentionScratchMb), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "

@@ -1,7 +1,7 @@
 """Replays the prepared kernel checks (bench/gpu/prepare_kernels.py) on the
-GPU: loads each model's cubin with CuPy, launches every kernel as the CUDA
-runtime will (element kernels: 256 threads, grid-stride; row kernels: one
-256-thread block per row) and compares with the CPU outputs.
+GPU: loads each model's cubin with CuPy, launches every kernel as the GPU
+runtime does (with the grid and block its sched.launch instruction gives)
+and compares with the CPU outputs.
 
 usage: check_kernels.py DIR [model ...]   (needs cupy and numpy)
 Prints a line per model and exits non-zero on any mismatch.
@@ -31,8 +31,7 @@ def main():
                     for i in range(k["outputs"])]
             outs = [cp.zeros(w.shape, cp.float32) for w in want]
             n = k["n"]
-            grid = n // k["width"] if k["row"] else min((n + 255) // 256, 4096)
-            module.get_function(name + "_cuda")((grid,), (256,),
+            module.get_function(name + "_cuda")(tuple(k["grid"]), (k["block"],),
                                                 (*ins, *outs, np.int64(n)))
             cp.cuda.Device().synchronize()
             for got, w in zip(outs, want):

@@ -24,20 +24,24 @@ bench_setup "$BUILD" "$DATA" # VENV (numpy), $DATA/data.bin
 "$VENV/bin/python" bench/gpu/prepare_kernels.py "$BUILD/bin/weftc" "$DATA"
 
 WEFTC="$BUILD/bin/weftc"
+# Each model twice, for the GPU (--target cuda) and for the CPU it is
+# compared with: a bundle holds what its target executes (GPU scratch, bf16
+# read as stored), so the CPU runs its own compilation of the same model and
+# seed. Adam eps 1e-4, as the CPU parity tests: with 1e-8 a gradient that
+# cancels to ~1e-10 turns a summation-order difference into a full step.
 for dtype in f32 bf16; do
-  # Adam eps 1e-4, as the CPU parity tests: with 1e-8 a gradient that
-  # cancels to ~1e-10 turns a summation-order difference into a full step.
   "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
-    --dtype "$dtype" --adam-eps 1e-4 --target cuda -o "$DATA/parity-$dtype"
+    --dtype "$dtype" --adam-eps 1e-4 --target cuda -o "$DATA/parity-$dtype-cuda"
+  "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
+    --dtype "$dtype" --adam-eps 1e-4 -o "$DATA/parity-$dtype-cpu"
 done
 # The same f32 model with plain GEMMs: if cuBLASLt's epilogues (GELU) and
 # Weft's ops disagree, parity fails above and passes here.
 "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
-  --adam-eps 1e-4 --target cuda --gemm-epilogues=false -o "$DATA/parity-f32-plain"
+  --adam-eps 1e-4 --target cuda --gemm-epilogues=false -o "$DATA/parity-f32-plain-cuda"
+cp -r "$DATA/parity-f32-cpu" "$DATA/parity-f32-plain-cpu"
 "$WEFTC" compile --config examples/configs/gpt-1b.json --batch 8 --seq 1024 \
   --dtype bf16 --target cuda -o "$DATA/gpt-1b"
-# The 1B bundle's CPU kernels are not needed there.
-rm -f "$DATA/gpt-1b/kernels.so" "$DATA/gpt-1b/kernels.cpp"
 
 RT=$(mktemp -d)
 mkdir -p "$RT/lib"

@@ -106,17 +106,19 @@ def main():
                         "-o", bundle], check=True)
         manifest = json.load(open(os.path.join(bundle, "manifest.json")))
         library = ctypes.CDLL(os.path.join(bundle, "kernels.so"))
-        step = manifest["programs"]["step"]
+        step = next(p for p in manifest["programs"] if p["name"] == "step")
+        buffers = step["buffers"]
         rng = np.random.default_rng(7)
         index = []
-        for s in step["steps"]:
-            # Groups that share a kernel are one kernel to check.
-            if s["op"] != "weft.fused" or s["attrs"]["kernel"] in {k["kernel"] for k in index}:
+        for s in step["instructions"]:
+            # Launches of one kernel are one kernel to check.
+            if s["op"] != "launch" or s["kernel"] in {k["kernel"] for k in index}:
                 continue
-            name = s["attrs"]["kernel"]
-            ins = [rng.uniform(0.5, 1.5, size=step["values"][v]["shape"]).astype(np.float32)
-                   for v in s["operands"]]
-            outs = [np.zeros(step["values"][v]["shape"], np.float32) for v in s["results"]]
+            name = s["kernel"]
+            ids = s["operands"]
+            ins = [rng.uniform(0.5, 1.5, size=buffers[v]["shape"]).astype(np.float32)
+                   for v in ids[:s["inputs"]]]
+            outs = [np.zeros(buffers[v]["shape"], np.float32) for v in ids[s["inputs"]:]]
             n = outs[0].size
             in_ptrs = (ctypes.c_void_p * len(ins))(*[a.ctypes.data for a in ins])
             out_ptrs = (ctypes.c_void_p * len(outs))(*[a.ctypes.data for a in outs])
@@ -125,9 +127,9 @@ def main():
                 np.save(os.path.join(bundle, "%s.in%d.npy" % (name, i)), a)
             for i, a in enumerate(outs):
                 np.save(os.path.join(bundle, "%s.out%d.npy" % (name, i)), a)
+            # The launch shape the compiler gave it, which the GPU runtime uses.
             index.append({"kernel": name, "inputs": len(ins), "outputs": len(outs),
-                          "n": n, "row": bool(s["attrs"].get("rows")),
-                          "width": int(outs[0].shape[-1]) if outs[0].ndim else 1})
+                          "n": n, "grid": s["grid"], "block": s["block"]})
         json.dump(index, open(os.path.join(bundle, "kernels.json"), "w"), indent=1)
         print("%s: %d kernels prepared in %s" % (model, len(index), bundle))
 

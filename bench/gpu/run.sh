@@ -8,7 +8,7 @@
 #
 # It checks and times, each against a peer on the same GPU:
 #   1. parity: GPT-2-tiny, 3 AdamW steps with weft-run --device cuda against
-#      --device cpu (same bundle, seed, data): losses within 1e-4 (f32) and
+#      --device cpu (the model compiled for each, same seed and data): losses within 1e-4 (f32) and
 #      1e-2 (bf16), every parameter within 1e-4 (f32) and 1e-1 (bf16); f32
 #      also without GEMM epilogues;
 #   2. every generated kernel of GPT-2-tiny and Llama-tiny from the bundle's
@@ -61,7 +61,7 @@ for dtype in f32 f32-plain bf16; do
   tol=$([ "$dtype" = bf16 ] && echo "1e-2 1e-1" || echo "1e-4 1e-4")
   for dev in cpu cuda; do
     rm -f "$OUT/parity-$dtype-$dev.jsonl"
-    "$WEFT_RUN" "$DATA/parity-$dtype" --data "$DATA/data.bin" --tokenizer bytes \
+    "$WEFT_RUN" "$DATA/parity-$dtype-$dev" --data "$DATA/data.bin" --tokenizer bytes \
       --steps 3 --seed 1 --lr 1e-3 --device "$dev" \
       --metrics "$OUT/parity-$dtype-$dev.jsonl" \
       --save "$OUT/parity-$dtype-$dev.safetensors" 2>"$OUT/parity-$dtype-$dev.log" ||

@@ -56,6 +56,12 @@ GpuArg at(GpuArg arg, int64_t bytes) {
   arg.buffer.offset += bytes;
   return arg;
 }
+/// The `size` bytes of scratch `arg` at `offset`.
+GpuArg region(GpuArg arg, int64_t offset, int64_t size) {
+  arg = at(arg, offset);
+  arg.buffer.bytes = size;
+  return arg;
+}
 
 unsigned gridFor(int64_t n) {
   return static_cast<unsigned>(std::max<int64_t>(
@@ -307,17 +313,18 @@ absl::Status Translator::flashAttention(bool grad) {
     return absl::OkStatus();
   }
   // q, k, v, out, lse, dout, dq, dk, dv, scratch (delta at 0).
-  absl::StatusOr<GpuArg> delta = scratch();
-  if (!delta.ok())
-    return delta.status();
+  absl::StatusOr<GpuArg> space = scratch();
+  if (!space.ok())
+    return space.status();
+  GpuArg delta = region(*space, 0, batch * hq * S * 4);
   tiled(kernel("weft_attention_backward_dq" + suffix, queryTiles,
                with({buf(0), buf(1), buf(2), buf(3), buf(4), buf(5), buf(6),
-                     *delta}),
+                     delta}),
                64),
         hq);
   tiled(kernel("weft_attention_backward_dkv" + suffix,
                static_cast<unsigned>((T + 31) / 32),
-               with({buf(0), buf(1), buf(2), buf(4), *delta, buf(5), buf(7),
+               with({buf(0), buf(1), buf(2), buf(4), delta, buf(5), buf(7),
                      buf(8)}),
                32),
         hkv);
@@ -339,8 +346,10 @@ absl::Status Translator::gemmAttention(bool grad) {
   std::optional<layout::AttentionLayout> l =
       layout::attentionLayout(true, grad, B, S, hq, T, es);
   // scores [B, Hq, S, T] f32 (later dP), probs of q's type (later dS).
-  GpuArg scores = *space, probs = at(*space, l->probsOffset),
-         delta = at(*space, l->deltaOffset);
+  int64_t planes = B * hq * plane;
+  GpuArg scores = region(*space, 0, planes * 4),
+         probs = region(*space, l->probsOffset, planes * es),
+         delta = region(*space, l->deltaOffset, B * hq * S * 4);
   // Three GEMM forms cover the six products. Query head h = j g + i reads
   // kv head j; for each batch b and i, one GEMM batched over j: a kv
   // group's query heads are g rows apart in a [B, S, Hq, D] tensor, kv heads
@@ -445,7 +454,8 @@ absl::Status Translator::crossEntropy(bool grad) {
   std::optional<layout::CrossEntropyLayout> l =
       layout::crossEntropyLayout(rows);
   // stats = [row max; sum of exponentials; target logit] (see ops.cu).
-  GpuArg stats = *space, counted = at(*space, l->totalOffset);
+  GpuArg stats = region(*space, 0, rows * 12),
+         counted = region(*space, l->totalOffset, 8);
   auto rowsKernel = [&](int mode) {
     kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
            {buf(0), i32(bf16), buf(1), stats, i64(rows), i64(vocabSize),
@@ -458,7 +468,7 @@ absl::Status Translator::crossEntropy(bool grad) {
     rowsKernel(0);
     collective(GpuCollective::AllReduceMax, a.vocabAxes, stats, stats, rows);
     rowsKernel(1);
-    GpuArg sums = at(stats, rows * 4);
+    GpuArg sums = region(*space, rows * 4, rows * 8);
     collective(GpuCollective::AllReduce, a.vocabAxes, sums, sums, 2 * rows);
   }
   kernel("weft_cross_entropy_total", 1,
@@ -530,7 +540,9 @@ absl::Status Translator::normGrad(bool rms) {
     return space.status();
   int64_t dim = shape(0).back(), rows = dim ? count(0) / dim : 0;
   std::optional<layout::NormGradLayout> l = layout::normGradLayout(rows, dim);
-  GpuArg stats = *space, partials = at(*space, l->partialsOffset);
+  GpuArg stats = region(*space, 0, rows * 16),
+         partials = region(*space, l->partialsOffset,
+                           l->bytes - l->partialsOffset);
   double epsilon = ins.as<sched::NormGradAttrs>().epsilon;
   kernel("weft_norm_grad_rows", static_cast<unsigned>(rows),
          {buf(0), buf(1), buf(2), buf(3), stats, i64(dim), i32(rms),
@@ -901,7 +913,10 @@ GpuLaunchCost launchCost(const GpuLaunch &l, const sched::Program &program) {
   for (const GpuArg &a : l.args)
     if (a.kind == GpuArg::Kind::Buffer &&
         a.buffer.kind == GpuBuffer::Kind::Buffer)
-      c.bytes += static_cast<double>(program.buffers[a.buffer.id].type.bytes());
+      c.bytes += static_cast<double>(
+          a.buffer.bytes > 0
+              ? a.buffer.bytes
+              : program.buffers[a.buffer.id].type.bytes() - a.buffer.offset);
   return c;
 }
 

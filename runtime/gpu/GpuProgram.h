@@ -38,6 +38,9 @@ struct GpuBuffer {
   Kind kind = Kind::Buffer;
   int64_t id = 0;
   int64_t offset = 0;
+  /// The bytes from `offset` the launch touches, for launchCost: a region
+  /// of an instruction's scratch (0: the rest of the buffer).
+  int64_t bytes = 0;
 };
 
 struct GpuArg {
@@ -94,9 +97,9 @@ absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
                                       const MeshSpec &mesh, int64_t rank);
 
 /// What a launch moves through device memory and computes, for roofline
-/// estimates: every buffer argument read or written once whole (a GEMM:
-/// its matrices, aux included; a kernel with `bytes` set: those), a GEMM's
-/// FLOPs.
+/// estimates: every buffer argument read or written once whole (a region
+/// of a scratch: its bytes; a GEMM: its matrices, aux included; a kernel
+/// with `bytes` set: those), a GEMM's FLOPs.
 struct GpuLaunchCost {
   double bytes = 0, flops = 0;
   bool f32Gemm = false; // An f32 GEMM (no tensor cores: a lower peak).

@@ -3,6 +3,7 @@
 #include "codegen/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace weft {
 #define GEN_PASS_DEF_ASSIGNSTREAMS
@@ -90,27 +91,37 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
   /// peers that are blocked in the other), so such an instruction first
   /// waits for everything the comm stream has been given so far: its last
   /// record. Streams run in order, so that covers every earlier collective,
-  /// and a later wait for an event already passed is dropped.
+  /// and a later compute wait for a comm record already passed is dropped
+  /// (waits for other streams' events are left alone).
   static void serializeInstructionCollectives(ProgramOp program,
                                               StringRef compute) {
-    std::optional<int64_t> lastRecorded, lastWaited;
+    // Comm records by position on the comm stream (it runs in order, so
+    // passing one passes every earlier one), and the furthest position the
+    // compute stream has waited for.
+    llvm::DenseMap<int64_t, int64_t> commPosition; // Event -> position.
+    std::optional<int64_t> lastRecorded;           // Its event.
+    int64_t waitedUpTo = -1;
     OpBuilder b(program.getContext());
     for (Operation &op :
          llvm::make_early_inc_range(program.getBody().front())) {
       if (auto record = dyn_cast<RecordOp>(op)) {
-        if (record.getStreamName() == kComm)
+        if (record.getStreamName() == kComm) {
+          commPosition[record.getEvent()] =
+              static_cast<int64_t>(commPosition.size());
           lastRecorded = record.getEvent();
+        }
         continue;
       }
       if (auto wait = dyn_cast<WaitOp>(op)) {
-        if (wait.getStreamName() != compute)
+        auto position = commPosition.find(wait.getEvent());
+        if (wait.getStreamName() != compute || position == commPosition.end())
           continue;
-        // Passed already: the comm stream ran in order up to a later one.
-        if (lastWaited && wait.getEvent() <= *lastWaited) {
+        // Passed already: the compute stream waited for a later comm record.
+        if (position->second <= waitedUpTo) {
           wait.erase();
           continue;
         }
-        lastWaited = wait.getEvent();
+        waitedUpTo = position->second;
         continue;
       }
       ArrayAttr axes;
@@ -119,11 +130,11 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
         axes = grad.getVocabAxes();
       if (!axes || axes.empty() || !lastRecorded ||
-          (lastWaited && *lastWaited >= *lastRecorded))
+          commPosition.lookup(*lastRecorded) <= waitedUpTo)
         continue;
       b.setInsertionPoint(&op);
       WaitOp::create(b, op.getLoc(), *lastRecorded, compute);
-      lastWaited = lastRecorded;
+      waitedUpTo = commPosition.lookup(*lastRecorded);
     }
   }
 };

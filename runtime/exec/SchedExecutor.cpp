@@ -184,10 +184,10 @@ std::string SchedExecutor::device() const {
 absl::Status SchedExecutor::syncHost() const {
   if (!gpu_ || !hostStale_)
     return absl::OkStatus();
-  hostStale_ = false;
   for (size_t k = 0; k < params_.size(); ++k)
     if (absl::Status s = gpu_->downloadParam(k, params_[k]->data); !s.ok())
       return s;
+  hostStale_ = false; // Only once every parameter came back.
   return absl::OkStatus();
 }
 
@@ -805,7 +805,16 @@ absl::Status SchedExecutor::run(const std::string &name,
     std::memcpy(bound.inputs[i]->data, inputs[i].data,
                 spec.inputs[i].type.bytes());
   size_t poisoned = 0; // Instructions whose dead allocs are poisoned.
+  auto poisonUpTo = [&](size_t end) { // Instructions [poisoned, end).
+    for (; poisoned < end; ++poisoned)
+      for (int64_t id : bound.deadAfter[poisoned])
+        std::memset(bound.ptr[id], 0xff, spec.buffers[id].type.bytes());
+  };
   for (size_t s = 0; s < bound.steps.size(); ++s) {
+    // What died at a record or wait (no step) before this step runs: its
+    // bytes may be this step's next buffer.
+    if (options_.poisonDeadBuffers)
+      poisonUpTo(static_cast<size_t>(bound.stepIndex[s]));
     if (absl::Status st = bound.steps[s](); !st.ok())
       return absl::Status(
           st.code(),
@@ -813,12 +822,8 @@ absl::Status SchedExecutor::run(const std::string &name,
                        " (",
                        sched::opName(spec.instructions[bound.stepIndex[s]].op),
                        "): ", st.message()));
-    if (!options_.poisonDeadBuffers)
-      continue;
-    // Up to this step's instruction (records and waits have no step).
-    for (; poisoned <= static_cast<size_t>(bound.stepIndex[s]); ++poisoned)
-      for (int64_t id : bound.deadAfter[poisoned])
-        std::memset(bound.ptr[id], 0xff, spec.buffers[id].type.bytes());
+    if (options_.poisonDeadBuffers)
+      poisonUpTo(static_cast<size_t>(bound.stepIndex[s]) + 1);
   }
   for (const sched::Assign &a : spec.assigns) {
     const sched::Param *p = bundle_.param(a.param);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -39,6 +40,13 @@ struct ProgramState {
   std::vector<DeviceBuffer> inputs; // Per program input.
   DeviceBuffer error;
   std::vector<void *> events;
+  /// The program's first stream, and the others its launches use, which
+  /// fork from it at the start (`fork`) and join it at the end (one event
+  /// each in `joins`).
+  void *first = nullptr;
+  std::vector<void *> sides;
+  void *fork = nullptr;
+  std::vector<void *> joins;
   std::vector<BoundLaunch> launches;
   bool ranOnce = false;
   void *graph = nullptr;
@@ -69,6 +77,7 @@ struct GpuBackend::Impl {
   absl::Status bindProgram(const sched::Program &program, ProgramState &state);
   absl::Status bindLaunch(ProgramState &state, const GpuLaunch &launch);
   absl::Status enqueue(ProgramState &state);
+  absl::Status enqueueAssigns(ProgramState &state);
   absl::Status readError(const ProgramState &state);
 };
 
@@ -248,6 +257,10 @@ absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
       return event.status();
     state.events.push_back(*event);
   }
+  absl::StatusOr<void *> first = stream(program.streams.front());
+  if (!first.ok())
+    return first.status();
+  state.first = *first;
   for (const GpuLaunch &launch : state.program.launches)
     if (absl::Status s = bindLaunch(state, launch); !s.ok())
       return absl::Status(
@@ -261,19 +274,44 @@ absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
   for (BoundLaunch &b : state.launches)
     for (size_t at : b.offsets)
       b.argv.push_back(b.blob.data() + at);
+  // The compiler's events order the streams within the program; these make
+  // every stream start after the program does and end before it (what a
+  // graph capture of the first stream and its synchronisation need).
+  for (const BoundLaunch &b : state.launches)
+    if (b.stream != state.first &&
+        std::find(state.sides.begin(), state.sides.end(), b.stream) ==
+            state.sides.end())
+      state.sides.push_back(b.stream);
+  if (!state.sides.empty()) {
+    absl::StatusOr<void *> fork = device->createEvent();
+    if (!fork.ok())
+      return fork.status();
+    state.fork = *fork;
+    for (size_t i = 0; i < state.sides.size(); ++i) {
+      absl::StatusOr<void *> join = device->createEvent();
+      if (!join.ok())
+        return join.status();
+      state.joins.push_back(*join);
+    }
+  }
   return absl::OkStatus();
 }
 
 absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
-  // The program's first stream starts it and ends it (the compiler joins
-  // every other stream back into it before the end).
-  absl::StatusOr<void *> first = stream(state.spec->streams.front());
-  if (!first.ok())
-    return first.status();
+  // The program's first stream starts it and ends it; the others fork from
+  // it and join it.
+  void *first = state.first;
   if (absl::Status s =
-          device->zeroAsync(state.error.address, state.error.bytes, *first);
+          device->zeroAsync(state.error.address, state.error.bytes, first);
       !s.ok())
     return s;
+  if (state.fork) {
+    if (absl::Status s = device->record(state.fork, first); !s.ok())
+      return s;
+    for (void *side : state.sides)
+      if (absl::Status s = device->wait(side, state.fork); !s.ok())
+        return s;
+  }
   for (BoundLaunch &b : state.launches) {
     const GpuLaunch &l = *b.launch;
     void *on = b.stream;
@@ -331,12 +369,25 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
               sched::opName(state.spec->instructions[l.instruction].op),
               "): ", s.message()));
   }
-  // The optimizer's new parameters and state.
+  for (size_t i = 0; i < state.sides.size(); ++i) {
+    if (absl::Status s = device->record(state.joins[i], state.sides[i]);
+        !s.ok())
+      return s;
+    if (absl::Status s = device->wait(first, state.joins[i]); !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Impl::enqueueAssigns(ProgramState &state) {
+  // The optimizer's new parameters and state: only once the program found
+  // its data good (readError), as the CPU runtime applies them only after
+  // its last instruction succeeded.
   for (const sched::Assign &a : state.spec->assigns) {
     const sched::Param *p = bundle->param(a.param);
     if (absl::Status s = device->copyAsync(
             params[p - bundle->params.data()].address, state.address[a.buffer],
-            static_cast<size_t>(p->type.bytes()), *first);
+            static_cast<size_t>(p->type.bytes()), state.first);
         !s.ok())
       return s;
   }
@@ -472,14 +523,12 @@ absl::Status GpuBackend::run(const std::string &name,
                                                 state.inputs[i].bytes);
         !s.ok())
       return s;
-  absl::StatusOr<void *> first = g.stream(state.spec->streams.front());
-  if (!first.ok())
-    return first.status();
+  void *first = state.first;
   // The first run goes launch by launch, so a failing launch is named; later
   // runs replay what the second recorded.
   if (state.ranOnce && g.options.graphs && !state.graph && !state.noGraph) {
     absl::StatusOr<void *> graph =
-        g.device->capture(*first, [&] { return g.enqueue(state); });
+        g.device->capture(first, [&] { return g.enqueue(state); });
     if (graph.ok()) {
       state.graph = *graph;
     } else {
@@ -492,13 +541,19 @@ absl::Status GpuBackend::run(const std::string &name,
     }
   }
   absl::Status queued =
-      state.graph ? g.device->replay(state.graph, *first) : g.enqueue(state);
+      state.graph ? g.device->replay(state.graph, first) : g.enqueue(state);
   if (!queued.ok())
     return queued;
-  if (absl::Status s = g.device->synchronize(*first); !s.ok())
+  if (absl::Status s = g.device->synchronize(first); !s.ok())
     return s;
   state.ranOnce = true;
-  return g.readError(state);
+  if (absl::Status s = g.readError(state); !s.ok())
+    return s;
+  if (state.spec->assigns.empty())
+    return absl::OkStatus();
+  if (absl::Status s = g.enqueueAssigns(state); !s.ok())
+    return s;
+  return g.device->synchronize(first);
 }
 
 absl::StatusOr<std::vector<uint8_t>>

@@ -122,8 +122,9 @@ private:
   absl::StatusOr<GpuArg> scratch() const {
     if (!ins.hasScratch)
       return absl::FailedPreconditionError(
-          "has no scratch, which the GPU needs here: the bundle was compiled "
-          "for the CPU (compile it with weftc compile --target cuda)");
+          "has no scratch, which the GPU's kernels need here and weftc "
+          "compile --target cuda gives it: the bundle was not made by this "
+          "weftc for cuda (recompile it)");
     return buf(ins.operands.size() - 1);
   }
   /// Operand i must be one of `types`.
@@ -137,7 +138,7 @@ private:
     return absl::UnimplementedError(absl::StrCat(
         "operand ", i, " is ", sched::dtypeText(dtype(i)),
         "; the GPU kernel takes ", want,
-        " (a bundle compiled for the CPU? compile with --target cuda)"));
+        " (weftc compile --target cuda makes the copies it needs)"));
   }
   absl::Status needAll(std::initializer_list<std::pair<size_t, DType>> list) {
     for (auto [i, t] : list)
@@ -225,8 +226,7 @@ absl::Status Translator::launch() {
   // (codegen/CudaSource.cpp), under the name <kernel>_cuda.
   std::vector<GpuArg> args;
   for (size_t i = 0; i < ins.operands.size(); ++i) {
-    if (absl::Status s = need(i, {DType::F32, DType::BF16, DType::I32});
-        !s.ok())
+    if (absl::Status s = need(i, {DType::F32, DType::BF16}); !s.ok())
       return s;
     args.push_back(buf(i));
   }
@@ -276,14 +276,25 @@ absl::Status Translator::gemmInstruction() {
   g.epilogue = epilogueOf(a.epilogue);
   g.beta = a.accumulate ? 1.0f : 0.0f;
   size_t next = 3;
+  // cuBLASLt reads the bias and the aux matrix in C's type.
+  for (size_t i = 3; i < 3 + a.hasBias + a.hasAux; ++i)
+    if (absl::Status s = need(i, {dtype(2)}); !s.ok())
+      return s;
   GpuArg bias = a.hasBias ? buf(next++) : null();
   GpuArg aux = a.hasAux ? buf(next++) : null();
-  // cuBLASLt reads and writes the aux matrix with C's row width, which it
-  // wants a multiple of 8.
-  if (a.hasAux && g.n % 8 != 0)
-    return absl::UnimplementedError(absl::StrCat(
-        "a GELU epilogue on the GPU needs a row width divisible by 8, got ",
-        g.n));
+  // cuBLASLt lays the aux matrix out as C (its leading dimension and batch
+  // stride), where the instruction's aux is packed [batch, m, n]: C must be
+  // packed too, with a leading dimension cuBLASLt takes (a multiple of 8).
+  if (a.hasAux) {
+    if (g.rowC() != g.n || (g.batch > 1 && g.strideC != g.m * g.n))
+      return absl::UnimplementedError(
+          "a GELU epilogue on the GPU needs C packed like its aux matrix "
+          "(leading dimension n, batch stride m n)");
+    if (g.rowC() % 8 != 0)
+      return absl::UnimplementedError(absl::StrCat(
+          "a GELU epilogue on the GPU needs a row width divisible by 8, got ",
+          g.rowC()));
+  }
   gemm(g, buf(0), buf(1), buf(2), bias, aux);
   return absl::OkStatus();
 }
@@ -457,12 +468,14 @@ absl::Status Translator::crossEntropy(bool grad) {
   GpuArg stats = region(*space, 0, rows * 12),
          counted = region(*space, l->totalOffset, 8);
   auto rowsKernel = [&](int mode) {
+    if (rows == 0) // It indexes rows by block; every rank skips it alike.
+      return;
     kernel("weft_cross_entropy_rows", static_cast<unsigned>(rows),
            {buf(0), i32(bf16), buf(1), stats, i64(rows), i64(vocabSize),
             i64(offset), i64(total), i64(a.ignoreIndex), i32(mode), error(),
             i32(index)});
   };
-  if (a.vocabAxes.empty() || mesh.groupSize(a.vocabAxes) == 1) {
+  if (a.vocabAxes.empty() || mesh.groupSize(a.vocabAxes) == 1 || rows == 0) {
     rowsKernel(2);
   } else { // Megatron's vocabulary-parallel cross-entropy.
     rowsKernel(0);
@@ -539,10 +552,15 @@ absl::Status Translator::normGrad(bool rms) {
   if (!space.ok())
     return space.status();
   int64_t dim = shape(0).back(), rows = dim ? count(0) / dim : 0;
+  if (rows == 0) { // Row kernels index by block: none to run. Sums of none.
+    for (size_t i = 4; i < values; ++i)
+      zero(buf(i), count(i) * static_cast<int64_t>(dtypeSize(t)));
+    return absl::OkStatus();
+  }
   std::optional<layout::NormGradLayout> l = layout::normGradLayout(rows, dim);
   GpuArg stats = region(*space, 0, rows * 16),
-         partials = region(*space, l->partialsOffset,
-                           l->bytes - l->partialsOffset);
+         partials =
+             region(*space, l->partialsOffset, l->bytes - l->partialsOffset);
   double epsilon = ins.as<sched::NormGradAttrs>().epsilon;
   kernel("weft_norm_grad_rows", static_cast<unsigned>(rows),
          {buf(0), buf(1), buf(2), buf(3), stats, i64(dim), i32(rms),
@@ -745,11 +763,26 @@ absl::Status Translator::run() {
   case Op::Attention:
   case Op::AttentionGrad: {
     bool grad = ins.op == Op::AttentionGrad;
-    for (size_t i = 0; i < 4; ++i)
-      if (absl::Status s = need(i, {DType::F32, DType::BF16}); !s.ok())
+    // q, k, v, out (and dout, dq, dk, dv) in one type, f32 or bf16; lse f32.
+    if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+      return s;
+    for (size_t i : {1, 2, 3})
+      if (absl::Status s = need(i, {dtype(0)}); !s.ok())
         return s;
+    if (grad)
+      for (size_t i : {5, 6, 7, 8})
+        if (absl::Status s = need(i, {dtype(0)}); !s.ok())
+          return s;
     if (shape(0)[3] > 128 || shape(2)[3] > 128)
       return absl::UnimplementedError("GPU attention takes head dims <= 128");
+    // The kernels index query rows by block: with none, only the key and
+    // value gradients (sums over no query) are left, zeros.
+    if (count(4) == 0) {
+      if (grad)
+        for (size_t i : {7, 8})
+          zero(buf(i), count(i) * static_cast<int64_t>(dtypeSize(dtype(i))));
+      return absl::OkStatus();
+    }
     return ins.as<sched::AttentionAttrs>().algorithm ==
                    sched::AttentionAlgorithm::GemmSoftmax
                ? gemmAttention(grad)

@@ -225,18 +225,27 @@ std::string gpt2CudaBundle() {
 }
 } // namespace
 
+// Without graphs the same launches run one by one: the same bits as with.
 TEST(EmulatedGpu, RunsLaunchByLaunchWhenGraphCaptureFails) {
   std::string dir = gpt2CudaBundle();
-  Emulation emulation;
-  emulation.refuseGraphs = true;
-  auto gpu = open(dir, nullptr, &emulation);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  Trace trace;
-  testutil::train(**gpu, 0, 2, 8, {}, trace);
-  ASSERT_EQ(trace.failure, "");
-  EXPECT_EQ(emulation.device->replays(), 0);
-  for (float loss : trace.losses)
-    EXPECT_TRUE(std::isfinite(loss));
+  std::vector<std::string> names = paramNames(dir, /*state=*/true);
+  Trace traces[2];
+  for (bool refuse : {false, true}) {
+    Emulation emulation;
+    emulation.refuseGraphs = refuse;
+    auto gpu = open(dir, nullptr, &emulation);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    testutil::train(**gpu, 0, 2, 8, names, traces[refuse]);
+    ASSERT_EQ(traces[refuse].failure, "");
+    EXPECT_EQ(emulation.device->replays(), refuse ? 0 : 2);
+  }
+  EXPECT_EQ(testutil::worstError(traces[0].losses, traces[1].losses), 0);
+  EXPECT_EQ(testutil::worstError(traces[0].logits, traces[1].logits), 0);
+  for (const std::string &name : names)
+    EXPECT_EQ(testutil::worstError(traces[0].params.at(name),
+                                   traces[1].params.at(name)),
+              0)
+        << name;
 }
 
 TEST(EmulatedGpu, ATokenIdOutOfRangeIsReportedWithItsInstruction) {
@@ -261,6 +270,17 @@ TEST(EmulatedGpu, ATokenIdOutOfRangeIsReportedWithItsInstruction) {
       << message;
   EXPECT_NE(message.find("program step, instruction "), std::string::npos)
       << message;
+  // The step stopped before its update, as on the CPU: every parameter and
+  // optimizer state tensor is as it was.
+  auto fresh = open(gpt2CudaBundle(), nullptr, nullptr);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  (*fresh)->initialize(5);
+  int compared = 0;
+  for (const rs::Param &p : (*gpu)->bundle().params) {
+    EXPECT_EQ(*(*gpu)->param(p.name), *(*fresh)->param(p.name)) << p.name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
 }
 
 // The same on a real GPU (skipped, saying why, where there is none).

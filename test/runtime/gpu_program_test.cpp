@@ -204,6 +204,33 @@ TEST(GpuProgram, AnInstructionWithoutItsScratchIsRefusedByName) {
   EXPECT_NE(message.find("has no scratch"), std::string::npos) << message;
 }
 
+// cuBLASLt writes a GELU epilogue's aux matrix with C's leading dimension
+// and batch stride, where the instruction's aux is packed: a C with wider
+// rows would write past the aux buffer, so the GPU refuses it.
+TEST(GpuProgram, AGeluGemmWithUnpackedCIsRefused) {
+  rs::SchedBundle bundle = load(compile("gpt2-tiny", "f32", /*cuda=*/true));
+  rs::Program program = *bundle.program("step");
+  int64_t index = -1;
+  for (size_t i = 0; i < program.instructions.size() && index < 0; ++i)
+    if (program.instructions[i].op == rs::Op::Gemm &&
+        program.instructions[i].as<rs::GemmAttrs>().hasAux)
+      index = static_cast<int64_t>(i);
+  ASSERT_GE(index, 0);
+  ASSERT_TRUE(
+      runtime::gpuProgram(bundle, program, runtime::meshSpecOf(bundle), 0)
+          .ok());
+  auto &attrs = std::get<rs::GemmAttrs>(program.instructions[index].attrs);
+  attrs.ld[2] = attrs.mnk[1] + 8;
+  absl::StatusOr<runtime::GpuProgram> launches =
+      runtime::gpuProgram(bundle, program, runtime::meshSpecOf(bundle), 0);
+  ASSERT_FALSE(launches.ok());
+  EXPECT_NE(launches.status().message().find(
+                "instruction " + std::to_string(index) +
+                " (gemm): a GELU epilogue on the GPU needs C packed"),
+            std::string::npos)
+      << launches.status();
+}
+
 TEST(GpuProgram, TheRuntimesOwnKernelsCompileWithNvrtc) {
   for (auto [source, label] :
        {std::pair{runtime::gpuOpsSource(), "ops.cu"},

@@ -267,7 +267,9 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       return absl::OkStatus();
     return absl::UnimplementedError(absl::StrCat(
         "operand ", i, " is ", sched::dtypeText(type(i).dtype),
-        "; the CPU runtime takes ", sched::dtypeText(want), " here"));
+        "; the CPU runtime takes ", sched::dtypeText(want),
+        " here (a bundle compiled with --target cuda keeps it as stored for "
+        "the GPU: run it with --device cuda, or compile it for the CPU)"));
   };
   auto needAll = [&](std::initializer_list<std::pair<size_t, DType>> list) {
     for (auto [i, want] : list)

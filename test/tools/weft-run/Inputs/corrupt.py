@@ -1,0 +1,55 @@
+"""Damages a bundle's manifest.json in one named way, for errors.test.
+
+usage: corrupt.py KIND MANIFEST
+"""
+import json
+import sys
+
+kind, path = sys.argv[1], sys.argv[2]
+m = json.load(open(path))
+programs = {p["name"]: p for p in m.get("programs", [])}
+step = programs.get("step")
+
+
+def first(program, pred):
+    return next(x for x in program if pred(x))
+
+
+if kind == "version1":
+    m["version"] = 1
+elif kind == "operand":  # An instruction reads a buffer that does not exist.
+    step["instructions"][3]["operands"][0] = 999999
+elif kind == "offset":  # An alloc moved past the end of the arena.
+    fwd = programs["forward"]
+    first(fwd["buffers"], lambda b: b["kind"] == "alloc")["offset"] = fwd["arena"]
+elif kind == "overlap":  # Two allocs live at once moved onto the same bytes.
+    allocs = [b for b in step["buffers"] if b["kind"] == "alloc"]
+    a = allocs[0]
+    b = first(allocs[1:], lambda x: x["first"] <= a["last"] and a["first"] <= x["last"]
+              and x["offset"] != a["offset"])
+    b["offset"] = a["offset"]
+elif kind == "op":
+    step["instructions"][0]["op"] = "frobnicate"
+elif kind == "inputs":  # A valid bundle whose 'step' takes forward's inputs.
+    step["name"], programs["forward"]["name"] = "forward", "step"
+    for schedule in m["schedules"]:
+        for sequence in schedule["sequences"]:
+            for run in sequence["runs"]:
+                run["program"] = {"step": "forward", "forward": "step"}[run["program"]]
+elif kind == "noprog":  # No forward program (nor the schedule that runs it).
+    m["programs"] = [p for p in m["programs"] if p["name"] != "forward"]
+    m["schedules"] = [s for s in m["schedules"]
+                      if all(r["program"] != "forward"
+                             for q in s["sequences"] for r in q["runs"])]
+elif kind == "meta":
+    m["meta"] = 7
+elif kind == "epilogue":
+    first(step["instructions"], lambda i: i["op"] == "gemm" and i["epilogue"] != "none")["epilogue"] = "relu"
+elif kind == "arity":  # A bias_gelu GEMM without its aux operand.
+    g = first(step["instructions"], lambda i: i["op"] == "gemm" and i["epilogue"] == "bias_gelu")
+    g["operands"].pop()
+elif kind == "hash":  # The kernel library is not the one the bundle names.
+    m["kernels"]["cpu"]["xxh3"] = "0" * 32
+else:
+    sys.exit("unknown kind " + kind)
+json.dump(m, open(path, "w"))

@@ -17,6 +17,8 @@ def first(program, pred):
 
 if kind == "version1":
     m["version"] = 1
+elif kind == "version3":  # A bundle from a newer weftc.
+    m["version"] = 3
 elif kind == "operand":  # An instruction reads a buffer that does not exist.
     step["instructions"][3]["operands"][0] = 999999
 elif kind == "offset":  # An alloc moved past the end of the arena.
@@ -36,6 +38,8 @@ elif kind == "inputs":  # A valid bundle whose 'step' takes forward's inputs.
         for sequence in schedule["sequences"]:
             for run in sequence["runs"]:
                 run["program"] = {"step": "forward", "forward": "step"}[run["program"]]
+elif kind == "fewinputs":  # 'step' declares only tokens and labels, reads 4.
+    step["inputs"] = step["inputs"][:2]
 elif kind == "noprog":  # No forward program (nor the schedule that runs it).
     m["programs"] = [p for p in m["programs"] if p["name"] != "forward"]
     m["schedules"] = [s for s in m["schedules"]

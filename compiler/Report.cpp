@@ -73,9 +73,6 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
     return module.emitError("no planned @step to estimate"), failure();
   PlacementReport report;
   RankEstimate estimate;
-  int64_t zero = 0;
-  if (auto attr = module->getAttrOfType<IntegerAttr>(weft::kZeroStageAttr))
-    zero = attr.getInt();
   llvm::StringMap<ParamOp> byName;
   for (ParamOp p : step.getBody().front().getOps<ParamOp>())
     byName[p.getName()] = p;
@@ -93,11 +90,15 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
         master = true;
       }
     int64_t width = elementBytes(compute);
-    // Under ZeRO-1/2 a master weight is stored split but its compute-type
-    // copy is gathered whole for the step; ZeRO-3 gathers it per use.
+    // Under ZeRO-1/2 (an optimizer split) a master weight is stored split
+    // but its compute-type copy is gathered whole for the step; ZeRO-3
+    // gathers it per use.
     int64_t held = local;
-    if (zero == 1 || zero == 2)
-      held *= splitOf(p, "dp");
+    if (auto split = p->getAttrOfType<ShardingAttr>(weft::kOptimizerShardAttr))
+      for (Attribute dim : split.getDims())
+        for (StringRef axis :
+             cast<ArrayAttr>(dim).getAsValueRange<StringAttr>())
+          held *= splitOf(p, axis);
     estimate.paramBytes += held * width;
     auto grads = p->getAttrOfType<IntegerAttr>(weft::kGradElementsAttr);
     estimate.gradBytes += (grads ? grads.getInt() : local) * width;

@@ -25,69 +25,75 @@ namespace weft {
 using namespace mlir;
 using namespace weft;
 
+/// A parameter's optimizer split (`weft.optimizer_shard`): the dimension
+/// it splits, the mesh axes along it and how many ranks they span.
 namespace {
-/// The ZeRO stage the plan put in the module, and the size of the mesh
-/// axis "dp" it shards over.
-struct ZeroStage {
-  int64_t stage = 0;
-  int64_t dp = 1;
+struct OptimizerSplit {
+  ShardingAttr sharding;
+  int64_t dim = -1;
+  ArrayAttr axes;
+  int64_t ranks = 1;
 };
 } // namespace
 
-/// Reads `weft.zero` (weft-apply-plan) and, for stages 1 and 2, the size of
-/// "dp" in the mesh `config.mesh`; an error if the stage needs a mesh the
-/// module does not declare.
-static FailureOr<ZeroStage> readZeroStage(func::FuncOp grad,
-                                          const AdamWConfig &config) {
-  ZeroStage zero;
-  auto module = grad->getParentOfType<ModuleOp>();
-  auto attr =
-      module ? module->getAttrOfType<IntegerAttr>(kZeroStageAttr) : nullptr;
-  if (!attr)
-    return zero;
-  zero.stage = attr.getInt();
-  if (zero.stage != 1 && zero.stage != 2)
-    return zero;
-  auto mesh = module.lookupSymbol<MeshOp>(config.mesh);
-  zero.dp = mesh ? mesh.axisSize("dp") : 0;
-  if (zero.dp < 2)
-    return module.emitError("weft-optimizer-adamw: ")
-           << kZeroStageAttr << " = " << zero.stage
-           << " shards the optimizer state over mesh axis 'dp', but @"
-           << config.mesh << " has no 'dp' axis of size 2 or more";
-  return zero;
+/// Reads `param`'s optimizer split; an error naming the attribute if it is
+/// not one split dimension over axes of the mesh it names.
+static FailureOr<std::optional<OptimizerSplit>> readSplit(ParamOp param) {
+  auto sharding = param->getAttrOfType<ShardingAttr>(kOptimizerShardAttr);
+  if (!sharding)
+    return std::optional<OptimizerSplit>();
+  OptimizerSplit split;
+  split.sharding = sharding;
+  auto mesh =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(param, sharding.getMesh());
+  for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
+    auto axes = cast<ArrayAttr>(dim);
+    if (axes.empty())
+      continue;
+    if (split.dim >= 0)
+      return param.emitError("weft-optimizer-adamw: ")
+             << kOptimizerShardAttr << " splits more than one dimension";
+    split.dim = static_cast<int64_t>(d);
+    split.axes = axes;
+    for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
+      int64_t size = mesh ? mesh.axisSize(axis) : 0;
+      if (size < 1)
+        return param.emitError("weft-optimizer-adamw: ")
+               << kOptimizerShardAttr << " splits over mesh axis '" << axis
+               << "', which @" << sharding.getMesh().getValue() << " lacks";
+      split.ranks *= size;
+    }
+  }
+  if (split.dim < 0)
+    return std::optional<OptimizerSplit>();
+  return std::optional<OptimizerSplit>(split);
 }
 
 /// ZeRO-1/2: points `grad` and `value` at this rank's block of a replicated
-/// parameter along its first dimension dp divides (no dimension: left
-/// whole). Stage 2 turns the gradient's data-parallel all-reduce into a
-/// reduce-scatter; stage 1 slices the all-reduced gradient.
-static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
-                         ArrayAttr &gradAxes, int64_t &gatherDim,
-                         const AdamWConfig &config, ZeroStage zero,
-                         SmallVectorImpl<Operation *> &replaced) {
+/// parameter (its optimizer split; a dimension the split does not divide
+/// here leaves it whole). With the gradient split too (ZeRO-2) its
+/// all-reduce becomes a reduce-scatter; else the all-reduced gradient is
+/// sliced.
+static void shardUpdate(OpBuilder &builder, Value &grad, Value &value,
+                        ArrayAttr &gradAxes, int64_t &gatherDim,
+                        const OptimizerSplit &split, bool splitGradient,
+                        SmallVectorImpl<Operation *> &replaced) {
   auto type = cast<RankedTensorType>(value.getType());
-  int64_t dim = -1;
-  for (auto [d, size] : llvm::enumerate(type.getShape()))
-    if (size % zero.dp == 0) {
-      dim = static_cast<int64_t>(d);
-      break;
-    }
-  if (dim < 0)
+  int64_t dim = split.dim;
+  if (dim >= type.getRank() || type.getDimSize(dim) % split.ranks != 0)
     return;
-  MLIRContext *context = builder.getContext();
-  auto mesh = FlatSymbolRefAttr::get(context, config.mesh);
-  ArrayAttr dp = builder.getStrArrayAttr({"dp"});
+  FlatSymbolRefAttr mesh = split.sharding.getMesh();
+  ArrayAttr axes = split.axes;
   SmallVector<int64_t> shape(type.getShape());
-  shape[dim] /= zero.dp;
+  shape[dim] /= split.ranks;
   auto blockType = RankedTensorType::get(shape, type.getElementType());
   // Mixed precision reduces the compute-precision gradient and casts it to
   // the master's f32: slicing commutes with the cast, so scatter before it.
   auto castOp = grad.getDefiningOp<CastOp>();
   Value reduced = castOp ? castOp.getInput() : grad;
   auto reduction = reduced.getDefiningOp<AllReduceOp>();
-  if (zero.stage == 2 && reduction && reduction.getInputs().size() == 1 &&
-      reduction.getAxes() == dp &&
+  if (splitGradient && reduction && reduction.getInputs().size() == 1 &&
+      reduction.getAxes() == axes &&
       reduction.getReduction() == ReduceKind::Sum) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(reduction);
@@ -95,7 +101,7 @@ static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
     grad = ReduceScatterOp::create(
         builder, reduction.getLoc(),
         RankedTensorType::get(shape, reducedType.getElementType()),
-        reduction.getInputs()[0], mesh, dp, builder.getI64IntegerAttr(dim));
+        reduction.getInputs()[0], mesh, axes, builder.getI64IntegerAttr(dim));
     if (castOp)
       grad = CastOp::create(builder, castOp.getLoc(), blockType, grad);
     replaced.push_back(reduction);
@@ -103,22 +109,23 @@ static void shardForZero(OpBuilder &builder, Value &grad, Value &value,
       replaced.push_back(castOp);
   } else {
     grad = ShardSliceOp::create(builder, grad.getLoc(), blockType, grad, mesh,
-                                dp, builder.getI64IntegerAttr(dim));
+                                axes, builder.getI64IntegerAttr(dim));
   }
   value = ShardSliceOp::create(builder, value.getLoc(), blockType, value, mesh,
-                               dp, builder.getI64IntegerAttr(dim));
-  gradAxes = dp;
+                               axes, builder.getI64IntegerAttr(dim));
+  gradAxes = axes;
   gatherDim = dim;
 }
 
 /// ZeRO-1 with master weights stored split (see weft-apply-plan): their
-/// gradients arrive reduce-scattered through the gather's gradient; stage 1
-/// keeps the whole gradient instead, all-reducing it and taking the block.
-static void keepWholeGradient(OpBuilder &builder, Value grad) {
+/// gradients arrive reduce-scattered through the gather's gradient; without
+/// a split gradient the whole one is all-reduced and the block taken.
+static void keepWholeGradient(OpBuilder &builder, Value grad,
+                              const OptimizerSplit &split) {
   auto castOp = grad.getDefiningOp<CastOp>();
   auto scatter =
       (castOp ? castOp.getInput() : grad).getDefiningOp<ReduceScatterOp>();
-  if (!scatter || scatter.getAxes() != builder.getStrArrayAttr({"dp"}))
+  if (!scatter || scatter.getAxes() != split.axes)
     return;
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(scatter);
@@ -147,9 +154,6 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     return grad.emitError("weft-optimizer-adamw: @")
            << grad.getSymName()
            << " is not a gradient function (run weft-autodiff first)";
-  FailureOr<ZeroStage> zero = readZeroStage(grad, config);
-  if (failed(zero))
-    return failure();
 
   // Check every result before cloning, so errors point at the input IR.
   {
@@ -167,6 +171,8 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
         return param.emitError("weft-optimizer-adamw: only f32 parameters are "
                                "supported yet, got ")
                << param.getType();
+      if (failed(readSplit(param)))
+        return failure();
     }
   }
 
@@ -195,13 +201,15 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     Value grad;
     Value value;        // What the update reads: the parameter, or its block.
     ArrayAttr gradAxes; // Mesh axes the gradient (and value) are split over.
-    int64_t gatherDim = -1; // ZeRO-1/2: all-gather the new block along it.
+    int64_t gatherDim = -1; // ZeRO-1/2: all-gather the new block along it,
+    FlatSymbolRefAttr gatherMesh; // over these axes of this mesh.
+    ArrayAttr gatherAxes;
   };
   SmallVector<Update> updates;
   for (unsigned r = 1; r < step.getNumResults(); ++r) {
     auto tag = step.getResultAttrOfType<StringAttr>(r, "weft.grad");
     ParamOp param = params.lookup(tag.getValue());
-    Update u{param, ret.getOperand(r), param.getResult(), {}, -1};
+    Update u{param, ret.getOperand(r), param.getResult(), {}, -1, {}, {}};
     SmallVector<Attribute> axes;
     if (auto sharding = param->getAttrOfType<ShardingAttr>(weft::kShardOfAttr))
       for (Attribute dim : sharding.getDims())
@@ -214,11 +222,17 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   detail::Emitter e{builder, loc};
   SmallVector<Operation *> replacedReductions;
   for (Update &u : updates) {
-    if ((zero->stage == 1 || zero->stage == 2) && u.gradAxes.empty())
-      shardForZero(builder, u.grad, u.value, u.gradAxes, u.gatherDim, config,
-                   *zero, replacedReductions);
-    else if (zero->stage == 1)
-      keepWholeGradient(builder, u.grad);
+    // The plan's optimizer split (weft-apply-plan, ZeRO-1/2), checked above.
+    std::optional<OptimizerSplit> split = *readSplit(u.param);
+    bool splitGradient = u.param->hasAttr(kGradShardAttr);
+    if (split && u.gradAxes.empty()) {
+      shardUpdate(builder, u.grad, u.value, u.gradAxes, u.gatherDim, *split,
+                  splitGradient, replacedReductions);
+      u.gatherMesh = split->sharding.getMesh();
+      u.gatherAxes = split->axes;
+    } else if (split && !splitGradient) {
+      keepWholeGradient(builder, u.grad, *split);
+    }
     // What this rank keeps of the gradient: its block where it arrives
     // reduce-scattered, else the whole (local) gradient. The memory report
     // reads it from the parameter.
@@ -318,11 +332,9 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
       p = e.mul(p, expand(keep, type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
     if (u.gatherDim >= 0)
-      updated = AllGatherOp::create(
-          builder, loc, u.param.getType(), updated,
-          FlatSymbolRefAttr::get(builder.getContext(), config.mesh),
-          builder.getStrArrayAttr({"dp"}),
-          builder.getI64IntegerAttr(u.gatherDim));
+      updated = AllGatherOp::create(builder, loc, u.param.getType(), updated,
+                                    u.gatherMesh, u.gatherAxes,
+                                    builder.getI64IntegerAttr(u.gatherDim));
     AssignOp::create(builder, loc, u.param.getName(), updated);
     AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"),
                      m2);

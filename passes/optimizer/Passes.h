@@ -26,12 +26,13 @@ struct AdamWConfig {
 };
 
 /// Builds the AdamW step function `name` from the gradient function `grad`.
-/// The ZeRO stage is the module's `weft.zero` (weft-apply-plan puts it
-/// there): under stage 1 or 2 each rank keeps the optimizer state of its
-/// block of every replicated parameter (split along its first dimension the
-/// mesh axis "dp" divides), updates that block and all-gathers the
-/// parameter; stage 2 also reduce-scatters the gradient instead of
-/// all-reducing it. Otherwise every rank updates everything.
+/// A parameter with a `weft.optimizer_shard` (weft-apply-plan sets it for
+/// ZeRO-1/2) that is otherwise replicated is updated in blocks: each rank
+/// keeps the optimizer state of its block, updates that block and
+/// all-gathers the parameter; with `weft.grad_shard` (ZeRO-2) its gradient
+/// is reduce-scattered instead of all-reduced. The optimizer holds no
+/// placement policy: which parameters split, along what and over which
+/// mesh axes is the plan's.
 mlir::FailureOr<mlir::func::FuncOp> buildAdamWStep(mlir::func::FuncOp grad,
                                                    llvm::StringRef name,
                                                    const AdamWConfig &config);

@@ -30,12 +30,13 @@ def AdamW : Pass<"weft-optimizer-adamw", "::mlir::ModuleOp"> {
     `<param>.exp_avg_sq`, initialised to zeros. `max-grad-norm=0` disables
     clipping.
 
-    Under ZeRO stage 1 or 2 (the module's `weft.zero`, which
-    `weft-apply-plan` sets from the plan) each rank updates only its block
-    of every replicated parameter along the first dimension that the mesh
-    axis `dp` of `@mesh` divides, and all-gathers the parameter; stage 2
-    reduce-scatters the gradient instead of all-reducing it. A stage 1 or 2
-    without a `dp` axis of two or more in `@mesh` is an error.
+    A replicated parameter with a `weft.optimizer_shard` (the split of its
+    optimizer state, which `weft-apply-plan` sets for ZeRO stage 1 or 2)
+    is updated in blocks: each rank updates only its block along the split
+    dimension and all-gathers the parameter over the split's mesh axes;
+    with `weft.grad_shard` (stage 2) the gradient is reduce-scattered
+    instead of all-reduced. A split of more than one dimension, or over an
+    axis its mesh lacks, is an error.
 
     Without `keep-func` the gradient function is erased once the step is
     built (it was a stage on the way to the step).

@@ -154,27 +154,44 @@ static LogicalResult seedSequenceParallel(func::FuncOp forward,
 /// FSDP; for ZeRO-1 and -2 the f32 master weights of a mixed-precision
 /// model (ZeRO counts them as optimizer state), which are then cast and
 /// gathered once per step.
-static void seedZeroStorage(func::FuncOp forward, FlatSymbolRefAttr mesh,
-                            int64_t dp, bool mastersOnly) {
-  MLIRContext *context = forward.getContext();
-  Builder b(context);
+/// `param` split over "dp" along its first dimension that dp divides and
+/// its compute sharding leaves whole (null: none).
+static ShardingAttr zeroSplit(ParamOp param, FlatSymbolRefAttr mesh,
+                              int64_t dp) {
+  Builder b(param.getContext());
+  ArrayRef<int64_t> shape = param.getType().getShape();
+  ShardingAttr compute = getSharding(param.getResult());
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if ((compute && !cast<ArrayAttr>(compute.getDims()[d]).empty()) ||
+        size % dp != 0)
+      continue;
+    SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
+    dims[d] = b.getArrayAttr({b.getStringAttr("dp")});
+    return ShardingAttr::get(param.getContext(), mesh, b.getArrayAttr(dims));
+  }
+  return ShardingAttr();
+}
+
+/// ZeRO's placement, as attributes of the parameters the partitioner and
+/// the optimizer read: storage split (`weft.zero_shard`: every parameter
+/// for stage 3, mixed precision's f32 masters for 1 and 2) and, for stages
+/// 1 and 2, the split of each parameter's optimizer state and update
+/// (`weft.optimizer_shard`) and, for 2, of its gradient (`weft.grad_shard`).
+static void seedZero(func::FuncOp forward, FlatSymbolRefAttr mesh, int64_t dp,
+                     int64_t stage) {
   forward.walk([&](ParamOp param) {
     bool master = param.getResult().hasOneUse() &&
                   isa<CastOp>(*param.getResult().getUsers().begin());
-    if (mastersOnly && !master)
+    ShardingAttr split = zeroSplit(param, mesh, dp);
+    if (!split)
       return;
-    ArrayRef<int64_t> shape = param.getType().getShape();
-    ShardingAttr compute = getSharding(param.getResult());
-    for (auto [d, size] : llvm::enumerate(shape)) {
-      if ((compute && !cast<ArrayAttr>(compute.getDims()[d]).empty()) ||
-          size % dp != 0)
-        continue;
-      SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
-      dims[d] = b.getArrayAttr({b.getStringAttr("dp")});
-      param->setAttr(kZeroShardAttr,
-                     ShardingAttr::get(context, mesh, b.getArrayAttr(dims)));
+    if (stage == 3 || master)
+      param->setAttr(kZeroShardAttr, split);
+    if (stage == 3)
       return;
-    }
+    param->setAttr(kOptimizerShardAttr, split);
+    if (stage == 2)
+      param->setAttr(kGradShardAttr, UnitAttr::get(param.getContext()));
   });
 }
 
@@ -234,10 +251,7 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
         ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));
   }
   if (plan.zero > 0)
-    seedZeroStorage(forward, mesh, dp, /*mastersOnly=*/plan.zero < 3);
-  // The memory report tells a step-long gathered copy (ZeRO-1/2) from
-  // per-use gathers (ZeRO-3).
-  module->setAttr(kZeroStageAttr, b.getI64IntegerAttr(plan.zero));
+    seedZero(forward, mesh, dp, plan.zero);
   return success();
 }
 

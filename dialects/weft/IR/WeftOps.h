@@ -40,7 +40,11 @@ void registerWeftDialects(mlir::DialectRegistry &registry);
 ///   weft.tp_dim, weft.tp_unit
 ///                      on a parameter: the dimension tensor parallelism
 ///                      splits, in blocks of whole units (heads).
-///   weft.zero          on the module: the plan's ZeRO stage.
+///   weft.optimizer_shard
+///                      on a parameter: how its optimizer state and update
+///                      are split across ranks (ZeRO-1/2; the plan sets it).
+///   weft.grad_shard    on such a parameter: its gradient is reduced straight
+///                      into that split (ZeRO-2's reduce-scatter), not whole.
 ///   weft.grad_elements on a parameter of a step: gradient elements a rank
 ///                      holds (the memory report reads it).
 inline constexpr const char *kShardingAttr = "weft.sharding";
@@ -49,7 +53,8 @@ inline constexpr const char *kShardOfAttr = "weft.shard_of";
 inline constexpr const char *kZeroShardAttr = "weft.zero_shard";
 inline constexpr const char *kTpDimAttr = "weft.tp_dim";
 inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
-inline constexpr const char *kZeroStageAttr = "weft.zero";
+inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
+inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 
 /// The `weft.sharding` of a function argument or op result, or null.

@@ -162,46 +162,134 @@ absl::StatusOr<void *> EmulatedGpu::function(const std::string &name) {
   return it->second.get();
 }
 
-absl::StatusOr<void *> EmulatedGpu::createStream() { return this; }
+absl::StatusOr<void *> EmulatedGpu::createStream() {
+  streams.push_back(std::make_unique<Stream>());
+  return streams.back().get();
+}
 
-absl::Status EmulatedGpu::submit(Work work) {
-  if (recording)
-    recording->push_back(std::move(work));
-  else
-    work();
+absl::StatusOr<void *> EmulatedGpu::createEvent() {
+  events.push_back(std::make_unique<Event>());
+  return events.back().get();
+}
+
+void EmulatedGpu::enqueue(Stream *stream, Item item) {
+  if (recording) {
+    recording->push_back({stream, std::move(item)});
+    return;
+  }
+  // A record or wait counts its generation when it is queued, as CUDA
+  // resolves a wait against the event's latest record at the call.
+  if (item.kind == Item::Kind::Record)
+    item.generation = ++item.event->queued;
+  else if (item.kind == Item::Kind::Wait)
+    item.generation = item.event->queued;
+  if (!lazy) { // Submission order: everything runs now.
+    if (item.kind == Item::Kind::Work)
+      item.work();
+    else if (item.kind == Item::Kind::Record)
+      item.event->done = item.generation;
+    return;
+  }
+  stream->queue.push_back(std::move(item));
+  // The first stream runs on; the others wait to be needed.
+  if (!streams.empty() && stream == streams.front().get())
+    drain(stream);
+}
+
+bool EmulatedGpu::step(Stream *stream) {
+  Item &item = stream->queue.front();
+  if (item.kind == Item::Kind::Wait && item.event->done < item.generation) {
+    for (const std::unique_ptr<Stream> &other : streams)
+      for (const Item &queued : other->queue)
+        if (queued.kind == Item::Kind::Record && queued.event == item.event &&
+            queued.generation == item.generation && other.get() != stream) {
+          runUntil(other.get(), item.event, item.generation);
+          return true;
+        }
+    return false; // Recorded nowhere yet: blocked.
+  }
+  Item run = std::move(item);
+  stream->queue.pop_front();
+  if (run.kind == Item::Kind::Work)
+    run.work();
+  else if (run.kind == Item::Kind::Record)
+    run.event->done = std::max(run.event->done, run.generation);
+  return true;
+}
+
+void EmulatedGpu::runUntil(Stream *stream, Event *event, int64_t generation) {
+  while (!stream->queue.empty() && event->done < generation)
+    if (!step(stream))
+      return;
+}
+
+void EmulatedGpu::drain(Stream *stream) {
+  while (!stream->queue.empty())
+    if (!step(stream))
+      return; // Waits on a record not yet queued: later submissions free it.
+}
+
+absl::Status EmulatedGpu::record(void *event, void *stream) {
+  Item item;
+  item.kind = Item::Kind::Record;
+  item.event = static_cast<Event *>(event);
+  enqueue(static_cast<Stream *>(stream), std::move(item));
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedGpu::wait(void *stream, void *event) {
+  Item item;
+  item.kind = Item::Kind::Wait;
+  item.event = static_cast<Event *>(event);
+  enqueue(static_cast<Stream *>(stream), std::move(item));
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedGpu::submit(void *stream, Work work) {
+  Item item;
+  item.work = std::move(work);
+  enqueue(static_cast<Stream *>(stream), std::move(item));
   return absl::OkStatus();
 }
 
 absl::Status EmulatedGpu::launchAsync(void *function, const unsigned grid[3],
-                                      unsigned block, void **args, void *) {
+                                      unsigned block, void **args,
+                                      void *stream) {
   auto *k = static_cast<Kernel *>(function);
   std::array<unsigned, 3> g = {grid[0], grid[1], grid[2]};
   // The argument values are read when the kernel runs, as on a GPU, where
   // a captured launch keeps its own copy; the backend's blobs outlive it.
-  return submit(
-      [k, g, block, args] { k->launch(k->thunk, args, g.data(), block); });
+  return submit(stream, [k, g, block, args] {
+    k->launch(k->thunk, args, g.data(), block);
+  });
 }
 
-absl::Status EmulatedGpu::zeroAsync(uint64_t address, size_t bytes, void *) {
-  return submit(
-      [=] { std::memset(reinterpret_cast<void *>(address), 0, bytes); });
+absl::Status EmulatedGpu::zeroAsync(uint64_t address, size_t bytes,
+                                    void *stream) {
+  return submit(stream, [=] {
+    std::memset(reinterpret_cast<void *>(address), 0, bytes);
+  });
 }
 
 absl::Status EmulatedGpu::copyAsync(uint64_t to, uint64_t from, size_t bytes,
-                                    void *) {
-  return submit([=] {
+                                    void *stream) {
+  return submit(stream, [=] {
     std::memmove(reinterpret_cast<void *>(to),
                  reinterpret_cast<const void *>(from), bytes);
   });
 }
 
-absl::Status EmulatedGpu::synchronize(void *) { return absl::OkStatus(); }
+absl::Status EmulatedGpu::synchronize(void *stream) {
+  if (lazy)
+    drain(static_cast<Stream *>(stream));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<void *>
 EmulatedGpu::capture(void *, const std::function<absl::Status()> &work) {
   if (refuse)
     return absl::UnimplementedError("this emulated driver captures nothing");
-  graphs.push_back(std::make_unique<std::vector<Work>>());
+  graphs.push_back(std::make_unique<Graph>());
   recording = graphs.back().get();
   absl::Status s = work();
   recording = nullptr;
@@ -212,8 +300,9 @@ EmulatedGpu::capture(void *, const std::function<absl::Status()> &work) {
 
 absl::Status EmulatedGpu::replay(void *graph, void *) {
   ++replays_;
-  for (Work &w : *static_cast<std::vector<Work> *>(graph))
-    w();
+  // Each item back onto its stream, in the order it was captured.
+  for (const auto &[stream, item] : *static_cast<Graph *>(graph))
+    enqueue(stream, item);
   return absl::OkStatus();
 }
 
@@ -232,8 +321,8 @@ absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
 }
 
 absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
-                              const runtime::GemmOperands &ops, void *) {
-  return gpu.submit([g = shape, ops] {
+                              const runtime::GemmOperands &ops, void *stream) {
+  return gpu.submit(stream, [g = shape, ops] {
     using runtime::GemmEpilogue;
     runtime::DType out = g.outType();
     auto store = [&](uint64_t base, int64_t at, double value) {
@@ -274,8 +363,9 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
   });
 }
 
-absl::Status HostCollectives::submit(std::function<absl::Status()> call) {
-  return gpu.submit([call] {
+absl::Status HostCollectives::submit(void *stream,
+                                     std::function<absl::Status()> call) {
+  return gpu.submit(stream, [call] {
     if (absl::Status s = call(); !s.ok()) {
       std::fprintf(stderr, "emulated collective failed: %s\n",
                    std::string(s.message()).c_str());
@@ -286,16 +376,16 @@ absl::Status HostCollectives::submit(std::function<absl::Status()> call) {
 
 absl::Status HostCollectives::allReduce(const std::vector<std::string> &axes,
                                         uint64_t data, size_t count, bool max,
-                                        void *) {
-  return submit([this, axes, data, count, max] {
+                                        void *stream) {
+  return submit(stream, [this, axes, data, count, max] {
     return comm.allReduce(axes, reinterpret_cast<float *>(data), count, max);
   });
 }
 
 absl::Status HostCollectives::allGather(const std::vector<std::string> &axes,
                                         uint64_t in, uint64_t out, size_t count,
-                                        void *) {
-  return submit([this, axes, in, out, count] {
+                                        void *stream) {
+  return submit(stream, [this, axes, in, out, count] {
     return comm.allGather(axes, reinterpret_cast<const float *>(in),
                           reinterpret_cast<float *>(out), count);
   });
@@ -303,8 +393,8 @@ absl::Status HostCollectives::allGather(const std::vector<std::string> &axes,
 
 absl::Status HostCollectives::allToAll(const std::vector<std::string> &axes,
                                        uint64_t in, uint64_t out, size_t count,
-                                       void *) {
-  return submit([this, axes, in, out, count] {
+                                       void *stream) {
+  return submit(stream, [this, axes, in, out, count] {
     return comm.allToAll(axes, reinterpret_cast<const float *>(in),
                          reinterpret_cast<float *>(out), count);
   });
@@ -313,8 +403,8 @@ absl::Status HostCollectives::allToAll(const std::vector<std::string> &axes,
 absl::Status
 HostCollectives::reduceScatter(const std::vector<std::string> &axes,
                                uint64_t in, uint64_t out, size_t count,
-                               void *) {
-  return submit([this, axes, in, out, count] {
+                               void *stream) {
+  return submit(stream, [this, axes, in, out, count] {
     return comm.reduceScatter(axes, reinterpret_cast<float *>(in),
                               reinterpret_cast<float *>(out), count);
   });

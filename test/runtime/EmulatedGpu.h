@@ -14,6 +14,7 @@
 #include "runtime/dist/Communicator.h"
 #include "runtime/gpu/GpuDevice.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,10 +51,11 @@ public:
   absl::Status copyAsync(uint64_t to, uint64_t from, size_t bytes,
                          void *stream) override;
   absl::Status synchronize(void *stream) override;
-  /// Work runs in submission order here, so events order nothing.
-  absl::StatusOr<void *> createEvent() override { return this; }
-  absl::Status record(void *, void *) override { return absl::OkStatus(); }
-  absl::Status wait(void *, void *) override { return absl::OkStatus(); }
+  /// In submission order (the default) events order nothing. With
+  /// lazySideStreams(), they are what orders the streams.
+  absl::StatusOr<void *> createEvent() override;
+  absl::Status record(void *event, void *stream) override;
+  absl::Status wait(void *stream, void *event) override;
   absl::StatusOr<void *>
   capture(void *stream, const std::function<absl::Status()> &work) override;
   absl::Status replay(void *graph, void *stream) override;
@@ -62,11 +64,18 @@ public:
   int replays() const { return replays_; }
   /// Makes every capture fail, as a driver that cannot capture some work.
   void refuseGraphs() { refuse = true; }
+  /// Runs each stream's work as late as the events allow instead of in
+  /// submission order: the first stream created runs on, and another runs
+  /// only as far as a wait on one of its records (or a synchronize of it)
+  /// needs. A program whose streams lack an event then reads what a
+  /// collective on the other stream has not written yet, and fails its
+  /// test, where in submission order it would pass.
+  void lazySideStreams() { lazy = true; }
 
   using Work = std::function<void()>;
-  /// Runs `work` now, or records it while capturing (what a stream does
-  /// with a launch).
-  absl::Status submit(Work work);
+  /// Runs `work` now (lazily: queues it on `stream`), or records it while
+  /// capturing (what a stream does with a launch).
+  absl::Status submit(void *stream, Work work);
 
 private:
   struct Kernel;
@@ -77,10 +86,39 @@ private:
   std::string name_ = "emulated GPU", arch_ = "sm_90";
   std::vector<void *> libraries, allocations;
   std::map<std::string, std::unique_ptr<Kernel>> kernels;
-  std::vector<std::unique_ptr<std::vector<Work>>> graphs;
-  std::vector<Work> *recording = nullptr;
+  /// A stream's queue, and an event: how many records were queued on it and
+  /// how many have run (a wait for the n-th is satisfied once n have).
+  struct Event {
+    int64_t queued = 0, done = 0;
+  };
+  struct Item {
+    enum class Kind { Work, Record, Wait } kind = Kind::Work;
+    Work work;
+    Event *event = nullptr;
+    int64_t generation = 0;
+  };
+  struct Stream {
+    std::deque<Item> queue;
+  };
+  /// Queues (or, in submission order, runs) one item on `stream`.
+  void enqueue(Stream *stream, Item item);
+  /// Runs `stream`'s items until it is empty, running other streams only
+  /// as far as its waits need.
+  void drain(Stream *stream);
+  /// Runs `stream` until its record of `event`'s `generation` has run.
+  void runUntil(Stream *stream, Event *event, int64_t generation);
+  /// Runs `stream`'s front item if it can; false if it waits on an event
+  /// still to be recorded (by then running the stream that records it).
+  bool step(Stream *stream);
+
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::unique_ptr<Event>> events;
+  /// A captured graph: each item with its stream, in call order.
+  using Graph = std::vector<std::pair<Stream *, Item>>;
+  std::vector<std::unique_ptr<Graph>> graphs;
+  Graph *recording = nullptr;
   int replays_ = 0;
-  bool refuse = false;
+  bool refuse = false, lazy = false;
 };
 
 /// weft.matmul in double, reading and writing f32 or bf16: what cuBLASLt
@@ -118,7 +156,7 @@ public:
 private:
   /// Queues `call`; a failure when it runs ends the test program, as a
   /// failed NCCL call ends the job.
-  absl::Status submit(std::function<absl::Status()> call);
+  absl::Status submit(void *stream, std::function<absl::Status()> call);
   EmulatedGpu &gpu;
   runtime::Communicator &comm;
 };

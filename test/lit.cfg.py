@@ -18,3 +18,12 @@ llvm_config.add_tool_substitutions(["weft-opt", "weftc", "weft-translate"], [con
 
 # Generated-kernel caches stay inside the build tree during tests.
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.weft_obj_root, "cache")
+
+# x86 CPU features some tests need (the GEMM backend's kernel choice).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = cpuinfo.read()
+    if " avx2" in flags and " fma" in flags:
+        config.available_features.add("avx2")
+except OSError:
+    pass

@@ -4,6 +4,7 @@
 
 #include "runtime/data/Batches.h"
 #include "runtime/data/TokenFile.h"
+#include "runtime/exec/Blas.h"
 #include "runtime/exec/BundleData.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Metrics.h"
@@ -81,8 +82,10 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
   if (!executor.ok())
     return executor.status();
   SchedExecutor &ex = **executor;
-  if (executorOptions.cuda && rank.rank == 0)
-    log.say(log.program() + ": on " + ex.device());
+  if (rank.rank == 0)
+    log.say(log.program() + ": on " + ex.device() + "; GEMMs " +
+            (executorOptions.cuda ? std::string("through cuBLASLt")
+                                  : "on " + gemmBackend()));
   ex.initialize(options.seed);
   if (!options.initFrom.empty()) {
     auto weights = SafetensorsFile::read(options.initFrom);

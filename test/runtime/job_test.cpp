@@ -1,6 +1,7 @@
 //===- job_test.cpp - the training job's library: log, launcher, metrics --===//
 
 #include "runtime/dist/Launcher.h"
+#include "runtime/exec/Blas.h"
 #include "runtime/train/Job.h"
 #include "runtime/train/Metrics.h"
 
@@ -189,4 +190,18 @@ TEST(Job, RefusesBadOptionsBeforeItStarts) {
             options.bundle + "/manifest.json: cannot open (is '" +
                 options.bundle + "' a bundle directory?)");
   EXPECT_TRUE(lines.empty()); // Errors are returned, not printed.
+}
+
+// OpenBLAS's generic kernels are replaced only where the CPU has better
+// ones, and its own choice of real kernels is kept.
+TEST(Blas, GenericKernelsGiveWayToTheCpusOwn) {
+  using weft::runtime::preferredOpenBlasCore;
+  EXPECT_EQ(preferredOpenBlasCore("Prescott", /*avx512=*/true, true),
+            "SkylakeX");
+  EXPECT_EQ(preferredOpenBlasCore("Prescott", false, /*avx2Fma=*/true),
+            "Haswell");
+  EXPECT_EQ(preferredOpenBlasCore("Nehalem", false, true), "Haswell");
+  EXPECT_EQ(preferredOpenBlasCore("Prescott", false, false), std::nullopt);
+  for (const char *kept : {"Zen", "Haswell", "SkylakeX", "CooperLake"})
+    EXPECT_EQ(preferredOpenBlasCore(kept, true, true), std::nullopt) << kept;
 }

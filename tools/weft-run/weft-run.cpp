@@ -19,6 +19,7 @@
 
 #include "runtime/data/TokenFile.h"
 #include "runtime/dist/Launcher.h"
+#include "runtime/exec/Blas.h"
 #include "runtime/train/Job.h"
 
 #include "absl/flags/flag.h"
@@ -114,6 +115,9 @@ void printSample(const weft::runtime::JobOptions &options,
 } // namespace
 
 int main(int argc, char **argv) {
+  // Before anything else: OpenBLAS's kernels for this CPU (may start the
+  // program again with OPENBLAS_CORETYPE set; see runtime/exec/Blas.h).
+  weft::runtime::ensureOpenBlasKernels(argv);
   absl::SetProgramUsageMessage("train a compiled Weft bundle on CPUs or a "
                                "GPU\n\n"
                                "  weft-run [--nproc N] bundle/ --data FILE "

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <netinet/in.h>
+#include <optional>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -123,19 +124,42 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
   int remaining = options.nproc;
   absl::Status result;
   bool forwarded = false;
+  std::vector<bool> ended(pids.size(), false);
+  // SIGTERM to every rank still running but `except`; SIGKILL to those left
+  // once the grace period is over (checked in the loop).
+  std::optional<std::chrono::steady_clock::time_point> killAt;
+  auto stopRanks = [&](pid_t except) {
+    for (size_t r = 0; r < pids.size(); ++r)
+      if (!ended[r] && pids[r] != except)
+        ::kill(pids[r], SIGTERM);
+    killAt = std::chrono::steady_clock::now() +
+             std::chrono::milliseconds(
+                 static_cast<int64_t>(options.stopGraceSeconds * 1000));
+  };
   while (remaining > 0) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR) {
+    // Polled, so a rank that ignores SIGTERM can still be killed.
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
       if (stopSignal && !forwarded) {
         log.say(log.program() + ": stopping " + std::to_string(remaining) +
                 " ranks");
-        for (pid_t rank : pids)
-          ::kill(rank, SIGTERM);
+        stopRanks(-1);
         forwarded = true;
         result = absl::CancelledError(
             absl::StrCat("stopped by signal ", static_cast<int>(stopSignal)));
       }
+      if (killAt && std::chrono::steady_clock::now() >= *killAt) {
+        for (size_t r = 0; r < pids.size(); ++r)
+          if (!ended[r]) {
+            log.error(absl::StrCat(
+                "rank ", r, " (pid ", pids[r], ") did not stop within ",
+                options.stopGraceSeconds, " s of SIGTERM; killing it"));
+            ::kill(pids[r], SIGKILL);
+          }
+        killAt.reset();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
     if (pid < 0)
@@ -143,6 +167,8 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
     --remaining;
     int rank = static_cast<int>(std::find(pids.begin(), pids.end(), pid) -
                                 pids.begin());
+    if (rank < static_cast<int>(ended.size()))
+      ended[rank] = true;
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (ok || !result.ok())
       continue;
@@ -157,9 +183,7 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
     // Let the survivors report the failure themselves first (their
     // collectives fail at once on a closed connection), then stop them.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    for (pid_t other : pids)
-      if (other != pid)
-        ::kill(other, SIGTERM);
+    stopRanks(pid);
   }
   restore();
   return result;

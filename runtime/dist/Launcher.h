@@ -29,6 +29,9 @@ struct LaunchOptions {
   std::vector<std::string> argv;
   /// The program each rank executes: by default this one again.
   std::string executable = "/proc/self/exe";
+  /// Seconds a rank has to end after SIGTERM before it gets SIGKILL (a rank
+  /// stopped or hung in a kernel does not act on SIGTERM).
+  double stopGraceSeconds = 10;
 };
 
 /// What a process asked for `nproc` ranks does: an error when `nproc` is

@@ -27,6 +27,7 @@
 #include "absl/flags/usage.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -62,6 +63,9 @@ ABSL_FLAG(std::string, device, "cpu",
 ABSL_FLAG(double, timeout, 120,
           "Seconds a rank waits for the others (rendezvous, each collective) "
           "before it gives up with an error");
+ABSL_FLAG(double, stop_grace, 10,
+          "With --nproc: seconds a rank has to end after the launcher stops "
+          "it (SIGTERM) before it is killed (SIGKILL)");
 
 namespace {
 /// The job the flags describe, for rank `rank`.
@@ -86,15 +90,20 @@ weft::runtime::JobOptions jobFromFlags(const std::string &bundle,
   options.timeoutSeconds = absl::GetFlag(FLAGS_timeout);
   if (const char *graphs = std::getenv("WEFT_CUDA_GRAPHS"))
     options.cudaGraphs = std::string(graphs) != "0";
-  // Test hook: WEFT_TEST_EXIT=R:S makes rank R die before step S, so tests
-  // can check that the other ranks report it instead of hanging.
-  int64_t dieRank = -1, dieStep = -1;
+  // Test hooks: WEFT_TEST_EXIT=R:S makes rank R die before step S, and
+  // WEFT_TEST_STOP=R:S stop itself (SIGSTOP) there, so tests can check that
+  // the other ranks report it and the job ends instead of hanging.
+  int64_t dieRank = -1, dieStep = -1, stopRank = -1, stopStep = -1;
   if (const char *die = std::getenv("WEFT_TEST_EXIT"))
     std::sscanf(die, "%ld:%ld", &dieRank, &dieStep);
-  if (dieRank == rank)
-    options.beforeStep = [dieStep](int64_t step) {
-      if (step == dieStep)
+  if (const char *stop = std::getenv("WEFT_TEST_STOP"))
+    std::sscanf(stop, "%ld:%ld", &stopRank, &stopStep);
+  if (dieRank == rank || stopRank == rank)
+    options.beforeStep = [=](int64_t step) {
+      if (dieRank == rank && step == dieStep)
         ::_exit(3);
+      if (stopRank == rank && step == stopStep)
+        ::raise(SIGSTOP);
     };
   return options;
 }
@@ -154,6 +163,9 @@ int main(int argc, char **argv) {
     weft::runtime::LaunchOptions ranks;
     ranks.nproc = nproc;
     ranks.argv.assign(argv, argv + argc);
+    ranks.stopGraceSeconds = absl::GetFlag(FLAGS_stop_grace);
+    if (!(ranks.stopGraceSeconds >= 0))
+      return fail("--stop-grace must be at least 0 seconds");
     return weft::runtime::launchRanks(ranks, log).ok() ? 0 : 1;
   }
 

@@ -138,8 +138,10 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
   };
   while (remaining > 0) {
     int status = 0;
-    // Polled, so a rank that ignores SIGTERM can still be killed.
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    // Blocking until the job is being stopped, so the first rank to end is
+    // the one reported (a signal to the launcher interrupts it); polled
+    // after, so a rank that ignores SIGTERM can still be killed.
+    pid_t pid = ::waitpid(-1, &status, killAt ? WNOHANG : 0);
     if (pid == 0 || (pid < 0 && errno == EINTR)) {
       if (stopSignal && !forwarded) {
         log.say(log.program() + ": stopping " + std::to_string(remaining) +

@@ -45,6 +45,41 @@ absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
 }
 } // namespace
 
+namespace {
+/// A bundle's mesh against the job's ranks.
+absl::Status checkRanks(const sched::SchedBundle &bundle, int64_t worldSize) {
+  int64_t ranks = meshSpecOf(bundle).size();
+  if (ranks == worldSize)
+    return absl::OkStatus();
+  if (ranks == 1)
+    return invalid(bundle.dir +
+                   ": the bundle runs on one rank but this job "
+                   "has " +
+                   std::to_string(worldSize) +
+                   "; compile it with --plan to place it on several");
+  if (worldSize == 1)
+    return absl::FailedPreconditionError(
+        bundle.dir + ": the bundle is placed on " + std::to_string(ranks) +
+        " ranks; run it with weft-run --nproc " + std::to_string(ranks) +
+        " (or under torchrun)");
+  MeshSpec mesh = meshSpecOf(bundle);
+  std::string axes;
+  for (size_t i = 0; i < mesh.axes.size(); ++i)
+    axes += (i ? "," : "") + mesh.axes[i] + "=" + std::to_string(mesh.sizes[i]);
+  return invalid(bundle.dir + ": the bundle is placed on " +
+                 std::to_string(ranks) + " ranks (" + axes +
+                 ") but this job has " + std::to_string(worldSize) +
+                 "; launch it with weft-run --nproc " + std::to_string(ranks));
+}
+} // namespace
+
+absl::Status checkJobBundle(const std::string &dir, int64_t worldSize) {
+  auto bundle = sched::loadSchedBundle(dir);
+  if (!bundle.ok())
+    return bundle.status();
+  return checkRanks(*bundle, worldSize);
+}
+
 absl::StatusOr<JobResult> runJob(const JobOptions &options,
                                  const RankInfo &rank, const Log &log) {
   if (!(options.timeoutSeconds > 0))
@@ -64,12 +99,8 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
     return bundle.status();
   if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
     return s;
-  if (meshSpecOf(*bundle).size() != rank.worldSize &&
-      meshSpecOf(*bundle).size() == 1)
-    return invalid(options.bundle +
-                   ": the bundle runs on one rank but this job has " +
-                   std::to_string(rank.worldSize) +
-                   "; compile it with --plan to place it on several");
+  if (absl::Status s = checkRanks(*bundle, rank.worldSize); !s.ok())
+    return s;
   if (options.device != "cpu" && options.device != "cuda")
     return invalid("unknown --device '" + options.device +
                    "' (supported: cpu, cuda)");

@@ -70,6 +70,11 @@ struct JobResult {
   std::vector<uint32_t> prompt, generated;
 };
 
+/// Whether bundle `dir` can run as a job of `worldSize` ranks: it loads and
+/// validates, and its mesh has that many ranks (a one-rank bundle on one).
+/// The launcher asks before it starts any rank; every rank asks again.
+absl::Status checkJobBundle(const std::string &dir, int64_t worldSize);
+
 /// The whole job on rank `rank` of the job (see rankFromEnvironment);
 /// progress and what it saved go to `log`.
 absl::StatusOr<JobResult> runJob(const JobOptions &options,

@@ -160,6 +160,10 @@ int main(int argc, char **argv) {
   if (!launch.ok())
     return fail(launch.status().message());
   if (*launch) {
+    // The bundle must be fit for this many ranks before any starts.
+    if (absl::Status s = weft::runtime::checkJobBundle(positional[1], nproc);
+        !s.ok())
+      return fail(s.message());
     weft::runtime::LaunchOptions ranks;
     ranks.nproc = nproc;
     ranks.argv.assign(argv, argv + argc);

@@ -2,19 +2,15 @@
 
 #include "runtime/data/TokenFile.h"
 
+#include "runtime/support/Files.h"
+
 #include "absl/strings/str_cat.h"
 
-#include <fstream>
-#include <iterator>
 
 namespace weft::runtime {
 namespace {
 absl::StatusOr<std::string> slurp(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  return std::string((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
+  return readWholeFile(path);
 }
 } // namespace
 

@@ -11,6 +11,8 @@
 
 #include "runtime/exec/SchedBundle.h"
 
+#include "runtime/support/Files.h"
+
 #include "runtime/support/Json.h"
 #include "runtime/support/Status.h"
 
@@ -2481,13 +2483,13 @@ parseSchedManifest(std::string_view text,
 
 absl::StatusOr<SchedBundle> loadSchedBundle(const std::string &dir) {
   std::string file = absl::StrCat(dir, "/", kManifestFile);
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  absl::StatusOr<std::string> text = readWholeFile(file);
+  if (absl::IsNotFound(text.status()))
     return absl::NotFoundError(absl::StrCat(file, ": cannot open (is '", dir,
                                             "' a bundle directory?)"));
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  absl::StatusOr<SchedBundle> bundle = parseSchedManifest(text, dir);
+  if (!text.ok())
+    return text.status();
+  absl::StatusOr<SchedBundle> bundle = parseSchedManifest(*text, dir);
   if (!bundle.ok())
     return absl::Status(bundle.status().code(),
                         absl::StrCat(file, ": ", bundle.status().message()));

@@ -2,13 +2,14 @@
 
 #include "runtime/io/Safetensors.h"
 
+#include "runtime/support/Files.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 #include <set>
 
 namespace weft::runtime {
@@ -35,14 +36,10 @@ int64_t TensorInfo::numElements() const {
 }
 
 absl::StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-  if (in.bad())
-    return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return parse(std::move(bytes), path);
+  absl::StatusOr<std::string> bytes = readWholeFile(path);
+  if (!bytes.ok())
+    return bytes.status();
+  return parse(std::move(*bytes), path);
 }
 
 absl::StatusOr<SafetensorsFile>

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 
-
 namespace weft::runtime {
 namespace {
 absl::StatusOr<std::string> slurp(const std::string &path) {

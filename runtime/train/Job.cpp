@@ -2,6 +2,8 @@
 
 #include "runtime/train/Job.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "runtime/data/Batches.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/exec/Blas.h"
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 
 namespace weft::runtime {
@@ -84,6 +87,9 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
                                  const RankInfo &rank, const Log &log) {
   if (!(options.timeoutSeconds > 0))
     return invalid("--timeout must be positive");
+  // Before joining the job or loading anything.
+  if (absl::Status s = checkJobOptions(options); !s.ok())
+    return s;
   std::unique_ptr<Communicator> comm;
   if (rank.worldSize > 1) {
     auto joined = Communicator::create(
@@ -135,8 +141,38 @@ static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
                                                             : 0;
 }
 
+absl::Status checkJobOptions(const JobOptions &options) {
+  auto number = [](double v) { return absl::StrCat(v); };
+  if (!(std::isfinite(options.lr) && options.lr > 0))
+    return invalid("--lr must be a positive number, got " + number(options.lr));
+  if (options.warmup < -1)
+    return invalid("--warmup must be at least 0 (or -1: a tenth of --steps), "
+                   "got " +
+                   std::to_string(options.warmup));
+  if (!(options.minLrRatio >= 0 && options.minLrRatio <= 1))
+    return invalid("--min-lr-ratio must be between 0 and 1, got " +
+                   number(options.minLrRatio));
+  if (!(std::isfinite(options.temperature) && options.temperature >= 0))
+    return invalid("--temperature must be 0 or more, got " +
+                   number(options.temperature));
+  if (options.sample < 0)
+    return invalid("--sample must be non-negative");
+  if (options.steps < 0)
+    return invalid("--steps must be non-negative");
+  if (options.tokenBytes != 2 && options.tokenBytes != 4)
+    return invalid("--token-bytes must be 2 or 4, got " +
+                   std::to_string(options.tokenBytes));
+  if (options.tokenizer == "bytes" && options.tokenBytes != 2)
+    return invalid("--token-bytes is the width of a token file's ids; "
+                   "--tokenizer bytes reads text (one token per byte): give "
+                   "one or the other");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                                    const JobOptions &options, const Log &log) {
+  if (absl::Status s = checkJobOptions(options); !s.ok())
+    return s;
   if (options.data.empty())
     return invalid("--data is required");
   bool bytes = options.tokenizer == "bytes";

@@ -70,6 +70,10 @@ struct JobResult {
   std::vector<uint32_t> prompt, generated;
 };
 
+/// Whether the job's settings are in range (a positive finite --lr, a
+/// --min-lr-ratio in [0, 1], ...); errors name the flag and the value.
+absl::Status checkJobOptions(const JobOptions &options);
+
 /// Whether bundle `dir` can run as a job of `worldSize` ranks: it loads and
 /// validates, and its mesh has that many ranks (a one-rank bundle on one).
 /// The launcher asks before it starts any rank; every rank asks again.

@@ -42,6 +42,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace llvm;
 using namespace mlir;
@@ -330,6 +331,28 @@ int runCompile(MLIRContext &context) {
     if (auto buffer = MemoryBuffer::getFile(configPath))
       if (auto config = llvm::json::parse((*buffer)->getBuffer()))
         meta["config"] = std::move(*config);
+  // AdamW's and the bucket's settings in range, named by their flags.
+  for (auto [value, flag, ok] :
+       {std::tuple{double(beta1), "--beta1", beta1 >= 0 && beta1 < 1},
+        std::tuple{double(beta2), "--beta2", beta2 >= 0 && beta2 < 1},
+        std::tuple{double(adamEps), "--adam-eps",
+                   std::isfinite(adamEps) && adamEps > 0},
+        std::tuple{double(weightDecay), "--weight-decay",
+                   std::isfinite(weightDecay) && weightDecay >= 0},
+        std::tuple{double(maxGradNorm), "--max-grad-norm",
+                   std::isfinite(maxGradNorm) && maxGradNorm >= 0},
+        std::tuple{double(bucketMb), "--bucket-mb",
+                   std::isfinite(bucketMb) && bucketMb > 0}})
+    if (!ok)
+      return fail(
+          formatv("{0} is out of range: {1} ({2})", flag, value,
+                  StringRef(flag) == "--beta1" || StringRef(flag) == "--beta2"
+                      ? "it must be in [0, 1)"
+                  : StringRef(flag) == "--adam-eps" ||
+                          StringRef(flag) == "--bucket-mb"
+                      ? "it must be a positive number"
+                      : "it must be 0 or more")
+              .str());
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;

@@ -44,6 +44,20 @@ communicationGroups(const sched::SchedBundle &b) {
   return groups;
 }
 
+std::vector<uint8_t> elementBytes(double value, DType dtype) {
+  std::vector<uint8_t> bytes(dtypeSize(dtype));
+  if (dtype == DType::I32) {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(bytes.data(), &v, bytes.size());
+  } else if (dtype == DType::I64) {
+    int64_t v = static_cast<int64_t>(value);
+    std::memcpy(bytes.data(), &v, bytes.size());
+  } else {
+    encode(value, dtype, bytes.data());
+  }
+  return bytes;
+}
+
 std::vector<uint8_t> constantBytes(const sched::Constant &c) {
   size_t width = dtypeSize(c.type.dtype);
   int64_t n = c.type.numElements();

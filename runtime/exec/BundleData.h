@@ -34,6 +34,10 @@ communicationGroups(const sched::SchedBundle &bundle);
 /// dtype stores them.
 std::vector<uint8_t> constantBytes(const sched::Constant &c);
 
+/// One element of `value` as `dtype` stores it (a fill's pattern): an
+/// integer type truncates it, a float type rounds it to nearest even.
+std::vector<uint8_t> elementBytes(double value, DType dtype);
+
 /// A GEMM instruction's epilogue as the GEMM engines name it.
 GemmEpilogue epilogueOf(sched::Epilogue e);
 

@@ -2,6 +2,8 @@
 
 #include "runtime/exec/CpuMath.h"
 
+#include "runtime/support/Shapes.h"
+
 #include "runtime/support/Random.h"
 
 #include "absl/status/statusor.h"
@@ -80,12 +82,6 @@ std::pair<double, double> rowStats(const float *x, int64_t dim, bool rms,
   return {mean, 1.0 / std::sqrt(var / dim + eps)};
 }
 
-int64_t product(const Shape &s, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i)
-    n *= s[i];
-  return n;
-}
 } // namespace
 
 /// FlashAttention's forward on the CPU: for each (batch, head) and tile of

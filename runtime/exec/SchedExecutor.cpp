@@ -585,17 +585,8 @@ SchedExecutor::bindInstruction(const sched::Program &program,
   case Op::Fill: {
     DType dtype = type(0).dtype;
     size_t width = dtypeSize(dtype);
-    std::vector<char> element(width);
-    double value = ins.as<sched::FillAttrs>().value;
-    if (dtype == DType::I32) {
-      int32_t v = static_cast<int32_t>(value);
-      std::memcpy(element.data(), &v, width);
-    } else if (dtype == DType::I64) {
-      int64_t v = static_cast<int64_t>(value);
-      std::memcpy(element.data(), &v, width);
-    } else {
-      encode(value, dtype, reinterpret_cast<uint8_t *>(element.data()));
-    }
+    std::vector<uint8_t> element =
+        elementBytes(ins.as<sched::FillAttrs>().value, dtype);
     return Step([=, to = bound.ptr[ops[0]], n = type(0).numElements()] {
       for (int64_t i = 0; i < n; ++i)
         std::memcpy(to + i * width, element.data(), width);

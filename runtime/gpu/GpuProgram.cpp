@@ -14,6 +14,7 @@
 #include "runtime/exec/BundleData.h"
 #include "runtime/gpu/kernels/OpsAbi.h"
 #include "runtime/support/Epilogue.h"
+#include "runtime/support/Shapes.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -72,21 +73,6 @@ int typeCode(DType t) {
   return t == DType::F32    ? WEFT_TYPE_F32
          : t == DType::BF16 ? WEFT_TYPE_BF16
                             : WEFT_TYPE_I32;
-}
-
-int64_t product(const Shape &s, size_t from = 0,
-                size_t to = static_cast<size_t>(-1)) {
-  int64_t p = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i)
-    p *= s[i];
-  return p;
-}
-
-Shape stridesOf(const Shape &s) {
-  Shape strides(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * s[d];
-  return strides;
 }
 
 /// The launches of one instruction.
@@ -505,7 +491,7 @@ absl::Status Translator::reduce() {
   if (!partials.ok())
     return partials.status();
   const Shape &in = shape(0);
-  Shape strides = stridesOf(in);
+  Shape strides = rowMajorStrides(in);
   if (in.size() > WEFT_MAX_RANK)
     return absl::UnimplementedError(
         absl::StrCat("a reduction of rank over ", WEFT_MAX_RANK));
@@ -627,7 +613,7 @@ absl::Status Translator::copy() {
   int64_t n = product(a.sizes);
   if (n == 0)
     return absl::OkStatus();
-  Shape packed = stridesOf(a.sizes);
+  Shape packed = rowMajorStrides(a.sizes);
   // Strides of extent-1 dimensions never move: compare only the others.
   auto isPacked = [&](const Shape &strides) {
     for (size_t d = 0; d < a.sizes.size(); ++d)
@@ -684,18 +670,9 @@ absl::Status Translator::fill() {
   double value = ins.as<sched::FillAttrs>().value;
   int64_t n = count(0);
   size_t width = dtypeSize(t);
-  uint8_t element[8] = {};
-  if (t == DType::I32) {
-    int32_t v = static_cast<int32_t>(value);
-    std::memcpy(element, &v, 4);
-  } else if (t == DType::I64) {
-    int64_t v = static_cast<int64_t>(value);
-    std::memcpy(element, &v, 8);
-  } else {
-    encode(value, t, element);
-  }
-  bool zeros =
-      std::all_of(element, element + width, [](uint8_t b) { return b == 0; });
+  std::vector<uint8_t> element = elementBytes(value, t);
+  bool zeros = std::all_of(element.begin(), element.end(),
+                           [](uint8_t b) { return b == 0; });
   if (zeros) {
     zero(buf(0), n * static_cast<int64_t>(width));
     return absl::OkStatus();
@@ -704,7 +681,7 @@ absl::Status Translator::fill() {
     return absl::UnimplementedError(absl::StrCat(
         "the GPU fills 2- and 4-byte elements, not ", sched::dtypeText(t)));
   uint32_t bits = 0;
-  std::memcpy(&bits, element, width);
+  std::memcpy(&bits, element.data(), width);
   kernel(width == 4 ? "weft_fill4" : "weft_fill2", gridFor(n),
          {buf(0), i32(static_cast<int32_t>(bits)), i64(n)});
   return absl::OkStatus();

@@ -230,25 +230,20 @@ void EmulatedGpu::drain(Stream *stream) {
 }
 
 absl::Status EmulatedGpu::record(void *event, void *stream) {
-  Item item;
-  item.kind = Item::Kind::Record;
-  item.event = static_cast<Event *>(event);
-  enqueue(static_cast<Stream *>(stream), std::move(item));
+  enqueue(static_cast<Stream *>(stream),
+          {Item::Kind::Record, Work(), static_cast<Event *>(event), 0});
   return absl::OkStatus();
 }
 
 absl::Status EmulatedGpu::wait(void *stream, void *event) {
-  Item item;
-  item.kind = Item::Kind::Wait;
-  item.event = static_cast<Event *>(event);
-  enqueue(static_cast<Stream *>(stream), std::move(item));
+  enqueue(static_cast<Stream *>(stream),
+          {Item::Kind::Wait, Work(), static_cast<Event *>(event), 0});
   return absl::OkStatus();
 }
 
 absl::Status EmulatedGpu::submit(void *stream, Work work) {
-  Item item;
-  item.work = std::move(work);
-  enqueue(static_cast<Stream *>(stream), std::move(item));
+  enqueue(static_cast<Stream *>(stream),
+          {Item::Kind::Work, std::move(work), nullptr, 0});
   return absl::OkStatus();
 }
 

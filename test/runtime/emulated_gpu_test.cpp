@@ -118,7 +118,8 @@ std::vector<std::string> paramNames(const std::string &dir, bool state) {
 
 /// `model` compiled for the CPU and for cuda from one seed, trained on the
 /// CPU and on an emulated (or, with `real`, a real) GPU; `tolerance` is
-/// relative to each tensor's largest magnitude.
+/// relative to the largest magnitude among the elements that differ
+/// (testutil::worstError).
 void checkTraining(const std::string &model, const std::string &dtype,
                    double tolerance, bool flash = false, bool real = false) {
   SCOPED_TRACE(model + " " + dtype + (flash ? " flash" : ""));

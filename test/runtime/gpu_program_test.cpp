@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -49,6 +50,16 @@ std::string compile(const std::string &model, const std::string &dtype,
   return testutil::compileExampleBundle(
       model, dtype, options,
       (cuda ? "-cuda" : "-cpu") + std::to_string(attentionScratchMb) + plan);
+}
+
+/// The first instruction of `program` that `pred` holds for (-1: none).
+int64_t
+firstInstruction(const rs::Program &program,
+                 const std::function<bool(const rs::Instruction &)> &pred) {
+  for (size_t i = 0; i < program.instructions.size(); ++i)
+    if (pred(program.instructions[i]))
+      return static_cast<int64_t>(i);
+  return -1;
 }
 
 /// GEMM epilogues of a program's launches, by name and count.
@@ -185,10 +196,8 @@ TEST(GpuProgram, ABundleBuiltForTheCpuIsRefusedWithTheFix) {
 TEST(GpuProgram, AnInstructionWithoutItsScratchIsRefusedByName) {
   rs::SchedBundle bundle = load(compile("gpt2-tiny", "f32", /*cuda=*/true));
   rs::Program program = *bundle.program("step");
-  int64_t index = -1;
-  for (size_t i = 0; i < program.instructions.size() && index < 0; ++i)
-    if (program.instructions[i].op == rs::Op::Reduce)
-      index = static_cast<int64_t>(i);
+  int64_t index = firstInstruction(
+      program, [](const rs::Instruction &i) { return i.op == rs::Op::Reduce; });
   ASSERT_GE(index, 0);
   rs::Instruction &reduce = program.instructions[index];
   ASSERT_TRUE(reduce.hasScratch);
@@ -210,11 +219,9 @@ TEST(GpuProgram, AnInstructionWithoutItsScratchIsRefusedByName) {
 TEST(GpuProgram, AGeluGemmWithUnpackedCIsRefused) {
   rs::SchedBundle bundle = load(compile("gpt2-tiny", "f32", /*cuda=*/true));
   rs::Program program = *bundle.program("step");
-  int64_t index = -1;
-  for (size_t i = 0; i < program.instructions.size() && index < 0; ++i)
-    if (program.instructions[i].op == rs::Op::Gemm &&
-        program.instructions[i].as<rs::GemmAttrs>().hasAux)
-      index = static_cast<int64_t>(i);
+  int64_t index = firstInstruction(program, [](const rs::Instruction &i) {
+    return i.op == rs::Op::Gemm && i.as<rs::GemmAttrs>().hasAux;
+  });
   ASSERT_GE(index, 0);
   ASSERT_TRUE(
       runtime::gpuProgram(bundle, program, runtime::meshSpecOf(bundle), 0)

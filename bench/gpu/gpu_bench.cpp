@@ -2,7 +2,6 @@
 //
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
-//   weft-gpu-bench plan BUNDLE [program]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
 // runtime's own GEMM path (CudaDevice + CublasLt: the descriptors and the
@@ -17,11 +16,6 @@
 // softmax, "gemm") or flash (the fused kernels of attention.cu, "fused"),
 // run by GpuBackend and replayed as a CUDA graph; TFLOP/s counted as
 // FlashAttention does (causal forward 2 B H S^2 D, backward 2.5 times that).
-// plan: what the GPU runtime launches for a program of a bundle v2 (step by
-// default), translated without a device, with a roofline lower bound of its
-// time at an H200's peaks: per kind of launch, how many, the bytes they move
-// (each buffer argument once), their FLOPs and their bound. A model for
-// reviewing what a change does to a step without a GPU, not a measurement.
 // gemm and attention each print one JSON line with the median milliseconds
 // over `iterations`
 // runs after three warm-ups. bench/gpu/run.sh runs PyTorch (torch.matmul,
@@ -275,84 +269,6 @@ int attention(int argc, char **argv) {
               (*backend)->describe().c_str());
   return 0;
 }
-int plan(int argc, char **argv) {
-  absl::StatusOr<sched::SchedBundle> bundle = sched::loadSchedBundle(argv[0]);
-  if (!bundle.ok())
-    return fail(bundle.status());
-  std::string program = argc > 1 ? argv[1] : "step";
-  const sched::Program *spec = bundle->program(program);
-  if (!spec)
-    return fail(absl::NotFoundError("no program '" + program + "'"));
-  absl::StatusOr<GpuProgram> p =
-      gpuProgram(*bundle, *spec, meshSpecOf(*bundle), 0);
-  if (!p.ok())
-    return fail(p.status());
-  // H200 SXM peaks: HBM3e bandwidth, dense bf16 and f32 (no TF32) FLOP/s.
-  constexpr double kBandwidth = 4.8e12, kBf16Flops = 989e12, kF32Flops = 67e12;
-  struct Row {
-    int64_t launches = 0;
-    double bytes = 0, flops = 0, seconds = 0;
-  };
-  std::map<std::string, Row> rows;
-  int64_t byKind[7] = {};
-  for (const GpuLaunch &l : p->launches) {
-    ++byKind[static_cast<int>(l.kind)];
-    std::string name;
-    switch (l.kind) {
-    case GpuLaunch::Kind::Gemm:
-      name = std::string("GEMM, epilogue ") + gemmEpilogueName(l.gemm.epilogue);
-      break;
-    case GpuLaunch::Kind::Kernel:
-      // A launch instruction's kernel is generated; its name says nothing.
-      name = spec->instructions[l.instruction].op == sched::Op::Launch
-                 ? "generated kernels"
-                 : l.kernel;
-      break;
-    case GpuLaunch::Kind::Collective:
-      name = "collectives";
-      break;
-    case GpuLaunch::Kind::Zero:
-    case GpuLaunch::Kind::Copy:
-      name = "memset / memcpy";
-      break;
-    default:
-      continue; // Events.
-    }
-    GpuLaunchCost c = launchCost(l, *spec);
-    Row &r = rows[name];
-    ++r.launches;
-    r.bytes += c.bytes;
-    r.flops += c.flops;
-    r.seconds += std::max(c.bytes / kBandwidth,
-                          c.flops / (c.f32Gemm ? kF32Flops : kBf16Flops));
-  }
-  double total = 0;
-  for (const auto &[name, r] : rows)
-    total += r.seconds;
-  std::printf("%s, program %s: %zu instructions, %zu launches (%lld "
-              "kernels, %lld GEMMs); arena %.1f MiB (scratch included)\n",
-              argv[0], program.c_str(), spec->instructions.size(),
-              p->launches.size(), static_cast<long long>(byKind[0]),
-              static_cast<long long>(byKind[1]), spec->arena / 1048576.0);
-  std::printf("Roofline lower bound at H200 peaks (%.1f TB/s, %.0f TFLOP/s "
-              "bf16, %.0f f32): %.2f ms. A model of the plan, not a "
-              "measurement: each launch moves its buffers once at full "
-              "bandwidth or computes at peak.\n\n",
-              kBandwidth / 1e12, kBf16Flops / 1e12, kF32Flops / 1e12,
-              total * 1e3);
-  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) {
-    return a.second.seconds > b.second.seconds;
-  });
-  std::printf("| launches of | count | GB moved | TFLOP | bound (ms) | share "
-              "|\n|---|---|---|---|---|---|\n");
-  for (const auto &[name, r] : sorted)
-    std::printf("| %s | %lld | %.2f | %.2f | %.3f | %.1f%% |\n", name.c_str(),
-                static_cast<long long>(r.launches), r.bytes / 1e9,
-                r.flops / 1e12, r.seconds * 1e3,
-                total > 0 ? 100 * r.seconds / total : 0.0);
-  return 0;
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -361,12 +277,9 @@ int main(int argc, char **argv) {
     return gemm(argc - 2, argv + 2);
   if (what == "attention" && argc >= 6)
     return attention(argc - 2, argv + 2);
-  if (what == "plan" && argc >= 3)
-    return plan(argc - 2, argv + 2);
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
-                       "[iterations]\n"
-                       "       weft-gpu-bench plan BUNDLE [program]\n");
+                       "[iterations]\n");
   return 2;
 }

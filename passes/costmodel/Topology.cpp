@@ -5,13 +5,14 @@
 //   {"name": "dgx-h100",                  (optional)
 //    "nodes": 4, "devices_per_node": 8,
 //    "device": {"name": "H100-SXM5-80GB", (optional)
-//               "memory_gb": 80,
+//               "memory_gb": 80, "memory_bandwidth_gbps": 3350,
 //               "peak_tflops": {"bf16": 989, "fp8": 1979, "f32": 67}},
 //    "intra_node": {"bandwidth_gbps": 450, "latency_us": 2},
 //    "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}}
 //
 // Units: memory in GB (1e9 bytes), FLOP/s in TFLOP/s (dense, no sparsity),
-// bandwidth in GB/s per device and direction, latency in microseconds.
+// link bandwidth in GB/s per device and direction, memory bandwidth in GB/s,
+// latency in microseconds.
 // Unknown keys are errors, so a typo cannot silently fall back to a default.
 //
 //===----------------------------------------------------------------------===//
@@ -108,45 +109,52 @@ struct Preset {
   const char *name;
   const char *device;
   int64_t devicesPerNode; // 0: the preset's count is devices, one node.
-  double memoryGB;
+  double memoryGB, memoryBandwidthGBps;
   double tflopsBf16, tflopsFp8, tflopsF32;
   LinkSpec intra, inter;
 };
 const Preset kPresets[] = {
-    // NVIDIA A100 SXM4 80GB: 312 TFLOP/s bf16, 19.5 f32; NVLink 3 600 GB/s
-    // both directions; one 200 Gb/s HDR InfiniBand port per GPU.
+    // NVIDIA A100 SXM4 80GB: 312 TFLOP/s bf16, 19.5 f32, 2039 GB/s HBM2e;
+    // NVLink 3 600 GB/s both directions; one 200 Gb/s HDR InfiniBand port
+    // per GPU.
     {"dgx-a100",
      "A100-SXM4-80GB",
      8,
      80,
+     2039,
      312,
      0,
      19.5,
      {300e9, 2e-6},
      {25e9, 5e-6}},
-    // NVIDIA H100 SXM5 80GB: 989 bf16, 1979 fp8, 67 f32; NVLink 4 900 GB/s
-    // both directions; one 400 Gb/s NDR port per GPU.
+    // NVIDIA H100 SXM5 80GB: 989 bf16, 1979 fp8, 67 f32, 3350 GB/s HBM3;
+    // NVLink 4 900 GB/s both directions; one 400 Gb/s NDR port per GPU.
     {"dgx-h100",
      "H100-SXM5-80GB",
      8,
      80,
+     3350,
      989,
      1979,
      67,
      {450e9, 2e-6},
      {50e9, 5e-6}},
-    // NVIDIA H200 SXM 141GB: H100's compute with 141 GB of HBM3e.
+    // NVIDIA H200 SXM 141GB: H100's compute with 141 GB of HBM3e at
+    // 4800 GB/s.
     {"h200",
      "H200-SXM-141GB",
      8,
      141,
+     4800,
      989,
      1979,
      67,
      {450e9, 2e-6},
      {50e9, 5e-6}},
-    // Local CPU ranks on one machine talking over loopback TCP (Gloo).
-    {"cpu", "cpu", 0, 8, 0.1, 0, 0.1, {5e9, 20e-6}, {5e9, 20e-6}},
+    // Local CPU ranks on one machine talking over loopback TCP (Gloo):
+    // round figures of one core of a server CPU, until a calibration
+    // measures the machine.
+    {"cpu", "cpu", 0, 8, 20, 0.1, 0, 0.1, {5e9, 20e-6}, {5e9, 20e-6}},
 };
 } // namespace
 
@@ -175,7 +183,8 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   Expected<ObjectReader> device = r.object("device");
   if (!device)
     return device.takeError();
-  if (Error e = device->unknownKeys({"name", "memory_gb", "peak_tflops"}))
+  if (Error e = device->unknownKeys(
+          {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops"}))
     return std::move(e);
   if (std::optional<StringRef> name = device->raw().getString("name"))
     t.device.name = name->str();
@@ -183,6 +192,10 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   if (!memory)
     return memory.takeError();
   t.device.memoryBytes = static_cast<int64_t>(*memory * 1e9);
+  Expected<double> bandwidth = device->positive("memory_bandwidth_gbps");
+  if (!bandwidth)
+    return bandwidth.takeError();
+  t.device.memoryBandwidth = *bandwidth * 1e9;
   Expected<ObjectReader> flops = device->object("peak_tflops");
   if (!flops)
     return flops.takeError();
@@ -220,6 +233,7 @@ Expected<Topology> Topology::preset(StringRef spec) {
     t.devicesPerNode = p.devicesPerNode ? p.devicesPerNode : count;
     t.device.name = p.device;
     t.device.memoryBytes = static_cast<int64_t>(p.memoryGB * 1e9);
+    t.device.memoryBandwidth = p.memoryBandwidthGBps * 1e9;
     t.device.peakFlops["bf16"] = p.tflopsBf16 * 1e12;
     t.device.peakFlops["f32"] = p.tflopsF32 * 1e12;
     if (p.tflopsFp8 > 0)
@@ -297,9 +311,11 @@ json::Value Topology::toJSON() const {
       {"name", name},
       {"nodes", nodes},
       {"devices_per_node", devicesPerNode},
-      {"device", json::Object{{"name", device.name},
-                              {"memory_gb", device.memoryBytes / 1e9},
-                              {"peak_tflops", std::move(flops)}}},
+      {"device",
+       json::Object{{"name", device.name},
+                    {"memory_gb", device.memoryBytes / 1e9},
+                    {"memory_bandwidth_gbps", device.memoryBandwidth / 1e9},
+                    {"peak_tflops", std::move(flops)}}},
       {"intra_node", link(intraNode)},
       {"inter_node", link(interNode)}};
 }

@@ -31,6 +31,7 @@ struct LinkSpec {
 struct DeviceSpec {
   std::string name;
   int64_t memoryBytes = 0;
+  double memoryBandwidth = 0; // Bytes per second.
   /// Dense peak FLOP/s by dtype ("f32", "bf16", "fp8", ...).
   std::map<std::string, double> peakFlops;
 };

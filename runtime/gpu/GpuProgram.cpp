@@ -897,37 +897,4 @@ absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
   return result;
 }
 
-GpuLaunchCost launchCost(const GpuLaunch &l, const sched::Program &program) {
-  GpuLaunchCost c;
-  if (l.kind == GpuLaunch::Kind::Gemm) {
-    const GemmShape &g = l.gemm;
-    double in = static_cast<double>(dtypeSize(g.type)),
-           out = static_cast<double>(dtypeSize(g.outType()));
-    c.bytes = g.batch * (in * (g.m * g.k + g.k * g.n) +
-                         out * g.m * g.n * (g.hasAux() ? 2 : 1));
-    c.flops = g.flops();
-    c.f32Gemm = g.type == DType::F32;
-    return c;
-  }
-  if (l.kind == GpuLaunch::Kind::Zero || l.kind == GpuLaunch::Kind::Copy) {
-    c.bytes = static_cast<double>(l.bytes) *
-              (l.kind == GpuLaunch::Kind::Copy ? 2 : 1);
-    return c;
-  }
-  if (l.kind == GpuLaunch::Kind::Collective)
-    return c;        // Link time, not device memory: the cost model's.
-  if (l.bytes > 0) { // The instruction said what a partial access touches.
-    c.bytes = static_cast<double>(l.bytes);
-    return c;
-  }
-  for (const GpuArg &a : l.args)
-    if (a.kind == GpuArg::Kind::Buffer &&
-        a.buffer.kind == GpuBuffer::Kind::Buffer)
-      c.bytes += static_cast<double>(
-          a.buffer.bytes > 0
-              ? a.buffer.bytes
-              : program.buffers[a.buffer.id].type.bytes() - a.buffer.offset);
-  return c;
-}
-
 } // namespace weft::runtime

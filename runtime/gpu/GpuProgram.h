@@ -38,8 +38,9 @@ struct GpuBuffer {
   Kind kind = Kind::Buffer;
   int64_t id = 0;
   int64_t offset = 0;
-  /// The bytes from `offset` the launch touches, for launchCost: a region
-  /// of an instruction's scratch (0: the rest of the buffer).
+  /// The bytes from `offset` the launch touches: a region of an
+  /// instruction's scratch (0: the rest of the buffer). The runtime needs
+  /// only the address; tests check that a kernel's grid covers its bytes.
   int64_t bytes = 0;
 };
 
@@ -76,7 +77,8 @@ struct GpuLaunch {
   GemmShape gemm;
   /// Zero and Copy: the bytes they set or move. A Kernel that touches only
   /// part of its buffers (an embedding's gather): the bytes it does read
-  /// and write, for launchCost; 0: every buffer argument whole.
+  /// and write (tests check its grid covers them); 0: every buffer argument
+  /// whole.
   int64_t bytes = 0;
   /// Collective: what, over the group of `axes`, `count` f32 per member.
   GpuCollective collective = GpuCollective::AllReduce;
@@ -95,17 +97,6 @@ struct GpuProgram {
 absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
                                       const sched::Program &program,
                                       const MeshSpec &mesh, int64_t rank);
-
-/// What a launch moves through device memory and computes, for roofline
-/// estimates: every buffer argument read or written once whole (a region
-/// of a scratch: its bytes; a GEMM: its matrices, aux included; a kernel
-/// with `bytes` set: those), a GEMM's FLOPs.
-struct GpuLaunchCost {
-  double bytes = 0, flops = 0;
-  bool f32Gemm = false; // An f32 GEMM (no tensor cores: a lower peak).
-};
-GpuLaunchCost launchCost(const GpuLaunch &launch,
-                         const sched::Program &program);
 
 /// The kernel sources the GPU runtime compiles with NVRTC at load: ops.cu
 /// (preceded by OpsAbi.h) and attention.cu, as built into the runtime.

@@ -305,7 +305,16 @@ TEST(GpuProgram, EveryKernelSpreadsItsWorkOverTheGpu) {
           continue;
         double threads =
             static_cast<double>(l.grid[0]) * l.grid[1] * l.grid[2] * l.block;
-        double bytes = runtime::launchCost(l, program).bytes;
+        // The bytes it touches: as the launch says, else each buffer
+        // argument (a region of one, or the rest of it from its offset).
+        double bytes = static_cast<double>(l.bytes);
+        for (const runtime::GpuArg &a : l.args)
+          if (l.bytes == 0 && a.kind == runtime::GpuArg::Kind::Buffer &&
+              a.buffer.kind == runtime::GpuBuffer::Kind::Buffer)
+            bytes += static_cast<double>(
+                a.buffer.bytes > 0 ? a.buffer.bytes
+                                   : program.buffers[a.buffer.id].type.bytes() -
+                                         a.buffer.offset);
         EXPECT_TRUE(threads >= (1 << 19) || bytes <= 4096 * threads)
             << l.kernel << " (instruction " << l.instruction << ", "
             << rs::opName(program.instructions[l.instruction].op)

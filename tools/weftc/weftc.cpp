@@ -13,11 +13,12 @@
 #include "codegen/SchedBundle.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
-#include "compiler/Report.h"
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
 #include "dialects/sched/IR/SchedOps.h"
 #include "frontend/models/ModelConfig.h"
+#include "passes/costmodel/CostModel.h"
+#include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
@@ -66,7 +67,8 @@ cl::opt<std::string> bundlePath(cl::Positional, cl::desc("<bundle dir>"),
 cl::opt<std::string> topologySpec("topology",
                                   cl::desc("Topology file or preset: cpu:N, "
                                            "dgx-a100:N, dgx-h100:N, h200:N"),
-                                  cl::sub(topologyCmd), cl::sub(compileCmd));
+                                  cl::sub(topologyCmd), cl::sub(compileCmd),
+                                  cl::sub(inspectCmd));
 cl::opt<std::string> meshSpec("mesh", cl::desc("Mesh to check, e.g. dp=2,tp=4"),
                               cl::sub(topologyCmd));
 
@@ -112,9 +114,10 @@ cl::opt<std::string> planSpec(
     cl::sub(compileCmd));
 cl::opt<std::string> reportFormat(
     "report", cl::ValueOptional,
-    cl::desc("Print the per-rank memory and communication estimate: a table, "
-             "or --report=json"),
-    cl::sub(compileCmd));
+    cl::desc("Print the per-rank memory and communication estimate and, with "
+             "--topology, the predicted time of each program: tables, or "
+             "--report=json"),
+    cl::sub(compileCmd), cl::sub(inspectCmd));
 cl::opt<std::string> target("target",
                             cl::desc("Kernels to build: cpu (default) or cuda "
                                      "(also nvcc cubins, see --cuda-arch)"),
@@ -279,16 +282,64 @@ int runTopology() {
   return 0;
 }
 
-/// --report: the placed step's per-rank estimate (compiler/Report.h).
-int printReport(ModuleOp module) {
-  FailureOr<weft::PlacementReport> report = weft::estimatePlacement(module);
-  if (failed(report))
-    return 1;
+/// --report: the placed step's per-rank estimate (passes/costmodel/Report.h)
+/// of `placed` (the weft programs) and, with a topology, the predicted time
+/// of each program of `lowered` (sched; passes/costmodel/CostModel.h).
+/// Either may be null.
+int printReport(ModuleOp placed, ModuleOp lowered,
+                const std::optional<weft::Topology> &topology) {
+  llvm::json::Object json;
+  if (placed) {
+    FailureOr<weft::PlacementReport> report = weft::estimatePlacement(placed);
+    if (failed(report))
+      return 1;
+    if (reportFormat == "json")
+      json = report->toJSON();
+    else
+      outs() << report->table();
+  }
+  if (lowered && topology) {
+    llvm::json::Array programs;
+    for (auto program : lowered.getOps<weft::sched::ProgramOp>()) {
+      FailureOr<weft::ProgramEstimate> estimate =
+          weft::estimateProgram(program, *topology);
+      if (failed(estimate))
+        return 1;
+      if (reportFormat == "json")
+        programs.push_back(estimate->toJSON());
+      else
+        outs() << "\n" << estimate->table();
+    }
+    json["programs"] = std::move(programs);
+  }
   if (reportFormat == "json")
-    outs() << formatv("{0:2}", llvm::json::Value(report->toJSON())) << "\n";
-  else
-    outs() << report->table();
+    outs() << formatv("{0:2}", llvm::json::Value(std::move(json))) << "\n";
   return 0;
+}
+
+/// --topology: the file or preset, or nothing without the flag.
+FailureOr<std::optional<weft::Topology>> loadTopology() {
+  if (topologySpec.empty())
+    return std::optional<weft::Topology>();
+  Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
+  if (!topology) {
+    fail(toString(topology.takeError()));
+    return failure();
+  }
+  return std::optional<weft::Topology>(std::move(*topology));
+}
+
+/// Whether --report or --report=json was given; a failure for another
+/// format.
+FailureOr<bool> reportWanted() {
+  if (reportFormat.getNumOccurrences() == 0)
+    return false;
+  if (!reportFormat.empty() && reportFormat != "json") {
+    fail("unknown --report format '" + reportFormat +
+         "' (use --report or --report=json)");
+    return failure();
+  }
+  return true;
 }
 
 int runCompile(MLIRContext &context) {
@@ -378,30 +429,29 @@ int runCompile(MLIRContext &context) {
     if (options.cudaArchs.empty())
       return fail("--cuda-arch names no architecture");
   }
-  if (!topologySpec.empty()) {
-    Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
-    if (!topology)
-      return fail(toString(topology.takeError()));
-    if (Error e = topology->checkMesh(options.plan.axes))
+  FailureOr<std::optional<weft::Topology>> topology = loadTopology();
+  if (failed(topology))
+    return 1;
+  if (*topology) {
+    const weft::Topology *t = &**topology;
+    if (Error e = t->checkMesh(options.plan.axes))
       return fail(toString(std::move(e)));
     // Tensor-parallel groups are consecutive ranks (tp is the innermost
     // mesh axis): they stay inside a node only if tp divides its devices.
     int64_t tp = options.plan.size("tp");
-    if (tp > 1 && topology->devicesPerNode % tp != 0)
+    if (tp > 1 && t->devicesPerNode % tp != 0)
       WithColor::warning(errs(), "weftc")
-          << "tp=" << tp << " groups do not fit in the "
-          << topology->devicesPerNode << " devices of a node of "
-          << topology->name
+          << "tp=" << tp << " groups do not fit in the " << t->devicesPerNode
+          << " devices of a node of " << t->name
           << ": tensor-parallel collectives will cross the inter-node links ("
-          << formatv("{0:f0}", topology->interNode.bandwidth / 1e9)
+          << formatv("{0:f0}", t->interNode.bandwidth / 1e9)
           << " GB/s instead of "
-          << formatv("{0:f0}", topology->intraNode.bandwidth / 1e9)
-          << " GB/s)\n";
+          << formatv("{0:f0}", t->intraNode.bandwidth / 1e9) << " GB/s)\n";
   }
-  bool report = reportFormat.getNumOccurrences() > 0;
-  if (report && !reportFormat.empty() && reportFormat != "json")
-    return fail("unknown --report format '" + reportFormat +
-                "' (use --report or --report=json)");
+  FailureOr<bool> wanted = reportWanted();
+  if (failed(wanted))
+    return 1;
+  bool report = *wanted;
   // The pass manager takes the command line's --mlir-* flags (IR printing,
   // timing, crash reproducers).
   auto configure = [](PassManager &pm) -> LogicalResult {
@@ -410,10 +460,24 @@ int runCompile(MLIRContext &context) {
     applyDefaultTimingPassManagerCLOptions(pm);
     return success();
   };
-  if (report && outputPath == "-" && emit.empty()) {
-    if (failed(weft::buildTrainingPrograms(*module, options, configure)))
+  // The memory report reads the weft programs, which lowering to sched
+  // replaces; the time estimate reads the sched ones.
+  OwningOpRef<ModuleOp> forReport;
+  if (report)
+    forReport = module->clone();
+  auto finishReport = [&](ModuleOp lowered) {
+    if (failed(weft::buildTrainingPrograms(*forReport, options)))
       return 1;
-    return printReport(*module);
+    return printReport(*forReport, lowered, *topology);
+  };
+  if (report && outputPath == "-" && emit.empty()) {
+    if (!*topology)
+      return finishReport({});
+    weft::TrainingOptions lowering = options;
+    lowering.sched = true;
+    if (failed(weft::buildTrainingPrograms(*module, lowering, configure)))
+      return 1;
+    return finishReport(*module);
   }
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options, configure)))
@@ -431,10 +495,6 @@ int runCompile(MLIRContext &context) {
     outs() << "\n";
     return 0;
   }
-  // The report reads the weft programs, which lowering to sched replaces.
-  OwningOpRef<ModuleOp> forReport;
-  if (report)
-    forReport = module->clone();
   if (failed(weft::compileSchedBundle(*module, outputPath, options,
                                       std::move(meta), configure)))
     return 1;
@@ -445,11 +505,7 @@ int runCompile(MLIRContext &context) {
   errs() << formatv("wrote {0}: {1} instructions in a training step, arena "
                     "{2} bytes\n",
                     outputPath.getValue(), instructions, *step.getArena());
-  if (!report)
-    return 0;
-  if (failed(weft::buildTrainingPrograms(*forReport, options)))
-    return 1;
-  return printReport(*forReport);
+  return report ? finishReport(*module) : 0;
 }
 
 /// `weftc inspect DIR`: the bundle's manifest read back as sched IR.
@@ -472,6 +528,17 @@ int runInspect(MLIRContext &context) {
       weft::codegen::readSchedManifest(*manifest, manifestPath, &context);
   if (!module)
     return 1;
+  FailureOr<bool> report = reportWanted();
+  if (failed(report))
+    return 1;
+  if (*report) {
+    FailureOr<std::optional<weft::Topology>> topology = loadTopology();
+    if (failed(topology))
+      return 1;
+    if (!*topology)
+      return fail("inspect --report needs --topology FILE|PRESET");
+    return printReport({}, *module, *topology);
+  }
   module->print(outs());
   outs() << "\n";
   return 0;

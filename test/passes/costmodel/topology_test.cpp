@@ -14,7 +14,7 @@ std::string error(llvm::Expected<Topology> t) {
 
 const char *kValid = R"({
   "name": "lab", "nodes": 2, "devices_per_node": 4,
-  "device": {"name": "X", "memory_gb": 40, "peak_tflops": {"bf16": 100, "f32": 20}},
+  "device": {"name": "X", "memory_gb": 40, "memory_bandwidth_gbps": 1500, "peak_tflops": {"bf16": 100, "f32": 20}},
   "intra_node": {"bandwidth_gbps": 200, "latency_us": 3},
   "inter_node": {"bandwidth_gbps": 25, "latency_us": 8}})";
 } // namespace
@@ -25,6 +25,7 @@ TEST(Topology, ParsesTheDocumentedFormInSIUnits) {
   EXPECT_EQ(t->worldSize(), 8);
   EXPECT_EQ(t->device.memoryBytes, 40'000'000'000);
   EXPECT_DOUBLE_EQ(t->device.peakFlops.at("bf16"), 100e12);
+  EXPECT_DOUBLE_EQ(t->device.memoryBandwidth, 1500e9);
   EXPECT_DOUBLE_EQ(t->intraNode.bandwidth, 200e9);
   EXPECT_DOUBLE_EQ(t->interNode.latency, 8e-6);
   // The JSON form round-trips.
@@ -34,6 +35,7 @@ TEST(Topology, ParsesTheDocumentedFormInSIUnits) {
   ASSERT_TRUE(static_cast<bool>(again));
   EXPECT_EQ(again->worldSize(), 8);
   EXPECT_DOUBLE_EQ(again->interNode.bandwidth, 25e9);
+  EXPECT_DOUBLE_EQ(again->device.memoryBandwidth, 1500e9);
 }
 
 TEST(Topology, PresetsCarryDatasheetFigures) {
@@ -47,6 +49,8 @@ TEST(Topology, PresetsCarryDatasheetFigures) {
   auto h200 = Topology::preset("h200:1");
   ASSERT_TRUE(static_cast<bool>(h200));
   EXPECT_EQ(h200->device.memoryBytes, 141'000'000'000);
+  EXPECT_DOUBLE_EQ(h200->device.memoryBandwidth, 4800e9);
+  EXPECT_DOUBLE_EQ(h100->device.memoryBandwidth, 3350e9);
   auto a100 = Topology::preset("dgx-a100:2");
   ASSERT_TRUE(static_cast<bool>(a100));
   EXPECT_DOUBLE_EQ(a100->device.peakFlops.at("bf16"), 312e12);
@@ -71,6 +75,11 @@ TEST(Topology, DiagnosesBadFiles) {
                     "\"memory_gb\": -4");
   EXPECT_EQ(error(Topology::parse(badDevice, "t.json")),
             "t.json: 'device.memory_gb' must be a positive number");
+  std::string noBandwidth = kValid;
+  noBandwidth.replace(noBandwidth.find("\"memory_bandwidth_gbps\": 1500, "), 31,
+                      "");
+  EXPECT_EQ(error(Topology::parse(noBandwidth, "t.json")),
+            "t.json: missing key 'device.memory_bandwidth_gbps'");
   std::string typo = kValid;
   typo.replace(typo.find("latency_us\": 3"), 10, "latency_ms");
   EXPECT_EQ(error(Topology::parse(typo, "t.json")),

@@ -1,6 +1,8 @@
 //===- Report.cpp - per-rank memory and communication estimate ------------===//
 
-#include "compiler/Report.h"
+#include "passes/costmodel/Report.h"
+
+#include "passes/costmodel/CostModel.h"
 
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/memory/Passes.h"
@@ -22,21 +24,25 @@ int64_t bytesOf(Value v) {
   return type.getNumElements() * elementBytes(type.getElementType());
 }
 
-/// Bytes one rank sends for `op` on a ring of its group.
+/// Bytes one rank sends for `op` on a ring of its group (CostModel.h's
+/// rule, as the sched program's collectives are costed).
 double ringBytes(Operation *op) {
-  auto ring = [](int64_t n) { return n > 1 ? double(n - 1) / n : 0.0; };
+  using Kind = sched::CollectiveKind;
   if (auto r = dyn_cast<AllReduceOp>(op)) {
     double bytes = 0;
     for (Value v : r.getInputs())
       bytes += bytesOf(v);
-    return 2 * ring(r.groupSize()) * bytes;
+    return collectiveSendBytes(Kind::all_reduce, bytes, bytes, r.groupSize());
   }
   if (auto g = dyn_cast<AllGatherOp>(op))
-    return ring(g.groupSize()) * bytesOf(g.getResult());
+    return collectiveSendBytes(Kind::all_gather, bytesOf(g.getInput()),
+                               bytesOf(g.getResult()), g.groupSize());
   if (auto s = dyn_cast<ReduceScatterOp>(op))
-    return ring(s.groupSize()) * bytesOf(s.getInput());
+    return collectiveSendBytes(Kind::reduce_scatter, bytesOf(s.getInput()),
+                               bytesOf(s.getResult()), s.groupSize());
   if (auto a = dyn_cast<AllToAllOp>(op))
-    return ring(a.groupSize()) * bytesOf(a.getInput());
+    return collectiveSendBytes(Kind::all_to_all, bytesOf(a.getInput()),
+                               bytesOf(a.getResult()), a.groupSize());
   return 0;
 }
 

@@ -12,14 +12,15 @@
 // compute precision is not f32. Which of them a rank holds whole and which
 // as 1/N comes from the placed program: tensor-parallel and ZeRO-3 splits
 // of the parameter, the shape of its Adam state (ZeRO-1/2), and whether its
-// gradient was reduce-scattered (ZeRO-2). Collectives count ring traffic:
-// an all-reduce sends 2(n-1)/n of its bytes, an all-gather (n-1)/n of its
-// result, a reduce-scatter and an all-to-all (n-1)/n of their operand.
+// gradient was reduce-scattered (ZeRO-2). Collectives count ring traffic
+// by CostModel.h's collectiveSendBytes: an all-reduce sends 2(n-1)/n of its
+// bytes, an all-gather (n-1)/n of its result, a reduce-scatter and an
+// all-to-all (n-1)/n of their operand.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WEFT_COMPILER_REPORT_H
-#define WEFT_COMPILER_REPORT_H
+#ifndef WEFT_PASSES_COSTMODEL_REPORT_H
+#define WEFT_PASSES_COSTMODEL_REPORT_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -52,4 +53,4 @@ mlir::FailureOr<PlacementReport> estimatePlacement(mlir::ModuleOp module);
 
 } // namespace weft
 
-#endif // WEFT_COMPILER_REPORT_H
+#endif // WEFT_PASSES_COSTMODEL_REPORT_H

@@ -1,0 +1,187 @@
+//===- costmodel_test.cpp - sched instructions and programs, timed --------===//
+//
+// Hand-written sched programs on datasheet topologies, against the figures
+// CostModel.h's rules give when worked out by hand.
+
+#include "passes/costmodel/CostModel.h"
+
+#include "dialects/sched/IR/SchedDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft;
+using namespace mlir;
+
+namespace {
+// A [1024 x 1024] bf16 GEMM on "compute" and an all-reduce of 4 MiB on
+// "comm" over `axes` of a dp=2 x tp=8 mesh; `ordered` makes the collective
+// wait for the GEMM.
+std::string program(const std::string &axes, bool ordered) {
+  std::string buffer = "!sched.buffer<1024x1024xbf16>";
+  std::string order = ordered ? "  sched.record 0 on \"compute\"\n"
+                                "  sched.wait 0 on \"comm\"\n"
+                              : "";
+  return R"(sched.mesh @mesh axes ["dp", "tp"] sizes [2, 8]
+sched.program @step arena(8388608) align(256) events(1) streams ["compute", "comm"] {
+^bb0(%a: )" +
+         buffer + ", %b: " + buffer + R"(, %g: !sched.buffer<1048576xf32>):
+  %c = sched.alloc offset(0) live(0, )" +
+         std::string(ordered ? "4" : "2") + ") : " + buffer + R"(
+  sched.gemm %a, %b -> %c mnk [1024, 1024, 1024] batch 1 ld [1024, 1024, 1024] strides [0, 0, 0] epilogue none : )" +
+         buffer + ", " + buffer + " -> " + buffer + "\n" + order +
+         R"(  sched.collective all_reduce sum %g -> %g over @mesh [)" + axes +
+         R"(] on "comm" : !sched.buffer<1048576xf32> -> !sched.buffer<1048576xf32>
+  sched.return ["c"] %c : )" +
+         buffer + "\n}\n";
+}
+
+struct Parsed {
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  std::string diagnostics;
+  sched::ProgramOp step() {
+    return module ? module->lookupSymbol<sched::ProgramOp>("step")
+                  : sched::ProgramOp();
+  }
+};
+
+std::unique_ptr<Parsed> parse(const std::string &text) {
+  auto p = std::make_unique<Parsed>();
+  p->context.loadDialect<sched::SchedDialect>();
+  p->context.getDiagEngine().registerHandler(
+      [q = p.get()](Diagnostic &d) { q->diagnostics += d.str() + "\n"; });
+  p->module = parseSourceString<ModuleOp>(text, &p->context);
+  EXPECT_TRUE(p->module) << p->diagnostics << text;
+  return p;
+}
+
+Topology preset(const char *name) {
+  llvm::Expected<Topology> t = Topology::preset(name);
+  EXPECT_TRUE(static_cast<bool>(t));
+  return t ? *t : Topology();
+}
+
+// H100: 989e12 bf16 FLOP/s, 3350e9 B/s; NVLink 450e9 B/s and 2 us, the
+// inter-node link 50e9 B/s and 5 us.
+constexpr double kGemm = 2.0 * 1024 * 1024 * 1024 / 989e12;
+constexpr double kBytes = 4.0 * 1024 * 1024;
+
+TEST(CostModel, GemmsRunAtPeakAndCollectivesOverTheirLink) {
+  auto p = parse(program("\"tp\"", /*ordered=*/false));
+  ASSERT_TRUE(p->step());
+  FailureOr<ProgramEstimate> e =
+      estimateProgram(p->step(), preset("dgx-h100:2"));
+  ASSERT_TRUE(succeeded(e)) << p->diagnostics;
+  EXPECT_EQ(e->instructions, 2);
+  // A tp group is 8 ranks of one node: 2 * 7/8 of 4 MiB over NVLink in 14
+  // steps of 2 us.
+  double ring = 2 * 7.0 / 8 * kBytes / 450e9 + 14 * 2e-6;
+  EXPECT_NEAR(e->streamBusy.at("compute"), kGemm, 1e-12);
+  EXPECT_NEAR(e->streamBusy.at("comm"), ring, 1e-12);
+  // Nothing orders them: the streams overlap.
+  EXPECT_NEAR(e->seconds, std::max(kGemm, ring), 1e-12);
+  ASSERT_EQ(e->rows.size(), 2u);
+  EXPECT_EQ(e->rows[0].category, "all_reduce over tp");
+  EXPECT_DOUBLE_EQ(e->rows[0].linkBytes, 2 * 7.0 / 8 * kBytes);
+  EXPECT_EQ(e->rows[1].category, "GEMM bf16");
+  EXPECT_DOUBLE_EQ(e->rows[1].flops, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(e->rows[1].bytes, 3 * 2.0 * 1024 * 1024);
+}
+
+TEST(CostModel, AnEventSerialisesTheStreams) {
+  auto p = parse(program("\"tp\"", /*ordered=*/true));
+  ASSERT_TRUE(p->step());
+  FailureOr<ProgramEstimate> e =
+      estimateProgram(p->step(), preset("dgx-h100:2"));
+  ASSERT_TRUE(succeeded(e)) << p->diagnostics;
+  double ring = 2 * 7.0 / 8 * kBytes / 450e9 + 14 * 2e-6;
+  EXPECT_NEAR(e->seconds, kGemm + ring, 1e-12);
+}
+
+TEST(CostModel, AGroupAcrossNodesTakesTheInterNodeLink) {
+  // dp is the outer axis: its two ranks sit on two nodes of eight.
+  auto p = parse(program("\"dp\"", /*ordered=*/false));
+  ASSERT_TRUE(p->step());
+  FailureOr<ProgramEstimate> e =
+      estimateProgram(p->step(), preset("dgx-h100:2"));
+  ASSERT_TRUE(succeeded(e)) << p->diagnostics;
+  EXPECT_NEAR(e->streamBusy.at("comm"), kBytes / 50e9 + 2 * 5e-6, 1e-12);
+  // Sixteen devices of one node: the same group stays on NVLink.
+  Topology wide = preset("dgx-h100:2");
+  wide.nodes = 1, wide.devicesPerNode = 16;
+  e = estimateProgram(p->step(), wide);
+  ASSERT_TRUE(succeeded(e));
+  EXPECT_NEAR(e->streamBusy.at("comm"), kBytes / 450e9 + 2 * 2e-6, 1e-12);
+}
+
+TEST(CostModel, RingTrafficPerCollective) {
+  using K = sched::CollectiveKind;
+  EXPECT_DOUBLE_EQ(collectiveSendBytes(K::all_reduce, 800, 800, 4), 1200);
+  EXPECT_DOUBLE_EQ(collectiveSendBytes(K::all_gather, 200, 800, 4), 600);
+  EXPECT_DOUBLE_EQ(collectiveSendBytes(K::reduce_scatter, 800, 200, 4), 600);
+  EXPECT_DOUBLE_EQ(collectiveSendBytes(K::all_to_all, 800, 800, 4), 600);
+  EXPECT_DOUBLE_EQ(collectiveSendBytes(K::all_reduce, 800, 800, 1), 0);
+}
+
+TEST(CostModel, AttentionThroughGemmsPaysEachPass) {
+  // B 1, S = T 256, one head of 64: scores 256 x 256 f32, probabilities
+  // bf16; the GPU scratch is those two planes.
+  std::string q = "!sched.buffer<1x256x1x64xbf16>";
+  std::string text =
+      R"(sched.program @f arena(1048576) align(256) events(0) streams ["compute"] {
+^bb0(%q: )" +
+      q + ", %k: " + q + ", %v: " + q + R"():
+  %o = sched.alloc offset(0) live(0, 1) : )" +
+      q + R"(
+  %lse = sched.alloc offset(32768) live(0, 1) : !sched.buffer<1x1x256xf32>
+  %s = sched.alloc offset(65536) live(0, 0) : !sched.buffer<98304xf32>
+  sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<98304xf32>) scale 1.250000e-01 causal algorithm gemm_softmax : )" +
+      q + ", " + q + ", " + q + " -> " + q + R"(, !sched.buffer<1x1x256xf32>
+  sched.return ["o", "lse"] %o, %lse : )" +
+      q + R"(, !sched.buffer<1x1x256xf32>
+}
+)";
+  auto p = parse(text);
+  auto f = p->module ? p->module->lookupSymbol<sched::ProgramOp>("f")
+                     : sched::ProgramOp();
+  ASSERT_TRUE(f) << p->diagnostics;
+  auto attention = *f.getBody().front().getOps<sched::AttentionOp>().begin();
+  InstructionCost c = instructionCost(
+      cast<sched::InstructionOpInterface>(attention.getOperation()));
+  double products = 256.0 * 256, qkv = 256.0 * 64 * 2;
+  EXPECT_DOUBLE_EQ(c.flops, 2 * 2 * products * 64);
+  ASSERT_EQ(c.passes.size(), 3u);
+  // QK^T writes the f32 scores; the softmax reads them and writes bf16
+  // probabilities and the lse; PV reads those and v and writes out.
+  EXPECT_DOUBLE_EQ(c.passes[0].bytes, 2 * qkv + 4 * products);
+  EXPECT_DOUBLE_EQ(c.passes[1].bytes, 4 * products + 2 * products + 256 * 4);
+  EXPECT_DOUBLE_EQ(c.passes[2].bytes, 2 * products + 2 * qkv);
+  EXPECT_DOUBLE_EQ(c.bytes,
+                   c.passes[0].bytes + c.passes[1].bytes + c.passes[2].bytes);
+}
+
+TEST(CostModel, SaysWhatTheTopologyLacks) {
+  auto p = parse(program("\"tp\"", /*ordered=*/false));
+  ASSERT_TRUE(p->step());
+  // A device without a bf16 rate cannot time a bf16 GEMM.
+  Topology noBf16 = preset("dgx-h100:2");
+  noBf16.device.peakFlops.erase("bf16");
+  EXPECT_TRUE(failed(estimateProgram(p->step(), noBf16)));
+  EXPECT_NE(p->diagnostics.find("cannot estimate program 'step' on topology "
+                                "'dgx-h100:2': its device has no peak for "
+                                "bf16 (GEMM bf16)"),
+            std::string::npos)
+      << p->diagnostics;
+  p->diagnostics.clear();
+  EXPECT_TRUE(failed(estimateProgram(p->step(), preset("h200:1"))));
+  EXPECT_NE(p->diagnostics.find("the mesh has 16 ranks but the topology 8 "
+                                "devices"),
+            std::string::npos)
+      << p->diagnostics;
+}
+} // namespace

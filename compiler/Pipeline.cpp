@@ -57,6 +57,9 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   adamw.maxGradNorm = options.maxGradNorm;
   adamw.keepFunc = options.keepGradients;
   pm.addPass(createAdamW(adamw));
+  // ZeRO-1/2 (optimizer splits from the plan); otherwise it only records
+  // each parameter's gradient size.
+  pm.addPass(createPartitionOptimizer());
   // Every function left is a program: @step, @forward (and @train_step).
   OpPassManager &programs = pm.nest<func::FuncOp>();
   BucketAllReduceOptions bucket;

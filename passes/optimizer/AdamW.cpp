@@ -2,8 +2,9 @@
 //
 // The optimizer is part of the compiled step, not of the runtime: fusion then
 // turns each parameter's update into one elementwise kernel, sharding passes
-// shard the moments with the parameters (ZeRO), and the reference evaluator
-// runs exactly what a backend runs.
+// split the moments and the update (ZeRO-1/2, weft-partition-optimizer: this
+// pass writes the update of whole tensors and knows no placement), and the
+// reference evaluator runs exactly what a backend runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,121 +26,19 @@ namespace weft {
 using namespace mlir;
 using namespace weft;
 
-/// A parameter's optimizer split (`weft.optimizer_shard`): the dimension
-/// it splits, the mesh axes along it and how many ranks they span.
-namespace {
-struct OptimizerSplit {
-  ShardingAttr sharding;
-  int64_t dim = -1;
-  ArrayAttr axes;
-  int64_t ranks = 1;
-};
-} // namespace
-
-/// Reads `param`'s optimizer split; an error naming the attribute if it is
-/// not one split dimension over axes of the mesh it names.
-static FailureOr<std::optional<OptimizerSplit>> readSplit(ParamOp param) {
-  auto sharding = param->getAttrOfType<ShardingAttr>(kOptimizerShardAttr);
-  if (!sharding)
-    return std::optional<OptimizerSplit>();
-  OptimizerSplit split;
-  split.sharding = sharding;
-  auto mesh =
-      SymbolTable::lookupNearestSymbolFrom<MeshOp>(param, sharding.getMesh());
-  for (auto [d, dim] : llvm::enumerate(sharding.getDims())) {
-    auto axes = cast<ArrayAttr>(dim);
-    if (axes.empty())
-      continue;
-    if (split.dim >= 0)
-      return param.emitError("weft-optimizer-adamw: ")
-             << kOptimizerShardAttr << " splits more than one dimension";
-    split.dim = static_cast<int64_t>(d);
-    split.axes = axes;
-    for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
-      int64_t size = mesh ? mesh.axisSize(axis) : 0;
-      if (size < 1)
-        return param.emitError("weft-optimizer-adamw: ")
-               << kOptimizerShardAttr << " splits over mesh axis '" << axis
-               << "', which @" << sharding.getMesh().getValue() << " lacks";
-      split.ranks *= size;
-    }
-  }
-  if (split.dim < 0)
-    return std::optional<OptimizerSplit>();
-  return std::optional<OptimizerSplit>(split);
-}
-
-/// ZeRO-1/2: points `grad` and `value` at this rank's block of a replicated
-/// parameter (its optimizer split; a dimension the split does not divide
-/// here leaves it whole). With the gradient split too (ZeRO-2) its
-/// all-reduce becomes a reduce-scatter; else the all-reduced gradient is
-/// sliced.
-static void shardUpdate(OpBuilder &builder, Value &grad, Value &value,
-                        ArrayAttr &gradAxes, int64_t &gatherDim,
-                        const OptimizerSplit &split, bool splitGradient,
-                        SmallVectorImpl<Operation *> &replaced) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t dim = split.dim;
-  if (dim >= type.getRank() || type.getDimSize(dim) % split.ranks != 0)
+/// Records on the op defining `grad` that its result is the gradient of
+/// parameter `name` (kGradOfAttr), for the passes that place the update.
+static void tagGradient(Value grad, StringAttr name) {
+  auto result = dyn_cast<OpResult>(grad);
+  if (!result)
     return;
-  FlatSymbolRefAttr mesh = split.sharding.getMesh();
-  ArrayAttr axes = split.axes;
-  SmallVector<int64_t> shape(type.getShape());
-  shape[dim] /= split.ranks;
-  auto blockType = RankedTensorType::get(shape, type.getElementType());
-  // Mixed precision reduces the compute-precision gradient and casts it to
-  // the master's f32: slicing commutes with the cast, so scatter before it.
-  auto castOp = grad.getDefiningOp<CastOp>();
-  Value reduced = castOp ? castOp.getInput() : grad;
-  auto reduction = reduced.getDefiningOp<AllReduceOp>();
-  if (splitGradient && reduction && reduction.getInputs().size() == 1 &&
-      reduction.getAxes() == axes &&
-      reduction.getReduction() == ReduceKind::Sum) {
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPoint(reduction);
-    auto reducedType = cast<RankedTensorType>(reduced.getType());
-    grad = ReduceScatterOp::create(
-        builder, reduction.getLoc(),
-        RankedTensorType::get(shape, reducedType.getElementType()),
-        reduction.getInputs()[0], mesh, axes, builder.getI64IntegerAttr(dim));
-    if (castOp)
-      grad = CastOp::create(builder, castOp.getLoc(), blockType, grad);
-    replaced.push_back(reduction);
-    if (castOp)
-      replaced.push_back(castOp);
-  } else {
-    grad = ShardSliceOp::create(builder, grad.getLoc(), blockType, grad, mesh,
-                                axes, builder.getI64IntegerAttr(dim));
-  }
-  value = ShardSliceOp::create(builder, value.getLoc(), blockType, value, mesh,
-                               axes, builder.getI64IntegerAttr(dim));
-  gradAxes = axes;
-  gatherDim = dim;
-}
-
-/// ZeRO-1 with master weights stored split (see weft-apply-plan): their
-/// gradients arrive reduce-scattered through the gather's gradient; without
-/// a split gradient the whole one is all-reduced and the block taken.
-static void keepWholeGradient(OpBuilder &builder, Value grad,
-                              const OptimizerSplit &split) {
-  auto castOp = grad.getDefiningOp<CastOp>();
-  auto scatter =
-      (castOp ? castOp.getInput() : grad).getDefiningOp<ReduceScatterOp>();
-  if (!scatter || scatter.getAxes() != split.axes)
-    return;
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPoint(scatter);
-  auto sum = ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum);
-  Value whole =
-      AllReduceOp::create(builder, scatter.getLoc(), sum,
-                          ValueRange{scatter.getInput()}, scatter.getMeshAttr(),
-                          scatter.getAxesAttr())
-          .getResult(0);
-  Value block = ShardSliceOp::create(
-      builder, scatter.getLoc(), scatter.getType(), whole,
-      scatter.getMeshAttr(), scatter.getAxesAttr(), scatter.getDimAttr());
-  scatter.getResult().replaceAllUsesWith(block);
-  scatter.erase();
+  Operation *op = result.getOwner();
+  SmallVector<Attribute> tags(op->getNumResults(),
+                              StringAttr::get(op->getContext(), ""));
+  if (auto old = op->getAttrOfType<ArrayAttr>(kGradOfAttr))
+    llvm::copy(old, tags.begin());
+  tags[result.getResultNumber()] = name;
+  op->setAttr(kGradOfAttr, ArrayAttr::get(op->getContext(), tags));
 }
 
 FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
@@ -171,8 +70,6 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
         return param.emitError("weft-optimizer-adamw: only f32 parameters are "
                                "supported yet, got ")
                << param.getType();
-      if (failed(readSplit(param)))
-        return failure();
     }
   }
 
@@ -199,17 +96,15 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   struct Update {
     ParamOp param;
     Value grad;
-    Value value;        // What the update reads: the parameter, or its block.
-    ArrayAttr gradAxes; // Mesh axes the gradient (and value) are split over.
-    int64_t gatherDim = -1; // ZeRO-1/2: all-gather the new block along it,
-    FlatSymbolRefAttr gatherMesh; // over these axes of this mesh.
-    ArrayAttr gatherAxes;
+    ArrayAttr gradAxes; // Mesh axes the gradient (and parameter) are split
+                        // over.
   };
   SmallVector<Update> updates;
   for (unsigned r = 1; r < step.getNumResults(); ++r) {
     auto tag = step.getResultAttrOfType<StringAttr>(r, "weft.grad");
     ParamOp param = params.lookup(tag.getValue());
-    Update u{param, ret.getOperand(r), param.getResult(), {}, -1, {}, {}};
+    Update u{param, ret.getOperand(r), {}};
+    tagGradient(u.grad, tag);
     SmallVector<Attribute> axes;
     if (auto sharding = param->getAttrOfType<ShardingAttr>(weft::kShardOfAttr))
       for (Attribute dim : sharding.getDims())
@@ -220,32 +115,6 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
 
   builder.setInsertionPoint(ret);
   detail::Emitter e{builder, loc};
-  SmallVector<Operation *> replacedReductions;
-  for (Update &u : updates) {
-    // The plan's optimizer split (weft-apply-plan, ZeRO-1/2), checked above.
-    std::optional<OptimizerSplit> split = *readSplit(u.param);
-    bool splitGradient = u.param->hasAttr(kGradShardAttr);
-    if (split && u.gradAxes.empty()) {
-      shardUpdate(builder, u.grad, u.value, u.gradAxes, u.gatherDim, *split,
-                  splitGradient, replacedReductions);
-      u.gatherMesh = split->sharding.getMesh();
-      u.gatherAxes = split->axes;
-    } else if (split && !splitGradient) {
-      keepWholeGradient(builder, u.grad, *split);
-    }
-    // What this rank keeps of the gradient: its block where it arrives
-    // reduce-scattered, else the whole (local) gradient. The memory report
-    // reads it from the parameter.
-    Value arrived = u.grad;
-    if (auto castOp = arrived.getDefiningOp<CastOp>())
-      arrived = castOp.getInput();
-    if (auto slice = arrived.getDefiningOp<ShardSliceOp>())
-      arrived = slice.getInput();
-    int64_t elements =
-        cast<RankedTensorType>(arrived.getType()).getNumElements();
-    u.param->setAttr(weft::kGradElementsAttr,
-                     builder.getI64IntegerAttr(elements));
-  }
   auto scalar = [&](double v) { return e.splat(scalarType, v); };
   auto expand = [&](Value s, Type like) {
     return e.broadcast(s, cast<RankedTensorType>(like), {});
@@ -298,7 +167,7 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                    : Value();
 
   for (Update &u : updates) {
-    Type type = u.value.getType();
+    Type type = u.param.getType();
     std::string pname = u.param.getName().str();
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfter(lastParam);
@@ -325,16 +194,12 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     Value denom =
         e.add(SqrtOp::create(builder, loc, e.div(v2, expand(bc2, type))),
               e.splat(cast<RankedTensorType>(type), config.eps));
-    Value p = u.value;
+    Value p = u.param.getResult();
     bool decay =
         cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
     if (decay)
       p = e.mul(p, expand(keep, type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
-    if (u.gatherDim >= 0)
-      updated = AllGatherOp::create(builder, loc, u.param.getType(), updated,
-                                    u.gatherMesh, u.gatherAxes,
-                                    builder.getI64IntegerAttr(u.gatherDim));
     AssignOp::create(builder, loc, u.param.getName(), updated);
     AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"),
                      m2);
@@ -345,12 +210,6 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   Value loss = ret.getOperand(0);
   func::ReturnOp::create(builder, loc, ValueRange{loss, norm});
   ret.erase();
-  // All-reduces that ZeRO-2 replaced by reduce-scatters fed only the
-  // gradient results (through a cast, in mixed precision): drop them, or
-  // they would still run. Casts come after their all-reduce in the list.
-  for (Operation *op : llvm::reverse(replacedReductions))
-    if (op->use_empty())
-      op->erase();
   step.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
                                                {scalarType, scalarType}));
   step.setAllResultAttrs(ArrayRef<DictionaryAttr>{});

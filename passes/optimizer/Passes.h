@@ -25,14 +25,10 @@ struct AdamWConfig {
   std::string mesh = "mesh";
 };
 
-/// Builds the AdamW step function `name` from the gradient function `grad`.
-/// A parameter with a `weft.optimizer_shard` (weft-apply-plan sets it for
-/// ZeRO-1/2) that is otherwise replicated is updated in blocks: each rank
-/// keeps the optimizer state of its block, updates that block and
-/// all-gathers the parameter; with `weft.grad_shard` (ZeRO-2) its gradient
-/// is reduce-scattered instead of all-reduced. The optimizer holds no
-/// placement policy: which parameters split, along what and over which
-/// mesh axes is the plan's.
+/// Builds the AdamW step function `name` from the gradient function `grad`:
+/// the update of whole (local) tensors, each gradient's defining op tagged
+/// with `weft.grad_of`. The optimizer holds no placement policy: ZeRO-1/2's
+/// split of the state and update is weft-partition-optimizer's.
 mlir::FailureOr<mlir::func::FuncOp> buildAdamWStep(mlir::func::FuncOp grad,
                                                    llvm::StringRef name,
                                                    const AdamWConfig &config);

@@ -30,13 +30,12 @@ def AdamW : Pass<"weft-optimizer-adamw", "::mlir::ModuleOp"> {
     `<param>.exp_avg_sq`, initialised to zeros. `max-grad-norm=0` disables
     clipping.
 
-    A replicated parameter with a `weft.optimizer_shard` (the split of its
-    optimizer state, which `weft-apply-plan` sets for ZeRO stage 1 or 2)
-    is updated in blocks: each rank updates only its block along the split
-    dimension and all-gathers the parameter over the split's mesh axes;
-    with `weft.grad_shard` (stage 2) the gradient is reduce-scattered
-    instead of all-reduced. A split of more than one dimension, or over an
-    axis its mesh lacks, is an error.
+    The update is of whole tensors: where the optimizer state and the
+    update are split (ZeRO-1/2) is `weft-partition-optimizer`'s, which finds
+    each gradient by the `weft.grad_of` this pass puts on the op making it.
+    A parameter already split (`weft.shard_of`: tensor parallel, ZeRO-3)
+    has a split gradient, whose squares are summed locally and all-reduced
+    over its axes for the norm.
 
     Without `keep-func` the gradient function is erased once the step is
     built (it was a stage on the way to the step).

@@ -13,6 +13,11 @@
 // differentiates this program; the collectives' gradient rules make the
 // backward communication.
 //
+// A program that will not be differentiated (the training step, partitioned
+// again for ZeRO-1/2 by weft-partition-optimizer) gets no copy_to_group; there
+// an assign takes its parameter's layout, and an all-reduce whose result is
+// annotated split over the reduction's own axes becomes a reduce-scatter.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/sharding/Passes.h"
@@ -44,8 +49,8 @@ struct Layout {
 
 class Partitioner {
 public:
-  Partitioner(func::FuncOp func, MeshOp mesh)
-      : func(func), mesh(mesh),
+  Partitioner(func::FuncOp func, MeshOp mesh, bool differentiable)
+      : func(func), mesh(mesh), differentiable(differentiable),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
         b(func.getContext()) {}
 
@@ -206,7 +211,11 @@ private:
   /// Reduce-scatters `v` along `d` over `axes` (scaled by 1/n first for a
   /// mean); the result is split there and no longer partial.
   Value scatter(Operation *user, Value v, int64_t d, Axes axes, bool mean) {
-    Layout l = layout(v);
+    return scatter(user, v, layout(v), d, std::move(axes), mean);
+  }
+  /// The same for `v` laid out as `l`.
+  Value scatter(Operation *user, Value v, Layout l, int64_t d, Axes axes,
+                bool mean) {
     if (mean) {
       weft::detail::Emitter e{b, user->getLoc()};
       v = e.mul(v, e.splatLike(v, 1.0 / splitCount(mesh, axes)));
@@ -248,6 +257,11 @@ private:
       return rewriteReturn(ret);
     if (auto param = dyn_cast<ParamOp>(op))
       return rewriteParam(param);
+    if (auto assign = dyn_cast<AssignOp>(op))
+      return rewriteAssign(assign);
+    if (auto reduce = dyn_cast<AllReduceOp>(op))
+      if (scatterAnnotated(reduce))
+        return success();
     if (auto constant = dyn_cast<ConstantOp>(op))
       return rewriteConstant(constant);
     ShardingRule rule;
@@ -286,7 +300,7 @@ private:
       varying.insert(layout(*v).varying.begin(), layout(*v).varying.end());
     }
     for (auto [i, v] : llvm::enumerate(operands))
-      op->setOperand(i, enterVarying(op, v, varying));
+      op->setOperand(i, differentiable ? enterVarying(op, v, varying) : v);
 
     Axes partial;
     for (auto [f, axes] : llvm::enumerate(factors))
@@ -339,6 +353,7 @@ private:
       dims[d].append(axes.begin(), axes.end());
     }
     define(value, dims);
+    paramDims[param.getName()] = dims;
     if (!isReplicated(dims))
       param->setAttr(kShardOfAttr, toAttr(param.getContext(), meshRef, dims));
     param->removeAttr(kZeroShardAttr);
@@ -377,6 +392,56 @@ private:
     l.dims = compute;
     layouts[full] = l;
     return success();
+  }
+
+  /// A parameter's new value is laid out as the parameter is held (a block
+  /// of ZeRO's optimizer state stays a block; a whole parameter updated in
+  /// blocks is all-gathered).
+  LogicalResult rewriteAssign(AssignOp assign) {
+    auto held = paramDims.find(assign.getName());
+    if (held == paramDims.end())
+      return assign.emitOpError("assigns '")
+             << assign.getName() << "', which no earlier weft.param declares";
+    FailureOr<Value> v = reshard(assign, 0, assign.getValue(), held->second);
+    if (failed(v))
+      return failure();
+    assign.getValueMutable().assign(*v);
+    return success();
+  }
+
+  /// An all-reduce (sum or mean, one operand) whose result is annotated
+  /// split along one dimension over exactly its own axes reduce-scatters
+  /// there instead (ZeRO-2's gradients): each rank gets only its block of
+  /// the sum. Discardable attributes move to the new op. Returns whether it
+  /// rewrote `reduce`.
+  bool scatterAnnotated(AllReduceOp reduce) {
+    if (reduce.getInputs().size() != 1 ||
+        (reduce.getReduction() != ReduceKind::Sum &&
+         reduce.getReduction() != ReduceKind::Mean))
+      return false;
+    Value result = reduce.getResult(0);
+    DimAxes want = readDims(result);
+    std::optional<size_t> dim;
+    for (auto [d, axes] : llvm::enumerate(want))
+      if (!axes.empty()) {
+        if (dim)
+          return false;
+        dim = d;
+      }
+    if (!dim || axesAttr(want[*dim]) != reduce.getAxes())
+      return false;
+    Value in = combine(reduce, reduce.getInputs()[0]);
+    Layout l = layout(in);
+    if (!isReplicated(l.dims))
+      return false;
+    l.varying.insert(want[*dim].begin(), want[*dim].end());
+    Value out = scatter(reduce, in, l, *dim, want[*dim],
+                        reduce.getReduction() == ReduceKind::Mean);
+    out.getDefiningOp()->setDiscardableAttrs(
+        reduce->getDiscardableAttrDictionary());
+    result.replaceAllUsesWith(out);
+    reduce.erase();
+    return true;
   }
 
   /// The first all_gather of a chain ending in `last` (its operand is the
@@ -461,20 +526,22 @@ private:
 
   func::FuncOp func;
   MeshOp mesh;
+  bool differentiable;
   FlatSymbolRefAttr meshRef;
   OpBuilder b;
   llvm::DenseMap<Value, Layout> layouts;
   llvm::DenseMap<Operation *, ShardingRule> rules;
   llvm::DenseMap<std::pair<Value, Attribute>, Value> copies, reshards;
   llvm::DenseSet<Operation *> created;
+  llvm::StringMap<DimAxes> paramDims; // How each parameter is held.
 };
 } // namespace
 
-LogicalResult weft::partition(func::FuncOp func) {
+LogicalResult weft::partition(func::FuncOp func, bool differentiable) {
   MeshOp mesh = findMesh(func);
   if (!mesh)
     return success(); // Nothing is split: the program is every rank's.
-  return Partitioner(func, mesh).run();
+  return Partitioner(func, mesh, differentiable).run();
 }
 
 namespace {

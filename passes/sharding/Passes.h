@@ -4,7 +4,8 @@
 // seeds shardings, propagation spreads them through the sharding rules, and
 // partitioning rewrites the function into one rank's program with explicit
 // collectives. Autodiff then differentiates that local program; the
-// collectives' gradient rules produce the backward communication.
+// collectives' gradient rules produce the backward communication. After the
+// optimizer, weft-partition-optimizer partitions the step again for ZeRO-1/2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,8 +55,12 @@ mlir::LogicalResult applyPlan(mlir::ModuleOp module, const Plan &plan);
 /// Propagates shardings through `func` (see weft-sharding-propagate).
 void propagateShardings(mlir::func::FuncOp func);
 
-/// Rewrites `func` into one rank's program (see weft-partition).
-mlir::LogicalResult partition(mlir::func::FuncOp func);
+/// Rewrites `func` into one rank's program (see weft-partition). A program
+/// that will not be differentiated (`differentiable` false) gets no
+/// copy_to_group, and its assigns and annotated all-reduces are placed as
+/// weft-partition-optimizer needs.
+mlir::LogicalResult partition(mlir::func::FuncOp func,
+                              bool differentiable = true);
 
 /// Re-gathers ZeRO-3 parameters for the backward of the differentiated
 /// `func` (see weft-reshard-after-forward); returns how many it re-gathered.

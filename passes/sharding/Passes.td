@@ -57,6 +57,30 @@ def Partition : Pass<"weft-partition", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def PartitionOptimizer : Pass<"weft-partition-optimizer", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-1/2: split the optimizer state and update by partitioning";
+  let description = [{
+    For each parameter of the step `func` with a `weft.optimizer_shard`
+    (weft-apply-plan's ZeRO-1/2), annotates its Adam moments with that split,
+    the parameter as replicated, and its gradient (tagged `weft.grad_of` by
+    weft-optimizer-adamw) as split for `weft.grad_shard` (ZeRO-2) or else
+    replicated; then runs weft-sharding-propagate and weft-partition on the
+    step without copy_to_group. The update runs on blocks, the gradient's
+    all-reduce becomes a reduce-scatter under ZeRO-2, the parameter's assign
+    all-gathers the new blocks. A mixed-precision master already stored
+    split keeps its block; under ZeRO-1 its reduce-scattered gradient is
+    all-reduced whole and sliced. Records each parameter's held gradient
+    elements (`weft.grad_elements`) and removes the `weft.grad_of` tags. A
+    split that is not one dimension over axes of its mesh dividing it, or a
+    split parameter without tagged gradient or moments, is an error.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"step\"",
+           "The training step to partition">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def BucketAllReduce : Pass<"weft-bucket-all-reduce", "::mlir::func::FuncOp"> {
   let summary = "Merge all-reduces over the same group into buckets";
   let description = [{

@@ -47,6 +47,10 @@ void registerWeftDialects(mlir::DialectRegistry &registry);
 ///                      into that split (ZeRO-2's reduce-scatter), not whole.
 ///   weft.grad_elements on a parameter of a step: gradient elements a rank
 ///                      holds (the memory report reads it).
+///   weft.grad_of       on an op of a training step: per result, the name of
+///                      the parameter it is the gradient of ("" for none);
+///                      weft-optimizer-adamw writes it, weft-partition-
+///                      optimizer reads and removes it.
 inline constexpr const char *kShardingAttr = "weft.sharding";
 inline constexpr const char *kVocabAxesAttr = "weft.vocab_axes";
 inline constexpr const char *kShardOfAttr = "weft.shard_of";
@@ -56,6 +60,7 @@ inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
 inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
+inline constexpr const char *kGradOfAttr = "weft.grad_of";
 
 /// The `weft.sharding` of a function argument or op result, or null.
 ShardingAttr getSharding(mlir::Value value);

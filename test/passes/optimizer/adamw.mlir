@@ -1,17 +1,23 @@
 // RUN: weft-opt %s -split-input-file -weft-autodiff -weft-optimizer-adamw="weight-decay=0.5 max-grad-norm=2.0" | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-autodiff -weft-optimizer-adamw="weight-decay=0.5 max-grad-norm=2.0" -weft-partition-optimizer | FileCheck %s --check-prefix=HELD
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: %{{.*}}: tensor<f32> {weft.input = "lr"}, %{{.*}}: tensor<f32> {weft.input = "step"})
 // CHECK-SAME: -> (tensor<f32> {weft.output = "loss"}, tensor<f32> {weft.output = "grad_norm"})
-// The moments are state parameters next to the parameters.
-// Each parameter records the gradient elements this rank holds (the
-// memory report reads them).
-// CHECK: %[[W:.*]] = weft.param "w" init(normal, 1.000000e-01) {weft.grad_elements = 12 : i64} : tensor<4x3xf32>
-// CHECK: %[[B:.*]] = weft.param "b" init(zeros) {weft.grad_elements = 3 : i64} : tensor<3xf32>
+// The moments are state parameters next to the parameters. The op that
+// makes each gradient says whose it is (weft.grad_of), for the pass that
+// places the update; it then records the gradient elements this rank holds
+// (the memory report reads them).
+// CHECK: %[[W:.*]] = weft.param "w" init(normal, 1.000000e-01) : tensor<4x3xf32>
+// CHECK: %[[B:.*]] = weft.param "b" init(zeros) : tensor<3xf32>
 // CHECK: weft.param "w.exp_avg" init(zeros) state : tensor<4x3xf32>
 // CHECK: weft.param "w.exp_avg_sq" init(zeros) state : tensor<4x3xf32>
 // CHECK: weft.param "b.exp_avg" init(zeros) state : tensor<3xf32>
 // CHECK: weft.param "b.exp_avg_sq" init(zeros) state : tensor<3xf32>
+// CHECK: weft.matmul {{.*}} {weft.grad_of = ["w"]}
+// HELD: weft.param "w" init(normal, 1.000000e-01) {weft.grad_elements = 12 : i64} : tensor<4x3xf32>
+// HELD: weft.param "b" init(zeros) {weft.grad_elements = 3 : i64} : tensor<3xf32>
+// HELD-NOT: weft.grad_of
 // Global norm and clip factor 2 / max(norm + 1e-6, 2).
 // CHECK: %[[NORM:.*]] = weft.sqrt %{{.*}} : tensor<f32>
 // CHECK: weft.constant dense<2.000000e+00> : tensor<f32>

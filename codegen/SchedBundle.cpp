@@ -11,6 +11,8 @@
 
 #include "codegen/SchedBundle.h"
 
+#include "runtime/support/Json.h"
+
 #include "dialects/sched/IR/SchedOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -1115,11 +1117,22 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
   return out;
 }
 
-OwningOpRef<ModuleOp> readSchedManifest(const json::Value &manifest,
-                                        StringRef source,
+OwningOpRef<ModuleOp> readSchedManifest(StringRef text, StringRef source,
                                         MLIRContext *context) {
   context->getOrLoadDialect<sched::SchedDialect>();
-  return Reader(source, context).read(manifest);
+  if (absl::Status s = runtime::checkUntrustedJson({text.data(), text.size()});
+      !s.ok()) {
+    emitError(UnknownLoc::get(context))
+        << source << ": " << std::string(s.message());
+    return nullptr;
+  }
+  llvm::Expected<json::Value> manifest = json::parse(text);
+  if (!manifest) {
+    emitError(UnknownLoc::get(context))
+        << source << ": " << llvm::toString(manifest.takeError());
+    return nullptr;
+  }
+  return Reader(source, context).read(*manifest);
 }
 
 } // namespace weft::codegen

@@ -29,11 +29,12 @@ mlir::FailureOr<llvm::json::Object>
 writeSchedManifest(mlir::ModuleOp module, const llvm::json::Object *meta,
                    const llvm::json::Object *kernels);
 
-/// The sched module a v2 manifest says, verified; errors name the file
-/// (`source`), the program and the instruction.
-mlir::OwningOpRef<mlir::ModuleOp>
-readSchedManifest(const llvm::json::Value &manifest, llvm::StringRef source,
-                  mlir::MLIRContext *context);
+/// The sched module the v2 manifest `text` says, verified; errors name the
+/// file (`source`) and, for text that is not JSON, has a key twice or nests
+/// too deep, the byte or key; else the program and the instruction.
+mlir::OwningOpRef<mlir::ModuleOp> readSchedManifest(llvm::StringRef text,
+                                                    llvm::StringRef source,
+                                                    mlir::MLIRContext *context);
 
 } // namespace weft::codegen
 

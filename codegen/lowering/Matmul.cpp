@@ -46,9 +46,7 @@ GemmLayout layoutOf(Value lhs, Value rhs, Value result, bool transA,
 LogicalResult emitGemm(Operation *op, ProgramLowering &l, Value lhs, Value rhs,
                        Value result, const GemmLayout &g,
                        sched::Epilogue epilogue, Value bias, Value aux) {
-  if (g.m * g.n * g.k == 0)
-    return op->emitOpError("multiplies an empty matrix; sched GEMMs need "
-                           "m, n and k of at least 1");
+  // m, n and k are at least 1: weft values have positive dimensions.
   Value a = l.read(op, lhs), b = l.read(op, rhs);
   Value c = l.write(op, result);
   OpBuilder &builder = l.builder();

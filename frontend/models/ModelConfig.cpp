@@ -3,15 +3,26 @@
 #include "frontend/models/ModelConfig.h"
 
 #include "frontend/models/Families.h"
+#include "runtime/support/Json.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 namespace weft {
 namespace {
+/// The largest size a config field may give: 2^24 (16M) is more than any
+/// published model's vocabulary, width or context.
+constexpr int64_t kMaxSize = int64_t(1) << 24;
+/// The most layers: no published model has more than a few hundred.
+constexpr int64_t kMaxLayers = 4096;
+/// The most parameters a config may describe (2^46, about 70T).
+constexpr int64_t kMaxParameters = int64_t(1) << 46;
+
 /// Reads fields of one config object, collecting the first error.
 class FieldReader {
 public:
@@ -22,8 +33,11 @@ public:
     return createStringError(inconvertibleErrorCode(), label + ": " + message);
   }
 
-  /// A positive integer; `fallback` (if >0) when absent or null.
-  Expected<int64_t> positive(StringRef key, int64_t fallback = 0) {
+  /// A positive integer of at most `limit` (sizes past it cannot be meant
+  /// and would overflow what is computed from them); `fallback` (if >0)
+  /// when absent or null.
+  Expected<int64_t> positive(StringRef key, int64_t fallback = 0,
+                             int64_t limit = kMaxSize) {
     const json::Value *v = obj.get(key);
     if (!v || v->getAsNull()) {
       if (fallback > 0)
@@ -33,15 +47,20 @@ public:
     std::optional<int64_t> i = v->getAsInteger();
     if (!i || *i <= 0)
       return error("field '" + key + "' must be a positive integer");
+    if (*i > limit)
+      return error(formatv("field '{0}' is {1}, above the limit of {2}", key,
+                           *i, limit));
     return *i;
   }
+  /// A positive finite number (1e400 reads as infinity); `fallback` when
+  /// absent or null.
   Expected<double> number(StringRef key, double fallback) {
     const json::Value *v = obj.get(key);
     if (!v || v->getAsNull())
       return fallback;
     std::optional<double> d = v->getAsNumber();
-    if (!d || !(*d > 0))
-      return error("field '" + key + "' must be a positive number");
+    if (!d || !(*d > 0) || !std::isfinite(*d))
+      return error("field '" + key + "' must be a positive finite number");
     return *d;
   }
   Expected<bool> boolean(StringRef key, bool fallback) {
@@ -69,6 +88,10 @@ private:
 } // namespace
 
 Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
+  if (absl::Status s = runtime::checkUntrustedJson({text.data(), text.size()});
+      !s.ok())
+    return createStringError(inconvertibleErrorCode(),
+                             label + ": " + std::string(s.message()));
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return createStringError(
@@ -88,7 +111,7 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.vocabSize, r.positive("vocab_size"));
     WEFT_READ(c.maxPositions, r.positive("n_positions"));
     WEFT_READ(c.hiddenSize, r.positive("n_embd"));
-    WEFT_READ(c.numLayers, r.positive("n_layer"));
+    WEFT_READ(c.numLayers, r.positive("n_layer", 0, kMaxLayers));
     WEFT_READ(c.numHeads, r.positive("n_head"));
     WEFT_READ(c.intermediateSize, r.positive("n_inner", 4 * c.hiddenSize));
     WEFT_READ(c.normEps, r.number("layer_norm_epsilon", 1e-5));
@@ -106,7 +129,7 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.vocabSize, r.positive("vocab_size"));
     WEFT_READ(c.hiddenSize, r.positive("hidden_size"));
     WEFT_READ(c.intermediateSize, r.positive("intermediate_size"));
-    WEFT_READ(c.numLayers, r.positive("num_hidden_layers"));
+    WEFT_READ(c.numLayers, r.positive("num_hidden_layers", 0, kMaxLayers));
     WEFT_READ(c.numHeads, r.positive("num_attention_heads"));
     WEFT_READ(c.numKvHeads, r.positive("num_key_value_heads", c.numHeads));
     WEFT_READ(c.maxPositions, r.positive("max_position_embeddings", 2048));
@@ -154,6 +177,13 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
                              "embeddings",
                              c.headDim));
   }
+  // Every field is at most 2^24, so the count fits in double exactly
+  // enough to compare; the builder's int64 arithmetic then cannot overflow.
+  double parameters = c.analyticParameterCountApprox();
+  if (parameters > double(kMaxParameters))
+    return r.error(formatv("the model would have {0:e} parameters, above the "
+                           "limit of {1:e}",
+                           parameters, double(kMaxParameters)));
   return c;
 }
 
@@ -167,18 +197,22 @@ Expected<ModelConfig> ModelConfig::load(StringRef path) {
 }
 
 int64_t ModelConfig::analyticParameterCount() const {
-  int64_t d = hiddenSize, v = vocabSize, f = intermediateSize;
+  return static_cast<int64_t>(analyticParameterCountApprox());
+}
+
+double ModelConfig::analyticParameterCountApprox() const {
+  double d = hiddenSize, v = vocabSize, f = intermediateSize;
   if (family == ModelFamily::Gpt2) {
     // Per layer: two LayerNorms, c_attn, attn c_proj, c_fc, mlp c_proj.
-    int64_t layer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) +
-                    (d * f + f) + (f * d + d);
+    double layer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * f + f) +
+                   (f * d + d);
     return v * d + maxPositions * d + numLayers * layer + 2 * d;
   }
-  int64_t qo = 2 * d * numHeads * headDim, kv = 2 * d * numKvHeads * headDim;
-  int64_t mlp = 3 * d * f;
+  double qo = 2 * d * numHeads * headDim, kv = 2 * d * numKvHeads * headDim;
+  double mlp = 3 * d * f;
   if (family == ModelFamily::Mixtral)
     mlp = numExperts * mlp + numExperts * d; // experts + router
-  int64_t layer = 2 * d + qo + kv + mlp;
+  double layer = 2 * d + qo + kv + mlp;
   return v * d + numLayers * layer + d + (tieWordEmbeddings ? 0 : v * d);
 }
 
@@ -195,6 +229,21 @@ buildModel(mlir::MLIRContext &context, const ModelConfig &config,
   if (options.seq > config.maxPositions)
     return fail(formatv("sequence length {0} exceeds the model's {1} positions",
                         options.seq, config.maxPositions));
+  // The widest per-token activation (logits, an MLP's or the experts'
+  // hidden units) times the tokens must stay a tensor the dialect accepts
+  // (at most 2^62 bytes; 2^58 elements leaves room for f64 and the
+  // attention planes).
+  double tokens = double(options.batch) * double(options.seq);
+  double widest = std::max({double(config.vocabSize),
+                            double(config.intermediateSize) *
+                                std::max<int64_t>(1, config.expertsPerToken),
+                            double(config.hiddenSize) * 3,
+                            double(config.numHeads) * double(options.seq)});
+  if (tokens * widest > std::ldexp(1.0, 58))
+    return fail(formatv("batch {0} x sequence {1} is too large for this "
+                        "model: its widest activation would hold {2:e} "
+                        "elements (at most 2^58)",
+                        options.batch, options.seq, tokens * widest));
   if (options.dtype != "f32" && options.dtype != "bf16" &&
       options.dtype != "f16")
     return fail("dtype '" + options.dtype + "' is not one of f32, bf16, f16");

@@ -46,6 +46,9 @@ struct ModelConfig {
   /// Parameter count from the architecture's closed form (for tests and
   /// reports; the graph's own count must agree).
   int64_t analyticParameterCount() const;
+  /// The same in double (exact below 2^53), which cannot overflow: the
+  /// config reader bounds it before anything is built.
+  double analyticParameterCountApprox() const;
 };
 
 struct ModelBuildOptions {

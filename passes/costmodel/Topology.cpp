@@ -19,6 +19,8 @@
 
 #include "passes/costmodel/Topology.h"
 
+#include "runtime/support/Json.h"
+
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -159,6 +161,9 @@ const Preset kPresets[] = {
 } // namespace
 
 Expected<Topology> Topology::parse(StringRef text, StringRef label) {
+  if (absl::Status s = runtime::checkUntrustedJson({text.data(), text.size()});
+      !s.ok())
+    return fail(label + ": " + std::string(s.message()));
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return fail(label + ": invalid JSON: " + toString(parsed.takeError()));
@@ -178,6 +183,11 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   Expected<int64_t> perNode = r.positiveInt("devices_per_node");
   if (!perNode)
     return perNode.takeError();
+  if (*nodes > kMaxNodes || *perNode > kMaxDevicesPerNode)
+    return fail(formatv("{0}: {1} nodes of {2} devices is more than a "
+                        "topology may have ({3} nodes of {4})",
+                        label, *nodes, *perNode, kMaxNodes,
+                        kMaxDevicesPerNode));
   t.nodes = *nodes;
   t.devicesPerNode = *perNode;
   Expected<ObjectReader> device = r.object("device");
@@ -224,6 +234,10 @@ Expected<Topology> Topology::preset(StringRef spec) {
   if (countText.getAsInteger(10, count) || count <= 0)
     return fail("topology preset '" + spec +
                 "' needs a positive count after ':' (e.g. dgx-h100:4)");
+  if (count > kMaxNodes)
+    return fail(formatv("topology preset '{0}' asks for {1}, more than the "
+                        "{2} a topology may have",
+                        spec, count, kMaxNodes));
   for (const Preset &p : kPresets) {
     if (name != p.name)
       continue;
@@ -267,7 +281,8 @@ Error Topology::checkMesh(
     if (size <= 0)
       return fail(formatv(
           "mesh axis '{0}' has size {1}; sizes must be positive", axis, size));
-    product *= size;
+    if (__builtin_mul_overflow(product, size, &product))
+      return fail("the mesh's size overflows a 64-bit count");
   }
   if (product > worldSize())
     return fail(formatv("the mesh needs {0} devices but topology '{1}' has {2} "

@@ -36,6 +36,11 @@ struct DeviceSpec {
   std::map<std::string, double> peakFlops;
 };
 
+/// Bounds a topology's counts (far above any cluster built) so the world
+/// size and what is computed from it cannot overflow.
+inline constexpr int64_t kMaxNodes = int64_t(1) << 20;
+inline constexpr int64_t kMaxDevicesPerNode = 1024;
+
 struct Topology {
   std::string name;
   int64_t nodes = 1;

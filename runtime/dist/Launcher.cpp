@@ -65,13 +65,26 @@ becomeRank(pid_t launcher,
 absl::StatusOr<bool> shouldLaunch(int nproc) {
   if (nproc < 1)
     return absl::InvalidArgumentError("--nproc must be at least 1");
-  return nproc > 1 && !std::getenv("RANK");
+  if (nproc == 1)
+    return false;
+  if (!std::getenv("RANK"))
+    return true;
+  // The launcher's own ranks run the same command line with RANK set; a
+  // user who sets RANK (one rank of a job started by a scheduler) and
+  // asks for --nproc means two different things.
+  if (std::getenv(kLaunchedVar))
+    return false;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--nproc ", nproc,
+      " asks to start the job's ranks here, but RANK is set (this process is "
+      "one rank of a job a scheduler started): give one or the other"));
 }
 
 std::vector<std::pair<std::string, std::string>>
 rankEnvironment(int rank, int nproc, const std::string &masterAddr,
                 const std::string &masterPort) {
   return {{"RANK", std::to_string(rank)},
+          {kLaunchedVar, "1"},
           {"LOCAL_RANK", std::to_string(rank)},
           {"WORLD_SIZE", std::to_string(nproc)},
           {"LOCAL_WORLD_SIZE", std::to_string(nproc)},

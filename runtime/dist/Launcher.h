@@ -34,10 +34,15 @@ struct LaunchOptions {
   double stopGraceSeconds = 10;
 };
 
+/// Set in the environment of the ranks launchRanks starts, so they know
+/// their RANK and --nproc came from it.
+inline constexpr const char *kLaunchedVar = "WEFT_LAUNCHED";
+
 /// What a process asked for `nproc` ranks does: an error when `nproc` is
-/// below 1; true when it should start them (more than one, and it is not
-/// itself a rank: RANK is not set); false when it is the job's only rank
-/// or one started by a launcher, torchrun or a scheduler.
+/// below 1, or above 1 with RANK set by someone other than launchRanks (a
+/// rank of a scheduler's job asked to start ranks); true when it should
+/// start them (more than one, RANK not set); false when it is the job's
+/// only rank or one launchRanks started.
 absl::StatusOr<bool> shouldLaunch(int nproc);
 
 /// The variables rank `rank` of `nproc` local ranks gets, in the order they

@@ -76,12 +76,18 @@ private:
 
 } // namespace
 
-absl::StatusOr<json> parseUntrustedJson(std::string_view text, int maxDepth) {
+absl::Status checkUntrustedJson(std::string_view text, int maxDepth) {
   Checker checker(maxDepth);
   if (!json::sax_parse(text.begin(), text.end(), &checker))
     return absl::InvalidArgumentError(checker.problem.empty()
                                           ? std::string("is not valid JSON")
                                           : checker.problem);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json> parseUntrustedJson(std::string_view text, int maxDepth) {
+  if (absl::Status s = checkUntrustedJson(text, maxDepth); !s.ok())
+    return s;
   // The checked text parses: the SAX pass accepted exactly this grammar.
   json doc = json::parse(text.begin(), text.end(), nullptr,
                          /*allow_exceptions=*/false);

@@ -81,9 +81,23 @@ TEST(Launcher, LaunchesOnlyWhenAskedForSeveralRanksOutsideAJob) {
     EXPECT_TRUE(*shouldLaunch(4));
   }
   {
-    // A rank started by a launcher, torchrun or a scheduler.
+    // One of launchRanks' own ranks.
     ScopedEnv rank("RANK", "1");
+    ScopedEnv launched(kLaunchedVar, "1");
     EXPECT_FALSE(*shouldLaunch(4));
+  }
+  {
+    // A rank of a job torchrun or a scheduler started, asked for ranks of
+    // its own: two meanings, refused.
+    ScopedEnv rank("RANK", "1");
+    ScopedEnv launched(kLaunchedVar, std::nullopt);
+    EXPECT_FALSE(*shouldLaunch(1));
+    auto both = shouldLaunch(4);
+    ASSERT_FALSE(both.ok());
+    EXPECT_EQ(both.status().message(),
+              "--nproc 4 asks to start the job's ranks here, but RANK is set "
+              "(this process is one rank of a job a scheduler started): give "
+              "one or the other");
   }
 }
 
@@ -91,6 +105,7 @@ TEST(Launcher, GivesEachRankTorchrunsVariables) {
   EXPECT_EQ(rankEnvironment(2, 4, "node0", "29501"),
             (std::vector<std::pair<std::string, std::string>>{
                 {"RANK", "2"},
+                {kLaunchedVar, "1"},
                 {"LOCAL_RANK", "2"},
                 {"WORLD_SIZE", "4"},
                 {"LOCAL_WORLD_SIZE", "4"},

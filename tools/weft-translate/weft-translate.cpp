@@ -44,14 +44,8 @@ int main(int argc, char **argv) {
         const llvm::MemoryBuffer *buffer =
             sources.getMemoryBuffer(sources.getMainFileID());
         llvm::StringRef name = buffer->getBufferIdentifier();
-        llvm::Expected<llvm::json::Value> manifest =
-            llvm::json::parse(buffer->getBuffer());
-        if (!manifest) {
-          emitError(UnknownLoc::get(context))
-              << name << ": " << llvm::toString(manifest.takeError());
-          return nullptr;
-        }
-        return weft::codegen::readSchedManifest(*manifest, name, context);
+        return weft::codegen::readSchedManifest(buffer->getBuffer(), name,
+                                                context);
       },
       dialects);
   return failed(mlirTranslateMain(argc, argv, "Weft translation driver"));

@@ -16,6 +16,7 @@
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
 #include "dialects/sched/IR/SchedOps.h"
+#include "frontend/MlirText.h"
 #include "frontend/models/ModelConfig.h"
 #include "passes/costmodel/CostModel.h"
 #include "passes/costmodel/Report.h"
@@ -230,7 +231,18 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
       fail("give either a model.mlir or --config, not both");
       return nullptr;
     }
-    return parseSourceFile<ModuleOp>(modelPath, sources, &context);
+    ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
+        MemoryBuffer::getFileOrSTDIN(modelPath);
+    if (!buffer) {
+      fail(modelPath + ": cannot read: " + buffer.getError().message());
+      return nullptr;
+    }
+    if (Error e = weft::checkMlirNesting((*buffer)->getBuffer(), modelPath)) {
+      fail(toString(std::move(e)));
+      return nullptr;
+    }
+    sources.AddNewSourceBuffer(std::move(*buffer), SMLoc());
+    return parseSourceFile<ModuleOp>(sources, &context);
   }
   if (configPath.empty()) {
     fail("eval needs a model.mlir or --config");
@@ -241,9 +253,14 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
     fail(toString(config.takeError()));
     return nullptr;
   }
+  // A sequence length eval derived from the tokens is capped at the model's
+  // positions; one the user gave (--seq) is not: past them it is an error.
+  bool derived = seq > 0 && seqLen.getNumOccurrences() == 0;
   weft::ModelBuildOptions options{batchSize,
-                                  seq > 0 ? std::min(seq, config->maxPositions)
-                                          : config->maxPositions,
+                                  seq <= 0 ? config->maxPositions
+                                  : derived
+                                      ? std::min(seq, config->maxPositions)
+                                      : seq,
                                   dtypeName};
   // Training keeps f32 master weights and computes in --dtype.
   options.masterWeights = static_cast<bool>(compileCmd);
@@ -519,13 +536,10 @@ int runInspect(MLIRContext &context) {
   if (!buffer)
     return fail("cannot read '" + manifestPath +
                 "': " + buffer.getError().message());
-  Expected<json::Value> manifest = json::parse((*buffer)->getBuffer());
-  if (!manifest)
-    return fail(manifestPath + ": " + toString(manifest.takeError()));
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
-  OwningOpRef<ModuleOp> module =
-      weft::codegen::readSchedManifest(*manifest, manifestPath, &context);
+  OwningOpRef<ModuleOp> module = weft::codegen::readSchedManifest(
+      (*buffer)->getBuffer(), manifestPath, &context);
   if (!module)
     return 1;
   FailureOr<bool> report = reportWanted();

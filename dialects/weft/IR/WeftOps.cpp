@@ -67,6 +67,21 @@ LogicalResult checkDimList(ArrayRef<int64_t> dims, int64_t rank,
 // ParamOp
 //===----------------------------------------------------------------------===//
 
+bool weft::isSizedTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return false;
+  Type element = tensor.getElementType();
+  int64_t bytes =
+      element.isIntOrFloat()
+          ? std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8)
+          : 1;
+  for (int64_t d : tensor.getShape())
+    if (d <= 0 || __builtin_mul_overflow(bytes, d, &bytes))
+      return false;
+  return bytes <= (int64_t(1) << 62);
+}
+
 LogicalResult ParamOp::verify() {
   if (getName().empty())
     return emitOpError("parameter name must not be empty");
@@ -81,28 +96,50 @@ LogicalResult ParamOp::verify() {
   if (takesScale && !(getScale()->convertToDouble() > 0.0))
     return emitOpError("initializer scale must be positive, got ")
            << getScale()->convertToDouble();
-  // Names must be unique so a checkpoint maps onto parameters one to one.
-  for (Operation &other : *getOperation()->getBlock()) {
-    if (&other == getOperation())
-      break;
-    if (auto param = dyn_cast<ParamOp>(other);
-        param && param.getName() == getName())
-      return emitOpError("parameter '") << getName() << "' is declared twice";
+  // The block's parameters and assigns are checked together, once, by its
+  // first parameter: per-op scans of the block would make verifying a
+  // model of many layers quadratic. A later parameter finds an earlier one
+  // by walking back to the nearest (parameters are declared together), so
+  // every op is walked past once in all.
+  for (Operation *prev = getOperation()->getPrevNode(); prev;
+       prev = prev->getPrevNode())
+    if (isa<ParamOp>(prev))
+      return success();
+  return verifyParamsAndAssigns(getOperation()->getBlock());
+}
+
+/// Parameter names are unique in a block (so a checkpoint maps onto
+/// parameters one to one) and every assign names one of them, with its type.
+LogicalResult weft::verifyParamsAndAssigns(Block *block) {
+  llvm::StringMap<ParamOp> params;
+  for (ParamOp param : block->getOps<ParamOp>())
+    if (!params.try_emplace(param.getName(), param).second)
+      return param.emitOpError("parameter '")
+             << param.getName() << "' is declared twice";
+  for (AssignOp assign : block->getOps<AssignOp>()) {
+    ParamOp param = params.lookup(assign.getName());
+    if (!param)
+      return assign.emitOpError("no parameter named '")
+             << assign.getName() << "' in this block";
+    if (param.getType() != assign.getValue().getType())
+      return assign.emitOpError("value of type ")
+             << assign.getValue().getType() << " does not match parameter '"
+             << assign.getName() << "' of type " << param.getType();
   }
   return success();
 }
 
 LogicalResult AssignOp::verify() {
-  for (Operation &other : *getOperation()->getBlock())
-    if (auto param = dyn_cast<ParamOp>(other);
-        param && param.getName() == getName()) {
-      if (param.getType() != getValue().getType())
-        return emitOpError("value of type ")
-               << getValue().getType() << " does not match parameter '"
-               << getName() << "' of type " << param.getType();
+  // With a parameter in the block, its first one checks the assigns
+  // (ParamOp::verify); an assign after another defers to it the same way.
+  for (Operation *prev = getOperation()->getPrevNode(); prev;
+       prev = prev->getPrevNode())
+    if (isa<ParamOp, AssignOp>(prev))
       return success();
-    }
-  return emitOpError("no parameter named '") << getName() << "' in this block";
+  if (getOperation()->getBlock()->getOps<ParamOp>().empty())
+    return emitOpError("no parameter named '")
+           << getName() << "' in this block";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,13 @@
 
 #include "dialects/weft/IR/WeftEnums.h.inc"
 
+namespace weft {
+/// A ranked tensor whose dimensions are all positive and whose byte size
+/// (elements times element bytes) is at most 2^62, computed without
+/// overflow: the type constraint of every weft value.
+bool isSizedTensor(mlir::Type type);
+} // namespace weft
+
 #define GET_ATTRDEF_CLASSES
 #include "dialects/weft/IR/WeftAttrs.h.inc"
 #include "dialects/weft/IR/WeftInterfaces.h.inc"
@@ -61,6 +68,11 @@ inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
+
+/// Checks the `weft.param`s and `weft.assign`s of `block` together: unique
+/// parameter names, every assign naming a parameter of its type. Run once
+/// per block (by its first parameter's verifier).
+mlir::LogicalResult verifyParamsAndAssigns(mlir::Block *block);
 
 /// The `weft.sharding` of a function argument or op result, or null.
 ShardingAttr getSharding(mlir::Value value);

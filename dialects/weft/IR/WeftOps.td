@@ -22,11 +22,19 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Weft_FloatTensor
-    : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
-def Weft_IntTensor : StaticShapeTensorOf<[I32, I64]>;
+// Every weft value is a static tensor of positive dimensions whose byte size
+// fits in 2^62 (isSizedTensor): a zero-size dimension or a shape whose
+// element count overflows is refused where it is written, before a rule or
+// a pass computes with it.
+class Weft_TensorOf<list<Type> types>
+    : RankedTensorOf<types, [HasStaticShapePred,
+                             CPred<"::weft::isSizedTensor($_self)">],
+                     "statically shaped tensor with positive dimensions and "
+                     "at most 2^62 bytes">;
+def Weft_FloatTensor : Weft_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
+def Weft_IntTensor : Weft_TensorOf<[I32, I64]>;
 def Weft_Tensor
-    : StaticShapeTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
+    : Weft_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
 def Weft_ScalarF32 : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 

@@ -40,11 +40,3 @@ func.func @f() -> tensor<4xf32> {
   return %w : tensor<4xf32>
 }
 
-// -----
-
-func.func @empty(%a: tensor<4x0xf32>, %b: tensor<0x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'weft.matmul' op multiplies an empty matrix; sched GEMMs need m, n and k of at least 1}}
-  %0 = weft.matmul %a, %b : tensor<4x0xf32>, tensor<0x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-

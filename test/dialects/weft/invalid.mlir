@@ -44,7 +44,7 @@ func.func @param_duplicate() -> tensor<4xf32> {
 // -----
 
 func.func @param_int() -> tensor<4xi32> {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of}}
+  // expected-error @+1 {{result #0 must be statically shaped tensor with positive dimensions and at most 2^62 bytes of}}
   %0 = weft.param "w" init(zeros) : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -77,7 +77,7 @@ func.func @elementwise_shape_mismatch(%x: tensor<4xf32>, %y: tensor<5xf32>) -> t
 // -----
 
 func.func @elementwise_int(%x: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor with positive dimensions and at most 2^62 bytes of}}
   %0 = weft.exp %x : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -279,7 +279,7 @@ func.func @embedding_table(%t: tensor<256xf32>, %ids: tensor<2x8xi32>) {
 // -----
 
 func.func @embedding_float_ids(%t: tensor<256x8xf32>, %ids: tensor<2x8xf32>) {
-  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{operand #1 must be statically shaped tensor with positive dimensions and at most 2^62 bytes of 32-bit signless integer or 64-bit signless integer values}}
   %0 = weft.embedding %t, %ids : tensor<256x8xf32>, tensor<2x8xf32>
   return
 }
@@ -738,4 +738,33 @@ func.func @fused_broadcast_of_a_vector(%b: tensor<8xf32>) -> tensor<4x8xf32> {
     weft.yield %1 : tensor<4x8xf32>
   }
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A zero-size dimension, or a shape whose bytes overflow, is refused where it
+// is written (before sharding rules or gradients compute with it).
+func.func @empty(%a: tensor<4x0xf32>, %b: tensor<0x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'weft.matmul' op operand #0 must be statically shaped tensor with positive dimensions and at most 2^62 bytes}}
+  %0 = weft.matmul %a, %b : tensor<4x0xf32>, tensor<0x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @huge(%a: tensor<2199023255552x1048576xf32>) -> tensor<2199023255552x1048576xf32> {
+  // expected-error @+1 {{'weft.exp' op operand #0 must be statically shaped tensor with positive dimensions and at most 2^62 bytes}}
+  %0 = weft.exp %a : tensor<2199023255552x1048576xf32>
+  return %0 : tensor<2199023255552x1048576xf32>
+}
+
+// -----
+
+func.func @params() {
+  %a = weft.param "a" init(zeros) : tensor<4xf32>
+  %b = weft.param "b" init(zeros) : tensor<4xf32>
+  weft.assign "a", %a : tensor<4xf32>
+  // expected-error @+1 {{'weft.param' op parameter 'b' is declared twice}}
+  %c = weft.param "b" init(zeros) : tensor<4xf32>
+  return
 }

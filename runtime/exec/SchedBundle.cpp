@@ -549,6 +549,10 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
   if (scaled) {
     double scale;
     WEFT_ASSIGN(scale, o.number("scale"));
+    if (!(scale > 0) || !std::isfinite(scale))
+      return o.fail(absl::StrCat("field 'scale' is ", scale,
+                                 "; an initializer's scale must be a "
+                                 "positive finite number"));
     p.scale = scale;
   }
   if (o.has("split")) {
@@ -1185,6 +1189,14 @@ absl::Status checkLaunch(const Check &c, const LaunchAttrs &a) {
                                  spell(kScalarTypes, a.scalars[i].type),
                                  " but kernel '", k.name, "' takes ",
                                  spell(kScalarTypes, k.scalars[i])));
+  // The generated kernels' ABI: a first i64 scalar is the element count of
+  // the first output, which the GPU launcher loops over.
+  if (!a.scalars.empty() && a.scalars[0].type == ScalarType::I64 &&
+      a.outputs > 0 && a.scalars[0].i != c.type(a.inputs).numElements())
+    return c.fail(
+        absl::StrCat("field 'scalars' entry 0 (the element count) is ",
+                     a.scalars[0].i, " but ", c.name(a.inputs), " holds ",
+                     c.type(a.inputs).numElements(), " elements"));
   return absl::OkStatus();
 }
 
@@ -2125,6 +2137,7 @@ absl::StatusOr<Program> readProgram(const json &v, size_t index,
     return o.fail(absl::StrCat("field 'arena' ", p.arena, " is negative"));
   if (p.events < 0)
     return o.fail(absl::StrCat("field 'events' ", p.events, " is negative"));
+
   if (p.streams.empty())
     return o.fail("field 'streams' is empty: a program needs a stream");
   for (size_t s = 0; s < p.streams.size(); ++s)
@@ -2150,6 +2163,12 @@ absl::StatusOr<Program> readProgram(const json &v, size_t index,
   WEFT_ASSIGN(instructions, o.array("instructions"));
   WEFT_ASSIGN(buffers, o.array("buffers"));
   const int64_t end = instructions->size();
+  // Each record defines at most one event: more events than instructions
+  // cannot be used, and the runtime makes one of each.
+  if (p.events > end)
+    return o.fail(absl::StrCat("field 'events' ", p.events,
+                               " is more than the program's ", end,
+                               " instructions could record"));
   for (size_t id = 0; id < buffers->size(); ++id) {
     Buffer buf;
     WEFT_ASSIGN(buf, readBuffer((*buffers)[id], id, p, end, b));
@@ -2326,6 +2345,53 @@ absl::Status checkKernelFile(const std::string &dir, const KernelFile &f,
   return absl::OkStatus();
 }
 
+/// `meta` says what the model is; the trainer reads batch, seq and vocab
+/// from it (a bundle built for a host program may have none of them).
+/// Those present must be integers in [1, 2^31), a dtype one Weft has, and
+/// batch and seq the global shape of program step's tokens (its first
+/// input, a block of them per rank as its split says).
+absl::Status checkMeta(const SchedBundle &b) {
+  auto field = [&](const char *key) -> absl::StatusOr<std::optional<int64_t>> {
+    auto it = b.meta.find(key);
+    if (it == b.meta.end())
+      return std::optional<int64_t>();
+    if (!it->is_number_integer())
+      return invalid("meta",
+                     absl::StrCat("field '", key, "' must be an integer, not ",
+                                  jsonKind(*it)));
+    int64_t v = it->get<int64_t>();
+    if (v <= 0 || v > std::numeric_limits<int32_t>::max())
+      return invalid("meta", absl::StrCat("field '", key, "' is ", v,
+                                          "; it must be in [1, 2^31)"));
+    return std::optional<int64_t>(v);
+  };
+  std::optional<int64_t> batch, seq;
+  WEFT_ASSIGN(batch, field("batch"));
+  WEFT_ASSIGN(seq, field("seq"));
+  WEFT_RETURN_IF_ERROR(field("vocab").status());
+  auto dtype = b.meta.find("dtype");
+  if (dtype != b.meta.end() &&
+      (!dtype->is_string() ||
+       (*dtype != "f32" && *dtype != "bf16" && *dtype != "f16")))
+    return invalid("meta", "field 'dtype' must be \"f32\", \"bf16\" or "
+                           "\"f16\"");
+  const Program *step = b.program("step");
+  if (!batch || !seq || !step || step->inputs.empty())
+    return absl::OkStatus();
+  const ProgramInput &tokens = step->inputs.front();
+  std::vector<int64_t> global = tokens.type.shape;
+  if (tokens.split)
+    for (size_t d = 0; d < global.size() && d < tokens.split->size(); ++d)
+      for (const std::string &axis : (*tokens.split)[d])
+        global[d] *= b.mesh ? b.mesh->axisSize(axis) : 1;
+  if (global != std::vector<int64_t>{*batch, *seq})
+    return invalid("meta", absl::StrCat("batch ", *batch, " and seq ", *seq,
+                                        " disagree with program 'step''s "
+                                        "tokens input, ",
+                                        list(global), " in all"));
+  return absl::OkStatus();
+}
+
 absl::Status checkKernelFiles(const SchedBundle &b) {
   const KernelFiles &k = b.kernels;
   if (!b.kernelDecls.empty() && !k.cpu && k.cuda.empty() && !k.source)
@@ -2475,6 +2541,7 @@ parseSchedManifest(std::string_view text,
       readAll(top, "schedules", b.schedules, scheduleNames,
               [&](const json &v, size_t i) { return readSchedule(v, i, b); }));
   WEFT_RETURN_IF_ERROR(top.done());
+  WEFT_RETURN_IF_ERROR(checkMeta(b));
   // Last: everything the manifest says is consistent, so a fuzzer's inputs
   // reach every check above without a bundle directory.
   WEFT_RETURN_IF_ERROR(checkKernelFiles(b));

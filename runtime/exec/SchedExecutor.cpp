@@ -19,10 +19,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <limits>
+#include <sys/mman.h>
 
 namespace weft::runtime {
 
@@ -32,20 +34,39 @@ using sched::Op;
 using sched::TensorType;
 using Step = std::function<absl::Status()>;
 
-/// Bytes aligned to `align` (at least 64: a cache line).
+/// Zeroed bytes, page-aligned (every `align` a bundle may ask is at most a
+/// page: the loader checks it). Mapped from the kernel, which hands out
+/// zero pages lazily and refuses a size it cannot back: a bundle asking for
+/// more memory than the machine has is an error naming what, not a crash
+/// in memset.
 struct SchedExecutor::Bytes {
   char *data = nullptr;
-  int64_t size = 0;
-  Bytes(int64_t size, int64_t align) : size(size) {
-    size_t a = static_cast<size_t>(std::max<int64_t>(align, 64));
-    size_t n =
-        (static_cast<size_t>(std::max<int64_t>(size, 1)) + a - 1) / a * a;
-    data = static_cast<char *>(std::aligned_alloc(a, n));
-    std::memset(data, 0, n);
+  size_t mapped = 0;
+
+  static absl::StatusOr<std::unique_ptr<Bytes>>
+  allocate(int64_t size, const std::string &what) {
+    auto bytes = std::unique_ptr<Bytes>(new Bytes());
+    bytes->mapped = static_cast<size_t>(std::max<int64_t>(size, 1));
+    void *p = mmap(nullptr, bytes->mapped, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      bytes->mapped = 0;
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", size, " bytes for ", what, " (",
+                       std::strerror(errno), ")"));
+    }
+    bytes->data = static_cast<char *>(p);
+    return bytes;
   }
-  ~Bytes() { std::free(data); }
+  ~Bytes() {
+    if (mapped)
+      munmap(data, mapped);
+  }
   Bytes(const Bytes &) = delete;
   Bytes &operator=(const Bytes &) = delete;
+
+private:
+  Bytes() = default;
 };
 
 /// A program bound to its storage.
@@ -125,15 +146,23 @@ SchedExecutor::create(sched::SchedBundle bundle, Options options) {
   ex->options_ = options;
   ex->mesh_ = meshSpecOf(ex->bundle_);
   const sched::SchedBundle &b = ex->bundle_;
-  for (const sched::Param &p : b.params)
-    ex->params_.push_back(std::make_unique<Bytes>(p.type.bytes(), 64));
+  for (const sched::Param &p : b.params) {
+    absl::StatusOr<std::unique_ptr<Bytes>> bytes = Bytes::allocate(
+        p.type.bytes(), absl::StrCat("parameter '", p.name, "'"));
+    if (!bytes.ok())
+      return bytes.status();
+    ex->params_.push_back(std::move(*bytes));
+  }
   bool gpu = options.cuda || options.makeGpu;
   if (!gpu)
     for (const sched::Constant &c : b.constants) {
       std::vector<uint8_t> bytes = constantBytes(c);
-      auto stored = std::make_unique<Bytes>(c.type.bytes(), 64);
-      std::memcpy(stored->data, bytes.data(), bytes.size());
-      ex->constants_.push_back(std::move(stored));
+      absl::StatusOr<std::unique_ptr<Bytes>> stored = Bytes::allocate(
+          c.type.bytes(), absl::StrCat("constant '", c.name, "'"));
+      if (!stored.ok())
+        return stored.status();
+      std::memcpy((*stored)->data, bytes.data(), bytes.size());
+      ex->constants_.push_back(std::move(*stored));
     }
   // The loader has checked the file is the bundle's own (its hash).
   if (b.kernels.cpu && !gpu) {
@@ -194,9 +223,19 @@ absl::Status SchedExecutor::syncHost() const {
 absl::Status SchedExecutor::bindProgram(const sched::Program &program) {
   auto bound = std::make_unique<Bound>();
   bound->spec = &program;
-  bound->arena = std::make_unique<Bytes>(program.arena, program.align);
-  for (const sched::ProgramInput &in : program.inputs)
-    bound->inputs.push_back(std::make_unique<Bytes>(in.type.bytes(), 64));
+  absl::StatusOr<std::unique_ptr<Bytes>> arena = Bytes::allocate(
+      program.arena, absl::StrCat("program '", program.name, "''s arena"));
+  if (!arena.ok())
+    return arena.status();
+  bound->arena = std::move(*arena);
+  for (const sched::ProgramInput &in : program.inputs) {
+    absl::StatusOr<std::unique_ptr<Bytes>> input =
+        Bytes::allocate(in.type.bytes(), absl::StrCat("an input of program '",
+                                                      program.name, "'"));
+    if (!input.ok())
+      return input.status();
+    bound->inputs.push_back(std::move(*input));
+  }
   for (const Buffer &buf : program.buffers) {
     char *p = nullptr;
     switch (buf.kind) {

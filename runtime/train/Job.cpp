@@ -186,9 +186,14 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   int64_t batch = metaInt(ex.bundle(), "batch"),
           seq = metaInt(ex.bundle(), "seq"),
           vocab = metaInt(ex.bundle(), "vocab");
-  if (batch <= 0 || seq <= 0 || vocab <= 0)
-    return invalid(ex.bundle().dir +
-                   ": manifest meta lacks batch, seq or vocab");
+  // The loader checked those present; a bundle for training has all three.
+  for (auto [value, key] : {std::pair{batch, "batch"}, std::pair{seq, "seq"},
+                            std::pair{vocab, "vocab"}})
+    if (value <= 0)
+      return invalid(ex.bundle().dir + "/manifest.json: meta lacks field '" +
+                     key +
+                     "' (a training bundle says its batch, seq and "
+                     "vocab; weftc compile writes them)");
   auto sampler = BatchSampler::create(std::move(*tokens), batch, seq, vocab,
                                       options.seed, options.data);
   if (!sampler.ok())

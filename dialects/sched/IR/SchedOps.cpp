@@ -773,10 +773,20 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbols) {
       return emitOpError("scalar ") << a << " is not an integer or float";
     scalarTypes.push_back(typed.getType());
   }
-  return failure(
-      failed(check("inputs", kernel.getInputs(), getInputs().getTypes())) ||
+  if (failed(check("inputs", kernel.getInputs(), getInputs().getTypes())) ||
       failed(check("outputs", kernel.getOutputs(), getOutputs().getTypes())) ||
-      failed(check("scalars", kernel.getScalars(), scalarTypes)));
+      failed(check("scalars", kernel.getScalars(), scalarTypes)))
+    return failure();
+  // The generated kernels' ABI: a first i64 scalar is the element count of
+  // the first output, which the GPU launcher loops over.
+  auto count = getScalars().empty() ? IntegerAttr()
+                                    : dyn_cast<IntegerAttr>(getScalars()[0]);
+  if (count && count.getType().isInteger(64) && !getOutputs().empty() &&
+      count.getInt() != bufferOf(getOutputs()[0]).getNumElements())
+    return emitOpError("scalar 0 (the element count) is ")
+           << count.getInt() << " but the first output holds "
+           << bufferOf(getOutputs()[0]).getNumElements() << " elements";
+  return success();
 }
 
 LogicalResult GemmOp::verify() {

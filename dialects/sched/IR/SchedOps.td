@@ -163,7 +163,9 @@ def Sched_KernelOp : Sched_Op<"kernel", [Symbol, NoTerminator,
     groups codegen wrote: one body, a CPU and a CUDA launcher): the exact
     buffer types it reads and writes and the types of its scalar
     arguments, in the order `sched.launch` passes them. Generated kernels
-    are specialised to their shapes, so a launch must match exactly.
+    are specialised to their shapes, so a launch must match exactly. A
+    first scalar of type i64 is the element count of the first output,
+    which the GPU launcher loops over: a launch must pass exactly that.
 
     The optional body holds what the kernel computes, as the lowering found
     it (the `weft.fused` group), so the kernel source is generated from the

@@ -39,6 +39,8 @@ static __device__ inline double weft_tanh(double x) { return tanh(x); }
 static __device__ inline double weft_sqrt(double x) { return sqrt(x); }
 static __device__ inline double weft_pow(double x, double y) { return pow(x, y); }
 static __device__ inline bool weft_isnan(double x) { return x != x; }
+#define WEFT_INF __longlong_as_double(0x7ff0000000000000ULL)
+#define WEFT_NAN __longlong_as_double(0x7ff8000000000000ULL)
 // The sum of every thread's `v` in the block (blockDim.x == WEFT_THREADS).
 static __device__ double weft_block_sum(double v, double *red) {
   red[threadIdx.x] = v;
@@ -183,10 +185,10 @@ LogicalResult emitRowLauncher(FusedOp fused, const std::string &name,
     std::string v = "v" + std::to_string(next++);
     names[op.getResult(0)] = v;
     if (auto c = dyn_cast<ConstantOp>(op)) {
-      es << llvm::formatv("      const double {0} = {1:e17};\n", v,
-                          cast<DenseElementsAttr>(c.getValue())
-                              .getSplatValue<APFloat>()
-                              .convertToDouble());
+      es << llvm::formatv("      const double {0} = {1};\n", v,
+                          doubleLiteral(cast<DenseElementsAttr>(c.getValue())
+                                            .getSplatValue<APFloat>()
+                                            .convertToDouble()));
       continue;
     }
     if (isa<LayerNormOp, RMSNormOp>(op)) {

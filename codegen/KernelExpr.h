@@ -38,6 +38,11 @@ operandExpression(mlir::Operation *op,
 
 bool isF32Tensor(mlir::Type type);
 
+/// `v` as a C++ expression of the kernels: a full-precision literal, or the
+/// prelude's WEFT_INF / WEFT_NAN for the values a literal cannot spell
+/// (masks hold infinities).
+std::string doubleLiteral(double v);
+
 /// Where a launcher reads element `index` (a C++ expression) of a group's
 /// input: a 0-d input (a scalar the group broadcasts) at 0, an input of
 /// `rowWidth` elements (a norm's weights) at `column`, any other at `index`.

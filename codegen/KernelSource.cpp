@@ -40,11 +40,21 @@ static inline double weft_tanh(double x) { return std::tanh(x); }
 static inline double weft_sqrt(double x) { return std::sqrt(x); }
 static inline double weft_pow(double x, double y) { return std::pow(x, y); }
 static inline bool weft_isnan(double x) { return std::isnan(x); }
+#define WEFT_INF __builtin_huge_val()
+#define WEFT_NAN __builtin_nan("")
 )cpp";
 } // namespace
 
 /// Helpers every kernel body may call, over the weft_* math each prelude
 /// defines for its platform (WEFT_DEVICE is __device__ for CUDA).
+std::string doubleLiteral(double v) {
+  if (std::isnan(v))
+    return "WEFT_NAN";
+  if (std::isinf(v))
+    return v > 0 ? "WEFT_INF" : "(-WEFT_INF)";
+  return llvm::formatv("{0:e17}", v).str();
+}
+
 const char *const kKernelMath =
     R"cpp(static WEFT_DEVICE inline double weft_f32(double x) { return (double)(float)x; }
 static WEFT_DEVICE inline double weft_max(double a, double b) {
@@ -160,10 +170,10 @@ static LogicalResult emitRowKernel(FusedOp fused, const std::string &name,
   for (Operation &op : body.without_terminator()) {
     if (auto c = dyn_cast<ConstantOp>(op)) {
       std::string v = "c" + std::to_string(constants++);
-      os << llvm::formatv("    const double {0} = {1:e17};\n", v,
-                          cast<DenseElementsAttr>(c.getValue())
-                              .getSplatValue<APFloat>()
-                              .convertToDouble());
+      os << llvm::formatv("    const double {0} = {1};\n", v,
+                          doubleLiteral(cast<DenseElementsAttr>(c.getValue())
+                                            .getSplatValue<APFloat>()
+                                            .convertToDouble()));
       names[op.getResult(0)] = v;
       continue;
     }
@@ -291,8 +301,9 @@ LogicalResult emitElementBody(FusedOp fused, llvm::raw_ostream &os) {
     names[op.getResult(0)] = v;
     if (auto c = dyn_cast<ConstantOp>(op)) {
       auto dense = cast<DenseElementsAttr>(c.getValue());
-      os << llvm::formatv("  const double {0} = {1:e17};\n", v,
-                          dense.getSplatValue<APFloat>().convertToDouble());
+      os << llvm::formatv(
+          "  const double {0} = {1};\n", v,
+          doubleLiteral(dense.getSplatValue<APFloat>().convertToDouble()));
       continue;
     }
     FailureOr<std::string> expr = operandExpression(&op, names);

@@ -14,12 +14,14 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -172,6 +174,33 @@ private:
 
 FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp func,
                                                 ArrayRef<Tensor> inputs) {
+  if (func.isExternal())
+    return func.emitError("@")
+           << func.getSymName()
+           << " is a declaration: it has no body to evaluate";
+  // The evaluator holds every value in f64: one that cannot fit in this
+  // machine's memory is an error at the op, before anything is allocated.
+  double memory = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  WalkResult fits = func.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      if (auto type = dyn_cast<RankedTensorType>(r.getType());
+          type && type.hasStaticShape()) {
+        double bytes = 8.0 * double(type.getNumElements());
+        if (bytes > memory) {
+          auto param = dyn_cast<ParamOp>(op);
+          op->emitError(param ? "parameter '" + param.getName().str() + "': "
+                              : std::string())
+              << "evaluating it needs " << llvm::formatv("{0:e2}", bytes)
+              << " bytes for a value of " << type
+              << " (held in f64), more than this machine's "
+              << llvm::formatv("{0:e2}", memory) << " bytes of memory";
+          return WalkResult::interrupt();
+        }
+      }
+    return WalkResult::advance();
+  });
+  if (fits.wasInterrupted())
+    return failure();
   if (func.getNumArguments() != inputs.size())
     return func.emitError("function takes ")
            << func.getNumArguments() << " arguments but " << inputs.size()

@@ -73,6 +73,13 @@ absl::StatusOr<RankInfo> rankFromEnvironment() {
            {"MASTER_PORT", &port}})
     if (absl::Status s = read(name, *out); !s.ok())
       return s;
+  // torchrun and schedulers set both; one alone is a launch gone wrong
+  // (this rank would wait for the others, or be taken for rank 0).
+  if (!std::getenv("RANK") != !std::getenv("WORLD_SIZE"))
+    return absl::InvalidArgumentError(
+        std::getenv("RANK")
+            ? "RANK is set but WORLD_SIZE is not: set both (torchrun does)"
+            : "WORLD_SIZE is set but RANK is not: set both (torchrun does)");
   if (info.worldSize < 1)
     return absl::InvalidArgumentError("WORLD_SIZE must be at least 1");
   if (info.rank >= info.worldSize)

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 namespace weft::runtime {
 namespace {
@@ -90,6 +91,16 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
   // Before joining the job or loading anything.
   if (absl::Status s = checkJobOptions(options); !s.ok())
     return s;
+  // The bundle is checked before the rendezvous, so a job started with
+  // more or fewer ranks than the bundle's mesh fails on every rank at once
+  // instead of waiting out --timeout for a rank that will never come.
+  auto bundle = sched::loadSchedBundle(options.bundle);
+  if (!bundle.ok())
+    return bundle.status();
+  if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
+    return s;
+  if (absl::Status s = checkRanks(*bundle, rank.worldSize); !s.ok())
+    return s;
   std::unique_ptr<Communicator> comm;
   if (rank.worldSize > 1) {
     auto joined = Communicator::create(
@@ -99,14 +110,6 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
       return joined.status();
     comm = std::move(*joined);
   }
-
-  auto bundle = sched::loadSchedBundle(options.bundle);
-  if (!bundle.ok())
-    return bundle.status();
-  if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
-    return s;
-  if (absl::Status s = checkRanks(*bundle, rank.worldSize); !s.ok())
-    return s;
   if (options.device != "cpu" && options.device != "cuda")
     return invalid("unknown --device '" + options.device +
                    "' (supported: cpu, cuda)");
@@ -143,8 +146,11 @@ static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
 
 absl::Status checkJobOptions(const JobOptions &options) {
   auto number = [](double v) { return absl::StrCat(v); };
-  if (!(std::isfinite(options.lr) && options.lr > 0))
-    return invalid("--lr must be a positive number, got " + number(options.lr));
+  // The step takes the rate as f32: past its range it would be inf.
+  if (!(std::isfinite(options.lr) && options.lr > 0 &&
+        options.lr <= std::numeric_limits<float>::max()))
+    return invalid("--lr must be a positive number, got " + number(options.lr) +
+                   " (the step takes it as f32: at most 3.4e38)");
   if (options.warmup < -1)
     return invalid("--warmup must be at least 0 (or -1: a tenth of --steps), "
                    "got " +

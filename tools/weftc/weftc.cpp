@@ -499,17 +499,23 @@ int runCompile(MLIRContext &context) {
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options, configure)))
       return 1;
+    // The emitted text goes to -o when given (a file, not a bundle).
+    std::string error;
+    std::unique_ptr<ToolOutputFile> out = openOutputFile(outputPath, &error);
+    if (!out)
+      return fail(error);
     if (emit == "kernels" || emit == "cuda") {
       FailureOr<std::string> source =
           emit == "cuda" ? weft::codegen::emitCudaKernelSource(*module)
                          : weft::codegen::emitKernelSource(*module);
       if (failed(source))
         return 1;
-      outs() << *source;
-      return 0;
+      out->os() << *source;
+    } else {
+      module->print(out->os());
+      out->os() << "\n";
     }
-    module->print(outs());
-    outs() << "\n";
+    out->keep();
     return 0;
   }
   if (failed(weft::compileSchedBundle(*module, outputPath, options,
@@ -563,6 +569,10 @@ int runEval(MLIRContext &context) {
     return fail("eval needs --tokens");
   if (!tokenizer.empty() && tokenizer != "bytes")
     return fail("unknown --tokenizer '" + tokenizer + "' (supported: bytes)");
+  if (tokenizer == "bytes" && tokenBytes.getNumOccurrences() > 0)
+    return fail("--token-bytes is the width of a token file's ids; "
+                "--tokenizer bytes reads text (one token per byte): give one "
+                "or the other");
   absl::StatusOr<std::vector<uint32_t>> tokens =
       tokenizer == "bytes"
           ? weft::runtime::readByteTokens(tokensPath)
@@ -692,6 +702,26 @@ int main(int argc, char **argv) {
       "bundle/\n"
       "  weftc inspect bundle/\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
+  // A flag given twice (--plan dp=2 --plan tp=2) would silently keep the
+  // last; list options (cl::list) are meant to repeat.
+  cl::SubCommand *active = importCmd     ? &importCmd
+                           : evalCmd     ? &evalCmd
+                           : compileCmd  ? &compileCmd
+                           : topologyCmd ? &topologyCmd
+                           : inspectCmd  ? &inspectCmd
+                                         : &cl::SubCommand::getTopLevel();
+  for (auto &[name, option] : cl::getRegisteredOptions(*active))
+    if (option->getNumOccurrences() > 1 &&
+        option->getNumOccurrencesFlag() != cl::ZeroOrMore &&
+        option->getNumOccurrencesFlag() != cl::OneOrMore &&
+        !option->isPositional() && option->getMiscFlags() == 0 &&
+        !name.starts_with("mlir-"))
+      return fail("--" + name.str() + " is given " +
+                  std::to_string(option->getNumOccurrences()) +
+                  " times; give it once");
+  if (seqLen < 0)
+    return fail("--seq must be positive (or 0: the model's positions), got " +
+                std::to_string(seqLen));
   DialectRegistry registry;
   weft::registerAllDialects(registry);
   MLIRContext context(registry);

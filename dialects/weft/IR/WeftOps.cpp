@@ -148,6 +148,19 @@ LogicalResult AssignOp::verify() {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+LogicalResult ConstantOp::verify() {
+  auto dense = dyn_cast<DenseFPElementsAttr>(getValue());
+  if (!dense)
+    return success();
+  auto values = dense.getValues<APFloat>();
+  if (dense.isSplat()
+          ? values[0].isNaN()
+          : llvm::any_of(values, [](const APFloat &v) { return v.isNaN(); }))
+    return emitOpError("holds NaN: a constant must be a number (infinities "
+                       "are allowed)");
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   if (in.getElementType() != out.getElementType())

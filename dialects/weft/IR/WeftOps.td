@@ -35,6 +35,12 @@ def Weft_FloatTensor : Weft_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
 def Weft_IntTensor : Weft_TensorOf<[I32, I64]>;
 def Weft_Tensor
     : Weft_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
+// Every float attribute of a weft op (a scale, an epsilon, a theta, an
+// exponent, a rate) is finite: an infinite or NaN one would only poison the
+// values or the generated code. Constants (masks) may hold infinities.
+def Weft_FiniteF64Attr : ConfinedAttr<F64Attr, [AttrConstraint<
+    CPred<"::std::isfinite(::llvm::cast<::mlir::FloatAttr>($_self)"
+          ".getValueAsDouble())">, "whose value is finite">]>;
 def Weft_ScalarF32 : 0DTensorOf<[F32]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 
@@ -266,7 +272,7 @@ def Weft_ParamOp : Weft_Op<"param"> {
     ```
   }];
   let arguments = (ins StrAttr:$name, Weft_InitKind:$init,
-                       OptionalAttr<F64Attr>:$scale, UnitAttr:$state);
+                       OptionalAttr<Weft_FiniteF64Attr>:$scale, UnitAttr:$state);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
     $name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)? attr-dict `:`
@@ -298,7 +304,8 @@ def Weft_ConstantOp : Weft_Op<"constant",
   let summary = "a constant tensor";
   let description = [{
     Yields the dense elements attribute `value`. Decompositions use splat
-    constants for scalars such as epsilons and scales.
+    constants for scalars such as epsilons and scales. Float elements may be
+    infinite (masks use -inf) but not NaN, which no model means.
 
     ```mlir
     %c = weft.constant dense<1.0e-05> : tensor<4x8xf32>
@@ -308,6 +315,7 @@ def Weft_ConstantOp : Weft_Op<"constant",
   let results = (outs Weft_Tensor:$result);
   let assemblyFormat = "$value attr-dict";
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -358,7 +366,7 @@ def Weft_PowOp : Weft_Op<"pow", [Pure, Elementwise, SameOperandsAndResultType,
     %y = weft.pow %x {exponent = 3.0 : f64} : tensor<4xf32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$input, F64Attr:$exponent);
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FiniteF64Attr:$exponent);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
@@ -644,7 +652,7 @@ def Weft_LayerNormOp : Weft_Op<"layer_norm",
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
                        Weft_FloatTensor:$bias,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Weft_FiniteF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight)
@@ -668,7 +676,7 @@ def Weft_RMSNormOp : Weft_Op<"rms_norm",
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
-                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+                       DefaultValuedAttr<Weft_FiniteF64Attr, "1.0e-6">:$epsilon);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight attr-dict `:` type($input) `,` type($weight)
@@ -712,7 +720,7 @@ def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInt
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$input,
-                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       DefaultValuedAttr<Weft_FiniteF64Attr, "10000.0">:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset,
                        UnitAttr:$inverse);
   let results = (outs Weft_FloatTensor:$result);
@@ -749,7 +757,7 @@ def Weft_AttentionOp : Weft_Op<"attention",
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
-                       Weft_FloatTensor:$value, F64Attr:$scale,
+                       Weft_FloatTensor:$value, Weft_FiniteF64Attr:$scale,
                        UnitAttr:$causal);
   let results = (outs Weft_FloatTensor:$result,
                       StaticShapeTensorOf<[F32]>:$lse);
@@ -775,7 +783,7 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, Declar
     %y = weft.dropout %x {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8xf32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed);
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FiniteF64Attr:$rate, I64Attr:$seed);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -1004,7 +1012,7 @@ def Weft_LayerNormGradOp : Weft_Op<"layer_norm_grad",
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
                        Weft_FloatTensor:$grad,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Weft_FiniteF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Weft_FloatTensor:$input_grad,
                       Weft_FloatTensor:$weight_grad,
                       Weft_FloatTensor:$bias_grad);
@@ -1030,7 +1038,7 @@ def Weft_RMSNormGradOp : Weft_Op<"rms_norm_grad",
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
                        Weft_FloatTensor:$grad,
-                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+                       DefaultValuedAttr<Weft_FiniteF64Attr, "1.0e-6">:$epsilon);
   let results = (outs Weft_FloatTensor:$input_grad,
                       Weft_FloatTensor:$weight_grad);
   let assemblyFormat = [{
@@ -1063,7 +1071,7 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad",
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
                        Weft_FloatTensor:$value, Weft_FloatTensor:$result,
                        StaticShapeTensorOf<[F32]>:$lse, Weft_FloatTensor:$grad,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal);
   let results = (outs Weft_FloatTensor:$query_grad, Weft_FloatTensor:$key_grad,
                       Weft_FloatTensor:$value_grad);
   let assemblyFormat = [{

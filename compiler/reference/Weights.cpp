@@ -30,7 +30,10 @@ ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file) {
                                [](int64_t d) { return std::to_string(d); }),
                            ", ")
              << "] but the parameter is " << param.getResult().getType();
-    return Tensor(info->shape, file.toDoubles(*info));
+    absl::StatusOr<std::vector<double>> values = file.finiteDoubles(*info);
+    if (!values.ok())
+      return param.emitError() << std::string(values.status().message());
+    return Tensor(info->shape, std::move(*values));
   };
 }
 

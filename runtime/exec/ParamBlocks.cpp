@@ -61,10 +61,12 @@ absl::Status readBlock(const SafetensorsFile &file, const ParamFill &fill,
                      "] but the model's parameter is ",
                      std::string(dtypeName(dtype)), " [", want, "]"));
   }
-  std::vector<double> values = file.toDoubles(*t);
+  absl::StatusOr<std::vector<double>> values = file.finiteDoubles(*t);
+  if (!values.ok())
+    return values.status();
   forEachInBlock(fill.local, fill.global, fill.start,
                  [&](int64_t i, int64_t g) {
-                   fill.data[i] = static_cast<float>(values[g]);
+                   fill.data[i] = static_cast<float>((*values)[g]);
                  });
   return absl::OkStatus();
 }

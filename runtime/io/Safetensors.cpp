@@ -2,6 +2,8 @@
 
 #include "runtime/io/Safetensors.h"
 
+#include "runtime/support/Json.h"
+
 #include "runtime/support/Files.h"
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -63,8 +66,12 @@ SafetensorsFile::parse(std::string bytes, const std::string &label) {
   std::string_view headerText(bytes.data() + 8, headerLen);
   if (headerText.empty() || headerText.front() != '{')
     return fail(label, "header is not a JSON object");
-  json header = json::parse(headerText, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object())
+  // A tensor named twice would be read as whichever entry the parser kept.
+  absl::StatusOr<json> parsed = parseUntrustedJson(headerText);
+  if (!parsed.ok())
+    return fail(label, absl::StrCat("header: ", parsed.status().message()));
+  json header = std::move(*parsed);
+  if (!header.is_object())
     return fail(label, "header is not valid JSON");
 
   file.dataStart_ = 8 + headerLen;
@@ -196,6 +203,17 @@ std::vector<double> SafetensorsFile::toDoubles(const TensorInfo &tensor) const {
   size_t width = dtypeSize(tensor.dtype);
   for (size_t i = 0; i < values.size(); ++i)
     values[i] = decode(p + i * width, tensor.dtype);
+  return values;
+}
+
+absl::StatusOr<std::vector<double>>
+SafetensorsFile::finiteDoubles(const TensorInfo &tensor) const {
+  std::vector<double> values = toDoubles(tensor);
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return absl::InvalidArgumentError(absl::StrCat(
+          label_, ": tensor '", tensor.name, "' holds ", values[i],
+          " at element ", i, ": a checkpoint's values must be finite"));
   return values;
 }
 

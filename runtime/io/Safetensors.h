@@ -57,6 +57,11 @@ public:
   const uint8_t *data(const TensorInfo &tensor) const;
   /// The elements of `tensor` converted exactly to double.
   std::vector<double> toDoubles(const TensorInfo &tensor) const;
+  /// The same for a model's weights, which must be finite: a NaN or an
+  /// infinity is an error naming the file, the tensor and the element (it
+  /// would otherwise surface steps later as a loss that is not finite).
+  absl::StatusOr<std::vector<double>>
+  finiteDoubles(const TensorInfo &tensor) const;
 
 private:
   std::string label_;

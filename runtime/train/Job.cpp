@@ -13,10 +13,14 @@
 #include "runtime/train/TrainLoop.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <unistd.h>
 
 namespace weft::runtime {
 namespace {
@@ -181,6 +185,16 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     return s;
   if (options.data.empty())
     return invalid("--data is required");
+  // Where --save writes must be writable before any step runs, or the run
+  // is lost at its end.
+  if (!options.save.empty()) {
+    std::string dir = std::filesystem::path(options.save).parent_path();
+    if (dir.empty())
+      dir = ".";
+    if (access(dir.c_str(), W_OK) != 0)
+      return invalid(absl::StrCat(options.save, ": cannot write here (", dir,
+                                  ": ", std::strerror(errno), ")"));
+  }
   bool bytes = options.tokenizer == "bytes";
   if (!options.tokenizer.empty() && !bytes)
     return invalid("unknown --tokenizer '" + options.tokenizer +

@@ -113,6 +113,14 @@ absl::StatusOr<StepReport> TrainLoop::step() {
     return absl::InternalError(absl::StrCat("step ", n,
                                             ": the loss is not finite (",
                                             report.loss, "); lower --lr?"));
+  // A gradient norm past f32's range clips every update to nothing (or
+  // NaN): the weights or the rate are out of range, and training on would
+  // be noise.
+  if (!std::isfinite(report.gradNorm))
+    return absl::InternalError(absl::StrCat(
+        "step ", n, ": the gradient norm is not finite (", report.gradNorm,
+        "): weights or activations overflowed; check the "
+        "initial weights or lower --lr"));
   return report;
 }
 

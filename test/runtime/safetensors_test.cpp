@@ -78,8 +78,11 @@ TEST(Safetensors, RejectsDamagedHeaders) {
             "of 104857600");
   EXPECT_EQ(parseError(image("[1, 2]", 0)),
             "ckpt.safetensors: header is not a JSON object");
-  EXPECT_EQ(parseError(image("{\"a\": ", 0)),
-            "ckpt.safetensors: header is not valid JSON");
+  EXPECT_EQ(parseError(image("{\"a\": ", 0)).substr(0, 53),
+            "ckpt.safetensors: header: is not valid JSON at byte 7");
+  // A tensor named twice would be read as whichever entry was kept.
+  EXPECT_EQ(parseError(image(R"({"a": {}, "a": {}})", 0)),
+            "ckpt.safetensors: header: an object has key \"a\" twice");
   EXPECT_EQ(parseError(image(R"({"a": 3})", 0)),
             "ckpt.safetensors: tensor 'a' is not an object");
   EXPECT_EQ(

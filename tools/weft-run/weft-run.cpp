@@ -155,6 +155,10 @@ int main(int argc, char **argv) {
       static_cast<int>(translated.size()), translated.data());
   if (positional.size() != 2)
     return fail("expected exactly one bundle directory (see --help)");
+  // Checked whether or not this process launches (a rank ignores it, but
+  // a value that cannot mean anything is a mistake either way).
+  if (!(absl::GetFlag(FLAGS_stop_grace) >= 0))
+    return fail("--stop-grace must be at least 0 seconds");
   int nproc = absl::GetFlag(FLAGS_nproc);
   auto launch = weft::runtime::shouldLaunch(nproc);
   if (!launch.ok())
@@ -168,8 +172,6 @@ int main(int argc, char **argv) {
     ranks.nproc = nproc;
     ranks.argv.assign(argv, argv + argc);
     ranks.stopGraceSeconds = absl::GetFlag(FLAGS_stop_grace);
-    if (!(ranks.stopGraceSeconds >= 0))
-      return fail("--stop-grace must be at least 0 seconds");
     return weft::runtime::launchRanks(ranks, log).ok() ? 0 : 1;
   }
 

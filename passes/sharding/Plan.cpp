@@ -47,8 +47,13 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   Plan plan;
   SmallVector<StringRef> parts, meshParts;
   spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  bool zeroGiven = false, spGiven = false;
   for (StringRef part : parts) {
     auto [key, value] = part.trim().split('=');
+    // A strategy given twice would silently keep the last.
+    if ((key == "zero" && std::exchange(zeroGiven, true)) ||
+        (key == "sp" && std::exchange(spGiven, true)))
+      return fail("plan: " + key + " is given twice");
     if (key == "zero") {
       if (value.getAsInteger(10, plan.zero) || plan.zero < 0 || plan.zero > 3)
         return fail("plan: zero needs a stage 0, 1, 2 or 3, got '" + value +
@@ -67,6 +72,12 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   if (!axes)
     return fail("plan: " + llvm::toString(axes.takeError()));
   plan.axes = std::move(*axes);
+  // The ranks are counted in int64 everywhere after this.
+  int64_t ranks = 1;
+  for (const auto &[axis, size] : plan.axes)
+    if (__builtin_mul_overflow(ranks, size, &ranks) || ranks > kMaxRanks)
+      return fail("plan '" + spec + "' asks for too many ranks (more than " +
+                  Twine(kMaxRanks) + ")");
   if (plan.zero > 0 && plan.size("dp") < 2)
     return fail("plan: zero=" + Twine(plan.zero) +
                 " shards over dp, which needs dp >= 2");

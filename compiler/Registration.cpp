@@ -13,6 +13,9 @@
 #include "passes/optimizer/Passes.h"
 #include "passes/sharding/Passes.h"
 
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+
 void weft::registerAllDialects(mlir::DialectRegistry &registry) {
   registerWeftDialects(registry);
   sched::registerSchedDialect(registry);
@@ -27,4 +30,13 @@ void weft::registerAllPasses() {
   registerWeftOptimizerPasses();
   registerWeftShardingPasses();
   registerTrainingPipeline();
+}
+
+void weft::registerContextOptionsQuietly() {
+  mlir::registerMLIRContextCLOptions();
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("mlir-print-op-on-diagnostic");
+  if (it != options.end())
+    if (auto *flag = static_cast<llvm::cl::opt<bool> *>(it->second))
+      flag->setInitialValue(false);
 }

@@ -23,6 +23,8 @@ int main(int argc, char **argv) {
   weft::registerAllPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  // Before MlirOptMain registers the rest, so the default sticks.
+  weft::registerContextOptionsQuietly();
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "Weft optimizer driver\n", registry);
   // Text nested too deeply for MLIR's recursive parser is refused first

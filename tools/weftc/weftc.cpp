@@ -673,7 +673,7 @@ void registerMlirOptions() {
   weft::registerAllPasses();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  registerMLIRContextCLOptions();
+  weft::registerContextOptionsQuietly();
   registerAsmPrinterCLOptions();
   SmallVector<cl::Option *> mlirOptions;
   for (auto &[name, option] :

@@ -26,7 +26,11 @@ inline int64_t meshAxisSize(mlir::ArrayAttr axes, llvm::ArrayRef<int64_t> sizes,
   return 0;
 }
 
-/// Axes and sizes pair up, no axis appears twice, every size is positive.
+/// The most ranks a mesh may have (a plan's limit too).
+inline constexpr int64_t kMaxMeshRanks = int64_t(1) << 30;
+
+/// Axes and sizes pair up, no axis appears twice, every size is positive
+/// and their product is at most kMaxMeshRanks.
 inline mlir::LogicalResult verifyMeshAxes(mlir::Operation *op,
                                           mlir::ArrayAttr axes,
                                           llvm::ArrayRef<int64_t> sizes) {
@@ -34,6 +38,7 @@ inline mlir::LogicalResult verifyMeshAxes(mlir::Operation *op,
     return op->emitOpError("has ")
            << axes.size() << " axes but " << sizes.size() << " sizes";
   llvm::StringSet<> seen;
+  int64_t ranks = 1;
   for (auto [axis, size] :
        llvm::zip(axes.getAsValueRange<mlir::StringAttr>(), sizes)) {
     if (!seen.insert(axis).second)
@@ -41,6 +46,10 @@ inline mlir::LogicalResult verifyMeshAxes(mlir::Operation *op,
     if (size <= 0)
       return op->emitOpError("axis '")
              << axis << "' has size " << size << "; sizes must be positive";
+    // Every count of ranks computed from the mesh is an int64.
+    if (__builtin_mul_overflow(ranks, size, &ranks) || ranks > kMaxMeshRanks)
+      return op->emitOpError("has too many ranks: the product of its sizes is "
+                             "above 2^30");
   }
   return mlir::success();
 }

@@ -45,10 +45,6 @@ struct Plan {
   std::string str() const;
 };
 
-/// The most ranks a plan may ask for (far above any cluster: a count past
-/// it is a typo, or would overflow).
-inline constexpr int64_t kMaxRanks = int64_t(1) << 30;
-
 /// Parses a plan; errors name the offending part.
 llvm::Expected<Plan> parsePlan(llvm::StringRef spec);
 

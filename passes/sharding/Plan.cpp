@@ -2,6 +2,7 @@
 
 #include "passes/sharding/Passes.h"
 
+#include "dialects/common/MeshAxes.h"
 #include "passes/costmodel/Topology.h"
 
 #include "mlir/IR/Builders.h"
@@ -75,9 +76,9 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   // The ranks are counted in int64 everywhere after this.
   int64_t ranks = 1;
   for (const auto &[axis, size] : plan.axes)
-    if (__builtin_mul_overflow(ranks, size, &ranks) || ranks > kMaxRanks)
+    if (__builtin_mul_overflow(ranks, size, &ranks) || ranks > kMaxMeshRanks)
       return fail("plan '" + spec + "' asks for too many ranks (more than " +
-                  Twine(kMaxRanks) + ")");
+                  Twine(kMaxMeshRanks) + ")");
   if (plan.zero > 0 && plan.size("dp") < 2)
     return fail("plan: zero=" + Twine(plan.zero) +
                 " shards over dp, which needs dp >= 2");

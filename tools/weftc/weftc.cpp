@@ -384,13 +384,21 @@ int runCompile(MLIRContext &context) {
     return 1;
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
   if (!forward)
-    return fail("the model has no @forward function");
+    return fail((modelPath.empty() ? configPath : modelPath) +
+                ": the model has no @forward function (the function "
+                "weftc compiles: tokens and labels in, the loss out)");
   auto tokens =
       forward.getNumArguments()
           ? dyn_cast<RankedTensorType>(forward.getArgumentTypes().front())
           : RankedTensorType();
-  if (!tokens || tokens.getRank() != 2)
-    return fail("@forward must take [batch, seq] token ids first");
+  if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger())
+    return forward.emitError("@forward must take [batch, seq] integer token "
+                             "ids first"),
+           1;
+  if (forward.isExternal() || forward.getBody().getOps<weft::ParamOp>().empty())
+    return forward.emitError("@forward declares no weft.param: a model "
+                             "without parameters has nothing to train"),
+           1;
   llvm::json::Object meta{{"batch", tokens.getDimSize(0)},
                           {"seq", tokens.getDimSize(1)},
                           {"vocab", vocabOf(forward)},

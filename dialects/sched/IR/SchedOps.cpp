@@ -21,6 +21,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -203,6 +204,12 @@ LogicalResult ParamOp::verify() {
     return emitOpError("init '")
            << stringifyInitKind(getInit())
            << (scaled ? "' needs a scale" : "' takes no scale");
+  if (scaled) {
+    double scale = getScale()->convertToDouble();
+    if (!(scale > 0) || !std::isfinite(scale))
+      return emitOpError("scale must be a positive finite number, not ")
+             << scale;
+  }
   auto type = cast<BufferType>(getType());
   if (!isFloat(type.getElementType()))
     return emitOpError("must hold floats, not ") << type.getElementType();

@@ -2547,10 +2547,12 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 // -----
 
+// A mesh whose rank count would overflow (or pass 2^30) is refused at the
+// mesh, before any group is counted from it.
+// expected-error @+1 {{'sched.mesh' op has too many ranks: the product of its sizes is above 2^30}}
 sched.mesh @mesh axes ["a", "b"] sizes [4294967296, 4294967296]
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<8xf32>):
-  // expected-error @+1 {{'sched.collective' op group of mesh axes overflows int64}}
   sched.collective all_reduce sum %x -> %x over @mesh ["a", "b"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
   sched.return []
 }

@@ -614,7 +614,27 @@ int runEval(MLIRContext &context) {
     return fail("@" + func.getSymName() +
                 " must take (tokens, labels) as two [batch, seq] integer "
                 "tensors and return the loss first");
+  auto lossType = dyn_cast<RankedTensorType>(func.getResultTypes()[0]);
+  if (!lossType || lossType.getRank() != 0)
+    return func.emitError("@")
+               << func.getSymName() << " returns " << func.getResultTypes()[0]
+               << " first, not a scalar loss",
+           1;
   int64_t b = argType(0).getDimSize(0), s = argType(0).getDimSize(1);
+  // A model read from .mlir has its shape; flags that say otherwise are
+  // refused rather than ignored.
+  if (!modelPath.empty())
+    for (auto [given, flag, has] :
+         {std::tuple{int64_t(batchSize), "--batch", b},
+          std::tuple{int64_t(seqLen), "--seq", s}})
+      if ((StringRef(flag) == "--batch" ? batchSize.getNumOccurrences()
+                                        : seqLen.getNumOccurrences()) > 0 &&
+          given != has)
+        return fail(formatv("{0} {1} disagrees with {2}, whose inputs are "
+                            "[{3}, {4}] (the model's shape decides; drop the "
+                            "flag)",
+                            flag, given, modelPath, b, s)
+                        .str());
   if (static_cast<int64_t>(tokens->size()) < b * s + 1)
     return fail(tokensPath + ": has " + Twine(tokens->size()) +
                 " tokens; one batch of " + Twine(b) + " x " + Twine(s) +

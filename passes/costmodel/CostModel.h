@@ -74,8 +74,9 @@ struct InstructionCost {
   std::vector<Pass> passes;
   /// The peak the FLOPs run at: "f32", "bf16" or "fp8".
   std::string flopType = "bf16";
-  /// Collectives and send/recv: bytes this rank sends, the ring's steps and
-  /// whether the group spans nodes (filled by estimateProgram).
+  /// Collectives and send/recv: bytes this rank sends and the latencies it
+  /// pays (send/recv here; a collective's depend on its group's size, so
+  /// estimateProgram fills them from the mesh).
   double linkBytes = 0;
   int64_t linkSteps = 0;
   bool communicates = false;

@@ -11,6 +11,8 @@
 
 #include "runtime/exec/SchedBundle.h"
 
+#include "runtime/dist/Mesh.h"
+
 #include "runtime/support/Files.h"
 
 #include "runtime/support/Json.h"
@@ -2379,11 +2381,12 @@ absl::Status checkMeta(const SchedBundle &b) {
   if (!batch || !seq || !step || step->inputs.empty())
     return absl::OkStatus();
   const ProgramInput &tokens = step->inputs.front();
-  std::vector<int64_t> global = tokens.type.shape;
-  if (tokens.split)
-    for (size_t d = 0; d < global.size() && d < tokens.split->size(); ++d)
-      for (const std::string &axis : (*tokens.split)[d])
-        global[d] *= b.mesh ? b.mesh->axisSize(axis) : 1;
+  MeshSpec mesh;
+  if (b.mesh)
+    mesh = MeshSpec{b.mesh->axes, b.mesh->sizes};
+  std::vector<int64_t> global =
+      tokens.split ? mesh.globalShape(tokens.type.shape, *tokens.split)
+                   : tokens.type.shape;
   if (global != std::vector<int64_t>{*batch, *seq})
     return invalid("meta", absl::StrCat("batch ", *batch, " and seq ", *seq,
                                         " disagree with program 'step''s "

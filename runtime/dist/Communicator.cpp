@@ -4,9 +4,11 @@
 
 #include "runtime/dist/TcpStore.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoall.h"
@@ -51,7 +53,48 @@ bool isRunning(int64_t pid) {
 bool isLoopback(const std::string &host) {
   return host == "localhost" || host.rfind("127.", 0) == 0;
 }
+
+/// Facts as the store holds them: one `what=value` line each, the value
+/// C-escaped so no line break or '=' in it can split a line.
+std::vector<char> encodeFacts(const JobFacts &facts) {
+  std::string text;
+  for (const auto &[what, value] : facts)
+    absl::StrAppend(&text, what, "=", absl::CEscape(value), "\n");
+  return std::vector<char>(text.begin(), text.end());
+}
+
+JobFacts decodeFacts(const std::vector<char> &bytes) {
+  JobFacts facts;
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(bytes.data(), bytes.size()), '\n',
+                      absl::SkipEmpty())) {
+    size_t eq = line.find('=');
+    std::string value;
+    if (eq == absl::string_view::npos ||
+        !absl::CUnescape(line.substr(eq + 1), &value))
+      value = std::string(line);
+    facts.emplace_back(std::string(line.substr(0, eq)), value);
+  }
+  return facts;
+}
 } // namespace
+
+absl::Status compareJobFacts(const JobFacts &mine, int64_t me,
+                             const JobFacts &theirs, int64_t peer) {
+  std::map<std::string, std::string> peerFacts(theirs.begin(), theirs.end());
+  for (const auto &[what, value] : mine) {
+    auto it = peerFacts.find(what);
+    std::string other = it == peerFacts.end() ? "(none)" : it->second;
+    if (other != value)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ranks ", std::min(me, peer), " and ", std::max(me, peer),
+          " were started differently: ", what, " is '",
+          me < peer ? value : other, "' on rank ", std::min(me, peer), " but '",
+          me < peer ? other : value, "' on rank ", std::max(me, peer),
+          "; start every rank with the same bundle and flags"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<RankInfo> rankFromEnvironment() {
   RankInfo info;
@@ -95,7 +138,8 @@ absl::StatusOr<RankInfo> rankFromEnvironment() {
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>>
-Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout) {
+Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
+                     const JobFacts &facts) {
   std::unique_ptr<Communicator> c(new Communicator);
   c->info = info;
   c->timeout = timeout;
@@ -107,6 +151,11 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout) {
     return store.status();
   c->store = std::move(*store);
   try {
+    // First, before any rank waits on a peer that may run something else.
+    JobFacts all = facts;
+    all.emplace_back("WORLD_SIZE", std::to_string(info.worldSize));
+    if (absl::Status s = c->agree(all); !s.ok())
+      return s;
     gloo::transport::tcp::attr attr;
     // Bind where the peers can reach us: loopback for a local job, else the
     // host's name (WEFT_GLOO_HOST overrides, e.g. for a specific NIC).
@@ -139,6 +188,21 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout) {
 }
 
 Communicator::~Communicator() = default;
+
+absl::Status Communicator::agree(const JobFacts &facts) {
+  store->set(absl::StrCat("job/", info.rank), encodeFacts(facts));
+  // Rank 0 hears from every rank; the others from rank 0, so each side of
+  // a disagreement reports it (a rank that never publishes times out).
+  if (info.rank != 0)
+    return compareJobFacts(facts, info.rank, decodeFacts(store->get("job/0")),
+                           0);
+  for (int64_t r = 1; r < info.worldSize; ++r)
+    if (absl::Status s = compareJobFacts(
+            facts, 0, decodeFacts(store->get(absl::StrCat("job/", r))), r);
+        !s.ok())
+      return s;
+  return absl::OkStatus();
+}
 
 absl::Status Communicator::failure(const std::string &what,
                                    const std::string &why) {

@@ -44,13 +44,27 @@ struct RankInfo {
 /// none set, one rank. Malformed or inconsistent values are errors.
 absl::StatusOr<RankInfo> rankFromEnvironment();
 
+/// What a rank was started to run, as (what, value) pairs: the bundle's
+/// hash and every flag that changes the step's collectives or its result.
+/// Ranks compare them at rendezvous, before the first collective, so ranks
+/// started differently fail at once, naming the ranks and the flag, instead
+/// of hanging in a collective one of them never calls.
+using JobFacts = std::vector<std::pair<std::string, std::string>>;
+
+/// The first fact on which `mine` (rank `me`) and `theirs` (rank `peer`)
+/// differ, as an error naming both ranks; OK when they agree.
+absl::Status compareJobFacts(const JobFacts &mine, int64_t me,
+                             const JobFacts &theirs, int64_t peer);
+
 class Communicator {
 public:
-  /// Joins the job (rank 0 serves the store) and publishes this process's
-  /// host and pid so failures can name dead ranks. `timeout` bounds the
-  /// rendezvous and every collective.
+  /// Joins the job (rank 0 serves the store), checks that every rank was
+  /// started with the same `facts` (and WORLD_SIZE) and publishes this
+  /// process's host and pid so failures can name dead ranks. `timeout`
+  /// bounds the rendezvous and every collective.
   static absl::StatusOr<std::unique_ptr<Communicator>>
-  create(const RankInfo &info, std::chrono::milliseconds timeout);
+  create(const RankInfo &info, std::chrono::milliseconds timeout,
+         const JobFacts &facts = {});
   ~Communicator();
 
   int64_t rank() const { return info.rank; }
@@ -95,6 +109,9 @@ private:
              const std::function<void(const std::shared_ptr<gloo::Context> &,
                                       uint32_t)> &call);
   absl::Status failure(const std::string &what, const std::string &why);
+  /// Publishes `facts` and compares them with rank 0's (rank 0: with every
+  /// other rank's). Store failures throw, as in the rest of the rendezvous.
+  absl::Status agree(const JobFacts &facts);
 
   RankInfo info;
   std::chrono::milliseconds timeout{0};

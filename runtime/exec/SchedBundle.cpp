@@ -2518,6 +2518,7 @@ parseSchedManifest(std::string_view text,
                                  kSchedBundleVersion));
   SchedBundle b;
   b.dir = dirForKernelFiles;
+  b.manifestXxh3 = xxh3Hex(text);
   const json *meta, *kernels;
   WEFT_ASSIGN(meta, top.get("meta"));
   if (!meta->is_object())

@@ -325,6 +325,9 @@ struct Schedule {
 
 struct SchedBundle {
   std::string dir;
+  /// The XXH3-128 of the manifest's text: it lists every kernel file's hash,
+  /// so it names the whole bundle (ranks compare it at rendezvous).
+  std::string manifestXxh3;
   nlohmann::json meta; // For reports; nothing executes from it.
   KernelFiles kernels;
   std::optional<Mesh> mesh; // Absent: one rank.

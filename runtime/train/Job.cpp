@@ -81,6 +81,35 @@ absl::Status checkRanks(const sched::SchedBundle &bundle, int64_t worldSize) {
 }
 } // namespace
 
+// Paths are compared by whether they are given (--metrics adds a
+/// gather of peak memory; --save and --init-from gather and scatter
+/// weights), the data by its size: hosts may keep the same file in
+/// different places. --timeout and --stop-grace change no step.
+JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
+  auto given = [](const std::string &path) {
+    return std::string(path.empty() ? "not given" : "given");
+  };
+  std::error_code error;
+  uintmax_t dataBytes = std::filesystem::file_size(options.data, error);
+  return {
+      {"the bundle's manifest hash", bundle.manifestXxh3},
+      {"--data's size", error ? "unreadable" : absl::StrCat(dataBytes)},
+      {"--tokenizer", options.tokenizer},
+      {"--token-bytes", absl::StrCat(options.tokenBytes)},
+      {"--steps", absl::StrCat(options.steps)},
+      {"--lr", absl::StrCat(options.lr)},
+      {"--warmup", absl::StrCat(options.warmup)},
+      {"--min-lr-ratio", absl::StrCat(options.minLrRatio)},
+      {"--seed", absl::StrCat(options.seed)},
+      {"--init-from", given(options.initFrom)},
+      {"--save", given(options.save)},
+      {"--metrics", given(options.metrics)},
+      {"--sample", absl::StrCat(options.sample)},
+      {"--temperature", absl::StrCat(options.temperature)},
+      {"--device", options.device},
+  };
+}
+
 absl::Status checkJobBundle(const std::string &dir, int64_t worldSize) {
   auto bundle = sched::loadSchedBundle(dir);
   if (!bundle.ok())
@@ -107,9 +136,11 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
     return s;
   std::unique_ptr<Communicator> comm;
   if (rank.worldSize > 1) {
-    auto joined = Communicator::create(
-        rank, std::chrono::milliseconds(
-                  static_cast<int64_t>(options.timeoutSeconds * 1000)));
+    auto joined =
+        Communicator::create(rank,
+                             std::chrono::milliseconds(static_cast<int64_t>(
+                                 options.timeoutSeconds * 1000)),
+                             jobFacts(options, *bundle));
     if (!joined.ok())
       return joined.status();
     comm = std::move(*joined);

@@ -74,6 +74,10 @@ struct JobResult {
 /// --min-lr-ratio in [0, 1], ...); errors name the flag and the value.
 absl::Status checkJobOptions(const JobOptions &options);
 
+/// What every rank of the job must agree on at rendezvous: the bundle's
+/// hash and the flags that change the step (see Communicator::create).
+JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle);
+
 /// Whether bundle `dir` can run as a job of `worldSize` ranks: it loads and
 /// validates, and its mesh has that many ranks (a one-rank bundle on one).
 /// The launcher asks before it starts any rank; every rank asks again.

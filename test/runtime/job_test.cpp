@@ -220,3 +220,25 @@ TEST(Blas, GenericKernelsGiveWayToTheCpusOwn) {
   for (const char *kept : {"Zen", "Haswell", "SkylakeX", "CooperLake"})
     EXPECT_EQ(preferredOpenBlasCore(kept, true, true), std::nullopt) << kept;
 }
+
+// Ranks compare these at rendezvous: a flag that changes the step differs,
+// or a fact one rank does not publish at all, and the error names both
+// ranks (lower first), the flag and both values.
+TEST(JobFacts, NameTheFirstFactRanksDisagreeOn) {
+  sched::SchedBundle bundle;
+  bundle.manifestXxh3 = "00112233445566778899aabbccddeeff";
+  JobOptions a, b;
+  b.metrics = "m.jsonl";
+  JobFacts mine = jobFacts(a, bundle), theirs = jobFacts(b, bundle);
+  EXPECT_TRUE(compareJobFacts(mine, 0, mine, 1).ok());
+  absl::Status s = compareJobFacts(theirs, 3, mine, 0);
+  EXPECT_EQ(s.message(),
+            "ranks 0 and 3 were started differently: --metrics is 'not "
+            "given' on rank 0 but 'given' on rank 3; start every rank with "
+            "the same bundle and flags");
+  JobFacts fewer(mine.begin(), mine.end() - 1);
+  s = compareJobFacts(mine, 0, fewer, 1);
+  EXPECT_TRUE(absl::StrContains(s.message(), "--device is 'cpu' on rank 0 "
+                                             "but '(none)' on rank 1"))
+      << s.message();
+}

@@ -146,12 +146,19 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
       return groups[a].first < groups[b].first;
     });
     Operation *self = &op;
+    // Every group's members read from outside it only values defined before
+    // its first op (joining keeps it so), so the base group needs no second
+    // look: only the groups that would move up to its start. Checking the
+    // base as well made a long chain, one candidate per op, quadratic.
     bool mergeable =
         inputsPrecede(self, candidates, groups[base].first) &&
         llvm::all_of(candidates, [&](unsigned g) {
-          return inputsPrecede(groups[g].ops, candidates, groups[base].first);
+          return g == base ||
+                 inputsPrecede(groups[g].ops, candidates, groups[base].first);
         });
     if (mergeable) {
+      if (candidates.size() == 1)
+        return base;
       for (unsigned g : candidates) {
         if (g == base)
           continue;

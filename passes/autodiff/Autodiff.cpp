@@ -106,6 +106,25 @@ Value sumDisjointConcats(weft::detail::Emitter &e, Value a, Value b) {
 }
 } // namespace
 
+LogicalResult weft::checkForwardOps(func::FuncOp forward) {
+  // Left in, each fails far later at an instruction the user never wrote.
+  for (Operation &op : forward.getOps()) {
+    if (auto call = dyn_cast<func::CallOp>(op))
+      return call.emitError("weft-autodiff: @")
+             << forward.getSymName() << " calls "
+             << (call.getCallee() == forward.getSymName()
+                     ? Twine("itself")
+                     : "@" + call.getCallee())
+             << ": Weft compiles a single function; inline the callee";
+    if (auto assign = dyn_cast<AssignOp>(op))
+      return assign.emitError("weft-autodiff: @")
+             << forward.getSymName() << " may not assign parameter '"
+             << assign.getName()
+             << "': the optimizer step Weft builds updates parameters";
+  }
+  return success();
+}
+
 FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
                                             StringRef name) {
   if (forward.getBody().getBlocks().size() != 1)
@@ -118,6 +137,8 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
       !lossType.getElementType().isF32())
     return forward.emitError("weft-autodiff: the first result of @")
            << forward.getSymName() << " must be the 0-d f32 loss";
+  if (failed(checkForwardOps(forward)))
+    return failure();
   if (SymbolTable::lookupNearestSymbolFrom(
           forward, StringAttr::get(forward.getContext(), name)))
     return forward.emitError("weft-autodiff: a symbol named @")

@@ -14,6 +14,13 @@ namespace weft {
 #define GEN_PASS_REGISTRATION
 #include "passes/autodiff/Passes.h.inc"
 
+/// Refuses what a function to differentiate may not hold, with an error at
+/// the op: a call (Weft compiles a single function, so no recursion either)
+/// or a weft.assign (only the optimizer step Weft builds assigns
+/// parameters). differentiate checks it first; weftc before anything else
+/// it asks of @forward.
+mlir::LogicalResult checkForwardOps(mlir::func::FuncOp forward);
+
 /// Builds the gradient function of `forward` (see weft-autodiff) next to it
 /// and returns it, or emits a diagnostic and fails.
 mlir::FailureOr<mlir::func::FuncOp> differentiate(mlir::func::FuncOp forward,

@@ -18,6 +18,7 @@
 #include "dialects/sched/IR/SchedOps.h"
 #include "frontend/MlirText.h"
 #include "frontend/models/ModelConfig.h"
+#include "passes/autodiff/Passes.h"
 #include "passes/costmodel/CostModel.h"
 #include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
@@ -395,6 +396,8 @@ int runCompile(MLIRContext &context) {
     return forward.emitError("@forward must take [batch, seq] integer token "
                              "ids first"),
            1;
+  if (failed(weft::checkForwardOps(forward)))
+    return 1;
   if (forward.isExternal() || forward.getBody().getOps<weft::ParamOp>().empty())
     return forward.emitError("@forward declares no weft.param: a model "
                              "without parameters has nothing to train"),

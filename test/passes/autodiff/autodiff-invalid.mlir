@@ -34,3 +34,33 @@ func.func @forward() -> tensor<f32> {
   %loss = weft.reduce_sum %a#1 dims [0, 1, 2] : tensor<1x1x2xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+func.func @forward() -> tensor<f32> {
+  %x = weft.param "x" init(zeros) : tensor<2xf32>
+  // expected-error @below {{weft-autodiff: @forward calls itself: Weft compiles a single function; inline the callee}}
+  %r = func.call @forward() : () -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+func.func private @helper(tensor<2xf32>) -> tensor<f32>
+
+func.func @forward() -> tensor<f32> {
+  %x = weft.param "x" init(zeros) : tensor<2xf32>
+  // expected-error @below {{weft-autodiff: @forward calls @helper: Weft compiles a single function; inline the callee}}
+  %r = func.call @helper(%x) : (tensor<2xf32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+func.func @forward() -> tensor<f32> {
+  %x = weft.param "x" init(zeros) : tensor<2xf32>
+  // expected-error @below {{weft-autodiff: @forward may not assign parameter 'x': the optimizer step Weft builds updates parameters}}
+  weft.assign "x", %x : tensor<2xf32>
+  %loss = weft.reduce_sum %x dims [0] : tensor<2xf32>
+  return %loss : tensor<f32>
+}

@@ -101,8 +101,8 @@ void ProgramLowering::bind(Value r, Value buffer) { buffers[r] = buffer; }
 
 Value ProgramLowering::alloc(ArrayRef<int64_t> shape, Type elementType) {
   auto type = sched::BufferType::get(context(), shape, elementType);
-  return sched::AllocOp::create(b, b.getUnknownLoc(), type, IntegerAttr(),
-                                IntegerAttr(), IntegerAttr());
+  return sched::AllocOp::create(b, origin ? *origin : b.getUnknownLoc(), type,
+                                IntegerAttr(), IntegerAttr(), IntegerAttr());
 }
 
 LogicalResult ProgramLowering::addGpuScratch(Operation *op,
@@ -380,6 +380,7 @@ private:
                              "first: weft-fusion-group single-ops)"
                            : ""),
                failure();
+      lowering.setOrigin(op.getLoc());
       if (failed(fn->second(&op, lowering)))
         return failure();
       lowering.finish();

@@ -22,6 +22,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <functional>
+#include <optional>
 
 namespace weft::codegen {
 
@@ -74,6 +75,9 @@ public:
 
   /// Result `r` lives in `buffer` (a view: no instruction).
   void bind(mlir::Value r, mlir::Value buffer);
+  /// The weft op being lowered: the buffers made for it carry its location,
+  /// so the memory plan's errors point at the user's line.
+  void setOrigin(mlir::Location loc) { origin = loc; }
   /// A fresh arena buffer (unplanned).
   mlir::Value alloc(llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
   /// On the cuda target, gives `instr`, which lowers `op`, the scratch its
@@ -99,6 +103,7 @@ private:
   const SchedTarget &tgt;
   mlir::FlatSymbolRefAttr meshRef;
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  std::optional<mlir::Location> origin;
   struct Narrowing {
     mlir::Location loc;
     mlir::Value wide, stored;

@@ -35,7 +35,7 @@ struct Buffer {
 };
 } // namespace
 
-int64_t weft::planMemory(func::FuncOp func) {
+FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
   Block &body = func.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
@@ -88,6 +88,10 @@ int64_t weft::planMemory(func::FuncOp func) {
     lifetimes.push_back({b.bytes, b.first, b.last});
   }
   Placement plan = placeBuffers(lifetimes, kAlignment);
+  if (plan.tooLarge)
+    return leaders[*plan.tooLarge].getDefiningOp()->emitError(
+               plan.tooLargeMessage(lifetimes)),
+           failure();
   for (auto [leader, offset] : llvm::zip(leaders, plan.offsets))
     buffers[leader].offset = offset;
   int64_t peak = plan.peak;
@@ -115,7 +119,8 @@ struct MemoryPlanPass : weft::impl::MemoryPlanBase<MemoryPlanPass> {
           "weft-memory-plan needs a single-block function");
       return signalPassFailure();
     }
-    weft::planMemory(getOperation());
+    if (failed(weft::planMemory(getOperation())))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -18,8 +18,10 @@ namespace weft {
 /// Bytes of one element of a weft element type (f8 = 1, bf16/f16 = 2, ...).
 int64_t elementBytes(mlir::Type type);
 
-/// Plans `func` (see weft-memory-plan) and returns the arena size in bytes.
-int64_t planMemory(mlir::func::FuncOp func);
+/// Plans `func` (see weft-memory-plan) and returns the arena size in bytes,
+/// or fails with an error at the largest value live when the values live
+/// at once need more than one arena holds (2^62 bytes).
+mlir::FailureOr<int64_t> planMemory(mlir::func::FuncOp func);
 } // namespace weft
 
 #endif // WEFT_PASSES_MEMORY_PASSES_H

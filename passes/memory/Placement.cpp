@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <tuple>
 
@@ -25,23 +26,51 @@ Placement placeBuffers(llvm::ArrayRef<Lifetime> buffers, int64_t alignment) {
   for (size_t i : order) {
     const Lifetime &buffer = buffers[i];
     llvm::SmallVector<std::pair<int64_t, int64_t>> taken;
+    llvm::SmallVector<size_t> live = {i};
     for (size_t j : placed) {
       const Lifetime &other = buffers[j];
-      if (other.first <= buffer.last && buffer.first <= other.last)
+      if (other.first <= buffer.last && buffer.first <= other.last) {
         taken.push_back({plan.offsets[j], plan.offsets[j] + other.bytes});
+        live.push_back(j);
+      }
     }
     llvm::sort(taken);
+    // Placed buffers end at most at kMaxArenaBytes and each is at most that
+    // big, so these sums stay below 2^63.
     int64_t offset = 0;
     for (auto [begin, end] : taken) {
       if (offset + buffer.bytes <= begin)
         break;
       offset = std::max(offset, (end + alignment - 1) / alignment * alignment);
     }
+    if (offset + buffer.bytes > kMaxArenaBytes) {
+      plan.tooLarge = *llvm::max_element(live, [&](size_t a, size_t b) {
+        return buffers[a].bytes < buffers[b].bytes;
+      });
+      // Saturating at int64's end, before any sum can overflow.
+      constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+      for (size_t j : live)
+        plan.liveBytes += std::min(buffers[j].bytes, kEnd - plan.liveBytes);
+      plan.liveCount = live.size();
+      return plan;
+    }
     plan.offsets[i] = offset;
     plan.peak = std::max(plan.peak, offset + buffer.bytes);
     placed.push_back(i);
   }
   return plan;
+}
+
+std::string Placement::tooLargeMessage(llvm::ArrayRef<Lifetime> buffers) const {
+  std::string total =
+      liveBytes == std::numeric_limits<int64_t>::max()
+          ? "2^63 bytes or more"
+          : std::to_string(liveBytes) +
+                (liveBytes > kMaxArenaBytes ? " bytes" : " bytes once aligned");
+  return "this value's buffer of " + std::to_string(buffers[*tooLarge].bytes) +
+         " bytes and the " + std::to_string(liveCount - 1) +
+         " others live at the same time need " + total +
+         ": larger than a memory arena may be (at most 2^62 bytes)";
 }
 
 } // namespace weft

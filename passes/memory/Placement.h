@@ -15,6 +15,8 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace weft {
 
@@ -23,9 +25,24 @@ struct Lifetime {
   int64_t first = 0, last = 0; // Positions, inclusive.
 };
 
+/// An arena holds at most 2^62 bytes, as one tensor may (Weft_TensorOf), so
+/// no offset or end computed from input overflows int64.
+constexpr int64_t kMaxArenaBytes = int64_t(1) << 62;
+
 struct Placement {
   llvm::SmallVector<int64_t> offsets; // One per lifetime, in input order.
   int64_t peak = 0;                   // Bytes of the arena.
+  /// Set when the buffers do not fit in kMaxArenaBytes: the largest of the
+  /// first buffer that did not fit and those live with it (the likely
+  /// culprit to name), their bytes together (saturating at int64's end)
+  /// and how many they are. Offsets are then
+  /// incomplete.
+  std::optional<size_t> tooLarge;
+  int64_t liveBytes = 0;
+  size_t liveCount = 0;
+
+  /// With `tooLarge`: what to say at that buffer's op.
+  std::string tooLargeMessage(llvm::ArrayRef<Lifetime> buffers) const;
 };
 
 /// Places `buffers` (ties in size keep their input order, so the plan is

@@ -109,6 +109,10 @@ struct SchedPlanMemoryPass
       }
 
     weft::Placement plan = weft::placeBuffers(lifetimes, program.getAlign());
+    if (plan.tooLarge) {
+      used[*plan.tooLarge].emitError(plan.tooLargeMessage(lifetimes));
+      return signalPassFailure();
+    }
     Builder b(program.getContext());
     for (auto [alloc, lifetime, offset] :
          llvm::zip(used, lifetimes, plan.offsets)) {

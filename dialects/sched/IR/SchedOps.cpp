@@ -166,22 +166,16 @@ LogicalResult verifyVocabAxes(Operation *op, ArrayAttr axes) {
 
 /// Whether a matrix stored with `rows` × `cols` visible elements, leading
 /// dimension `ld` and batch stride `stride` over `batch` batches lies
-/// inside `elements`; writes the elements it needs to `needed`.
+/// inside `elements`; writes the elements it needs to `needed` (nullopt
+/// when that overflows int64).
 bool matrixFits(int64_t batch, int64_t stride, int64_t rows, int64_t cols,
-                int64_t ld, int64_t elements, int64_t &needed) {
+                int64_t ld, int64_t elements, std::optional<int64_t> &needed) {
   // (batch - 1) * stride + (rows - 1) * ld + cols, with overflow checks.
   std::optional<int64_t> a = llvm::checkedMul(batch - 1, stride);
   std::optional<int64_t> b = llvm::checkedMul(rows - 1, ld);
-  if (!a || !b)
-    return false;
-  std::optional<int64_t> sum = llvm::checkedAdd(*a, *b);
-  if (!sum)
-    return false;
-  sum = llvm::checkedAdd(*sum, cols);
-  if (!sum)
-    return false;
-  needed = *sum;
-  return needed <= elements;
+  std::optional<int64_t> sum = a && b ? llvm::checkedAdd(*a, *b) : std::nullopt;
+  needed = sum ? llvm::checkedAdd(*sum, cols) : std::nullopt;
+  return needed && *needed <= elements;
 }
 
 } // namespace
@@ -363,7 +357,8 @@ LogicalResult ViewOp::verify() {
   if (result.getBytes() > source.getBytes() ||
       offset > source.getBytes() - result.getBytes())
     return emitOpError("bytes [")
-           << offset << ", " << offset + result.getBytes()
+           << offset << ", "
+           << countText(llvm::checkedAdd(offset, result.getBytes()))
            << ") lie outside the " << source.getBytes() << "-byte source";
   return success();
 }
@@ -551,8 +546,8 @@ LogicalResult ProgramOp::verifyRegions() {
              << align << "-byte alignment";
     if (bytes > arena || offset > arena - bytes)
       return alloc.emitOpError("bytes [")
-             << offset << ", " << offset + bytes << ") lie outside the "
-             << arena << "-byte arena";
+             << offset << ", " << countText(llvm::checkedAdd(offset, bytes))
+             << ") lie outside the " << arena << "-byte arena";
     if (*alloc.getFirst() < 0 || *alloc.getFirst() > *alloc.getLast() ||
         *alloc.getLast() > end)
       return alloc.emitOpError("live range [")
@@ -822,10 +817,11 @@ LogicalResult GemmOp::verify() {
       return emitOpError("leading dimension ")
              << x.ld << " of " << x.name << " is less than its " << x.cols
              << " columns";
-    int64_t needed = 0, elements = bufferOf(x.value).getNumElements();
+    int64_t elements = bufferOf(x.value).getNumElements();
+    std::optional<int64_t> needed;
     if (!matrixFits(getBatch(), x.stride, x.rows, x.cols, x.ld, elements,
                     needed))
-      return emitOpError() << x.name << " needs " << needed
+      return emitOpError() << x.name << " needs " << countText(needed)
                            << " elements but its buffer holds " << elements;
     if (failed(isFloatBuffer(*this, x.value, x.name)))
       return failure();
@@ -866,8 +862,7 @@ LogicalResult GemmOp::verify() {
     if (!want || bufferOf(getAux()).getNumElements() != *want)
       return emitOpError("aux holds ")
              << bufferOf(getAux()).getNumElements()
-             << " elements, not batch * m * n = "
-             << (want ? std::to_string(*want) : std::string("(overflow)"));
+             << " elements, not batch * m * n = " << countText(want);
   }
   for (auto [value, name] : {std::pair{getBias(), "bias"}, {getAux(), "aux"}})
     if (value && failed(isFloatBuffer(*this, value, name)))

@@ -438,6 +438,16 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 // -----
 
+// offset + size passes 2^63: the message must not print the wrapped end.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.view' op bytes [9223372036854775804, more than 2^63) lie outside the 32-byte source}}
+  %v = sched.view %x[9223372036854775804] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
 sched.constant @c dense<1.0> : tensor<4xf32>
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4xf32>):
@@ -587,6 +597,15 @@ sched.program @p arena(128) align(64) events(0) streams ["compute"] {
 sched.program @p arena(16) align(1) events(0) streams ["compute"] {
   // expected-error @+1 {{'sched.alloc' op bytes [0, 32) lie outside the 16-byte arena}}
   %a = sched.alloc offset(0) live(0, 0) : !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+// An offset near 2^63: the end, offset + size, does not fit in int64.
+sched.program @p arena(128) align(64) events(0) streams ["compute"] {
+  // expected-error @+1 {{'sched.alloc' op bytes [9223372036854775744, more than 2^63) lie outside the 128-byte arena}}
+  %a = sched.alloc offset(9223372036854775744) live(0, 0) : !sched.buffer<24xf32>
   sched.return []
 }
 
@@ -1101,6 +1120,17 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
   // expected-error @+1 {{'sched.gemm' op A needs 64 elements but its buffer holds 32}}
   sched.gemm %a, %b -> %c mnk [4, 4, 8] batch 2 ld [8, 4, 4] strides [32, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}
+
+// -----
+
+// m = 2^62 rows of A at leading dimension 8: the count A needs overflows
+// int64 and must not wrap to a small number.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  // expected-error @+1 {{'sched.gemm' op A needs more than 2^63 elements but its buffer holds 32}}
+  sched.gemm %a, %b -> %c mnk [4611686018427387904, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
   sched.return []
 }
 
@@ -2521,7 +2551,7 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // batch * m * n wraps to 0 in int64: the aux size check must not.
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%a: !sched.buffer<65536x1xf32>, %b: !sched.buffer<1x65536xf32>, %c: !sched.buffer<65536x65536xf32>, %bias: !sched.buffer<65536xf32>, %aux: !sched.buffer<0xf32>):
-  // expected-error @+1 {{'sched.gemm' op aux holds 0 elements, not batch * m * n = (overflow)}}
+  // expected-error @+1 {{'sched.gemm' op aux holds 0 elements, not batch * m * n = more than 2^63}}
   sched.gemm %a, %b -> %c bias(%bias : !sched.buffer<65536xf32>) aux(%aux : !sched.buffer<0xf32>) mnk [65536, 65536, 1] batch 4294967296 ld [1, 65536, 65536] strides [0, 0, 0] epilogue bias_gelu : !sched.buffer<65536x1xf32>, !sched.buffer<1x65536xf32> -> !sched.buffer<65536x65536xf32>
   sched.return []
 }

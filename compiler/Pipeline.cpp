@@ -20,14 +20,57 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
+#include <cmath>
 #include <cstdlib>
 
 using namespace mlir;
 
 namespace weft {
 
+llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
+                                  int64_t attentionScratchMb,
+                                  llvm::StringRef prefix) {
+  constexpr const char *kUnit = "it must be in [0, 1)",
+                       *kPositive = "it must be a positive number",
+                       *kNonNegative = "it must be 0 or more";
+  struct Setting {
+    const char *name;
+    double value;
+    bool ok;
+    const char *rule;
+  };
+  const Setting settings[] = {
+      {"beta1", adamw.beta1, adamw.beta1 >= 0 && adamw.beta1 < 1, kUnit},
+      {"beta2", adamw.beta2, adamw.beta2 >= 0 && adamw.beta2 < 1, kUnit},
+      {"adam-eps", adamw.eps, std::isfinite(adamw.eps) && adamw.eps > 0,
+       kPositive},
+      {"weight-decay", adamw.weightDecay,
+       std::isfinite(adamw.weightDecay) && adamw.weightDecay >= 0,
+       kNonNegative},
+      {"max-grad-norm", adamw.maxGradNorm,
+       std::isfinite(adamw.maxGradNorm) && adamw.maxGradNorm >= 0,
+       kNonNegative},
+      {"bucket-mb", bucketMb, std::isfinite(bucketMb) && bucketMb > 0,
+       kPositive}};
+  for (const Setting &s : settings)
+    if (!s.ok)
+      return llvm::createStringError(
+          llvm::formatv("{0}{1} is out of range: {2} ({3})", prefix, s.name,
+                        s.value, s.rule));
+  if (attentionScratchMb < 0)
+    return llvm::createStringError(
+        llvm::formatv("{0}attention-scratch-mb must be at least 0, not {1}",
+                      prefix, attentionScratchMb));
+  return llvm::Error::success();
+}
+
 llvm::Error buildTrainingPipeline(OpPassManager &pm,
                                   const TrainingPipelineOptions &options) {
+  if (llvm::Error e = checkTrainingSettings(
+          {options.beta1, options.beta2, options.eps, options.weightDecay,
+           options.maxGradNorm},
+          options.bucketMb, options.attentionScratchMb, "weft-train: "))
+    return e;
   Plan plan;
   if (!options.plan.empty()) {
     llvm::Expected<Plan> parsed = parsePlan(options.plan);

@@ -100,6 +100,16 @@ struct TrainingPipelineOptions
       llvm::cl::init(TrainingOptions().attentionScratchMb)};
 };
 
+/// Checks that AdamW's, the gradient bucket's and attention's settings are
+/// in range (betas in [0, 1), a positive finite epsilon and bucket, a
+/// finite non-negative weight decay and clip, a non-negative attention
+/// scratch), before anything runs. The error names the setting as `prefix`
+/// followed by its name, which weftc's flags ("--beta1") and the weft-train
+/// options ("beta1") share.
+llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
+                                  int64_t attentionScratchMb,
+                                  llvm::StringRef prefix);
+
 /// Adds the training pipeline to `pm` (anchored on builtin.module), for a
 /// module whose @forward returns (loss, logits): with a plan of more than
 /// one rank, weft-apply-plan and func.func(weft-sharding-propagate,
@@ -110,7 +120,8 @@ struct TrainingPipelineOptions
 /// weft-gemm-epilogue, weft-fusion-group and weft-memory-plan; with sched,
 /// every elementwise op fused (single-ops), weft-lower-to-sched and
 /// sched.program(weft-sched-plan-memory) instead of weft-memory-plan. A
-/// plan or target that does not parse is an error.
+/// plan or target that does not parse, or a setting out of range
+/// (checkTrainingSettings), is an error.
 llvm::Error buildTrainingPipeline(mlir::OpPassManager &pm,
                                   const TrainingPipelineOptions &options);
 

@@ -3,6 +3,8 @@
 #include "passes/decompose/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace weft {
@@ -18,8 +20,11 @@ struct DecomposePass : weft::impl::DecomposeBase<DecomposePass> {
 
   void runOnOperation() override {
     llvm::StringSet<> wanted;
-    for (const std::string &name : ops)
+    for (const std::string &name : ops) {
+      if (failed(checkComposite(name)))
+        return signalPassFailure();
       wanted.insert(name);
+    }
     auto selected = [&](Operation *op) {
       return wanted.empty() || wanted.contains(op->getName().getStringRef());
     };
@@ -48,6 +53,24 @@ struct DecomposePass : weft::impl::DecomposeBase<DecomposePass> {
         op->erase();
       }
     }
+  }
+
+  /// A name given in ops= is a registered op with a decomposition; else the
+  /// error names it and lists the ops that have one.
+  LogicalResult checkComposite(StringRef name) {
+    std::optional<RegisteredOperationName> op =
+        RegisteredOperationName::lookup(name, &getContext());
+    if (op && op->hasInterface<weft::DecomposableOpInterface>())
+      return success();
+    SmallVector<StringRef> composites;
+    for (RegisteredOperationName known : getContext().getRegisteredOperations())
+      if (known.hasInterface<weft::DecomposableOpInterface>())
+        composites.push_back(known.getStringRef());
+    llvm::sort(composites);
+    return emitError(getOperation()->getLoc())
+           << "weft-decompose: ops names '" << name << "', which "
+           << (op ? "has no decomposition" : "is not a registered op")
+           << " (the composites: " << llvm::join(composites, ", ") << ")";
   }
 };
 } // namespace

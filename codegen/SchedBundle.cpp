@@ -407,6 +407,10 @@ private:
 
   FailureOr<Attribute> decode(Kind kind, const json::Value &v,
                               const Twine &where);
+  /// `v` as a name of enum E; else an error at `where` saying what it is
+  /// and listing the names, as weft-run does.
+  template <typename E>
+  FailureOr<E> enumNamed(const json::Value &v, const Twine &where);
   LogicalResult readProgram(const json::Object &p, ModuleOp module);
   FailureOr<ArrayAttr> splitAttr(const json::Value *v, const Twine &where);
 
@@ -439,16 +443,29 @@ FailureOr<ArrayAttr> Reader::splitAttr(const json::Value *v,
   return b.getArrayAttr(out);
 }
 
+template <typename E>
+FailureOr<E> Reader::enumNamed(const json::Value &v, const Twine &where) {
+  std::optional<StringRef> s = v.getAsString();
+  if (std::optional<E> e = s ? sched::symbolizeEnum<E>(*s) : std::nullopt)
+    return *e;
+  // The enums number their cases from 0 up; past the last the name is "".
+  std::string names;
+  for (unsigned i = 0; !sched::stringifyEnum(static_cast<E>(i)).empty(); ++i)
+    names += (i ? ", \"" : "\"") +
+             sched::stringifyEnum(static_cast<E>(i)).str() + "\"";
+  if (s)
+    return fail(where, "is \"" + *s + "\", not one of " + names);
+  return fail(where, "must be one of " + names);
+}
+
 FailureOr<Attribute> Reader::decode(Kind kind, const json::Value &v,
                                     const Twine &where) {
   auto bad = [&](StringRef want) -> FailureOr<Attribute> {
     return fail(where, "must be " + want);
   };
-  auto enumOf = [&](auto symbolize) -> FailureOr<Attribute> {
-    std::optional<StringRef> s = v.getAsString();
-    auto value = s ? symbolize(*s) : std::nullopt;
-    if (!value)
-      return bad("one of the enum's names");
+  auto enumOf = [&](auto value) -> FailureOr<Attribute> {
+    if (failed(value))
+      return failure();
     return Attribute(b.getI32IntegerAttr(static_cast<int32_t>(*value)));
   };
   switch (kind) {
@@ -501,15 +518,13 @@ FailureOr<Attribute> Reader::decode(Kind kind, const json::Value &v,
     return Attribute(b.getDenseI64ArrayAttr(out));
   }
   case Kind::Epilogue:
-    return enumOf([](StringRef n) { return sched::symbolizeEpilogue(n); });
+    return enumOf(enumNamed<sched::Epilogue>(v, where));
   case Kind::CollectiveKind:
-    return enumOf(
-        [](StringRef n) { return sched::symbolizeCollectiveKind(n); });
+    return enumOf(enumNamed<sched::CollectiveKind>(v, where));
   case Kind::Reduction:
-    return enumOf([](StringRef n) { return sched::symbolizeReduction(n); });
+    return enumOf(enumNamed<sched::Reduction>(v, where));
   case Kind::Algorithm:
-    return enumOf(
-        [](StringRef n) { return sched::symbolizeAttentionAlgorithm(n); });
+    return enumOf(enumNamed<sched::AttentionAlgorithm>(v, where));
   case Kind::Scalars: {
     const json::Array *list = v.getAsArray();
     if (!list)
@@ -855,13 +870,23 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
     const json::Object *o = p.getAsObject();
     if (!o)
       return fail(at, "must be an object");
+    std::optional<StringRef> name = o->getString("name");
+    if (!name)
+      return fail(at, "needs a \"name\" (a string)");
+    at = ("param '" + *name + "'").str();
     FailureOr<sched::BufferType> type = bufferType(*o, at);
-    std::optional<StringRef> name = o->getString("name"),
-                             init = o->getString("init");
+    if (failed(type))
+      return nullptr;
+    const json::Value *init = o->get("init");
+    if (!init)
+      return fail(at, "needs \"init\"");
+    FailureOr<sched::InitKind> kind =
+        enumNamed<sched::InitKind>(*init, at + ", \"init\"");
+    if (failed(kind))
+      return nullptr;
     std::optional<bool> state = o->getBoolean("state");
-    auto kind = init ? sched::symbolizeInitKind(*init) : std::nullopt;
-    if (failed(type) || !name || !kind || !state)
-      return fail(at, "needs shape, dtype, name, init and state");
+    if (!state)
+      return fail(at, "needs \"state\" (true or false)");
     FloatAttr scale;
     if (const json::Value *s = o->get("scale")) {
       if (!s->getAsNumber())

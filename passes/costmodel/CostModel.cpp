@@ -25,7 +25,8 @@ double elementBytesOf(Value v) {
       cast<sched::BufferType>(v.getType()).getElementBytes());
 }
 
-/// The peak a GEMM or attention with inputs of `type` runs at.
+/// The peak a GEMM or attention with inputs of `type` runs at (one of
+/// kPeakFlopTypes).
 std::string flopTypeOf(Type type) {
   if (type.isF32())
     return "f32";

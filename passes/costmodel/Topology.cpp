@@ -21,6 +21,7 @@
 
 #include "runtime/support/Json.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -40,14 +41,30 @@ public:
   ObjectReader(const json::Object &obj, std::string path, StringRef label)
       : obj(obj), path(std::move(path)), label(label) {}
 
-  Error unknownKeys(std::initializer_list<StringRef> known) const {
+  /// Fails on a key not in `known`; `what` ("dtype") makes the message
+  /// list the known ones.
+  Error unknownKeys(ArrayRef<StringRef> known, StringRef what = "") const {
     StringSet<> allowed;
     for (StringRef k : known)
       allowed.insert(k);
     for (const auto &entry : obj)
       if (!allowed.contains(entry.first))
-        return fail(label + ": unknown key '" + where(entry.first) + "'");
+        return fail(
+            label + ": unknown " + (what.empty() ? "key" : what) + " '" +
+            where(entry.first) + "'" +
+            (what.empty() ? "" : " (known: " + join(known, ", ") + ")"));
     return Error::success();
+  }
+
+  /// A string, or "" when absent.
+  Expected<std::string> optionalString(StringRef key) const {
+    const json::Value *v = obj.get(key);
+    if (!v)
+      return std::string();
+    std::optional<StringRef> s = v->getAsString();
+    if (!s)
+      return fail(label + ": '" + where(key) + "' must be a string");
+    return s->str();
   }
 
   Expected<double> positive(StringRef key) const {
@@ -175,8 +192,10 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
                                "intra_node", "inter_node"}))
     return std::move(e);
   Topology t;
-  if (std::optional<StringRef> name = root->getString("name"))
-    t.name = name->str();
+  Expected<std::string> name = r.optionalString("name");
+  if (!name)
+    return name.takeError();
+  t.name = *name;
   Expected<int64_t> nodes = r.positiveInt("nodes");
   if (!nodes)
     return nodes.takeError();
@@ -196,8 +215,10 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   if (Error e = device->unknownKeys(
           {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops"}))
     return std::move(e);
-  if (std::optional<StringRef> name = device->raw().getString("name"))
-    t.device.name = name->str();
+  Expected<std::string> deviceName = device->optionalString("name");
+  if (!deviceName)
+    return deviceName.takeError();
+  t.device.name = *deviceName;
   Expected<double> memory = device->positive("memory_gb");
   if (!memory)
     return memory.takeError();
@@ -209,6 +230,8 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   Expected<ObjectReader> flops = device->object("peak_tflops");
   if (!flops)
     return flops.takeError();
+  if (Error e = flops->unknownKeys(kPeakFlopTypes, "dtype"))
+    return std::move(e);
   for (const auto &entry : flops->raw()) {
     Expected<double> v = flops->positive(entry.first);
     if (!v)

@@ -28,11 +28,16 @@ struct LinkSpec {
   double latency = 0;   // Seconds.
 };
 
+/// The dtypes a device's peak FLOP/s are given for: those the cost model
+/// runs GEMMs and attention at (bf16 also stands for f16).
+inline constexpr llvm::StringRef kPeakFlopTypes[] = {"bf16", "f32", "f64",
+                                                     "fp8"};
+
 struct DeviceSpec {
   std::string name;
   int64_t memoryBytes = 0;
   double memoryBandwidth = 0; // Bytes per second.
-  /// Dense peak FLOP/s by dtype ("f32", "bf16", "fp8", ...).
+  /// Dense peak FLOP/s by dtype (one of kPeakFlopTypes).
   std::map<std::string, double> peakFlops;
 };
 

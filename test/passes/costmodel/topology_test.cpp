@@ -84,6 +84,20 @@ TEST(Topology, DiagnosesBadFiles) {
   typo.replace(typo.find("latency_us\": 3"), 10, "latency_ms");
   EXPECT_EQ(error(Topology::parse(typo, "t.json")),
             "t.json: unknown key 'intra_node.latency_ms'");
+  std::string dtype = kValid;
+  dtype.replace(dtype.find("\"bf16\""), 6, "\"f33\"");
+  EXPECT_EQ(error(Topology::parse(dtype, "t.json")),
+            "t.json: unknown dtype 'device.peak_tflops.f33' (known: bf16, "
+            "f32, f64, fp8)");
+  std::string name = kValid;
+  name.replace(name.find("\"name\": \"lab\""), 13, "\"name\": 7");
+  EXPECT_EQ(error(Topology::parse(name, "t.json")),
+            "t.json: 'name' must be a string");
+  std::string deviceName = kValid;
+  deviceName.replace(deviceName.find("\"name\": \"X\""), 11,
+                     "\"name\": [\"X\"]");
+  EXPECT_EQ(error(Topology::parse(deviceName, "t.json")),
+            "t.json: 'device.name' must be a string");
   EXPECT_EQ(
       error(Topology::preset("dgx-h100:0")),
       "topology preset 'dgx-h100:0' needs a positive count after ':' (e.g. "

@@ -2,39 +2,39 @@
 
 #include "compiler/reference/Weights.h"
 
-#include "llvm/ADT/StringExtras.h"
+#include "absl/strings/str_cat.h"
+
+#include <map>
+#include <memory>
 
 using namespace mlir;
 
 namespace weft::reference {
 
-ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file) {
-  return [&file](ParamOp param) -> FailureOr<Tensor> {
+absl::StatusOr<ParamProvider>
+safetensorsProvider(func::FuncOp func, const runtime::SafetensorsFile &file) {
+  auto values = std::make_shared<std::map<std::string, Tensor>>();
+  for (ParamOp param : func.getOps<ParamOp>()) {
     std::string name = param.getName().str();
-    const runtime::TensorInfo *info = file.findParameter(name);
-    if (!info)
-      return param.emitError() << file.label() << ": no tensor named '" << name
-                               << "' for this parameter";
     auto type = cast<RankedTensorType>(param.getResult().getType());
-    std::optional<runtime::DType> want = storageType(type.getElementType());
-    if (!want || *want != info->dtype)
-      return param.emitError()
-             << file.label() << ": tensor '" << info->name << "' has dtype "
-             << runtime::dtypeName(info->dtype) << " but the parameter is "
-             << type.getElementType();
-    if (ArrayRef<int64_t>(info->shape) != type.getShape())
-      return param.emitError()
-             << file.label() << ": tensor '" << info->name << "' has shape ["
-             << llvm::join(llvm::map_range(
-                               info->shape,
-                               [](int64_t d) { return std::to_string(d); }),
-                           ", ")
-             << "] but the parameter is " << param.getResult().getType();
-    absl::StatusOr<std::vector<double>> values = file.finiteDoubles(*info);
-    if (!values.ok())
-      return param.emitError() << std::string(values.status().message());
-    return Tensor(info->shape, std::move(*values));
-  };
+    std::optional<runtime::DType> dtype = storageType(type.getElementType());
+    if (!dtype)
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", name, "' has an element type no ",
+                       "safetensors file stores"));
+    std::vector<int64_t> shape(type.getShape());
+    absl::StatusOr<std::vector<double>> read =
+        file.parameterValues(name, *dtype, shape);
+    if (!read.ok())
+      return read.status();
+    values->emplace(name, Tensor(shape, std::move(*read)));
+  }
+  return ParamProvider([values](ParamOp param) -> FailureOr<Tensor> {
+    auto it = values->find(param.getName().str());
+    if (it == values->end())
+      return param.emitError("no weights were read for this parameter");
+    return it->second;
+  });
 }
 
 } // namespace weft::reference

@@ -11,11 +11,14 @@
 
 namespace weft::reference {
 
-/// A provider reading each weft.param from `file` (which must outlive it).
-/// A tensor named "transformer.X" may also be stored as "X" (the layout of
-/// the original GPT-2 checkpoints). A missing tensor, or one whose dtype or
-/// shape differs from the parameter's, is an error naming the file.
-ParamProvider safetensorsProvider(const runtime::SafetensorsFile &file);
+/// A provider of every weft.param of `func`, read from `file` up front
+/// (file.parameterValues: a tensor named "transformer.X" may also be stored
+/// as "X", the original GPT-2 checkpoints' layout). A missing tensor, or one
+/// whose dtype or shape differs from the parameter's, is an error naming
+/// the file and the tensor, worded as weft-run words it.
+absl::StatusOr<ParamProvider>
+safetensorsProvider(mlir::func::FuncOp func,
+                    const runtime::SafetensorsFile &file);
 
 } // namespace weft::reference
 

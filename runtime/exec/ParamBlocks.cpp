@@ -45,23 +45,8 @@ void fillParams(uint64_t seed, const std::vector<ParamFill> &fills) {
 
 absl::Status readBlock(const SafetensorsFile &file, const ParamFill &fill,
                        DType dtype) {
-  const TensorInfo *t = file.findParameter(fill.name);
-  if (!t)
-    return absl::NotFoundError(
-        absl::StrCat(file.label(), ": no tensor named '", fill.name, "'"));
-  if (t->shape != fill.global || t->dtype != dtype) {
-    std::string have, want;
-    for (int64_t d : t->shape)
-      absl::StrAppend(&have, have.empty() ? "" : ", ", d);
-    for (int64_t d : fill.global)
-      absl::StrAppend(&want, want.empty() ? "" : ", ", d);
-    return absl::InvalidArgumentError(
-        absl::StrCat(file.label(), ": tensor '", t->name, "' is ",
-                     std::string(dtypeName(t->dtype)), " [", have,
-                     "] but the model's parameter is ",
-                     std::string(dtypeName(dtype)), " [", want, "]"));
-  }
-  absl::StatusOr<std::vector<double>> values = file.finiteDoubles(*t);
+  absl::StatusOr<std::vector<double>> values =
+      file.parameterValues(fill.name, dtype, fill.global);
   if (!values.ok())
     return values.status();
   forEachInBlock(fill.local, fill.global, fill.start,

@@ -217,6 +217,22 @@ SafetensorsFile::finiteDoubles(const TensorInfo &tensor) const {
   return values;
 }
 
+absl::StatusOr<std::vector<double>>
+SafetensorsFile::parameterValues(const std::string &name, DType dtype,
+                                 const std::vector<int64_t> &shape) const {
+  const TensorInfo *t = findParameter(name);
+  if (!t)
+    return absl::NotFoundError(
+        absl::StrCat(label_, ": no tensor named '", name, "'"));
+  if (t->shape != shape || t->dtype != dtype)
+    return absl::InvalidArgumentError(absl::StrCat(
+        label_, ": tensor '", t->name, "' is ",
+        std::string(dtypeName(t->dtype)), " [", absl::StrJoin(t->shape, ", "),
+        "] but the model's parameter is ", std::string(dtypeName(dtype)), " [",
+        absl::StrJoin(shape, ", "), "]"));
+  return finiteDoubles(*t);
+}
+
 absl::Status
 writeSafetensors(const std::string &path,
                  const std::vector<TensorToWrite> &tensors,

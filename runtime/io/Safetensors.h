@@ -62,6 +62,12 @@ public:
   /// would otherwise surface steps later as a loss that is not finite).
   absl::StatusOr<std::vector<double>>
   finiteDoubles(const TensorInfo &tensor) const;
+  /// The finite values of model parameter `name` (see findParameter), which
+  /// must be stored as `dtype` with `shape`; errors name the file, the
+  /// tensor and what differs (weft-run's and weftc eval's one check).
+  absl::StatusOr<std::vector<double>>
+  parameterValues(const std::string &name, DType dtype,
+                  const std::vector<int64_t> &shape) const;
 
 private:
   std::string label_;

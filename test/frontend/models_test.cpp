@@ -111,8 +111,9 @@ TEST(Models, CheckpointsMapOntoParametersOneToOne) {
   std::mt19937 rng(2);
   std::vector<Tensor> inputs = {testutil::randomIds({1, 8}, 256, rng),
                                 testutil::randomIds({1, 8}, 256, rng)};
-  auto fromFile =
-      reference::evaluate(func, inputs, reference::safetensorsProvider(*file));
+  auto provider = reference::safetensorsProvider(func, *file);
+  ASSERT_TRUE(provider.ok()) << provider.status();
+  auto fromFile = reference::evaluate(func, inputs, *provider);
   ASSERT_TRUE(mlir::succeeded(fromFile));
   auto fromSeed = testutil::run(*module, inputs, reference::Precision::F32, 5);
   EXPECT_EQ((*fromFile)[0].data, fromSeed[0].data);

@@ -657,14 +657,15 @@ int runEval(MLIRContext &context) {
   }
   // Rows are consecutive windows of the stream: row r starts at r * s.
 
-  std::optional<weft::runtime::SafetensorsFile> weights;
   weft::reference::ParamProvider provider;
   if (!weightsPath.empty()) {
     auto file = weft::runtime::SafetensorsFile::read(weightsPath);
     if (!file.ok())
       return fail(file.status());
-    weights.emplace(std::move(*file));
-    provider = weft::reference::safetensorsProvider(*weights);
+    auto fromFile = weft::reference::safetensorsProvider(func, *file);
+    if (!fromFile.ok())
+      return fail(fromFile.status());
+    provider = std::move(*fromFile);
   } else {
     provider = weft::reference::randomInitProvider(seed);
   }

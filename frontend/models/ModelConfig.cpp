@@ -3,11 +3,12 @@
 #include "frontend/models/ModelConfig.h"
 
 #include "frontend/models/Families.h"
+#include "runtime/support/Files.h"
 #include "runtime/support/Json.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 
@@ -22,8 +23,13 @@ constexpr int64_t kMaxSize = int64_t(1) << 24;
 constexpr int64_t kMaxLayers = 4096;
 /// The most parameters a config may describe (2^46, about 70T).
 constexpr int64_t kMaxParameters = int64_t(1) << 46;
+/// The largest config file read: a config.json is a few kilobytes, so this
+/// only stops a wrong path (a checkpoint, /dev/zero) from being read whole.
+constexpr size_t kMaxConfigBytes = size_t(16) << 20;
 
-/// Reads fields of one config object, collecting the first error.
+/// Reads fields of one config object, collecting the first error. Every
+/// field is read through it, so it also knows which keys the family reads
+/// (`isRead`).
 class FieldReader {
 public:
   FieldReader(const json::Object &obj, StringRef label)
@@ -33,12 +39,29 @@ public:
     return createStringError(inconvertibleErrorCode(), label + ": " + message);
   }
 
+  /// The value of `key`, null when absent; marks the key as read.
+  const json::Value *get(StringRef key) {
+    read.insert(key);
+    return obj.get(key);
+  }
+  /// A key this reader was asked for that is one edit (a letter added,
+  /// dropped or changed) away from `key`; empty when there is none.
+  StringRef nearestRead(StringRef key) const {
+    for (const auto &field : read)
+      if (key != field.getKey() &&
+          key.edit_distance(field.getKey(), /*AllowReplacements=*/true,
+                            /*MaxEditDistance=*/1) <= 1)
+        return field.getKey();
+    return {};
+  }
+  bool isRead(StringRef key) const { return read.contains(key); }
+
   /// A positive integer of at most `limit` (sizes past it cannot be meant
   /// and would overflow what is computed from them); `fallback` (if >0)
   /// when absent or null.
   Expected<int64_t> positive(StringRef key, int64_t fallback = 0,
                              int64_t limit = kMaxSize) {
-    const json::Value *v = obj.get(key);
+    const json::Value *v = get(key);
     if (!v || v->getAsNull()) {
       if (fallback > 0)
         return fallback;
@@ -55,7 +78,7 @@ public:
   /// A positive finite number (1e400 reads as infinity); `fallback` when
   /// absent or null.
   Expected<double> number(StringRef key, double fallback) {
-    const json::Value *v = obj.get(key);
+    const json::Value *v = get(key);
     if (!v || v->getAsNull())
       return fallback;
     std::optional<double> d = v->getAsNumber();
@@ -63,8 +86,18 @@ public:
       return error("field '" + key + "' must be a positive finite number");
     return *d;
   }
+  /// A string, or nullopt when absent or null; `what` says what it may be.
+  Expected<std::optional<StringRef>> string(StringRef key, StringRef what) {
+    const json::Value *v = get(key);
+    if (!v || v->getAsNull())
+      return std::nullopt;
+    std::optional<StringRef> s = v->getAsString();
+    if (!s)
+      return error("field '" + key + "' must be a string (" + what + ")");
+    return s;
+  }
   Expected<bool> boolean(StringRef key, bool fallback) {
-    const json::Value *v = obj.get(key);
+    const json::Value *v = get(key);
     if (!v || v->getAsNull())
       return fallback;
     std::optional<bool> b = v->getAsBoolean();
@@ -76,6 +109,7 @@ public:
 private:
   const json::Object &obj;
   StringRef label;
+  StringSet<> read;
 };
 
 #define WEFT_READ(dst, expr)                                                   \
@@ -103,7 +137,8 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
                              label + ": config must be a JSON object");
   FieldReader r(*obj, label);
   ModelConfig c;
-  std::optional<StringRef> type = obj->getString("model_type");
+  std::optional<StringRef> type;
+  WEFT_READ(type, r.string("model_type", "gpt2, llama, mixtral"));
   if (!type)
     return r.error("missing required field 'model_type'");
   if (*type == "gpt2") {
@@ -118,8 +153,10 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.initStd, r.number("initializer_range", 0.02));
     WEFT_READ(c.tieWordEmbeddings, r.boolean("tie_word_embeddings", true));
     c.numKvHeads = c.numHeads;
-    if (std::optional<StringRef> act = obj->getString("activation_function");
-        act && *act != "gelu_new" && *act != "gelu_pytorch_tanh")
+    std::optional<StringRef> act;
+    WEFT_READ(act,
+              r.string("activation_function", "gelu_new, gelu_pytorch_tanh"));
+    if (act && *act != "gelu_new" && *act != "gelu_pytorch_tanh")
       return r.error("activation_function '" + *act +
                      "' is not supported (gelu_new, gelu_pytorch_tanh)");
     if (!c.tieWordEmbeddings)
@@ -137,7 +174,7 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.ropeTheta, r.number("rope_theta", 10000.0));
     WEFT_READ(c.initStd, r.number("initializer_range", 0.02));
     WEFT_READ(c.tieWordEmbeddings, r.boolean("tie_word_embeddings", false));
-    if (const json::Value *scaling = obj->get("rope_scaling");
+    if (const json::Value *scaling = r.get("rope_scaling");
         scaling && !scaling->getAsNull())
       return r.error("rope_scaling is not supported yet; it must be null");
     for (StringRef key : {"attention_bias", "mlp_bias"}) {
@@ -146,8 +183,9 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
       if (bias)
         return r.error("field '" + key + "' = true is not supported");
     }
-    if (std::optional<StringRef> act = obj->getString("hidden_act");
-        act && *act != "silu")
+    std::optional<StringRef> act;
+    WEFT_READ(act, r.string("hidden_act", "silu"));
+    if (act && *act != "silu")
       return r.error("hidden_act '" + *act + "' is not supported (silu)");
     if (c.family == ModelFamily::Mixtral) {
       WEFT_READ(c.numExperts, r.positive("num_local_experts"));
@@ -184,16 +222,26 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     return r.error(formatv("the model would have {0:e} parameters, above the "
                            "limit of {1:e}",
                            parameters, double(kMaxParameters)));
+  // Unknown keys are Hugging Face's own (token ids, dtypes...); one an edit
+  // away from a field read is more likely a misspelling of it.
+  for (const auto &[key, value] : *obj)
+    if (!r.isRead(key))
+      if (StringRef field = r.nearestRead(key); !field.empty())
+        c.warnings.push_back(
+            formatv("{0}: key '{1}' is not a field Weft reads and is ignored; "
+                    "did you mean '{2}'?",
+                    label, StringRef(key), field)
+                .str());
   return c;
 }
 
 Expected<ModelConfig> ModelConfig::load(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(path);
-  if (!buffer)
-    return createStringError(
-        buffer.getError(),
-        path + ": cannot read: " + buffer.getError().message());
-  return parse((*buffer)->getBuffer(), path);
+  absl::StatusOr<std::string> text =
+      runtime::readFileAtMost(path.str(), kMaxConfigBytes);
+  if (!text.ok())
+    return createStringError(inconvertibleErrorCode(),
+                             std::string(text.status().message()));
+  return parse(*text, path);
 }
 
 int64_t ModelConfig::analyticParameterCount() const {

@@ -15,6 +15,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace weft {
 
@@ -36,6 +37,10 @@ struct ModelConfig {
   bool tieWordEmbeddings = false;
   int64_t numExperts = 0;      // mixtral: num_local_experts
   int64_t expertsPerToken = 0; // mixtral: num_experts_per_tok
+  /// What `parse` noticed that is not an error, each starting with the
+  /// label: a key one edit away from a field the family reads (n_iner for
+  /// n_inner) is ignored like any other unknown key, but likely a typo.
+  std::vector<std::string> warnings;
 
   /// Parses and validates config JSON; `label` (the file name) prefixes every
   /// error, which names the offending field.

@@ -160,4 +160,35 @@ TEST(Models, ConfigDiagnostics) {
                       "intermediate_size": 8, "num_hidden_layers": 1,
                       "num_attention_heads": 2, "tie_word_embeddings": 1})"),
             "c.json: field 'tie_word_embeddings' must be true or false");
+  EXPECT_EQ(error(R"({"model_type": 2})"),
+            "c.json: field 'model_type' must be a string (gpt2, llama, "
+            "mixtral)");
+  EXPECT_EQ(
+      error(
+          R"({"model_type": "gpt2", "vocab_size": 8, "n_positions": 8, "n_embd": 8,
+                      "n_layer": 1, "n_head": 2, "activation_function": 1})"),
+      "c.json: field 'activation_function' must be a string (gelu_new, "
+      "gelu_pytorch_tanh)");
+  EXPECT_EQ(error(R"({"model_type": "llama", "vocab_size": 8, "hidden_size": 8,
+                      "intermediate_size": 8, "num_hidden_layers": 1,
+                      "num_attention_heads": 2, "hidden_act": ["silu"]})"),
+            "c.json: field 'hidden_act' must be a string (silu)");
+}
+
+TEST(Models, ConfigWarnsOfKeysOneEditFromAField) {
+  // Unknown keys are accepted (Hugging Face's own), but one a letter away
+  // from a field the family reads is named with the field.
+  auto config = ModelConfig::parse(
+      R"({"model_type": "gpt2", "vocab_size": 8, "n_positions": 8, "n_embd": 8,
+          "n_layer": 1, "n_head": 2, "n_iner": 12, "bos_token_id": 0})",
+      "c.json");
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->intermediateSize, 4 * 8); // n_iner is ignored.
+  ASSERT_EQ(config->warnings.size(), 1u);
+  EXPECT_EQ(config->warnings[0],
+            "c.json: key 'n_iner' is not a field Weft reads and is ignored; "
+            "did you mean 'n_inner'?");
+  for (const char *name : {"gpt2-124m", "gpt2-tiny", "llama3-8b", "llama-tiny",
+                           "mixtral-8x7b", "mixtral-tiny"})
+    EXPECT_TRUE(loadConfig(name).warnings.empty()) << name;
 }

@@ -192,10 +192,19 @@ int fail(const absl::Status &status) {
   return fail(std::string(status.message()));
 }
 
+/// --config read, with what the reader noticed printed as warnings.
+Expected<weft::ModelConfig> loadConfig() {
+  Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
+  if (config)
+    for (const std::string &warning : config->warnings)
+      WithColor::warning(errs(), "weftc") << warning << "\n";
+  return config;
+}
+
 int runImport(MLIRContext &context) {
   if (configPath.empty())
     return fail("import needs --config");
-  Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
+  Expected<weft::ModelConfig> config = loadConfig();
   if (!config)
     return fail(toString(config.takeError()));
   weft::ModelBuildOptions options{
@@ -249,7 +258,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
     fail("eval needs a model.mlir or --config");
     return nullptr;
   }
-  Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
+  Expected<weft::ModelConfig> config = loadConfig();
   if (!config) {
     fail(toString(config.takeError()));
     return nullptr;
@@ -410,35 +419,15 @@ int runCompile(MLIRContext &context) {
     if (auto buffer = MemoryBuffer::getFile(configPath))
       if (auto config = llvm::json::parse((*buffer)->getBuffer()))
         meta["config"] = std::move(*config);
-  // AdamW's and the bucket's settings in range, named by their flags.
-  for (auto [value, flag, ok] :
-       {std::tuple{double(beta1), "--beta1", beta1 >= 0 && beta1 < 1},
-        std::tuple{double(beta2), "--beta2", beta2 >= 0 && beta2 < 1},
-        std::tuple{double(adamEps), "--adam-eps",
-                   std::isfinite(adamEps) && adamEps > 0},
-        std::tuple{double(weightDecay), "--weight-decay",
-                   std::isfinite(weightDecay) && weightDecay >= 0},
-        std::tuple{double(maxGradNorm), "--max-grad-norm",
-                   std::isfinite(maxGradNorm) && maxGradNorm >= 0},
-        std::tuple{double(bucketMb), "--bucket-mb",
-                   std::isfinite(bucketMb) && bucketMb > 0}})
-    if (!ok)
-      return fail(
-          formatv("{0} is out of range: {1} ({2})", flag, value,
-                  StringRef(flag) == "--beta1" || StringRef(flag) == "--beta2"
-                      ? "it must be in [0, 1)"
-                  : StringRef(flag) == "--adam-eps" ||
-                          StringRef(flag) == "--bucket-mb"
-                      ? "it must be a positive number"
-                      : "it must be 0 or more")
-              .str());
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
-  if (attentionScratchMb < 0)
-    return fail("--attention-scratch-mb must be at least 0");
   options.attentionScratchMb = attentionScratchMb;
+  // Named by their flags; the weft-train pipeline checks the same.
+  if (Error e = weft::checkTrainingSettings(options.adamw, options.bucketMb,
+                                            options.attentionScratchMb, "--"))
+    return fail(toString(std::move(e)));
   options.plan = plan;
   options.sched = emit == "sched";
   if (target != "cpu" && target != "cuda")

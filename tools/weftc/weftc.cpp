@@ -22,6 +22,7 @@
 #include "passes/costmodel/CostModel.h"
 #include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
+#include "passes/pipeline/Schedule.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/Support/Path.h"
@@ -64,6 +65,21 @@ cl::SubCommand compileCmd("compile",
 cl::SubCommand inspectCmd("inspect",
                           "Print a bundle (version 2) as the sched IR it "
                           "runs");
+cl::SubCommand scheduleCmd("schedule",
+                           "Print a pipeline schedule's table per rank, "
+                           "checked deadlock-free, with its bubble");
+cl::opt<int64_t> pipelineRanks("pp", cl::desc("Pipeline ranks"), cl::init(1),
+                               cl::sub(scheduleCmd));
+cl::opt<int64_t> microbatchCount("microbatches",
+                                 cl::desc("Micro-batches per step"),
+                                 cl::init(1), cl::sub(scheduleCmd));
+cl::opt<std::string> scheduleKind("schedule",
+                                  cl::desc("gpipe, 1f1b, interleaved or zb-h1"),
+                                  cl::init("1f1b"), cl::sub(scheduleCmd));
+cl::opt<int64_t> virtualStages("virtual",
+                               cl::desc("Virtual stages per rank "
+                                        "(interleaved)"),
+                               cl::init(1), cl::sub(scheduleCmd));
 cl::opt<std::string> bundlePath(cl::Positional, cl::desc("<bundle dir>"),
                                 cl::sub(inspectCmd));
 cl::opt<std::string> topologySpec("topology",
@@ -306,6 +322,46 @@ int runTopology() {
       return fail(toString(std::move(e)));
   }
   outs() << formatv("{0:2}", topology->toJSON()) << "\n";
+  return 0;
+}
+
+/// `weftc schedule`: a schedule table (passes/pipeline/Schedule.h) as each
+/// rank runs it, proved deadlock-free, then its simulated bubble beside the
+/// published formula's and the activations each rank holds at once.
+int runSchedule() {
+  namespace pl = weft::pipeline;
+  Expected<pl::ScheduleKind> kind = pl::parseScheduleKind(scheduleKind);
+  if (!kind)
+    return fail("--schedule: " + toString(kind.takeError()));
+  Expected<pl::ScheduleTable> table =
+      pl::buildSchedule(*kind, pipelineRanks, microbatchCount, virtualStages);
+  if (!table)
+    return fail(toString(table.takeError()));
+  // Unit F, B and W (a backward that is not split costs B + W): the
+  // convention the bubble formulas assume.
+  Expected<pl::Timeline> line = pl::simulateSchedule(*table);
+  if (!line)
+    return fail(toString(line.takeError()));
+  outs() << formatv("schedule {0}: {1} ranks, {2} micro-batches, {3} "
+                    "stage(s) per rank\n",
+                    scheduleKind, table->ranks, table->microbatches,
+                    table->chunks);
+  for (int64_t r = 0; r < table->ranks; ++r) {
+    outs() << "rank " << r << ":";
+    for (const pl::Action &a : table->actions[r])
+      outs() << " " << pl::actionName(a, table->chunks > 1);
+    outs() << "\n";
+  }
+  outs() << formatv("bubble: {0:F4} simulated (F = B = W = 1), {1:F4} by the "
+                    "formula\n",
+                    line->bubbleFraction,
+                    pl::formulaBubbleFraction(*kind, table->ranks,
+                                              table->microbatches,
+                                              table->chunks));
+  outs() << "forwards awaiting their B, at most, per rank:";
+  for (int64_t n : line->peakInFlight)
+    outs() << " " << n;
+  outs() << "\n";
   return 0;
 }
 
@@ -721,7 +777,8 @@ int main(int argc, char **argv) {
       "             [--logits out.safetensors]\n"
       "  weftc compile model.mlir|--config config.json --batch B --seq S -o "
       "bundle/\n"
-      "  weftc inspect bundle/\n\n"
+      "  weftc inspect bundle/\n"
+      "  weftc schedule --pp P --microbatches M --schedule 1f1b\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   // A flag given twice (--plan dp=2 --plan tp=2) would silently keep the
   // last; list options (cl::list) are meant to repeat.
@@ -730,6 +787,7 @@ int main(int argc, char **argv) {
                            : compileCmd  ? &compileCmd
                            : topologyCmd ? &topologyCmd
                            : inspectCmd  ? &inspectCmd
+                           : scheduleCmd ? &scheduleCmd
                                          : &cl::SubCommand::getTopLevel();
   for (auto &[name, option] : cl::getRegisteredOptions(*active))
     if (option->getNumOccurrences() > 1 &&
@@ -757,6 +815,8 @@ int main(int argc, char **argv) {
     return runTopology();
   if (inspectCmd)
     return runInspect(context);
-  return fail("expected a subcommand: import, eval, compile, inspect or "
-              "topology (see --help)");
+  if (scheduleCmd)
+    return runSchedule();
+  return fail("expected a subcommand: import, eval, compile, inspect, "
+              "topology or schedule (see --help)");
 }

@@ -438,6 +438,7 @@ weft::pipeline::simulateSchedule(const ScheduleTable &t,
   for (int64_t r = 0; r < t.ranks; ++r)
     line.spans[r].resize(t.actions[r].size());
   std::map<Message, double> arrival;
+  std::map<Message, std::pair<int64_t, int64_t>> sender; // Rank, entry.
   std::vector<size_t> at(t.ranks, 0);
   std::vector<double> clock(t.ranks, 0.0);
   std::vector<int64_t> inFlight(t.ranks, 0);
@@ -452,8 +453,14 @@ weft::pipeline::simulateSchedule(const ScheduleTable &t,
           if (it == arrival.end())
             break;
           clock[r] = std::max(clock[r], it->second);
+          auto [fromRank, fromEntry] = sender[s.message];
+          if (fromRank != r)
+            line.transfers.push_back({fromRank, fromEntry, r,
+                                      static_cast<int64_t>(s.entry),
+                                      s.message.gradient});
         } else if (s.kind == Step::Send) {
           arrival[s.message] = clock[r];
+          sender[s.message] = {r, static_cast<int64_t>(s.entry)};
         } else {
           const Action &a = t.actions[r][s.entry];
           double start = clock[r];

@@ -93,9 +93,18 @@ struct StageCosts {
   double forward = 1, backward = 1, weightGrad = 1;
 };
 
+/// A message between ranks: entry `fromEntry` of rank `fromRank` sends
+/// what entry `toEntry` of rank `toRank` receives.
+struct Transfer {
+  int64_t fromRank = 0, fromEntry = 0, toRank = 0, toEntry = 0;
+  bool gradient = false; // Else an activation.
+};
+
 struct Timeline {
   /// Per rank, per entry of the table: when it starts and ends.
   std::vector<std::vector<std::pair<double, double>>> spans;
+  /// Every message between two different ranks.
+  std::vector<Transfer> transfers;
   double makespan = 0;
   /// Idle time of all ranks over their compute time (the bubble fraction
   /// the formulas (p - 1) / m ... state).
@@ -115,6 +124,11 @@ llvm::Expected<Timeline> simulateSchedule(const ScheduleTable &table,
 /// (p - 1) / (3 m) for ZB-H1 (Qi et al. 2023).
 double formulaBubbleFraction(ScheduleKind kind, int64_t ranks,
                              int64_t microbatches, int64_t chunks = 1);
+
+/// `line` of `table` drawn as SVG: one row per rank, time to the right,
+/// forward, backward and weight-gradient entries in three colours labelled
+/// with their micro-batch, and an arrow per message between ranks.
+std::string timelineSvg(const ScheduleTable &table, const Timeline &line);
 
 /// One entry as the tables print it: F3, B3, W3; with chunks, F3.1 for
 /// micro-batch 3 on chunk 1.

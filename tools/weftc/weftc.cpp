@@ -80,6 +80,10 @@ cl::opt<int64_t> virtualStages("virtual",
                                cl::desc("Virtual stages per rank "
                                         "(interleaved)"),
                                cl::init(1), cl::sub(scheduleCmd));
+cl::opt<std::string> timelinePath("timeline",
+                                  cl::desc("Also draw the simulated schedule "
+                                           "into this SVG file"),
+                                  cl::value_desc("file"), cl::sub(scheduleCmd));
 cl::opt<std::string> bundlePath(cl::Positional, cl::desc("<bundle dir>"),
                                 cl::sub(inspectCmd));
 cl::opt<std::string> topologySpec("topology",
@@ -362,6 +366,13 @@ int runSchedule() {
   for (int64_t n : line->peakInFlight)
     outs() << " " << n;
   outs() << "\n";
+  if (!timelinePath.empty()) {
+    std::error_code error;
+    llvm::raw_fd_ostream svg(timelinePath, error);
+    if (error)
+      return fail(timelinePath + ": cannot write (" + error.message() + ")");
+    svg << pl::timelineSvg(*table, *line);
+  }
   return 0;
 }
 

@@ -156,3 +156,30 @@ TEST(Schedule, CheckerNamesTheRanksEntriesAndMicrobatch) {
   std::swap(early.actions[1][0], early.actions[1][1]);
   EXPECT_EQ(checked(early), "rank 1 runs B0 (entry 0) before F0");
 }
+
+// Every message between ranks becomes an arrow of the timeline: 1F1B on 4
+// ranks sends 8 activations and 8 gradients across each of 3 boundaries.
+TEST(Schedule, TimelineDrawsEveryEntryAndMessage) {
+  ScheduleTable t = build(ScheduleKind::OneFOneB, 4, 8);
+  Timeline line = simulated(t);
+  EXPECT_EQ(line.transfers.size(), 48u);
+  int64_t gradients = 0;
+  for (const Transfer &x : line.transfers) {
+    gradients += x.gradient;
+    // A receiver starts no earlier than its sender ends.
+    EXPECT_GE(line.spans[x.toRank][x.toEntry].first,
+              line.spans[x.fromRank][x.fromEntry].second);
+  }
+  EXPECT_EQ(gradients, 24);
+  std::string svg = timelineSvg(t, line);
+  auto count = [&](const std::string &what) {
+    size_t n = 0;
+    for (size_t at = svg.find(what); at != std::string::npos;
+         at = svg.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<rect x="), 4u * 16u + 2u); // Entries, then the legend.
+  EXPECT_EQ(count("<line "), 48u);
+  EXPECT_NE(svg.find("1f1b: 4 ranks, 8 micro-batches"), std::string::npos);
+}

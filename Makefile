@@ -6,7 +6,7 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DLLVM_USE_LINKER=lld -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 
-.PHONY: setup configure build demo test check-lit check-unit check-format check-layers format clean
+.PHONY: setup configure build demo test check-lit check-unit check-format check-layers format fuzz clean
 
 setup:
 	@bash scripts/setup.sh
@@ -46,6 +46,34 @@ check-layers:
 test: build check-format check-layers
 	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The libFuzzer targets (test/fuzz), one after another, FUZZ_SECONDS each, on
+# a corpus in the build tree plus the checked-in seeds (read only). An input
+# that crashes, hangs (-timeout=5) or trips a sanitizer is saved as
+# $(BUILD)/test/fuzz/findings/<fuzzer>-crash-...; the target fails after
+# running them all if any found one.
+FUZZ_SECONDS ?= 120
+FUZZERS = safetensors sched-bundle sched-manifest ir config topology plan \
+  tokens run-flags
+
+fuzz: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(addprefix weft-fuzz-,$(FUZZERS))
+	@mkdir -p $(BUILD)/test/fuzz/findings
+	@failed=; for f in $(FUZZERS); do \
+	  log=$(BUILD)/test/fuzz/fuzz-$$f.log; \
+	  case $$f in ir) dict=-dict=test/fuzz/ir.dict;; \
+	    config|topology) dict=-dict=test/fuzz/json.dict;; *) dict=;; esac; \
+	  if $(BUILD)/test/fuzz/weft-fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
+	      -timeout=5 -print_final_stats=1 $$dict \
+	      -artifact_prefix=$(BUILD)/test/fuzz/findings/$$f- \
+	      $(BUILD)/test/fuzz/corpus/$$f test/fuzz/corpus/$$f > $$log 2>&1; then \
+	    echo "weft-fuzz-$$f: $$(grep -o 'number_of_executed_units: [0-9]*' $$log | cut -d' ' -f2) runs in $(FUZZ_SECONDS) s, nothing found"; \
+	  else \
+	    tail -n 30 $$log; echo "weft-fuzz-$$f: FOUND A PROBLEM (log $$log)"; \
+	    failed="$$failed $$f"; \
+	  fi; \
+	done; \
+	test -z "$$failed" || { echo "fuzz: findings in$$failed"; exit 1; }
 
 clean:
 	rm -rf $(BUILD)

@@ -14,6 +14,8 @@
 // link bandwidth in GB/s per device and direction, memory bandwidth in GB/s,
 // latency in microseconds.
 // Unknown keys are errors, so a typo cannot silently fall back to a default.
+// Numbers lie in [1e-12, 1e18], memory_gb in [1e-9, 9e9] (whole bytes in an
+// int64): beyond them the values in bytes, FLOP/s and seconds leave a double.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 
 #include "runtime/support/Json.h"
 
+#include "absl/strings/str_cat.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -34,6 +37,14 @@ namespace {
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
+
+/// The range of a topology file's numbers in its units (GB/s, TFLOP/s,
+/// microseconds): far beyond any machine either way, and narrow enough that
+/// the values in bytes, FLOP/s and seconds, and the times the cost model
+/// computes from them, stay finite and above zero.
+constexpr double kMinNumber = 1e-12, kMaxNumber = 1e18;
+/// memory_gb is held in int64 bytes: at least one, at most 9e18.
+constexpr double kMinMemoryGB = 1e-9, kMaxMemoryGB = 9e9;
 
 /// Reads one JSON object, rejecting keys it does not know.
 class ObjectReader {
@@ -67,13 +78,19 @@ public:
     return s->str();
   }
 
-  Expected<double> positive(StringRef key) const {
+  /// A positive number in [min, max] (see kMinNumber).
+  Expected<double> positive(StringRef key, double min = kMinNumber,
+                            double max = kMaxNumber) const {
     const json::Value *v = obj.get(key);
     if (!v)
       return fail(label + ": missing key '" + where(key) + "'");
     std::optional<double> d = v->getAsNumber();
     if (!d || !(*d > 0))
       return fail(label + ": '" + where(key) + "' must be a positive number");
+    if (*d < min || *d > max)
+      return fail(label + ": '" + where(key) + "' is " + absl::StrCat(*d) +
+                  "; it must be at " + (*d < min ? "least " : "most ") +
+                  absl::StrCat(*d < min ? min : max));
     return *d;
   }
 
@@ -219,7 +236,8 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   if (!deviceName)
     return deviceName.takeError();
   t.device.name = *deviceName;
-  Expected<double> memory = device->positive("memory_gb");
+  Expected<double> memory =
+      device->positive("memory_gb", kMinMemoryGB, kMaxMemoryGB);
   if (!memory)
     return memory.takeError();
   t.device.memoryBytes = static_cast<int64_t>(*memory * 1e9);
@@ -264,6 +282,11 @@ Expected<Topology> Topology::preset(StringRef spec) {
   for (const Preset &p : kPresets) {
     if (name != p.name)
       continue;
+    // The count is local ranks: devices of one node.
+    if (!p.devicesPerNode && count > kMaxDevicesPerNode)
+      return fail(formatv("topology preset '{0}' asks for {1} local ranks, "
+                          "more than the {2} devices a node may have",
+                          spec, count, kMaxDevicesPerNode));
     Topology t;
     t.name = spec.str();
     t.nodes = p.devicesPerNode ? count : 1;

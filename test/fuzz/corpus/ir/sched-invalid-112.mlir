@@ -1,0 +1,7 @@
+// m = 2^62 rows of A at leading dimension 8: the count A needs overflows
+// int64 and must not wrap to a small number.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<4x8xf32>, %b: !sched.buffer<8x4xf32>, %c: !sched.buffer<4x4xf32>):
+  sched.gemm %a, %b -> %c mnk [4611686018427387904, 4, 8] batch 1 ld [8, 4, 4] strides [0, 0, 0] epilogue none : !sched.buffer<4x8xf32>, !sched.buffer<8x4xf32> -> !sched.buffer<4x4xf32>
+  sched.return []
+}

@@ -1,0 +1,5 @@
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<4xi32>, %loss: !sched.buffer<1xf32>):
+  sched.cross_entropy %x, %l, %loss {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<4xi32>, !sched.buffer<1xf32>
+  sched.return []
+}

@@ -1,0 +1,6 @@
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xf32>):
+  sched.cross_entropy_grad %x, %l, %d, %x {ignore_index = -100, vocab_axes = ["tp"]} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>, !sched.buffer<8x4xf32>
+  sched.return []
+}

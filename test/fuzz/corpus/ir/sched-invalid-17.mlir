@@ -1,0 +1,1 @@
+sched.kernel @k inputs [] outputs [i32] scalars []

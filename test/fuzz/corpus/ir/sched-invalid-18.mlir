@@ -1,0 +1,1 @@
+sched.kernel @k inputs [] outputs [] scalars [!sched.buffer<4xf32>]

@@ -1,0 +1,5 @@
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %v: !sched.buffer<4x2xf32>):
+  sched.topk %x, %v, %v {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xf32>
+  sched.return []
+}

@@ -1,0 +1,2 @@
+sched.schedule @s microbatches(1) {
+}

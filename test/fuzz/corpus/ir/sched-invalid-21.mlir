@@ -1,0 +1,9 @@
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  builtin.module {}
+  sched.sequence {
+    sched.run @p microbatch(0)
+  }
+}

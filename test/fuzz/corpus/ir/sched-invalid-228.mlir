@@ -1,0 +1,6 @@
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %c: !sched.buffer<2xi64>):
+  sched.collective all_reduce sum %x -> %x counts(%c : !sched.buffer<2xi64>) over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}

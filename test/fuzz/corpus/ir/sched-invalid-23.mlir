@@ -1,0 +1,9 @@
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(1) {
+  sched.sequence where "pp" = 0 {
+    sched.run @p microbatch(0)
+  }
+}

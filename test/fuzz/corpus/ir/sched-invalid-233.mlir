@@ -1,0 +1,6 @@
+sched.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<16xf32>):
+  sched.collective all_gather none %x -> %y over @mesh ["dp", "tp"] : !sched.buffer<8xf32> -> !sched.buffer<16xf32>
+  sched.return []
+}

@@ -1,0 +1,6 @@
+sched.mesh @mesh axes ["ep"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xf32>, %c: !sched.buffer<4xi64>):
+  sched.collective all_to_all none %x -> %y counts(%c : !sched.buffer<4xi64>) over @mesh ["ep"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}

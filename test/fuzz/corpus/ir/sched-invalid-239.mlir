@@ -1,0 +1,10 @@
+//===----------------------------------------------------------------------===//
+// sched.send, sched.recv
+//===----------------------------------------------------------------------===//
+
+sched.kernel @mesh inputs [] outputs [] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  sched.send %x to @mesh "pp" offset 1 tag 0 : !sched.buffer<8xf32>
+  sched.return []
+}

@@ -1,0 +1,7 @@
+// The last of the 4 ranks reads from 3 * 4 = 12: past the 8 elements.
+sched.mesh @mesh axes ["tp"] sizes [4]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] by_rank(@mesh ["tp"] * 4) : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}

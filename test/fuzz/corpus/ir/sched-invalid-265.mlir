@@ -1,0 +1,5 @@
+sched.program @p arena(0) align(1) events(1) streams ["compute", "comm"] {
+  sched.record 0 on "comm"
+  sched.wait 0 on "comm"
+  sched.return []
+}

@@ -1,0 +1,1 @@
+sched.mesh @mesh axes ["dp", "dp"] sizes [2, 2]

@@ -1,0 +1,8 @@
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  sched.return []
+}
+sched.schedule @s microbatches(2) {
+  sched.sequence {
+    sched.run @p microbatch(2)
+  }
+}

@@ -1,0 +1,5 @@
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  %w = sched.get @w : !sched.buffer<8xf32>
+  sched.return []
+}

@@ -1,0 +1,1 @@
+sched.mesh @mesh axes ["dp", "tp"] sizes [2, 0]

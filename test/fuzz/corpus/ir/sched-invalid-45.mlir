@@ -1,0 +1,6 @@
+// offset + size passes 2^63: the message must not print the wrapped end.
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>):
+  %v = sched.view %x[9223372036854775804] : !sched.buffer<8xf32> to !sched.buffer<4xf32>
+  sched.return []
+}

@@ -1,0 +1,6 @@
+sched.constant @c dense<1.0> : tensor<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  sched.assign @c = %x : !sched.buffer<4xf32>
+  sched.return []
+}

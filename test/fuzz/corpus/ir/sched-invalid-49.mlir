@@ -1,0 +1,4 @@
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  sched.return ["a", "a"] %x, %x : !sched.buffer<4xf32>, !sched.buffer<4xf32>
+}

@@ -1,0 +1,3 @@
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm", "compute"] {
+  sched.return []
+}

@@ -1,0 +1,8 @@
+//===----------------------------------------------------------------------===//
+// sched.program: the memory plan
+//===----------------------------------------------------------------------===//
+
+sched.program @p arena(256) align(64) events(0) streams ["compute"] {
+  %a = sched.alloc offset(32) live(0, 0) : !sched.buffer<4xf32>
+  sched.return []
+}

@@ -1,0 +1,4 @@
+sched.program @p arena(128) align(64) events(0) streams ["compute"] {
+  %a = sched.alloc offset(64) live(0, 0) : !sched.buffer<24xf32>
+  sched.return []
+}

@@ -1,0 +1,1 @@
+sched.param @w init(zeros) : !sched.buffer<4xi32>

@@ -1,0 +1,2 @@
+sched.mesh @mesh axes ["tp"] sizes [2]
+sched.param @w init(zeros) {split = [["tp"]]} : !sched.buffer<4x4xf32>

@@ -1,0 +1,7 @@
+// Write after read across streams.
+sched.program @p arena(0) align(1) events(0) streams ["compute", "comm"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xf32>):
+  sched.copy %x -> %y sizes [4] src [0, 1] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  sched.fill %x value 1.0 on "comm" : !sched.buffer<4xf32>
+  sched.return []
+}

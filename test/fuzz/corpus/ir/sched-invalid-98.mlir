@@ -1,0 +1,6 @@
+sched.kernel @k inputs [!sched.buffer<4xf32>] outputs [!sched.buffer<4xf32>] scalars []
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>, %y: !sched.buffer<4xbf16>):
+  sched.launch @k grid [1, 1, 1] block 32 ins(%y : !sched.buffer<4xbf16>) outs(%x : !sched.buffer<4xf32>) scalars []
+  sched.return []
+}

@@ -1,0 +1,4 @@
+func.func @malformed(%x: tensor<4xf32>) {
+  %0 = weft.exp %x tensor<4xf32>
+  return
+}

@@ -1,0 +1,4 @@
+func.func @assign_unknown(%x: tensor<4xf32>) {
+  weft.assign "w", %x : tensor<4xf32>
+  return
+}

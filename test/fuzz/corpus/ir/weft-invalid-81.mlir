@@ -1,0 +1,4 @@
+func.func @epilogue_needs_bias(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>) -> tensor<8x32xf32> {
+  %0 = weft.matmul_epilogue bias %x, %w : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}

@@ -1,0 +1,173 @@
+//===- RunFlags.cpp - weft-run's command line, read without exiting -------===//
+//
+// Each flag is set through abseil's reflection API (CommandLineFlag::
+// ParseFrom), which reports a bad value instead of exiting, and read back
+// into the RunCommand. Every call first sets weft-run's flags to their
+// defaults, so a command line means the same whatever was parsed before
+// (absl::FlagSaver would do it too, but logs every flag it restores). The
+// command-line forms are abseil's: --flag=value, --flag value, -flag, and
+// -- ending the flags.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/weft-run/RunFlags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+#include <algorithm>
+
+ABSL_FLAG(std::string, data, "",
+          "Training data: a token file or, with --tokenizer bytes, text");
+ABSL_FLAG(std::string, tokenizer, "",
+          "'bytes' reads --data as text, one token per byte");
+ABSL_FLAG(int, token_bytes, 2,
+          "Width of a token id in a flat token file: 2 or 4");
+ABSL_FLAG(int64_t, steps, 100, "Training steps to run");
+ABSL_FLAG(double, lr, 1e-3, "Peak learning rate");
+ABSL_FLAG(int64_t, warmup, -1, "Linear warm-up steps (default: steps / 10)");
+ABSL_FLAG(double, min_lr_ratio, 0.1,
+          "Cosine decay floor as a fraction of --lr");
+ABSL_FLAG(uint64_t, seed, 0, "Seed of the initialisation and the batch order");
+ABSL_FLAG(std::string, init_from, "", "Start from these weights (safetensors)");
+ABSL_FLAG(std::string, save, "",
+          "Write the trained weights here (safetensors, "
+          "Hugging Face names)");
+ABSL_FLAG(std::string, metrics, "",
+          "Append one JSON line per step to this file");
+ABSL_FLAG(int64_t, sample, 0,
+          "After training, print this many generated tokens");
+ABSL_FLAG(double, temperature, 0.8, "Sampling temperature (0 = greedy)");
+ABSL_FLAG(
+    int, nproc, 1,
+    "Start this many local ranks (the bundle's mesh size), like torchrun");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where the programs run: cpu, or cuda (GPU 0; the bundle must be "
+          "compiled with weftc compile --target cuda)");
+ABSL_FLAG(double, timeout, 120,
+          "Seconds a rank waits for the others (rendezvous, each collective) "
+          "before it gives up with an error");
+ABSL_FLAG(double, stop_grace, 10,
+          "With --nproc: seconds a rank has to end after the launcher stops "
+          "it (SIGTERM) before it is killed (SIGKILL)");
+
+namespace weft::run {
+namespace {
+/// The flags a command line may set, by abseil name: weft-run's own, so a
+/// flag some linked library defines is as unknown as a typo.
+constexpr const char *kRunFlags[] = {
+    "data",    "tokenizer",    "token_bytes", "steps",     "lr",
+    "warmup",  "min_lr_ratio", "seed",        "init_from", "save",
+    "metrics", "sample",       "temperature", "nproc",     "device",
+    "timeout", "stop_grace"};
+/// Abseil's flags that print and exit (handled by ParseCommandLine).
+constexpr const char *kUsageFlags[] = {
+    "help",   "helpfull",  "helpshort", "helppackage",
+    "helpon", "helpmatch", "version",   "only_check_args"};
+
+constexpr const char *kSyntaxPayload = "weft.run/flag-syntax";
+
+bool listed(absl::Span<const char *const> names, const std::string &name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+absl::Status syntaxError(std::string message) {
+  absl::Status status = absl::InvalidArgumentError(std::move(message));
+  status.SetPayload(kSyntaxPayload, absl::Cord());
+  return status;
+}
+
+/// The job the flags now hold.
+RunCommand commandFromFlags(std::string bundle) {
+  RunCommand command;
+  runtime::JobOptions &job = command.job;
+  job.bundle = std::move(bundle);
+  job.data = absl::GetFlag(FLAGS_data);
+  job.tokenizer = absl::GetFlag(FLAGS_tokenizer);
+  job.tokenBytes = absl::GetFlag(FLAGS_token_bytes);
+  job.steps = absl::GetFlag(FLAGS_steps);
+  job.lr = absl::GetFlag(FLAGS_lr);
+  job.warmup = absl::GetFlag(FLAGS_warmup);
+  job.minLrRatio = absl::GetFlag(FLAGS_min_lr_ratio);
+  job.seed = absl::GetFlag(FLAGS_seed);
+  job.initFrom = absl::GetFlag(FLAGS_init_from);
+  job.save = absl::GetFlag(FLAGS_save);
+  job.metrics = absl::GetFlag(FLAGS_metrics);
+  job.sample = absl::GetFlag(FLAGS_sample);
+  job.temperature = absl::GetFlag(FLAGS_temperature);
+  job.device = absl::GetFlag(FLAGS_device);
+  job.timeoutSeconds = absl::GetFlag(FLAGS_timeout);
+  command.nproc = absl::GetFlag(FLAGS_nproc);
+  command.stopGraceSeconds = absl::GetFlag(FLAGS_stop_grace);
+  return command;
+}
+} // namespace
+
+absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
+  for (const char *name : kRunFlags) {
+    absl::CommandLineFlag *flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (!flag || !flag->ParseFrom(flag->DefaultValue(), &error))
+      return absl::InternalError(absl::StrCat("flag '", name, "': ", error));
+  }
+  std::vector<std::string> positional, usage;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string &arg = argv[i];
+    if (arg == "--") {
+      positional.insert(positional.end(), argv.begin() + i + 1, argv.end());
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      positional.push_back(arg);
+      continue;
+    }
+    size_t start = arg[1] == '-' ? 2 : 1;
+    size_t eq = arg.find('=', start);
+    // As the user spelled it (for messages), and abseil's name.
+    std::string spelled = arg.substr(start, eq - start);
+    std::string name = spelled;
+    std::replace(name.begin(), name.end(), '-', '_');
+    bool hasValue = eq != std::string::npos;
+    std::string value = hasValue ? arg.substr(eq + 1) : "";
+    if (listed(kUsageFlags, name)) {
+      usage.push_back("--" + name + (hasValue ? "=" + value : ""));
+      continue;
+    }
+    absl::CommandLineFlag *flag =
+        listed(kRunFlags, name) ? absl::FindCommandLineFlag(name) : nullptr;
+    if (!flag)
+      return syntaxError("Unknown command line flag '" + spelled + "'");
+    if (!hasValue) {
+      if (i + 1 == argv.size())
+        return syntaxError("Missing the value for the flag '" + spelled + "'");
+      value = argv[++i];
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error))
+      return syntaxError(absl::StrReplaceAll(
+          error, {{"flag '" + name + "'", "flag '" + spelled + "'"}}));
+  }
+  if (!usage.empty()) {
+    RunCommand command = commandFromFlags("");
+    command.usage = std::move(usage);
+    return command;
+  }
+  if (positional.size() != 1)
+    return absl::InvalidArgumentError(
+        "expected exactly one bundle directory (see --help)");
+  // Checked whether or not this process launches (a rank ignores it, but
+  // a value that cannot mean anything is a mistake either way).
+  if (!(absl::GetFlag(FLAGS_stop_grace) >= 0))
+    return absl::InvalidArgumentError(
+        "--stop-grace must be at least 0 seconds");
+  return commandFromFlags(positional[0]);
+}
+
+bool isFlagSyntaxError(const absl::Status &status) {
+  return status.GetPayload(kSyntaxPayload).has_value();
+}
+
+} // namespace weft::run

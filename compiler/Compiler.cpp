@@ -7,6 +7,7 @@
 #include "frontend/GraphBuilder.h"
 #include "frontend/models/ModelConfig.h"
 #include "runtime/exec/SchedExecutor.h"
+#include "runtime/train/TrainSchedule.h"
 
 #include "absl/strings/str_cat.h"
 #include "mlir/IR/Diagnostics.h"
@@ -91,7 +92,12 @@ Compiler::Impl::compile(ModuleOp module, const CompileOptions &options) {
   auto executor = runtime::SchedExecutor::create(std::move(*bundle), {});
   if (!executor.ok())
     return executor.status();
+  absl::StatusOr<runtime::TrainSteps> steps =
+      runtime::trainSteps((*executor)->bundle());
+  if (!steps.ok())
+    return steps.status();
   std::unique_ptr<Executable> exe(new Executable());
+  exe->trainSteps = std::make_unique<runtime::TrainSteps>(std::move(*steps));
   exe->executor = std::move(*executor);
   exe->executor->initialize(options.seed);
   exe->batch_ = batch;
@@ -147,16 +153,13 @@ Compiler::compileMlir(const std::string &text, const CompileOptions &options) {
 absl::StatusOr<StepResult>
 Executable::trainStep(const int32_t *tokens, const int32_t *labels, float lr) {
   float stepNumber = static_cast<float>(steps + 1);
-  absl::Status s =
-      executor->run("step", {{{batch_, seq_}, runtime::DType::I32, tokens},
-                             {{batch_, seq_}, runtime::DType::I32, labels},
-                             {{}, runtime::DType::F32, &lr},
-                             {{}, runtime::DType::F32, &stepNumber}});
+  absl::Status s = runtime::runTrainSteps(*executor, *trainSteps, tokens,
+                                          labels, lr, stepNumber);
   if (!s.ok())
     return s;
   ++steps;
-  return StepResult{*executor->scalarOutput("step", "loss"),
-                    *executor->scalarOutput("step", "grad_norm")};
+  return StepResult{*executor->scalarOutput(trainSteps->reporter, "loss"),
+                    *executor->scalarOutput(trainSteps->reporter, "grad_norm")};
 }
 
 absl::StatusOr<float> Executable::evaluate(const int32_t *tokens,

@@ -26,6 +26,7 @@ class GraphBuilder;
 
 namespace runtime {
 class SchedExecutor;
+struct TrainSteps;
 } // namespace runtime
 
 struct CompileOptions {
@@ -72,6 +73,8 @@ private:
   friend class Compiler;
   Executable() = default;
   std::unique_ptr<runtime::SchedExecutor> executor;
+  /// The bundle's train schedule, which trainStep walks.
+  std::unique_ptr<runtime::TrainSteps> trainSteps;
   int64_t batch_ = 0, seq_ = 0, steps = 0;
 };
 

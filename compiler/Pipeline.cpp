@@ -8,6 +8,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/pipeline/Passes.h"
 #include "passes/sharding/Passes.h"
 
 #include "codegen/SchedBundle.h"
@@ -92,6 +93,16 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createAutodiff());
   if (plan.zero == 3)
     pm.addNestedPass<func::FuncOp>(createReshardAfterForward());
+  if (plan.microbatches > 1) {
+    // The kept @train_step would be the accumulators' mean, not one
+    // micro-batch's gradients: nothing a test could compare.
+    if (options.keepGradients)
+      return llvm::createStringError(
+          "weft-train: keep-gradients needs microbatches=1");
+    AccumulateGradientsOptions accumulate;
+    accumulate.microbatches = plan.microbatches;
+    pm.addPass(createAccumulateGradients(accumulate));
+  }
   AdamWOptions adamw;
   adamw.beta1 = options.beta1;
   adamw.beta2 = options.beta2;
@@ -103,7 +114,8 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   // ZeRO-1/2 (optimizer splits from the plan); otherwise it only records
   // each parameter's gradient size.
   pm.addPass(createPartitionOptimizer());
-  // Every function left is a program: @step, @forward (and @train_step).
+  // Every function left is a program: @step, @forward, @accumulate with
+  // micro-batches (and @train_step).
   OpPassManager &programs = pm.nest<func::FuncOp>();
   BucketAllReduceOptions bucket;
   bucket.bucketMb = options.bucketMb;

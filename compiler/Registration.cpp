@@ -11,6 +11,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/pipeline/Passes.h"
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -28,6 +29,7 @@ void weft::registerAllPasses() {
   registerWeftFusionPasses();
   registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
+  registerWeftPipelinePasses();
   registerWeftShardingPasses();
   registerTrainingPipeline();
 }

@@ -10,6 +10,7 @@
 #include "codegen/KernelExpr.h"
 #include "codegen/Passes.h"
 #include "codegen/lowering/Lowering.h"
+#include "passes/pipeline/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -229,6 +230,12 @@ public:
       if (!f.isExternal())
         funcs.push_back(f);
     SmallVector<std::pair<sched::ProgramOp, std::string>> programs;
+    // Gradient accumulation: @accumulate runs once per micro-batch before
+    // @step (weft-accumulate-gradients).
+    int64_t microbatches = 0;
+    for (func::FuncOp f : funcs)
+      if (auto m = f->getAttrOfType<IntegerAttr>(kMicrobatchesAttr))
+        microbatches = m.getInt();
     for (func::FuncOp f : funcs) {
       FailureOr<sched::ProgramOp> program = lower(f, mesh);
       if (failed(program))
@@ -239,8 +246,11 @@ public:
       f.erase();
     for (auto &[program, name] : programs)
       program.setSymName(name);
-    addSchedule("train", "step");
-    addSchedule("eval", "forward");
+    if (microbatches > 0)
+      addSchedule("train", {kAccumulateFunc, "step"}, microbatches);
+    else
+      addSchedule("train", {"step"}, 1);
+    addSchedule("eval", {"forward"}, 1);
     return success();
   }
 
@@ -412,18 +422,29 @@ private:
     return program;
   }
 
-  /// `sched.schedule @name` running `program` once, if there is one.
-  void addSchedule(StringRef name, StringRef program) {
-    if (!module.lookupSymbol<sched::ProgramOp>(program))
+  /// `sched.schedule @name` for `microbatches` micro-batches: every
+  /// program of `programs` but the last once per micro-batch, in order,
+  /// then the last once (all of them once for 1). Nothing if a program is
+  /// missing.
+  void addSchedule(StringRef name, ArrayRef<StringRef> programs,
+                   int64_t microbatches) {
+    if (llvm::any_of(programs, [&](StringRef p) {
+          return !module.lookupSymbol<sched::ProgramOp>(p);
+        }))
       return;
-    auto schedule = sched::ScheduleOp::create(
-        b, module.getLoc(), b.getStringAttr(name), b.getI64IntegerAttr(1));
+    auto schedule =
+        sched::ScheduleOp::create(b, module.getLoc(), b.getStringAttr(name),
+                                  b.getI64IntegerAttr(microbatches));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(&schedule.getBody().emplaceBlock());
     auto seq = sched::SequenceOp::create(b, module.getLoc(), StringAttr(),
                                          IntegerAttr());
     b.setInsertionPointToEnd(&seq.getBody().emplaceBlock());
-    sched::RunOp::create(b, module.getLoc(), program, 0, 0);
+    for (int64_t i = 0; i < microbatches; ++i)
+      for (StringRef p : programs.drop_back())
+        sched::RunOp::create(b, module.getLoc(), p, i, 0);
+    sched::RunOp::create(b, module.getLoc(), programs.back(), microbatches - 1,
+                         0);
   }
 
   ModuleOp module;

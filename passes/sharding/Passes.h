@@ -29,12 +29,15 @@ namespace weft {
 #define GEN_PASS_REGISTRATION
 #include "passes/sharding/Passes.h.inc"
 
-/// A parallelism plan: "dp=2,tp=2,zero=3,sp=on".
+/// A parallelism plan: "dp=2,tp=2,zero=3,sp=on,microbatches=4".
 struct Plan {
   /// Mesh axes in order (dp, tp, pp, ep), sizes as given (1 allowed).
   std::vector<std::pair<std::string, int64_t>> axes;
   int zero = 0;                  // ZeRO stage 0..3.
   bool sequenceParallel = false; // sp=on.
+  /// microbatches=M (or mb=M): each step accumulates the gradients of M
+  /// micro-batches, then updates once (weft-accumulate-gradients).
+  int64_t microbatches = 1;
 
   /// The size of `axis`, 1 when the plan does not name it.
   int64_t size(llvm::StringRef axis) const;

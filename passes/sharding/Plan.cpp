@@ -38,6 +38,8 @@ std::string Plan::str() const {
     parts.push_back("zero=" + std::to_string(zero));
   if (sequenceParallel)
     parts.push_back("sp=on");
+  if (microbatches > 1)
+    parts.push_back("microbatches=" + std::to_string(microbatches));
   return llvm::join(parts, ",");
 }
 
@@ -48,14 +50,23 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   Plan plan;
   SmallVector<StringRef> parts, meshParts;
   spec.split(parts, ',', -1, /*KeepEmpty=*/false);
-  bool zeroGiven = false, spGiven = false;
+  bool zeroGiven = false, spGiven = false, microbatchesGiven = false;
   for (StringRef part : parts) {
     auto [key, value] = part.trim().split('=');
+    if (key == "mb")
+      key = "microbatches";
     // A strategy given twice would silently keep the last.
     if ((key == "zero" && std::exchange(zeroGiven, true)) ||
-        (key == "sp" && std::exchange(spGiven, true)))
+        (key == "sp" && std::exchange(spGiven, true)) ||
+        (key == "microbatches" && std::exchange(microbatchesGiven, true)))
       return fail("plan: " + key + " is given twice");
-    if (key == "zero") {
+    if (key == "microbatches") {
+      // At most 2^16: a step of more is a typo, not a plan.
+      if (value.getAsInteger(10, plan.microbatches) || plan.microbatches < 1 ||
+          plan.microbatches > 65536)
+        return fail("plan: microbatches needs a count from 1 to 65536, got '" +
+                    value + "'");
+    } else if (key == "zero") {
       if (value.getAsInteger(10, plan.zero) || plan.zero < 0 || plan.zero > 3)
         return fail("plan: zero needs a stage 0, 1, 2 or 3, got '" + value +
                     "'");
@@ -67,12 +78,15 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
       meshParts.push_back(part);
     }
   }
-  if (meshParts.empty())
+  // Micro-batches alone run on one rank.
+  if (meshParts.empty() && !microbatchesGiven)
     return fail("plan '" + spec + "' names no mesh axis (expected e.g. dp=2)");
-  auto axes = parseMeshSpec(llvm::join(meshParts, ","));
-  if (!axes)
-    return fail("plan: " + llvm::toString(axes.takeError()));
-  plan.axes = std::move(*axes);
+  if (!meshParts.empty()) {
+    auto axes = parseMeshSpec(llvm::join(meshParts, ","));
+    if (!axes)
+      return fail("plan: " + llvm::toString(axes.takeError()));
+    plan.axes = std::move(*axes);
+  }
   // The ranks are counted in int64 everywhere after this.
   int64_t ranks = 1;
   for (const auto &[axis, size] : plan.axes)
@@ -82,6 +96,12 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   if (plan.zero > 0 && plan.size("dp") < 2)
     return fail("plan: zero=" + Twine(plan.zero) +
                 " shards over dp, which needs dp >= 2");
+  // ZeRO-2 keeps only this rank's shard of each gradient; accumulating
+  // shards needs a reduce-scatter per micro-batch, which weft-accumulate-
+  // gradients does not place yet.
+  if (plan.zero == 2 && plan.microbatches > 1)
+    return fail("plan: zero=2 with microbatches=" + Twine(plan.microbatches) +
+                " is not implemented yet (zero=1 and zero=3 are)");
   if (plan.sequenceParallel && plan.size("tp") < 2)
     return fail("plan: sp=on splits the sequence over tp, which needs tp >= 2");
   return plan;

@@ -2377,21 +2377,35 @@ absl::Status checkMeta(const SchedBundle &b) {
        (*dtype != "f32" && *dtype != "bf16" && *dtype != "f16")))
     return invalid("meta", "field 'dtype' must be \"f32\", \"bf16\" or "
                            "\"f16\"");
-  const Program *step = b.program("step");
-  if (!batch || !seq || !step || step->inputs.empty())
+  // The step's tokens: those of the train schedule's first program that
+  // takes tokens (I32 [rows, seq] first), once per micro-batch.
+  const Schedule *train = b.schedule("train");
+  const Program *first = nullptr;
+  if (train)
+    for (const Sequence &sequence : train->sequences)
+      for (const Run &run : sequence.runs) {
+        const Program &p = b.programs[run.programIndex];
+        if (!first && !p.inputs.empty() &&
+            p.inputs[0].type.dtype == DType::I32 &&
+            p.inputs[0].type.shape.size() == 2)
+          first = &p;
+      }
+  if (!batch || !seq || !first)
     return absl::OkStatus();
-  const ProgramInput &tokens = step->inputs.front();
+  const ProgramInput &tokens = first->inputs.front();
   MeshSpec mesh;
   if (b.mesh)
     mesh = MeshSpec{b.mesh->axes, b.mesh->sizes};
   std::vector<int64_t> global =
       tokens.split ? mesh.globalShape(tokens.type.shape, *tokens.split)
                    : tokens.type.shape;
+  global[0] *= train->microbatches;
   if (global != std::vector<int64_t>{*batch, *seq})
     return invalid("meta", absl::StrCat("batch ", *batch, " and seq ", *seq,
-                                        " disagree with program 'step''s "
-                                        "tokens input, ",
-                                        list(global), " in all"));
+                                        " disagree with program '", first->name,
+                                        "''s tokens input, ", list(global),
+                                        " in all over ", train->microbatches,
+                                        " micro-batch(es)"));
   return absl::OkStatus();
 }
 

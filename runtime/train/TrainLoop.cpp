@@ -4,6 +4,7 @@
 
 #include "runtime/exec/BundleData.h"
 #include "runtime/support/Random.h"
+#include "runtime/train/TrainSchedule.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -17,42 +18,21 @@ absl::Status TrainLoop::check(const sched::SchedBundle &bundle) {
   auto fail = [&](const std::string &what) {
     return absl::InvalidArgumentError(absl::StrCat(bundle.dir, ": ", what));
   };
-  const sched::Program *stepProgram = bundle.program("step"),
-                       *forwardProgram = bundle.program("forward");
-  if (!stepProgram || !forwardProgram)
-    return fail(
-        "needs 'step' and 'forward' programs; compile it with weftc compile");
-  auto inputs = [](const sched::Program *p) {
-    std::vector<const sched::TensorType *> out;
-    for (const sched::ProgramInput &in : p->inputs)
-      out.push_back(&in.type);
-    return out;
-  };
-  std::vector<const sched::TensorType *> step = inputs(stepProgram),
-                                         forward = inputs(forwardProgram);
-  auto isIds = [](const sched::TensorType *v) {
-    return v->dtype == DType::I32 && v->shape.size() == 2;
-  };
-  auto isScalar = [](const sched::TensorType *v) {
-    return v->dtype == DType::F32 && v->shape.empty();
-  };
-  if (step.size() != 4 || !isIds(step[0]) || step[1]->shape != step[0]->shape ||
-      !isIds(step[1]) || !isScalar(step[2]) || !isScalar(step[3]))
-    return fail("program 'step' must take tokens and labels [batch, seq] I32, "
-                "then lr and step 0-d F32");
-  if (forward.size() != 2 || forward[0]->shape != step[0]->shape ||
-      !isIds(forward[0]) || forward[1]->shape != step[0]->shape)
-    return fail("program 'forward' must take the step's tokens and labels");
-  auto has = [](const sched::Program *p, const char *name) {
-    for (const sched::Output &o : p->outputs)
-      if (o.name == name)
-        return true;
-    return false;
-  };
-  if (!has(stepProgram, "loss") || !has(stepProgram, "grad_norm") ||
-      !has(forwardProgram, "logits"))
-    return fail("programs must name outputs loss, grad_norm (step) and logits "
-                "(forward)");
+  absl::StatusOr<TrainSteps> steps = trainSteps(bundle);
+  if (!steps.ok())
+    return steps.status();
+  const sched::Program *forward = bundle.program("forward");
+  if (!forward)
+    return fail("needs a 'forward' program; compile it with weftc compile");
+  const std::vector<sched::ProgramInput> &in = forward->inputs;
+  if (in.size() != 2 || in[0].type.shape != steps->tokens->type.shape ||
+      in[1].type.shape != steps->tokens->type.shape ||
+      in[0].type.dtype != DType::I32 || in[1].type.dtype != DType::I32)
+    return fail("program 'forward' must take one micro-batch's tokens and "
+                "labels, as the train schedule's programs do");
+  if (std::none_of(forward->outputs.begin(), forward->outputs.end(),
+                   [](const sched::Output &o) { return o.name == "logits"; }))
+    return fail("program 'forward' must name an output logits");
   return absl::OkStatus();
 }
 
@@ -64,16 +44,19 @@ static Sharding splitOf(const sched::ProgramInput &input) {
 TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
                      LrSchedule schedule)
     : executor(executor), mesh(meshSpecOf(executor.bundle())),
-      sampler(std::move(sampler)), schedule(schedule) {
-  const sched::ProgramInput &input =
-      executor.bundle().program("step")->inputs[0];
-  batch = input.type.shape[0];
+      sampler(std::move(sampler)), schedule(schedule),
+      runs(*trainSteps(executor.bundle())) {
+  // This rank's block of the step's batch: every micro-batch's rows, as the
+  // first program's tokens are split (rows under data parallelism, columns
+  // under sequence parallelism).
+  const sched::ProgramInput &input = *runs.tokens;
+  batch = runs.microbatches * input.type.shape[0];
   seq = input.type.shape[1];
-  std::vector<int64_t> global =
-      mesh.globalShape(input.type.shape, splitOf(input));
+  std::vector<int64_t> local = {batch, seq};
+  std::vector<int64_t> global = mesh.globalShape(local, splitOf(input));
   globalBatch = global[0];
   globalSeq = global[1];
-  start = mesh.blockStart(executor.rank(), input.type.shape, splitOf(input));
+  start = mesh.blockStart(executor.rank(), local, splitOf(input));
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
   globalTokens.resize(globalBatch * globalSeq);
@@ -91,11 +74,8 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   float lr = static_cast<float>(schedule.at(n)),
         stepNumber = static_cast<float>(n);
   auto start = std::chrono::steady_clock::now();
-  absl::Status status =
-      executor.run("step", {{{batch, seq}, DType::I32, tokens.data()},
-                            {{batch, seq}, DType::I32, labels.data()},
-                            {{}, DType::F32, &lr},
-                            {{}, DType::F32, &stepNumber}});
+  absl::Status status = runTrainSteps(executor, runs, tokens.data(),
+                                      labels.data(), lr, stepNumber);
   if (!status.ok())
     return status;
   double seconds =
@@ -104,8 +84,8 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   steps = n;
   StepReport report;
   report.step = n;
-  report.loss = *executor.scalarOutput("step", "loss");
-  report.gradNorm = *executor.scalarOutput("step", "grad_norm");
+  report.loss = *executor.scalarOutput(runs.reporter, "loss");
+  report.gradNorm = *executor.scalarOutput(runs.reporter, "grad_norm");
   report.lr = lr;
   report.seconds = seconds;
   report.tokens = globalBatch * globalSeq;

@@ -12,6 +12,7 @@
 #include "runtime/data/Batches.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/train/Schedule.h"
+#include "runtime/train/TrainSchedule.h"
 
 namespace weft::runtime {
 
@@ -26,13 +27,14 @@ struct StepReport {
 
 class TrainLoop {
 public:
-  /// Checks that `bundle` has the programs training needs with the inputs
-  /// it feeds them: step(tokens, labels [B, S] I32; lr, step 0-d F32) and
-  /// forward(tokens, labels) with the same [B, S].
+  /// Checks that `bundle` has what training needs: a `train` schedule whose
+  /// programs take what it feeds them (see TrainSchedule.h) and
+  /// forward(tokens, labels) of one micro-batch's [B, S].
   static absl::Status check(const sched::SchedBundle &bundle);
 
-  /// `sampler` draws the job's global batch; each rank feeds its program the
-  /// rows its mesh position owns (the step's token input sharding).
+  /// `sampler` draws the job's global batch (every micro-batch's rows);
+  /// each rank feeds its programs the rows its mesh position owns (the
+  /// token input's sharding), micro-batch by micro-batch.
   TrainLoop(SchedExecutor &executor, BatchSampler sampler, LrSchedule schedule);
 
   /// Runs the next step.
@@ -52,7 +54,8 @@ private:
   MeshSpec mesh;
   BatchSampler sampler;
   LrSchedule schedule;
-  /// This rank's program takes a [batch, seq] block of the job's
+  TrainSteps runs;
+  /// This rank's programs take a [batch, seq] block of the job's
   /// [globalBatch, globalSeq] batch, at `start` (rows under data
   /// parallelism, columns under sequence parallelism).
   int64_t batch, seq, globalBatch, globalSeq;

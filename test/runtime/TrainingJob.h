@@ -16,6 +16,7 @@
 #include "passes/sharding/Passes.h"
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/SchedBundle.h"
+#include "runtime/train/TrainSchedule.h"
 #include "test/compiler/TestUtils.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,10 @@ struct Case {
     }
     return o;
   }
+  /// The plan's micro-batches per step (1 without a plan).
+  int64_t microbatches() const {
+    return plan.empty() ? 1 : options().plan.microbatches;
+  }
   std::string label() const {
     return model + "-" + dtype + "-" + plan + (cudaBundle ? "-cuda" : "") +
            "-" + std::to_string(attentionScratchMb);
@@ -73,7 +78,8 @@ inline std::string compileCase(const Case &setup) {
   auto context = makeContext();
   mlir::OwningOpRef<mlir::ModuleOp> module = buildExampleModel(
       *context, setup.model,
-      {setup.batch, setup.seq, setup.dtype, /*masterWeights=*/true});
+      {setup.batch / setup.microbatches(), setup.seq, setup.dtype,
+       /*masterWeights=*/true});
   if (!module)
     return "";
   std::string dir = uniqueTempPath(setup.label() + "-v2");
@@ -109,25 +115,31 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
     trace.failure = std::string(s.message());
   };
   exec.initialize(5);
+  // As weft-run steps: the bundle's train schedule, micro-batch by
+  // micro-batch over this rank's rows.
+  absl::StatusOr<runtime::TrainSteps> steps =
+      runtime::trainSteps(exec.bundle());
+  if (!steps.ok())
+    return fail(steps.status());
   for (int s = 0; s < kTrainSteps; ++s) {
     std::vector<int32_t> tokens = tokenIds(s, first, rows, seq, 3),
                          labels = tokenIds(s, first, rows, seq, 1);
     float lr = 3e-3f, number = static_cast<float>(s + 1);
-    std::vector<runtime::HostTensor> in = {
-        {{rows, seq}, runtime::DType::I32, tokens.data()},
-        {{rows, seq}, runtime::DType::I32, labels.data()},
-        {{}, runtime::DType::F32, &lr},
-        {{}, runtime::DType::F32, &number}};
-    if (absl::Status st = exec.run("step", in); !st.ok())
+    if (absl::Status st = runtime::runTrainSteps(exec, *steps, tokens.data(),
+                                                 labels.data(), lr, number);
+        !st.ok())
       return fail(st);
-    trace.losses.push_back(*exec.scalarOutput("step", "loss"));
-    trace.norms.push_back(*exec.scalarOutput("step", "grad_norm"));
+    trace.losses.push_back(*exec.scalarOutput(steps->reporter, "loss"));
+    trace.norms.push_back(*exec.scalarOutput(steps->reporter, "grad_norm"));
   }
-  std::vector<int32_t> tokens = tokenIds(9, first, rows, seq, 3),
-                       labels = tokenIds(9, first, rows, seq, 1);
-  if (absl::Status st = exec.run(
-          "forward", {{{rows, seq}, runtime::DType::I32, tokens.data()},
-                      {{rows, seq}, runtime::DType::I32, labels.data()}});
+  // The forward program takes one micro-batch: this rank's first rows.
+  int64_t forwardRows = steps->rows;
+  std::vector<int32_t> tokens = tokenIds(9, first, forwardRows, seq, 3),
+                       labels = tokenIds(9, first, forwardRows, seq, 1);
+  if (absl::Status st =
+          exec.run("forward",
+                   {{{forwardRows, seq}, runtime::DType::I32, tokens.data()},
+                    {{forwardRows, seq}, runtime::DType::I32, labels.data()}});
       !st.ok())
     return fail(st);
   trace.forwardLoss.push_back(*exec.scalarOutput("forward", "loss"));

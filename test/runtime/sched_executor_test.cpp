@@ -84,7 +84,10 @@ void checkPlacedTraining(Case placed, double tolerance = 1e-4,
   std::vector<Trace> one = runBundle(whole, wholeDir, names);
   std::vector<Trace> many = runBundle(placed, placedDir, names);
   ASSERT_EQ(one.size(), 1u);
-  ASSERT_GT(many.size(), 1u);
+  ASSERT_GT(many.size(), placed.options().plan.worldSize() > 1 ? 1u : 0u);
+  // With micro-batches the forward program takes one of them: its loss and
+  // logits are not the whole batch's.
+  bool sameForward = placed.microbatches() == 1;
   ASSERT_EQ(one[0].failure, "");
   const Trace &want = one[0];
   for (size_t r = 0; r < many.size(); ++r) {
@@ -93,8 +96,10 @@ void checkPlacedTraining(Case placed, double tolerance = 1e-4,
     ASSERT_EQ(got.failure, "");
     EXPECT_LE(worstError(want.losses, got.losses), tolerance);
     EXPECT_LE(worstError(want.norms, got.norms), tolerance);
-    EXPECT_LE(worstError(want.forwardLoss, got.forwardLoss), tolerance);
-    EXPECT_LE(worstError(want.logits, got.logits), tolerance);
+    if (sameForward) {
+      EXPECT_LE(worstError(want.forwardLoss, got.forwardLoss), tolerance);
+      EXPECT_LE(worstError(want.logits, got.logits), tolerance);
+    }
     for (const std::string &name : names)
       EXPECT_LE(worstError(want.params.at(name), got.params.at(name)),
                 paramTolerance)
@@ -110,6 +115,34 @@ void checkPlacedTraining(Case placed, double tolerance = 1e-4,
 // vocabulary-parallel embedding and cross-entropy; both axes at once
 // (GPT-2's tp also slices replicated tensors with by_rank copies); a bf16
 // model's f32 copies around its collectives.
+// Gradient accumulation (weft-accumulate-gradients and the bundle's train
+// schedule): M micro-batches, then one update, train as the whole batch
+// does (3 AdamW steps; losses and gradient norms within 1e-5), on one rank
+// and composed with dp, ZeRO-1 and ZeRO-3, and tp. Parameters agree within
+// 5e-5 of their scale: GPT-2's first c_proj bias has a gradient that
+// nearly cancels, and Adam's m / sqrt(v) turns the other summation order
+// into 2.5e-5 there (every other tensor is within 1e-5).
+TEST(SchedExecutor, MicrobatchesTrainLikeTheWholeBatch) {
+  Case gpt2("gpt2-tiny", "f32", "microbatches=4");
+  gpt2.batch = 8;
+  checkPlacedTraining(gpt2, 1e-5, 5e-5);
+  Case llama("llama-tiny", "f32", "mb=2");
+  llama.batch = 4;
+  checkPlacedTraining(llama, 1e-5, 1e-5);
+}
+TEST(SchedExecutor, MicrobatchesComposeWithDataParallelAndZero) {
+  for (const char *plan :
+       {"dp=2,microbatches=2", "dp=2,zero=1,mb=2", "dp=2,zero=3,mb=2"}) {
+    Case c("gpt2-tiny", "f32", plan);
+    c.batch = 8;
+    checkPlacedTraining(c, 1e-5, 5e-5);
+  }
+}
+TEST(SchedExecutor, MicrobatchesComposeWithTensorParallel) {
+  Case c("llama-tiny", "f32", "tp=2,mb=2");
+  c.batch = 4;
+  checkPlacedTraining(c, 1e-5, 1e-5);
+}
 TEST(SchedExecutor, DataParallelOnTwoRanksTrainsLikeOneRank) {
   checkPlacedTraining(Case("gpt2-tiny", "f32", "dp=2"));
 }

@@ -253,9 +253,10 @@ int runImport(MLIRContext &context) {
   return 0;
 }
 
-/// Loads the graph named by the positional file or built from --config.
+/// Loads the graph named by the positional file or built from --config
+/// with `batch` sequences (a .mlir model's batch is its own).
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
-                                int64_t seq) {
+                                int64_t seq, int64_t batch) {
   if (!modelPath.empty()) {
     if (!configPath.empty()) {
       fail("give either a model.mlir or --config, not both");
@@ -286,7 +287,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
   // A sequence length eval derived from the tokens is capped at the model's
   // positions; one the user gave (--seq) is not: past them it is an error.
   bool derived = seq > 0 && seqLen.getNumOccurrences() == 0;
-  weft::ModelBuildOptions options{batchSize,
+  weft::ModelBuildOptions options{batch,
                                   seq <= 0 ? config->maxPositions
                                   : derived
                                       ? std::min(seq, config->maxPositions)
@@ -450,13 +451,29 @@ int runCompile(MLIRContext &context) {
     if (!parsed)
       return fail(toString(parsed.takeError()));
     plan = std::move(*parsed);
-    // Without --batch, one sequence per data-parallel rank.
+    // Without --batch, one sequence per data-parallel rank and
+    // micro-batch.
     if (batchSize.getNumOccurrences() == 0)
-      batchSize = plan.size("dp");
+      batchSize = plan.size("dp") * plan.microbatches;
   }
+  // The programs run on one micro-batch: the model is built at its size
+  // (a .mlir model is written at it).
+  if (batchSize % plan.microbatches != 0)
+    return fail(formatv("--batch {0} does not split into microbatches={1} "
+                        "equal micro-batches",
+                        batchSize, plan.microbatches)
+                    .str());
+  if (plan.microbatches > 1 &&
+      (batchSize / plan.microbatches) % plan.size("dp") != 0)
+    return fail(formatv("--batch {0} in microbatches={1} makes micro-batches "
+                        "of {2} sequence(s), which dp={3} does not divide",
+                        batchSize, plan.microbatches,
+                        batchSize / plan.microbatches, plan.size("dp"))
+                    .str());
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
-  OwningOpRef<ModuleOp> module = loadModel(context, sources, seqLen);
+  OwningOpRef<ModuleOp> module =
+      loadModel(context, sources, seqLen, batchSize / plan.microbatches);
   if (!module)
     return 1;
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
@@ -478,7 +495,9 @@ int runCompile(MLIRContext &context) {
     return forward.emitError("@forward declares no weft.param: a model "
                              "without parameters has nothing to train"),
            1;
-  llvm::json::Object meta{{"batch", tokens.getDimSize(0)},
+  // The step's batch: every micro-batch's sequences.
+  llvm::json::Object meta{{"batch", tokens.getDimSize(0) * plan.microbatches},
+                          {"microbatches", plan.microbatches},
                           {"seq", tokens.getDimSize(1)},
                           {"vocab", vocabOf(forward)},
                           {"dtype", dtypeName.getValue()}};
@@ -588,13 +607,20 @@ int runCompile(MLIRContext &context) {
   if (failed(weft::compileSchedBundle(*module, outputPath, options,
                                       std::move(meta), configure)))
     return 1;
-  auto step = module->lookupSymbol<weft::sched::ProgramOp>("step");
-  int64_t instructions = 0;
-  for (Operation &op : step.getBody().front())
-    instructions += isa<weft::sched::InstructionOpInterface>(op);
+  // A step is what the train schedule runs: each program as many times as
+  // it has runs (with micro-batches, @accumulate once per micro-batch).
+  int64_t instructions = 0, arena = 0;
+  if (auto train = module->lookupSymbol<weft::sched::ScheduleOp>("train"))
+    train.walk([&](weft::sched::RunOp run) {
+      auto program =
+          module->lookupSymbol<weft::sched::ProgramOp>(run.getProgramAttr());
+      for (Operation &op : program.getBody().front())
+        instructions += isa<weft::sched::InstructionOpInterface>(op);
+      arena = std::max(arena, *program.getArena());
+    });
   errs() << formatv("wrote {0}: {1} instructions in a training step, arena "
                     "{2} bytes\n",
-                    outputPath.getValue(), instructions, *step.getArena());
+                    outputPath.getValue(), instructions, arena);
   return report ? finishReport(*module) : 0;
 }
 
@@ -656,7 +682,7 @@ int runEval(MLIRContext &context) {
 
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
-  OwningOpRef<ModuleOp> module = loadModel(context, sources, seq);
+  OwningOpRef<ModuleOp> module = loadModel(context, sources, seq, batchSize);
   if (!module)
     return 1;
   auto funcs = module->getOps<func::FuncOp>();

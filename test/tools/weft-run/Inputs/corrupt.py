@@ -52,6 +52,15 @@ elif kind == "epilogue":
 elif kind == "arity":  # A bias_gelu GEMM without its aux operand.
     g = first(step["instructions"], lambda i: i["op"] == "gemm" and i["epilogue"] == "bias_gelu")
     g["operands"].pop()
+elif kind in ("norun", "trainforward", "notrain"):
+    # The train schedule runs nothing; runs only the forward program (which
+    # reports no gradient norm); is missing.
+    train = first(m["schedules"], lambda s: s["name"] == "train")
+    if kind == "notrain":
+        m["schedules"].remove(train)
+    else:
+        train["sequences"][0]["runs"] = [] if kind == "norun" else [
+            {"program": "forward", "microbatch": 0, "chunk": 0}]
 elif kind == "hash":  # The kernel library is not the one the bundle names.
     m["kernels"]["cpu"]["xxh3"] = "0" * 32
 else:

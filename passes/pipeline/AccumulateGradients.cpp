@@ -1,0 +1,161 @@
+//===- AccumulateGradients.cpp - a step as micro-batches, then one update -===//
+
+#include "passes/pipeline/Passes.h"
+
+#include "dialects/weft/IR/WeftEmitter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace weft {
+#define GEN_PASS_DEF_ACCUMULATEGRADIENTS
+#include "passes/pipeline/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+/// A state parameter `name` of `type`, zeros at first, stored as `like` is
+/// (the parameter whose gradient it holds; none for the loss).
+ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
+                           StringRef name, ParamOp like) {
+  auto acc = ParamOp::create(b, loc, type, b.getStringAttr(name),
+                             InitKindAttr::get(b.getContext(), InitKind::Zeros),
+                             FloatAttr(), b.getUnitAttr());
+  // Only where the parameter's storage lies (its block of the global
+  // tensor); its optimizer's and gradient's splits are its own.
+  if (like)
+    if (Attribute shard = like->getAttr(kShardOfAttr))
+      acc->setAttr(kShardOfAttr, shard);
+  return acc;
+}
+
+std::string accumulatorName(StringRef param) {
+  return (param + ".grad_acc").str();
+}
+constexpr const char *kLossAccumulator = "loss.accumulated";
+} // namespace
+
+LogicalResult weft::accumulateGradients(func::FuncOp grad,
+                                        int64_t microbatches) {
+  if (microbatches == 1)
+    return success();
+  if (microbatches < 1)
+    return grad.emitError("weft-accumulate-gradients: microbatches must be "
+                          "at least 1, got ")
+           << microbatches;
+  if (grad.isExternal() || grad.getNumResults() < 1 ||
+      grad.getResultAttrOfType<StringAttr>(0, "weft.output") !=
+          StringAttr::get(grad.getContext(), "loss"))
+    return grad.emitError("weft-accumulate-gradients: @")
+           << grad.getSymName()
+           << " is not a gradient function (run weft-autodiff first)";
+  if (SymbolTable::lookupNearestSymbolFrom(
+          grad, StringAttr::get(grad.getContext(), kAccumulateFunc)))
+    return grad.emitError("weft-accumulate-gradients: a symbol named @")
+           << kAccumulateFunc << " already exists";
+  llvm::StringMap<ParamOp> params;
+  for (ParamOp p : grad.getBody().front().getOps<ParamOp>())
+    params[p.getName()] = p;
+  SmallVector<ParamOp> gradOf; // Per result after the loss.
+  for (unsigned r = 1; r < grad.getNumResults(); ++r) {
+    auto tag = grad.getResultAttrOfType<StringAttr>(r, "weft.grad");
+    ParamOp param = tag ? params.lookup(tag.getValue()) : ParamOp();
+    if (!param)
+      return grad.emitError("weft-accumulate-gradients: result ")
+             << r << " of @" << grad.getSymName()
+             << " is not the gradient of a parameter";
+    gradOf.push_back(param);
+  }
+
+  // @accumulate: the gradient function, its gradients and loss added into
+  // the accumulators instead of returned.
+  OpBuilder b(grad);
+  auto accumulate = cast<func::FuncOp>(b.clone(*grad));
+  accumulate.setSymName(kAccumulateFunc);
+  accumulate->setAttr(kMicrobatchesAttr, b.getI64IntegerAttr(microbatches));
+  {
+    Block &body = accumulate.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Location loc = ret.getLoc();
+    b.setInsertionPointToStart(&body);
+    Value loss = ret.getOperand(0);
+    ParamOp lossAcc =
+        declareAccumulator(b, loc, loss.getType(), kLossAccumulator, ParamOp());
+    SmallVector<ParamOp> accs;
+    for (ParamOp param : gradOf)
+      accs.push_back(declareAccumulator(b, param.getLoc(), param.getType(),
+                                        accumulatorName(param.getName()),
+                                        param));
+    b.setInsertionPoint(ret);
+    detail::Emitter e{b, loc};
+    AssignOp::create(b, loc, lossAcc.getNameAttr(),
+                     e.add(lossAcc.getResult(), loss));
+    for (auto [acc, g] : llvm::zip(accs, ret.getOperands().drop_front()))
+      AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), g));
+    func::ReturnOp::create(b, loc, ValueRange{loss});
+    ret.erase();
+    accumulate.setFunctionType(
+        b.getFunctionType(body.getArgumentTypes(), {loss.getType()}));
+    accumulate.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+    accumulate.setResultAttr(0, "weft.output", b.getStringAttr("loss"));
+  }
+
+  // The gradient function again, as the accumulators' mean: no inputs, the
+  // parameters it updates declared, the accumulators zeroed for the next
+  // step.
+  b.setInsertionPoint(grad);
+  auto mean =
+      func::FuncOp::create(b, grad.getLoc(), grad.getSymName(),
+                           b.getFunctionType({}, grad.getResultTypes()));
+  Block *body = mean.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Location loc = grad.getLoc();
+  detail::Emitter e{b, loc};
+  for (ParamOp param : grad.getBody().front().getOps<ParamOp>())
+    b.clone(*param.getOperation());
+  ParamOp lossAcc = declareAccumulator(b, loc, grad.getResultTypes()[0],
+                                       kLossAccumulator, ParamOp());
+  SmallVector<Value> results;
+  auto average = [&](ParamOp acc) {
+    auto type = cast<RankedTensorType>(acc.getType());
+    Value result = e.mul(acc.getResult(), e.splat(type, 1.0 / microbatches));
+    AssignOp::create(b, loc, acc.getNameAttr(), e.splat(type, 0.0));
+    return result;
+  };
+  results.push_back(average(lossAcc));
+  for (ParamOp param : gradOf)
+    results.push_back(
+        average(declareAccumulator(b, param.getLoc(), param.getType(),
+                                   accumulatorName(param.getName()), param)));
+  func::ReturnOp::create(b, loc, results);
+  SmallVector<DictionaryAttr> resultAttrs;
+  grad.getAllResultAttrs(resultAttrs);
+  mean.setAllResultAttrs(resultAttrs);
+  for (NamedAttribute attr : grad->getDiscardableAttrs())
+    mean->setAttr(attr.getName(), attr.getValue());
+  grad.erase();
+  return success();
+}
+
+namespace {
+struct AccumulateGradientsPass
+    : weft::impl::AccumulateGradientsBase<AccumulateGradientsPass> {
+  using AccumulateGradientsBase::AccumulateGradientsBase;
+
+  void runOnOperation() override {
+    if (microbatches == 1)
+      return;
+    auto grad = getOperation().lookupSymbol<func::FuncOp>(func);
+    if (!grad) {
+      getOperation().emitError("weft-accumulate-gradients: no function "
+                               "named @")
+          << func;
+      return signalPassFailure();
+    }
+    if (failed(accumulateGradients(grad, microbatches)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -10,7 +10,7 @@
 #include "codegen/KernelExpr.h"
 #include "codegen/Passes.h"
 #include "codegen/lowering/Lowering.h"
-#include "passes/pipeline/Passes.h"
+#include "passes/pipeline/Names.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"

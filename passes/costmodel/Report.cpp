@@ -3,6 +3,7 @@
 #include "passes/costmodel/Report.h"
 
 #include "passes/costmodel/CostModel.h"
+#include "passes/pipeline/Names.h"
 
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/memory/Passes.h"
@@ -116,6 +117,27 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
       step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt();
   double comm = 0;
   step.walk([&](Operation *op) { comm += ringBytes(op); });
+  // Gradient accumulation (weft-accumulate-gradients): a step also runs
+  // @accumulate once per micro-batch, whose arena is resident beside
+  // @step's (each program has its own) and whose collectives run each
+  // time; the gradients persist in their accumulators, which replace the
+  // gradient count above (@step's gradients are their means, in its arena).
+  if (auto accumulate = module.lookupSymbol<func::FuncOp>(kAccumulateFunc)) {
+    auto arena = accumulate->getAttrOfType<IntegerAttr>("weft.arena_bytes");
+    auto m = accumulate->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
+    if (!arena || !m)
+      return accumulate.emitError("no planned @accumulate to estimate"),
+             failure();
+    estimate.activationBytes += arena.getInt();
+    double once = 0;
+    accumulate.walk([&](Operation *op) { once += ringBytes(op); });
+    comm += once * m.getInt();
+    estimate.gradBytes = 0;
+    for (ParamOp p : step.getBody().front().getOps<ParamOp>())
+      if (p.getName().ends_with(kGradAccumulatorSuffix))
+        estimate.gradBytes += elementsOf(p.getType()) *
+                              elementBytes(p.getType().getElementType());
+  }
   estimate.commBytes = static_cast<int64_t>(comm);
   // Every rank runs the same program on same-sized blocks.
   int64_t ranks = 1;

@@ -15,7 +15,9 @@
 // gradient was reduce-scattered (ZeRO-2). Collectives count ring traffic
 // by CostModel.h's collectiveSendBytes: an all-reduce sends 2(n-1)/n of its
 // bytes, an all-gather (n-1)/n of its result, a reduce-scatter and an
-// all-to-all (n-1)/n of their operand.
+// all-to-all (n-1)/n of their operand. With micro-batches the gradients are
+// their accumulators, the arenas those of @accumulate and @step, and
+// @accumulate's collectives count once per micro-batch.
 //
 //===----------------------------------------------------------------------===//
 

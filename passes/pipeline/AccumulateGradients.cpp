@@ -32,7 +32,7 @@ ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
 }
 
 std::string accumulatorName(StringRef param) {
-  return (param + ".grad_acc").str();
+  return (param + kGradAccumulatorSuffix).str();
 }
 constexpr const char *kLossAccumulator = "loss.accumulated";
 } // namespace

@@ -6,6 +6,7 @@
 #include "dialects/weft/IR/WeftOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/pipeline/Names.h"
 
 namespace weft {
 #define GEN_PASS_DECL
@@ -13,11 +14,6 @@ namespace weft {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/pipeline/Passes.h.inc"
-
-/// The name of the per-micro-batch program weft-accumulate-gradients makes.
-inline constexpr const char *kAccumulateFunc = "accumulate";
-/// Its attribute: how many micro-batches one step runs it for.
-inline constexpr const char *kMicrobatchesAttr = "weft.microbatches";
 
 /// Splits gradient function `grad` into @accumulate and the accumulated
 /// gradient function (see weft-accumulate-gradients); nothing for 1.

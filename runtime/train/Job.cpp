@@ -121,6 +121,11 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
                                  const RankInfo &rank, const Log &log) {
   if (!(options.timeoutSeconds > 0))
     return invalid("--timeout must be positive");
+  // Held in int64 milliseconds and added to clocks: inf or 1e300 would not
+  // fit (undefined behaviour); 1e7 s (four months) is beyond any wait.
+  if (options.timeoutSeconds > 1e7)
+    return invalid(absl::StrCat("--timeout must be at most 1e7 seconds, got ",
+                                options.timeoutSeconds));
   // Before joining the job or loading anything.
   if (absl::Status s = checkJobOptions(options); !s.ok())
     return s;

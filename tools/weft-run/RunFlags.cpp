@@ -159,10 +159,15 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
     return absl::InvalidArgumentError(
         "expected exactly one bundle directory (see --help)");
   // Checked whether or not this process launches (a rank ignores it, but
-  // a value that cannot mean anything is a mistake either way).
-  if (!(absl::GetFlag(FLAGS_stop_grace) >= 0))
+  // a value that cannot mean anything is a mistake either way). The
+  // launcher holds it in int64 milliseconds: inf or 1e300 would not fit.
+  double grace = absl::GetFlag(FLAGS_stop_grace);
+  if (!(grace >= 0))
     return absl::InvalidArgumentError(
         "--stop-grace must be at least 0 seconds");
+  if (grace > 1e7)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stop-grace must be at most 1e7 seconds, got ", grace));
   return commandFromFlags(positional[0]);
 }
 

@@ -21,11 +21,13 @@
 
 #include "passes/costmodel/Topology.h"
 
+#include "runtime/support/Files.h"
 #include "runtime/support/Json.h"
 
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -311,6 +313,25 @@ Expected<Topology> Topology::load(StringRef specOrPath) {
   for (const Preset &p : kPresets)
     if (name == p.name)
       return preset(specOrPath);
+  // A topology is a few KiB. A device or pipe (/dev/zero never ends) is
+  // read up to a cap; a regular file past it is refused by its size.
+  constexpr size_t kMaxTopologyBytes = size_t(16) << 20;
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(specOrPath, status)) {
+    if (status.type() == llvm::sys::fs::file_type::regular_file &&
+        status.getSize() > kMaxTopologyBytes)
+      return fail(formatv("{0}: is {1} bytes, more than a topology file may "
+                          "hold ({2})",
+                          specOrPath, status.getSize(), kMaxTopologyBytes));
+    if (status.type() != llvm::sys::fs::file_type::regular_file &&
+        status.type() != llvm::sys::fs::file_type::directory_file) {
+      absl::StatusOr<std::string> text =
+          runtime::readFileAtMost(specOrPath.str(), kMaxTopologyBytes);
+      if (!text.ok())
+        return fail(std::string(text.status().message()));
+      return parse(*text, specOrPath);
+    }
+  }
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFile(specOrPath);
   if (!buffer)

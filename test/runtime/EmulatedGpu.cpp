@@ -60,11 +60,13 @@ absl::Status EmulatedGpu::load(const std::string &source,
   // The kernels, then a table of them for the loader below.
   std::map<std::string, int> arity = cudaKernelArity(source);
   std::ostringstream table;
-  table << "\nextern \"C\" void weft_emulator_kernels(void (*add)(const char "
-           "*, void (*)(void **))) {\n";
+  // The callback takes the caller's context: ranks as threads open their
+  // devices at once, so nothing may be shared through a static.
+  table << "\nextern \"C\" void weft_emulator_kernels(void *context, void "
+           "(*add)(void *, const char *, void (*)(void **))) {\n";
   for (const auto &[kernel, unused] : arity)
-    table << "  add(\"" << kernel << "\", [](void **a) { weft_emu_call(&"
-          << kernel << ", a); });\n";
+    table << "  add(context, \"" << kernel
+          << "\", [](void **a) { weft_emu_call(&" << kernel << ", a); });\n";
   table << "}\n";
   // Compiled once per source text: in the kernel cache when there is one
   // (tests set XDG_CACHE_HOME), else in `dir` (beside, not over, a bundle's
@@ -115,18 +117,24 @@ absl::Status EmulatedGpu::open(const std::string &so,
   libraries.push_back(library);
   auto launch =
       reinterpret_cast<LaunchFn>(dlsym(library, "weft_emulator_launch"));
-  auto list = reinterpret_cast<void (*)(void (*)(const char *, Thunk))>(
+  using AddFn = void (*)(void *, const char *, Thunk);
+  auto list = reinterpret_cast<void (*)(void *, AddFn)>(
       dlsym(library, "weft_emulator_kernels"));
   if (!launch || !list)
     return absl::InternalError(absl::StrCat(so, ": no emulator entry points"));
-  // The table's callback cannot capture: collect through a static.
-  static std::vector<std::pair<std::string, Thunk>> *found;
   std::vector<std::pair<std::string, Thunk>> entries;
-  found = &entries;
-  list([](const char *n, Thunk t) { found->push_back({n, t}); });
-  for (const auto &[kernel, thunk] : entries)
+  list(&entries, [](void *context, const char *n, Thunk t) {
+    static_cast<std::vector<std::pair<std::string, Thunk>> *>(context)
+        ->push_back({n, t});
+  });
+  for (const auto &[kernel, thunk] : entries) {
+    auto found = arity.find(kernel);
+    if (found == arity.end())
+      return absl::InternalError(
+          absl::StrCat(so, ": kernel ", kernel, " is not in the source"));
     kernels[kernel] =
-        std::make_unique<Kernel>(Kernel{thunk, launch, arity.at(kernel)});
+        std::make_unique<Kernel>(Kernel{thunk, launch, found->second});
+  }
   return absl::OkStatus();
 }
 

@@ -90,10 +90,21 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     forward.addPass(createShardingPropagate());
     forward.addPass(createPartition());
   }
+  bool pipelined = plan.size("pp") > 1;
+  if (pipelined) {
+    if (options.keepGradients)
+      return llvm::createStringError(
+          "weft-train: keep-gradients needs a plan without pp");
+    AssignStagesOptions stages;
+    stages.stages = plan.size("pp") * plan.chunks;
+    stages.boundaries = plan.stages;
+    pm.addPass(createAssignStages(stages));
+  }
   pm.addPass(createAutodiff());
   if (plan.zero == 3)
     pm.addNestedPass<func::FuncOp>(createReshardAfterForward());
-  if (plan.microbatches > 1) {
+  // A pipeline runs micro-batches even when there is one.
+  if (plan.microbatches > 1 || pipelined) {
     // The kept @train_step would be the accumulators' mean, not one
     // micro-batch's gradients: nothing a test could compare.
     if (options.keepGradients)
@@ -114,8 +125,15 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   // ZeRO-1/2 (optimizer splits from the plan); otherwise it only records
   // each parameter's gradient size.
   pm.addPass(createPartitionOptimizer());
+  if (pipelined) {
+    SplitStagesOptions split;
+    split.schedule = plan.schedule;
+    split.chunks = plan.chunks;
+    pm.addPass(createSplitStages(split));
+  }
   // Every function left is a program: @step, @forward, @accumulate with
-  // micro-batches (and @train_step).
+  // micro-batches (and @train_step); with pp, each stage's forward and
+  // backward and each rank's step.
   OpPassManager &programs = pm.nest<func::FuncOp>();
   BucketAllReduceOptions bucket;
   bucket.bucketMb = options.bucketMb;

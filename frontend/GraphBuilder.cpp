@@ -37,9 +37,12 @@ Value GraphBuilder::input(StringRef name, ArrayRef<int64_t> shape, Type elt) {
 Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape, Type elt,
                           Init init) {
   FloatAttr scale = init.scale ? b.getF64FloatAttr(*init.scale) : FloatAttr();
-  return ParamOp::create(b, loc, RankedTensorType::get(shape, elt),
-                         b.getStringAttr(name),
-                         InitKindAttr::get(b.getContext(), init.kind), scale);
+  auto param = ParamOp::create(
+      b, loc, RankedTensorType::get(shape, elt), b.getStringAttr(name),
+      InitKindAttr::get(b.getContext(), init.kind), scale);
+  if (layer >= 0)
+    param->setAttr(kLayerAttr, b.getI64IntegerAttr(layer));
+  return param;
 }
 
 Value GraphBuilder::constant(ArrayRef<int64_t> shape, Type elt, double value) {

@@ -44,6 +44,10 @@ public:
   mlir::MLIRContext *context() { return b.getContext(); }
   /// Ops created from now on carry `name` as their location.
   void setScope(llvm::StringRef name);
+  /// Parameters declared from now on belong to transformer layer `layer`
+  /// (`weft.layer`, which pipeline stages are cut along); -1: to none
+  /// (embeddings, the final norm, the head).
+  void setLayer(int64_t layer) { this->layer = layer; }
 
   /// Adds a function argument; `name` is kept as the `weft.input` arg attr.
   mlir::Value input(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
@@ -132,6 +136,7 @@ private:
 
   mlir::OpBuilder b;
   mlir::Location loc;
+  int64_t layer = -1;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   std::vector<std::string> inputNames;

@@ -155,6 +155,23 @@ LogicalResult lowerAllToAll(AllToAllOp op, ProgramLowering &l) {
   return success();
 }
 
+// Point-to-point moves bytes as stored: no f32 widening.
+LogicalResult lowerSend(SendOp op, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  sched::SendOp::create(b, op.getLoc(), l.stored(op.getInput()), l.mesh(),
+                        op.getAxisAttr(), op.getOffsetAttr(), op.getTagAttr(),
+                        b.getStringAttr("compute"));
+  return success();
+}
+
+LogicalResult lowerRecv(RecvOp op, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  sched::RecvOp::create(b, op.getLoc(), l.define(op.getResult()), l.mesh(),
+                        op.getAxisAttr(), op.getOffsetAttr(), op.getTagAttr(),
+                        b.getStringAttr("compute"));
+  return success();
+}
+
 } // namespace
 
 void populateCollectiveLowerings(LoweringTable &table) {
@@ -162,6 +179,8 @@ void populateCollectiveLowerings(LoweringTable &table) {
   addLowering(table, lowerAllGather);
   addLowering(table, lowerReduceScatter);
   addLowering(table, lowerAllToAll);
+  addLowering(table, lowerSend);
+  addLowering(table, lowerRecv);
 }
 
 } // namespace weft::codegen

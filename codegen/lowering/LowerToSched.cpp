@@ -246,7 +246,12 @@ public:
       f.erase();
     for (auto &[program, name] : programs)
       program.setSymName(name);
-    if (microbatches > 0)
+    if (auto table =
+            module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr)) {
+      if (failed(addPipelineSchedule(table)))
+        return failure();
+      module->removeAttr(kPipelineScheduleAttr);
+    } else if (microbatches > 0)
       addSchedule("train", {kAccumulateFunc, "step"}, microbatches);
     else
       addSchedule("train", {"step"}, 1);
@@ -445,6 +450,35 @@ private:
         sched::RunOp::create(b, module.getLoc(), p, i, 0);
     sched::RunOp::create(b, module.getLoc(), programs.back(), microbatches - 1,
                          0);
+  }
+
+  /// The `train` schedule of a pipeline: weft-pipeline-split's table
+  /// (kPipelineScheduleAttr), one sequence per pp coordinate.
+  LogicalResult addPipelineSchedule(DictionaryAttr table) {
+    auto microbatches = table.getAs<IntegerAttr>("microbatches");
+    auto ranks = table.getAs<ArrayAttr>("ranks");
+    if (!microbatches || !ranks)
+      return module.emitError("malformed ")
+             << kPipelineScheduleAttr << " attribute: " << table;
+    auto schedule = sched::ScheduleOp::create(
+        b, module.getLoc(), b.getStringAttr("train"), microbatches);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&schedule.getBody().emplaceBlock());
+    Block *sequences = b.getInsertionBlock();
+    for (auto [r, entries] : llvm::enumerate(ranks)) {
+      b.setInsertionPointToEnd(sequences);
+      auto seq = sched::SequenceOp::create(
+          b, module.getLoc(), b.getStringAttr(kPipelineAxis),
+          b.getI64IntegerAttr(static_cast<int64_t>(r)));
+      b.setInsertionPointToEnd(&seq.getBody().emplaceBlock());
+      for (Attribute entry : cast<ArrayAttr>(entries)) {
+        auto e = cast<ArrayAttr>(entry);
+        sched::RunOp::create(
+            b, module.getLoc(), cast<StringAttr>(e[0]).getValue(),
+            cast<IntegerAttr>(e[1]).getInt(), cast<IntegerAttr>(e[2]).getInt());
+      }
+    }
+    return success();
   }
 
   ModuleOp module;

@@ -82,6 +82,7 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   x = g.add(x, g.broadcast(g.slice(wpe, {0, 0}, {s, d}), {b, s, d}, {1, 2}));
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
+    g.setLayer(layer);
     std::string p = "transformer.h." + std::to_string(layer);
     g.setScope(p + ".attn");
     Value a = layerNorm(x, p + ".ln_1");
@@ -102,6 +103,7 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
     m = linear(m, p + ".mlp.c_proj", f, d, residual, TpRole::Row);
     x = g.add(x, m);
   }
+  g.setLayer(-1);
   g.setScope("transformer.ln_f");
   x = layerNorm(x, "transformer.ln_f");
   g.setScope("lm_head");

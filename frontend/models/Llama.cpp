@@ -50,6 +50,7 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   Value x = g.embedding(embed, in.tokens);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
+    g.setLayer(layer);
     std::string p = "model.layers." + std::to_string(layer);
     g.setScope(p + ".self_attn");
     Value a = rmsNorm(x, p + ".input_layernorm");
@@ -107,6 +108,7 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
     }
     x = g.add(x, m);
   }
+  g.setLayer(-1);
   g.setScope("model.norm");
   x = rmsNorm(x, "model.norm");
   g.setScope("lm_head");

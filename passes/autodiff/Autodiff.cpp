@@ -159,16 +159,38 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
   builder.setInsertionPoint(gradRet);
   Location loc = gradRet.getLoc();
   detail::Emitter e{builder, loc};
+  // A pipeline stage (weft.stage) is where an op runs: the ops emitted by
+  // `emit` run where `like` does, so an op's gradient runs on its stage
+  // and a value's gradient is summed where the value lives.
+  auto onStageOf = [&](Operation *like, auto emit) {
+    Operation *before = gradRet->getPrevNode();
+    auto result = emit();
+    Attribute stage = like ? like->getAttr(kStageAttr) : Attribute();
+    if (stage)
+      for (Operation *op = before ? before->getNextNode() : &body.front();
+           op != gradRet.getOperation(); op = op->getNextNode())
+        if (!op->hasAttr(kStageAttr))
+          op->setAttr(kStageAttr, stage);
+    return result;
+  };
   llvm::DenseMap<Value, Value> adjoint;
-  adjoint[loss] = e.splat(lossType, 1.0);
+  adjoint[loss] =
+      onStageOf(loss.getDefiningOp(), [&] { return e.splat(lossType, 1.0); });
   auto accumulate = [&](Value v, Value g) {
     auto [it, inserted] = adjoint.try_emplace(v, g);
     if (inserted)
       return;
     Value previous = it->second;
+    // Summed where both parts are made when that is one stage (one
+    // gradient then crosses to v's stage, not two), else where v lives.
     // The concats merged away die with the other unused ops at the end.
-    Value sum = sumDisjointConcats(e, previous, g);
-    it->second = sum ? sum : e.add(previous, g);
+    Operation *a = previous.getDefiningOp(), *b = g.getDefiningOp();
+    bool together = a && b && a->getAttr(kStageAttr) &&
+                    a->getAttr(kStageAttr) == b->getAttr(kStageAttr);
+    it->second = onStageOf(together ? a : v.getDefiningOp(), [&] {
+      Value sum = sumDisjointConcats(e, previous, g);
+      return sum ? sum : e.add(previous, g);
+    });
   };
 
   for (Operation *op : llvm::reverse(forwardOps)) {
@@ -186,8 +208,8 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
       grad.erase();
       return failure();
     }
-    FailureOr<SmallVector<Value>> operandGrads =
-        rule.buildGradients(builder, resultGrads);
+    FailureOr<SmallVector<Value>> operandGrads = onStageOf(
+        op, [&] { return rule.buildGradients(builder, resultGrads); });
     if (failed(operandGrads)) {
       grad.erase();
       return failure();
@@ -204,7 +226,9 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
   for (Operation *op : forwardOps)
     if (auto param = dyn_cast<ParamOp>(op); param && !param.getState()) {
       Value g = adjoint.lookup(param.getResult());
-      results.push_back(g ? g : e.splat(param.getResult().getType(), 0.0));
+      results.push_back(g ? g : onStageOf(param, [&] {
+        return e.splat(param.getResult().getType(), 0.0);
+      }));
       names.push_back(param.getName());
     }
   func::ReturnOp::create(builder, loc, results);

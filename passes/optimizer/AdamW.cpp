@@ -11,6 +11,7 @@
 #include "passes/optimizer/Passes.h"
 
 #include "dialects/weft/IR/WeftEmitter.h"
+#include "passes/pipeline/Names.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -109,6 +110,10 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     if (auto sharding = param->getAttrOfType<ShardingAttr>(weft::kShardOfAttr))
       for (Attribute dim : sharding.getDims())
         llvm::append_range(axes, cast<ArrayAttr>(dim));
+    // A pipeline stage's parameters are on its ranks alone: their squares
+    // sum over pp as well.
+    if (param->hasAttr(kStageAttr))
+      axes.push_back(builder.getStringAttr(kPipelineAxis));
     u.gradAxes = builder.getArrayAttr(axes);
     updates.push_back(u);
   }
@@ -177,6 +182,8 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
           builder.getStringAttr(pname + suffix.str()),
           InitKindAttr::get(builder.getContext(), InitKind::Zeros), FloatAttr(),
           builder.getUnitAttr());
+      if (Attribute stage = u.param->getAttr(kStageAttr))
+        op->setAttr(kStageAttr, stage);
       lastParam = op;
       return op.getResult();
     };

@@ -24,10 +24,12 @@ ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
                              InitKindAttr::get(b.getContext(), InitKind::Zeros),
                              FloatAttr(), b.getUnitAttr());
   // Only where the parameter's storage lies (its block of the global
-  // tensor); its optimizer's and gradient's splits are its own.
+  // tensor, on its pipeline stage); its optimizer's and gradient's splits
+  // are its own.
   if (like)
-    if (Attribute shard = like->getAttr(kShardOfAttr))
-      acc->setAttr(kShardOfAttr, shard);
+    for (const char *attr : {kShardOfAttr, kStageAttr})
+      if (Attribute a = like->getAttr(attr))
+        acc->setAttr(attr, a);
   return acc;
 }
 
@@ -37,9 +39,22 @@ std::string accumulatorName(StringRef param) {
 constexpr const char *kLossAccumulator = "loss.accumulated";
 } // namespace
 
+/// Puts the ops from `from` (exclusive; null: the block's start) to the
+/// insertion point on `stage` (none: leaves them as they are).
+static void placeOnStage(Block &body, Operation *from, Operation *end,
+                         Attribute stage) {
+  if (!stage)
+    return;
+  for (Operation *op = from ? from->getNextNode() : &body.front(); op != end;
+       op = op->getNextNode())
+    op->setAttr(kStageAttr, stage);
+}
+
 LogicalResult weft::accumulateGradients(func::FuncOp grad,
                                         int64_t microbatches) {
-  if (microbatches == 1)
+  // A pipeline runs the step as micro-batches even when there is one.
+  bool staged = grad->hasAttr(kStagesAttr);
+  if (microbatches == 1 && !staged)
     return success();
   if (microbatches < 1)
     return grad.emitError("weft-accumulate-gradients: microbatches must be "
@@ -81,8 +96,14 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     Location loc = ret.getLoc();
     b.setInsertionPointToStart(&body);
     Value loss = ret.getOperand(0);
+    // The loss accumulates where the loss is computed.
+    Attribute lossStage = loss.getDefiningOp()
+                              ? loss.getDefiningOp()->getAttr(kStageAttr)
+                              : Attribute();
     ParamOp lossAcc =
         declareAccumulator(b, loc, loss.getType(), kLossAccumulator, ParamOp());
+    if (lossStage)
+      lossAcc->setAttr(kStageAttr, lossStage);
     SmallVector<ParamOp> accs;
     for (ParamOp param : gradOf)
       accs.push_back(declareAccumulator(b, param.getLoc(), param.getType(),
@@ -90,10 +111,15 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
                                         param));
     b.setInsertionPoint(ret);
     detail::Emitter e{b, loc};
+    Operation *before = ret->getPrevNode();
     AssignOp::create(b, loc, lossAcc.getNameAttr(),
                      e.add(lossAcc.getResult(), loss));
-    for (auto [acc, g] : llvm::zip(accs, ret.getOperands().drop_front()))
+    placeOnStage(body, before, ret, lossStage);
+    for (auto [acc, g] : llvm::zip(accs, ret.getOperands().drop_front())) {
+      before = ret->getPrevNode();
       AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), g));
+      placeOnStage(body, before, ret, acc->getAttr(kStageAttr));
+    }
     func::ReturnOp::create(b, loc, ValueRange{loss});
     ret.erase();
     accumulate.setFunctionType(
@@ -117,6 +143,10 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     b.clone(*param.getOperation());
   ParamOp lossAcc = declareAccumulator(b, loc, grad.getResultTypes()[0],
                                        kLossAccumulator, ParamOp());
+  if (Operation *def =
+          grad.getBody().front().getTerminator()->getOperand(0).getDefiningOp())
+    if (Attribute stage = def->getAttr(kStageAttr))
+      lossAcc->setAttr(kStageAttr, stage);
   SmallVector<Value> results;
   auto average = [&](ParamOp acc) {
     auto type = cast<RankedTensorType>(acc.getType());
@@ -145,8 +175,6 @@ struct AccumulateGradientsPass
   using AccumulateGradientsBase::AccumulateGradientsBase;
 
   void runOnOperation() override {
-    if (microbatches == 1)
-      return;
     auto grad = getOperation().lookupSymbol<func::FuncOp>(func);
     if (!grad) {
       getOperation().emitError("weft-accumulate-gradients: no function "

@@ -1,6 +1,7 @@
-//===- Names.h - names gradient accumulation leaves in the IR ---*- C++ -*-===//
+//===- Names.h - names the pipeline passes leave in the IR ---*- C++ -*-===//
 //
-// What weft-accumulate-gradients writes and later stages read (lowering's
+// What weft-accumulate-gradients and the stage passes write and later
+// stages read (lowering's
 // train schedule, the memory report). Constants only, so readers need not
 // depend on the pass's generated declarations.
 //
@@ -17,6 +18,16 @@ inline constexpr const char *kAccumulateFunc = "accumulate";
 inline constexpr const char *kMicrobatchesAttr = "weft.microbatches";
 /// The suffix of a parameter's gradient accumulator.
 inline constexpr const char *kGradAccumulatorSuffix = ".grad_acc";
+
+/// The mesh axis pipeline stages are placed along.
+inline constexpr const char *kPipelineAxis = "pp";
+/// On a function weft-pipeline-assign-stages cut: how many stages.
+inline constexpr const char *kStagesAttr = "weft.stages";
+/// On the module after weft-pipeline-split: the schedule table, a
+/// dictionary {schedule, microbatches, ranks: per pp rank a list of
+/// [program, micro-batch, chunk]}, which weft-lower-to-sched writes as
+/// the `train` schedule.
+inline constexpr const char *kPipelineScheduleAttr = "weft.pipeline";
 
 } // namespace weft
 

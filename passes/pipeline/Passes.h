@@ -7,6 +7,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "passes/pipeline/Names.h"
+#include "llvm/Support/Error.h"
+
+#include <vector>
 
 namespace weft {
 #define GEN_PASS_DECL
@@ -19,6 +22,30 @@ namespace weft {
 /// gradient function (see weft-accumulate-gradients); nothing for 1.
 mlir::LogicalResult accumulateGradients(mlir::func::FuncOp grad,
                                         int64_t microbatches);
+
+/// Cuts @forward's layers into `stages` contiguous stages (balanced by
+/// cost, or as `boundaries` pins them: "0-7,8-15") and marks every
+/// parameter and op with its stage (see weft-pipeline-assign-stages).
+mlir::LogicalResult assignStages(mlir::func::FuncOp forward, int64_t stages,
+                                 llvm::StringRef boundaries);
+
+/// The layer ranges [first, last] of `stages` contiguous stages of layers
+/// costing `layerCosts`, the first stage also costing `before` and the
+/// last `after`, whose largest stage costs least.
+std::vector<std::pair<int64_t, int64_t>>
+balanceStages(llvm::ArrayRef<double> layerCosts, double before, double after,
+              int64_t stages);
+
+/// Reads pinned stage boundaries ("0-7,8-15"): `stages` ranges covering
+/// layers 0 to layers - 1 in order, without gaps or overlaps.
+llvm::Expected<std::vector<std::pair<int64_t, int64_t>>>
+parseStageBoundaries(llvm::StringRef spec, int64_t layers, int64_t stages);
+
+/// Cuts @accumulate and @step into per-stage forward and backward
+/// programs and per-rank steps, and leaves the schedule table on the module
+/// (see weft-pipeline-split).
+mlir::LogicalResult splitStages(mlir::ModuleOp module, llvm::StringRef schedule,
+                                int64_t chunks);
 } // namespace weft
 
 #endif // WEFT_PASSES_PIPELINE_PASSES_H

@@ -41,4 +41,66 @@ def AccumulateGradients : Pass<"weft-accumulate-gradients", "::mlir::ModuleOp"> 
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }
 
+def AssignStages : Pass<"weft-pipeline-assign-stages", "::mlir::ModuleOp"> {
+  let summary = "Cut a model's layers into pipeline stages";
+  let description = [{
+    Pipeline parallelism's placement, on the forward function `func` before
+    autodiff: the layers (parameters' `weft.layer`) are cut into `stages`
+    contiguous stages whose largest costs least (GEMM and attention FLOPs,
+    one per element written for the other ops; the embedding's cost counts
+    on the first stage, the head's on the last), or as `boundaries` pins
+    them (`0-7,8-15`: layer ranges, in order, covering every layer once).
+    Parameters without a layer go to the first stage when the model reads
+    them before its first layer (embeddings), else to the last (the final
+    norm, the head). Every op gets `weft.stage`: the latest stage among its
+    operands', so values move to later stages only; ops reading no stage's
+    value get none. The function gets `weft.stages`.
+
+    Errors: no parameter with `weft.layer`, fewer layers than stages, and
+    pinned boundaries that overlap, leave layers out or count differently.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "Pipeline stages (pp times virtual stages per rank)">,
+    Option<"boundaries", "boundaries", "std::string", /*default=*/"\"\"",
+           "Pinned layer ranges per stage, e.g. 0-7,8-15 (empty: balance)">,
+    Option<"func", "func", "std::string", /*default=*/"\"forward\"",
+           "Forward function to cut">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
+def SplitStages : Pass<"weft-pipeline-split", "::mlir::ModuleOp"> {
+  let summary = "Cut the staged training step into per-stage programs with "
+                "send/recv and a checked schedule table";
+  let description = [{
+    Runs after weft-pipeline-assign-stages, weft-autodiff,
+    weft-accumulate-gradients and weft-optimizer-adamw, on a module whose
+    mesh has a `pp` axis of P ranks, with `chunks` virtual stages per rank
+    (stage s on rank s mod P). It replaces @accumulate with
+    `@stage<s>.forward` (what the micro-batch's loss needs on stage s) and
+    `@stage<s>.backward` (the rest: gradients and their accumulation), and
+    @step with `@rank<r>.step` (the update of rank r's parameters). Values
+    one stage makes and a later one needs are `weft.send` / `weft.recv`
+    pairs (activations forward, their gradients back, each pair its own
+    tag); a forward value the same stage's backward needs is returned by
+    the forward as `stash.<i>` and taken by the backward as its input of
+    that name, in order. The step sums the loss and the squared gradient
+    norm over pp, each rank reading zeros for the stages it does not hold.
+
+    The table of `schedule` (gpipe, 1f1b, interleaved) for P ranks, the
+    micro-batches of @accumulate and `chunks` is built and proven
+    deadlock-free (checkSchedule), then left on the module as
+    `weft.pipeline` for weft-lower-to-sched. zb-h1 is refused until the
+    backward is split into B and W.
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "Pipeline schedule: gpipe, 1f1b or interleaved">,
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "Virtual stages per rank (interleaved)">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif // WEFT_PASSES_PIPELINE_TD

@@ -38,6 +38,12 @@ struct Plan {
   /// microbatches=M (or mb=M): each step accumulates the gradients of M
   /// micro-batches, then updates once (weft-accumulate-gradients).
   int64_t microbatches = 1;
+  /// With pp: the pipeline schedule (gpipe, 1f1b, interleaved), virtual
+  /// stages per rank (virtual=V, interleaved), and pinned stage boundaries
+  /// (stages=0-7,8-15: layer ranges; empty: balanced by cost).
+  std::string schedule = "1f1b";
+  int64_t chunks = 1;
+  std::string stages;
 
   /// The size of `axis`, 1 when the plan does not name it.
   int64_t size(llvm::StringRef axis) const;

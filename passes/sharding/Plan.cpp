@@ -40,6 +40,13 @@ std::string Plan::str() const {
     parts.push_back("sp=on");
   if (microbatches > 1)
     parts.push_back("microbatches=" + std::to_string(microbatches));
+  if (size("pp") > 1) {
+    parts.push_back("schedule=" + schedule);
+    if (chunks > 1)
+      parts.push_back("virtual=" + std::to_string(chunks));
+    if (!stages.empty())
+      parts.push_back("stages=" + stages);
+  }
   return llvm::join(parts, ",");
 }
 
@@ -50,17 +57,41 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   Plan plan;
   SmallVector<StringRef> parts, meshParts;
   spec.split(parts, ',', -1, /*KeepEmpty=*/false);
-  bool zeroGiven = false, spGiven = false, microbatchesGiven = false;
-  for (StringRef part : parts) {
-    auto [key, value] = part.trim().split('=');
+  bool zeroGiven = false, spGiven = false, microbatchesGiven = false,
+       scheduleGiven = false, virtualGiven = false, stagesGiven = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto [key, value] = parts[i].trim().split('=');
     if (key == "mb")
       key = "microbatches";
     // A strategy given twice would silently keep the last.
     if ((key == "zero" && std::exchange(zeroGiven, true)) ||
         (key == "sp" && std::exchange(spGiven, true)) ||
-        (key == "microbatches" && std::exchange(microbatchesGiven, true)))
+        (key == "microbatches" && std::exchange(microbatchesGiven, true)) ||
+        (key == "schedule" && std::exchange(scheduleGiven, true)) ||
+        (key == "virtual" && std::exchange(virtualGiven, true)) ||
+        (key == "stages" && std::exchange(stagesGiven, true)))
       return fail("plan: " + key + " is given twice");
-    if (key == "microbatches") {
+    if (key == "stages") {
+      // stages=0-7,8-15: the ranges after it are its own parts.
+      std::string ranges = value.str();
+      while (i + 1 < parts.size() && !parts[i + 1].contains('='))
+        ranges += "," + parts[++i].trim().str();
+      if (ranges.empty())
+        return fail("plan: stages needs layer ranges, e.g. stages=0-7,8-15");
+      plan.stages = ranges;
+    } else if (key == "schedule") {
+      if (value != "gpipe" && value != "1f1b" && value != "interleaved" &&
+          value != "zb-h1")
+        return fail("plan: schedule '" + value +
+                    "' does not exist (gpipe, 1f1b, interleaved, zb-h1)");
+      plan.schedule = value.str();
+    } else if (key == "virtual") {
+      if (value.getAsInteger(10, plan.chunks) || plan.chunks < 1 ||
+          plan.chunks > 1024)
+        return fail("plan: virtual needs a count of virtual stages per rank "
+                    "from 1 to 1024, got '" +
+                    value + "'");
+    } else if (key == "microbatches") {
       // At most 2^16: a step of more is a typo, not a plan.
       if (value.getAsInteger(10, plan.microbatches) || plan.microbatches < 1 ||
           plan.microbatches > 65536)
@@ -75,7 +106,7 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
         return fail("plan: sp needs on or off, got '" + value + "'");
       plan.sequenceParallel = value == "on";
     } else {
-      meshParts.push_back(part);
+      meshParts.push_back(parts[i]);
     }
   }
   // Micro-batches alone run on one rank.
@@ -102,6 +133,24 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   if (plan.zero == 2 && plan.microbatches > 1)
     return fail("plan: zero=2 with microbatches=" + Twine(plan.microbatches) +
                 " is not implemented yet (zero=1 and zero=3 are)");
+  if (plan.size("pp") > 1) {
+    for (const char *axis : {"dp", "tp", "ep"})
+      if (plan.size(axis) > 1)
+        return fail("plan: pp with " + Twine(axis) +
+                    " is not implemented yet (pp runs alone, with "
+                    "microbatches)");
+    if (plan.zero > 0)
+      return fail("plan: pp with zero is not implemented yet");
+    if (plan.schedule == "interleaved" && plan.chunks < 2)
+      return fail("plan: schedule=interleaved needs virtual=V with V >= 2 "
+                  "virtual stages per rank");
+    if (plan.schedule != "interleaved" && plan.chunks > 1)
+      return fail("plan: virtual=" + Twine(plan.chunks) +
+                  " needs schedule=interleaved");
+  } else if (scheduleGiven || virtualGiven || stagesGiven) {
+    return fail("plan: schedule, virtual and stages are pipeline settings, "
+                "which need pp >= 2");
+  }
   if (plan.sequenceParallel && plan.size("tp") < 2)
     return fail("plan: sp=on splits the sequence over tp, which needs tp >= 2");
   return plan;
@@ -232,10 +281,9 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   if (!forward)
     return module.emitError("the model has no @forward function");
   // Say plainly what is not built yet rather than run a plan half-applied.
-  for (const char *axis : {"pp", "ep"})
-    if (plan.size(axis) > 1)
-      return module.emitError("plan axis '")
-             << axis << "' is not implemented yet (dp, tp and zero are)";
+  if (plan.size("ep") > 1)
+    return module.emitError(
+        "plan axis 'ep' is not implemented yet (dp, tp, pp and zero are)");
 
   // Mesh axes major to minor as Megatron-LM orders ranks: pipeline stages
   // outermost, tensor parallelism innermost, so a tp group is consecutive

@@ -164,6 +164,29 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
                         getConcatDim(), getSplitDim());
 }
 
+/// A point-to-point op's axis must be one of its mesh's, and its offset
+/// must not name this rank itself.
+static LogicalResult verifyPeer(Operation *op, SymbolTableCollection &symbols,
+                                FlatSymbolRefAttr meshRef, StringAttr axis,
+                                int64_t offset) {
+  FailureOr<MeshOp> mesh =
+      lookupGroup(op, symbols, meshRef, ArrayAttr::get(op->getContext(), axis));
+  if (failed(mesh))
+    return failure();
+  int64_t size = mesh->axisSize(axis.getValue());
+  if (offset % size == 0)
+    return op->emitOpError("offset ")
+           << offset << " along '" << axis.getValue() << "' (size " << size
+           << ") names this rank itself";
+  return success();
+}
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, symbols, getMeshAttr(), getAxisAttr(), getOffset());
+}
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, symbols, getMeshAttr(), getAxisAttr(), getOffset());
+}
+
 //===----------------------------------------------------------------------===//
 // Gradients
 //===----------------------------------------------------------------------===//

@@ -54,6 +54,15 @@ void registerWeftDialects(mlir::DialectRegistry &registry);
 ///                      into that split (ZeRO-2's reduce-scatter), not whole.
 ///   weft.grad_elements on a parameter of a step: gradient elements a rank
 ///                      holds (the memory report reads it).
+///   weft.layer         on a parameter: the transformer layer it belongs to
+///                      (the frontends set it; pipeline stages are cut
+///                      between layers).
+///   weft.stage         on a parameter or an op: the pipeline stage that
+///                      holds or runs it (weft-pipeline-assign-stages; the
+///                      gradient ops autodiff builds run on their forward
+///                      op's stage). Ops without one depend on no stage's
+///                      values and are copied to every stage that uses
+///                      them.
 ///   weft.grad_of       on an op of a training step: per result, the name of
 ///                      the parameter it is the gradient of ("" for none);
 ///                      weft-optimizer-adamw writes it, weft-partition-
@@ -68,6 +77,8 @@ inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
+inline constexpr const char *kLayerAttr = "weft.layer";
+inline constexpr const char *kStageAttr = "weft.stage";
 
 /// Checks the `weft.param`s and `weft.assign`s of `block` together: unique
 /// parameter names, every assign naming a parameter of its type. Run once

@@ -210,6 +210,51 @@ def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all", [Pure]> {
   let hasVerifier = 1;
 }
 
+class Weft_PointToPointOp<string mnemonic, list<Trait> traits = []>
+    : Weft_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])>;
+
+def Weft_SendOp : Weft_PointToPointOp<"send"> {
+  let summary = "send a value to the rank a few coordinates along one axis";
+  let description = [{
+    Sends `input` to the rank whose coordinate along `axis` is this rank's
+    plus `offset` (mod the axis size; every other coordinate equal), which
+    receives it with a `weft.recv` of the same tag, type and -`offset`.
+    Pipeline stages pass activations forward and their gradients back
+    (weft-pipeline-split); sends are posted without waiting. Not
+    differentiable: the split inserts them after autodiff.
+
+    ```mlir
+    weft.send %h to @mesh "pp" offset 1 tag 0 : tensor<4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$offset, I64Attr:$tag);
+  let assemblyFormat = [{
+    $input `to` $mesh $axis `offset` $offset `tag` $tag attr-dict `:`
+    type($input)
+  }];
+}
+
+def Weft_RecvOp : Weft_PointToPointOp<"recv"> {
+  let summary = "receive a value from the rank a few coordinates along one axis";
+  let description = [{
+    Receives what the rank at this rank's coordinate plus `offset` along
+    `axis` sends with the same tag; waits until it arrives.
+
+    ```mlir
+    %h = weft.recv from @mesh "pp" offset -1 tag 0 : tensor<4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+                       I64Attr:$offset, I64Attr:$tag);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    `from` $mesh $axis `offset` $offset `tag` $tag attr-dict `:`
+    type($result)
+  }];
+}
+
 def Weft_ShardSliceOp : Weft_Op<"shard_slice", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {

@@ -1,0 +1,560 @@
+//===- SplitStages.cpp - one program per pipeline stage and phase ---------===//
+//
+// After weft-accumulate-gradients and the optimizer, every op of
+// @accumulate and @step carries the stage that runs it (weft-pipeline-
+// assign-stages; autodiff puts each gradient op on its forward op's stage).
+// This cuts them into what a pipeline rank runs:
+//
+//   stage<s>.forward   the ops the micro-batch's loss needs, on stage s;
+//   stage<s>.backward  the rest of stage s's ops: the gradients and their
+//                      accumulation;
+//   rank<r>.step       the optimizer step of the stages rank r holds.
+//
+// A value one program makes and another needs crosses between them as a
+// send and a receive when the programs are on different stages (forward
+// values move to later stages, gradients to earlier ones), and as a stash
+// when they are the same stage's forward and backward: the forward returns
+// it ("stash.<i>") and the backward takes it, in the same order, so the
+// runtime only hands over what the forward of a micro-batch returned to
+// that micro-batch's backward. Ops that read no stage's value (constants,
+// shapes of the inputs) are copied into each program that uses them, and
+// parameters into each program of their own stage.
+//
+// The optimizer step needs no transfers: its only values that combine
+// stages are scalars summed over `pp` (the squared gradient norm; the
+// loss, summed here from the last stage), and each rank reads zeros for
+// the other ranks' stages before that sum.
+//
+// The schedule table (GPipe, 1F1B, interleaved) is built and checked
+// (passes/pipeline/Schedule.h) and left on the module as `weft.pipeline`,
+// which weft-lower-to-sched writes as the `train` schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/pipeline/Passes.h"
+
+#include "passes/pipeline/Schedule.h"
+
+#include "dialects/weft/IR/WeftEmitter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <map>
+
+namespace weft {
+#define GEN_PASS_DEF_SPLITSTAGES
+#include "passes/pipeline/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+constexpr int64_t kFree = -1;  // Reads no stage's value: copied where used.
+constexpr int64_t kMixed = -2; // Combines stages (the step's sums over pp).
+
+enum Phase { Forward = 0, Backward = 1 };
+
+struct Layout {
+  int64_t ranks = 1, chunks = 1;
+  int64_t stages() const { return ranks * chunks; }
+  int64_t rank(int64_t stage) const { return stage % ranks; }
+  int64_t chunk(int64_t stage) const { return stage / ranks; }
+  /// The mesh offset along pp from stage `from`'s rank to stage `to`'s.
+  int64_t offset(int64_t from, int64_t to) const {
+    return rank(to) - rank(from);
+  }
+};
+
+std::string programName(int64_t stage, Phase phase) {
+  return "stage" + std::to_string(stage) +
+         (phase == Forward ? ".forward" : ".backward");
+}
+
+int64_t stageAttr(Operation *op) {
+  auto s = op->getAttrOfType<IntegerAttr>(kStageAttr);
+  return s ? s.getInt() : kFree;
+}
+
+/// The stage of each op of `body`: its weft.stage; an assign's, its
+/// parameter's; none (kFree) otherwise. With `strict`, an op without a
+/// stage that reads a staged value is an error: a pass before lost it.
+FailureOr<llvm::DenseMap<Operation *, int64_t>>
+stagesOf(Block &body, StringRef pass, bool strict) {
+  llvm::StringMap<ParamOp> params;
+  for (ParamOp p : body.getOps<ParamOp>())
+    params[p.getName()] = p;
+  llvm::DenseMap<Operation *, int64_t> stage;
+  for (Operation &op : body.without_terminator()) {
+    int64_t s = stageAttr(&op);
+    if (auto assign = dyn_cast<AssignOp>(op))
+      s = stageAttr(params.lookup(assign.getName()));
+    if (strict && s == kFree && !isa<AssignOp>(op))
+      for (Value v : op.getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && stage.lookup(def) != kFree)
+          return op.emitError(pass)
+                     << ": '" << op.getName()
+                     << "' has no weft.stage but reads a value of stage "
+                     << stage.lookup(def) << " (from '" << def->getName()
+                     << "')",
+                 failure();
+    stage[&op] = s;
+  }
+  return stage;
+}
+
+//===----------------------------------------------------------------------===//
+// @accumulate: forward and backward programs per stage
+//===----------------------------------------------------------------------===//
+
+class AccumulateSplit {
+public:
+  AccumulateSplit(func::FuncOp acc, const Layout &layout,
+                  FlatSymbolRefAttr mesh)
+      : acc(acc), layout(layout), mesh(mesh), b(acc) {}
+
+  LogicalResult run() {
+    Block &body = acc.getBody().front();
+    FailureOr<llvm::DenseMap<Operation *, int64_t>> stages =
+        stagesOf(body, "weft-pipeline-split", /*strict=*/true);
+    if (failed(stages))
+      return failure();
+    stage = std::move(*stages);
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    // The forward: what the micro-batch's loss needs.
+    SmallVector<Operation *> work;
+    if (Operation *def = ret.getOperand(0).getDefiningOp())
+      work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!forward.insert(op).second)
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          work.push_back(def);
+    }
+    for (Operation &op : body.without_terminator()) {
+      int64_t s = stage.lookup(&op);
+      if (s == kFree || isa<ParamOp>(op))
+        continue;
+      if (s < 0 || s >= layout.stages())
+        return op.emitError("weft-pipeline-split: stage ")
+               << s << " is outside the " << layout.stages()
+               << " stages of the pipeline";
+      Phase phase = forward.contains(&op) ? Forward : Backward;
+      programs[{s, phase}].push_back(&op);
+      for (Value v : op.getOperands())
+        if (failed(route(v, s, phase, &op)))
+          return failure();
+    }
+    return build();
+  }
+
+private:
+  using Key = std::pair<int64_t, Phase>;
+  struct Transfer {
+    Value value;
+    Key from, to;
+    int64_t tag;
+  };
+
+  /// Where `v` is made: its stage and phase, or kFree for values every
+  /// program can make itself (block arguments, unstaged ops). A parameter
+  /// is its stage's forward value, which that stage's backward also reads
+  /// without a stash.
+  std::pair<int64_t, Phase> home(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || stage.lookup(def) == kFree)
+      return {kFree, Forward};
+    return {stage.lookup(def),
+            forward.contains(def) || isa<ParamOp>(def) ? Forward : Backward};
+  }
+
+  /// Records how program (s, phase) gets operand `v` of `user`.
+  LogicalResult route(Value v, int64_t s, Phase phase, Operation *user) {
+    auto [from, fromPhase] = home(v);
+    if (from == kFree ||
+        (from == s && (fromPhase == phase || isa<ParamOp>(v.getDefiningOp()))))
+      return success();
+    if (from == s) // Forward value, backward use.
+      return stash(s, v), success();
+    if (layout.rank(from) == layout.rank(s))
+      return user->emitError("weft-pipeline-split: this op on stage ")
+             << s << " reads a value of stage " << from
+             << ", which is on the same rank; only neighbouring ranks' "
+                "values can be passed";
+    if (fromPhase == Forward && from < s) {
+      transfer(v, {from, Forward}, {s, Forward});
+      if (phase == Backward)
+        stash(s, v);
+      return success();
+    }
+    if (fromPhase == Backward && phase == Backward && from > s)
+      return transfer(v, {from, Backward}, {s, Backward}), success();
+    return user->emitError("weft-pipeline-split: this op runs on stage ")
+           << s << " (" << (phase == Forward ? "forward" : "backward")
+           << ") but reads a "
+           << (fromPhase == Forward ? "forward" : "gradient")
+           << " value of stage " << from
+           << ", which the pipeline cannot pass that way";
+  }
+
+  void stash(int64_t s, Value v) { stashes[s].insert(v); }
+
+  void transfer(Value v, Key from, Key to) {
+    for (const Transfer &t : transfers)
+      if (t.value == v && t.from == from && t.to == to)
+        return;
+    transfers.push_back({v, from, to, static_cast<int64_t>(transfers.size())});
+  }
+
+  /// `v` in the program being built: mapped already, or a copy of its
+  /// unstaged definition (or its stage's parameter), made now.
+  Value materialize(Value v, IRMapping &map, int64_t s) {
+    if (Value m = map.lookupOrNull(v))
+      return m;
+    Operation *def = v.getDefiningOp();
+    int64_t from = def ? stage.lookup(def) : kFree;
+    if (!def || (from != kFree && !(from == s && isa<ParamOp>(def)))) {
+      // route() missed a value: a bug here, not in the input.
+      if (!broken)
+        (def ? def->emitError() : acc.emitError())
+            << "weft-pipeline-split: stage " << s
+            << " needs this value but it was not routed to it";
+      broken = true;
+      return v;
+    }
+    for (Value operand : def->getOperands())
+      materialize(operand, map, s);
+    b.clone(*def, map);
+    return map.lookup(v);
+  }
+
+  LogicalResult build() {
+    Block &body = acc.getBody().front();
+    MLIRContext *ctx = acc.getContext();
+    for (int64_t s = 0; s < layout.stages(); ++s) {
+      for (Phase phase : {Forward, Backward}) {
+        Key key{s, phase};
+        const SmallVector<Operation *> &ops = programs[key];
+        // Inputs: the step's (tokens, labels) when any op reads them, then
+        // the backward's stash.
+        bool readsInputs = false;
+        for (Operation *op : ops)
+          readsInputs |= llvm::any_of(
+              op->getOperands(), [](Value v) { return isa<BlockArgument>(v); });
+        // Unstaged ops copied in may read them too.
+        SmallVector<Type> inputs;
+        SmallVector<DictionaryAttr> inputAttrs;
+        auto addInputs = [&] {
+          for (BlockArgument arg : body.getArguments()) {
+            inputs.push_back(arg.getType());
+            inputAttrs.push_back(acc.getArgAttrDict(arg.getArgNumber()));
+          }
+        };
+        readsInputs |= readsViaFree(ops, s, phase);
+        if (readsInputs)
+          addInputs();
+        const llvm::SetVector<Value> &stashed = stashes[s];
+        if (phase == Backward)
+          for (auto [i, v] : llvm::enumerate(stashed)) {
+            inputs.push_back(v.getType());
+            inputAttrs.push_back(DictionaryAttr::get(
+                ctx, {b.getNamedAttr(
+                         "weft.input",
+                         b.getStringAttr("stash." + std::to_string(i)))}));
+          }
+        b.setInsertionPoint(acc);
+        auto f = func::FuncOp::create(b, acc.getLoc(), programName(s, phase),
+                                      b.getFunctionType(inputs, {}));
+        f->setAttr(kStageAttr, b.getI64IntegerAttr(s));
+        Block *entry = f.addEntryBlock();
+        f.setAllArgAttrs(inputAttrs);
+        b.setInsertionPointToStart(entry);
+        IRMapping map;
+        unsigned next = 0;
+        if (readsInputs)
+          for (BlockArgument arg : body.getArguments())
+            map.map(arg, entry->getArgument(next++));
+        if (phase == Backward)
+          for (Value v : stashed)
+            map.map(v, entry->getArgument(next++));
+        // Receives first, in tag order (the order their sends are posted).
+        for (const Transfer &t : transfers)
+          if (t.to == key)
+            map.map(t.value,
+                    RecvOp::create(
+                        b, acc.getLoc(), t.value.getType(), mesh,
+                        b.getStringAttr(kPipelineAxis),
+                        b.getI64IntegerAttr(layout.offset(s, t.from.first)),
+                        b.getI64IntegerAttr(t.tag))
+                        .getResult());
+        for (Operation *op : ops) {
+          for (Value v : op->getOperands())
+            materialize(v, map, s);
+          b.clone(*op, map);
+        }
+        for (const Transfer &t : transfers)
+          if (t.from == key)
+            SendOp::create(b, acc.getLoc(), materialize(t.value, map, s), mesh,
+                           b.getStringAttr(kPipelineAxis),
+                           b.getI64IntegerAttr(layout.offset(s, t.to.first)),
+                           b.getI64IntegerAttr(t.tag));
+        SmallVector<Value> results;
+        if (phase == Forward)
+          for (Value v : stashed)
+            results.push_back(materialize(v, map, s));
+        func::ReturnOp::create(b, acc.getLoc(), results);
+        f.setFunctionType(b.getFunctionType(entry->getArgumentTypes(),
+                                            ValueRange(results).getTypes()));
+        for (unsigned i = 0; i < results.size(); ++i)
+          f.setResultAttr(i, "weft.output",
+                          b.getStringAttr("stash." + std::to_string(i)));
+        // Copies of parameters and unstaged ops nothing uses any more.
+        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+          if (isOpTriviallyDead(&op))
+            op.erase();
+      }
+    }
+    if (broken)
+      return failure();
+    acc.erase();
+    return success();
+  }
+
+  /// Whether an unstaged op program (s, phase) copies in reads the step's
+  /// inputs (e.g. positions computed from the tokens' shape).
+  bool readsViaFree(ArrayRef<Operation *> ops, int64_t s, Phase phase) {
+    llvm::DenseSet<Operation *> seen;
+    SmallVector<Value> work;
+    for (Operation *op : ops)
+      llvm::append_range(work, op->getOperands());
+    for (const Transfer &t : transfers)
+      if (t.from == Key{s, phase})
+        work.push_back(t.value);
+    if (phase == Forward)
+      llvm::append_range(work, stashes[s]);
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return true;
+      if (stage.lookup(def) != kFree || !seen.insert(def).second)
+        continue;
+      llvm::append_range(work, def->getOperands());
+    }
+    return false;
+  }
+
+  func::FuncOp acc;
+  Layout layout;
+  FlatSymbolRefAttr mesh;
+  OpBuilder b;
+  llvm::DenseMap<Operation *, int64_t> stage;
+  llvm::DenseSet<Operation *> forward;
+  std::map<Key, SmallVector<Operation *>> programs;
+  std::map<int64_t, llvm::SetVector<Value>> stashes;
+  std::vector<Transfer> transfers;
+  bool broken = false;
+};
+
+//===----------------------------------------------------------------------===//
+// @step: one optimizer program per rank
+//===----------------------------------------------------------------------===//
+
+bool sumsOverPipeline(Operation *op) {
+  auto ar = dyn_cast<AllReduceOp>(op);
+  return ar && llvm::is_contained(ar.getAxes().getAsValueRange<StringAttr>(),
+                                  kPipelineAxis);
+}
+
+LogicalResult splitStep(func::FuncOp step, const Layout &layout,
+                        FlatSymbolRefAttr mesh) {
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(ret);
+  // The loss is the last stage's: sum it over pp so every rank reports it.
+  {
+    auto sum = ReduceKindAttr::get(b.getContext(), ReduceKind::Sum);
+    Value loss = ret.getOperand(0);
+    Value total = AllReduceOp::create(b, ret.getLoc(), sum, ValueRange{loss},
+                                      mesh, b.getStrArrayAttr({kPipelineAxis}))
+                      .getResult(0);
+    ret.setOperand(0, total);
+  }
+  FailureOr<llvm::DenseMap<Operation *, int64_t>> staged =
+      stagesOf(body, "weft-pipeline-split", /*strict=*/false);
+  if (failed(staged))
+    return failure();
+  // Owners: a stage, kFree, or kMixed for ops combining stages (their
+  // result is the same on every rank). Ops the optimizer built carry no
+  // stage: they take their operands'.
+  llvm::DenseMap<Operation *, int64_t> owner;
+  for (Operation &op : body.without_terminator()) {
+    int64_t s = staged->lookup(&op);
+    if (sumsOverPipeline(&op)) {
+      s = kMixed;
+    } else if (s == kFree || !isa<ParamOp, AssignOp>(op)) {
+      llvm::SmallSet<int64_t, 2> seen;
+      for (Value v : op.getOperands())
+        if (Operation *def = v.getDefiningOp(); def && owner.lookup(def) >= 0)
+          seen.insert(owner.lookup(def));
+      if (s == kFree)
+        s = seen.empty() ? kFree : seen.size() == 1 ? *seen.begin() : kMixed;
+    }
+    owner[&op] = s;
+  }
+  for (int64_t r = 0; r < layout.ranks; ++r) {
+    b.setInsertionPoint(step);
+    auto copy = cast<func::FuncOp>(b.clone(*step));
+    copy.setSymName("rank" + std::to_string(r) + ".step");
+    // Pair the copy's ops with the original's owners.
+    llvm::DenseMap<Operation *, int64_t> own;
+    for (auto [orig, cloned] :
+         llvm::zip(body.without_terminator(),
+                   copy.getBody().front().without_terminator()))
+      own[&cloned] = owner.lookup(&orig);
+    auto mine = [&](int64_t s) { return s < 0 || layout.rank(s) == r; };
+    // The zeros made below are kFree.
+    auto ownerOf = [&](Operation *op) {
+      auto it = own.find(op);
+      return it == own.end() ? kFree : it->second;
+    };
+    Block &cbody = copy.getBody().front();
+    for (Operation &op : cbody.without_terminator()) {
+      if (ownerOf(&op) != kMixed)
+        continue;
+      for (OpOperand &use : op.getOpOperands()) {
+        Operation *def = use.get().getDefiningOp();
+        if (!def || mine(ownerOf(def)))
+          continue;
+        auto type = cast<RankedTensorType>(use.get().getType());
+        if (type.getRank() != 0)
+          return op.emitError("weft-pipeline-split: the optimizer step "
+                              "combines a ")
+                 << type << " of stage " << ownerOf(def)
+                 << " with other stages' values; only scalars summed over "
+                    "pp may";
+        OpBuilder zb(&op);
+        weft::detail::Emitter e{zb, op.getLoc()};
+        use.set(e.splat(type, 0.0));
+      }
+    }
+    // Users before their definitions; a vector, as erasing invalidates a
+    // reversed range's base.
+    SmallVector<Operation *> order;
+    for (Operation &op : cbody.without_terminator())
+      order.push_back(&op);
+    for (Operation *opp : llvm::reverse(order)) {
+      Operation &op = *opp;
+      if (!mine(ownerOf(&op))) {
+        if (!op.use_empty())
+          return op.emitError("weft-pipeline-split: '")
+                 << op.getName() << "' of stage " << ownerOf(&op)
+                 << " is used on rank " << r << " by '"
+                 << (*op.getUsers().begin())->getName() << "'";
+        op.erase();
+      }
+    }
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(cbody)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+  }
+  step.erase();
+  return success();
+}
+} // namespace
+
+LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
+                                int64_t chunks) {
+  auto fail = [&](const Twine &message) {
+    return module.emitError("weft-pipeline-split: ") << message;
+  };
+  auto acc = module.lookupSymbol<func::FuncOp>(kAccumulateFunc);
+  auto step = module.lookupSymbol<func::FuncOp>("step");
+  if (!acc || !step)
+    return fail("needs @accumulate and @step (run weft-accumulate-gradients "
+                "and the optimizer first)");
+  MeshOp mesh;
+  for (MeshOp m : module.getOps<MeshOp>())
+    mesh = m;
+  int64_t ranks = mesh ? mesh.axisSize(kPipelineAxis) : 0;
+  if (ranks < 2)
+    return fail("the module's mesh has no pp axis of 2 or more ranks");
+  Layout layout{ranks, chunks};
+  auto stagesAttr = acc->getAttrOfType<IntegerAttr>(kStagesAttr);
+  if (!stagesAttr || stagesAttr.getInt() != layout.stages())
+    return fail("@accumulate is cut into ")
+           << (stagesAttr ? stagesAttr.getInt() : 0)
+           << " stages (weft-pipeline-assign-stages), but pp=" << ranks
+           << " with " << chunks << " virtual stages per rank needs "
+           << layout.stages();
+  auto microbatches = acc->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
+  int64_t m = microbatches ? microbatches.getInt() : 1;
+  llvm::Expected<pipeline::ScheduleKind> kind =
+      pipeline::parseScheduleKind(scheduleName);
+  if (!kind)
+    return fail(llvm::toString(kind.takeError()));
+  if (*kind == pipeline::ScheduleKind::ZeroBubbleH1)
+    return fail("schedule zb-h1 splits the backward into input and weight "
+                "gradients, which the split does not do yet (gpipe, 1f1b "
+                "and interleaved run)");
+  llvm::Expected<pipeline::ScheduleTable> table =
+      pipeline::buildSchedule(*kind, ranks, m, chunks);
+  if (!table)
+    return fail(llvm::toString(table.takeError()));
+  if (llvm::Error e = pipeline::checkSchedule(*table))
+    return fail(llvm::toString(std::move(e)));
+
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  if (failed(AccumulateSplit(acc, layout, meshRef).run()) ||
+      failed(splitStep(step, layout, meshRef)))
+    return failure();
+  // The whole model's forward (evaluation) would read parameters that
+  // other ranks update: a pipelined bundle has none yet.
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+    forward.erase();
+
+  // The table, as the lowering writes it: per rank, [program, micro-batch,
+  // chunk] entries, then the rank's step.
+  Builder b(module.getContext());
+  SmallVector<Attribute> ranksAttr;
+  for (int64_t r = 0; r < ranks; ++r) {
+    SmallVector<Attribute> entries;
+    for (const pipeline::Action &a : table->actions[r]) {
+      int64_t s = table->stageOf(r, a.chunk);
+      Phase phase = a.phase == pipeline::Phase::Forward ? Forward : Backward;
+      entries.push_back(b.getArrayAttr({b.getStringAttr(programName(s, phase)),
+                                        b.getI64IntegerAttr(a.microbatch),
+                                        b.getI64IntegerAttr(a.chunk)}));
+    }
+    entries.push_back(
+        b.getArrayAttr({b.getStringAttr("rank" + std::to_string(r) + ".step"),
+                        b.getI64IntegerAttr(m - 1), b.getI64IntegerAttr(0)}));
+    ranksAttr.push_back(b.getArrayAttr(entries));
+  }
+  module->setAttr(
+      kPipelineScheduleAttr,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("schedule", b.getStringAttr(scheduleName)),
+           b.getNamedAttr("microbatches", b.getI64IntegerAttr(m)),
+           b.getNamedAttr("ranks", b.getArrayAttr(ranksAttr))}));
+  return success();
+}
+
+namespace {
+struct SplitStagesPass : weft::impl::SplitStagesBase<SplitStagesPass> {
+  using SplitStagesBase::SplitStagesBase;
+
+  void runOnOperation() override {
+    if (failed(splitStages(getOperation(), schedule, chunks)))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -17,10 +17,12 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/tcp/device.h"
+#include "gloo/transport/unbound_buffer.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -175,12 +177,11 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
       (void)absl::SimpleAtoi(text.substr(space + 1), &pid);
       c->peers.push_back({text.substr(0, space), pid});
     }
-    auto world = std::make_shared<gloo::rendezvous::Context>(
-        static_cast<int>(info.rank), static_cast<int>(info.worldSize));
-    world->setTimeout(timeout);
-    gloo::rendezvous::PrefixStore prefix("world", *c->store);
-    world->connectFullMesh(prefix, c->device);
-    c->world = world;
+    c->world = c->fullMesh("world", info.rank, info.worldSize);
+    // Opened with the world, not at the first transfer: the first transfers
+    // of different ranks come at different points of their programs, and a
+    // rank opening it would wait for ranks that wait for it elsewhere.
+    c->pointToPoint = c->fullMesh("p2p", info.rank, info.worldSize);
   } catch (const std::exception &e) {
     return c->failure("joining the job", e.what());
   }
@@ -188,6 +189,16 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
 }
 
 Communicator::~Communicator() = default;
+
+std::shared_ptr<gloo::Context>
+Communicator::fullMesh(const std::string &prefix, int64_t rank, int64_t size) {
+  auto context = std::make_shared<gloo::rendezvous::Context>(
+      static_cast<int>(rank), static_cast<int>(size));
+  context->setTimeout(timeout);
+  gloo::rendezvous::PrefixStore prefixed(prefix, *store);
+  context->connectFullMesh(prefixed, device);
+  return context;
+}
 
 absl::Status Communicator::agree(const JobFacts &facts) {
   store->set(absl::StrCat("job/", info.rank), encodeFacts(facts));
@@ -246,15 +257,10 @@ Communicator::setMesh(const MeshSpec &mesh,
       if (groups.count(key))
         continue;
       std::vector<int64_t> members = mesh.groupMembers(info.rank, axes);
-      auto context = std::make_shared<gloo::rendezvous::Context>(
-          static_cast<int>(mesh.groupRank(info.rank, axes)),
-          static_cast<int>(members.size()));
-      context->setTimeout(timeout);
       // Members agree on the group's first rank, which names the group.
-      gloo::rendezvous::PrefixStore prefix(
-          absl::StrCat("group/", key, "/", members.front()), *store);
-      context->connectFullMesh(prefix, device);
-      groups[key] = context;
+      groups[key] = fullMesh(absl::StrCat("group/", key, "/", members.front()),
+                             mesh.groupRank(info.rank, axes),
+                             static_cast<int64_t>(members.size()));
     }
   } catch (const std::exception &e) {
     return failure("opening communicators", e.what());
@@ -342,6 +348,84 @@ absl::Status Communicator::barrier() {
     opts.setTimeout(timeout);
     gloo::barrier(opts);
   });
+}
+
+absl::Status Communicator::checkPeer(const std::string &what,
+                                     int64_t peer) const {
+  if (peer == info.rank)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": rank ", peer, " is this rank"));
+  if (peer < 0 || peer >= info.worldSize)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": there is no rank ", peer, " in a job of ", info.worldSize));
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::send(int64_t peer, uint32_t tag, const void *data,
+                                size_t bytes) {
+  std::string what = absl::StrCat("send of ", bytes, " bytes to rank ", peer,
+                                  " (tag ", tag, ")");
+  if (absl::Status s = checkPeer(what, peer); !s.ok())
+    return s;
+  // The receiver's buffer is as empty (their types match): nothing to move.
+  if (bytes == 0)
+    return absl::OkStatus();
+  PendingSend pending{peer, tag, bytes,
+                      std::unique_ptr<char[]>(new char[bytes]), nullptr};
+  std::memcpy(pending.bytes.get(), data, bytes);
+  try {
+    pending.buffer =
+        pointToPoint->createUnboundBuffer(pending.bytes.get(), bytes);
+    pending.buffer->send(static_cast<int>(peer), tag);
+  } catch (const std::exception &e) {
+    return failure(what, e.what());
+  }
+  pendingSends.push_back(std::move(pending));
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::recv(int64_t peer, uint32_t tag, void *data,
+                                size_t bytes) {
+  std::string what = absl::StrCat("receive of ", bytes, " bytes from rank ",
+                                  peer, " (tag ", tag, ")");
+  if (absl::Status s = checkPeer(what, peer); !s.ok())
+    return s;
+  if (bytes == 0)
+    return absl::OkStatus();
+  try {
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer =
+        pointToPoint->createUnboundBuffer(data, bytes);
+    buffer->recv(static_cast<int>(peer), tag);
+    // Gloo throws on a timeout or a closed connection; false is an abort,
+    // which nothing here asks for.
+    if (!buffer->waitRecv(timeout))
+      return failure(what, "Gloo aborted the wait");
+  } catch (const std::exception &e) {
+    return failure(what, e.what());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::waitSends() {
+  std::vector<PendingSend> sends = std::move(pendingSends);
+  pendingSends.clear();
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (PendingSend &s : sends) {
+    std::string what = absl::StrCat("rank ", s.peer, " receiving the ", s.size,
+                                    " bytes sent to it with tag ", s.tag);
+    // Never Gloo's "unset" -1 ms (its default timeout); 1 ms past the
+    // deadline still reports a send that has completed.
+    auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now()),
+                         std::chrono::milliseconds(1));
+    try {
+      if (!s.buffer->waitSend(left))
+        return failure(what, "Gloo aborted the wait");
+    } catch (const std::exception &e) {
+      return failure(what, e.what());
+    }
+  }
+  return absl::OkStatus();
 }
 
 } // namespace weft::runtime

@@ -2,9 +2,11 @@
 //
 // One process per rank. Ranks meet through the TCP rendezvous store served
 // by rank 0 at MASTER_ADDR:MASTER_PORT, then open one Gloo context (full
-// TCP mesh) per group of mesh axes a program uses. Collectives are blocking
-// and run on this rank's group of the named axes; any Gloo failure becomes a
-// status that names the ranks that are no longer running, if any.
+// TCP mesh) per group of mesh axes a program uses, and one of their own for
+// point-to-point transfers. Collectives are blocking and run on this rank's
+// group of the named axes; receives block, sends are posted and waited for
+// later. Any Gloo failure becomes a status that names the ranks that are no
+// longer running, if any.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +28,8 @@ namespace gloo {
 class Context;
 namespace transport {
 class Device;
-}
+class UnboundBuffer;
+} // namespace transport
 } // namespace gloo
 
 namespace weft::runtime {
@@ -99,9 +102,29 @@ public:
   /// Waits for every rank (a barrier on the whole job).
   absl::Status barrier();
 
+  /// Posts a send of a copy of the `bytes` bytes at `data` to world rank
+  /// `peer`, matched by that rank's recv of the same tag and size, and
+  /// returns without waiting for it. Gloo's TCP transport moves the bytes
+  /// only once the receiver has posted its recv, which may be in a program
+  /// the peer runs much later, while the caller's buffer (a program's
+  /// arena) is reused at once. Sends of one tag to one peer are received in
+  /// the order posted. The copy is kept until waitSends.
+  absl::Status send(int64_t peer, uint32_t tag, const void *data, size_t bytes);
+  /// Receives into the `bytes` bytes at `data` what world rank `peer` sends
+  /// with `tag`, waiting at most the communicator's timeout.
+  absl::Status recv(int64_t peer, uint32_t tag, void *data, size_t bytes);
+  /// Waits until every send posted since the last call has been received
+  /// (the timeout bounds them all together) and frees their copies; the
+  /// first failure is returned and the other sends are dropped.
+  absl::Status waitSends();
+
 private:
   Communicator() = default;
   std::shared_ptr<gloo::Context> group(const std::vector<std::string> &axes);
+  /// A context of `size` ranks (this one is `rank`), every pair connected,
+  /// met under `prefix` in the store. Gloo failures throw.
+  std::shared_ptr<gloo::Context> fullMesh(const std::string &prefix,
+                                          int64_t rank, int64_t size);
   /// Runs `call` on the group of `axes` (the world when empty) with the
   /// next tag, turning a Gloo exception into a status naming dead ranks.
   absl::Status
@@ -109,6 +132,8 @@ private:
              const std::function<void(const std::shared_ptr<gloo::Context> &,
                                       uint32_t)> &call);
   absl::Status failure(const std::string &what, const std::string &why);
+  /// Why `peer` cannot be the other end of a transfer (`what`), if it can't.
+  absl::Status checkPeer(const std::string &what, int64_t peer) const;
   /// Publishes `facts` and compares them with rank 0's (rank 0: with every
   /// other rank's). Store failures throw, as in the rest of the rendezvous.
   absl::Status agree(const JobFacts &facts);
@@ -120,6 +145,21 @@ private:
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> world;
   std::map<std::string, std::shared_ptr<gloo::Context>> groups;
+  /// Point to point's own full mesh: its slots (the sched tags as they
+  /// are) live apart from the collectives', and a receive that times out,
+  /// which makes Gloo close every connection of the context it waited on,
+  /// leaves the collectives and the barrier that reports failures working.
+  std::shared_ptr<gloo::Context> pointToPoint;
+  /// A posted send: the bytes it sends from, then Gloo's handle on them
+  /// (released first).
+  struct PendingSend {
+    int64_t peer = 0;
+    uint32_t tag = 0;
+    size_t size = 0;
+    std::unique_ptr<char[]> bytes;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+  };
+  std::vector<PendingSend> pendingSends;
   std::vector<std::pair<std::string, int64_t>> peers; // (host, pid) per rank.
   uint32_t tag = 0;
 };

@@ -52,6 +52,19 @@ struct MeshSpec {
       rank = rank * sizes[i] + c[i];
     return rank;
   }
+  /// The rank whose coordinate along `axis` is `rank`'s plus `delta` mod the
+  /// axis size (either sign: the ring wraps), every other coordinate
+  /// equal: a sched.send's or sched.recv's peer. -1 for an unknown axis.
+  int64_t neighbour(int64_t rank, const std::string &axis,
+                    int64_t delta) const {
+    int i = axisIndex(axis);
+    if (i < 0)
+      return -1;
+    std::vector<int64_t> c = coords(rank);
+    int64_t n = sizes[i];
+    c[i] = ((c[i] + delta % n) % n + n) % n; // No overflow for any delta.
+    return rankOf(c);
+  }
   /// The product of the sizes of `names` (unknown axes count as 1).
   int64_t groupSize(const std::vector<std::string> &names) const {
     int64_t n = 1;

@@ -3,8 +3,8 @@
 // Each instruction is bound once, at create, to the pointers of its buffers
 // and its decoded attributes, so a run is a loop over closures. The loader
 // has checked shapes, dtypes, bounds and arities; what is checked here is
-// only what the CPU cannot do (non-f32 library operands, FP8, point to
-// point).
+// only what the CPU cannot do (non-f32 library operands, FP8, tags past
+// Gloo's 32 bits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -712,14 +712,37 @@ SchedExecutor::bindInstruction(const sched::Program &program,
   }
   case Op::Send:
   case Op::Recv: {
-    // Gloo's point-to-point is not wrapped by Communicator yet; a program
-    // with send/recv (pipeline stages) fails when it reaches one.
+    // The loader has checked that `axis` is the mesh's and that the peer is
+    // not this rank (delta is no multiple of the axis size), so a transfer
+    // always crosses ranks: a placed bundle, which create runs only with a
+    // communicator. Bytes move as stored, whatever the dtype.
     const auto &a = ins.as<sched::PeerAttrs>();
-    std::string message = absl::StrCat(
-        "along '", a.axis, "' offset ", a.delta, " tag ", a.tag,
-        ": point-to-point transfers are not implemented by the CPU "
-        "runtime's Communicator yet");
-    return Step([message] { return absl::UnimplementedError(message); });
+    std::string where = absl::StrCat("along '", a.axis, "' offset ", a.delta,
+                                     " tag ", a.tag, ": ");
+    Communicator *comm = options_.comm;
+    if (!comm)
+      return absl::FailedPreconditionError(
+          absl::StrCat(where,
+                       "a point-to-point transfer needs a multi-rank "
+                       "job (weft-run --nproc ",
+                       mesh_.size(), ")"));
+    if (a.tag > std::numeric_limits<uint32_t>::max())
+      return absl::UnimplementedError(absl::StrCat(
+          where, "the CPU runtime's tags stop at 2^32 - 1 (Gloo's slots)"));
+    int64_t peer = mesh_.neighbour(rank(), a.axis, a.delta);
+    auto tag = static_cast<uint32_t>(a.tag);
+    char *data = bound.ptr[ops[0]];
+    auto bytes = static_cast<size_t>(type(0).bytes());
+    auto located = [where](absl::Status s) {
+      return s.ok() ? s
+                    : absl::Status(s.code(), where + std::string(s.message()));
+    };
+    // A send returns once posted (Communicator::send keeps a copy), since
+    // the matching receive may be in a program the peer runs much later;
+    // finishSends waits for them.
+    if (ins.op == Op::Send)
+      return Step([=] { return located(comm->send(peer, tag, data, bytes)); });
+    return Step([=] { return located(comm->recv(peer, tag, data, bytes)); });
   }
   case Op::Record:
   case Op::Wait:
@@ -727,6 +750,10 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     return Step();
   }
   return absl::InternalError("unknown instruction kind");
+}
+
+absl::Status SchedExecutor::finishSends() {
+  return options_.comm ? options_.comm->waitSends() : absl::OkStatus();
 }
 
 ParamFill SchedExecutor::blockOf(size_t k, std::vector<float> &wide) {

@@ -80,6 +80,15 @@ public:
   /// dtypes must be the program's), then applies its assigns.
   absl::Status run(const std::string &program,
                    const std::vector<HostTensor> &inputs);
+  /// Waits until every sched.send the programs have posted since the last
+  /// call has been received, and frees the copies they were sent from
+  /// (Communicator::waitSends); OK without a communicator. A send returns
+  /// once posted and run() never waits for one: a pipeline schedule sends a
+  /// micro-batch's activations long before the next stage runs the program
+  /// that receives them, and waiting at the end of the sending program
+  /// could wait for a receive the peer only posts after its own, matching,
+  /// send to us. The training loop calls this at the end of each step.
+  absl::Status finishSends();
 
   /// The first element of output `name` of the last run of `program`.
   absl::StatusOr<float> scalarOutput(const std::string &program,

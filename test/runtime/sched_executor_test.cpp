@@ -22,11 +22,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 using namespace weft;
 using testutil::Case;
-using testutil::nextPort;
 using testutil::Trace;
 using testutil::train;
 using testutil::worstError;
@@ -283,64 +281,4 @@ TEST(SchedExecutor, RunsCopiesReductionsAndFillsAsWritten) {
   EXPECT_NE(wrong.message().find("input 0 has the wrong shape"),
             std::string::npos)
       << wrong;
-}
-
-// Point-to-point needs a Communicator that has it: the run stops at the
-// instruction, naming it (on both ranks of a two-stage pipeline).
-TEST(SchedExecutor, SendIsUnimplementedAndNamed) {
-  const char *manifest = R"json({
- "format": "weft-bundle", "version": 2, "meta": {}, "kernels": {},
- "mesh": {"name": "mesh", "axes": ["pp"], "sizes": [2]},
- "params": [], "constants": [], "kernel_decls": [],
- "programs": [
-  {"name": "stage", "arena": 64, "align": 64, "events": 0,
-   "streams": ["compute"],
-   "inputs": [{"shape": [4], "dtype": "f32"}],
-   "buffers": [
-    {"kind": "input", "index": 0, "shape": [4], "dtype": "f32"},
-    {"kind": "alloc", "offset": 0, "first": 0, "last": 2, "shape": [4], "dtype": "f32"}],
-   "instructions": [
-    {"op": "fill", "stream": "compute", "operands": [1], "value": 1},
-    {"op": "send", "stream": "compute", "operands": [1], "axis": "pp",
-     "delta": 1, "tag": 7}],
-   "assigns": [], "outputs": [{"name": "y", "buffer": 1}]}],
- "schedules": []
-})json";
-  // Without a communicator a two-rank bundle is refused up front.
-  auto alone = handWritten(manifest);
-  ASSERT_FALSE(alone.ok());
-  EXPECT_NE(alone.status().message().find("placed on 2 ranks"),
-            std::string::npos)
-      << alone.status();
-  std::vector<absl::Status> results(2);
-  int port = nextPort();
-  auto rank = [&](int r) {
-    runtime::RankInfo info;
-    info.rank = r, info.worldSize = 2, info.masterPort = port;
-    auto comm = runtime::Communicator::create(info, std::chrono::seconds(60));
-    if (!comm.ok()) {
-      results[r] = comm.status();
-      return;
-    }
-    auto exec = handWritten(manifest, comm->get());
-    if (!exec.ok()) {
-      results[r] = exec.status();
-      return;
-    }
-    std::vector<float> x(4);
-    results[r] = (*exec)->run("stage", {{{4}, runtime::DType::F32, x.data()}});
-    // Neither rank closes its connections while the other may still use
-    // them.
-    (*comm)->barrier().IgnoreError();
-  };
-  std::thread other(rank, 1);
-  rank(0);
-  other.join();
-  for (const absl::Status &s : results) {
-    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-    EXPECT_NE(s.message().find("program stage, instruction 1 (send): along "
-                               "'pp' offset 1 tag 7: point-to-point"),
-              std::string::npos)
-        << s;
-  }
 }

@@ -900,10 +900,16 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
         return nullptr;
       split = *dims;
     }
+    IntegerAttr pipelineRank;
+    if (const json::Value *r = o->get("pipeline_rank")) {
+      if (!r->getAsInteger())
+        return fail(at, "pipeline_rank must be an integer");
+      pipelineRank = b.getI64IntegerAttr(*r->getAsInteger());
+    }
     sched::ParamOp::create(b, loc, b.getStringAttr(*name),
                            sched::InitKindAttr::get(ctx, *kind), scale,
                            *state ? b.getUnitAttr() : UnitAttr(), split,
-                           TypeAttr::get(*type));
+                           TypeAttr::get(*type), pipelineRank);
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();
@@ -1078,6 +1084,8 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
       p["state"] = param.getState();
       if (param.getSplit())
         p["split"] = splitOf(param.getSplit());
+      if (std::optional<int64_t> r = param.getPipelineRank())
+        p["pipeline_rank"] = *r;
       params.push_back(std::move(p));
     } else if (auto constant = dyn_cast<sched::ConstantOp>(op)) {
       FailureOr<json::Value> values = constantValues(constant);

@@ -220,6 +220,7 @@ public:
     for (MeshOp m : llvm::make_early_inc_range(module.getOps<MeshOp>())) {
       if (mesh)
         return m.emitError("sched holds one mesh; the module has several");
+      pipelineRanks = m.axisSize(kPipelineAxis);
       sched::MeshOp::create(b, m.getLoc(), m.getSymNameAttr(), m.getAxes(),
                             m.getSizesAttr());
       mesh = FlatSymbolRefAttr::get(m.getSymNameAttr());
@@ -290,9 +291,18 @@ private:
         sched::InitKindAttr::get(b.getContext(), *kind), param.getScaleAttr(),
         param.getStateAttr(),
         splitOf(param->getAttrOfType<ShardingAttr>(kShardOfAttr)),
-        TypeAttr::get(type));
+        TypeAttr::get(type), pipelineRankOf(param));
     params[name.getValue()] = decl;
     return FlatSymbolRefAttr::get(name);
+  }
+
+  /// The pp coordinate holding a pipeline stage's parameter (stage s is on
+  /// rank s mod pp), or null.
+  IntegerAttr pipelineRankOf(ParamOp param) {
+    auto stage = param->getAttrOfType<IntegerAttr>(kStageAttr);
+    if (!stage || pipelineRanks < 2)
+      return IntegerAttr();
+    return b.getI64IntegerAttr(stage.getInt() % pipelineRanks);
   }
 
   /// `sched.constant @cN`, one per distinct value.
@@ -488,6 +498,7 @@ private:
   sched::ProgramOp firstProgram;
   llvm::StringMap<sched::ParamOp> params;
   llvm::DenseMap<Attribute, FlatSymbolRefAttr> constants;
+  int64_t pipelineRanks = 0; // The mesh's pp size (0: none).
 };
 
 struct LowerToSchedPass : weft::impl::LowerToSchedBase<LowerToSchedPass> {

@@ -55,8 +55,11 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-constexpr int64_t kFree = -1;  // Reads no stage's value: copied where used.
-constexpr int64_t kMixed = -2; // Combines stages (the step's sums over pp).
+constexpr int64_t kFree = -1; // Reads no stage's value: copied where used.
+// In the step: a rank's share of a sum over stages (before the sum over
+// pp), and values every rank computes alike (after it).
+constexpr int64_t kPartial = -2;
+constexpr int64_t kReplicated = -3;
 
 enum Phase { Forward = 0, Backward = 1 };
 
@@ -392,22 +395,30 @@ LogicalResult splitStep(func::FuncOp step, const Layout &layout,
       stagesOf(body, "weft-pipeline-split", /*strict=*/false);
   if (failed(staged))
     return failure();
-  // Owners: a stage, kFree, or kMixed for ops combining stages (their
-  // result is the same on every rank). Ops the optimizer built carry no
-  // stage: they take their operands'.
+  // Owners: a stage; kPartial for ops combining stages' values or a
+  // partial sum (each rank computes its share); kReplicated for the sums
+  // over pp and what only they and unstaged values make; kFree. Ops the
+  // optimizer built carry no stage: they take their operands'.
   llvm::DenseMap<Operation *, int64_t> owner;
   for (Operation &op : body.without_terminator()) {
     int64_t s = staged->lookup(&op);
-    if (sumsOverPipeline(&op)) {
-      s = kMixed;
-    } else if (s == kFree || !isa<ParamOp, AssignOp>(op)) {
-      llvm::SmallSet<int64_t, 2> seen;
-      for (Value v : op.getOperands())
-        if (Operation *def = v.getDefiningOp(); def && owner.lookup(def) >= 0)
-          seen.insert(owner.lookup(def));
-      if (s == kFree)
-        s = seen.empty() ? kFree : seen.size() == 1 ? *seen.begin() : kMixed;
+    llvm::SmallSet<int64_t, 2> seen;
+    bool partial = false, replicated = false;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      int64_t o = def ? owner.lookup(def) : kFree;
+      if (o >= 0)
+        seen.insert(o);
+      partial |= o == kPartial;
+      replicated |= o == kReplicated;
     }
+    if (sumsOverPipeline(&op))
+      s = kReplicated;
+    else if (s == kFree && !isa<AssignOp>(op))
+      s = partial || seen.size() > 1 ? kPartial
+          : seen.size() == 1         ? *seen.begin()
+          : replicated               ? kReplicated
+                                     : kFree;
     owner[&op] = s;
   }
   for (int64_t r = 0; r < layout.ranks; ++r) {
@@ -428,7 +439,8 @@ LogicalResult splitStep(func::FuncOp step, const Layout &layout,
     };
     Block &cbody = copy.getBody().front();
     for (Operation &op : cbody.without_terminator()) {
-      if (ownerOf(&op) != kMixed)
+      // Each rank adds its own stages' share to a sum over pp.
+      if (ownerOf(&op) != kPartial && !sumsOverPipeline(&op))
         continue;
       for (OpOperand &use : op.getOpOperands()) {
         Operation *def = use.get().getDefiningOp();

@@ -34,9 +34,13 @@ communicationGroups(const sched::SchedBundle &b) {
                    std::get_if<sched::CrossEntropyAttrs>(&ins.attrs))
         add(x->vocabAxes);
     }
-  for (const sched::Param &p : b.params)
+  for (const sched::Param &p : b.params) {
     if (p.split)
       add(MeshSpec::axesOf(*p.split));
+    // Gathered from its stage's ranks over pp (SchedExecutor::gatherParam).
+    if (p.pipelineRank)
+      add({"pp"});
+  }
   for (const sched::Program &p : b.programs)
     for (const sched::Output &o : p.outputs)
       if (o.split)

@@ -560,6 +560,16 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
   if (o.has("split")) {
     WEFT_ASSIGN(p.split, readSplit(o, mesh, p.type.shape.size()));
   }
+  if (o.has("pipeline_rank")) {
+    int64_t r;
+    WEFT_ASSIGN(r, o.i64("pipeline_rank"));
+    int64_t ranks = mesh ? mesh->axisSize("pp") : 0;
+    if (r < 0 || r >= ranks)
+      return o.fail(absl::StrCat("field 'pipeline_rank' is ", r,
+                                 ", but the mesh has ", ranks,
+                                 " pp coordinates"));
+    p.pipelineRank = r;
+  }
   WEFT_RETURN_IF_ERROR(o.done());
   if (p.name.empty())
     return o.fail("field 'name' is empty");

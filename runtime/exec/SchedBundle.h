@@ -75,6 +75,8 @@ struct Param {
   std::optional<double> scale; // Exactly for normal and uniform.
   bool state = false;
   std::optional<Split> split;
+  /// Held only by the ranks of this pp coordinate (a pipeline stage's).
+  std::optional<int64_t> pipelineRank;
 };
 
 struct Constant {

@@ -955,8 +955,26 @@ SchedExecutor::gatherParam(const std::string &name) {
   if (!local.ok())
     return local;
   const sched::Param *p = bundle_.param(name);
-  return gatherBlocks(options_.comm, mesh_, *local, p->type.shape,
-                      p->split ? *p->split : Sharding());
+  absl::StatusOr<std::vector<float>> whole =
+      gatherBlocks(options_.comm, mesh_, *local, p->type.shape,
+                   p->split ? *p->split : Sharding());
+  if (!whole.ok() || !p->pipelineRank)
+    return whole;
+  // A pipeline stage's tensor: only its ranks' copy is current, which a
+  // sum over pp with zeros from the others hands to every rank.
+  int axis = mesh_.axisIndex("pp");
+  if (axis < 0 || !options_.comm)
+    return absl::FailedPreconditionError(
+        absl::StrCat("parameter '", name,
+                     "' belongs to a pipeline stage, but this run has no pp "
+                     "axis to gather it over"));
+  if (mesh_.coords(rank())[axis] != *p->pipelineRank)
+    std::fill(whole->begin(), whole->end(), 0.0f);
+  if (absl::Status s =
+          options_.comm->allReduce({"pp"}, whole->data(), whole->size());
+      !s.ok())
+    return s;
+  return whole;
 }
 
 absl::StatusOr<std::vector<float>>

@@ -2,27 +2,46 @@
 
 #include "runtime/train/TrainSchedule.h"
 
+#include "runtime/exec/BundleData.h"
+
 #include <algorithm>
 
 namespace weft::runtime {
 
-absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle) {
+absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
+                                      int64_t rank) {
   auto fail = [&](const std::string &what) {
     return absl::InvalidArgumentError(absl::StrCat(bundle.dir, ": ", what));
   };
   const sched::Schedule *schedule = bundle.schedule("train");
   if (!schedule)
     return fail("has no 'train' schedule; compile it with weftc compile");
-  // Pipeline schedules give each pp coordinate a sequence of its own; this
-  // runtime runs one sequence on every rank.
-  if (schedule->sequences.size() != 1 || schedule->sequences[0].axis)
-    return fail("schedule 'train' must be one sequence for every rank (this "
-                "runtime has no pipeline stages yet)");
+  // Pipeline schedules give each coordinate along an axis a sequence of
+  // its own (the loader checked there is one per coordinate).
+  const sched::Sequence *mine = &schedule->sequences[0];
+  if (mine->axis) {
+    MeshSpec mesh = meshSpecOf(bundle);
+    int axis = mesh.axisIndex(*mine->axis);
+    if (axis < 0)
+      return fail("schedule 'train' selects ranks along '" + *mine->axis +
+                  "', which the mesh does not have");
+    int64_t coordinate = mesh.coords(rank)[axis];
+    mine = nullptr;
+    for (const sched::Sequence &s : schedule->sequences)
+      if (s.coordinate == coordinate)
+        mine = &s;
+    if (!mine)
+      return fail(absl::StrCat("schedule 'train' has no sequence for ",
+                               *schedule->sequences[0].axis, " = ",
+                               coordinate));
+  }
   TrainSteps steps;
-  steps.runs = schedule->sequences[0].runs;
+  steps.runs = mine->runs;
   steps.microbatches = schedule->microbatches;
   steps.takesTokens.assign(bundle.programs.size(), false);
   steps.takesRates.assign(bundle.programs.size(), false);
+  steps.stashInputs.assign(bundle.programs.size(), 0);
+  steps.stashOutputs.assign(bundle.programs.size(), 0);
   if (steps.runs.empty())
     return fail("schedule 'train' runs nothing");
   auto isIds = [](const sched::TensorType &t) {
@@ -39,12 +58,29 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle) {
     size_t rates = ids ? 2 : 0;
     bool scalars = in.size() == rates + 2 && isScalar(in[rates].type) &&
                    isScalar(in[rates + 1].type);
-    if (!(in.size() == rates || scalars) || in.empty())
-      return fail("program '" + p.name +
-                  "' must take tokens and labels [batch, seq] I32, then lr "
-                  "and step 0-d F32 (either pair may be absent)");
+    // Outputs stash.0, stash.1, ... in order, handed to the next program
+    // of the micro-batch; they are f32 (the pipeline's activations) here.
+    int64_t stashOut = 0;
+    for (const sched::Output &o : p.outputs)
+      if (o.name.rfind("stash.", 0) == 0) {
+        if (o.name != "stash." + std::to_string(stashOut))
+          return fail("program '" + p.name + "' names output '" + o.name +
+                      "' where stash." + std::to_string(stashOut) + " is due");
+        ++stashOut;
+      }
+    size_t stashIn = scalars ? 0 : in.size() - rates;
+    for (size_t i = rates; i < in.size() && !scalars; ++i)
+      if (in[i].type.dtype != DType::F32)
+        return fail("program '" + p.name + "' takes stashed input " +
+                    std::to_string(i - rates) + " of dtype " +
+                    sched::dtypeText(in[i].type.dtype) +
+                    "; stashes between programs are f32 only yet");
     steps.takesTokens[run.programIndex] = ids;
     steps.takesRates[run.programIndex] = scalars;
+    steps.stashInputs[run.programIndex] = static_cast<int64_t>(stashIn);
+    steps.stashOutputs[run.programIndex] = stashOut;
+    for (const sched::Instruction &ins : p.instructions)
+      steps.sends |= ins.op == sched::Op::Send;
     if (!ids)
       continue;
     if (!steps.tokens) {
@@ -57,7 +93,8 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle) {
                   "tokens of different shapes");
     }
   }
-  if (!steps.tokens)
+  // A pipeline's middle stages take no tokens; every other step does.
+  if (!steps.tokens && !mine->axis)
     return fail("schedule 'train' runs no program that takes tokens");
   steps.reporter = steps.runs.back().program;
   const sched::Program *reporter = bundle.program(steps.reporter);

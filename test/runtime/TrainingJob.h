@@ -118,7 +118,7 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
   // As weft-run steps: the bundle's train schedule, micro-batch by
   // micro-batch over this rank's rows.
   absl::StatusOr<runtime::TrainSteps> steps =
-      runtime::trainSteps(exec.bundle());
+      runtime::trainSteps(exec.bundle(), exec.rank());
   if (!steps.ok())
     return fail(steps.status());
   for (int s = 0; s < kTrainSteps; ++s) {
@@ -132,6 +132,17 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
     trace.losses.push_back(*exec.scalarOutput(steps->reporter, "loss"));
     trace.norms.push_back(*exec.scalarOutput(steps->reporter, "grad_norm"));
   }
+  auto gather = [&] {
+    for (const std::string &name : names) {
+      auto p = exec.gatherParam(name);
+      if (!p.ok())
+        return fail(p.status());
+      trace.params[name] = *p;
+    }
+  };
+  // Pipelined bundles have no whole-model forward yet.
+  if (!exec.bundle().program("forward"))
+    return gather();
   // The forward program takes one micro-batch: this rank's first rows.
   int64_t forwardRows = steps->rows;
   std::vector<int32_t> tokens = tokenIds(9, first, forwardRows, seq, 3),
@@ -147,12 +158,7 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
   if (!logits.ok())
     return fail(logits.status());
   trace.logits = *logits;
-  for (const std::string &name : names) {
-    auto p = exec.gatherParam(name);
-    if (!p.ok())
-      return fail(p.status());
-    trace.params[name] = *p;
-  }
+  gather();
 }
 
 /// The largest |a - b| relative to the largest |a| over the elements that

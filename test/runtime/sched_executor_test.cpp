@@ -141,6 +141,22 @@ TEST(SchedExecutor, MicrobatchesComposeWithTensorParallel) {
   c.batch = 4;
   checkPlacedTraining(c, 1e-5, 1e-5);
 }
+// Pipeline parallelism (weft-pipeline-assign-stages and -split): each of
+// two ranks runs its stage's forward and backward per micro-batch in the
+// schedule's order, activations and gradients crossing as send/recv, the
+// forward's stash handed to its backward, then updates its own
+// parameters; every gathered parameter, loss and gradient norm as on one
+// rank. GPT-2's tied embedding crosses to the head's stage and its
+// gradient comes back.
+TEST(SchedExecutor, PipelineStagesTrainLikeOneRank) {
+  for (const char *model : {"gpt2-tiny", "llama-tiny"})
+    for (const char *plan :
+         {"pp=2,mb=4,schedule=gpipe", "pp=2,mb=4,schedule=1f1b"}) {
+      Case c(model, "f32", plan);
+      c.batch = 8;
+      checkPlacedTraining(c, 1e-5, 5e-5);
+    }
+}
 TEST(SchedExecutor, DataParallelOnTwoRanksTrainsLikeOneRank) {
   checkPlacedTraining(Case("gpt2-tiny", "f32", "dp=2"));
 }

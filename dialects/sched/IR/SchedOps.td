@@ -116,8 +116,10 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     and `uniform` U(-scale, scale) from the counter-based generator keyed by
     the name, as `weft.param`), and, for a sharded parameter, `split`: per
     dimension the mesh axes it is divided over (the global tensor is this
-    rank's block of it; checkpoints gather by it). Programs read it with
-    `sched.get` and write its next value with `sched.assign`.
+    rank's block of it; checkpoints gather by it). `pipeline_rank`: only
+    the ranks whose `pp` coordinate it is hold the tensor (a pipeline
+    stage's parameters and state); checkpoints take it from them. Programs
+    read it with `sched.get` and write its next value with `sched.assign`.
 
     ```mlir
     sched.param @"wte.weight" init(normal, 2.0e-02) : !sched.buffer<256x64xf32>
@@ -127,7 +129,8 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
   let arguments = (ins SymbolNameAttr:$sym_name, Sched_InitKind:$init,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$state,
                        OptionalAttr<ArrayAttr>:$split,
-                       TypeAttrOf<Sched_Buffer>:$type);
+                       TypeAttrOf<Sched_Buffer>:$type,
+                       OptionalAttr<Sched_I64Attr>:$pipeline_rank);
   let assemblyFormat = [{
     $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
     attr-dict `:` $type

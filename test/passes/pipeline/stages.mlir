@@ -42,10 +42,16 @@
 // CHECK-NEXT: weft.send %{{.*}} to @mesh "pp" offset -1 tag 1 : tensor<2x4xf32>
 
 // Each rank updates its own stage's parameters; the squared gradient norm
-// and the loss are summed over pp, from zeros where a rank holds none.
+// and the loss are summed over pp, each rank adding its own stages' squares
+// (w0 and scale on rank 0, w1 on rank 1) and zeros for the others'.
 // CHECK-LABEL: func.func @rank0.step(
 // CHECK-NOT: "w1
-// CHECK: weft.all_reduce sum %{{.*}} over @mesh ["pp"]
+// CHECK: %[[SQW0:.*]] = weft.reduce_sum %{{.*}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[NOW1:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[P0:.*]] = weft.add %[[SQW0]], %[[NOW1]] : tensor<f32>
+// CHECK: %[[SQS:.*]] = weft.reduce_sum %{{.*}} : tensor<2x4xf32>
+// CHECK-NEXT: %[[P1:.*]] = weft.add %[[P0]], %[[SQS]] : tensor<f32>
+// CHECK-NEXT: weft.all_reduce sum %[[P1]] over @mesh ["pp"]
 // CHECK: weft.assign "w0",
 // CHECK: weft.assign "scale",
 // CHECK: %[[NOLOSS:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
@@ -53,7 +59,12 @@
 // CHECK-NEXT: return %[[L0]],
 // CHECK-LABEL: func.func @rank1.step(
 // CHECK-NOT: "w0
-// CHECK: weft.all_reduce sum %{{.*}} over @mesh ["pp"]
+// CHECK: %[[SQW1:.*]] = weft.reduce_sum %{{.*}} : tensor<4x4xf32>
+// CHECK-NEXT: %[[NOW0:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[Q0:.*]] = weft.add %[[NOW0]], %[[SQW1]] : tensor<f32>
+// CHECK-NEXT: %[[NOS:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[Q1:.*]] = weft.add %[[Q0]], %[[NOS]] : tensor<f32>
+// CHECK-NEXT: weft.all_reduce sum %[[Q1]] over @mesh ["pp"]
 // CHECK: weft.assign "w1",
 // CHECK: %[[L1:.*]] = weft.all_reduce sum %{{.*}} over @mesh ["pp"]
 // CHECK-NEXT: return %[[L1]],

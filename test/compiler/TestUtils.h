@@ -84,16 +84,19 @@ inline std::vector<int64_t> shapeOf(mlir::Value v) {
   return {shape.begin(), shape.end()};
 }
 
-/// Builds examples/configs/<name>.json; fails the test (and returns null) if
-/// the config or the build fails.
+/// Builds examples/configs/<name>.json (with `layers` layers instead of
+/// the config's, when positive); fails the test (and returns null) if the
+/// config or the build fails.
 inline mlir::OwningOpRef<mlir::ModuleOp>
 buildExampleModel(mlir::MLIRContext &context, const std::string &name,
-                  const ModelBuildOptions &options) {
+                  const ModelBuildOptions &options, int64_t layers = 0) {
   auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
                                   "/examples/configs/" + name + ".json");
   EXPECT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
   if (!config)
     return nullptr;
+  if (layers > 0)
+    config->numLayers = layers;
   auto module = buildModel(context, *config, options);
   EXPECT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
   return module ? std::move(*module) : nullptr;

@@ -45,6 +45,7 @@ struct Case {
   bool keepGradients = false; // Also the @train_step program.
   double adamEps = 0;         // 0: AdamW's default.
   int64_t batch = 2, seq = 8;
+  int64_t layers = 0; // Positive: instead of the config's (deeper pipelines).
 
   TrainingOptions options() const {
     TrainingOptions o;
@@ -68,7 +69,8 @@ struct Case {
   }
   std::string label() const {
     return model + "-" + dtype + "-" + plan + (cudaBundle ? "-cuda" : "") +
-           "-" + std::to_string(attentionScratchMb);
+           "-" + std::to_string(attentionScratchMb) +
+           (layers ? "-" + std::to_string(layers) + "layers" : "");
   }
 };
 
@@ -79,7 +81,8 @@ inline std::string compileCase(const Case &setup) {
   mlir::OwningOpRef<mlir::ModuleOp> module = buildExampleModel(
       *context, setup.model,
       {setup.batch / setup.microbatches(), setup.seq, setup.dtype,
-       /*masterWeights=*/true});
+       /*masterWeights=*/true},
+      setup.layers);
   if (!module)
     return "";
   std::string dir = uniqueTempPath(setup.label() + "-v2");

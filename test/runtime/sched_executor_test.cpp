@@ -157,6 +157,18 @@ TEST(SchedExecutor, PipelineStagesTrainLikeOneRank) {
       checkPlacedTraining(c, 1e-5, 5e-5);
     }
 }
+// Four layers: on four pipeline ranks (1F1B), and as interleaved 1F1B with
+// two virtual stages on each of two ranks (stage s on rank s mod 2, so the
+// activations go round the ranks twice).
+TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
+  for (const char *plan :
+       {"pp=4,mb=4,schedule=1f1b", "pp=2,mb=4,schedule=interleaved,virtual=2"}) {
+    Case c("llama-tiny", "f32", plan);
+    c.batch = 8;
+    c.layers = 4;
+    checkPlacedTraining(c, 1e-5, 5e-5);
+  }
+}
 TEST(SchedExecutor, DataParallelOnTwoRanksTrainsLikeOneRank) {
   checkPlacedTraining(Case("gpt2-tiny", "f32", "dp=2"));
 }

@@ -4,6 +4,7 @@
 
 #include "passes/costmodel/CostModel.h"
 #include "passes/pipeline/Names.h"
+#include "passes/pipeline/Schedule.h"
 
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/memory/Passes.h"
@@ -74,11 +75,13 @@ std::string mib(int64_t bytes) {
 }
 } // namespace
 
-FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
-  auto step = module.lookupSymbol<func::FuncOp>("step");
+namespace {
+/// What one rank holds for the optimizer step `step` (planned): its
+/// parameters, gradients (their accumulators when there are any) and
+/// optimizer state, the step's arena and its collectives' bytes.
+FailureOr<RankEstimate> estimateStep(func::FuncOp step, int64_t &parameters) {
   if (!step || !step->hasAttr("weft.arena_bytes"))
-    return module.emitError("no planned @step to estimate"), failure();
-  PlacementReport report;
+    return failure();
   RankEstimate estimate;
   llvm::StringMap<ParamOp> byName;
   for (ParamOp p : step.getBody().front().getOps<ParamOp>())
@@ -87,7 +90,7 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
     if (p.getState())
       continue;
     int64_t local = elementsOf(p.getType());
-    report.parameters += local * splitOf(p);
+    parameters += local * splitOf(p);
     // Compute precision: the cast the model applies to its master, if any.
     Type compute = p.getType().getElementType();
     bool master = false;
@@ -117,36 +120,141 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
       step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt();
   double comm = 0;
   step.walk([&](Operation *op) { comm += ringBytes(op); });
+  estimate.commBytes = static_cast<int64_t>(comm);
+  // With micro-batches the gradients persist in their accumulators, which
+  // replace the count above (the step's gradients are their means, in its
+  // arena).
+  int64_t accumulators = 0;
+  for (ParamOp p : step.getBody().front().getOps<ParamOp>())
+    if (p.getName().ends_with(kGradAccumulatorSuffix))
+      accumulators +=
+          elementsOf(p.getType()) * elementBytes(p.getType().getElementType());
+  if (accumulators)
+    estimate.gradBytes = accumulators;
+  return estimate;
+}
+
+/// A program's arena and its collectives' bytes, the latter `times` times.
+LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e) {
+  auto arena =
+      f ? f->getAttrOfType<IntegerAttr>("weft.arena_bytes") : IntegerAttr();
+  if (!arena)
+    return failure();
+  e.activationBytes += arena.getInt();
+  double once = 0;
+  f.walk([&](Operation *op) {
+    once += ringBytes(op);
+    if (auto send = dyn_cast<SendOp>(op))
+      once += bytesOf(send.getInput());
+  });
+  e.commBytes += static_cast<int64_t>(once * times);
+  return success();
+}
+
+/// The bytes of a stage forward's stash: what one micro-batch in flight
+/// holds until its backward.
+int64_t stashBytes(func::FuncOp forward) {
+  int64_t bytes = 0;
+  for (Type t : forward.getResultTypes())
+    bytes += elementsOf(t) *
+             elementBytes(cast<RankedTensorType>(t).getElementType());
+  return bytes;
+}
+
+/// The ranks of a pipelined module (weft-pipeline-split's programs and
+/// table): each rank's step, plus its stages' forward and backward arenas,
+/// sends once per micro-batch, and the stash of the most micro-batches the
+/// schedule keeps in flight on it.
+FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
+                                            DictionaryAttr table) {
+  PlacementReport report;
+  auto ranks = table.getAs<ArrayAttr>("ranks");
+  auto m = table.getAs<IntegerAttr>("microbatches");
+  auto name = table.getAs<StringAttr>("schedule");
+  if (!ranks || !m || !name)
+    return module.emitError("malformed ") << kPipelineScheduleAttr, failure();
+  PipelineEstimate pipe;
+  pipe.schedule = name.str();
+  pipe.ranks = static_cast<int64_t>(ranks.size());
+  pipe.microbatches = m.getInt();
+  // Virtual stages: the table's largest chunk + 1.
+  for (Attribute entries : ranks)
+    for (Attribute entry : cast<ArrayAttr>(entries))
+      pipe.chunks = std::max<int64_t>(
+          pipe.chunks,
+          cast<IntegerAttr>(cast<ArrayAttr>(entry)[2]).getInt() + 1);
+  llvm::Expected<pipeline::ScheduleKind> kind =
+      pipeline::parseScheduleKind(pipe.schedule);
+  if (!kind)
+    return module.emitError(llvm::toString(kind.takeError())), failure();
+  llvm::Expected<pipeline::ScheduleTable> built = pipeline::buildSchedule(
+      *kind, pipe.ranks, pipe.microbatches, pipe.chunks);
+  if (!built)
+    return module.emitError(llvm::toString(built.takeError())), failure();
+  llvm::Expected<pipeline::Timeline> line = pipeline::simulateSchedule(*built);
+  if (!line)
+    return module.emitError(llvm::toString(line.takeError())), failure();
+  pipe.simulatedBubble = line->bubbleFraction;
+  pipe.formulaBubble = pipeline::formulaBubbleFraction(
+      *kind, pipe.ranks, pipe.microbatches, pipe.chunks);
+  for (int64_t r = 0; r < pipe.ranks; ++r) {
+    std::string stepName = "rank" + std::to_string(r) + ".step";
+    FailureOr<RankEstimate> estimate = estimateStep(
+        module.lookupSymbol<func::FuncOp>(stepName), report.parameters);
+    if (failed(estimate))
+      return module.emitError("no planned @") << stepName << " to estimate",
+             failure();
+    estimate->rank = r;
+    estimate->stashBytes = 0;
+    for (int64_t c = 0; c < pipe.chunks; ++c) {
+      int64_t s = c * pipe.ranks + r;
+      for (const char *part : {".forward", ".backward"}) {
+        std::string program = "stage" + std::to_string(s) + part;
+        auto f = module.lookupSymbol<func::FuncOp>(program);
+        if (failed(addProgram(f, pipe.microbatches, *estimate)))
+          return module.emitError("no planned @") << program << " to estimate",
+                 failure();
+        if (StringRef(part) == ".forward")
+          estimate->stashBytes += stashBytes(f);
+      }
+    }
+    // Stash per micro-batch in flight: an interleaved rank's count is over
+    // its chunks, so the chunks' mean stash stands for one.
+    estimate->inFlight = line->peakInFlight[r];
+    estimate->activationBytes +=
+        estimate->stashBytes * estimate->inFlight / pipe.chunks;
+    report.ranks.push_back(*estimate);
+  }
+  report.pipeline = pipe;
+  return report;
+}
+} // namespace
+
+FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
+  if (auto table = module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr))
+    return estimatePipeline(module, table);
+  PlacementReport report;
+  FailureOr<RankEstimate> estimate = estimateStep(
+      module.lookupSymbol<func::FuncOp>("step"), report.parameters);
+  if (failed(estimate))
+    return module.emitError("no planned @step to estimate"), failure();
   // Gradient accumulation (weft-accumulate-gradients): a step also runs
   // @accumulate once per micro-batch, whose arena is resident beside
-  // @step's (each program has its own) and whose collectives run each
-  // time; the gradients persist in their accumulators, which replace the
-  // gradient count above (@step's gradients are their means, in its arena).
+  // @step's (each program has its own) and whose collectives run each time.
   if (auto accumulate = module.lookupSymbol<func::FuncOp>(kAccumulateFunc)) {
-    auto arena = accumulate->getAttrOfType<IntegerAttr>("weft.arena_bytes");
     auto m = accumulate->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
-    if (!arena || !m)
+    if (!m || failed(addProgram(accumulate, m.getInt(), *estimate)))
       return accumulate.emitError("no planned @accumulate to estimate"),
              failure();
-    estimate.activationBytes += arena.getInt();
-    double once = 0;
-    accumulate.walk([&](Operation *op) { once += ringBytes(op); });
-    comm += once * m.getInt();
-    estimate.gradBytes = 0;
-    for (ParamOp p : step.getBody().front().getOps<ParamOp>())
-      if (p.getName().ends_with(kGradAccumulatorSuffix))
-        estimate.gradBytes += elementsOf(p.getType()) *
-                              elementBytes(p.getType().getElementType());
   }
-  estimate.commBytes = static_cast<int64_t>(comm);
   // Every rank runs the same program on same-sized blocks.
   int64_t ranks = 1;
   if (auto mesh = module.lookupSymbol<MeshOp>("mesh"))
     for (int64_t size : mesh.getSizes())
       ranks *= size;
   for (int64_t r = 0; r < ranks; ++r) {
-    estimate.rank = r;
-    report.ranks.push_back(estimate);
+    estimate->rank = r;
+    report.ranks.push_back(*estimate);
   }
   return report;
 }
@@ -160,8 +268,24 @@ llvm::json::Object PlacementReport::toJSON() const {
                                       {"optimizer_bytes", r.optimizerBytes},
                                       {"activation_bytes", r.activationBytes},
                                       {"comm_bytes", r.commBytes}});
-  return llvm::json::Object{{"parameters", parameters},
-                            {"ranks", std::move(list)}};
+  llvm::json::Object out{{"parameters", parameters},
+                         {"ranks", std::move(list)}};
+  if (pipeline) {
+    llvm::json::Array perRank;
+    for (const RankEstimate &r : ranks)
+      perRank.push_back(llvm::json::Object{{"rank", r.rank},
+                                           {"stash_bytes", r.stashBytes},
+                                           {"in_flight", r.inFlight}});
+    out["pipeline"] =
+        llvm::json::Object{{"schedule", pipeline->schedule},
+                           {"ranks", pipeline->ranks},
+                           {"microbatches", pipeline->microbatches},
+                           {"virtual", pipeline->chunks},
+                           {"bubble_formula", pipeline->formulaBubble},
+                           {"bubble_simulated", pipeline->simulatedBubble},
+                           {"stages", std::move(perRank)}};
+  }
+  return out;
 }
 
 std::string PlacementReport::table() const {
@@ -178,6 +302,24 @@ std::string PlacementReport::table() const {
                        mib(r.optimizerBytes).c_str(),
                        mib(r.activationBytes).c_str(), mib(total).c_str(),
                        mib(r.commBytes).c_str());
+  }
+  if (pipeline) {
+    os << llvm::format("pipeline: %s, pp=%lld, %lld micro-batches",
+                       pipeline->schedule.c_str(),
+                       static_cast<long long>(pipeline->ranks),
+                       static_cast<long long>(pipeline->microbatches));
+    if (pipeline->chunks > 1)
+      os << llvm::format(", %lld virtual stages per rank",
+                         static_cast<long long>(pipeline->chunks));
+    os << llvm::format(": bubble %.3f simulated (uniform stages), %.3f by "
+                       "the formula\n",
+                       pipeline->simulatedBubble, pipeline->formulaBubble);
+    for (const RankEstimate &r : ranks)
+      os << llvm::format(
+          "  rank %lld: %lld micro-batch(es) in flight, %s "
+          "stashed each (in activations above)\n",
+          static_cast<long long>(r.rank), static_cast<long long>(r.inFlight),
+          mib(r.stashBytes / std::max<int64_t>(pipeline->chunks, 1)).c_str());
   }
   return out;
 }

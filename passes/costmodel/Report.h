@@ -17,7 +17,10 @@
 // bytes, an all-gather (n-1)/n of its result, a reduce-scatter and an
 // all-to-all (n-1)/n of their operand. With micro-batches the gradients are
 // their accumulators, the arenas those of @accumulate and @step, and
-// @accumulate's collectives count once per micro-batch.
+// @accumulate's collectives count once per micro-batch. A pipelined step
+// (weft-pipeline-split) is estimated per pp rank from its own step and
+// stage programs: their arenas, sends once per micro-batch, and the
+// forward's stash times the micro-batches the schedule keeps in flight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +31,8 @@
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace weft {
@@ -36,11 +41,24 @@ struct RankEstimate {
   int64_t rank = 0;
   int64_t paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
   int64_t activationBytes = 0, commBytes = 0;
+  /// Pipelines: the stash one micro-batch leaves on this rank (summed over
+  /// its virtual stages), and the most micro-batches the schedule keeps in
+  /// flight here (GPipe: all; 1F1B: up to pp - rank).
+  int64_t stashBytes = 0, inFlight = 0;
+};
+
+/// A pipelined step's schedule and its bubble: idle over compute time, by
+/// the published formula and by simulating the table with uniform stages.
+struct PipelineEstimate {
+  std::string schedule;
+  int64_t ranks = 1, microbatches = 1, chunks = 1;
+  double formulaBubble = 0, simulatedBubble = 0;
 };
 
 struct PlacementReport {
   int64_t parameters = 0; // Ψ: elements of every model parameter, whole.
   std::vector<RankEstimate> ranks;
+  std::optional<PipelineEstimate> pipeline;
 
   /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
   /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...]}

@@ -83,7 +83,8 @@ cl::opt<int64_t> virtualStages("virtual",
 cl::opt<std::string> timelinePath("timeline",
                                   cl::desc("Also draw the simulated schedule "
                                            "into this SVG file"),
-                                  cl::value_desc("file"), cl::sub(scheduleCmd));
+                                  cl::value_desc("file"), cl::sub(scheduleCmd),
+                                  cl::sub(compileCmd));
 cl::opt<std::string> bundlePath(cl::Positional, cl::desc("<bundle dir>"),
                                 cl::sub(inspectCmd));
 cl::opt<std::string> topologySpec("topology",
@@ -330,6 +331,20 @@ int runTopology() {
   return 0;
 }
 
+/// --timeline: `table` as simulated in `line`, drawn as SVG; nothing
+/// without the flag.
+int writeTimeline(const weft::pipeline::ScheduleTable &table,
+                  const weft::pipeline::Timeline &line) {
+  if (timelinePath.empty())
+    return 0;
+  std::error_code error;
+  llvm::raw_fd_ostream svg(timelinePath, error);
+  if (error)
+    return fail(timelinePath + ": cannot write (" + error.message() + ")");
+  svg << weft::pipeline::timelineSvg(table, line);
+  return 0;
+}
+
 /// `weftc schedule`: a schedule table (passes/pipeline/Schedule.h) as each
 /// rank runs it, proved deadlock-free, then its simulated bubble beside the
 /// published formula's and the activations each rank holds at once.
@@ -367,14 +382,7 @@ int runSchedule() {
   for (int64_t n : line->peakInFlight)
     outs() << " " << n;
   outs() << "\n";
-  if (!timelinePath.empty()) {
-    std::error_code error;
-    llvm::raw_fd_ostream svg(timelinePath, error);
-    if (error)
-      return fail(timelinePath + ": cannot write (" + error.message() + ")");
-    svg << pl::timelineSvg(*table, *line);
-  }
-  return 0;
+  return writeTimeline(*table, *line);
 }
 
 /// --report: the placed step's per-rank estimate (passes/costmodel/Report.h)
@@ -392,6 +400,19 @@ int printReport(ModuleOp placed, ModuleOp lowered,
       json = report->toJSON();
     else
       outs() << report->table();
+    // A rank that cannot hold its share is the plan's problem, said here
+    // rather than as an out-of-memory error at run time.
+    if (topology && topology->device.memoryBytes > 0)
+      for (const weft::RankEstimate &r : report->ranks) {
+        int64_t total =
+            r.paramBytes + r.gradBytes + r.optimizerBytes + r.activationBytes;
+        if (total > topology->device.memoryBytes)
+          WithColor::warning(errs(), "weftc") << formatv(
+              "rank {0} needs {1:f2} GiB, more than the {2:f2} "
+              "GiB of a {3} device\n",
+              r.rank, total / double(1 << 30),
+              topology->device.memoryBytes / double(1 << 30), topology->name);
+      }
   }
   if (lowered && topology) {
     llvm::json::Array programs;
@@ -550,6 +571,26 @@ int runCompile(MLIRContext &context) {
           << formatv("{0:f0}", t->interNode.bandwidth / 1e9)
           << " GB/s instead of "
           << formatv("{0:f0}", t->intraNode.bandwidth / 1e9) << " GB/s)\n";
+  }
+  // --timeline draws the plan's pipeline schedule: the table the compiler
+  // builds into the bundle (weft-pipeline-split), from the same generator.
+  if (!timelinePath.empty()) {
+    namespace pl = weft::pipeline;
+    if (plan.size("pp") < 2)
+      return fail("--timeline draws a pipeline schedule, but the plan has no "
+                  "pp axis (e.g. --plan pp=4,microbatches=8)");
+    Expected<pl::ScheduleKind> kind = pl::parseScheduleKind(plan.schedule);
+    if (!kind)
+      return fail(toString(kind.takeError()));
+    Expected<pl::ScheduleTable> table = pl::buildSchedule(
+        *kind, plan.size("pp"), plan.microbatches, plan.chunks);
+    if (!table)
+      return fail(toString(table.takeError()));
+    Expected<pl::Timeline> line = pl::simulateSchedule(*table);
+    if (!line)
+      return fail(toString(line.takeError()));
+    if (int rc = writeTimeline(*table, *line))
+      return rc;
   }
   FailureOr<bool> wanted = reportWanted();
   if (failed(wanted))

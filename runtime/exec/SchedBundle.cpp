@@ -2387,22 +2387,12 @@ absl::Status checkMeta(const SchedBundle &b) {
        (*dtype != "f32" && *dtype != "bf16" && *dtype != "f16")))
     return invalid("meta", "field 'dtype' must be \"f32\", \"bf16\" or "
                            "\"f16\"");
-  // The step's tokens: those of the train schedule's first program that
-  // takes tokens (I32 [rows, seq] first), once per micro-batch.
-  const Schedule *train = b.schedule("train");
-  const Program *first = nullptr;
-  if (train)
-    for (const Sequence &sequence : train->sequences)
-      for (const Run &run : sequence.runs) {
-        const Program &p = b.programs[run.programIndex];
-        if (!first && !p.inputs.empty() &&
-            p.inputs[0].type.dtype == DType::I32 &&
-            p.inputs[0].type.shape.size() == 2)
-          first = &p;
-      }
+  // The step's tokens, once per micro-batch.
+  const Program *first = b.tokensProgram();
   if (!batch || !seq || !first)
     return absl::OkStatus();
   const ProgramInput &tokens = first->inputs.front();
+  const Schedule *train = b.schedule("train");
   MeshSpec mesh;
   if (b.mesh)
     mesh = MeshSpec{b.mesh->axes, b.mesh->sizes};
@@ -2511,6 +2501,20 @@ const Schedule *SchedBundle::schedule(std::string_view name) const {
   for (const Schedule &s : schedules)
     if (s.name == name)
       return &s;
+  return nullptr;
+}
+
+const Program *SchedBundle::tokensProgram() const {
+  const Schedule *train = schedule("train");
+  if (!train)
+    return nullptr;
+  for (const Sequence &sequence : train->sequences)
+    for (const Run &run : sequence.runs) {
+      const Program &p = programs[run.programIndex];
+      if (!p.inputs.empty() && p.inputs[0].type.dtype == DType::I32 &&
+          p.inputs[0].type.shape.size() == 2)
+        return &p;
+    }
   return nullptr;
 }
 

@@ -343,6 +343,10 @@ struct SchedBundle {
   const Param *param(std::string_view name) const;
   const Constant *constant(std::string_view name) const;
   const Schedule *schedule(std::string_view name) const;
+  /// The train schedule's first program (over every sequence) taking the
+  /// step's tokens ([rows, seq] I32) first: its first input's split lays
+  /// the step's batch out on the ranks. Null if none does.
+  const Program *tokensProgram() const;
 };
 
 /// Reads `dir/manifest.json` and validates it whole, kernel files and their

@@ -137,6 +137,12 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
     return bundle.status();
   if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
     return s;
+  if (options.sample > 0 && !bundle->program("forward"))
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.bundle, ": --sample needs the whole model's forward program, "
+                        "which pipelined bundles (--plan pp=...) do not have "
+                        "yet; sample from a --save checkpoint with a bundle "
+                        "compiled without pp"));
   if (absl::Status s = checkRanks(*bundle, rank.worldSize); !s.ok())
     return s;
   std::unique_ptr<Communicator> comm;

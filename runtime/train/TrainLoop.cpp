@@ -21,12 +21,15 @@ absl::Status TrainLoop::check(const sched::SchedBundle &bundle) {
   absl::StatusOr<TrainSteps> steps = trainSteps(bundle);
   if (!steps.ok())
     return steps.status();
+  // The forward (sampling) is optional: pipelined bundles have none yet.
   const sched::Program *forward = bundle.program("forward");
   if (!forward)
-    return fail("needs a 'forward' program; compile it with weftc compile");
+    return absl::OkStatus();
+  const sched::Program *first = bundle.tokensProgram();
+  const sched::ProgramInput *tokens = first ? &first->inputs[0] : nullptr;
   const std::vector<sched::ProgramInput> &in = forward->inputs;
-  if (in.size() != 2 || in[0].type.shape != steps->tokens->type.shape ||
-      in[1].type.shape != steps->tokens->type.shape ||
+  if (in.size() != 2 || !tokens || in[0].type.shape != tokens->type.shape ||
+      in[1].type.shape != tokens->type.shape ||
       in[0].type.dtype != DType::I32 || in[1].type.dtype != DType::I32)
     return fail("program 'forward' must take one micro-batch's tokens and "
                 "labels, as the train schedule's programs do");
@@ -45,11 +48,13 @@ TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
                      LrSchedule schedule)
     : executor(executor), mesh(meshSpecOf(executor.bundle())),
       sampler(std::move(sampler)), schedule(schedule),
-      runs(*trainSteps(executor.bundle())) {
+      runs(*trainSteps(executor.bundle(), executor.rank())) {
   // This rank's block of the step's batch: every micro-batch's rows, as the
   // first program's tokens are split (rows under data parallelism, columns
-  // under sequence parallelism).
-  const sched::ProgramInput &input = *runs.tokens;
+  // under sequence parallelism). A pipeline rank whose stages read no
+  // tokens still counts the step's.
+  const sched::ProgramInput &input =
+      executor.bundle().tokensProgram()->inputs[0];
   batch = runs.microbatches * input.type.shape[0];
   seq = input.type.shape[1];
   std::vector<int64_t> local = {batch, seq};
@@ -107,8 +112,13 @@ absl::StatusOr<StepReport> TrainLoop::step() {
 absl::StatusOr<std::vector<uint32_t>>
 TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
                   double temperature, uint64_t seed) {
-  const sched::ProgramInput &input =
-      executor.bundle().program("forward")->inputs[0];
+  const sched::Program *forward = executor.bundle().program("forward");
+  if (!forward)
+    return absl::UnimplementedError(
+        "sampling needs the whole model's forward program, which pipelined "
+        "bundles (--plan pp=...) do not have yet; sample from the saved "
+        "checkpoint with a bundle compiled without pp");
+  const sched::ProgramInput &input = forward->inputs[0];
   Sharding split = splitOf(input);
   // Each rank continues the window in its own first row, which needs the
   // whole sequence on every rank.

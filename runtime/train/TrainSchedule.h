@@ -104,8 +104,15 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
         inputs.push_back(
             {in[first + i].type.shape, DType::F32, stash[i].data()});
     }
+    // Where this rank stands in the schedule, so that a receive or
+    // collective that times out says which entry each rank was at.
     if (absl::Status s = exec.run(run.program, inputs); !s.ok())
-      return s;
+      return absl::Status(
+          s.code(),
+          absl::StrCat("schedule entry ", &run - &steps.runs[0], " (",
+                       run.program, ", micro-batch ", run.microbatch,
+                       run.chunk ? absl::StrCat(", chunk ", run.chunk) : "",
+                       "): ", s.message()));
     for (int64_t i = 0; i < steps.stashOutputs[p]; ++i) {
       absl::StatusOr<std::vector<float>> v =
           exec.output(run.program, absl::StrCat("stash.", i));
@@ -115,7 +122,9 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
     }
   }
   if (steps.sends)
-    return exec.finishSends();
+    if (absl::Status s = exec.finishSends(); !s.ok())
+      return absl::Status(s.code(),
+                          absl::StrCat("end of the schedule: ", s.message()));
   return absl::OkStatus();
 }
 

@@ -139,10 +139,11 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
     return s;
   if (options.sample > 0 && !bundle->program("forward"))
     return absl::InvalidArgumentError(absl::StrCat(
-        options.bundle, ": --sample needs the whole model's forward program, "
-                        "which pipelined bundles (--plan pp=...) do not have "
-                        "yet; sample from a --save checkpoint with a bundle "
-                        "compiled without pp"));
+        options.bundle,
+        ": --sample needs the whole model's 'forward' program, which this "
+        "bundle does not have (pipelined bundles, --plan pp=..., have none "
+        "yet: sample from a --save checkpoint with a bundle compiled without "
+        "pp)"));
   if (absl::Status s = checkRanks(*bundle, rank.worldSize); !s.ok())
     return s;
   std::unique_ptr<Communicator> comm;

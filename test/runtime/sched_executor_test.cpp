@@ -161,8 +161,8 @@ TEST(SchedExecutor, PipelineStagesTrainLikeOneRank) {
 // two virtual stages on each of two ranks (stage s on rank s mod 2, so the
 // activations go round the ranks twice).
 TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
-  for (const char *plan :
-       {"pp=4,mb=4,schedule=1f1b", "pp=2,mb=4,schedule=interleaved,virtual=2"}) {
+  for (const char *plan : {"pp=4,mb=4,schedule=1f1b",
+                           "pp=2,mb=4,schedule=interleaved,virtual=2"}) {
     Case c("llama-tiny", "f32", plan);
     c.batch = 8;
     c.layers = 4;

@@ -165,12 +165,7 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
   auto onStageOf = [&](Operation *like, auto emit) {
     Operation *before = gradRet->getPrevNode();
     auto result = emit();
-    Attribute stage = like ? like->getAttr(kStageAttr) : Attribute();
-    if (stage)
-      for (Operation *op = before ? before->getNextNode() : &body.front();
-           op != gradRet.getOperation(); op = op->getNextNode())
-        if (!op->hasAttr(kStageAttr))
-          op->setAttr(kStageAttr, stage);
+    placeOnStage(before, gradRet, like ? like->getAttr(kStageAttr) : nullptr);
     return result;
   };
   llvm::DenseMap<Value, Value> adjoint;

@@ -39,17 +39,6 @@ std::string accumulatorName(StringRef param) {
 constexpr const char *kLossAccumulator = "loss.accumulated";
 } // namespace
 
-/// Puts the ops from `from` (exclusive; null: the block's start) to the
-/// insertion point on `stage` (none: leaves them as they are).
-static void placeOnStage(Block &body, Operation *from, Operation *end,
-                         Attribute stage) {
-  if (!stage)
-    return;
-  for (Operation *op = from ? from->getNextNode() : &body.front(); op != end;
-       op = op->getNextNode())
-    op->setAttr(kStageAttr, stage);
-}
-
 LogicalResult weft::accumulateGradients(func::FuncOp grad,
                                         int64_t microbatches) {
   // A pipeline runs the step as micro-batches even when there is one.
@@ -114,11 +103,11 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     Operation *before = ret->getPrevNode();
     AssignOp::create(b, loc, lossAcc.getNameAttr(),
                      e.add(lossAcc.getResult(), loss));
-    placeOnStage(body, before, ret, lossStage);
+    placeOnStage(before, ret, lossStage);
     for (auto [acc, g] : llvm::zip(accs, ret.getOperands().drop_front())) {
       before = ret->getPrevNode();
       AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), g));
-      placeOnStage(body, before, ret, acc->getAttr(kStageAttr));
+      placeOnStage(before, ret, acc->getAttr(kStageAttr));
     }
     func::ReturnOp::create(b, loc, ValueRange{loss});
     ret.erase();

@@ -246,24 +246,17 @@ private:
       for (Phase phase : {Forward, Backward}) {
         Key key{s, phase};
         const SmallVector<Operation *> &ops = programs[key];
-        // Inputs: the step's (tokens, labels) when any op reads them, then
-        // the backward's stash.
-        bool readsInputs = false;
-        for (Operation *op : ops)
-          readsInputs |= llvm::any_of(
-              op->getOperands(), [](Value v) { return isa<BlockArgument>(v); });
-        // Unstaged ops copied in may read them too.
+        // Inputs: the step's (tokens, labels) when the program reads them,
+        // itself or through unstaged ops it copies in, then the backward's
+        // stash.
+        bool readsInputs = readsStepInputs(ops, s, phase);
         SmallVector<Type> inputs;
         SmallVector<DictionaryAttr> inputAttrs;
-        auto addInputs = [&] {
+        if (readsInputs)
           for (BlockArgument arg : body.getArguments()) {
             inputs.push_back(arg.getType());
             inputAttrs.push_back(acc.getArgAttrDict(arg.getArgNumber()));
           }
-        };
-        readsInputs |= readsViaFree(ops, s, phase);
-        if (readsInputs)
-          addInputs();
         const llvm::SetVector<Value> &stashed = stashes[s];
         if (phase == Backward)
           for (auto [i, v] : llvm::enumerate(stashed)) {
@@ -331,9 +324,9 @@ private:
     return success();
   }
 
-  /// Whether an unstaged op program (s, phase) copies in reads the step's
-  /// inputs (e.g. positions computed from the tokens' shape).
-  bool readsViaFree(ArrayRef<Operation *> ops, int64_t s, Phase phase) {
+  /// Whether program (s, phase) reads the step's inputs: its ops, what it
+  /// sends or stashes, or the unstaged ops it copies in for them.
+  bool readsStepInputs(ArrayRef<Operation *> ops, int64_t s, Phase phase) {
     llvm::DenseSet<Operation *> seen;
     SmallVector<Value> work;
     for (Operation *op : ops)

@@ -2456,13 +2456,7 @@ absl::Status checkTransfers(const SchedBundle &b) {
   std::vector<std::vector<Event>> events(world);
   std::vector<const Sequence *> sequenceOf(world);
   for (int64_t r = 0; r < world; ++r) {
-    const Sequence *mine = &train->sequences[0];
-    if (mine->axis) {
-      int axis = mesh.axisIndex(*mine->axis);
-      for (const Sequence &q : train->sequences)
-        if (axis >= 0 && q.coordinate == mesh.coords(r)[axis])
-          mine = &q;
-    }
+    const Sequence *mine = &b.sequenceFor(*train, r);
     sequenceOf[r] = mine;
     for (size_t i = 0; i < mine->runs.size(); ++i) {
       const Program &p = b.programs[mine->runs[i].programIndex];
@@ -2665,6 +2659,19 @@ const Schedule *SchedBundle::schedule(std::string_view name) const {
     if (s.name == name)
       return &s;
   return nullptr;
+}
+
+const Sequence &SchedBundle::sequenceFor(const Schedule &schedule,
+                                         int64_t rank) const {
+  const Sequence &first = schedule.sequences.front();
+  if (!first.axis || !mesh)
+    return first;
+  MeshSpec spec{mesh->axes, mesh->sizes};
+  int64_t coordinate = spec.coords(rank)[spec.axisIndex(*first.axis)];
+  for (const Sequence &s : schedule.sequences)
+    if (s.coordinate == coordinate)
+      return s;
+  return first; // Unreachable for a loaded bundle.
 }
 
 const Program *SchedBundle::tokensProgram() const {

@@ -347,6 +347,9 @@ struct SchedBundle {
   /// step's tokens ([rows, seq] I32) first: its first input's split lays
   /// the step's batch out on the ranks. Null if none does.
   const Program *tokensProgram() const;
+  /// The sequence of `schedule` that rank `rank` runs (the loader checked
+  /// there is one for every rank: one for all, or one per coordinate).
+  const Sequence &sequenceFor(const Schedule &schedule, int64_t rank) const;
 };
 
 /// Reads `dir/manifest.json` and validates it whole, kernel files and their

@@ -2,8 +2,6 @@
 
 #include "runtime/train/TrainSchedule.h"
 
-#include "runtime/exec/BundleData.h"
-
 #include <algorithm>
 
 namespace weft::runtime {
@@ -17,24 +15,8 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
   if (!schedule)
     return fail("has no 'train' schedule; compile it with weftc compile");
   // Pipeline schedules give each coordinate along an axis a sequence of
-  // its own (the loader checked there is one per coordinate).
-  const sched::Sequence *mine = &schedule->sequences[0];
-  if (mine->axis) {
-    MeshSpec mesh = meshSpecOf(bundle);
-    int axis = mesh.axisIndex(*mine->axis);
-    if (axis < 0)
-      return fail("schedule 'train' selects ranks along '" + *mine->axis +
-                  "', which the mesh does not have");
-    int64_t coordinate = mesh.coords(rank)[axis];
-    mine = nullptr;
-    for (const sched::Sequence &s : schedule->sequences)
-      if (s.coordinate == coordinate)
-        mine = &s;
-    if (!mine)
-      return fail(absl::StrCat("schedule 'train' has no sequence for ",
-                               *schedule->sequences[0].axis, " = ",
-                               coordinate));
-  }
+  // its own.
+  const sched::Sequence *mine = &bundle.sequenceFor(*schedule, rank);
   TrainSteps steps;
   steps.runs = mine->runs;
   steps.microbatches = schedule->microbatches;

@@ -4,6 +4,7 @@
 #ifndef WEFT_TEST_COMPILER_TESTUTILS_H
 #define WEFT_TEST_COMPILER_TESTUTILS_H
 
+#include "codegen/SchedBundle.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/reference/Evaluator.h"
@@ -15,6 +16,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <random>
 #include <string>
@@ -82,6 +86,26 @@ run(mlir::ModuleOp module, llvm::ArrayRef<reference::Tensor> inputs,
 inline std::vector<int64_t> shapeOf(mlir::Value v) {
   auto shape = llvm::cast<mlir::RankedTensorType>(v.getType()).getShape();
   return {shape.begin(), shape.end()};
+}
+
+/// Writes a sched `module` (programs planned) as a bundle's manifest.json,
+/// without kernel files, in a fresh directory named after `label`, which it
+/// returns ("" on failure, which also fails the test).
+inline std::string writeManifestBundle(mlir::ModuleOp module,
+                                       const std::string &label) {
+  llvm::json::Object meta, kernels;
+  mlir::FailureOr<llvm::json::Object> manifest =
+      codegen::writeSchedManifest(module, &meta, &kernels);
+  EXPECT_TRUE(mlir::succeeded(manifest)) << label;
+  if (mlir::failed(manifest))
+    return "";
+  std::string dir = uniqueTempPath(label + "-v2");
+  std::filesystem::create_directories(dir);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(*manifest));
+  std::ofstream(dir + "/manifest.json") << text;
+  return dir;
 }
 
 /// Builds examples/configs/<name>.json (with `layers` layers instead of

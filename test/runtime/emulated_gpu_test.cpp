@@ -401,19 +401,7 @@ std::string handWrittenBundle(const char *ir, const std::string &label,
     programs.addPass(createAssignStreams());
   programs.addPass(createSchedPlanMemory());
   EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
-  llvm::json::Object meta, kernels;
-  mlir::FailureOr<llvm::json::Object> manifest =
-      codegen::writeSchedManifest(*module, &meta, &kernels);
-  EXPECT_TRUE(mlir::succeeded(manifest));
-  if (mlir::failed(manifest))
-    return "";
-  std::string dir = testutil::uniqueTempPath(label + "-" + target + "-v2");
-  std::filesystem::create_directories(dir);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(*manifest));
-  std::ofstream(dir + "/manifest.json") << text;
-  return dir;
+  return testutil::writeManifestBundle(*module, label + "-" + target);
 }
 } // namespace
 

@@ -102,19 +102,7 @@ std::string bundleOf(const char *ir, const std::string &label) {
     ADD_FAILURE() << "planning " << label;
     return "";
   }
-  llvm::json::Object meta, kernels;
-  mlir::FailureOr<llvm::json::Object> manifest =
-      codegen::writeSchedManifest(*module, &meta, &kernels);
-  EXPECT_TRUE(mlir::succeeded(manifest)) << label;
-  if (mlir::failed(manifest))
-    return "";
-  std::string dir = testutil::uniqueTempPath(label + "-v2");
-  std::filesystem::create_directories(dir);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(std::move(*manifest));
-  std::ofstream(dir + "/manifest.json") << text;
-  return dir;
+  return testutil::writeManifestBundle(*module, label);
 }
 
 /// What one rank does, over `comm`, with `exec` running the job's bundle

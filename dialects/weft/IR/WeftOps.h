@@ -80,6 +80,21 @@ inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";
 inline constexpr const char *kStageAttr = "weft.stage";
 
+/// Puts the ops after `after` (null: from the start of `end`'s block) and
+/// before `end` that have no `weft.stage` on `stage`; nothing for a null
+/// stage. Passes that build ops for a staged op (autodiff's gradient
+/// rules, gradient accumulation) run them where that op runs.
+inline void placeOnStage(mlir::Operation *after, mlir::Operation *end,
+                         mlir::Attribute stage) {
+  if (!stage)
+    return;
+  for (mlir::Operation *op = after ? after->getNextNode()
+                                   : &end->getBlock()->front();
+       op != end; op = op->getNextNode())
+    if (!op->hasAttr(kStageAttr))
+      op->setAttr(kStageAttr, stage);
+}
+
 /// Checks the `weft.param`s and `weft.assign`s of `block` together: unique
 /// parameter names, every assign naming a parameter of its type. Run once
 /// per block (by its first parameter's verifier).

@@ -362,8 +362,13 @@ private:
       auto split =
           f.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), kShardOfAttr);
       anySplit |= static_cast<bool>(split);
-      inputSplit.push_back(split ? Attribute(split.getDims())
-                                 : Attribute(b.getArrayAttr({})));
+      // An input nobody split (a pipeline stash beside dp-split tokens)
+      // is whole on every rank: no axis on any dimension.
+      int64_t rank = cast<ShapedType>(arg.getType()).getRank();
+      inputSplit.push_back(
+          split ? Attribute(split.getDims())
+                : Attribute(b.getArrayAttr(
+                      SmallVector<Attribute>(rank, b.getArrayAttr({})))));
     }
     if (anySplit)
       program.setInputSplitAttr(b.getArrayAttr(inputSplit));

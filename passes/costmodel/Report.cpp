@@ -161,6 +161,15 @@ int64_t stashBytes(func::FuncOp forward) {
   return bytes;
 }
 
+/// The ranks of the module's mesh (1 without one).
+int64_t meshRanks(ModuleOp module) {
+  int64_t ranks = 1;
+  if (auto mesh = module.lookupSymbol<MeshOp>("mesh"))
+    for (int64_t size : mesh.getSizes())
+      ranks *= size;
+  return ranks;
+}
+
 /// The ranks of a pipelined module (weft-pipeline-split's programs and
 /// table): each rank's step, plus its stages' forward and backward arenas,
 /// sends once per micro-batch, and the stash of the most micro-batches the
@@ -223,9 +232,17 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
     estimate->inFlight = line->peakInFlight[r];
     estimate->activationBytes +=
         estimate->stashBytes * estimate->inFlight / pipe.chunks;
-    report.ranks.push_back(*estimate);
+    pipe.stages.push_back(*estimate);
   }
-  report.pipeline = pipe;
+  // Every rank of a pp coordinate (its dp × tp group, the mesh's minor
+  // axes) holds the same-sized blocks.
+  pipe.ranksPerStage = meshRanks(module) / pipe.ranks;
+  for (int64_t g = 0; g < pipe.ranks * pipe.ranksPerStage; ++g) {
+    RankEstimate estimate = pipe.stages[g / pipe.ranksPerStage];
+    estimate.rank = g;
+    report.ranks.push_back(estimate);
+  }
+  report.pipeline = std::move(pipe);
   return report;
 }
 } // namespace
@@ -248,11 +265,7 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
              failure();
   }
   // Every rank runs the same program on same-sized blocks.
-  int64_t ranks = 1;
-  if (auto mesh = module.lookupSymbol<MeshOp>("mesh"))
-    for (int64_t size : mesh.getSizes())
-      ranks *= size;
-  for (int64_t r = 0; r < ranks; ++r) {
+  for (int64_t r = 0, ranks = meshRanks(module); r < ranks; ++r) {
     estimate->rank = r;
     report.ranks.push_back(*estimate);
   }
@@ -272,7 +285,7 @@ llvm::json::Object PlacementReport::toJSON() const {
                          {"ranks", std::move(list)}};
   if (pipeline) {
     llvm::json::Array perRank;
-    for (const RankEstimate &r : ranks)
+    for (const RankEstimate &r : pipeline->stages)
       perRank.push_back(llvm::json::Object{{"rank", r.rank},
                                            {"stash_bytes", r.stashBytes},
                                            {"in_flight", r.inFlight}});
@@ -314,12 +327,21 @@ std::string PlacementReport::table() const {
     os << llvm::format(": bubble %.3f simulated (uniform stages), %.3f by "
                        "the formula\n",
                        pipeline->simulatedBubble, pipeline->formulaBubble);
-    for (const RankEstimate &r : ranks)
+    for (const RankEstimate &r : pipeline->stages) {
+      int64_t n = pipeline->ranksPerStage;
+      if (n > 1)
+        os << llvm::format("  pp rank %lld (ranks %lld-%lld)",
+                           static_cast<long long>(r.rank),
+                           static_cast<long long>(r.rank * n),
+                           static_cast<long long>(r.rank * n + n - 1));
+      else
+        os << llvm::format("  rank %lld", static_cast<long long>(r.rank));
       os << llvm::format(
-          "  rank %lld: %lld micro-batch(es) in flight, %s "
-          "stashed each (in activations above)\n",
-          static_cast<long long>(r.rank), static_cast<long long>(r.inFlight),
+          ": %lld micro-batch(es) in flight, %s stashed each (in activations "
+          "above)\n",
+          static_cast<long long>(r.inFlight),
           mib(r.stashBytes / std::max<int64_t>(pipeline->chunks, 1)).c_str());
+    }
   }
   return out;
 }

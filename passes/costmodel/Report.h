@@ -53,6 +53,10 @@ struct PipelineEstimate {
   std::string schedule;
   int64_t ranks = 1, microbatches = 1, chunks = 1;
   double formulaBubble = 0, simulatedBubble = 0;
+  /// Per pipeline rank (`rank` is the pp coordinate): what each of the
+  /// `ranksPerStage` ranks (its dp × tp group) holds.
+  std::vector<RankEstimate> stages;
+  int64_t ranksPerStage = 1;
 };
 
 struct PlacementReport {

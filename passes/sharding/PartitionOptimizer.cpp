@@ -20,6 +20,13 @@
 // becomes a reduce-scatter (the gradient norm then sums blocks and
 // all-reduces the sum), and the parameter's assign all-gathers the block.
 //
+// With micro-batches (weft-accumulate-gradients), ZeRO-2's gradient is
+// the accumulators' mean: the accumulator is a block in @step, and each
+// micro-batch of @accumulate adds only its block of the gradient (a
+// reduce-scatter where the gradient was an all-reduce over the optimizer's
+// axes, a slice of it otherwise), so no rank holds a whole gradient
+// between micro-batches.
+//
 // A mixed-precision master stored split by weft-apply-plan (its
 // `weft.shard_of` already holds the optimizer split) is a block from the
 // start, and its gradient arrives reduce-scattered through the gather's
@@ -30,6 +37,8 @@
 
 #include "passes/sharding/Passes.h"
 #include "passes/sharding/ShardingState.h"
+
+#include "passes/pipeline/Names.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -157,6 +166,70 @@ int64_t heldGradientElements(Value grad) {
   return cast<RankedTensorType>(grad.getType()).getNumElements();
 }
 
+/// ZeRO-2 with micro-batches: @accumulate's accumulator of `name`'s
+/// gradient becomes its block `held` (see the file comment). None there (a
+/// step without micro-batches) is nothing to do.
+LogicalResult accumulateBlocks(func::FuncOp accumulate, StringRef name,
+                               const OptimizerSplit &split, ShardingAttr held) {
+  std::string accName = (name + kGradAccumulatorSuffix).str();
+  ParamOp acc;
+  AssignOp assign;
+  for (Operation &op : accumulate.getBody().front()) {
+    if (auto p = dyn_cast<ParamOp>(op); p && p.getName() == accName)
+      acc = p;
+    if (auto a = dyn_cast<AssignOp>(op); a && a.getName() == accName)
+      assign = a;
+  }
+  if (!acc)
+    return success();
+  auto add = assign ? assign.getValue().getDefiningOp<AddOp>() : AddOp();
+  if (!add || add.getLhs() != acc.getResult())
+    return acc.emitError("weft-partition-optimizer: accumulator '")
+           << accName << "' is not assigned itself plus a gradient in @"
+           << accumulate.getSymName()
+           << " (run weft-accumulate-gradients first)";
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+      accumulate, split.sharding.getMesh());
+  auto type = cast<RankedTensorType>(acc.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[split.dim] /= splitCount(mesh, split.axes);
+  auto blockType = RankedTensorType::get(shape, type.getElementType());
+  Builder attrs(accumulate.getContext());
+  SmallVector<StringRef> axisNames;
+  for (StringAttr axis : split.axes)
+    axisNames.push_back(axis.getValue());
+  ArrayAttr axes = attrs.getStrArrayAttr(axisNames);
+  IntegerAttr dim = attrs.getI64IntegerAttr(split.dim);
+  Attribute stage = add->getAttr(kStageAttr);
+
+  Value grad = add.getRhs();
+  auto sum = grad.getDefiningOp<AllReduceOp>();
+  bool scatter = sum && grad.hasOneUse() && sum.getInputs().size() == 1 &&
+                 sum.getReduction() == ReduceKind::Sum && sum.getAxes() == axes;
+  OpBuilder b(scatter ? sum.getOperation() : add.getOperation());
+  Operation *block =
+      scatter ? ReduceScatterOp::create(b, sum.getLoc(), blockType,
+                                        sum.getInputs()[0],
+                                        split.sharding.getMesh(), axes, dim)
+              : ShardSliceOp::create(b, add.getLoc(), blockType, grad,
+                                     split.sharding.getMesh(), axes, dim);
+  if (scatter)
+    block->setDiscardableAttrs(sum->getDiscardableAttrDictionary());
+  else if (stage)
+    block->setAttr(kStageAttr, stage);
+  acc.getResult().setType(blockType);
+  acc->setAttr(kShardOfAttr, held);
+  b.setInsertionPoint(add);
+  auto total =
+      AddOp::create(b, add.getLoc(), acc.getResult(), block->getResult(0));
+  total->setDiscardableAttrs(add->getDiscardableAttrDictionary());
+  assign.getValueMutable().assign(total);
+  add.erase();
+  if (scatter)
+    sum.erase();
+  return success();
+}
+
 struct PartitionOptimizerPass
     : weft::impl::PartitionOptimizerBase<PartitionOptimizerPass> {
   using PartitionOptimizerBase::PartitionOptimizerBase;
@@ -175,11 +248,10 @@ struct PartitionOptimizerPass
       if (failed(partition(step, /*differentiable=*/false)))
         return signalPassFailure();
     }
-    // A moment's block of the global tensor: the parameter's own split (a
+    // A block's place in the global tensor: the parameter's own split (a
     // tensor-parallel one) and the optimizer split on top.
-    for (auto &[name, held] : momentShards)
-      for (StringRef suffix : {".exp_avg", ".exp_avg_sq"})
-        params.lookup((name + suffix).str())->setAttr(kShardOfAttr, held);
+    for (auto &[name, held] : blockShards)
+      params.lookup(name)->setAttr(kShardOfAttr, held);
     for (auto &[name, grad] : taggedGradients(step, /*strip=*/true))
       if (ParamOp param = params.lookup(name))
         param->setAttr(kGradElementsAttr,
@@ -192,6 +264,8 @@ struct PartitionOptimizerPass
   LogicalResult seed(func::FuncOp step) {
     for (ParamOp p : step.getBody().front().getOps<ParamOp>())
       params[p.getName()] = p;
+    accumulate = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        step, StringAttr::get(step.getContext(), kAccumulateFunc));
     llvm::StringMap<Value> grads = taggedGradients(step, /*strip=*/false);
     for (ParamOp param : step.getBody().front().getOps<ParamOp>()) {
       FailureOr<std::optional<OptimizerSplit>> read = readSplit(param);
@@ -224,24 +298,39 @@ struct PartitionOptimizerPass
       blocks[split.dim] = split.axes;
       FlatSymbolRefAttr mesh = split.sharding.getMesh();
       ShardingAttr replicated = toAttr(&getContext(), mesh, whole);
-      for (ParamOp moment : moments)
-        setSharding(moment.getResult(), split.sharding);
-      setSharding(param.getResult(), replicated);
-      setSharding(grad, splitGradient ? split.sharding : replicated);
       // What a moment's shard_of will say: the parameter's split, if any,
       // and the optimizer split.
       DimAxes held = whole;
       if (auto own = param->getAttrOfType<ShardingAttr>(kShardOfAttr))
         held = readDims(param.getResult(), own);
       held[split.dim].append(split.axes.begin(), split.axes.end());
-      momentShards[param.getName()] = toAttr(&getContext(), mesh, held);
+      ShardingAttr heldAttr = toAttr(&getContext(), mesh, held);
+      SmallVector<ParamOp, 3> stored(std::begin(moments), std::end(moments));
+      // ZeRO-2's gradient accumulator is a block too, in both programs.
+      ParamOp acc =
+          params.lookup((param.getName() + kGradAccumulatorSuffix).str());
+      if (splitGradient && acc) {
+        stored.push_back(acc);
+        if (accumulate && failed(accumulateBlocks(accumulate, param.getName(),
+                                                  split, heldAttr)))
+          return failure();
+      }
+      for (ParamOp block : stored) {
+        setSharding(block.getResult(), split.sharding);
+        blockShards[block.getName()] = heldAttr;
+      }
+      setSharding(param.getResult(), replicated);
+      setSharding(grad, splitGradient ? split.sharding : replicated);
       seeded = true;
     }
     return success();
   }
 
   llvm::StringMap<ParamOp> params;
-  llvm::StringMap<ShardingAttr> momentShards;
+  /// The moments' (and ZeRO-2 accumulators') blocks, by parameter name.
+  llvm::StringMap<ShardingAttr> blockShards;
+  /// The per-micro-batch program, if the step has micro-batches.
+  func::FuncOp accumulate;
   bool seeded = false;
 };
 } // namespace

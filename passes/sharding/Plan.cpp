@@ -127,20 +127,9 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   if (plan.zero > 0 && plan.size("dp") < 2)
     return fail("plan: zero=" + Twine(plan.zero) +
                 " shards over dp, which needs dp >= 2");
-  // ZeRO-2 keeps only this rank's shard of each gradient; accumulating
-  // shards needs a reduce-scatter per micro-batch, which weft-accumulate-
-  // gradients does not place yet.
-  if (plan.zero == 2 && plan.microbatches > 1)
-    return fail("plan: zero=2 with microbatches=" + Twine(plan.microbatches) +
-                " is not implemented yet (zero=1 and zero=3 are)");
   if (plan.size("pp") > 1) {
-    for (const char *axis : {"dp", "tp", "ep"})
-      if (plan.size(axis) > 1)
-        return fail("plan: pp with " + Twine(axis) +
-                    " is not implemented yet (pp runs alone, with "
-                    "microbatches)");
-    if (plan.zero > 0)
-      return fail("plan: pp with zero is not implemented yet");
+    if (plan.size("ep") > 1)
+      return fail("plan: pp with ep is not implemented yet");
     if (plan.schedule == "interleaved" && plan.chunks < 2)
       return fail("plan: schedule=interleaved needs virtual=V with V >= 2 "
                   "virtual stages per rank");

@@ -3,6 +3,7 @@
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace weft {
 #define GEN_PASS_DEF_RESHARDAFTERFORWARD
@@ -29,23 +30,31 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
       stored = castOp.getInput();
     if (!stored.getDefiningOp<ParamOp>() || !gather->isBeforeInBlock(boundary))
       continue;
-    SmallVector<OpOperand *> late;
-    Operation *first = nullptr;
+    // The late uses by the pipeline stage that runs them (none without
+    // pp): each stage gathers its own copy, since a gathered value cannot
+    // go back to the parameter's stage in the backward (a tied embedding's
+    // head on the last stage). The split passes the stored block forward.
+    llvm::MapVector<Attribute, std::pair<SmallVector<OpOperand *>, Operation *>>
+        late;
     for (OpOperand &use : gather.getResult().getUses()) {
       Operation *user = use.getOwner();
       if (user == ret || !boundary->isBeforeInBlock(user))
         continue;
-      late.push_back(&use);
+      auto &[uses, first] = late[user->getAttr(kStageAttr)];
+      uses.push_back(&use);
       if (!first || user->isBeforeInBlock(first))
         first = user;
     }
-    if (late.empty())
-      continue;
-    OpBuilder b(first);
-    Operation *again = b.clone(*gather);
-    for (OpOperand *use : late)
-      use->set(again->getResult(0));
-    ++count;
+    for (auto &[stage, usesAndFirst] : late) {
+      auto &[uses, first] = usesAndFirst;
+      OpBuilder b(first);
+      Operation *again = b.clone(*gather);
+      if (stage)
+        again->setAttr(kStageAttr, stage);
+      for (OpOperand *use : uses)
+        use->set(again->getResult(0));
+      ++count;
+    }
   }
   return count;
 }

@@ -283,7 +283,7 @@ absl::Status Communicator::collective(
   if (!context)
     return absl::InternalError(label + ": the group was never opened");
   try {
-    call(context, tag++);
+    call(context, tags[context.get()]++);
   } catch (const std::exception &e) {
     return failure(label, e.what());
   }

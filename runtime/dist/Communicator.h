@@ -161,7 +161,12 @@ private:
   };
   std::vector<PendingSend> pendingSends;
   std::vector<std::pair<std::string, int64_t>> peers; // (host, pid) per rank.
-  uint32_t tag = 0;
+  /// The next collective's tag on each context. Per context, not one
+  /// count: a group's members issue its collectives in the same order,
+  /// but ranks of different pipeline stages issue different numbers of
+  /// collectives over their other groups (a stage's tp all-reduces) before
+  /// they meet in a group they share (the gradient norm over pp).
+  std::map<const gloo::Context *, uint32_t> tags;
 };
 
 } // namespace weft::runtime

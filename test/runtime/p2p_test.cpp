@@ -383,6 +383,42 @@ TEST(PointToPoint, CommunicatorRefusesPeersOutsideTheJob) {
     EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r];
 }
 
+// A pipeline's stages issue different numbers of collectives over their
+// own groups (stage 0's tp all-reduces) before all of them meet in one
+// group (the gradient norm over tp and pp). On pp=2 x tp=2, stage 0's
+// ranks all-reduce over tp three times and stage 1's once, then every
+// rank sums its rank over [tp, pp]: each group counts its own tags, so
+// the shared sum meets (one count for every collective put stage 0 two
+// tags ahead, and the sum waited until the timeout).
+TEST(Collectives, GroupsCountTheirOwnCollectives) {
+  std::vector<float> got(4, -1.0f);
+  std::vector<absl::Status> results = onRanks(
+      4, std::chrono::seconds(20), "",
+      [&](int64_t r, runtime::Communicator &comm,
+          runtime::SchedExecutor *) -> absl::Status {
+        runtime::MeshSpec mesh{{"pp", "tp"}, {2, 2}};
+        if (absl::Status s = comm.setMesh(mesh, {{"tp"}, {"tp", "pp"}});
+            !s.ok())
+          return s;
+        int64_t stage = mesh.coords(r)[0];
+        for (int i = 0; i < (stage == 0 ? 3 : 1); ++i) {
+          float x = 1.0f;
+          if (absl::Status s = comm.allReduce({"tp"}, &x, 1); !s.ok())
+            return s;
+          EXPECT_EQ(x, 2.0f);
+        }
+        float total = static_cast<float>(r);
+        if (absl::Status s = comm.allReduce({"tp", "pp"}, &total, 1); !s.ok())
+          return s;
+        got[r] = total;
+        return absl::OkStatus();
+      });
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r];
+    EXPECT_EQ(got[r], 0.0f + 1 + 2 + 3) << "rank " << r;
+  }
+}
+
 // Without a communicator there is no peer: the placed bundle is refused
 // at create, saying how to run it. The GPU backend has no point to point
 // yet and refuses the program, naming it and the instruction.

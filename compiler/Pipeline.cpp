@@ -101,10 +101,17 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createAssignStages(stages));
   }
   pm.addPass(createAutodiff());
-  if (plan.zero == 3)
-    pm.addNestedPass<func::FuncOp>(createReshardAfterForward());
   // A pipeline runs micro-batches even when there is one.
-  if (plan.microbatches > 1 || pipelined) {
+  bool accumulates = plan.microbatches > 1 || pipelined;
+  // ZeRO-3 gathers each parameter once per step for all its micro-batches
+  // unless the plan says gather=microbatch; with that, or without
+  // micro-batches, the backward gathers again (FSDP's reshard after
+  // forward) unless the plan says gather=step.
+  bool gatherPerStep =
+      plan.zero == 3 && accumulates && plan.gather != "microbatch";
+  if (plan.zero == 3 && !gatherPerStep && plan.gather != "step")
+    pm.addNestedPass<func::FuncOp>(createReshardAfterForward());
+  if (accumulates) {
     // The kept @train_step would be the accumulators' mean, not one
     // micro-batch's gradients: nothing a test could compare.
     if (options.keepGradients)
@@ -114,6 +121,8 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     accumulate.microbatches = plan.microbatches;
     pm.addPass(createAccumulateGradients(accumulate));
   }
+  if (gatherPerStep)
+    pm.addPass(createGatherPerStep());
   AdamWOptions adamw;
   adamw.beta1 = options.beta1;
   adamw.beta2 = options.beta2;

@@ -253,7 +253,8 @@ public:
         return failure();
       module->removeAttr(kPipelineScheduleAttr);
     } else if (microbatches > 0)
-      addSchedule("train", {kAccumulateFunc, "step"}, microbatches);
+      addSchedule("train", {kAccumulateFunc, "step"}, microbatches,
+                  kGatherFunc);
     else
       addSchedule("train", {"step"}, 1);
     addSchedule("eval", {"forward"}, 1);
@@ -442,12 +443,12 @@ private:
     return program;
   }
 
-  /// `sched.schedule @name` for `microbatches` micro-batches: every
-  /// program of `programs` but the last once per micro-batch, in order,
-  /// then the last once (all of them once for 1). Nothing if a program is
-  /// missing.
+  /// `sched.schedule @name` for `microbatches` micro-batches: program
+  /// `first` once if the module has it, then every program of `programs`
+  /// but the last once per micro-batch, in order, then the last once (all
+  /// of them once for 1). Nothing if a program of `programs` is missing.
   void addSchedule(StringRef name, ArrayRef<StringRef> programs,
-                   int64_t microbatches) {
+                   int64_t microbatches, StringRef first = "") {
     if (llvm::any_of(programs, [&](StringRef p) {
           return !module.lookupSymbol<sched::ProgramOp>(p);
         }))
@@ -460,6 +461,8 @@ private:
     auto seq = sched::SequenceOp::create(b, module.getLoc(), StringAttr(),
                                          IntegerAttr());
     b.setInsertionPointToEnd(&seq.getBody().emplaceBlock());
+    if (!first.empty() && module.lookupSymbol<sched::ProgramOp>(first))
+      sched::RunOp::create(b, module.getLoc(), first, 0, 0);
     for (int64_t i = 0; i < microbatches; ++i)
       for (StringRef p : programs.drop_back())
         sched::RunOp::create(b, module.getLoc(), p, i, 0);

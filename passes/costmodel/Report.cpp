@@ -151,6 +151,21 @@ LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e) {
   return success();
 }
 
+/// weft-gather-per-step's program, if there is one: its gathers, once per
+/// step, and the whole parameters it keeps for the step (its `.gathered`
+/// state), which count as parameters.
+LogicalResult addGather(func::FuncOp gather, RankEstimate &e) {
+  if (!gather)
+    return success();
+  if (failed(addProgram(gather, 1, e)))
+    return failure();
+  for (ParamOp p : gather.getBody().front().getOps<ParamOp>())
+    if (p.getState() && p.getName().ends_with(kGatheredSuffix))
+      e.paramBytes +=
+          elementsOf(p.getType()) * elementBytes(p.getType().getElementType());
+  return success();
+}
+
 /// The bytes of a stage forward's stash: what one micro-batch in flight
 /// holds until its backward.
 int64_t stashBytes(func::FuncOp forward) {
@@ -213,6 +228,11 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
     if (failed(estimate))
       return module.emitError("no planned @") << stepName << " to estimate",
              failure();
+    std::string gatherName = "rank" + std::to_string(r) + "." + kGatherFunc;
+    if (failed(addGather(module.lookupSymbol<func::FuncOp>(gatherName),
+                         *estimate)))
+      return module.emitError("no planned @") << gatherName << " to estimate",
+             failure();
     estimate->rank = r;
     estimate->stashBytes = 0;
     for (int64_t c = 0; c < pipe.chunks; ++c) {
@@ -264,6 +284,10 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
       return accumulate.emitError("no planned @accumulate to estimate"),
              failure();
   }
+  if (failed(
+          addGather(module.lookupSymbol<func::FuncOp>(kGatherFunc), *estimate)))
+    return module.emitError("no planned @") << kGatherFunc << " to estimate",
+           failure();
   // Every rank runs the same program on same-sized blocks.
   for (int64_t r = 0, ranks = meshRanks(module); r < ranks; ++r) {
     estimate->rank = r;
@@ -307,8 +331,7 @@ std::string PlacementReport::table() const {
   os << llvm::format("%-6s %12s %12s %12s %12s %12s %12s\n", "rank", "params",
                      "grads", "optimizer", "activations", "total", "comm/step");
   for (const RankEstimate &r : ranks) {
-    int64_t total =
-        r.paramBytes + r.gradBytes + r.optimizerBytes + r.activationBytes;
+    int64_t total = r.totalBytes();
     os << llvm::format("%-6lld %12s %12s %12s %12s %12s %12s\n",
                        static_cast<long long>(r.rank),
                        mib(r.paramBytes).c_str(), mib(r.gradBytes).c_str(),

@@ -45,6 +45,12 @@ struct RankEstimate {
   /// its virtual stages), and the most micro-batches the schedule keeps in
   /// flight here (GPipe: all; 1F1B: up to pp - rank).
   int64_t stashBytes = 0, inFlight = 0;
+
+  /// What the rank holds at its peak: parameters, gradients, optimizer
+  /// state and activations.
+  int64_t totalBytes() const {
+    return paramBytes + gradBytes + optimizerBytes + activationBytes;
+  }
 };
 
 /// A pipelined step's schedule and its bubble: idle over compute time, by

@@ -18,6 +18,11 @@ inline constexpr const char *kAccumulateFunc = "accumulate";
 inline constexpr const char *kMicrobatchesAttr = "weft.microbatches";
 /// The suffix of a parameter's gradient accumulator.
 inline constexpr const char *kGradAccumulatorSuffix = ".grad_acc";
+/// The program weft-gather-per-step makes: run once per step before the
+/// micro-batches, it gathers ZeRO-3 parameters into their `.gathered`
+/// state (with pp, one per rank: `rank<r>.gather`).
+inline constexpr const char *kGatherFunc = "gather";
+inline constexpr const char *kGatheredSuffix = ".gathered";
 
 /// The mesh axis pipeline stages are placed along.
 inline constexpr const char *kPipelineAxis = "pp";

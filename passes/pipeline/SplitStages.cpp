@@ -8,7 +8,9 @@
 //   stage<s>.forward   the ops the micro-batch's loss needs, on stage s;
 //   stage<s>.backward  the rest of stage s's ops: the gradients and their
 //                      accumulation;
-//   rank<r>.step       the optimizer step of the stages rank r holds.
+//   rank<r>.step       the optimizer step of the stages rank r holds;
+//   rank<r>.gather     with weft-gather-per-step, the ZeRO-3 gathers of
+//                      rank r's stages, run once before its micro-batches.
 //
 // A value one program makes and another needs crosses between them as a
 // send and a receive when the programs are on different stages (forward
@@ -73,6 +75,10 @@ struct Layout {
     return rank(to) - rank(from);
   }
 };
+
+std::string gatherProgramName(int64_t rank) {
+  return "rank" + std::to_string(rank) + "." + kGatherFunc;
+}
 
 std::string programName(int64_t stage, Phase phase) {
   return "stage" + std::to_string(stage) +
@@ -474,6 +480,40 @@ LogicalResult splitStep(func::FuncOp step, const Layout &layout,
   step.erase();
   return success();
 }
+/// weft-gather-per-step's @gather as one program per rank, `rank<r>.gather`,
+/// gathering its own stages' parameters; returns the ranks that have one (a
+/// rank whose stages gather nothing has none).
+FailureOr<llvm::SmallSet<int64_t, 8>> splitGather(func::FuncOp gather,
+                                                  const Layout &layout) {
+  llvm::SmallSet<int64_t, 8> ranks;
+  FailureOr<llvm::DenseMap<Operation *, int64_t>> staged = stagesOf(
+      gather.getBody().front(), "weft-pipeline-split", /*strict=*/true);
+  if (failed(staged))
+    return failure();
+  for (int64_t r = 0; r < layout.ranks; ++r) {
+    OpBuilder b(gather);
+    auto copy = cast<func::FuncOp>(b.clone(*gather));
+    copy.setSymName(gatherProgramName(r));
+    Block &cbody = copy.getBody().front();
+    SmallVector<Operation *> order;
+    for (auto [orig, cloned] :
+         llvm::zip(gather.getBody().front().without_terminator(),
+                   cbody.without_terminator()))
+      if (int64_t s = staged->lookup(&orig); s >= 0 && layout.rank(s) != r)
+        order.push_back(&cloned);
+    for (Operation *op : llvm::reverse(order))
+      op->erase();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(cbody)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    if (cbody.getOps<AssignOp>().empty())
+      copy.erase();
+    else
+      ranks.insert(r);
+  }
+  gather.erase();
+  return ranks;
+}
 } // namespace
 
 LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
@@ -521,17 +561,28 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
   if (failed(AccumulateSplit(acc, layout, meshRef).run()) ||
       failed(splitStep(step, layout, meshRef)))
     return failure();
+  llvm::SmallSet<int64_t, 8> gathers;
+  if (auto gather = module.lookupSymbol<func::FuncOp>(kGatherFunc)) {
+    FailureOr<llvm::SmallSet<int64_t, 8>> split = splitGather(gather, layout);
+    if (failed(split))
+      return failure();
+    gathers = std::move(*split);
+  }
   // The whole model's forward (evaluation) would read parameters that
   // other ranks update: a pipelined bundle has none yet.
   if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
     forward.erase();
 
   // The table, as the lowering writes it: per rank, [program, micro-batch,
-  // chunk] entries, then the rank's step.
+  // chunk] entries (its gather first, if it has one), then the rank's step.
   Builder b(module.getContext());
   SmallVector<Attribute> ranksAttr;
   for (int64_t r = 0; r < ranks; ++r) {
     SmallVector<Attribute> entries;
+    if (gathers.contains(r))
+      entries.push_back(
+          b.getArrayAttr({b.getStringAttr(gatherProgramName(r)),
+                          b.getI64IntegerAttr(0), b.getI64IntegerAttr(0)}));
     for (const pipeline::Action &a : table->actions[r]) {
       int64_t s = table->stageOf(r, a.chunk);
       Phase phase = a.phase == pipeline::Phase::Forward ? Forward : Backward;

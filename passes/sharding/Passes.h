@@ -44,6 +44,14 @@ struct Plan {
   std::string schedule = "1f1b";
   int64_t chunks = 1;
   std::string stages;
+  /// With zero=3 and micro-batches: gather=step gathers each parameter once
+  /// per step for all micro-batches, forward and backward (FSDP without
+  /// resharding after forward, as torchtitan runs it under pp);
+  /// gather=microbatch gathers it in each micro-batch's forward and again
+  /// in its backward, holding only the layer in use. Empty: not given (the
+  /// compiler picks step; weftc falls back to microbatch when a rank would
+  /// not fit its --topology).
+  std::string gather;
 
   /// The size of `axis`, 1 when the plan does not name it.
   int64_t size(llvm::StringRef axis) const;
@@ -74,6 +82,10 @@ mlir::LogicalResult partition(mlir::func::FuncOp func,
 /// Re-gathers ZeRO-3 parameters for the backward of the differentiated
 /// `func` (see weft-reshard-after-forward); returns how many it re-gathered.
 int64_t reshardAfterForward(mlir::func::FuncOp func);
+
+/// Moves @accumulate's gathers of ZeRO-3 blocks into @gather, run once per
+/// step (see weft-gather-per-step); returns how many parameters it moved.
+mlir::FailureOr<int64_t> gatherPerStep(mlir::ModuleOp module);
 
 /// Merges all-reduces into buckets of at most `bucketBytes` (see
 /// weft-bucket-all-reduce); returns the number of collectives left.

@@ -114,4 +114,21 @@ def ReshardAfterForward : Pass<"weft-reshard-after-forward", "::mlir::func::Func
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def GatherPerStep : Pass<"weft-gather-per-step", "::mlir::ModuleOp"> {
+  let summary = "Gather ZeRO-3 parameters once per step for all micro-batches";
+  let description = [{
+    With micro-batches (weft-accumulate-gradients), ZeRO-3's gathers in
+    @accumulate run once per micro-batch. This pass moves each gather of a
+    stored block (and the cast before it in mixed precision) into a new
+    program @gather, which the step runs once before its micro-batches and
+    which assigns the whole parameter to a state parameter
+    `<name>.gathered`; every micro-batch reads that, forward and backward.
+    The gradients still reduce-scatter per micro-batch. It is FSDP's
+    reshard_after_forward=False: a rank holds its parameters whole for the
+    step, in exchange for one gather each instead of one or two per
+    micro-batch. Run it instead of weft-reshard-after-forward.
+  }];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif // WEFT_PASSES_SHARDING_TD

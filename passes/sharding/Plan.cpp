@@ -47,6 +47,8 @@ std::string Plan::str() const {
     if (!stages.empty())
       parts.push_back("stages=" + stages);
   }
+  if (!gather.empty())
+    parts.push_back("gather=" + gather);
   return llvm::join(parts, ",");
 }
 
@@ -58,7 +60,8 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
   SmallVector<StringRef> parts, meshParts;
   spec.split(parts, ',', -1, /*KeepEmpty=*/false);
   bool zeroGiven = false, spGiven = false, microbatchesGiven = false,
-       scheduleGiven = false, virtualGiven = false, stagesGiven = false;
+       scheduleGiven = false, virtualGiven = false, stagesGiven = false,
+       gatherGiven = false;
   for (size_t i = 0; i < parts.size(); ++i) {
     auto [key, value] = parts[i].trim().split('=');
     if (key == "mb")
@@ -69,7 +72,8 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
         (key == "microbatches" && std::exchange(microbatchesGiven, true)) ||
         (key == "schedule" && std::exchange(scheduleGiven, true)) ||
         (key == "virtual" && std::exchange(virtualGiven, true)) ||
-        (key == "stages" && std::exchange(stagesGiven, true)))
+        (key == "stages" && std::exchange(stagesGiven, true)) ||
+        (key == "gather" && std::exchange(gatherGiven, true)))
       return fail("plan: " + key + " is given twice");
     if (key == "stages") {
       // stages=0-7,8-15: the ranges after it are its own parts.
@@ -101,6 +105,11 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
       if (value.getAsInteger(10, plan.zero) || plan.zero < 0 || plan.zero > 3)
         return fail("plan: zero needs a stage 0, 1, 2 or 3, got '" + value +
                     "'");
+    } else if (key == "gather") {
+      if (value != "step" && value != "microbatch")
+        return fail("plan: gather needs step or microbatch, got '" + value +
+                    "'");
+      plan.gather = value.str();
     } else if (key == "sp") {
       if (value != "on" && value != "off")
         return fail("plan: sp needs on or off, got '" + value + "'");
@@ -140,6 +149,9 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
     return fail("plan: schedule, virtual and stages are pipeline settings, "
                 "which need pp >= 2");
   }
+  if (gatherGiven && plan.zero != 3)
+    return fail("plan: gather=" + plan.gather +
+                " says when ZeRO-3 gathers parameters, which needs zero=3");
   if (plan.sequenceParallel && plan.size("tp") < 2)
     return fail("plan: sp=on splits the sequence over tp, which needs tp >= 2");
   return plan;

@@ -385,6 +385,51 @@ int runSchedule() {
   return writeTimeline(*table, *line);
 }
 
+/// "rank R needs X GiB, more than the Y GiB of a T device" if rank `r`
+/// does not fit a device of `topology`; empty if it does (or the topology
+/// gives no memory).
+std::string overMemory(const weft::RankEstimate &r,
+                       const weft::Topology &topology) {
+  int64_t total = r.totalBytes();
+  if (topology.device.memoryBytes <= 0 || total <= topology.device.memoryBytes)
+    return "";
+  return formatv("rank {0} needs {1:f2} GiB, more than the {2:f2} GiB of a "
+                 "{3} device",
+                 r.rank, total / double(1 << 30),
+                 topology.device.memoryBytes / double(1 << 30), topology.name)
+      .str();
+}
+
+/// ZeRO-3 with micro-batches gathers each parameter once per step where
+/// memory allows: when the plan leaves `gather` open and a rank would not
+/// fit a device of `topology` that way, it gathers per micro-batch
+/// instead, and says so. Fails only if the estimate cannot be made.
+LogicalResult chooseGather(ModuleOp module, weft::TrainingOptions &options,
+                           const weft::Topology &topology) {
+  const weft::Plan &plan = options.plan;
+  bool accumulates = plan.microbatches > 1 || plan.size("pp") > 1;
+  if (plan.zero != 3 || !accumulates || !plan.gather.empty())
+    return success();
+  OwningOpRef<ModuleOp> trial = module.clone();
+  weft::TrainingOptions once = options;
+  once.plan.gather = "step";
+  if (failed(weft::buildTrainingPrograms(*trial, once)))
+    return failure();
+  FailureOr<weft::PlacementReport> report = weft::estimatePlacement(*trial);
+  if (failed(report))
+    return failure();
+  for (const weft::RankEstimate &r : report->ranks)
+    if (std::string over = overMemory(r, topology); !over.empty()) {
+      WithColor::note(errs(), "weftc")
+          << "gathering ZeRO-3 parameters once per step, " << over
+          << "; they are gathered per micro-batch instead (gather=microbatch "
+             "in the plan says so, gather=step insists)\n";
+      options.plan.gather = "microbatch";
+      break;
+    }
+  return success();
+}
+
 /// --report: the placed step's per-rank estimate (passes/costmodel/Report.h)
 /// of `placed` (the weft programs) and, with a topology, the predicted time
 /// of each program of `lowered` (sched; passes/costmodel/CostModel.h).
@@ -402,17 +447,10 @@ int printReport(ModuleOp placed, ModuleOp lowered,
       outs() << report->table();
     // A rank that cannot hold its share is the plan's problem, said here
     // rather than as an out-of-memory error at run time.
-    if (topology && topology->device.memoryBytes > 0)
-      for (const weft::RankEstimate &r : report->ranks) {
-        int64_t total =
-            r.paramBytes + r.gradBytes + r.optimizerBytes + r.activationBytes;
-        if (total > topology->device.memoryBytes)
-          WithColor::warning(errs(), "weftc") << formatv(
-              "rank {0} needs {1:f2} GiB, more than the {2:f2} "
-              "GiB of a {3} device\n",
-              r.rank, total / double(1 << 30),
-              topology->device.memoryBytes / double(1 << 30), topology->name);
-      }
+    if (topology)
+      for (const weft::RankEstimate &r : report->ranks)
+        if (std::string over = overMemory(r, *topology); !over.empty())
+          WithColor::warning(errs(), "weftc") << over << "\n";
   }
   if (lowered && topology) {
     llvm::json::Array programs;
@@ -571,6 +609,8 @@ int runCompile(MLIRContext &context) {
           << formatv("{0:f0}", t->interNode.bandwidth / 1e9)
           << " GB/s instead of "
           << formatv("{0:f0}", t->intraNode.bandwidth / 1e9) << " GB/s)\n";
+    if (failed(chooseGather(*module, options, *t)))
+      return 1;
   }
   // --timeline draws the plan's pipeline schedule: the table the compiler
   // builds into the bundle (weft-pipeline-split), from the same generator.

@@ -33,6 +33,20 @@ ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
   return acc;
 }
 
+/// The all-reduce that makes gradient `g` of `param`, if the accumulator
+/// can take its input instead and the step reduce once: a sum of one
+/// tensor that only the return reads. ZeRO-2's (weft.grad_shard) stays,
+/// as weft-partition-optimizer makes it the per-micro-batch reduce-scatter
+/// into its block accumulator.
+AllReduceOp deferrableReduction(Value g, ParamOp param) {
+  auto sum = g.getDefiningOp<AllReduceOp>();
+  if (!sum || param->hasAttr(kGradShardAttr) || !g.hasOneUse() ||
+      sum.getInputs().size() != 1 || sum.getReduction() != ReduceKind::Sum ||
+      !isa<func::ReturnOp>(*g.getUsers().begin()))
+    return AllReduceOp();
+  return sum;
+}
+
 std::string accumulatorName(StringRef param) {
   return (param + kGradAccumulatorSuffix).str();
 }
@@ -74,7 +88,9 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   }
 
   // @accumulate: the gradient function, its gradients and loss added into
-  // the accumulators instead of returned.
+  // the accumulators instead of returned. The reductions moved to the
+  // step, by accumulator: the mesh and axes each was over.
+  llvm::StringMap<std::pair<FlatSymbolRefAttr, ArrayAttr>> deferred;
   OpBuilder b(grad);
   auto accumulate = cast<func::FuncOp>(b.clone(*grad));
   accumulate.setSymName(kAccumulateFunc);
@@ -104,13 +120,26 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     AssignOp::create(b, loc, lossAcc.getNameAttr(),
                      e.add(lossAcc.getResult(), loss));
     placeOnStage(before, ret, lossStage);
-    for (auto [acc, g] : llvm::zip(accs, ret.getOperands().drop_front())) {
+    SmallVector<AllReduceOp> reduced;
+    for (auto [param, acc, g] :
+         llvm::zip(gradOf, accs, ret.getOperands().drop_front())) {
+      // The data-parallel sum, once per step in the step rather than once
+      // per micro-batch (sums commute): the accumulator adds this rank's
+      // own gradient (Megatron reduces after the last micro-batch).
+      Value part = g;
+      if (AllReduceOp sum = deferrableReduction(g, param)) {
+        deferred[acc.getName()] = {sum.getMeshAttr(), sum.getAxesAttr()};
+        reduced.push_back(sum);
+        part = sum.getInputs()[0];
+      }
       before = ret->getPrevNode();
-      AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), g));
+      AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), part));
       placeOnStage(before, ret, acc->getAttr(kStageAttr));
     }
     func::ReturnOp::create(b, loc, ValueRange{loss});
     ret.erase();
+    for (AllReduceOp sum : reduced)
+      sum.erase();
     accumulate.setFunctionType(
         b.getFunctionType(body.getArgumentTypes(), {loss.getType()}));
     accumulate.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
@@ -139,7 +168,13 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   SmallVector<Value> results;
   auto average = [&](ParamOp acc) {
     auto type = cast<RankedTensorType>(acc.getType());
-    Value result = e.mul(acc.getResult(), e.splat(type, 1.0 / microbatches));
+    Value sum = acc.getResult();
+    if (auto it = deferred.find(acc.getName()); it != deferred.end())
+      sum = AllReduceOp::create(
+                b, loc, ReduceKindAttr::get(b.getContext(), ReduceKind::Sum),
+                ValueRange{sum}, it->second.first, it->second.second)
+                .getResult(0);
+    Value result = e.mul(sum, e.splat(type, 1.0 / microbatches));
     AssignOp::create(b, loc, acc.getNameAttr(), e.splat(type, 0.0));
     return result;
   };

@@ -237,14 +237,18 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
     estimate->stashBytes = 0;
     for (int64_t c = 0; c < pipe.chunks; ++c) {
       int64_t s = c * pipe.ranks + r;
-      for (const char *part : {".forward", ".backward"}) {
+      for (const char *part : {".forward", ".backward", ".wgrad"}) {
         std::string program = "stage" + std::to_string(s) + part;
         auto f = module.lookupSymbol<func::FuncOp>(program);
+        if (!f && StringRef(part) == ".wgrad" && !built->splitBackward)
+          continue;
         if (failed(addProgram(f, pipe.microbatches, *estimate)))
           return module.emitError("no planned @") << program << " to estimate",
                  failure();
         if (StringRef(part) == ".forward")
           estimate->stashBytes += stashBytes(f);
+        else if (StringRef(part) == ".backward")
+          estimate->weightStashBytes += stashBytes(f);
       }
     }
     // Stash per micro-batch in flight: an interleaved rank's count is over
@@ -252,6 +256,11 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
     estimate->inFlight = line->peakInFlight[r];
     estimate->activationBytes +=
         estimate->stashBytes * estimate->inFlight / pipe.chunks;
+    if (built->splitBackward) {
+      estimate->awaitingW = line->peakAwaitingW[r];
+      estimate->activationBytes +=
+          estimate->weightStashBytes * estimate->awaitingW;
+    }
     pipe.stages.push_back(*estimate);
   }
   // Every rank of a pp coordinate (its dp × tp group, the mesh's minor
@@ -310,9 +319,12 @@ llvm::json::Object PlacementReport::toJSON() const {
   if (pipeline) {
     llvm::json::Array perRank;
     for (const RankEstimate &r : pipeline->stages)
-      perRank.push_back(llvm::json::Object{{"rank", r.rank},
-                                           {"stash_bytes", r.stashBytes},
-                                           {"in_flight", r.inFlight}});
+      perRank.push_back(
+          llvm::json::Object{{"rank", r.rank},
+                             {"stash_bytes", r.stashBytes},
+                             {"in_flight", r.inFlight},
+                             {"weight_stash_bytes", r.weightStashBytes},
+                             {"awaiting_w", r.awaitingW}});
     out["pipeline"] =
         llvm::json::Object{{"schedule", pipeline->schedule},
                            {"ranks", pipeline->ranks},
@@ -360,10 +372,14 @@ std::string PlacementReport::table() const {
       else
         os << llvm::format("  rank %lld", static_cast<long long>(r.rank));
       os << llvm::format(
-          ": %lld micro-batch(es) in flight, %s stashed each (in activations "
-          "above)\n",
+          ": %lld micro-batch(es) in flight, %s stashed each",
           static_cast<long long>(r.inFlight),
           mib(r.stashBytes / std::max<int64_t>(pipeline->chunks, 1)).c_str());
+      if (r.awaitingW > 0)
+        os << llvm::format("; %lld awaiting W, %s each",
+                           static_cast<long long>(r.awaitingW),
+                           mib(r.weightStashBytes).c_str());
+      os << " (in activations above)\n";
     }
   }
   return out;

@@ -45,6 +45,9 @@ struct RankEstimate {
   /// its virtual stages), and the most micro-batches the schedule keeps in
   /// flight here (GPipe: all; 1F1B: up to pp - rank).
   int64_t stashBytes = 0, inFlight = 0;
+  /// With zb-h1: what one micro-batch's B hands its W, and the most
+  /// micro-batches between the two at once.
+  int64_t weightStashBytes = 0, awaitingW = 0;
 
   /// What the rank holds at its peak: parameters, gradients, optimizer
   /// state and activations.

@@ -435,13 +435,14 @@ weft::pipeline::simulateSchedule(const ScheduleTable &t,
   Timeline line;
   line.spans.resize(t.ranks);
   line.peakInFlight.assign(t.ranks, 0);
+  line.peakAwaitingW.assign(t.ranks, 0);
   for (int64_t r = 0; r < t.ranks; ++r)
     line.spans[r].resize(t.actions[r].size());
   std::map<Message, double> arrival;
   std::map<Message, std::pair<int64_t, int64_t>> sender; // Rank, entry.
   std::vector<size_t> at(t.ranks, 0);
   std::vector<double> clock(t.ranks, 0.0);
-  std::vector<int64_t> inFlight(t.ranks, 0);
+  std::vector<int64_t> inFlight(t.ranks, 0), awaitingW(t.ranks, 0);
   // checkSchedule proved this finishes: each pass moves some rank on.
   for (bool moved = true; moved;) {
     moved = false;
@@ -466,11 +467,17 @@ weft::pipeline::simulateSchedule(const ScheduleTable &t,
           double start = clock[r];
           clock[r] += duration(a.phase);
           line.spans[r][s.entry] = {start, clock[r]};
-          if (a.phase == Phase::Forward)
+          if (a.phase == Phase::Forward) {
             line.peakInFlight[r] =
                 std::max(line.peakInFlight[r], ++inFlight[r]);
-          else if (a.phase == Phase::Backward)
+          } else if (a.phase == Phase::Backward) {
             --inFlight[r];
+            if (t.splitBackward)
+              line.peakAwaitingW[r] =
+                  std::max(line.peakAwaitingW[r], ++awaitingW[r]);
+          } else {
+            --awaitingW[r];
+          }
         }
         ++at[r];
         moved = true;

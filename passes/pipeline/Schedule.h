@@ -112,6 +112,9 @@ struct Timeline {
   /// Per rank, the most micro-batches whose forward ran and whose backward
   /// (B) has not: the activations the schedule holds at once.
   std::vector<int64_t> peakInFlight;
+  /// With the backward split: per rank, the most micro-batches whose B ran
+  /// and whose W has not (what B hands W is held that long).
+  std::vector<int64_t> peakAwaitingW;
 };
 
 /// Times `table` (which must pass checkSchedule) with messages arriving as

@@ -7,7 +7,12 @@
 //
 //   stage<s>.forward   the ops the micro-batch's loss needs, on stage s;
 //   stage<s>.backward  the rest of stage s's ops: the gradients and their
-//                      accumulation;
+//                      accumulation; with zb-h1 only B, the input
+//                      gradients the previous stage waits for and what
+//                      they need;
+//   stage<s>.wgrad     with zb-h1, W: the rest (the weight gradients and
+//                      their accumulation), taking what it needs from B's
+//                      stash (B passes on what W needs of the forward's);
 //   rank<r>.step       the optimizer step of the stages rank r holds;
 //   rank<r>.gather     with weft-gather-per-step, the ZeRO-3 gathers of
 //                      rank r's stages, run once before its micro-batches.
@@ -63,7 +68,10 @@ constexpr int64_t kFree = -1; // Reads no stage's value: copied where used.
 constexpr int64_t kPartial = -2;
 constexpr int64_t kReplicated = -3;
 
-enum Phase { Forward = 0, Backward = 1 };
+/// With zb-h1 the backward is two programs: B, the input gradients the
+/// previous stage waits for (and what they need), and W, the rest (the
+/// weight gradients and their accumulation), which nobody waits for.
+enum Phase { Forward = 0, Backward = 1, WeightGrad = 2 };
 
 struct Layout {
   int64_t ranks = 1, chunks = 1;
@@ -81,8 +89,13 @@ std::string gatherProgramName(int64_t rank) {
 }
 
 std::string programName(int64_t stage, Phase phase) {
-  return "stage" + std::to_string(stage) +
-         (phase == Forward ? ".forward" : ".backward");
+  const char *suffix[] = {".forward", ".backward", ".wgrad"};
+  return "stage" + std::to_string(stage) + suffix[phase];
+}
+
+const char *phaseText(Phase phase) {
+  const char *text[] = {"forward", "backward", "weight gradient"};
+  return text[phase];
 }
 
 int64_t stageAttr(Operation *op) {
@@ -125,8 +138,9 @@ stagesOf(Block &body, StringRef pass, bool strict) {
 class AccumulateSplit {
 public:
   AccumulateSplit(func::FuncOp acc, const Layout &layout,
-                  FlatSymbolRefAttr mesh)
-      : acc(acc), layout(layout), mesh(mesh), b(acc) {}
+                  FlatSymbolRefAttr mesh, bool splitBackward)
+      : acc(acc), layout(layout), mesh(mesh), splitBackward(splitBackward),
+        b(acc) {}
 
   LogicalResult run() {
     Block &body = acc.getBody().front();
@@ -148,6 +162,8 @@ public:
         if (Operation *def = v.getDefiningOp())
           work.push_back(def);
     }
+    if (splitBackward)
+      findInputGradients(body);
     for (Operation &op : body.without_terminator()) {
       int64_t s = stage.lookup(&op);
       if (s == kFree || isa<ParamOp>(op))
@@ -156,7 +172,7 @@ public:
         return op.emitError("weft-pipeline-split: stage ")
                << s << " is outside the " << layout.stages()
                << " stages of the pipeline";
-      Phase phase = forward.contains(&op) ? Forward : Backward;
+      Phase phase = phaseOf(&op);
       programs[{s, phase}].push_back(&op);
       for (Value v : op.getOperands())
         if (failed(route(v, s, phase, &op)))
@@ -173,6 +189,40 @@ private:
     int64_t tag;
   };
 
+  /// The phase of a staged op: forward if the loss needs it; with the
+  /// backward split, B if its stage's input gradients need it, else W.
+  Phase phaseOf(Operation *op) {
+    if (forward.contains(op) || isa<ParamOp>(op))
+      return Forward;
+    return splitBackward && !inputGradient.contains(op) ? WeightGrad : Backward;
+  }
+
+  /// B: the backward ops whose results another stage reads (the gradients
+  /// sent to the previous stage) and, on their own stage, what those read.
+  void findInputGradients(Block &body) {
+    SmallVector<Operation *> work;
+    for (Operation &op : body.without_terminator()) {
+      int64_t s = stage.lookup(&op);
+      if (s == kFree || forward.contains(&op) || isa<ParamOp>(op))
+        continue;
+      if (llvm::any_of(op.getUsers(), [&](Operation *user) {
+            int64_t t = stage.lookup(user);
+            return t != kFree && t != s;
+          }))
+        work.push_back(&op);
+    }
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!inputGradient.insert(op).second)
+        continue;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && stage.lookup(def) == stage.lookup(op) &&
+            !forward.contains(def) && !isa<ParamOp>(def))
+          work.push_back(def);
+    }
+  }
+
   /// Where `v` is made: its stage and phase, or kFree for values every
   /// program can make itself (block arguments, unstaged ops). A parameter
   /// is its stage's forward value, which that stage's backward also reads
@@ -181,40 +231,51 @@ private:
     Operation *def = v.getDefiningOp();
     if (!def || stage.lookup(def) == kFree)
       return {kFree, Forward};
-    return {stage.lookup(def),
-            forward.contains(def) || isa<ParamOp>(def) ? Forward : Backward};
+    return {stage.lookup(def), phaseOf(def)};
   }
 
-  /// Records how program (s, phase) gets operand `v` of `user`.
+  /// Records how program (s, phase) gets operand `v` of `user`. A value
+  /// W needs from the forward or from another stage reaches it through B's
+  /// stash, as B is what runs between them.
   LogicalResult route(Value v, int64_t s, Phase phase, Operation *user) {
     auto [from, fromPhase] = home(v);
     if (from == kFree ||
         (from == s && (fromPhase == phase || isa<ParamOp>(v.getDefiningOp()))))
       return success();
-    if (from == s) // Forward value, backward use.
-      return stash(s, v), success();
-    if (layout.rank(from) == layout.rank(s))
+    if (from == s && fromPhase < phase) { // A later phase of the stage.
+      if (fromPhase == Forward)
+        stash(s, v);
+      if (phase == WeightGrad)
+        stashForW(s, v);
+      return success();
+    }
+    if (from != s && layout.rank(from) == layout.rank(s))
       return user->emitError("weft-pipeline-split: this op on stage ")
              << s << " reads a value of stage " << from
              << ", which is on the same rank; only neighbouring ranks' "
                 "values can be passed";
     if (fromPhase == Forward && from < s) {
       transfer(v, {from, Forward}, {s, Forward});
-      if (phase == Backward)
+      if (phase != Forward)
         stash(s, v);
+      if (phase == WeightGrad)
+        stashForW(s, v);
       return success();
     }
-    if (fromPhase == Backward && phase == Backward && from > s)
-      return transfer(v, {from, Backward}, {s, Backward}), success();
+    if (fromPhase == Backward && phase != Forward && from > s) {
+      transfer(v, {from, Backward}, {s, Backward});
+      if (phase == WeightGrad)
+        stashForW(s, v);
+      return success();
+    }
     return user->emitError("weft-pipeline-split: this op runs on stage ")
-           << s << " (" << (phase == Forward ? "forward" : "backward")
-           << ") but reads a "
-           << (fromPhase == Forward ? "forward" : "gradient")
-           << " value of stage " << from
+           << s << " (" << phaseText(phase) << ") but reads a "
+           << phaseText(fromPhase) << " value of stage " << from
            << ", which the pipeline cannot pass that way";
   }
 
   void stash(int64_t s, Value v) { stashes[s].insert(v); }
+  void stashForW(int64_t s, Value v) { weightStashes[s].insert(v); }
 
   void transfer(Value v, Key from, Key to) {
     for (const Transfer &t : transfers)
@@ -248,8 +309,11 @@ private:
   LogicalResult build() {
     Block &body = acc.getBody().front();
     MLIRContext *ctx = acc.getContext();
+    SmallVector<Phase, 3> phases = {Forward, Backward};
+    if (splitBackward)
+      phases.push_back(WeightGrad);
     for (int64_t s = 0; s < layout.stages(); ++s) {
-      for (Phase phase : {Forward, Backward}) {
+      for (Phase phase : phases) {
         Key key{s, phase};
         const SmallVector<Operation *> &ops = programs[key];
         // Inputs: the step's (tokens, labels) when the program reads them,
@@ -263,8 +327,13 @@ private:
             inputs.push_back(arg.getType());
             inputAttrs.push_back(acc.getArgAttrDict(arg.getArgNumber()));
           }
-        const llvm::SetVector<Value> &stashed = stashes[s];
-        if (phase == Backward)
+        // What the program takes from its stage's previous phase, and
+        // what it hands to the next.
+        const llvm::SetVector<Value> &stashed =
+            phase == WeightGrad ? weightStashes[s] : stashes[s];
+        const llvm::SetVector<Value> &handed =
+            phase == Forward ? stashes[s] : weightStashes[s];
+        if (phase != Forward)
           for (auto [i, v] : llvm::enumerate(stashed)) {
             inputs.push_back(v.getType());
             inputAttrs.push_back(DictionaryAttr::get(
@@ -284,7 +353,7 @@ private:
         if (readsInputs)
           for (BlockArgument arg : body.getArguments())
             map.map(arg, entry->getArgument(next++));
-        if (phase == Backward)
+        if (phase != Forward)
           for (Value v : stashed)
             map.map(v, entry->getArgument(next++));
         // Receives first, in tag order (the order their sends are posted).
@@ -309,8 +378,8 @@ private:
                            b.getI64IntegerAttr(layout.offset(s, t.to.first)),
                            b.getI64IntegerAttr(t.tag));
         SmallVector<Value> results;
-        if (phase == Forward)
-          for (Value v : stashed)
+        if (phase != WeightGrad)
+          for (Value v : handed)
             results.push_back(materialize(v, map, s));
         func::ReturnOp::create(b, acc.getLoc(), results);
         f.setFunctionType(b.getFunctionType(entry->getArgumentTypes(),
@@ -342,6 +411,8 @@ private:
         work.push_back(t.value);
     if (phase == Forward)
       llvm::append_range(work, stashes[s]);
+    if (phase == Backward)
+      llvm::append_range(work, weightStashes[s]);
     while (!work.empty()) {
       Value v = work.pop_back_val();
       Operation *def = v.getDefiningOp();
@@ -357,11 +428,14 @@ private:
   func::FuncOp acc;
   Layout layout;
   FlatSymbolRefAttr mesh;
+  bool splitBackward;
   OpBuilder b;
   llvm::DenseMap<Operation *, int64_t> stage;
-  llvm::DenseSet<Operation *> forward;
+  llvm::DenseSet<Operation *> forward, inputGradient;
   std::map<Key, SmallVector<Operation *>> programs;
-  std::map<int64_t, llvm::SetVector<Value>> stashes;
+  /// Per stage: forward values its backward (B) takes; with the split,
+  /// what B hands W (its own values and what it passes on).
+  std::map<int64_t, llvm::SetVector<Value>> stashes, weightStashes;
   std::vector<Transfer> transfers;
   bool broken = false;
 };
@@ -546,10 +620,6 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
       pipeline::parseScheduleKind(scheduleName);
   if (!kind)
     return fail(llvm::toString(kind.takeError()));
-  if (*kind == pipeline::ScheduleKind::ZeroBubbleH1)
-    return fail("schedule zb-h1 splits the backward into input and weight "
-                "gradients, which the split does not do yet (gpipe, 1f1b "
-                "and interleaved run)");
   llvm::Expected<pipeline::ScheduleTable> table =
       pipeline::buildSchedule(*kind, ranks, m, chunks);
   if (!table)
@@ -558,7 +628,8 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
     return fail(llvm::toString(std::move(e)));
 
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  if (failed(AccumulateSplit(acc, layout, meshRef).run()) ||
+  if (failed(
+          AccumulateSplit(acc, layout, meshRef, table->splitBackward).run()) ||
       failed(splitStep(step, layout, meshRef)))
     return failure();
   llvm::SmallSet<int64_t, 8> gathers;
@@ -585,7 +656,9 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
                           b.getI64IntegerAttr(0), b.getI64IntegerAttr(0)}));
     for (const pipeline::Action &a : table->actions[r]) {
       int64_t s = table->stageOf(r, a.chunk);
-      Phase phase = a.phase == pipeline::Phase::Forward ? Forward : Backward;
+      Phase phase = a.phase == pipeline::Phase::Forward    ? Forward
+                    : a.phase == pipeline::Phase::Backward ? Backward
+                                                           : WeightGrad;
       entries.push_back(b.getArrayAttr({b.getStringAttr(programName(s, phase)),
                                         b.getI64IntegerAttr(a.microbatch),
                                         b.getI64IntegerAttr(a.chunk)}));

@@ -96,6 +96,10 @@ TEST(Schedule, ActivationsInFlight) {
   EXPECT_EQ(f.peakInFlight, (std::vector<int64_t>{4, 3, 2, 1}));
   Timeline z = simulated(build(ScheduleKind::ZeroBubbleH1, 4, 8));
   EXPECT_EQ(z.peakInFlight, (std::vector<int64_t>{4, 3, 2, 1}));
+  // ZB-H1 defers at most p weight gradients (rank 0: B0-B3 before W0), so
+  // what B hands W is held p times; without the split nothing waits for W.
+  EXPECT_EQ(z.peakAwaitingW, (std::vector<int64_t>{4, 4, 4, 4}));
+  EXPECT_EQ(f.peakAwaitingW, (std::vector<int64_t>{0, 0, 0, 0}));
 }
 
 TEST(Schedule, RefusesNumbersThatCannotWork) {

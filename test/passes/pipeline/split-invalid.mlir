@@ -1,5 +1,4 @@
 // RUN: not weft-opt %s -weft-pipeline-assign-stages=stages=2 -weft-autodiff -weft-accumulate-gradients=microbatches=1 -weft-optimizer-adamw=keep-func=false -weft-pipeline-split=schedule=1f1b 2>&1 | FileCheck %s --check-prefix=FEW
-// RUN: not weft-opt %s -weft-pipeline-assign-stages=stages=2 -weft-autodiff -weft-accumulate-gradients=microbatches=2 -weft-optimizer-adamw=keep-func=false -weft-pipeline-split=schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=ZB
 // RUN: not weft-opt %s -weft-pipeline-assign-stages=stages=2 -weft-autodiff -weft-accumulate-gradients=microbatches=2 -weft-optimizer-adamw=keep-func=false -weft-pipeline-split=schedule=zigzag 2>&1 | FileCheck %s --check-prefix=NAME
 // RUN: not weft-opt %s -weft-pipeline-assign-stages=stages=2 -weft-autodiff -weft-accumulate-gradients=microbatches=2 -weft-optimizer-adamw=keep-func=false '-weft-pipeline-split=schedule=interleaved chunks=2' 2>&1 | FileCheck %s --check-prefix=CHUNKS
 // RUN: not weft-opt %s -weft-pipeline-split 2>&1 | FileCheck %s --check-prefix=ORDER
@@ -7,7 +6,6 @@
 // 1F1B keeps one micro-batch per stage in flight: fewer micro-batches than
 // pipeline ranks cannot fill it.
 // FEW: error: weft-pipeline-split: {{.*}}1f1b{{.*}}micro-batches
-// ZB: error: weft-pipeline-split: schedule zb-h1 splits the backward into input and weight gradients, which the split does not do yet
 // NAME: error: weft-pipeline-split: {{.*}}zigzag
 // CHUNKS: error: weft-pipeline-split: @accumulate is cut into 2 stages (weft-pipeline-assign-stages), but pp=2 with 2 virtual stages per rank needs 4
 // ORDER: error: weft-pipeline-split: needs @accumulate and @step (run weft-accumulate-gradients and the optimizer first)

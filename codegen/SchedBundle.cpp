@@ -906,10 +906,16 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
         return fail(at, "pipeline_rank must be an integer");
       pipelineRank = b.getI64IntegerAttr(*r->getAsInteger());
     }
+    IntegerAttr checkpointRows;
+    if (const json::Value *r = o->get("checkpoint_rows")) {
+      if (!r->getAsInteger())
+        return fail(at, "checkpoint_rows must be an integer");
+      checkpointRows = b.getI64IntegerAttr(*r->getAsInteger());
+    }
     sched::ParamOp::create(b, loc, b.getStringAttr(*name),
                            sched::InitKindAttr::get(ctx, *kind), scale,
                            *state ? b.getUnitAttr() : UnitAttr(), split,
-                           TypeAttr::get(*type), pipelineRank);
+                           TypeAttr::get(*type), pipelineRank, checkpointRows);
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();
@@ -1086,6 +1092,8 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
         p["split"] = splitOf(param.getSplit());
       if (std::optional<int64_t> r = param.getPipelineRank())
         p["pipeline_rank"] = *r;
+      if (std::optional<int64_t> r = param.getCheckpointRows())
+        p["checkpoint_rows"] = *r;
       params.push_back(std::move(p));
     } else if (auto constant = dyn_cast<sched::ConstantOp>(op)) {
       FailureOr<json::Value> values = constantValues(constant);

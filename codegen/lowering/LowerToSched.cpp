@@ -292,7 +292,8 @@ private:
         sched::InitKindAttr::get(b.getContext(), *kind), param.getScaleAttr(),
         param.getStateAttr(),
         splitOf(param->getAttrOfType<ShardingAttr>(kShardOfAttr)),
-        TypeAttr::get(type), pipelineRankOf(param));
+        TypeAttr::get(type), pipelineRankOf(param),
+        param->getAttrOfType<IntegerAttr>(kCheckpointRowsAttr));
     params[name.getValue()] = decl;
     return FlatSymbolRefAttr::get(name);
   }

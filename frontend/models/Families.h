@@ -41,6 +41,18 @@ mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &options,
                        mlir::Type dtype, Init init, int64_t tpDim = -1,
                        int64_t tpUnit = 1);
 
+/// The vocabulary table `name` ([vocab, d], split over tp by rows): the
+/// config's `vocab` rows, padded to a multiple of options.vocabMultiple;
+/// the padded parameter says how many rows checkpoints hold.
+mlir::Value vocabParam(GraphBuilder &g, const ModelBuildOptions &options,
+                       llvm::StringRef name, int64_t vocab, int64_t d,
+                       mlir::Type dtype, Init init);
+
+/// `logits` over a padded vocabulary with the padding's columns at -1e30,
+/// which no softmax gives weight (so they never count in the loss and get
+/// no gradient); `logits` itself when the vocabulary is not padded.
+mlir::Value maskPaddedVocab(GraphBuilder &g, mlir::Value logits, int64_t vocab);
+
 ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &config,
                        const ModelBuildOptions &options, mlir::Type dtype);
 /// Llama and Mixtral: they differ only in the feed-forward block.

@@ -39,6 +39,36 @@ mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &o,
   return cast ? g.cast(param, dtype) : param;
 }
 
+mlir::Value vocabParam(GraphBuilder &g, const ModelBuildOptions &o,
+                       llvm::StringRef name, int64_t vocab, int64_t d,
+                       mlir::Type dtype, Init init) {
+  int64_t multiple = std::max<int64_t>(o.vocabMultiple, 1);
+  int64_t rows = (vocab + multiple - 1) / multiple * multiple;
+  mlir::Value table = modelParam(g, o, name, {rows, d}, dtype, init,
+                                 /*tpDim=*/0);
+  if (rows != vocab) {
+    mlir::Operation *param = table.getDefiningOp();
+    if (auto castOp = mlir::dyn_cast<weft::CastOp>(param))
+      param = castOp.getInput().getDefiningOp();
+    param->setAttr(weft::kCheckpointRowsAttr,
+                   g.builder().getI64IntegerAttr(vocab));
+  }
+  return table;
+}
+
+mlir::Value maskPaddedVocab(GraphBuilder &g, mlir::Value logits,
+                            int64_t vocab) {
+  auto type = mlir::cast<mlir::RankedTensorType>(logits.getType());
+  int64_t rows = type.getShape().back();
+  if (rows == vocab)
+    return logits;
+  mlir::Type element = type.getElementType();
+  mlir::Value mask = g.concat({g.constant({vocab}, element, 0.0),
+                               g.constant({rows - vocab}, element, -1e30)},
+                              0);
+  return g.addBias(logits, mask);
+}
+
 ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
                        const ModelBuildOptions &o, Type dtype) {
   int64_t b = o.batch, s = o.seq, d = c.hiddenSize, h = c.numHeads,
@@ -74,8 +104,8 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   g.setScope("transformer.wte");
   // Vocabulary-parallel (Megatron): the tied table splits its rows, for the
   // lookup and for the LM head.
-  Value wte = modelParam(g, o, "transformer.wte.weight", {c.vocabSize, d},
-                         dtype, weights, /*tpDim=*/0);
+  Value wte = vocabParam(g, o, "transformer.wte.weight", c.vocabSize, d, dtype,
+                         weights);
   Value wpe = modelParam(g, o, "transformer.wpe.weight", {c.maxPositions, d},
                          dtype, weights);
   Value x = g.embedding(wte, in.tokens);
@@ -107,7 +137,8 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   g.setScope("transformer.ln_f");
   x = layerNorm(x, "transformer.ln_f");
   g.setScope("lm_head");
-  Value logits = g.matmul(x, wte, false, /*transposeRhs=*/true);
+  Value logits = maskPaddedVocab(
+      g, g.matmul(x, wte, false, /*transposeRhs=*/true), c.vocabSize);
   return {g.crossEntropy(logits, in.labels), logits};
 }
 

@@ -45,8 +45,8 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
 
   g.setScope("model.embed_tokens");
   // Vocabulary-parallel (Megatron): the table and the LM head split rows.
-  Value embed = modelParam(g, o, "model.embed_tokens.weight", {c.vocabSize, d},
-                           dtype, weights, /*tpDim=*/0);
+  Value embed = vocabParam(g, o, "model.embed_tokens.weight", c.vocabSize, d,
+                           dtype, weights);
   Value x = g.embedding(embed, in.tokens);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
@@ -112,11 +112,11 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
   g.setScope("model.norm");
   x = rmsNorm(x, "model.norm");
   g.setScope("lm_head");
-  Value head = c.tieWordEmbeddings
-                   ? embed
-                   : modelParam(g, o, "lm_head.weight", {c.vocabSize, d}, dtype,
-                                weights, /*tpDim=*/0);
-  Value logits = g.matmul(x, head, false, /*transposeRhs=*/true);
+  Value head = c.tieWordEmbeddings ? embed
+                                   : vocabParam(g, o, "lm_head.weight",
+                                                c.vocabSize, d, dtype, weights);
+  Value logits = maskPaddedVocab(
+      g, g.matmul(x, head, false, /*transposeRhs=*/true), c.vocabSize);
   return {g.crossEntropy(logits, in.labels), logits};
 }
 

@@ -65,6 +65,11 @@ struct ModelBuildOptions {
   /// them to dtype where they are used, so the optimizer updates f32 values
   /// while the forward and backward compute in dtype (mixed precision).
   bool masterWeights = false;
+  /// The embedding and LM head get a multiple of this many rows (Megatron's
+  /// make-vocab-size-divisible-by times tp, so tp divides the vocabulary):
+  /// the rows past the config's vocabulary are padding, their logits
+  /// masked out of the loss, and checkpoints hold only the real rows.
+  int64_t vocabMultiple = 1;
 };
 
 /// Builds `forward(tokens: [B,S] i32, labels: [B,S] i32) -> (loss, logits)`.

@@ -45,13 +45,21 @@ void fillParams(uint64_t seed, const std::vector<ParamFill> &fills) {
 
 absl::Status readBlock(const SafetensorsFile &file, const ParamFill &fill,
                        DType dtype) {
+  std::vector<int64_t> stored = fill.global;
+  if (fill.checkpointRows >= 0)
+    stored[0] = fill.checkpointRows;
   absl::StatusOr<std::vector<double>> values =
-      file.parameterValues(fill.name, dtype, fill.global);
+      file.parameterValues(fill.name, dtype, stored);
   if (!values.ok())
     return values.status();
+  // Rows lead in row-major order: the stored rows' flat indices are the
+  // global tensor's, and the padding's come after them all.
+  size_t end = values->size();
   forEachInBlock(fill.local, fill.global, fill.start,
                  [&](int64_t i, int64_t g) {
-                   fill.data[i] = static_cast<float>((*values)[g]);
+                   fill.data[i] = static_cast<size_t>(g) < end
+                                      ? static_cast<float>((*values)[g])
+                                      : 0.0f;
                  });
   return absl::OkStatus();
 }

@@ -33,6 +33,9 @@ struct ParamFill {
   double scale = 0; // Normal and uniform.
   std::vector<int64_t> local, global, start;
   float *data = nullptr;
+  /// Checkpoints hold only this many rows of global's dimension 0 (-1:
+  /// all); the rest is padding, read as zeros.
+  int64_t checkpointRows = -1;
 };
 
 /// Fills every tensor under `seed`, on up to 16 threads (parameters fill
@@ -44,7 +47,8 @@ class SafetensorsFile;
 
 /// Reads this rank's block of checkpoint tensor `name` into `fill.data`
 /// (f32). The file holds whole tensors: its tensor must be `dtype` of
-/// fill.global's shape. NotFound when the file lacks the tensor.
+/// fill.global's shape (with fill.checkpointRows rows, if set: the padding
+/// rows after them read as zeros). NotFound when the file lacks the tensor.
 absl::Status readBlock(const SafetensorsFile &file, const ParamFill &fill,
                        DType dtype);
 

@@ -571,6 +571,24 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
                                  " pp coordinates"));
     p.pipelineRank = r;
   }
+  if (o.has("checkpoint_rows")) {
+    int64_t r;
+    WEFT_ASSIGN(r, o.i64("checkpoint_rows"));
+    if (p.type.shape.empty())
+      return o.fail("field 'checkpoint_rows' needs a tensor of rank 1 or more");
+    int64_t global = p.type.shape[0];
+    if (p.split) {
+      int64_t ways;
+      WEFT_ASSIGN(
+          ways, groupSize(mesh, (*p.split)[0], "field 'split' entry 0", false));
+      global *= ways;
+    }
+    if (r < 1 || r > global)
+      return o.fail(absl::StrCat("field 'checkpoint_rows' is ", r,
+                                 ", but the global tensor has ", global,
+                                 " rows"));
+    p.checkpointRows = r;
+  }
   WEFT_RETURN_IF_ERROR(o.done());
   if (p.name.empty())
     return o.fail("field 'name' is empty");

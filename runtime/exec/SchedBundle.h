@@ -77,6 +77,9 @@ struct Param {
   std::optional<Split> split;
   /// Held only by the ranks of this pp coordinate (a pipeline stage's).
   std::optional<int64_t> pipelineRank;
+  /// Checkpoints hold only this many rows of dimension 0 of the global
+  /// tensor (the rest is padding: dropped on save, zeros on load).
+  std::optional<int64_t> checkpointRows;
 };
 
 struct Constant {

@@ -787,7 +787,8 @@ ParamFill SchedExecutor::blockOf(size_t k, std::vector<float> &wide) {
           p.type.shape,
           mesh_.globalShape(p.type.shape, split),
           mesh_.blockStart(rank(), p.type.shape, split),
-          data};
+          data,
+          p.checkpointRows.value_or(-1)};
 }
 
 void SchedExecutor::narrow(size_t k, const std::vector<float> &wide) {

@@ -29,7 +29,8 @@ absl::Status invalid(const std::string &message) {
 }
 
 /// Writes every parameter (not optimizer state) gathered whole from its
-/// shards to `path`: a collective on every rank; rank 0 writes.
+/// shards to `path`, without its padding rows (checkpoint_rows): a
+/// collective on every rank; rank 0 writes.
 absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
                   const Log &log) {
   std::vector<TensorToWrite> out;
@@ -39,10 +40,16 @@ absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
       auto whole = ex.gatherParam(p.name);
       if (!whole.ok())
         return whole.status();
+      std::vector<int64_t> shape =
+          mesh.globalShape(p.type.shape, p.split ? *p.split : Sharding());
+      size_t kept = whole->size();
+      if (p.checkpointRows) {
+        kept = kept / shape[0] * *p.checkpointRows;
+        shape[0] = *p.checkpointRows;
+      }
       out.push_back(
-          {p.name, DType::F32,
-           mesh.globalShape(p.type.shape, p.split ? *p.split : Sharding()),
-           std::vector<double>(whole->begin(), whole->end())});
+          {p.name, DType::F32, shape,
+           std::vector<double>(whole->begin(), whole->begin() + kept)});
     }
   if (!leader)
     return absl::OkStatus();

@@ -161,6 +161,13 @@ cl::opt<bool> gemmEpilogues(
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
              "gradient into cuBLASLt GEMM epilogues (default true)"),
     cl::init(true), cl::sub(compileCmd));
+cl::opt<int64_t> vocabDivisibleBy(
+    "make-vocab-size-divisible-by",
+    cl::desc("With --config: pad the embedding and LM head to a multiple of "
+             "N times tp rows (Megatron's flag; default 1: only what tp "
+             "needs). Padded logits never count in the loss; checkpoints "
+             "keep the config's vocabulary"),
+    cl::init(1), cl::sub(compileCmd));
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Largest gradient all-reduce bucket in MiB "
                                   "(default 25)"),
@@ -257,7 +264,8 @@ int runImport(MLIRContext &context) {
 /// Loads the graph named by the positional file or built from --config
 /// with `batch` sequences (a .mlir model's batch is its own).
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
-                                int64_t seq, int64_t batch) {
+                                int64_t seq, int64_t batch,
+                                int64_t vocabMultiple = 1) {
   if (!modelPath.empty()) {
     if (!configPath.empty()) {
       fail("give either a model.mlir or --config, not both");
@@ -296,6 +304,7 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
                                   dtypeName};
   // Training keeps f32 master weights and computes in --dtype.
   options.masterWeights = static_cast<bool>(compileCmd);
+  options.vocabMultiple = vocabMultiple;
   auto module = weft::buildModel(context, *config, options);
   if (!module) {
     fail(configPath + ": " + toString(module.takeError()));
@@ -529,10 +538,17 @@ int runCompile(MLIRContext &context) {
                         batchSize, plan.microbatches,
                         batchSize / plan.microbatches, plan.size("dp"))
                     .str());
+  // At most 2^20: a multiple past any vocabulary is a typo.
+  if (vocabDivisibleBy < 1 || vocabDivisibleBy > (1 << 20))
+    return fail(formatv("--make-vocab-size-divisible-by must be from 1 to "
+                        "1048576, got {0}",
+                        vocabDivisibleBy.getValue())
+                    .str());
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
   OwningOpRef<ModuleOp> module =
-      loadModel(context, sources, seqLen, batchSize / plan.microbatches);
+      loadModel(context, sources, seqLen, batchSize / plan.microbatches,
+                vocabDivisibleBy * plan.size("tp"));
   if (!module)
     return 1;
   auto forward = module->lookupSymbol<func::FuncOp>("forward");

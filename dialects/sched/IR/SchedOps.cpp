@@ -225,6 +225,22 @@ LogicalResult ParamOp::verify() {
                  << cast<StringAttr>(axis).getValue() << "' for two dimensions";
     }
   }
+  if (std::optional<int64_t> rows = getCheckpointRows()) {
+    if (type.getShape().empty())
+      return emitOpError("checkpoint_rows needs a tensor of rank 1 or more");
+    int64_t global = type.getShape()[0];
+    if (std::optional<ArrayAttr> split = getSplit()) {
+      FailureOr<int64_t> ways =
+          groupSize(*this, meshOf(*this), cast<ArrayAttr>((*split)[0]));
+      if (failed(ways))
+        return failure();
+      global *= *ways;
+    }
+    if (*rows < 1 || *rows > global)
+      return emitOpError("checkpoint_rows ")
+             << *rows << " is not in [1, " << global
+             << "], the rows of the global tensor";
+  }
   return success();
 }
 

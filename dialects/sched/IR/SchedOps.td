@@ -118,8 +118,11 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     dimension the mesh axes it is divided over (the global tensor is this
     rank's block of it; checkpoints gather by it). `pipeline_rank`: only
     the ranks whose `pp` coordinate it is hold the tensor (a pipeline
-    stage's parameters and state); checkpoints take it from them. Programs
-    read it with `sched.get` and write its next value with `sched.assign`.
+    stage's parameters and state); checkpoints take it from them.
+    `checkpoint_rows`: checkpoints hold only the first rows of dimension 0
+    of the global tensor, the rest is padding (a vocabulary padded so tp
+    divides it): saved without it, loaded with zeros in it. Programs read
+    it with `sched.get` and write its next value with `sched.assign`.
 
     ```mlir
     sched.param @"wte.weight" init(normal, 2.0e-02) : !sched.buffer<256x64xf32>
@@ -130,7 +133,8 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$state,
                        OptionalAttr<ArrayAttr>:$split,
                        TypeAttrOf<Sched_Buffer>:$type,
-                       OptionalAttr<Sched_I64Attr>:$pipeline_rank);
+                       OptionalAttr<Sched_I64Attr>:$pipeline_rank,
+                       OptionalAttr<Sched_I64Attr>:$checkpoint_rows);
   let assemblyFormat = [{
     $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
     attr-dict `:` $type

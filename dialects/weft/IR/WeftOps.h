@@ -75,6 +75,9 @@ inline constexpr const char *kTpDimAttr = "weft.tp_dim";
 inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
 inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
+/// On a weft.param: checkpoints (Hugging Face's shapes) hold only its first
+/// N rows; the rest pads it (a vocabulary made divisible by tp).
+inline constexpr const char *kCheckpointRowsAttr = "weft.checkpoint_rows";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";

@@ -68,6 +68,22 @@ sched.param @w init(zeros) {split = [[1]]} : !sched.buffer<4xf32>
 
 // -----
 
+sched.mesh @mesh axes ["tp"] sizes [2]
+// expected-error @+1 {{'sched.param' op checkpoint_rows 9 is not in [1, 8], the rows of the global tensor}}
+sched.param @w init(zeros) {split = [["tp"], []], checkpoint_rows = 9} : !sched.buffer<4x4xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op checkpoint_rows 0 is not in [1, 4], the rows of the global tensor}}
+sched.param @w init(zeros) {checkpoint_rows = 0} : !sched.buffer<4xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op checkpoint_rows needs a tensor of rank 1 or more}}
+sched.param @w init(zeros) {checkpoint_rows = 1} : !sched.buffer<f32>
+
+// -----
+
 // expected-error @+1 {{'sched.param' op names mesh axes but the module has no sched.mesh}}
 sched.param @w init(zeros) {split = [["tp"]]} : !sched.buffer<4xf32>
 

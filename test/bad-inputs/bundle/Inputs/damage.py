@@ -103,6 +103,11 @@ elif kind == "param-shape":
     m["params"][0]["shape"] = [255, 64]
 elif kind == "param-negative-shape":
     m["params"][0]["shape"] = [-256, 64]
+elif kind == "param-checkpoint-rows":
+    m["params"][0]["checkpoint_rows"] = 257
+elif kind == "param-checkpoint-rows-scalar":
+    m["params"][0]["shape"] = []
+    m["params"][0]["checkpoint_rows"] = 1
 elif kind == "param-init":
     m["params"][0]["init"] = "glorot"
 elif kind == "param-dtype":

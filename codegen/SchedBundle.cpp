@@ -912,10 +912,23 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
         return fail(at, "checkpoint_rows must be an integer");
       checkpointRows = b.getI64IntegerAttr(*r->getAsInteger());
     }
-    sched::ParamOp::create(b, loc, b.getStringAttr(*name),
-                           sched::InitKindAttr::get(ctx, *kind), scale,
-                           *state ? b.getUnitAttr() : UnitAttr(), split,
-                           TypeAttr::get(*type), pipelineRank, checkpointRows);
+    DenseI64ArrayAttr checkpointShape;
+    if (const json::Value *v = o->get("checkpoint_shape")) {
+      const json::Array *dims = v->getAsArray();
+      SmallVector<int64_t> shape;
+      for (const json::Value &d : dims ? *dims : json::Array()) {
+        if (!d.getAsInteger())
+          return fail(at, "checkpoint_shape must be a list of integers");
+        shape.push_back(*d.getAsInteger());
+      }
+      if (!dims)
+        return fail(at, "checkpoint_shape must be a list of integers");
+      checkpointShape = b.getDenseI64ArrayAttr(shape);
+    }
+    sched::ParamOp::create(
+        b, loc, b.getStringAttr(*name), sched::InitKindAttr::get(ctx, *kind),
+        scale, *state ? b.getUnitAttr() : UnitAttr(), split,
+        TypeAttr::get(*type), pipelineRank, checkpointRows, checkpointShape);
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();
@@ -1094,6 +1107,8 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
         p["pipeline_rank"] = *r;
       if (std::optional<int64_t> r = param.getCheckpointRows())
         p["checkpoint_rows"] = *r;
+      if (std::optional<ArrayRef<int64_t>> held = param.getCheckpointShape())
+        p["checkpoint_shape"] = i64s(*held);
       params.push_back(std::move(p));
     } else if (auto constant = dyn_cast<sched::ConstantOp>(op)) {
       FailureOr<json::Value> values = constantValues(constant);

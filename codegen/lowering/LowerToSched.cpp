@@ -293,7 +293,8 @@ private:
         param.getStateAttr(),
         splitOf(param->getAttrOfType<ShardingAttr>(kShardOfAttr)),
         TypeAttr::get(type), pipelineRankOf(param),
-        param->getAttrOfType<IntegerAttr>(kCheckpointRowsAttr));
+        param->getAttrOfType<IntegerAttr>(kCheckpointRowsAttr),
+        param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr));
     params[name.getValue()] = decl;
     return FlatSymbolRefAttr::get(name);
   }

@@ -23,8 +23,14 @@ safetensorsProvider(func::FuncOp func, const runtime::SafetensorsFile &file) {
           absl::StrCat("parameter '", name, "' has an element type no ",
                        "safetensors file stores"));
     std::vector<int64_t> shape(type.getShape());
+    // A parameter held in another shape than its checkpoint's reads the
+    // checkpoint's (the same elements in the same order).
+    std::vector<int64_t> stored = shape;
+    if (auto held =
+            param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr))
+      stored.assign(held.asArrayRef().begin(), held.asArrayRef().end());
     absl::StatusOr<std::vector<double>> read =
-        file.parameterValues(name, *dtype, shape);
+        file.parameterValues(name, *dtype, stored);
     if (!read.ok())
       return read.status();
     values->emplace(name, Tensor(shape, std::move(*read)));

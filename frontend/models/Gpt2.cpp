@@ -39,6 +39,17 @@ mlir::Value modelParam(GraphBuilder &g, const ModelBuildOptions &o,
   return cast ? g.cast(param, dtype) : param;
 }
 
+namespace {
+/// The weft.param behind `value` (a parameter, or its cast to the compute
+/// type with master weights).
+mlir::Operation *paramOpOf(mlir::Value value) {
+  mlir::Operation *op = value.getDefiningOp();
+  if (auto castOp = mlir::dyn_cast<weft::CastOp>(op))
+    op = castOp.getInput().getDefiningOp();
+  return op;
+}
+} // namespace
+
 mlir::Value vocabParam(GraphBuilder &g, const ModelBuildOptions &o,
                        llvm::StringRef name, int64_t vocab, int64_t d,
                        mlir::Type dtype, Init init) {
@@ -46,13 +57,9 @@ mlir::Value vocabParam(GraphBuilder &g, const ModelBuildOptions &o,
   int64_t rows = (vocab + multiple - 1) / multiple * multiple;
   mlir::Value table = modelParam(g, o, name, {rows, d}, dtype, init,
                                  /*tpDim=*/0);
-  if (rows != vocab) {
-    mlir::Operation *param = table.getDefiningOp();
-    if (auto castOp = mlir::dyn_cast<weft::CastOp>(param))
-      param = castOp.getInput().getDefiningOp();
-    param->setAttr(weft::kCheckpointRowsAttr,
-                   g.builder().getI64IntegerAttr(vocab));
-  }
+  if (rows != vocab)
+    paramOpOf(table)->setAttr(weft::kCheckpointRowsAttr,
+                              g.builder().getI64IntegerAttr(vocab));
   return table;
 }
 
@@ -116,10 +123,21 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
     std::string p = "transformer.h." + std::to_string(layer);
     g.setScope(p + ".attn");
     Value a = layerNorm(x, p + ".ln_1");
-    Value qkv = linear(a, p + ".attn.c_attn", d, 3 * d, weights);
+    // c_attn is stored [d, 3d] (q | k | v columns) but held [d, 3, d]
+    // (its bias [3, d]), the same elements in the same order, so that tp
+    // splits each of q, k and v by heads: three column-parallel GEMMs.
+    Value qkvWeight = modelParam(g, o, p + ".attn.c_attn.weight", {d, 3, d},
+                                 dtype, weights, /*tpDim=*/2, hd);
+    Value qkvBias = modelParam(g, o, p + ".attn.c_attn.bias", {3, d}, dtype,
+                               Init::zeros(), /*tpDim=*/1, hd);
+    paramOpOf(qkvWeight)->setAttr(weft::kCheckpointShapeAttr,
+                                  g.builder().getDenseI64ArrayAttr({d, 3 * d}));
+    paramOpOf(qkvBias)->setAttr(weft::kCheckpointShapeAttr,
+                                g.builder().getDenseI64ArrayAttr({3 * d}));
     auto head = [&](int64_t i) {
-      return g.reshape(g.slice(qkv, {0, 0, i * d}, {b, s, (i + 1) * d}),
-                       {b, s, h, hd});
+      Value w = g.reshape(g.slice(qkvWeight, {0, i, 0}, {d, i + 1, d}), {d, d});
+      Value bias = g.reshape(g.slice(qkvBias, {i, 0}, {i + 1, d}), {d});
+      return g.reshape(g.addBias(g.matmul(a, w), bias), {b, s, h, hd});
     };
     Value att =
         g.attention(head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),

@@ -202,8 +202,13 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
         e.add(SqrtOp::create(builder, loc, e.div(v2, expand(bc2, type))),
               e.splat(cast<RankedTensorType>(type), config.eps));
     Value p = u.param.getResult();
-    bool decay =
-        cast<RankedTensorType>(type).getRank() >= 2 && config.weightDecay > 0;
+    // A matrix as the checkpoint holds it: a parameter held in another
+    // shape (GPT-2's c_attn bias [3d] as [3, d]) decays as stored.
+    int64_t rank = cast<RankedTensorType>(type).getRank();
+    if (auto held =
+            u.param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr))
+      rank = static_cast<int64_t>(held.size());
+    bool decay = rank >= 2 && config.weightDecay > 0;
     if (decay)
       p = e.mul(p, expand(keep, type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));

@@ -26,6 +26,7 @@
 #include "passes/sharding/ShardingState.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace weft {
@@ -153,11 +154,13 @@ private:
           break;
         }
     v = combine(user, v);
+    // Gather every dimension split otherwise than wanted first, then split
+    // the wanted ones: an axis moving from one dimension to another
+    // ([_, _, tp] to [_, tp, _]) must be free before it splits again, or
+    // the split would read blocks that differ per rank as copies.
     for (size_t d = 0; d < want.size(); ++d) {
       l = layout(v);
-      if (l.dims[d] == want[d])
-        continue;
-      if (!l.dims[d].empty()) {
+      if (l.dims[d] != want[d] && !l.dims[d].empty()) {
         // Gather the dimension whole. The gathered value still counts as
         // varying: each rank's use of it is one gradient contribution.
         auto type = cast<RankedTensorType>(v.getType());
@@ -170,7 +173,10 @@ private:
         l.dims[d].clear();
         layouts[v] = l;
       }
-      if (want[d].empty())
+    }
+    for (size_t d = 0; d < want.size(); ++d) {
+      l = layout(v);
+      if (l.dims[d] == want[d] || want[d].empty())
         continue;
       bool varying = llvm::all_of(
           want[d], [&](StringAttr a) { return l.varying.contains(a); });
@@ -243,13 +249,42 @@ private:
     // One copy per value and axes, so a value used twice (a tied embedding)
     // has its gradient summed locally first and all-reduced once.
     ArrayAttr axes = axesAttr(missing);
-    Value &copy = copies[{v, axes}];
-    if (copy)
+    if (Value copy = copies.lookup({v, axes}))
       return copy;
-    copy = CopyToGroupOp::create(b, user->getLoc(), v, meshRef, axes);
+    Value copy;
+    Operation *def = v.getDefiningOp();
+    if (def && isa<SliceOp, ReshapeOp>(def) && isSharedParamView(v)) {
+      // One of several views of a parameter (GPT-2's c_attn read as q, k
+      // and v): the parameter (its cast to the compute type, with master
+      // weights) is copied once and the copy viewed, so the views'
+      // gradients sum locally into one all-reduce, in the compute type as
+      // before. A parameter's only view (the rows of a position table the
+      // sequence reads) is reduced as the view: fewer bytes.
+      IRMapping map;
+      map.map(def->getOperand(0),
+              enterVarying(def, def->getOperand(0), varying));
+      copy = b.clone(*def, map)->getResult(0);
+    } else {
+      copy = CopyToGroupOp::create(b, user->getLoc(), v, meshRef, axes);
+    }
+    copies[{v, axes}] = copy;
     l.varying.insert(missing.begin(), missing.end());
     layouts[copy] = l;
     return copy;
+  }
+
+  /// Whether `v` is a chain of views (slices, reshapes) of a parameter or
+  /// its cast that has other uses besides.
+  static bool isSharedParamView(Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<SliceOp, ReshapeOp>(def)) {
+        if (auto castOp = dyn_cast<CastOp>(def))
+          def = castOp.getInput().getDefiningOp();
+        return def && isa<ParamOp>(def) && !v.hasOneUse();
+      }
+      v = def->getOperand(0);
+    }
+    return false;
   }
 
   LogicalResult rewrite(Operation *op) {

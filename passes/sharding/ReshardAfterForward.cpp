@@ -3,6 +3,7 @@
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace weft {
@@ -34,16 +35,35 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
     // pp): each stage gathers its own copy, since a gathered value cannot
     // go back to the parameter's stage in the backward (a tied embedding's
     // head on the last stage). The split passes the stored block forward.
-    llvm::MapVector<Attribute, std::pair<SmallVector<OpOperand *>, Operation *>>
-        late;
-    for (OpOperand &use : gather.getResult().getUses()) {
-      Operation *user = use.getOwner();
-      if (user == ret || !boundary->isBeforeInBlock(user))
-        continue;
-      auto &[uses, first] = late[user->getAttr(kStageAttr)];
-      uses.push_back(&use);
-      if (!first || user->isBeforeInBlock(first))
-        first = user;
+    // A late use may read the gathered value through forward views of it
+    // (GPT-2's c_attn as q, k and v slices): those views are made again
+    // from the new gather, so no gathered copy lives across the two.
+    struct Late {
+      OpOperand *use;
+      SmallVector<Operation *, 2> views; // From the gather to the use.
+    };
+    llvm::MapVector<Attribute, std::pair<SmallVector<Late>, Operation *>> late;
+    SmallVector<std::pair<Value, SmallVector<Operation *, 2>>> work = {
+        {gather.getResult(), {}}};
+    while (!work.empty()) {
+      auto [value, views] = work.pop_back_val();
+      for (OpOperand &use : value.getUses()) {
+        Operation *user = use.getOwner();
+        if (user == ret)
+          continue;
+        if (!boundary->isBeforeInBlock(user)) {
+          if (isa<SliceOp, ReshapeOp>(user)) {
+            SmallVector<Operation *, 2> longer = views;
+            longer.push_back(user);
+            work.push_back({user->getResult(0), std::move(longer)});
+          }
+          continue;
+        }
+        auto &[uses, first] = late[user->getAttr(kStageAttr)];
+        uses.push_back({&use, views});
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
     }
     for (auto &[stage, usesAndFirst] : late) {
       auto &[uses, first] = usesAndFirst;
@@ -51,8 +71,18 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
       Operation *again = b.clone(*gather);
       if (stage)
         again->setAttr(kStageAttr, stage);
-      for (OpOperand *use : uses)
-        use->set(again->getResult(0));
+      // Each view chain once, from the new gather.
+      IRMapping map;
+      map.map(gather.getResult(), again->getResult(0));
+      for (Late &l : uses) {
+        for (Operation *view : l.views)
+          if (!map.contains(view->getResult(0))) {
+            Operation *copy = b.clone(*view, map);
+            if (stage)
+              copy->setAttr(kStageAttr, stage);
+          }
+        l.use->set(map.lookup(l.use->get()));
+      }
       ++count;
     }
   }

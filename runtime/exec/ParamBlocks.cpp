@@ -48,6 +48,8 @@ absl::Status readBlock(const SafetensorsFile &file, const ParamFill &fill,
   std::vector<int64_t> stored = fill.global;
   if (fill.checkpointRows >= 0)
     stored[0] = fill.checkpointRows;
+  if (!fill.checkpointShape.empty())
+    stored = fill.checkpointShape;
   absl::StatusOr<std::vector<double>> values =
       file.parameterValues(fill.name, dtype, stored);
   if (!values.ok())

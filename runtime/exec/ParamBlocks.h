@@ -36,6 +36,9 @@ struct ParamFill {
   /// Checkpoints hold only this many rows of global's dimension 0 (-1:
   /// all); the rest is padding, read as zeros.
   int64_t checkpointRows = -1;
+  /// Or the shape checkpoints hold global in (same elements, same order;
+  /// empty: global's).
+  std::vector<int64_t> checkpointShape;
 };
 
 /// Fills every tensor under `seed`, on up to 16 threads (parameters fill

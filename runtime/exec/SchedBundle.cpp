@@ -589,6 +589,28 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
                                  " rows"));
     p.checkpointRows = r;
   }
+  if (o.has("checkpoint_shape")) {
+    if (p.checkpointRows)
+      return o.fail("fields 'checkpoint_rows' and 'checkpoint_shape' exclude "
+                    "each other");
+    std::vector<int64_t> held;
+    WEFT_ASSIGN(held, o.i64s("checkpoint_shape"));
+    int64_t global = p.type.numElements(), stored = 1;
+    if (p.split)
+      for (const std::vector<std::string> &axes : *p.split) {
+        int64_t ways;
+        WEFT_ASSIGN(ways, groupSize(mesh, axes, "field 'split'", false));
+        global *= ways;
+      }
+    for (int64_t n : held)
+      if (n < 1 || __builtin_mul_overflow(stored, n, &stored))
+        return o.fail("field 'checkpoint_shape' must list positive sizes");
+    if (stored != global)
+      return o.fail(absl::StrCat("field 'checkpoint_shape' holds ", stored,
+                                 " elements, but the global tensor has ",
+                                 global));
+    p.checkpointShape = std::move(held);
+  }
   WEFT_RETURN_IF_ERROR(o.done());
   if (p.name.empty())
     return o.fail("field 'name' is empty");

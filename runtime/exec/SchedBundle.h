@@ -80,6 +80,9 @@ struct Param {
   /// Checkpoints hold only this many rows of dimension 0 of the global
   /// tensor (the rest is padding: dropped on save, zeros on load).
   std::optional<int64_t> checkpointRows;
+  /// Checkpoints hold the global tensor in this shape (same elements, same
+  /// order).
+  std::optional<std::vector<int64_t>> checkpointShape;
 };
 
 struct Constant {

@@ -788,7 +788,8 @@ ParamFill SchedExecutor::blockOf(size_t k, std::vector<float> &wide) {
           mesh_.globalShape(p.type.shape, split),
           mesh_.blockStart(rank(), p.type.shape, split),
           data,
-          p.checkpointRows.value_or(-1)};
+          p.checkpointRows.value_or(-1),
+          p.checkpointShape.value_or(std::vector<int64_t>())};
 }
 
 void SchedExecutor::narrow(size_t k, const std::vector<float> &wide) {

@@ -47,6 +47,8 @@ absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
         kept = kept / shape[0] * *p.checkpointRows;
         shape[0] = *p.checkpointRows;
       }
+      if (p.checkpointShape)
+        shape = *p.checkpointShape;
       out.push_back(
           {p.name, DType::F32, shape,
            std::vector<double>(whole->begin(), whole->begin() + kept)});

@@ -241,6 +241,26 @@ LogicalResult ParamOp::verify() {
              << *rows << " is not in [1, " << global
              << "], the rows of the global tensor";
   }
+  if (std::optional<ArrayRef<int64_t>> held = getCheckpointShape()) {
+    if (getCheckpointRows())
+      return emitOpError("takes checkpoint_rows or checkpoint_shape, not both");
+    int64_t global = type.getNumElements(), stored = 1;
+    if (std::optional<ArrayAttr> split = getSplit())
+      for (Attribute dim : *split) {
+        FailureOr<int64_t> ways =
+            groupSize(*this, meshOf(*this), cast<ArrayAttr>(dim));
+        if (failed(ways))
+          return failure();
+        global *= *ways;
+      }
+    for (int64_t n : *held) {
+      if (n < 1 || __builtin_mul_overflow(stored, n, &stored))
+        return emitOpError("checkpoint_shape must list positive sizes");
+    }
+    if (stored != global)
+      return emitOpError("checkpoint_shape holds ")
+             << stored << " elements, but the global tensor has " << global;
+  }
   return success();
 }
 

@@ -121,7 +121,10 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     stage's parameters and state); checkpoints take it from them.
     `checkpoint_rows`: checkpoints hold only the first rows of dimension 0
     of the global tensor, the rest is padding (a vocabulary padded so tp
-    divides it): saved without it, loaded with zeros in it. Programs read
+    divides it): saved without it, loaded with zeros in it.
+    `checkpoint_shape`: checkpoints hold the global tensor in this shape,
+    the same elements in the same order (GPT-2's c_attn [d, 3d] held as
+    [d, 3, d] for tp to split by heads). Programs read
     it with `sched.get` and write its next value with `sched.assign`.
 
     ```mlir
@@ -134,7 +137,8 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
                        OptionalAttr<ArrayAttr>:$split,
                        TypeAttrOf<Sched_Buffer>:$type,
                        OptionalAttr<Sched_I64Attr>:$pipeline_rank,
-                       OptionalAttr<Sched_I64Attr>:$checkpoint_rows);
+                       OptionalAttr<Sched_I64Attr>:$checkpoint_rows,
+                       OptionalAttr<DenseI64ArrayAttr>:$checkpoint_shape);
   let assemblyFormat = [{
     $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
     attr-dict `:` $type

@@ -78,6 +78,10 @@ inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 /// On a weft.param: checkpoints (Hugging Face's shapes) hold only its first
 /// N rows; the rest pads it (a vocabulary made divisible by tp).
 inline constexpr const char *kCheckpointRowsAttr = "weft.checkpoint_rows";
+/// On a weft.param: checkpoints hold it in this shape (same elements, same
+/// order): GPT-2's fused c_attn [d, 3d] held as [d, 3, d] so that tp splits
+/// it by heads.
+inline constexpr const char *kCheckpointShapeAttr = "weft.checkpoint_shape";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";

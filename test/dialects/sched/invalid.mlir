@@ -79,6 +79,17 @@ sched.param @w init(zeros) {checkpoint_rows = 0} : !sched.buffer<4xf32>
 
 // -----
 
+sched.mesh @mesh axes ["tp"] sizes [2]
+// expected-error @+1 {{'sched.param' op checkpoint_shape holds 12 elements, but the global tensor has 16}}
+sched.param @w init(zeros) {split = [[], ["tp"]], checkpoint_shape = array<i64: 2, 6>} : !sched.buffer<4x2xf32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op takes checkpoint_rows or checkpoint_shape, not both}}
+sched.param @w init(zeros) {checkpoint_rows = 2, checkpoint_shape = array<i64: 4>} : !sched.buffer<4xf32>
+
+// -----
+
 // expected-error @+1 {{'sched.param' op checkpoint_rows needs a tensor of rank 1 or more}}
 sched.param @w init(zeros) {checkpoint_rows = 1} : !sched.buffer<f32>
 

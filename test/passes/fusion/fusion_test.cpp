@@ -97,9 +97,9 @@ TEST(GemmEpilogue, TrainingStepComputesTheSameValues) {
                                      reference::Precision::F32, &before);
     ASSERT_TRUE(mlir::succeeded(plain));
 
-    // Per block: qkv, attention out and MLP out with a bias, MLP in with
-    // bias and GELU, and its GELU gradient.
-    EXPECT_EQ(foldGemmEpilogues(step), 10);
+    // Per block: q, k, v, attention out and MLP out with a bias, MLP in
+    // with bias and GELU, and its GELU gradient.
+    EXPECT_EQ(foldGemmEpilogues(step), 14);
     ASSERT_TRUE(mlir::succeeded(mlir::verify(module)));
     auto folded = reference::evaluate(step, inputs, provider,
                                       reference::Precision::F32, &after);

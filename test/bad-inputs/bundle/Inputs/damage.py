@@ -108,6 +108,9 @@ elif kind == "param-checkpoint-rows":
 elif kind == "param-checkpoint-rows-scalar":
     m["params"][0]["shape"] = []
     m["params"][0]["checkpoint_rows"] = 1
+elif kind == "param-checkpoint-shape":
+    p = next(p for p in m["params"] if "checkpoint_shape" in p)
+    p["checkpoint_shape"] = [64, 191]
 elif kind == "param-init":
     m["params"][0]["init"] = "glorot"
 elif kind == "param-dtype":

@@ -161,8 +161,10 @@ TEST(SchedExecutor, PipelineStagesTrainLikeOneRank) {
 // two virtual stages on each of two ranks (stage s on rank s mod 2, so the
 // activations go round the ranks twice).
 TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
-  for (const char *plan : {"pp=4,mb=4,schedule=1f1b",
-                           "pp=2,mb=4,schedule=interleaved,virtual=2"}) {
+  for (const char *plan :
+       {"pp=4,mb=4,schedule=1f1b", "pp=4,mb=4,schedule=gpipe",
+        "pp=4,mb=4,schedule=zb-h1", "pp=2,mb=4,schedule=interleaved,virtual=2",
+        "pp=2,dp=2,mb=2,schedule=zb-h1"}) {
     Case c("llama-tiny", "f32", plan);
     c.batch = 8;
     c.layers = 4;

@@ -170,6 +170,11 @@ TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
     c.layers = 4;
     checkPlacedTraining(c, 1e-5, 5e-5);
   }
+  // Interleaved on four ranks: eight stages of one layer each.
+  Case c("llama-tiny", "f32", "pp=4,mb=4,schedule=interleaved,virtual=2");
+  c.batch = 8;
+  c.layers = 8;
+  checkPlacedTraining(c, 1e-5, 5e-5);
 }
 TEST(SchedExecutor, DataParallelOnTwoRanksTrainsLikeOneRank) {
   checkPlacedTraining(Case("gpt2-tiny", "f32", "dp=2"));

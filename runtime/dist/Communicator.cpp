@@ -204,15 +204,24 @@ absl::Status Communicator::agree(const JobFacts &facts) {
   store->set(absl::StrCat("job/", info.rank), encodeFacts(facts));
   // Rank 0 hears from every rank; the others from rank 0, so each side of
   // a disagreement reports it (a rank that never publishes times out).
-  if (info.rank != 0)
-    return compareJobFacts(facts, info.rank, decodeFacts(store->get("job/0")),
-                           0);
+  // Rank 0 serves the store and exits on a disagreement, so it waits until
+  // every rank has read its facts ("job/<r>/read"): otherwise a rank still
+  // reading them would see the store vanish and could only say so.
+  if (info.rank != 0) {
+    absl::Status s =
+        compareJobFacts(facts, info.rank, decodeFacts(store->get("job/0")), 0);
+    store->set(absl::StrCat("job/", info.rank, "/read"), std::vector<char>{1});
+    return s;
+  }
+  absl::Status first = absl::OkStatus();
   for (int64_t r = 1; r < info.worldSize; ++r)
     if (absl::Status s = compareJobFacts(
             facts, 0, decodeFacts(store->get(absl::StrCat("job/", r))), r);
-        !s.ok())
-      return s;
-  return absl::OkStatus();
+        !s.ok() && first.ok())
+      first = s;
+  for (int64_t r = 1; r < info.worldSize; ++r)
+    store->get(absl::StrCat("job/", r, "/read"));
+  return first;
 }
 
 absl::Status Communicator::failure(const std::string &what,

@@ -900,35 +900,27 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
         return nullptr;
       split = *dims;
     }
-    IntegerAttr pipelineRank;
-    if (const json::Value *r = o->get("pipeline_rank")) {
-      if (!r->getAsInteger())
-        return fail(at, "pipeline_rank must be an integer");
-      pipelineRank = b.getI64IntegerAttr(*r->getAsInteger());
-    }
-    IntegerAttr checkpointRows;
-    if (const json::Value *r = o->get("checkpoint_rows")) {
-      if (!r->getAsInteger())
-        return fail(at, "checkpoint_rows must be an integer");
-      checkpointRows = b.getI64IntegerAttr(*r->getAsInteger());
-    }
-    DenseI64ArrayAttr checkpointShape;
-    if (const json::Value *v = o->get("checkpoint_shape")) {
-      const json::Array *dims = v->getAsArray();
-      SmallVector<int64_t> shape;
-      for (const json::Value &d : dims ? *dims : json::Array()) {
-        if (!d.getAsInteger())
-          return fail(at, "checkpoint_shape must be a list of integers");
-        shape.push_back(*d.getAsInteger());
-      }
-      if (!dims)
-        return fail(at, "checkpoint_shape must be a list of integers");
-      checkpointShape = b.getDenseI64ArrayAttr(shape);
-    }
+    // The optional integer fields, decoded as the instructions' are.
+    auto optional = [&](StringRef key, Kind kind) -> FailureOr<Attribute> {
+      const json::Value *v = o->get(key);
+      if (!v)
+        return Attribute();
+      return decode(kind, *v, at + ", \"" + key + "\"");
+    };
+    FailureOr<Attribute> pipelineRank = optional("pipeline_rank", Kind::I64),
+                         checkpointRows =
+                             optional("checkpoint_rows", Kind::I64),
+                         checkpointShape =
+                             optional("checkpoint_shape", Kind::I64Array);
+    if (failed(pipelineRank) || failed(checkpointRows) ||
+        failed(checkpointShape))
+      return nullptr;
     sched::ParamOp::create(
         b, loc, b.getStringAttr(*name), sched::InitKindAttr::get(ctx, *kind),
         scale, *state ? b.getUnitAttr() : UnitAttr(), split,
-        TypeAttr::get(*type), pipelineRank, checkpointRows, checkpointShape);
+        TypeAttr::get(*type), cast_if_present<IntegerAttr>(*pipelineRank),
+        cast_if_present<IntegerAttr>(*checkpointRows),
+        cast_if_present<DenseI64ArrayAttr>(*checkpointShape));
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();

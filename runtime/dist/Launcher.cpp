@@ -195,9 +195,12 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
                           std::to_string(pid) + ") " + how;
     result = absl::AbortedError(message);
     log.error(message + "; stopping the other ranks");
-    // Let the survivors report the failure themselves first (their
-    // collectives fail at once on a closed connection), then stop them.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Let the survivors report the failure themselves first, then stop
+    // them. Their transfers fail at once on a closed connection, but the
+    // report looks for the dead rank for up to 0.4 s (Communicator::
+    // failure) and, on a loaded host, 0.5 s was sometimes too little
+    // (pipeline.test's DEAD flaked): a failed job ends 2 s later instead.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
     stopRanks(pid);
   }
   restore();

@@ -229,18 +229,43 @@ std::pair<Value, Value> GraphBuilder::topkGating(Value logits, int64_t k,
   return op ? std::make_pair(op->getResult(0), op->getResult(1))
             : std::pair<Value, Value>();
 }
-Value GraphBuilder::expertDispatch(Value x, Value indices, int64_t experts,
-                                   int64_t capacity) {
-  if (!usable({x, indices}))
+std::pair<Value, Value>
+GraphBuilder::expertRoute(Value indices, int64_t experts,
+                          std::optional<int64_t> capacity) {
+  if (!usable(indices))
     return {};
-  return first(typed(ExpertDispatchOp::create(b, loc, placeholder(), x, indices,
-                                              experts, capacity)));
+  Operation *op = typed(ExpertRouteOp::create(
+      b, loc, placeholder(), placeholder(), indices, experts,
+      capacity ? b.getI64IntegerAttr(*capacity) : IntegerAttr()));
+  return op ? std::make_pair(op->getResult(0), op->getResult(1))
+            : std::pair<Value, Value>();
 }
-Value GraphBuilder::expertCombine(Value eo, Value w, Value indices) {
-  if (!usable({eo, w, indices}))
+Value GraphBuilder::expertDispatch(Value x, Value positions, int64_t rows) {
+  if (!usable({x, positions}))
+    return {};
+  return first(typed(
+      ExpertDispatchOp::create(b, loc, placeholder(), x, positions, rows)));
+}
+Value GraphBuilder::expertCombine(Value eo, Value w, Value positions) {
+  if (!usable({eo, w, positions}))
     return {};
   return first(
-      typed(ExpertCombineOp::create(b, loc, placeholder(), eo, w, indices)));
+      typed(ExpertCombineOp::create(b, loc, placeholder(), eo, w, positions)));
+}
+Value GraphBuilder::groupedMatmul(Value x, Value weight, Value sizes,
+                                  bool transposeRhs) {
+  if (!usable({x, weight, sizes}))
+    return {};
+  return first(typed(GroupedMatmulOp::create(b, loc, placeholder(), x, weight,
+                                             sizes, transposeRhs)));
+}
+Value GraphBuilder::oneHot(Value indices, int64_t classes, Type elementType) {
+  if (!usable(indices))
+    return {};
+  SmallVector<int64_t> shape(shapeOf(indices));
+  shape.push_back(classes);
+  return OneHotOp::create(b, loc, RankedTensorType::get(shape, elementType),
+                          indices);
 }
 
 Value GraphBuilder::addBias(Value x, Value bias) {

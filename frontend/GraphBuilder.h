@@ -105,10 +105,20 @@ public:
   std::pair<mlir::Value, mlir::Value> topk(mlir::Value x, int64_t k);
   std::pair<mlir::Value, mlir::Value> topkGating(mlir::Value logits, int64_t k,
                                                  bool normalize);
-  mlir::Value expertDispatch(mlir::Value x, mlir::Value indices,
-                             int64_t numExperts, int64_t capacity);
+  /// weft.expert_route: each pair's packed row and each expert's kept
+  /// count; no `capacity`: dropless.
+  std::pair<mlir::Value, mlir::Value>
+  expertRoute(mlir::Value indices, int64_t numExperts,
+              std::optional<int64_t> capacity);
+  mlir::Value expertDispatch(mlir::Value x, mlir::Value positions,
+                             int64_t rows);
   mlir::Value expertCombine(mlir::Value expertOutputs, mlir::Value weights,
-                            mlir::Value indices);
+                            mlir::Value positions);
+  mlir::Value groupedMatmul(mlir::Value x, mlir::Value weight,
+                            mlir::Value sizes, bool transposeRhs);
+  /// [..., C] one-hot rows of `indices` in `elementType`.
+  mlir::Value oneHot(mlir::Value indices, int64_t classes,
+                     mlir::Type elementType);
 
   /// x + bias, with a [D] bias broadcast along the leading dims of x.
   mlir::Value addBias(mlir::Value x, mlir::Value bias);

@@ -6,10 +6,11 @@
 // read and results written in the type the target's kernel computes in
 // (ProgramLowering::read / write), and a vocabulary-parallel op's
 // `weft.vocab_axes` carried as the instruction's group. On the GPU,
-// reductions, norm gradients, cross-entropy and the expert ops are several
-// kernels: for the cuda target each gets the scratch its shapes need
+// reductions, norm gradients and cross-entropy are several kernels: for the
+// cuda target each gets the scratch its shapes need
 // (dialects/sched/IR/ScratchLayout.h), which the memory plan places; the
-// CPU's kernels need none.
+// CPU's kernels need none. A partitioned expert route's `weft.token_axes`
+// becomes its instruction's group, as `weft.vocab_axes` does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -155,38 +156,64 @@ LogicalResult lowerTopKGating(TopKGatingOp op, ProgramLowering &l) {
   return success();
 }
 
+LogicalResult lowerExpertRoute(ExpertRouteOp op, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  auto axes = op->getAttrOfType<ArrayAttr>(kTokenAxesAttr);
+  sched::ExpertRouteOp::create(
+      b, op.getLoc(), l.stored(op.getIndices()), l.write(op, op.getPositions()),
+      l.write(op, op.getCounts()),
+      b.getI64IntegerAttr(op.getCapacity() ? *op.getCapacity() : 0),
+      axes ? axes : b.getArrayAttr({}), compute(l));
+  return success();
+}
+
 LogicalResult lowerExpertDispatch(ExpertDispatchOp op, ProgramLowering &l) {
-  Value x = l.read(op, op.getInput()), ids = l.stored(op.getIndices());
-  auto instr = sched::ExpertDispatchOp::create(
-      l.builder(), op.getLoc(), x, ids, l.write(op, op.getResult()),
-      op.getNumExpertsAttr(), op.getCapacityAttr(), Value(), compute(l));
-  return l.addGpuScratch(op, instr);
+  Value x = l.read(op, op.getInput()), pos = l.stored(op.getPositions());
+  sched::ExpertDispatchOp::create(l.builder(), op.getLoc(), x, pos,
+                                  l.write(op, op.getResult()), compute(l));
+  return success();
 }
 
 LogicalResult lowerExpertCombine(ExpertCombineOp op, ProgramLowering &l) {
-  Value slots = l.read(op, op.getExpertOutputs()),
-        weights = l.read(op, op.getWeights()), ids = l.stored(op.getIndices());
-  auto instr = sched::ExpertCombineOp::create(
-      l.builder(), op.getLoc(), slots, weights, ids,
-      l.write(op, op.getResult()), Value(), compute(l));
-  return l.addGpuScratch(op, instr);
+  Value rows = l.read(op, op.getExpertOutputs()),
+        weights = l.read(op, op.getWeights()),
+        pos = l.stored(op.getPositions());
+  sched::ExpertCombineOp::create(l.builder(), op.getLoc(), rows, weights, pos,
+                                 l.write(op, op.getResult()), compute(l));
+  return success();
 }
 
 LogicalResult lowerExpertGather(ExpertGatherOp op, ProgramLowering &l) {
-  Value slots = l.read(op, op.getExpertOutputs()),
-        ids = l.stored(op.getIndices());
-  auto instr = sched::ExpertGatherOp::create(l.builder(), op.getLoc(), slots,
-                                             ids, l.write(op, op.getResult()),
-                                             Value(), compute(l));
-  return l.addGpuScratch(op, instr);
+  Value rows = l.read(op, op.getExpertOutputs()),
+        pos = l.stored(op.getPositions());
+  sched::ExpertGatherOp::create(l.builder(), op.getLoc(), rows, pos,
+                                l.write(op, op.getResult()), compute(l));
+  return success();
 }
 
 LogicalResult lowerExpertScatter(ExpertScatterOp op, ProgramLowering &l) {
-  Value pairs = l.read(op, op.getPairs()), ids = l.stored(op.getIndices());
-  auto instr = sched::ExpertScatterOp::create(
-      l.builder(), op.getLoc(), pairs, ids, l.write(op, op.getResult()),
-      op.getNumExpertsAttr(), op.getCapacityAttr(), Value(), compute(l));
-  return l.addGpuScratch(op, instr);
+  Value pairs = l.read(op, op.getPairs()), pos = l.stored(op.getPositions());
+  sched::ExpertScatterOp::create(l.builder(), op.getLoc(), pairs, pos,
+                                 l.write(op, op.getResult()), compute(l));
+  return success();
+}
+
+LogicalResult lowerGroupedMatmul(GroupedMatmulOp op, ProgramLowering &l) {
+  Value x = l.read(op, op.getInput()), w = l.read(op, op.getWeight()),
+        sizes = l.stored(op.getSizes());
+  sched::GroupedMatmulOp::create(l.builder(), op.getLoc(), x, w, sizes,
+                                 l.write(op, op.getResult()),
+                                 boolAttr(l, op.getTransposeRhs()), compute(l));
+  return success();
+}
+
+LogicalResult lowerGroupedMatmulWgrad(GroupedMatmulWgradOp op,
+                                      ProgramLowering &l) {
+  Value a = l.read(op, op.getLhs()), r = l.read(op, op.getRhs()),
+        sizes = l.stored(op.getSizes());
+  sched::GroupedMatmulWgradOp::create(l.builder(), op.getLoc(), a, r, sizes,
+                                      l.write(op, op.getResult()), compute(l));
+  return success();
 }
 
 } // namespace
@@ -207,10 +234,13 @@ void populateLibraryLowerings(LoweringTable &table) {
   addLowering(table, lowerOneHot);
   addLowering(table, lowerTopK);
   addLowering(table, lowerTopKGating);
+  addLowering(table, lowerExpertRoute);
   addLowering(table, lowerExpertDispatch);
   addLowering(table, lowerExpertCombine);
   addLowering(table, lowerExpertGather);
   addLowering(table, lowerExpertScatter);
+  addLowering(table, lowerGroupedMatmul);
+  addLowering(table, lowerGroupedMatmulWgrad);
 }
 
 } // namespace weft::codegen

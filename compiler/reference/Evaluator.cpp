@@ -91,21 +91,75 @@ struct Rows {
   }
 };
 
-/// Slot of each (token, choice) pair under weft.expert_dispatch's rule, or -1
-/// for a dropped pair; fails on an expert id outside [0, E).
-FailureOr<std::vector<int64_t>> assignSlots(Operation *op,
-                                            const Tensor &indices,
-                                            int64_t experts, int64_t capacity) {
-  std::vector<int64_t> fill(experts, 0), slots(indices.data.size(), -1);
-  for (size_t p = 0; p < indices.data.size(); ++p) {
-    auto e = static_cast<int64_t>(indices.data[p]);
-    if (e < 0 || e >= experts)
-      return op->emitError("expert id ")
-             << e << " at index " << p << " is outside [0, " << experts << ")";
-    if (fill[e] < capacity)
-      slots[p] = fill[e]++;
+/// weft.expert_route on one rank: the packed row of each (token, choice)
+/// pair in GShard's order (choices major), or -1 for a dropped pair, and
+/// each expert's kept count; fails on an expert id outside [0, E).
+LogicalResult routePairs(ExpertRouteOp op, const Tensor &indices,
+                         Tensor &positions, Tensor &counts) {
+  int64_t tokens = indices.shape[0], k = indices.shape[1];
+  auto experts = static_cast<int64_t>(op.getNumExperts());
+  int64_t capacity = op.getCapacity() ? static_cast<int64_t>(*op.getCapacity())
+                                      : std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> rank(tokens * k, -1), kept(experts, 0);
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t t = 0; t < tokens; ++t) {
+      auto e = static_cast<int64_t>(indices.data[t * k + j]);
+      if (e < 0 || e >= experts)
+        return op->emitError("expert id ")
+               << e << " at index " << t * k + j << " is outside [0, "
+               << experts << ")";
+      if (kept[e] < capacity)
+        rank[t * k + j] = kept[e]++;
+    }
+  std::vector<int64_t> first(experts, 0);
+  for (int64_t e = 1; e < experts; ++e)
+    first[e] = first[e - 1] + kept[e - 1];
+  positions = Tensor::zeros({tokens, k});
+  for (int64_t p = 0; p < tokens * k; ++p)
+    positions.data[p] =
+        rank[p] < 0
+            ? -1.0
+            : static_cast<double>(first[static_cast<int64_t>(indices.data[p])] +
+                                  rank[p]);
+  counts = Tensor::zeros({experts});
+  for (int64_t e = 0; e < experts; ++e)
+    counts.data[e] = static_cast<double>(kept[e]);
+  return success();
+}
+
+/// Checks the positions of dispatch, combine, gather and scatter against
+/// `rows` rows: each in [-1, rows), and (`unique`, for the ops that write
+/// rows) no row named twice.
+LogicalResult checkPositions(Operation *op, const Tensor &positions,
+                             int64_t rows, bool unique) {
+  std::vector<bool> used(unique ? rows : 0, false);
+  for (size_t p = 0; p < positions.data.size(); ++p) {
+    auto r = static_cast<int64_t>(positions.data[p]);
+    if (r < -1 || r >= rows)
+      return op->emitError("position ")
+             << r << " at index " << p << " is outside [-1, " << rows << ")";
+    if (unique && r >= 0) {
+      if (used[r])
+        return op->emitError("row ") << r << " is named by two positions";
+      used[r] = true;
+    }
   }
-  return slots;
+  return success();
+}
+
+/// The first row of each group of a grouped matmul, checked against `rows`.
+FailureOr<std::vector<int64_t>> groupStarts(Operation *op, const Tensor &sizes,
+                                            int64_t rows) {
+  std::vector<int64_t> starts(sizes.data.size() + 1, 0);
+  for (size_t g = 0; g < sizes.data.size(); ++g) {
+    auto n = static_cast<int64_t>(sizes.data[g]);
+    if (n < 0 || starts[g] + n > rows)
+      return op->emitError("group ")
+             << g << " of " << n << " rows does not fit the " << rows
+             << " rows after the " << starts[g] << " before it";
+    starts[g + 1] = starts[g] + n;
+  }
+  return starts;
 }
 
 class Interpreter {
@@ -604,42 +658,42 @@ LogicalResult Interpreter::eval(Operation *op) {
         bind(o.getIndices(), std::move(ids));
         return success();
       })
-      .Case([&](ExpertDispatchOp o) -> LogicalResult {
-        const Tensor &in = get(o.getInput()), &ids = get(o.getIndices());
-        auto experts = static_cast<int64_t>(o.getNumExperts());
-        auto capacity = static_cast<int64_t>(o.getCapacity());
-        FailureOr<std::vector<int64_t>> slots =
-            assignSlots(o, ids, experts, capacity);
-        if (failed(slots))
+      .Case([&](ExpertRouteOp o) -> LogicalResult {
+        if (o->hasAttr(kTokenAxesAttr))
+          return o.emitError("the reference evaluator runs one rank's "
+                             "program; this route is partitioned");
+        Tensor positions, counts;
+        if (failed(routePairs(o, get(o.getIndices()), positions, counts)))
           return failure();
-        int64_t k = ids.shape[1], dim = in.shape[1];
+        bind(o.getPositions(), std::move(positions));
+        bind(o.getCounts(), std::move(counts));
+        return success();
+      })
+      .Case([&](ExpertDispatchOp o) -> LogicalResult {
+        const Tensor &in = get(o.getInput()), &pos = get(o.getPositions());
         Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        for (size_t p = 0; p < slots->size(); ++p) {
-          if ((*slots)[p] < 0)
-            continue;
-          auto e = static_cast<int64_t>(ids.data[p]);
-          std::copy_n(in.data.begin() + (p / k) * dim, dim,
-                      out.data.begin() + (e * capacity + (*slots)[p]) * dim);
-        }
+        if (failed(checkPositions(o, pos, out.shape[0], /*unique=*/true)))
+          return failure();
+        int64_t k = pos.shape[1], dim = in.shape[1];
+        for (size_t p = 0; p < pos.data.size(); ++p)
+          if (auto r = static_cast<int64_t>(pos.data[p]); r >= 0)
+            std::copy_n(in.data.begin() + (p / k) * dim, dim,
+                        out.data.begin() + r * dim);
         bind(o.getResult(), std::move(out));
         return success();
       })
       .Case([&](ExpertCombineOp o) -> LogicalResult {
         const Tensor &eo = get(o.getExpertOutputs()), &w = get(o.getWeights()),
-                     &ids = get(o.getIndices());
-        int64_t experts = eo.shape[0], capacity = eo.shape[1],
-                dim = eo.shape[2];
-        FailureOr<std::vector<int64_t>> slots =
-            assignSlots(o, ids, experts, capacity);
-        if (failed(slots))
+                     &pos = get(o.getPositions());
+        if (failed(checkPositions(o, pos, eo.shape[0], /*unique=*/false)))
           return failure();
-        int64_t k = ids.shape[1];
+        int64_t k = pos.shape[1], dim = eo.shape[1];
         Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        for (size_t p = 0; p < slots->size(); ++p) {
-          if ((*slots)[p] < 0)
+        for (size_t p = 0; p < pos.data.size(); ++p) {
+          auto r = static_cast<int64_t>(pos.data[p]);
+          if (r < 0)
             continue;
-          auto e = static_cast<int64_t>(ids.data[p]);
-          const double *src = &eo.data[(e * capacity + (*slots)[p]) * dim];
+          const double *src = &eo.data[r * dim];
           double *dst = &out.data[(p / k) * dim];
           for (int64_t d = 0; d < dim; ++d)
             dst[d] += w.data[p] * src[d];
@@ -649,39 +703,73 @@ LogicalResult Interpreter::eval(Operation *op) {
       })
       .Case([&](ExpertGatherOp o) -> LogicalResult {
         const Tensor &eo = get(o.getExpertOutputs()),
-                     &ids = get(o.getIndices());
-        int64_t capacity = eo.shape[1], dim = eo.shape[2];
-        FailureOr<std::vector<int64_t>> slots =
-            assignSlots(o, ids, eo.shape[0], capacity);
-        if (failed(slots))
+                     &pos = get(o.getPositions());
+        if (failed(checkPositions(o, pos, eo.shape[0], /*unique=*/false)))
           return failure();
+        int64_t dim = eo.shape[1];
         Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        for (size_t p = 0; p < slots->size(); ++p)
-          if ((*slots)[p] >= 0)
-            std::copy_n(eo.data.begin() +
-                            (static_cast<int64_t>(ids.data[p]) * capacity +
-                             (*slots)[p]) *
-                                dim,
-                        dim, out.data.begin() + p * dim);
+        for (size_t p = 0; p < pos.data.size(); ++p)
+          if (auto r = static_cast<int64_t>(pos.data[p]); r >= 0)
+            std::copy_n(eo.data.begin() + r * dim, dim,
+                        out.data.begin() + p * dim);
         bind(o.getResult(), std::move(out));
         return success();
       })
       .Case([&](ExpertScatterOp o) -> LogicalResult {
-        const Tensor &pairs = get(o.getPairs()), &ids = get(o.getIndices());
-        auto capacity = static_cast<int64_t>(o.getCapacity());
-        FailureOr<std::vector<int64_t>> slots = assignSlots(
-            o, ids, static_cast<int64_t>(o.getNumExperts()), capacity);
-        if (failed(slots))
+        const Tensor &pairs = get(o.getPairs()), &pos = get(o.getPositions());
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        if (failed(checkPositions(o, pos, out.shape[0], /*unique=*/true)))
           return failure();
         int64_t dim = pairs.shape[2];
-        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
-        for (size_t p = 0; p < slots->size(); ++p)
-          if ((*slots)[p] >= 0)
+        for (size_t p = 0; p < pos.data.size(); ++p)
+          if (auto r = static_cast<int64_t>(pos.data[p]); r >= 0)
             std::copy_n(pairs.data.begin() + p * dim, dim,
-                        out.data.begin() +
-                            (static_cast<int64_t>(ids.data[p]) * capacity +
-                             (*slots)[p]) *
-                                dim);
+                        out.data.begin() + r * dim);
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](GroupedMatmulOp o) -> LogicalResult {
+        const Tensor &x = get(o.getInput()), &w = get(o.getWeight()),
+                     &sizes = get(o.getSizes());
+        int64_t rows = x.shape[0], kDim = x.shape[1], experts = w.shape[0];
+        FailureOr<std::vector<int64_t>> starts = groupStarts(o, sizes, rows);
+        if (failed(starts))
+          return failure();
+        bool t = o.getTransposeRhs();
+        int64_t m = t ? w.shape[1] : w.shape[2];
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t g = 0; g + 1 < starts->size(); ++g) {
+          const double *we = &w.data[(g % experts) * kDim * m];
+          for (int64_t r = (*starts)[g]; r < (*starts)[g + 1]; ++r)
+            for (int64_t c = 0; c < m; ++c) {
+              double acc = 0.0;
+              for (int64_t i = 0; i < kDim; ++i)
+                acc += x.data[r * kDim + i] *
+                       (t ? we[c * kDim + i] : we[i * m + c]);
+              out.data[r * m + c] = acc;
+            }
+        }
+        bind(o.getResult(), std::move(out));
+        return success();
+      })
+      .Case([&](GroupedMatmulWgradOp o) -> LogicalResult {
+        const Tensor &a = get(o.getLhs()), &r = get(o.getRhs()),
+                     &sizes = get(o.getSizes());
+        FailureOr<std::vector<int64_t>> starts =
+            groupStarts(o, sizes, a.shape[0]);
+        if (failed(starts))
+          return failure();
+        int64_t pDim = a.shape[1], qDim = r.shape[1];
+        auto experts = static_cast<int64_t>(o.getExperts());
+        Tensor out = Tensor::zeros(shapeOf(o.getResult()));
+        for (size_t g = 0; g + 1 < starts->size(); ++g) {
+          double *dst = &out.data[(g % experts) * pDim * qDim];
+          for (int64_t n = (*starts)[g]; n < (*starts)[g + 1]; ++n)
+            for (int64_t i = 0; i < pDim; ++i)
+              for (int64_t j = 0; j < qDim; ++j)
+                dst[i * qDim + j] +=
+                    a.data[n * pDim + i] * r.data[n * qDim + j];
+        }
         bind(o.getResult(), std::move(out));
         return success();
       })

@@ -3,14 +3,18 @@
 // Names and layouts follow LlamaForCausalLM and MixtralForCausalLM: nn.Linear
 // weights are [out, in] (so x @ W^T), q/k use rotate_half RoPE on unpermuted
 // weights, each Mixtral expert keeps its own w1/w2/w3 tensors. The experts'
-// weights are stacked in the graph (reshape + concat) so one batched matmul
-// runs all experts. Mixtral's router auxiliary loss is not part of the loss.
+// weights are stacked in the graph (reshape + concat) so one grouped matmul
+// runs all experts over exactly the rows routed to each. Routing is
+// dropless unless the config gives a capacity_factor; the load-balancing
+// and z losses are added as the config asks (ModelConfig).
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/models/Families.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -49,6 +53,10 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
                            dtype, weights);
   Value x = g.embedding(embed, in.tokens);
 
+  // Per MoE layer: the router's probabilities averaged over tokens, the
+  // fraction of tokens each expert was chosen by, and the mean squared
+  // log-partition (the auxiliary losses' ingredients).
+  SmallVector<Value> routerProbs, expertShares, routerZ;
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
     g.setLayer(layer);
     std::string p = "model.layers." + std::to_string(layer);
@@ -80,31 +88,54 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
     } else {
       std::string moe = p + ".block_sparse_moe";
       g.setScope(moe);
-      int64_t tokens = b * s, e = c.numExperts;
+      int64_t tokens = b * s, e = c.numExperts, choices = c.expertsPerToken;
       Value flat = g.reshape(m, {tokens, d});
       Value router = linear(flat, moe + ".gate", d, e);
-      auto [gateWeights, experts] =
-          g.topkGating(router, c.expertsPerToken, /*normalize=*/true);
-      // Capacity = tokens: a token picks an expert at most once, so no token
-      // is dropped, matching Hugging Face's Mixtral.
-      Value slots = g.expertDispatch(flat, experts, e, tokens);
-      auto stacked = [&](StringRef w, int64_t rows, int64_t cols) {
+      auto [gateWeights, experts] = g.topkGating(router, choices,
+                                                 /*normalize=*/true);
+      // The packed buffer holds every kept pair: all of them when dropless,
+      // at most `capacity` per expert otherwise.
+      std::optional<int64_t> capacity;
+      int64_t rows = tokens * choices;
+      if (c.capacityFactor > 0) {
+        capacity = std::max<int64_t>(
+            1, static_cast<int64_t>(
+                   std::ceil(c.capacityFactor * double(rows) / double(e))));
+        rows = std::min(rows, e * *capacity);
+      }
+      auto [positions, counts] = g.expertRoute(experts, e, capacity);
+      Value slots = g.expertDispatch(flat, positions, rows);
+      auto stacked = [&](StringRef w, int64_t height, int64_t width) {
         SmallVector<Value> parts;
         for (int64_t j = 0; j < e; ++j)
           parts.push_back(
               g.reshape(modelParam(g, o,
                                    moe + ".experts." + std::to_string(j) + "." +
                                        w.str() + ".weight",
-                                   {rows, cols}, dtype, weights),
-                        {1, rows, cols}));
+                                   {height, width}, dtype, weights),
+                        {1, height, width}));
         return g.concat(parts, 0);
       };
       Value w1 = stacked("w1", f, d), w3 = stacked("w3", f, d),
             w2 = stacked("w2", d, f);
-      Value gate = g.silu(g.matmul(slots, w1, false, true));
-      Value up = g.matmul(slots, w3, false, true);
-      Value out = g.matmul(g.mul(gate, up), w2, false, true);
-      m = g.reshape(g.expertCombine(out, gateWeights, experts), {b, s, d});
+      Value gate = g.silu(g.groupedMatmul(slots, w1, counts, true));
+      Value up = g.groupedMatmul(slots, w3, counts, true);
+      Value out = g.groupedMatmul(g.mul(gate, up), w2, counts, true);
+      m = g.reshape(g.expertCombine(out, gateWeights, positions), {b, s, d});
+      if (c.routerAuxLossCoef > 0) {
+        routerProbs.push_back(g.reduceMean(g.softmax(router, 1), {0}));
+        // f_e: the mean over tokens of how often e is among the k choices
+        // (Hugging Face sums the [k, E] shares, as here).
+        expertShares.push_back(
+            g.reduceSum(g.reduceMean(g.oneHot(experts, e, dtype), {0}), {0}));
+      }
+      if (c.routerZLossCoef > 0) {
+        // logsumexp with the row maximum taken out first.
+        Value top = g.reduceMax(router, {1});
+        Value shifted = g.sub(router, g.broadcast(top, {tokens, e}, {0}));
+        Value lse = g.add(g.log(g.reduceSum(g.exp(shifted), {1})), top);
+        routerZ.push_back(g.reduceMean(g.square(lse), {0}));
+      }
     }
     x = g.add(x, m);
   }
@@ -117,7 +148,33 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
                                                 c.vocabSize, d, dtype, weights);
   Value logits = maskPaddedVocab(
       g, g.matmul(x, head, false, /*transposeRhs=*/true), c.vocabSize);
-  return {g.crossEntropy(logits, in.labels), logits};
+  Value loss = g.crossEntropy(logits, in.labels);
+  // The mean over layers of per-layer means: Hugging Face's concatenation
+  // of every layer's tokens, each layer having the same tokens.
+  auto layerMean = [&](ArrayRef<Value> perLayer) {
+    Value sum = perLayer.front();
+    for (Value v : perLayer.drop_front())
+      sum = g.add(sum, v);
+    return g.mul(sum,
+                 g.constant(cast<RankedTensorType>(sum.getType()).getShape(),
+                            dtype, 1.0 / double(perLayer.size())));
+  };
+  // A 0-d auxiliary loss in the model's dtype, times `coef`, in the loss's
+  // f32.
+  Type f32 = g.builder().getF32Type();
+  auto scaled = [&](Value scalar, double coef) {
+    if (dtype != f32)
+      scalar = g.cast(scalar, f32);
+    return g.mul(scalar, g.constant({}, f32, coef));
+  };
+  if (!routerProbs.empty()) {
+    Value aux = g.reduceSum(
+        g.mul(layerMean(expertShares), layerMean(routerProbs)), {0});
+    loss = g.add(loss, scaled(aux, c.routerAuxLossCoef * double(c.numExperts)));
+  }
+  if (!routerZ.empty())
+    loss = g.add(loss, scaled(layerMean(routerZ), c.routerZLossCoef));
+  return {loss, logits};
 }
 
 } // namespace weft

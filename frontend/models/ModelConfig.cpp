@@ -75,15 +75,18 @@ public:
                            *i, limit));
     return *i;
   }
-  /// A positive finite number (1e400 reads as infinity); `fallback` when
-  /// absent or null.
-  Expected<double> number(StringRef key, double fallback) {
+  /// A positive finite number (1e400 reads as infinity), or with
+  /// `allowZero` a non-negative one; `fallback` when absent or null.
+  Expected<double> number(StringRef key, double fallback,
+                          bool allowZero = false) {
     const json::Value *v = get(key);
     if (!v || v->getAsNull())
       return fallback;
     std::optional<double> d = v->getAsNumber();
-    if (!d || !(*d > 0) || !std::isfinite(*d))
-      return error("field '" + key + "' must be a positive finite number");
+    if (!d || !std::isfinite(*d) || !(allowZero ? *d >= 0 : *d > 0))
+      return error("field '" + key + "' must be a " +
+                   (allowZero ? "non-negative" : "positive") +
+                   " finite number");
     return *d;
   }
   /// A string, or nullopt when absent or null; `what` says what it may be.
@@ -194,6 +197,13 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
         return r.error(formatv("num_experts_per_tok ({0}) exceeds "
                                "num_local_experts ({1})",
                                c.expertsPerToken, c.numExperts));
+      WEFT_READ(c.capacityFactor, r.number("capacity_factor", 0.0));
+      bool routerLogits = false;
+      WEFT_READ(routerLogits, r.boolean("output_router_logits", false));
+      double aux = 0.0;
+      WEFT_READ(aux, r.number("router_aux_loss_coef", 0.001, true));
+      c.routerAuxLossCoef = routerLogits ? aux : 0.0;
+      WEFT_READ(c.routerZLossCoef, r.number("router_z_loss_coef", 0.0, true));
     }
   } else {
     return r.error("unknown model_type '" + *type +

@@ -37,6 +37,17 @@ struct ModelConfig {
   bool tieWordEmbeddings = false;
   int64_t numExperts = 0;      // mixtral: num_local_experts
   int64_t expertsPerToken = 0; // mixtral: num_experts_per_tok
+  /// mixtral: `capacity_factor` (Switch / GShard): each expert keeps at
+  /// most ceil(factor * tokens * k / E) pairs of a batch, in GShard's
+  /// order; 0 (absent): dropless, no pair dropped (MegaBlocks).
+  double capacityFactor = 0.0;
+  /// mixtral: Switch's load-balancing loss E * sum_e f_e P_e over all
+  /// layers' tokens, added times `router_aux_loss_coef` when
+  /// `output_router_logits` is true (as Hugging Face's Mixtral does).
+  double routerAuxLossCoef = 0.0;
+  /// mixtral: ST-MoE's router z-loss mean(logsumexp(router logits)^2),
+  /// added times `router_z_loss_coef` (0: none).
+  double routerZLossCoef = 0.0;
   /// What `parse` noticed that is not an error, each starting with the
   /// label: a key one edit away from a field the family reads (n_iner for
   /// n_inner) is ignored like any other unknown key, but likely a typo.

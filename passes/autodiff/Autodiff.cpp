@@ -27,7 +27,10 @@ using namespace mlir;
 
 namespace {
 /// Ops on a path from a parameter to the loss: their results are both varied
-/// (depend on a parameter) and useful (the loss depends on them).
+/// (depend on a parameter) and useful (the loss depends on them). Integer
+/// values (expert ids, routing positions) are never varied: a small change of
+/// a parameter leaves them as they are, so what is computed from them alone
+/// (the one-hot counts of a load-balancing loss) has no gradient.
 llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
   llvm::DenseSet<Value> varied, useful;
   Block &body = func.getBody().front();
@@ -37,7 +40,10 @@ llvm::DenseSet<Operation *> activeOps(func::FuncOp func, Value loss) {
                      llvm::any_of(op.getOperands(),
                                   [&](Value v) { return varied.contains(v); });
     if (fromParam)
-      varied.insert(op.getResults().begin(), op.getResults().end());
+      for (Value r : op.getResults())
+        if (auto type = dyn_cast<RankedTensorType>(r.getType());
+            type && isa<FloatType>(type.getElementType()))
+          varied.insert(r);
   }
   useful.insert(loss);
   for (Operation &op : llvm::reverse(body))

@@ -324,17 +324,29 @@ absl::Status Communicator::allReduce(const std::vector<std::string> &axes,
   });
 }
 
-absl::Status Communicator::allGather(const std::vector<std::string> &axes,
-                                     const float *in, float *out,
-                                     size_t count) {
+template <typename T>
+absl::Status Communicator::allGatherOf(const std::vector<std::string> &axes,
+                                       const T *in, T *out, size_t count) {
   return collective("all-gather", axes, [&](const auto &context, uint32_t t) {
     gloo::AllgatherOptions opts(context);
-    opts.setInput(const_cast<float *>(in), count);
+    opts.setInput(const_cast<T *>(in), count);
     opts.setOutput(out, count * context->size);
     opts.setTag(t);
     opts.setTimeout(timeout);
     gloo::allgather(opts);
   });
+}
+
+absl::Status Communicator::allGather(const std::vector<std::string> &axes,
+                                     const float *in, float *out,
+                                     size_t count) {
+  return allGatherOf(axes, in, out, count);
+}
+
+absl::Status Communicator::allGather(const std::vector<std::string> &axes,
+                                     const int32_t *in, int32_t *out,
+                                     size_t count) {
+  return allGatherOf(axes, in, out, count);
 }
 
 absl::Status Communicator::allToAll(const std::vector<std::string> &axes,

@@ -95,6 +95,9 @@ public:
   /// group order. No axes: the group of every rank, in rank order.
   absl::Status allGather(const std::vector<std::string> &axes, const float *in,
                          float *out, size_t count);
+  /// The same for i32 (an expert route's counts).
+  absl::Status allGather(const std::vector<std::string> &axes,
+                         const int32_t *in, int32_t *out, size_t count);
   /// `in` holds group-size blocks of `count`; block j goes to member j, and
   /// `out` holds the blocks received, in group order.
   absl::Status allToAll(const std::vector<std::string> &axes, const float *in,
@@ -120,6 +123,9 @@ public:
 
 private:
   Communicator() = default;
+  template <typename T>
+  absl::Status allGatherOf(const std::vector<std::string> &axes, const T *in,
+                           T *out, size_t count);
   std::shared_ptr<gloo::Context> group(const std::vector<std::string> &axes);
   /// A context of `size` ranks (this one is `rank`), every pair connected,
   /// met under `prefix` in the store. Gloo failures throw.

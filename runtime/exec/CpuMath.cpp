@@ -37,22 +37,18 @@ void scoreTile(const AttentionShape &a, bool causal, float scale,
     visible[i] = causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
 }
 
-/// Slot of each (token, choice) pair under weft.expert_dispatch's rule.
-absl::StatusOr<std::vector<int64_t>> assignSlots(const int32_t *ids,
-                                                 int64_t pairs, int64_t experts,
-                                                 int64_t capacity,
-                                                 const char *op) {
-  std::vector<int64_t> fill(experts, 0), slots(pairs, -1);
-  for (int64_t p = 0; p < pairs; ++p) {
-    int64_t e = ids[p];
-    if (e < 0 || e >= experts)
-      return absl::OutOfRangeError(
-          absl::StrCat(op, ": expert id ", e, " at index ", p,
-                       " is outside [0, ", experts, ")"));
-    if (fill[e] < capacity)
-      slots[p] = fill[e]++;
+/// The first row of each of `groups` groups of `sizes`, checked to fit `n`.
+absl::StatusOr<std::vector<int64_t>>
+groupStarts(const int32_t *sizes, int64_t groups, int64_t n, const char *what) {
+  std::vector<int64_t> starts(groups + 1, 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    if (sizes[g] < 0 || starts[g] + sizes[g] > n)
+      return absl::OutOfRangeError(absl::StrCat(
+          what, ": group ", g, " of ", sizes[g], " rows does not fit the ", n,
+          " rows after the ", starts[g], " before it"));
+    starts[g + 1] = starts[g] + sizes[g];
   }
-  return slots;
+  return starts;
 }
 
 /// Top-k of one row (shared by topk and topk_gating).
@@ -466,30 +462,138 @@ void topk(const float *x, int64_t rows, int64_t n, int64_t k, bool gating,
   }
 }
 
-absl::Status expertMove(ExpertMove move, const float *src, const int32_t *ids,
-                        int64_t pairs, int64_t k, const float *weights,
-                        float *dst, int64_t dstSize, int64_t experts,
-                        int64_t capacity, int64_t dim, const char *what) {
-  bool toSlots = move == ExpertMove::Dispatch || move == ExpertMove::Scatter;
-  absl::StatusOr<std::vector<int64_t>> slots =
-      assignSlots(ids, pairs, experts, capacity, what);
-  if (!slots.ok())
-    return slots.status();
+absl::Status expertRoute(const int32_t *ids, int64_t tokens, int64_t k,
+                         int64_t experts, int64_t capacity, int64_t groupSize,
+                         int64_t groupRank, const GatherCounts &gather,
+                         int32_t *positions, int32_t *counts,
+                         const char *what) {
+  // This rank's pairs per (choice, expert), then every member's.
+  size_t cells = static_cast<size_t>(k * experts);
+  std::vector<int32_t> mine(cells, 0), all(cells * groupSize, 0);
+  for (int64_t p = 0; p < tokens * k; ++p) {
+    int64_t e = ids[p];
+    if (e < 0 || e >= experts)
+      return absl::OutOfRangeError(
+          absl::StrCat(what, ": expert id ", e, " at index ", p,
+                       " is outside [0, ", experts, ")"));
+    ++mine[(p % k) * experts + e];
+  }
+  if (groupSize > 1) {
+    if (absl::Status s = gather(mine.data(), all.data(), cells); !s.ok())
+      return s;
+  } else {
+    all = mine;
+  }
+  // GShard's order over the group's tokens: choice j of every token before
+  // choice j + 1, and within a choice the members in order. `before` is
+  // how many of expert e's pairs the group visits before this rank's
+  // choice-j pairs.
+  std::vector<int64_t> before(cells, 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t earlierChoices = 0; // Every member's pairs of choices < j.
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t cell = j * experts + e, earlierMembers = 0, choice = 0;
+      for (int64_t r = 0; r < groupSize; ++r) {
+        choice += all[r * cells + cell];
+        if (r < groupRank)
+          earlierMembers += all[r * cells + cell];
+      }
+      before[cell] = earlierChoices + earlierMembers;
+      earlierChoices += choice;
+    }
+  }
+  int64_t limit = capacity > 0 ? capacity : std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> seen(cells, 0), rank(tokens * k, -1), kept(experts, 0);
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t t = 0; t < tokens; ++t) {
+      int64_t p = t * k + j, e = ids[p], cell = j * experts + e;
+      if (before[cell] + seen[cell]++ < limit)
+        rank[p] = kept[e]++;
+    }
+  std::vector<int64_t> first(experts, 0);
+  for (int64_t e = 1; e < experts; ++e)
+    first[e] = first[e - 1] + kept[e - 1];
+  for (int64_t p = 0; p < tokens * k; ++p)
+    positions[p] =
+        rank[p] < 0 ? -1 : static_cast<int32_t>(first[ids[p]] + rank[p]);
+  for (int64_t e = 0; e < experts; ++e)
+    counts[e] = static_cast<int32_t>(kept[e]);
+  return absl::OkStatus();
+}
+
+absl::Status expertMove(ExpertMove move, const float *src,
+                        const int32_t *positions, int64_t pairs, int64_t k,
+                        const float *weights, float *dst, int64_t dstSize,
+                        int64_t rows, int64_t dim, const char *what) {
+  bool toRows = move == ExpertMove::Dispatch || move == ExpertMove::Scatter;
+  std::vector<bool> written(toRows ? rows : 0, false);
   std::fill(dst, dst + dstSize, 0.0f);
   for (int64_t p = 0; p < pairs; ++p) {
-    if ((*slots)[p] < 0)
+    int64_t r = positions[p];
+    if (r < -1 || r >= rows)
+      return absl::OutOfRangeError(
+          absl::StrCat(what, ": position ", r, " at index ", p,
+                       " is outside [-1, ", rows, ")"));
+    if (r < 0)
       continue;
-    int64_t slot = (ids[p] * capacity + (*slots)[p]) * dim;
-    if (toSlots) { // Dispatch reads [T, D]: pair p is token p / k.
+    if (toRows) { // Dispatch reads [T, D]: pair p is token p / k.
+      if (written[r])
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": row ", r, " is named by two positions"));
+      written[r] = true;
       const float *row = src + (move == ExpertMove::Dispatch ? p / k : p) * dim;
-      std::memcpy(dst + slot, row, dim * sizeof(float));
+      std::memcpy(dst + r * dim, row, dim * sizeof(float));
     } else if (move == ExpertMove::Combine) {
       float *row = dst + (p / k) * dim;
       for (int64_t d = 0; d < dim; ++d)
-        row[d] += weights[p] * src[slot + d];
+        row[d] += weights[p] * src[r * dim + d];
     } else {
-      std::memcpy(dst + p * dim, src + slot, dim * sizeof(float));
+      std::memcpy(dst + p * dim, src + r * dim, dim * sizeof(float));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status groupedMatmul(const float *x, const float *w, const int32_t *sizes,
+                           int64_t groups, int64_t experts, int64_t n,
+                           int64_t kDim, int64_t m, bool transposeRhs,
+                           float *out, const char *what) {
+  absl::StatusOr<std::vector<int64_t>> starts =
+      groupStarts(sizes, groups, n, what);
+  if (!starts.ok())
+    return starts.status();
+  // One OpenBLAS call per non-empty group: only the routed rows are
+  // computed, never a padded capacity.
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t begin = (*starts)[g], rows = (*starts)[g + 1] - begin;
+    if (rows == 0)
+      continue;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans,
+                transposeRhs ? CblasTrans : CblasNoTrans, rows, m, kDim, 1.0f,
+                x + begin * kDim, kDim, w + (g % experts) * kDim * m,
+                transposeRhs ? kDim : m, 0.0f, out + begin * m, m);
+  }
+  std::fill(out + (*starts)[groups] * m, out + n * m, 0.0f);
+  return absl::OkStatus();
+}
+
+absl::Status groupedMatmulWgrad(const float *a, const float *b,
+                                const int32_t *sizes, int64_t groups,
+                                int64_t experts, int64_t n, int64_t p,
+                                int64_t q, float *out, const char *what) {
+  absl::StatusOr<std::vector<int64_t>> starts =
+      groupStarts(sizes, groups, n, what);
+  if (!starts.ok())
+    return starts.status();
+  // An expert with no rows anywhere gets a zero gradient (Megatron-LM#1877).
+  std::fill(out, out + experts * p * q, 0.0f);
+  for (int64_t g = 0; g < groups; ++g) {
+    int64_t begin = (*starts)[g], rows = (*starts)[g + 1] - begin;
+    if (rows == 0)
+      continue;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, p, q, rows, 1.0f,
+                a + begin * p, p, b + begin * q, q, 1.0f,
+                out + (g % experts) * p * q, q);
   }
   return absl::OkStatus();
 }

@@ -132,20 +132,49 @@ void oneHot(const int32_t *ids, int64_t n, int64_t classes, float *y);
 void topk(const float *x, int64_t rows, int64_t n, int64_t k, bool gating,
           bool normalize, float *values, int32_t *ids);
 
-/// How rows move between token pairs (t, j) and expert slots (e, c).
+/// All-gathers `count` i32 per rank of the route's token group, in group
+/// order (expert_route's counts exchange).
+using GatherCounts =
+    std::function<absl::Status(const int32_t *mine, int32_t *all, size_t)>;
+
+/// weft.expert_route over `ids` [tokens, k] for member `groupRank` of a
+/// token group of `groupSize` (1: one rank; `gather` then unused):
+/// `positions` [tokens, k] and `counts` [experts]. capacity 0: dropless.
+absl::Status expertRoute(const int32_t *ids, int64_t tokens, int64_t k,
+                         int64_t experts, int64_t capacity, int64_t groupSize,
+                         int64_t groupRank, const GatherCounts &gather,
+                         int32_t *positions, int32_t *counts, const char *what);
+
+/// How rows move between routing pairs (t, j) and packed rows.
 enum class ExpertMove {
-  Dispatch, // [T, D] tokens -> [E, C, D] slots.
-  Scatter,  // [T, k, D] pairs -> slots.
-  Combine,  // slots -> [T, D], weighted by [T, k].
-  Gather,   // slots -> [T, k, D] pairs.
+  Dispatch, // [T, D] tokens -> [N, D] rows.
+  Scatter,  // [T, k, D] pairs -> rows.
+  Combine,  // rows -> [T, D], weighted by [T, k].
+  Gather,   // rows -> [T, k, D] pairs.
 };
 
-/// Moves rows under weft.expert_dispatch's slot rule: pair p takes the next
-/// free slot of expert ids[p] while its capacity lasts. `ids` is [T, k].
-absl::Status expertMove(ExpertMove move, const float *src, const int32_t *ids,
-                        int64_t pairs, int64_t k, const float *weights,
-                        float *dst, int64_t dstSize, int64_t experts,
-                        int64_t capacity, int64_t dim, const char *what);
+/// Moves rows between the pairs of `positions` [pairs / k, k] and `rows`
+/// packed rows of `dim`; fails on a position outside [-1, rows) and, when
+/// writing rows, on a row two pairs name.
+absl::Status expertMove(ExpertMove move, const float *src,
+                        const int32_t *positions, int64_t pairs, int64_t k,
+                        const float *weights, float *dst, int64_t dstSize,
+                        int64_t rows, int64_t dim, const char *what);
+
+/// weft.grouped_matmul: out [n, m] = the groups of `sizes` [groups] rows
+/// of x [n, kDim] times w[g mod experts] ([experts, kDim, m], or
+/// [experts, m, kDim] with `transposeRhs`); rows after the groups zero.
+absl::Status groupedMatmul(const float *x, const float *w, const int32_t *sizes,
+                           int64_t groups, int64_t experts, int64_t n,
+                           int64_t kDim, int64_t m, bool transposeRhs,
+                           float *out, const char *what);
+
+/// weft.grouped_matmul_wgrad: out [experts, p, q] = per expert the sum of
+/// its groups' a_g^T b_g, a [n, p] and b [n, q].
+absl::Status groupedMatmulWgrad(const float *a, const float *b,
+                                const int32_t *sizes, int64_t groups,
+                                int64_t experts, int64_t n, int64_t p,
+                                int64_t q, float *out, const char *what);
 
 } // namespace weft::runtime::cpu
 

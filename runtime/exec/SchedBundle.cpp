@@ -141,34 +141,38 @@ constexpr Spelling<CollectiveKind> kCollectives[] = {
 constexpr Spelling<AttentionAlgorithm> kAlgorithms[] = {
     {"gemm_softmax", AttentionAlgorithm::GemmSoftmax},
     {"flash", AttentionAlgorithm::Flash}};
-constexpr Spelling<Op> kOps[] = {{"launch", Op::Launch},
-                                 {"gemm", Op::Gemm},
-                                 {"attention", Op::Attention},
-                                 {"attention_grad", Op::AttentionGrad},
-                                 {"embedding", Op::Embedding},
-                                 {"embedding_grad", Op::EmbeddingGrad},
-                                 {"rope", Op::Rope},
-                                 {"cross_entropy", Op::CrossEntropy},
-                                 {"cross_entropy_grad", Op::CrossEntropyGrad},
-                                 {"reduce", Op::Reduce},
-                                 {"softmax", Op::Softmax},
-                                 {"dropout", Op::Dropout},
-                                 {"layer_norm_grad", Op::LayerNormGrad},
-                                 {"rms_norm_grad", Op::RmsNormGrad},
-                                 {"one_hot", Op::OneHot},
-                                 {"topk", Op::TopK},
-                                 {"topk_gating", Op::TopKGating},
-                                 {"expert_dispatch", Op::ExpertDispatch},
-                                 {"expert_combine", Op::ExpertCombine},
-                                 {"expert_gather", Op::ExpertGather},
-                                 {"expert_scatter", Op::ExpertScatter},
-                                 {"copy", Op::Copy},
-                                 {"fill", Op::Fill},
-                                 {"collective", Op::Collective},
-                                 {"send", Op::Send},
-                                 {"recv", Op::Recv},
-                                 {"record", Op::Record},
-                                 {"wait", Op::Wait}};
+constexpr Spelling<Op> kOps[] = {
+    {"launch", Op::Launch},
+    {"gemm", Op::Gemm},
+    {"attention", Op::Attention},
+    {"attention_grad", Op::AttentionGrad},
+    {"embedding", Op::Embedding},
+    {"embedding_grad", Op::EmbeddingGrad},
+    {"rope", Op::Rope},
+    {"cross_entropy", Op::CrossEntropy},
+    {"cross_entropy_grad", Op::CrossEntropyGrad},
+    {"reduce", Op::Reduce},
+    {"softmax", Op::Softmax},
+    {"dropout", Op::Dropout},
+    {"layer_norm_grad", Op::LayerNormGrad},
+    {"rms_norm_grad", Op::RmsNormGrad},
+    {"one_hot", Op::OneHot},
+    {"topk", Op::TopK},
+    {"topk_gating", Op::TopKGating},
+    {"expert_route", Op::ExpertRoute},
+    {"expert_dispatch", Op::ExpertDispatch},
+    {"expert_combine", Op::ExpertCombine},
+    {"expert_gather", Op::ExpertGather},
+    {"expert_scatter", Op::ExpertScatter},
+    {"grouped_matmul", Op::GroupedMatmul},
+    {"grouped_matmul_wgrad", Op::GroupedMatmulWgrad},
+    {"copy", Op::Copy},
+    {"fill", Op::Fill},
+    {"collective", Op::Collective},
+    {"send", Op::Send},
+    {"recv", Op::Recv},
+    {"record", Op::Record},
+    {"wait", Op::Wait}};
 
 template <typename E, size_t N>
 std::optional<E> lookup(const Spelling<E> (&table)[N], std::string_view name) {
@@ -832,8 +836,11 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     return a;
   }
   case Op::OneHot:
+  case Op::ExpertDispatch:
   case Op::ExpertCombine:
   case Op::ExpertGather:
+  case Op::ExpertScatter:
+  case Op::GroupedMatmulWgrad:
     return InstructionAttrs();
   case Op::TopK: {
     TopKAttrs a;
@@ -846,11 +853,15 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.normalize, o.flag("normalize"));
     return a;
   }
-  case Op::ExpertDispatch:
-  case Op::ExpertScatter: {
-    ExpertSlotsAttrs a;
-    WEFT_ASSIGN(a.numExperts, o.i64("num_experts"));
+  case Op::ExpertRoute: {
+    ExpertRouteAttrs a;
     WEFT_ASSIGN(a.capacity, o.i64("capacity"));
+    WEFT_ASSIGN(a.tokenAxes, o.strs("token_axes"));
+    return a;
+  }
+  case Op::GroupedMatmul: {
+    GroupedMatmulAttrs a;
+    WEFT_ASSIGN(a.transposeRhs, o.flag("transpose_rhs"));
     return a;
   }
   case Op::Copy: {
@@ -911,10 +922,6 @@ bool mayHaveScratch(Op op) {
   case Op::RmsNormGrad:
   case Op::CrossEntropy:
   case Op::CrossEntropyGrad:
-  case Op::ExpertDispatch:
-  case Op::ExpertCombine:
-  case Op::ExpertGather:
-  case Op::ExpertScatter:
     return true;
   default:
     return false;
@@ -1000,18 +1007,29 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     return roles({{"input", kRead}, {"values", kWrite}, {"indices", kWrite}});
   case Op::TopKGating:
     return roles({{"logits", kRead}, {"weights", kWrite}, {"indices", kWrite}});
+  case Op::ExpertRoute:
+    return roles(
+        {{"indices", kRead}, {"positions", kWrite}, {"counts", kWrite}});
   case Op::ExpertDispatch:
-    return roles({{"input", kRead}, {"indices", kRead}, {"out", kWrite}});
+    return roles({{"input", kRead}, {"positions", kRead}, {"out", kWrite}});
   case Op::ExpertCombine:
     return roles({{"expert_outputs", kRead},
                   {"weights", kRead},
-                  {"indices", kRead},
+                  {"positions", kRead},
                   {"out", kWrite}});
   case Op::ExpertGather:
     return roles(
-        {{"expert_outputs", kRead}, {"indices", kRead}, {"out", kWrite}});
+        {{"expert_outputs", kRead}, {"positions", kRead}, {"out", kWrite}});
   case Op::ExpertScatter:
-    return roles({{"pairs", kRead}, {"indices", kRead}, {"out", kWrite}});
+    return roles({{"pairs", kRead}, {"positions", kRead}, {"out", kWrite}});
+  case Op::GroupedMatmul:
+    return roles({{"input", kRead},
+                  {"weight", kRead},
+                  {"sizes", kRead},
+                  {"out", kWrite}});
+  case Op::GroupedMatmulWgrad:
+    return roles(
+        {{"lhs", kRead}, {"rhs", kRead}, {"sizes", kRead}, {"out", kWrite}});
   case Op::Copy:
     return roles({{"source", kRead}, {"dest", kWrite}});
   case Op::Fill:
@@ -1388,14 +1406,6 @@ absl::Status checkLibraryScratch(const Check &c) {
   case Op::CrossEntropyGrad: // logits, labels, ...
     need = scratch::bytesOf(scratch::crossEntropyLayout(c.elements(1)));
     break;
-  case Op::ExpertDispatch: // input, indices, out
-  case Op::ExpertGather:   // expert_outputs, indices, out
-  case Op::ExpertScatter:  // pairs, indices, out
-    need = scratch::expertSlotsBytes(c.elements(1));
-    break;
-  case Op::ExpertCombine: // expert_outputs, weights, indices, out
-    need = scratch::expertSlotsBytes(c.elements(2));
-    break;
   default: // Attention checks its own; other ops have none.
     return absl::OkStatus();
   }
@@ -1493,27 +1503,35 @@ absl::Status checkTopK(const Check &c, size_t input, size_t values,
   return c.hasShape(values, shape);
 }
 
-/// Operand `slots` is [experts, capacity, width].
-absl::Status checkSlots(const Check &c, size_t slots, const ExpertSlotsAttrs &a,
-                        int64_t width) {
-  if (a.numExperts < 1 || a.capacity < 0)
-    return c.fail(absl::StrCat("fields 'num_experts' (", a.numExperts,
-                               ") and 'capacity' (", a.capacity,
-                               ") need at least one expert and a capacity "
-                               ">= 0"));
-  return c.hasShape(slots, {a.numExperts, a.capacity, width});
+/// Operand `i` is [tokens, k] of i32 or i64 (positions or expert ids),
+/// with operand `weights` (if given) of its shape.
+absl::Status checkPositions(const Check &c, size_t i, int64_t tokens,
+                            std::optional<size_t> weights = std::nullopt) {
+  WEFT_RETURN_IF_ERROR(c.isInt(i));
+  WEFT_RETURN_IF_ERROR(c.hasRank(i, 2));
+  if (c.shape(i)[0] != tokens)
+    return c.fail(absl::StrCat(c.name(i), " routes ", c.shape(i)[0],
+                               " tokens, not ", tokens));
+  return weights ? c.sameShape(i, *weights) : absl::OkStatus();
 }
 
-/// Operand `indices` routes `tokens` tokens: int, [tokens, k]; operand
-/// `weights`, when given, has its shape.
-absl::Status checkRouting(const Check &c, size_t indices, int64_t tokens,
-                          std::optional<size_t> weights = std::nullopt) {
-  WEFT_RETURN_IF_ERROR(c.isInt(indices));
-  WEFT_RETURN_IF_ERROR(c.hasRank(indices, 2));
-  if (c.shape(indices)[0] != tokens)
-    return c.fail(absl::StrCat(c.name(indices), " routes ", c.shape(indices)[0],
-                               " tokens, not ", tokens));
-  return weights ? c.sameShape(indices, *weights) : absl::OkStatus();
+/// Operand `i` is rows [N, width].
+absl::Status checkRows(const Check &c, size_t i, int64_t width) {
+  WEFT_RETURN_IF_ERROR(c.hasRank(i, 2));
+  if (c.shape(i)[1] != width)
+    return c.fail(absl::StrCat(c.name(i), " rows have ", c.shape(i)[1],
+                               " elements, not ", width));
+  return absl::OkStatus();
+}
+
+/// Operand `i` is group sizes [G] with `experts` dividing G.
+absl::Status checkSizes(const Check &c, size_t i, int64_t experts) {
+  WEFT_RETURN_IF_ERROR(c.isInt(i));
+  WEFT_RETURN_IF_ERROR(c.hasRank(i, 1));
+  if (experts < 1 || c.shape(i)[0] % experts != 0)
+    return c.fail(absl::StrCat("the ", experts, " experts do not divide the ",
+                               c.shape(i)[0], " groups of ", c.name(i)));
+  return absl::OkStatus();
 }
 
 /// A strided walk over `sizes` from layout[0] + extra with strides
@@ -1724,27 +1742,58 @@ absl::Status checkOperands(const Check &c) {
   case Op::TopKGating:
     WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
     return checkTopK(c, 0, 1, 2, in.as<TopKGatingAttrs>().k);
-  case Op::ExpertDispatch: // input, indices, out
+  case Op::ExpertRoute: // indices, positions, counts
     WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
-    WEFT_RETURN_IF_ERROR(checkRouting(c, 1, c.shape(0)[0]));
-    return checkSlots(c, 2, in.as<ExpertSlotsAttrs>(), c.shape(0)[1]);
-  case Op::ExpertCombine: // expert_outputs, weights, indices, out
-    WEFT_RETURN_IF_ERROR(c.hasRank(0, 3));
+    WEFT_RETURN_IF_ERROR(checkPositions(c, 0, c.shape(0)[0]));
+    WEFT_RETURN_IF_ERROR(checkPositions(c, 1, c.shape(0)[0]));
+    WEFT_RETURN_IF_ERROR(c.sameShape(0, 1));
+    WEFT_RETURN_IF_ERROR(c.isInt(2));
+    WEFT_RETURN_IF_ERROR(c.hasRank(2, 1));
+    if (in.as<ExpertRouteAttrs>().capacity < 0)
+      return c.fail(absl::StrCat("field 'capacity' ",
+                                 in.as<ExpertRouteAttrs>().capacity,
+                                 " must be >= 0 (0: dropless)"));
+    return c.group(in.as<ExpertRouteAttrs>().tokenAxes, "token_axes", false)
+        .status();
+  case Op::ExpertDispatch: // input, positions, out
+    WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
+    WEFT_RETURN_IF_ERROR(checkPositions(c, 1, c.shape(0)[0]));
+    return checkRows(c, 2, c.shape(0)[1]);
+  case Op::ExpertCombine: // expert_outputs, weights, positions, out
     WEFT_RETURN_IF_ERROR(c.hasRank(3, 2));
-    if (c.shape(3)[1] != c.shape(0)[2])
-      return c.fail(absl::StrCat(c.name(3), " rows have ", c.shape(3)[1],
-                                 " elements, expert outputs ", c.shape(0)[2]));
-    return checkRouting(c, 2, c.shape(3)[0], 1);
-  case Op::ExpertGather: // expert_outputs, indices, out
-    WEFT_RETURN_IF_ERROR(c.hasRank(0, 3));
+    WEFT_RETURN_IF_ERROR(checkRows(c, 0, c.shape(3)[1]));
+    return checkPositions(c, 2, c.shape(3)[0], 1);
+  case Op::ExpertGather: // expert_outputs, positions, out
+    WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
     WEFT_RETURN_IF_ERROR(c.hasRank(1, 2));
-    WEFT_RETURN_IF_ERROR(checkRouting(c, 1, c.shape(1)[0]));
-    return c.hasShape(2, {c.shape(1)[0], c.shape(1)[1], c.shape(0)[2]});
-  case Op::ExpertScatter: // pairs, indices, out
+    WEFT_RETURN_IF_ERROR(checkPositions(c, 1, c.shape(1)[0]));
+    return c.hasShape(2, {c.shape(1)[0], c.shape(1)[1], c.shape(0)[1]});
+  case Op::ExpertScatter: // pairs, positions, out
     WEFT_RETURN_IF_ERROR(c.hasRank(0, 3));
-    WEFT_RETURN_IF_ERROR(checkRouting(c, 1, c.shape(0)[0]));
+    WEFT_RETURN_IF_ERROR(checkPositions(c, 1, c.shape(0)[0]));
     WEFT_RETURN_IF_ERROR(c.hasShape(1, {c.shape(0)[0], c.shape(0)[1]}));
-    return checkSlots(c, 2, in.as<ExpertSlotsAttrs>(), c.shape(0)[2]);
+    return checkRows(c, 2, c.shape(0)[2]);
+  case Op::GroupedMatmul: { // input, weight, sizes, out
+    WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
+    WEFT_RETURN_IF_ERROR(c.hasRank(1, 3));
+    bool t = in.as<GroupedMatmulAttrs>().transposeRhs;
+    const std::vector<int64_t> &w = c.shape(1);
+    if (w[t ? 2 : 1] != c.shape(0)[1])
+      return c.fail(absl::StrCat(c.name(1), " ", list(w),
+                                 " does not take rows of ", c.shape(0)[1],
+                                 " elements", t ? " (transposed)" : ""));
+    WEFT_RETURN_IF_ERROR(checkSizes(c, 2, w[0]));
+    return c.hasShape(3, {c.shape(0)[0], w[t ? 1 : 2]});
+  }
+  case Op::GroupedMatmulWgrad: // lhs, rhs, sizes, out
+    WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
+    WEFT_RETURN_IF_ERROR(c.hasRank(1, 2));
+    WEFT_RETURN_IF_ERROR(c.hasRank(3, 3));
+    if (c.shape(0)[0] != c.shape(1)[0])
+      return c.fail(absl::StrCat(c.name(0), " has ", c.shape(0)[0], " rows, ",
+                                 c.name(1), " ", c.shape(1)[0]));
+    WEFT_RETURN_IF_ERROR(checkSizes(c, 2, c.shape(3)[0]));
+    return c.hasShape(3, {c.shape(3)[0], c.shape(0)[1], c.shape(1)[1]});
   case Op::Copy:
     return checkCopy(c, in.as<CopyAttrs>());
   case Op::Fill:

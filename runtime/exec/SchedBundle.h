@@ -148,10 +148,13 @@ enum class Op {
   OneHot,
   TopK,
   TopKGating,
+  ExpertRoute,
   ExpertDispatch,
   ExpertCombine,
   ExpertGather,
   ExpertScatter,
+  GroupedMatmul,
+  GroupedMatmulWgrad,
   Copy,
   Fill,
   Collective,
@@ -235,9 +238,12 @@ struct TopKGatingAttrs {
   int64_t k = 0;
   bool normalize = false;
 };
-/// expert_dispatch, expert_scatter.
-struct ExpertSlotsAttrs {
-  int64_t numExperts = 0, capacity = 0;
+struct ExpertRouteAttrs {
+  int64_t capacity = 0; // 0: dropless.
+  std::vector<std::string> tokenAxes;
+};
+struct GroupedMatmulAttrs {
+  bool transposeRhs = false;
 };
 struct CopyAttrs {
   std::vector<int64_t> sizes, src, dst;
@@ -267,13 +273,14 @@ struct EventAttrs {
   int64_t event = 0;
 };
 
-/// monostate: one_hot, expert_combine, expert_gather.
+/// monostate: one_hot, expert_dispatch, expert_combine, expert_gather,
+/// expert_scatter, grouped_matmul_wgrad.
 using InstructionAttrs =
     std::variant<std::monostate, LaunchAttrs, GemmAttrs, AttentionAttrs,
                  VocabAttrs, RopeAttrs, CrossEntropyAttrs, ReduceAttrs,
                  SoftmaxAttrs, DropoutAttrs, NormGradAttrs, TopKAttrs,
-                 TopKGatingAttrs, ExpertSlotsAttrs, CopyAttrs, FillAttrs,
-                 CollectiveAttrs, PeerAttrs, EventAttrs>;
+                 TopKGatingAttrs, ExpertRouteAttrs, GroupedMatmulAttrs,
+                 CopyAttrs, FillAttrs, CollectiveAttrs, PeerAttrs, EventAttrs>;
 
 struct Instruction {
   Op op = Op::Fill;
@@ -282,10 +289,10 @@ struct Instruction {
   InstructionAttrs attrs;
   /// The manifest's `has_scratch`, which exactly the ops that may take a
   /// GPU scratch carry (attention, attention_grad, reduce, layer_norm_grad,
-  /// rms_norm_grad, cross_entropy, cross_entropy_grad and the four expert
-  /// ops): the last operand is then that scratch, read and written, f32
-  /// and of at least the bytes dialects/sched/IR/ScratchLayout.h states.
-  /// False for every other op. The CPU ignores a scratch.
+  /// rms_norm_grad, cross_entropy, cross_entropy_grad): the last operand is
+  /// then that scratch, read and written, f32 and of at least the bytes
+  /// dialects/sched/IR/ScratchLayout.h states. False for every other op. The
+  /// CPU ignores a scratch.
   bool hasScratch = false;
 
   template <typename T> const T &as() const { return std::get<T>(attrs); }

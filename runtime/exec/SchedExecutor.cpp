@@ -571,16 +571,39 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       return absl::OkStatus();
     });
   }
+  case Op::ExpertRoute: {
+    const auto &a = ins.as<sched::ExpertRouteAttrs>();
+    if (absl::Status s = needAll({{0, I}, {1, I}, {2, I}}); !s.ok())
+      return s;
+    int64_t groupSize = a.tokenAxes.empty() ? 1 : mesh_.groupSize(a.tokenAxes);
+    int64_t groupRank =
+        a.tokenAxes.empty() ? 0 : mesh_.groupRank(rank(), a.tokenAxes);
+    Communicator *comm = options_.comm;
+    if (groupSize > 1 && !comm)
+      return absl::FailedPreconditionError(
+          "a partitioned expert_route needs a multi-rank job");
+    cpu::GatherCounts gather = [comm, axes = a.tokenAxes](const int32_t *mine,
+                                                          int32_t *all,
+                                                          size_t n) {
+      return comm->allGather(axes, mine, all, n);
+    };
+    return Step([=, ids = i32(0), positions = i32(1), counts = i32(2),
+                 tokens = type(0).shape[0], k = type(0).shape[1],
+                 experts = type(2).numElements(), capacity = a.capacity] {
+      return cpu::expertRoute(ids, tokens, k, experts, capacity, groupSize,
+                              groupRank, gather, positions, counts, what);
+    });
+  }
   case Op::ExpertDispatch:
   case Op::ExpertScatter:
   case Op::ExpertCombine:
   case Op::ExpertGather: {
-    // dispatch/scatter: source, indices, slots; combine: slots, weights,
-    // indices, out; gather: slots, indices, pairs.
+    // dispatch/scatter: source, positions, rows; combine: rows, weights,
+    // positions, out; gather: rows, positions, pairs.
     bool combine = ins.op == Op::ExpertCombine;
-    bool toSlots = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
-    size_t idsAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
-    if (absl::Status s = needAll({{0, F}, {idsAt, I}, {outAt, F}}); !s.ok())
+    bool toRows = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
+    size_t posAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
+    if (absl::Status s = needAll({{0, F}, {posAt, I}, {outAt, F}}); !s.ok())
       return s;
     if (combine)
       if (absl::Status s = need(1, F); !s.ok())
@@ -590,20 +613,38 @@ SchedExecutor::bindInstruction(const sched::Program &program,
         : ins.op == Op::ExpertScatter ? cpu::ExpertMove::Scatter
         : combine                     ? cpu::ExpertMove::Combine
                                       : cpu::ExpertMove::Gather;
-    const std::vector<int64_t> &slots =
-        toSlots ? type(outAt).shape : type(0).shape;
-    int64_t experts = slots[0], capacity = slots[1], dim = slots[2];
-    if (toSlots) {
-      const auto &a = ins.as<sched::ExpertSlotsAttrs>();
-      experts = a.numExperts;
-      capacity = a.capacity;
-    }
-    int64_t pairs = type(idsAt).numElements(), k = type(idsAt).shape[1];
-    return Step([=, src = f(0), ids = i32(idsAt),
+    const std::vector<int64_t> &rows =
+        toRows ? type(outAt).shape : type(0).shape;
+    int64_t pairs = type(posAt).numElements(), k = type(posAt).shape[1];
+    return Step([=, src = f(0), pos = i32(posAt),
                  weights = combine ? f(1) : nullptr, dst = f(outAt),
-                 dstSize = type(outAt).numElements()] {
-      return cpu::expertMove(move, src, ids, pairs, k, weights, dst, dstSize,
-                             experts, capacity, dim, what);
+                 dstSize = type(outAt).numElements(), n = rows[0],
+                 dim = rows[1]] {
+      return cpu::expertMove(move, src, pos, pairs, k, weights, dst, dstSize, n,
+                             dim, what);
+    });
+  }
+  case Op::GroupedMatmul: {
+    if (absl::Status s = needAll({{0, F}, {1, F}, {2, I}, {3, F}}); !s.ok())
+      return s;
+    bool t = ins.as<sched::GroupedMatmulAttrs>().transposeRhs;
+    const std::vector<int64_t> &w = type(1).shape;
+    return Step([=, x = f(0), weight = f(1), sizes = i32(2), out = f(3),
+                 groups = type(2).numElements(), n = type(0).shape[0],
+                 kDim = type(0).shape[1]] {
+      return cpu::groupedMatmul(x, weight, sizes, groups, w[0], n, kDim,
+                                w[t ? 1 : 2], t, out, what);
+    });
+  }
+  case Op::GroupedMatmulWgrad: {
+    if (absl::Status s = needAll({{0, F}, {1, F}, {2, I}, {3, F}}); !s.ok())
+      return s;
+    return Step([=, a = f(0), b = f(1), sizes = i32(2), out = f(3),
+                 groups = type(2).numElements(), experts = type(3).shape[0],
+                 n = type(0).shape[0], p = type(0).shape[1],
+                 q = type(1).shape[1]] {
+      return cpu::groupedMatmulWgrad(a, b, sizes, groups, experts, n, p, q, out,
+                                     what);
     });
   }
   case Op::Copy: {

@@ -401,9 +401,16 @@ absl::Status GpuBackend::Impl::readError(const ProgramState &state) {
     return s;
   if (word[0] == 0)
     return absl::OkStatus();
-  const char *what = word[0] == WEFT_ERROR_TOKEN_ID ? "token id "
-                     : word[0] == WEFT_ERROR_LABEL  ? "label "
-                                                    : "expert id ";
+  const char *what = word[0] == WEFT_ERROR_TOKEN_ID   ? "token id "
+                     : word[0] == WEFT_ERROR_LABEL    ? "label "
+                     : word[0] == WEFT_ERROR_POSITION ? "routing position "
+                     : word[0] == WEFT_ERROR_GROUP    ? "group size "
+                                                      : "expert id ";
+  const char *why =
+      word[0] == WEFT_ERROR_EXPERT_ID  ? " is outside the experts"
+      : word[0] == WEFT_ERROR_POSITION ? " is outside the packed rows"
+      : word[0] == WEFT_ERROR_GROUP    ? " makes the groups overrun the rows"
+                                       : " is outside the vocabulary";
   const char *op =
       word[1] >= 0 &&
               word[1] < static_cast<int64_t>(state.spec->instructions.size())
@@ -411,9 +418,7 @@ absl::Status GpuBackend::Impl::readError(const ProgramState &state) {
           : "?";
   return absl::OutOfRangeError(absl::StrCat(
       "program ", state.spec->name, ", instruction ", word[1], " (", op,
-      "): ", what, word[3], " at position ", word[2],
-      word[0] == WEFT_ERROR_EXPERT_ID ? " is outside the experts"
-                                      : " is outside the vocabulary"));
+      "): ", what, word[3], " at position ", word[2], why));
 }
 
 GpuBackend::~GpuBackend() = default;

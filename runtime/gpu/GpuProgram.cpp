@@ -195,6 +195,8 @@ private:
   absl::Status reduce();
   absl::Status normGrad(bool rms);
   absl::Status expert();
+  absl::Status expertRoute();
+  absl::Status groupedMatmul(bool wgrad);
   absl::Status copy();
   absl::Status fill();
   absl::Status collectiveInstruction();
@@ -565,40 +567,69 @@ absl::Status Translator::normGrad(bool rms) {
 }
 
 absl::Status Translator::expert() {
-  // dispatch/scatter: source, indices, slots; combine: slots, weights,
-  // indices, out; gather: slots, indices, pairs; then the scratch.
+  // dispatch/scatter: source, positions, rows; combine: rows, weights,
+  // positions, out; gather: rows, positions, pairs.
   bool combine = ins.op == Op::ExpertCombine;
-  bool toSlots = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
-  size_t idsAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
+  bool toRows = ins.op == Op::ExpertDispatch || ins.op == Op::ExpertScatter;
+  size_t posAt = combine ? 2 : 1, outAt = combine ? 3 : 2;
   if (absl::Status s =
-          needAll({{0, DType::F32}, {idsAt, DType::I32}, {outAt, DType::F32}});
+          needAll({{0, DType::F32}, {posAt, DType::I32}, {outAt, DType::F32}});
       !s.ok())
     return s;
   if (combine)
     if (absl::Status s = need(1, {DType::F32}); !s.ok())
       return s;
-  absl::StatusOr<GpuArg> slots = scratch();
-  if (!slots.ok())
-    return slots.status();
-  const Shape &slotShape = shape(toSlots ? outAt : 0);
-  int64_t experts = slotShape[0], capacity = slotShape[1], dim = slotShape[2];
-  if (toSlots) {
-    const auto &a = ins.as<sched::ExpertSlotsAttrs>();
-    experts = a.numExperts;
-    capacity = a.capacity;
-  }
-  int64_t pairs = count(idsAt), k = shape(idsAt)[1];
-  kernel("weft_expert_slots", gridFor(experts),
-         {buf(idsAt), *slots, i64(pairs), i64(experts), i64(capacity), error(),
-          i32(index)});
+  const Shape &rows = shape(toRows ? outAt : 0);
+  int64_t pairs = count(posAt), k = shape(posAt)[1];
   zero(buf(outAt), count(outAt) * 4);
   int mode = ins.op == Op::ExpertDispatch  ? 0
              : ins.op == Op::ExpertScatter ? 1
              : ins.op == Op::ExpertGather  ? 2
                                            : 3;
-  kernel("weft_expert_move", gridFor((combine ? pairs / k : pairs) * dim),
-         {buf(0), buf(idsAt), *slots, combine ? buf(1) : null(), buf(outAt),
-          i64(pairs), i64(k), i64(capacity), i64(dim), i32(mode)});
+  kernel("weft_expert_move", gridFor((combine ? pairs / k : pairs) * rows[1]),
+         {buf(0), buf(posAt), combine ? buf(1) : null(), buf(outAt), i64(pairs),
+          i64(k), i64(rows[0]), i64(rows[1]), i32(mode), error(), i32(index)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::expertRoute() {
+  const auto &a = ins.as<sched::ExpertRouteAttrs>();
+  if (mesh.size() > 1 && !a.tokenAxes.empty() &&
+      mesh.groupSize(a.tokenAxes) > 1)
+    return absl::UnimplementedError(
+        "an expert route over ranks (token_axes) is not in the GPU runtime "
+        "yet");
+  if (absl::Status s =
+          needAll({{0, DType::I32}, {1, DType::I32}, {2, DType::I32}});
+      !s.ok())
+    return s;
+  int64_t tokens = shape(0)[0], k = shape(0)[1], experts = count(2);
+  kernel("weft_expert_route_rank", gridFor(1),
+         {buf(0), buf(1), buf(2), i64(tokens), i64(k), i64(experts),
+          i64(a.capacity), error(), i32(index)});
+  kernel("weft_expert_route_rows", gridFor(tokens * k),
+         {buf(0), buf(1), buf(2), i64(tokens * k)});
+  return absl::OkStatus();
+}
+
+absl::Status Translator::groupedMatmul(bool wgrad) {
+  if (absl::Status s = needAll(
+          {{0, DType::F32}, {1, DType::F32}, {2, DType::I32}, {3, DType::F32}});
+      !s.ok())
+    return s;
+  int64_t groups = count(2), n = shape(0)[0];
+  if (wgrad) {
+    int64_t experts = shape(3)[0];
+    kernel("weft_grouped_matmul_wgrad", gridFor(count(3)),
+           {buf(0), buf(1), buf(2), buf(3), i64(groups), i64(experts), i64(n),
+            i64(shape(0)[1]), i64(shape(1)[1]), error(), i32(index)});
+    return absl::OkStatus();
+  }
+  bool t = ins.as<sched::GroupedMatmulAttrs>().transposeRhs;
+  const Shape &w = shape(1);
+  kernel("weft_grouped_matmul", gridFor(count(3)),
+         {buf(0), buf(1), buf(2), buf(3), i64(groups), i64(w[0]), i64(n),
+          i64(shape(0)[1]), i64(w[t ? 1 : 2]), i32(t), error(), i32(index)});
   return absl::OkStatus();
 }
 
@@ -846,11 +877,17 @@ absl::Status Translator::run() {
             i32(normalize)});
     return absl::OkStatus();
   }
+  case Op::ExpertRoute:
+    return expertRoute();
   case Op::ExpertDispatch:
   case Op::ExpertScatter:
   case Op::ExpertCombine:
   case Op::ExpertGather:
     return expert();
+  case Op::GroupedMatmul:
+    return groupedMatmul(/*wgrad=*/false);
+  case Op::GroupedMatmulWgrad:
+    return groupedMatmul(/*wgrad=*/true);
   case Op::Copy:
     return copy();
   case Op::Fill:

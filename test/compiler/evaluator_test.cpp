@@ -348,20 +348,71 @@ TEST_F(EvaluatorTest, TopKGatingNormalizes) {
   expectNear(r[2], {0.5, 1.0 / 3});
 }
 
-TEST_F(EvaluatorTest, ExpertDispatchAndCombineWithCapacity) {
-  // T=3 tokens, k=1, E=2 experts, capacity 1: token 1 finds expert 0 full.
+TEST_F(EvaluatorTest, ExpertRouteKeepsFirstChoicesFirst) {
+  // T=3 tokens, k=2, E=2 experts, capacity 2, GShard's order: every first
+  // choice before any second one. Both experts fill up with first choices
+  // and token 0's second, so the second choices of tokens 1 and 2 are
+  // dropped; a token-major order would have dropped token 2's first.
   const char *text = R"(
-    func.func @f(%x: tensor<3x2xf32>, %e: tensor<3x1xi32>, %w: tensor<3x1xf32>) -> (tensor<2x1x2xf32>, tensor<3x2xf32>) {
-      %0 = weft.expert_dispatch %x, %e experts = 2 capacity = 1 : tensor<3x2xf32>, tensor<3x1xi32>
-      %1 = weft.expert_combine %0, %w, %e : tensor<2x1x2xf32>, tensor<3x1xf32>, tensor<3x1xi32>
-      return %0, %1 : tensor<2x1x2xf32>, tensor<3x2xf32>
+    func.func @f(%e: tensor<3x2xi32>) -> (tensor<3x2xi32>, tensor<2xi32>) {
+      %p, %c = weft.expert_route %e experts = 2 capacity = 2 : tensor<3x2xi32>
+      return %p, %c : tensor<3x2xi32>, tensor<2xi32>
     })";
-  Tensor x({3, 2}, {1, 2, 3, 4, 5, 6}), w({3, 1}, {0.5, 1, 2});
-  auto r = eval(text, {x, Tensor({3, 1}, {0, 0, 1}), w});
-  expectNear(r[0], {1, 2, 5, 6});
-  expectNear(r[1], {0.5, 1, 0, 0, 10, 12});
-  EXPECT_EQ(evalError(text, {x, Tensor({3, 1}, {0, 2, 1}), w}),
+  auto r = eval(text, {Tensor({3, 2}, {0, 1, 0, 1, 1, 0})});
+  // Expert 0 keeps (t0, j0) and (t1, j0) in rows 0 and 1; expert 1 keeps
+  // (t2, j0) then (t0, j1) in rows 2 and 3.
+  expectNear(r[0], {0, 3, 1, -1, 2, -1});
+  expectNear(r[1], {2, 2});
+  // Dropless: every pair kept, in the same order.
+  auto dropless = eval(R"(
+    func.func @f(%e: tensor<3x2xi32>) -> (tensor<3x2xi32>, tensor<2xi32>) {
+      %p, %c = weft.expert_route %e experts = 2 : tensor<3x2xi32>
+      return %p, %c : tensor<3x2xi32>, tensor<2xi32>
+    })",
+                       {Tensor({3, 2}, {0, 1, 0, 1, 1, 0})});
+  // Expert 0: (t0, j0), (t1, j0), (t2, j1); expert 1 after it: (t2, j0),
+  // (t0, j1), (t1, j1).
+  expectNear(dropless[0], {0, 4, 1, 5, 3, 2});
+  expectNear(dropless[1], {3, 3});
+  EXPECT_EQ(evalError(text, {Tensor({3, 2}, {0, 2, 1, 0, 0, 1})}),
             "expert id 2 at index 1 is outside [0, 2)");
+}
+
+TEST_F(EvaluatorTest, ExpertDispatchAndCombineFollowPositions) {
+  // Token 1's only pair is dropped (-1); rows 0..2 hold tokens 2, 0, 2.
+  const char *text = R"(
+    func.func @f(%x: tensor<3x2xf32>, %p: tensor<3x2xi32>, %w: tensor<3x2xf32>) -> (tensor<4x2xf32>, tensor<3x2xf32>) {
+      %0 = weft.expert_dispatch %x, %p rows = 4 : tensor<3x2xf32>, tensor<3x2xi32>
+      %1 = weft.expert_combine %0, %w, %p : tensor<4x2xf32>, tensor<3x2xf32>, tensor<3x2xi32>
+      return %0, %1 : tensor<4x2xf32>, tensor<3x2xf32>
+    })";
+  Tensor x({3, 2}, {1, 2, 3, 4, 5, 6}), w({3, 2}, {0.5, 9, 9, 9, 1, 2});
+  auto r = eval(text, {x, Tensor({3, 2}, {1, -1, -1, -1, 0, 2}), w});
+  expectNear(r[0], {5, 6, 1, 2, 5, 6, 0, 0});
+  expectNear(r[1], {0.5, 1, 0, 0, 15, 18});
+  EXPECT_EQ(evalError(text, {x, Tensor({3, 2}, {1, -1, 4, -1, 0, 2}), w}),
+            "position 4 at index 2 is outside [-1, 4)");
+  EXPECT_EQ(evalError(text, {x, Tensor({3, 2}, {1, -1, 1, -1, 0, 2}), w}),
+            "row 1 is named by two positions");
+}
+
+TEST_F(EvaluatorTest, GroupedMatmulUsesEachGroupsExpert) {
+  // Four groups over two experts: groups 0 and 2 use w[0], 1 and 3 w[1];
+  // group 1 is empty; row 4 is past the groups and stays zero.
+  const char *text = R"(
+    func.func @f(%x: tensor<5x1xf32>, %w: tensor<2x1x2xf32>, %s: tensor<4xi32>) -> (tensor<5x2xf32>, tensor<2x1x2xf32>) {
+      %0 = weft.grouped_matmul %x, %w, %s : tensor<5x1xf32>, tensor<2x1x2xf32>, tensor<4xi32>
+      %1 = weft.grouped_matmul_wgrad %x, %0, %s experts = 2 : tensor<5x1xf32>, tensor<5x2xf32>, tensor<4xi32>
+      return %0, %1 : tensor<5x2xf32>, tensor<2x1x2xf32>
+    })";
+  Tensor x({5, 1}, {1, 2, 3, 4, 5}), w({2, 1, 2}, {1, 10, 2, 20});
+  auto r = eval(text, {x, w, Tensor({4}, {1, 0, 2, 1})});
+  expectNear(r[0], {1, 10, 2, 20, 3, 30, 8, 80, 0, 0});
+  // w[0]'s rows 0..2 give sum x^2 = 14 times (1, 10); w[1]'s row 3 gives
+  // 16 times (2, 20).
+  expectNear(r[1], {14, 140, 32, 320});
+  EXPECT_EQ(evalError(text, {x, w, Tensor({4}, {1, 0, 2, 3})}),
+            "group 3 of 3 rows does not fit the 5 rows after the 3 before it");
 }
 
 TEST_F(EvaluatorTest, ParamsAndConstants) {

@@ -84,9 +84,11 @@ TEST(GraphBuilder, CoversTheMixtureOfExpertsOps) {
   mlir::Value router = g.param("router", {3, 8}, f32, Init::normal(0.5));
   auto [weights, experts] =
       g.topkGating(g.matmul(x, router, false, true), 2, true);
-  mlir::Value slots = g.expertDispatch(x, experts, 3, 4);
+  auto [positions, counts] = g.expertRoute(experts, 3, /*capacity=*/2);
+  mlir::Value rows = g.expertDispatch(x, positions, 6);
   mlir::Value w = g.param("w", {3, 8, 8}, f32, Init::normal(0.5));
-  mlir::Value out = g.expertCombine(g.matmul(slots, w), weights, experts);
+  mlir::Value out = g.expertCombine(g.groupedMatmul(rows, w, counts, false),
+                                    weights, positions);
   auto module = g.finish({out});
   ASSERT_TRUE(module);
   std::mt19937 rng(1);

@@ -1156,75 +1156,129 @@ LogicalResult TopKGatingOp::verify() {
 }
 
 namespace {
-/// Routing tensors: [N, D] tokens, [N, k] indices, [E, C, D] slots.
-LogicalResult verifySlots(Operation *op, Value slots, StringRef name,
-                          int64_t experts, int64_t capacity, int64_t width) {
-  if (experts < 1 || capacity < 0)
-    return op->emitOpError("needs at least one expert and a capacity >= 0");
-  return hasShape(op, slots, name, {experts, capacity, width});
-}
-
-LogicalResult verifyRouting(Operation *op, Value indices, int64_t tokens,
-                            Value weights = Value()) {
-  if (failed(isIntBuffer(op, indices, "indices")) ||
-      failed(hasRank(op, indices, "indices", 2)))
+/// Positions [T, k] (i32) of `tokens` tokens, optionally with weights of
+/// the same shape.
+LogicalResult verifyPositions(Operation *op, Value positions, int64_t tokens,
+                              Value weights = Value()) {
+  if (failed(isIntBuffer(op, positions, "positions")) ||
+      failed(hasRank(op, positions, "positions", 2)))
     return failure();
-  if (bufferOf(indices).getShape()[0] != tokens)
-    return op->emitOpError("indices route ")
-           << bufferOf(indices).getShape()[0] << " tokens, not " << tokens;
-  return weights ? sameShape(op, indices, "indices", weights, "weights")
+  if (bufferOf(positions).getShape()[0] != tokens)
+    return op->emitOpError("positions route ")
+           << bufferOf(positions).getShape()[0] << " tokens, not " << tokens;
+  return weights ? sameShape(op, positions, "positions", weights, "weights")
                  : success();
 }
+
+/// Rows [N, D] of width `width`.
+LogicalResult verifyRows(Operation *op, Value rows, StringRef name,
+                         int64_t width) {
+  if (failed(hasRank(op, rows, name, 2)))
+    return failure();
+  if (bufferOf(rows).getShape()[1] != width)
+    return op->emitOpError(name)
+           << " rows have " << bufferOf(rows).getShape()[1] << " elements, not "
+           << width;
+  return success();
+}
+
+/// Group sizes [G] (i32) with G a multiple of `experts`.
+LogicalResult verifySizes(Operation *op, Value sizes, int64_t experts) {
+  if (failed(isIntBuffer(op, sizes, "sizes")) ||
+      failed(hasRank(op, sizes, "sizes", 1)))
+    return failure();
+  if (experts < 1 || bufferOf(sizes).getShape()[0] % experts != 0)
+    return op->emitOpError("the ")
+           << experts << " experts do not divide the "
+           << bufferOf(sizes).getShape()[0] << " groups";
+  return success();
+}
 } // namespace
+
+LogicalResult ExpertRouteOp::verify() {
+  if (failed(isIntBuffer(*this, getIndices(), "indices")) ||
+      failed(hasRank(*this, getIndices(), "indices", 2)) ||
+      failed(isIntBuffer(*this, getPositions(), "positions")) ||
+      failed(sameShape(*this, getIndices(), "indices", getPositions(),
+                       "positions")) ||
+      failed(isIntBuffer(*this, getCounts(), "counts")) ||
+      failed(hasRank(*this, getCounts(), "counts", 1)))
+    return failure();
+  if (getCapacity() < 0)
+    return emitOpError("capacity ")
+           << getCapacity() << " must be >= 0 (0: dropless)";
+  return success();
+}
 
 LogicalResult ExpertDispatchOp::verify() {
   if (failed(hasRank(*this, getInput(), "input", 2)))
     return failure();
   ArrayRef<int64_t> x = bufferOf(getInput()).getShape();
-  if (failed(verifyRouting(*this, getIndices(), x[0])) ||
-      failed(verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
-                         x[1])))
+  if (failed(verifyPositions(*this, getPositions(), x[0])))
     return failure();
-  return verifyScratch(*this, getScratch(), getScratchBytes());
+  return verifyRows(*this, getOut(), "out", x[1]);
 }
 
 LogicalResult ExpertCombineOp::verify() {
-  if (failed(hasRank(*this, getExpertOutputs(), "expert_outputs", 3)) ||
-      failed(hasRank(*this, getOut(), "out", 2)))
+  if (failed(hasRank(*this, getOut(), "out", 2)))
     return failure();
-  ArrayRef<int64_t> slots = bufferOf(getExpertOutputs()).getShape();
   ArrayRef<int64_t> out = bufferOf(getOut()).getShape();
-  if (out[1] != slots[2])
-    return emitOpError("out rows have ")
-           << out[1] << " elements, expert outputs " << slots[2];
-  if (failed(verifyRouting(*this, getIndices(), out[0], getWeights())))
+  if (failed(verifyRows(*this, getExpertOutputs(), "expert_outputs", out[1])))
     return failure();
-  return verifyScratch(*this, getScratch(), getScratchBytes());
+  return verifyPositions(*this, getPositions(), out[0], getWeights());
 }
 
 LogicalResult ExpertGatherOp::verify() {
-  if (failed(hasRank(*this, getExpertOutputs(), "expert_outputs", 3)) ||
-      failed(hasRank(*this, getIndices(), "indices", 2)))
+  if (failed(hasRank(*this, getExpertOutputs(), "expert_outputs", 2)) ||
+      failed(hasRank(*this, getPositions(), "positions", 2)))
     return failure();
-  ArrayRef<int64_t> idx = bufferOf(getIndices()).getShape();
-  if (failed(verifyRouting(*this, getIndices(), idx[0])) ||
-      failed(hasShape(
-          *this, getOut(), "out",
-          {idx[0], idx[1], bufferOf(getExpertOutputs()).getShape()[2]})))
+  ArrayRef<int64_t> pos = bufferOf(getPositions()).getShape();
+  if (failed(verifyPositions(*this, getPositions(), pos[0])))
     return failure();
-  return verifyScratch(*this, getScratch(), getScratchBytes());
+  return hasShape(*this, getOut(), "out",
+                  {pos[0], pos[1], bufferOf(getExpertOutputs()).getShape()[1]});
 }
 
 LogicalResult ExpertScatterOp::verify() {
   if (failed(hasRank(*this, getPairs(), "pairs", 3)))
     return failure();
   ArrayRef<int64_t> pairs = bufferOf(getPairs()).getShape();
-  if (failed(verifyRouting(*this, getIndices(), pairs[0])) ||
-      failed(hasShape(*this, getIndices(), "indices", {pairs[0], pairs[1]})) ||
-      failed(verifySlots(*this, getOut(), "out", getNumExperts(), getCapacity(),
-                         pairs[2])))
+  if (failed(verifyPositions(*this, getPositions(), pairs[0])) ||
+      failed(
+          hasShape(*this, getPositions(), "positions", {pairs[0], pairs[1]})))
     return failure();
-  return verifyScratch(*this, getScratch(), getScratchBytes());
+  return verifyRows(*this, getOut(), "out", pairs[2]);
+}
+
+LogicalResult GroupedMatmulOp::verify() {
+  if (failed(hasRank(*this, getInput(), "input", 2)) ||
+      failed(hasRank(*this, getWeight(), "weight", 3)))
+    return failure();
+  ArrayRef<int64_t> x = bufferOf(getInput()).getShape(),
+                    w = bufferOf(getWeight()).getShape();
+  bool t = getTransposeRhs();
+  if (w[t ? 2 : 1] != x[1])
+    return emitOpError("weight [")
+           << w << "] does not take input rows of " << x[1] << " elements"
+           << (t ? " (transposed)" : "");
+  if (failed(verifySizes(*this, getSizes(), w[0])))
+    return failure();
+  return hasShape(*this, getOut(), "out", {x[0], w[t ? 1 : 2]});
+}
+
+LogicalResult GroupedMatmulWgradOp::verify() {
+  if (failed(hasRank(*this, getLhs(), "lhs", 2)) ||
+      failed(hasRank(*this, getRhs(), "rhs", 2)) ||
+      failed(hasRank(*this, getOut(), "out", 3)))
+    return failure();
+  ArrayRef<int64_t> a = bufferOf(getLhs()).getShape(),
+                    r = bufferOf(getRhs()).getShape(),
+                    out = bufferOf(getOut()).getShape();
+  if (a[0] != r[0])
+    return emitOpError("lhs has ") << a[0] << " rows, rhs " << r[0];
+  if (failed(verifySizes(*this, getSizes(), out[0])))
+    return failure();
+  return hasShape(*this, getOut(), "out", {out[0], a[1], r[1]});
 }
 
 //===----------------------------------------------------------------------===//
@@ -1283,20 +1337,6 @@ std::optional<int64_t> CrossEntropyOp::getScratchBytes() {
 std::optional<int64_t> CrossEntropyGradOp::getScratchBytes() {
   return crossEntropyScratchBytes(getLabels());
 }
-// A slot for each routing pair of `indices`.
-std::optional<int64_t> ExpertDispatchOp::getScratchBytes() {
-  return scratch::expertSlotsBytes(elementsOf(getIndices()));
-}
-std::optional<int64_t> ExpertCombineOp::getScratchBytes() {
-  return scratch::expertSlotsBytes(elementsOf(getIndices()));
-}
-std::optional<int64_t> ExpertGatherOp::getScratchBytes() {
-  return scratch::expertSlotsBytes(elementsOf(getIndices()));
-}
-std::optional<int64_t> ExpertScatterOp::getScratchBytes() {
-  return scratch::expertSlotsBytes(elementsOf(getIndices()));
-}
-
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -676,23 +676,47 @@ def Sched_TopKGatingOp : Sched_LibraryOp<"topk_gating",
     (ins Sched_In:$logits, Sched_Out:$weights, Sched_Out:$indices, Sched_I64Attr:$k,
          BoolAttr:$normalize)>;
 
-// The expert ops' scratch is the capacity slot of each routing pair
-// (scratch::expertSlotsBytes, pairs = the elements of indices).
-def Sched_ExpertDispatchOp : Sched_ScratchLibraryOp<"expert_dispatch",
-    "tokens to per-expert capacity slots",
-    (ins Sched_In:$input, Sched_In:$indices, Sched_Out:$out,
-         Sched_I64Attr:$num_experts, Sched_I64Attr:$capacity)>;
-def Sched_ExpertCombineOp : Sched_ScratchLibraryOp<"expert_combine",
-    "weighted sum of each token's expert outputs",
-    (ins Sched_In:$expert_outputs, Sched_In:$weights, Sched_In:$indices,
+// Mixture of experts: weft's ops of the same names, over packed rows.
+def Sched_ExpertRouteOp : Sched_LibraryOp<"expert_route",
+    "each routing pair's packed row and each expert's kept count",
+    (ins Sched_In:$indices, Sched_Out:$positions, Sched_Out:$counts,
+         Sched_I64Attr:$capacity, StrArrayAttr:$token_axes)> {
+  let description = [{
+    `weft.expert_route` over indices [T, k] (i32): positions [T, k] and
+    counts [E] (i32), E the experts. `capacity` 0 keeps every pair
+    (dropless). With `token_axes`, `indices` is this rank's block of the
+    tokens of the group of those axes, in group order: the instruction
+    all-gathers each rank's per-choice counts [k, E] over the group, on
+    its stream, and keeps the pairs the whole group's routing keeps.
+  }];
+}
+def Sched_ExpertDispatchOp : Sched_LibraryOp<"expert_dispatch",
+    "tokens to their routing pairs' rows",
+    (ins Sched_In:$input, Sched_In:$positions, Sched_Out:$out)>;
+def Sched_ExpertCombineOp : Sched_LibraryOp<"expert_combine",
+    "weighted sum of each token's expert rows",
+    (ins Sched_In:$expert_outputs, Sched_In:$weights, Sched_In:$positions,
          Sched_Out:$out)>;
-def Sched_ExpertGatherOp : Sched_ScratchLibraryOp<"expert_gather",
-    "each token's expert outputs, per routing pair",
-    (ins Sched_In:$expert_outputs, Sched_In:$indices, Sched_Out:$out)>;
-def Sched_ExpertScatterOp : Sched_ScratchLibraryOp<"expert_scatter",
-    "routing pairs back to expert capacity slots",
-    (ins Sched_In:$pairs, Sched_In:$indices, Sched_Out:$out,
-         Sched_I64Attr:$num_experts, Sched_I64Attr:$capacity)>;
+def Sched_ExpertGatherOp : Sched_LibraryOp<"expert_gather",
+    "each routing pair's row",
+    (ins Sched_In:$expert_outputs, Sched_In:$positions, Sched_Out:$out)>;
+def Sched_ExpertScatterOp : Sched_LibraryOp<"expert_scatter",
+    "routing pairs to their rows",
+    (ins Sched_In:$pairs, Sched_In:$positions, Sched_Out:$out)>;
+def Sched_GroupedMatmulOp : Sched_LibraryOp<"grouped_matmul",
+    "one matmul per group of consecutive rows",
+    (ins Sched_In:$input, Sched_In:$weight, Sched_In:$sizes, Sched_Out:$out,
+         BoolAttr:$transpose_rhs)> {
+  let description = [{
+    `weft.grouped_matmul`: out [N, M] from input [N, K] in the groups of
+    `sizes` [G] (i32), group g times weight[g mod E] ([E, K, M], or with
+    `transpose_rhs` [E, M, K], transposed); rows after the groups are
+    zeroed. Only the groups' rows are computed.
+  }];
+}
+def Sched_GroupedMatmulWgradOp : Sched_LibraryOp<"grouped_matmul_wgrad",
+    "per-expert sum of the groups' lhs^T rhs",
+    (ins Sched_In:$lhs, Sched_In:$rhs, Sched_In:$sizes, Sched_Out:$out)>;
 
 //===----------------------------------------------------------------------===//
 // Data movement

@@ -137,12 +137,6 @@ inline std::optional<CrossEntropyLayout> crossEntropyLayout(int64_t rows) {
   return l;
 }
 
-/// The expert ops: the i32 capacity slot of each of `pairs` routing pairs
-/// (-1: dropped), at offset 0.
-inline std::optional<int64_t> expertSlotsBytes(int64_t pairs) {
-  return mul(std::max<int64_t>(pairs, 1), 4);
-}
-
 /// Attention over q [B, S, Hq, D] and k [B, T, Hkv, D] with elements of
 /// `elementBytes`. gemm_softmax keeps f32 scores [B, Hq, S, T] at offset 0
 /// and the probabilities in q's type, of the same shape, at `probsOffset`

@@ -410,36 +410,49 @@ Grads TopKGatingOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 }
 
 Grads ExpertDispatchOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  // Dispatch copies token t into each of its kept slots.
+  // Dispatch copies token t to each of its kept pairs' rows.
   Emitter e{b, getLoc()};
-  Value pairs = ExpertGatherOp::create(b, getLoc(), single(rg), getIndices());
+  Value pairs = ExpertGatherOp::create(b, getLoc(), single(rg), getPositions());
   return grads({e.reduceSum(pairs, {1}), Value()});
 }
 
 Grads ExpertCombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // y[t] = sum_j w[t, j] g[t, j] with g = gather(expert_outputs).
   Emitter e{b, getLoc()};
-  auto eo = getExpertOutputs().getType();
   Value dy = single(rg);
   Value gathered =
-      ExpertGatherOp::create(b, getLoc(), getExpertOutputs(), getIndices());
+      ExpertGatherOp::create(b, getLoc(), getExpertOutputs(), getPositions());
   auto pairType = e.typeOf(gathered);
   Value dyPairs = e.broadcast(dy, pairType, {0, 2});
   Value dPairs = e.mul(dyPairs, e.broadcast(getWeights(), pairType, {0, 1}));
-  Value dExperts = ExpertScatterOp::create(b, getLoc(), dPairs, getIndices(),
-                                           eo.getDimSize(0), eo.getDimSize(1));
+  Value dExperts =
+      ExpertScatterOp::create(b, getLoc(), dPairs, getPositions(),
+                              getExpertOutputs().getType().getDimSize(0));
   Value dWeights = e.reduceSum(e.mul(gathered, dyPairs), {2});
   return grads({dExperts, dWeights, Value()});
 }
 
 Grads ExpertGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  auto eo = getExpertOutputs().getType();
-  return grads({ExpertScatterOp::create(b, getLoc(), single(rg), getIndices(),
-                                        eo.getDimSize(0), eo.getDimSize(1)),
-                Value()});
+  return grads(
+      {ExpertScatterOp::create(b, getLoc(), single(rg), getPositions(),
+                               getExpertOutputs().getType().getDimSize(0)),
+       Value()});
 }
 
 Grads ExpertScatterOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  return grads(
-      {ExpertGatherOp::create(b, getLoc(), single(rg), getIndices()), Value()});
+  return grads({ExpertGatherOp::create(b, getLoc(), single(rg), getPositions()),
+                Value()});
+}
+
+Grads GroupedMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // y_g = x_g W_e (or x_g W_e^T): dx_g = dy_g W_e^T (dy_g W_e), and
+  // dW_e sums x_g^T dy_g (dy_g^T x_g) over e's groups.
+  Value dy = single(rg), x = getInput(), w = getWeight(), sizes = getSizes();
+  bool t = getTransposeRhs();
+  Value dx = GroupedMatmulOp::create(b, getLoc(), dy, w, sizes, !t);
+  int64_t experts = getWeight().getType().getDimSize(0);
+  Value dw =
+      t ? GroupedMatmulWgradOp::create(b, getLoc(), dy, x, sizes, experts)
+        : GroupedMatmulWgradOp::create(b, getLoc(), x, dy, sizes, experts);
+  return grads({dx, dw, Value()});
 }

@@ -703,28 +703,63 @@ LogicalResult TopKGatingOp::inferReturnTypes(MLIRContext *,
                    /*requiredRank=*/2, loc, results);
 }
 
+/// More experts than this is a typo, not a model (DeepSeek-V3 has 256).
+static constexpr int64_t kMaxExperts = int64_t(1) << 20;
+
+LogicalResult ExpertRouteOp::inferReturnTypes(MLIRContext *context,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_route indices");
+  if (failed(idx))
+    return failure();
+  if (idx->getRank() != 2)
+    return emitOptionalError(loc, "expert_route wants indices [T, k], got ",
+                             shapeStr(idx->getShape()));
+  auto e = static_cast<int64_t>(adaptor.getNumExperts());
+  if (e < 1 || e > kMaxExperts)
+    return emitOptionalError(loc, "num_experts (", e, ") must be in [1, ",
+                             kMaxExperts, "]");
+  if (std::optional<uint64_t> c = adaptor.getCapacity();
+      c && (static_cast<int64_t>(*c) < 1))
+    return emitOptionalError(loc, "capacity (", static_cast<int64_t>(*c),
+                             ") must be positive (leave it out for dropless "
+                             "routing)");
+  auto i32 = IntegerType::get(context, 32);
+  results.push_back(RankedTensorType::get(idx->getShape(), i32));
+  results.push_back(RankedTensorType::get({e}, i32));
+  return success();
+}
+
+/// The rows attribute of dispatch and scatter: a positive row count.
+static LogicalResult checkRows(int64_t rows, std::optional<Location> loc,
+                               StringRef op) {
+  if (rows < 1)
+    return emitOptionalError(loc, op, " rows (", rows, ") must be positive");
+  return success();
+}
+
 LogicalResult
 ExpertDispatchOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                    Adaptor adaptor,
                                    SmallVectorImpl<Type> &results) {
   auto in = staticTensor(adaptor.getInput(), loc, "expert_dispatch input");
-  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_dispatch indices");
-  if (failed(in) || failed(idx))
+  auto pos =
+      staticTensor(adaptor.getPositions(), loc, "expert_dispatch positions");
+  if (failed(in) || failed(pos))
     return failure();
-  if (in->getRank() != 2 || idx->getRank() != 2 ||
-      idx->getDimSize(0) != in->getDimSize(0))
+  if (in->getRank() != 2 || pos->getRank() != 2 ||
+      pos->getDimSize(0) != in->getDimSize(0))
     return emitOptionalError(loc,
                              "expert_dispatch wants input [T, D] and "
-                             "indices [T, k], got ",
+                             "positions [T, k], got ",
                              shapeStr(in->getShape()), " and ",
-                             shapeStr(idx->getShape()));
-  auto e = static_cast<int64_t>(adaptor.getNumExperts());
-  auto c = static_cast<int64_t>(adaptor.getCapacity());
-  if (e < 1 || c < 1)
-    return emitOptionalError(loc, "num_experts (", e, ") and capacity (", c,
-                             ") must be positive");
+                             shapeStr(pos->getShape()));
+  auto rows = static_cast<int64_t>(adaptor.getRows());
+  if (failed(checkRows(rows, loc, "expert_dispatch")))
+    return failure();
   results.push_back(
-      RankedTensorType::get({e, c, in->getDimSize(1)}, in->getElementType()));
+      RankedTensorType::get({rows, in->getDimSize(1)}, in->getElementType()));
   return success();
 }
 
@@ -734,22 +769,23 @@ ExpertCombineOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   SmallVectorImpl<Type> &results) {
   auto eo = staticTensor(adaptor.getExpertOutputs(), loc, "expert outputs");
   auto w = staticTensor(adaptor.getWeights(), loc, "expert_combine weights");
-  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_combine indices");
-  if (failed(eo) || failed(w) || failed(idx))
+  auto pos =
+      staticTensor(adaptor.getPositions(), loc, "expert_combine positions");
+  if (failed(eo) || failed(w) || failed(pos))
     return failure();
-  if (eo->getRank() != 3 || w->getRank() != 2 ||
-      w->getShape() != idx->getShape())
+  if (eo->getRank() != 2 || w->getRank() != 2 ||
+      w->getShape() != pos->getShape())
     return emitOptionalError(loc,
                              "expert_combine wants expert outputs "
-                             "[E, C, D] and weights, indices [T, k], got ",
+                             "[N, D] and weights, positions [T, k], got ",
                              shapeStr(eo->getShape()), ", ",
                              shapeStr(w->getShape()), ", ",
-                             shapeStr(idx->getShape()));
+                             shapeStr(pos->getShape()));
   if (w->getElementType() != eo->getElementType())
     return emitOptionalError(loc, "expert_combine weights element type ",
                              w->getElementType(), " differs from ",
                              eo->getElementType());
-  results.push_back(RankedTensorType::get({w->getDimSize(0), eo->getDimSize(2)},
+  results.push_back(RankedTensorType::get({w->getDimSize(0), eo->getDimSize(1)},
                                           eo->getElementType()));
   return success();
 }
@@ -759,17 +795,18 @@ LogicalResult ExpertGatherOp::inferReturnTypes(MLIRContext *,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &results) {
   auto eo = staticTensor(adaptor.getExpertOutputs(), loc, "expert outputs");
-  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_gather indices");
-  if (failed(eo) || failed(idx))
+  auto pos =
+      staticTensor(adaptor.getPositions(), loc, "expert_gather positions");
+  if (failed(eo) || failed(pos))
     return failure();
-  if (eo->getRank() != 3 || idx->getRank() != 2)
+  if (eo->getRank() != 2 || pos->getRank() != 2)
     return emitOptionalError(loc,
-                             "expert_gather wants expert outputs [E, C, D] "
-                             "and indices [T, k], got ",
+                             "expert_gather wants expert outputs [N, D] "
+                             "and positions [T, k], got ",
                              shapeStr(eo->getShape()), " and ",
-                             shapeStr(idx->getShape()));
+                             shapeStr(pos->getShape()));
   results.push_back(RankedTensorType::get(
-      {idx->getDimSize(0), idx->getDimSize(1), eo->getDimSize(2)},
+      {pos->getDimSize(0), pos->getDimSize(1), eo->getDimSize(1)},
       eo->getElementType()));
   return success();
 }
@@ -779,22 +816,82 @@ ExpertScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &results) {
   auto pairs = staticTensor(adaptor.getPairs(), loc, "expert_scatter pairs");
-  auto idx = staticTensor(adaptor.getIndices(), loc, "expert_scatter indices");
-  if (failed(pairs) || failed(idx))
+  auto pos =
+      staticTensor(adaptor.getPositions(), loc, "expert_scatter positions");
+  if (failed(pairs) || failed(pos))
     return failure();
-  if (pairs->getRank() != 3 || pairs->getShape().drop_back() != idx->getShape())
+  if (pairs->getRank() != 3 || pairs->getShape().drop_back() != pos->getShape())
     return emitOptionalError(loc,
                              "expert_scatter wants pairs [T, k, D] and "
-                             "indices [T, k], got ",
+                             "positions [T, k], got ",
                              shapeStr(pairs->getShape()), " and ",
-                             shapeStr(idx->getShape()));
-  auto e = static_cast<int64_t>(adaptor.getNumExperts());
-  auto c = static_cast<int64_t>(adaptor.getCapacity());
-  if (e < 1 || c < 1)
-    return emitOptionalError(loc, "num_experts (", e, ") and capacity (", c,
-                             ") must be positive");
-  results.push_back(RankedTensorType::get({e, c, pairs->getDimSize(2)},
+                             shapeStr(pos->getShape()));
+  auto rows = static_cast<int64_t>(adaptor.getRows());
+  if (failed(checkRows(rows, loc, "expert_scatter")))
+    return failure();
+  results.push_back(RankedTensorType::get({rows, pairs->getDimSize(2)},
                                           pairs->getElementType()));
+  return success();
+}
+
+LogicalResult
+GroupedMatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  auto x = staticTensor(adaptor.getInput(), loc, "grouped_matmul input");
+  auto w = staticTensor(adaptor.getWeight(), loc, "grouped_matmul weight");
+  auto sizes = staticTensor(adaptor.getSizes(), loc, "grouped_matmul sizes");
+  if (failed(x) || failed(w) || failed(sizes))
+    return failure();
+  bool t = adaptor.getTransposeRhs();
+  if (x->getRank() != 2 || w->getRank() != 3 || sizes->getRank() != 1 ||
+      w->getDimSize(t ? 2 : 1) != x->getDimSize(1))
+    return emitOptionalError(loc, "grouped_matmul wants input [N, K], weight ",
+                             t ? "[E, M, K]" : "[E, K, M]",
+                             " and sizes [G], got ", shapeStr(x->getShape()),
+                             ", ", shapeStr(w->getShape()), ", ",
+                             shapeStr(sizes->getShape()));
+  if (sizes->getDimSize(0) % w->getDimSize(0) != 0)
+    return emitOptionalError(loc, "grouped_matmul: the ", w->getDimSize(0),
+                             " experts do not divide the ",
+                             sizes->getDimSize(0), " groups");
+  if (x->getElementType() != w->getElementType())
+    return emitOptionalError(loc, "grouped_matmul input element type ",
+                             x->getElementType(), " differs from weight's ",
+                             w->getElementType());
+  results.push_back(RankedTensorType::get(
+      {x->getDimSize(0), w->getDimSize(t ? 1 : 2)}, x->getElementType()));
+  return success();
+}
+
+LogicalResult GroupedMatmulWgradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto a = staticTensor(adaptor.getLhs(), loc, "grouped_matmul_wgrad lhs");
+  auto r = staticTensor(adaptor.getRhs(), loc, "grouped_matmul_wgrad rhs");
+  auto sizes =
+      staticTensor(adaptor.getSizes(), loc, "grouped_matmul_wgrad sizes");
+  if (failed(a) || failed(r) || failed(sizes))
+    return failure();
+  auto e = static_cast<int64_t>(adaptor.getExperts());
+  if (a->getRank() != 2 || r->getRank() != 2 || sizes->getRank() != 1 ||
+      a->getDimSize(0) != r->getDimSize(0))
+    return emitOptionalError(loc,
+                             "grouped_matmul_wgrad wants lhs [N, P], rhs "
+                             "[N, Q] and sizes [G], got ",
+                             shapeStr(a->getShape()), ", ",
+                             shapeStr(r->getShape()), ", ",
+                             shapeStr(sizes->getShape()));
+  if (e < 1 || sizes->getDimSize(0) % e != 0)
+    return emitOptionalError(loc, "grouped_matmul_wgrad: experts = ", e,
+                             " must divide the ", sizes->getDimSize(0),
+                             " groups");
+  if (a->getElementType() != r->getElementType())
+    return emitOptionalError(loc, "grouped_matmul_wgrad operand element types ",
+                             a->getElementType(), " and ", r->getElementType(),
+                             " differ");
+  results.push_back(RankedTensorType::get(
+      {e, a->getDimSize(1), r->getDimSize(1)}, a->getElementType()));
   return success();
 }
 

@@ -69,6 +69,9 @@ void registerWeftDialects(mlir::DialectRegistry &registry);
 ///                      optimizer reads and removes it.
 inline constexpr const char *kShardingAttr = "weft.sharding";
 inline constexpr const char *kVocabAxesAttr = "weft.vocab_axes";
+/// On a weft.expert_route of a partitioned program: the mesh axes its
+/// tokens are split over, across which it agrees on the kept pairs.
+inline constexpr const char *kTokenAxesAttr = "weft.token_axes";
 inline constexpr const char *kShardOfAttr = "weft.shard_of";
 inline constexpr const char *kZeroShardAttr = "weft.zero_shard";
 inline constexpr const char *kTpDimAttr = "weft.tp_dim";

@@ -919,99 +919,184 @@ def Weft_TopKGatingOp : Weft_Op<"topk_gating",
   }];
 }
 
-def Weft_ExpertDispatchOp : Weft_Op<"expert_dispatch",
-    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
-  let summary = "gather tokens into per-expert capacity slots";
+def Weft_ExpertRouteOp : Weft_Op<"expert_route",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "assign routing pairs to rows of a packed expert buffer";
   let description = [{
-    `input` is [T, D] tokens, `indices` [T, k] their experts (from
-    `weft.topk_gating`). The result is [E, C, D] with E = `num_experts` and
-    C = `capacity`. Slots are assigned in token order, then choice order:
-    visiting (t, j) for t = 0..T-1, j = 0..k-1, the pair takes the next free
-    slot of expert e = indices[t, j], if any; a pair that finds its expert
-    full is dropped (GShard's capacity rule). Unused slots are zero.
-    capacity >= T never drops a token (each token picks an expert once).
+    `indices` is [T, k], each token's experts (from `weft.topk_gating`). The
+    pairs are visited in GShard's order, every token's first choice before
+    any second choice: j = 0..k-1, then t = 0..T-1. Pair (t, j) is kept
+    while its expert e = indices[t, j] has kept fewer than `capacity` pairs
+    (no `capacity`: every pair is kept, MegaBlocks' dropless routing). The
+    results describe a packed buffer holding each expert's kept pairs as
+    contiguous rows, experts in order:
+    - `counts` [E] (i32): the pairs each expert kept;
+    - `positions` [T, k] (i32): the row of pair (t, j), the sum of the
+      counts of the experts before e plus the pair's rank among e's kept
+      pairs, or -1 for a dropped pair.
     An expert id outside [0, E) is an error at run time.
 
+    Partitioned with the tokens split over mesh axes (`weft.token_axes`,
+    set by weft-partition), `indices` is this rank's block of the group's
+    tokens, in group order: the kept decisions are those of the whole
+    group's routing (the op exchanges its per-choice counts over the
+    group), and `counts` and `positions` describe this rank's own buffer.
+    So a capacity drops exactly the pairs one rank would drop.
+
     ```mlir
-    %d = weft.expert_dispatch %x, %e experts = 8 capacity = 16
+    %pos, %counts = weft.expert_route %e experts = 8 capacity = 6
+        : tensor<16x2xi32>
+    ```
+  }];
+  let arguments = (ins Weft_IntTensor:$indices, I64Attr:$num_experts,
+                       OptionalAttr<I64Attr>:$capacity);
+  let results = (outs Weft_IntTensor:$positions, Weft_IntTensor:$counts);
+  let assemblyFormat = [{
+    $indices `experts` `=` $num_experts (`capacity` `=` $capacity^)? attr-dict
+    `:` type($indices)
+  }];
+}
+
+def Weft_ExpertDispatchOp : Weft_Op<"expert_dispatch",
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+  let summary = "copy tokens to their routing pairs' rows";
+  let description = [{
+    `input` is [T, D] tokens, `positions` [T, k] the rows
+    `weft.expert_route` gave their pairs. The result is [N, D] with N =
+    `rows`: row positions[t, j] holds token t; rows no pair names, and the
+    pairs of dropped (-1) positions, are zero. A position outside [-1, N),
+    or two pairs on one row, is an error at run time.
+
+    ```mlir
+    %d = weft.expert_dispatch %x, %pos rows = 32
         : tensor<16x64xf32>, tensor<16x2xi32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$input, Weft_IntTensor:$indices,
-                       I64Attr:$num_experts, I64Attr:$capacity);
+  let arguments = (ins Weft_FloatTensor:$input, Weft_IntTensor:$positions,
+                       I64Attr:$rows);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $indices `experts` `=` $num_experts `capacity` `=` $capacity
-    attr-dict `:` type($input) `,` type($indices)
+    $input `,` $positions `rows` `=` $rows attr-dict `:` type($input) `,`
+    type($positions)
   }];
 }
 
 def Weft_ExpertCombineOp : Weft_Op<"expert_combine",
     [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
-  let summary = "weighted sum of expert outputs back into token order";
+  let summary = "weighted sum of each token's expert rows";
   let description = [{
-    `expert_outputs` is [E, C, D], `weights` and `indices` are [T, k] as given
-    to `weft.expert_dispatch`, which assigned pair (t, j) to slot c of expert
-    indices[t, j] by the same rule. The result is [T, D]:
-      result[t] = sum over kept pairs (t, j) of weights[t, j] * expert_outputs[e, c]
-    Dropped pairs contribute zero.
+    `expert_outputs` is [N, D] rows, `weights` and `positions` [T, k]. The
+    result is [T, D]:
+      result[t] = sum over j with positions[t, j] >= 0 of
+                  weights[t, j] * expert_outputs[positions[t, j]]
+    so a dropped pair contributes zero.
 
     ```mlir
-    %y = weft.expert_combine %eo, %w, %e
-        : tensor<8x16x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+    %y = weft.expert_combine %eo, %w, %pos
+        : tensor<32x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$expert_outputs,
-                       Weft_FloatTensor:$weights, Weft_IntTensor:$indices);
+                       Weft_FloatTensor:$weights, Weft_IntTensor:$positions);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $expert_outputs `,` $weights `,` $indices attr-dict `:`
-    type($expert_outputs) `,` type($weights) `,` type($indices)
+    $expert_outputs `,` $weights `,` $positions attr-dict `:`
+    type($expert_outputs) `,` type($weights) `,` type($positions)
   }];
 }
 
 def Weft_ExpertGatherOp : Weft_Op<"expert_gather",
     [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
-  let summary = "read each (token, choice) pair's expert slot";
+  let summary = "read each routing pair's row";
   let description = [{
-    `expert_outputs` is [E, C, D], `indices` [T, k]. The result is [T, k, D]:
-    pair (t, j) reads slot c of expert indices[t, j], the slot
-    `weft.expert_dispatch` assigns it; a dropped pair reads zeros. It is the
-    adjoint of `weft.expert_scatter`, and appears in MoE gradients.
+    `expert_outputs` is [N, D], `positions` [T, k]. The result is [T, k, D]:
+    pair (t, j) reads row positions[t, j]; a dropped pair reads zeros. The
+    adjoint of `weft.expert_scatter`; it appears in MoE gradients.
 
     ```mlir
-    %g = weft.expert_gather %eo, %e : tensor<8x16x64xf32>, tensor<16x2xi32>
+    %g = weft.expert_gather %eo, %pos : tensor<32x64xf32>, tensor<16x2xi32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$expert_outputs, Weft_IntTensor:$indices);
+  let arguments = (ins Weft_FloatTensor:$expert_outputs,
+                       Weft_IntTensor:$positions);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $expert_outputs `,` $indices attr-dict `:` type($expert_outputs) `,`
-    type($indices)
+    $expert_outputs `,` $positions attr-dict `:` type($expert_outputs) `,`
+    type($positions)
   }];
 }
 
 def Weft_ExpertScatterOp : Weft_Op<"expert_scatter",
     [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
-  let summary = "write each (token, choice) pair into its expert slot";
+  let summary = "write each routing pair to its row";
   let description = [{
-    `pairs` is [T, k, D], `indices` [T, k]. The result is [E, C, D] with
-    E = `num_experts`, C = `capacity`: slot c of expert e holds the pair that
-    `weft.expert_dispatch`'s rule assigns to it; unused slots are zero and
-    dropped pairs are lost. Dispatch is scatter of each token repeated k
-    times; scatter is the adjoint of `weft.expert_gather`.
+    `pairs` is [T, k, D], `positions` [T, k]. The result is [N, D] with N =
+    `rows`: row positions[t, j] holds pair (t, j); other rows are zero and
+    dropped pairs are lost. Dispatch is the scatter of each token repeated
+    k times; scatter is the adjoint of `weft.expert_gather`.
 
     ```mlir
-    %s = weft.expert_scatter %p, %e experts = 8 capacity = 16
+    %s = weft.expert_scatter %p, %pos rows = 32
         : tensor<16x2x64xf32>, tensor<16x2xi32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$pairs, Weft_IntTensor:$indices,
-                       I64Attr:$num_experts, I64Attr:$capacity);
+  let arguments = (ins Weft_FloatTensor:$pairs, Weft_IntTensor:$positions,
+                       I64Attr:$rows);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $pairs `,` $indices `experts` `=` $num_experts `capacity` `=` $capacity
-    attr-dict `:` type($pairs) `,` type($indices)
+    $pairs `,` $positions `rows` `=` $rows attr-dict `:` type($pairs) `,`
+    type($positions)
+  }];
+}
+
+def Weft_GroupedMatmulOp : Weft_Op<"grouped_matmul",
+    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+  let summary = "one matmul per group of consecutive rows (grouped GEMM)";
+  let description = [{
+    `input` is [N, K] rows in G consecutive groups of `sizes` [G] (i32)
+    rows each; `weight` is [E, K, M] (with `transpose_rhs`, [E, M, K]) and
+    E divides G. Group g is multiplied by weight[g mod E], so the groups of
+    an expert-parallel receive buffer (source rank major, local expert
+    minor) need no reordering. The result is [N, M]; rows after the last
+    group are zero, and only the groups' rows are computed, never a padded
+    capacity (MegaBlocks' dropless grouped GEMM). Sizes summing past N, or
+    a negative size, are an error at run time.
+
+    ```mlir
+    %h = weft.grouped_matmul %x, %w1, %counts transpose_rhs
+        : tensor<32x64xf32>, tensor<4x96x64xf32>, tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_FloatTensor:$weight,
+                       Weft_IntTensor:$sizes, UnitAttr:$transpose_rhs);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $sizes (`transpose_rhs` $transpose_rhs^)? attr-dict
+    `:` type($input) `,` type($weight) `,` type($sizes)
+  }];
+}
+
+def Weft_GroupedMatmulWgradOp : Weft_Op<"grouped_matmul_wgrad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "per-expert sum of the groups' lhs^T rhs (grouped GEMM weight gradient)";
+  let description = [{
+    `lhs` [N, P] and `rhs` [N, Q] hold the same G groups of `sizes` rows.
+    The result is [E, P, Q] with E = `experts`:
+      result[e] = sum over groups g with g mod E = e of lhs_g^T rhs_g
+    (zero for an expert whose groups are empty). The weight gradient of
+    `weft.grouped_matmul`.
+
+    ```mlir
+    %dw = weft.grouped_matmul_wgrad %dy, %x, %counts experts = 4
+        : tensor<32x96xf32>, tensor<32x64xf32>, tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$lhs, Weft_FloatTensor:$rhs,
+                       Weft_IntTensor:$sizes, I64Attr:$experts);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $sizes `experts` `=` $experts attr-dict `:` type($lhs)
+    `,` type($rhs) `,` type($sizes)
   }];
 }
 

@@ -41,5 +41,7 @@ struct WeftReduceIndex {
 #define WEFT_ERROR_TOKEN_ID 1
 #define WEFT_ERROR_LABEL 2
 #define WEFT_ERROR_EXPERT_ID 3
+#define WEFT_ERROR_POSITION 4 // A routing position outside the rows.
+#define WEFT_ERROR_GROUP 5    // Group sizes that do not fit the rows.
 
 #endif // WEFT_RUNTIME_GPU_KERNELS_OPSABI_H

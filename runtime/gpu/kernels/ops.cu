@@ -603,63 +603,161 @@ extern "C" __global__ void weft_topk(const float *__restrict x,
   }
 }
 
-// The slot of each (token, choice) pair in its expert's buffer of
-// `capacity`: pairs take slots in order, and those past capacity get -1
-// (dropped). One thread per expert scans every pair, so the order is the
-// CPU's.
-extern "C" __global__ void weft_expert_slots(const int *__restrict ids,
-                                             int *__restrict slots, long pairs,
-                                             long experts, long capacity,
-                                             int *error, int step) {
-  for (long e = weft_thread(); e < experts; e += weft_stride()) {
-    long fill = 0;
-    for (long p = 0; p < pairs; ++p) {
-      long id = ids[p];
-      if (id < 0 || id >= experts) {
-        if (e == 0) {
-          weft_fail(error, WEFT_ERROR_EXPERT_ID, step, p, id);
-          slots[p] = -1;
-        }
+// weft.expert_route, first pass, on one thread so the order is the CPU's:
+// GShard's, every token's choice j before any choice j + 1. positions[p]
+// gets the pair's rank among its expert's kept pairs (-1: dropped, or an
+// expert id outside [0, experts)) and counts[e] the pairs e kept;
+// capacity 0 keeps every pair.
+extern "C" __global__ void weft_expert_route_rank(const int *__restrict ids,
+                                                  int *__restrict positions,
+                                                  int *__restrict counts,
+                                                  long tokens, long k,
+                                                  long experts, long capacity,
+                                                  int *error, int step) {
+  if (weft_thread() != 0)
+    return;
+  for (long e = 0; e < experts; ++e)
+    counts[e] = 0;
+  for (long j = 0; j < k; ++j)
+    for (long t = 0; t < tokens; ++t) {
+      long p = t * k + j, e = ids[p];
+      if (e < 0 || e >= experts) {
+        weft_fail(error, WEFT_ERROR_EXPERT_ID, step, p, e);
+        positions[p] = -1;
         continue;
       }
-      if (id == e)
-        slots[p] = fill < capacity ? (int)fill++ : -1;
+      positions[p] = capacity == 0 || counts[e] < capacity ? counts[e]++ : -1;
     }
+}
+
+// Second pass: a kept pair's rank becomes its packed row, after the rows
+// of the experts before its own.
+extern "C" __global__ void weft_expert_route_rows(const int *__restrict ids,
+                                                  int *__restrict positions,
+                                                  const int *__restrict counts,
+                                                  long pairs) {
+  for (long p = weft_thread(); p < pairs; p += weft_stride()) {
+    if (positions[p] < 0)
+      continue;
+    long first = 0;
+    for (long e = 0; e < ids[p]; ++e)
+      first += counts[e];
+    positions[p] += (int)first;
   }
 }
 
-// Rows between token pairs and expert slots [E, C, D], into a `to` the
-// runtime zeroed: mode 0 dispatch (token rows [T, D] to slots), 1 scatter
-// ([T, k, D] to slots), 2 gather (slots to [T, k, D]), 3 combine (slots to
+// Rows between routing pairs and packed rows [rows, dim], into a `to` the
+// runtime zeroed: mode 0 dispatch (token rows [T, D] to rows), 1 scatter
+// ([T, k, D] to rows), 2 gather (rows to [T, k, D]), 3 combine (rows to
 // [T, D], weighted by weights [T, k] and summed over a token's k choices in
-// order, one thread per output element).
+// order, one thread per output element). A position outside [-1, rows)
+// fails the step.
 extern "C" __global__ void weft_expert_move(
-    const float *__restrict from, const int *__restrict ids,
-    const int *__restrict slots, const float *__restrict weights,
-    float *__restrict to, long pairs, long k, long capacity, long dim,
-    int mode) {
+    const float *__restrict from, const int *__restrict positions,
+    const float *__restrict weights, float *__restrict to, long pairs, long k,
+    long rows, long dim, int mode, int *error, int step) {
   long n = (mode == 3 ? pairs / k : pairs) * dim;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long d = i % dim;
     if (mode == 3) {
       long t = i / dim;
-      float sum = to[i];
+      float sum = 0.0f;
       for (long j = 0; j < k; ++j) {
-        long p = t * k + j;
-        if (slots[p] >= 0)
-          sum += weights[p] * from[((long)ids[p] * capacity + slots[p]) * dim + d];
+        long p = t * k + j, r = positions[p];
+        if (r >= rows || r < -1) {
+          weft_fail(error, WEFT_ERROR_POSITION, step, p, r);
+          continue;
+        }
+        if (r >= 0)
+          sum += weights[p] * from[r * dim + d];
       }
       to[i] = sum;
       continue;
     }
-    long p = i / dim;
-    if (slots[p] < 0)
+    long p = i / dim, r = positions[p];
+    if (r >= rows || r < -1) {
+      weft_fail(error, WEFT_ERROR_POSITION, step, p, r);
       continue;
-    long slot = ((long)ids[p] * capacity + slots[p]) * dim + d;
+    }
+    if (r < 0)
+      continue;
     if (mode == 2)
-      to[p * dim + d] = from[slot];
+      to[p * dim + d] = from[r * dim + d];
     else
-      to[slot] = from[(mode == 0 ? p / k : p) * dim + d];
+      to[r * dim + d] = from[(mode == 0 ? p / k : p) * dim + d];
+  }
+}
+
+// The group of row r among `groups` groups of `sizes` (groups: r is past
+// them), and the group's weight matrix.
+static __device__ inline long weft_group_of(const int *sizes, long groups,
+                                            long r) {
+  long start = 0;
+  for (long g = 0; g < groups; ++g) {
+    start += sizes[g];
+    if (r < start)
+      return g;
+  }
+  return groups;
+}
+
+// Sizes that are negative or sum past n rows fail the step (thread 0).
+static __device__ inline void weft_check_groups(const int *sizes, long groups,
+                                                long n, int *error, int step) {
+  if (weft_thread() != 0)
+    return;
+  long total = 0;
+  for (long g = 0; g < groups; ++g) {
+    if (sizes[g] < 0 || total + sizes[g] > n) {
+      weft_fail(error, WEFT_ERROR_GROUP, step, g, sizes[g]);
+      return;
+    }
+    total += sizes[g];
+  }
+}
+
+// weft.grouped_matmul, one thread per output element: row r of group g
+// times weight[g mod experts] ([experts, kd, m], or [experts, m, kd]
+// transposed); rows after the groups are zero. A first, plain kernel: the
+// cuBLASLt grouped GEMM is to replace it.
+extern "C" __global__ void weft_grouped_matmul(
+    const float *__restrict x, const float *__restrict w,
+    const int *__restrict sizes, float *__restrict out, long groups,
+    long experts, long n, long kd, long m, int transposeRhs, int *error,
+    int step) {
+  weft_check_groups(sizes, groups, n, error, step);
+  for (long i = weft_thread(); i < n * m; i += weft_stride()) {
+    long r = i / m, c = i % m, g = weft_group_of(sizes, groups, r);
+    if (g == groups) {
+      out[i] = 0.0f;
+      continue;
+    }
+    const float *we = w + (g % experts) * kd * m;
+    float acc = 0.0f;
+    for (long q = 0; q < kd; ++q)
+      acc += x[r * kd + q] * (transposeRhs ? we[c * kd + q] : we[q * m + c]);
+    out[i] = acc;
+  }
+}
+
+// weft.grouped_matmul_wgrad, one thread per output element: out[e] sums
+// a_g^T b_g over e's groups (zero when they are empty).
+extern "C" __global__ void weft_grouped_matmul_wgrad(
+    const float *__restrict a, const float *__restrict b,
+    const int *__restrict sizes, float *__restrict out, long groups,
+    long experts, long n, long p, long q, int *error, int step) {
+  weft_check_groups(sizes, groups, n, error, step);
+  for (long i = weft_thread(); i < experts * p * q; i += weft_stride()) {
+    long e = i / (p * q), row = i % (p * q) / q, col = i % q, start = 0;
+    float acc = 0.0f;
+    for (long g = 0; g < groups; ++g) {
+      long end = start + sizes[g];
+      if (g % experts == e)
+        for (long r = start; r < end && r < n; ++r)
+          acc += a[r * p + row] * b[r * q + col];
+      start = end;
+    }
+    out[i] = acc;
   }
 }
 

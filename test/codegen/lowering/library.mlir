@@ -51,23 +51,32 @@ func.func @narrow(%l: tensor<2x8x256xbf16>, %y: tensor<2x8xi32>) -> (tensor<f32>
 
 // -----
 
-// MoE routing, one instruction per op with its sizes spelled.
+// MoE routing, one instruction per op with its sizes spelled: a dropless
+// route says capacity 0.
 // CHECK-LABEL: sched.program @experts
 // CHECK: sched.topk_gating %{{.*}}, %{{.*}}, %{{.*}} {k = 2 : i64, normalize = false}
-// CHECK: sched.expert_dispatch %{{.*}}, %{{.*}}, %{{.*}} {capacity = 4 : i64, num_experts = 8 : i64} : !sched.buffer<16x64xf32>, !sched.buffer<16x2xi32>, !sched.buffer<8x4x64xf32>
+// CHECK: sched.expert_route %{{.*}}, %{{.*}}, %{{.*}} {capacity = 4 : i64, token_axes = []} : !sched.buffer<16x2xi32>, !sched.buffer<16x2xi32>, !sched.buffer<8xi32>
+// CHECK: sched.expert_route {{.*}} {capacity = 0 : i64, token_axes = []}
+// CHECK: sched.expert_dispatch %{{.*}}, %{{.*}}, %{{.*}} : !sched.buffer<16x64xf32>, !sched.buffer<16x2xi32>, !sched.buffer<32x64xf32>
+// CHECK: sched.grouped_matmul {{.*}} {transpose_rhs = true} : !sched.buffer<32x64xf32>, !sched.buffer<8x16x64xf32>, !sched.buffer<8xi32>, !sched.buffer<32x16xf32>
+// CHECK: sched.grouped_matmul_wgrad {{.*}} : !sched.buffer<32x16xf32>, !sched.buffer<32x64xf32>, !sched.buffer<8xi32>, !sched.buffer<8x16x64xf32>
 // CHECK: sched.expert_combine
 // CHECK: sched.expert_gather
-// CHECK: sched.expert_scatter {{.*}} {capacity = 4 : i64, num_experts = 8 : i64}
+// CHECK: sched.expert_scatter
 // CHECK: sched.one_hot
 // CHECK: sched.topk %{{.*}}, %{{.*}}, %{{.*}} {k = 3 : i64}
-func.func @experts(%x: tensor<16x64xf32>, %logits: tensor<16x8xf32>) -> (tensor<16x64xf32>, tensor<8x4x64xf32>, tensor<16x8xf32>, tensor<16x3xf32>) {
+func.func @experts(%x: tensor<16x64xf32>, %logits: tensor<16x8xf32>, %w: tensor<8x16x64xf32>) -> (tensor<16x64xf32>, tensor<32x64xf32>, tensor<16x8xf32>, tensor<16x3xf32>, tensor<8x16x64xf32>, tensor<16x2xi32>) {
   %g, %e = weft.topk_gating %logits k = 2 : tensor<16x8xf32>
-  %slots = weft.expert_dispatch %x, %e experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<16x2xi32>
-  %y = weft.expert_combine %slots, %g, %e : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
-  %p = weft.expert_gather %slots, %e : tensor<8x4x64xf32>, tensor<16x2xi32>
-  %back = weft.expert_scatter %p, %e experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  %pos, %counts = weft.expert_route %e experts = 8 capacity = 4 : tensor<16x2xi32>
+  %pos2, %counts2 = weft.expert_route %e experts = 8 : tensor<16x2xi32>
+  %rows = weft.expert_dispatch %x, %pos rows = 32 : tensor<16x64xf32>, tensor<16x2xi32>
+  %h = weft.grouped_matmul %rows, %w, %counts transpose_rhs : tensor<32x64xf32>, tensor<8x16x64xf32>, tensor<8xi32>
+  %dw = weft.grouped_matmul_wgrad %h, %rows, %counts experts = 8 : tensor<32x16xf32>, tensor<32x64xf32>, tensor<8xi32>
+  %y = weft.expert_combine %rows, %g, %pos : tensor<32x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+  %p = weft.expert_gather %rows, %pos : tensor<32x64xf32>, tensor<16x2xi32>
+  %back = weft.expert_scatter %p, %pos rows = 32 : tensor<16x2x64xf32>, tensor<16x2xi32>
   %oh = weft.one_hot %e : tensor<16x2xi32> -> tensor<16x2x8xf32>
   %f = weft.reduce_sum %oh dims [1] : tensor<16x2x8xf32>
   %tv, %ti = weft.topk %logits k = 3 : tensor<16x8xf32>
-  return %y, %back, %f, %tv : tensor<16x64xf32>, tensor<8x4x64xf32>, tensor<16x8xf32>, tensor<16x3xf32>
+  return %y, %back, %f, %tv, %dw, %pos2 : tensor<16x64xf32>, tensor<32x64xf32>, tensor<16x8xf32>, tensor<16x3xf32>, tensor<8x16x64xf32>, tensor<16x2xi32>
 }

@@ -2,8 +2,8 @@
 // RUN: weft-opt %s '-weft-lower-to-sched=target=cuda' | FileCheck %s --check-prefix=CUDA
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-lower-to-sched{target=cuda},sched.program(weft-sched-plan-memory))' | FileCheck %s --check-prefix=PLAN
 
-// On the GPU, reductions, norm gradients, cross-entropy and the expert ops
-// are several kernels that pass intermediates through a scratch operand of
+// On the GPU, reductions, norm gradients and cross-entropy are several
+// kernels that pass intermediates through a scratch operand of
 // the size dialects/sched/IR/ScratchLayout.h states, which the lowering
 // allocates (N f32 for N * 4 bytes) and the memory plan places. The CPU's
 // kernels need none.
@@ -27,30 +27,17 @@
 // CUDA-NEXT: sched.cross_entropy {{.*}} scratch(%[[C]] : !sched.buffer<66xf32>) {ignore_index
 // CUDA: %[[G:.*]] = sched.alloc : <66xf32>
 // CUDA-NEXT: sched.cross_entropy_grad {{.*}} scratch(%[[G]] : !sched.buffer<66xf32>) {ignore_index
-// Routing 16 tokens to 2 experts each: an i32 slot for each of 32 pairs.
-// CUDA: sched.topk_gating %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} {
-// CUDA: %[[D:.*]] = sched.alloc : <32xf32>
-// CUDA-NEXT: sched.expert_dispatch {{.*}} scratch(%[[D]] : !sched.buffer<32xf32>) {capacity
-// CUDA: %[[E:.*]] = sched.alloc : <32xf32>
-// CUDA-NEXT: sched.expert_combine {{.*}} scratch(%[[E]] : !sched.buffer<32xf32>) :
-// CUDA: sched.expert_gather {{.*}} scratch(%{{.*}} : !sched.buffer<32xf32>) :
-// CUDA: sched.expert_scatter {{.*}} scratch(%{{.*}} : !sched.buffer<32xf32>) {capacity
 
 // Planned, the scratch is an arena buffer like any other, live for its
 // instruction.
 // PLAN: %[[R:.*]] = sched.alloc offset({{[0-9]+}}) live([[I:[0-9]+]], [[I]]) : <128xf32>
 // PLAN-NEXT: sched.reduce sum %{{.*}} -> %{{.*}} scratch(%[[R]] : !sched.buffer<128xf32>)
-func.func @scratch(%x: tensor<16x64xf32>, %w: tensor<64xf32>, %ids: tensor<16xi32>, %logits: tensor<16x8xf32>) -> (tensor<64xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<f32>, tensor<16x8xf32>, tensor<16x64xf32>, tensor<8x4x64xf32>) {
+func.func @scratch(%x: tensor<16x64xf32>, %w: tensor<64xf32>, %ids: tensor<16xi32>, %logits: tensor<16x8xf32>) -> (tensor<64xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<f32>, tensor<16x8xf32>) {
   %s = weft.reduce_sum %x dims [0] : tensor<16x64xf32>
   %dx, %dw, %db = weft.layer_norm_grad %x, %w, %x : tensor<16x64xf32>, tensor<64xf32>
   %rx, %rw = weft.rms_norm_grad %x, %w, %x : tensor<16x64xf32>, tensor<64xf32>
   %loss = weft.cross_entropy %logits, %ids : tensor<16x8xf32>, tensor<16xi32>
   %one = weft.constant dense<1.0> : tensor<f32>
   %dl = weft.cross_entropy_grad %logits, %ids, %one : tensor<16x8xf32>, tensor<16xi32>
-  %g, %e = weft.topk_gating %logits k = 2 : tensor<16x8xf32>
-  %slots = weft.expert_dispatch %x, %e experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<16x2xi32>
-  %y = weft.expert_combine %slots, %g, %e : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
-  %p = weft.expert_gather %slots, %e : tensor<8x4x64xf32>, tensor<16x2xi32>
-  %back = weft.expert_scatter %p, %e experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
-  return %s, %dx, %dw, %rx, %loss, %dl, %y, %back : tensor<64xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<f32>, tensor<16x8xf32>, tensor<16x64xf32>, tensor<8x4x64xf32>
+  return %s, %dx, %dw, %rx, %loss, %dl : tensor<64xf32>, tensor<16x64xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<f32>, tensor<16x8xf32>
 }

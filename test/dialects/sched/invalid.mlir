@@ -1932,189 +1932,162 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<32xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
+^bb0(%i: !sched.buffer<4x2xf32>, %p: !sched.buffer<4x2xi32>, %c: !sched.buffer<8xi32>):
+  // expected-error @+1 {{'sched.expert_route' op indices must hold i32 or i64, not 'f32'}}
+  sched.expert_route %i, %p, %c {capacity = 0, token_axes = []} : !sched.buffer<4x2xf32>, !sched.buffer<4x2xi32>, !sched.buffer<8xi32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%i: !sched.buffer<4x2xi32>, %p: !sched.buffer<4x3xi32>, %c: !sched.buffer<8xi32>):
+  // expected-error @+1 {{'sched.expert_route' op positions has shape [4, 3], not indices's [4, 2]}}
+  sched.expert_route %i, %p, %c {capacity = 0, token_axes = []} : !sched.buffer<4x2xi32>, !sched.buffer<4x3xi32>, !sched.buffer<8xi32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%i: !sched.buffer<4x2xi32>, %p: !sched.buffer<4x2xi32>, %c: !sched.buffer<8x1xi32>):
+  // expected-error @+1 {{'sched.expert_route' op counts must have rank 1, has shape [8, 1]}}
+  sched.expert_route %i, %p, %c {capacity = 0, token_axes = []} : !sched.buffer<4x2xi32>, !sched.buffer<4x2xi32>, !sched.buffer<8x1xi32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%i: !sched.buffer<4x2xi32>, %p: !sched.buffer<4x2xi32>, %c: !sched.buffer<8xi32>):
+  // expected-error @+1 {{'sched.expert_route' op capacity -1 must be >= 0 (0: dropless)}}
+  sched.expert_route %i, %p, %c {capacity = -1, token_axes = []} : !sched.buffer<4x2xi32>, !sched.buffer<4x2xi32>, !sched.buffer<8xi32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<32xf32>, %i: !sched.buffer<4x2xi32>, %o: !sched.buffer<8x8xf32>):
   // expected-error @+1 {{'sched.expert_dispatch' op input must have rank 2, has shape [32]}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<32xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.expert_dispatch %x, %i, %o : !sched.buffer<32xf32>, !sched.buffer<4x2xi32>, !sched.buffer<8x8xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xf32>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op indices must hold i32 or i64, not 'f32'}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xf32>, %o: !sched.buffer<8x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op positions must hold i32 or i64, not 'f32'}}
+  sched.expert_dispatch %x, %i, %o : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<8x8xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<8xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op indices must have rank 2, has shape [8]}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<8xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<3x2xi32>, %o: !sched.buffer<8x8xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op positions route 3 tokens, not 4}}
+  sched.expert_dispatch %x, %i, %o : !sched.buffer<4x8xf32>, !sched.buffer<3x2xi32>, !sched.buffer<8x8xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<3x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op indices route 3 tokens, not 4}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<3x2xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi32>, %o: !sched.buffer<8x4xf32>):
+  // expected-error @+1 {{'sched.expert_dispatch' op out rows have 4 elements, not 8}}
+  sched.expert_dispatch %x, %i, %o : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi32>, !sched.buffer<8x4xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<0x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op needs at least one expert and a capacity >= 0}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 0, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<0x3x8xf32>
+^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi32>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op expert_outputs must have rank 2, has shape [8, 3, 8]}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi32>, !sched.buffer<4x8xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op needs at least one expert and a capacity >= 0}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = -1} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%s: !sched.buffer<8x8xf32>, %w: !sched.buffer<4x3xf32>, %i: !sched.buffer<4x2xi32>, %o: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.expert_combine' op weights has shape [4, 3], not positions's [4, 2]}}
+  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x8xf32>, !sched.buffer<4x3xf32>, !sched.buffer<4x2xi32>, !sched.buffer<4x8xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op out has shape [8, 3, 8], expected [8, 4, 8]}}
-  sched.expert_dispatch %x, %i, %o {num_experts = 8, capacity = 4} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<24x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x8xf32>):
-  // expected-error @+1 {{'sched.expert_combine' op expert_outputs must have rank 3, has shape [24, 8]}}
-  sched.expert_combine %s, %w, %i, %o : !sched.buffer<24x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<32xf32>):
-  // expected-error @+1 {{'sched.expert_combine' op out must have rank 2, has shape [32]}}
-  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<32xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x2xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x4xf32>):
-  // expected-error @+1 {{'sched.expert_combine' op out rows have 4 elements, expert outputs 8}}
-  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x4xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<2x2xf32>, %i: !sched.buffer<2x2xi64>, %o: !sched.buffer<4x8xf32>):
-  // expected-error @+1 {{'sched.expert_combine' op indices route 2 tokens, not 4}}
-  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<2x2xf32>, !sched.buffer<2x2xi64>, !sched.buffer<4x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %w: !sched.buffer<4x3xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x8xf32>):
-  // expected-error @+1 {{'sched.expert_combine' op weights has shape [4, 3], not indices's [4, 2]}}
-  sched.expert_combine %s, %w, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x3xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<24x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x2x8xf32>):
-  // expected-error @+1 {{'sched.expert_gather' op expert_outputs must have rank 3, has shape [24, 8]}}
-  sched.expert_gather %s, %i, %o : !sched.buffer<24x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %i: !sched.buffer<8xi64>, %o: !sched.buffer<4x2x8xf32>):
-  // expected-error @+1 {{'sched.expert_gather' op indices must have rank 2, has shape [8]}}
-  sched.expert_gather %s, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<8xi64>, !sched.buffer<4x2x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %i: !sched.buffer<4x2xf32>, %o: !sched.buffer<4x2x8xf32>):
-  // expected-error @+1 {{'sched.expert_gather' op indices must hold i32 or i64, not 'f32'}}
-  sched.expert_gather %s, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%s: !sched.buffer<8x3x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<4x2x4xf32>):
+^bb0(%s: !sched.buffer<8x8xf32>, %i: !sched.buffer<4x2xi32>, %o: !sched.buffer<4x2x4xf32>):
   // expected-error @+1 {{'sched.expert_gather' op out has shape [4, 2, 4], expected [4, 2, 8]}}
-  sched.expert_gather %s, %i, %o : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x4xf32>
+  sched.expert_gather %s, %i, %o : !sched.buffer<8x8xf32>, !sched.buffer<4x2xi32>, !sched.buffer<4x2x4xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%p: !sched.buffer<8x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_scatter' op pairs must have rank 3, has shape [8, 8]}}
-  sched.expert_scatter %p, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<8x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x3xi32>, %o: !sched.buffer<8x8xf32>):
+  // expected-error @+1 {{'sched.expert_scatter' op positions has shape [4, 3], expected [4, 2]}}
+  sched.expert_scatter %p, %i, %o : !sched.buffer<4x2x8xf32>, !sched.buffer<4x3xi32>, !sched.buffer<8x8xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<3x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_scatter' op indices route 3 tokens, not 4}}
-  sched.expert_scatter %p, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<3x2xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<8x4xf32>, %w: !sched.buffer<2x5x6xf32>, %s: !sched.buffer<2xi32>, %o: !sched.buffer<8x6xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op weight [2, 5, 6] does not take input rows of 4 elements}}
+  sched.grouped_matmul %x, %w, %s, %o {transpose_rhs = false} : !sched.buffer<8x4xf32>, !sched.buffer<2x5x6xf32>, !sched.buffer<2xi32>, !sched.buffer<8x6xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x3xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_scatter' op indices has shape [4, 3], expected [4, 2]}}
-  sched.expert_scatter %p, %i, %o {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x3xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<8x4xf32>, %w: !sched.buffer<2x4x6xf32>, %s: !sched.buffer<3xi32>, %o: !sched.buffer<8x6xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op the 2 experts do not divide the 3 groups}}
+  sched.grouped_matmul %x, %w, %s, %o {transpose_rhs = false} : !sched.buffer<8x4xf32>, !sched.buffer<2x4x6xf32>, !sched.buffer<3xi32>, !sched.buffer<8x6xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_scatter' op needs at least one expert and a capacity >= 0}}
-  sched.expert_scatter %p, %i, %o {num_experts = -8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<8x4xf32>, %w: !sched.buffer<2x6x4xf32>, %s: !sched.buffer<2xf32>, %o: !sched.buffer<8x6xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op sizes must hold i32 or i64, not 'f32'}}
+  sched.grouped_matmul %x, %w, %s, %o {transpose_rhs = true} : !sched.buffer<8x4xf32>, !sched.buffer<2x6x4xf32>, !sched.buffer<2xf32>, !sched.buffer<8x6xf32>
   sched.return []
 }
 
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%p: !sched.buffer<4x2x8xf32>, %i: !sched.buffer<4x2xi64>, %o: !sched.buffer<8x3x8xf32>):
-  // expected-error @+1 {{'sched.expert_scatter' op out has shape [8, 3, 8], expected [4, 3, 8]}}
-  sched.expert_scatter %p, %i, %o {num_experts = 4, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+^bb0(%x: !sched.buffer<8x4xf32>, %w: !sched.buffer<2x6x4xf32>, %s: !sched.buffer<2xi32>, %o: !sched.buffer<8x4xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op out has shape [8, 4], expected [8, 6]}}
+  sched.grouped_matmul %x, %w, %s, %o {transpose_rhs = true} : !sched.buffer<8x4xf32>, !sched.buffer<2x6x4xf32>, !sched.buffer<2xi32>, !sched.buffer<8x4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<8x4xf32>, %b: !sched.buffer<7x6xf32>, %s: !sched.buffer<2xi32>, %o: !sched.buffer<2x4x6xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op lhs has 8 rows, rhs 7}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o : !sched.buffer<8x4xf32>, !sched.buffer<7x6xf32>, !sched.buffer<2xi32>, !sched.buffer<2x4x6xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<8x4xf32>, %b: !sched.buffer<8x6xf32>, %s: !sched.buffer<2xi32>, %o: !sched.buffer<2x4x5xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op out has shape [2, 4, 5], expected [2, 4, 6]}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o : !sched.buffer<8x4xf32>, !sched.buffer<8x6xf32>, !sched.buffer<2xi32>, !sched.buffer<2x4x5xf32>
   sched.return []
 }
 
@@ -2771,43 +2744,6 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<8x4xf32>, %l: !sched.buffer<8xi32>, %d: !sched.buffer<1xf32>, %dx: !sched.buffer<8x4xf32>, %s: !sched.buffer<65xf32>):
   // expected-error @+1 {{'sched.cross_entropy_grad' op needs 264 bytes of scratch, has 260}}
   sched.cross_entropy_grad %x, %l, %d, %dx scratch(%s : !sched.buffer<65xf32>) {ignore_index = -100, vocab_axes = []} : !sched.buffer<8x4xf32>, !sched.buffer<8xi32>, !sched.buffer<1xf32>, !sched.buffer<8x4xf32>
-  sched.return []
-}
-
-// -----
-
-// The expert ops keep an i32 slot per routing pair: 4 tokens x 2 = 32 bytes.
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xf32>, %ids: !sched.buffer<4x2xi64>, %slots: !sched.buffer<8x3x8xf32>, %s: !sched.buffer<4xf32>):
-  // expected-error @+1 {{'sched.expert_dispatch' op needs 32 bytes of scratch, has 16}}
-  sched.expert_dispatch %x, %ids, %slots scratch(%s : !sched.buffer<4xf32>) {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%slots: !sched.buffer<8x3x8xf32>, %tv: !sched.buffer<4x2xf32>, %ids: !sched.buffer<4x2xi64>, %y: !sched.buffer<4x8xf32>, %s: !sched.buffer<8xi32>):
-  // expected-error @+1 {{'sched.expert_combine' op scratch must hold f32, not 'i32'}}
-  sched.expert_combine %slots, %tv, %ids, %y scratch(%s : !sched.buffer<8xi32>) : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%slots: !sched.buffer<8x3x8xf32>, %ids: !sched.buffer<4x2xi64>, %pairs: !sched.buffer<4x2x8xf32>, %s: !sched.buffer<7xf32>):
-  // expected-error @+1 {{'sched.expert_gather' op needs 32 bytes of scratch, has 28}}
-  sched.expert_gather %slots, %ids, %pairs scratch(%s : !sched.buffer<7xf32>) : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%pairs: !sched.buffer<4x2x8xf32>, %ids: !sched.buffer<4x2xi64>, %slots: !sched.buffer<8x3x8xf32>, %s: !sched.buffer<8xf16>):
-  // expected-error @+1 {{'sched.expert_scatter' op scratch must hold f32, not 'f16'}}
-  sched.expert_scatter %pairs, %ids, %slots scratch(%s : !sched.buffer<8xf16>) {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
   sched.return []
 }
 

@@ -89,11 +89,11 @@ sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
   // CHECK: sched.attention_grad {{.*}} algorithm flash :
   sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv scale 0.35355 causal algorithm flash : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>
   %ids0 = sched.view %ids[0] : !sched.buffer<4x2xi64> to !sched.buffer<4xi64>
-  %y = sched.alloc offset(12288) live(2, 16) : !sched.buffer<4x8xf32>
-  %b = sched.alloc offset(12544) live(2, 16) : !sched.buffer<8xf32>
-  %aux = sched.alloc offset(12800) live(2, 16) : !sched.buffer<4x8xf32>
-  %sc = sched.alloc offset(13056) live(2, 16) : !sched.buffer<1xf32>
-  %scr = sched.alloc offset(16384) live(2, 16) : !sched.buffer<128xf32>
+  %y = sched.alloc offset(12288) live(2, 20) : !sched.buffer<4x8xf32>
+  %b = sched.alloc offset(12544) live(2, 20) : !sched.buffer<8xf32>
+  %aux = sched.alloc offset(12800) live(2, 20) : !sched.buffer<4x8xf32>
+  %sc = sched.alloc offset(13056) live(2, 20) : !sched.buffer<1xf32>
+  %scr = sched.alloc offset(16384) live(2, 20) : !sched.buffer<128xf32>
   // CHECK: sched.gemm {{.*}} bias(%{{.*}} : !sched.buffer<8xf32>) aux(%{{.*}} : !sched.buffer<4x8xf32>) scales(%{{.*}}, %{{.*}} : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [4, 8, 8] {{.*}} epilogue bias_gelu accumulate
   sched.gemm %a8, %w8 -> %y bias(%b : !sched.buffer<8xf32>) aux(%aux : !sched.buffer<4x8xf32>) scales(%sc, %sc : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [4, 8, 8] batch 1 ld [8, 8, 8] strides [0, 0, 0] epilogue bias_gelu accumulate : !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<8x8xf8E4M3FN> -> !sched.buffer<4x8xf32>
   // CHECK: sched.launch @iota grid [1, 1, 1] block 32 outs(
@@ -106,25 +106,35 @@ sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
   sched.softmax %x, %y {dim = 1} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
   // CHECK: sched.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scratch(%{{.*}} : !sched.buffer<128xf32>) {ignore_index = -100 : i64, vocab_axes = []} : !sched.buffer<4x8xf32>, !sched.buffer<4xi64>, !sched.buffer<1xf32>, !sched.buffer<4x8xf32>
   sched.cross_entropy_grad %y, %ids0, %sc, %aux scratch(%scr : !sched.buffer<128xf32>) {ignore_index = -100, vocab_axes = []} : !sched.buffer<4x8xf32>, !sched.buffer<4xi64>, !sched.buffer<1xf32>, !sched.buffer<4x8xf32>
-  %dw = sched.alloc offset(15616) live(2, 16) : !sched.buffer<8xf32>
-  %db = sched.alloc offset(15872) live(2, 16) : !sched.buffer<8xf32>
+  %dw = sched.alloc offset(15616) live(2, 20) : !sched.buffer<8xf32>
+  %db = sched.alloc offset(15872) live(2, 20) : !sched.buffer<8xf32>
   // CHECK: sched.layer_norm_grad {{.*}} scratch(%{{.*}} : !sched.buffer<128xf32>) {epsilon = 1.000000e-05 : f64}
   sched.layer_norm_grad %x, %b, %y, %aux, %dw, %db scratch(%scr : !sched.buffer<128xf32>) {epsilon = 1.0e-5} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>
   // CHECK: sched.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64}
   sched.rms_norm_grad %x, %b, %y, %aux, %dw {epsilon = 1.0e-6} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>
   sched.one_hot %ids0, %y : !sched.buffer<4xi64>, !sched.buffer<4x8xf32>
-  %tv = sched.alloc offset(13312) live(2, 16) : !sched.buffer<4x2xf32>
+  %tv = sched.alloc offset(13312) live(2, 20) : !sched.buffer<4x2xf32>
   sched.topk %x, %tv, %ids {k = 2} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>
   sched.topk_gating %x, %tv, %ids {k = 2, normalize = true} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>
-  %slots = sched.alloc offset(13568) live(2, 16) : !sched.buffer<8x3x8xf32>
-  %pairs = sched.alloc offset(14592) live(2, 16) : !sched.buffer<4x2x8xf32>
-  // CHECK: sched.expert_dispatch %{{.*}}, %{{.*}}, %{{.*}} scratch(%{{.*}} : !sched.buffer<128xf32>) {capacity = 3 : i64, num_experts = 8 : i64} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
-  sched.expert_dispatch %x, %ids, %slots scratch(%scr : !sched.buffer<128xf32>) {num_experts = 8, capacity = 3} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
-  sched.expert_combine %slots, %tv, %ids, %y : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x8xf32>
-  // CHECK: sched.expert_gather {{.*}} scratch(
-  sched.expert_gather %slots, %ids, %pairs scratch(%scr : !sched.buffer<128xf32>) : !sched.buffer<8x3x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<4x2x8xf32>
+  %rows = sched.alloc offset(20480) live(2, 20) : !sched.buffer<8x8xf32>
+  %pairs = sched.alloc offset(20736) live(2, 20) : !sched.buffer<4x2x8xf32>
+  %pos = sched.alloc offset(21248) live(2, 20) : !sched.buffer<4x2xi32>
+  %counts = sched.alloc offset(21504) live(2, 20) : !sched.buffer<8xi32>
+  %w = sched.alloc offset(21760) live(2, 20) : !sched.buffer<8x8x8xf32>
+  %h = sched.alloc offset(24064) live(2, 20) : !sched.buffer<8x8xf32>
+  // CHECK: sched.expert_route %{{.*}}, %{{.*}}, %{{.*}} {capacity = 0 : i64, token_axes = []} : !sched.buffer<4x2xi64>, !sched.buffer<4x2xi32>, !sched.buffer<8xi32>
+  sched.expert_route %ids, %pos, %counts {capacity = 0, token_axes = []} : !sched.buffer<4x2xi64>, !sched.buffer<4x2xi32>, !sched.buffer<8xi32>
+  // CHECK: sched.expert_dispatch %{{.*}}, %{{.*}}, %{{.*}} : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi32>, !sched.buffer<8x8xf32>
+  sched.expert_dispatch %x, %pos, %rows : !sched.buffer<4x8xf32>, !sched.buffer<4x2xi32>, !sched.buffer<8x8xf32>
+  // CHECK: sched.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {transpose_rhs = true}
+  sched.grouped_matmul %rows, %w, %counts, %h {transpose_rhs = true} : !sched.buffer<8x8xf32>, !sched.buffer<8x8x8xf32>, !sched.buffer<8xi32>, !sched.buffer<8x8xf32>
+  // CHECK: sched.grouped_matmul_wgrad
+  sched.grouped_matmul_wgrad %h, %rows, %counts, %w : !sched.buffer<8x8xf32>, !sched.buffer<8x8xf32>, !sched.buffer<8xi32>, !sched.buffer<8x8x8xf32>
+  sched.expert_combine %h, %tv, %pos, %y : !sched.buffer<8x8xf32>, !sched.buffer<4x2xf32>, !sched.buffer<4x2xi32>, !sched.buffer<4x8xf32>
+  // CHECK: sched.expert_gather
+  sched.expert_gather %h, %pos, %pairs : !sched.buffer<8x8xf32>, !sched.buffer<4x2xi32>, !sched.buffer<4x2x8xf32>
   // CHECK: sched.expert_scatter
-  sched.expert_scatter %pairs, %ids, %slots {num_experts = 8, capacity = 3} : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi64>, !sched.buffer<8x3x8xf32>
+  sched.expert_scatter %pairs, %pos, %rows : !sched.buffer<4x2x8xf32>, !sched.buffer<4x2xi32>, !sched.buffer<8x8xf32>
   sched.return []
 }
 

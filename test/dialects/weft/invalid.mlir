@@ -454,33 +454,121 @@ func.func @topk_gating_rank(%x: tensor<2x16x8xf32>) {
 
 // -----
 
-func.func @dispatch_shapes(%x: tensor<16x64xf32>, %e: tensor<15x2xi32>) {
-  // expected-error @+1 {{expert_dispatch wants input [T, D] and indices [T, k], got [16, 64] and [15, 2]}}
-  %0 = weft.expert_dispatch %x, %e experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<15x2xi32>
+func.func @route_shape(%e: tensor<16xi32>) {
+  // expected-error @+1 {{expert_route wants indices [T, k], got [16]}}
+  %p, %c = weft.expert_route %e experts = 8 : tensor<16xi32>
   return
 }
 
 // -----
 
-func.func @dispatch_capacity(%x: tensor<16x64xf32>, %e: tensor<16x2xi32>) {
-  // expected-error @+1 {{num_experts (8) and capacity (0) must be positive}}
-  %0 = weft.expert_dispatch %x, %e experts = 8 capacity = 0 : tensor<16x64xf32>, tensor<16x2xi32>
+func.func @route_experts(%e: tensor<16x2xi32>) {
+  // expected-error @+1 {{num_experts (0) must be in [1, 1048576]}}
+  %p, %c = weft.expert_route %e experts = 0 : tensor<16x2xi32>
   return
 }
 
 // -----
 
-func.func @combine_shapes(%y: tensor<8x4x64xf32>, %w: tensor<16x2xf32>, %e: tensor<16x3xi32>) {
-  // expected-error @+1 {{expert_combine wants expert outputs [E, C, D] and weights, indices [T, k], got [8, 4, 64], [16, 2], [16, 3]}}
-  %0 = weft.expert_combine %y, %w, %e : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x3xi32>
+func.func @route_capacity(%e: tensor<16x2xi32>) {
+  // expected-error @+1 {{capacity (0) must be positive (leave it out for dropless routing)}}
+  %p, %c = weft.expert_route %e experts = 8 capacity = 0 : tensor<16x2xi32>
   return
 }
 
 // -----
 
-func.func @combine_types(%y: tensor<8x4x64xf32>, %w: tensor<16x2xbf16>, %e: tensor<16x2xi32>) {
+func.func @dispatch_shapes(%x: tensor<16x64xf32>, %p: tensor<15x2xi32>) {
+  // expected-error @+1 {{expert_dispatch wants input [T, D] and positions [T, k], got [16, 64] and [15, 2]}}
+  %0 = weft.expert_dispatch %x, %p rows = 32 : tensor<16x64xf32>, tensor<15x2xi32>
+  return
+}
+
+// -----
+
+func.func @dispatch_rows(%x: tensor<16x64xf32>, %p: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_dispatch rows (0) must be positive}}
+  %0 = weft.expert_dispatch %x, %p rows = 0 : tensor<16x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @combine_shapes(%y: tensor<32x64xf32>, %w: tensor<16x2xf32>, %p: tensor<16x3xi32>) {
+  // expected-error @+1 {{expert_combine wants expert outputs [N, D] and weights, positions [T, k], got [32, 64], [16, 2], [16, 3]}}
+  %0 = weft.expert_combine %y, %w, %p : tensor<32x64xf32>, tensor<16x2xf32>, tensor<16x3xi32>
+  return
+}
+
+// -----
+
+func.func @combine_types(%y: tensor<32x64xf32>, %w: tensor<16x2xbf16>, %p: tensor<16x2xi32>) {
   // expected-error @+1 {{expert_combine weights element type 'bf16' differs from 'f32'}}
-  %0 = weft.expert_combine %y, %w, %e : tensor<8x4x64xf32>, tensor<16x2xbf16>, tensor<16x2xi32>
+  %0 = weft.expert_combine %y, %w, %p : tensor<32x64xf32>, tensor<16x2xbf16>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @expert_gather_shape(%eo: tensor<8x4x64xf32>, %p: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_gather wants expert outputs [N, D] and positions [T, k], got [8, 4, 64] and [16, 2]}}
+  %0 = weft.expert_gather %eo, %p : tensor<8x4x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @expert_scatter_shape(%q: tensor<16x3x64xf32>, %p: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_scatter wants pairs [T, k, D] and positions [T, k], got [16, 3, 64] and [16, 2]}}
+  %0 = weft.expert_scatter %q, %p rows = 32 : tensor<16x3x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @expert_scatter_rows(%q: tensor<16x2x64xf32>, %p: tensor<16x2xi32>) {
+  // expected-error @+1 {{expert_scatter rows (-4) must be positive}}
+  %0 = weft.expert_scatter %q, %p rows = -4 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+func.func @grouped_shapes(%x: tensor<32x64xf32>, %w: tensor<8x32x64xf32>, %c: tensor<8xi32>) {
+  // expected-error @+1 {{grouped_matmul wants input [N, K], weight [E, K, M] and sizes [G], got [32, 64], [8, 32, 64], [8]}}
+  %0 = weft.grouped_matmul %x, %w, %c : tensor<32x64xf32>, tensor<8x32x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @grouped_groups(%x: tensor<32x64xf32>, %w: tensor<8x64x16xf32>, %c: tensor<12xi32>) {
+  // expected-error @+1 {{grouped_matmul: the 8 experts do not divide the 12 groups}}
+  %0 = weft.grouped_matmul %x, %w, %c : tensor<32x64xf32>, tensor<8x64x16xf32>, tensor<12xi32>
+  return
+}
+
+// -----
+
+func.func @grouped_types(%x: tensor<32x64xbf16>, %w: tensor<8x64x16xf32>, %c: tensor<8xi32>) {
+  // expected-error @+1 {{grouped_matmul input element type 'bf16' differs from weight's 'f32'}}
+  %0 = weft.grouped_matmul %x, %w, %c : tensor<32x64xbf16>, tensor<8x64x16xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @wgrad_rows(%a: tensor<32x64xf32>, %b: tensor<31x16xf32>, %c: tensor<8xi32>) {
+  // expected-error @+1 {{grouped_matmul_wgrad wants lhs [N, P], rhs [N, Q] and sizes [G], got [32, 64], [31, 16], [8]}}
+  %0 = weft.grouped_matmul_wgrad %a, %b, %c experts = 8 : tensor<32x64xf32>, tensor<31x16xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @wgrad_experts(%a: tensor<32x64xf32>, %b: tensor<32x16xf32>, %c: tensor<8xi32>) {
+  // expected-error @+1 {{grouped_matmul_wgrad: experts = 3 must divide the 8 groups}}
+  %0 = weft.grouped_matmul_wgrad %a, %b, %c experts = 3 : tensor<32x64xf32>, tensor<32x16xf32>, tensor<8xi32>
   return
 }
 
@@ -553,30 +641,6 @@ func.func @attention_grad_result(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16x
 func.func @cross_entropy_grad_labels(%l: tensor<2x8x256xf32>, %y: tensor<8xi32>, %s: tensor<f32>) {
   // expected-error @+1 {{labels [8] must be the logits shape [2, 8, 256] without its last (vocabulary) dimension}}
   %0 = weft.cross_entropy_grad %l, %y, %s : tensor<2x8x256xf32>, tensor<8xi32>
-  return
-}
-
-// -----
-
-func.func @expert_gather_shape(%eo: tensor<8x64xf32>, %e: tensor<16x2xi32>) {
-  // expected-error @+1 {{expert_gather wants expert outputs [E, C, D] and indices [T, k], got [8, 64] and [16, 2]}}
-  %0 = weft.expert_gather %eo, %e : tensor<8x64xf32>, tensor<16x2xi32>
-  return
-}
-
-// -----
-
-func.func @expert_scatter_shape(%p: tensor<16x3x64xf32>, %e: tensor<16x2xi32>) {
-  // expected-error @+1 {{expert_scatter wants pairs [T, k, D] and indices [T, k], got [16, 3, 64] and [16, 2]}}
-  %0 = weft.expert_scatter %p, %e experts = 8 capacity = 4 : tensor<16x3x64xf32>, tensor<16x2xi32>
-  return
-}
-
-// -----
-
-func.func @expert_scatter_capacity(%p: tensor<16x2x64xf32>, %e: tensor<16x2xi32>) {
-  // expected-error @+1 {{num_experts (0) and capacity (4) must be positive}}
-  %0 = weft.expert_scatter %p, %e experts = 0 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
   return
 }
 

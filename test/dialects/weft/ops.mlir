@@ -133,11 +133,20 @@ func.func @moe(%x: tensor<16x64xf32>, %router: tensor<16x8xf32>, %w: tensor<8x64
   %v, %i = weft.topk %router k = 3 : tensor<16x8xf32>
   // CHECK: %weights, %indices_{{.*}} = weft.topk_gating %{{.*}} k = 2 normalize : tensor<16x8xf32>
   %gw, %ge = weft.topk_gating %router k = 2 normalize : tensor<16x8xf32>
-  // CHECK: weft.expert_dispatch %{{.*}}, %{{.*}} experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<16x2xi32>
-  %d = weft.expert_dispatch %x, %ge experts = 8 capacity = 4 : tensor<16x64xf32>, tensor<16x2xi32>
-  %y = weft.matmul %d, %w : tensor<8x4x64xf32>, tensor<8x64x64xf32>
-  // CHECK: weft.expert_combine %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
-  %c = weft.expert_combine %y, %gw, %ge : tensor<8x4x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+  // CHECK: %positions, %counts = weft.expert_route %{{.*}} experts = 8 capacity = 4 : tensor<16x2xi32>
+  %pos, %counts = weft.expert_route %ge experts = 8 capacity = 4 : tensor<16x2xi32>
+  // CHECK: weft.expert_route %{{.*}} experts = 8 : tensor<16x2xi32>
+  %pos2, %counts2 = weft.expert_route %ge experts = 8 : tensor<16x2xi32>
+  // CHECK: weft.expert_dispatch %{{.*}}, %{{.*}} rows = 32 : tensor<16x64xf32>, tensor<16x2xi32>
+  %d = weft.expert_dispatch %x, %pos rows = 32 : tensor<16x64xf32>, tensor<16x2xi32>
+  // CHECK: weft.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64xf32>, tensor<8x64x64xf32>, tensor<8xi32>
+  %y = weft.grouped_matmul %d, %w, %counts : tensor<32x64xf32>, tensor<8x64x64xf32>, tensor<8xi32>
+  // CHECK: weft.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_rhs : tensor<32x64xf32>, tensor<8x64x64xf32>, tensor<8xi32>
+  %y2 = weft.grouped_matmul %y, %w, %counts transpose_rhs : tensor<32x64xf32>, tensor<8x64x64xf32>, tensor<8xi32>
+  // CHECK: weft.grouped_matmul_wgrad %{{.*}}, %{{.*}}, %{{.*}} experts = 8 : tensor<32x64xf32>, tensor<32x64xf32>, tensor<8xi32>
+  %dw = weft.grouped_matmul_wgrad %y, %y2, %counts experts = 8 : tensor<32x64xf32>, tensor<32x64xf32>, tensor<8xi32>
+  // CHECK: weft.expert_combine %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
+  %c = weft.expert_combine %y2, %gw, %pos : tensor<32x64xf32>, tensor<16x2xf32>, tensor<16x2xi32>
   return %c, %v, %i : tensor<16x64xf32>, tensor<16x3xf32>, tensor<16x3xi32>
 }
 
@@ -167,12 +176,12 @@ func.func @gradient_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %ids: tensor
 }
 
 // CHECK-LABEL: func.func @expert_gather_scatter
-func.func @expert_gather_scatter(%eo: tensor<8x4x64xf32>, %e: tensor<16x2xi32>) -> tensor<8x4x64xf32> {
-  // CHECK: weft.expert_gather %{{.*}}, %{{.*}} : tensor<8x4x64xf32>, tensor<16x2xi32>
-  %0 = weft.expert_gather %eo, %e : tensor<8x4x64xf32>, tensor<16x2xi32>
-  // CHECK: weft.expert_scatter %{{.*}}, %{{.*}} experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
-  %1 = weft.expert_scatter %0, %e experts = 8 capacity = 4 : tensor<16x2x64xf32>, tensor<16x2xi32>
-  return %1 : tensor<8x4x64xf32>
+func.func @expert_gather_scatter(%eo: tensor<32x64xf32>, %p: tensor<16x2xi32>) -> tensor<32x64xf32> {
+  // CHECK: weft.expert_gather %{{.*}}, %{{.*}} : tensor<32x64xf32>, tensor<16x2xi32>
+  %0 = weft.expert_gather %eo, %p : tensor<32x64xf32>, tensor<16x2xi32>
+  // CHECK: weft.expert_scatter %{{.*}}, %{{.*}} rows = 32 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  %1 = weft.expert_scatter %0, %p rows = 32 : tensor<16x2x64xf32>, tensor<16x2xi32>
+  return %1 : tensor<32x64xf32>
 }
 
 // CHECK-LABEL: func.func @state_and_assign

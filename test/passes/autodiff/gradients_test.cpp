@@ -280,23 +280,45 @@ TEST_F(GradientTest, TopKAndGating) {
         "tensor<4x7xf32>", 2);
 }
 
-TEST_F(GradientTest, ExpertDispatchCombineWithDroppedTokens) {
-  // 5 tokens, top-2 of 3 experts, capacity 3: some pairs are dropped.
+TEST_F(GradientTest, ExpertOpsWithDroppedTokens) {
+  // 5 tokens, top-2 of 3 experts, capacity 3 (rows 9 of the 10 pairs):
+  // some pairs are dropped. Both grouped matmul layouts.
   check("", R"(
     %x = weft.param "x" init(zeros) : tensor<5x4xf32>
     %r = weft.param "router" init(zeros) : tensor<5x3xf32>
     %w = weft.param "w" init(zeros) : tensor<3x4x4xf32>
+    %v = weft.param "v" init(zeros) : tensor<3x4x4xf32>
     %g:2 = weft.topk_gating %r k = 2 normalize : tensor<5x3xf32>
-    %d = weft.expert_dispatch %x, %g#1 experts = 3 capacity = 3 : tensor<5x4xf32>, tensor<5x2xi32>
-    %y = weft.matmul %d, %w : tensor<3x3x4xf32>, tensor<3x4x4xf32>
-    %c = weft.expert_combine %y, %g#0, %g#1 : tensor<3x3x4xf32>, tensor<5x2xf32>, tensor<5x2xi32>
-    %p = weft.expert_gather %y, %g#1 : tensor<3x3x4xf32>, tensor<5x2xi32>
-    %s = weft.expert_scatter %p, %g#1 experts = 3 capacity = 3 : tensor<5x2x4xf32>, tensor<5x2xi32>
-    %sr = weft.reshape %s : tensor<3x3x4xf32> -> tensor<9x4xf32>
-    %out = weft.concat %c, %sr dim 0 : tensor<5x4xf32>, tensor<9x4xf32>
+    %pos, %counts = weft.expert_route %g#1 experts = 3 capacity = 3 : tensor<5x2xi32>
+    %d = weft.expert_dispatch %x, %pos rows = 9 : tensor<5x4xf32>, tensor<5x2xi32>
+    %y0 = weft.grouped_matmul %d, %w, %counts : tensor<9x4xf32>, tensor<3x4x4xf32>, tensor<3xi32>
+    %y = weft.grouped_matmul %y0, %v, %counts transpose_rhs : tensor<9x4xf32>, tensor<3x4x4xf32>, tensor<3xi32>
+    %c = weft.expert_combine %y, %g#0, %pos : tensor<9x4xf32>, tensor<5x2xf32>, tensor<5x2xi32>
+    %p = weft.expert_gather %y, %pos : tensor<9x4xf32>, tensor<5x2xi32>
+    %s = weft.expert_scatter %p, %pos rows = 9 : tensor<5x2x4xf32>, tensor<5x2xi32>
+    %out = weft.concat %c, %s dim 0 : tensor<5x4xf32>, tensor<9x4xf32>
   )",
         "tensor<14x4xf32>", 2);
 }
+
+namespace {
+/// Checks a [2, 4]-token model's gradients at its initial values scaled up
+/// (N(0, 0.2), norm weights 10) so every path carries signal.
+void checkModelGradients(mlir::ModuleOp module) {
+  ParamValues values;
+  module->walk([&](ParamOp p) {
+    Tensor t = reference::initialParamValue(p, 4);
+    for (double &x : t.data)
+      x *= 10;
+    values[p.getName().str()] = t;
+  });
+  std::mt19937 rng(8);
+  checkGradients(module,
+                 {testutil::randomIds({2, 4}, 256, rng),
+                  testutil::randomIds({2, 4}, 256, rng)},
+                 values, /*samples=*/4);
+}
+} // namespace
 
 TEST(ModelGradients, TinyModelsMatchFiniteDifferences) {
   for (const char *name : {"gpt2-tiny", "llama-tiny", "mixtral-tiny"}) {
@@ -304,21 +326,66 @@ TEST(ModelGradients, TinyModelsMatchFiniteDifferences) {
     auto context = testutil::makeContext();
     auto module = testutil::buildExampleModel(*context, name, {2, 4, "f32"});
     ASSERT_TRUE(module);
-    // Initial values scaled up (N(0, 0.2), norm weights 10) so every path
-    // carries signal.
+    checkModelGradients(*module);
+  }
+}
+
+namespace {
+/// Mixtral-tiny with a capacity (so pairs drop), the load-balancing loss
+/// and the router z-loss.
+mlir::OwningOpRef<mlir::ModuleOp>
+mixtralWithRouterLosses(mlir::MLIRContext &context, double aux, double z) {
+  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                  "/examples/configs/mixtral-tiny.json");
+  EXPECT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  if (!config)
+    return nullptr;
+  config->capacityFactor = 0.75;
+  config->routerAuxLossCoef = aux;
+  config->routerZLossCoef = z;
+  auto module = buildModel(context, *config, {2, 4, "f32"});
+  EXPECT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
+  return module ? std::move(*module) : nullptr;
+}
+} // namespace
+
+TEST(ModelGradients, RouterLossesAndDroppedPairsMatchFiniteDifferences) {
+  auto context = testutil::makeContext();
+  auto module = mixtralWithRouterLosses(*context, 0.5, 0.25);
+  ASSERT_TRUE(module);
+  checkModelGradients(*module);
+}
+
+TEST(ModelGradients, RouterLossesHaveTheirClosedFormAtAUniformRouter) {
+  // With zero router weights every token's probabilities are uniform, 1/E:
+  // top-2 of ties picks experts 0 and 1, so f = (1, 1, 0, 0) and P = 1/4,
+  // and Switch's loss is E * sum f P = 4 * 2 / 4 = 2; every log-partition
+  // is log 4, so the z-loss is (log 4)^2.
+  auto context = testutil::makeContext();
+  std::mt19937 rng(3);
+  std::vector<Tensor> inputs = {testutil::randomIds({2, 4}, 256, rng),
+                                testutil::randomIds({2, 4}, 256, rng)};
+  auto lossOf = [&](double aux, double z) {
+    auto module = mixtralWithRouterLosses(*context, aux, z);
+    EXPECT_TRUE(module);
     ParamValues values;
     (*module)->walk([&](ParamOp p) {
       Tensor t = reference::initialParamValue(p, 4);
-      for (double &x : t.data)
-        x *= 10;
+      if (p.getName().contains(".gate.weight"))
+        for (double &x : t.data)
+          x = 0;
       values[p.getName().str()] = t;
     });
-    std::mt19937 rng(8);
-    checkGradients(*module,
-                   {testutil::randomIds({2, 4}, 256, rng),
-                    testutil::randomIds({2, 4}, 256, rng)},
-                   values, /*samples=*/4);
-  }
+    auto r =
+        reference::evaluate(testutil::firstFunc(*module), inputs,
+                            mapProvider(values), reference::Precision::F64);
+    EXPECT_TRUE(mlir::succeeded(r));
+    return mlir::succeeded(r) ? (*r)[0].data[0] : 0.0;
+  };
+  double base = lossOf(0, 0);
+  EXPECT_NEAR(lossOf(0.5, 0) - base, 0.5 * 2, 1e-9);
+  EXPECT_NEAR(lossOf(0, 0.25) - base, 0.25 * std::log(4.0) * std::log(4.0),
+              1e-9);
 }
 
 TEST(Autodiff, RejectsALossThatIsNotAScalar) {

@@ -86,9 +86,10 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
   }
 
   /// Vocabulary-parallel cross-entropy combines its row statistics over
-  /// its group on its own (compute) stream. Two collectives in flight on
-  /// two streams at once can deadlock NCCL (each rank's kernels wait for
-  /// peers that are blocked in the other), so such an instruction first
+  /// its group on its own (compute) stream, as a partitioned expert route
+  /// exchanges its counts and the expert dispatch its rows. Two collectives in
+  /// flight on two streams at once can deadlock NCCL (each rank's kernels wait
+  /// for peers that are blocked in the other), so such an instruction first
   /// waits for everything the comm stream has been given so far: its last
   /// record. Streams run in order, so that covers every earlier collective,
   /// and a later compute wait for a comm record already passed is dropped
@@ -129,6 +130,10 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
         axes = ce.getVocabAxes();
       else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
         axes = grad.getVocabAxes();
+      else if (auto route = dyn_cast<ExpertRouteOp>(op))
+        axes = route.getTokenAxes();
+      else if (auto ragged = dyn_cast<RaggedAllToAllOp>(op))
+        axes = ragged.getAxes();
       if (!axes || axes.empty() || !lastRecorded ||
           commPosition.lookup(*lastRecorded) <= waitedUpTo)
         continue;

@@ -912,16 +912,19 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
                          checkpointRows =
                              optional("checkpoint_rows", Kind::I64),
                          checkpointShape =
-                             optional("checkpoint_shape", Kind::I64Array);
+                             optional("checkpoint_shape", Kind::I64Array),
+                         checkpointStack =
+                             optional("checkpoint_stack", Kind::Str);
     if (failed(pipelineRank) || failed(checkpointRows) ||
-        failed(checkpointShape))
+        failed(checkpointShape) || failed(checkpointStack))
       return nullptr;
     sched::ParamOp::create(
         b, loc, b.getStringAttr(*name), sched::InitKindAttr::get(ctx, *kind),
         scale, *state ? b.getUnitAttr() : UnitAttr(), split,
         TypeAttr::get(*type), cast_if_present<IntegerAttr>(*pipelineRank),
         cast_if_present<IntegerAttr>(*checkpointRows),
-        cast_if_present<DenseI64ArrayAttr>(*checkpointShape));
+        cast_if_present<DenseI64ArrayAttr>(*checkpointShape),
+        cast_if_present<StringAttr>(*checkpointStack));
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();
@@ -1102,6 +1105,8 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
         p["checkpoint_rows"] = *r;
       if (std::optional<ArrayRef<int64_t>> held = param.getCheckpointShape())
         p["checkpoint_shape"] = i64s(*held);
+      if (std::optional<StringRef> stack = param.getCheckpointStack())
+        p["checkpoint_stack"] = *stack;
       params.push_back(std::move(p));
     } else if (auto constant = dyn_cast<sched::ConstantOp>(op)) {
       FailureOr<json::Value> values = constantValues(constant);

@@ -137,6 +137,15 @@ LogicalResult lowerReduceScatter(ReduceScatterOp op, ProgramLowering &l) {
 
 LogicalResult lowerAllToAll(AllToAllOp op, ProgramLowering &l) {
   int64_t g = l.groupSize(op.getAxes());
+  if (!isWeftFloat(op.getInput().getType().getElementType())) {
+    // Integers (an expert route's counts) move as stored, whole blocks.
+    if (op.getSplitDim() != 0 || op.getConcatDim() != 0)
+      return op.emitOpError("exchanges integers only along dimension 0");
+    collective(l, op.getLoc(), sched::CollectiveKind::all_to_all,
+               sched::Reduction::none, l.stored(op.getInput()),
+               l.define(op.getResult()), op.getAxes());
+    return success();
+  }
   Split out = splitOf(cast<ShapedType>(op.getInput().getType()).getShape(),
                       op.getSplitDim(), g);
   Split in = splitOf(cast<ShapedType>(op.getResult().getType()).getShape(),
@@ -152,6 +161,19 @@ LogicalResult lowerAllToAll(AllToAllOp op, ProgramLowering &l) {
              sched::Reduction::none, sent, received, op.getAxes());
   if (!in.contiguous)
     copy(l, op.getLoc(), received, y, in, /*pack=*/false);
+  return success();
+}
+
+// Rows move as f32 (as the kernels around them compute), on the compute
+// stream: it is issued in program order with the expert kernels whose
+// counts it reads.
+LogicalResult lowerRaggedAllToAll(RaggedAllToAllOp op, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  Value x = l.read(op, op.getInput(), /*f32=*/true);
+  sched::RaggedAllToAllOp::create(
+      b, op.getLoc(), x, l.stored(op.getSendSizes()),
+      l.stored(op.getRecvSizes()), l.write(op, op.getResult(), /*f32=*/true),
+      l.mesh(), op.getAxes(), b.getStringAttr("compute"));
   return success();
 }
 
@@ -179,6 +201,7 @@ void populateCollectiveLowerings(LoweringTable &table) {
   addLowering(table, lowerAllGather);
   addLowering(table, lowerReduceScatter);
   addLowering(table, lowerAllToAll);
+  addLowering(table, lowerRaggedAllToAll);
   addLowering(table, lowerSend);
   addLowering(table, lowerRecv);
 }

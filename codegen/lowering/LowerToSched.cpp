@@ -294,7 +294,8 @@ private:
         splitOf(param->getAttrOfType<ShardingAttr>(kShardOfAttr)),
         TypeAttr::get(type), pipelineRankOf(param),
         param->getAttrOfType<IntegerAttr>(kCheckpointRowsAttr),
-        param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr));
+        param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr),
+        param->getAttrOfType<StringAttr>(kCheckpointStackAttr));
     params[name.getValue()] = decl;
     return FlatSymbolRefAttr::get(name);
   }

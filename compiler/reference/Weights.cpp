@@ -29,8 +29,10 @@ safetensorsProvider(func::FuncOp func, const runtime::SafetensorsFile &file) {
     if (auto held =
             param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr))
       stored.assign(held.asArrayRef().begin(), held.asArrayRef().end());
+    auto stack = param->getAttrOfType<StringAttr>(kCheckpointStackAttr);
     absl::StatusOr<std::vector<double>> read =
-        file.parameterValues(name, *dtype, stored);
+        stack ? file.stackedParameterValues(stack.str(), *dtype, stored)
+              : file.parameterValues(name, *dtype, stored);
     if (!read.ok())
       return read.status();
     values->emplace(name, Tensor(shape, std::move(*read)));

@@ -2,9 +2,9 @@
 //
 // Names and layouts follow LlamaForCausalLM and MixtralForCausalLM: nn.Linear
 // weights are [out, in] (so x @ W^T), q/k use rotate_half RoPE on unpermuted
-// weights, each Mixtral expert keeps its own w1/w2/w3 tensors. The experts'
-// weights are stacked in the graph (reshape + concat) so one grouped matmul
-// runs all experts over exactly the rows routed to each. Routing is
+// weights. Mixtral's per-expert w1/w2/w3 tensors are held stacked, one
+// [E, out, in] parameter each, so one grouped matmul runs all experts over
+// exactly the rows routed to each and ep splits them. Routing is
 // dropless unless the config gives a capacity_factor; the load-balancing
 // and z losses are added as the config asks (ModelConfig).
 //
@@ -105,16 +105,21 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
       }
       auto [positions, counts] = g.expertRoute(experts, e, capacity);
       Value slots = g.expertDispatch(flat, positions, rows);
+      // Each weight of the experts is one parameter [E, out, in] that
+      // expert parallelism splits along E (weft.expert_dim); checkpoints
+      // keep Hugging Face's tensor per expert (weft.checkpoint_stack).
       auto stacked = [&](StringRef w, int64_t height, int64_t width) {
-        SmallVector<Value> parts;
-        for (int64_t j = 0; j < e; ++j)
-          parts.push_back(
-              g.reshape(modelParam(g, o,
-                                   moe + ".experts." + std::to_string(j) + "." +
-                                       w.str() + ".weight",
-                                   {height, width}, dtype, weights),
-                        {1, height, width}));
-        return g.concat(parts, 0);
+        Value v = modelParam(g, o, moe + ".experts." + w.str() + ".weight",
+                             {e, height, width}, dtype, weights);
+        Operation *def = v.getDefiningOp();
+        if (auto castOp = dyn_cast<CastOp>(def))
+          def = castOp.getInput().getDefiningOp();
+        Builder b(def->getContext());
+        def->setAttr(
+            kCheckpointStackAttr,
+            b.getStringAttr(moe + ".experts.*." + w.str() + ".weight"));
+        def->setAttr(kExpertDimAttr, b.getI64IntegerAttr(0));
+        return v;
       };
       Value w1 = stacked("w1", f, d), w3 = stacked("w3", f, d),
             w2 = stacked("w2", d, f);

@@ -42,6 +42,10 @@ double ringBytes(Operation *op) {
   if (auto s = dyn_cast<ReduceScatterOp>(op))
     return collectiveSendBytes(Kind::reduce_scatter, bytesOf(s.getInput()),
                                bytesOf(s.getResult()), s.groupSize());
+  // At most: the rows actually routed are known only at run time.
+  if (auto r = dyn_cast<RaggedAllToAllOp>(op))
+    return collectiveSendBytes(Kind::all_to_all, bytesOf(r.getInput()),
+                               bytesOf(r.getResult()), r.groupSize());
   if (auto a = dyn_cast<AllToAllOp>(op))
     return collectiveSendBytes(Kind::all_to_all, bytesOf(a.getInput()),
                                bytesOf(a.getResult()), a.groupSize());

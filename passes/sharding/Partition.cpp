@@ -13,6 +13,15 @@
 // differentiates this program; the collectives' gradient rules make the
 // backward communication.
 //
+// Mixture-of-experts layers are partitioned by hand rather than by factors:
+// the packed rows of an expert dispatch are no block of a global tensor.
+// With the tokens split (dp, ep) each rank routes and dispatches its own
+// tokens (the route agrees on the kept pairs over the token axes); a grouped
+// matmul whose expert weights are split over ep first sends every rank's
+// rows to their experts' ranks (the counts by weft.all_to_all, the rows by
+// weft.ragged_all_to_all), elementwise ops keep them there, and any other
+// use (the combine) brings them home by the inverse exchange.
+//
 // A program that will not be differentiated (the training step, partitioned
 // again for ZeRO-1/2 by weft-partition-optimizer) gets no copy_to_group; there
 // an assign takes its parameter's layout, and an all-reduce whose result is
@@ -287,9 +296,242 @@ private:
     return false;
   }
 
+  /// Rows held at their experts' ranks: how they got there, to go back.
+  struct Exchange {
+    Axes axes;        // The ep axes they crossed.
+    Value homeSizes;  // Rows per expert this rank sent ([E]).
+    Value recvSizes;  // Rows per (source, local expert) it received.
+    int64_t homeRows; // The rows of the buffer they left.
+  };
+
+  /// `rows` (home, with `sizes` rows per expert) sent to the ranks of their
+  /// experts along `axes`; the first grouped matmul that needs it makes it,
+  /// later ones share it.
+  Value exchange(Operation *user, Value rows, Value sizes, const Axes &axes) {
+    Value &cached = exchanges[{rows, axesAttr(axes)}];
+    if (cached)
+      return cached;
+    Location loc = user->getLoc();
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    auto sizesType = cast<RankedTensorType>(sizes.getType());
+    int64_t g = splitCount(mesh, axes), n = rowsType.getDimSize(0);
+    int64_t experts = sizesType.getDimSize(0), local = experts / g;
+    // What one rank can receive: every peer's rows, at most the experts'
+    // capacity, at most min(k, local experts) pairs of each peer's token.
+    int64_t bound = g * n;
+    if (auto route = sizes.getDefiningOp<ExpertRouteOp>()) {
+      ArrayRef<int64_t> idx = route.getIndices().getType().getShape();
+      bound = std::min(bound, g * idx[0] * std::min(idx[1], local));
+      if (std::optional<uint64_t> c = route.getCapacity())
+        bound = std::min(bound, local * static_cast<int64_t>(*c));
+    }
+    bound = std::max<int64_t>(bound, 1);
+    AxisSet varying = layout(sizes).varying;
+    varying.insert(axes.begin(), axes.end());
+    Value recvSizes =
+        AllToAllOp::create(b, loc, sizesType, sizes, meshRef, axesAttr(axes),
+                           b.getI64IntegerAttr(0), b.getI64IntegerAttr(0));
+    layouts[recvSizes] = Layout{DimAxes(1), {}, ReduceKind::Sum, varying};
+    varying.insert(layout(rows).varying.begin(), layout(rows).varying.end());
+    Value recv = RaggedAllToAllOp::create(
+        b, loc,
+        RankedTensorType::get({bound, rowsType.getDimSize(1)},
+                              rowsType.getElementType()),
+        rows, sizes, recvSizes, meshRef, axesAttr(axes),
+        b.getI64IntegerAttr(bound));
+    layouts[recv] = Layout{DimAxes(2), {}, ReduceKind::Sum, varying};
+    exchanged[recv] = Exchange{axes, sizes, recvSizes, n};
+    return cached = recv;
+  }
+
+  /// Rows held at their experts' ranks, sent back home.
+  Value bringHome(Operation *user, Value v) {
+    Value &cached = homes[v];
+    if (cached)
+      return cached;
+    Exchange e = exchanged.find(v)->second;
+    auto type = cast<RankedTensorType>(v.getType());
+    Value home = RaggedAllToAllOp::create(
+        b, user->getLoc(),
+        RankedTensorType::get({e.homeRows, type.getDimSize(1)},
+                              type.getElementType()),
+        v, e.recvSizes, e.homeSizes, meshRef, axesAttr(e.axes),
+        b.getI64IntegerAttr(e.homeRows));
+    layouts[home] = layout(v);
+    return cached = home;
+  }
+
+  /// Brings operand `i` of `op` to `want`, then enters the op's varying
+  /// axes (as the generic rewrite does).
+  FailureOr<Value> operandAs(Operation *op, unsigned i, const DimAxes &want) {
+    return reshard(op, i, op->getOperand(i), want);
+  }
+
+  /// The tokens' axes of [T, ...] value `v` (its dimension 0 split).
+  Axes tokenAxes(Value v) { return layout(v).dims[0]; }
+
+  /// Sets `op`'s operands to `operands`, entering `varying` when
+  /// differentiable.
+  void setOperands(Operation *op, ArrayRef<Value> operands,
+                   const AxisSet &varying) {
+    for (auto [i, v] : llvm::enumerate(operands))
+      op->setOperand(i, differentiable ? enterVarying(op, v, varying) : v);
+  }
+
+  AxisSet varyingOf(ArrayRef<Value> values) {
+    AxisSet varying;
+    for (Value v : values)
+      varying.insert(layout(v).varying.begin(), layout(v).varying.end());
+    return varying;
+  }
+
+  /// expert_route: tokens split as its indices are; the route agrees on
+  /// the kept pairs over those axes (weft.token_axes).
+  LogicalResult rewriteRoute(ExpertRouteOp route) {
+    Axes tokens = tokenAxes(route.getIndices());
+    FailureOr<Value> idx = operandAs(route, 0, DimAxes{tokens, {}});
+    if (failed(idx))
+      return failure();
+    route.getIndicesMutable().assign(*idx);
+    if (!tokens.empty())
+      route->setAttr(kTokenAxesAttr, axesAttr(tokens));
+    AxisSet varying = varyingOf({*idx});
+    define(route.getPositions(), DimAxes{tokens, {}}, varying);
+    define(route.getCounts(), DimAxes(1), varying);
+    return success();
+  }
+
+  /// expert_dispatch: this rank's tokens into its own packed rows, at most
+  /// all of its pairs.
+  LogicalResult rewriteDispatch(ExpertDispatchOp dispatch) {
+    Axes tokens = tokenAxes(dispatch.getPositions());
+    FailureOr<Value> x = operandAs(dispatch, 0, DimAxes{tokens, {}});
+    FailureOr<Value> pos = operandAs(dispatch, 1, DimAxes{tokens, {}});
+    if (failed(x) || failed(pos))
+      return failure();
+    AxisSet varying = varyingOf({*x, *pos});
+    setOperands(dispatch, {*x, *pos}, varying);
+    ArrayRef<int64_t> pairs =
+        cast<RankedTensorType>((*pos).getType()).getShape();
+    int64_t rows = std::min<int64_t>(dispatch.getRows(), pairs[0] * pairs[1]);
+    dispatch.setRows(rows);
+    Value result = dispatch.getResult();
+    auto type = cast<RankedTensorType>(result.getType());
+    result.setType(RankedTensorType::get({rows, type.getDimSize(1)},
+                                         type.getElementType()));
+    layouts[result] = Layout{DimAxes(2), {}, ReduceKind::Sum, varying};
+    return success();
+  }
+
+  /// grouped_matmul: with its experts split over ep, on the rows sent to
+  /// them; otherwise on the rows where they are.
+  LogicalResult rewriteGroupedMatmul(GroupedMatmulOp gm) {
+    Value w = gm.getWeight();
+    Layout wl = layout(w);
+    if (!wl.partial.empty() || !wl.dims[1].empty() || !wl.dims[2].empty())
+      return gm.emitOpError("expert weights may only be split along their "
+                            "experts (ep)");
+    Value x = gm.getInput(), sizes = gm.getSizes();
+    const Axes &ep = wl.dims[0];
+    auto held = exchanged.find(x);
+    if (!ep.empty() && held == exchanged.end()) {
+      x = exchange(gm, x, sizes, ep);
+      held = exchanged.find(x);
+    } else if (ep.empty() && held != exchanged.end()) {
+      x = bringHome(gm, x);
+      held = exchanged.end();
+    }
+    std::optional<Exchange> away;
+    if (held != exchanged.end())
+      away = held->second;
+    if (away) {
+      if (away->axes != ep)
+        return gm.emitOpError("rows sent over one set of axes meet experts "
+                              "split over another");
+      sizes = away->recvSizes;
+    }
+    AxisSet varying = varyingOf({x, w, sizes});
+    setOperands(gm, {x, w, sizes}, varying);
+    Value result = gm.getResult();
+    auto type = cast<RankedTensorType>(result.getType());
+    result.setType(RankedTensorType::get(
+        {cast<RankedTensorType>(x.getType()).getDimSize(0), type.getDimSize(1)},
+        type.getElementType()));
+    layouts[result] = Layout{DimAxes(2), {}, ReduceKind::Sum, varying};
+    if (away)
+      exchanged[result] = *away;
+    return success();
+  }
+
+  /// expert_combine: each rank's tokens from its own rows (brought home).
+  LogicalResult rewriteCombine(ExpertCombineOp combine) {
+    Axes tokens = tokenAxes(combine.getPositions());
+    Value rows = combine.getExpertOutputs();
+    if (exchanged.count(rows))
+      rows = bringHome(combine, rows);
+    FailureOr<Value> w = operandAs(combine, 1, DimAxes{tokens, {}});
+    FailureOr<Value> pos = operandAs(combine, 2, DimAxes{tokens, {}});
+    if (failed(w) || failed(pos))
+      return failure();
+    AxisSet varying = varyingOf({rows, *w, *pos});
+    setOperands(combine, {rows, *w, *pos}, varying);
+    define(combine.getResult(), DimAxes{tokens, {}}, varying);
+    return success();
+  }
+
   LogicalResult rewrite(Operation *op) {
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       return rewriteReturn(ret);
+    if (auto route = dyn_cast<ExpertRouteOp>(op))
+      return rewriteRoute(route);
+    if (auto dispatch = dyn_cast<ExpertDispatchOp>(op))
+      return rewriteDispatch(dispatch);
+    if (auto gm = dyn_cast<GroupedMatmulOp>(op))
+      return rewriteGroupedMatmul(gm);
+    if (auto combine = dyn_cast<ExpertCombineOp>(op))
+      return rewriteCombine(combine);
+    if (isa<ExpertGatherOp, ExpertScatterOp, GroupedMatmulWgradOp,
+            RaggedAllToAllOp>(op) &&
+        llvm::any_of(op->getOperands(),
+                     [&](Value v) { return !layout(v).varying.empty(); }))
+      return op->emitOpError("is not partitioned across ranks (autodiff "
+                             "makes it from a partitioned forward)");
+    // Rows at their experts' ranks stay there through elementwise ops
+    // (SwiGLU between the expert matmuls); anything else takes them home.
+    const Exchange *rowsAway = nullptr;
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto it = exchanged.find(operand.get());
+      if (it == exchanged.end())
+        continue;
+      if (op->hasTrait<OpTrait::Elementwise>())
+        rowsAway = &it->second;
+      else
+        operand.set(bringHome(op, operand.get()));
+    }
+    if (rowsAway)
+      for (Value v : op->getOperands())
+        if (!exchanged.count(v))
+          return op->emitOpError("mixes rows held at their experts' ranks "
+                                 "with rows that are not");
+    Exchange away = rowsAway ? *rowsAway : Exchange();
+    if (failed(rewriteGeneric(op)))
+      return failure();
+    // An elementwise op's local shape is its operands' (packed expert rows
+    // are no block of a global shape the factors could divide).
+    if (op->hasTrait<OpTrait::Elementwise>() && op->getNumOperands() > 0)
+      for (Value r : op->getResults()) {
+        auto type = cast<RankedTensorType>(r.getType());
+        r.setType(RankedTensorType::get(
+            cast<RankedTensorType>(op->getOperand(0).getType()).getShape(),
+            type.getElementType()));
+      }
+    if (rowsAway)
+      for (Value r : op->getResults())
+        exchanged[r] = away;
+    return success();
+  }
+
+  LogicalResult rewriteGeneric(Operation *op) {
     if (auto param = dyn_cast<ParamOp>(op))
       return rewriteParam(param);
     if (auto assign = dyn_cast<AssignOp>(op))
@@ -566,7 +808,10 @@ private:
   OpBuilder b;
   llvm::DenseMap<Value, Layout> layouts;
   llvm::DenseMap<Operation *, ShardingRule> rules;
-  llvm::DenseMap<std::pair<Value, Attribute>, Value> copies, reshards;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> copies, reshards,
+      exchanges;
+  llvm::DenseMap<Value, Exchange> exchanged; // Rows at their experts' ranks.
+  llvm::DenseMap<Value, Value> homes;        // Such rows brought back.
   llvm::DenseSet<Operation *> created;
   llvm::StringMap<DimAxes> paramDims; // How each parameter is held.
 };

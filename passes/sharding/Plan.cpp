@@ -205,7 +205,8 @@ static LogicalResult seedTensorParallel(func::FuncOp forward,
 /// all-gathers the sequence before each column-parallel layer and
 /// reduce-scatters after each row-parallel one.
 static LogicalResult seedSequenceParallel(func::FuncOp forward,
-                                          FlatSymbolRefAttr mesh, int64_t dp,
+                                          FlatSymbolRefAttr mesh,
+                                          ArrayRef<Attribute> batchAxes,
                                           int64_t tp) {
   EmbeddingOp embedding;
   forward.walk([&](EmbeddingOp op) {
@@ -221,8 +222,7 @@ static LogicalResult seedSequenceParallel(func::FuncOp forward,
            << seq << " is not divisible by tp=" << tp << " (sp=on)";
   Builder b(forward.getContext());
   SmallVector<Attribute> dims(3, b.getArrayAttr({}));
-  if (dp > 1)
-    dims[0] = b.getArrayAttr({b.getStringAttr("dp")});
+  dims[0] = b.getArrayAttr(batchAxes);
   dims[1] = b.getArrayAttr({b.getStringAttr("tp")});
   setSharding(
       embedding.getResult(),
@@ -277,14 +277,50 @@ static void seedZero(func::FuncOp forward, FlatSymbolRefAttr mesh, int64_t dp,
   });
 }
 
+/// Expert parallelism: every parameter the model family marked with
+/// `weft.expert_dim` (stacked expert weights) is split over ep along it, so
+/// each rank holds E / ep experts; the partitioner sends each rank's routed
+/// tokens to their experts' ranks and back.
+static LogicalResult seedExpertParallel(func::FuncOp forward,
+                                        FlatSymbolRefAttr mesh, int64_t ep) {
+  Builder b(forward.getContext());
+  bool any = false;
+  WalkResult result = forward.walk([&](ParamOp param) {
+    auto dimAttr = param->getAttrOfType<IntegerAttr>(kExpertDimAttr);
+    if (!dimAttr)
+      return WalkResult::advance();
+    any = true;
+    int64_t dim = dimAttr.getInt();
+    ArrayRef<int64_t> shape = param.getType().getShape();
+    if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) {
+      param.emitError("weft.expert_dim ")
+          << dim << " does not fit the parameter";
+      return WalkResult::interrupt();
+    }
+    if (shape[dim] % ep != 0) {
+      param.emitError("cannot split the ")
+          << shape[dim] << " experts of '" << param.getName()
+          << "' over ep=" << ep << ": ep must divide the experts";
+      return WalkResult::interrupt();
+    }
+    SmallVector<Attribute> dims(shape.size(), b.getArrayAttr({}));
+    dims[dim] = b.getArrayAttr({b.getStringAttr("ep")});
+    setSharding(param.getResult(), ShardingAttr::get(forward.getContext(), mesh,
+                                                     b.getArrayAttr(dims)));
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  if (!any)
+    return forward.emitError("plan axis ep=")
+           << ep << " splits experts, but the model has none";
+  return success();
+}
+
 LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("the model has no @forward function");
-  // Say plainly what is not built yet rather than run a plan half-applied.
-  if (plan.size("ep") > 1)
-    return module.emitError(
-        "plan axis 'ep' is not implemented yet (dp, tp, pp and zero are)");
 
   // Mesh axes major to minor as Megatron-LM orders ranks: pipeline stages
   // outermost, tensor parallelism innermost, so a tp group is consecutive
@@ -309,24 +345,40 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
       tp > 1 && failed(seedTensorParallel(forward, mesh, tp)))
     return failure();
 
-  int64_t dp = plan.size("dp");
-  if (plan.sequenceParallel &&
-      failed(seedSequenceParallel(forward, mesh, dp, plan.size("tp"))))
+  int64_t dp = plan.size("dp"), ep = plan.size("ep");
+  if (ep > 1 && failed(seedExpertParallel(forward, mesh, ep)))
     return failure();
-  if (dp < 2)
+  // The batch is split over dp and ep together (Megatron carves expert
+  // parallelism out of data parallelism): dp major, ep minor.
+  SmallVector<Attribute> batchAxes;
+  for (auto [axis, size] : {std::pair{"dp", dp}, std::pair{"ep", ep}})
+    if (size > 1)
+      batchAxes.push_back(b.getStringAttr(axis));
+  if (plan.sequenceParallel &&
+      failed(seedSequenceParallel(forward, mesh, batchAxes, plan.size("tp"))))
+    return failure();
+  if (batchAxes.empty())
     return success();
-  // Data parallelism: each rank takes batch rows [r*B/dp, (r+1)*B/dp).
+  // Data parallelism: each rank takes batch rows [r*B/n, (r+1)*B/n), r its
+  // coordinate in the dp x ep group.
   for (BlockArgument arg : forward.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!forward.getArgAttr(arg.getArgNumber(), "weft.input") || !type ||
         type.getRank() == 0)
       continue;
-    if (type.getDimSize(0) % dp != 0)
-      return emitError(arg.getLoc(), "batch ")
-             << type.getDimSize(0) << " of input " << arg.getArgNumber()
-             << " is not divisible by dp=" << dp;
+    if (type.getDimSize(0) % (dp * ep) != 0) {
+      InFlightDiagnostic diag = emitError(arg.getLoc(), "batch ")
+                                << type.getDimSize(0) << " of input "
+                                << arg.getArgNumber()
+                                << " is not divisible by ";
+      if (ep > 1)
+        diag << "dp x ep = " << dp * ep;
+      else
+        diag << "dp=" << dp;
+      return diag;
+    }
     SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
-    dims[0] = b.getArrayAttr({b.getStringAttr("dp")});
+    dims[0] = b.getArrayAttr(batchAxes);
     forward.setArgAttr(
         arg.getArgNumber(), kShardingAttr,
         ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));

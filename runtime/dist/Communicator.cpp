@@ -12,6 +12,7 @@
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoall.h"
+#include "gloo/alltoallv.h"
 #include "gloo/barrier.h"
 #include "gloo/math.h"
 #include "gloo/rendezvous/context.h"
@@ -349,16 +350,43 @@ absl::Status Communicator::allGather(const std::vector<std::string> &axes,
   return allGatherOf(axes, in, out, count);
 }
 
-absl::Status Communicator::allToAll(const std::vector<std::string> &axes,
-                                    const float *in, float *out, size_t count) {
+template <typename T>
+absl::Status Communicator::allToAllOf(const std::vector<std::string> &axes,
+                                      const T *in, T *out, size_t count) {
   return collective("all-to-all", axes, [&](const auto &context, uint32_t t) {
     gloo::AlltoallOptions opts(context);
     size_t total = count * static_cast<size_t>(context->size);
-    opts.setInput(const_cast<float *>(in), total);
+    opts.setInput(const_cast<T *>(in), total);
     opts.setOutput(out, total);
     opts.setTag(t);
     opts.setTimeout(timeout);
     gloo::alltoall(opts);
+  });
+}
+
+absl::Status Communicator::allToAll(const std::vector<std::string> &axes,
+                                    const float *in, float *out, size_t count) {
+  return allToAllOf(axes, in, out, count);
+}
+
+absl::Status Communicator::allToAll(const std::vector<std::string> &axes,
+                                    const int32_t *in, int32_t *out,
+                                    size_t count) {
+  return allToAllOf(axes, in, out, count);
+}
+
+absl::Status Communicator::allToAllv(const std::vector<std::string> &axes,
+                                     const float *in,
+                                     const std::vector<int64_t> &sendCounts,
+                                     float *out,
+                                     const std::vector<int64_t> &recvCounts) {
+  return collective("all-to-all-v", axes, [&](const auto &context, uint32_t t) {
+    gloo::AlltoallvOptions opts(context);
+    opts.setInput(const_cast<float *>(in), sendCounts);
+    opts.setOutput(out, recvCounts);
+    opts.setTag(t);
+    opts.setTimeout(timeout);
+    gloo::alltoallv(opts);
   });
 }
 

@@ -102,6 +102,16 @@ public:
   /// `out` holds the blocks received, in group order.
   absl::Status allToAll(const std::vector<std::string> &axes, const float *in,
                         float *out, size_t count);
+  /// The same for i32 (an expert route's counts).
+  absl::Status allToAll(const std::vector<std::string> &axes, const int32_t *in,
+                        int32_t *out, size_t count);
+  /// Variable-length blocks: `in` holds sendCounts[j] elements for member
+  /// j, consecutive in group order, and `out` gets recvCounts[i] from
+  /// member i, consecutive; every member's counts must agree with its
+  /// peers' (Gloo's alltoallv).
+  absl::Status allToAllv(const std::vector<std::string> &axes, const float *in,
+                         const std::vector<int64_t> &sendCounts, float *out,
+                         const std::vector<int64_t> &recvCounts);
   /// Waits for every rank (a barrier on the whole job).
   absl::Status barrier();
 
@@ -123,6 +133,9 @@ public:
 
 private:
   Communicator() = default;
+  template <typename T>
+  absl::Status allToAllOf(const std::vector<std::string> &axes, const T *in,
+                          T *out, size_t count);
   template <typename T>
   absl::Status allGatherOf(const std::vector<std::string> &axes, const T *in,
                            T *out, size_t count);

@@ -51,7 +51,9 @@ absl::Status readBlock(const SafetensorsFile &file, const ParamFill &fill,
   if (!fill.checkpointShape.empty())
     stored = fill.checkpointShape;
   absl::StatusOr<std::vector<double>> values =
-      file.parameterValues(fill.name, dtype, stored);
+      fill.checkpointStack.empty()
+          ? file.parameterValues(fill.name, dtype, stored)
+          : file.stackedParameterValues(fill.checkpointStack, dtype, stored);
   if (!values.ok())
     return values.status();
   // Rows lead in row-major order: the stored rows' flat indices are the

@@ -39,6 +39,9 @@ struct ParamFill {
   /// Or the shape checkpoints hold global in (same elements, same order;
   /// empty: global's).
   std::vector<int64_t> checkpointShape;
+  /// Or the pattern of the names of global's slices along dimension 0
+  /// (empty: one tensor).
+  std::string checkpointStack;
 };
 
 /// Fills every tensor under `seed`, on up to 16 threads (parameters fill

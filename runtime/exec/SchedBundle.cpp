@@ -169,6 +169,7 @@ constexpr Spelling<Op> kOps[] = {
     {"copy", Op::Copy},
     {"fill", Op::Fill},
     {"collective", Op::Collective},
+    {"ragged_all_to_all", Op::RaggedAllToAll},
     {"send", Op::Send},
     {"recv", Op::Recv},
     {"record", Op::Record},
@@ -615,6 +616,19 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
                                  global));
     p.checkpointShape = std::move(held);
   }
+  if (o.has("checkpoint_stack")) {
+    if (p.checkpointRows || p.checkpointShape)
+      return o.fail("field 'checkpoint_stack' excludes 'checkpoint_rows' and "
+                    "'checkpoint_shape'");
+    std::string stack;
+    WEFT_ASSIGN(stack, o.str("checkpoint_stack"));
+    if (p.type.shape.size() < 2 ||
+        std::count(stack.begin(), stack.end(), '*') != 1)
+      return o.fail(absl::StrCat("field 'checkpoint_stack' '", stack,
+                                 "' must name slices of a tensor of rank >= "
+                                 "2 with one '*'"));
+    p.checkpointStack = std::move(stack);
+  }
   WEFT_RETURN_IF_ERROR(o.done());
   if (p.name.empty())
     return o.fail("field 'name' is empty");
@@ -894,6 +908,11 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.hasCounts, o.flag("has_counts"));
     return a;
   }
+  case Op::RaggedAllToAll: {
+    RaggedAttrs a;
+    WEFT_ASSIGN(a.axes, o.strs("axes"));
+    return a;
+  }
   case Op::Send:
   case Op::Recv: {
     PeerAttrs a;
@@ -1040,6 +1059,11 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
       r.push_back({"counts", kReadWrite});
     return r;
   }
+  case Op::RaggedAllToAll:
+    return roles({{"input", kRead},
+                  {"send_sizes", kRead},
+                  {"recv_sizes", kRead},
+                  {"output", kWrite}});
   case Op::Send:
     return roles({{"buffer", kRead}});
   case Op::Recv:
@@ -1800,6 +1824,26 @@ absl::Status checkOperands(const Check &c) {
     return absl::OkStatus();
   case Op::Collective:
     return checkCollective(c, in.as<CollectiveAttrs>());
+  case Op::RaggedAllToAll: { // input, send_sizes, recv_sizes, output
+    WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
+    WEFT_RETURN_IF_ERROR(checkRows(c, 3, c.shape(0)[1]));
+    WEFT_RETURN_IF_ERROR(c.isFloat(0));
+    if (c.dtype(0) != c.dtype(3))
+      return c.fail(absl::StrCat(c.name(3), " holds ", dtypeText(c.dtype(3)),
+                                 ", not ", c.name(0), "'s ",
+                                 dtypeText(c.dtype(0))));
+    int64_t g;
+    WEFT_ASSIGN(g, c.group(in.as<RaggedAttrs>().axes, "axes", true));
+    for (size_t i : {size_t(1), size_t(2)}) {
+      WEFT_RETURN_IF_ERROR(c.isInt(i));
+      WEFT_RETURN_IF_ERROR(c.hasRank(i, 1));
+      if (c.shape(i)[0] % g != 0)
+        return c.fail(absl::StrCat("the group's ", g,
+                                   " members do not divide the ", c.shape(i)[0],
+                                   " segments of ", c.name(i)));
+    }
+    return absl::OkStatus();
+  }
   case Op::Send:
   case Op::Recv:
     return checkPeer(c, in.as<PeerAttrs>());

@@ -83,6 +83,9 @@ struct Param {
   /// Checkpoints hold the global tensor in this shape (same elements, same
   /// order).
   std::optional<std::vector<int64_t>> checkpointShape;
+  /// Checkpoints hold the global tensor [N, ...] as N tensors, slice j
+  /// named by this pattern with `*` replaced by j (stackedName).
+  std::optional<std::string> checkpointStack;
 };
 
 struct Constant {
@@ -158,6 +161,7 @@ enum class Op {
   Copy,
   Fill,
   Collective,
+  RaggedAllToAll,
   Send,
   Recv,
   Record,
@@ -263,6 +267,10 @@ struct CollectiveAttrs {
   std::vector<std::string> axes;
   bool hasCounts = false;
 };
+/// Operands: input, send_sizes, recv_sizes, output.
+struct RaggedAttrs {
+  std::vector<std::string> axes;
+};
 /// send, recv.
 struct PeerAttrs {
   std::string axis;
@@ -280,7 +288,8 @@ using InstructionAttrs =
                  VocabAttrs, RopeAttrs, CrossEntropyAttrs, ReduceAttrs,
                  SoftmaxAttrs, DropoutAttrs, NormGradAttrs, TopKAttrs,
                  TopKGatingAttrs, ExpertRouteAttrs, GroupedMatmulAttrs,
-                 CopyAttrs, FillAttrs, CollectiveAttrs, PeerAttrs, EventAttrs>;
+                 CopyAttrs, FillAttrs, CollectiveAttrs, RaggedAttrs, PeerAttrs,
+                 EventAttrs>;
 
 struct Instruction {
   Op op = Op::Fill;

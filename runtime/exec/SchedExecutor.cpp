@@ -678,14 +678,27 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     if (a.hasCounts)
       return absl::UnimplementedError(
           "variable-length all_to_all (counts) is not on the CPU yet");
-    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
-      return s;
     std::vector<std::string> axes = a.axes;
     int64_t g = mesh_.groupSize(axes);
     Communicator *comm = options_.comm;
     if (g > 1 && !comm)
       return absl::FailedPreconditionError("a collective needs a multi-rank "
                                            "job (weft-run --nproc)");
+    if (a.kind == sched::CollectiveKind::AllToAll && type(0).dtype == I) {
+      // An expert route's counts, exchanged before its rows.
+      if (absl::Status s = needAll({{0, I}, {1, I}}); !s.ok())
+        return s;
+      return Step([=, in = i32(0), out = i32(1),
+                   n = type(0).numElements()]() -> absl::Status {
+        if (g == 1) {
+          std::memmove(out, in, n * sizeof(int32_t));
+          return absl::OkStatus();
+        }
+        return comm->allToAll(axes, in, out, n / g);
+      });
+    }
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
     float *in = f(0), *out = f(1);
     int64_t n = type(0).numElements(), outN = type(1).numElements();
     bool max = a.reduction == sched::Reduction::Max;
@@ -750,6 +763,62 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       });
     }
     return absl::InternalError("unknown collective kind");
+  }
+  case Op::RaggedAllToAll: {
+    if (absl::Status s = needAll({{0, F}, {1, I}, {2, I}, {3, F}}); !s.ok())
+      return s;
+    std::vector<std::string> axes = ins.as<sched::RaggedAttrs>().axes;
+    int64_t g = mesh_.groupSize(axes);
+    Communicator *comm = options_.comm;
+    if (g > 1 && !comm)
+      return absl::FailedPreconditionError("a collective needs a multi-rank "
+                                           "job (weft-run --nproc)");
+    return Step([=, in = f(0), sends = i32(1), recvs = i32(2), out = f(3),
+                 inRows = type(0).shape[0], outRows = type(3).shape[0],
+                 dim = type(0).shape[1], nSend = type(1).numElements(),
+                 nRecv = type(2).numElements()]() -> absl::Status {
+      // Rows per member, checked against both buffers before any moves.
+      auto perMember =
+          [&](const int32_t *sizes, int64_t n, int64_t rows,
+              const char *which) -> absl::StatusOr<std::vector<int64_t>> {
+        std::vector<int64_t> counts(g, 0);
+        int64_t total = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          if (sizes[i] < 0)
+            return absl::OutOfRangeError(
+                absl::StrCat(what, ": ", which, " size ", sizes[i], " at ", i,
+                             " is negative"));
+          counts[i / (n / g)] += int64_t(sizes[i]) * dim;
+          total += sizes[i];
+        }
+        if (total > rows)
+          return absl::OutOfRangeError(
+              absl::StrCat(what, ": the ", which, " sizes add up to ", total,
+                           " rows, more than the ", rows, " the buffer holds"));
+        return counts;
+      };
+      absl::StatusOr<std::vector<int64_t>> send =
+          perMember(sends, nSend, inRows, "send");
+      if (!send.ok())
+        return send.status();
+      absl::StatusOr<std::vector<int64_t>> recv =
+          perMember(recvs, nRecv, outRows, "receive");
+      if (!recv.ok())
+        return recv.status();
+      int64_t received = 0;
+      for (int64_t c : *recv)
+        received += c;
+      std::fill(out + received, out + outRows * dim, 0.0f);
+      if (g == 1) {
+        if ((*send)[0] != received)
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ": sends ", (*send)[0],
+                           " elements to itself but expects ", received));
+        std::memmove(out, in, received * sizeof(float));
+        return absl::OkStatus();
+      }
+      return comm->allToAllv(axes, in, *send, out, *recv);
+    });
   }
   case Op::Send:
   case Op::Recv: {
@@ -830,7 +899,8 @@ ParamFill SchedExecutor::blockOf(size_t k, std::vector<float> &wide) {
           mesh_.blockStart(rank(), p.type.shape, split),
           data,
           p.checkpointRows.value_or(-1),
-          p.checkpointShape.value_or(std::vector<int64_t>())};
+          p.checkpointShape.value_or(std::vector<int64_t>()),
+          p.checkpointStack.value_or(std::string())};
 }
 
 void SchedExecutor::narrow(size_t k, const std::vector<float> &wide) {

@@ -898,6 +898,10 @@ absl::Status Translator::run() {
   case Op::Recv:
     return absl::UnimplementedError(
         "point-to-point transfers are not in the GPU runtime yet");
+  case Op::RaggedAllToAll:
+    return absl::UnimplementedError(
+        "expert-parallel exchanges (ragged_all_to_all) are not in the GPU "
+        "runtime yet");
   case Op::Record:
   case Op::Wait: {
     GpuLaunch &l = push(ins.op == Op::Record ? GpuLaunch::Kind::Record

@@ -233,6 +233,29 @@ SafetensorsFile::parameterValues(const std::string &name, DType dtype,
   return finiteDoubles(*t);
 }
 
+std::string stackedName(const std::string &pattern, int64_t j) {
+  std::string name = pattern;
+  size_t star = name.find('*');
+  if (star != std::string::npos)
+    name.replace(star, 1, std::to_string(j));
+  return name;
+}
+
+absl::StatusOr<std::vector<double>> SafetensorsFile::stackedParameterValues(
+    const std::string &pattern, DType dtype,
+    const std::vector<int64_t> &shape) const {
+  std::vector<int64_t> piece(shape.begin() + 1, shape.end());
+  std::vector<double> values;
+  for (int64_t j = 0; j < shape[0]; ++j) {
+    absl::StatusOr<std::vector<double>> slice =
+        parameterValues(stackedName(pattern, j), dtype, piece);
+    if (!slice.ok())
+      return slice.status();
+    values.insert(values.end(), slice->begin(), slice->end());
+  }
+  return values;
+}
+
 absl::Status
 writeSafetensors(const std::string &path,
                  const std::vector<TensorToWrite> &tensors,

@@ -68,6 +68,11 @@ public:
   absl::StatusOr<std::vector<double>>
   parameterValues(const std::string &name, DType dtype,
                   const std::vector<int64_t> &shape) const;
+  /// The same for a parameter of `shape` [N, ...] stored as N tensors [...]
+  /// named stackedName(pattern, j), concatenated.
+  absl::StatusOr<std::vector<double>>
+  stackedParameterValues(const std::string &pattern, DType dtype,
+                         const std::vector<int64_t> &shape) const;
 
 private:
   std::string label_;
@@ -76,6 +81,9 @@ private:
   std::vector<TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
 };
+
+/// Slice j's name under a checkpoint_stack pattern: its `*` replaced by j.
+std::string stackedName(const std::string &pattern, int64_t j);
 
 /// A tensor to write: values are rounded to `dtype` on the way out.
 struct TensorToWrite {

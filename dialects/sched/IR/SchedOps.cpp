@@ -261,6 +261,15 @@ LogicalResult ParamOp::verify() {
       return emitOpError("checkpoint_shape holds ")
              << stored << " elements, but the global tensor has " << global;
   }
+  if (std::optional<StringRef> stack = getCheckpointStack()) {
+    if (getCheckpointRows() || getCheckpointShape())
+      return emitOpError("takes checkpoint_stack alone, without "
+                         "checkpoint_rows or checkpoint_shape");
+    if (type.getShape().size() < 2 || stack->count('*') != 1)
+      return emitOpError("checkpoint_stack '")
+             << *stack
+             << "' must name slices of a tensor of rank >= 2 with one '*'";
+  }
   return success();
 }
 
@@ -1466,6 +1475,41 @@ LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return counts(getKind() == CollectiveKind::all_to_all ? in : in / g, out);
   }
   llvm_unreachable("unknown collective");
+}
+
+LogicalResult RaggedAllToAllOp::verify() {
+  if (failed(hasRank(*this, getInput(), "input", 2)) ||
+      failed(hasRank(*this, getOutput(), "output", 2)))
+    return failure();
+  for (auto [v, name] : {std::pair{getSendSizes(), "send_sizes"},
+                         std::pair{getRecvSizes(), "recv_sizes"}})
+    if (failed(isIntBuffer(*this, v, name)) ||
+        failed(hasRank(*this, v, name, 1)))
+      return failure();
+  if (bufferOf(getInput()).getShape()[1] !=
+          bufferOf(getOutput()).getShape()[1] ||
+      bufferOf(getInput()).getElementType() !=
+          bufferOf(getOutput()).getElementType())
+    return emitOpError("output rows must be the input's: ")
+           << bufferOf(getInput()) << " and " << bufferOf(getOutput());
+  return success();
+}
+
+LogicalResult
+RaggedAllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MeshOp mesh;
+  if (failed(verifyMeshRef(*this, symbols, getMeshAttr(), mesh)))
+    return failure();
+  FailureOr<int64_t> group = groupSize(*this, mesh, getAxes());
+  if (failed(group))
+    return failure();
+  for (auto [v, name] : {std::pair{getSendSizes(), "send_sizes"},
+                         std::pair{getRecvSizes(), "recv_sizes"}})
+    if (bufferOf(v).getNumElements() % *group != 0)
+      return emitOpError("the group's ")
+             << *group << " members do not divide the "
+             << bufferOf(v).getNumElements() << " segments of " << name;
+  return success();
 }
 
 namespace {

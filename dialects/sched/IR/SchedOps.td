@@ -124,7 +124,10 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     divides it): saved without it, loaded with zeros in it.
     `checkpoint_shape`: checkpoints hold the global tensor in this shape,
     the same elements in the same order (GPT-2's c_attn [d, 3d] held as
-    [d, 3, d] for tp to split by heads). Programs read
+    [d, 3, d] for tp to split by heads). `checkpoint_stack`: checkpoints
+    hold the global tensor [N, ...] as N tensors [...], slice j named by
+    the pattern with its `*` replaced by j (Mixtral's stacked experts).
+    Programs read
     it with `sched.get` and write its next value with `sched.assign`.
 
     ```mlir
@@ -138,7 +141,8 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
                        TypeAttrOf<Sched_Buffer>:$type,
                        OptionalAttr<Sched_I64Attr>:$pipeline_rank,
                        OptionalAttr<Sched_I64Attr>:$checkpoint_rows,
-                       OptionalAttr<DenseI64ArrayAttr>:$checkpoint_shape);
+                       OptionalAttr<DenseI64ArrayAttr>:$checkpoint_shape,
+                       OptionalAttr<StrAttr>:$checkpoint_stack);
   let assemblyFormat = [{
     $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
     attr-dict `:` $type
@@ -808,6 +812,35 @@ def Sched_CollectiveOp : Sched_Instr<"collective", [
     (`counts` `(` $counts^ `:` type($counts) `)`)?
     `over` $mesh $axes (`on` $stream^)? attr-dict `:` type($input) `->`
     type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Sched_RaggedAllToAllOp : Sched_Instr<"ragged_all_to_all", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "exchange row segments of variable length over a group";
+  let description = [{
+    `weft.ragged_all_to_all` over the G ranks of the group of `axes`:
+    `input` [N, D] holds consecutive segments of `send_sizes` [G·a] rows
+    (i32), segment i for member i / a; `output` [M, D] gets the segments of
+    `recv_sizes` [G·b], segment i from member i / b, packed in that order,
+    and zeros after them. Sizes that overrun either buffer fail the step;
+    a member's sends must match what its peers expect.
+
+    ```mlir
+    sched.ragged_all_to_all %rows, %counts, %recv -> %out over @mesh ["ep"]
+        : !sched.buffer<32x64xf32>, !sched.buffer<8xi32>,
+          !sched.buffer<8xi32> -> !sched.buffer<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Sched_In:$input, Sched_In:$send_sizes,
+                       Sched_In:$recv_sizes, Sched_Out:$output,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $input `,` $send_sizes `,` $recv_sizes `->` $output `over` $mesh $axes
+    (`on` $stream^)? attr-dict `:` type($input) `,` type($send_sizes) `,`
+    type($recv_sizes) `->` type($output)
   }];
   let hasVerifier = 1;
 }

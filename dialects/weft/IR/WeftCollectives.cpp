@@ -95,6 +95,7 @@ WEFT_GROUP_SIZE(CopyToGroupOp)
 WEFT_GROUP_SIZE(AllGatherOp)
 WEFT_GROUP_SIZE(ReduceScatterOp)
 WEFT_GROUP_SIZE(AllToAllOp)
+WEFT_GROUP_SIZE(RaggedAllToAllOp)
 WEFT_GROUP_SIZE(ShardSliceOp)
 #undef WEFT_GROUP_SIZE
 
@@ -130,6 +131,34 @@ LogicalResult AllToAllOp::verify() {
   if (failed(checkDim(*this, getInput(), getSplitDim(), "split")))
     return failure();
   return checkDim(*this, getInput(), getConcatDim(), "concat");
+}
+
+LogicalResult RaggedAllToAllOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() != 2 || out.getRank() != 2 ||
+      in.getDimSize(1) != out.getDimSize(1) ||
+      out.getDimSize(0) != static_cast<int64_t>(getRows()))
+    return emitOpError("wants input [N, D] and result [rows, D] with rows = ")
+           << getRows() << ", got " << in << " and " << out;
+  if (getSendSizes().getType().getRank() != 1 ||
+      getRecvSizes().getType().getRank() != 1)
+    return emitOpError("send and receive sizes must be vectors");
+  return success();
+}
+
+LogicalResult
+RaggedAllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(lookupGroup(*this, symbols, getMeshAttr(), getAxesAttr())))
+    return failure();
+  int64_t g = groupSize();
+  for (auto [name, sizes] : {std::pair{"send", getSendSizes()},
+                             std::pair{"receive", getRecvSizes()}}) {
+    int64_t n = sizes.getType().getDimSize(0);
+    if (g > 0 && n % g != 0)
+      return emitOpError("the group's ") << g << " members do not divide the "
+                                         << n << " " << name << " segments";
+  }
+  return success();
 }
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -231,6 +260,14 @@ Grads AllToAllOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
                                getMeshAttr(), getAxesAttr(), getConcatDimAttr(),
                                getSplitDimAttr());
   return SmallVector<Value>{g};
+}
+
+Grads RaggedAllToAllOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Value g = RaggedAllToAllOp::create(
+      b, getLoc(), getInput().getType(), rg.front(), getRecvSizes(),
+      getSendSizes(), getMeshAttr(), getAxesAttr(),
+      b.getI64IntegerAttr(getInput().getType().getDimSize(0)));
+  return SmallVector<Value>{g, Value(), Value()};
 }
 
 Grads ShardSliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

@@ -75,6 +75,9 @@ inline constexpr const char *kTokenAxesAttr = "weft.token_axes";
 inline constexpr const char *kShardOfAttr = "weft.shard_of";
 inline constexpr const char *kZeroShardAttr = "weft.zero_shard";
 inline constexpr const char *kTpDimAttr = "weft.tp_dim";
+/// On a weft.param: its dimension of experts, which expert parallelism
+/// splits over ep (the frontends set it on stacked expert weights).
+inline constexpr const char *kExpertDimAttr = "weft.expert_dim";
 inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
 inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
@@ -85,6 +88,11 @@ inline constexpr const char *kCheckpointRowsAttr = "weft.checkpoint_rows";
 /// order): GPT-2's fused c_attn [d, 3d] held as [d, 3, d] so that tp splits
 /// it by heads.
 inline constexpr const char *kCheckpointShapeAttr = "weft.checkpoint_shape";
+/// On a weft.param [N, ...]: checkpoints hold it as N tensors [...], slice
+/// j named by this pattern with its `*` replaced by j (Mixtral's experts
+/// stacked into one parameter that ep splits, stored per expert as
+/// Hugging Face does).
+inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";

@@ -199,13 +199,43 @@ def Weft_AllToAllOp : Weft_CollectiveOp<"all_to_all", [Pure]> {
         : tensor<8x16x64xf32> -> tensor<2x64x64xf32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+  let arguments = (ins Weft_Tensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$split_dim,
                        I64Attr:$concat_dim);
-  let results = (outs Weft_FloatTensor:$result);
+  let results = (outs Weft_Tensor:$result);
   let assemblyFormat = [{
     $input `over` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
     `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_RaggedAllToAllOp : Weft_CollectiveOp<"ragged_all_to_all", [Pure]> {
+  let summary = "exchange row segments of variable length (MoE dispatch)";
+  let description = [{
+    Over the G ranks of the group of `axes`: `input` is [N, D] rows in
+    consecutive segments of `send_sizes` [G·a] rows each (i32), segment i
+    going to member i / a; `recv_sizes` [G·b] are the segments this rank
+    receives, segment i from member i / b, which the result [rows, D] holds
+    in that order, packed, with zeros after them. What a member sends must
+    be what its peer expects (the expert-parallel dispatch exchanges its
+    counts first, with a `weft.all_to_all`). Gradient: the same exchange
+    of the result's gradient with the two sizes swapped, into N rows.
+
+    ```mlir
+    %r = weft.ragged_all_to_all %rows, %counts, %recv over @mesh ["ep"]
+        rows = 64 : tensor<32x64xf32>, tensor<8xi32>, tensor<8xi32>
+        -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$input, Weft_IntTensor:$send_sizes,
+                       Weft_IntTensor:$recv_sizes, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$rows);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $send_sizes `,` $recv_sizes `over` $mesh $axes `rows` `=`
+    $rows attr-dict `:` type($input) `,` type($send_sizes) `,`
+    type($recv_sizes) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -860,7 +890,8 @@ def Weft_CrossEntropyOp : Weft_Op<"cross_entropy",
   let hasVerifier = 1;
 }
 
-def Weft_OneHotOp : Weft_Op<"one_hot", [Pure]> {
+def Weft_OneHotOp : Weft_Op<"one_hot", [Pure,
+    DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "one-hot encode integers";
   let description = [{
     `indices` is [N...]; the result is [N..., C] with result[n, c] = 1 if
@@ -899,6 +930,7 @@ def Weft_TopKOp : Weft_Op<"topk", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceM
 
 def Weft_TopKGatingOp : Weft_Op<"topk_gating",
     [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+     DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "top-k expert routing (Mixtral / GShard)";
   let description = [{

@@ -139,6 +139,23 @@ ShardingRule ReduceMeanOp::getShardingRule() {
 ShardingRule LayerNormOp::getShardingRule() { return rowwise(getInput(), 2); }
 ShardingRule RMSNormOp::getShardingRule() { return rowwise(getInput(), 1); }
 
+/// Routing is per token: the tokens split, the experts stay whole.
+ShardingRule TopKGatingOp::getShardingRule() {
+  ShardingRule rule = rowwise(getLogits(), 0);
+  rule.results.push_back(rule.results.front());
+  return rule;
+}
+
+/// Every index is its own row; the classes stay whole.
+ShardingRule OneHotOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> dims = rule.addFactors(shapeOf(getIndices()));
+  rule.operands.push_back(dims);
+  dims.push_back(ShardingRule::kWhole);
+  rule.results.push_back(dims);
+  return rule;
+}
+
 ShardingRule MatmulOp::getShardingRule() {
   // Batch dims, then m, n and the contracted k (a reduction: splitting it,
   // as Megatron's row-parallel layers do, leaves partial sums).

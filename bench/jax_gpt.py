@@ -68,10 +68,12 @@ def loss_fn(params, tokens, labels, n_head):
     return -jnp.take_along_axis(logp, labels[..., None], axis=-1).mean()
 
 
-def make_step(n_head, lr=1e-3, b1=0.9, b2=0.95, eps=1e-8, wd=0.1, clip=1.0):
+def make_adamw(loss, lr=1e-3, b1=0.9, b2=0.95, eps=1e-8, wd=0.1, clip=1.0):
+    """A jitted AdamW step (global-norm clipping, decay on matrices) of
+    `loss(params, tokens, labels)`; jax_moe.py shares it."""
     @jax.jit
     def step(params, m, v, t, tokens, labels):
-        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, labels, n_head)
+        value, grads = jax.value_and_grad(loss)(params, tokens, labels)
         leaves = jax.tree_util.tree_leaves(grads)
         norm = jnp.sqrt(sum(jnp.sum(g * g) for g in leaves))
         scale = jnp.minimum(1.0, clip / (norm + 1e-6))
@@ -83,8 +85,12 @@ def make_step(n_head, lr=1e-3, b1=0.9, b2=0.95, eps=1e-8, wd=0.1, clip=1.0):
             decay = wd if p.ndim >= 2 else 0.0
             return p * (1 - lr * decay) - lr * (m / bc1) / (jnp.sqrt(v / bc2) + eps)
         params = jax.tree_util.tree_map(update, params, m, v)
-        return params, m, v, loss, norm
+        return params, m, v, value, norm
     return step
+
+
+def make_step(n_head):
+    return make_adamw(lambda p, x, y: loss_fn(p, x, y, n_head))
 
 
 def main():

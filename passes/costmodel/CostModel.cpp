@@ -212,6 +212,29 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
                       " over " + joined(c.axes))
                          .str();
       })
+      // Grouped GEMMs and the expert exchange move as many rows as routing
+      // sends at run time: costed at their buffers' rows, the most they can.
+      .Case([&](sched::GroupedMatmulOp g) {
+        ArrayRef<int64_t> x = cast<sched::BufferType>(g.getInput().getType())
+                                  .getShape(),
+                          out = cast<sched::BufferType>(g.getOut().getType())
+                                    .getShape();
+        c.flops = 2.0 * x[0] * x[1] * out[1];
+        c.flopType = "f32";
+      })
+      .Case([&](sched::GroupedMatmulWgradOp g) {
+        ArrayRef<int64_t> out =
+            cast<sched::BufferType>(g.getOut().getType()).getShape();
+        double rows =
+            cast<sched::BufferType>(g.getLhs().getType()).getShape()[0];
+        c.flops = 2.0 * rows * out[1] * out[2];
+        c.flopType = "f32";
+      })
+      .Case([&](sched::RaggedAllToAllOp r) {
+        c.communicates = true;
+        c.axes = axesOf(r.getAxes());
+        c.category = "ragged_all_to_all over " + joined(c.axes);
+      })
       .Case<sched::SendOp, sched::RecvOp>([&](auto p) {
         c.communicates = true;
         c.axes = {p.getAxis().str()};
@@ -290,6 +313,12 @@ FailureOr<ProgramEstimate> estimateProgram(sched::ProgramOp program,
       seconds += roofline(p.bytes, p.flops);
     if (c.communicates) {
       GroupShape group = groupShape(mesh, c.axes, topology.devicesPerNode);
+      if (auto r = dyn_cast<sched::RaggedAllToAllOp>(op)) {
+        c.linkBytes = collectiveSendBytes(sched::CollectiveKind::all_to_all,
+                                          bytesOf(r.getInput()),
+                                          bytesOf(r.getOutput()), group.size);
+        c.linkSteps = group.size <= 1 ? 0 : group.size - 1;
+      }
       if (auto coll = dyn_cast<sched::CollectiveOp>(op)) {
         c.linkBytes =
             collectiveSendBytes(coll.getKind(), bytesOf(coll.getInput()),

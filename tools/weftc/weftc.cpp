@@ -519,10 +519,10 @@ int runCompile(MLIRContext &context) {
     if (!parsed)
       return fail(toString(parsed.takeError()));
     plan = std::move(*parsed);
-    // Without --batch, one sequence per data-parallel rank and
-    // micro-batch.
+    // Without --batch, one sequence per data-parallel rank (dp x ep:
+    // expert parallelism splits the batch too) and micro-batch.
     if (batchSize.getNumOccurrences() == 0)
-      batchSize = plan.size("dp") * plan.microbatches;
+      batchSize = plan.size("dp") * plan.size("ep") * plan.microbatches;
   }
   // The programs run on one micro-batch: the model is built at its size
   // (a .mlir model is written at it).
@@ -531,12 +531,15 @@ int runCompile(MLIRContext &context) {
                         "equal micro-batches",
                         batchSize, plan.microbatches)
                     .str());
-  if (plan.microbatches > 1 &&
-      (batchSize / plan.microbatches) % plan.size("dp") != 0)
+  if (int64_t groups = plan.size("dp") * plan.size("ep");
+      plan.microbatches > 1 && (batchSize / plan.microbatches) % groups != 0)
     return fail(formatv("--batch {0} in microbatches={1} makes micro-batches "
-                        "of {2} sequence(s), which dp={3} does not divide",
+                        "of {2} sequence(s), which {3} does not divide",
                         batchSize, plan.microbatches,
-                        batchSize / plan.microbatches, plan.size("dp"))
+                        batchSize / plan.microbatches,
+                        plan.size("ep") > 1
+                            ? formatv("dp x ep = {0}", groups).str()
+                            : formatv("dp={0}", groups).str())
                     .str());
   // At most 2^20: a multiple past any vocabulary is a typo.
   if (vocabDivisibleBy < 1 || vocabDivisibleBy > (1 << 20))

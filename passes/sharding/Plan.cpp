@@ -137,8 +137,6 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
     return fail("plan: zero=" + Twine(plan.zero) +
                 " shards over dp, which needs dp >= 2");
   if (plan.size("pp") > 1) {
-    if (plan.size("ep") > 1)
-      return fail("plan: pp with ep is not implemented yet");
     if (plan.schedule == "interleaved" && plan.chunks < 2)
       return fail("plan: schedule=interleaved needs virtual=V with V >= 2 "
                   "virtual stages per rank");

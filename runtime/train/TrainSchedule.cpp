@@ -52,11 +52,11 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
       }
     size_t stashIn = scalars ? 0 : in.size() - rates;
     for (size_t i = rates; i < in.size() && !scalars; ++i)
-      if (in[i].type.dtype != DType::F32)
+      if (in[i].type.dtype != DType::F32 && in[i].type.dtype != DType::I32)
         return fail("program '" + p.name + "' takes stashed input " +
                     std::to_string(i - rates) + " of dtype " +
                     sched::dtypeText(in[i].type.dtype) +
-                    "; stashes between programs are f32 only yet");
+                    "; stashes between programs are f32 or i32 only yet");
     steps.takesTokens[run.programIndex] = ids;
     steps.takesRates[run.programIndex] = scalars;
     steps.stashInputs[run.programIndex] = static_cast<int64_t>(stashIn);

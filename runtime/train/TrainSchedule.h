@@ -24,6 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
+#include <cmath>
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -87,6 +89,7 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
     }
     std::pair<int64_t, int64_t> key{run.microbatch, run.chunk};
     std::vector<std::vector<float>> stash;
+    std::deque<std::vector<int32_t>> stashIds; // Stable for `inputs`.
     if (steps.stashInputs[p] > 0) {
       auto it = kept.find(key);
       if (it == kept.end() ||
@@ -100,9 +103,24 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
       kept.erase(it);
       const auto &in = exec.bundle().programs[p].inputs;
       size_t first = in.size() - stash.size();
-      for (size_t i = 0; i < stash.size(); ++i)
-        inputs.push_back(
-            {in[first + i].type.shape, DType::F32, stash[i].data()});
+      for (size_t i = 0; i < stash.size(); ++i) {
+        const sched::TensorType &type = in[first + i].type;
+        if (type.dtype != DType::I32) {
+          inputs.push_back({type.shape, DType::F32, stash[i].data()});
+          continue;
+        }
+        // Routing positions and counts travel as the f32 the executor's
+        // outputs decode to, exact below 2^24.
+        std::vector<int32_t> &ids = stashIds.emplace_back(stash[i].size());
+        for (size_t j = 0; j < ids.size(); ++j) {
+          if (!(std::fabs(stash[i][j]) < 16777216.0f))
+            return absl::OutOfRangeError(absl::StrCat(
+                "program '", run.program, "': stashed i32 input ", i,
+                " holds ", stash[i][j], ", past the 2^24 a stash keeps"));
+          ids[j] = static_cast<int32_t>(stash[i][j]);
+        }
+        inputs.push_back({type.shape, DType::I32, ids.data()});
+      }
     }
     // Where this rank stands in the schedule, so that a receive or
     // collective that times out says which entry each rank was at.

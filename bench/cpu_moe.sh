@@ -5,7 +5,8 @@
 # against the same model in JAX on one device (jit, experts as
 # jax.lax.ragged_dot), same global batch, sequence and dtype, in one run.
 #
-#   bench/cpu_moe.sh [build-dir]      (after `make build`; JAX as cpu_train.sh)
+#   bench/cpu_moe.sh [build-dir]      (after `make build`; JAX as cpu_train.sh;
+#                                     MOE_SEQ sets the sequence, default 128)
 #
 # Prints a table of median step time and tokens/s.
 set -euo pipefail
@@ -13,7 +14,7 @@ BUILD=${1:-build}
 OUT="$BUILD/bench-moe"
 source "$(dirname "$0")/common.sh"
 CONFIG=examples/configs/mixtral-tiny.json
-SEQ=${SEQ:-128}
+SEQ=${MOE_SEQ:-128} # Mixtral-tiny has 128 positions.
 bench_setup "$BUILD" "$OUT"
 
 weft() { # plan nproc threads label

@@ -254,8 +254,6 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_scales"] = static_cast<bool>(gemm.getScaleA());
   } else if (auto scratch = dyn_cast<sched::ScratchOpInterface>(op)) {
     out["has_scratch"] = static_cast<bool>(scratch.getScratch());
-  } else if (auto collective = dyn_cast<sched::CollectiveOp>(op)) {
-    out["has_counts"] = static_cast<bool>(collective.getCounts());
   } else if (auto copy = dyn_cast<sched::CopyOp>(op); copy && copy.getMesh()) {
     out["by_rank"] = json::Object{{"axes", strings(*copy.getRankAxes())},
                                   {"step", *copy.getRankStep()}};

@@ -58,8 +58,8 @@ void collective(ProgramLowering &l, Location loc, sched::CollectiveKind kind,
   OpBuilder &b = l.builder();
   sched::CollectiveOp::create(
       b, loc, sched::CollectiveKindAttr::get(l.context(), kind),
-      sched::ReductionAttr::get(l.context(), reduction), in, out, Value(),
-      l.mesh(), axes, b.getStringAttr("compute"));
+      sched::ReductionAttr::get(l.context(), reduction), in, out, l.mesh(),
+      axes, b.getStringAttr("compute"));
 }
 
 int64_t elementsOf(Value v) {

@@ -905,7 +905,6 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.kind, o.choice("kind", kCollectives));
     WEFT_ASSIGN(a.reduction, o.choice("reduction", kReductions));
     WEFT_ASSIGN(a.axes, o.strs("axes"));
-    WEFT_ASSIGN(a.hasCounts, o.flag("has_counts"));
     return a;
   }
   case Op::RaggedAllToAll: {
@@ -1053,12 +1052,8 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     return roles({{"source", kRead}, {"dest", kWrite}});
   case Op::Fill:
     return roles({{"dest", kWrite}});
-  case Op::Collective: {
-    std::vector<Role> r = roles({{"input", kRead}, {"output", kWrite}});
-    if (in.as<CollectiveAttrs>().hasCounts)
-      r.push_back({"counts", kReadWrite});
-    return r;
-  }
+  case Op::Collective:
+    return roles({{"input", kRead}, {"output", kWrite}});
   case Op::RaggedAllToAll:
     return roles({{"input", kRead},
                   {"send_sizes", kRead},
@@ -1624,8 +1619,6 @@ absl::Status checkCollective(const Check &c, const CollectiveAttrs &a) {
     return c.fail(absl::StrCat("changes the element type from ",
                                dtypeText(c.dtype(0)), " to ",
                                dtypeText(c.dtype(1))));
-  if (a.hasCounts && a.kind != CollectiveKind::AllToAll)
-    return c.fail("field 'has_counts': takes counts only as an all_to_all");
   int64_t g;
   WEFT_ASSIGN(g, c.group(a.axes, "axes", true));
   int64_t in = c.elements(0), out = c.elements(1);
@@ -1650,10 +1643,6 @@ absl::Status checkCollective(const Check &c, const CollectiveAttrs &a) {
     if (in % g != 0)
       return c.fail(absl::StrCat(c.name(0), ": ", in,
                                  " elements do not split into ", g, " blocks"));
-    if (a.hasCounts && (c.dtype(2) != DType::I64 || c.elements(2) != g))
-      return c.fail(absl::StrCat(c.name(2), " must be ", g,
-                                 " i64 (one per member), not ",
-                                 typeText(c.type(2))));
     return expect(a.kind == CollectiveKind::AllToAll ? in : in / g);
   }
   return absl::OkStatus();
@@ -2550,6 +2539,21 @@ absl::Status checkMeta(const SchedBundle &b) {
 constexpr int64_t kMaxCheckedRanks = 4096;
 constexpr int64_t kMaxCheckedEvents = int64_t(1) << 24;
 
+/// The group an instruction communicates over, or null: a collective's, an
+/// expert exchange's, a partitioned route's and a vocabulary-parallel
+/// cross-entropy's (which combine over their groups themselves).
+const std::vector<std::string> *groupOf(const Instruction &ins) {
+  if (const auto *c = std::get_if<CollectiveAttrs>(&ins.attrs))
+    return &c->axes;
+  if (const auto *r = std::get_if<RaggedAttrs>(&ins.attrs))
+    return &r->axes;
+  if (const auto *r = std::get_if<ExpertRouteAttrs>(&ins.attrs))
+    return r->tokenAxes.empty() ? nullptr : &r->tokenAxes;
+  if (const auto *ce = std::get_if<CrossEntropyAttrs>(&ins.attrs))
+    return ce->vocabAxes.empty() ? nullptr : &ce->vocabAxes;
+  return nullptr;
+}
+
 /// Proves the train schedule's point-to-point transfers and collectives
 /// meet: every rank's sequence (its coordinate's) is walked as the runtime
 /// walks it; sends post at once, a receive waits for the matching send
@@ -2577,8 +2581,8 @@ absl::Status checkTransfers(const SchedBundle &b) {
   std::vector<int64_t> talks(b.programs.size(), 0);
   for (size_t p = 0; p < b.programs.size(); ++p)
     for (const Instruction &ins : b.programs[p].instructions)
-      talks[p] += ins.op == Op::Send || ins.op == Op::Recv ||
-                  std::holds_alternative<CollectiveAttrs>(ins.attrs);
+      talks[p] +=
+          ins.op == Op::Send || ins.op == Op::Recv || groupOf(ins) != nullptr;
   int64_t total = 0;
   for (const Sequence &q : train->sequences)
     for (const Run &run : q.runs)
@@ -2600,12 +2604,12 @@ absl::Status checkTransfers(const SchedBundle &b) {
                                mesh.neighbour(r, a.axis, a.delta), a.tag,
                                p.buffers[ins.operands[0]].type.bytes(), nullptr,
                                "", i});
-        } else if (const auto *c = std::get_if<CollectiveAttrs>(&ins.attrs)) {
+        } else if (const std::vector<std::string> *axes = groupOf(ins)) {
           // A group is its axes and its first member.
           events[r].push_back(
-              {Event::Collective, 0, 0, 0, &c->axes,
-               absl::StrCat(absl::StrJoin(c->axes, ","), "@",
-                            mesh.groupMembers(r, c->axes).front()),
+              {Event::Collective, 0, 0, 0, axes,
+               absl::StrCat(absl::StrJoin(*axes, ","), "@",
+                            mesh.groupMembers(r, *axes).front()),
                i});
         }
       }

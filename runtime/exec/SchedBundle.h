@@ -265,7 +265,6 @@ struct CollectiveAttrs {
   CollectiveKind kind = CollectiveKind::AllReduce;
   Reduction reduction = Reduction::None;
   std::vector<std::string> axes;
-  bool hasCounts = false;
 };
 /// Operands: input, send_sizes, recv_sizes, output.
 struct RaggedAttrs {

@@ -211,9 +211,14 @@ TEST(EmulatedGpu, Gpt2TinyBf16TrainsLikeTheCpu) {
 TEST(EmulatedGpu, LlamaTinyBf16TrainsLikeTheCpu) {
   checkTraining("llama-tiny", "bf16", 1e-2);
 }
-// Mixture of experts: top-k gating, capacity slots, dispatch and combine.
+// Mixture of experts: top-k gating, the route, dispatch, the grouped
+// matmuls and combine; dropless, and with a capacity that drops pairs
+// (and the router losses).
 TEST(EmulatedGpu, MixtralTinyF32TrainsLikeTheCpu) {
   checkTraining("mixtral-tiny", "f32", 1e-4);
+}
+TEST(EmulatedGpu, MixtralTinyWithCapacityTrainsLikeTheCpu) {
+  checkTraining("mixtral-tiny-capacity", "f32", 1e-4);
 }
 TEST(EmulatedGpu, Gpt2TinyF32WithFlashAttentionTrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 1e-4, /*flash=*/true);

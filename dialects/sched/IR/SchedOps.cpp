@@ -1430,8 +1430,6 @@ LogicalResult CollectiveOp::verify() {
     return emitOpError("changes the element type from ")
            << bufferOf(getInput()).getElementType() << " to "
            << bufferOf(getOutput()).getElementType();
-  if (getCounts() && getKind() != CollectiveKind::all_to_all)
-    return emitOpError("takes counts only as an all_to_all");
   return success();
 }
 
@@ -1466,12 +1464,6 @@ LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &symbols) {
     if (in % g != 0)
       return emitOpError() << in << " elements do not split into " << g
                            << " blocks";
-    if (getCounts()) {
-      BufferType c = bufferOf(getCounts());
-      if (!c.getElementType().isInteger(64) || c.getNumElements() != g)
-        return emitOpError("counts must be ")
-               << g << " i64 (one per member), not " << c;
-    }
     return counts(getKind() == CollectiveKind::all_to_all ? in : in / g, out);
   }
   llvm_unreachable("unknown collective");

@@ -790,10 +790,9 @@ def Sched_CollectiveOp : Sched_Instr<"collective", [
     - `reduce_scatter`: out (n / G) = block r of the reduction, r the
       rank's position in the group.
     - `all_to_all`: in and out of n = G·c elements; block j of a member's
-      in goes to member j, where it is block i (i the sender). With
-      `counts` (i64, G entries: how many elements of each block are real)
-      the blocks are of variable length up to c and the receiver's counts
-      are written back into `counts` (dropless MoE exchanges counts first).
+      in goes to member j, where it is block i (i the sender). Any element
+      type (an expert route's i32 counts move as stored); blocks of
+      variable length are `sched.ragged_all_to_all`.
     `reduction` is `sum`, `max` or `mean` for all_reduce and
     reduce_scatter and `none` otherwise. Element types are equal.
 
@@ -804,13 +803,10 @@ def Sched_CollectiveOp : Sched_Instr<"collective", [
   }];
   let arguments = (ins Sched_CollectiveKind:$kind, Sched_Reduction:$reduction,
                        Sched_In:$input, Sched_Out:$output,
-                       Sched_OptionalInOut:$counts,
                        FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
-    $kind $reduction $input `->` $output
-    (`counts` `(` $counts^ `:` type($counts) `)`)?
-    `over` $mesh $axes (`on` $stream^)? attr-dict `:` type($input) `->`
+    $kind $reduction $input `->` $output `over` $mesh $axes (`on` $stream^)? attr-dict `:` type($input) `->`
     type($output)
   }];
   let hasVerifier = 1;

@@ -2204,16 +2204,6 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 // -----
 
-sched.mesh @mesh axes ["dp"] sizes [2]
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<8xf32>, %c: !sched.buffer<2xi64>):
-  // expected-error @+1 {{'sched.collective' op takes counts only as an all_to_all}}
-  sched.collective all_reduce sum %x -> %x counts(%c : !sched.buffer<2xi64>) over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
-  sched.return []
-}
-
-// -----
-
 sched.param @w init(zeros) : !sched.buffer<8xf32>
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<8xf32>):
@@ -2279,26 +2269,6 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<8xf32>):
   // expected-error @+1 {{'sched.collective' op reduce_scatter over a group of 2 from 8 elements needs an output of 4, not 8}}
   sched.collective reduce_scatter mean %x -> %x over @mesh ["dp"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.mesh @mesh axes ["ep"] sizes [2]
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xf32>, %c: !sched.buffer<2xi32>):
-  // expected-error @+1 {{'sched.collective' op counts must be 2 i64 (one per member), not '!sched.buffer<2xi32>'}}
-  sched.collective all_to_all none %x -> %y counts(%c : !sched.buffer<2xi32>) over @mesh ["ep"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
-  sched.return []
-}
-
-// -----
-
-sched.mesh @mesh axes ["ep"] sizes [2]
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xf32>, %c: !sched.buffer<4xi64>):
-  // expected-error @+1 {{'sched.collective' op counts must be 2 i64 (one per member), not '!sched.buffer<4xi64>'}}
-  sched.collective all_to_all none %x -> %y counts(%c : !sched.buffer<4xi64>) over @mesh ["ep"] : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
   sched.return []
 }
 

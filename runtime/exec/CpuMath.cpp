@@ -465,7 +465,7 @@ void topk(const float *x, int64_t rows, int64_t n, int64_t k, bool gating,
 absl::Status expertRoute(const int32_t *ids, int64_t tokens, int64_t k,
                          int64_t experts, int64_t capacity, int64_t groupSize,
                          int64_t groupRank, const GatherCounts &gather,
-                         int32_t *positions, int32_t *counts,
+                         int32_t *positions, int32_t *counts, int64_t *routed,
                          const char *what) {
   // This rank's pairs per (choice, expert), then every member's.
   size_t cells = static_cast<size_t>(k * experts);
@@ -488,6 +488,9 @@ absl::Status expertRoute(const int32_t *ids, int64_t tokens, int64_t k,
   // choice j + 1, and within a choice the members in order. `before` is
   // how many of expert e's pairs the group visits before this rank's
   // choice-j pairs.
+  if (routed)
+    for (size_t i = 0; i < all.size(); ++i)
+      routed[i % experts] += all[i];
   std::vector<int64_t> before(cells, 0);
   for (int64_t e = 0; e < experts; ++e) {
     int64_t earlierChoices = 0; // Every member's pairs of choices < j.

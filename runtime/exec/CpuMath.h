@@ -140,10 +140,13 @@ using GatherCounts =
 /// weft.expert_route over `ids` [tokens, k] for member `groupRank` of a
 /// token group of `groupSize` (1: one rank; `gather` then unused):
 /// `positions` [tokens, k] and `counts` [experts]. capacity 0: dropless.
+/// `routed` (if given, [experts]) is increased by the pairs the whole
+/// group routed to each expert, dropped ones included.
 absl::Status expertRoute(const int32_t *ids, int64_t tokens, int64_t k,
                          int64_t experts, int64_t capacity, int64_t groupSize,
                          int64_t groupRank, const GatherCounts &gather,
-                         int32_t *positions, int32_t *counts, const char *what);
+                         int32_t *positions, int32_t *counts, int64_t *routed,
+                         const char *what);
 
 /// How rows move between routing pairs (t, j) and packed rows.
 enum class ExpertMove {

@@ -587,11 +587,14 @@ SchedExecutor::bindInstruction(const sched::Program &program,
                                                           size_t n) {
       return comm->allGather(axes, mine, all, n);
     };
+    int64_t *routed =
+        routed_.emplace_back(type(2).numElements(), int64_t(0)).data();
     return Step([=, ids = i32(0), positions = i32(1), counts = i32(2),
                  tokens = type(0).shape[0], k = type(0).shape[1],
                  experts = type(2).numElements(), capacity = a.capacity] {
       return cpu::expertRoute(ids, tokens, k, experts, capacity, groupSize,
-                              groupRank, gather, positions, counts, what);
+                              groupRank, gather, positions, counts, routed,
+                              what);
     });
   }
   case Op::ExpertDispatch:
@@ -1021,6 +1024,13 @@ SchedExecutor::output(const std::string &name, const std::string &out) const {
     }
   return absl::NotFoundError(
       absl::StrCat("program ", name, " has no output '", out, "'"));
+}
+
+std::vector<std::vector<int64_t>> SchedExecutor::takeRoutedPairs() {
+  std::vector<std::vector<int64_t>> out(routed_.begin(), routed_.end());
+  for (std::vector<int64_t> &r : routed_)
+    std::fill(r.begin(), r.end(), 0);
+  return out;
 }
 
 absl::StatusOr<float>

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -110,6 +111,12 @@ public:
   absl::StatusOr<std::vector<float>> gatherOutput(const std::string &program,
                                                   const std::string &name);
 
+  /// Per expert_route instruction this rank runs (in the bundle's program
+  /// order), the pairs its whole token group routed to each expert since the
+  /// last call, dropped ones included; the counters restart. On the CPU
+  /// only (empty on a GPU).
+  std::vector<std::vector<int64_t>> takeRoutedPairs();
+
   const sched::SchedBundle &bundle() const { return bundle_; }
   /// Where the programs run: "cpu", or the GPU's name and architecture.
   std::string device() const;
@@ -135,6 +142,9 @@ private:
   void *library_ = nullptr; // dlopen handle of kernels.cpu.
   std::vector<std::unique_ptr<Bytes>> params_, constants_;
   std::map<std::string, std::unique_ptr<Bound>> programs_;
+  /// Per expert_route instruction, pairs routed to each expert (a deque:
+  /// the routes' steps keep pointers into it).
+  std::deque<std::vector<int64_t>> routed_;
   /// The GPU half; parameters then live on the device between runs, and
   /// these say which copy is newer.
   std::unique_ptr<GpuBackend> gpu_;

@@ -52,15 +52,17 @@ std::string progressText(const StepReport &r, int64_t total, bool tty) {
 
 std::string metricsLine(const StepReport &r, int64_t ranks,
                         const std::vector<int64_t> &peakMemoryBytes) {
-  return nlohmann::json{{"step", r.step},
-                        {"loss", r.loss},
-                        {"grad_norm", r.gradNorm},
-                        {"lr", r.lr},
-                        {"tokens_per_s", r.tokens / r.seconds},
-                        {"step_s", r.seconds},
-                        {"ranks", ranks},
-                        {"peak_memory_bytes", peakMemoryBytes}}
-      .dump();
+  nlohmann::json line{{"step", r.step},
+                      {"loss", r.loss},
+                      {"grad_norm", r.gradNorm},
+                      {"lr", r.lr},
+                      {"tokens_per_s", r.tokens / r.seconds},
+                      {"step_s", r.seconds},
+                      {"ranks", ranks},
+                      {"peak_memory_bytes", peakMemoryBytes}};
+  if (!r.expertPairs.empty())
+    line["expert_pairs"] = r.expertPairs;
+  return line.dump();
 }
 
 } // namespace weft::runtime

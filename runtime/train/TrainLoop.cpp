@@ -94,6 +94,10 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.lr = lr;
   report.seconds = seconds;
   report.tokens = globalBatch * globalSeq;
+  for (std::vector<int64_t> &pairs : executor.takeRoutedPairs())
+    if (std::any_of(pairs.begin(), pairs.end(),
+                    [](int64_t n) { return n > 0; }))
+      report.expertPairs.push_back(std::move(pairs));
   if (!std::isfinite(report.loss))
     return absl::InternalError(absl::StrCat("step ", n,
                                             ": the loss is not finite (",

@@ -23,6 +23,10 @@ struct StepReport {
   double lr = 0;
   double seconds = 0;
   int64_t tokens = 0;
+  /// Per MoE layer this rank routes (its expert_route instructions in
+  /// program order), the (token, choice) pairs the step sent to each
+  /// expert, dropped ones included: the distribution of routing decisions.
+  std::vector<std::vector<int64_t>> expertPairs;
 };
 
 class TrainLoop {

@@ -357,7 +357,8 @@ private:
                               type.getElementType()),
         v, e.recvSizes, e.homeSizes, meshRef, axesAttr(e.axes),
         b.getI64IntegerAttr(e.homeRows));
-    layouts[home] = layout(v);
+    Layout l = layout(v); // Copied first: inserting may move the map.
+    layouts[home] = std::move(l);
     return cached = home;
   }
 

@@ -622,7 +622,7 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
                     "'checkpoint_shape'");
     std::string stack;
     WEFT_ASSIGN(stack, o.str("checkpoint_stack"));
-    if (p.type.shape.size() < 2 ||
+    if (p.type.shape.size() < 2 || p.type.shape[0] < 1 ||
         std::count(stack.begin(), stack.end(), '*') != 1)
       return o.fail(absl::StrCat("field 'checkpoint_stack' '", stack,
                                  "' must name slices of a tensor of rank >= "

@@ -244,6 +244,10 @@ std::string stackedName(const std::string &pattern, int64_t j) {
 absl::StatusOr<std::vector<double>> SafetensorsFile::stackedParameterValues(
     const std::string &pattern, DType dtype,
     const std::vector<int64_t> &shape) const {
+  if (shape.empty() || std::count(pattern.begin(), pattern.end(), '*') != 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        label_, ": checkpoint_stack '", pattern,
+        "' must name the slices of a tensor of rank >= 1 with one '*'"));
   std::vector<int64_t> piece(shape.begin() + 1, shape.end());
   std::vector<double> values;
   for (int64_t j = 0; j < shape[0]; ++j) {

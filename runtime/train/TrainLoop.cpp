@@ -71,11 +71,19 @@ TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
 absl::StatusOr<StepReport> TrainLoop::step() {
   int64_t n = steps + 1;
   sampler.fill(n, globalTokens.data(), globalLabels.data());
-  forEachInBlock({batch, seq}, {globalBatch, globalSeq}, start,
-                 [&](int64_t i, int64_t g) {
-                   tokens[i] = globalTokens[g];
-                   labels[i] = globalLabels[g];
-                 });
+  // Micro-batch j is rows [j B/M, (j+1) B/M) of the step's global batch on
+  // every plan, each rank taking its block of it: the same tokens meet in
+  // one micro-batch whatever the ranks (a MoE model routes, and caps, each
+  // micro-batch on its own).
+  int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
+  for (int64_t j = 0; j < m; ++j)
+    forEachInBlock({rows, seq}, {globalRows, globalSeq},
+                   {start[0] / m, start[1]}, [&](int64_t i, int64_t g) {
+                     tokens[j * rows * seq + i] =
+                         globalTokens[j * globalRows * globalSeq + g];
+                     labels[j * rows * seq + i] =
+                         globalLabels[j * globalRows * globalSeq + g];
+                   });
   float lr = static_cast<float>(schedule.at(n)),
         stepNumber = static_cast<float>(n);
   auto start = std::chrono::steady_clock::now();

@@ -851,7 +851,7 @@ GroupedMatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                              " and sizes [G], got ", shapeStr(x->getShape()),
                              ", ", shapeStr(w->getShape()), ", ",
                              shapeStr(sizes->getShape()));
-  if (sizes->getDimSize(0) % w->getDimSize(0) != 0)
+  if (w->getDimSize(0) < 1 || sizes->getDimSize(0) % w->getDimSize(0) != 0)
     return emitOptionalError(loc, "grouped_matmul: the ", w->getDimSize(0),
                              " experts do not divide the ",
                              sizes->getDimSize(0), " groups");

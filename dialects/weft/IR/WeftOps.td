@@ -996,8 +996,10 @@ def Weft_ExpertDispatchOp : Weft_Op<"expert_dispatch",
     `input` is [T, D] tokens, `positions` [T, k] the rows
     `weft.expert_route` gave their pairs. The result is [N, D] with N =
     `rows`: row positions[t, j] holds token t; rows no pair names, and the
-    pairs of dropped (-1) positions, are zero. A position outside [-1, N),
-    or two pairs on one row, is an error at run time.
+    pairs of dropped (-1) positions, are zero. A position outside [-1, N)
+    is an error at run time, and so is two pairs on one row (checked by the
+    CPU runtime and the evaluator; the GPU's kernel assumes positions from
+    `weft.expert_route`, which never repeat a row).
 
     ```mlir
     %d = weft.expert_dispatch %x, %pos rows = 32

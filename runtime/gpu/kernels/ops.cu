@@ -750,7 +750,7 @@ extern "C" __global__ void weft_grouped_matmul_wgrad(
   for (long i = weft_thread(); i < experts * p * q; i += weft_stride()) {
     long e = i / (p * q), row = i % (p * q) / q, col = i % q, start = 0;
     float acc = 0.0f;
-    for (long g = 0; g < groups; ++g) {
+    for (long g = 0; g < groups && sizes[g] >= 0; ++g) {
       long end = start + sizes[g];
       if (g % experts == e)
         for (long r = start; r < end && r < n; ++r)

@@ -832,3 +832,11 @@ func.func @params() {
   %c = weft.param "b" init(zeros) : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @grouped_zero_experts(%x: tensor<4x8xf32>, %w: tensor<0x8x8xf32>, %c: tensor<4xi32>) {
+  // expected-error @+1 {{grouped_matmul: the 0 experts do not divide the 4 groups}}
+  %0 = weft.grouped_matmul %x, %w, %c : tensor<4x8xf32>, tensor<0x8x8xf32>, tensor<4xi32>
+  return
+}

@@ -215,10 +215,9 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
       // Grouped GEMMs and the expert exchange move as many rows as routing
       // sends at run time: costed at their buffers' rows, the most they can.
       .Case([&](sched::GroupedMatmulOp g) {
-        ArrayRef<int64_t> x = cast<sched::BufferType>(g.getInput().getType())
-                                  .getShape(),
-                          out = cast<sched::BufferType>(g.getOut().getType())
-                                    .getShape();
+        ArrayRef<int64_t>
+            x = cast<sched::BufferType>(g.getInput().getType()).getShape(),
+            out = cast<sched::BufferType>(g.getOut().getType()).getShape();
         c.flops = 2.0 * x[0] * x[1] * out[1];
         c.flopType = "f32";
       })

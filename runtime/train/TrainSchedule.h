@@ -115,8 +115,8 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
         for (size_t j = 0; j < ids.size(); ++j) {
           if (!(std::fabs(stash[i][j]) < 16777216.0f))
             return absl::OutOfRangeError(absl::StrCat(
-                "program '", run.program, "': stashed i32 input ", i,
-                " holds ", stash[i][j], ", past the 2^24 a stash keeps"));
+                "program '", run.program, "': stashed i32 input ", i, " holds ",
+                stash[i][j], ", past the 2^24 a stash keeps"));
           ids[j] = static_cast<int32_t>(stash[i][j]);
         }
         inputs.push_back({type.shape, DType::I32, ids.data()});

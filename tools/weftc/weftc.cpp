@@ -533,14 +533,13 @@ int runCompile(MLIRContext &context) {
                     .str());
   if (int64_t groups = plan.size("dp") * plan.size("ep");
       plan.microbatches > 1 && (batchSize / plan.microbatches) % groups != 0)
-    return fail(formatv("--batch {0} in microbatches={1} makes micro-batches "
-                        "of {2} sequence(s), which {3} does not divide",
-                        batchSize, plan.microbatches,
-                        batchSize / plan.microbatches,
-                        plan.size("ep") > 1
-                            ? formatv("dp x ep = {0}", groups).str()
-                            : formatv("dp={0}", groups).str())
-                    .str());
+    return fail(
+        formatv("--batch {0} in microbatches={1} makes micro-batches "
+                "of {2} sequence(s), which {3} does not divide",
+                batchSize, plan.microbatches, batchSize / plan.microbatches,
+                plan.size("ep") > 1 ? formatv("dp x ep = {0}", groups).str()
+                                    : formatv("dp={0}", groups).str())
+            .str());
   // At most 2^20: a multiple past any vocabulary is a typo.
   if (vocabDivisibleBy < 1 || vocabDivisibleBy > (1 << 20))
     return fail(formatv("--make-vocab-size-divisible-by must be from 1 to "

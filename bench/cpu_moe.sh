@@ -17,17 +17,8 @@ CONFIG=examples/configs/mixtral-tiny.json
 SEQ=${MOE_SEQ:-128} # Mixtral-tiny has 128 positions.
 bench_setup "$BUILD" "$OUT"
 
-weft() { # plan nproc threads label
-  local bundle="$OUT/bundle-$4"
-  "$BUILD/bin/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" \
-    ${1:+--plan $1} -o "$bundle" 2>/dev/null
-  rm -f "$OUT/$4.jsonl"
-  OPENBLAS_NUM_THREADS=$3 "$BUILD/bin/weft-run" --nproc "$2" "$bundle" \
-    --data "$OUT/data.bin" --tokenizer bytes --steps $((STEPS + 2)) \
-    --metrics "$OUT/$4.jsonl" 2>/dev/null
-}
-weft "" 1 2 weft1
-weft "ep=2" 2 1 weft2
+weft_bench "" 1 2 weft1
+weft_bench "ep=2" 2 1 weft2
 "$VENV/bin/python" bench/jax_moe.py --config "$CONFIG" --batch "$BATCH" \
   --seq "$SEQ" --steps "$STEPS" > "$OUT/jax1.json"
 

@@ -89,6 +89,19 @@ def make_adamw(loss, lr=1e-3, b1=0.9, b2=0.95, eps=1e-8, wd=0.1, clip=1.0):
     return step
 
 
+def time_steps(step, params, m, v, tokens, labels, warmup, steps):
+    """Runs `step` warmup + steps times; the median time of the last
+    `steps` and the final loss."""
+    times = []
+    for t in range(1, warmup + steps + 1):
+        start = time.perf_counter()
+        params, m, v, loss, norm = step(params, m, v, t, tokens, labels)
+        loss.block_until_ready()
+        if t > warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times), float(loss)
+
+
 def make_step(n_head):
     return make_adamw(lambda p, x, y: loss_fn(p, x, y, n_head))
 
@@ -121,17 +134,11 @@ def main():
         whole = NamedSharding(mesh, PartitionSpec())
         tokens, labels = jax.device_put(tokens, split), jax.device_put(labels, split)
         params, m, v = (jax.device_put(x, whole) for x in (params, m, v))
-    times = []
-    for t in range(1, args.warmup + args.steps + 1):
-        start = time.perf_counter()
-        params, m, v, loss, norm = step(params, m, v, t, tokens, labels)
-        loss.block_until_ready()
-        if t > args.warmup:
-            times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    median, loss = time_steps(step, params, m, v, tokens, labels,
+                              args.warmup, args.steps)
     print(json.dumps({"median_step_s": median,
                       "tokens_per_s": args.batch * args.seq / median,
-                      "loss": float(loss), "jax": jax.__version__,
+                      "loss": loss, "jax": jax.__version__,
                       "devices": str(jax.devices())}))
 
 

@@ -12,13 +12,11 @@ usage: jax_moe.py --config mixtral-tiny.json --batch 8 --seq 128 --steps 5
 import argparse
 import json
 import math
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
 
-from jax_gpt import make_adamw
+from jax_gpt import make_adamw, time_steps
 
 
 def init(c, key):
@@ -113,17 +111,11 @@ def main():
     step = make_adamw(lambda p, x, y: loss_fn(p, x, y, config))
     data = jax.random.randint(key, (args.batch, args.seq + 1), 0, config["vocab_size"])
     tokens, labels = data[:, :-1], data[:, 1:]
-    times = []
-    for t in range(1, args.warmup + args.steps + 1):
-        start = time.perf_counter()
-        params, m, v, loss, norm = step(params, m, v, t, tokens, labels)
-        loss.block_until_ready()
-        if t > args.warmup:
-            times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    median, loss = time_steps(step, params, m, v, tokens, labels,
+                              args.warmup, args.steps)
     print(json.dumps({"median_step_s": median,
                       "tokens_per_s": args.batch * args.seq / median,
-                      "loss": float(loss), "jax": jax.__version__}))
+                      "loss": loss, "jax": jax.__version__}))
 
 
 if __name__ == "__main__":

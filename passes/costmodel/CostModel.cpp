@@ -219,7 +219,8 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
             x = cast<sched::BufferType>(g.getInput().getType()).getShape(),
             out = cast<sched::BufferType>(g.getOut().getType()).getShape();
         c.flops = 2.0 * x[0] * x[1] * out[1];
-        c.flopType = "f32";
+        c.flopType = flopTypeOf(
+            cast<sched::BufferType>(g.getInput().getType()).getElementType());
       })
       .Case([&](sched::GroupedMatmulWgradOp g) {
         ArrayRef<int64_t> out =
@@ -227,7 +228,8 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
         double rows =
             cast<sched::BufferType>(g.getLhs().getType()).getShape()[0];
         c.flops = 2.0 * rows * out[1] * out[2];
-        c.flopType = "f32";
+        c.flopType = flopTypeOf(
+            cast<sched::BufferType>(g.getLhs().getType()).getElementType());
       })
       .Case([&](sched::RaggedAllToAllOp r) {
         c.communicates = true;

@@ -362,8 +362,8 @@ private:
     return cached = home;
   }
 
-  /// Brings operand `i` of `op` to `want`, then enters the op's varying
-  /// axes (as the generic rewrite does).
+  /// Operand `i` of `op` brought to `want` (setOperands enters the op's
+  /// varying axes after).
   FailureOr<Value> operandAs(Operation *op, unsigned i, const DimAxes &want) {
     return reshard(op, i, op->getOperand(i), want);
   }

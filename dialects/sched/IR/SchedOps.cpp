@@ -89,6 +89,17 @@ LogicalResult verifyMeshRef(Operation *op, SymbolTableCollection &symbols,
   return success();
 }
 
+/// The size of the group of `axes` of the mesh `name` refers to, both
+/// checked.
+FailureOr<int64_t> referencedGroupSize(Operation *op,
+                                       SymbolTableCollection &symbols,
+                                       FlatSymbolRefAttr name, ArrayAttr axes) {
+  MeshOp mesh;
+  if (failed(verifyMeshRef(op, symbols, name, mesh)))
+    return failure();
+  return groupSize(op, mesh, axes);
+}
+
 LogicalResult sameShape(Operation *op, Value a, StringRef aName, Value b,
                         StringRef bName) {
   if (bufferOf(a).getShape() != bufferOf(b).getShape())
@@ -1402,10 +1413,8 @@ LogicalResult CopyOp::verify() {
 LogicalResult CopyOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!getMesh())
     return success();
-  MeshOp mesh;
-  if (failed(verifyMeshRef(*this, symbols, getMeshAttr(), mesh)))
-    return failure();
-  FailureOr<int64_t> group = groupSize(*this, mesh, *getRankAxes());
+  FailureOr<int64_t> group =
+      referencedGroupSize(*this, symbols, getMeshAttr(), *getRankAxes());
   if (failed(group))
     return failure();
   std::optional<int64_t> extra = llvm::checkedMul(*group - 1, *getRankStep());
@@ -1434,10 +1443,8 @@ LogicalResult CollectiveOp::verify() {
 }
 
 LogicalResult CollectiveOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  MeshOp mesh;
-  if (failed(verifyMeshRef(*this, symbols, getMeshAttr(), mesh)))
-    return failure();
-  FailureOr<int64_t> group = groupSize(*this, mesh, getAxes());
+  FailureOr<int64_t> group =
+      referencedGroupSize(*this, symbols, getMeshAttr(), getAxes());
   if (failed(group))
     return failure();
   int64_t g = *group, in = bufferOf(getInput()).getNumElements(),
@@ -1489,10 +1496,8 @@ LogicalResult RaggedAllToAllOp::verify() {
 
 LogicalResult
 RaggedAllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  MeshOp mesh;
-  if (failed(verifyMeshRef(*this, symbols, getMeshAttr(), mesh)))
-    return failure();
-  FailureOr<int64_t> group = groupSize(*this, mesh, getAxes());
+  FailureOr<int64_t> group =
+      referencedGroupSize(*this, symbols, getMeshAttr(), getAxes());
   if (failed(group))
     return failure();
   for (auto [v, name] : {std::pair{getSendSizes(), "send_sizes"},

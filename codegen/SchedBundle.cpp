@@ -254,6 +254,14 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_scales"] = static_cast<bool>(gemm.getScaleA());
   } else if (auto scratch = dyn_cast<sched::ScratchOpInterface>(op)) {
     out["has_scratch"] = static_cast<bool>(scratch.getScratch());
+    if (auto attention = dyn_cast<sched::AttentionOp>(op))
+      out["has_positions"] = static_cast<bool>(attention.getQueryPositions());
+    if (auto grad = dyn_cast<sched::AttentionGradOp>(op)) {
+      out["has_positions"] = static_cast<bool>(grad.getQueryPositions());
+      out["has_lse_grad"] = static_cast<bool>(grad.getLseGrad());
+    }
+  } else if (auto rope = dyn_cast<sched::RopeOp>(op)) {
+    out["has_positions"] = static_cast<bool>(rope.getPositions());
   } else if (auto copy = dyn_cast<sched::CopyOp>(op); copy && copy.getMesh()) {
     out["by_rank"] = json::Object{{"axes", strings(*copy.getRankAxes())},
                                   {"step", *copy.getRankStep()}};
@@ -277,11 +285,14 @@ FailureOr<json::Object> writeProgram(sched::ProgramOp program) {
     buffers.push_back(std::move(entry));
   };
   std::optional<ArrayAttr> inputSplit = program.getInputSplit();
+  std::optional<ArrayRef<int64_t>> inputChunks = program.getInputChunks();
   for (BlockArgument arg : body.getArguments()) {
     json::Object input = typed(cast<sched::BufferType>(arg.getType()));
     if (inputSplit)
       input["split"] =
           splitOf(cast<ArrayAttr>((*inputSplit)[arg.getArgNumber()]));
+    if (inputChunks && (*inputChunks)[arg.getArgNumber()])
+      input["sequence_chunks"] = (*inputChunks)[arg.getArgNumber()];
     inputs.push_back(std::move(input));
     define(arg, json::Object{{"kind", "input"},
                              {"index", int64_t(arg.getArgNumber())}});
@@ -579,12 +590,13 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
   auto program = sched::ProgramOp::create(
       b, loc, b.getStringAttr(*name), b.getI64IntegerAttr(*arena),
       b.getI64IntegerAttr(*align), b.getI64IntegerAttr(*events),
-      cast<ArrayAttr>(*streamNames), ArrayAttr());
+      cast<ArrayAttr>(*streamNames), ArrayAttr(), DenseI64ArrayAttr());
   Block *body = new Block();
   program.getBody().push_back(body);
   b.setInsertionPointToEnd(body);
 
   SmallVector<Attribute> inputSplit;
+  SmallVector<int64_t> inputChunks;
   bool anySplit = false;
   for (auto [i, input] : llvm::enumerate(*inputs)) {
     std::string at = llvm::formatv("{0}, input {1}", where, i).str();
@@ -595,6 +607,7 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
     if (failed(type))
       return failure();
     body->addArgument(*type, loc);
+    inputChunks.push_back(o->getInteger("sequence_chunks").value_or(0));
     if (const json::Value *split = o->get("split")) {
       FailureOr<ArrayAttr> dims = splitAttr(split, at);
       if (failed(dims))
@@ -607,6 +620,8 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
   }
   if (anySplit)
     program.setInputSplitAttr(b.getArrayAttr(inputSplit));
+  if (llvm::any_of(inputChunks, [](int64_t c) { return c != 0; }))
+    program.setInputChunksAttr(b.getDenseI64ArrayAttr(inputChunks));
 
   SmallVector<Value> values;
   for (auto [i, buffer] : llvm::enumerate(*buffers)) {
@@ -760,6 +775,22 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
                             "has_scales say");
       attrs.set("operandSegmentSizes",
                 b.getDenseI32ArrayAttr({1, 1, 1, bias, aux, scales, scales}));
+    } else if (opName == "sched.attention" ||
+               opName == "sched.attention_grad") {
+      bool grad = opName == "sched.attention_grad";
+      int32_t positions = flag("has_positions"), lseGrad = flag("has_lse_grad"),
+              scratch = flag("has_scratch");
+      size_t fixed = grad ? 9 : 5;
+      if (n != fixed + 2 * positions + lseGrad + scratch)
+        return fail(at, "has " + Twine(n) +
+                            " operands, not what has_positions, "
+                            "has_lse_grad and has_scratch say");
+      SmallVector<int32_t> sizes(fixed, 1);
+      sizes.append({positions, positions});
+      if (grad)
+        sizes.push_back(lseGrad);
+      sizes.push_back(scratch);
+      attrs.set("operandSegmentSizes", b.getDenseI32ArrayAttr(sizes));
     }
     std::optional<bool> hasScratch = o->getBoolean("has_scratch");
     bool mayHaveScratch = info->hasInterface<sched::ScratchOpInterface>();

@@ -144,6 +144,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   // micro-batches (and @train_step); with pp, each stage's forward and
   // backward and each rank's step.
   OpPassManager &programs = pm.nest<func::FuncOp>();
+  programs.addPass(createSplitRingShifts());
   BucketAllReduceOptions bucket;
   bucket.bucketMb = options.bucketMb;
   programs.addPass(createBucketAllReduce(bucket));

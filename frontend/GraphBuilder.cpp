@@ -2,6 +2,8 @@
 
 #include "frontend/GraphBuilder.h"
 
+#include <numeric>
+
 #include "mlir/IR/Verifier.h"
 
 using namespace mlir;
@@ -51,6 +53,16 @@ Value GraphBuilder::constant(ArrayRef<int64_t> shape, Type elt, double value) {
                          ? Attribute(b.getFloatAttr(elt, value))
                          : b.getIntegerAttr(elt, (int64_t)value);
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, scalar));
+}
+
+Value GraphBuilder::positions(int64_t seq) {
+  SmallVector<int32_t> values(seq);
+  std::iota(values.begin(), values.end(), 0);
+  auto type = RankedTensorType::get({seq}, b.getI32Type());
+  auto op = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, ArrayRef<int32_t>(values)));
+  op->setAttr(kPositionsAttr, b.getUnitAttr());
+  return op;
 }
 
 template <typename OpTy> Value GraphBuilder::unary(Value x) {
@@ -189,16 +201,16 @@ Value GraphBuilder::softmax(Value x, int64_t dim) {
 Value GraphBuilder::rope(Value x, double theta, int64_t offset) {
   if (!usable(x))
     return {};
-  return RopeOp::create(b, loc, x, b.getF64FloatAttr(theta),
+  return RopeOp::create(b, loc, x, Value(), b.getF64FloatAttr(theta),
                         b.getI64IntegerAttr(offset));
 }
 Value GraphBuilder::attention(Value q, Value k, Value v, double scale,
                               bool causal) {
   if (!usable({q, k, v}))
     return {};
-  return first(typed(AttentionOp::create(b, loc, placeholder(), placeholder(),
-                                         q, k, v, b.getF64FloatAttr(scale),
-                                         causal ? b.getUnitAttr() : nullptr)));
+  return first(typed(AttentionOp::create(
+      b, loc, placeholder(), placeholder(), q, k, v, Value(), Value(),
+      b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : nullptr)));
 }
 Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
   if (!usable(x))

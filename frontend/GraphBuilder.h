@@ -57,6 +57,9 @@ public:
   /// A splat constant of the given shape and element type.
   mlir::Value constant(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
                        double value);
+  /// The positions 0 .. seq - 1 of the sequence (i32, marked
+  /// `weft.positions`: context parallelism reorders them).
+  mlir::Value positions(int64_t seq);
 
   // Elementwise.
   mlir::Value add(mlir::Value x, mlir::Value y);

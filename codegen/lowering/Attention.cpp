@@ -47,6 +47,13 @@ FailureOr<sched::AttentionAlgorithm> choose(Operation *op, ProgramLowering &l,
              : AttentionAlgorithm::flash;
 }
 
+/// The positions' buffers as stored (i32), or null for none.
+std::pair<Value, Value> positions(ProgramLowering &l, Value query, Value key) {
+  if (!query)
+    return {Value(), Value()};
+  return {l.stored(query), l.stored(key)};
+}
+
 LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
   Value q = l.read(op, op.getQuery()), k = l.read(op, op.getKey()),
         v = l.read(op, op.getValue());
@@ -55,9 +62,10 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
                        /*grad=*/false);
   if (failed(chosen))
     return failure();
+  auto [qpos, kpos] = positions(l, op.getQueryPositions(), op.getKeyPositions());
   auto instr = sched::AttentionOp::create(
-      l.builder(), op.getLoc(), q, k, v, out, lse, Value(), op.getScaleAttr(),
-      op.getCausalAttr(),
+      l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, Value(),
+      op.getScaleAttr(), op.getCausalAttr(),
       sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
       l.builder().getStringAttr("compute"));
   return l.addGpuScratch(op, instr);
@@ -73,9 +81,11 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
                        /*grad=*/true);
   if (failed(chosen))
     return failure();
+  auto [qpos, kpos] = positions(l, op.getQueryPositions(), op.getKeyPositions());
+  Value lseGrad = op.getLseGrad() ? l.read(op, op.getLseGrad()) : Value();
   auto instr = sched::AttentionGradOp::create(
-      l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv, Value(),
-      op.getScaleAttr(), op.getCausalAttr(),
+      l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv, qpos, kpos,
+      lseGrad, Value(), op.getScaleAttr(), op.getCausalAttr(),
       sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
       l.builder().getStringAttr("compute"));
   return l.addGpuScratch(op, instr);

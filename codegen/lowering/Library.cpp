@@ -47,8 +47,10 @@ LogicalResult lowerEmbeddingGrad(EmbeddingGradOp op, ProgramLowering &l) {
 
 LogicalResult lowerRope(RopeOp op, ProgramLowering &l) {
   Value x = l.read(op, op.getInput());
+  Value positions = op.getPositions() ? l.stored(op.getPositions()) : Value();
   sched::RopeOp::create(l.builder(), op.getLoc(), x,
-                        l.write(op, op.getResult()), op.getThetaAttr(),
+                        l.write(op, op.getResult()), positions,
+                        op.getThetaAttr(),
                         op.getPositionOffsetAttr(),
                         boolAttr(l, op.getInverse()), compute(l));
   return success();

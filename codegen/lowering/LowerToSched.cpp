@@ -351,15 +351,19 @@ private:
     auto program = sched::ProgramOp::create(
         b, loc, b.getStringAttr(f.getSymName() + ".lowering"), IntegerAttr(),
         b.getI64IntegerAttr(target.alignment()), b.getI64IntegerAttr(0),
-        b.getStrArrayAttr({"compute"}), ArrayAttr());
+        b.getStrArrayAttr({"compute"}), ArrayAttr(), DenseI64ArrayAttr());
     if (!firstProgram)
       firstProgram = program;
     Block *body = new Block();
     program.getBody().push_back(body);
     ProgramLowering lowering(program, target, mesh);
     SmallVector<Attribute> inputSplit;
+    SmallVector<int64_t> inputChunks;
     bool anySplit = false;
     for (BlockArgument arg : f.getArguments()) {
+      auto chunks = f.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                    kSequenceChunksAttr);
+      inputChunks.push_back(chunks ? chunks.getInt() : 0);
       Value input =
           body->addArgument(ProgramLowering::bufferType(arg.getType()), loc);
       lowering.bind(arg, input);
@@ -376,6 +380,8 @@ private:
     }
     if (anySplit)
       program.setInputSplitAttr(b.getArrayAttr(inputSplit));
+    if (llvm::any_of(inputChunks, [](int64_t c) { return c != 0; }))
+      program.setInputChunksAttr(b.getDenseI64ArrayAttr(inputChunks));
 
     OpBuilder &pb = lowering.builder();
     SmallVector<AssignOp> assigns;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -218,6 +219,10 @@ private:
                     double init, double (*combine)(double, double), bool mean);
   Tensor evalNorm(Value input, Value weight, Value bias, double eps, bool rms);
   Tensor evalSoftmax(const Tensor &in, int64_t dim);
+  std::function<bool(int64_t, int64_t)> maskOf(bool causal,
+                                               Value queryPositions,
+                                               Value keyPositions, int64_t s,
+                                               int64_t t);
   std::pair<Tensor, Tensor> evalAttention(AttentionOp op);
   std::array<Tensor, 3> evalAttentionGrad(AttentionGradOp op);
   std::array<Tensor, 3> evalNormGrad(Value input, Value weight, Value grad,
@@ -519,13 +524,16 @@ LogicalResult Interpreter::eval(Operation *op) {
         double theta = o.getTheta().convertToDouble();
         double sign = o.getInverse() ? -1.0 : 1.0;
         auto offset = static_cast<int64_t>(o.getPositionOffset());
+        const Tensor *positions =
+            o.getPositions() ? &get(o.getPositions()) : nullptr;
         for (int64_t b = 0; b < s[0]; ++b)
           for (int64_t p = 0; p < s[1]; ++p)
             for (int64_t h = 0; h < s[2]; ++h) {
               double *x = &out.data[((b * s[1] + p) * s[2] + h) * s[3]];
+              double at = positions ? positions->data[p] : p;
               for (int64_t i = 0; i < half; ++i) {
                 double f =
-                    sign * static_cast<double>(p + offset) *
+                    sign * (at + static_cast<double>(offset)) *
                     std::pow(theta, -2.0 * i / static_cast<double>(s[3]));
                 double x1 = x[i], x2 = x[i + half];
                 x[i] = x1 * std::cos(f) - x2 * std::sin(f);
@@ -911,6 +919,19 @@ Tensor Interpreter::evalSoftmax(const Tensor &in, int64_t dim) {
   return out;
 }
 
+/// Whether key j is hidden from query i: by index (key t visible to query
+/// s iff t <= s + T - S) or, with positions, iff kpos[t] > qpos[s].
+using MaskOf = std::function<bool(int64_t, int64_t)>;
+MaskOf Interpreter::maskOf(bool causal, Value queryPositions,
+                           Value keyPositions, int64_t s, int64_t t) {
+  if (!causal)
+    return [](int64_t, int64_t) { return false; };
+  if (!queryPositions)
+    return [s, t](int64_t i, int64_t j) { return j > i + (t - s); };
+  const Tensor *qp = &get(queryPositions), *kp = &get(keyPositions);
+  return [qp, kp](int64_t i, int64_t j) { return kp->data[j] > qp->data[i]; };
+}
+
 std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue());
@@ -918,7 +939,8 @@ std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
   int64_t t = k.shape[1], hkv = k.shape[2], dv = v.shape[3];
   int64_t group = hq / hkv;
   double scale = op.getScale().convertToDouble();
-  bool causal = op.getCausal();
+  MaskOf masked = maskOf(op.getCausal(), op.getQueryPositions(),
+                         op.getKeyPositions(), s, t);
   Tensor out = Tensor::zeros(shapeOf(op.getResult()));
   Tensor lse = Tensor::zeros(shapeOf(op.getLse()));
   std::vector<double> p(t);
@@ -929,7 +951,7 @@ std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
         const double *qi = &q.data[((b * s + i) * hq + h) * d];
         double m = -kInf;
         for (int64_t j = 0; j < t; ++j) {
-          if (causal && j > i + (t - s)) {
+          if (masked(i, j)) {
             p[j] = -kInf;
             continue;
           }
@@ -939,6 +961,10 @@ std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
             dot += qi[c] * kj[c];
           p[j] = scale * dot;
           m = std::max(m, p[j]);
+        }
+        if (m == -kInf) { // No visible key: a zero row.
+          lse.data[(b * hq + h) * s + i] = -kInf;
+          continue;
         }
         double sum = 0.0;
         for (int64_t j = 0; j < t; ++j)
@@ -963,7 +989,9 @@ std::array<Tensor, 3> Interpreter::evalAttentionGrad(AttentionGradOp op) {
   int64_t t = k.shape[1], hkv = k.shape[2], dv = v.shape[3];
   int64_t group = hq / hkv;
   double scale = op.getScale().convertToDouble();
-  bool causal = op.getCausal();
+  MaskOf masked = maskOf(op.getCausal(), op.getQueryPositions(),
+                         op.getKeyPositions(), s, t);
+  const Tensor *lseGrad = op.getLseGrad() ? &get(op.getLseGrad()) : nullptr;
   std::array<Tensor, 3> grads = {Tensor::zeros(q.shape), Tensor::zeros(k.shape),
                                  Tensor::zeros(v.shape)};
   Tensor &dq = grads[0], &dk = grads[1], &dvt = grads[2];
@@ -974,11 +1002,13 @@ std::array<Tensor, 3> Interpreter::evalAttentionGrad(AttentionGradOp op) {
         int64_t row = (b * s + i) * hq + h;
         const double *qi = &q.data[row * d], *doi = &dout.data[row * dv],
                      *oi = &o.data[row * dv];
-        double rowDot = 0.0; // D_s = <dout_s, out_s>
+        double rowDot = 0.0; // D_s = <dout_s, out_s> - lse_grad_s
         for (int64_t c = 0; c < dv; ++c)
           rowDot += doi[c] * oi[c];
+        if (lseGrad)
+          rowDot -= lseGrad->data[(b * hq + h) * s + i];
         for (int64_t j = 0; j < t; ++j) {
-          if (causal && j > i + (t - s))
+          if (masked(i, j))
             continue;
           int64_t kvRow = (b * t + j) * hkv + kvh;
           const double *kj = &k.data[kvRow * d], *vj = &v.data[kvRow * dv];

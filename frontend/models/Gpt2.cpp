@@ -116,7 +116,10 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   Value wpe = modelParam(g, o, "transformer.wpe.weight", {c.maxPositions, d},
                          dtype, weights);
   Value x = g.embedding(wte, in.tokens);
-  x = g.add(x, g.broadcast(g.slice(wpe, {0, 0}, {s, d}), {b, s, d}, {1, 2}));
+  // The position table is read by the positions (Hugging Face's
+  // wpe(position_ids)), which context parallelism reorders.
+  x = g.add(x, g.broadcast(g.embedding(wpe, g.positions(s)), {b, s, d},
+                           {1, 2}));
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
     g.setLayer(layer);

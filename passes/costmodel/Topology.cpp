@@ -368,8 +368,10 @@ parseMeshSpec(StringRef spec) {
   for (StringRef part : parts) {
     auto [name, sizeText] = part.trim().split('=');
     int64_t size = 0;
-    if (name != "dp" && name != "tp" && name != "pp" && name != "ep")
-      return fail("unknown mesh axis '" + name + "' (axes: dp, tp, pp, ep)");
+    if (name != "dp" && name != "tp" && name != "pp" && name != "ep" &&
+        name != "cp")
+      return fail("unknown mesh axis '" + name +
+                  "' (axes: dp, tp, pp, ep, cp)");
     if (sizeText.getAsInteger(10, size) || size <= 0)
       return fail("mesh axis '" + name + "' needs a positive size, got '" +
                   sizeText + "'");

@@ -480,9 +480,110 @@ private:
     return success();
   }
 
+  /// attention with its sequence split (context parallelism) runs as a
+  /// ring over that axis (Liu et al.'s ring attention): each rank keeps its
+  /// queries and passes its key/value block and the block's positions one
+  /// step round the ring per step, N - 1 times, attending to each block as
+  /// it arrives; the blocks' partial results merge by their log-sum-exp
+  /// (FlashAttention's rescaling). The shift for the next block is issued
+  /// before this block's attention, so the transfer overlaps it
+  /// (weft-split-ring-shifts). Autodiff makes the backward: each block's
+  /// attention_grad, the merge's gradient into its lse, and dK/dV shifted
+  /// back round the ring.
+  LogicalResult rewriteAttention(AttentionOp att) {
+    ShardingRule rule = rules[att];
+    SmallVector<Axes> factors = factorAxes(att, rule);
+    // Factors: batch, heads and, with positions, queries and keys.
+    if (!att.getQueryPositions() || (factors[2].empty() && factors[3].empty()))
+      return rewriteGeneric(att);
+    Axes ring = !factors[2].empty() ? factors[2] : factors[3];
+    if (ring.size() != 1)
+      return att.emitOpError("has its sequence split over several mesh axes; "
+                             "a ring runs over one"),
+             failure();
+    DimAxes rows{factors[0], ring, factors[1], {}};
+    SmallVector<Value> operands;
+    for (unsigned i = 0; i < 5; ++i) {
+      FailureOr<Value> v =
+          operandAs(att, i, i < 3 ? rows : DimAxes{ring});
+      if (failed(v))
+        return failure();
+      operands.push_back(*v);
+    }
+    AxisSet varying = varyingOf(operands);
+    for (const Axes &axes : {factors[0], factors[1], ring})
+      varying.insert(axes.begin(), axes.end());
+    if (differentiable)
+      for (Value &v : operands)
+        v = enterVarying(att, v, varying);
+    Value q = operands[0], k = operands[1], v = operands[2],
+          qpos = operands[3], kpos = operands[4];
+    Location loc = att.getLoc();
+    auto qType = cast<RankedTensorType>(q.getType());
+    ArrayRef<int64_t> qs = qType.getShape();
+    int64_t dv = cast<RankedTensorType>(v.getType()).getDimSize(3);
+    auto outType = RankedTensorType::get({qs[0], qs[1], qs[2], dv},
+                                         qType.getElementType());
+    auto lseType = RankedTensorType::get({qs[0], qs[2], qs[1]}, b.getF32Type());
+    auto attend = [&](Value key, Value value, Value keyPositions) {
+      auto block = AttentionOp::create(b, loc, outType, lseType, q, key, value,
+                                       qpos, keyPositions, att.getScaleAttr(),
+                                       att.getCausalAttr());
+      return std::pair<Value, Value>{block.getResult(), block.getLse()};
+    };
+    StringAttr axis = ring.front();
+    auto shift = [&](Value x) -> Value {
+      return RingShiftOp::create(b, loc, x.getType(), x, meshRef, axis,
+                                 b.getI64IntegerAttr(1));
+    };
+    int64_t n = splitCount(mesh, ring);
+    std::array<Value, 3> next;
+    if (n > 1)
+      next = {shift(k), shift(v), shift(kpos)};
+    auto [out, lse] = attend(k, v, kpos);
+    weft::detail::Emitter e{b, loc};
+    // [B, H, S] weights as multipliers of [B, S, H, Dv] rows.
+    auto rowsOf = [&](Value w) -> Value {
+      Value t = TransposeOp::create(b, loc, w, ArrayRef<int64_t>{0, 2, 1});
+      if (qType.getElementType() != b.getF32Type())
+        t = CastOp::create(
+            b, loc,
+            RankedTensorType::get({qs[0], qs[1], qs[2]},
+                                  qType.getElementType()),
+            t);
+      return BroadcastOp::create(b, loc, outType, t,
+                                 ArrayRef<int64_t>{0, 1, 2});
+    };
+    for (int64_t step = 1; step < n; ++step) {
+      std::array<Value, 3> block = next;
+      if (step + 1 < n)
+        next = {shift(block[0]), shift(block[1]), shift(block[2])};
+      auto [part, partLse] = attend(block[0], block[1], block[2]);
+      // lse = m + log(e^(lse - m) + e^(partLse - m)), m the larger (a
+      // query that sees none of a block has partLse -inf: weight 0).
+      Value m = MaxOp::create(b, loc, lse, partLse);
+      Value mine = ExpOp::create(b, loc, e.sub(lse, m));
+      Value theirs = ExpOp::create(b, loc, e.sub(partLse, m));
+      Value total = e.add(mine, theirs);
+      lse = e.add(m, LogOp::create(b, loc, total));
+      out = e.add(e.mul(out, rowsOf(e.div(mine, total))),
+                  e.mul(part, rowsOf(e.div(theirs, total))));
+    }
+    layouts[out] = Layout{rows, {}, ReduceKind::Sum, varying};
+    layouts[lse] =
+        Layout{DimAxes{factors[0], factors[1], ring}, {}, ReduceKind::Sum,
+               varying};
+    att.getResult().replaceAllUsesWith(out);
+    att.getLse().replaceAllUsesWith(lse);
+    att.erase();
+    return success();
+  }
+
   LogicalResult rewrite(Operation *op) {
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       return rewriteReturn(ret);
+    if (auto att = dyn_cast<AttentionOp>(op))
+      return rewriteAttention(att);
     if (auto route = dyn_cast<ExpertRouteOp>(op))
       return rewriteRoute(route);
     if (auto dispatch = dyn_cast<ExpertDispatchOp>(op))

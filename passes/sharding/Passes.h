@@ -31,7 +31,7 @@ namespace weft {
 
 /// A parallelism plan: "dp=2,tp=2,zero=3,sp=on,microbatches=4".
 struct Plan {
-  /// Mesh axes in order (dp, tp, pp, ep), sizes as given (1 allowed).
+  /// Mesh axes in order (dp, tp, pp, ep, cp), sizes as given (1 allowed).
   std::vector<std::pair<std::string, int64_t>> axes;
   int zero = 0;                  // ZeRO stage 0..3.
   bool sequenceParallel = false; // sp=on.
@@ -82,6 +82,10 @@ mlir::LogicalResult partition(mlir::func::FuncOp func,
 /// Re-gathers ZeRO-3 parameters for the backward of the differentiated
 /// `func` (see weft-reshard-after-forward); returns how many it re-gathered.
 int64_t reshardAfterForward(mlir::func::FuncOp func);
+
+/// Turns each weft.ring_shift of `func` into a send where it stands and a
+/// receive before its first reader (see weft-split-ring-shifts).
+void splitRingShifts(mlir::func::FuncOp func);
 
 /// Moves @accumulate's gathers of ZeRO-3 blocks into @gather, run once per
 /// step (see weft-gather-per-step); returns how many parameters it moved.

@@ -152,6 +152,12 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
                 " says when ZeRO-3 gathers parameters, which needs zero=3");
   if (plan.sequenceParallel && plan.size("tp") < 2)
     return fail("plan: sp=on splits the sequence over tp, which needs tp >= 2");
+  if (plan.size("cp") > 1 && plan.sequenceParallel)
+    return fail("plan: cp with sp=on (the sequence split over both) is not "
+                "supported yet");
+  if (plan.size("cp") > 1 && plan.size("ep") > 1)
+    return fail("plan: cp with ep is not supported yet (expert capacity "
+                "follows the token order, which cp changes)");
   return plan;
 }
 
@@ -315,6 +321,96 @@ static LogicalResult seedExpertParallel(func::FuncOp forward,
   return success();
 }
 
+/// Context parallelism (Megatron-LM's, TransformerEngine's): the sequence
+/// is cut into 2 x cp chunks and rank i of cp holds chunks i and
+/// 2cp - 1 - i, so every rank has as much of the causal mask's work as any
+/// other. The program computes on the sequence in that order (rank 0's two
+/// chunks, then rank 1's, ...): the token inputs are split along it over cp
+/// and say so (`weft.sequence_chunks`, for the runtime that cuts them), and
+/// every op whose meaning depends on the order gets the reordered positions
+/// as data: rope, causal attention (which the partitioner runs as a ring)
+/// and a position-table lookup (GPT-2's). Losses are means over tokens,
+/// which no order changes.
+static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
+  OpBuilder b(forward.getContext());
+  int64_t seq = 0;
+  for (BlockArgument arg : forward.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!forward.getArgAttr(arg.getArgNumber(), "weft.input") || !type ||
+        type.getRank() != 2)
+      continue;
+    int64_t s = type.getDimSize(1);
+    if (s % (2 * cp) != 0)
+      return emitError(arg.getLoc(), "sequence length ")
+             << s << " of input " << arg.getArgNumber()
+             << " does not split into 2 x cp = " << 2 * cp
+             << " equal chunks (cp=" << cp
+             << " gives rank i chunks i and " << 2 * cp - 1 << " - i)";
+    if (seq && s != seq)
+      return emitError(arg.getLoc(), "inputs have sequence lengths ")
+             << seq << " and " << s << "; cp splits one sequence";
+    seq = s;
+    forward.setArgAttr(arg.getArgNumber(), kSequenceChunksAttr,
+                       b.getI64IntegerAttr(2 * cp));
+  }
+  if (!seq)
+    return forward.emitError("cp=")
+           << cp << " splits the sequence of the token inputs [batch, seq], "
+           << "but the model has none";
+  // The positions in the order the program holds the sequence.
+  int64_t chunk = seq / (2 * cp);
+  SmallVector<int32_t> order;
+  for (int64_t r = 0; r < cp; ++r)
+    for (int64_t c : {r, 2 * cp - 1 - r})
+      for (int64_t i = 0; i < chunk; ++i)
+        order.push_back(static_cast<int32_t>(c * chunk + i));
+  auto type = RankedTensorType::get({seq}, b.getI32Type());
+  auto values = DenseElementsAttr::get(type, ArrayRef<int32_t>(order));
+  ConstantOp positions;
+  forward.walk([&](ConstantOp c) {
+    if (c->hasAttr(kPositionsAttr))
+      positions = c;
+  });
+  if (positions && positions.getType() != type)
+    return positions.emitOpError("marks the sequence's positions, but is ")
+           << positions.getType() << ", not " << type;
+  if (!positions) {
+    b.setInsertionPointToStart(&forward.getBody().front());
+    positions = ConstantOp::create(b, forward.getLoc(), values);
+    positions->setAttr(kPositionsAttr, b.getUnitAttr());
+  }
+  positions.setValueAttr(values);
+  Value pos = positions.getResult();
+  WalkResult result = forward.walk([&](Operation *op) {
+    if (auto rope = dyn_cast<RopeOp>(op)) {
+      if (rope.getPositions())
+        return WalkResult::advance();
+      if (rope.getType().getDimSize(1) != seq) {
+        rope.emitOpError("rotates a sequence of ")
+            << rope.getType().getDimSize(1) << ", not the inputs' " << seq
+            << ", which cp=" << cp << " reorders";
+        return WalkResult::interrupt();
+      }
+      rope.getPositionsMutable().assign(pos);
+    } else if (auto att = dyn_cast<AttentionOp>(op)) {
+      if (!att.getCausal() || att.getQueryPositions())
+        return WalkResult::advance();
+      if (att.getQuery().getType().getDimSize(1) != seq ||
+          att.getKey().getType().getDimSize(1) != seq) {
+        att.emitOpError("attends over sequences of ")
+            << att.getQuery().getType().getDimSize(1) << " and "
+            << att.getKey().getType().getDimSize(1) << ", not the inputs' "
+            << seq << ", which cp=" << cp << " reorders";
+        return WalkResult::interrupt();
+      }
+      att.getQueryPositionsMutable().assign(pos);
+      att.getKeyPositionsMutable().assign(pos);
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
@@ -325,7 +421,7 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   // ranks (one node).
   SmallVector<Attribute> names;
   SmallVector<int64_t> sizes;
-  for (const char *axis : {"pp", "dp", "ep", "tp"})
+  for (const char *axis : {"pp", "dp", "ep", "cp", "tp"})
     if (int64_t size = plan.size(axis); size > 1) {
       names.push_back(StringAttr::get(module.getContext(), axis));
       sizes.push_back(size);
@@ -355,10 +451,14 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
   if (plan.sequenceParallel &&
       failed(seedSequenceParallel(forward, mesh, batchAxes, plan.size("tp"))))
     return failure();
-  if (batchAxes.empty())
+  int64_t cp = plan.size("cp");
+  if (cp > 1 && failed(seedContextParallel(forward, cp)))
+    return failure();
+  if (batchAxes.empty() && cp == 1)
     return success();
   // Data parallelism: each rank takes batch rows [r*B/n, (r+1)*B/n), r its
-  // coordinate in the dp x ep group.
+  // coordinate in the dp x ep group; context parallelism its block of the
+  // (reordered) sequence.
   for (BlockArgument arg : forward.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!forward.getArgAttr(arg.getArgNumber(), "weft.input") || !type ||
@@ -377,6 +477,8 @@ LogicalResult weft::applyPlan(ModuleOp module, const Plan &plan) {
     }
     SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
     dims[0] = b.getArrayAttr(batchAxes);
+    if (forward.getArgAttr(arg.getArgNumber(), kSequenceChunksAttr))
+      dims[1] = b.getArrayAttr({b.getStringAttr("cp")});
     forward.setArgAttr(
         arg.getArgNumber(), kShardingAttr,
         ShardingAttr::get(module.getContext(), mesh, b.getArrayAttr(dims)));

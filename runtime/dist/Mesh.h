@@ -10,6 +10,7 @@
 #ifndef WEFT_RUNTIME_DIST_MESH_H
 #define WEFT_RUNTIME_DIST_MESH_H
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -148,6 +149,23 @@ void forEachInBlock(const std::vector<int64_t> &local,
         break;
       index[d] = 0;
     }
+  }
+}
+
+/// Reorders one sequence of `n` elements, cut into `chunks` (2N) equal
+/// chunks, into context parallelism's load-balanced order: chunks 0, 2N-1,
+/// 1, 2N-2, ..., N-1, N, so rank i of N holds chunks i and 2N-1-i (Megatron
+/// and TransformerEngine balance the causal mask's work so). `scratch`
+/// holds a copy.
+inline void reorderChunks(int32_t *data, int64_t n, int64_t chunks,
+                          std::vector<int32_t> &scratch) {
+  scratch.assign(data, data + n);
+  int64_t size = n / chunks;
+  for (int64_t k = 0; k < chunks; ++k) {
+    // The k-th chunk held is natural chunk k/2 (even k) or 2N-1-k/2 (odd).
+    int64_t from = k % 2 == 0 ? k / 2 : chunks - 1 - k / 2;
+    std::copy(scratch.begin() + from * size, scratch.begin() + (from + 1) * size,
+              data + k * size);
   }
 }
 

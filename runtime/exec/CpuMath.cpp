@@ -26,15 +26,46 @@ constexpr int64_t kQueryTile = 64, kKeyTile = 64;
 
 /// One tile of scaled scores, s = scale * Q[i0:i0+bq] K[j0:j0+bk]^T, from
 /// strided views of the [B, S, H, D] tensors; returns, through `visible`,
-/// how many of the tile's keys each query row may see.
-void scoreTile(const AttentionShape &a, bool causal, float scale,
+/// how many of the tile's keys each query row may see. With positions,
+/// hidden scores are -inf and every row counts the whole tile.
+void scoreTile(const AttentionShape &a, const AttentionMask &mask, float scale,
                const float *qh, int64_t ldq, const float *kh, int64_t ldk,
                int64_t i0, int64_t bq, int64_t j0, int64_t bk, float *s,
                int64_t *visible) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.d, scale,
               qh + i0 * ldq, ldq, kh + j0 * ldk, ldk, 0.0f, s, bk);
-  for (int64_t i = 0; i < bq; ++i)
-    visible[i] = causal ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0) : bk;
+  for (int64_t i = 0; i < bq; ++i) {
+    visible[i] = mask.causal && !mask.queryPositions
+                     ? std::min(bk, i0 + i + (a.t - a.s) + 1 - j0)
+                     : bk;
+    if (mask.queryPositions)
+      for (int64_t j = 0; j < bk; ++j)
+        if (mask.keyPositions[j0 + j] > mask.queryPositions[i0 + i])
+          s[i * bk + j] = -INFINITY;
+  }
+}
+
+/// How many keys from the first may be visible to queries [i0, i0 + bq):
+/// by index, those up to the last query's; with positions, any key.
+int64_t keysFor(const AttentionShape &a, const AttentionMask &mask, int64_t i0,
+                int64_t bq) {
+  if (!mask.causal || mask.queryPositions)
+    return a.t;
+  return std::min(a.t, i0 + bq + (a.t - a.s));
+}
+
+/// Whether positions hide every key of [j0, j0 + bk) from every query of
+/// [i0, i0 + bq): ring attention's blocks are half hidden, and skipping
+/// them is what balances the ranks' work.
+bool tileHidden(const AttentionMask &mask, int64_t i0, int64_t bq, int64_t j0,
+                int64_t bk) {
+  if (!mask.queryPositions)
+    return false;
+  int32_t latest = *std::max_element(mask.queryPositions + i0,
+                                     mask.queryPositions + i0 + bq);
+  int32_t earliest = *std::min_element(mask.keyPositions + j0,
+                                       mask.keyPositions + j0 + bk);
+  return earliest > latest;
 }
 
 /// The first row of each of `groups` groups of `sizes`, checked to fit `n`.
@@ -84,9 +115,9 @@ std::pair<double, double> rowStats(const float *x, int64_t dim, bool rms,
 /// queries, walk the visible key tiles keeping a running row maximum m and
 /// sum l; scores and P V go through sgemm on strided views of the
 /// [B, S, H, D] tensors, so nothing of size S x S is ever stored.
-void attentionForward(const AttentionShape &a, float scale, bool causal,
-                      const float *q, const float *k, const float *v,
-                      float *out, float *lse) {
+void attentionForward(const AttentionShape &a, float scale,
+                      const AttentionMask &mask, const float *q,
+                      const float *k, const float *v, float *out, float *lse) {
   int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
   std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
   std::vector<float> m(kQueryTile), l(kQueryTile);
@@ -100,17 +131,22 @@ void attentionForward(const AttentionShape &a, float scale, bool causal,
         std::fill(m.begin(), m.end(), -INFINITY);
         std::fill(l.begin(), l.end(), 0.0f);
         std::fill(acc.begin(), acc.end(), 0.0f);
-        // Keys visible to the last query of the tile.
-        int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
+        int64_t keys = keysFor(a, mask, i0, bq);
         for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
           int64_t bk = std::min(kKeyTile, keys - j0);
-          scoreTile(a, causal, scale, qh, ldq, kh, ldk, i0, bq, j0, bk,
-                    s.data(), visible.data());
+          if (tileHidden(mask, i0, bq, j0, bk))
+            continue;
+          scoreTile(a, mask, scale, qh, ldq, kh, ldk, i0, bq, j0, bk, s.data(),
+                    visible.data());
           for (int64_t i = 0; i < bq; ++i) {
             float *row = s.data() + i * bk;
             float mNew = m[i];
             for (int64_t j = 0; j < visible[i]; ++j)
               mNew = std::max(mNew, row[j]);
+            if (mNew == -INFINITY) { // Nothing visible yet: zeros.
+              std::fill(row, row + bk, 0.0f);
+              continue;
+            }
             float correction = std::exp(m[i] - mNew), sum = 0;
             for (int64_t j = 0; j < bk; ++j)
               sum += row[j] = j < visible[i] ? std::exp(row[j] - mNew) : 0.0f;
@@ -125,9 +161,12 @@ void attentionForward(const AttentionShape &a, float scale, bool causal,
         }
         for (int64_t i = 0; i < bq; ++i) {
           float *o = out + (b * a.s + i0 + i) * ldo + h * a.dv;
+          // A query that sees no key: a zero row, lse -inf.
+          float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
           for (int64_t c = 0; c < a.dv; ++c)
-            o[c] = acc[i * a.dv + c] / l[i];
-          lse[(b * a.hq + h) * a.s + i0 + i] = m[i] + std::log(l[i]);
+            o[c] = acc[i * a.dv + c] * inv;
+          lse[(b * a.hq + h) * a.s + i0 + i] =
+              l[i] > 0 ? m[i] + std::log(l[i]) : -INFINITY;
         }
       }
     }
@@ -136,10 +175,11 @@ void attentionForward(const AttentionShape &a, float scale, bool causal,
 /// FlashAttention's backward: probabilities are recomputed tile by tile
 /// from the saved log-sum-exp; every product is an sgemm on strided views.
 /// Grouped-query heads accumulate into their shared key/value head.
-void attentionBackward(const AttentionShape &a, float scale, bool causal,
-                       const float *q, const float *k, const float *v,
-                       const float *o, const float *lse, const float *dout,
-                       float *dq, float *dk, float *dv) {
+void attentionBackward(const AttentionShape &a, float scale,
+                       const AttentionMask &mask, const float *q,
+                       const float *k, const float *v, const float *o,
+                       const float *lse, const float *dout,
+                       const float *lseGrad, float *dq, float *dk, float *dv) {
   int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
   std::fill(dq, dq + a.batch * a.s * a.ldq, 0.0f);
   std::fill(dk, dk + a.batch * a.t * a.ldk, 0.0f);
@@ -162,16 +202,21 @@ void attentionBackward(const AttentionShape &a, float scale, bool causal,
           for (int64_t c = 0; c < a.dv; ++c)
             dot += static_cast<double>(doh[(i0 + i) * ldo + c]) *
                    oh[(i0 + i) * ldo + c];
+          // The lse's own gradient: ds = p (dp - D + lse_grad).
+          if (lseGrad)
+            dot -= lseGrad[(b * a.hq + h) * a.s + i0 + i];
           rowDot[i] = static_cast<float>(dot);
         }
-        int64_t keys = causal ? std::min(a.t, i0 + bq + (a.t - a.s)) : a.t;
+        int64_t keys = keysFor(a, mask, i0, bq);
         for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
           int64_t bk = std::min(kKeyTile, keys - j0);
-          scoreTile(a, causal, scale, qh, ldq, kh, ldk, i0, bq, j0, bk,
-                    p.data(), visible.data());
+          if (tileHidden(mask, i0, bq, j0, bk))
+            continue;
+          scoreTile(a, mask, scale, qh, ldq, kh, ldk, i0, bq, j0, bk, p.data(),
+                    visible.data());
           for (int64_t i = 0; i < bq; ++i)
             for (int64_t j = 0; j < bk; ++j)
-              p[i * bk + j] = j < visible[i]
+              p[i * bk + j] = j < visible[i] && lseh[i0 + i] != -INFINITY
                                   ? std::exp(p[i * bk + j] - lseh[i0 + i])
                                   : 0.0f;
           // dV += P^T dO;  dP = dO V^T.
@@ -306,7 +351,7 @@ void softmax(const float *x, float *y, const Shape &sh, int64_t dim) {
 }
 
 void rope(const float *x, float *y, const Shape &sh, double theta,
-          int64_t offset, bool inverse) {
+          int64_t offset, bool inverse, const int32_t *positions) {
   double sign = inverse ? -1.0 : 1.0;
   int64_t half = sh[3] / 2;
   for (int64_t b = 0; b < sh[0]; ++b)
@@ -314,7 +359,8 @@ void rope(const float *x, float *y, const Shape &sh, double theta,
       for (int64_t h = 0; h < sh[2]; ++h) {
         int64_t base = ((b * sh[1] + p) * sh[2] + h) * sh[3];
         for (int64_t i = 0; i < half; ++i) {
-          double f = sign * static_cast<double>(p + offset) *
+          double at = positions ? positions[p] : static_cast<double>(p);
+          double f = sign * (at + static_cast<double>(offset)) *
                      std::pow(theta, -2.0 * i / static_cast<double>(sh[3]));
           double x1 = x[base + i], x2 = x[base + i + half];
           y[base + i] = static_cast<float>(x1 * std::cos(f) - x2 * std::sin(f));

@@ -50,14 +50,26 @@ struct AttentionShape {
 std::vector<int64_t> gatherIndex(const Shape &outShape, const Shape &inStrides,
                                  int64_t base = 0);
 
+/// Which keys each query sees: all; causal by index (key t visible to
+/// query s iff t <= s + T - S); or, with positions ([S] and [T]), causal by
+/// position (kpos[t] <= qpos[s]). A query that sees no key gets a zero row
+/// and lse -inf.
+struct AttentionMask {
+  bool causal = false;
+  const int32_t *queryPositions = nullptr, *keyPositions = nullptr;
+};
+
 /// FlashAttention's forward (tiles of queries, running max and sum).
-void attentionForward(const AttentionShape &a, float scale, bool causal,
-                      const float *q, const float *k, const float *v,
-                      float *out, float *lse);
+void attentionForward(const AttentionShape &a, float scale,
+                      const AttentionMask &mask, const float *q,
+                      const float *k, const float *v, float *out, float *lse);
 /// Its backward, recomputing probabilities from `lse`; writes dq, dk, dv.
-void attentionBackward(const AttentionShape &a, float scale, bool causal,
-                       const float *q, const float *k, const float *v,
-                       const float *o, const float *lse, const float *dout,
+/// `lseGrad` (or null) is the gradient of lse itself ([B, Hq, S]).
+void attentionBackward(const AttentionShape &a, float scale,
+                       const AttentionMask &mask, const float *q,
+                       const float *k, const float *v, const float *o,
+                       const float *lse, const float *dout,
+                       const float *lseGrad,
                        float *dq, float *dk, float *dv);
 
 enum class ReduceKind { Sum, Mean, Max };
@@ -91,7 +103,7 @@ void softmax(const float *x, float *y, const Shape &shape, int64_t dim);
 
 /// Rotary embedding of x [B, S, H, D], positions starting at `offset`.
 void rope(const float *x, float *y, const Shape &shape, double theta,
-          int64_t offset, bool inverse);
+          int64_t offset, bool inverse, const int32_t *positions = nullptr);
 
 /// Zeroes elements whose counter-based draw is below `rate`, scales the rest.
 void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed);

@@ -804,6 +804,9 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.scale, o.number("scale"));
     WEFT_ASSIGN(a.causal, o.flag("causal"));
     WEFT_ASSIGN(a.algorithm, o.choice("algorithm", kAlgorithms));
+    WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
+    if (op == Op::AttentionGrad)
+      WEFT_ASSIGN(a.hasLseGrad, o.flag("has_lse_grad"));
     return a;
   }
   case Op::Embedding:
@@ -817,6 +820,7 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.theta, o.number("theta"));
     WEFT_ASSIGN(a.positionOffset, o.i64("position_offset"));
     WEFT_ASSIGN(a.inverse, o.flag("inverse"));
+    WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
     return a;
   }
   case Op::CrossEntropy:
@@ -975,26 +979,39 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     return r;
   }
   case Op::Attention:
-    return roles({{"q", kRead},
-                  {"k", kRead},
-                  {"v", kRead},
-                  {"out", kWrite},
-                  {"lse", kWrite}});
-  case Op::AttentionGrad:
-    return roles({{"q", kRead},
-                  {"k", kRead},
-                  {"v", kRead},
-                  {"out", kRead},
-                  {"lse", kRead},
-                  {"dout", kRead},
-                  {"dq", kWrite},
-                  {"dk", kWrite},
-                  {"dv", kWrite}});
+  case Op::AttentionGrad: {
+    const AttentionAttrs &a = in.as<AttentionAttrs>();
+    std::vector<Role> r =
+        in.op == Op::Attention ? roles({{"q", kRead},
+                                        {"k", kRead},
+                                        {"v", kRead},
+                                        {"out", kWrite},
+                                        {"lse", kWrite}})
+                               : roles({{"q", kRead},
+                                        {"k", kRead},
+                                        {"v", kRead},
+                                        {"out", kRead},
+                                        {"lse", kRead},
+                                        {"dout", kRead},
+                                        {"dq", kWrite},
+                                        {"dk", kWrite},
+                                        {"dv", kWrite}});
+    if (a.hasPositions) {
+      r.push_back({"query_positions", kRead});
+      r.push_back({"key_positions", kRead});
+    }
+    if (a.hasLseGrad)
+      r.push_back({"lse_grad", kRead});
+    return r;
+  }
   case Op::Embedding:
     return roles({{"table", kRead}, {"ids", kRead}, {"out", kWrite}});
   case Op::EmbeddingGrad:
     return roles({{"ids", kRead}, {"dout", kRead}, {"dtable", kWrite}});
   case Op::Rope:
+    if (in.as<RopeAttrs>().hasPositions)
+      return roles({{"input", kRead}, {"out", kWrite}, {"positions", kRead}});
+    return roles({{"input", kRead}, {"out", kWrite}});
   case Op::Reduce:
   case Op::Softmax:
   case Op::Dropout:
@@ -1202,6 +1219,13 @@ public:
       return fail(absl::StrCat(name(i), " must hold floats, not ",
                                dtypeText(dtype(i))));
     return absl::OkStatus();
+  }
+  /// Operand `i` holds `n` i32 positions.
+  absl::Status isPositions(size_t i, int64_t n) const {
+    if (dtype(i) != DType::I32)
+      return fail(absl::StrCat(name(i), " must hold i32, not ",
+                               dtypeText(dtype(i))));
+    return hasShape(i, {n});
   }
   absl::Status isF32Scalar(size_t i) const {
     if (dtype(i) != DType::F32 || elements(i) != 1)
@@ -1467,6 +1491,19 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
       checkScratch(c, need, /*required=*/gemms,
                    absl::StrCat("field 'algorithm' '",
                                 gemms ? "gemm_softmax" : "flash", "' ")));
+  size_t extra = grad ? 9 : 5; // The optional operands' first index.
+  if (a.hasPositions) {
+    if (!a.causal)
+      return c.fail("positions mask a causal attention; field 'causal' is "
+                    "false");
+    WEFT_RETURN_IF_ERROR(c.isPositions(extra++, s));
+    WEFT_RETURN_IF_ERROR(c.isPositions(extra++, t));
+  }
+  if (a.hasLseGrad)
+    WEFT_RETURN_IF_ERROR(c.hasShape(extra, {b, hq, s}));
+  if (a.hasLseGrad && c.dtype(extra) != DType::F32)
+    return c.fail(absl::StrCat(c.name(extra), " must hold f32, not ",
+                               dtypeText(c.dtype(extra))));
   if (!grad)
     return absl::OkStatus();
   for (auto [x, dx] : {std::pair{0, 6}, {1, 7}, {2, 8}})
@@ -1697,6 +1734,11 @@ absl::Status checkOperands(const Check &c) {
     if (!(a.theta > 0))
       return c.fail(
           absl::StrCat("field 'theta' is ", a.theta, "; it must be positive"));
+    if (a.hasPositions) {
+      if (c.shape(0).size() < 2)
+        return c.fail(absl::StrCat(c.name(0), " has no sequence dimension"));
+      WEFT_RETURN_IF_ERROR(c.isPositions(2, c.shape(0)[1]));
+    }
     return c.sameShape(0, 1);
   }
   case Op::CrossEntropy: // logits, labels, loss
@@ -2289,6 +2331,23 @@ absl::StatusOr<Program> readProgram(const json &v, size_t index,
     WEFT_ASSIGN(input.type, in.type());
     if (in.has("split")) {
       WEFT_ASSIGN(input.split, readSplit(in, b.mesh, input.type.shape.size()));
+    }
+    if (in.has("sequence_chunks")) {
+      WEFT_ASSIGN(input.sequenceChunks, in.i64("sequence_chunks"));
+      // Chunks pair up, and the global sequence (this block times the
+      // split along it) must divide into them.
+      const std::vector<int64_t> &shape = input.type.shape;
+      int64_t blocks = 1;
+      if (input.split && input.split->size() > 1)
+        for (const std::string &axis : (*input.split)[1])
+          blocks *= b.mesh ? b.mesh->axisSize(axis) : 1;
+      if (shape.size() != 2 || input.sequenceChunks < 2 ||
+          input.sequenceChunks % 2 != 0 ||
+          (shape[1] * blocks) % input.sequenceChunks != 0)
+        return in.fail(absl::StrCat(
+            "field 'sequence_chunks' is ", input.sequenceChunks,
+            "; it must be an even count of chunks that divides the sequence "
+            "of a [batch, seq] input"));
     }
     WEFT_RETURN_IF_ERROR(in.done());
     p.inputs.push_back(std::move(input));

@@ -120,6 +120,9 @@ struct KernelFiles {
 struct ProgramInput {
   TensorType type;
   std::optional<Split> split;
+  /// 0, or the 2N chunks its sequence (dimension 1) is held in under
+  /// context parallelism: chunks i and 2N - 1 - i come i-th.
+  int64_t sequenceChunks = 0;
 };
 
 struct Buffer {
@@ -199,21 +202,25 @@ struct GemmAttrs {
   bool transposeA = false, transposeB = false, accumulate = false;
   bool hasBias = false, hasAux = false, hasScales = false;
 };
-/// attention: q, k, v, out, lse, [scratch]; attention_grad: q, k, v, out,
-/// lse, dout, dq, dk, dv, [scratch].
+/// attention: q, k, v, out, lse, [query_positions, key_positions],
+/// [scratch]; attention_grad: q, k, v, out, lse, dout, dq, dk, dv,
+/// [query_positions, key_positions], [lse_grad], [scratch].
 struct AttentionAttrs {
   double scale = 0;
   bool causal = false;
   AttentionAlgorithm algorithm = AttentionAlgorithm::Flash;
+  bool hasPositions = false, hasLseGrad = false;
 };
 /// embedding, embedding_grad.
 struct VocabAttrs {
   std::vector<std::string> vocabAxes;
 };
+/// rope: input, out, [positions].
 struct RopeAttrs {
   double theta = 0;
   int64_t positionOffset = 0;
   bool inverse = false;
+  bool hasPositions = false;
 };
 /// cross_entropy, cross_entropy_grad.
 struct CrossEntropyAttrs {

@@ -423,21 +423,33 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     // The CPU has one algorithm (tiled, FlashAttention's): scratch unused.
     const auto &a = ins.as<sched::AttentionAttrs>();
     bool grad = ins.op == Op::AttentionGrad;
-    for (size_t i = 0; i < (grad ? 9u : 5u); ++i)
+    size_t fixed = grad ? 9u : 5u, next = fixed;
+    for (size_t i = 0; i < fixed; ++i)
       if (absl::Status s = need(i, F); !s.ok())
         return s;
     cpu::AttentionShape shape(type(0).shape, type(1).shape, type(2).shape);
     float scale = static_cast<float>(a.scale);
-    bool causal = a.causal;
+    cpu::AttentionMask mask;
+    mask.causal = a.causal;
+    if (a.hasPositions) {
+      mask.queryPositions = i32(next++);
+      mask.keyPositions = i32(next++);
+    }
+    const float *lseGrad = nullptr;
+    if (a.hasLseGrad) {
+      if (absl::Status s = need(next, F); !s.ok())
+        return s;
+      lseGrad = f(next);
+    }
     if (!grad)
       return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4)] {
-        cpu::attentionForward(shape, scale, causal, q, k, v, o, lse);
+        cpu::attentionForward(shape, scale, mask, q, k, v, o, lse);
         return absl::OkStatus();
       });
     return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4),
                  dout = f(5), dq = f(6), dk = f(7), dv = f(8)] {
-      cpu::attentionBackward(shape, scale, causal, q, k, v, o, lse, dout, dq,
-                             dk, dv);
+      cpu::attentionBackward(shape, scale, mask, q, k, v, o, lse, dout,
+                             lseGrad, dq, dk, dv);
       return absl::OkStatus();
     });
   }
@@ -465,8 +477,9 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     const auto &a = ins.as<sched::RopeAttrs>();
     if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
       return s;
+    const int32_t *positions = a.hasPositions ? i32(2) : nullptr;
     return Step([=, x = f(0), y = f(1), shape = type(0).shape] {
-      cpu::rope(x, y, shape, a.theta, a.positionOffset, a.inverse);
+      cpu::rope(x, y, shape, a.theta, a.positionOffset, a.inverse, positions);
       return absl::OkStatus();
     });
   }

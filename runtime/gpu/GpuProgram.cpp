@@ -780,6 +780,11 @@ absl::Status Translator::run() {
           return s;
     if (shape(0)[3] > 128 || shape(2)[3] > 128)
       return absl::UnimplementedError("GPU attention takes head dims <= 128");
+    if (const auto &a = ins.as<sched::AttentionAttrs>();
+        a.hasPositions || a.hasLseGrad)
+      return absl::UnimplementedError(
+          "GPU attention with positions or an lse gradient (ring attention "
+          "under --plan cp) is not implemented yet; run cp on the CPU");
     // The kernels index query rows by block: with none, only the key and
     // value gradients (sums over no query) are left, zeros.
     if (count(4) == 0) {
@@ -819,10 +824,14 @@ absl::Status Translator::run() {
     if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
       return s;
     const auto &a = ins.as<sched::RopeAttrs>();
+    if (a.hasPositions)
+      if (absl::Status s = need(2, {DType::I32}); !s.ok())
+        return s;
     const Shape &sh = shape(0);
     kernel("weft_rope", gridFor(count(0) / 2),
            {buf(0), buf(1), i64(sh[0]), i64(sh[1]), i64(sh[2]), i64(sh[3]),
-            f64(a.theta), f64(a.inverse ? -1.0 : 1.0), i64(a.positionOffset)});
+            f64(a.theta), f64(a.inverse ? -1.0 : 1.0), i64(a.positionOffset),
+            a.hasPositions ? buf(2) : null()});
     return absl::OkStatus();
   }
   case Op::CrossEntropy:

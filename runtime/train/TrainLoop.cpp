@@ -62,6 +62,7 @@ TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
   globalBatch = global[0];
   globalSeq = global[1];
   start = mesh.blockStart(executor.rank(), local, splitOf(input));
+  sequenceChunks = input.sequenceChunks;
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
   globalTokens.resize(globalBatch * globalSeq);
@@ -71,6 +72,13 @@ TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
 absl::StatusOr<StepReport> TrainLoop::step() {
   int64_t n = steps + 1;
   sampler.fill(n, globalTokens.data(), globalLabels.data());
+  // Under context parallelism the program holds each sequence as chunks
+  // 0, 2N-1, 1, 2N-2, ...: reorder before the blocks are cut.
+  if (sequenceChunks > 0)
+    for (std::vector<int32_t> *data : {&globalTokens, &globalLabels})
+      for (int64_t r = 0; r < globalBatch; ++r)
+        reorderChunks(data->data() + r * globalSeq, globalSeq, sequenceChunks,
+                      reordered);
   // Micro-batch j is rows [j B/M, (j+1) B/M) of the step's global batch on
   // every plan, each rank taking its block of it: the same tokens meet in
   // one micro-batch whatever the ranks (a MoE model routes, and caps, each
@@ -136,8 +144,9 @@ TrainLoop::sample(std::vector<uint32_t> context, int64_t count,
   // whole sequence on every rank.
   if (split.size() > 1 && !split[1].empty())
     return absl::UnimplementedError(
-        "sampling from a sequence-parallel bundle (sp=on) is not supported "
-        "yet; sample from a checkpoint with a bundle compiled without sp");
+        "sampling from a bundle that splits the sequence (sp=on or cp) is "
+        "not supported yet; sample from a checkpoint with a bundle compiled "
+        "without them");
   const std::vector<int64_t> &shape = input.type.shape;
   int64_t b = shape[0], s = shape[1];
   std::vector<int32_t> window(b * s, 0), zeros(b * s, 0);

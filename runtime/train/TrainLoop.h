@@ -63,7 +63,10 @@ private:
   /// [globalBatch, globalSeq] batch, at `start` (rows under data
   /// parallelism, columns under sequence parallelism).
   int64_t batch, seq, globalBatch, globalSeq;
+  /// 0, or context parallelism's load-balanced chunks of the sequence.
+  int64_t sequenceChunks = 0;
   std::vector<int64_t> start;
+  std::vector<int32_t> reordered; // One row, while reordering.
   int64_t steps = 0;
   std::vector<int32_t> tokens, labels, globalTokens, globalLabels;
 };

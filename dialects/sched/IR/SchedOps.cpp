@@ -979,15 +979,43 @@ LogicalResult verifyAttentionShapes(Operation *op, Value q, Value k, Value v,
 
 } // namespace
 
+/// Attention's optional positions: both or neither, i32, [S] and [T].
+static LogicalResult verifyPositions(Operation *op, Value q, Value k,
+                                     Value queryPositions, Value keyPositions,
+                                     bool causal) {
+  if (!queryPositions && !keyPositions)
+    return success();
+  if (!queryPositions || !keyPositions || !causal)
+    return op->emitOpError(
+        "takes query and key positions together, with causal");
+  for (auto [positions, of, name] :
+       {std::tuple{queryPositions, q, "query_positions"},
+        std::tuple{keyPositions, k, "key_positions"}}) {
+    if (!bufferOf(positions).getElementType().isInteger(32))
+      return op->emitOpError() << name << " must hold i32";
+    if (failed(hasShape(op, positions, name, {bufferOf(of).getShape()[1]})))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
-  return verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                               getLse(), getAlgorithm(), getScratch());
+  if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
+                                   getLse(), getAlgorithm(), getScratch())))
+    return failure();
+  return verifyPositions(*this, getQ(), getK(), getQueryPositions(),
+                         getKeyPositions(), getCausal());
 }
 
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                                   getLse(), getAlgorithm(), getScratch())))
+                                   getLse(), getAlgorithm(), getScratch())) ||
+      failed(verifyPositions(*this, getQ(), getK(), getQueryPositions(),
+                             getKeyPositions(), getCausal())))
     return failure();
+  if (getLseGrad() && getLseGrad().getType() != getLse().getType())
+    return emitOpError("lse_grad is ")
+           << getLseGrad().getType() << ", not lse's " << getLse().getType();
   for (auto [x, dx, name] : {std::tuple{getQ(), getDq(), "dq"},
                              {getK(), getDk(), "dk"},
                              {getV(), getDv(), "dv"}})
@@ -1040,6 +1068,12 @@ LogicalResult RopeOp::verify() {
            << shape << "] must be even";
   if (!(getTheta().convertToDouble() > 0))
     return emitOpError("theta must be positive");
+  if (getPositions() &&
+      (shape.size() < 2 ||
+       !bufferOf(getPositions()).getElementType().isInteger(32) ||
+       bufferOf(getPositions()).getShape() != ArrayRef<int64_t>{shape[1]}))
+    return emitOpError("positions must be i32 [sequence] for input [")
+           << shape << "]";
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 

@@ -217,6 +217,11 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, IsolatedFromAbove,
       `weft-sched-plan-memory` fills them in.
     - `input_split`: per input, the mesh axes each dimension is split over
       (empty lists: replicated), so the caller can cut its block.
+    - `input_chunks`: per input, 0, or the number of chunks 2N its
+      dimension 1 (the sequence) is held in under context parallelism:
+      chunks i and 2N - 1 - i of the natural order come i-th, so a block
+      over cp of N ranks is two balanced chunks. The caller reorders so
+      before it cuts.
     - `events`: how many events its `sched.record` / `sched.wait` use.
     - `streams`: the streams its instructions are queued on. Instructions
       on one stream run in program order; across streams only an event
@@ -243,7 +248,8 @@ def Sched_ProgramOp : Sched_Op<"program", [Symbol, IsolatedFromAbove,
                        OptionalAttr<Sched_I64Attr>:$arena,
                        Sched_I64Attr:$align, Sched_I64Attr:$events,
                        StrArrayAttr:$streams,
-                       OptionalAttr<ArrayAttr>:$input_split);
+                       OptionalAttr<ArrayAttr>:$input_split,
+                       OptionalAttr<DenseI64ArrayAttr>:$input_chunks);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name (`arena` `(` $arena^ `)`)? `align` `(` $align `)` `events` `(`
@@ -486,7 +492,8 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
 }
 
 def Sched_AttentionOp : Sched_Instr<"attention",
-    [DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
   let summary = "attention forward by the algorithm the compiler chose";
   let description = [{
     `weft.attention`'s semantics: `q` [B, S, Hq, D], `k` [B, T, Hkv, D],
@@ -495,15 +502,22 @@ def Sched_AttentionOp : Sched_Instr<"attention",
     aligned) keeps the f32 scores [B, Hq, S, T] and then the probabilities
     in q's type, of the same shape, in `scratch`
     (scratch::attentionLayout in dialects/sched/IR/ScratchLayout.h says
-    where and how many bytes); `flash` takes no scratch.
+    where and how many bytes); `flash` takes no scratch. With
+    `positions` (i32 query positions [S] and key positions [T]) the causal
+    mask is kpos[t] <= qpos[s]; a query that sees no key gets a zero row
+    and lse -inf.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v,
                        Sched_Out:$out, Sched_Out:$lse,
+                       Sched_OptionalIn:$query_positions,
+                       Sched_OptionalIn:$key_positions,
                        Sched_OptionalInOut:$scratch, F64Attr:$scale,
                        UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $out `,` $lse
+    (`positions` `(` $query_positions^ `,` $key_positions `:`
+     type($query_positions) `,` type($key_positions) `)`)?
     (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale
     (`causal` $causal^)? `algorithm` $algorithm (`on` $stream^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `->` type($out) `,` type($lse)
@@ -512,7 +526,8 @@ def Sched_AttentionOp : Sched_Instr<"attention",
 }
 
 def Sched_AttentionGradOp : Sched_Instr<"attention_grad",
-    [DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
   let summary = "attention backward by the algorithm the compiler chose";
   let description = [{
     `weft.attention_grad`'s semantics: from the forward's `q`, `k`, `v`,
@@ -521,16 +536,24 @@ def Sched_AttentionGradOp : Sched_Instr<"attention_grad",
     probabilities again (gemm_softmax: reused for dP and dS) and an f32
     row term delta [B, Hq, S] (both algorithms; without scratch the flash
     backward computes delta itself, as the CPU does);
-    scratch::attentionLayout says where and how many bytes.
+    scratch::attentionLayout says where and how many bytes. `positions` as
+    the forward's; `lse_grad` [B, Hq, S] (f32) is the gradient of the
+    forward's lse, subtracted from delta.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v, Sched_In:$out,
                        Sched_In:$lse, Sched_In:$dout, Sched_Out:$dq,
                        Sched_Out:$dk, Sched_Out:$dv,
+                       Sched_OptionalIn:$query_positions,
+                       Sched_OptionalIn:$key_positions,
+                       Sched_OptionalIn:$lse_grad,
                        Sched_OptionalInOut:$scratch, F64Attr:$scale,
                        UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $out `,` $lse `,` $dout `->` $dq `,` $dk `,` $dv
+    (`positions` `(` $query_positions^ `,` $key_positions `:`
+     type($query_positions) `,` type($key_positions) `)`)?
+    (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)?
     (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale
     (`causal` $causal^)? `algorithm` $algorithm (`on` $stream^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($lse) `,`
@@ -600,8 +623,13 @@ def Sched_EmbeddingGradOp : Sched_LibraryOp<"embedding_grad",
     (ins Sched_In:$ids, Sched_In:$dout, Sched_Out:$dtable,
          StrArrayAttr:$vocab_axes)>;
 def Sched_RopeOp : Sched_LibraryOp<"rope", "rotary position embedding",
-    (ins Sched_In:$input, Sched_Out:$out, F64Attr:$theta,
-         Sched_I64Attr:$position_offset, BoolAttr:$inverse)>;
+    (ins Sched_In:$input, Sched_Out:$out, Sched_OptionalIn:$positions,
+         F64Attr:$theta, Sched_I64Attr:$position_offset, BoolAttr:$inverse)> {
+  let description = [{
+    `weft.rope`: rotates `input` [B, S, H, D] into `out`; row s's position
+    is positions[s] (i32 [S]) when given, else s, plus `position_offset`.
+  }];
+}
 def Sched_CrossEntropyOp : Sched_ScratchLibraryOp<"cross_entropy",
     "mean softmax cross-entropy of logits against labels",
     (ins Sched_In:$logits, Sched_In:$labels, Sched_Out:$loss,

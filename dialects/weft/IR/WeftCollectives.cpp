@@ -209,6 +209,13 @@ static LogicalResult verifyPeer(Operation *op, SymbolTableCollection &symbols,
            << ") names this rank itself";
   return success();
 }
+LogicalResult RingShiftOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, symbols, getMeshAttr(), getAxisAttr(), getOffset());
+}
+int64_t RingShiftOp::groupSize() {
+  return groupSizeOf(*this, getMeshAttr(),
+                     ArrayAttr::get(getContext(), getAxisAttr()));
+}
 LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyPeer(*this, symbols, getMeshAttr(), getAxisAttr(), getOffset());
 }
@@ -268,6 +275,14 @@ Grads RaggedAllToAllOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
       getSendSizes(), getMeshAttr(), getAxesAttr(),
       b.getI64IntegerAttr(getInput().getType().getDimSize(0)));
   return SmallVector<Value>{g, Value(), Value()};
+}
+
+Grads RingShiftOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // What went to coordinate + offset comes back from it.
+  Value g = RingShiftOp::create(b, getLoc(), rg.front(), getMeshAttr(),
+                                getAxisAttr(),
+                                b.getI64IntegerAttr(-getOffset()));
+  return SmallVector<Value>{g};
 }
 
 Grads ShardSliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

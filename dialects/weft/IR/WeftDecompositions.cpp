@@ -113,6 +113,11 @@ FailureOr<SmallVector<Value>> TopKGatingOp::decompose(OpBuilder &builder) {
 }
 
 FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
+  // The mask below is a constant of indices; positions are data.
+  if (getQueryPositions())
+    return emitOpError("with positions has no decomposition (its mask "
+                       "depends on the positions' values)"),
+           failure();
   weft::detail::Emitter e{builder, getLoc()};
   Location loc = getLoc();
   auto qType = e.typeOf(getQuery()), kType = e.typeOf(getKey()),

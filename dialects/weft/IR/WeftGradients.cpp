@@ -315,22 +315,26 @@ Grads SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 
 Grads RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // A rotation's adjoint is the opposite rotation.
-  return grads({RopeOp::create(b, getLoc(), single(rg), getThetaAttr(),
-                               getPositionOffsetAttr(),
-                               getInverse() ? UnitAttr() : b.getUnitAttr())});
+  return grads({RopeOp::create(b, getLoc(), single(rg), getPositions(),
+                               getThetaAttr(), getPositionOffsetAttr(),
+                               getInverse() ? UnitAttr() : b.getUnitAttr()),
+                Value()});
 }
 
 Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  if (rg[1]) {
-    emitOpError("cannot differentiate through the log-sum-exp result");
-    return failure();
-  }
-  if (!rg[0])
-    return grads({Value(), Value(), Value()});
-  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(),
-                                   getValue(), getResult(), getLse(), rg[0],
-                                   getScaleAttr(), getCausalAttr());
-  return grads({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()});
+  if (!rg[0] && !rg[1])
+    return grads({Value(), Value(), Value(), Value(), Value()});
+  // A log-sum-exp used on its own (ring attention's merge) still needs the
+  // result's gradient operand: zero.
+  Value grad = rg[0];
+  if (!grad)
+    grad = Emitter{b, getLoc()}.splatLike(getResult(), 0.0);
+  auto g = AttentionGradOp::create(
+      b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
+      grad, getQueryPositions(), getKeyPositions(), rg[1], getScaleAttr(),
+      getCausalAttr());
+  return grads({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad(), Value(),
+                Value()});
 }
 
 Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

@@ -489,7 +489,42 @@ LogicalResult RopeOp::verify() {
     return emitOpError("head_dim ") << type.getDimSize(3) << " must be even";
   if (!(getTheta().convertToDouble() > 0.0))
     return emitOpError("theta must be positive");
+  if (Value positions = getPositions();
+      positions && cast<RankedTensorType>(positions.getType()).getShape() !=
+                       ArrayRef<int64_t>{type.getDimSize(1)})
+    return emitOpError("positions must be [")
+           << type.getDimSize(1) << "] (one per row of the sequence), got "
+           << shapeStr(cast<RankedTensorType>(positions.getType()).getShape());
   return success();
+}
+
+/// Attention's optional positions: both or neither, only with `causal`,
+/// [S] for the queries and [T] for the keys.
+static LogicalResult verifyPositions(Operation *op, Value query, Value key,
+                                     Value queryPositions, Value keyPositions,
+                                     bool causal) {
+  if (!queryPositions && !keyPositions)
+    return success();
+  if (!queryPositions || !keyPositions)
+    return op->emitOpError("needs both query and key positions, or neither");
+  if (!causal)
+    return op->emitOpError("positions only mask a causal attention");
+  for (auto [positions, of, what] :
+       {std::tuple{queryPositions, query, "query"},
+        std::tuple{keyPositions, key, "key"}}) {
+    int64_t seq = cast<RankedTensorType>(of.getType()).getDimSize(1);
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(positions.getType()).getShape();
+    if (shape != ArrayRef<int64_t>{seq})
+      return op->emitOpError(what)
+             << " positions must be [" << seq << "], got " << shapeStr(shape);
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
+                         getKeyPositions(), getCausal());
 }
 
 /// Shared by attention and its gradient: the result and lse types.
@@ -562,7 +597,10 @@ LogicalResult AttentionGradOp::verify() {
            << forward[0];
   if (getLse().getType() != forward[1])
     return emitOpError("lse must have type ") << forward[1];
-  return success();
+  if (getLseGrad() && getLseGrad().getType() != forward[1])
+    return emitOpError("lse_grad must have type ") << forward[1];
+  return verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
+                         getKeyPositions(), getCausal());
 }
 
 LogicalResult DropoutOp::verify() {

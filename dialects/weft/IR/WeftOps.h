@@ -96,6 +96,14 @@ inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";
+/// On a weft.constant [S] of i32: the positions of the sequence the program
+/// holds, which context parallelism reorders (weft-apply-plan).
+inline constexpr const char *kPositionsAttr = "weft.positions";
+/// On a token input [B, S]: its sequence is held in context parallelism's
+/// load-balanced order of this many chunks (2 cp): chunks i and 2cp - 1 - i
+/// (of the natural order) are rank i's block. The runtime reorders each
+/// row so before cutting its block.
+inline constexpr const char *kSequenceChunksAttr = "weft.sequence_chunks";
 inline constexpr const char *kStageAttr = "weft.stage";
 
 /// Puts the ops after `after` (null: from the start of `end`'s block) and

@@ -240,6 +240,32 @@ def Weft_RaggedAllToAllOp : Weft_CollectiveOp<"ragged_all_to_all", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Weft_RingShiftOp : Weft_CollectiveOp<"ring_shift",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "pass a value one step round the ring of a mesh axis";
+  let description = [{
+    Every rank sends `input` to the rank whose coordinate along `axis` is
+    its own plus `offset` (mod the axis size; every other coordinate
+    equal) and returns what the rank at its coordinate minus `offset`
+    sent: a collective permute. Ring attention under context parallelism
+    (weft-partition) passes key/value blocks and their positions one step
+    per block. Gradient: the opposite shift of the result's gradient
+    (dK/dV travel back round the ring). `weft-split-ring-shifts` turns
+    each into a `weft.send` where the input is ready and a `weft.recv`
+    just before the first use, so the transfer overlaps the work between.
+
+    ```mlir
+    %k1 = weft.ring_shift %k0 over @mesh "cp" offset 1 : tensor<2x8x2x16xf32>
+    ```
+  }];
+  let arguments = (ins Weft_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$offset);
+  let results = (outs Weft_Tensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axis `offset` $offset attr-dict `:` type($input)
+  }];
+}
+
 class Weft_PointToPointOp<string mnemonic, list<Trait> traits = []>
     : Weft_Op<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>])>;
@@ -778,7 +804,7 @@ def Weft_SoftmaxOp : Weft_Op<"softmax",
   let hasVerifier = 1;
 }
 
-def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
+def Weft_RopeOp : Weft_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "rotary position embedding (Hugging Face rotate_half layout)";
   let description = [{
     `input` is [B, S, H, Dh] with Dh even. For position s (the index along
@@ -790,23 +816,31 @@ def Weft_RopeOp : Weft_Op<"rope", [Pure, SameOperandsAndResultType, DeclareOpInt
     Face q/k projection weights are used unpermuted. With `inverse` the
     rotation is by -f_i, which is rope's gradient (rotations are orthogonal).
 
+    With `positions` [S] (i32) the position of row s is positions[s] (plus
+    `position_offset`) instead of its index: context parallelism computes
+    on a load-balanced reordering of the sequence, whose positions the
+    plan states as data (see weft-apply-plan).
+
     ```mlir
     %q = weft.rope %x {theta = 10000.0 : f64} : tensor<2x8x4x16xf32>
+    %r = weft.rope %x positions %pos : tensor<2x8x4x16xf32>, tensor<8xi32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$input,
+                       Optional<Weft_TensorOf<[I32]>>:$positions,
                        DefaultValuedAttr<Weft_FiniteF64Attr, "10000.0">:$theta,
                        DefaultValuedAttr<I64Attr, "0">:$position_offset,
                        UnitAttr:$inverse);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`inverse` $inverse^)? attr-dict `:` type($result)
+    $input (`positions` $positions^)? (`inverse` $inverse^)? attr-dict `:`
+    type($result) (`,` type($positions)^)?
   }];
   let hasVerifier = 1;
 }
 
 def Weft_AttentionOp : Weft_Op<"attention",
-    [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments, DeclareOpInterfaceMethods<Weft_GradientOpInterface>, DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
      DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
   let summary = "multi-head scaled dot-product attention (GQA, causal)";
   let description = [{
@@ -826,20 +860,35 @@ def Weft_AttentionOp : Weft_Op<"attention",
     gets for free (FlashAttention keeps it) and the backward reuses to
     recompute the probabilities without a second softmax pass.
 
+    With `positions` (query positions [S] and key positions [T], i32, only
+    with `causal`), key t is visible to query s iff kpos[t] <= qpos[s]:
+    the mask of a sequence held in another order, or of one block of it
+    (ring attention under context parallelism passes key blocks and their
+    positions round the ring and merges the blocks' results by their
+    log-sum-exp). A query that sees no key gets a zero row and lse -inf.
+
     ```mlir
     %o, %lse = weft.attention %q, %k, %v scale = 0.25 causal
         : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+    %o2, %lse2 = weft.attention %q, %k, %v positions(%qp, %kp) scale = 0.25
+        causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>,
+        tensor<2x8x2x16xf32>, tensor<8xi32>, tensor<8xi32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
-                       Weft_FloatTensor:$value, Weft_FiniteF64Attr:$scale,
-                       UnitAttr:$causal);
+                       Weft_FloatTensor:$value,
+                       Optional<Weft_TensorOf<[I32]>>:$query_positions,
+                       Optional<Weft_TensorOf<[I32]>>:$key_positions,
+                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal);
   let results = (outs Weft_FloatTensor:$result,
                       StaticShapeTensorOf<[F32]>:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `scale` `=` $scale (`causal` $causal^)? attr-dict
+    $query `,` $key `,` $value (`positions` `(` $query_positions^ `,`
+    $key_positions `)`)? `scale` `=` $scale (`causal` $causal^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
+    (`,` type($query_positions)^ `,` type($key_positions))?
   }];
+  let hasVerifier = 1;
 }
 
 def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
@@ -1211,7 +1260,8 @@ def Weft_RMSNormGradOp : Weft_Op<"rms_norm_grad",
 }
 
 def Weft_AttentionGradOp : Weft_Op<"attention_grad",
-    [Pure, InferTypeOpAdaptor, AllTypesMatch<["result", "grad"]>]> {
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments,
+     AllTypesMatch<["result", "grad"]>]> {
   let summary = "gradient of weft.attention from its saved log-sum-exp";
   let description = [{
     Operands are the forward's `query`, `key`, `value`, `result`, `lse` and
@@ -1224,7 +1274,12 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad",
       query_grad[s]  = scale sum_t ds_st key_t
       key_grad[t]    = scale sum_s ds_st query_s
     where grouped-query heads sum their key/value gradients into the shared
-    head. Created by autodiff for `weft.attention`.
+    head. Created by autodiff for `weft.attention`, with the forward's
+    `positions` when it has them.
+
+    `lse_grad` [B, Hq, S], when the forward's log-sum-exp is itself used
+    (ring attention merges blocks by it), adds its gradient:
+    d lse_s / d score_st = p_st, so ds_st = p_st (dp_st - D_s + lse_grad_s).
 
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %lse, %do scale = 0.25 causal
@@ -1235,13 +1290,19 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad",
   let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
                        Weft_FloatTensor:$value, Weft_FloatTensor:$result,
                        StaticShapeTensorOf<[F32]>:$lse, Weft_FloatTensor:$grad,
+                       Optional<Weft_TensorOf<[I32]>>:$query_positions,
+                       Optional<Weft_TensorOf<[I32]>>:$key_positions,
+                       Optional<StaticShapeTensorOf<[F32]>>:$lse_grad,
                        Weft_FiniteF64Attr:$scale, UnitAttr:$causal);
   let results = (outs Weft_FloatTensor:$query_grad, Weft_FloatTensor:$key_grad,
                       Weft_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $result `,` $lse `,` $grad `scale` `=` $scale
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $grad
+    (`positions` `(` $query_positions^ `,` $key_positions `)`)?
+    (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)? `scale` `=` $scale
     (`causal` $causal^)? attr-dict `:` type($query) `,` type($key) `,`
     type($value) `,` type($result) `,` type($lse)
+    (`,` type($query_positions)^ `,` type($key_positions))?
   }];
   let hasVerifier = 1;
 }

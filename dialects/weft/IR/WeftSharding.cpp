@@ -26,9 +26,10 @@ int64_t MeshOp::axisSize(StringRef name) {
 LogicalResult MeshOp::verify() {
   // The graph's placement passes know these axes; sched meshes may name any.
   for (StringRef axis : getAxes().getAsValueRange<StringAttr>())
-    if (axis != "dp" && axis != "tp" && axis != "pp" && axis != "ep")
+    if (axis != "dp" && axis != "tp" && axis != "pp" && axis != "ep" &&
+        axis != "cp")
       return emitOpError("unknown axis name '")
-             << axis << "' (axes: dp, tp, pp, ep)";
+             << axis << "' (axes: dp, tp, pp, ep, cp)";
   return verifyMeshAxes(*this, getAxes(), getSizes());
 }
 

@@ -215,19 +215,32 @@ ShardingRule EmbeddingOp::getShardingRule() {
 }
 
 ShardingRule AttentionOp::getShardingRule() {
-  // Batch and heads split; sequence and head dims stay whole. Query head h
-  // reads kv head h / (Hq / Hkv), so splitting both head dims into the same
-  // number of contiguous blocks keeps every group on one device: the kv
-  // heads share the query heads' factor (each dim must divide the split).
+  // Batch and heads split; head dims stay whole. Query head h reads kv head
+  // h / (Hq / Hkv), so splitting both head dims into the same number of
+  // contiguous blocks keeps every group on one device: the kv heads share
+  // the query heads' factor (each dim must divide the split).
+  // The sequences split only with positions (a mask by index would change
+  // with the block): queries s and keys t are factors, and splitting them
+  // is no rule a factor can state (every query needs every key), so the
+  // partitioner runs such an attention as a ring (context parallelism).
   ShardingRule rule;
   ArrayRef<int64_t> q = shapeOf(getQuery());
-  int64_t b = rule.addFactor(q[0]), h = rule.addFactor(q[2]);
   int64_t whole = ShardingRule::kWhole;
-  rule.operands.push_back({b, whole, h, whole});
-  rule.operands.push_back({b, whole, h, whole});
-  rule.operands.push_back({b, whole, h, whole});
-  rule.results.push_back({b, whole, h, whole});
-  rule.results.push_back({b, h, whole}); // lse [B, Hq, S]
+  int64_t b = rule.addFactor(q[0]), h = rule.addFactor(q[2]);
+  int64_t s = whole, t = whole;
+  if (getQueryPositions()) {
+    s = rule.addFactor(q[1]);
+    t = rule.addFactor(shapeOf(getKey())[1]);
+  }
+  rule.operands.push_back({b, s, h, whole});
+  rule.operands.push_back({b, t, h, whole});
+  rule.operands.push_back({b, t, h, whole});
+  if (getQueryPositions()) {
+    rule.operands.push_back({s});
+    rule.operands.push_back({t});
+  }
+  rule.results.push_back({b, s, h, whole});
+  rule.results.push_back({b, h, s}); // lse [B, Hq, S]
   return rule;
 }
 
@@ -253,13 +266,17 @@ ShardingRule SoftmaxOp::getShardingRule() {
 }
 
 ShardingRule RopeOp::getShardingRule() {
-  // Batch and heads split; positions and the rotated pairs stay whole.
+  // Batch and heads split; the rotated pairs stay whole. The sequence splits
+  // only with its positions beside it (as data, split alike): by index, a
+  // block would rotate from position 0.
   ShardingRule rule;
   ArrayRef<int64_t> shape = shapeOf(getInput());
   int64_t b = rule.addFactor(shape[0]), h = rule.addFactor(shape[2]);
-  SmallVector<int64_t> dims = {b, ShardingRule::kWhole, h,
-                               ShardingRule::kWhole};
+  int64_t s = getPositions() ? rule.addFactor(shape[1]) : ShardingRule::kWhole;
+  SmallVector<int64_t> dims = {b, s, h, ShardingRule::kWhole};
   rule.operands.push_back(dims);
+  if (getPositions())
+    rule.operands.push_back({s});
   rule.results.push_back(dims);
   return rule;
 }

@@ -464,15 +464,19 @@ extern "C" __global__ void weft_softmax(const float *__restrict x,
 }
 
 // Rotary embedding of [B, P, H, D], one thread per rotated pair (i, i + D/2).
+// `at` (null: each row's index) holds row p's position, as context
+// parallelism's reordered sequence needs.
 extern "C" __global__ void weft_rope(const float *__restrict x,
                                      float *__restrict y, long batch,
                                      long positions, long heads, long dim,
-                                     double theta, double sign, long offset) {
+                                     double theta, double sign, long offset,
+                                     const int *__restrict at) {
   long half = dim / 2, pairs = batch * positions * heads * half;
   for (long k = weft_thread(); k < pairs; k += weft_stride()) {
     long i = k % half, row = k / half, p = (row / heads) % positions;
     long base = row * dim;
-    double f = sign * (double)(p + offset) * pow(theta, -2.0 * i / (double)dim);
+    double pos = at ? (double)at[p] : (double)p;
+    double f = sign * (pos + (double)offset) * pow(theta, -2.0 * i / (double)dim);
     double x1 = x[base + i], x2 = x[base + i + half];
     y[base + i] = (float)(x1 * cos(f) - x2 * sin(f));
     y[base + i + half] = (float)(x2 * cos(f) + x1 * sin(f));

@@ -1,6 +1,6 @@
 // RUN: weft-opt %s -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{'weft.mesh' op unknown axis name 'xp' (axes: dp, tp, pp, ep)}}
+// expected-error @+1 {{'weft.mesh' op unknown axis name 'xp' (axes: dp, tp, pp, ep, cp)}}
 weft.mesh @mesh axes ["dp", "xp"] sizes [2, 4]
 
 // -----

@@ -122,7 +122,7 @@ TEST(Topology, MeshesMustFit) {
   auto unknown = parseMeshSpec("dp=2,xp=2");
   ASSERT_FALSE(static_cast<bool>(unknown));
   EXPECT_EQ(llvm::toString(unknown.takeError()),
-            "unknown mesh axis 'xp' (axes: dp, tp, pp, ep)");
+            "unknown mesh axis 'xp' (axes: dp, tp, pp, ep, cp)");
   auto twice = parseMeshSpec("dp=2,dp=2");
   ASSERT_FALSE(static_cast<bool>(twice));
   EXPECT_EQ(llvm::toString(twice.takeError()), "mesh axis 'dp' is given twice");

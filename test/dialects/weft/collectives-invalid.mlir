@@ -87,3 +87,21 @@ func.func @shard_slice_shape(%x: tensor<8x4xf32>) {
   %y = weft.shard_slice %x over @mesh ["dp"] dim 0 : tensor<8x4xf32> -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+weft.mesh @mesh axes ["cp"] sizes [2]
+func.func @ring_self(%x: tensor<4xf32>) {
+  // expected-error @+1 {{offset 2 along 'cp' (size 2) names this rank itself}}
+  %0 = weft.ring_shift %x over @mesh "cp" offset 2 : tensor<4xf32>
+  return
+}
+
+// -----
+
+weft.mesh @mesh axes ["cp"] sizes [2]
+func.func @ring_axis(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unknown mesh axis 'tp' of @mesh}}
+  %0 = weft.ring_shift %x over @mesh "tp" offset 1 : tensor<4xf32>
+  return
+}

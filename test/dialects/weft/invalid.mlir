@@ -366,6 +366,38 @@ func.func @rope_theta(%x: tensor<2x8x4x16xf32>) {
 
 // -----
 
+func.func @rope_positions(%x: tensor<2x8x4x16xf32>, %p: tensor<4xi32>) {
+  // expected-error @+1 {{positions must be [8] (one per row of the sequence), got [4]}}
+  %0 = weft.rope %x positions %p : tensor<2x8x4x16xf32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @attention_positions_noncausal(%q: tensor<2x8x4x16xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{positions only mask a causal attention}}
+  %0:2 = weft.attention %q, %q, %q positions(%p, %p) scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<8xi32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @attention_positions_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x4x4x16xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{key positions must be [4], got [8]}}
+  %0:2 = weft.attention %q, %k, %k positions(%p, %p) scale = 1.0 causal : tensor<2x8x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<8xi32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse_grad(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x4x8xf32>, %g: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{lse_grad must have type 'tensor<2x4x8xf32>'}}
+  %0:3 = weft.attention_grad %q, %q, %q, %q, %lse, %q lse_grad(%g : tensor<2x8x4xf32>) scale = 1.0 causal : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_rank(%q: tensor<2x8x64xf32>) {
   // expected-error @+1 {{attention operands must be [batch, seq, heads, head_dim], got [2, 8, 64], [2, 8, 64], [2, 8, 64]}}
   %0:2 = weft.attention %q, %q, %q scale = 1.0 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>

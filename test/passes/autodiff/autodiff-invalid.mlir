@@ -28,16 +28,6 @@ module {
 // -----
 
 func.func @forward() -> tensor<f32> {
-  %x = weft.param "x" init(zeros) : tensor<1x2x1x4xf32>
-  // expected-error @below {{cannot differentiate through the log-sum-exp result}}
-  %a:2 = weft.attention %x, %x, %x scale = 1.0 : tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>
-  %loss = weft.reduce_sum %a#1 dims [0, 1, 2] : tensor<1x1x2xf32>
-  return %loss : tensor<f32>
-}
-
-// -----
-
-func.func @forward() -> tensor<f32> {
   %x = weft.param "x" init(zeros) : tensor<2xf32>
   // expected-error @below {{weft-autodiff: @forward calls itself: Weft compiles a single function; inline the callee}}
   %r = func.call @forward() : () -> tensor<f32>

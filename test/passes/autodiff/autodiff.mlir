@@ -101,3 +101,19 @@ func.func @forward(%x: tensor<2x3xf32>) -> tensor<f32> {
   %loss = weft.reduce_sum %s dims [0, 1] : tensor<2x8xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// The log-sum-exp is differentiable (ring attention merges blocks by it):
+// used alone, its gradient reaches attention_grad as lse_grad beside a zero
+// output gradient, and the positions go along.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[ZERO:.*]] = weft.constant dense<0.000000e+00> : tensor<1x2x1x4xf32>
+// CHECK: weft.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]] positions(%[[P:.*]], %[[P]]) lse_grad(%{{.*}} : tensor<1x1x2xf32>) scale = 1.000000e+00 causal
+func.func @forward() -> tensor<f32> {
+  %x = weft.param "x" init(normal, 1.0) : tensor<1x2x1x4xf32>
+  %p = weft.constant dense<[1, 0]> : tensor<2xi32>
+  %a:2 = weft.attention %x, %x, %x positions(%p, %p) scale = 1.0 causal : tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>, tensor<2xi32>, tensor<2xi32>
+  %loss = weft.reduce_sum %a#1 dims [0, 1, 2] : tensor<1x1x2xf32>
+  return %loss : tensor<f32>
+}

@@ -25,6 +25,12 @@ def instr(program, op):
     return first(program["instructions"], lambda i: i["op"] == op)
 
 
+def plain_copy(program):
+    """The first copy of a matrix (two sizes, offset and two strides)."""
+    return first(program["instructions"],
+                 lambda i: i["op"] == "copy" and len(i["sizes"]) == 2)
+
+
 def alloc(program, i=0):
     return [b for b in program["buffers"] if b["kind"] == "alloc"][i]
 
@@ -127,11 +133,11 @@ elif kind == "no-params":
     m["params"] = []
 # constants
 elif kind == "constant-shape":
-    m["constants"][1]["shape"] = [2**40, 2**30]
+    first(m["constants"], lambda c: "splat" in c)["shape"] = [2**40, 2**30]
 elif kind == "constant-nan":
     raw = text.replace('"splat": 1}', '"splat": NaN}', 1)
 elif kind == "constant-no-value":
-    del m["constants"][0]["splat"]
+    del first(m["constants"], lambda c: "splat" in c)["splat"]
 # kernel declarations
 elif kind == "decl-scalar-type":
     m["kernel_decls"][0]["scalars"] = ["i128"]
@@ -215,10 +221,14 @@ elif kind == "attention-scale-nan":
     raw = text.replace('"scale": 0.25', '"scale": NaN', 1)
 elif kind == "attention-algorithm":
     instr(fwd, "attention")["algorithm"] = "magic"
+elif kind == "attention-positions":  # says it has positions, lists none
+    instr(fwd, "attention")["has_positions"] = True
+elif kind == "sequence-chunks":  # 3 chunks cannot pair up
+    fwd["inputs"][0]["sequence_chunks"] = 3
 elif kind == "copy-sizes":  # copies more than its buffers hold
-    instr(fwd, "copy")["sizes"] = [64, 64]
+    plain_copy(fwd)["sizes"] = [64, 64]
 elif kind == "copy-strides":
-    instr(fwd, "copy")["src"] = [0, -64, 1]
+    plain_copy(fwd)["src"] = [0, -64, 1]
 elif kind == "reduce-dims":
     instr(step, "reduce")["dims"] = [0, 9]
 elif kind == "ce-ignore-index":

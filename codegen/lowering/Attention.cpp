@@ -62,7 +62,8 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
                        /*grad=*/false);
   if (failed(chosen))
     return failure();
-  auto [qpos, kpos] = positions(l, op.getQueryPositions(), op.getKeyPositions());
+  auto [qpos, kpos] =
+      positions(l, op.getQueryPositions(), op.getKeyPositions());
   auto instr = sched::AttentionOp::create(
       l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, Value(),
       op.getScaleAttr(), op.getCausalAttr(),
@@ -81,7 +82,8 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
                        /*grad=*/true);
   if (failed(chosen))
     return failure();
-  auto [qpos, kpos] = positions(l, op.getQueryPositions(), op.getKeyPositions());
+  auto [qpos, kpos] =
+      positions(l, op.getQueryPositions(), op.getKeyPositions());
   Value lseGrad = op.getLseGrad() ? l.read(op, op.getLseGrad()) : Value();
   auto instr = sched::AttentionGradOp::create(
       l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv, qpos, kpos,

@@ -50,8 +50,7 @@ LogicalResult lowerRope(RopeOp op, ProgramLowering &l) {
   Value positions = op.getPositions() ? l.stored(op.getPositions()) : Value();
   sched::RopeOp::create(l.builder(), op.getLoc(), x,
                         l.write(op, op.getResult()), positions,
-                        op.getThetaAttr(),
-                        op.getPositionOffsetAttr(),
+                        op.getThetaAttr(), op.getPositionOffsetAttr(),
                         boolAttr(l, op.getInverse()), compute(l));
   return success();
 }

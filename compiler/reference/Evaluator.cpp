@@ -18,8 +18,8 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <unistd.h>

@@ -118,8 +118,8 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   Value x = g.embedding(wte, in.tokens);
   // The position table is read by the positions (Hugging Face's
   // wpe(position_ids)), which context parallelism reorders.
-  x = g.add(x, g.broadcast(g.embedding(wpe, g.positions(s)), {b, s, d},
-                           {1, 2}));
+  x = g.add(x,
+            g.broadcast(g.embedding(wpe, g.positions(s)), {b, s, d}, {1, 2}));
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
     g.setLayer(layer);

@@ -504,8 +504,7 @@ private:
     DimAxes rows{factors[0], ring, factors[1], {}};
     SmallVector<Value> operands;
     for (unsigned i = 0; i < 5; ++i) {
-      FailureOr<Value> v =
-          operandAs(att, i, i < 3 ? rows : DimAxes{ring});
+      FailureOr<Value> v = operandAs(att, i, i < 3 ? rows : DimAxes{ring});
       if (failed(v))
         return failure();
       operands.push_back(*v);
@@ -516,8 +515,8 @@ private:
     if (differentiable)
       for (Value &v : operands)
         v = enterVarying(att, v, varying);
-    Value q = operands[0], k = operands[1], v = operands[2],
-          qpos = operands[3], kpos = operands[4];
+    Value q = operands[0], k = operands[1], v = operands[2], qpos = operands[3],
+          kpos = operands[4];
     Location loc = att.getLoc();
     auto qType = cast<RankedTensorType>(q.getType());
     ArrayRef<int64_t> qs = qType.getShape();
@@ -546,11 +545,10 @@ private:
     auto rowsOf = [&](Value w) -> Value {
       Value t = TransposeOp::create(b, loc, w, ArrayRef<int64_t>{0, 2, 1});
       if (qType.getElementType() != b.getF32Type())
-        t = CastOp::create(
-            b, loc,
-            RankedTensorType::get({qs[0], qs[1], qs[2]},
-                                  qType.getElementType()),
-            t);
+        t = CastOp::create(b, loc,
+                           RankedTensorType::get({qs[0], qs[1], qs[2]},
+                                                 qType.getElementType()),
+                           t);
       return BroadcastOp::create(b, loc, outType, t,
                                  ArrayRef<int64_t>{0, 1, 2});
     };
@@ -570,9 +568,8 @@ private:
                   e.mul(part, rowsOf(e.div(theirs, total))));
     }
     layouts[out] = Layout{rows, {}, ReduceKind::Sum, varying};
-    layouts[lse] =
-        Layout{DimAxes{factors[0], factors[1], ring}, {}, ReduceKind::Sum,
-               varying};
+    layouts[lse] = Layout{
+        DimAxes{factors[0], factors[1], ring}, {}, ReduceKind::Sum, varying};
     att.getResult().replaceAllUsesWith(out);
     att.getLse().replaceAllUsesWith(lse);
     att.erase();

@@ -344,8 +344,8 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
       return emitError(arg.getLoc(), "sequence length ")
              << s << " of input " << arg.getArgNumber()
              << " does not split into 2 x cp = " << 2 * cp
-             << " equal chunks (cp=" << cp
-             << " gives rank i chunks i and " << 2 * cp - 1 << " - i)";
+             << " equal chunks (cp=" << cp << " gives rank i chunks i and "
+             << 2 * cp - 1 << " - i)";
     if (seq && s != seq)
       return emitError(arg.getLoc(), "inputs have sequence lengths ")
              << seq << " and " << s << "; cp splits one sequence";

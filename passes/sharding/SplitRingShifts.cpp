@@ -35,10 +35,9 @@ void weft::splitRingShifts(func::FuncOp func) {
     }
     if (first)
       b.setInsertionPoint(first);
-    auto recv = RecvOp::create(b, loc, shift.getType(), shift.getMeshAttr(),
-                               shift.getAxisAttr(),
-                               b.getI64IntegerAttr(-shift.getOffset()),
-                               b.getI64IntegerAttr(tag++));
+    auto recv = RecvOp::create(
+        b, loc, shift.getType(), shift.getMeshAttr(), shift.getAxisAttr(),
+        b.getI64IntegerAttr(-shift.getOffset()), b.getI64IntegerAttr(tag++));
     shift.getResult().replaceAllUsesWith(recv.getResult());
     shift.erase();
   }

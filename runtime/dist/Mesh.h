@@ -164,8 +164,8 @@ inline void reorderChunks(int32_t *data, int64_t n, int64_t chunks,
   for (int64_t k = 0; k < chunks; ++k) {
     // The k-th chunk held is natural chunk k/2 (even k) or 2N-1-k/2 (odd).
     int64_t from = k % 2 == 0 ? k / 2 : chunks - 1 - k / 2;
-    std::copy(scratch.begin() + from * size, scratch.begin() + (from + 1) * size,
-              data + k * size);
+    std::copy(scratch.begin() + from * size,
+              scratch.begin() + (from + 1) * size, data + k * size);
   }
 }
 

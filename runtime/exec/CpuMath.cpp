@@ -63,8 +63,8 @@ bool tileHidden(const AttentionMask &mask, int64_t i0, int64_t bq, int64_t j0,
     return false;
   int32_t latest = *std::max_element(mask.queryPositions + i0,
                                      mask.queryPositions + i0 + bq);
-  int32_t earliest = *std::min_element(mask.keyPositions + j0,
-                                       mask.keyPositions + j0 + bk);
+  int32_t earliest =
+      *std::min_element(mask.keyPositions + j0, mask.keyPositions + j0 + bk);
   return earliest > latest;
 }
 
@@ -116,8 +116,8 @@ std::pair<double, double> rowStats(const float *x, int64_t dim, bool rms,
 /// sum l; scores and P V go through sgemm on strided views of the
 /// [B, S, H, D] tensors, so nothing of size S x S is ever stored.
 void attentionForward(const AttentionShape &a, float scale,
-                      const AttentionMask &mask, const float *q,
-                      const float *k, const float *v, float *out, float *lse) {
+                      const AttentionMask &mask, const float *q, const float *k,
+                      const float *v, float *out, float *lse) {
   int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
   std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
   std::vector<float> m(kQueryTile), l(kQueryTile);

@@ -61,16 +61,15 @@ struct AttentionMask {
 
 /// FlashAttention's forward (tiles of queries, running max and sum).
 void attentionForward(const AttentionShape &a, float scale,
-                      const AttentionMask &mask, const float *q,
-                      const float *k, const float *v, float *out, float *lse);
+                      const AttentionMask &mask, const float *q, const float *k,
+                      const float *v, float *out, float *lse);
 /// Its backward, recomputing probabilities from `lse`; writes dq, dk, dv.
 /// `lseGrad` (or null) is the gradient of lse itself ([B, Hq, S]).
 void attentionBackward(const AttentionShape &a, float scale,
                        const AttentionMask &mask, const float *q,
                        const float *k, const float *v, const float *o,
                        const float *lse, const float *dout,
-                       const float *lseGrad,
-                       float *dq, float *dk, float *dv);
+                       const float *lseGrad, float *dq, float *dk, float *dv);
 
 enum class ReduceKind { Sum, Mean, Max };
 

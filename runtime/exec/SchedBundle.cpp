@@ -981,21 +981,20 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
   case Op::Attention:
   case Op::AttentionGrad: {
     const AttentionAttrs &a = in.as<AttentionAttrs>();
-    std::vector<Role> r =
-        in.op == Op::Attention ? roles({{"q", kRead},
-                                        {"k", kRead},
-                                        {"v", kRead},
-                                        {"out", kWrite},
-                                        {"lse", kWrite}})
-                               : roles({{"q", kRead},
-                                        {"k", kRead},
-                                        {"v", kRead},
-                                        {"out", kRead},
-                                        {"lse", kRead},
-                                        {"dout", kRead},
-                                        {"dq", kWrite},
-                                        {"dk", kWrite},
-                                        {"dv", kWrite}});
+    std::vector<Role> r = in.op == Op::Attention ? roles({{"q", kRead},
+                                                          {"k", kRead},
+                                                          {"v", kRead},
+                                                          {"out", kWrite},
+                                                          {"lse", kWrite}})
+                                                 : roles({{"q", kRead},
+                                                          {"k", kRead},
+                                                          {"v", kRead},
+                                                          {"out", kRead},
+                                                          {"lse", kRead},
+                                                          {"dout", kRead},
+                                                          {"dq", kWrite},
+                                                          {"dk", kWrite},
+                                                          {"dv", kWrite}});
     if (a.hasPositions) {
       r.push_back({"query_positions", kRead});
       r.push_back({"key_positions", kRead});
@@ -1223,8 +1222,8 @@ public:
   /// Operand `i` holds `n` i32 positions.
   absl::Status isPositions(size_t i, int64_t n) const {
     if (dtype(i) != DType::I32)
-      return fail(absl::StrCat(name(i), " must hold i32, not ",
-                               dtypeText(dtype(i))));
+      return fail(
+          absl::StrCat(name(i), " must hold i32, not ", dtypeText(dtype(i))));
     return hasShape(i, {n});
   }
   absl::Status isF32Scalar(size_t i) const {

@@ -448,8 +448,8 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       });
     return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4),
                  dout = f(5), dq = f(6), dk = f(7), dv = f(8)] {
-      cpu::attentionBackward(shape, scale, mask, q, k, v, o, lse, dout,
-                             lseGrad, dq, dk, dv);
+      cpu::attentionBackward(shape, scale, mask, q, k, v, o, lse, dout, lseGrad,
+                             dq, dk, dv);
       return absl::OkStatus();
     });
   }

@@ -279,9 +279,9 @@ Grads RaggedAllToAllOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 
 Grads RingShiftOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // What went to coordinate + offset comes back from it.
-  Value g = RingShiftOp::create(b, getLoc(), rg.front(), getMeshAttr(),
-                                getAxisAttr(),
-                                b.getI64IntegerAttr(-getOffset()));
+  Value g =
+      RingShiftOp::create(b, getLoc(), rg.front(), getMeshAttr(), getAxisAttr(),
+                          b.getI64IntegerAttr(-getOffset()));
   return SmallVector<Value>{g};
 }
 

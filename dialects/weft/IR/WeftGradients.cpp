@@ -329,12 +329,12 @@ Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Value grad = rg[0];
   if (!grad)
     grad = Emitter{b, getLoc()}.splatLike(getResult(), 0.0);
-  auto g = AttentionGradOp::create(
-      b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
-      grad, getQueryPositions(), getKeyPositions(), rg[1], getScaleAttr(),
-      getCausalAttr());
-  return grads({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad(), Value(),
-                Value()});
+  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(),
+                                   getValue(), getResult(), getLse(), grad,
+                                   getQueryPositions(), getKeyPositions(),
+                                   rg[1], getScaleAttr(), getCausalAttr());
+  return grads(
+      {g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad(), Value(), Value()});
 }
 
 Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

@@ -509,9 +509,8 @@ static LogicalResult verifyPositions(Operation *op, Value query, Value key,
     return op->emitOpError("needs both query and key positions, or neither");
   if (!causal)
     return op->emitOpError("positions only mask a causal attention");
-  for (auto [positions, of, what] :
-       {std::tuple{queryPositions, query, "query"},
-        std::tuple{keyPositions, key, "key"}}) {
+  for (auto [positions, of, what] : {std::tuple{queryPositions, query, "query"},
+                                     std::tuple{keyPositions, key, "key"}}) {
     int64_t seq = cast<RankedTensorType>(of.getType()).getDimSize(1);
     ArrayRef<int64_t> shape =
         cast<RankedTensorType>(positions.getType()).getShape();

@@ -2,9 +2,9 @@
 
 #include "frontend/GraphBuilder.h"
 
-#include <numeric>
-
 #include "mlir/IR/Verifier.h"
+
+#include <numeric>
 
 using namespace mlir;
 

@@ -11,7 +11,10 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 
 using namespace weft;
 using reference::Precision;
@@ -283,6 +286,69 @@ TEST_F(EvaluatorTest, CausalGroupedQueryAttention) {
   // Without the mask query 0 also sees key 1: head 0 (q=1) [1/3, 2/3];
   // head 1 (q=2): exp(2 ln 2) = 4 -> [1/5, 4/5].
   expectNear(r[1], {1.0 / 3, 2.0 / 3, 0.2, 0.8, 1.0 / 3, 2.0 / 3, 0.5, 0.5});
+}
+
+TEST_F(EvaluatorTest, AttentionAndRopeWithPositionsFollowTheReorderedSequence) {
+  // Context parallelism holds the sequence as chunks 0, 3, 1, 2 (cp=2 of a
+  // sequence of 4): with the positions beside them, rope and causal
+  // attention over the reordered rows give the natural run's rows,
+  // reordered the same way.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto random = [&](std::vector<int64_t> shape) {
+    Tensor t = Tensor::zeros(shape);
+    for (double &x : t.data)
+      x = u(rng);
+    return t;
+  };
+  const std::vector<int64_t> order = {0, 3, 1, 2};
+  auto reorder = [&](const Tensor &t) { // Along dimension 1 of [1, 4, H, D].
+    Tensor r = Tensor::zeros(t.shape);
+    int64_t row = t.numElements() / 4;
+    for (int64_t i = 0; i < 4; ++i)
+      std::copy_n(t.data.begin() + order[i] * row, row,
+                  r.data.begin() + i * row);
+    return r;
+  };
+  Tensor q = random({1, 4, 2, 4}), k = random({1, 4, 1, 4}),
+         v = random({1, 4, 1, 3});
+  const char *natural = R"(
+    func.func @f(%q: tensor<1x4x2x4xf32>, %k: tensor<1x4x1x4xf32>, %v: tensor<1x4x1x3xf32>) -> tensor<1x4x2x3xf32> {
+      %qr = weft.rope %q : tensor<1x4x2x4xf32>
+      %kr = weft.rope %k : tensor<1x4x1x4xf32>
+      %o, %lse = weft.attention %qr, %kr, %v scale = 0.5 causal : tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x3xf32>
+      return %o : tensor<1x4x2x3xf32>
+    })";
+  const char *reordered = R"(
+    func.func @f(%q: tensor<1x4x2x4xf32>, %k: tensor<1x4x1x4xf32>, %v: tensor<1x4x1x3xf32>) -> tensor<1x4x2x3xf32> {
+      %p = weft.constant dense<[0, 3, 1, 2]> : tensor<4xi32>
+      %qr = weft.rope %q positions %p : tensor<1x4x2x4xf32>, tensor<4xi32>
+      %kr = weft.rope %k positions %p : tensor<1x4x1x4xf32>, tensor<4xi32>
+      %o, %lse = weft.attention %qr, %kr, %v positions(%p, %p) scale = 0.5 causal : tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x3xf32>, tensor<4xi32>, tensor<4xi32>
+      return %o : tensor<1x4x2x3xf32>
+    })";
+  std::vector<Tensor> want = eval(natural, {q, k, v});
+  std::vector<Tensor> got =
+      eval(reordered, {reorder(q), reorder(k), reorder(v)});
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got.size(), 1u);
+  expectNear(got[0], reorder(want[0]).data);
+}
+
+TEST_F(EvaluatorTest, AQueryThatSeesNoKeyGetsZerosAndLseMinusInfinity) {
+  // A ring block whose keys all come after the query: nothing visible.
+  auto r =
+      eval(R"(
+    func.func @f(%q: tensor<1x1x1x2xf32>, %k: tensor<1x2x1x2xf32>) -> (tensor<1x1x1x2xf32>, tensor<1x1x1xf32>) {
+      %qp = weft.constant dense<[1]> : tensor<1xi32>
+      %kp = weft.constant dense<[2, 3]> : tensor<2xi32>
+      %o, %lse = weft.attention %q, %k, %k positions(%qp, %kp) scale = 1.0 causal : tensor<1x1x1x2xf32>, tensor<1x2x1x2xf32>, tensor<1x2x1x2xf32>, tensor<1xi32>, tensor<2xi32>
+      return %o, %lse : tensor<1x1x1x2xf32>, tensor<1x1x1xf32>
+    })",
+           {Tensor({1, 1, 1, 2}, {1, 2}), Tensor({1, 2, 1, 2}, {1, 0, 0, 1})});
+  ASSERT_EQ(r.size(), 2u);
+  expectNear(r[0], {0, 0});
+  EXPECT_EQ(r[1].data[0], -std::numeric_limits<double>::infinity());
 }
 
 TEST_F(EvaluatorTest, DropoutIsSeededAndScaled) {

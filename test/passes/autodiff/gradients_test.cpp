@@ -261,6 +261,25 @@ TEST_F(GradientTest, CausalGroupedQueryAttention) {
         "tensor<2x4x4x5xf32>", 4);
 }
 
+TEST_F(GradientTest, AttentionWithPositionsAndItsLogSumExp) {
+  // Positions in no order, every query seeing at least one key; the
+  // log-sum-exp is used too (ring attention merges blocks by it), so its
+  // gradient (attention_grad's lse_grad) is checked with the output's.
+  check("", R"(
+    %q = weft.param "q" init(zeros) : tensor<2x4x4x4xf32>
+    %k = weft.param "k" init(zeros) : tensor<2x4x2x4xf32>
+    %v = weft.param "v" init(zeros) : tensor<2x4x2x5xf32>
+    %qp = weft.constant dense<[2, 0, 3, 1]> : tensor<4xi32>
+    %kp = weft.constant dense<[1, 3, 0, 2]> : tensor<4xi32>
+    %qr = weft.rope %q positions %qp : tensor<2x4x4x4xf32>, tensor<4xi32>
+    %a:2 = weft.attention %qr, %k, %v positions(%qp, %kp) scale = 0.7 causal : tensor<2x4x4x4xf32>, tensor<2x4x2x4xf32>, tensor<2x4x2x5xf32>, tensor<4xi32>, tensor<4xi32>
+    %l = weft.transpose %a#1 [0, 2, 1] : tensor<2x4x4xf32>
+    %lb = weft.broadcast %l dims [0, 1, 2] : tensor<2x4x4xf32> -> tensor<2x4x4x5xf32>
+    %out = weft.add %a#0, %lb : tensor<2x4x4x5xf32>
+  )",
+        "tensor<2x4x4x5xf32>", 4);
+}
+
 TEST_F(GradientTest, CrossEntropyWithIgnoredLabels) {
   check("%labels: tensor<2x3xi32>", R"(
     %x = weft.param "logits" init(zeros) : tensor<2x3x6xf32>

@@ -25,9 +25,11 @@ namespace {
 /// kernels (whose backward keeps its delta in scratch).
 FailureOr<sched::AttentionAlgorithm> choose(Operation *op, ProgramLowering &l,
                                             Value query, Value key, Value value,
-                                            bool grad) {
+                                            bool grad, bool byPositions) {
   using sched::AttentionAlgorithm;
-  if (!l.target().cuda)
+  // The GEMM path masks by index only: positions and an lse gradient (ring
+  // attention) take the flash kernels.
+  if (!l.target().cuda || byPositions)
     return AttentionAlgorithm::flash;
   auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   ArrayRef<int64_t> q = shape(query), k = shape(key), v = shape(value);
@@ -58,12 +60,12 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
   Value q = l.read(op, op.getQuery()), k = l.read(op, op.getKey()),
         v = l.read(op, op.getValue());
   Value out = l.write(op, op.getResult()), lse = l.write(op, op.getLse());
-  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getValue(),
-                       /*grad=*/false);
-  if (failed(chosen))
-    return failure();
   auto [qpos, kpos] =
       positions(l, op.getQueryPositions(), op.getKeyPositions());
+  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getValue(),
+                       /*grad=*/false, static_cast<bool>(qpos));
+  if (failed(chosen))
+    return failure();
   auto instr = sched::AttentionOp::create(
       l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, Value(),
       op.getScaleAttr(), op.getCausalAttr(),
@@ -78,13 +80,13 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
         lse = l.read(op, op.getLse()), dout = l.read(op, op.getGrad());
   Value dq = l.write(op, op.getQueryGrad()), dk = l.write(op, op.getKeyGrad()),
         dv = l.write(op, op.getValueGrad());
-  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getValue(),
-                       /*grad=*/true);
-  if (failed(chosen))
-    return failure();
   auto [qpos, kpos] =
       positions(l, op.getQueryPositions(), op.getKeyPositions());
   Value lseGrad = op.getLseGrad() ? l.read(op, op.getLseGrad()) : Value();
+  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getValue(),
+                       /*grad=*/true, qpos || lseGrad);
+  if (failed(chosen))
+    return failure();
   auto instr = sched::AttentionGradOp::create(
       l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv, qpos, kpos,
       lseGrad, Value(), op.getScaleAttr(), op.getCausalAttr(),

@@ -293,9 +293,18 @@ absl::Status Translator::flashAttention(bool grad) {
           dv = v[3];
   const auto &a = ins.as<sched::AttentionAttrs>();
   std::string suffix = dtype(0) == DType::BF16 ? "_bf16" : "";
-  std::vector<GpuArg> sizes = {i32(batch), i32(S),       i32(T),
-                               i32(hq),    i32(hkv),     i32(d),
-                               i32(dv),    f32(a.scale), i32(a.causal)};
+  // The optional operands after the fixed ones: positions, lse_grad.
+  size_t next = grad ? 9 : 5;
+  GpuArg qpos = null(), kpos = null(), lseGrad = null();
+  if (a.hasPositions) {
+    qpos = buf(next++);
+    kpos = buf(next++);
+  }
+  if (a.hasLseGrad)
+    lseGrad = buf(next++);
+  std::vector<GpuArg> sizes = {i32(batch),    i32(S), i32(T),  i32(hq),
+                               i32(hkv),      i32(d), i32(dv), f32(a.scale),
+                               i32(a.causal), qpos,   kpos};
   auto with = [&](std::vector<GpuArg> args) {
     args.insert(args.end(), sizes.begin(), sizes.end());
     return args;
@@ -316,10 +325,11 @@ absl::Status Translator::flashAttention(bool grad) {
   if (!space.ok())
     return space.status();
   GpuArg delta = region(*space, 0, batch * hq * S * 4);
+  std::vector<GpuArg> dqArgs =
+      with({buf(0), buf(1), buf(2), buf(3), buf(4), buf(5), buf(6), delta});
+  dqArgs.push_back(lseGrad);
   tiled(kernel("weft_attention_backward_dq" + suffix, queryTiles,
-               with({buf(0), buf(1), buf(2), buf(3), buf(4), buf(5), buf(6),
-                     delta}),
-               64),
+               std::move(dqArgs), 64),
         hq);
   tiled(kernel("weft_attention_backward_dkv" + suffix,
                static_cast<unsigned>((T + 31) / 32),
@@ -780,11 +790,14 @@ absl::Status Translator::run() {
           return s;
     if (shape(0)[3] > 128 || shape(2)[3] > 128)
       return absl::UnimplementedError("GPU attention takes head dims <= 128");
+    // Positions and an lse gradient (ring attention) are the flash
+    // kernels' (the lowering picks them).
     if (const auto &a = ins.as<sched::AttentionAttrs>();
-        a.hasPositions || a.hasLseGrad)
+        (a.hasPositions || a.hasLseGrad) &&
+        a.algorithm != sched::AttentionAlgorithm::Flash)
       return absl::UnimplementedError(
-          "GPU attention with positions or an lse gradient (ring attention "
-          "under --plan cp) is not implemented yet; run cp on the CPU");
+          "GPU attention with positions or an lse gradient runs only as "
+          "'flash'");
     // The kernels index query rows by block: with none, only the key and
     // value gradients (sums over no query) are left, zeros.
     if (count(4) == 0) {

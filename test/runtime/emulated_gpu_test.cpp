@@ -589,3 +589,69 @@ TEST(EmulatedGpu, ReductionsMatchTheCpu) {
     }
   }
 }
+
+// Ring attention's block kernels (context parallelism): rope at positions,
+// causal attention masked by positions in no order (a query that sees no
+// key gets zeros and lse -inf) and its backward with an lse gradient, on
+// the GPU's flash kernels against the CPU runtime.
+TEST(EmulatedGpu, AttentionByPositionsWithAnLseGradientMatchesTheCpu) {
+  const char *ir = R"mlir(
+    func.func @run(%x: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>,
+                   %g: tensor<2x8x4x16xf32>, %gl: tensor<2x4x8xf32>)
+        -> (tensor<2x8x4x16xf32> {weft.output = "rotated"},
+            tensor<2x8x4x16xf32> {weft.output = "out"},
+            tensor<2x4x8xf32> {weft.output = "lse"},
+            tensor<2x8x4x16xf32> {weft.output = "dq"},
+            tensor<2x8x2x16xf32> {weft.output = "dk"},
+            tensor<2x8x2x16xf32> {weft.output = "dv"}) {
+      %qp = weft.constant dense<[5, 0, 7, 2, 9, 4, 1, 6]> : tensor<8xi32>
+      %kp = weft.constant dense<[3, 8, 1, 6, 10, 7, 2, 5]> : tensor<8xi32>
+      %q = weft.rope %x positions %qp : tensor<2x8x4x16xf32>, tensor<8xi32>
+      %o, %lse = weft.attention %q, %kv, %kv positions(%qp, %kp) scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<8xi32>, tensor<8xi32>
+      %d:3 = weft.attention_grad %q, %kv, %kv, %o, %lse, %g positions(%qp, %kp) lse_grad(%gl : tensor<2x4x8xf32>) scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<8xi32>, tensor<8xi32>
+      return %q, %o, %lse, %d#0, %d#1, %d#2 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+    }
+  )mlir";
+  std::string cpuDir = handWrittenBundle(ir, "ring-blocks", "cpu"),
+              gpuDir = handWrittenBundle(ir, "ring-blocks", "cuda");
+  ASSERT_FALSE(cpuDir.empty());
+  ASSERT_FALSE(gpuDir.empty());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> inputs = {
+      std::vector<float>(2 * 8 * 4 * 16), std::vector<float>(2 * 8 * 2 * 16),
+      std::vector<float>(2 * 8 * 4 * 16), std::vector<float>(2 * 4 * 8)};
+  for (auto &in : inputs)
+    for (float &v : in)
+      v = normal(rng);
+  std::vector<runtime::HostTensor> in = {
+      {{2, 8, 4, 16}, runtime::DType::F32, inputs[0].data()},
+      {{2, 8, 2, 16}, runtime::DType::F32, inputs[1].data()},
+      {{2, 8, 4, 16}, runtime::DType::F32, inputs[2].data()},
+      {{2, 4, 8}, runtime::DType::F32, inputs[3].data()}};
+  auto cpu = open(cpuDir, nullptr, nullptr);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE((*cpu)->run("run", in).ok());
+  Emulation emulation;
+  auto gpu = open(gpuDir, nullptr, &emulation);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  absl::Status run = (*gpu)->run("run", in);
+  ASSERT_TRUE(run.ok()) << run;
+  // Query 1 sits at position 0, before every key (the earliest is at 1):
+  // it sees none, so its rows are zeros and its lse -inf on both.
+  std::vector<float> lse = *(*cpu)->output("run", "lse");
+  EXPECT_EQ(lse[1], -INFINITY); // Batch 0, head 0, query 1.
+  for (const char *name : {"rotated", "out", "lse", "dq", "dk", "dv"}) {
+    SCOPED_TRACE(name);
+    std::vector<float> want = *(*cpu)->output("run", name),
+                       got = *(*gpu)->output("run", name);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isinf(want[i])) {
+        EXPECT_EQ(got[i], want[i]) << i;
+        continue;
+      }
+      EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i]) + 1e-5) << i;
+    }
+  }
+}

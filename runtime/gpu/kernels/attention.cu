@@ -3,7 +3,11 @@
 // with the semantics of weft.attention / weft.attention_grad
 // (dialects/weft/IR/WeftOps.td): grouped-query heads (query head h reads
 // kv head h / (Hq / Hkv)), causal masking with the queries as the last S of
-// T positions, head dims up to 128.
+// T positions or, given positions (qpos [S], kpos [T]; context
+// parallelism's reordered sequence and ring blocks), key t visible to query
+// s iff kpos[t] <= qpos[s]; head dims up to 128. A query that sees no key
+// gets zeros and lse -inf; the backward subtracts an lse gradient (or null)
+// from delta.
 //
 // Forward, FlashAttention-style: a block of WEFT_ATTN_TILE threads owns that
 // many query rows of one (batch, head); the block loads key and value tiles
@@ -54,12 +58,19 @@ weft_load_tile(float (*tile)[WEFT_ATTN_MAX_D], const E *__restrict src,
   }
 }
 
+// Whether key t is hidden from query s.
+static __device__ inline bool weft_hidden(const int *qpos, const int *kpos,
+                                          int s, int t, int limit) {
+  return qpos ? kpos[t] > qpos[s] : t > limit;
+}
+
 template <typename E>
 static __device__ void
 attention_forward(const E *__restrict q, const E *__restrict k,
                   const E *__restrict v, E *__restrict o,
                   float *__restrict lse, int B, int S, int T, int Hq,
-                  int Hkv, int D, int Dv, float scale, int causal) {
+                  int Hkv, int D, int Dv, float scale, int causal,
+                  const int *__restrict qpos, const int *__restrict kpos) {
   __shared__ float ks[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   __shared__ float vs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
@@ -73,15 +84,18 @@ attention_forward(const E *__restrict q, const E *__restrict k,
   float m = weft_neg_inf(), l = 0.0f;
   // Keys past the block's last visible one are never loaded.
   int lastRow = min(S - 1, (int)(blockIdx.x * WEFT_ATTN_TILE) + WEFT_ATTN_TILE - 1);
-  int end = causal ? min(T, lastRow + (T - S) + 1) : T;
+  int end = causal && !qpos ? min(T, lastRow + (T - S) + 1) : T;
   int limit = causal ? s + (T - S) : T - 1;
+  if (!causal)
+    qpos = kpos = nullptr;
   for (int t0 = 0; t0 < end; t0 += WEFT_ATTN_ROW_TILE) {
     weft_load_tile(ks, k, b, t0, T, hk, Hkv, D);
     weft_load_tile(vs, v, b, t0, T, hk, Hkv, Dv);
     __syncthreads();
     if (active)
-      for (int r = 0;
-           r < WEFT_ATTN_ROW_TILE && t0 + r < end && t0 + r <= limit; ++r) {
+      for (int r = 0; r < WEFT_ATTN_ROW_TILE && t0 + r < end; ++r) {
+        if (weft_hidden(qpos, kpos, s, t0 + r, limit))
+          continue;
         float dot = 0.0f;
         for (int d = 0; d < D; ++d)
           dot += qr[d] * ks[r][d];
@@ -106,7 +120,9 @@ static __device__ void attention_backward_dq(
     const E *__restrict q, const E *__restrict k, const E *__restrict v,
     const E *__restrict o, const float *__restrict lse,
     const E *__restrict dout, E *__restrict dq, float *__restrict delta, int B,
-    int S, int T, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+    int S, int T, int Hq, int Hkv, int D, int Dv, float scale, int causal,
+    const int *__restrict qpos, const int *__restrict kpos,
+    const float *__restrict lseGrad) {
   __shared__ float ks[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   __shared__ float vs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
@@ -122,18 +138,24 @@ static __device__ void attention_backward_dq(
       ds += dor[d] * weft_load(o[weft_row(b, s, S, h, Hq, Dv) + d]);
     }
     rowLse = lse[((int64_t)b * Hq + h) * S + s];
+    // The lse's own gradient: dscore = p (dp - delta + lse_grad).
+    if (lseGrad)
+      ds -= lseGrad[((int64_t)b * Hq + h) * S + s];
     delta[((int64_t)b * Hq + h) * S + s] = ds;
   }
   for (int d = 0; d < D; ++d)
     acc[d] = 0.0f;
   int limit = causal ? s + (T - S) : T - 1;
+  if (!causal)
+    qpos = kpos = nullptr;
   for (int t0 = 0; t0 < T; t0 += WEFT_ATTN_ROW_TILE) {
     weft_load_tile(ks, k, b, t0, T, hk, Hkv, D);
     weft_load_tile(vs, v, b, t0, T, hk, Hkv, Dv);
     __syncthreads();
     if (active)
-      for (int r = 0; r < WEFT_ATTN_ROW_TILE && t0 + r < T && t0 + r <= limit;
-           ++r) {
+      for (int r = 0; r < WEFT_ATTN_ROW_TILE && t0 + r < T; ++r) {
+        if (weft_hidden(qpos, kpos, s, t0 + r, limit))
+          continue;
         float dot = 0.0f, dp = 0.0f;
         for (int d = 0; d < D; ++d)
           dot += qr[d] * ks[r][d];
@@ -155,7 +177,8 @@ static __device__ void attention_backward_dkv(
     const E *__restrict q, const E *__restrict k, const E *__restrict v,
     const float *__restrict lse, const float *__restrict delta,
     const E *__restrict dout, E *__restrict dk, E *__restrict dv, int B, int S,
-    int T, int Hq, int Hkv, int D, int Dv, float scale, int causal) {
+    int T, int Hq, int Hkv, int D, int Dv, float scale, int causal,
+    const int *__restrict qpos, const int *__restrict kpos) {
   __shared__ float qs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   __shared__ float dos[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, hk = blockIdx.y, group = Hq / Hkv;
@@ -171,10 +194,14 @@ static __device__ void attention_backward_dkv(
     vr[d] = active ? weft_load(v[weft_row(b, t, T, hk, Hkv, Dv) + d]) : 0.0f;
     dvAcc[d] = 0.0f;
   }
-  // Query s sees key t when t <= s + (T - S).
-  int first = causal ? max(0, t - (T - S)) : 0;
+  // Query s sees key t when t <= s + (T - S), or by positions.
+  if (!causal)
+    qpos = kpos = nullptr;
+  int first = causal && !qpos ? max(0, t - (T - S)) : 0;
   int blockFirst =
-      causal ? max(0, (int)(blockIdx.x * WEFT_ATTN_ROW_TILE) - (T - S)) : 0;
+      causal && !qpos
+          ? max(0, (int)(blockIdx.x * WEFT_ATTN_ROW_TILE) - (T - S))
+          : 0;
   for (int h = hk * group; h < (hk + 1) * group; ++h)
     for (int s0 = blockFirst - blockFirst % WEFT_ATTN_ROW_TILE; s0 < S;
          s0 += WEFT_ATTN_ROW_TILE) {
@@ -184,7 +211,7 @@ static __device__ void attention_backward_dkv(
       if (active)
         for (int r = 0; r < WEFT_ATTN_ROW_TILE && s0 + r < S; ++r) {
           int s = s0 + r;
-          if (s < first)
+          if (s < first || (qpos && kpos[t] > qpos[s]))
             continue;
           float dot = 0.0f, dp = 0.0f;
           for (int d = 0; d < D; ++d)
@@ -213,23 +240,26 @@ static __device__ void attention_backward_dkv(
 #define WEFT_ATTENTION_KERNELS(T, SUFFIX)                                      \
   extern "C" __global__ void weft_attention_forward##SUFFIX(                  \
       const T *q, const T *k, const T *v, T *o, float *lse, int B, int S,      \
-      int Tk, int Hq, int Hkv, int D, int Dv, float scale, int causal) {       \
+      int Tk, int Hq, int Hkv, int D, int Dv, float scale, int causal,         \
+      const int *qpos, const int *kpos) {                                      \
     attention_forward(q, k, v, o, lse, B, S, Tk, Hq, Hkv, D, Dv, scale,       \
-                      causal);                                                 \
+                      causal, qpos, kpos);                                     \
   }                                                                            \
   extern "C" __global__ void weft_attention_backward_dq##SUFFIX(              \
       const T *q, const T *k, const T *v, const T *o, const float *lse,        \
       const T *dout, T *dq, float *delta, int B, int S, int Tk, int Hq,        \
-      int Hkv, int D, int Dv, float scale, int causal) {                       \
+      int Hkv, int D, int Dv, float scale, int causal, const int *qpos,        \
+      const int *kpos, const float *lseGrad) {                                 \
     attention_backward_dq(q, k, v, o, lse, dout, dq, delta, B, S, Tk, Hq, Hkv, \
-                          D, Dv, scale, causal);                               \
+                          D, Dv, scale, causal, qpos, kpos, lseGrad);          \
   }                                                                            \
   extern "C" __global__ void weft_attention_backward_dkv##SUFFIX(             \
       const T *q, const T *k, const T *v, const float *lse,                    \
       const float *delta, const T *dout, T *dk, T *dv, int B, int S, int Tk,   \
-      int Hq, int Hkv, int D, int Dv, float scale, int causal) {               \
+      int Hq, int Hkv, int D, int Dv, float scale, int causal,                 \
+      const int *qpos, const int *kpos) {                                      \
     attention_backward_dkv(q, k, v, lse, delta, dout, dk, dv, B, S, Tk, Hq,    \
-                           Hkv, D, Dv, scale, causal);                         \
+                           Hkv, D, Dv, scale, causal, qpos, kpos);             \
   }
 WEFT_ATTENTION_KERNELS(float, )
 WEFT_ATTENTION_KERNELS(weft_bf16, _bf16)

@@ -22,10 +22,21 @@ void weft::splitRingShifts(func::FuncOp func) {
   for (RingShiftOp shift :
        llvm::to_vector(func.getBody().front().getOps<RingShiftOp>())) {
     Location loc = shift.getLoc();
-    b.setInsertionPoint(shift);
-    SendOp::create(b, loc, shift.getInput(), shift.getMeshAttr(),
-                   shift.getAxisAttr(), shift.getOffsetAttr(),
-                   b.getI64IntegerAttr(tag));
+    // The send goes as soon as its value exists: in the backward, autodiff
+    // emits a key/value gradient's shift after the next block's gradient,
+    // which the transfer should overlap instead. Sends of one value keep
+    // their order.
+    Value input = shift.getInput();
+    if (Operation *def = input.getDefiningOp()) {
+      Operation *after = def;
+      while (auto next = dyn_cast_or_null<SendOp>(after->getNextNode()))
+        after = next;
+      b.setInsertionPointAfter(after);
+    } else {
+      b.setInsertionPointToStart(shift->getBlock());
+    }
+    SendOp::create(b, loc, input, shift.getMeshAttr(), shift.getAxisAttr(),
+                   shift.getOffsetAttr(), b.getI64IntegerAttr(tag));
     // The receive waits for the data: as late as the first reader allows.
     Operation *first = nullptr;
     for (Operation *user : shift.getResult().getUsers()) {

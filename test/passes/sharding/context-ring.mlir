@@ -43,22 +43,38 @@
 // BLOCKS-COUNT-4: weft.attention {{.*}} causal
 // BLOCKS-NOT: weft.attention
 
-// After autodiff each shift is a send where it stood and a receive before
-// its first reader. The forward: 9 pairs with offset 1; the backward sends
-// the key and value gradients back (offset -1) over the 3 steps: 6 pairs.
+// After autodiff each shift is a send as soon as its value exists and a
+// receive before its first reader. The forward passes each step's blocks on
+// while it attends to them.
 // SPLIT-LABEL: func.func @train_step
-// SPLIT: weft.send %[[QS:.*]] to @mesh "cp" offset 1 tag 1048576
-// SPLIT: weft.send %{{.*}} to @mesh "cp" offset 1 tag 1048577
-// SPLIT: weft.send %{{.*}} to @mesh "cp" offset 1 tag 1048578
+// SPLIT-DAG: weft.send %[[QS:.*]] to @mesh "cp" offset 1 tag 1048576
+// SPLIT-DAG: weft.send %{{.*}} to @mesh "cp" offset 1 tag 1048577
+// SPLIT-DAG: weft.send %{{.*}} to @mesh "cp" offset 1 tag 1048578
 // SPLIT: weft.attention %[[QS]], %[[QS]]
 // SPLIT: %[[R:.*]] = weft.recv from @mesh "cp" offset -1 tag 1048576
-// SPLIT: weft.send %[[R]] to @mesh "cp" offset 1 tag 1048579
-// SPLIT-COUNT-6: weft.recv from @mesh "cp" offset -1
-// SPLIT-NOT: offset 1 tag
-// SPLIT: weft.attention_grad
-// SPLIT-COUNT-6: weft.send {{.*}} offset -1
-// SPLIT-NOT: weft.send
+// SPLIT-NEXT: weft.send %[[R]] to @mesh "cp" offset 1 tag 1048579
+// The backward sends a block's key and value gradients back (offset -1)
+// before the next block's gradient, which the transfer overlaps; the
+// received sum joins that block's gradient and moves on.
+// SPLIT: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = weft.attention_grad
+// SPLIT-NEXT: weft.send %[[DV]] to @mesh "cp" offset -1 tag 1048585
+// SPLIT-NEXT: weft.send %[[DK]] to @mesh "cp" offset -1 tag 1048586
+// SPLIT-NOT: weft.recv
+// SPLIT: %{{.*}}, %[[DK2:.*]], %[[DV2:.*]] = weft.attention_grad
+// SPLIT: %[[IN:.*]] = weft.recv from @mesh "cp" offset 1 tag 1048585
+// SPLIT-NEXT: %[[SUM:.*]] = weft.add %[[DV2]], %[[IN]]
+// SPLIT-NEXT: weft.send %[[SUM]] to @mesh "cp" offset -1 tag 1048587
 // SPLIT-NOT: weft.ring_shift
+
+// In all (the kept @forward's ring too): 9 + 9 forward pairs, and the 6
+// backward pairs of the key and value gradients over the 3 steps.
+// RUN: weft-opt %s -weft-apply-plan=plan=cp=4 -weft-sharding-propagate -weft-partition -weft-autodiff | weft-opt -pass-pipeline='builtin.module(func.func(weft-split-ring-shifts))' > %t
+// RUN: grep -c 'weft.send .* offset 1 tag' %t | FileCheck %s --check-prefix=EIGHTEEN
+// RUN: grep -c 'weft.recv .* offset -1 tag' %t | FileCheck %s --check-prefix=EIGHTEEN
+// RUN: grep -c 'weft.send .* offset -1 tag' %t | FileCheck %s --check-prefix=SIX
+// RUN: grep -c 'weft.recv .* offset 1 tag' %t | FileCheck %s --check-prefix=SIX
+// EIGHTEEN: 18
+// SIX: {{^}}6
 
 func.func @forward(%tokens: tensor<2x8xi32> {weft.input = "tokens"},
                    %labels: tensor<2x8xi32> {weft.input = "labels"})

@@ -780,6 +780,8 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
       bool grad = opName == "sched.attention_grad";
       int32_t positions = flag("has_positions"), lseGrad = flag("has_lse_grad"),
               scratch = flag("has_scratch");
+      if (lseGrad && !grad)
+        return fail(at, "has_lse_grad is attention_grad's, not attention's");
       size_t fixed = grad ? 9 : 5;
       if (n != fixed + 2 * positions + lseGrad + scratch)
         return fail(at, "has " + Twine(n) +

@@ -539,8 +539,17 @@ private:
     std::array<Value, 3> next;
     if (n > 1)
       next = {shift(k), shift(v), shift(kpos)};
-    auto [out, lse] = attend(k, v, kpos);
     weft::detail::Emitter e{b, loc};
+    // A query that sees no key of a block has lse -inf there. Raised to
+    // -1e30 it weighs nothing beside any block it sees, and a query that
+    // sees none at all (possible in IR written so; never at step 0 of the
+    // plan's ring, whose own block holds the diagonal) keeps its zero row
+    // instead of becoming NaN in the merge.
+    auto floor = [&](Value l) -> Value {
+      return MaxOp::create(b, loc, l, e.splatLike(l, -1e30));
+    };
+    auto [out, lse] = attend(k, v, kpos);
+    lse = floor(lse);
     // [B, H, S] weights as multipliers of [B, S, H, Dv] rows.
     auto rowsOf = [&](Value w) -> Value {
       Value t = TransposeOp::create(b, loc, w, ArrayRef<int64_t>{0, 2, 1});
@@ -557,8 +566,8 @@ private:
       if (step + 1 < n)
         next = {shift(block[0]), shift(block[1]), shift(block[2])};
       auto [part, partLse] = attend(block[0], block[1], block[2]);
-      // lse = m + log(e^(lse - m) + e^(partLse - m)), m the larger (a
-      // query that sees none of a block has partLse -inf: weight 0).
+      partLse = floor(partLse);
+      // lse = m + log(e^(lse - m) + e^(partLse - m)), m the larger.
       Value m = MaxOp::create(b, loc, lse, partLse);
       Value mine = ExpOp::create(b, loc, e.sub(lse, m));
       Value theirs = ExpOp::create(b, loc, e.sub(partLse, m));

@@ -83,8 +83,9 @@ mlir::LogicalResult partition(mlir::func::FuncOp func,
 /// `func` (see weft-reshard-after-forward); returns how many it re-gathered.
 int64_t reshardAfterForward(mlir::func::FuncOp func);
 
-/// Turns each weft.ring_shift of `func` into a send where it stands and a
-/// receive before its first reader (see weft-split-ring-shifts).
+/// Turns each weft.ring_shift of `func` into a send as soon as its input
+/// exists and a receive before its first reader (see
+/// weft-split-ring-shifts).
 void splitRingShifts(mlir::func::FuncOp func);
 
 /// Moves @accumulate's gathers of ZeRO-3 blocks into @gather, run once per

@@ -136,12 +136,14 @@ def SplitRingShifts : Pass<"weft-split-ring-shifts", "::mlir::func::FuncOp"> {
   let description = [{
     Each `weft.ring_shift` (ring attention's key/value blocks under context
     parallelism, forward and backward) becomes a `weft.send` of its input
-    where the shift stands and a `weft.recv` of the same tag placed just
-    before the first op that reads the result, so the transfer overlaps the
-    block attention between them: the CPU runtime posts sends without
-    waiting and only a receive blocks. Tags count from 2^20 in program
-    order, one per shift, apart from the pipeline's. Run after autodiff and
-    the pipeline split, on every program.
+    placed as soon as the input exists and a `weft.recv` of the same tag
+    placed just before the first op that reads the result, so the transfer
+    overlaps the block attention between them (in the backward too, where
+    autodiff emits a block gradient's shift after the next block's
+    gradient): the CPU runtime posts sends without waiting and only a
+    receive blocks. Tags count from 2^20 in program order, one per shift,
+    apart from the pipeline's. Run after autodiff and the pipeline split, on
+    every program.
   }];
   let dependentDialects = ["::weft::WeftDialect"];
 }

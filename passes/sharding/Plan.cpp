@@ -4,6 +4,7 @@
 
 #include "dialects/common/MeshAxes.h"
 #include "passes/costmodel/Topology.h"
+#include "runtime/support/SequenceChunks.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
@@ -360,17 +361,44 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
   // The positions in the order the program holds the sequence.
   int64_t chunk = seq / (2 * cp);
   SmallVector<int32_t> order;
-  for (int64_t r = 0; r < cp; ++r)
-    for (int64_t c : {r, 2 * cp - 1 - r})
-      for (int64_t i = 0; i < chunk; ++i)
-        order.push_back(static_cast<int32_t>(c * chunk + i));
+  for (int64_t k = 0; k < 2 * cp; ++k)
+    for (int64_t i = 0; i < chunk; ++i)
+      order.push_back(static_cast<int32_t>(heldChunk(k, 2 * cp) * chunk + i));
   auto type = RankedTensorType::get({seq}, b.getI32Type());
   auto values = DenseElementsAttr::get(type, ArrayRef<int32_t>(order));
+  // What reads the sequence's order must be one of the ops that take the
+  // positions, at the one marked constant: anything else would silently
+  // read the natural order beside reordered tokens.
   ConstantOp positions;
-  forward.walk([&](ConstantOp c) {
-    if (c->hasAttr(kPositionsAttr))
+  WalkResult unordered = forward.walk([&](Operation *op) {
+    auto fail = [&](const Twine &what) {
+      op->emitOpError(what) << "; cp=" << cp
+                            << " reorders the sequence, which it would read "
+                               "in the natural order";
+      return WalkResult::interrupt();
+    };
+    if (auto c = dyn_cast<ConstantOp>(op); c && c->hasAttr(kPositionsAttr)) {
+      if (positions)
+        return fail("marks the sequence's positions a second time");
       positions = c;
+    } else if (auto route = dyn_cast<ExpertRouteOp>(op);
+               route && route.getCapacity()) {
+      return fail("drops pairs past a capacity in token order");
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      // A table's first S rows (a position table read by index, as GPT-2
+      // models written before positions were data do).
+      ArrayRef<int64_t> in = slice.getInput().getType().getShape();
+      for (auto [d, size] : llvm::enumerate(slice.getType().getShape()))
+        if (size == seq && in[d] != seq)
+          return fail("takes " + Twine(seq) +
+                      " rows (the sequence's length) of a longer dimension: "
+                      "read a position table with weft.embedding at the "
+                      "weft.positions");
+    }
+    return WalkResult::advance();
   });
+  if (unordered.wasInterrupted())
+    return failure();
   if (positions && positions.getType() != type)
     return positions.emitOpError("marks the sequence's positions, but is ")
            << positions.getType() << ", not " << type;
@@ -382,6 +410,16 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
   positions.setValueAttr(values);
   Value pos = positions.getResult();
   WalkResult result = forward.walk([&](Operation *op) {
+    // Positions already given must be the marked ones, reordered here.
+    for (Value v : op->getOperands())
+      if (v != pos && isa<RopeOp, AttentionOp>(op) &&
+          isa<IntegerType>(
+              cast<RankedTensorType>(v.getType()).getElementType())) {
+        op->emitOpError("has positions other than the marked "
+                        "weft.positions, which cp=")
+            << cp << " would leave in the natural order";
+        return WalkResult::interrupt();
+      }
     if (auto rope = dyn_cast<RopeOp>(op)) {
       if (rope.getPositions())
         return WalkResult::advance();
@@ -393,7 +431,7 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
       }
       rope.getPositionsMutable().assign(pos);
     } else if (auto att = dyn_cast<AttentionOp>(op)) {
-      if (!att.getCausal() || att.getQueryPositions())
+      if (att.getQueryPositions() || !att.getCausal())
         return WalkResult::advance();
       if (att.getQuery().getType().getDimSize(1) != seq ||
           att.getKey().getType().getDimSize(1) != seq) {

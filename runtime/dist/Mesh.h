@@ -10,6 +10,8 @@
 #ifndef WEFT_RUNTIME_DIST_MESH_H
 #define WEFT_RUNTIME_DIST_MESH_H
 
+#include "runtime/support/SequenceChunks.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -162,8 +164,7 @@ inline void reorderChunks(int32_t *data, int64_t n, int64_t chunks,
   scratch.assign(data, data + n);
   int64_t size = n / chunks;
   for (int64_t k = 0; k < chunks; ++k) {
-    // The k-th chunk held is natural chunk k/2 (even k) or 2N-1-k/2 (odd).
-    int64_t from = k % 2 == 0 ? k / 2 : chunks - 1 - k / 2;
+    int64_t from = heldChunk(k, chunks);
     std::copy(scratch.begin() + from * size,
               scratch.begin() + (from + 1) * size, data + k * size);
   }

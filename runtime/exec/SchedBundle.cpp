@@ -804,8 +804,10 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.scale, o.number("scale"));
     WEFT_ASSIGN(a.causal, o.flag("causal"));
     WEFT_ASSIGN(a.algorithm, o.choice("algorithm", kAlgorithms));
-    WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
-    if (op == Op::AttentionGrad)
+    // Absent in bundles written before positions existed: none.
+    if (o.has("has_positions"))
+      WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
+    if (op == Op::AttentionGrad && o.has("has_lse_grad"))
       WEFT_ASSIGN(a.hasLseGrad, o.flag("has_lse_grad"));
     return a;
   }
@@ -820,7 +822,8 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.theta, o.number("theta"));
     WEFT_ASSIGN(a.positionOffset, o.i64("position_offset"));
     WEFT_ASSIGN(a.inverse, o.flag("inverse"));
-    WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
+    if (o.has("has_positions"))
+      WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
     return a;
   }
   case Op::CrossEntropy:
@@ -2340,13 +2343,13 @@ absl::StatusOr<Program> readProgram(const json &v, size_t index,
       if (input.split && input.split->size() > 1)
         for (const std::string &axis : (*input.split)[1])
           blocks *= b.mesh ? b.mesh->axisSize(axis) : 1;
-      if (shape.size() != 2 || input.sequenceChunks < 2 ||
-          input.sequenceChunks % 2 != 0 ||
-          (shape[1] * blocks) % input.sequenceChunks != 0)
+      if (shape.size() != 2 || input.sequenceChunks != 2 * blocks ||
+          shape[1] % 2 != 0)
         return in.fail(absl::StrCat(
             "field 'sequence_chunks' is ", input.sequenceChunks,
-            "; it must be an even count of chunks that divides the sequence "
-            "of a [batch, seq] input"));
+            "; it must be 2 x the ", blocks,
+            " blocks its split cuts the sequence of a [batch, seq] input "
+            "into (two chunks a block)"));
     }
     WEFT_RETURN_IF_ERROR(in.done());
     p.inputs.push_back(std::move(input));

@@ -164,6 +164,15 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
         "bundle does not have (pipelined bundles, --plan pp=..., have none "
         "yet: sample from a --save checkpoint with a bundle compiled without "
         "pp)"));
+  if (const sched::Program *forward = bundle->program("forward");
+      options.sample > 0 && forward && !forward->inputs.empty() &&
+      forward->inputs[0].split && forward->inputs[0].split->size() > 1 &&
+      !(*forward->inputs[0].split)[1].empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.bundle,
+        ": --sample continues one sequence on every rank, but this bundle "
+        "splits the sequence (sp=on or cp): sample from a --save checkpoint "
+        "with a bundle compiled without them"));
   if (absl::Status s = checkRanks(*bundle, rank.worldSize); !s.ok())
     return s;
   std::unique_ptr<Communicator> comm;

@@ -21,6 +21,14 @@ absl::Status TrainLoop::check(const sched::SchedBundle &bundle) {
   absl::StatusOr<TrainSteps> steps = trainSteps(bundle);
   if (!steps.ok())
     return steps.status();
+  // Tokens and labels are cut alike: one reordering serves both.
+  if (const sched::Program *first = bundle.tokensProgram();
+      first && first->inputs.size() > 1 &&
+      first->inputs[0].sequenceChunks != first->inputs[1].sequenceChunks)
+    return fail(absl::StrCat("program '", first->name, "' holds its tokens in ",
+                             first->inputs[0].sequenceChunks,
+                             " sequence chunks but its labels in ",
+                             first->inputs[1].sequenceChunks));
   // The forward (sampling) is optional: pipelined bundles have none yet.
   const sched::Program *forward = bundle.program("forward");
   if (!forward)

@@ -579,6 +579,21 @@ LogicalResult ProgramOp::verifyRegions() {
       return emitOpError("input_split has ")
              << split->size() << " entries for " << body.getNumArguments()
              << " inputs";
+  if (std::optional<ArrayRef<int64_t>> chunks = getInputChunks()) {
+    if (chunks->size() != body.getNumArguments())
+      return emitOpError("input_chunks has ")
+             << chunks->size() << " entries for " << body.getNumArguments()
+             << " inputs";
+    for (auto [i, n] : llvm::enumerate(*chunks)) {
+      ArrayRef<int64_t> shape =
+          cast<BufferType>(body.getArgument(i).getType()).getShape();
+      if (n != 0 && (n < 2 || n % 2 != 0 || shape.size() != 2))
+        return emitOpError("input ")
+               << i << " has " << n
+               << " sequence chunks; only a [batch, seq] input has them, an "
+                  "even count of two or more";
+    }
+  }
 
   // An unplanned program (straight from the lowering) has no offsets yet:
   // only its stream order can be checked.

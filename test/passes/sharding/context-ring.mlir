@@ -28,8 +28,10 @@
 // PART: %[[O0:.*]], %[[L0:.*]] = weft.attention %[[Q]], %[[Q]], %{{.*}} positions(%[[MINE]], %[[MINE]])
 // PART: weft.ring_shift %[[K1]]
 // PART: %[[O1:.*]], %[[L1:.*]] = weft.attention %[[Q]], %[[K1]], %[[V1]] positions(%[[MINE]], %[[P1]])
-// The blocks merge by their log-sum-exp.
-// PART: %[[M:.*]] = weft.max %[[L0]], %[[L1]]
+// The blocks merge by their log-sum-exp (each floored at -1e30 first: a
+// query that sees none of a block weighs nothing there).
+// PART: %[[F1:.*]] = weft.max %[[L1]], %{{.*}}
+// PART: %[[M:.*]] = weft.max %{{.*}}, %[[F1]]
 // PART: weft.exp
 // PART: weft.mul %[[O0]]
 // PART: weft.mul %[[O1]]

@@ -1493,19 +1493,20 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
       checkScratch(c, need, /*required=*/gemms,
                    absl::StrCat("field 'algorithm' '",
                                 gemms ? "gemm_softmax" : "flash", "' ")));
-  size_t extra = grad ? 9 : 5; // The optional operands' first index.
+  AttentionAttrs::Optional at = a.optionalOperands(grad);
   if (a.hasPositions) {
     if (!a.causal)
       return c.fail("positions mask a causal attention; field 'causal' is "
                     "false");
-    WEFT_RETURN_IF_ERROR(c.isPositions(extra++, s));
-    WEFT_RETURN_IF_ERROR(c.isPositions(extra++, t));
+    WEFT_RETURN_IF_ERROR(c.isPositions(at.queryPositions, s));
+    WEFT_RETURN_IF_ERROR(c.isPositions(at.keyPositions, t));
   }
-  if (a.hasLseGrad)
-    WEFT_RETURN_IF_ERROR(c.hasShape(extra, {b, hq, s}));
-  if (a.hasLseGrad && c.dtype(extra) != DType::F32)
-    return c.fail(absl::StrCat(c.name(extra), " must hold f32, not ",
-                               dtypeText(c.dtype(extra))));
+  if (a.hasLseGrad) {
+    WEFT_RETURN_IF_ERROR(c.hasShape(at.lseGrad, {b, hq, s}));
+    if (c.dtype(at.lseGrad) != DType::F32)
+      return c.fail(absl::StrCat(c.name(at.lseGrad), " must hold f32, not ",
+                                 dtypeText(c.dtype(at.lseGrad))));
+  }
   if (!grad)
     return absl::OkStatus();
   for (auto [x, dx] : {std::pair{0, 6}, {1, 7}, {2, 8}})

@@ -210,6 +210,23 @@ struct AttentionAttrs {
   bool causal = false;
   AttentionAlgorithm algorithm = AttentionAlgorithm::Flash;
   bool hasPositions = false, hasLseGrad = false;
+
+  /// Where the optional operands sit (-1: absent), after the fixed ones of
+  /// attention (`grad` false) or attention_grad.
+  struct Optional {
+    int64_t queryPositions = -1, keyPositions = -1, lseGrad = -1;
+  };
+  Optional optionalOperands(bool grad) const {
+    Optional o;
+    int64_t next = grad ? 9 : 5;
+    if (hasPositions) {
+      o.queryPositions = next++;
+      o.keyPositions = next++;
+    }
+    if (hasLseGrad)
+      o.lseGrad = next;
+    return o;
+  }
 };
 /// embedding, embedding_grad.
 struct VocabAttrs {

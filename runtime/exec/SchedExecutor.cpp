@@ -423,23 +423,23 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     // The CPU has one algorithm (tiled, FlashAttention's): scratch unused.
     const auto &a = ins.as<sched::AttentionAttrs>();
     bool grad = ins.op == Op::AttentionGrad;
-    size_t fixed = grad ? 9u : 5u, next = fixed;
-    for (size_t i = 0; i < fixed; ++i)
+    for (size_t i = 0; i < (grad ? 9u : 5u); ++i)
       if (absl::Status s = need(i, F); !s.ok())
         return s;
     cpu::AttentionShape shape(type(0).shape, type(1).shape, type(2).shape);
     float scale = static_cast<float>(a.scale);
+    sched::AttentionAttrs::Optional at = a.optionalOperands(grad);
     cpu::AttentionMask mask;
     mask.causal = a.causal;
     if (a.hasPositions) {
-      mask.queryPositions = i32(next++);
-      mask.keyPositions = i32(next++);
+      mask.queryPositions = i32(at.queryPositions);
+      mask.keyPositions = i32(at.keyPositions);
     }
     const float *lseGrad = nullptr;
     if (a.hasLseGrad) {
-      if (absl::Status s = need(next, F); !s.ok())
+      if (absl::Status s = need(at.lseGrad, F); !s.ok())
         return s;
-      lseGrad = f(next);
+      lseGrad = f(at.lseGrad);
     }
     if (!grad)
       return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4)] {

@@ -293,15 +293,14 @@ absl::Status Translator::flashAttention(bool grad) {
           dv = v[3];
   const auto &a = ins.as<sched::AttentionAttrs>();
   std::string suffix = dtype(0) == DType::BF16 ? "_bf16" : "";
-  // The optional operands after the fixed ones: positions, lse_grad.
-  size_t next = grad ? 9 : 5;
+  sched::AttentionAttrs::Optional at = a.optionalOperands(grad);
   GpuArg qpos = null(), kpos = null(), lseGrad = null();
   if (a.hasPositions) {
-    qpos = buf(next++);
-    kpos = buf(next++);
+    qpos = buf(at.queryPositions);
+    kpos = buf(at.keyPositions);
   }
   if (a.hasLseGrad)
-    lseGrad = buf(next++);
+    lseGrad = buf(at.lseGrad);
   std::vector<GpuArg> sizes = {i32(batch),    i32(S), i32(T),  i32(hq),
                                i32(hkv),      i32(d), i32(dv), f32(a.scale),
                                i32(a.causal), qpos,   kpos};

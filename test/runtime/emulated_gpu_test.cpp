@@ -408,6 +408,28 @@ std::string handWrittenBundle(const char *ir, const std::string &label,
   EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
   return testutil::writeManifestBundle(*module, label + "-" + target);
 }
+
+/// One rank's hand-written program @run on the CPU runtime and on an
+/// emulated GPU, on the same inputs.
+struct BothRuns {
+  std::unique_ptr<runtime::SchedExecutor> cpu, gpu;
+  Emulation emulation;
+};
+
+/// Runs @run of `cpuDir` and `gpuDir` on `in`; gtest failures say what
+/// did not run.
+void runOnBoth(const std::string &cpuDir, const std::string &gpuDir,
+               const std::vector<runtime::HostTensor> &in, BothRuns &runs) {
+  auto cpu = open(cpuDir, nullptr, nullptr);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE((*cpu)->run("run", in).ok());
+  runs.cpu = std::move(*cpu);
+  auto gpu = open(gpuDir, nullptr, &runs.emulation);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  absl::Status run = (*gpu)->run("run", in);
+  ASSERT_TRUE(run.ok()) << run;
+  runs.gpu = std::move(*gpu);
+}
 } // namespace
 
 // The two ops no compiled model here has: dropout (its mask from the
@@ -550,17 +572,14 @@ TEST(EmulatedGpu, ReductionsMatchTheCpu) {
       {{100, 7}, runtime::DType::F32, inputs[3].data()},
       {{300, 64}, runtime::DType::BF16, bf16.data()},
       {{64, 96}, runtime::DType::BF16, bf16Rows.data()}};
-  auto cpu = open(cpuDir, nullptr, nullptr);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  ASSERT_TRUE((*cpu)->run("run", in).ok());
-  Emulation emulation;
-  auto gpu = open(gpuDir, nullptr, &emulation);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  absl::Status run = (*gpu)->run("run", in);
-  ASSERT_TRUE(run.ok()) << run;
+  BothRuns runs;
+  runOnBoth(cpuDir, gpuDir, in, runs);
+  if (HasFatalFailure())
+    return;
+  runtime::SchedExecutor *cpu = runs.cpu.get(), *gpu = runs.gpu.get();
   // The bf16 sums themselves, to bf16 rounding: outputs are decoded from
   // their own type, on both runtimes.
-  std::vector<float> sums = *(*cpu)->output("run", "bf16_columns");
+  std::vector<float> sums = *cpu->output("run", "bf16_columns");
   for (int j = 0; j < 64; ++j) {
     double want = 0;
     for (int r = 0; r < 300; ++r)
@@ -577,8 +596,8 @@ TEST(EmulatedGpu, ReductionsMatchTheCpu) {
     // them across a rounding boundary: one bf16 step (2^-8 relative).
     double relative =
         std::string(name).rfind("bf16", 0) == 0 ? 1.0 / 128 : 1e-6;
-    std::vector<float> want = *(*cpu)->output("run", name),
-                       got = *(*gpu)->output("run", name);
+    std::vector<float> want = *cpu->output("run", name),
+                       got = *gpu->output("run", name);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       if (std::isnan(want[i])) {
@@ -629,22 +648,19 @@ TEST(EmulatedGpu, AttentionByPositionsWithAnLseGradientMatchesTheCpu) {
       {{2, 8, 2, 16}, runtime::DType::F32, inputs[1].data()},
       {{2, 8, 4, 16}, runtime::DType::F32, inputs[2].data()},
       {{2, 4, 8}, runtime::DType::F32, inputs[3].data()}};
-  auto cpu = open(cpuDir, nullptr, nullptr);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  ASSERT_TRUE((*cpu)->run("run", in).ok());
-  Emulation emulation;
-  auto gpu = open(gpuDir, nullptr, &emulation);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  absl::Status run = (*gpu)->run("run", in);
-  ASSERT_TRUE(run.ok()) << run;
+  BothRuns runs;
+  runOnBoth(cpuDir, gpuDir, in, runs);
+  if (HasFatalFailure())
+    return;
+  runtime::SchedExecutor *cpu = runs.cpu.get(), *gpu = runs.gpu.get();
   // Query 1 sits at position 0, before every key (the earliest is at 1):
   // it sees none, so its rows are zeros and its lse -inf on both.
-  std::vector<float> lse = *(*cpu)->output("run", "lse");
+  std::vector<float> lse = *cpu->output("run", "lse");
   EXPECT_EQ(lse[1], -INFINITY); // Batch 0, head 0, query 1.
   for (const char *name : {"rotated", "out", "lse", "dq", "dk", "dv"}) {
     SCOPED_TRACE(name);
-    std::vector<float> want = *(*cpu)->output("run", name),
-                       got = *(*gpu)->output("run", name);
+    std::vector<float> want = *cpu->output("run", name),
+                       got = *gpu->output("run", name);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       if (std::isinf(want[i])) {

@@ -33,8 +33,11 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
                           "planning (the program is planned)");
       return signalPassFailure();
     }
-    SmallVector<CollectiveOp> collectives(
-        program.getBody().front().getOps<CollectiveOp>());
+    // Collectives and ring shifts (context parallelism's block exchanges).
+    SmallVector<Operation *> collectives;
+    for (Operation &op : program.getBody().front())
+      if (isa<CollectiveOp, RingShiftOp>(op))
+        collectives.push_back(&op);
     if (collectives.empty())
       return;
     OpBuilder b(program.getContext());
@@ -44,7 +47,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
     program.setStreamsAttr(b.getArrayAttr(streams));
     int64_t events = program.getEvents();
     StringRef compute = cast<StringAttr>(streams.front()).getValue();
-    for (CollectiveOp collective : collectives) {
+    for (Operation *collective : collectives) {
       // What it touches, by storage.
       llvm::SmallPtrSet<Value, 4> touched;
       for (Value v : collective->getOperands())
@@ -52,9 +55,9 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       // Start once compute has written what it reads.
       b.setInsertionPoint(collective);
       int64_t ready = events++;
-      RecordOp::create(b, collective.getLoc(), ready, compute);
-      WaitOp::create(b, collective.getLoc(), ready, kComm);
-      collective.setStream(kComm);
+      RecordOp::create(b, collective->getLoc(), ready, compute);
+      WaitOp::create(b, collective->getLoc(), ready, kComm);
+      collective->setAttr("stream", b.getStringAttr(kComm));
       // Compute waits just before it next touches any of that storage.
       Operation *consumer = nullptr;
       for (Operation *op = collective->getNextNode(); op && !consumer;
@@ -68,7 +71,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       }
       int64_t done = events++;
       b.setInsertionPointAfter(collective);
-      RecordOp::create(b, collective.getLoc(), done, kComm);
+      RecordOp::create(b, collective->getLoc(), done, kComm);
       if (consumer) {
         b.setInsertionPoint(consumer);
       } else {
@@ -79,7 +82,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
         b.setInsertionPoint(assigns.empty() ? body.getTerminator()
                                             : *assigns.begin());
       }
-      WaitOp::create(b, collective.getLoc(), done, compute);
+      WaitOp::create(b, collective->getLoc(), done, compute);
     }
     program.setEventsAttr(b.getI64IntegerAttr(events));
     serializeInstructionCollectives(program, compute);

@@ -44,7 +44,8 @@ def AssignStreams : Pass<"weft-sched-assign-streams",
   let summary = "Put collectives on a communication stream, ordered by events";
   let description = [{
     GPU programs overlap communication with computation: this pass moves
-    every `sched.collective` of an unplanned program to the stream `comm`
+    every `sched.collective` and `sched.ring_shift` (ring attention's block
+    exchange) of an unplanned program to the stream `comm`
     (declared on the program) and orders it with events. Before each
     collective, a `sched.record` on `compute` and a `sched.wait` on `comm`
     let it start once what it reads is written. After it, a `sched.record`

@@ -749,7 +749,7 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
       attrs.set(k, *a);
     }
     if (opName == "sched.collective" || opName == "sched.send" ||
-        opName == "sched.recv") {
+        opName == "sched.recv" || opName == "sched.ring_shift") {
       if (!mesh)
         return fail(at, "communicates, but the bundle has no mesh");
       attrs.set("mesh", mesh);

@@ -194,9 +194,29 @@ LogicalResult lowerRecv(RecvOp op, ProgramLowering &l) {
   return success();
 }
 
+// One exchange (the GPU's grouped send and receive; the CPU pipeline splits
+// ring shifts into sends and receives before lowering instead). Bytes as
+// stored. The tag counts the function's ring shifts from 2^20, as
+// weft-split-ring-shifts numbers its pairs.
+LogicalResult lowerRingShift(RingShiftOp op, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  int64_t tag = int64_t(1) << 20;
+  for (Operation &prior : *op->getBlock()) {
+    if (&prior == op.getOperation())
+      break;
+    tag += isa<RingShiftOp>(prior);
+  }
+  sched::RingShiftOp::create(
+      b, op.getLoc(), l.stored(op.getInput()), l.define(op.getResult()),
+      l.mesh(), op.getAxisAttr(), op.getOffsetAttr(), b.getI64IntegerAttr(tag),
+      b.getStringAttr("compute"));
+  return success();
+}
+
 } // namespace
 
 void populateCollectiveLowerings(LoweringTable &table) {
+  addLowering(table, lowerRingShift);
   addLowering(table, lowerAllReduce);
   addLowering(table, lowerAllGather);
   addLowering(table, lowerReduceScatter);

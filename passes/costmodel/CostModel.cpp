@@ -244,6 +244,14 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
         c.category =
             (op->getName().stripDialect() + " over " + p.getAxis()).str();
       })
+      .Case([&](sched::RingShiftOp r) {
+        // One block out and one in at once: the link carries each way.
+        c.communicates = true;
+        c.axes = {r.getAxis().str()};
+        c.linkBytes = bytesOf(r.getInput());
+        c.linkSteps = 1;
+        c.category = ("ring_shift over " + r.getAxis()).str();
+      })
       .Case<sched::RecordOp, sched::WaitOp>([&](Operation *) {
         c.bytes = 0;
         c.category = "events";

@@ -33,6 +33,8 @@ communicationGroups(const sched::SchedBundle &b) {
       else if (const auto *x =
                    std::get_if<sched::CrossEntropyAttrs>(&ins.attrs))
         add(x->vocabAxes);
+      else if (ins.op == sched::Op::RingShift) // NCCL's ring is the axis'.
+        add({ins.as<sched::PeerAttrs>().axis});
     }
   for (const sched::Param &p : b.params) {
     if (p.split)

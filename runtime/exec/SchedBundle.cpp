@@ -172,6 +172,7 @@ constexpr Spelling<Op> kOps[] = {
     {"ragged_all_to_all", Op::RaggedAllToAll},
     {"send", Op::Send},
     {"recv", Op::Recv},
+    {"ring_shift", Op::RingShift},
     {"record", Op::Record},
     {"wait", Op::Wait}};
 
@@ -920,7 +921,8 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     return a;
   }
   case Op::Send:
-  case Op::Recv: {
+  case Op::Recv:
+  case Op::RingShift: {
     PeerAttrs a;
     WEFT_ASSIGN(a.axis, o.str("axis"));
     WEFT_ASSIGN(a.delta, o.i64("delta"));
@@ -1082,6 +1084,8 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     return roles({{"buffer", kRead}});
   case Op::Recv:
     return roles({{"buffer", kWrite}});
+  case Op::RingShift:
+    return roles({{"input", kRead}, {"output", kWrite}});
   case Op::Record:
   case Op::Wait:
     return {};
@@ -1881,6 +1885,12 @@ absl::Status checkOperands(const Check &c) {
   case Op::Send:
   case Op::Recv:
     return checkPeer(c, in.as<PeerAttrs>());
+  case Op::RingShift:
+    if (c.type(0) != c.type(1))
+      return c.fail(absl::StrCat(c.name(1), " is ", typeText(c.type(1)),
+                                 ", not ", c.name(0), "'s ",
+                                 typeText(c.type(0))));
+    return checkPeer(c, in.as<PeerAttrs>());
   case Op::Record:
   case Op::Wait: // Checked in program order with the streams.
     return absl::OkStatus();
@@ -2643,8 +2653,8 @@ absl::Status checkTransfers(const SchedBundle &b) {
   std::vector<int64_t> talks(b.programs.size(), 0);
   for (size_t p = 0; p < b.programs.size(); ++p)
     for (const Instruction &ins : b.programs[p].instructions)
-      talks[p] +=
-          ins.op == Op::Send || ins.op == Op::Recv || groupOf(ins) != nullptr;
+      talks[p] += ins.op == Op::Send || ins.op == Op::Recv ||
+                  ins.op == Op::RingShift || groupOf(ins) != nullptr;
   int64_t total = 0;
   for (const Sequence &q : train->sequences)
     for (const Run &run : q.runs)
@@ -2666,6 +2676,14 @@ absl::Status checkTransfers(const SchedBundle &b) {
                                mesh.neighbour(r, a.axis, a.delta), a.tag,
                                p.buffers[ins.operands[0]].type.bytes(), nullptr,
                                "", i});
+        } else if (ins.op == Op::RingShift) {
+          // A send to the next rank and a receive from the previous one.
+          const auto &a = std::get<PeerAttrs>(ins.attrs);
+          int64_t bytes = p.buffers[ins.operands[0]].type.bytes();
+          events[r].push_back({Event::Send, mesh.neighbour(r, a.axis, a.delta),
+                               a.tag, bytes, nullptr, "", i});
+          events[r].push_back({Event::Recv, mesh.neighbour(r, a.axis, -a.delta),
+                               a.tag, bytes, nullptr, "", i});
         } else if (const std::vector<std::string> *axes = groupOf(ins)) {
           // A group is its axes and its first member.
           events[r].push_back(

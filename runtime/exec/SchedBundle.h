@@ -167,6 +167,7 @@ enum class Op {
   RaggedAllToAll,
   Send,
   Recv,
+  RingShift,
   Record,
   Wait,
 };

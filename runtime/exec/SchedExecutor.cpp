@@ -834,7 +834,8 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     });
   }
   case Op::Send:
-  case Op::Recv: {
+  case Op::Recv:
+  case Op::RingShift: {
     // The loader has checked that `axis` is the mesh's and that the peer is
     // not this rank (delta is no multiple of the axis size), so a transfer
     // always crosses ranks: a placed bundle, which create runs only with a
@@ -865,6 +866,15 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     // finishSends waits for them.
     if (ins.op == Op::Send)
       return Step([=] { return located(comm->send(peer, tag, data, bytes)); });
+    if (ins.op == Op::RingShift) {
+      // Both at once: the send is posted, then the receive waits.
+      int64_t from = mesh_.neighbour(rank(), a.axis, -a.delta);
+      char *out = bound.ptr[ops[1]];
+      return Step([=] {
+        absl::Status s = comm->send(peer, tag, data, bytes);
+        return located(s.ok() ? comm->recv(from, tag, out, bytes) : s);
+      });
+    }
     return Step([=] { return located(comm->recv(peer, tag, data, bytes)); });
   }
   case Op::Record:

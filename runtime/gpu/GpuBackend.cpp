@@ -357,6 +357,9 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
       case GpuCollective::AllToAll:
         s = c.allToAll(l.axes, in, out, l.count, on);
         break;
+      case GpuCollective::RingShift:
+        s = c.ringShift(l.axes.front(), l.delta, l.tag, in, out, l.bytes, on);
+        break;
       }
       break;
     }

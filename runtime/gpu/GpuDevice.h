@@ -152,6 +152,14 @@ public:
   virtual absl::Status allToAll(const std::vector<std::string> &axes,
                                 uint64_t in, uint64_t out, size_t count,
                                 void *stream) = 0;
+  /// Sends the `bytes` at `in` to the member `delta` places on along
+  /// `axis` (mod its size) and receives as many into `out` from the member
+  /// `delta` places back, as one grouped exchange: every member of the
+  /// ring does both, so none waits on itself. `tag` tells exchanges apart
+  /// where the transport has tags.
+  virtual absl::Status ringShift(const std::string &axis, int64_t delta,
+                                 int64_t tag, uint64_t in, uint64_t out,
+                                 size_t bytes, void *stream) = 0;
 };
 
 } // namespace weft::runtime

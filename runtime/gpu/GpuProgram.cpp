@@ -916,6 +916,17 @@ absl::Status Translator::run() {
   case Op::Recv:
     return absl::UnimplementedError(
         "point-to-point transfers are not in the GPU runtime yet");
+  case Op::RingShift: {
+    const auto &a = ins.as<sched::PeerAttrs>();
+    GpuLaunch &l = push(GpuLaunch::Kind::Collective);
+    l.collective = GpuCollective::RingShift;
+    l.axes = {a.axis};
+    l.delta = a.delta;
+    l.tag = a.tag;
+    l.bytes = type(0).bytes();
+    l.args = {buf(0), buf(1)};
+    return absl::OkStatus();
+  }
   case Op::RaggedAllToAll:
     return absl::UnimplementedError(
         "expert-parallel exchanges (ragged_all_to_all) are not in the GPU "

@@ -59,6 +59,9 @@ enum class GpuCollective {
   AllGather,
   ReduceScatter, // A sum.
   AllToAll,
+  /// Send `bytes` to the member `delta` along the one axis and receive as
+  /// many from the member -`delta`, grouped (ring attention's blocks).
+  RingShift,
 };
 
 struct GpuLaunch {
@@ -80,10 +83,11 @@ struct GpuLaunch {
   /// and write (tests check its grid covers them); 0: every buffer argument
   /// whole.
   int64_t bytes = 0;
-  /// Collective: what, over the group of `axes`, `count` f32 per member.
+  /// Collective: what, over the group of `axes`, `count` f32 per member;
+  /// a RingShift moves `bytes` by `delta` along its one axis, with `tag`.
   GpuCollective collective = GpuCollective::AllReduce;
   std::vector<std::string> axes;
-  int64_t count = 0;
+  int64_t count = 0, delta = 0, tag = 0;
 };
 
 struct GpuProgram {

@@ -17,7 +17,7 @@ using ncclResult = int;
 struct NcclId {
   char internal[128];
 };
-constexpr int kNcclFloat32 = 7, kNcclSum = 0, kNcclMax = 2;
+constexpr int kNcclInt8 = 0, kNcclFloat32 = 7, kNcclSum = 0, kNcclMax = 2;
 
 struct NcclLibrary {
   DynamicLibrary library;
@@ -34,6 +34,7 @@ struct NcclLibrary {
   ncclResult (*groupStart)();
   ncclResult (*groupEnd)();
   ncclResult (*commCount)(void *, int *);
+  ncclResult (*commUserRank)(void *, int *);
   const char *(*errorString)(ncclResult);
 };
 
@@ -67,6 +68,7 @@ NcclCollectives::create(Communicator &comm,
   d.bind(l.groupStart, "ncclGroupStart");
   d.bind(l.groupEnd, "ncclGroupEnd");
   d.bind(l.commCount, "ncclCommCount");
+  d.bind(l.commUserRank, "ncclCommUserRank");
   d.bind(l.errorString, "ncclGetErrorString");
   if (!d.allBound())
     return absl::UnavailableError("libnccl lacks an entry point Weft needs");
@@ -181,6 +183,38 @@ absl::Status NcclCollectives::allToAll(const std::vector<std::string> &axes,
                                count, kNcclFloat32, peer, *c, stream),
                      "receive");
   }
+  absl::Status end = check(lib->groupEnd(), "group end");
+  return status.ok() ? end : status;
+}
+
+absl::Status NcclCollectives::ringShift(const std::string &axis, int64_t delta,
+                                        int64_t /*tag*/, uint64_t in,
+                                        uint64_t out, size_t bytes,
+                                        void *stream) {
+  absl::StatusOr<void *> c = comm({axis});
+  if (!c.ok())
+    return c.status();
+  int members = 0, me = 0;
+  if (absl::Status s = check(lib->commCount(*c, &members), "comm count");
+      !s.ok())
+    return s;
+  if (absl::Status s = check(lib->commUserRank(*c, &me), "comm rank"); !s.ok())
+    return s;
+  auto member = [&](int64_t offset) {
+    return static_cast<int>(((me + offset) % members + members) % members);
+  };
+  // NCCL matches point-to-point in order, so no tag is needed; the send
+  // and the receive go in one group, so a ring of them progresses together.
+  if (absl::Status s = check(lib->groupStart(), "group start"); !s.ok())
+    return s;
+  absl::Status status =
+      check(lib->send(reinterpret_cast<const void *>(in), bytes, kNcclInt8,
+                      member(delta), *c, stream),
+            "send");
+  if (status.ok())
+    status = check(lib->recv(reinterpret_cast<void *>(out), bytes, kNcclInt8,
+                             member(-delta), *c, stream),
+                   "receive");
   absl::Status end = check(lib->groupEnd(), "group end");
   return status.ok() ? end : status;
 }

@@ -40,6 +40,10 @@ public:
                         uint64_t out, size_t count, void *stream) override;
   absl::Status reduceScatter(const std::vector<std::string> &axes, uint64_t in,
                              uint64_t out, size_t count, void *stream) override;
+  /// A grouped ncclSend / ncclRecv on the axis' communicator.
+  absl::Status ringShift(const std::string &axis, int64_t delta, int64_t tag,
+                         uint64_t in, uint64_t out, size_t bytes,
+                         void *stream) override;
 
 private:
   NcclCollectives() = default;

@@ -413,4 +413,20 @@ HostCollectives::reduceScatter(const std::vector<std::string> &axes,
   });
 }
 
+absl::Status HostCollectives::ringShift(const std::string &axis, int64_t delta,
+                                        int64_t tag, uint64_t in, uint64_t out,
+                                        size_t bytes, void *stream) {
+  return submit(stream, [this, axis, delta, tag, in, out, bytes] {
+    const runtime::MeshSpec &mesh = comm.mesh();
+    int64_t me = comm.rank();
+    auto t = static_cast<uint32_t>(tag);
+    if (absl::Status s = comm.send(mesh.neighbour(me, axis, delta), t,
+                                   reinterpret_cast<const void *>(in), bytes);
+        !s.ok())
+      return s;
+    return comm.recv(mesh.neighbour(me, axis, -delta), t,
+                     reinterpret_cast<void *>(out), bytes);
+  });
+}
+
 } // namespace weft::testutil

@@ -152,6 +152,9 @@ public:
                         uint64_t out, size_t count, void *stream) override;
   absl::Status reduceScatter(const std::vector<std::string> &axes, uint64_t in,
                              uint64_t out, size_t count, void *stream) override;
+  absl::Status ringShift(const std::string &axis, int64_t delta, int64_t tag,
+                         uint64_t in, uint64_t out, size_t bytes,
+                         void *stream) override;
 
 private:
   /// Queues `call`; a failure when it runs ends the test program, as a

@@ -15,6 +15,7 @@
 #include "compiler/Pipeline.h"
 #include "passes/sharding/Passes.h"
 #include "runtime/dist/Communicator.h"
+#include "runtime/dist/Mesh.h"
 #include "runtime/exec/SchedBundle.h"
 #include "runtime/train/TrainSchedule.h"
 #include "test/compiler/TestUtils.h"
@@ -108,6 +109,44 @@ inline std::vector<int32_t> tokenIds(int s, int64_t first, int64_t rows,
   return out;
 }
 
+/// This rank's block of step `s`'s ids for rows [first, first + rows) of a
+/// sequence of `seq`, cut as `input` says: whole rows, or under context
+/// parallelism each row reordered into load-balanced chunks and the rank's
+/// columns of it (as weft-run's TrainLoop cuts them).
+inline std::vector<int32_t> blockIds(const runtime::sched::ProgramInput &input,
+                                     const runtime::MeshSpec &mesh,
+                                     int64_t rank, int s, int64_t first,
+                                     int64_t rows, int64_t seq, int salt) {
+  std::vector<int32_t> whole = tokenIds(s, first, rows, seq, salt);
+  if (input.sequenceChunks == 0 || !input.split)
+    return whole;
+  int64_t local = input.type.shape[1];
+  int64_t column = mesh.blockStart(rank, {rows, local}, *input.split)[1];
+  std::vector<int32_t> out, scratch;
+  for (int64_t r = 0; r < rows; ++r) {
+    runtime::reorderChunks(whole.data() + r * seq, seq, input.sequenceChunks,
+                           scratch);
+    out.insert(out.end(), whole.begin() + r * seq + column,
+               whole.begin() + r * seq + column + local);
+  }
+  return out;
+}
+
+/// `values` [rows, seq, width] with the sequence held in `chunks`
+/// load-balanced chunks, back in the natural order.
+inline std::vector<float> naturalOrder(const std::vector<float> &values,
+                                       int64_t rows, int64_t seq,
+                                       int64_t chunks) {
+  std::vector<float> out(values.size());
+  int64_t width = static_cast<int64_t>(values.size()) / (rows * seq);
+  int64_t size = seq / chunks * width; // Values per chunk of a row.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < chunks; ++k)
+      std::copy_n(values.begin() + r * seq * width + k * size, size,
+                  out.begin() + r * seq * width + heldChunk(k, chunks) * size);
+  return out;
+}
+
 /// Trains kTrainSteps steps then runs forward on `exec` (any executor),
 /// this rank's rows of the batch being [first, first + rows), and gathers
 /// the parameters `names`.
@@ -124,9 +163,14 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
       runtime::trainSteps(exec.bundle(), exec.rank());
   if (!steps.ok())
     return fail(steps.status());
+  const runtime::sched::ProgramInput &input =
+      exec.bundle().tokensProgram()->inputs[0];
+  runtime::MeshSpec mesh = runtime::meshSpecOf(exec.bundle());
   for (int s = 0; s < kTrainSteps; ++s) {
-    std::vector<int32_t> tokens = tokenIds(s, first, rows, seq, 3),
-                         labels = tokenIds(s, first, rows, seq, 1);
+    std::vector<int32_t> tokens = blockIds(input, mesh, exec.rank(), s, first,
+                                           rows, seq, 3),
+                         labels = blockIds(input, mesh, exec.rank(), s, first,
+                                           rows, seq, 1);
     float lr = 3e-3f, number = static_cast<float>(s + 1);
     if (absl::Status st = runtime::runTrainSteps(exec, *steps, tokens.data(),
                                                  labels.data(), lr, number);
@@ -148,12 +192,17 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
     return gather();
   // The forward program takes one micro-batch: this rank's first rows.
   int64_t forwardRows = steps->rows;
-  std::vector<int32_t> tokens = tokenIds(9, first, forwardRows, seq, 3),
-                       labels = tokenIds(9, first, forwardRows, seq, 1);
-  if (absl::Status st =
-          exec.run("forward",
-                   {{{forwardRows, seq}, runtime::DType::I32, tokens.data()},
-                    {{forwardRows, seq}, runtime::DType::I32, labels.data()}});
+  const runtime::sched::ProgramInput &forwardInput =
+      exec.bundle().program("forward")->inputs[0];
+  int64_t localSeq = forwardInput.type.shape[1];
+  std::vector<int32_t> tokens = blockIds(forwardInput, mesh, exec.rank(), 9,
+                                         first, forwardRows, seq, 3),
+                       labels = blockIds(forwardInput, mesh, exec.rank(), 9,
+                                         first, forwardRows, seq, 1);
+  if (absl::Status st = exec.run(
+          "forward",
+          {{{forwardRows, localSeq}, runtime::DType::I32, tokens.data()},
+           {{forwardRows, localSeq}, runtime::DType::I32, labels.data()}});
       !st.ok())
     return fail(st);
   trace.forwardLoss.push_back(*exec.scalarOutput("forward", "loss"));
@@ -161,6 +210,17 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
   if (!logits.ok())
     return fail(logits.status());
   trace.logits = *logits;
+  if (forwardInput.sequenceChunks > 0) {
+    // Gathered in the program's order of the sequence: [rows, seq, vocab].
+    const runtime::sched::Program &forward = *exec.bundle().program("forward");
+    int64_t vocab = 0;
+    for (const runtime::sched::Output &o : forward.outputs)
+      if (o.name == "logits")
+        vocab = forward.buffers[o.buffer].type.shape.back();
+    int64_t globalRows = static_cast<int64_t>(logits->size()) / (seq * vocab);
+    trace.logits =
+        naturalOrder(*logits, globalRows, seq, forwardInput.sequenceChunks);
+  }
   gather();
 }
 

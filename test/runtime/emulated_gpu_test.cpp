@@ -386,6 +386,13 @@ TEST(EmulatedGpu, Zero3OnTwoRanksTrainsLikeOneCpuRank) {
 TEST(EmulatedGpu, TensorParallelOnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-tiny", "tp=2");
 }
+// Context parallelism: the sequence in load-balanced chunks, attention as
+// a ring whose blocks move by grouped exchanges (sched.ring_shift) on the
+// comm stream while the flash kernels attend by positions and merge by
+// log-sum-exp; the forward's logits come back in the natural order.
+TEST(EmulatedGpu, ContextParallelOnTwoRanksTrainsLikeOneCpuRank) {
+  checkPlacedTraining("llama-tiny", "cp=2");
+}
 
 namespace {
 /// A bundle of the hand-written weft program @run in `ir` lowered to sched
@@ -432,9 +439,11 @@ void runOnBoth(const std::string &cpuDir, const std::string &gpuDir,
 }
 } // namespace
 
-// The two ops no compiled model here has: dropout (its mask from the
-// counter-based uniform the CPU shares) and all_to_all (expert
-// parallelism's exchange), in a hand-written program on two emulated GPUs,
+// The ops no compiled model here has: dropout (its mask from the
+// counter-based uniform the CPU shares), all_to_all (expert parallelism's
+// exchange) and a ring shift as one instruction (sched.ring_shift: the
+// GPU's grouped send and receive; the CPU pipeline splits it, but the CPU
+// runtime runs it too), in a hand-written program on two emulated GPUs,
 // ranks as threads, against the CPU runtime on the same ranks: equal to the
 // bit.
 TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
@@ -442,11 +451,13 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
     weft.mesh @mesh axes ["ep"] sizes [2]
     func.func @run(%x: tensor<4x6xf32>)
         -> (tensor<4x6xf32> {weft.output = "dropped"},
-            tensor<2x12xf32> {weft.output = "swapped"}) {
+            tensor<2x12xf32> {weft.output = "swapped"},
+            tensor<4x6xf32> {weft.output = "shifted"}) {
       %d = weft.dropout %x {rate = 0.25 : f64, seed = 7 : i64} : tensor<4x6xf32>
       %a = weft.all_to_all %x over @mesh ["ep"] split 0 concat 1
           : tensor<4x6xf32> -> tensor<2x12xf32>
-      return %d, %a : tensor<4x6xf32>, tensor<2x12xf32>
+      %r = weft.ring_shift %x over @mesh "ep" offset 1 : tensor<4x6xf32>
+      return %d, %a, %r : tensor<4x6xf32>, tensor<2x12xf32>, tensor<4x6xf32>
     }
   )mlir";
   std::string cpuDir = handWrittenBundle(ir, "dropout-all-to-all", "cpu"),
@@ -480,7 +491,7 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
                   exec->run("run", {{{4, 6}, runtime::DType::F32, x.data()}});
               !s.ok())
             return fail(s);
-        for (const char *name : {"dropped", "swapped"}) {
+        for (const char *name : {"dropped", "swapped", "shifted"}) {
           auto c = (*cpu)->output("run", name);
           auto g = (*gpu)->output("run", name);
           if (!c.ok() || !g.ok())
@@ -500,6 +511,10 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
         for (int k = 0; k < 6; ++k)
           EXPECT_EQ(swapped[i * 12 + 6 * j + k],
                     static_cast<float>(100 * j + (2 * r + i) * 6 + k) / 7.0f);
+    // The other rank's x came round the ring.
+    for (int i = 0; i < 24; ++i)
+      EXPECT_EQ(cpuOut[r]["shifted"][i],
+                static_cast<float>(100 * (1 - r) + i) / 7.0f);
     // A quarter or so of the 24 dropped, the rest scaled by 4/3.
     int zeros = 0;
     for (float v : cpuOut[r]["dropped"])

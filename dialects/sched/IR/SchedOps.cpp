@@ -1585,3 +1585,14 @@ LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbols) {
 LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyPeer(*this, symbols);
 }
+
+LogicalResult RingShiftOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, symbols);
+}
+
+LogicalResult RingShiftOp::verify() {
+  if (getInput().getType() != getOutput().getType())
+    return emitOpError("output ") << getOutput().getType() << " is not input's "
+                                  << getInput().getType();
+  return success();
+}

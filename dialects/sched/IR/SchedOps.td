@@ -902,6 +902,36 @@ def Sched_RecvOp : Sched_PointToPointOp<"recv", "from", Sched_Out> {
   }];
 }
 
+def Sched_RingShiftOp : Sched_Instr<"ring_shift", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "pass a buffer one step round the ring of a mesh axis";
+  let description = [{
+    `weft.ring_shift` as one exchange: every rank sends `input` to the rank
+    at its coordinate along `axis` plus `delta` (mod the axis size) and
+    receives into `output` (of `input`'s type) what the rank at minus
+    `delta` sends, both at once (NCCL's grouped send and receive, so a ring
+    of ranks cannot wait on itself). On a GPU the lowering issues it on the
+    comm stream beside compute; on the CPU the ring shifts become separate
+    `sched.send` / `sched.recv` (weft-split-ring-shifts) instead. `tag`
+    tells one shift's messages from another's where the transport has
+    tags.
+
+    ```mlir
+    sched.ring_shift %k -> %k1 over @mesh "cp" offset 1 tag 1048576 on "comm"
+        : !sched.buffer<2x8x2x16xf32> -> !sched.buffer<2x8x2x16xf32>
+    ```
+  }];
+  let arguments = (ins Sched_In:$input, Sched_Out:$output,
+                       FlatSymbolRefAttr:$mesh, StrAttr:$axis,
+                       Sched_I64Attr:$delta, Sched_I64Attr:$tag,
+                       Sched_Stream:$stream);
+  let assemblyFormat = [{
+    $input `->` $output `over` $mesh $axis `offset` $delta `tag` $tag
+    (`on` $stream^)? attr-dict `:` type($input) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Streams and events
 //===----------------------------------------------------------------------===//

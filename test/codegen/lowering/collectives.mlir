@@ -74,3 +74,18 @@ func.func @exchange(%x: tensor<8x4xf32>) -> tensor<4x8xf32> {
   %y = weft.all_to_all %x over @mesh ["ep"] split 0 concat 1 : tensor<8x4xf32> -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+weft.mesh @mesh axes ["cp"] sizes [4]
+
+// A ring shift left to the lowering (the GPU's: one grouped exchange) moves
+// bytes as stored, f32 or i32, each with its own tag.
+// CHECK-LABEL: sched.program @ring
+// CHECK: sched.ring_shift %{{.*}} -> %{{.*}} over @mesh "cp" offset 1 tag 1048576 : <2x8xf32> -> <2x8xf32>
+// CHECK: sched.ring_shift %{{.*}} -> %{{.*}} over @mesh "cp" offset -1 tag 1048577 : <8xi32> -> <8xi32>
+func.func @ring(%k: tensor<2x8xf32>, %p: tensor<8xi32>) -> (tensor<2x8xf32>, tensor<8xi32>) {
+  %k1 = weft.ring_shift %k over @mesh "cp" offset 1 : tensor<2x8xf32>
+  %p1 = weft.ring_shift %p over @mesh "cp" offset -1 : tensor<8xi32>
+  return %k1, %p1 : tensor<2x8xf32>, tensor<8xi32>
+}

@@ -2726,3 +2726,27 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.reduce sum %x -> %y scratch(%s : !sched.buffer<4xf32>) dims [] : !sched.buffer<1152921504606846976xf32> -> !sched.buffer<1152921504606846976xf32>
   sched.return []
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// sched.ring_shift
+//===----------------------------------------------------------------------===//
+
+sched.mesh @mesh axes ["cp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.ring_shift' op output '!sched.buffer<4xf32>' is not input's '!sched.buffer<8xf32>'}}
+  sched.ring_shift %x -> %y over @mesh "cp" offset 1 tag 0 : !sched.buffer<8xf32> -> !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["cp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %y: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.ring_shift' op peer offset 4 along 'cp' of size 2 is the rank itself}}
+  sched.ring_shift %x -> %y over @mesh "cp" offset 4 tag 0 : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
+  sched.return []
+}

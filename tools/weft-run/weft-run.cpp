@@ -77,6 +77,10 @@ int main(int argc, char **argv) {
   // Before anything else: OpenBLAS's kernels for this CPU (may start the
   // program again with OPENBLAS_CORETYPE set; see runtime/exec/Blas.h).
   weft::runtime::ensureOpenBlasKernels(argv);
+  // A rank that writes to a peer that has died must hear EPIPE and say
+  // which peer is gone, not be killed by SIGPIPE in silence (Gloo's TCP
+  // writes do not pass MSG_NOSIGNAL).
+  std::signal(SIGPIPE, SIG_IGN);
   absl::SetProgramUsageMessage("train a compiled Weft bundle on CPUs or a "
                                "GPU\n\n"
                                "  weft-run [--nproc N] bundle/ --data FILE "

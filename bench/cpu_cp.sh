@@ -9,7 +9,7 @@
 #   bench/cpu_cp.sh [build-dir]       (after `make build`; JAX as cpu_train.sh;
 #                                     CP_SEQ and CP_BATCH set the sizes)
 #
-# Prints a table of median step time and tokens/s.
+# Prints a table of median step time and tokens/s (bench/compare.py).
 set -euo pipefail
 BUILD=${1:-build}
 OUT="$BUILD/bench-cp"
@@ -24,18 +24,8 @@ weft_bench "cp=2" 2 1 weft2
 "$VENV/bin/python" bench/jax_gpt.py --config "$CONFIG" --batch "$BATCH" \
   --seq "$SEQ" --steps "$STEPS" > "$OUT/jax1.json"
 
-python3 - "$OUT" "$BATCH" "$SEQ" <<'PY'
-import json, statistics, sys
-out, batch, seq = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def weft(name):
-    rows = [json.loads(l) for l in open(f"{out}/{name}.jsonl")][2:]
-    return statistics.median(r["step_s"] for r in rows)
-jax1 = json.load(open(f"{out}/jax1.json"))["median_step_s"]
-rows = [("Weft, 1 rank (OpenBLAS 2 threads)", weft("weft1")),
-        ("Weft, cp=2 (2 ranks x 1 thread, Gloo)", weft("weft2")),
-        ("JAX, 1 device (jit)", jax1)]
-print(f"GPT (bench/gpt-long.json), batch {batch} x seq {seq}, fp32, median step")
-print(f"{'':42} {'step ms':>9} {'tokens/s':>10} {'vs JAX':>7}")
-for name, s in rows:
-    print(f"{name:42} {s * 1e3:9.1f} {batch * seq / s:10.0f} {jax1 / s:7.2f}")
-PY
+python3 bench/compare.py "$OUT" "$BATCH" "$SEQ" \
+  "GPT (bench/gpt-long.json), batch $BATCH x seq $SEQ, fp32, median step" \
+  "Weft, 1 rank (OpenBLAS 2 threads)=weft1.jsonl" \
+  "Weft, cp=2 (2 ranks x 1 thread, Gloo)=weft2.jsonl" \
+  "JAX, 1 device (jit)=jax1.json"

@@ -796,6 +796,9 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
     }
     std::optional<bool> hasScratch = o->getBoolean("has_scratch");
     bool mayHaveScratch = info->hasInterface<sched::ScratchOpInterface>();
+    // An expert route may lack it (bundles from before it could have one).
+    if (mayHaveScratch && !hasScratch && opName == "sched.expert_route")
+      hasScratch = false;
     if (mayHaveScratch && !hasScratch)
       return fail(at, "needs \"has_scratch\" (true or false)");
     state.propertiesAttr = attrs.getDictionary(ctx);

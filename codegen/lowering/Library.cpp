@@ -160,12 +160,12 @@ LogicalResult lowerTopKGating(TopKGatingOp op, ProgramLowering &l) {
 LogicalResult lowerExpertRoute(ExpertRouteOp op, ProgramLowering &l) {
   OpBuilder &b = l.builder();
   auto axes = op->getAttrOfType<ArrayAttr>(kTokenAxesAttr);
-  sched::ExpertRouteOp::create(
+  auto instr = sched::ExpertRouteOp::create(
       b, op.getLoc(), l.stored(op.getIndices()), l.write(op, op.getPositions()),
       l.write(op, op.getCounts()),
       b.getI64IntegerAttr(op.getCapacity() ? *op.getCapacity() : 0),
-      axes ? axes : b.getArrayAttr({}), compute(l));
-  return success();
+      axes ? axes : b.getArrayAttr({}), Value(), compute(l));
+  return l.addGpuScratch(op, instr);
 }
 
 LogicalResult lowerExpertDispatch(ExpertDispatchOp op, ProgramLowering &l) {

@@ -949,6 +949,7 @@ bool mayHaveScratch(Op op) {
   case Op::RmsNormGrad:
   case Op::CrossEntropy:
   case Op::CrossEntropyGrad:
+  case Op::ExpertRoute:
     return true;
   default:
     return false;
@@ -1139,8 +1140,10 @@ absl::StatusOr<Instruction> readInstruction(const json &v, size_t i,
                                  in.operands[j], ", but the program has ",
                                  p.buffers.size(), " buffers"));
   WEFT_ASSIGN(in.attrs, readAttrs(in.op, o, b));
-  // Elsewhere `has_scratch` is an unknown field.
-  if (mayHaveScratch(in.op))
+  // Elsewhere `has_scratch` is an unknown field. An expert route may lack
+  // it (bundles from before it could have one).
+  if (mayHaveScratch(in.op) &&
+      (in.op != Op::ExpertRoute || o.has("has_scratch")))
     WEFT_ASSIGN(in.hasScratch, o.flag("has_scratch"));
   WEFT_RETURN_IF_ERROR(o.done());
   // The operand count, before anything indexes the operands by role.
@@ -1455,6 +1458,15 @@ absl::Status checkLibraryScratch(const Check &c) {
   case Op::CrossEntropyGrad: // logits, labels, ...
     need = scratch::bytesOf(scratch::crossEntropyLayout(c.elements(1)));
     break;
+  case Op::ExpertRoute: { // indices, positions, counts
+    absl::StatusOr<int64_t> group =
+        c.group(c.in.as<ExpertRouteAttrs>().tokenAxes, "token_axes", false);
+    if (!group.ok())
+      return group.status();
+    need = scratch::bytesOf(
+        scratch::expertRouteLayout(c.shape(0)[1], c.elements(2), *group));
+    break;
+  }
   default: // Attention checks its own; other ops have none.
     return absl::OkStatus();
   }

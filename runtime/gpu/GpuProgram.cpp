@@ -603,19 +603,34 @@ absl::Status Translator::expert() {
 
 absl::Status Translator::expertRoute() {
   const auto &a = ins.as<sched::ExpertRouteAttrs>();
-  if (mesh.size() > 1 && !a.tokenAxes.empty() &&
-      mesh.groupSize(a.tokenAxes) > 1)
-    return absl::UnimplementedError(
-        "an expert route over ranks (token_axes) is not in the GPU runtime "
-        "yet");
   if (absl::Status s =
           needAll({{0, DType::I32}, {1, DType::I32}, {2, DType::I32}});
       !s.ok())
     return s;
   int64_t tokens = shape(0)[0], k = shape(0)[1], experts = count(2);
+  int64_t group = a.tokenAxes.empty() ? 1 : mesh.groupSize(a.tokenAxes);
+  GpuArg all = null(), seen = null();
+  if (group > 1) {
+    // Over a group: this rank's counts per (choice, expert), all-gathered
+    // on this stream (as the CPU does), rank the group's order.
+    absl::StatusOr<GpuArg> space = scratch();
+    if (!space.ok())
+      return space.status();
+    std::optional<layout::ExpertRouteLayout> l =
+        layout::expertRouteLayout(k, experts, group);
+    if (!l)
+      return absl::InvalidArgumentError("the route's scratch overflows");
+    GpuArg mine = region(*space, 0, k * experts * 4);
+    all = region(*space, l->allOffset, group * k * experts * 4);
+    seen = region(*space, l->seenOffset, experts * 4);
+    kernel("weft_expert_route_count", gridFor(1),
+           {buf(0), mine, i64(tokens), i64(k), i64(experts)});
+    collective(GpuCollective::AllGather, a.tokenAxes, mine, all, k * experts);
+  }
   kernel("weft_expert_route_rank", gridFor(1),
          {buf(0), buf(1), buf(2), i64(tokens), i64(k), i64(experts),
-          i64(a.capacity), error(), i32(index)});
+          i64(a.capacity), error(), i32(index), all, i64(group),
+          i64(group > 1 ? mesh.groupRank(rank, a.tokenAxes) : 0), seen});
   kernel("weft_expert_route_rows", gridFor(tokens * k),
          {buf(0), buf(1), buf(2), i64(tokens * k)});
   return absl::OkStatus();

@@ -386,6 +386,18 @@ TEST(EmulatedGpu, Zero3OnTwoRanksTrainsLikeOneCpuRank) {
 TEST(EmulatedGpu, TensorParallelOnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-tiny", "tp=2");
 }
+// A mixture of experts under data parallelism: each rank routes its own
+// tokens, the route all-gathering every rank's per-choice counts on the
+// GPU (one kernel counts, NCCL gathers, one kernel ranks) so the kept
+// pairs are the whole batch's.
+TEST(EmulatedGpu, MixtralDataParallelOnTwoRanksTrainsLikeOneCpuRank) {
+  checkPlacedTraining("mixtral-tiny", "dp=2");
+}
+// With a capacity the gathered counts decide which pairs are dropped: the
+// same ones as one rank drops.
+TEST(EmulatedGpu, MixtralWithCapacityDataParallelTrainsLikeOneCpuRank) {
+  checkPlacedTraining("mixtral-tiny-capacity", "dp=2");
+}
 // Context parallelism: the sequence in load-balanced chunks, attention as
 // a ring whose blocks move by grouped exchanges (sched.ring_shift) on the
 // comm stream while the flash kernels attend by positions and merge by

@@ -1276,7 +1276,8 @@ LogicalResult ExpertRouteOp::verify() {
   if (getCapacity() < 0)
     return emitOpError("capacity ")
            << getCapacity() << " must be >= 0 (0: dropless)";
-  return success();
+  return verifyScratch(*this, getScratch(), getScratchBytes(),
+                       /*required=*/false, "");
 }
 
 LogicalResult ExpertDispatchOp::verify() {
@@ -1402,6 +1403,17 @@ std::optional<int64_t> RMSNormGradOp::getScratchBytes() {
 }
 std::optional<int64_t> CrossEntropyOp::getScratchBytes() {
   return crossEntropyScratchBytes(getLabels());
+}
+std::optional<int64_t> ExpertRouteOp::getScratchBytes() {
+  // The group of the token axes (one rank when they name none or no mesh
+  // declares them; the verifier reports that).
+  int64_t group = 1;
+  if (MeshOp mesh = meshOf(*this))
+    for (StringRef axis : getTokenAxes().getAsValueRange<StringAttr>())
+      group *= std::max<int64_t>(mesh.axisSize(axis), 1);
+  ArrayRef<int64_t> indices = bufferOf(getIndices()).getShape();
+  return scratch::bytesOf(scratch::expertRouteLayout(
+      indices.size() == 2 ? indices[1] : 0, elementsOf(getCounts()), group));
 }
 std::optional<int64_t> CrossEntropyGradOp::getScratchBytes() {
   return crossEntropyScratchBytes(getLabels());

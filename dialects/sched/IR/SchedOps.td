@@ -709,7 +709,7 @@ def Sched_TopKGatingOp : Sched_LibraryOp<"topk_gating",
          BoolAttr:$normalize)>;
 
 // Mixture of experts: weft's ops of the same names, over packed rows.
-def Sched_ExpertRouteOp : Sched_LibraryOp<"expert_route",
+def Sched_ExpertRouteOp : Sched_ScratchLibraryOp<"expert_route",
     "each routing pair's packed row and each expert's kept count",
     (ins Sched_In:$indices, Sched_Out:$positions, Sched_Out:$counts,
          Sched_I64Attr:$capacity, StrArrayAttr:$token_axes)> {
@@ -719,7 +719,9 @@ def Sched_ExpertRouteOp : Sched_LibraryOp<"expert_route",
     (dropless). With `token_axes`, `indices` is this rank's block of the
     tokens of the group of those axes, in group order: the instruction
     all-gathers each rank's per-choice counts [k, E] over the group, on
-    its stream, and keeps the pairs the whole group's routing keeps.
+    its stream, and keeps the pairs the whole group's routing keeps. On a
+    GPU a group of more than one rank needs `scratch` for the counts
+    (scratch::expertRouteLayout).
   }];
 }
 def Sched_ExpertDispatchOp : Sched_LibraryOp<"expert_dispatch",

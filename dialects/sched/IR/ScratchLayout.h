@@ -137,6 +137,32 @@ inline std::optional<CrossEntropyLayout> crossEntropyLayout(int64_t rows) {
   return l;
 }
 
+/// sched.expert_route over [T, k] indices and `experts` experts whose tokens
+/// are split over a group of `group` ranks (token_axes): this rank's pairs
+/// per (choice, expert) as f32 [k, E] at offset 0, every member's [G, k, E]
+/// at `allOffset` (the all-gather's output), and i32 [E] counters at
+/// `seenOffset`. A route over one rank needs none (0 bytes).
+struct ExpertRouteLayout {
+  int64_t allOffset = 0, seenOffset = 0, bytes = 0;
+};
+inline std::optional<ExpertRouteLayout>
+expertRouteLayout(int64_t k, int64_t experts, int64_t group) {
+  ExpertRouteLayout l;
+  if (group <= 1)
+    return l;
+  std::optional<int64_t> cells = mul(k, experts);
+  std::optional<int64_t> allOffset = alignUp(mul(cells, 4));
+  std::optional<int64_t> seenOffset =
+      alignUp(add(allOffset, mul(mul(cells, group), 4)));
+  std::optional<int64_t> bytes = add(seenOffset, mul(experts, 4));
+  if (!bytes)
+    return std::nullopt;
+  l.allOffset = *allOffset;
+  l.seenOffset = *seenOffset;
+  l.bytes = *bytes;
+  return l;
+}
+
 /// Attention over q [B, S, Hq, D] and k [B, T, Hkv, D] with elements of
 /// `elementBytes`. gemm_softmax keeps f32 scores [B, Hq, S, T] at offset 0
 /// and the probabilities in q's type, of the same shape, at `probsOffset`

@@ -612,17 +612,27 @@ extern "C" __global__ void weft_topk(const float *__restrict x,
 // gets the pair's rank among its expert's kept pairs (-1: dropped, or an
 // expert id outside [0, experts)) and counts[e] the pairs e kept;
 // capacity 0 keeps every pair.
-extern "C" __global__ void weft_expert_route_rank(const int *__restrict ids,
-                                                  int *__restrict positions,
-                                                  int *__restrict counts,
-                                                  long tokens, long k,
-                                                  long experts, long capacity,
-                                                  int *error, int step) {
+//
+// With `all` (a route over a group of ranks: every member's pairs per
+// (choice, expert), f32 [group, k, E], gathered from weft_expert_route_count),
+// GShard's order runs over the group's tokens: choice j of every member's
+// tokens before choice j + 1, the members in order, so a pair is kept when
+// the pairs of its expert the group visits before it are under capacity.
+// `seen` (E ints) counts this rank's pairs of the current choice.
+extern "C" __global__ void
+weft_expert_route_rank(const int *__restrict ids, int *__restrict positions,
+                       int *__restrict counts, long tokens, long k,
+                       long experts, long capacity, int *error, int step,
+                       const float *__restrict all, long group,
+                       long groupRank, int *__restrict seen) {
   if (weft_thread() != 0)
     return;
   for (long e = 0; e < experts; ++e)
     counts[e] = 0;
-  for (long j = 0; j < k; ++j)
+  for (long j = 0; j < k; ++j) {
+    if (all)
+      for (long e = 0; e < experts; ++e)
+        seen[e] = 0;
     for (long t = 0; t < tokens; ++t) {
       long p = t * k + j, e = ids[p];
       if (e < 0 || e >= experts) {
@@ -630,8 +640,40 @@ extern "C" __global__ void weft_expert_route_rank(const int *__restrict ids,
         positions[p] = -1;
         continue;
       }
-      positions[p] = capacity == 0 || counts[e] < capacity ? counts[e]++ : -1;
+      if (!all) {
+        positions[p] =
+            capacity == 0 || counts[e] < capacity ? counts[e]++ : -1;
+        continue;
+      }
+      // The group's pairs of expert e before this one: every member's of
+      // earlier choices, earlier members' of this choice, and this rank's
+      // of this choice so far.
+      long before = seen[e]++;
+      for (long r = 0; r < group; ++r)
+        for (long jj = 0; jj <= j; ++jj)
+          if (jj < j || r < groupRank)
+            before += (long)all[(r * k + jj) * experts + e];
+      positions[p] = capacity == 0 || before < capacity ? counts[e]++ : -1;
     }
+  }
+}
+
+// A route over a group: this rank's pairs per (choice, expert) as f32
+// [k, E] (exact below 2^24), which the group all-gathers for
+// weft_expert_route_rank. One thread, as the ranking.
+extern "C" __global__ void weft_expert_route_count(const int *__restrict ids,
+                                                   float *__restrict mine,
+                                                   long tokens, long k,
+                                                   long experts) {
+  if (weft_thread() != 0)
+    return;
+  for (long c = 0; c < k * experts; ++c)
+    mine[c] = 0.0f;
+  for (long p = 0; p < tokens * k; ++p) {
+    long e = ids[p];
+    if (e >= 0 && e < experts) // The ranking reports a bad id.
+      mine[(p % k) * experts + e] += 1.0f;
+  }
 }
 
 // Second pass: a kept pair's rank becomes its packed row, after the rows

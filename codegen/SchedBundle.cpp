@@ -796,8 +796,10 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
     }
     std::optional<bool> hasScratch = o->getBoolean("has_scratch");
     bool mayHaveScratch = info->hasInterface<sched::ScratchOpInterface>();
-    // An expert route may lack it (bundles from before it could have one).
-    if (mayHaveScratch && !hasScratch && opName == "sched.expert_route")
+    // An expert route or ragged exchange may lack it (bundles from before
+    // they could have one).
+    if (mayHaveScratch && !hasScratch &&
+        (opName == "sched.expert_route" || opName == "sched.ragged_all_to_all"))
       hasScratch = false;
     if (mayHaveScratch && !hasScratch)
       return fail(at, "needs \"has_scratch\" (true or false)");

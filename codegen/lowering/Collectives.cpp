@@ -170,11 +170,11 @@ LogicalResult lowerAllToAll(AllToAllOp op, ProgramLowering &l) {
 LogicalResult lowerRaggedAllToAll(RaggedAllToAllOp op, ProgramLowering &l) {
   OpBuilder &b = l.builder();
   Value x = l.read(op, op.getInput(), /*f32=*/true);
-  sched::RaggedAllToAllOp::create(
+  auto instr = sched::RaggedAllToAllOp::create(
       b, op.getLoc(), x, l.stored(op.getSendSizes()),
       l.stored(op.getRecvSizes()), l.write(op, op.getResult(), /*f32=*/true),
-      l.mesh(), op.getAxes(), b.getStringAttr("compute"));
-  return success();
+      Value(), l.mesh(), op.getAxes(), b.getStringAttr("compute"));
+  return l.addGpuScratch(op, instr);
 }
 
 // Point-to-point moves bytes as stored: no f32 widening.

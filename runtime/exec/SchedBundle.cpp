@@ -950,6 +950,7 @@ bool mayHaveScratch(Op op) {
   case Op::CrossEntropy:
   case Op::CrossEntropyGrad:
   case Op::ExpertRoute:
+  case Op::RaggedAllToAll:
     return true;
   default:
     return false;
@@ -1140,10 +1141,11 @@ absl::StatusOr<Instruction> readInstruction(const json &v, size_t i,
                                  in.operands[j], ", but the program has ",
                                  p.buffers.size(), " buffers"));
   WEFT_ASSIGN(in.attrs, readAttrs(in.op, o, b));
-  // Elsewhere `has_scratch` is an unknown field. An expert route may lack
-  // it (bundles from before it could have one).
+  // Elsewhere `has_scratch` is an unknown field. An expert route or a
+  // ragged exchange may lack it (bundles from before they could have one).
   if (mayHaveScratch(in.op) &&
-      (in.op != Op::ExpertRoute || o.has("has_scratch")))
+      ((in.op != Op::ExpertRoute && in.op != Op::RaggedAllToAll) ||
+       o.has("has_scratch")))
     WEFT_ASSIGN(in.hasScratch, o.flag("has_scratch"));
   WEFT_RETURN_IF_ERROR(o.done());
   // The operand count, before anything indexes the operands by role.
@@ -1458,6 +1460,15 @@ absl::Status checkLibraryScratch(const Check &c) {
   case Op::CrossEntropyGrad: // logits, labels, ...
     need = scratch::bytesOf(scratch::crossEntropyLayout(c.elements(1)));
     break;
+  case Op::RaggedAllToAll: { // input [N, D], ...
+    absl::StatusOr<int64_t> group =
+        c.group(c.in.as<RaggedAttrs>().axes, "axes", true);
+    if (!group.ok())
+      return group.status();
+    need = scratch::bytesOf(
+        scratch::raggedLayout(*group, c.shape(0)[0], c.shape(0)[1]));
+    break;
+  }
   case Op::ExpertRoute: { // indices, positions, counts
     absl::StatusOr<int64_t> group =
         c.group(c.in.as<ExpertRouteAttrs>().tokenAxes, "token_axes", false);

@@ -196,6 +196,7 @@ private:
   absl::Status normGrad(bool rms);
   absl::Status expert();
   absl::Status expertRoute();
+  absl::Status raggedAllToAll();
   absl::Status groupedMatmul(bool wgrad);
   absl::Status copy();
   absl::Status fill();
@@ -636,6 +637,46 @@ absl::Status Translator::expertRoute() {
   return absl::OkStatus();
 }
 
+/// Expert parallelism's exchange with its sizes on the device: each
+/// member's rows packed into a block padded to the input's N rows, one
+/// fixed all-to-all of the blocks, and the received rows unpacked in
+/// member order, all queued without a host sync (CUDA graphs keep it). It
+/// moves G x N rows whatever the routing, the static buffers' worst case.
+absl::Status Translator::raggedAllToAll() {
+  if (absl::Status s = needAll(
+          {{0, DType::F32}, {1, DType::I32}, {2, DType::I32}, {3, DType::F32}});
+      !s.ok())
+    return s;
+  const auto &a = ins.as<sched::RaggedAttrs>();
+  int64_t group = mesh.groupSize(a.axes), rows = shape(0)[0], dim = shape(0)[1],
+          outRows = shape(3)[0];
+  int64_t sendPer = count(1) / group, recvPer = count(2) / group;
+  if (group == 1) { // Its own rows, unpacked in place of a received block.
+    kernel("weft_ragged_unpack", gridFor(outRows * dim),
+           {buf(0), buf(2), buf(3), i64(1), i64(recvPer), i64(rows),
+            i64(outRows), i64(dim), error(), i32(index)});
+    return absl::OkStatus();
+  }
+  absl::StatusOr<GpuArg> space = scratch();
+  if (!space.ok())
+    return space.status();
+  std::optional<layout::RaggedLayout> l =
+      layout::raggedLayout(group, rows, dim);
+  if (!l)
+    return absl::InvalidArgumentError("the exchange's scratch overflows");
+  int64_t block = group * rows * dim;
+  GpuArg sent = region(*space, 0, block * 4),
+         received = region(*space, l->recvOffset, block * 4);
+  kernel("weft_ragged_pack", gridFor(block),
+         {buf(0), buf(1), sent, i64(group), i64(sendPer), i64(rows), i64(dim),
+          error(), i32(index)});
+  collective(GpuCollective::AllToAll, a.axes, sent, received, rows * dim);
+  kernel("weft_ragged_unpack", gridFor(outRows * dim),
+         {received, buf(2), buf(3), i64(group), i64(recvPer), i64(rows),
+          i64(outRows), i64(dim), error(), i32(index)});
+  return absl::OkStatus();
+}
+
 absl::Status Translator::groupedMatmul(bool wgrad) {
   if (absl::Status s = needAll(
           {{0, DType::F32}, {1, DType::F32}, {2, DType::I32}, {3, DType::F32}});
@@ -744,7 +785,14 @@ absl::Status Translator::fill() {
 
 absl::Status Translator::collectiveInstruction() {
   const auto &a = ins.as<sched::CollectiveAttrs>();
-  if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+  // Moves without arithmetic take i32 too (an expert route's counts): the
+  // same four bytes an element.
+  bool moves = a.kind == sched::CollectiveKind::AllToAll ||
+               a.kind == sched::CollectiveKind::AllGather;
+  if (absl::Status s = moves && dtype(0) == DType::I32
+                           ? needAll({{0, DType::I32}, {1, DType::I32}})
+                           : needAll({{0, DType::F32}, {1, DType::F32}});
+      !s.ok())
     return s;
   int64_t g = mesh.groupSize(a.axes), n = count(0), outN = count(1);
   bool inPlace = ins.operands[0] == ins.operands[1];
@@ -943,9 +991,7 @@ absl::Status Translator::run() {
     return absl::OkStatus();
   }
   case Op::RaggedAllToAll:
-    return absl::UnimplementedError(
-        "expert-parallel exchanges (ragged_all_to_all) are not in the GPU "
-        "runtime yet");
+    return raggedAllToAll();
   case Op::Record:
   case Op::Wait: {
     GpuLaunch &l = push(ins.op == Op::Record ? GpuLaunch::Kind::Record

@@ -256,17 +256,23 @@ inline int nextPort() {
 using RankWork = std::function<void(int64_t r, runtime::Communicator *comm,
                                     int64_t first, int64_t rows, Trace &)>;
 
-/// Runs `work` on every rank of `mesh`, ranks as threads over Gloo; dp
+/// Runs `work` on every rank of `mesh`, ranks as threads over Gloo; dp x ep
 /// splits the batch, every other axis sees all of it.
 inline std::vector<Trace>
 runJob(const Case &setup, const runtime::MeshSpec &mesh, const RankWork &work) {
   int64_t world = std::max<int64_t>(mesh.size(), 1);
-  int dpAxis = mesh.axisIndex("dp");
-  int64_t rows = setup.batch / (dpAxis >= 0 ? mesh.sizes[dpAxis] : 1);
+  // The batch is split over dp and ep together (dp major), as the plan
+  // splits it.
+  std::vector<std::string> batchAxes;
+  for (const char *axis : {"dp", "ep"})
+    if (mesh.axisIndex(axis) >= 0)
+      batchAxes.push_back(axis);
+  int64_t rows =
+      setup.batch / (batchAxes.empty() ? 1 : mesh.groupSize(batchAxes));
   std::vector<Trace> traces(world);
   int port = world > 1 ? nextPort() : 0;
   auto rank = [&](int64_t r) {
-    int64_t first = dpAxis >= 0 ? mesh.coords(r)[dpAxis] * rows : 0;
+    int64_t first = batchAxes.empty() ? 0 : mesh.groupRank(r, batchAxes) * rows;
     if (world == 1)
       return work(r, nullptr, first, rows, traces[r]);
     runtime::RankInfo info;

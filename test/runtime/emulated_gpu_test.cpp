@@ -398,6 +398,13 @@ TEST(EmulatedGpu, MixtralDataParallelOnTwoRanksTrainsLikeOneCpuRank) {
 TEST(EmulatedGpu, MixtralWithCapacityDataParallelTrainsLikeOneCpuRank) {
   checkPlacedTraining("mixtral-tiny-capacity", "dp=2");
 }
+// Expert parallelism: each rank holds 2 of the 4 experts; routed rows go
+// to their experts' ranks and back by the ragged exchange (padded blocks
+// packed and unpacked on the device around one all-to-all), the counts by
+// an all-to-all first.
+TEST(EmulatedGpu, ExpertParallelOnTwoRanksTrainsLikeOneCpuRank) {
+  checkPlacedTraining("mixtral-tiny", "ep=2");
+}
 // Context parallelism: the sequence in load-balanced chunks, attention as
 // a ring whose blocks move by grouped exchanges (sched.ring_shift) on the
 // comm stream while the flash kernels attend by positions and merge by

@@ -1404,6 +1404,17 @@ std::optional<int64_t> RMSNormGradOp::getScratchBytes() {
 std::optional<int64_t> CrossEntropyOp::getScratchBytes() {
   return crossEntropyScratchBytes(getLabels());
 }
+std::optional<int64_t> RaggedAllToAllOp::getScratchBytes() {
+  int64_t group = 1;
+  if (auto mesh =
+          SymbolTable::lookupNearestSymbolFrom<MeshOp>(*this, getMeshAttr()))
+    for (StringRef axis : getAxes().getAsValueRange<StringAttr>())
+      group *= std::max<int64_t>(mesh.axisSize(axis), 1);
+  ArrayRef<int64_t> rows = bufferOf(getInput()).getShape();
+  if (rows.size() != 2)
+    return 0; // The verifier reports the shape.
+  return scratch::bytesOf(scratch::raggedLayout(group, rows[0], rows[1]));
+}
 std::optional<int64_t> ExpertRouteOp::getScratchBytes() {
   // The group of the token axes (one rank when they name none or no mesh
   // declares them; the verifier reports that).
@@ -1552,7 +1563,7 @@ LogicalResult RaggedAllToAllOp::verify() {
           bufferOf(getOutput()).getElementType())
     return emitOpError("output rows must be the input's: ")
            << bufferOf(getInput()) << " and " << bufferOf(getOutput());
-  return success();
+  return verifyScratch(*this, getScratch(), getScratchBytes());
 }
 
 LogicalResult

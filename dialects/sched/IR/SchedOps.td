@@ -843,7 +843,8 @@ def Sched_CollectiveOp : Sched_Instr<"collective", [
 }
 
 def Sched_RaggedAllToAllOp : Sched_Instr<"ragged_all_to_all", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Sched_ScratchOpInterface>]> {
   let summary = "exchange row segments of variable length over a group";
   let description = [{
     `weft.ragged_all_to_all` over the G ranks of the group of `axes`:
@@ -851,7 +852,10 @@ def Sched_RaggedAllToAllOp : Sched_Instr<"ragged_all_to_all", [
     (i32), segment i for member i / a; `output` [M, D] gets the segments of
     `recv_sizes` [G·b], segment i from member i / b, packed in that order,
     and zeros after them. Sizes that overrun either buffer fail the step;
-    a member's sends must match what its peers expect.
+    a member's sends must match what its peers expect. On a GPU the
+    exchange is a fixed all-to-all of blocks padded to N rows, packed and
+    unpacked by kernels from the sizes on the device (no host sync, so CUDA
+    graphs keep it), in `scratch` (scratch::raggedLayout).
 
     ```mlir
     sched.ragged_all_to_all %rows, %counts, %recv -> %out over @mesh ["ep"]
@@ -861,10 +865,12 @@ def Sched_RaggedAllToAllOp : Sched_Instr<"ragged_all_to_all", [
   }];
   let arguments = (ins Sched_In:$input, Sched_In:$send_sizes,
                        Sched_In:$recv_sizes, Sched_Out:$output,
+                       Sched_OptionalInOut:$scratch,
                        FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
-    $input `,` $send_sizes `,` $recv_sizes `->` $output `over` $mesh $axes
+    $input `,` $send_sizes `,` $recv_sizes `->` $output
+    (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `over` $mesh $axes
     (`on` $stream^)? attr-dict `:` type($input) `,` type($send_sizes) `,`
     type($recv_sizes) `->` type($output)
   }];

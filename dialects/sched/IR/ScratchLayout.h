@@ -163,6 +163,28 @@ expertRouteLayout(int64_t k, int64_t experts, int64_t group) {
   return l;
 }
 
+/// sched.ragged_all_to_all of `rows` [N, D] over a group of `group`: the
+/// blocks sent, each member's padded to N rows, f32 [G, N, D] at offset 0,
+/// and the blocks received, as many, at `recvOffset`. A group of one needs
+/// none.
+struct RaggedLayout {
+  int64_t recvOffset = 0, bytes = 0;
+};
+inline std::optional<RaggedLayout> raggedLayout(int64_t group, int64_t rows,
+                                                int64_t dim) {
+  RaggedLayout l;
+  if (group <= 1)
+    return l;
+  std::optional<int64_t> block = mul(mul(mul(rows, dim), group), 4);
+  std::optional<int64_t> recvOffset = alignUp(block);
+  std::optional<int64_t> bytes = add(recvOffset, block);
+  if (!bytes)
+    return std::nullopt;
+  l.recvOffset = *recvOffset;
+  l.bytes = *bytes;
+  return l;
+}
+
 /// Attention over q [B, S, Hq, D] and k [B, T, Hkv, D] with elements of
 /// `elementBytes`. gemm_softmax keeps f32 scores [B, Hq, S, T] at offset 0
 /// and the probabilities in q's type, of the same shape, at `probsOffset`

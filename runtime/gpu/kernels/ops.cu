@@ -676,6 +676,75 @@ extern "C" __global__ void weft_expert_route_count(const int *__restrict ids,
   }
 }
 
+// sched.ragged_all_to_all as a fixed all-to-all of padded blocks. Pack:
+// member m's rows of `in` [rows, dim] (its `per` segments of `sizes`,
+// consecutive) into block m of `padded` [group, rows, dim], zeros after
+// them. Unpack: block m of `padded` holds sizes-many rows from member m;
+// they go to `out` [outRows, dim] in member order, zeros after. One thread
+// per element of the padded blocks (pack) or of `out` (unpack); sizes that
+// overrun a buffer fail the step (their segment and size).
+static __device__ bool weft_ragged_member(const int *__restrict sizes,
+                                          long member, long per, long rows,
+                                          long *first, long *count,
+                                          int *error, int step) {
+  long start = 0, n = 0;
+  for (long i = 0; i < (member + 1) * per; ++i) {
+    if (sizes[i] < 0) {
+      weft_fail(error, WEFT_ERROR_GROUP, step, i, sizes[i]);
+      return false;
+    }
+    (i < member * per ? start : n) += sizes[i];
+  }
+  if (n > rows) {
+    weft_fail(error, WEFT_ERROR_GROUP, step, member * per, n);
+    return false;
+  }
+  *first = start;
+  *count = n;
+  return true;
+}
+
+extern "C" __global__ void
+weft_ragged_pack(const float *__restrict in, const int *__restrict sizes,
+                 float *__restrict padded, long group, long per, long rows,
+                 long dim, int *error, int step) {
+  long n = group * rows * dim;
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long member = i / (rows * dim), r = i / dim % rows, c = i % dim;
+    long first = 0, count = 0;
+    if (!weft_ragged_member(sizes, member, per, rows, &first, &count, error,
+                            step) ||
+        first + count > rows) {
+      padded[i] = 0.0f;
+      continue;
+    }
+    padded[i] = r < count ? in[(first + r) * dim + c] : 0.0f;
+  }
+}
+
+extern "C" __global__ void
+weft_ragged_unpack(const float *__restrict padded, const int *__restrict sizes,
+                   float *__restrict out, long group, long per, long rows,
+                   long outRows, long dim, int *error, int step) {
+  long n = outRows * dim;
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long o = i / dim, c = i % dim, member = 0, before = 0;
+    float value = 0.0f;
+    for (; member < group; ++member) {
+      long first = 0, count = 0;
+      if (!weft_ragged_member(sizes, member, per, rows, &first, &count, error,
+                              step))
+        break;
+      if (o < before + count) {
+        value = padded[(member * rows + (o - before)) * dim + c];
+        break;
+      }
+      before += count;
+    }
+    out[i] = value;
+  }
+}
+
 // Second pass: a kept pair's rank becomes its packed row, after the rows
 // of the experts before its own.
 extern "C" __global__ void weft_expert_route_rows(const int *__restrict ids,

@@ -35,6 +35,11 @@ communicationGroups(const sched::SchedBundle &b) {
         add(x->vocabAxes);
       else if (ins.op == sched::Op::RingShift) // NCCL's ring is the axis'.
         add({ins.as<sched::PeerAttrs>().axis});
+      else if (const auto *r = std::get_if<sched::RaggedAttrs>(&ins.attrs))
+        add(r->axes);
+      else if (const auto *route =
+                   std::get_if<sched::ExpertRouteAttrs>(&ins.attrs))
+        add(route->tokenAxes);
     }
   for (const sched::Param &p : b.params) {
     if (p.split)

@@ -651,7 +651,14 @@ absl::Status Translator::raggedAllToAll() {
   int64_t group = mesh.groupSize(a.axes), rows = shape(0)[0], dim = shape(0)[1],
           outRows = shape(3)[0];
   int64_t sendPer = count(1) / group, recvPer = count(2) / group;
+  if (rows * dim == 0) { // Nothing to move: the output is zeros.
+    zero(buf(3), count(3) * 4);
+    return absl::OkStatus();
+  }
   if (group == 1) { // Its own rows, unpacked in place of a received block.
+    kernel("weft_ragged_self", gridFor(1),
+           {buf(1), buf(2), i64(count(1)), i64(count(2)), i64(rows), error(),
+            i32(index)});
     kernel("weft_ragged_unpack", gridFor(outRows * dim),
            {buf(0), buf(2), buf(3), i64(1), i64(recvPer), i64(rows),
             i64(outRows), i64(dim), error(), i32(index)});

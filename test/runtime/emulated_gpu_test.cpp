@@ -705,3 +705,44 @@ TEST(EmulatedGpu, AttentionByPositionsWithAnLseGradientMatchesTheCpu) {
     }
   }
 }
+
+// Sizes that overrun a buffer fail the step on the GPU as on the CPU: a
+// rank that says it sends 3 + 3 rows of its 4, on two emulated GPUs.
+TEST(EmulatedGpu, RaggedSizesPastTheRowsFailTheStep) {
+  const char *ir = R"mlir(
+    weft.mesh @mesh axes ["ep"] sizes [2]
+    func.func @run(%x: tensor<4x2xf32>, %s: tensor<2xi32>, %r: tensor<2xi32>)
+        -> (tensor<8x2xf32> {weft.output = "rows"}) {
+      %y = weft.ragged_all_to_all %x, %s, %r over @mesh ["ep"] rows = 8
+          : tensor<4x2xf32>, tensor<2xi32>, tensor<2xi32> -> tensor<8x2xf32>
+      return %y : tensor<8x2xf32>
+    }
+  )mlir";
+  std::string gpuDir = handWrittenBundle(ir, "ragged-overrun", "cuda");
+  ASSERT_FALSE(gpuDir.empty());
+  ASSERT_TRUE(emulatedGpuFor(gpuDir));
+  Case setup("hand-written");
+  runtime::MeshSpec mesh = runtime::meshSpecOf(*rs::loadSchedBundle(gpuDir));
+  std::vector<std::string> errors(2);
+  testutil::runJob(
+      setup, mesh,
+      [&](int64_t r, runtime::Communicator *comm, int64_t, int64_t, Trace &) {
+        std::vector<float> x(8, 1.0f);
+        std::vector<int32_t> sizes = {3, 3};
+        Emulation emulation;
+        auto gpu = open(gpuDir, comm, &emulation);
+        if (!gpu.ok()) {
+          errors[r] = std::string(gpu.status().message());
+          return;
+        }
+        absl::Status s =
+            (*gpu)->run("run", {{{4, 2}, runtime::DType::F32, x.data()},
+                                {{2}, runtime::DType::I32, sizes.data()},
+                                {{2}, runtime::DType::I32, sizes.data()}});
+        errors[r] = std::string(s.message());
+      });
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(errors[r].find("makes the groups overrun the rows"),
+              std::string::npos)
+        << "rank " << r << ": " << errors[r];
+}

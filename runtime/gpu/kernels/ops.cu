@@ -704,6 +704,23 @@ static __device__ bool weft_ragged_member(const int *__restrict sizes,
   return true;
 }
 
+// A group of one sends to itself: what it sends must be what it receives,
+// inside its rows. One thread.
+extern "C" __global__ void weft_ragged_self(const int *__restrict sent,
+                                            const int *__restrict received,
+                                            long nSent, long nReceived,
+                                            long rows, int *error, int step) {
+  if (weft_thread() != 0)
+    return;
+  long out = 0, in = 0;
+  for (long i = 0; i < nSent; ++i)
+    out += sent[i];
+  for (long i = 0; i < nReceived; ++i)
+    in += received[i];
+  if (out != in || out > rows)
+    weft_fail(error, WEFT_ERROR_GROUP, step, 0, out);
+}
+
 extern "C" __global__ void
 weft_ragged_pack(const float *__restrict in, const int *__restrict sizes,
                  float *__restrict padded, long group, long per, long rows,
@@ -713,8 +730,12 @@ weft_ragged_pack(const float *__restrict in, const int *__restrict sizes,
     long member = i / (rows * dim), r = i / dim % rows, c = i % dim;
     long first = 0, count = 0;
     if (!weft_ragged_member(sizes, member, per, rows, &first, &count, error,
-                            step) ||
-        first + count > rows) {
+                            step)) {
+      padded[i] = 0.0f;
+      continue;
+    }
+    if (first + count > rows) { // The sends overrun the input.
+      weft_fail(error, WEFT_ERROR_GROUP, step, member * per, first + count);
       padded[i] = 0.0f;
       continue;
     }
@@ -727,6 +748,13 @@ weft_ragged_unpack(const float *__restrict padded, const int *__restrict sizes,
                    float *__restrict out, long group, long per, long rows,
                    long outRows, long dim, int *error, int step) {
   long n = outRows * dim;
+  if (weft_thread() == 0) { // Every received row must fit the output.
+    long total = 0;
+    for (long i = 0; i < group * per; ++i)
+      total += sizes[i] > 0 ? sizes[i] : 0;
+    if (total > outRows)
+      weft_fail(error, WEFT_ERROR_GROUP, step, group * per - 1, total);
+  }
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long o = i / dim, c = i % dim, member = 0, before = 0;
     float value = 0.0f;

@@ -655,15 +655,6 @@ absl::Status Translator::raggedAllToAll() {
     zero(buf(3), count(3) * 4);
     return absl::OkStatus();
   }
-  if (group == 1) { // Its own rows, unpacked in place of a received block.
-    kernel("weft_ragged_self", gridFor(1),
-           {buf(1), buf(2), i64(count(1)), i64(count(2)), i64(rows), error(),
-            i32(index)});
-    kernel("weft_ragged_unpack", gridFor(outRows * dim),
-           {buf(0), buf(2), buf(3), i64(1), i64(recvPer), i64(rows),
-            i64(outRows), i64(dim), error(), i32(index)});
-    return absl::OkStatus();
-  }
   absl::StatusOr<GpuArg> space = scratch();
   if (!space.ok())
     return space.status();
@@ -671,16 +662,36 @@ absl::Status Translator::raggedAllToAll() {
       layout::raggedLayout(group, rows, dim);
   if (!l)
     return absl::InvalidArgumentError("the exchange's scratch overflows");
+  if (group == 1) { // Its own rows, unpacked as the one block received.
+    GpuArg first = region(*space, 0, 16);
+    kernel("weft_ragged_self", gridFor(1),
+           {buf(1), buf(2), i64(count(1)), i64(count(2)), i64(rows), error(),
+            i32(index)});
+    kernel("weft_ragged_offsets", gridFor(1),
+           {buf(2), i64(1), i64(recvPer), i64(rows), i64(outRows), first,
+            error(), i32(index)});
+    kernel("weft_ragged_unpack", gridFor(outRows * dim),
+           {buf(0), first, buf(3), i64(1), i64(rows), i64(outRows), i64(dim)});
+    return absl::OkStatus();
+  }
   int64_t block = group * rows * dim;
   GpuArg sent = region(*space, 0, block * 4),
-         received = region(*space, l->recvOffset, block * 4);
-  kernel("weft_ragged_pack", gridFor(block),
-         {buf(0), buf(1), sent, i64(group), i64(sendPer), i64(rows), i64(dim),
+         received = region(*space, l->recvOffset, block * 4),
+         sentFirst = region(*space, l->offsetsOffset, (group + 1) * 8),
+         receivedFirst = region(*space, l->offsetsOffset + (group + 1) * 8,
+                                (group + 1) * 8);
+  kernel("weft_ragged_offsets", gridFor(1),
+         {buf(1), i64(group), i64(sendPer), i64(rows), i64(rows), sentFirst,
           error(), i32(index)});
+  kernel("weft_ragged_offsets", gridFor(1),
+         {buf(2), i64(group), i64(recvPer), i64(rows), i64(outRows),
+          receivedFirst, error(), i32(index)});
+  kernel("weft_ragged_pack", gridFor(block),
+         {buf(0), sentFirst, sent, i64(group), i64(rows), i64(dim)});
   collective(GpuCollective::AllToAll, a.axes, sent, received, rows * dim);
   kernel("weft_ragged_unpack", gridFor(outRows * dim),
-         {received, buf(2), buf(3), i64(group), i64(recvPer), i64(rows),
-          i64(outRows), i64(dim), error(), i32(index)});
+         {received, receivedFirst, buf(3), i64(group), i64(rows), i64(outRows),
+          i64(dim)});
   return absl::OkStatus();
 }
 

@@ -165,22 +165,27 @@ expertRouteLayout(int64_t k, int64_t experts, int64_t group) {
 
 /// sched.ragged_all_to_all of `rows` [N, D] over a group of `group`: the
 /// blocks sent, each member's padded to N rows, f32 [G, N, D] at offset 0,
-/// and the blocks received, as many, at `recvOffset`. A group of one needs
-/// none.
+/// the blocks received, as many, at `recvOffset`, and at `offsetsOffset`
+/// each member's first row, sent and received, i64 [2, G + 1]. A group of
+/// one sends to itself: only the offsets.
 struct RaggedLayout {
-  int64_t recvOffset = 0, bytes = 0;
+  int64_t recvOffset = 0, offsetsOffset = 0, bytes = 0;
 };
 inline std::optional<RaggedLayout> raggedLayout(int64_t group, int64_t rows,
                                                 int64_t dim) {
   RaggedLayout l;
-  if (group <= 1)
+  if (group <= 1) {
+    l.bytes = 32;
     return l;
+  }
   std::optional<int64_t> block = mul(mul(mul(rows, dim), group), 4);
   std::optional<int64_t> recvOffset = alignUp(block);
-  std::optional<int64_t> bytes = add(recvOffset, block);
+  std::optional<int64_t> offsetsOffset = alignUp(add(recvOffset, block));
+  std::optional<int64_t> bytes = add(offsetsOffset, mul(group + 1, 16));
   if (!bytes)
     return std::nullopt;
   l.recvOffset = *recvOffset;
+  l.offsetsOffset = *offsetsOffset;
   l.bytes = *bytes;
   return l;
 }

@@ -679,29 +679,31 @@ extern "C" __global__ void weft_expert_route_count(const int *__restrict ids,
 // sched.ragged_all_to_all as a fixed all-to-all of padded blocks. Pack:
 // member m's rows of `in` [rows, dim] (its `per` segments of `sizes`,
 // consecutive) into block m of `padded` [group, rows, dim], zeros after
-// them. Unpack: block m of `padded` holds sizes-many rows from member m;
-// they go to `out` [outRows, dim] in member order, zeros after. One thread
-// per element of the padded blocks (pack) or of `out` (unpack); sizes that
-// overrun a buffer fail the step (their segment and size).
-static __device__ bool weft_ragged_member(const int *__restrict sizes,
-                                          long member, long per, long rows,
-                                          long *first, long *count,
-                                          int *error, int step) {
-  long start = 0, n = 0;
-  for (long i = 0; i < (member + 1) * per; ++i) {
-    if (sizes[i] < 0) {
-      weft_fail(error, WEFT_ERROR_GROUP, step, i, sizes[i]);
-      return false;
+// them. Unpack: block m of `padded` holds member m's rows; they go to `out`
+// [outRows, dim] in member order, zeros after. Both read each member's
+// first row from `offsets` [group + 1], made once per exchange by
+// weft_ragged_offsets, which fails the step on sizes that overrun a buffer
+// (their segment and size).
+extern "C" __global__ void
+weft_ragged_offsets(const int *__restrict sizes, long group, long per,
+                    long rows, long limit, long *__restrict offsets,
+                    int *error, int step) {
+  if (weft_thread() != 0)
+    return;
+  offsets[0] = 0;
+  for (long m = 0; m < group; ++m) {
+    long n = 0;
+    for (long i = m * per; i < (m + 1) * per; ++i) {
+      if (sizes[i] < 0)
+        weft_fail(error, WEFT_ERROR_GROUP, step, i, sizes[i]);
+      n += sizes[i] > 0 ? sizes[i] : 0;
     }
-    (i < member * per ? start : n) += sizes[i];
+    if (n > rows) // More than a padded block holds.
+      weft_fail(error, WEFT_ERROR_GROUP, step, m * per, n);
+    offsets[m + 1] = offsets[m] + n;
   }
-  if (n > rows) {
-    weft_fail(error, WEFT_ERROR_GROUP, step, member * per, n);
-    return false;
-  }
-  *first = start;
-  *count = n;
-  return true;
+  if (offsets[group] > limit) // More than the buffer's rows.
+    weft_fail(error, WEFT_ERROR_GROUP, step, group * per - 1, offsets[group]);
 }
 
 // A group of one sends to itself: what it sends must be what it receives,
@@ -722,54 +724,29 @@ extern "C" __global__ void weft_ragged_self(const int *__restrict sent,
 }
 
 extern "C" __global__ void
-weft_ragged_pack(const float *__restrict in, const int *__restrict sizes,
-                 float *__restrict padded, long group, long per, long rows,
-                 long dim, int *error, int step) {
+weft_ragged_pack(const float *__restrict in, const long *__restrict offsets,
+                 float *__restrict padded, long group, long rows, long dim) {
   long n = group * rows * dim;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long member = i / (rows * dim), r = i / dim % rows, c = i % dim;
-    long first = 0, count = 0;
-    if (!weft_ragged_member(sizes, member, per, rows, &first, &count, error,
-                            step)) {
-      padded[i] = 0.0f;
-      continue;
-    }
-    if (first + count > rows) { // The sends overrun the input.
-      weft_fail(error, WEFT_ERROR_GROUP, step, member * per, first + count);
-      padded[i] = 0.0f;
-      continue;
-    }
-    padded[i] = r < count ? in[(first + r) * dim + c] : 0.0f;
+    long first = offsets[member], count = offsets[member + 1] - first;
+    // Past the input (the offsets kernel failed the step): zeros.
+    bool inside = r < count && first + count <= rows;
+    padded[i] = inside ? in[(first + r) * dim + c] : 0.0f;
   }
 }
 
 extern "C" __global__ void
-weft_ragged_unpack(const float *__restrict padded, const int *__restrict sizes,
-                   float *__restrict out, long group, long per, long rows,
-                   long outRows, long dim, int *error, int step) {
+weft_ragged_unpack(const float *__restrict padded,
+                   const long *__restrict offsets, float *__restrict out,
+                   long group, long rows, long outRows, long dim) {
   long n = outRows * dim;
-  if (weft_thread() == 0) { // Every received row must fit the output.
-    long total = 0;
-    for (long i = 0; i < group * per; ++i)
-      total += sizes[i] > 0 ? sizes[i] : 0;
-    if (total > outRows)
-      weft_fail(error, WEFT_ERROR_GROUP, step, group * per - 1, total);
-  }
   for (long i = weft_thread(); i < n; i += weft_stride()) {
-    long o = i / dim, c = i % dim, member = 0, before = 0;
-    float value = 0.0f;
-    for (; member < group; ++member) {
-      long first = 0, count = 0;
-      if (!weft_ragged_member(sizes, member, per, rows, &first, &count, error,
-                              step))
-        break;
-      if (o < before + count) {
-        value = padded[(member * rows + (o - before)) * dim + c];
-        break;
-      }
-      before += count;
-    }
-    out[i] = value;
+    long o = i / dim, c = i % dim, member = 0;
+    while (member < group && o >= offsets[member + 1])
+      ++member;
+    long r = member < group ? o - offsets[member] : rows;
+    out[i] = r < rows ? padded[(member * rows + r) * dim + c] : 0.0f;
   }
 }
 

@@ -610,7 +610,7 @@ absl::Status Translator::expertRoute() {
     return s;
   int64_t tokens = shape(0)[0], k = shape(0)[1], experts = count(2);
   int64_t group = a.tokenAxes.empty() ? 1 : mesh.groupSize(a.tokenAxes);
-  GpuArg all = null(), seen = null();
+  GpuArg all = null(), seen = null(), mine = null();
   if (group > 1) {
     // Over a group: this rank's counts per (choice, expert), all-gathered
     // on this stream (as the CPU does), rank the group's order.
@@ -621,7 +621,7 @@ absl::Status Translator::expertRoute() {
         layout::expertRouteLayout(k, experts, group);
     if (!l)
       return absl::InvalidArgumentError("the route's scratch overflows");
-    GpuArg mine = region(*space, 0, k * experts * 4);
+    mine = region(*space, 0, k * experts * 4);
     all = region(*space, l->allOffset, group * k * experts * 4);
     seen = region(*space, l->seenOffset, experts * 4);
     kernel("weft_expert_route_count", gridFor(1),
@@ -631,7 +631,7 @@ absl::Status Translator::expertRoute() {
   kernel("weft_expert_route_rank", gridFor(1),
          {buf(0), buf(1), buf(2), i64(tokens), i64(k), i64(experts),
           i64(a.capacity), error(), i32(index), all, i64(group),
-          i64(group > 1 ? mesh.groupRank(rank, a.tokenAxes) : 0), seen});
+          i64(group > 1 ? mesh.groupRank(rank, a.tokenAxes) : 0), seen, mine});
   kernel("weft_expert_route_rows", gridFor(tokens * k),
          {buf(0), buf(1), buf(2), i64(tokens * k)});
   return absl::OkStatus();

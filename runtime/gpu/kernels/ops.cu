@@ -618,17 +618,37 @@ extern "C" __global__ void weft_topk(const float *__restrict x,
 // GShard's order runs over the group's tokens: choice j of every member's
 // tokens before choice j + 1, the members in order, so a pair is kept when
 // the pairs of its expert the group visits before it are under capacity.
-// `seen` (E ints) counts this rank's pairs of the current choice.
+// `seen` (E ints) counts this rank's pairs of the current choice; `before`
+// ([k, E] floats: this rank's counts, no longer needed once gathered) gets
+// the group's pairs visited before this rank's choice-j pairs, once.
 extern "C" __global__ void
 weft_expert_route_rank(const int *__restrict ids, int *__restrict positions,
                        int *__restrict counts, long tokens, long k,
                        long experts, long capacity, int *error, int step,
                        const float *__restrict all, long group,
-                       long groupRank, int *__restrict seen) {
+                       long groupRank, int *__restrict seen,
+                       float *__restrict before) {
   if (weft_thread() != 0)
     return;
   for (long e = 0; e < experts; ++e)
     counts[e] = 0;
+  // Every member's pairs of earlier choices, and earlier members' of this
+  // one (as the CPU's expertRoute).
+  if (all)
+    for (long e = 0; e < experts; ++e) {
+      float earlierChoices = 0.0f;
+      for (long j = 0; j < k; ++j) {
+        float earlierMembers = 0.0f, choice = 0.0f;
+        for (long r = 0; r < group; ++r) {
+          float n = all[(r * k + j) * experts + e];
+          choice += n;
+          if (r < groupRank)
+            earlierMembers += n;
+        }
+        before[j * experts + e] = earlierChoices + earlierMembers;
+        earlierChoices += choice;
+      }
+    }
   for (long j = 0; j < k; ++j) {
     if (all)
       for (long e = 0; e < experts; ++e)
@@ -645,15 +665,9 @@ weft_expert_route_rank(const int *__restrict ids, int *__restrict positions,
             capacity == 0 || counts[e] < capacity ? counts[e]++ : -1;
         continue;
       }
-      // The group's pairs of expert e before this one: every member's of
-      // earlier choices, earlier members' of this choice, and this rank's
-      // of this choice so far.
-      long before = seen[e]++;
-      for (long r = 0; r < group; ++r)
-        for (long jj = 0; jj <= j; ++jj)
-          if (jj < j || r < groupRank)
-            before += (long)all[(r * k + jj) * experts + e];
-      positions[p] = capacity == 0 || before < capacity ? counts[e]++ : -1;
+      // The group's pairs of expert e before this one.
+      long visited = (long)before[j * experts + e] + seen[e]++;
+      positions[p] = capacity == 0 || visited < capacity ? counts[e]++ : -1;
     }
   }
 }

@@ -189,7 +189,7 @@ int gemm(int argc, char **argv) {
   auto workspace = gpu.allocate(kWorkspace);
   if (!workspace.ok())
     return fail(workspace.status());
-  auto blas = CublasLt::open(workspace->address, kWorkspace);
+  auto blas = CublasLt::open(gpu, workspace->address, kWorkspace);
   if (!blas.ok())
     return fail(blas.status());
   std::mt19937 rng(1);

@@ -4,7 +4,7 @@
 # dependencies (MLIR, Abseil, Gloo, OpenBLAS):
 #   - the generated-kernel and attention replay data (prepare_kernels.py);
 #   - GPU bundles (--target cuda): GPT-2-tiny f32 and bf16 for parity (and
-#     f32 without GEMM epilogues), and a
+#     f32 without GEMM epilogues), Mixtral-tiny f32 for parity, and a
 #     ~1B GPT (examples/configs/gpt-1b.json, bf16, batch 8 x 1024) to time;
 #   - 1 MiB of random bytes to train on;
 #   - runtime.tar.xz: weft-run and weft-gpu-bench with
@@ -40,6 +40,11 @@ done
 "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
   --adam-eps 1e-4 --target cuda --gemm-epilogues=false -o "$DATA/parity-f32-plain-cuda"
 cp -r "$DATA/parity-f32-cpu" "$DATA/parity-f32-plain-cpu"
+# Mixtral-tiny: the experts' grouped matmuls through cuBLAS's grouped GEMM.
+for target in cuda cpu; do
+  "$WEFTC" compile --config examples/configs/mixtral-tiny.json --batch 2 --seq 16 \
+    --adam-eps 1e-4 --target "$target" -o "$DATA/parity-moe-f32-$target"
+done
 "$WEFTC" compile --config examples/configs/gpt-1b.json --batch 8 --seq 1024 \
   --dtype bf16 --target cuda -o "$DATA/gpt-1b"
 

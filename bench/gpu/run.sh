@@ -40,7 +40,7 @@ RT=/tmp/weft-runtime
 mkdir -p "$RT" && tar -C "$RT" -xJf "$DATA/runtime.tar.xz"
 # cuBLASLt and NVRTC: the toolkit's, else the ones PyTorch's wheels carry.
 CUDA_DIRS=/usr/local/cuda/lib64
-for lib in libcublasLt.so.13 libnvrtc.so.13; do
+for lib in libcublasLt.so.13 libcublas.so.13 libnvrtc.so.13; do
   found=$(find /usr/local/cuda/lib64 /usr/lib /opt -name "$lib*" 2>/dev/null | head -1)
   [ -n "$found" ] && CUDA_DIRS="$CUDA_DIRS:$(dirname "$found")"
 done
@@ -50,14 +50,14 @@ status=0
 {
 echo "# Weft on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)"
 
-echo; echo "## 1. Parity: GPT-2-tiny, 3 AdamW steps, GPU vs CPU"
+echo; echo "## 1. Parity: GPT-2-tiny (and Mixtral-tiny, moe-f32), 3 AdamW steps, GPU vs CPU"
 # bf16 parameters: attention through cuBLASLt rounds probabilities to bf16
 # (as FlashAttention does; the CPU keeps them f32), which moves a small
 # bias's three Adam steps by up to ~8% of its scale (test/runtime/
 # emulated_gpu_test.cpp measures the same on an emulated device).
 # f32-plain: the f32 bundle without cuBLASLt epilogues (weftc
 # --gemm-epilogues=false), to tell an epilogue mismatch from anything else.
-for dtype in f32 f32-plain bf16; do
+for dtype in f32 f32-plain bf16 moe-f32; do
   tol=$([ "$dtype" = bf16 ] && echo "1e-2 1e-1" || echo "1e-4 1e-4")
   for dev in cpu cuda; do
     rm -f "$OUT/parity-$dtype-$dev.jsonl"

@@ -4,6 +4,7 @@
 
 #include "runtime/support/Shapes.h"
 
+#include "runtime/support/GroupedRows.h"
 #include "runtime/support/Random.h"
 
 #include "absl/status/statusor.h"
@@ -66,20 +67,6 @@ bool tileHidden(const AttentionMask &mask, int64_t i0, int64_t bq, int64_t j0,
   int32_t earliest =
       *std::min_element(mask.keyPositions + j0, mask.keyPositions + j0 + bk);
   return earliest > latest;
-}
-
-/// The first row of each of `groups` groups of `sizes`, checked to fit `n`.
-absl::StatusOr<std::vector<int64_t>>
-groupStarts(const int32_t *sizes, int64_t groups, int64_t n, const char *what) {
-  std::vector<int64_t> starts(groups + 1, 0);
-  for (int64_t g = 0; g < groups; ++g) {
-    if (sizes[g] < 0 || starts[g] + sizes[g] > n)
-      return absl::OutOfRangeError(absl::StrCat(
-          what, ": group ", g, " of ", sizes[g], " rows does not fit the ", n,
-          " rows after the ", starts[g], " before it"));
-    starts[g + 1] = starts[g] + sizes[g];
-  }
-  return starts;
 }
 
 /// Top-k of one row (shared by topk and topk_gating).

@@ -1,8 +1,10 @@
-//===- CublasLt.cpp - GEMMs through cuBLASLt ------------------------------===//
+//===- CublasLt.cpp - GEMMs through cuBLASLt and cuBLAS -------------------===//
 //
-// cuBLASLt is column-major and Weft row-major: a row-major C = A B is the
+// cuBLAS is column-major and Weft row-major: a row-major C = A B is the
 // column-major C^T = B^T A^T, so every GEMM is handed over with A and B
 // swapped, and each row-major matrix read as its column-major transpose.
+// Fixed shapes go through cuBLASLt (descriptors made once); grouped GEMMs,
+// whose sizes change every step, through cuBLAS's cublasGemmGroupedBatchedEx.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,10 @@
 #include "runtime/gpu/DynamicLibrary.h"
 
 #include "absl/strings/str_cat.h"
+
+#include <limits>
+#include <map>
+#include <vector>
 
 namespace weft::runtime {
 
@@ -58,6 +64,21 @@ struct CublasLtLibrary {
                          const void *, Handle, const void *, const void *,
                          Handle, void *, Handle, const void *, void *, size_t,
                          void *);
+  const char *(*statusName)(cublasStatus);
+};
+
+struct CublasLibrary {
+  DynamicLibrary library;
+  cublasStatus (*create)(Handle *);
+  cublasStatus (*destroy)(Handle);
+  cublasStatus (*setStream)(Handle, void *);
+  cublasStatus (*grouped)(Handle, const int *transa, const int *transb,
+                          const int *m, const int *n, const int *k,
+                          const void *alpha, const void *const a[], int aType,
+                          const int *lda, const void *const b[], int bType,
+                          const int *ldb, const void *beta, void *const c[],
+                          int cType, const int *ldc, int groupCount,
+                          const int *groupSize, int computeType);
   const char *(*statusName)(cublasStatus);
 };
 
@@ -121,9 +142,10 @@ absl::Status setEpilogue(const CublasLtLibrary &l, Handle desc,
 }
 } // namespace
 
-absl::StatusOr<std::unique_ptr<CublasLt>> CublasLt::open(uint64_t workspace,
-                                                         size_t bytes) {
+absl::StatusOr<std::unique_ptr<CublasLt>>
+CublasLt::open(GpuDevice &device, uint64_t workspace, size_t bytes) {
   std::unique_ptr<CublasLt> lt(new CublasLt);
+  lt->device = &device;
   lt->lib = std::make_unique<CublasLtLibrary>();
   CublasLtLibrary &l = *lt->lib;
   if (!l.library.open(
@@ -152,6 +174,24 @@ absl::StatusOr<std::unique_ptr<CublasLt>> CublasLt::open(uint64_t workspace,
         "libcublasLt lacks an entry point Weft needs");
   if (absl::Status s = check(l, l.create(&lt->handle), "create"); !s.ok())
     return s;
+  lt->blas = std::make_unique<CublasLibrary>();
+  CublasLibrary &c = *lt->blas;
+  if (!c.library.open({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}))
+    return absl::UnavailableError(
+        "cuBLAS is not installed (libcublas.so.13); the GPU runtime runs its "
+        "grouped GEMMs through it: install the CUDA toolkit's cuBLAS or add "
+        "its lib64 to LD_LIBRARY_PATH");
+  c.library.bind(c.create, "cublasCreate_v2");
+  c.library.bind(c.destroy, "cublasDestroy_v2");
+  c.library.bind(c.setStream, "cublasSetStream_v2");
+  c.library.bind(c.grouped, "cublasGemmGroupedBatchedEx");
+  c.library.bind(c.statusName, "cublasGetStatusName");
+  if (!c.library.allBound())
+    return absl::UnavailableError(
+        "libcublas lacks cublasGemmGroupedBatchedEx (cuBLAS 12.5 or later)");
+  if (absl::Status s = check(l, c.create(&lt->blasHandle), "cuBLAS create");
+      !s.ok())
+    return s;
   lt->workspace = workspace;
   lt->workspaceBytes = bytes;
   return lt;
@@ -159,6 +199,8 @@ absl::StatusOr<std::unique_ptr<CublasLt>> CublasLt::open(uint64_t workspace,
 
 CublasLt::~CublasLt() {
   plans.clear();
+  if (blasHandle)
+    blas->destroy(blasHandle);
   if (handle)
     lib->destroy(handle);
 }
@@ -266,6 +308,86 @@ absl::Status CublasLt::matmul(const GemmShape &g, const GemmOperands &ops,
                            reinterpret_cast<void *>(workspace), workspaceBytes,
                            stream),
                "matmul");
+}
+
+absl::Status CublasLt::groupedMatmul(const std::vector<GemmProblem> &problems,
+                                     DeviceBuffer scratch, void *stream) {
+  // Problems writing one C run in separate calls, in order (a wgrad's
+  // groups of one expert accumulate): problem i goes in the call after the
+  // last one holding its C.
+  std::map<uint64_t, size_t> lastCall;
+  std::vector<std::vector<size_t>> calls;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto [it, fresh] = lastCall.try_emplace(problems[i].operands.c, 0);
+    if (!fresh)
+      ++it->second;
+    if (it->second == calls.size())
+      calls.emplace_back();
+    calls[it->second].push_back(i);
+  }
+  // cuBLAS's A is our B and its B our A (the file comment); one problem
+  // per cuBLAS group. The matrices' addresses go to the device in scratch:
+  // every call's A, then B, then C.
+  size_t n = problems.size();
+  if (scratch.bytes < groupedScratchBytes(n))
+    return absl::InternalError("grouped GEMM scratch too small");
+  std::vector<uint64_t> pointers(3 * n);
+  std::vector<int> transa, transb, m, nn, k, lda, ldb, ldc, ones(n, 1);
+  std::vector<float> alpha, beta;
+  for (const std::vector<size_t> &call : calls)
+    for (size_t i : call) {
+      const GemmShape &g = problems[i].shape;
+      const GemmOperands &o = problems[i].operands;
+      if (g.type != DType::F32 || g.batch != 1 ||
+          g.epilogue != GemmEpilogue::None)
+        return absl::UnimplementedError(
+            "grouped GEMMs take f32 without an epilogue");
+      for (int64_t v : {g.m, g.n, g.k, g.rowA(), g.rowB(), g.rowC()})
+        if (v > std::numeric_limits<int>::max())
+          return absl::UnimplementedError(absl::StrCat(
+              "a grouped GEMM dimension of ", v, " is past cuBLAS's int"));
+      size_t at = transa.size();
+      pointers[at] = o.b;
+      pointers[n + at] = o.a;
+      pointers[2 * n + at] = o.c;
+      transa.push_back(g.transB ? 1 : 0);
+      transb.push_back(g.transA ? 1 : 0);
+      m.push_back(static_cast<int>(g.n));
+      nn.push_back(static_cast<int>(g.m));
+      k.push_back(static_cast<int>(g.k));
+      lda.push_back(static_cast<int>(g.rowB()));
+      ldb.push_back(static_cast<int>(g.rowA()));
+      ldc.push_back(static_cast<int>(g.rowC()));
+      alpha.push_back(g.alpha);
+      beta.push_back(g.beta);
+    }
+  // The backend gives each grouped GEMM launch its own scratch and runs
+  // programs with them launch by launch, so nothing queued still reads it.
+  if (absl::Status s = device->copyToDevice(scratch, pointers.data(),
+                                            pointers.size() * sizeof(uint64_t));
+      !s.ok())
+    return s;
+  if (absl::Status s =
+          check(*lib, blas->setStream(blasHandle, stream), "cuBLAS stream");
+      !s.ok())
+    return s;
+  auto *array = reinterpret_cast<void **>(scratch.address);
+  size_t first = 0;
+  for (const std::vector<size_t> &call : calls) {
+    int count = static_cast<int>(call.size());
+    cublasStatus status =
+        blas->grouped(blasHandle, &transa[first], &transb[first], &m[first],
+                      &nn[first], &k[first], &alpha[first], array + first,
+                      kCudaR32F, &lda[first], array + n + first, kCudaR32F,
+                      &ldb[first], &beta[first], array + 2 * n + first,
+                      kCudaR32F, &ldc[first], count, ones.data(), kComputeF32);
+    if (status != 0)
+      return absl::InternalError(
+          absl::StrCat("cuBLAS grouped GEMM failed: ", blas->statusName(status),
+                       " (", status, ")"));
+    first += call.size();
+  }
+  return absl::OkStatus();
 }
 
 } // namespace weft::runtime

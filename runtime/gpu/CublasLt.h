@@ -3,7 +3,8 @@
 // weft.matmul on the GPU. cuBLASLt is loaded with dlopen like the driver.
 // A GEMM's descriptors and algorithm (cuBLASLt's heuristic's first choice)
 // are made once per shape at bind time and reused every step; all GEMMs
-// share one workspace.
+// share one workspace. Grouped GEMMs (weft.grouped_matmul, whose group
+// sizes are the routing's) go through cuBLAS's grouped batched GEMM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,26 +22,32 @@
 namespace weft::runtime {
 
 struct CublasLtLibrary;
+struct CublasLibrary;
 
 class CublasLt : public GemmEngine {
 public:
-  /// Opens cuBLASLt on the current CUDA context, with `workspace` (device
-  /// memory of `workspaceBytes`) for the algorithms that want one.
-  static absl::StatusOr<std::unique_ptr<CublasLt>> open(uint64_t workspace,
-                                                        size_t workspaceBytes);
+  /// Opens cuBLASLt and cuBLAS on `device`'s CUDA context (current), with
+  /// `workspace` (device memory of `workspaceBytes`) for the algorithms that
+  /// want one; `device` (not owned) uploads grouped GEMMs' arguments.
+  static absl::StatusOr<std::unique_ptr<CublasLt>>
+  open(GpuDevice &device, uint64_t workspace, size_t workspaceBytes);
   ~CublasLt() override;
 
   /// Makes (once per shape) the descriptors and picks the algorithm.
   absl::Status prepare(const GemmShape &shape) override;
   absl::Status matmul(const GemmShape &shape, const GemmOperands &operands,
                       void *stream) override;
+  absl::Status groupedMatmul(const std::vector<GemmProblem> &problems,
+                             DeviceBuffer scratch, void *stream) override;
 
 private:
   struct Plan;
   CublasLt() = default;
 
   std::unique_ptr<CublasLtLibrary> lib;
-  void *handle = nullptr;
+  std::unique_ptr<CublasLibrary> blas;
+  GpuDevice *device = nullptr;
+  void *handle = nullptr, *blasHandle = nullptr;
   uint64_t workspace = 0;
   size_t workspaceBytes = 0;
   std::map<decltype(GemmShape().key()), std::unique_ptr<Plan>> plans;

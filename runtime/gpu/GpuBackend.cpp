@@ -31,6 +31,7 @@ struct BoundLaunch {
   std::vector<void *> argv;        // Pointers into blob, once it stays put.
   std::vector<uint64_t> addresses; // Buffer arguments, resolved.
   GemmShape gemm;                  // The launch's, with the alignments.
+  DeviceBuffer scratch;            // A GroupedGemm's, for its arguments.
 };
 
 struct ProgramState {
@@ -48,9 +49,13 @@ struct ProgramState {
   void *fork = nullptr;
   std::vector<void *> joins;
   std::vector<BoundLaunch> launches;
+  /// The group sizes each HostRead brings back (GpuProgram::hostSlots).
+  std::vector<std::vector<int32_t>> hostSlots;
   bool ranOnce = false;
   void *graph = nullptr;
-  bool noGraph = false; // Capture failed once: launch by launch from then.
+  /// Capture failed once, or the program reads sizes back to the host:
+  /// launch by launch.
+  bool noGraph = false;
 };
 
 /// The largest power of two (at most 256) dividing `address`.
@@ -148,6 +153,14 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
     bound.gemm.alignAux = alignment(bound.addresses[4]);
     if (absl::Status s = blas->prepare(bound.gemm); !s.ok())
       return s;
+  } else if (launch.kind == GpuLaunch::Kind::HostRead) {
+    state.hostSlots.at(launch.slot).resize(launch.bytes / sizeof(int32_t));
+  } else if (launch.kind == GpuLaunch::Kind::GroupedGemm) {
+    absl::StatusOr<DeviceBuffer> scratch = device->allocate(
+        GemmEngine::groupedScratchBytes(launch.grouped.groups));
+    if (!scratch.ok())
+      return scratch.status();
+    bound.scratch = *scratch;
   } else if (launch.kind == GpuLaunch::Kind::Kernel) {
     absl::StatusOr<void *> fn = device->function(launch.kernel);
     if (!fn.ok())
@@ -208,6 +221,15 @@ absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
   if (!launches.ok())
     return launches.status();
   state.program = std::move(*launches);
+  state.hostSlots.resize(state.program.hostSlots);
+  if (state.program.hostSlots > 0 && options.graphs) {
+    state.noGraph = true;
+    std::fprintf(stderr,
+                 "weft: program %s runs launch by launch, without a CUDA "
+                 "graph: its grouped GEMMs read their group sizes back from "
+                 "the device\n",
+                 program.name.c_str());
+  }
   // Devices hand out 256-byte-aligned memory; a larger alignment is met by
   // allocating more and starting further in.
   int64_t slack = program.align > 256 ? program.align : 0;
@@ -339,6 +361,34 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
     case GpuLaunch::Kind::Copy:
       s = device->copyAsync(b.addresses[0], b.addresses[1], l.bytes, on);
       break;
+    case GpuLaunch::Kind::HostRead: {
+      // The stream has then computed the sizes (the program's events order
+      // their producer before this launch, as before any reader).
+      std::vector<int32_t> &slot = state.hostSlots[l.slot];
+      s = device->synchronize(on);
+      if (s.ok())
+        s = device->copyToHost(slot.data(),
+                               DeviceBuffer{b.addresses[0], size_t(l.bytes)},
+                               l.bytes);
+      break;
+    }
+    case GpuLaunch::Kind::GroupedGemm: {
+      absl::StatusOr<GroupedGemmWork> work = groupedGemmWork(
+          l.grouped, state.hostSlots[l.slot].data(), b.addresses[0],
+          b.addresses[1], b.addresses[2],
+          absl::StrCat(
+              "program ", state.spec->name, ", instruction ", l.instruction,
+              " (", sched::opName(state.spec->instructions[l.instruction].op),
+              ")"));
+      if (!work.ok())
+        return work.status(); // Names the program and instruction.
+      s = work->zeroBytes
+              ? device->zeroAsync(work->zeroFrom, work->zeroBytes, on)
+              : absl::OkStatus();
+      if (s.ok() && !work->problems.empty())
+        s = blas->groupedMatmul(work->problems, b.scratch, on);
+      break;
+    }
     case GpuLaunch::Kind::Collective: {
       GpuCollectives &c = *options.collectives;
       uint64_t in = b.addresses[0], out = b.addresses[1];
@@ -446,7 +496,7 @@ GpuBackend::create(const sched::SchedBundle &bundle, Options options) {
   if (!workspace.ok())
     return workspace.status();
   absl::StatusOr<std::unique_ptr<CublasLt>> blas =
-      CublasLt::open(workspace->address, kGemmWorkspaceBytes);
+      CublasLt::open(**device, workspace->address, kGemmWorkspaceBytes);
   if (!blas.ok())
     return blas.status();
   std::unique_ptr<NcclCollectives> nccl;

@@ -6,7 +6,8 @@
 // name, each program's launches (GpuProgram) bound once to device
 // addresses and queued in program order on their streams, GEMMs through
 // cuBLASLt, and from the second run on the whole program replayed as a
-// CUDA graph (shapes are static).
+// CUDA graph (shapes are static), except a program whose grouped GEMMs read
+// their sizes back to the host (experts), which runs launch by launch.
 //
 //===----------------------------------------------------------------------===//
 

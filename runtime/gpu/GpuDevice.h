@@ -115,6 +115,14 @@ struct GemmOperands {
   uint64_t a = 0, b = 0, c = 0, bias = 0, aux = 0;
 };
 
+/// One product of a grouped GEMM: an f32 `shape` of one batch and no
+/// epilogue, whose m, n and k vary from call to call (they come from the
+/// routing), on `operands`.
+struct GemmProblem {
+  GemmShape shape;
+  GemmOperands operands;
+};
+
 class GemmEngine {
 public:
   virtual ~GemmEngine() = default;
@@ -124,6 +132,17 @@ public:
   /// prepared.
   virtual absl::Status matmul(const GemmShape &shape,
                               const GemmOperands &operands, void *stream) = 0;
+  /// Device memory groupedMatmul may use for `problems` problems' arguments.
+  static constexpr size_t groupedScratchBytes(size_t problems) {
+    return 3 * sizeof(uint64_t) * problems;
+  }
+  /// Queues `problems` on `stream` with the effect of running them one
+  /// after another (a problem accumulating, beta 1, into a C an earlier one
+  /// wrote adds to its result), in as few calls as the engine can: cuBLAS's
+  /// grouped GEMM. `scratch` (groupedScratchBytes(problems.size()) bytes)
+  /// is this call's alone until its work is done.
+  virtual absl::Status groupedMatmul(const std::vector<GemmProblem> &problems,
+                                     DeviceBuffer scratch, void *stream) = 0;
 };
 
 /// The collectives of a placed bundle on device memory, over the group of

@@ -14,12 +14,14 @@
 #include "runtime/exec/BundleData.h"
 #include "runtime/gpu/kernels/OpsAbi.h"
 #include "runtime/support/Epilogue.h"
+#include "runtime/support/GroupedRows.h"
 #include "runtime/support/Shapes.h"
 
 #include "absl/strings/str_cat.h"
 
 #include <cstring>
 #include <functional>
+#include <map>
 
 namespace weft::runtime {
 namespace {
@@ -75,13 +77,25 @@ int typeCode(DType t) {
                             : WEFT_TYPE_I32;
 }
 
+/// The host copy of a buffer of group sizes (its slot), by the buffer
+/// whose memory it is (rootBuffer).
+using HostCopies = std::map<int64_t, int64_t>;
+
+/// The buffer whose memory `buffer` is: itself, or what it is a view of.
+int64_t rootBuffer(const sched::Program &program, int64_t buffer) {
+  while (program.buffers[buffer].kind == sched::Buffer::Kind::View)
+    buffer = program.buffers[buffer].of;
+  return buffer;
+}
+
 /// The launches of one instruction.
 class Translator {
 public:
   Translator(const sched::Program &program, const MeshSpec &mesh, int64_t rank,
-             int64_t index, std::vector<GpuLaunch> &out)
+             int64_t index, GpuProgram &result, HostCopies &hostCopies)
       : program(program), ins(program.instructions[index]), mesh(mesh),
-        rank(rank), index(index), out(out) {}
+        rank(rank), index(index), out(result.launches), result(result),
+        hostCopies(hostCopies) {}
 
   absl::Status run();
 
@@ -207,6 +221,8 @@ private:
   const MeshSpec &mesh;
   int64_t rank, index;
   std::vector<GpuLaunch> &out;
+  GpuProgram &result;
+  HostCopies &hostCopies;
 };
 
 absl::Status Translator::launch() {
@@ -700,19 +716,36 @@ absl::Status Translator::groupedMatmul(bool wgrad) {
           {{0, DType::F32}, {1, DType::F32}, {2, DType::I32}, {3, DType::F32}});
       !s.ok())
     return s;
-  int64_t groups = count(2), n = shape(0)[0];
-  if (wgrad) {
-    int64_t experts = shape(3)[0];
-    kernel("weft_grouped_matmul_wgrad", gridFor(count(3)),
-           {buf(0), buf(1), buf(2), buf(3), i64(groups), i64(experts), i64(n),
-            i64(shape(0)[1]), i64(shape(1)[1]), error(), i32(index)});
-    return absl::OkStatus();
+  // cuBLAS's grouped GEMM takes each group's size on the host, so the sizes
+  // come back from the device once (per routing: the forward's matmuls and
+  // the backward's reuse the copy while no other instruction names it).
+  // Megatron-LM and TransformerEngine read them back the same way; the
+  // cost is a stream synchronisation and the program's CUDA graph.
+  int64_t root = rootBuffer(program, ins.operands[2]);
+  auto [copy, fresh] = hostCopies.try_emplace(root, result.hostSlots);
+  if (fresh) {
+    GpuLaunch &read = push(GpuLaunch::Kind::HostRead);
+    read.args = {buf(2)};
+    read.bytes = type(2).bytes();
+    read.slot = result.hostSlots++;
   }
-  bool t = ins.as<sched::GroupedMatmulAttrs>().transposeRhs;
-  const Shape &w = shape(1);
-  kernel("weft_grouped_matmul", gridFor(count(3)),
-         {buf(0), buf(1), buf(2), buf(3), i64(groups), i64(w[0]), i64(n),
-          i64(shape(0)[1]), i64(w[t ? 1 : 2]), i32(t), error(), i32(index)});
+  GroupedGemmSpec spec;
+  spec.wgrad = wgrad;
+  spec.rows = shape(0)[0];
+  spec.k = shape(0)[1];
+  spec.groups = count(2);
+  if (wgrad) {
+    spec.m = shape(1)[1];
+    spec.experts = shape(3)[0];
+  } else {
+    spec.transposeRhs = ins.as<sched::GroupedMatmulAttrs>().transposeRhs;
+    spec.m = shape(3)[1];
+    spec.experts = shape(1)[0];
+  }
+  GpuLaunch &l = push(GpuLaunch::Kind::GroupedGemm);
+  l.args = {buf(0), buf(1), buf(3)};
+  l.slot = copy->second;
+  l.grouped = spec;
   return absl::OkStatus();
 }
 
@@ -1034,16 +1067,72 @@ absl::StatusOr<GpuProgram> gpuProgram(const sched::SchedBundle &bundle,
         program.align,
         " bytes, not the GPU's 256: the bundle was compiled for the CPU "
         "(compile it with weftc compile --target cuda)"));
+  HostCopies hostCopies;
   for (size_t i = 0; i < program.instructions.size(); ++i) {
-    Translator t(program, mesh, rank, static_cast<int64_t>(i), result.launches);
+    Translator t(program, mesh, rank, static_cast<int64_t>(i), result,
+                 hostCopies);
     if (absl::Status s = t.run(); !s.ok())
       return absl::Status(
           s.code(),
           absl::StrCat(bundle.dir, ": program ", program.name, ", instruction ",
                        i, " (", sched::opName(program.instructions[i].op),
                        "): ", s.message()));
+    // The bundle does not say which operands an instruction writes: any
+    // other instruction naming a copied buffer's memory may change it.
+    const sched::Instruction &ins = program.instructions[i];
+    if (ins.op != Op::GroupedMatmul && ins.op != Op::GroupedMatmulWgrad)
+      for (int64_t operand : ins.operands)
+        hostCopies.erase(rootBuffer(program, operand));
   }
   return result;
+}
+
+absl::StatusOr<GroupedGemmWork>
+groupedGemmWork(const GroupedGemmSpec &spec, const int32_t *sizes, uint64_t a,
+                uint64_t b, uint64_t out, absl::string_view what) {
+  absl::StatusOr<std::vector<int64_t>> starts =
+      groupStarts(sizes, spec.groups, spec.rows, what);
+  if (!starts.ok())
+    return starts.status();
+  constexpr int64_t f32 = sizeof(float);
+  GroupedGemmWork work;
+  if (spec.wgrad) {
+    // An expert with no rows anywhere gets a zero gradient (Megatron-LM#1877);
+    // every group accumulates into its expert's block.
+    work.zeroFrom = out;
+    work.zeroBytes = static_cast<size_t>(spec.experts * spec.k * spec.m * f32);
+  } else {
+    work.zeroFrom = out + (*starts)[spec.groups] * spec.m * f32;
+    work.zeroBytes = static_cast<size_t>((spec.rows - (*starts)[spec.groups]) *
+                                         spec.m * f32);
+  }
+  for (int64_t g = 0; g < spec.groups; ++g) {
+    int64_t begin = (*starts)[g], rows = (*starts)[g + 1] - begin;
+    if (rows == 0)
+      continue;
+    GemmProblem p;
+    uint64_t expert =
+        static_cast<uint64_t>(g % spec.experts) * spec.k * spec.m * f32;
+    if (spec.wgrad) {
+      // out[e] += lhs_g^T rhs_g: [k, rows] x [rows, m].
+      p.shape.transA = true;
+      p.shape.m = spec.k;
+      p.shape.n = spec.m;
+      p.shape.k = rows;
+      p.shape.beta = 1;
+      p.operands = {a + begin * spec.k * f32, b + begin * spec.m * f32,
+                    out + expert};
+    } else {
+      p.shape.transB = spec.transposeRhs;
+      p.shape.m = rows;
+      p.shape.n = spec.m;
+      p.shape.k = spec.k;
+      p.operands = {a + begin * spec.k * f32, b + expert,
+                    out + begin * spec.m * f32};
+    }
+    work.problems.push_back(p);
+  }
+  return work;
 }
 
 } // namespace weft::runtime

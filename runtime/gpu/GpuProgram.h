@@ -2,8 +2,9 @@
 //
 // What the GPU runtime queues for each instruction of a loaded bundle v2
 // program: a generated kernel, a runtime library kernel (ops.cu,
-// attention.cu), a cuBLASLt GEMM, a memset or memcpy, a collective, or an
-// event record or wait, each on the instruction's stream, with arguments
+// attention.cu), a cuBLASLt GEMM, a cuBLAS grouped GEMM (with the read of
+// its group sizes back to the host), a memset or memcpy, a collective, or
+// an event record or wait, each on the instruction's stream, with arguments
 // that refer to the program's buffers. Nothing here decides anything the
 // bundle did not: streams, events, scratch (the instructions' scratch
 // operands, laid out as dialects/sched/IR/ScratchLayout.h says), the
@@ -24,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "absl/strings/string_view.h"
 #include <string>
 #include <vector>
 
@@ -64,8 +66,32 @@ enum class GpuCollective {
   RingShift,
 };
 
+/// A grouped matmul's shape (weft.grouped_matmul, or with `wgrad` its
+/// weight gradient). Forward: input [rows, k] in `groups` groups times
+/// weight[g mod experts] ([experts, k, m], or [experts, m, k] with
+/// `transposeRhs`) into out [rows, m], rows after the groups zeroed. Wgrad:
+/// out[e] [k, m] sums lhs_g^T rhs_g (lhs [rows, k], rhs [rows, m]) over
+/// e's groups.
+struct GroupedGemmSpec {
+  bool wgrad = false, transposeRhs = false;
+  int64_t rows = 0, k = 0, m = 0, experts = 0, groups = 0;
+};
+
 struct GpuLaunch {
-  enum class Kind { Kernel, Gemm, Zero, Copy, Collective, Record, Wait };
+  /// HostRead copies a buffer of group sizes to host slot `slot`, once the
+  /// launch's stream has computed it; GroupedGemm then sizes a cuBLAS
+  /// grouped GEMM from that slot (neither can be captured in a graph).
+  enum class Kind {
+    Kernel,
+    Gemm,
+    Zero,
+    Copy,
+    Collective,
+    Record,
+    Wait,
+    HostRead,
+    GroupedGemm
+  };
   Kind kind = Kind::Kernel;
   int64_t instruction = -1; // The program instruction it executes.
   int64_t stream = 0;       // Into the program's streams.
@@ -88,11 +114,32 @@ struct GpuLaunch {
   GpuCollective collective = GpuCollective::AllReduce;
   std::vector<std::string> axes;
   int64_t count = 0, delta = 0, tag = 0;
+  /// HostRead: `bytes` from {sizes} into the slot. GroupedGemm: args are
+  /// {input or lhs, weight or rhs, out}, its sizes in the slot.
+  int64_t slot = 0;
+  GroupedGemmSpec grouped;
 };
 
 struct GpuProgram {
   std::vector<GpuLaunch> launches;
+  /// Host slots of group sizes its HostReads fill: a program with any runs
+  /// launch by launch, not as a CUDA graph.
+  int64_t hostSlots = 0;
 };
+
+/// What a GroupedGemm launch queues for the group sizes `sizes` on its
+/// operands' addresses {a, b, out}: first zero `zeroBytes` of out from
+/// `zeroFrom` (the rows after the groups; a wgrad's whole out), then the
+/// products, one per non-empty group. Sizes that are negative or overrun
+/// the rows fail, naming the group, after `what`.
+struct GroupedGemmWork {
+  uint64_t zeroFrom = 0;
+  size_t zeroBytes = 0;
+  std::vector<GemmProblem> problems;
+};
+absl::StatusOr<GroupedGemmWork>
+groupedGemmWork(const GroupedGemmSpec &spec, const int32_t *sizes, uint64_t a,
+                uint64_t b, uint64_t out, absl::string_view what);
 
 /// The launches of `program` (of `bundle`) for the rank at `rank` of
 /// `mesh`. Fails, naming the instruction, on one the GPU runtime cannot run

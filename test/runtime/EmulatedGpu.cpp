@@ -366,6 +366,23 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
   });
 }
 
+absl::Status
+HostGemm::groupedMatmul(const std::vector<runtime::GemmProblem> &problems,
+                        runtime::DeviceBuffer scratch, void *stream) {
+  if (scratch.bytes < groupedScratchBytes(problems.size()))
+    return absl::InternalError("grouped GEMM scratch too small");
+  ++groupedCalls_;
+  for (const runtime::GemmProblem &p : problems) {
+    if (p.shape.type != runtime::DType::F32 || p.shape.batch != 1 ||
+        p.shape.epilogue != runtime::GemmEpilogue::None)
+      return absl::UnimplementedError(
+          "grouped GEMMs take f32 without an epilogue");
+    if (absl::Status s = matmul(p.shape, p.operands, stream); !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status HostCollectives::submit(void *stream,
                                      std::function<absl::Status()> call) {
   return gpu.submit(stream, [call] {

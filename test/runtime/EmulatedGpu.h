@@ -133,9 +133,15 @@ public:
   absl::Status matmul(const runtime::GemmShape &shape,
                       const runtime::GemmOperands &operands,
                       void *stream) override;
+  /// The problems one after another, as matmul; counts the calls.
+  absl::Status groupedMatmul(const std::vector<runtime::GemmProblem> &problems,
+                             runtime::DeviceBuffer scratch,
+                             void *stream) override;
+  int groupedCalls() const { return groupedCalls_; }
 
 private:
   EmulatedGpu &gpu;
+  int groupedCalls_ = 0;
 };
 
 /// The collectives of a placed bundle for an emulated device: the CPU

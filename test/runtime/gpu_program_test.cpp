@@ -176,6 +176,136 @@ TEST(GpuProgram, LlamaTinyBf16InstructionsAllHaveKernels) {
 TEST(GpuProgram, MixtralTinyF32InstructionsAllHaveKernels) {
   checkLaunches("mixtral-tiny", "f32");
 }
+namespace {
+/// The buffer whose memory `buffer` is (itself, or what it views).
+int64_t memoryOf(const rs::Program &program, int64_t buffer) {
+  while (program.buffers[buffer].kind == rs::Buffer::Kind::View)
+    buffer = program.buffers[buffer].of;
+  return buffer;
+}
+bool isGrouped(rs::Op op) {
+  return op == rs::Op::GroupedMatmul || op == rs::Op::GroupedMatmulWgrad;
+}
+} // namespace
+
+// A mixture of experts' grouped matmuls are cuBLAS grouped GEMMs sized on
+// the host: each is one GroupedGemm launch reading the sizes a HostRead
+// brought back from its sizes operand's memory, which no instruction other
+// than a grouped matmul names in between (it could have changed them).
+// The forward's and the backward's matmuls of a routing share one read.
+TEST(GpuProgram, GroupedMatmulsReadTheirSizesBackOncePerRouting) {
+  rs::SchedBundle bundle = load(compile("mixtral-tiny", "f32", /*cuda=*/true));
+  const rs::Program &program = *bundle.program("step");
+  absl::StatusOr<runtime::GpuProgram> launches =
+      runtime::gpuProgram(bundle, program, runtime::meshSpecOf(bundle), 0);
+  ASSERT_TRUE(launches.ok()) << launches.status();
+  struct Read {
+    int64_t memory, instruction;
+  };
+  std::vector<Read> reads; // By slot.
+  std::map<int64_t, int> gemmsOf;
+  for (const GpuLaunch &l : launches->launches) {
+    const rs::Instruction &ins = program.instructions[l.instruction];
+    if (l.kind == GpuLaunch::Kind::HostRead) {
+      EXPECT_EQ(l.slot, static_cast<int64_t>(reads.size()));
+      EXPECT_EQ(l.args[0].buffer.id, ins.operands[2]);
+      EXPECT_EQ(l.bytes, program.buffers[ins.operands[2]].type.bytes());
+      reads.push_back({memoryOf(program, ins.operands[2]), l.instruction});
+      continue;
+    }
+    if (l.kind != GpuLaunch::Kind::GroupedGemm)
+      continue;
+    ASSERT_TRUE(isGrouped(ins.op)) << rs::opName(ins.op);
+    ++gemmsOf[l.instruction];
+    ASSERT_LT(l.slot, static_cast<int64_t>(reads.size()));
+    const Read &read = reads[l.slot];
+    EXPECT_EQ(memoryOf(program, ins.operands[2]), read.memory);
+    for (int64_t j = read.instruction + 1; j < l.instruction; ++j) {
+      const rs::Instruction &between = program.instructions[j];
+      if (isGrouped(between.op))
+        continue;
+      for (int64_t operand : between.operands)
+        EXPECT_NE(memoryOf(program, operand), read.memory)
+            << "instruction " << j << " (" << rs::opName(between.op)
+            << ") may change the sizes instruction " << l.instruction
+            << " read at " << read.instruction;
+    }
+    const auto &g = l.grouped;
+    EXPECT_EQ(g.wgrad, ins.op == rs::Op::GroupedMatmulWgrad);
+    EXPECT_EQ(g.rows, program.buffers[ins.operands[0]].type.shape[0]);
+    EXPECT_EQ(g.groups, program.buffers[ins.operands[2]].type.numElements());
+    EXPECT_EQ(g.wgrad ? g.experts * g.k * g.m : g.rows * g.m,
+              program.buffers[ins.operands[3]].type.numElements());
+  }
+  int grouped = 0;
+  for (size_t i = 0; i < program.instructions.size(); ++i)
+    if (isGrouped(program.instructions[i].op)) {
+      ++grouped;
+      EXPECT_EQ(gemmsOf[i], 1) << "instruction " << i;
+    }
+  EXPECT_EQ(launches->hostSlots, static_cast<int64_t>(reads.size()));
+  // Mixtral-tiny: two MoE layers, three matmuls forward and six backward
+  // each, over one routing per layer: one read per layer.
+  EXPECT_EQ(grouped, 18);
+  EXPECT_EQ(reads.size(), 2u);
+}
+
+// What a GroupedGemm launch queues: one product per non-empty group at its
+// rows and its expert's weight, the rows past the groups (a wgrad's whole
+// output) zeroed first; sizes that do not fit are refused by group.
+TEST(GpuProgram, GroupedGemmWorkCutsTheRowsBySize) {
+  runtime::GroupedGemmSpec spec;
+  spec.transposeRhs = true;
+  spec.rows = 10;
+  spec.k = 3;
+  spec.m = 5;
+  spec.experts = 2;
+  spec.groups = 4;
+  const int32_t sizes[] = {2, 0, 3, 1};
+  auto work = runtime::groupedGemmWork(spec, sizes, 1000, 2000, 3000, "x");
+  ASSERT_TRUE(work.ok()) << work.status();
+  ASSERT_EQ(work->problems.size(), 3u);
+  const runtime::GemmProblem &third = work->problems[1]; // Group 2.
+  EXPECT_EQ(third.shape.m, 3);
+  EXPECT_EQ(third.shape.n, 5);
+  EXPECT_EQ(third.shape.k, 3);
+  EXPECT_TRUE(third.shape.transB);
+  EXPECT_EQ(third.operands.a, 1000u + 2 * 3 * 4);
+  EXPECT_EQ(third.operands.b, 2000u); // Expert 2 mod 2.
+  EXPECT_EQ(third.operands.c, 3000u + 2 * 5 * 4);
+  EXPECT_EQ(work->problems[2].operands.b, 2000u + 3 * 5 * 4); // Expert 1.
+  EXPECT_EQ(work->zeroFrom, 3000u + 6 * 5 * 4);
+  EXPECT_EQ(work->zeroBytes, 4u * 5 * 4);
+
+  spec.wgrad = true;
+  work = runtime::groupedGemmWork(spec, sizes, 1000, 2000, 3000, "x");
+  ASSERT_TRUE(work.ok()) << work.status();
+  ASSERT_EQ(work->problems.size(), 3u);
+  const runtime::GemmProblem &last = work->problems[2]; // Group 3.
+  EXPECT_TRUE(last.shape.transA);
+  EXPECT_EQ(last.shape.m, 3);
+  EXPECT_EQ(last.shape.n, 5);
+  EXPECT_EQ(last.shape.k, 1);
+  EXPECT_EQ(last.shape.beta, 1.0f);
+  EXPECT_EQ(last.operands.a, 1000u + 5 * 3 * 4);
+  EXPECT_EQ(last.operands.b, 2000u + 5 * 5 * 4);
+  EXPECT_EQ(last.operands.c, 3000u + 3 * 5 * 4);
+  EXPECT_EQ(work->zeroFrom, 3000u);
+  EXPECT_EQ(work->zeroBytes, 2u * 3 * 5 * 4);
+
+  const int32_t negative[] = {2, -1, 0, 0}, overrun[] = {6, 5, 0, 0};
+  work = runtime::groupedGemmWork(spec, negative, 1000, 2000, 3000, "x");
+  ASSERT_FALSE(work.ok());
+  EXPECT_EQ(work.status().message(),
+            "x: group 1 of -1 rows does not fit the 10 rows after the 2 "
+            "before it");
+  work = runtime::groupedGemmWork(spec, overrun, 1000, 2000, 3000, "x");
+  ASSERT_FALSE(work.ok());
+  EXPECT_EQ(work.status().message(),
+            "x: group 1 of 5 rows does not fit the 10 rows after the 6 "
+            "before it");
+}
+
 // attention-scratch-mb=0: the compiler chose FlashAttention's kernels.
 TEST(GpuProgram, FlashAttentionKernelsWhenTheCompilerChoseThem) {
   checkLaunches("gpt2-tiny", "f32", /*fused=*/true, kGpt2TinyEpilogues);

@@ -9,6 +9,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
+#include "passes/recompute/Passes.h"
 #include "passes/sharding/Passes.h"
 
 #include "codegen/SchedBundle.h"
@@ -82,6 +83,11 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   if (options.target != "cpu" && options.target != "cuda")
     return llvm::createStringError("weft-train: unknown target '" +
                                    options.target + "' (supported: cpu, cuda)");
+  if (llvm::Expected<RecomputePolicy> policy =
+          parseRecomputePolicy(options.recompute);
+      !policy)
+    return llvm::createStringError("weft-train: " +
+                                   llvm::toString(policy.takeError()));
   if (plan.worldSize() > 1) {
     ApplyPlanOptions apply;
     apply.plan = options.plan;
@@ -101,6 +107,11 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createAssignStages(stages));
   }
   pm.addPass(createAutodiff());
+  // Before ZeRO-3's re-gathers, so a recomputation's parameter reads are
+  // backward reads that gather again.
+  RecomputeOptions recomputeOptions;
+  recomputeOptions.policy = options.recompute;
+  pm.addNestedPass<func::FuncOp>(createRecompute(recomputeOptions));
   // A pipeline runs micro-batches even when there is one.
   bool accumulates = plan.microbatches > 1 || pipelined;
   // ZeRO-3 gathers each parameter once per step for all its micro-batches
@@ -213,6 +224,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.fuseAndPlan = options.fuseAndPlan;
   pipeline.sched = options.sched;
   pipeline.attentionScratchMb = options.attentionScratchMb;
+  pipeline.recompute = options.recompute;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

@@ -39,6 +39,9 @@ struct TrainingOptions {
   /// softmax) when they take at most this many MiB, else runs
   /// FlashAttention's kernels (weft-lower-to-sched's attention-scratch-mb).
   int64_t attentionScratchMb = 4096;
+  /// What the backward computes again instead of keeping: none, full or
+  /// selective (weft-recompute's policy).
+  std::string recompute = "none";
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -98,6 +101,12 @@ struct TrainingPipelineOptions
                      "its scores up to this many MiB, else runs "
                      "FlashAttention's kernels"),
       llvm::cl::init(TrainingOptions().attentionScratchMb)};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Activation recomputation: none, full (keep each "
+                     "layer's input) or selective (keep GEMM and attention "
+                     "outputs)"),
+      llvm::cl::init(TrainingOptions().recompute)};
 };
 
 /// Checks that AdamW's, the gradient bucket's and attention's settings are
@@ -113,7 +122,8 @@ llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
 /// Adds the training pipeline to `pm` (anchored on builtin.module), for a
 /// module whose @forward returns (loss, logits): with a plan of more than
 /// one rank, weft-apply-plan and func.func(weft-sharding-propagate,
-/// weft-partition); then weft-autodiff (@train_step), with zero=3
+/// weft-partition); then weft-autodiff (@train_step),
+/// func.func(weft-recompute), with zero=3
 /// func.func(weft-reshard-after-forward), weft-optimizer-adamw (@step,
 /// erasing @train_step unless keep-gradients); then on every function
 /// weft-bucket-all-reduce and, with fuse-and-plan, (target=cuda)

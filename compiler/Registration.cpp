@@ -12,6 +12,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
+#include "passes/recompute/Passes.h"
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +31,7 @@ void weft::registerAllPasses() {
   registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
   registerWeftPipelinePasses();
+  registerWeftRecomputePasses();
   registerWeftShardingPasses();
   registerTrainingPipeline();
 }

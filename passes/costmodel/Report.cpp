@@ -280,10 +280,26 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
 }
 } // namespace
 
+/// The recompute policy and per-layer activation bytes of the program that
+/// records them (the step, or @accumulate with micro-batches).
+void addLayerActivations(ModuleOp module, PlacementReport &report) {
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    auto bytes = f->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr);
+    auto policy = f->getAttrOfType<StringAttr>(kRecomputeAttr);
+    if (!bytes || !policy)
+      continue;
+    report.recompute = policy.str();
+    report.layerActivationBytes.assign(bytes.asArrayRef().begin(),
+                                       bytes.asArrayRef().end());
+    return;
+  }
+}
+
 FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
   if (auto table = module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr))
     return estimatePipeline(module, table);
   PlacementReport report;
+  addLayerActivations(module, report);
   FailureOr<RankEstimate> estimate = estimateStep(
       module.lookupSymbol<func::FuncOp>("step"), report.parameters);
   if (failed(estimate))
@@ -320,6 +336,11 @@ llvm::json::Object PlacementReport::toJSON() const {
                                       {"comm_bytes", r.commBytes}});
   llvm::json::Object out{{"parameters", parameters},
                          {"ranks", std::move(list)}};
+  if (!recompute.empty()) {
+    out["recompute"] = recompute;
+    out["layer_activation_bytes"] =
+        llvm::json::Array(llvm::ArrayRef<int64_t>(layerActivationBytes));
+  }
   if (pipeline) {
     llvm::json::Array perRank;
     for (const RankEstimate &r : pipeline->stages)
@@ -354,6 +375,18 @@ std::string PlacementReport::table() const {
                        mib(r.optimizerBytes).c_str(),
                        mib(r.activationBytes).c_str(), mib(total).c_str(),
                        mib(r.commBytes).c_str());
+  }
+  if (!recompute.empty()) {
+    // One size when every layer stores the same, as in a uniform model.
+    os << "stored for the backward (recompute=" << recompute << "), per layer:";
+    bool uniform = llvm::all_equal(layerActivationBytes);
+    if (uniform && !layerActivationBytes.empty())
+      os << " " << mib(layerActivationBytes.front()) << " x "
+         << layerActivationBytes.size() << " layers";
+    else
+      for (int64_t bytes : layerActivationBytes)
+        os << " " << mib(bytes);
+    os << " (in activations above)\n";
   }
   if (pipeline) {
     os << llvm::format("pipeline: %s, pp=%lld, %lld micro-batches",

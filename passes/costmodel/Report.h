@@ -72,9 +72,15 @@ struct PlacementReport {
   int64_t parameters = 0; // Ψ: elements of every model parameter, whole.
   std::vector<RankEstimate> ranks;
   std::optional<PipelineEstimate> pipeline;
+  /// The training step's recompute policy (weft-recompute) and, per layer,
+  /// the activation bytes a rank keeps for the backward of one
+  /// micro-batch; empty when no program records them (pipelines).
+  std::string recompute;
+  std::vector<int64_t> layerActivationBytes;
 
   /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
-  /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...]}
+  /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...], with a
+  /// recompute policy also "recompute" and "layer_activation_bytes"}
   llvm::json::Object toJSON() const;
   /// A table, one row per rank, sizes in MiB / GiB.
   std::string table() const;

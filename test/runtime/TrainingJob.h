@@ -17,6 +17,7 @@
 #include "runtime/dist/Communicator.h"
 #include "runtime/dist/Mesh.h"
 #include "runtime/exec/SchedBundle.h"
+#include "runtime/exec/SchedExecutor.h"
 #include "runtime/train/TrainSchedule.h"
 #include "test/compiler/TestUtils.h"
 
@@ -47,6 +48,7 @@ struct Case {
   double adamEps = 0;         // 0: AdamW's default.
   int64_t batch = 2, seq = 8;
   int64_t layers = 0; // Positive: instead of the config's (deeper pipelines).
+  std::string recompute = "none"; // weft-recompute's policy.
 
   TrainingOptions options() const {
     TrainingOptions o;
@@ -54,6 +56,7 @@ struct Case {
       o.cudaArchs = {"sm_90"};
     o.attentionScratchMb = attentionScratchMb;
     o.keepGradients = keepGradients;
+    o.recompute = recompute;
     if (adamEps > 0)
       o.adamw.eps = adamEps;
     if (!plan.empty()) {
@@ -71,7 +74,8 @@ struct Case {
   std::string label() const {
     return model + "-" + dtype + "-" + plan + (cudaBundle ? "-cuda" : "") +
            "-" + std::to_string(attentionScratchMb) +
-           (layers ? "-" + std::to_string(layers) + "layers" : "");
+           (layers ? "-" + std::to_string(layers) + "layers" : "") +
+           (recompute != "none" ? "-recompute-" + recompute : "");
   }
 };
 
@@ -249,6 +253,26 @@ inline double worstError(const std::vector<float> &a,
 inline int nextPort() {
   static int jobs = 0;
   return 20000 + static_cast<int>(getpid() % 150) * 64 + jobs++ % 64;
+}
+
+/// A CPU executor of bundle `dir` for a rank talking over `comm` (null for
+/// one rank), or null with the failure in `trace`.
+inline std::unique_ptr<runtime::SchedExecutor>
+openExecutor(const std::string &dir, runtime::Communicator *comm,
+             Trace &trace) {
+  auto loaded = runtime::sched::loadSchedBundle(dir);
+  if (!loaded.ok()) {
+    trace.failure = std::string(loaded.status().message());
+    return nullptr;
+  }
+  runtime::SchedExecutor::Options options;
+  options.comm = comm;
+  auto exec = runtime::SchedExecutor::create(std::move(*loaded), options);
+  if (!exec.ok()) {
+    trace.failure = std::string(exec.status().message());
+    return nullptr;
+  }
+  return std::move(*exec);
 }
 
 /// What one rank of a job does: rank `r` over `comm` (null for one rank),

@@ -41,19 +41,8 @@ std::vector<Trace> runBundle(const Case &setup, const std::string &dir,
       setup, runtime::meshSpecOf(*bundle),
       [&](int64_t, runtime::Communicator *comm, int64_t first, int64_t rows,
           Trace &trace) {
-        auto loaded = runtime::sched::loadSchedBundle(dir);
-        if (!loaded.ok()) {
-          trace.failure = std::string(loaded.status().message());
-          return;
-        }
-        runtime::SchedExecutor::Options options;
-        options.comm = comm;
-        auto exec = runtime::SchedExecutor::create(std::move(*loaded), options);
-        if (!exec.ok()) {
-          trace.failure = std::string(exec.status().message());
-          return;
-        }
-        train(**exec, first, rows, setup.seq, names, trace);
+        if (auto exec = testutil::openExecutor(dir, comm, trace))
+          train(*exec, first, rows, setup.seq, names, trace);
       });
 }
 

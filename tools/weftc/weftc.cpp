@@ -23,6 +23,7 @@
 #include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
 #include "passes/pipeline/Schedule.h"
+#include "passes/recompute/Passes.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
 #include "llvm/Support/Path.h"
@@ -156,6 +157,13 @@ cl::opt<int64_t> attentionScratchMb(
              "GEMMs around a softmax) when they take at most this many MiB of "
              "scratch, else runs FlashAttention's kernels (default 4096)"),
     cl::init(weft::TrainingOptions().attentionScratchMb), cl::sub(compileCmd));
+cl::opt<std::string> recomputePolicy(
+    "recompute",
+    cl::desc("Activation recomputation: none (default), full (keep each "
+             "layer's input, recompute the rest of the layer in the backward) "
+             "or selective (keep GEMM and attention outputs, recompute the "
+             "ops between)"),
+    cl::init("none"), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
@@ -587,6 +595,11 @@ int runCompile(MLIRContext &context) {
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
   options.attentionScratchMb = attentionScratchMb;
+  if (Expected<weft::RecomputePolicy> policy =
+          weft::parseRecomputePolicy(recomputePolicy);
+      !policy)
+    return fail("--recompute: " + toString(policy.takeError()));
+  options.recompute = recomputePolicy;
   // Named by their flags; the weft-train pipeline checks the same.
   if (Error e = weft::checkTrainingSettings(options.adamw, options.bucketMb,
                                             options.attentionScratchMb, "--"))

@@ -96,6 +96,11 @@ inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";
+/// On a training step (weft-recompute): per layer, the bytes of forward
+/// values the backward reads.
+inline constexpr const char *kActivationBytesAttr = "weft.activation_bytes";
+/// On a training step: the weft-recompute policy it was rewritten by.
+inline constexpr const char *kRecomputeAttr = "weft.recompute";
 /// On a weft.constant [S] of i32: the positions of the sequence the program
 /// holds, which context parallelism reorders (weft-apply-plan).
 inline constexpr const char *kPositionsAttr = "weft.positions";

@@ -1,0 +1,318 @@
+//===- Recompute.cpp - activation recomputation ---------------------------===//
+//
+// After autodiff a training step is its forward followed by its backward,
+// the backward reading forward values directly. A value the policy chooses
+// is computed again by a clone of its op placed just before its first
+// backward reader, whose operands are either clones themselves (chosen
+// values the clone needs, made on demand) or values that stay; later
+// backward readers share the clone. The forward's copy then dies at its
+// last forward use. Clones keep their attributes: a dropout's seed (the
+// same mask), a pipeline stage, a sharding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/recompute/Passes.h"
+
+#include "passes/memory/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
+namespace weft {
+#define GEN_PASS_DEF_RECOMPUTE
+#include "passes/recompute/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+/// Layer numbers of forward ops outside the model's layers.
+constexpr int64_t kPrologue = -1;
+constexpr int64_t kEpilogue = std::numeric_limits<int64_t>::max();
+
+/// What no policy recomputes: communication (a collective or transfer, or
+/// the expert route, which all-gathers counts under expert parallelism),
+/// what is not an activation, and ops with regions. (copy_to_group is an
+/// identity in the forward; its all-reduce is its gradient's.)
+bool neverRecomputed(Operation *op) {
+  return isa<ParamOp, ConstantOp, AssignOp, AllReduceOp, AllGatherOp,
+             ReduceScatterOp, AllToAllOp, RaggedAllToAllOp, RingShiftOp, SendOp,
+             RecvOp, ExpertRouteOp>(op) ||
+         op->getNumRegions() > 0 || !isa<WeftDialect>(op->getDialect());
+}
+
+/// What `selective` keeps: the ops whose work is the layer's FLOPs.
+bool isHeavy(Operation *op) {
+  return isa<MatmulOp, MatmulEpilogueOp, GroupedMatmulOp, AttentionOp>(op);
+}
+
+/// The forward of `func`: the ops its first result (the loss) needs.
+llvm::DenseSet<Operation *> forwardOps(func::FuncOp func) {
+  llvm::DenseSet<Operation *> forward;
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0)
+    return forward;
+  SmallVector<Value> work = {ret.getOperand(0)};
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !forward.insert(def).second)
+      continue;
+    work.append(def->operand_begin(), def->operand_end());
+  }
+  return forward;
+}
+
+/// Each forward op's layer: the largest `weft.layer` among the parameters
+/// it reads and its operands' layers. Before any layered op, an op is in
+/// the prologue; an op reading a parameter without a layer after one (the
+/// final norm, a tied head) starts the epilogue, which then spreads.
+llvm::DenseMap<Operation *, int64_t>
+layersOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
+  llvm::DenseMap<Operation *, int64_t> layer;
+  bool layered = false;
+  for (Operation &op : func.getBody().front()) {
+    if (!forward.contains(&op))
+      continue;
+    if (isa<ParamOp>(op)) {
+      auto attr = op.getAttrOfType<IntegerAttr>(kLayerAttr);
+      layer[&op] = attr ? attr.getInt() : layered ? kEpilogue : kPrologue;
+      continue;
+    }
+    int64_t l = kPrologue;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && layer.count(def))
+        l = std::max(l, layer[def]);
+    layer[&op] = l;
+    layered |= l != kPrologue && l != kEpilogue;
+  }
+  return layer;
+}
+
+/// The forward values that depend on the step's inputs: activations, as
+/// against parameters and what is made from them alone (a weight's view,
+/// its compute-type copy, its ZeRO-3 gather), which stay whatever the
+/// policy.
+llvm::DenseSet<Value>
+activationsOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
+  llvm::DenseSet<Value> activations;
+  for (Operation &op : func.getBody().front())
+    if (forward.contains(&op) && llvm::any_of(op.getOperands(), [&](Value v) {
+          return isa<BlockArgument>(v) || activations.contains(v);
+        }))
+      activations.insert(op.getResults().begin(), op.getResults().end());
+  return activations;
+}
+
+/// The value whose storage `value` shares: through reshapes and
+/// copy_to_group, which the memory plan makes views.
+Value storageOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isa<ReshapeOp, CopyToGroupOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+const char *policyName(RecomputePolicy policy) {
+  switch (policy) {
+  case RecomputePolicy::None:
+    return "none";
+  case RecomputePolicy::Full:
+    return "full";
+  case RecomputePolicy::Selective:
+    return "selective";
+  }
+  return "none";
+}
+
+class Recomputer {
+public:
+  Recomputer(func::FuncOp func, RecomputePolicy policy)
+      : func(func), policy(policy), forward(forwardOps(func)),
+        layer(layersOf(func, forward)),
+        activations(activationsOf(func, forward)) {}
+
+  int64_t run() {
+    if (policy != RecomputePolicy::None)
+      rewrite();
+    recordActivationBytes();
+    return cloned;
+  }
+
+private:
+  /// Whether the policy computes `value` (a forward op's result) again
+  /// rather than keep it for the backward.
+  bool recomputable(Value value) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !activations.contains(value) || neverRecomputed(def))
+      return false;
+    int64_t l = layer.lookup(def);
+    if (l == kPrologue || l == kEpilogue)
+      return false;
+    if (policy == RecomputePolicy::Selective && isHeavy(def))
+      return false;
+    // A later layer's input (this layer's output) stays.
+    for (Operation *user : value.getUsers())
+      if (forward.contains(user) && layer.lookup(user) > l)
+        return false;
+    return true;
+  }
+
+  /// Whether a recomputation that reads `value`, made from parameters
+  /// alone, makes it again too: a bias broadcast to the activations' shape
+  /// is as large as one and the backward proper does not read it, so
+  /// keeping it for the clone would store what the policy meant to drop.
+  /// What the backward reads anyway (a weight's view) or communication
+  /// made (a ZeRO-3 gather) is read as it is.
+  bool remadeForClone(Value value) {
+    Operation *def = value.getDefiningOp();
+    return def && forward.contains(def) && !activations.contains(value) &&
+           !neverRecomputed(def) && !readByBackward.contains(value);
+  }
+
+  /// The clone of `value` made before `before` (and the clones it needs),
+  /// or the one made earlier.
+  Value materialize(Value value, Operation *before) {
+    if (Value done = clones.lookupOrNull(value))
+      return done;
+    Operation *def = value.getDefiningOp();
+    for (Value operand : def->getOperands())
+      if (recomputable(operand) || remadeForClone(operand))
+        materialize(operand, before);
+    OpBuilder b(before);
+    b.clone(*def, clones);
+    ++cloned;
+    return clones.lookup(value);
+  }
+
+  void rewrite() {
+    SmallVector<Operation *> backward;
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (!forward.contains(&op))
+        backward.push_back(&op);
+    for (Operation *op : backward)
+      readByBackward.insert(op->operand_begin(), op->operand_end());
+    for (Operation *op : backward)
+      for (OpOperand &use : op->getOpOperands())
+        if (recomputable(use.get()))
+          use.set(materialize(use.get(), op));
+  }
+
+  static bool inLayers(int64_t l) { return l != kPrologue && l != kEpilogue; }
+
+  /// The layer a stored value counts for: the first layer that reads it in
+  /// the forward (a layer's input is its own, as Korthikanti et al. count
+  /// it); the epilogue's when only the epilogue reads it (the last layer's
+  /// output, the final norm's input); else the layer that made it (an
+  /// attention's lse, read by the backward alone).
+  int64_t storedLayer(Value value) {
+    int64_t first = kEpilogue;
+    bool epilogue = false;
+    for (Operation *user : value.getUsers()) {
+      if (!forward.contains(user))
+        continue;
+      int64_t l = layer.lookup(user);
+      if (inLayers(l))
+        first = std::min(first, l);
+      epilogue |= l == kEpilogue;
+    }
+    if (first != kEpilogue || epilogue)
+      return first;
+    Operation *def = value.getDefiningOp();
+    return def ? layer.lookup(def) : kPrologue;
+  }
+
+  /// Per layer, the bytes of activations read after the forward (by the
+  /// backward or a recomputation), each storage once: what the step keeps
+  /// for the backward. Set only on a function that has a backward.
+  void recordActivationBytes() {
+    llvm::SetVector<Value> stored;
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      if (forward.contains(&op))
+        continue;
+      // A step input the backward reads (a float one: token ids are not
+      // activations) is stored too, if outside the arena.
+      for (Value operand : op.getOperands())
+        if (activations.contains(operand) ||
+            (isa<BlockArgument>(operand) &&
+             isa<FloatType>(getElementTypeOrSelf(operand.getType()))))
+          stored.insert(storageOf(operand));
+    }
+    int64_t layers = 0;
+    for (auto [op, l] : layer)
+      if (inLayers(l))
+        layers = std::max(layers, l + 1);
+    if (layers == 0 || stored.empty())
+      return;
+    SmallVector<int64_t> bytes(layers, 0);
+    for (Value v : stored) {
+      int64_t l = storedLayer(v);
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!inLayers(l) || !type)
+        continue;
+      bytes[l] += type.getNumElements() * elementBytes(type.getElementType());
+    }
+    func->setAttr(kActivationBytesAttr,
+                  DenseI64ArrayAttr::get(func.getContext(), bytes));
+    func->setAttr(kRecomputeAttr,
+                  StringAttr::get(func.getContext(), policyName(policy)));
+  }
+
+  func::FuncOp func;
+  RecomputePolicy policy;
+  llvm::DenseSet<Operation *> forward;
+  llvm::DenseMap<Operation *, int64_t> layer;
+  llvm::DenseSet<Value> activations;
+  llvm::DenseSet<Value> readByBackward; // Before the rewrite.
+  IRMapping clones;
+  int64_t cloned = 0;
+};
+} // namespace
+
+llvm::Expected<RecomputePolicy> weft::parseRecomputePolicy(StringRef text) {
+  std::optional<RecomputePolicy> policy =
+      llvm::StringSwitch<std::optional<RecomputePolicy>>(text)
+          .Case("none", RecomputePolicy::None)
+          .Case("full", RecomputePolicy::Full)
+          .Case("selective", RecomputePolicy::Selective)
+          .Default(std::nullopt);
+  if (!policy)
+    return llvm::createStringError("unknown recompute policy '" + text.str() +
+                                   "' (supported: none, full, selective)");
+  return *policy;
+}
+
+int64_t weft::recompute(func::FuncOp func, RecomputePolicy policy) {
+  // Only autodiff's gradient function has a backward: elsewhere (the
+  // evaluation forward) an op the loss does not need is no gradient.
+  bool hasGradients = false;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    hasGradients |= static_cast<bool>(func.getResultAttr(i, "weft.grad"));
+  if (!hasGradients)
+    return 0;
+  return Recomputer(func, policy).run();
+}
+
+namespace {
+struct RecomputePass : weft::impl::RecomputeBase<RecomputePass> {
+  using RecomputeBase::RecomputeBase;
+  void runOnOperation() override {
+    llvm::Expected<RecomputePolicy> parsed = parseRecomputePolicy(policy);
+    if (!parsed) {
+      getOperation().emitError("weft-recompute: ")
+          << llvm::toString(parsed.takeError());
+      return signalPassFailure();
+    }
+    recompute(getOperation(), *parsed);
+  }
+};
+} // namespace

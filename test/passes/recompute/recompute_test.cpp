@@ -1,0 +1,244 @@
+//===- recompute_test.cpp - recomputation changes memory, not values ------===//
+//
+// weft-recompute's clones are the forward's ops on the forward's inputs, so
+// every policy must train bit for bit as no recomputation does: the
+// training step's loss and every gradient (@train_step), three AdamW steps'
+// losses, gradient norms and parameters, and the forward program's logits,
+// on one rank and on dp=2 x tp=2 (ranks as threads over Gloo). And what it
+// records per layer must be what Korthikanti et al.'s derivation gives for
+// the tensors Weft stores (docs/recompute.md has the table).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipeline.h"
+#include "frontend/models/ModelConfig.h"
+#include "runtime/exec/BundleData.h"
+#include "runtime/exec/SchedExecutor.h"
+#include "test/runtime/TrainingJob.h"
+
+#include <gtest/gtest.h>
+
+using namespace weft;
+using testutil::Case;
+using testutil::Trace;
+using testutil::worstError;
+
+namespace {
+/// Every output of @train_step on one batch, by name, then the trace of a
+/// few steps; on every rank of the bundle's mesh.
+struct Run {
+  std::map<std::string, std::vector<float>> gradients; // Rank 0's.
+  std::vector<Trace> traces;
+};
+
+Run runCase(const Case &setup) {
+  Run run;
+  std::string dir = testutil::compileCase(setup);
+  EXPECT_FALSE(dir.empty());
+  auto bundle = runtime::sched::loadSchedBundle(dir);
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  if (!bundle.ok())
+    return run;
+  std::vector<std::string> names;
+  for (const auto &p : bundle->params)
+    if (!p.state)
+      names.push_back(p.name);
+  run.traces = testutil::runJob(
+      setup, runtime::meshSpecOf(*bundle),
+      [&](int64_t r, runtime::Communicator *comm, int64_t first, int64_t rows,
+          Trace &trace) {
+        std::unique_ptr<runtime::SchedExecutor> exec =
+            testutil::openExecutor(dir, comm, trace);
+        if (!exec)
+          return;
+        if (setup.keepGradients) {
+          exec->initialize(5);
+          std::vector<int32_t> tokens = testutil::tokenIds(0, first, rows,
+                                                           setup.seq, 3),
+                               labels = testutil::tokenIds(0, first, rows,
+                                                           setup.seq, 1);
+          std::vector<runtime::HostTensor> in = {
+              {{rows, setup.seq}, runtime::DType::I32, tokens.data()},
+              {{rows, setup.seq}, runtime::DType::I32, labels.data()}};
+          if (absl::Status s = exec->run("train_step", in); !s.ok()) {
+            trace.failure = std::string(s.message());
+            return;
+          }
+          for (const auto &o : exec->bundle().program("train_step")->outputs) {
+            auto value = exec->output("train_step", o.name);
+            if (r == 0 && value.ok())
+              run.gradients[o.name] = *value;
+          }
+        }
+        testutil::train(*exec, first, rows, setup.seq, names, trace);
+      });
+  return run;
+}
+
+/// `setup` with each policy against no recomputation: equal bits.
+void checkPolicies(Case setup) {
+  setup.adamEps = 1e-4;
+  Run none = runCase(setup);
+  ASSERT_FALSE(none.traces.empty());
+  if (setup.keepGradients)
+    EXPECT_GT(none.gradients.size(), 10u);
+  for (const char *policy : {"full", "selective"}) {
+    SCOPED_TRACE(setup.label() + " recompute=" + policy);
+    Case recomputed = setup;
+    recomputed.recompute = policy;
+    Run got = runCase(recomputed);
+    ASSERT_EQ(got.traces.size(), none.traces.size());
+    for (size_t r = 0; r < got.traces.size(); ++r) {
+      const Trace &want = none.traces[r], &have = got.traces[r];
+      ASSERT_EQ(want.failure, "");
+      ASSERT_EQ(have.failure, "");
+      EXPECT_EQ(worstError(want.losses, have.losses), 0) << "rank " << r;
+      EXPECT_EQ(worstError(want.norms, have.norms), 0) << "rank " << r;
+      EXPECT_EQ(worstError(want.logits, have.logits), 0) << "rank " << r;
+      for (const auto &[name, values] : want.params)
+        EXPECT_EQ(worstError(values, have.params.at(name)), 0) << name;
+    }
+    EXPECT_EQ(got.gradients.size(), none.gradients.size());
+    for (const auto &[name, values] : none.gradients)
+      EXPECT_EQ(worstError(values, got.gradients[name]), 0) << name;
+  }
+}
+} // namespace
+
+TEST(Recompute, Gpt2TinyTrainsBitForBitUnderEveryPolicy) {
+  Case setup("gpt2-tiny");
+  setup.keepGradients = true;
+  checkPolicies(setup);
+}
+TEST(Recompute, LlamaTinyTrainsBitForBitUnderEveryPolicy) {
+  Case setup("llama-tiny");
+  setup.keepGradients = true;
+  checkPolicies(setup);
+}
+TEST(Recompute, MixtralTinyTrainsBitForBitUnderEveryPolicy) {
+  Case setup("mixtral-tiny");
+  setup.keepGradients = true;
+  checkPolicies(setup);
+}
+// Placed: tp's collectives stay (never recomputed) and its copy_to_group
+// identities are recomputed; the batch splits over dp.
+TEST(Recompute, Gpt2TinyOnDataAndTensorParallelRanks) {
+  checkPolicies(Case("gpt2-tiny", "f32", "dp=2,tp=2"));
+}
+TEST(Recompute, LlamaTinyOnDataAndTensorParallelRanks) {
+  checkPolicies(Case("llama-tiny", "f32", "dp=2,tp=2"));
+}
+// Every other placement: sequence parallelism's all-gathers and
+// reduce-scatters stay; ZeRO-3 gathers again what a recomputation reads;
+// pipeline stages run their recomputation in their backward; expert
+// parallelism's exchanges and route stay; context parallelism's ring
+// shifts stay, its block attentions are recomputed.
+TEST(Recompute, LlamaTinyWithSequenceParallelismAndZero3) {
+  checkPolicies(Case("llama-tiny", "f32", "tp=2,sp=on"));
+  checkPolicies(Case("llama-tiny", "f32", "dp=2,zero=3"));
+}
+TEST(Recompute, LlamaTinyInAPipeline) {
+  Case setup("llama-tiny", "f32", "pp=2,microbatches=2");
+  checkPolicies(setup);
+}
+TEST(Recompute, MixtralTinyWithExpertParallelism) {
+  Case setup("mixtral-tiny", "f32", "ep=2");
+  checkPolicies(setup);
+}
+TEST(Recompute, LlamaTinyWithContextParallelism) {
+  Case setup("llama-tiny", "f32", "cp=2");
+  setup.seq = 16;
+  checkPolicies(setup);
+}
+
+namespace {
+/// The planned @step of GPT-2-tiny with `layers` layers (batch 4, sequence
+/// 64) under `policy`: its arena bytes.
+int64_t stepArena(const std::string &policy, int64_t layers) {
+  auto context = testutil::makeContext();
+  auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
+                                            {4, 64, "f32", true}, layers);
+  if (!module)
+    return 0;
+  TrainingOptions options;
+  options.recompute = policy;
+  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)));
+  auto step = module->lookupSymbol<mlir::func::FuncOp>("step");
+  auto arena = step ? step->getAttrOfType<mlir::IntegerAttr>("weft.arena_bytes")
+                    : nullptr;
+  return arena ? arena.getInt() : 0;
+}
+} // namespace
+
+// What the rewrite is for: the memory plan's peak falls, most with full.
+TEST(Recompute, FullAndSelectiveShrinkTheStepsArena) {
+  int64_t none = stepArena("none", 8), selective = stepArena("selective", 8),
+          full = stepArena("full", 8);
+  EXPECT_GT(none, 0);
+  EXPECT_LT(selective, none);
+  EXPECT_LT(full, selective);
+}
+
+namespace {
+/// The per-layer bytes weft-recompute records for a GPT-2 layer of
+/// sequence s, batch b, hidden h and a heads, f32, by policy.
+std::vector<int64_t> recordedBytes(int64_t s, int64_t b, int64_t h, int64_t a,
+                                   const std::string &policy) {
+  auto context = testutil::makeContext();
+  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
+                                  "/examples/configs/gpt2-tiny.json");
+  EXPECT_TRUE(static_cast<bool>(config));
+  if (!config)
+    return {};
+  config->hiddenSize = h;
+  config->numHeads = a;
+  config->intermediateSize = 4 * h;
+  config->headDim = h / a;
+  config->maxPositions = std::max<int64_t>(config->maxPositions, s);
+  auto module = buildModel(*context, *config, {b, s, "f32", true});
+  EXPECT_TRUE(static_cast<bool>(module));
+  if (!module)
+    return {};
+  TrainingOptions options;
+  options.recompute = policy;
+  options.fuseAndPlan = false;
+  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(**module, options)));
+  auto step = (*module)->lookupSymbol<mlir::func::FuncOp>("step");
+  auto bytes =
+      step ? step->getAttrOfType<mlir::DenseI64ArrayAttr>(kActivationBytesAttr)
+           : nullptr;
+  EXPECT_TRUE(bytes) << "no " << kActivationBytesAttr;
+  return bytes ? std::vector<int64_t>(bytes.asArrayRef().begin(),
+                                      bytes.asArrayRef().end())
+               : std::vector<int64_t>();
+}
+} // namespace
+
+// Korthikanti et al. count sbh(34 + 5as/h) bytes per layer in fp16 with
+// dropout. Weft stores f32 (4 bytes), has no dropout masks (-3sbh of their
+// 34), and its attention keeps the output and the log-sum-exp (b s a
+// values) instead of the s x s probabilities: 16 sbh values + bsa without
+// recomputation; full keeps the layer's input (sbh, their 2sbh in fp16);
+// selective keeps the GEMMs' and attention's outputs and the input (q, k,
+// v, the output, its projection, the MLP's 4h and the input: 10 sbh) and
+// the log-sum-exp.
+TEST(Recompute, RecordedBytesPerLayerFollowKorthikanti) {
+  struct Shape {
+    int64_t s, b, h, a;
+  };
+  for (Shape x :
+       {Shape{8, 2, 64, 4}, Shape{16, 1, 32, 2}, Shape{32, 3, 48, 6}}) {
+    SCOPED_TRACE("s=" + std::to_string(x.s) + " b=" + std::to_string(x.b) +
+                 " h=" + std::to_string(x.h) + " a=" + std::to_string(x.a));
+    int64_t sbh = x.s * x.b * x.h, bsa = x.b * x.s * x.a;
+    std::map<std::string, int64_t> want = {{"none", 4 * (16 * sbh + bsa)},
+                                           {"selective", 4 * (10 * sbh + bsa)},
+                                           {"full", 4 * sbh}};
+    for (const auto &[policy, bytes] : want) {
+      std::vector<int64_t> got = recordedBytes(x.s, x.b, x.h, x.a, policy);
+      ASSERT_EQ(got.size(), 2u) << policy; // gpt2-tiny's two layers.
+      for (int64_t layer : got)
+        EXPECT_EQ(layer, bytes) << policy;
+    }
+  }
+}

@@ -83,11 +83,16 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   if (options.target != "cpu" && options.target != "cuda")
     return llvm::createStringError("weft-train: unknown target '" +
                                    options.target + "' (supported: cpu, cuda)");
-  if (llvm::Expected<RecomputePolicy> policy =
-          parseRecomputePolicy(options.recompute);
-      !policy)
+  llvm::Expected<RecomputeChoice> recompute = parseRecompute(options.recompute);
+  if (!recompute)
     return llvm::createStringError("weft-train: " +
-                                   llvm::toString(policy.takeError()));
+                                   llvm::toString(recompute.takeError()));
+  if (recompute->budgetGiB)
+    return llvm::createStringError(
+        "weft-train: recompute=" + options.recompute +
+        " is resolved by weftc compile (buildTrainingPrograms), which "
+        "compiles candidates to find it; pass the per-layer choice it made "
+        "(the report's recompute=...)");
   if (plan.worldSize() > 1) {
     ApplyPlanOptions apply;
     apply.plan = options.plan;
@@ -207,9 +212,113 @@ void registerTrainingPipeline() {
       });
 }
 
+namespace {
+/// The largest arena among `module`'s planned programs (weft.arena_bytes),
+/// or 0.
+int64_t largestArena(ModuleOp module) {
+  int64_t most = 0;
+  for (func::FuncOp f : module.getOps<func::FuncOp>())
+    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
+      most = std::max(most, arena.getInt());
+  return most;
+}
+
+/// How many layers (`weft.layer` of parameters) `module` has.
+int64_t layersOf(ModuleOp module) {
+  int64_t layers = 0;
+  module.walk([&](ParamOp p) {
+    if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr))
+      layers = std::max(layers, l.getInt() + 1);
+  });
+  return layers;
+}
+
+/// Resolves `--recompute budget=G`: the least recomputation along a ladder
+/// whose largest program arena (the memory plan's peak: the report's
+/// activations) fits G GiB. Step j of the ladder, for L layers, recomputes
+/// selectively the first j layers (j <= L), then all selectively and the
+/// first j - L fully; each step adds FLOPs and, as a rule, frees memory, so
+/// bisection finds the first that fits in about log2(2L) compilations of
+/// candidates. The step found is checked, not assumed; it is no Checkmate
+/// optimum (no solver): its extra FLOPs are at most those of the first
+/// ladder step that fits.
+FailureOr<std::string> chooseRecomputation(ModuleOp module,
+                                           const TrainingOptions &options,
+                                           double gib) {
+  int64_t layers = layersOf(module);
+  if (layers == 0)
+    return module.emitError("--recompute ")
+               << options.recompute
+               << ": the model has no layers (weft.layer) to recompute",
+           failure();
+  auto ladder = [&](int64_t j) {
+    RecomputeChoice c;
+    c.layers.assign(layers, RecomputePolicy::None);
+    for (int64_t l = 0; l < layers; ++l)
+      c.layers[l] = j <= layers ? (l < j ? RecomputePolicy::Selective
+                                         : RecomputePolicy::None)
+                                : (l < j - layers ? RecomputePolicy::Full
+                                                  : RecomputePolicy::Selective);
+    return c.str();
+  };
+  auto arenaOf = [&](int64_t j) -> FailureOr<int64_t> {
+    OwningOpRef<ModuleOp> trial = module.clone();
+    TrainingOptions t = options;
+    t.recompute = ladder(j);
+    t.sched = false;
+    t.fuseAndPlan = true;
+    if (failed(buildTrainingPrograms(*trial, t)))
+      return failure();
+    return largestArena(*trial);
+  };
+  auto budget = static_cast<int64_t>(gib * double(int64_t(1) << 30));
+  FailureOr<int64_t> least = arenaOf(2 * layers);
+  if (failed(least))
+    return failure();
+  if (*least > budget)
+    return module.emitError("--recompute ")
+               << options.recompute
+               << ": even recomputing every layer fully needs "
+               << llvm::formatv("{0:F2}", *least / double(int64_t(1) << 30))
+               << " GiB of activations (the memory plan's largest arena); "
+                  "raise the budget or split the model over more ranks",
+           failure();
+  FailureOr<int64_t> most = arenaOf(0);
+  if (failed(most))
+    return failure();
+  if (*most <= budget)
+    return ladder(0);
+  int64_t fits = 2 * layers, misses = 0;
+  while (fits - misses > 1) {
+    int64_t mid = (fits + misses) / 2;
+    FailureOr<int64_t> arena = arenaOf(mid);
+    if (failed(arena))
+      return failure();
+    (*arena <= budget ? fits : misses) = mid;
+  }
+  return ladder(fits);
+}
+} // namespace
+
 LogicalResult
 buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
                       function_ref<LogicalResult(PassManager &)> configure) {
+  if (llvm::Expected<RecomputeChoice> choice =
+          parseRecompute(options.recompute);
+      !choice) {
+    return module.emitError(llvm::toString(choice.takeError()));
+  } else if (choice->budgetGiB) {
+    if (!options.fuseAndPlan)
+      return module.emitError("--recompute budget= needs the memory plan "
+                              "(fuse-and-plan)");
+    FailureOr<std::string> chosen =
+        chooseRecomputation(module, options, *choice->budgetGiB);
+    if (failed(chosen))
+      return failure();
+    TrainingOptions resolved = options;
+    resolved.recompute = *chosen;
+    return buildTrainingPrograms(module, resolved, configure);
+  }
   TrainingPipelineOptions pipeline;
   pipeline.plan = options.plan.str();
   pipeline.target = options.cudaArchs.empty() ? "cpu" : "cuda";

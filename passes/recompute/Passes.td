@@ -21,7 +21,8 @@ def Recompute : Pass<"weft-recompute", "::mlir::func::FuncOp"> {
     (final norm, head, loss) are never recomputed, nor is a value a later
     layer reads (the layer's output, kept as the next one's input).
 
-    `policy`:
+    `policy` is one policy for every layer or one per layer, in order, with
+    runs (`full*2,selective*30`; the count must be the step's layers):
       - `none`: nothing changes.
       - `full` (Chen et al.): keep each layer's input and recompute
         everything else of the layer the backward reads.
@@ -47,7 +48,8 @@ def Recompute : Pass<"weft-recompute", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "What to recompute: none, full or selective">
+           "What to recompute: none, full or selective for every layer, or "
+           "one per layer with runs (full*2,selective*30)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

@@ -22,6 +22,9 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include <limits>
 
 namespace weft {
@@ -122,7 +125,9 @@ Value storageOf(Value value) {
   return value;
 }
 
-const char *policyName(RecomputePolicy policy) {
+} // namespace
+
+static const char *policyName(RecomputePolicy policy) {
   switch (policy) {
   case RecomputePolicy::None:
     return "none";
@@ -134,16 +139,27 @@ const char *policyName(RecomputePolicy policy) {
   return "none";
 }
 
+namespace {
 class Recomputer {
 public:
-  Recomputer(func::FuncOp func, RecomputePolicy policy)
-      : func(func), policy(policy), forward(forwardOps(func)),
+  Recomputer(func::FuncOp func, const RecomputeChoice &choice)
+      : func(func), choice(choice), forward(forwardOps(func)),
         layer(layersOf(func, forward)),
-        activations(activationsOf(func, forward)) {}
+        activations(activationsOf(func, forward)) {
+    for (auto [op, l] : layer)
+      if (inLayers(l))
+        layers = std::max(layers, l + 1);
+  }
 
-  int64_t run() {
-    if (policy != RecomputePolicy::None)
-      rewrite();
+  FailureOr<int64_t> run() {
+    if (!choice.layers.empty() &&
+        static_cast<int64_t>(choice.layers.size()) != layers)
+      return func.emitError("weft-recompute: the choice '")
+                 << choice.str() << "' names "
+                 << static_cast<int64_t>(choice.layers.size())
+                 << " layers' policies; the step has " << layers << " layers",
+             failure();
+    rewrite();
     recordActivationBytes();
     return cloned;
   }
@@ -156,9 +172,11 @@ private:
     if (!def || !activations.contains(value) || neverRecomputed(def))
       return false;
     int64_t l = layer.lookup(def);
-    if (l == kPrologue || l == kEpilogue)
+    if (!inLayers(l))
       return false;
-    if (policy == RecomputePolicy::Selective && isHeavy(def))
+    RecomputePolicy policy = choice.of(l);
+    if (policy == RecomputePolicy::None ||
+        (policy == RecomputePolicy::Selective && isHeavy(def)))
       return false;
     // A later layer's input (this layer's output) stays.
     for (Operation *user : value.getUsers())
@@ -247,10 +265,6 @@ private:
              isa<FloatType>(getElementTypeOrSelf(operand.getType()))))
           stored.insert(storageOf(operand));
     }
-    int64_t layers = 0;
-    for (auto [op, l] : layer)
-      if (inLayers(l))
-        layers = std::max(layers, l + 1);
     if (layers == 0 || stored.empty())
       return;
     SmallVector<int64_t> bytes(layers, 0);
@@ -264,11 +278,12 @@ private:
     func->setAttr(kActivationBytesAttr,
                   DenseI64ArrayAttr::get(func.getContext(), bytes));
     func->setAttr(kRecomputeAttr,
-                  StringAttr::get(func.getContext(), policyName(policy)));
+                  StringAttr::get(func.getContext(), choice.str()));
   }
 
   func::FuncOp func;
-  RecomputePolicy policy;
+  const RecomputeChoice &choice;
+  int64_t layers = 0;
   llvm::DenseSet<Operation *> forward;
   llvm::DenseMap<Operation *, int64_t> layer;
   llvm::DenseSet<Value> activations;
@@ -278,20 +293,74 @@ private:
 };
 } // namespace
 
-llvm::Expected<RecomputePolicy> weft::parseRecomputePolicy(StringRef text) {
-  std::optional<RecomputePolicy> policy =
-      llvm::StringSwitch<std::optional<RecomputePolicy>>(text)
-          .Case("none", RecomputePolicy::None)
-          .Case("full", RecomputePolicy::Full)
-          .Case("selective", RecomputePolicy::Selective)
-          .Default(std::nullopt);
-  if (!policy)
-    return llvm::createStringError("unknown recompute policy '" + text.str() +
-                                   "' (supported: none, full, selective)");
-  return *policy;
+std::string RecomputeChoice::str() const {
+  if (budgetGiB) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "budget=%g", *budgetGiB);
+    return text;
+  }
+  if (layers.empty())
+    return policyName(uniform);
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j < layers.size() && layers[j] == layers[i])
+      ++j;
+    if (!out.empty())
+      out += ",";
+    out += policyName(layers[i]);
+    if (j - i > 1)
+      out += "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
 }
 
-int64_t weft::recompute(func::FuncOp func, RecomputePolicy policy) {
+llvm::Expected<RecomputeChoice> weft::parseRecompute(StringRef text) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(
+        "recompute '" + text.str() + "': " + why.str() +
+        " (expected none, full, selective, a policy per layer such as "
+        "full*2,selective*30, or budget=<GiB>)");
+  };
+  auto policyNamed = [](StringRef name) {
+    return llvm::StringSwitch<std::optional<RecomputePolicy>>(name)
+        .Case("none", RecomputePolicy::None)
+        .Case("full", RecomputePolicy::Full)
+        .Case("selective", RecomputePolicy::Selective)
+        .Default(std::nullopt);
+  };
+  RecomputeChoice choice;
+  if (text.consume_front("budget=")) {
+    double gib = 0;
+    if (text.getAsDouble(gib) || !std::isfinite(gib) || gib <= 0)
+      return fail("the budget must be a positive number of GiB");
+    choice.budgetGiB = gib;
+    return choice;
+  }
+  if (std::optional<RecomputePolicy> one = policyNamed(text)) {
+    choice.uniform = *one;
+    return choice;
+  }
+  SmallVector<StringRef> items;
+  text.split(items, ',');
+  for (StringRef item : items) {
+    auto [name, count] = item.split('*');
+    std::optional<RecomputePolicy> policy = policyNamed(name);
+    if (!policy)
+      return fail("unknown policy '" + name + "'");
+    int64_t n = 1;
+    if (!count.empty() && (count.getAsInteger(10, n) || n < 1 || n > 4096))
+      return fail("'" + count + "' is not a layer count from 1 to 4096");
+    choice.layers.insert(choice.layers.end(), n, *policy);
+    if (choice.layers.size() > 4096)
+      return fail("more than 4096 layers");
+  }
+  return choice;
+}
+
+FailureOr<int64_t> weft::recompute(func::FuncOp func,
+                                   const RecomputeChoice &choice) {
   // Only autodiff's gradient function has a backward: elsewhere (the
   // evaluation forward) an op the loss does not need is no gradient.
   bool hasGradients = false;
@@ -299,20 +368,26 @@ int64_t weft::recompute(func::FuncOp func, RecomputePolicy policy) {
     hasGradients |= static_cast<bool>(func.getResultAttr(i, "weft.grad"));
   if (!hasGradients)
     return 0;
-  return Recomputer(func, policy).run();
+  if (choice.budgetGiB)
+    return func.emitError("weft-recompute: a budget is resolved by the "
+                          "compiler (weftc compile --recompute budget=...), "
+                          "which picks a policy per layer; pass that"),
+           failure();
+  return Recomputer(func, choice).run();
 }
 
 namespace {
 struct RecomputePass : weft::impl::RecomputeBase<RecomputePass> {
   using RecomputeBase::RecomputeBase;
   void runOnOperation() override {
-    llvm::Expected<RecomputePolicy> parsed = parseRecomputePolicy(policy);
+    llvm::Expected<RecomputeChoice> parsed = parseRecompute(policy);
     if (!parsed) {
       getOperation().emitError("weft-recompute: ")
           << llvm::toString(parsed.takeError());
       return signalPassFailure();
     }
-    recompute(getOperation(), *parsed);
+    if (failed(recompute(getOperation(), *parsed)))
+      signalPassFailure();
   }
 };
 } // namespace

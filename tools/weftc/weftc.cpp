@@ -160,9 +160,10 @@ cl::opt<int64_t> attentionScratchMb(
 cl::opt<std::string> recomputePolicy(
     "recompute",
     cl::desc("Activation recomputation: none (default), full (keep each "
-             "layer's input, recompute the rest of the layer in the backward) "
-             "or selective (keep GEMM and attention outputs, recompute the "
-             "ops between)"),
+             "layer's input, recompute the rest of the layer in the backward), "
+             "selective (keep GEMM and attention outputs, recompute the ops "
+             "between), one per layer (full*2,selective*30), or "
+             "budget=<GiB> (the least recomputation whose activations fit)"),
     cl::init("none"), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
@@ -595,10 +596,10 @@ int runCompile(MLIRContext &context) {
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
   options.attentionScratchMb = attentionScratchMb;
-  if (Expected<weft::RecomputePolicy> policy =
-          weft::parseRecomputePolicy(recomputePolicy);
-      !policy)
-    return fail("--recompute: " + toString(policy.takeError()));
+  if (Expected<weft::RecomputeChoice> choice =
+          weft::parseRecompute(recomputePolicy);
+      !choice)
+    return fail("--recompute: " + toString(choice.takeError()));
   options.recompute = recomputePolicy;
   // Named by their flags; the weft-train pipeline checks the same.
   if (Error e = weft::checkTrainingSettings(options.adamw, options.bucketMb,

@@ -12,6 +12,7 @@
 
 #include "compiler/Pipeline.h"
 #include "frontend/models/ModelConfig.h"
+#include "passes/recompute/Passes.h"
 #include "runtime/exec/BundleData.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "test/runtime/TrainingJob.h"
@@ -153,22 +154,103 @@ TEST(Recompute, LlamaTinyWithContextParallelism) {
 
 namespace {
 /// The planned @step of GPT-2-tiny with `layers` layers (batch 4, sequence
-/// 64) under `policy`: its arena bytes.
-int64_t stepArena(const std::string &policy, int64_t layers) {
+/// 64) under `policy`: its arena bytes, and the choice it recorded.
+struct Planned {
+  int64_t arena = 0;
+  std::string recompute;
+};
+Planned planStep(const std::string &policy, int64_t layers) {
   auto context = testutil::makeContext();
   auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
                                             {4, 64, "f32", true}, layers);
   if (!module)
-    return 0;
+    return {};
   TrainingOptions options;
   options.recompute = policy;
-  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)));
+  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)))
+      << policy;
   auto step = module->lookupSymbol<mlir::func::FuncOp>("step");
-  auto arena = step ? step->getAttrOfType<mlir::IntegerAttr>("weft.arena_bytes")
-                    : nullptr;
-  return arena ? arena.getInt() : 0;
+  if (!step)
+    return {};
+  Planned planned;
+  if (auto arena = step->getAttrOfType<mlir::IntegerAttr>("weft.arena_bytes"))
+    planned.arena = arena.getInt();
+  if (auto choice = step->getAttrOfType<mlir::StringAttr>(kRecomputeAttr))
+    planned.recompute = choice.str();
+  return planned;
+}
+int64_t stepArena(const std::string &policy, int64_t layers) {
+  return planStep(policy, layers).arena;
 }
 } // namespace
+
+// A budget between no recomputation's arena and full recomputation's is
+// met by the first step of the ladder (more layers selective, then full)
+// that fits: the step before it does not fit. One above no recomputation's
+// arena needs none; one below full recomputation's is an error.
+TEST(Recompute, ABudgetTakesTheFirstLadderStepThatFits) {
+  int64_t none = stepArena("none", 8), full = stepArena("full", 8);
+  ASSERT_GT(none, full);
+  double gib = double(int64_t(1) << 30);
+  double budget = (none + full) / 2 / gib;
+  Planned chosen = planStep("budget=" + std::to_string(budget), 8);
+  EXPECT_GT(chosen.arena, 0);
+  EXPECT_LE(chosen.arena, budget * gib);
+  // The choice is a ladder step: selective on a prefix, or all selective
+  // and full on a prefix; one step less does not fit.
+  llvm::Expected<RecomputeChoice> parsed = parseRecompute(chosen.recompute);
+  ASSERT_TRUE(static_cast<bool>(parsed)) << chosen.recompute;
+  ASSERT_EQ(parsed->layers.size(), 8u) << chosen.recompute;
+  int64_t selective = 0, fullLayers = 0;
+  for (RecomputePolicy p : parsed->layers) {
+    selective += p != RecomputePolicy::None;
+    fullLayers += p == RecomputePolicy::Full;
+  }
+  ASSERT_GT(selective, 0) << chosen.recompute;
+  RecomputeChoice before = *parsed;
+  if (fullLayers > 0)
+    before.layers[fullLayers - 1] = RecomputePolicy::Selective;
+  else
+    before.layers[selective - 1] = RecomputePolicy::None;
+  EXPECT_GT(stepArena(before.str(), 8), budget * gib)
+      << chosen.recompute << " vs " << before.str();
+
+  EXPECT_EQ(planStep("budget=" + std::to_string(2.0 * none / gib), 8).recompute,
+            "none*8");
+  auto context = testutil::makeContext();
+  auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
+                                            {4, 64, "f32", true}, 8);
+  ASSERT_TRUE(module);
+  TrainingOptions tight;
+  tight.recompute = "budget=" + std::to_string(full / 2 / gib);
+  std::string error;
+  {
+    testutil::DiagnosticCapture capture(*context, error);
+    EXPECT_TRUE(mlir::failed(buildTrainingPrograms(*module, tight)));
+  }
+  EXPECT_NE(error.find("even recomputing every layer fully needs"),
+            std::string::npos)
+      << error;
+}
+
+// The choice's text: one policy, runs per layer, a budget; what is not one
+// of them says what is.
+TEST(Recompute, ChoicesParseAndPrintBack) {
+  for (const char *text : {"none", "full", "selective", "full*2,selective*6",
+                           "full,none,selective", "budget=8"}) {
+    llvm::Expected<RecomputeChoice> c = parseRecompute(text);
+    ASSERT_TRUE(static_cast<bool>(c)) << text;
+    EXPECT_EQ(c->str(), text);
+  }
+  for (const char *text : {"most", "full*0", "full*x", "budget=0", "budget=-1",
+                           "budget=nan", "budget=", "full,,none"}) {
+    llvm::Expected<RecomputeChoice> c = parseRecompute(text);
+    ASSERT_FALSE(static_cast<bool>(c)) << text;
+    std::string message = llvm::toString(c.takeError());
+    EXPECT_NE(message.find("expected none, full, selective"), std::string::npos)
+        << message;
+  }
+}
 
 // What the rewrite is for: the memory plan's peak falls, most with full.
 TEST(Recompute, FullAndSelectiveShrinkTheStepsArena) {

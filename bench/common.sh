@@ -7,14 +7,15 @@ CONFIG=bench/gpt-bench.json
 BATCH=${BATCH:-8}
 SEQ=${SEQ:-256}
 STEPS=${STEPS:-5}
-# weft_bench PLAN NPROC THREADS LABEL: compiles $CONFIG at $BATCH x $SEQ
-# (with --plan PLAN unless empty) into $OUT/bundle-LABEL and trains it for
+# weft_bench PLAN NPROC THREADS LABEL [FLAGS]: compiles $CONFIG at $BATCH x
+# $SEQ (with --plan PLAN unless empty, and weftc compile FLAGS such as
+# "--dtype bf16") into $OUT/bundle-LABEL and trains it for
 # $STEPS + 2 steps on NPROC ranks of THREADS OpenBLAS threads, metrics in
 # $OUT/LABEL.jsonl (the first two steps are warm-up).
 weft_bench() {
   local bundle="$OUT/bundle-$4"
   "$BUILD/bin/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" \
-    ${1:+--plan $1} -o "$bundle" 2>/dev/null
+    ${1:+--plan $1} ${5:-} -o "$bundle" 2>/dev/null
   rm -f "$OUT/$4.jsonl"
   OPENBLAS_NUM_THREADS=$3 "$BUILD/bin/weft-run" --nproc "$2" "$bundle" \
     --data "$OUT/data.bin" --tokenizer bytes --steps $((STEPS + 2)) \

@@ -64,7 +64,7 @@ def loss_fn(params, tokens, labels, n_head):
         x = x + m @ blk["mlp_proj"][0] + blk["mlp_proj"][1]
     x = layer_norm(x, params["ln_f"])
     logits = x @ params["wte"].T
-    logp = jax.nn.log_softmax(logits, axis=-1)
+    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -jnp.take_along_axis(logp, labels[..., None], axis=-1).mean()
 
 
@@ -102,8 +102,12 @@ def time_steps(step, params, m, v, tokens, labels, warmup, steps):
     return statistics.median(times), float(loss)
 
 
-def make_step(n_head):
-    return make_adamw(lambda p, x, y: loss_fn(p, x, y, n_head))
+def make_step(n_head, compute=jnp.float32):
+    """AdamW on f32 parameters; the forward and backward compute in
+    `compute` (bf16: the parameters cast on the way in, as mixed precision
+    with f32 masters does; the loss in f32)."""
+    cast = lambda p: jax.tree_util.tree_map(lambda t: t.astype(compute), p)
+    return make_adamw(lambda p, x, y: loss_fn(cast(p), x, y, n_head))
 
 
 def main():
@@ -113,6 +117,8 @@ def main():
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                    help="compute type (bf16: f32 master weights)")
     ap.add_argument("--dp", type=int, default=1,
                     help="data-parallel devices (CPU: set XLA_FLAGS="
                          "--xla_force_host_platform_device_count=N)")
@@ -122,7 +128,8 @@ def main():
     params = init(config, key)
     zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
     m, v = zeros, zeros
-    step = make_step(config["n_head"])
+    step = make_step(config["n_head"],
+                     jnp.bfloat16 if args.dtype == "bf16" else jnp.float32)
     data = jax.random.randint(key, (args.batch, args.seq + 1), 0, config["vocab_size"])
     tokens, labels = data[:, :-1], data[:, 1:]
     if args.dp > 1:

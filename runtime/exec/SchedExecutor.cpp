@@ -100,18 +100,32 @@ void stridedCopy(const char *src, DType from, char *dst, DType to,
     return;
   size_t inW = dtypeSize(from), outW = dtypeSize(to);
   bool same = from == to;
-  // The innermost dimension, contiguous on both sides and of one type, is
-  // one memcpy.
+  // A narrow model's widening and rounding copies, f32 <-> bf16, on the
+  // bits (bf16Bits, bf16Value), a row at a time.
+  bool widen = from == DType::BF16 && to == DType::F32,
+       round = from == DType::F32 && to == DType::BF16;
+  // The innermost dimension, contiguous on both sides, is one memcpy (of
+  // one type) or one conversion loop.
   int64_t inner = 1;
-  bool rows = same && rank > 0 && srcStrides[rank - 1] == 1 &&
-              dstStrides[rank - 1] == 1;
+  bool rows = (same || widen || round) && rank > 0 &&
+              srcStrides[rank - 1] == 1 && dstStrides[rank - 1] == 1;
   if (rows)
     inner = sizes[rank - 1];
   int64_t outerRank = rows ? rank - 1 : rank;
   std::vector<int64_t> index(outerRank, 0);
   int64_t si = srcOffset, di = dstOffset;
   for (int64_t done = 0; done < count; done += inner) {
-    if (rows) {
+    if (rows && widen) {
+      auto *in = reinterpret_cast<const uint16_t *>(src) + si;
+      auto *out = reinterpret_cast<float *>(dst) + di;
+      for (int64_t i = 0; i < inner; ++i)
+        out[i] = bf16Value(in[i]);
+    } else if (rows && round) {
+      auto *in = reinterpret_cast<const float *>(src) + si;
+      auto *out = reinterpret_cast<uint16_t *>(dst) + di;
+      for (int64_t i = 0; i < inner; ++i)
+        out[i] = bf16Bits(in[i]);
+    } else if (rows) {
       std::memcpy(dst + di * outW, src + si * inW, inner * inW);
     } else if (same) {
       std::memcpy(dst + di * outW, src + si * inW, inW);

@@ -194,7 +194,7 @@ double decode(const uint8_t *bytes, DType type) {
   case DType::F32:
     return load<float>(bytes);
   case DType::BF16:
-    return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
+    return bf16Value(load<uint16_t>(bytes));
   case DType::F16:
     return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
   case DType::F8E4M3FN:
@@ -229,6 +229,11 @@ void encode(double x, DType type, uint8_t *bytes) {
   case DType::F32:
     return store<float>(static_cast<float>(x), bytes);
   case DType::BF16:
+    // A float (what programs hold) rounds on its bits; a double between
+    // floats must round once, from the double.
+    if (static_cast<double>(static_cast<float>(x)) == x || std::isnan(x))
+      return store<uint16_t>(bf16Bits(static_cast<float>(x)), bytes);
+    [[fallthrough]];
   case DType::F16:
     return store<uint16_t>(
         static_cast<uint16_t>(encodeFormat(x, *formatOf(type))), bytes);

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,27 @@ inline bool isNarrowFloat(DType type) {
 /// even, with the type's overflow rule (infinity, or NaN for F8E4M3FN which
 /// has no infinity). Integer types round toward zero. F64 returns x.
 double roundTo(double x, DType type);
+
+/// The bf16 bits of roundTo(x, BF16) for a float `x`: round to nearest
+/// even on the bits (subnormals and overflow to infinity included), a NaN
+/// as encode() writes it (the canonical quiet NaN 0x7FC0). What narrow
+/// models' copies run per element, so it is integer work, not encode's
+/// general rounding through double.
+inline uint16_t bf16Bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+    return 0x7FC0;
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+/// The float a bf16 holds (exact: bf16 is f32's top half).
+inline float bf16Value(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+}
 
 /// Reads one little-endian element at `bytes` as a double (exactly).
 double decode(const uint8_t *bytes, DType type);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using weft::runtime::DType;
@@ -96,6 +97,31 @@ TEST(Float, RoundingOfRandomDoublesMatchesAPFloat) {
       ASSERT_EQ(rounded, expected)
           << weft::runtime::dtypeName(c.type) << " x=" << x;
       ASSERT_EQ(ourEncode(c, x), theirs) << x;
+    }
+}
+
+// The f32 -> bf16 rounding narrow models' copies run on the bits against
+// APFloat, for every upper half with the lower halves where rounding
+// decides (0, just below, at and just above the tie, the most), so every
+// exponent (subnormals, overflow to infinity) and both tie directions.
+TEST(Float, Bf16BitsOfEveryFloatClassMatchAPFloat) {
+  const Case &bf16 = kCases[0];
+  for (uint32_t upper = 0; upper < (1u << 16); ++upper)
+    for (uint32_t lower : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u,
+                           0xFFFFu}) {
+      uint32_t bits = upper << 16 | lower;
+      float x;
+      std::memcpy(&x, &bits, sizeof(x));
+      uint16_t ours = weft::runtime::bf16Bits(x);
+      if (std::isnan(x)) {
+        ASSERT_EQ(ours, 0x7FC0) << std::hex << bits;
+        continue;
+      }
+      ASSERT_EQ(ours, apEncode(bf16, x)) << std::hex << bits;
+      // And back: the float a bf16 holds, exactly.
+      ASSERT_EQ(static_cast<double>(weft::runtime::bf16Value(ours)),
+                apDecode(bf16, ours))
+          << std::hex << ours;
     }
 }
 

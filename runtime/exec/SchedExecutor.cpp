@@ -100,10 +100,10 @@ void stridedCopy(const char *src, DType from, char *dst, DType to,
     return;
   size_t inW = dtypeSize(from), outW = dtypeSize(to);
   bool same = from == to;
-  // A narrow model's widening and rounding copies, f32 <-> bf16, on the
-  // bits (bf16Bits, bf16Value), a row at a time.
-  bool widen = from == DType::BF16 && to == DType::F32,
-       round = from == DType::F32 && to == DType::BF16;
+  // A narrow model's widening and rounding copies, f32 <-> bf16 or f16, on
+  // the bits (bf16Bits, f16Bits and their inverses), a row at a time.
+  bool widen = isNarrowFloat(from) && to == DType::F32,
+       round = from == DType::F32 && isNarrowFloat(to);
   // The innermost dimension, contiguous on both sides, is one memcpy (of
   // one type) or one conversion loop.
   int64_t inner = 1;
@@ -118,13 +118,21 @@ void stridedCopy(const char *src, DType from, char *dst, DType to,
     if (rows && widen) {
       auto *in = reinterpret_cast<const uint16_t *>(src) + si;
       auto *out = reinterpret_cast<float *>(dst) + di;
-      for (int64_t i = 0; i < inner; ++i)
-        out[i] = bf16Value(in[i]);
+      if (from == DType::BF16)
+        for (int64_t i = 0; i < inner; ++i)
+          out[i] = bf16Value(in[i]);
+      else
+        for (int64_t i = 0; i < inner; ++i)
+          out[i] = f16Value(in[i]);
     } else if (rows && round) {
       auto *in = reinterpret_cast<const float *>(src) + si;
       auto *out = reinterpret_cast<uint16_t *>(dst) + di;
-      for (int64_t i = 0; i < inner; ++i)
-        out[i] = bf16Bits(in[i]);
+      if (to == DType::BF16)
+        for (int64_t i = 0; i < inner; ++i)
+          out[i] = bf16Bits(in[i]);
+      else
+        for (int64_t i = 0; i < inner; ++i)
+          out[i] = f16Bits(in[i]);
     } else if (rows) {
       std::memcpy(dst + di * outW, src + si * inW, inner * inW);
     } else if (same) {

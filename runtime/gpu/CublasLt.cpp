@@ -174,24 +174,6 @@ CublasLt::open(GpuDevice &device, uint64_t workspace, size_t bytes) {
         "libcublasLt lacks an entry point Weft needs");
   if (absl::Status s = check(l, l.create(&lt->handle), "create"); !s.ok())
     return s;
-  lt->blas = std::make_unique<CublasLibrary>();
-  CublasLibrary &c = *lt->blas;
-  if (!c.library.open({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}))
-    return absl::UnavailableError(
-        "cuBLAS is not installed (libcublas.so.13); the GPU runtime runs its "
-        "grouped GEMMs through it: install the CUDA toolkit's cuBLAS or add "
-        "its lib64 to LD_LIBRARY_PATH");
-  c.library.bind(c.create, "cublasCreate_v2");
-  c.library.bind(c.destroy, "cublasDestroy_v2");
-  c.library.bind(c.setStream, "cublasSetStream_v2");
-  c.library.bind(c.grouped, "cublasGemmGroupedBatchedEx");
-  c.library.bind(c.statusName, "cublasGetStatusName");
-  if (!c.library.allBound())
-    return absl::UnavailableError(
-        "libcublas lacks cublasGemmGroupedBatchedEx (cuBLAS 12.5 or later)");
-  if (absl::Status s = check(l, c.create(&lt->blasHandle), "cuBLAS create");
-      !s.ok())
-    return s;
   lt->workspace = workspace;
   lt->workspaceBytes = bytes;
   return lt;
@@ -310,8 +292,40 @@ absl::Status CublasLt::matmul(const GemmShape &g, const GemmOperands &ops,
                "matmul");
 }
 
+absl::Status CublasLt::openBlas() {
+  // Only programs with grouped GEMMs (experts) need cuBLAS itself.
+  if (blasHandle)
+    return absl::OkStatus();
+  blas = std::make_unique<CublasLibrary>();
+  CublasLibrary &c = *blas;
+  if (!c.library.open({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}))
+    return absl::UnavailableError(
+        "cuBLAS is not installed (libcublas.so.13); the GPU runtime runs its "
+        "grouped GEMMs through it: install the CUDA toolkit's cuBLAS or add "
+        "its lib64 to LD_LIBRARY_PATH");
+  c.library.bind(c.create, "cublasCreate_v2");
+  c.library.bind(c.destroy, "cublasDestroy_v2");
+  c.library.bind(c.setStream, "cublasSetStream_v2");
+  c.library.bind(c.grouped, "cublasGemmGroupedBatchedEx");
+  c.library.bind(c.statusName, "cublasGetStatusName");
+  if (!c.library.allBound())
+    return absl::UnavailableError(
+        "libcublas lacks cublasGemmGroupedBatchedEx (cuBLAS 12.5 or later)");
+  return blasCheck(c.create(&blasHandle), "create");
+}
+
+absl::Status CublasLt::blasCheck(int status, const char *what) const {
+  if (status == 0)
+    return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cuBLAS ", what,
+                                          " failed: ", blas->statusName(status),
+                                          " (", status, ")"));
+}
+
 absl::Status CublasLt::groupedMatmul(const std::vector<GemmProblem> &problems,
                                      DeviceBuffer scratch, void *stream) {
+  if (absl::Status s = openBlas(); !s.ok())
+    return s;
   // Problems writing one C run in separate calls, in order (a wgrad's
   // groups of one expert accumulate): problem i goes in the call after the
   // last one holding its C.
@@ -363,12 +377,15 @@ absl::Status CublasLt::groupedMatmul(const std::vector<GemmProblem> &problems,
     }
   // The backend gives each grouped GEMM launch its own scratch and runs
   // programs with them launch by launch, so nothing queued still reads it.
+  // The copy is synchronous on the legacy default stream, which the
+  // device's streams (blocking, CudaDevice) wait for: the GEMM below reads
+  // the arrays after it.
   if (absl::Status s = device->copyToDevice(scratch, pointers.data(),
                                             pointers.size() * sizeof(uint64_t));
       !s.ok())
     return s;
   if (absl::Status s =
-          check(*lib, blas->setStream(blasHandle, stream), "cuBLAS stream");
+          blasCheck(blas->setStream(blasHandle, stream), "set stream");
       !s.ok())
     return s;
   auto *array = reinterpret_cast<void **>(scratch.address);
@@ -381,10 +398,8 @@ absl::Status CublasLt::groupedMatmul(const std::vector<GemmProblem> &problems,
                       kCudaR32F, &lda[first], array + n + first, kCudaR32F,
                       &ldb[first], &beta[first], array + 2 * n + first,
                       kCudaR32F, &ldc[first], count, ones.data(), kComputeF32);
-    if (status != 0)
-      return absl::InternalError(
-          absl::StrCat("cuBLAS grouped GEMM failed: ", blas->statusName(status),
-                       " (", status, ")"));
+    if (absl::Status s = blasCheck(status, "grouped GEMM"); !s.ok())
+      return s;
     first += call.size();
   }
   return absl::OkStatus();

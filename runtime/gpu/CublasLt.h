@@ -26,9 +26,11 @@ struct CublasLibrary;
 
 class CublasLt : public GemmEngine {
 public:
-  /// Opens cuBLASLt and cuBLAS on `device`'s CUDA context (current), with
-  /// `workspace` (device memory of `workspaceBytes`) for the algorithms that
-  /// want one; `device` (not owned) uploads grouped GEMMs' arguments.
+  /// Opens cuBLASLt on `device`'s CUDA context (current), with `workspace`
+  /// (device memory of `workspaceBytes`) for the algorithms that want one;
+  /// `device` (not owned) uploads grouped GEMMs' arguments. cuBLAS itself
+  /// is opened on the first grouped GEMM: programs without experts do not
+  /// need it.
   static absl::StatusOr<std::unique_ptr<CublasLt>>
   open(GpuDevice &device, uint64_t workspace, size_t workspaceBytes);
   ~CublasLt() override;
@@ -43,6 +45,9 @@ public:
 private:
   struct Plan;
   CublasLt() = default;
+  /// Loads cuBLAS and makes its handle, on the first grouped GEMM.
+  absl::Status openBlas();
+  absl::Status blasCheck(int status, const char *what) const;
 
   std::unique_ptr<CublasLtLibrary> lib;
   std::unique_ptr<CublasLibrary> blas;

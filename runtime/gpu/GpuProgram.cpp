@@ -1096,6 +1096,14 @@ groupedGemmWork(const GroupedGemmSpec &spec, const int32_t *sizes, uint64_t a,
     return starts.status();
   constexpr int64_t f32 = sizeof(float);
   GroupedGemmWork work;
+  if (spec.k == 0 || spec.m == 0) {
+    // No products (cuBLAS takes no leading dimension of 0): a forward's
+    // rows are sums of nothing, a wgrad's output is empty.
+    work.zeroFrom = out;
+    work.zeroBytes = static_cast<size_t>(
+        (spec.wgrad ? spec.experts * spec.k : spec.rows) * spec.m * f32);
+    return work;
+  }
   if (spec.wgrad) {
     // An expert with no rows anywhere gets a zero gradient (Megatron-LM#1877);
     // every group accumulates into its expert's block.

@@ -196,7 +196,7 @@ double decode(const uint8_t *bytes, DType type) {
   case DType::BF16:
     return bf16Value(load<uint16_t>(bytes));
   case DType::F16:
-    return decodeFormat(load<uint16_t>(bytes), *formatOf(type));
+    return f16Value(load<uint16_t>(bytes));
   case DType::F8E4M3FN:
   case DType::F8E5M2:
     return decodeFormat(bytes[0], *formatOf(type));
@@ -229,12 +229,14 @@ void encode(double x, DType type, uint8_t *bytes) {
   case DType::F32:
     return store<float>(static_cast<float>(x), bytes);
   case DType::BF16:
+  case DType::F16:
     // A float (what programs hold) rounds on its bits; a double between
     // floats must round once, from the double.
     if (static_cast<double>(static_cast<float>(x)) == x || std::isnan(x))
-      return store<uint16_t>(bf16Bits(static_cast<float>(x)), bytes);
-    [[fallthrough]];
-  case DType::F16:
+      return store<uint16_t>(type == DType::BF16
+                                 ? bf16Bits(static_cast<float>(x))
+                                 : f16Bits(static_cast<float>(x)),
+                             bytes);
     return store<uint16_t>(
         static_cast<uint16_t>(encodeFormat(x, *formatOf(type))), bytes);
   case DType::F8E4M3FN:

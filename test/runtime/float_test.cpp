@@ -107,8 +107,8 @@ TEST(Float, RoundingOfRandomDoublesMatchesAPFloat) {
 TEST(Float, Bf16BitsOfEveryFloatClassMatchAPFloat) {
   const Case &bf16 = kCases[0];
   for (uint32_t upper = 0; upper < (1u << 16); ++upper)
-    for (uint32_t lower : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u,
-                           0xFFFFu}) {
+    for (uint32_t lower :
+         {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) {
       uint32_t bits = upper << 16 | lower;
       float x;
       std::memcpy(&x, &bits, sizeof(x));
@@ -123,6 +123,43 @@ TEST(Float, Bf16BitsOfEveryFloatClassMatchAPFloat) {
                 apDecode(bf16, ours))
           << std::hex << ours;
     }
+}
+
+// f16 from floats against APFloat: every f16 value, the midpoint to the
+// next (a tie) and the floats either side of it, which covers every
+// exponent, subnormals, both tie directions and overflow to infinity; and
+// a million floats spread over every bit pattern.
+TEST(Float, F16BitsOfFloatsMatchAPFloat) {
+  const Case &f16 = kCases[1];
+  auto check = [&](float x) {
+    uint16_t ours = weft::runtime::f16Bits(x);
+    if (std::isnan(x)) {
+      ASSERT_EQ(ours, 0x7E00);
+      return;
+    }
+    ASSERT_EQ(ours, apEncode(f16, x)) << x;
+    ASSERT_EQ(static_cast<double>(weft::runtime::f16Value(ours)),
+              apDecode(f16, ours));
+  };
+  for (uint32_t h = 0; h < (1u << 16); ++h) {
+    float x = weft::runtime::f16Value(static_cast<uint16_t>(h));
+    check(x);
+    if (!std::isfinite(x) || (h & 0x7FFF) >= 0x7BFF)
+      continue; // The largest finite: its tie with infinity is below.
+    float next = weft::runtime::f16Value(static_cast<uint16_t>(h + 1));
+    float mid = static_cast<float>((double(x) + double(next)) / 2);
+    for (float y :
+         {mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)})
+      check(y);
+  }
+  for (float y : {65504.0f, 65519.0f, 65520.0f, 65536.0f, -65520.0f})
+    check(y);
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099) {
+    float x;
+    uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&x, &b, sizeof(x));
+    check(x);
+  }
 }
 
 TEST(Float, EdgeCases) {

@@ -85,6 +85,9 @@ FailureOr<std::string> kernelExpression(Operation *op,
       .Case([&](DivOp) { return a(0) + " / " + a(1); })
       .Case([&](MaxOp) { return "weft_max(" + a(0) + ", " + a(1) + ")"; })
       .Case([&](GeOp) { return a(0) + " >= " + a(1) + " ? 1.0 : 0.0"; })
+      .Case([&](SelectOp) {
+        return "(" + a(0) + " != 0.0 ? " + a(1) + " : " + a(2) + ")";
+      })
       .Case([&](NegOp) { return "-" + a(0); })
       .Case([&](ExpOp) { return "weft_exp(" + a(0) + ")"; })
       .Case([&](LogOp) { return "weft_log(" + a(0) + ")"; })

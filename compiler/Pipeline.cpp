@@ -111,7 +111,20 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     stages.boundaries = plan.stages;
     pm.addPass(createAssignStages(stages));
   }
-  pm.addPass(createAutodiff());
+  if (options.lossScale < 0 || !std::isfinite(options.lossScale) ||
+      options.lossScaleWindow < 1)
+    return llvm::createStringError(llvm::formatv(
+        "weft-train: loss-scale must be 0 (none) or a positive finite scale "
+        "and loss-scale-window at least 1, not {0} and {1}",
+        options.lossScale, options.lossScaleWindow));
+  if (options.lossScale > 0 && pipelined)
+    return llvm::createStringError(
+        "weft-train: loss scaling with pp is not supported yet (the scale "
+        "lives on the last stage's backward and every rank's step)");
+  AutodiffOptions autodiff;
+  autodiff.lossScale = options.lossScale;
+  autodiff.lossScaleWindow = options.lossScaleWindow;
+  pm.addPass(createAutodiff(autodiff));
   // Before ZeRO-3's re-gathers, so a recomputation's parameter reads are
   // backward reads that gather again.
   RecomputeOptions recomputeOptions;
@@ -334,6 +347,8 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.sched = options.sched;
   pipeline.attentionScratchMb = options.attentionScratchMb;
   pipeline.recompute = options.recompute;
+  pipeline.lossScale = options.lossScale;
+  pipeline.lossScaleWindow = options.lossScaleWindow;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

@@ -42,6 +42,11 @@ struct TrainingOptions {
   /// What the backward computes again instead of keeping: none, full or
   /// selective (weft-recompute's policy).
   std::string recompute = "none";
+  /// Dynamic loss scaling's initial scale (0: none; weftc compile uses 2^16
+  /// for f16 models) and the clean steps before the scale doubles
+  /// (weft-autodiff's loss-scale and loss-scale-window).
+  double lossScale = 0;
+  int64_t lossScaleWindow = 2000;
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -107,6 +112,14 @@ struct TrainingPipelineOptions
                      "layer's input) or selective (keep GEMM and attention "
                      "outputs)"),
       llvm::cl::init(TrainingOptions().recompute)};
+  Option<double> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("Dynamic loss scaling's initial scale (0: none)"),
+      llvm::cl::init(TrainingOptions().lossScale)};
+  Option<int64_t> lossScaleWindow{
+      *this, "loss-scale-window",
+      llvm::cl::desc("Clean steps before the loss scale doubles"),
+      llvm::cl::init(TrainingOptions().lossScaleWindow)};
 };
 
 /// Checks that AdamW's, the gradient bucket's and attention's settings are

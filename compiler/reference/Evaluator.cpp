@@ -379,6 +379,14 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](GeOp o) {
         return binary(o, [](double a, double b) { return a >= b ? 1.0 : 0.0; });
       })
+      .Case([&](SelectOp o) {
+        Tensor t = get(o.getCondition());
+        const Tensor &a = get(o.getLhs()), &b = get(o.getRhs());
+        for (size_t i = 0; i < t.data.size(); ++i)
+          t.data[i] = t.data[i] != 0 ? a.data[i] : b.data[i];
+        bind(o.getResult(), std::move(t));
+        return success();
+      })
       .Case([&](GeluGradOp o) { return binary(o, runtime::geluGrad); })
       .Case([&](SiluGradOp o) { return binary(o, runtime::siluGrad); })
       .Case([&](MatmulOp o) {

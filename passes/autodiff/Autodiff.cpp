@@ -16,6 +16,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <cmath>
 #include <map>
 
 namespace weft {
@@ -132,7 +133,8 @@ LogicalResult weft::checkForwardOps(func::FuncOp forward) {
 }
 
 FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
-                                            StringRef name) {
+                                            StringRef name,
+                                            const LossScaling &scaling) {
   if (forward.getBody().getBlocks().size() != 1)
     return forward.emitError("weft-autodiff needs a single-block function");
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
@@ -175,8 +177,27 @@ FailureOr<func::FuncOp> weft::differentiate(func::FuncOp forward,
     return result;
   };
   llvm::DenseMap<Value, Value> adjoint;
-  adjoint[loss] =
-      onStageOf(loss.getDefiningOp(), [&] { return e.splat(lossType, 1.0); });
+  Value seed;
+  if (scaling.initial > 0) {
+    // The loss scale: a state parameter (ones) times the initial scale.
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&body);
+    auto scale = ParamOp::create(
+        builder, loc, lossType, builder.getStringAttr(kLossScaleParam),
+        InitKindAttr::get(builder.getContext(), InitKind::Ones), FloatAttr(),
+        builder.getUnitAttr());
+    scale->setAttr(kLossScaleAttr, builder.getF64FloatAttr(scaling.initial));
+    scale->setAttr(kLossScaleWindowAttr,
+                   builder.getI64IntegerAttr(scaling.window));
+    builder.setInsertionPoint(gradRet);
+    seed = onStageOf(loss.getDefiningOp(), [&] {
+      return e.mul(scale.getResult(), e.splat(lossType, scaling.initial));
+    });
+  } else {
+    seed =
+        onStageOf(loss.getDefiningOp(), [&] { return e.splat(lossType, 1.0); });
+  }
+  adjoint[loss] = seed;
   auto accumulate = [&](Value v, Value g) {
     auto [it, inserted] = adjoint.try_emplace(v, g);
     if (inserted)
@@ -259,7 +280,14 @@ struct AutodiffPass : weft::impl::AutodiffBase<AutodiffPass> {
       getOperation().emitError("weft-autodiff: no function named @") << func;
       return signalPassFailure();
     }
-    if (failed(weft::differentiate(forward, out)))
+    if (lossScale < 0 || !std::isfinite(lossScale) || lossScaleWindow < 1) {
+      getOperation().emitError("weft-autodiff: loss-scale must be 0 (off) or "
+                               "a positive finite scale, and "
+                               "loss-scale-window at least 1");
+      return signalPassFailure();
+    }
+    if (failed(weft::differentiate(
+            forward, out, weft::LossScaling{lossScale, lossScaleWindow})))
       signalPassFailure();
   }
 };

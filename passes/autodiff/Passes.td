@@ -25,12 +25,25 @@ def Autodiff : Pass<"weft-autodiff", "::mlir::ModuleOp"> {
     `weft.grad` = the parameter's name (a parameter the loss does not depend
     on gets zeros). Forward results other than the loss are dropped, and dead
     ops are erased. An active op without a gradient rule is an error.
+
+    With `loss-scale` S > 0 (dynamic loss scaling, for fp16), the function
+    also declares the state parameter `loss_scale` (ones, with
+    `weft.loss_scale` = S and `weft.loss_scale_window`), and the backward
+    starts from S times it instead of 1: every gradient is scaled, the
+    loss result is not. weft-optimizer-adamw unscales, skips overflowed
+    steps and moves the scale.
   }];
   let options = [
     Option<"func", "func", "std::string", /*default=*/"\"forward\"",
            "Function to differentiate (its first result is the loss)">,
     Option<"out", "out", "std::string", /*default=*/"\"train_step\"",
-           "Name of the gradient function to create">
+           "Name of the gradient function to create">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0",
+           "Dynamic loss scaling's initial scale (0: none): the backward "
+           "starts from the scale, held in state parameter loss_scale">,
+    Option<"lossScaleWindow", "loss-scale-window", "int64_t",
+           /*default=*/"2000",
+           "Clean steps before the loss scale doubles">
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }

@@ -124,6 +124,36 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   auto expand = [&](Value s, Type like) {
     return e.broadcast(s, cast<RankedTensorType>(like), {});
   };
+  // A scalar state parameter of the step (counters of loss scaling).
+  auto stateScalar = [&](StringRef pname, InitKind init) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfter(lastParam);
+    auto op =
+        ParamOp::create(builder, loc, scalarType, builder.getStringAttr(pname),
+                        InitKindAttr::get(builder.getContext(), init),
+                        FloatAttr(), builder.getUnitAttr());
+    lastParam = op;
+    return op;
+  };
+  auto select = [&](Value c, Value a, Value b) {
+    return SelectOp::create(builder, loc, a.getType(), c, a, b).getResult();
+  };
+
+  // Dynamic loss scaling (weft-autodiff's loss-scale): the gradients are
+  // the loss scale S times the true ones; unscaled here, before the norm.
+  ParamOp lossScale;
+  for (ParamOp p : body.getOps<ParamOp>())
+    if (p.getName() == kLossScaleParam && p->hasAttr(kLossScaleAttr))
+      lossScale = p;
+  Value scaleUsed;
+  if (lossScale) {
+    double initial =
+        lossScale->getAttrOfType<FloatAttr>(kLossScaleAttr).getValueAsDouble();
+    scaleUsed = e.mul(lossScale.getResult(), scalar(initial));
+    Value inverse = e.div(scalar(1.0), scaleUsed);
+    for (Update &u : updates)
+      u.grad = e.mul(u.grad, expand(inverse, u.grad.getType()));
+  }
 
   // Global gradient norm and the clip factor min(1, max_norm / (n + 1e-6)).
   // A parameter split over mesh axes (`weft.shard_of`) has its gradient split
@@ -152,6 +182,16 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   }
   Value norm =
       sumSq ? SqrtOp::create(builder, loc, sumSq).getResult() : scalar(0.0);
+  // With loss scaling, a step whose gradients overflowed (an infinite or
+  // NaN norm, the same on every rank: the norm is all-reduced) changes no
+  // parameter or moment and does not count for Adam's bias correction.
+  Value ok;
+  if (lossScale) {
+    ok = GeOp::create(builder, loc, scalar(3.4028234663852886e38), norm);
+    ParamOp counted = stateScalar(kOptimizerStepParam, InitKind::Zeros);
+    stepNumber = e.add(counted.getResult(), ok);
+    AssignOp::create(builder, loc, counted.getName(), stepNumber);
+  }
   Value clip;
   if (config.maxGradNorm > 0)
     clip = e.div(scalar(config.maxGradNorm),
@@ -212,6 +252,12 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     if (decay)
       p = e.mul(p, expand(keep, type));
     Value updated = e.sub(p, e.mul(expand(lr, type), e.div(mhat, denom)));
+    if (ok) {
+      Value keepIt = expand(ok, type);
+      updated = select(keepIt, updated, u.param.getResult());
+      m2 = select(keepIt, m2, m);
+      v2 = select(keepIt, v2, v);
+    }
     AssignOp::create(builder, loc, u.param.getName(), updated);
     AssignOp::create(builder, loc, builder.getStringAttr(pname + ".exp_avg"),
                      m2);
@@ -219,14 +265,36 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                      v2);
   }
 
-  Value loss = ret.getOperand(0);
-  func::ReturnOp::create(builder, loc, ValueRange{loss, norm});
+  SmallVector<Value> results = {ret.getOperand(0), norm};
+  SmallVector<StringRef> names = {"loss", "grad_norm"};
+  if (lossScale) {
+    // The scale halves after an overflow and doubles after `window` clean
+    // steps in a row (PyTorch's GradScaler, Megatron's DynamicGradScaler).
+    int64_t window =
+        lossScale->getAttrOfType<IntegerAttr>(kLossScaleWindowAttr).getInt();
+    ParamOp good = stateScalar(kLossScaleGoodStepsParam, InitKind::Zeros);
+    Value s = lossScale.getResult();
+    Value counted =
+        select(ok, e.add(good.getResult(), scalar(1.0)), scalar(0.0));
+    Value grow = GeOp::create(builder, loc, counted,
+                              scalar(static_cast<double>(window)));
+    Value next = select(ok, select(grow, e.mul(s, scalar(2.0)), s),
+                        e.mul(s, scalar(0.5)));
+    AssignOp::create(builder, loc, lossScale.getName(), next);
+    AssignOp::create(builder, loc, good.getName(),
+                     select(grow, scalar(0.0), counted));
+    results.push_back(scaleUsed);
+    results.push_back(e.sub(scalar(1.0), ok));
+    names.push_back("loss_scale");
+    names.push_back("skipped");
+  }
+  func::ReturnOp::create(builder, loc, results);
   ret.erase();
-  step.setFunctionType(builder.getFunctionType(body.getArgumentTypes(),
-                                               {scalarType, scalarType}));
+  step.setFunctionType(builder.getFunctionType(
+      body.getArgumentTypes(), SmallVector<Type>(results.size(), scalarType)));
   step.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
-  step.setResultAttr(0, "weft.output", builder.getStringAttr("loss"));
-  step.setResultAttr(1, "weft.output", builder.getStringAttr("grad_norm"));
+  for (auto [i, n] : llvm::enumerate(names))
+    step.setResultAttr(i, "weft.output", builder.getStringAttr(n));
   for (StringRef input : {"lr", "step"})
     argAttrs.push_back(builder.getDictionaryAttr(
         builder.getNamedAttr("weft.input", builder.getStringAttr(input))));

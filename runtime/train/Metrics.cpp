@@ -42,11 +42,15 @@ std::string progressText(const StepReport &r, int64_t total, bool tty) {
                            std::string(width - done, '.'), step, steps, r.loss,
                            r.lr, tps, r.step == total ? "\n" : "");
   }
-  if (r.step == 1 || r.step == total ||
+  std::string scale =
+      r.lossScale ? absl::StrFormat(" loss_scale %g%s", *r.lossScale,
+                                    r.skipped ? " (overflow: skipped)" : "")
+                  : "";
+  if (r.step == 1 || r.step == total || r.skipped ||
       r.step % std::max<int64_t>(1, total / 20) == 0)
     return absl::StrFormat(
-        "step %lld/%lld loss %.4f grad_norm %.3f lr %.2e %.0f tok/s\n", step,
-        steps, r.loss, r.gradNorm, r.lr, tps);
+        "step %lld/%lld loss %.4f grad_norm %.3f lr %.2e %.0f tok/s%s\n", step,
+        steps, r.loss, r.gradNorm, r.lr, tps, scale);
   return "";
 }
 
@@ -62,6 +66,10 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
                       {"peak_memory_bytes", peakMemoryBytes}};
   if (!r.expertPairs.empty())
     line["expert_pairs"] = r.expertPairs;
+  if (r.lossScale) {
+    line["loss_scale"] = *r.lossScale;
+    line["skipped"] = r.skipped;
+  }
   return line.dump();
 }
 

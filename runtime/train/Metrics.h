@@ -35,7 +35,8 @@ absl::StatusOr<std::vector<int64_t>> peakMemoryOfRanks(Communicator *comm);
 std::string progressText(const StepReport &report, int64_t total, bool tty);
 
 /// The metrics file's JSON object for one step (no newline): step, loss,
-/// grad_norm, lr, tokens_per_s, step_s, ranks and peak_memory_bytes.
+/// grad_norm, lr, tokens_per_s, step_s, ranks and peak_memory_bytes; with
+/// loss scaling also loss_scale and skipped.
 std::string metricsLine(const StepReport &report, int64_t ranks,
                         const std::vector<int64_t> &peakMemoryBytes);
 

@@ -115,6 +115,12 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.step = n;
   report.loss = *executor.scalarOutput(runs.reporter, "loss");
   report.gradNorm = *executor.scalarOutput(runs.reporter, "grad_norm");
+  const sched::Program *reporter = executor.bundle().program(runs.reporter);
+  if (std::any_of(reporter->outputs.begin(), reporter->outputs.end(),
+                  [](const sched::Output &o) { return o.name == "skipped"; })) {
+    report.lossScale = *executor.scalarOutput(runs.reporter, "loss_scale");
+    report.skipped = *executor.scalarOutput(runs.reporter, "skipped") != 0;
+  }
   report.lr = lr;
   report.seconds = seconds;
   report.tokens = globalBatch * globalSeq;
@@ -129,7 +135,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   // A gradient norm past f32's range clips every update to nothing (or
   // NaN): the weights or the rate are out of range, and training on would
   // be noise.
-  if (!std::isfinite(report.gradNorm))
+  if (!std::isfinite(report.gradNorm) && !report.skipped)
     return absl::InternalError(absl::StrCat(
         "step ", n, ": the gradient norm is not finite (", report.gradNorm,
         "): weights or activations overflowed; check the "

@@ -14,6 +14,8 @@
 #include "runtime/train/Schedule.h"
 #include "runtime/train/TrainSchedule.h"
 
+#include <optional>
+
 namespace weft::runtime {
 
 struct StepReport {
@@ -27,6 +29,11 @@ struct StepReport {
   /// program order), the (token, choice) pairs the step sent to each
   /// expert, dropped ones included: the distribution of routing decisions.
   std::vector<std::vector<int64_t>> expertPairs;
+  /// With dynamic loss scaling (the step's outputs loss_scale and
+  /// skipped): the scale this step used, and whether its gradients
+  /// overflowed, so it changed nothing.
+  std::optional<double> lossScale;
+  bool skipped = false;
 };
 
 class TrainLoop {

@@ -31,6 +31,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -165,6 +166,17 @@ cl::opt<std::string> recomputePolicy(
              "between), one per layer (full*2,selective*30), or "
              "budget=<GiB> (the least recomputation whose activations fit)"),
     cl::init("none"), cl::sub(compileCmd));
+cl::opt<double> lossScale(
+    "loss-scale",
+    cl::desc("Dynamic loss scaling's initial scale, halved and the step "
+             "skipped when gradients overflow, doubled after "
+             "--loss-scale-window clean steps; 0 turns it off (default: 65536 "
+             "for an f16 model, else 0)"),
+    cl::init(-1), cl::sub(compileCmd));
+cl::opt<int64_t> lossScaleWindow(
+    "loss-scale-window",
+    cl::desc("Clean steps before the loss scale doubles (default 2000)"),
+    cl::init(2000), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
@@ -601,6 +613,21 @@ int runCompile(MLIRContext &context) {
       !choice)
     return fail("--recompute: " + toString(choice.takeError()));
   options.recompute = recomputePolicy;
+  // fp16 needs loss scaling (its gradients underflow without it); bf16 has
+  // f32's range and does not.
+  bool f16 = false;
+  module->walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      f16 |= getElementTypeOrSelf(t).isF16();
+  });
+  options.lossScale = lossScale.getNumOccurrences() ? lossScale.getValue()
+                      : f16                         ? 65536.0
+                                                    : 0.0;
+  if (options.lossScale < 0 || !std::isfinite(options.lossScale))
+    return fail("--loss-scale must be 0 (off) or a positive finite scale");
+  if (lossScaleWindow < 1)
+    return fail("--loss-scale-window must be at least 1");
+  options.lossScaleWindow = lossScaleWindow;
   // Named by their flags; the weft-train pipeline checks the same.
   if (Error e = weft::checkTrainingSettings(options.adamw, options.bucketMb,
                                             options.attentionScratchMb, "--"))

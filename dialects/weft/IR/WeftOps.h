@@ -96,6 +96,18 @@ inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";
+/// Dynamic loss scaling (weft-autodiff's loss-scale): the state parameter
+/// holding the scale over its initial value, and that parameter's
+/// attributes: the initial scale (f64) and the clean steps before it
+/// doubles (i64).
+inline constexpr const char *kLossScaleParam = "loss_scale";
+inline constexpr const char *kLossScaleAttr = "weft.loss_scale";
+inline constexpr const char *kLossScaleWindowAttr = "weft.loss_scale_window";
+/// With loss scaling, the optimizer step's state: the steps it applied
+/// (Adam's bias correction counts them, not skipped ones) and the clean
+/// steps since the scale last moved.
+inline constexpr const char *kOptimizerStepParam = "optimizer_step";
+inline constexpr const char *kLossScaleGoodStepsParam = "loss_scale_good_steps";
 /// On a training step (weft-recompute): per layer, the bytes of forward
 /// values the backward reads.
 inline constexpr const char *kActivationBytesAttr = "weft.activation_bytes";

@@ -501,6 +501,27 @@ def Weft_MaxOp : Weft_BinaryOp<"max",
 def Weft_GeOp : Weft_BinaryOp<"ge",
     "1 if x >= y else 0 (0 if either is NaN), in the operands' type: the mask "
     "max and reduce_max gradients use; its own gradient is zero", []>;
+def Weft_SelectOp : Weft_Op<"select", [Pure, Elementwise,
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
+  let summary = "elementwise choice";
+  let description = [{
+    z = a if c != 0 else b, for each index: `c` is a mask of 0 and 1 (from
+    `weft.ge`). Unlike c * a + (1 - c) * b, a NaN or infinity in the side
+    not chosen does not reach z: what dynamic loss scaling needs to keep a
+    parameter when its update overflowed. No gradient: it appears only in
+    the optimizer step.
+
+    ```mlir
+    %z = weft.select %c, %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$condition, Weft_FloatTensor:$lhs,
+                       Weft_FloatTensor:$rhs);
+  let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat =
+      "$condition `,` $lhs `,` $rhs attr-dict `:` type($result)";
+}
 def Weft_GeluGradOp : Weft_BinaryOp<"gelu_grad",
     "y * gelu'(x) with the tanh-form gelu (x is lhs, the incoming gradient y "
     "is rhs); appears only after autodiff", []>;

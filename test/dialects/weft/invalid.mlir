@@ -872,3 +872,11 @@ func.func @grouped_zero_experts(%x: tensor<4x8xf32>, %w: tensor<0x8x8xf32>, %c: 
   %0 = weft.grouped_matmul %x, %w, %c : tensor<4x8xf32>, tensor<0x8x8xf32>, tensor<4xi32>
   return
 }
+
+// -----
+
+func.func @select_types_differ(%c: tensor<4xf32>, %a: tensor<4xf32>, %b: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "weft.select"(%c, %a, %b) : (tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -155,6 +155,8 @@ func.func @moe(%x: tensor<16x64xf32>, %router: tensor<16x8xf32>, %w: tensor<8x64
 func.func @gradient_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %ids: tensor<2x8xi32>, %q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>, %l: tensor<2x8x256xf32>, %s: tensor<f32>) {
   // CHECK: weft.ge %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
   %0 = weft.ge %x, %x : tensor<2x8x64xf32>
+  // CHECK: weft.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
+  %sel = weft.select %0, %x, %x : tensor<2x8x64xf32>
   // CHECK: weft.gelu_grad %{{.*}}, %{{.*}} : tensor<2x8x64xf32>
   %1 = weft.gelu_grad %x, %x : tensor<2x8x64xf32>
   // CHECK: weft.silu_grad %{{.*}}, %{{.*}} : tensor<2x8x64xf32>

@@ -226,12 +226,14 @@ void registerTrainingPipeline() {
 }
 
 namespace {
-/// The largest arena among `module`'s planned programs (weft.arena_bytes),
-/// or 0.
+/// The largest arena among `module`'s planned programs that run a
+/// backward (weft-recompute marked them: the step, or @accumulate with
+/// micro-batches), or 0.
 int64_t largestArena(ModuleOp module) {
   int64_t most = 0;
   for (func::FuncOp f : module.getOps<func::FuncOp>())
-    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
+    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes");
+        arena && f->hasAttr(kRecomputeAttr))
       most = std::max(most, arena.getInt());
   return most;
 }
@@ -247,14 +249,14 @@ int64_t layersOf(ModuleOp module) {
 }
 
 /// Resolves `--recompute budget=G`: the least recomputation along a ladder
-/// whose largest program arena (the memory plan's peak: the report's
-/// activations) fits G GiB. Step j of the ladder, for L layers, recomputes
-/// selectively the first j layers (j <= L), then all selectively and the
-/// first j - L fully; each step adds FLOPs and, as a rule, frees memory, so
-/// bisection finds the first that fits in about log2(2L) compilations of
-/// candidates. The step found is checked, not assumed; it is no Checkmate
-/// optimum (no solver): its extra FLOPs are at most those of the first
-/// ladder step that fits.
+/// whose largest arena among the programs that run the backward (the
+/// memory plan's peak, planned as the report plans it) fits G GiB. Step j of
+/// the ladder, for L layers, recomputes selectively the first j layers (j <=
+/// L), then all selectively and the first j - L fully; each step adds FLOPs
+/// and, as a rule, frees memory, so bisection finds the first that fits in
+/// about log2(2L) compilations of candidates. The step found is checked, not
+/// assumed; it is no Checkmate optimum (no solver): its extra FLOPs are at most
+/// those of the first ladder step that fits.
 FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                            const TrainingOptions &options,
                                            double gib) {

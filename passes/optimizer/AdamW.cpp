@@ -278,8 +278,15 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
         select(ok, e.add(good.getResult(), scalar(1.0)), scalar(0.0));
     Value grow = GeOp::create(builder, loc, counted,
                               scalar(static_cast<double>(window)));
-    Value next = select(ok, select(grow, e.mul(s, scalar(2.0)), s),
-                        e.mul(s, scalar(0.5)));
+    // The scale stays at least 1 (Megatron's min_loss_scale): below, an
+    // overflow is not the scale's doing.
+    double initial =
+        lossScale->getAttrOfType<FloatAttr>(kLossScaleAttr).getValueAsDouble();
+    Value next =
+        MaxOp::create(builder, loc,
+                      select(ok, select(grow, e.mul(s, scalar(2.0)), s),
+                             e.mul(s, scalar(0.5))),
+                      scalar(std::min(1.0, 1.0 / initial)));
     AssignOp::create(builder, loc, lossScale.getName(), next);
     AssignOp::create(builder, loc, good.getName(),
                      select(grow, scalar(0.0), counted));

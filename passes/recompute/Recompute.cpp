@@ -39,6 +39,10 @@ namespace {
 /// Layer numbers of forward ops outside the model's layers.
 constexpr int64_t kPrologue = -1;
 constexpr int64_t kEpilogue = std::numeric_limits<int64_t>::max();
+/// A parameter without `weft.layer` (an embedding, the final norm's).
+constexpr int64_t kUnlayered = -2;
+
+bool inLayers(int64_t l) { return l >= 0 && l != kEpilogue; }
 
 /// What no policy recomputes: communication (a collective or transfer, or
 /// the expert route, which all-gathers counts under expert parallelism),
@@ -75,8 +79,11 @@ llvm::DenseSet<Operation *> forwardOps(func::FuncOp func) {
 
 /// Each forward op's layer: the largest `weft.layer` among the parameters
 /// it reads and its operands' layers. Before any layered op, an op is in
-/// the prologue; an op reading a parameter without a layer after one (the
-/// final norm, a tied head) starts the epilogue, which then spreads.
+/// the prologue; an op that reads a parameter without a layer after one
+/// (the final norm, a tied head) starts the epilogue, which then spreads.
+/// Where a parameter is declared does not matter, only where it is read.
+/// (A parameter without a layer that the layers themselves share, as
+/// T5's relative bias, would end them early: give it a layer.)
 llvm::DenseMap<Operation *, int64_t>
 layersOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
   llvm::DenseMap<Operation *, int64_t> layer;
@@ -86,15 +93,20 @@ layersOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
       continue;
     if (isa<ParamOp>(op)) {
       auto attr = op.getAttrOfType<IntegerAttr>(kLayerAttr);
-      layer[&op] = attr ? attr.getInt() : layered ? kEpilogue : kPrologue;
+      layer[&op] = attr ? attr.getInt() : kUnlayered;
       continue;
     }
     int64_t l = kPrologue;
+    bool epilogue = false;
     for (Value operand : op.getOperands())
-      if (Operation *def = operand.getDefiningOp(); def && layer.count(def))
-        l = std::max(l, layer[def]);
-    layer[&op] = l;
-    layered |= l != kPrologue && l != kEpilogue;
+      if (Operation *def = operand.getDefiningOp(); def && layer.count(def)) {
+        if (layer[def] == kUnlayered)
+          epilogue |= layered;
+        else
+          l = std::max(l, layer[def]);
+      }
+    layer[&op] = epilogue ? kEpilogue : l;
+    layered |= inLayers(layer[&op]);
   }
   return layer;
 }
@@ -176,13 +188,31 @@ private:
       return false;
     RecomputePolicy policy = choice.of(l);
     if (policy == RecomputePolicy::None ||
-        (policy == RecomputePolicy::Selective && isHeavy(def)))
+        (policy == RecomputePolicy::Selective && keptBySelective(def)))
       return false;
-    // A later layer's input (this layer's output) stays.
-    for (Operation *user : value.getUsers())
-      if (forward.contains(user) && layer.lookup(user) > l)
-        return false;
-    return true;
+    return !readByLaterLayer(value, l);
+  }
+
+  /// Selective keeps GEMM and attention outputs. (On the GPU a GEMM whose
+  /// bias add is recomputed keeps its output for the clone, so
+  /// weft-gemm-epilogue no longer folds the bias into it; keeping the sum
+  /// instead stores as much but planned worse on the CPU: 9.7 against 7.4
+  /// MB for an 8-layer GPT-2-tiny at 4 x 64.)
+  bool keptBySelective(Operation *def) { return isHeavy(def); }
+
+  /// Whether a forward op of a layer after `l` reads `value`, directly or
+  /// through views of it (the value is that layer's input: it stays).
+  bool readByLaterLayer(Value value, int64_t l) {
+    for (Operation *user : value.getUsers()) {
+      if (!forward.contains(user))
+        continue;
+      if (layer.lookup(user) > l)
+        return true;
+      if (isa<ReshapeOp, CopyToGroupOp>(user) &&
+          readByLaterLayer(user->getResult(0), l))
+        return true;
+    }
+    return false;
   }
 
   /// Whether a recomputation that reads `value`, made from parameters
@@ -224,8 +254,6 @@ private:
         if (recomputable(use.get()))
           use.set(materialize(use.get(), op));
   }
-
-  static bool inLayers(int64_t l) { return l != kPrologue && l != kEpilogue; }
 
   /// The layer a stored value counts for: the first layer that reads it in
   /// the forward (a layer's input is its own, as Korthikanti et al. count
@@ -333,8 +361,10 @@ llvm::Expected<RecomputeChoice> weft::parseRecompute(StringRef text) {
   RecomputeChoice choice;
   if (text.consume_front("budget=")) {
     double gib = 0;
-    if (text.getAsDouble(gib) || !std::isfinite(gib) || gib <= 0)
-      return fail("the budget must be a positive number of GiB");
+    if (text.getAsDouble(gib) || !std::isfinite(gib) || gib <= 0 ||
+        gib > 1048576)
+      return fail("the budget must be a number of GiB above 0 and at most "
+                  "1048576");
     choice.budgetGiB = gib;
     return choice;
   }

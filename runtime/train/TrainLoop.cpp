@@ -135,6 +135,12 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   // A gradient norm past f32's range clips every update to nothing (or
   // NaN): the weights or the rate are out of range, and training on would
   // be noise.
+  if (report.skipped && report.lossScale && *report.lossScale <= 1)
+    return absl::InternalError(absl::StrCat(
+        "step ", n, ": the gradients overflow even at loss scale ",
+        *report.lossScale,
+        ": the weights or activations are out of range; check the initial "
+        "weights or lower --lr"));
   if (!std::isfinite(report.gradNorm) && !report.skipped)
     return absl::InternalError(absl::StrCat(
         "step ", n, ": the gradient norm is not finite (", report.gradNorm,

@@ -33,7 +33,10 @@ func.func @forward(%x: tensor<2x4xf32> {weft.input = "x"},
 // CHECK: weft.assign "optimizer_step"
 // CHECK: weft.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x3xf32>
 // CHECK: weft.assign "w", %{{.*}} : tensor<4x3xf32>
-// CHECK: weft.assign "loss_scale", %{{.*}} : tensor<f32>
+// Halved, doubled or kept, never below 1 (1 / 1024 of the initial scale).
+// CHECK: %[[FLOOR:.*]] = weft.constant dense<9.765625E-4> : tensor<f32>
+// CHECK: %[[NEXT:.*]] = weft.max %{{.*}}, %[[FLOOR]] : tensor<f32>
+// CHECK: weft.assign "loss_scale", %[[NEXT]] : tensor<f32>
 // CHECK: weft.assign "loss_scale_good_steps", %{{.*}} : tensor<f32>
 // CHECK: return %{{.*}}, %{{.*}}, %[[USED]], %{{.*}} : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 

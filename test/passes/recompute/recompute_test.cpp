@@ -243,7 +243,8 @@ TEST(Recompute, ChoicesParseAndPrintBack) {
     EXPECT_EQ(c->str(), text);
   }
   for (const char *text : {"most", "full*0", "full*x", "budget=0", "budget=-1",
-                           "budget=nan", "budget=", "full,,none"}) {
+                           "budget=nan", "budget=", "budget=1e10",
+                           "full,,none"}) {
     llvm::Expected<RecomputeChoice> c = parseRecompute(text);
     ASSERT_FALSE(static_cast<bool>(c)) << text;
     std::string message = llvm::toString(c.takeError());

@@ -242,9 +242,9 @@ TEST(Recompute, ChoicesParseAndPrintBack) {
     ASSERT_TRUE(static_cast<bool>(c)) << text;
     EXPECT_EQ(c->str(), text);
   }
-  for (const char *text : {"most", "full*0", "full*x", "budget=0", "budget=-1",
-                           "budget=nan", "budget=", "budget=1e10",
-                           "full,,none"}) {
+  for (const char *text :
+       {"most", "full*0", "full*x", "budget=0", "budget=-1", "budget=nan",
+        "budget=", "budget=1e10", "full,,none"}) {
     llvm::Expected<RecomputeChoice> c = parseRecompute(text);
     ASSERT_FALSE(static_cast<bool>(c)) << text;
     std::string message = llvm::toString(c.takeError());

@@ -2,6 +2,7 @@
 
 #include "runtime/support/Float.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -187,6 +188,51 @@ double roundTo(double x, DType type) {
   return std::trunc(x);
 }
 
+uint8_t fp8Bits(float x, DType type) {
+  bool e4m3 = type == DType::F8E4M3FN;
+  // E4M3FN: bias 7, 3 mantissa bits, normals from 2^-6, NaN 0x7F (no sign).
+  // E5M2: bias 15, 2 mantissa bits, normals from 2^-14, NaN 0x7E.
+  int mantBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  auto sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+  u &= 0x7FFFFFFFu;
+  uint8_t nan = e4m3 ? 0x7F : 0x7E;
+  if (u > 0x7F800000u)
+    return nan;
+  if (e4m3 ? u > 0x43E80000u   // Past 464: NaN (no infinity).
+           : u >= 0x47700000u) // 61440 and up: infinity.
+    return e4m3 ? nan : static_cast<uint8_t>(sign | 0x7C);
+  auto minNormal = static_cast<uint32_t>(127 + 1 - bias) << 23;
+  if (u < minNormal) {
+    // Subnormal: a count of 2^(1 - bias - mantBits) quanta, exactly scaled
+    // and rounded to nearest even (the top count carries into the
+    // smallest normal's bits).
+    float quanta =
+        std::nearbyint(std::ldexp(std::fabs(x), bias - 1 + mantBits));
+    return sign | static_cast<uint8_t>(quanta);
+  }
+  int drop = 23 - mantBits;
+  u -= static_cast<uint32_t>(127 - bias) << 23;
+  u += (1u << (drop - 1)) - 1 + ((u >> drop) & 1u);
+  return sign | static_cast<uint8_t>(u >> drop);
+}
+
+float fp8Value(uint8_t bits, DType type) {
+  // Every byte, decoded once per format by the general (exact) decoder.
+  static const auto tables = [] {
+    std::array<std::array<float, 256>, 2> t{};
+    for (int b = 0; b < 256; ++b) {
+      t[0][b] = static_cast<float>(
+          decodeFormat(static_cast<uint32_t>(b), *formatOf(DType::F8E4M3FN)));
+      t[1][b] = static_cast<float>(
+          decodeFormat(static_cast<uint32_t>(b), *formatOf(DType::F8E5M2)));
+    }
+    return t;
+  }();
+  return tables[type == DType::F8E4M3FN ? 0 : 1][bits];
+}
+
 double decode(const uint8_t *bytes, DType type) {
   switch (type) {
   case DType::F64:
@@ -199,7 +245,7 @@ double decode(const uint8_t *bytes, DType type) {
     return f16Value(load<uint16_t>(bytes));
   case DType::F8E4M3FN:
   case DType::F8E5M2:
-    return decodeFormat(bytes[0], *formatOf(type));
+    return fp8Value(bytes[0], type);
   case DType::I64:
     return static_cast<double>(load<int64_t>(bytes));
   case DType::I32:
@@ -241,7 +287,10 @@ void encode(double x, DType type, uint8_t *bytes) {
         static_cast<uint16_t>(encodeFormat(x, *formatOf(type))), bytes);
   case DType::F8E4M3FN:
   case DType::F8E5M2:
-    bytes[0] = static_cast<uint8_t>(encodeFormat(x, *formatOf(type)));
+    if (static_cast<double>(static_cast<float>(x)) == x || std::isnan(x))
+      bytes[0] = fp8Bits(static_cast<float>(x), type);
+    else
+      bytes[0] = static_cast<uint8_t>(encodeFormat(x, *formatOf(type)));
     return;
   case DType::I64:
     return store<int64_t>(static_cast<int64_t>(x), bytes);

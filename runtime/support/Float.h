@@ -121,6 +121,13 @@ inline float f16Value(uint16_t bits) {
   return x;
 }
 
+/// The FP8 formats the same way: the bits of roundTo(x, F8E4M3FN or
+/// F8E5M2) for a float `x`, on the bits (E4M3FN has no infinity: past 464,
+/// the tie with the NaN slot, it is NaN 0x7F; E5M2 overflows to infinity
+/// from 61440), and the float a byte of either holds (a table).
+uint8_t fp8Bits(float x, DType type);
+float fp8Value(uint8_t bits, DType type);
+
 /// Reads one little-endian element at `bytes` as a double (exactly).
 double decode(const uint8_t *bytes, DType type);
 /// Writes roundTo(x, type) as one little-endian element at `bytes`.

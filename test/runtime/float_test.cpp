@@ -162,6 +162,50 @@ TEST(Float, F16BitsOfFloatsMatchAPFloat) {
   }
 }
 
+// The FP8 formats from floats against APFloat: every value, the midpoint
+// to the next (a tie) and the floats either side of it (subnormals, every
+// exponent, E4M3FN's tie with its NaN slot at 464, E5M2's overflow at
+// 61440), and a million floats spread over every bit pattern.
+TEST(Float, Fp8BitsOfFloatsMatchAPFloat) {
+  for (const Case &c : {kCases[2], kCases[3]}) {
+    SCOPED_TRACE(std::string(weft::runtime::dtypeName(c.type)));
+    auto check = [&](float x) {
+      uint8_t ours = weft::runtime::fp8Bits(x, c.type);
+      double rounded = weft::runtime::roundTo(x, c.type);
+      if (std::isnan(rounded)) {
+        ASSERT_EQ(ours, c.type == DType::F8E4M3FN ? 0x7F : 0x7E) << x;
+        return;
+      }
+      ASSERT_EQ(ours, apEncode(c, x)) << x;
+      ASSERT_EQ(static_cast<double>(weft::runtime::fp8Value(ours, c.type)),
+                apDecode(c, ours));
+    };
+    for (uint32_t b = 0; b < 256; ++b) {
+      double v = apDecode(c, b);
+      if (std::isnan(v))
+        continue;
+      check(static_cast<float>(v));
+      double next = apDecode(c, b + 1 < 256 ? b + 1 : b);
+      if (!std::isfinite(v) || std::isnan(next) || !std::isfinite(next) ||
+          b == 0x7F || b == 0xFF)
+        continue;
+      auto mid = static_cast<float>((v + next) / 2);
+      for (float y :
+           {mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)})
+        check(y);
+    }
+    for (float y : {448.0f, 464.0f, 464.1f, 480.0f, 57344.0f, 61439.0f,
+                    61440.0f, 1e30f, -1e30f, INFINITY, -INFINITY})
+      check(y);
+    for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099) {
+      float x;
+      uint32_t b = static_cast<uint32_t>(bits);
+      std::memcpy(&x, &b, sizeof(x));
+      check(x);
+    }
+  }
+}
+
 TEST(Float, EdgeCases) {
   using weft::runtime::roundTo;
   // Ties go to even: 1 + 2^-8 lies halfway between two bf16 values.

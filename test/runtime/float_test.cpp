@@ -45,6 +45,17 @@ uint32_t apEncode(const Case &c, double x) {
   return static_cast<uint32_t>(f.bitcastToAPInt().getZExtValue());
 }
 
+/// Calls `fn` on a million floats spread evenly over every bit pattern
+/// (NaNs, infinities and subnormals among them).
+template <typename Fn> void forSpreadFloats(Fn fn) {
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099) {
+    float x;
+    uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&x, &b, sizeof(x));
+    fn(x);
+  }
+}
+
 uint32_t ourEncode(const Case &c, double x) {
   uint8_t bytes[2] = {0, 0};
   weft::runtime::encode(x, c.type, bytes);
@@ -154,12 +165,7 @@ TEST(Float, F16BitsOfFloatsMatchAPFloat) {
   }
   for (float y : {65504.0f, 65519.0f, 65520.0f, 65536.0f, -65520.0f})
     check(y);
-  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099) {
-    float x;
-    uint32_t b = static_cast<uint32_t>(bits);
-    std::memcpy(&x, &b, sizeof(x));
-    check(x);
-  }
+  forSpreadFloats(check);
 }
 
 // The FP8 formats from floats against APFloat: every value, the midpoint
@@ -197,12 +203,7 @@ TEST(Float, Fp8BitsOfFloatsMatchAPFloat) {
     for (float y : {448.0f, 464.0f, 464.1f, 480.0f, 57344.0f, 61439.0f,
                     61440.0f, 1e30f, -1e30f, INFINITY, -INFINITY})
       check(y);
-    for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099) {
-      float x;
-      uint32_t b = static_cast<uint32_t>(bits);
-      std::memcpy(&x, &b, sizeof(x));
-      check(x);
-    }
+    forSpreadFloats(check);
   }
 }
 

@@ -111,12 +111,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     stages.boundaries = plan.stages;
     pm.addPass(createAssignStages(stages));
   }
-  if (options.lossScale < 0 || !std::isfinite(options.lossScale) ||
-      options.lossScaleWindow < 1)
-    return llvm::createStringError(llvm::formatv(
-        "weft-train: loss-scale must be 0 (none) or a positive finite scale "
-        "and loss-scale-window at least 1, not {0} and {1}",
-        options.lossScale, options.lossScaleWindow));
+  // weft-autodiff checks the loss scale's range.
   if (options.lossScale > 0 && pipelined)
     return llvm::createStringError(
         "weft-train: loss scaling with pp is not supported yet (the scale "

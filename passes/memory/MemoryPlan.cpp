@@ -52,9 +52,7 @@ FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
       classes.insert(r);
       values.push_back(r);
     }
-    // Views: a reshape, and copy_to_group (an identity whose gradient is a
-    // collective), share their operand's bytes.
-    if (isa<ReshapeOp, CopyToGroupOp>(op) && op.getOperand(0).getDefiningOp() &&
+    if (isViewOp(&op) && op.getOperand(0).getDefiningOp() &&
         planned(op.getOperand(0).getDefiningOp()))
       classes.unionSets(op.getResult(0), op.getOperand(0));
   }

@@ -18,6 +18,12 @@ namespace weft {
 /// Bytes of one element of a weft element type (f8 = 1, bf16/f16 = 2, ...).
 int64_t elementBytes(mlir::Type type);
 
+/// Whether `op`'s result shares its operand's bytes in the memory plan: a
+/// reshape, and copy_to_group (an identity whose gradient is a collective).
+inline bool isViewOp(mlir::Operation *op) {
+  return mlir::isa<ReshapeOp, CopyToGroupOp>(op);
+}
+
 /// Plans `func` (see weft-memory-plan) and returns the arena size in bytes,
 /// or fails with an error at the largest value live when the values live
 /// at once need more than one arena holds (2^62 bytes).

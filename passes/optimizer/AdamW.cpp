@@ -146,8 +146,9 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     if (p.getName() == kLossScaleParam && p->hasAttr(kLossScaleAttr))
       lossScale = p;
   Value scaleUsed;
+  double initial = 0;
   if (lossScale) {
-    double initial =
+    initial =
         lossScale->getAttrOfType<FloatAttr>(kLossScaleAttr).getValueAsDouble();
     scaleUsed = e.mul(lossScale.getResult(), scalar(initial));
     Value inverse = e.div(scalar(1.0), scaleUsed);
@@ -280,8 +281,6 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                               scalar(static_cast<double>(window)));
     // The scale stays at least 1 (Megatron's min_loss_scale): below, an
     // overflow is not the scale's doing.
-    double initial =
-        lossScale->getAttrOfType<FloatAttr>(kLossScaleAttr).getValueAsDouble();
     Value next =
         MaxOp::create(builder, loc,
                       select(ok, select(grow, e.mul(s, scalar(2.0)), s),

@@ -126,11 +126,10 @@ activationsOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
   return activations;
 }
 
-/// The value whose storage `value` shares: through reshapes and
-/// copy_to_group, which the memory plan makes views.
+/// The value whose storage `value` shares, through the memory plan's views.
 Value storageOf(Value value) {
   while (Operation *def = value.getDefiningOp()) {
-    if (!isa<ReshapeOp, CopyToGroupOp>(def))
+    if (!isViewOp(def))
       break;
     value = def->getOperand(0);
   }
@@ -172,6 +171,9 @@ public:
                  << " layers' policies; the step has " << layers << " layers",
              failure();
     rewrite();
+    // The budget search reads this to find the programs with a backward.
+    func->setAttr(kRecomputeAttr,
+                  StringAttr::get(func.getContext(), choice.str()));
     recordActivationBytes();
     return cloned;
   }
@@ -186,19 +188,17 @@ private:
     int64_t l = layer.lookup(def);
     if (!inLayers(l))
       return false;
+    // Selective keeps GEMM and attention outputs. (On the GPU a GEMM whose
+    // bias add is recomputed keeps its output for the clone, so
+    // weft-gemm-epilogue no longer folds the bias into it; keeping the sum
+    // instead stores as much but planned worse on the CPU: 9.7 against 7.4
+    // MB for an 8-layer GPT-2-tiny at 4 x 64.)
     RecomputePolicy policy = choice.of(l);
     if (policy == RecomputePolicy::None ||
-        (policy == RecomputePolicy::Selective && keptBySelective(def)))
+        (policy == RecomputePolicy::Selective && isHeavy(def)))
       return false;
     return !readByLaterLayer(value, l);
   }
-
-  /// Selective keeps GEMM and attention outputs. (On the GPU a GEMM whose
-  /// bias add is recomputed keeps its output for the clone, so
-  /// weft-gemm-epilogue no longer folds the bias into it; keeping the sum
-  /// instead stores as much but planned worse on the CPU: 9.7 against 7.4
-  /// MB for an 8-layer GPT-2-tiny at 4 x 64.)
-  bool keptBySelective(Operation *def) { return isHeavy(def); }
 
   /// Whether a forward op of a layer after `l` reads `value`, directly or
   /// through views of it (the value is that layer's input: it stays).
@@ -208,8 +208,7 @@ private:
         continue;
       if (layer.lookup(user) > l)
         return true;
-      if (isa<ReshapeOp, CopyToGroupOp>(user) &&
-          readByLaterLayer(user->getResult(0), l))
+      if (isViewOp(user) && readByLaterLayer(user->getResult(0), l))
         return true;
     }
     return false;
@@ -305,8 +304,6 @@ private:
     }
     func->setAttr(kActivationBytesAttr,
                   DenseI64ArrayAttr::get(func.getContext(), bytes));
-    func->setAttr(kRecomputeAttr,
-                  StringAttr::get(func.getContext(), choice.str()));
   }
 
   func::FuncOp func;

@@ -86,6 +86,31 @@ namespace {
 using FusedKernelFn = void (*)(const float *const *in, float *const *out,
                                int64_t n);
 
+/// `n` contiguous elements of `src` converted by `Fn` into `dst`.
+template <typename Out, typename In, Out (*Fn)(In)>
+void convertRow(const char *src, char *dst, int64_t n) {
+  auto *in = reinterpret_cast<const In *>(src);
+  auto *out = reinterpret_cast<Out *>(dst);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = Fn(in[i]);
+}
+using RowConversion = void (*)(const char *, char *, int64_t);
+
+/// A narrow model's widening and rounding copies, f32 <-> bf16 or f16, on
+/// the bits (runtime/support/Float.h), a row at a time; null for the
+/// other pairs.
+RowConversion rowConversion(DType from, DType to) {
+  if (from == DType::BF16 && to == DType::F32)
+    return convertRow<float, uint16_t, bf16Value>;
+  if (from == DType::F16 && to == DType::F32)
+    return convertRow<float, uint16_t, f16Value>;
+  if (from == DType::F32 && to == DType::BF16)
+    return convertRow<uint16_t, float, bf16Bits>;
+  if (from == DType::F32 && to == DType::F16)
+    return convertRow<uint16_t, float, f16Bits>;
+  return nullptr;
+}
+
 /// A strided copy with a dtype conversion: `sizes` with [offset, strides...]
 /// on each side, in elements.
 void stridedCopy(const char *src, DType from, char *dst, DType to,
@@ -100,39 +125,20 @@ void stridedCopy(const char *src, DType from, char *dst, DType to,
     return;
   size_t inW = dtypeSize(from), outW = dtypeSize(to);
   bool same = from == to;
-  // A narrow model's widening and rounding copies, f32 <-> bf16 or f16, on
-  // the bits (bf16Bits, f16Bits and their inverses), a row at a time.
-  bool widen = isNarrowFloat(from) && to == DType::F32,
-       round = from == DType::F32 && isNarrowFloat(to);
+  RowConversion convert = rowConversion(from, to);
   // The innermost dimension, contiguous on both sides, is one memcpy (of
   // one type) or one conversion loop.
   int64_t inner = 1;
-  bool rows = (same || widen || round) && rank > 0 &&
-              srcStrides[rank - 1] == 1 && dstStrides[rank - 1] == 1;
+  bool rows = (same || convert) && rank > 0 && srcStrides[rank - 1] == 1 &&
+              dstStrides[rank - 1] == 1;
   if (rows)
     inner = sizes[rank - 1];
   int64_t outerRank = rows ? rank - 1 : rank;
   std::vector<int64_t> index(outerRank, 0);
   int64_t si = srcOffset, di = dstOffset;
   for (int64_t done = 0; done < count; done += inner) {
-    if (rows && widen) {
-      auto *in = reinterpret_cast<const uint16_t *>(src) + si;
-      auto *out = reinterpret_cast<float *>(dst) + di;
-      if (from == DType::BF16)
-        for (int64_t i = 0; i < inner; ++i)
-          out[i] = bf16Value(in[i]);
-      else
-        for (int64_t i = 0; i < inner; ++i)
-          out[i] = f16Value(in[i]);
-    } else if (rows && round) {
-      auto *in = reinterpret_cast<const float *>(src) + si;
-      auto *out = reinterpret_cast<uint16_t *>(dst) + di;
-      if (to == DType::BF16)
-        for (int64_t i = 0; i < inner; ++i)
-          out[i] = bf16Bits(in[i]);
-      else
-        for (int64_t i = 0; i < inner; ++i)
-          out[i] = f16Bits(in[i]);
+    if (rows && convert) {
+      convert(src + si * inW, dst + di * outW, inner);
     } else if (rows) {
       std::memcpy(dst + di * outW, src + si * inW, inner * inW);
     } else if (same) {

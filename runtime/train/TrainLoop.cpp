@@ -115,9 +115,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.step = n;
   report.loss = *executor.scalarOutput(runs.reporter, "loss");
   report.gradNorm = *executor.scalarOutput(runs.reporter, "grad_norm");
-  const sched::Program *reporter = executor.bundle().program(runs.reporter);
-  if (std::any_of(reporter->outputs.begin(), reporter->outputs.end(),
-                  [](const sched::Output &o) { return o.name == "skipped"; })) {
+  if (runs.scalesLoss) {
     report.lossScale = *executor.scalarOutput(runs.reporter, "loss_scale");
     report.skipped = *executor.scalarOutput(runs.reporter, "skipped") != 0;
   }

@@ -86,6 +86,9 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
       return fail("program '" + steps.reporter +
                   "', the train schedule's last, must name outputs loss and "
                   "grad_norm");
+  steps.scalesLoss =
+      std::any_of(reporter->outputs.begin(), reporter->outputs.end(),
+                  [](const sched::Output &o) { return o.name == "skipped"; });
   return steps;
 }
 

@@ -51,8 +51,10 @@ struct TrainSteps {
   /// sends to complete: Exec::finishSends).
   bool sends = false;
   /// The program that reports the step's loss and gradient norm (the last
-  /// run's).
+  /// run's), and whether it also reports dynamic loss scaling's
+  /// loss_scale and skipped.
   std::string reporter;
+  bool scalesLoss = false;
   /// The first program run that takes tokens (its token input's split is
   /// how the step's batch is laid out on the ranks); null on a pipeline
   /// rank whose stages read neither tokens nor labels.

@@ -9,6 +9,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
+#include "passes/precision/Passes.h"
 #include "passes/recompute/Passes.h"
 #include "passes/sharding/Passes.h"
 
@@ -93,6 +94,13 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
         " is resolved by weftc compile (buildTrainingPrograms), which "
         "compiles candidates to find it; pass the per-layer choice it made "
         "(the report's recompute=...)");
+  // On the whole forward, before partitioning places the quantizations.
+  if (options.fp8 != "none") {
+    Fp8Options fp8;
+    fp8.recipe = options.fp8;
+    fp8.keep = options.fp8Keep;
+    pm.addNestedPass<func::FuncOp>(createFp8(fp8));
+  }
   if (plan.worldSize() > 1) {
     ApplyPlanOptions apply;
     apply.plan = options.plan;
@@ -346,6 +354,8 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.recompute = options.recompute;
   pipeline.lossScale = options.lossScale;
   pipeline.lossScaleWindow = options.lossScaleWindow;
+  pipeline.fp8 = options.fp8;
+  pipeline.fp8Keep = options.fp8Keep;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

@@ -47,6 +47,11 @@ struct TrainingOptions {
   /// (weft-autodiff's loss-scale and loss-scale-window).
   double lossScale = 0;
   int64_t lossScaleWindow = 2000;
+  /// The FP8 recipe of the weight GEMMs (none, tensorwise, rowwise,
+  /// blockwise, mxfp8) and the layers that keep the model's precision
+  /// (weft-fp8's recipe and keep).
+  std::string fp8 = "none";
+  std::string fp8Keep = "head";
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -120,6 +125,16 @@ struct TrainingPipelineOptions
       *this, "loss-scale-window",
       llvm::cl::desc("Clean steps before the loss scale doubles"),
       llvm::cl::init(TrainingOptions().lossScaleWindow)};
+  Option<std::string> fp8{
+      *this, "fp8",
+      llvm::cl::desc("FP8 recipe of the weight GEMMs: none, tensorwise, "
+                     "rowwise, blockwise or mxfp8"),
+      llvm::cl::init(TrainingOptions().fp8)};
+  Option<std::string> fp8Keep{
+      *this, "fp8-keep",
+      llvm::cl::desc("Layers whose GEMMs stay out of FP8: head, first, last "
+                     "(comma list) or none"),
+      llvm::cl::init(TrainingOptions().fp8Keep)};
 };
 
 /// Checks that AdamW's, the gradient bucket's and attention's settings are

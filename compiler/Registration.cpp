@@ -12,6 +12,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
+#include "passes/precision/Passes.h"
 #include "passes/recompute/Passes.h"
 #include "passes/sharding/Passes.h"
 
@@ -31,6 +32,7 @@ void weft::registerAllPasses() {
   registerWeftMemoryPasses();
   registerWeftOptimizerPasses();
   registerWeftPipelinePasses();
+  registerWeftPrecisionPasses();
   registerWeftRecomputePasses();
   registerWeftShardingPasses();
   registerTrainingPipeline();

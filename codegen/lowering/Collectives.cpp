@@ -67,9 +67,10 @@ int64_t elementsOf(Value v) {
 }
 
 LogicalResult lowerAllReduce(AllReduceOp op, ProgramLowering &l) {
-  sched::Reduction reduction = op.getReduction() == ReduceKind::Mean
-                                   ? sched::Reduction::mean
-                                   : sched::Reduction::sum;
+  sched::Reduction reduction =
+      op.getReduction() == ReduceKind::Mean  ? sched::Reduction::mean
+      : op.getReduction() == ReduceKind::Max ? sched::Reduction::max
+                                             : sched::Reduction::sum;
   Type f32 = l.builder().getF32Type();
   if (op.getInputs().size() == 1) {
     Value in = l.read(op, op.getInputs()[0], /*f32=*/true);

@@ -109,6 +109,24 @@ LogicalResult lowerDropout(DropoutOp op, ProgramLowering &l) {
   return success();
 }
 
+LogicalResult lowerFp8Amax(Fp8AmaxOp op, ProgramLowering &l) {
+  Value x = l.read(op, op.getInput());
+  sched::Fp8AmaxOp::create(l.builder(), op.getLoc(), x,
+                           l.write(op, op.getResult()), compute(l));
+  return success();
+}
+
+LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
+  Value x = l.read(op, op.getInput()), amax = l.read(op, op.getAmax());
+  OpBuilder &b = l.builder();
+  sched::Fp8QuantizeOp::create(
+      b, op.getLoc(), x, amax, l.write(op, op.getResult()),
+      b.getStringAttr(isa<Float8E4M3FNType>(op.getFormat()) ? "f8e4m3fn"
+                                                            : "f8e5m2"),
+      op.getPow2ScalesAttr(), compute(l));
+  return success();
+}
+
 LogicalResult lowerLayerNormGrad(LayerNormGradOp op, ProgramLowering &l) {
   Value x = l.read(op, op.getInput()), w = l.read(op, op.getWeight()),
         dy = l.read(op, op.getGrad());
@@ -230,6 +248,8 @@ void populateLibraryLowerings(LoweringTable &table) {
   addLowering(table, lowerReduceMax);
   addLowering(table, lowerSoftmax);
   addLowering(table, lowerDropout);
+  addLowering(table, lowerFp8Amax);
+  addLowering(table, lowerFp8Quantize);
   addLowering(table, lowerLayerNormGrad);
   addLowering(table, lowerRMSNormGrad);
   addLowering(table, lowerOneHot);

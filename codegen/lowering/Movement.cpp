@@ -48,6 +48,11 @@ LogicalResult lowerCopyToGroup(CopyToGroupOp op, ProgramLowering &l) {
   return success();
 }
 
+LogicalResult lowerFp8QuantizeGrad(Fp8QuantizeGradOp op, ProgramLowering &l) {
+  l.bind(op.getResult(), l.stored(op.getInput()));
+  return success();
+}
+
 LogicalResult lowerTranspose(TransposeOp op, ProgramLowering &l) {
   SmallVector<int64_t> in = rowMajorStrides(shapeOf(op.getInput())), src;
   for (int64_t d : op.getPermutation())
@@ -132,6 +137,7 @@ LogicalResult lowerShardSlice(ShardSliceOp op, ProgramLowering &l) {
 void populateMovementLowerings(LoweringTable &table) {
   addLowering(table, lowerReshape);
   addLowering(table, lowerCopyToGroup);
+  addLowering(table, lowerFp8QuantizeGrad);
   addLowering(table, lowerTranspose);
   addLowering(table, lowerBroadcast);
   addLowering(table, lowerSlice);

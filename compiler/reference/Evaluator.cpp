@@ -52,6 +52,77 @@ std::vector<int64_t> shapeOf(Value v) {
   return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
 }
 
+/// The block of each element of `shape` under a grid of `grid` blocks:
+/// its coordinates divided by the block sizes, numbered row-major over the
+/// grid (weft.fp8_amax's and weft.fp8_quantize's blocks).
+std::vector<int64_t> fp8BlockOf(const std::vector<int64_t> &shape,
+                                const std::vector<int64_t> &grid) {
+  auto rank = static_cast<int64_t>(shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<int64_t> blockOf(n), index(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t b = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      b = b * grid[d] + index[d] / (shape[d] / grid[d]);
+    blockOf[i] = b;
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == shape[d]; --d)
+      index[d] = 0;
+  }
+  return blockOf;
+}
+
+/// weft.fp8_amax: the largest |x| (in f32) of each block; a NaN sticks.
+Tensor fp8Amax(const Tensor &x, const std::vector<int64_t> &grid) {
+  Tensor amax = Tensor::zeros(grid);
+  std::vector<int64_t> blockOf = fp8BlockOf(x.shape, grid);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    double a = std::fabs(static_cast<float>(x.data[i]));
+    double &m = amax.data[blockOf[i]];
+    if (!(a <= m))
+      m = std::isnan(m) ? m : a;
+  }
+  return amax;
+}
+
+/// weft.fp8_quantize by its definition, with APFloat's conversion as the
+/// FP8 rounding (the runtime rounds on the bits: this is the independent
+/// check). All arithmetic is f32, whatever the evaluator's precision.
+Tensor fp8Quantize(const Tensor &x, const Tensor &amax, Type format,
+                   bool pow2) {
+  const llvm::fltSemantics &sem = cast<FloatType>(format).getFloatSemantics();
+  float largest = APFloat::getLargest(sem).convertToFloat();
+  int maxExponent = isa<Float8E4M3FNType>(format) ? 8 : 15;
+  std::vector<float> scale(amax.data.size());
+  for (size_t b = 0; b < scale.size(); ++b) {
+    auto a = static_cast<float>(amax.data[b]);
+    if (!std::isfinite(a)) {
+      scale[b] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    a = std::max(a, 1e-12f);
+    // floor(log2 a) of a normal, finite a is std::ilogb.
+    scale[b] = pow2 ? std::ldexp(1.0f, std::clamp(maxExponent - std::ilogb(a),
+                                                  -127, 127))
+                    : largest / a;
+  }
+  std::vector<int64_t> blockOf = fp8BlockOf(x.shape, amax.shape);
+  Tensor out = x;
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    float s = scale[blockOf[i]];
+    float v = static_cast<float>(x.data[i]) * s;
+    if (!std::isnan(v))
+      v = std::clamp(v, -largest, largest);
+    APFloat q(v);
+    bool lost;
+    q.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+    q.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+    out.data[i] = q.convertToFloat() / s;
+  }
+  return out;
+}
+
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
@@ -629,6 +700,19 @@ LogicalResult Interpreter::eval(Operation *op) {
                             ? t.data[i] / (1.0 - rate)
                             : 0.0;
         bind(o.getResult(), std::move(t));
+        return success();
+      })
+      .Case([&](Fp8AmaxOp o) {
+        bind(o.getResult(), fp8Amax(get(o.getInput()), shapeOf(o.getResult())));
+        return success();
+      })
+      .Case([&](Fp8QuantizeOp o) {
+        bind(o.getResult(), fp8Quantize(get(o.getInput()), get(o.getAmax()),
+                                        o.getFormat(), o.getPow2Scales()));
+        return success();
+      })
+      .Case([&](Fp8QuantizeGradOp o) {
+        bind(o.getResult(), get(o.getInput()));
         return success();
       })
       .Case([&](CrossEntropyOp o) -> LogicalResult {

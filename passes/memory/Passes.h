@@ -19,9 +19,10 @@ namespace weft {
 int64_t elementBytes(mlir::Type type);
 
 /// Whether `op`'s result shares its operand's bytes in the memory plan: a
-/// reshape, and copy_to_group (an identity whose gradient is a collective).
+/// reshape, copy_to_group (an identity whose gradient is a collective) and
+/// fp8_quantize_grad (an identity whose gradient is quantized).
 inline bool isViewOp(mlir::Operation *op) {
-  return mlir::isa<ReshapeOp, CopyToGroupOp>(op);
+  return mlir::isa<ReshapeOp, CopyToGroupOp, Fp8QuantizeGradOp>(op);
 }
 
 /// Plans `func` (see weft-memory-plan) and returns the arena size in bytes,

@@ -156,7 +156,7 @@ private:
     // reduce-scattered there (sequence parallelism's replacement for the
     // tensor-parallel all-reduce); any other partial sum is all-reduced.
     Layout l = layout(v);
-    if (!l.partial.empty())
+    if (!l.partial.empty() && l.partialKind != ReduceKind::Max)
       for (size_t d = 0; d < want.size(); ++d)
         if (l.dims[d].empty() && !want[d].empty() && want[d] == l.partial) {
           v = scatter(user, v, d, l.partial, l.partialKind == ReduceKind::Mean);
@@ -639,6 +639,26 @@ private:
     return success();
   }
 
+  /// An FP8 gradient mark on a split value: a dimension whose one block
+  /// was the whole (global) dimension is now the local one, and its
+  /// gradient's maxima are taken over the axes that split it.
+  void recordAmaxAxes(Fp8QuantizeGradOp mark) {
+    SmallVector<int64_t> block(mark.getBlock());
+    ArrayRef<int64_t> local = mark.getType().getShape();
+    Axes axes;
+    for (auto [d, split] : llvm::enumerate(layout(mark.getResult()).dims)) {
+      if (split.empty() || block[d] == 1)
+        continue;
+      block[d] = local[d];
+      axes.append(split.begin(), split.end());
+    }
+    mark.setBlock(block);
+    if (axes.empty())
+      return;
+    mark->setAttr(kAmaxAxesAttr, axesAttr(axes));
+    mark->setAttr(kAmaxMeshAttr, meshRef);
+  }
+
   LogicalResult rewriteGeneric(Operation *op) {
     if (auto param = dyn_cast<ParamOp>(op))
       return rewriteParam(param);
@@ -703,9 +723,12 @@ private:
     for (auto [r, map] : llvm::zip(op->getResults(), rule.results)) {
       define(r, dimsOf(map), varying);
       layout(r).partial = partial;
-      layout(r).partialKind =
-          rule.meanReduction ? ReduceKind::Mean : ReduceKind::Sum;
+      layout(r).partialKind = rule.meanReduction  ? ReduceKind::Mean
+                              : rule.maxReduction ? ReduceKind::Max
+                                                  : ReduceKind::Sum;
     }
+    if (auto mark = dyn_cast<Fp8QuantizeGradOp>(op))
+      recordAmaxAxes(mark);
     // Attributes that spell out sizes follow the local shapes.
     if (auto slice = dyn_cast<SliceOp>(op)) {
       SmallVector<int64_t> limits(slice.getLimits());

@@ -73,14 +73,15 @@ chooseFactorAxes(mlir::Operation *op, const ShardingRule &rule, DimsOf dimsOf) {
   };
   // A parameter seen through what partitioning puts before its uses, and
   // through views of it (its cast to the compute type, a slice and reshape
-  // of it, as GPT-2's c_attn held [d, 3, d] is read per q, k and v): its
-  // split decides the op's, as a weight read directly does.
+  // of it, as GPT-2's c_attn held [d, 3, d] is read per q, k and v; its FP8
+  // quantization): its split decides the op's, as a weight read directly
+  // does.
   auto isParam = [](mlir::Value v) {
     while (mlir::Operation *def = v.getDefiningOp()) {
       if (mlir::isa<ParamOp>(def))
         return true;
-      if (!mlir::isa<CopyToGroupOp, AllGatherOp, CastOp, SliceOp, ReshapeOp>(
-              def))
+      if (!mlir::isa<CopyToGroupOp, AllGatherOp, CastOp, SliceOp, ReshapeOp,
+                     Fp8QuantizeOp>(def))
         return false;
       v = def->getOperand(0);
     }

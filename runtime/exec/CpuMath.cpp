@@ -4,6 +4,7 @@
 
 #include "runtime/support/Shapes.h"
 
+#include "runtime/support/Fp8Scaling.h"
 #include "runtime/support/GroupedRows.h"
 #include "runtime/support/Random.h"
 
@@ -362,6 +363,53 @@ void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed) {
     y[i] = rate > 0 && uniform24(seed, i) < rate
                ? 0.0f
                : static_cast<float>(x[i] / (1.0 - rate));
+}
+
+namespace {
+/// The block (row-major over `grid`) of each element of `shape`: element
+/// (c_0, ..., c_r) is in block sum_d (c_d / block_d) * g_d, g the grid's
+/// strides; `part[d][c]` holds dimension d's term, so an element's block
+/// is a sum of lookups.
+std::vector<int64_t> fp8Blocks(const Shape &shape, const Shape &grid) {
+  auto rank = static_cast<int64_t>(shape.size());
+  std::vector<std::vector<int64_t>> part(rank);
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    int64_t block = shape[d] / grid[d];
+    for (int64_t c = 0; c < shape[d]; ++c)
+      part[d].push_back(c / block * stride);
+    stride *= grid[d];
+  }
+  std::vector<int64_t> blockOf(product(shape, 0)), at(rank, 0);
+  for (int64_t &b : blockOf) {
+    b = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      b += part[d][at[d]];
+    for (int64_t d = rank - 1; d >= 0 && ++at[d] == shape[d]; --d)
+      at[d] = 0;
+  }
+  return blockOf;
+}
+} // namespace
+
+void fp8Amax(const float *x, float *amax, const Shape &shape,
+             const Shape &grid) {
+  std::vector<int64_t> blockOf = fp8Blocks(shape, grid);
+  std::fill(amax, amax + product(grid, 0), 0.0f);
+  for (size_t i = 0; i < blockOf.size(); ++i) {
+    float a = std::fabs(x[i]), &m = amax[blockOf[i]];
+    m = m != m ? m : (a > m || a != a ? a : m); // A NaN sticks.
+  }
+}
+
+void fp8Quantize(const float *x, const float *amax, float *y,
+                 const Shape &shape, const Shape &grid, bool e4m3, bool pow2) {
+  std::vector<float> scale(product(grid, 0));
+  for (size_t b = 0; b < scale.size(); ++b)
+    scale[b] = weft_fp8_scale(amax[b], e4m3, pow2);
+  std::vector<int64_t> blockOf = fp8Blocks(shape, grid);
+  for (size_t i = 0; i < blockOf.size(); ++i)
+    y[i] = weft_fp8_quantize(x[i], scale[blockOf[i]], e4m3);
 }
 
 absl::Status embedding(bool grad, float *table, int64_t vocab, int64_t dim,

@@ -107,6 +107,15 @@ void rope(const float *x, float *y, const Shape &shape, double theta,
 /// Zeroes elements whose counter-based draw is below `rate`, scales the rest.
 void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed);
 
+/// weft.fp8_amax: the largest |x| of each block of x (of `shape`), the
+/// blocks laid out as `grid` (amax's shape, dividing `shape`).
+void fp8Amax(const float *x, float *amax, const Shape &shape,
+             const Shape &grid);
+/// weft.fp8_quantize: each block of x quantize-dequantized with the scale
+/// of its maximum in `amax` (runtime/support/Fp8Scaling.h).
+void fp8Quantize(const float *x, const float *amax, float *y,
+                 const Shape &shape, const Shape &grid, bool e4m3, bool pow2);
+
 /// A vocabulary block: rows (or columns) [offset, offset + local) of
 /// `total`; `combine` all-reduces floats over the block's group (max or
 /// sum), null when the vocabulary is whole.

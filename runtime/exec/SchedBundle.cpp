@@ -154,6 +154,8 @@ constexpr Spelling<Op> kOps[] = {
     {"reduce", Op::Reduce},
     {"softmax", Op::Softmax},
     {"dropout", Op::Dropout},
+    {"fp8_amax", Op::Fp8Amax},
+    {"fp8_quantize", Op::Fp8Quantize},
     {"layer_norm_grad", Op::LayerNormGrad},
     {"rms_norm_grad", Op::RmsNormGrad},
     {"one_hot", Op::OneHot},
@@ -851,12 +853,24 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.seed, o.i64("seed"));
     return a;
   }
+  case Op::Fp8Quantize: {
+    Fp8QuantizeAttrs a;
+    std::string format;
+    WEFT_ASSIGN(format, o.str("format"));
+    if (format != "f8e4m3fn" && format != "f8e5m2")
+      return o.fail("field 'format': '" + format +
+                    "' is not f8e4m3fn or f8e5m2");
+    a.e4m3 = format == "f8e4m3fn";
+    WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
+    return a;
+  }
   case Op::LayerNormGrad:
   case Op::RmsNormGrad: {
     NormGradAttrs a;
     WEFT_ASSIGN(a.epsilon, o.number("epsilon"));
     return a;
   }
+  case Op::Fp8Amax:
   case Op::OneHot:
   case Op::ExpertDispatch:
   case Op::ExpertCombine:
@@ -1021,7 +1035,10 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
   case Op::Reduce:
   case Op::Softmax:
   case Op::Dropout:
+  case Op::Fp8Amax:
     return roles({{"input", kRead}, {"out", kWrite}});
+  case Op::Fp8Quantize:
+    return roles({{"input", kRead}, {"amax", kRead}, {"out", kWrite}});
   case Op::CrossEntropy:
     return roles({{"logits", kRead}, {"labels", kRead}, {"loss", kWrite}});
   case Op::CrossEntropyGrad:
@@ -1812,6 +1829,21 @@ absl::Status checkOperands(const Check &c) {
     if (!(rate >= 0 && rate < 1))
       return c.fail(absl::StrCat("field 'rate' ", rate, " is outside [0, 1)"));
     return c.sameShape(0, 1);
+  }
+  case Op::Fp8Amax:
+  case Op::Fp8Quantize: {
+    // The block maxima (the out of fp8_amax, the amax of fp8_quantize)
+    // divide the input's shape.
+    const std::vector<int64_t> &shape = c.shape(0), &grid = c.shape(1);
+    if (grid.size() != shape.size())
+      return c.fail(absl::StrCat("the block maxima have rank ", grid.size(),
+                                 ", the input ", shape.size()));
+    for (size_t d = 0; d < grid.size(); ++d)
+      if (grid[d] < 1 || shape[d] % grid[d] != 0)
+        return c.fail(absl::StrCat("the block maxima's dimension ", d, " (",
+                                   grid[d], ") does not divide the input's (",
+                                   shape[d], ")"));
+    return in.op == Op::Fp8Amax ? absl::OkStatus() : c.sameShape(0, 2);
   }
   case Op::LayerNormGrad:
     return checkNormGrad(c, in.as<NormGradAttrs>().epsilon, true);

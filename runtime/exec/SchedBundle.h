@@ -149,6 +149,8 @@ enum class Op {
   Reduce,
   Softmax,
   Dropout,
+  Fp8Amax,
+  Fp8Quantize,
   LayerNormGrad,
   RmsNormGrad,
   OneHot,
@@ -256,6 +258,11 @@ struct DropoutAttrs {
   double rate = 0;
   int64_t seed = 0;
 };
+/// fp8_quantize; its blocks are the input's shape over the amax's.
+struct Fp8QuantizeAttrs {
+  bool e4m3 = true; // Else f8e5m2.
+  bool pow2 = false;
+};
 /// layer_norm_grad, rms_norm_grad.
 struct NormGradAttrs {
   double epsilon = 0;
@@ -305,15 +312,15 @@ struct EventAttrs {
   int64_t event = 0;
 };
 
-/// monostate: one_hot, expert_dispatch, expert_combine, expert_gather,
-/// expert_scatter, grouped_matmul_wgrad.
+/// monostate: fp8_amax, one_hot, expert_dispatch, expert_combine,
+/// expert_gather, expert_scatter, grouped_matmul_wgrad.
 using InstructionAttrs =
     std::variant<std::monostate, LaunchAttrs, GemmAttrs, AttentionAttrs,
                  VocabAttrs, RopeAttrs, CrossEntropyAttrs, ReduceAttrs,
-                 SoftmaxAttrs, DropoutAttrs, NormGradAttrs, TopKAttrs,
-                 TopKGatingAttrs, ExpertRouteAttrs, GroupedMatmulAttrs,
-                 CopyAttrs, FillAttrs, CollectiveAttrs, RaggedAttrs, PeerAttrs,
-                 EventAttrs>;
+                 SoftmaxAttrs, DropoutAttrs, Fp8QuantizeAttrs, NormGradAttrs,
+                 TopKAttrs, TopKGatingAttrs, ExpertRouteAttrs,
+                 GroupedMatmulAttrs, CopyAttrs, FillAttrs, CollectiveAttrs,
+                 RaggedAttrs, PeerAttrs, EventAttrs>;
 
 struct Instruction {
   Op op = Op::Fill;

@@ -575,6 +575,24 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       return absl::OkStatus();
     });
   }
+  case Op::Fp8Amax:
+    if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
+      return s;
+    return Step([=, x = f(0), amax = f(1), shape = type(0).shape,
+                 grid = type(1).shape] {
+      cpu::fp8Amax(x, amax, shape, grid);
+      return absl::OkStatus();
+    });
+  case Op::Fp8Quantize: {
+    const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
+    if (absl::Status s = needAll({{0, F}, {1, F}, {2, F}}); !s.ok())
+      return s;
+    return Step([=, x = f(0), amax = f(1), y = f(2), shape = type(0).shape,
+                 grid = type(1).shape] {
+      cpu::fp8Quantize(x, amax, y, shape, grid, a.e4m3, a.pow2);
+      return absl::OkStatus();
+    });
+  }
   case Op::LayerNormGrad:
   case Op::RmsNormGrad: {
     bool rms = ins.op == Op::RmsNormGrad;

@@ -983,6 +983,41 @@ absl::Status Translator::run() {
            {buf(0), buf(1), i64(count(1)), f64(a.rate), i64(a.seed)});
     return absl::OkStatus();
   }
+  case Op::Fp8Amax:
+  case Op::Fp8Quantize: {
+    bool amax = ins.op == Op::Fp8Amax;
+    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+      return s;
+    if (!amax)
+      if (absl::Status s = need(2, {DType::F32}); !s.ok())
+        return s;
+    // Both kernels take 4 dims: leading ones pad a smaller rank.
+    Shape sh = shape(0), grid = shape(1);
+    if (sh.size() > 4)
+      return absl::UnimplementedError(absl::StrCat(sched::opName(ins.op),
+                                                   " of rank ", sh.size(),
+                                                   " on a GPU (at most 4)"));
+    sh.insert(sh.begin(), 4 - sh.size(), 1);
+    grid.insert(grid.begin(), 4 - grid.size(), 1);
+    std::vector<GpuArg> dims = {i64(sh[0]),   i64(sh[1]),   i64(sh[2]),
+                                i64(sh[3]),   i64(grid[0]), i64(grid[1]),
+                                i64(grid[2]), i64(grid[3])};
+    if (amax) {
+      std::vector<GpuArg> args = {buf(0), buf(1)};
+      args.insert(args.end(), dims.begin(), dims.end());
+      kernel("weft_fp8_amax",
+             static_cast<unsigned>(std::min<int64_t>(count(1), kMaxBlocks)),
+             args);
+      return absl::OkStatus();
+    }
+    const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
+    std::vector<GpuArg> args = {buf(0), buf(1), buf(2)};
+    args.insert(args.end(), dims.begin(), dims.end());
+    args.push_back(i32(a.e4m3));
+    args.push_back(i32(a.pow2));
+    kernel("weft_fp8_quantize", gridFor(count(0)), args);
+    return absl::OkStatus();
+  }
   case Op::LayerNormGrad:
   case Op::RmsNormGrad:
     return normGrad(ins.op == Op::RmsNormGrad);

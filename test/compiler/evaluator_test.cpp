@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/reference/Evaluator.h"
+#include "runtime/exec/CpuMath.h"
 #include "runtime/support/Random.h"
 #include "test/compiler/TestUtils.h"
 
@@ -526,4 +527,49 @@ TEST_F(EvaluatorTest, RejectsMismatchedInputs) {
                                      reference::randomInitProvider(0));
   EXPECT_TRUE(mlir::failed(results));
   EXPECT_EQ(message, "input 0 does not match argument type 'tensor<2xf32>'");
+}
+
+// weft.fp8_quantize in the evaluator (APFloat's rounding) and in the CPU
+// runtime (Fp8Scaling.h on the bits) agree bit for bit on spread values,
+// per block, for both formats and MXFP8's power-of-two scales.
+TEST_F(EvaluatorTest, Fp8QuantizeMatchesTheRuntime) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-12, 8);
+  std::vector<double> x(4 * 64);
+  for (double &v : x)
+    v = std::ldexp(normal(rng), exponent(rng));
+  struct Case {
+    const char *format;
+    std::vector<int64_t> blockShape;
+    bool pow2;
+  };
+  for (const Case &c :
+       {Case{"f8E4M3FN", {4, 64}, false}, Case{"f8E5M2", {1, 64}, false},
+        Case{"f8E4M3FN", {2, 16}, false}, Case{"f8E4M3FN", {1, 32}, true}}) {
+    SCOPED_TRACE(std::string(c.format) + " block " +
+                 std::to_string(c.blockShape[0]) + "x" +
+                 std::to_string(c.blockShape[1]));
+    std::vector<int64_t> grid = {4 / c.blockShape[0], 64 / c.blockShape[1]};
+    std::string amaxType = "tensor<" + std::to_string(grid[0]) + "x" +
+                           std::to_string(grid[1]) + "xf32>";
+    std::string text =
+        R"(func.func @f(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+             %a = weft.fp8_amax %x : tensor<4x64xf32> -> )" +
+        amaxType + R"(
+             %q = weft.fp8_quantize %x, %a {format = )" +
+        c.format + (c.pow2 ? ", pow2_scales" : "") + "} : tensor<4x64xf32>, " +
+        amaxType + R"(
+             return %q : tensor<4x64xf32>
+           })";
+    auto r = eval(text, {Tensor({4, 64}, x)});
+    ASSERT_EQ(r.size(), 1u);
+    std::vector<float> in(x.begin(), x.end()), out(in.size()),
+        amax(grid[0] * grid[1]);
+    runtime::cpu::fp8Amax(in.data(), amax.data(), {4, 64}, grid);
+    runtime::cpu::fp8Quantize(in.data(), amax.data(), out.data(), {4, 64}, grid,
+                              c.format == std::string("f8E4M3FN"), c.pow2);
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(static_cast<float>(r[0].data[i]), out[i]) << "element " << i;
+  }
 }

@@ -49,6 +49,7 @@ struct Case {
   int64_t batch = 2, seq = 8;
   int64_t layers = 0; // Positive: instead of the config's (deeper pipelines).
   std::string recompute = "none"; // weft-recompute's policy.
+  std::string fp8 = "none";       // weft-fp8's recipe.
 
   TrainingOptions options() const {
     TrainingOptions o;
@@ -57,6 +58,7 @@ struct Case {
     o.attentionScratchMb = attentionScratchMb;
     o.keepGradients = keepGradients;
     o.recompute = recompute;
+    o.fp8 = fp8;
     if (adamEps > 0)
       o.adamw.eps = adamEps;
     if (!plan.empty()) {
@@ -75,7 +77,8 @@ struct Case {
     return model + "-" + dtype + "-" + plan + (cudaBundle ? "-cuda" : "") +
            "-" + std::to_string(attentionScratchMb) +
            (layers ? "-" + std::to_string(layers) + "layers" : "") +
-           (recompute != "none" ? "-recompute-" + recompute : "");
+           (recompute != "none" ? "-recompute-" + recompute : "") +
+           (fp8 != "none" ? "-fp8-" + fp8 : "");
   }
 };
 

@@ -182,6 +182,19 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
   setup.batch = 4;
   checkPlacedTraining(setup);
 }
+// FP8 weight GEMMs on dp x tp: tp's column-parallel weights are gathered
+// for their quantization when a block spans the split (per-tensor scales),
+// so every rank quantizes what one rank does. Partial sums in another
+// order move an element across an FP8 rounding point now and then:
+// losses and norms to 1e-3, parameters to 1e-2.
+TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
+  for (const char *recipe : {"tensorwise", "rowwise"}) {
+    Case setup("gpt2-tiny", "f32", "dp=2,tp=2");
+    setup.batch = 4;
+    setup.fp8 = recipe;
+    checkPlacedTraining(setup, 1e-3, 1e-2);
+  }
+}
 // bf16 values: each rank rounds its partial sums to bf16 before the
 // all-reduce sums them in f32, where one rank rounds the whole: losses,
 // norms and logits to a few bf16 ulps. Adam then moves a parameter whose

@@ -23,6 +23,7 @@
 #include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
 #include "passes/pipeline/Schedule.h"
+#include "passes/precision/Passes.h"
 #include "passes/recompute/Passes.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
@@ -177,6 +178,20 @@ cl::opt<int64_t> lossScaleWindow(
     "loss-scale-window",
     cl::desc("Clean steps before the loss scale doubles (default 2000)"),
     cl::init(2000), cl::sub(compileCmd));
+cl::opt<std::string> fp8Recipe(
+    "fp8",
+    cl::desc("FP8 weight GEMMs, emulated exactly on the CPU: none (default), "
+             "tensorwise (per-tensor current scaling, E4M3 forward and E5M2 "
+             "gradients), rowwise, blockwise (1x128 activation tiles, "
+             "128x128 weight blocks) or mxfp8 (32-element blocks, power-of-two "
+             "scales)"),
+    cl::init("none"), cl::sub(compileCmd));
+cl::opt<std::string>
+    fp8Keep("fp8-keep",
+            cl::desc("With --fp8, the layers whose GEMMs stay in the model's "
+                     "precision: a comma list of head, first, last, or none "
+                     "(default head)"),
+            cl::init("head"), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
@@ -613,6 +628,10 @@ int runCompile(MLIRContext &context) {
       !choice)
     return fail("--recompute: " + toString(choice.takeError()));
   options.recompute = recomputePolicy;
+  if (Error e = weft::checkFp8Options(fp8Recipe, fp8Keep))
+    return fail("--fp8: " + toString(std::move(e)));
+  options.fp8 = fp8Recipe;
+  options.fp8Keep = fp8Keep;
   // fp16 needs loss scaling (its gradients underflow without it); bf16 has
   // f32's range and does not.
   bool f16 = false;

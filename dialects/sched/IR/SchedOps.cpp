@@ -1157,6 +1157,35 @@ LogicalResult DropoutOp::verify() {
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 
+/// FP8 blocks: `grid` (the block maxima's shape) has the rank of `shape`
+/// and divides it.
+static LogicalResult verifyFp8Grid(Operation *op, ArrayRef<int64_t> shape,
+                                   ArrayRef<int64_t> grid) {
+  if (grid.size() != shape.size())
+    return op->emitOpError("block maxima [")
+           << grid << "] need the rank of [" << shape << "]";
+  for (auto [d, size] : llvm::enumerate(grid))
+    if (size < 1 || shape[d] % size != 0)
+      return op->emitOpError("block maxima [")
+             << grid << "] do not divide [" << shape << "]";
+  return success();
+}
+
+LogicalResult Fp8AmaxOp::verify() {
+  return verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
+                       bufferOf(getOut()).getShape());
+}
+
+LogicalResult Fp8QuantizeOp::verify() {
+  if (getFormat() != "f8e4m3fn" && getFormat() != "f8e5m2")
+    return emitOpError("format must be f8e4m3fn or f8e5m2, got '")
+           << getFormat() << "'";
+  if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
+                           bufferOf(getAmax()).getShape())))
+    return failure();
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
 namespace {
 LogicalResult verifyNormGrad(Operation *op, Value input, Value weight,
                              Value dout, Value dinput, Value dweight,

@@ -679,6 +679,14 @@ def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
 def Sched_DropoutOp : Sched_LibraryOp<"dropout",
     "zero elements with probability rate, scale the rest by 1/(1-rate)",
     (ins Sched_In:$input, Sched_Out:$out, F64Attr:$rate, Sched_I64Attr:$seed)>;
+def Sched_Fp8AmaxOp : Sched_LibraryOp<"fp8_amax",
+    "the largest magnitude of each block (weft.fp8_amax)",
+    (ins Sched_In:$input, Sched_Out:$out)>;
+def Sched_Fp8QuantizeOp : Sched_LibraryOp<"fp8_quantize",
+    "FP8 quantize-dequantize by block maxima (weft.fp8_quantize); `format` "
+    "is f8e4m3fn or f8e5m2",
+    (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out, StrAttr:$format,
+         UnitAttr:$pow2_scales)>;
 def Sched_LayerNormGradOp : Sched_ScratchLibraryOp<"layer_norm_grad",
     "LayerNorm backward: input, weight and bias gradients",
     (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,

@@ -29,6 +29,9 @@ struct ShardingRule {
   /// The op averages over its reduction factors (reduce_mean, the mean
   /// cross-entropy) rather than summing, so partial results combine by mean.
   bool meanReduction = false;
+  /// The op takes the maximum over its reduction factors (FP8 block
+  /// maxima), so partial results combine by a max all-reduce.
+  bool maxReduction = false;
   /// Factors the op may have split and then combines itself, communicating
   /// over the split's axes (the vocabulary of a vocabulary-parallel
   /// cross-entropy): splitting one leaves the result whole, not partial.

@@ -18,7 +18,8 @@ def Weft_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [
 
 def Weft_ReduceKind : I32EnumAttr<"ReduceKind", "how a collective combines", [
     I32EnumAttrCase<"Sum", 0, "sum">,
-    I32EnumAttrCase<"Mean", 1, "mean">
+    I32EnumAttrCase<"Mean", 1, "mean">,
+    I32EnumAttrCase<"Max", 2, "max">
   ]> {
   let cppNamespace = "::weft";
 }

@@ -230,6 +230,8 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
 using Grads = FailureOr<SmallVector<Value>>;
 
 Grads AllReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  if (getReduction() == ReduceKind::Max)
+    return SmallVector<Value>(rg.size(), Value());
   SmallVector<Value> grads(rg);
   if (getReduction() == ReduceKind::Mean) {
     weft::detail::Emitter e{b, getLoc()};

@@ -344,6 +344,35 @@ Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
                                   getSeedAttr())});
 }
 
+Grads Fp8AmaxOp::buildGradients(OpBuilder &, ArrayRef<Value>) {
+  return grads({Value()});
+}
+
+Grads Fp8QuantizeOp::buildGradients(OpBuilder &, ArrayRef<Value> rg) {
+  // Straight-through: the backward GEMMs read the quantized operand itself.
+  return grads({single(rg), Value()});
+}
+
+Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Value g = single(rg);
+  auto type = cast<RankedTensorType>(g.getType());
+  SmallVector<int64_t> grid;
+  for (auto [size, block] : llvm::zip(type.getShape(), getBlock()))
+    grid.push_back(size / block);
+  Value amax = Fp8AmaxOp::create(b, getLoc(), type.clone(grid), g);
+  // Blocks that span ranks (partitioning recorded which) take the maximum
+  // over them.
+  auto axes = (*this)->getAttrOfType<ArrayAttr>(kAmaxAxesAttr);
+  auto mesh = (*this)->getAttrOfType<FlatSymbolRefAttr>(kAmaxMeshAttr);
+  if (axes && mesh && !axes.empty())
+    amax = AllReduceOp::create(
+               b, getLoc(), ReduceKindAttr::get(getContext(), ReduceKind::Max),
+               ValueRange{amax}, mesh, axes)
+               .getResult(0);
+  return grads({Fp8QuantizeOp::create(b, getLoc(), g, amax, getFormatAttr(),
+                                      getPow2ScalesAttr())});
+}
+
 Grads CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   return grads({sameVocabBlock(*this, CrossEntropyGradOp::create(
                                           b, getLoc(), getLogits(), getLabels(),

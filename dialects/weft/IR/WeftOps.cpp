@@ -609,6 +609,51 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+/// An FP8 quantization's format.
+static LogicalResult verifyFp8Format(Operation *op, Type format) {
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(format))
+    return op->emitOpError("format must be f8E4M3FN or f8E5M2, got ") << format;
+  return success();
+}
+
+/// A grid of `grid` blocks over `shape`: one count per dimension, each at
+/// least 1 and dividing it.
+static LogicalResult verifyFp8Grid(Operation *op, ArrayRef<int64_t> shape,
+                                   ArrayRef<int64_t> grid, StringRef what) {
+  if (grid.size() != shape.size())
+    return op->emitOpError(what)
+           << " " << shapeStr(grid) << " needs one size per dimension of "
+           << shapeStr(shape);
+  for (auto [d, size] : llvm::enumerate(grid))
+    if (size < 1 || shape[d] % size != 0)
+      return op->emitOpError(what)
+             << " size " << size << " of dimension " << d
+             << " must be at least 1 and divide its size " << shape[d];
+  return success();
+}
+
+LogicalResult Fp8AmaxOp::verify() {
+  return verifyFp8Grid(*this, getInput().getType().getShape(),
+                       getType().getShape(), "result");
+}
+
+LogicalResult Fp8QuantizeOp::verify() {
+  if (failed(verifyFp8Format(*this, getFormat())))
+    return failure();
+  return verifyFp8Grid(*this, getInput().getType().getShape(),
+                       getAmax().getType().getShape(), "amax");
+}
+
+LogicalResult Fp8QuantizeGradOp::verify() {
+  if (failed(verifyFp8Format(*this, getFormat())))
+    return failure();
+  // The block sizes, read as a grid of the same rank, must divide too.
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  if (failed(verifyFp8Grid(*this, shape, getBlock(), "block")))
+    return failure();
+  return success();
+}
+
 /// Labels are the logits' shape without the vocabulary dimension.
 static LogicalResult checkLabels(Value logits, Value labels,
                                  std::optional<Location> loc) {

@@ -96,6 +96,11 @@ inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";
+/// On weft.fp8_quantize_grad after partitioning: the mesh axes that split a
+/// dimension its blocks span, and the mesh (the gradient's block maxima
+/// max-reduce over them).
+inline constexpr const char *kAmaxAxesAttr = "weft.amax_axes";
+inline constexpr const char *kAmaxMeshAttr = "weft.amax_mesh";
 /// Dynamic loss scaling (weft-autodiff's loss-scale): the state parameter
 /// holding the scale over its initial value, and that parameter's
 /// attributes: the initial scale (f64) and the clean steps before it

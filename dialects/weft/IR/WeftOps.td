@@ -93,14 +93,15 @@ class Weft_CollectiveOp<string mnemonic, list<Trait> traits = []>
 def Weft_AllReduceOp : Weft_CollectiveOp<"all_reduce", [Pure, InferTypeOpAdaptor]> {
   let summary = "combine values across a group; every rank gets the result";
   let description = [{
-    Every result i is the elementwise sum (or mean) of operand i over the
-    ranks of the group. Several operands make one bucket: the runtime packs
-    them into one buffer and issues one collective (bucketed gradient
-    all-reduce in data parallelism).
+    Every result i is the elementwise sum (or mean, or maximum) of operand
+    i over the ranks of the group. Several operands make one bucket: the
+    runtime packs them into one buffer and issues one collective (bucketed
+    gradient all-reduce in data parallelism).
 
     Gradient: the group reads the result identically, so the gradient of each
     rank's operand is the result's gradient (scaled by 1/group for `mean`):
-    Megatron's reduce-from-tensor-parallel-region.
+    Megatron's reduce-from-tensor-parallel-region. A `max` (of FP8 block
+    maxima, which set scales) has none.
 
     ```mlir
     %s = weft.all_reduce sum %partial over @mesh ["tp"] : tensor<8x64xf32>
@@ -930,6 +931,91 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, Declar
   }];
   let arguments = (ins Weft_FloatTensor:$input, Weft_FiniteF64Attr:$rate, I64Attr:$seed);
   let results = (outs Weft_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_Fp8AmaxOp : Weft_Op<"fp8_amax", [Pure,
+    DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
+  let summary = "the largest magnitude of each block of a tensor";
+  let description = [{
+    `input` is cut into blocks, one per element of the result: along
+    dimension d, blocks of input[d] / result[d] elements (which must
+    divide). result[b] = max |x| over block b; a NaN in a block makes its
+    maximum NaN. The scale an FP8 quantization derives from it is
+    `weft.fp8_quantize`'s. A dimension kept whole by the result (size 1)
+    may be split across ranks: the partial maxima combine by a max
+    all-reduce. It has no gradient (a scale is not differentiated).
+
+    ```mlir
+    %amax = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<8x2xf32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[F32]>:$input);
+  let results = (outs TensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
+    AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
+  let summary = "FP8 quantize-dequantize with one scale per block";
+  let description = [{
+    The values an FP8 GEMM would read, kept in f32. `input` is cut into
+    blocks as `weft.fp8_amax` cuts it for `amax`'s shape (the whole tensor
+    is one per-tensor scale, [M, 1] one scale per row of [M, K], [M, K/128]
+    activation tiles, [K/128, N/128] weight blocks, [M, K/32] MXFP8
+    blocks), and every element x of block b, with a = amax[b], becomes
+      q = fp8(min(max(x * s, -F), F)),  result = q / s,
+    where F is `format`'s largest finite value (448 for f8E4M3FN, 57344 for
+    f8E5M2), fp8() rounds to nearest, ties to even (subnormals included),
+    and all arithmetic is f32. The scale s is F / max(a, 1e-12) or, with
+    `pow2_scales` (MXFP8's E8M0 scales), 2^(E - floor(log2 max(a, 1e-12)))
+    with E = 8 (f8E4M3FN) or 15 (f8E5M2), its exponent clamped to
+    [-127, 127]. A NaN or infinite a makes the block NaN. The gradient
+    passes to `input` unchanged (straight-through), so the backward GEMMs
+    read these same quantized values; `amax` gets none.
+
+    ```mlir
+    %amax = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<8x2xf32>
+    %q = weft.fp8_quantize %x, %amax {format = f8E4M3FN}
+        : tensor<8x256xf32>, tensor<8x2xf32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[F32]>:$input, TensorOf<[F32]>:$amax,
+                       TypeAttr:$format, UnitAttr:$pow2_scales);
+  let results = (outs TensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $amax attr-dict `:` type($input) `,` type($amax)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
+    SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
+  let summary = "identity whose gradient is FP8 quantize-dequantized";
+  let description = [{
+    Yields `input` unchanged; its gradient is the result's gradient
+    through `weft.fp8_amax` (blocks of `block`, one size per dimension,
+    each dividing it) and `weft.fp8_quantize` with these attributes. Placed
+    on an FP8 GEMM's output, it makes the backward GEMMs read an FP8 output
+    gradient (f8E5M2 in Transformer Engine's hybrid format) without
+    changing the forward. Partitioning records, as `weft.amax_axes` and
+    `weft.amax_mesh`, the axes that split a dimension its blocks span; the
+    gradient then max-reduces its block maxima over them.
+
+    ```mlir
+    %y1 = weft.fp8_quantize_grad %y {format = f8E5M2, block = array<i64: 8, 256>}
+        : tensor<8x256xf32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[F32]>:$input, TypeAttr:$format,
+                       DenseI64ArrayAttr:$block, UnitAttr:$pow2_scales);
+  let results = (outs TensorOf<[F32]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }

@@ -44,7 +44,9 @@ std::string ShardingRule::str() const {
     if (isReduction(f))
       reductions.push_back(letter(f));
   if (!reductions.empty())
-    out += (meanReduction ? " mean={" : " reduction={") +
+    out += (meanReduction  ? " mean={"
+            : maxReduction ? " max={"
+                           : " reduction={") +
            llvm::join(reductions, ", ") + "}";
   if (!selfCombined.empty())
     out += " combined={" +
@@ -134,6 +136,57 @@ ShardingRule ReduceMaxOp::getShardingRule() {
 ShardingRule ReduceMeanOp::getShardingRule() {
   ShardingRule rule = reduction(getInput(), getDims());
   rule.meanReduction = true;
+  return rule;
+}
+
+/// FP8 blocks along a dimension of `size` with `grid` blocks: one element
+/// each (grid == size) splits like an elementwise dimension; one block
+/// (grid == 1) splits too, its maximum combined over the split; blocks in
+/// between stay whole (a split could cut one).
+static bool fp8Splits(int64_t size, int64_t grid) {
+  return grid == size || grid == 1;
+}
+
+ShardingRule Fp8AmaxOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> in, out;
+  for (auto [size, grid] :
+       llvm::zip(shapeOf(getInput()), getType().getShape())) {
+    int64_t f = fp8Splits(size, grid) && size > 1 ? rule.addFactor(size)
+                                                  : ShardingRule::kWhole;
+    in.push_back(f);
+    out.push_back(grid == size ? f : ShardingRule::kWhole);
+  }
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  rule.maxReduction = true;
+  return rule;
+}
+
+ShardingRule Fp8QuantizeOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> x, amax;
+  for (auto [size, grid] : llvm::zip(shapeOf(getInput()), shapeOf(getAmax()))) {
+    int64_t f = fp8Splits(size, grid) && size > 1 ? rule.addFactor(size)
+                                                  : ShardingRule::kWhole;
+    x.push_back(f);
+    amax.push_back(grid == size ? f : ShardingRule::kWhole);
+  }
+  rule.operands = {x, amax};
+  rule.results.push_back(x);
+  return rule;
+}
+
+ShardingRule Fp8QuantizeGradOp::getShardingRule() {
+  // Its gradient's blocks: partitioning records the axes of a split
+  // dimension one block spans (kAmaxAxesAttr).
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  for (auto [size, block] : llvm::zip(shapeOf(getInput()), getBlock()))
+    dims.push_back(fp8Splits(size, size / block) ? rule.addFactor(size)
+                                                 : ShardingRule::kWhole);
+  rule.operands.push_back(dims);
+  rule.results.push_back(dims);
   return rule;
 }
 

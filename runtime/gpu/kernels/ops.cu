@@ -20,6 +20,7 @@ typedef long int64_t;
 #endif
 #ifndef WEFT_RUNTIME_GPU_KERNELS_OPSABI_H // NVRTC gets both ahead of this file.
 #include "../../support/CounterRng.h"
+#include "../../support/Fp8Scaling.h"
 #include "Bf16.cuh"
 #include "OpsAbi.h"
 #endif
@@ -833,6 +834,63 @@ extern "C" __global__ void weft_dropout(const float *__restrict x,
                                       (unsigned long long)i) < rate
                ? 0.0f
                : (float)(x[i] / (1.0 - rate));
+}
+
+// weft.fp8_amax of a tensor of up to 4 dims (d, leading ones added) under
+// a grid g of blocks: one thread block per FP8 block (grid-stride over
+// them) takes the largest magnitude; a NaN sticks (fmax would drop it).
+// A per-tensor maximum is one thread block over the whole tensor.
+extern "C" __global__ void weft_fp8_amax(const float *__restrict x,
+                                         float *__restrict amax, long d0,
+                                         long d1, long d2, long d3, long g0,
+                                         long g1, long g2, long g3) {
+  __shared__ float red[WEFT_OPS_THREADS];
+  long b0 = d0 / g0, b1 = d1 / g1, b2 = d2 / g2, b3 = d3 / g3;
+  long size = b0 * b1 * b2 * b3;
+  for (long blk = blockIdx.x; blk < g0 * g1 * g2 * g3; blk += gridDim.x) {
+    // The block's first element; element j of the block lies at its
+    // coordinates within the block from there.
+    long c3 = blk % g3 * b3, c2 = blk / g3 % g2 * b2,
+         c1 = blk / (g3 * g2) % g1 * b1, c0 = blk / (g3 * g2 * g1) * b0;
+    long first = ((c0 * d1 + c1) * d2 + c2) * d3 + c3;
+    float m = 0.0f;
+    for (long j = threadIdx.x; j < size; j += blockDim.x) {
+      long at = first + ((j / (b3 * b2 * b1) * d1 + j / (b3 * b2) % b1) * d2 +
+                         j / b3 % b2) * d3 + j % b3;
+      float a = fabsf(x[at]);
+      m = m != m ? m : (a > m || a != a ? a : m);
+    }
+    red[threadIdx.x] = m;
+    __syncthreads();
+    for (int s = WEFT_OPS_THREADS / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) {
+        float o = red[threadIdx.x + s], r = red[threadIdx.x];
+        red[threadIdx.x] = r != r ? r : (o > r || o != o ? o : r);
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      amax[blk] = red[0];
+    __syncthreads();
+  }
+}
+
+// weft.fp8_quantize, one element per thread: its block's scale from amax
+// (Fp8Scaling.h, as the CPU), then the quantize-dequantize.
+extern "C" __global__ void weft_fp8_quantize(
+    const float *__restrict x, const float *__restrict amax,
+    float *__restrict y, long d0, long d1, long d2, long d3, long g0, long g1,
+    long g2, long g3, int e4m3, int pow2) {
+  long n = d0 * d1 * d2 * d3;
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long c3 = i % d3, c2 = i / d3 % d2, c1 = i / (d3 * d2) % d1,
+         c0 = i / (d3 * d2 * d1);
+    long blk = ((c0 / (d0 / g0) * g1 + c1 / (d1 / g1)) * g2 + c2 / (d2 / g2)) *
+                   g3 +
+               c3 / (d3 / g3);
+    y[i] = weft_fp8_quantize(x[i], weft_fp8_scale(amax[blk], e4m3, pow2),
+                             e4m3);
+  }
 }
 
 // weft.one_hot: y[i, c] = 1 where ids[i] == c.

@@ -2750,3 +2750,30 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.ring_shift %x -> %y over @mesh "cp" offset 4 tag 0 : !sched.buffer<8xf32> -> !sched.buffer<8xf32>
   sched.return []
 }
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<4x1xf32>):
+  // expected-error @+1 {{'sched.fp8_quantize' op format must be f8e4m3fn or f8e5m2, got 'bf16'}}
+  sched.fp8_quantize %x, %a, %x {format = "bf16"} : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<4x3xf32>):
+  // expected-error @+1 {{'sched.fp8_quantize' op block maxima [4, 3] do not divide [4, 8]}}
+  sched.fp8_quantize %x, %a, %x {format = "f8e4m3fn"} : !sched.buffer<4x8xf32>, !sched.buffer<4x3xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.fp8_amax' op block maxima [32] need the rank of [4, 8]}}
+  sched.fp8_amax %x, %a : !sched.buffer<4x8xf32>, !sched.buffer<32xf32>
+  sched.return []
+}

@@ -157,3 +157,16 @@ sched.schedule @eval microbatches(1) {
     sched.run @step microbatch(0)
   }
 }
+
+// FP8 block maxima, then the quantization that reads them.
+// CHECK-LABEL: sched.program @fp8
+sched.program @fp8 arena(160) align(16) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>):
+  %a = sched.alloc offset(0) live(0, 1) : !sched.buffer<4x1xf32>
+  %y = sched.alloc offset(32) live(1, 2) : !sched.buffer<4x8xf32>
+  // CHECK: sched.fp8_amax %{{.*}}, %{{.*}} : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>
+  sched.fp8_amax %x, %a : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>
+  // CHECK: sched.fp8_quantize %{{.*}}, %{{.*}}, %{{.*}} {format = "f8e4m3fn", pow2_scales}
+  sched.fp8_quantize %x, %a, %y {format = "f8e4m3fn", pow2_scales} : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf32>
+  sched.return ["y"] %y : !sched.buffer<4x8xf32>
+}

@@ -880,3 +880,59 @@ func.func @select_types_differ(%c: tensor<4xf32>, %a: tensor<4xf32>, %b: tensor<
   %0 = "weft.select"(%c, %a, %b) : (tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @not_fp8(%x: tensor<8x256xf32>, %a: tensor<1x1xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{format must be f8E4M3FN or f8E5M2, got 'bf16'}}
+  %q = weft.fp8_quantize %x, %a {format = bf16} : tensor<8x256xf32>, tensor<1x1xf32>
+  return %q : tensor<8x256xf32>
+}
+
+// -----
+
+func.func @amax_rank(%x: tensor<8x256xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{result [2] needs one size per dimension of [8, 256]}}
+  %a = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<2xf32>
+  return %a : tensor<2xf32>
+}
+
+// -----
+
+func.func @amax_divides(%x: tensor<8x200xf32>, %a: tensor<8x3xf32>) -> tensor<8x200xf32> {
+  // expected-error @+1 {{amax size 3 of dimension 1 must be at least 1 and divide its size 200}}
+  %q = weft.fp8_quantize %x, %a {format = f8E5M2} : tensor<8x200xf32>, tensor<8x3xf32>
+  return %q : tensor<8x200xf32>
+}
+
+// -----
+
+func.func @block_divides(%x: tensor<8x200xf32>) -> tensor<8x200xf32> {
+  // expected-error @+1 {{block size 128 of dimension 1 must be at least 1 and divide its size 200}}
+  %q = weft.fp8_quantize_grad %x {block = array<i64: 1, 128>, format = f8E5M2} : tensor<8x200xf32>
+  return %q : tensor<8x200xf32>
+}
+
+// -----
+
+func.func @block_zero(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{block size 0 of dimension 0 must be at least 1}}
+  %q = weft.fp8_quantize_grad %x {block = array<i64: 0, 256>, format = f8E4M3FN} : tensor<8x256xf32>
+  return %q : tensor<8x256xf32>
+}
+
+// -----
+
+func.func @grad_format(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{format must be f8E4M3FN or f8E5M2, got 'f16'}}
+  %q = weft.fp8_quantize_grad %x {block = array<i64: 1, 256>, format = f16} : tensor<8x256xf32>
+  return %q : tensor<8x256xf32>
+}
+
+// -----
+
+func.func @f32_only(%x: tensor<8x256xbf16>) -> tensor<1x1xf32> {
+  // expected-error @+1 {{operand #0 must be tensor of 32-bit float values}}
+  %a = weft.fp8_amax %x : tensor<8x256xbf16> -> tensor<1x1xf32>
+  return %a : tensor<1x1xf32>
+}

@@ -1,0 +1,252 @@
+//===- Fp8.cpp - FP8 weight GEMMs by a scaling recipe ---------------------===//
+//
+// Rewrites the forward before autodiff, as torchao's Float8Linear swaps a
+// module: y = x @ w becomes q(x) @ q(w) with y passing through an identity
+// whose gradient is quantized, so autodiff's two backward GEMMs read the
+// forward's quantized operands and a quantized output gradient. Numerics
+// are emulated exactly in f32 (weft.fp8_quantize's definition); partitioning
+// then places the quantizations like any op, so a per-tensor amax of a
+// split tensor is taken over the whole tensor, as on one device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/precision/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
+namespace weft {
+#define GEN_PASS_DEF_FP8
+#include "passes/precision/Passes.h.inc"
+} // namespace weft
+
+using namespace mlir;
+using namespace weft;
+
+namespace {
+enum class Recipe { None, Tensorwise, Rowwise, Blockwise, Mxfp8 };
+
+/// How a recipe cuts a matrix [rows, cols] whose contraction is along
+/// `cols` (an activation, an output gradient) or `rows` (a weight).
+struct Blocks {
+  Recipe recipe;
+
+  /// The block along the contraction (0: the whole dimension) and across it.
+  int64_t along() const {
+    switch (recipe) {
+    case Recipe::Blockwise:
+      return 128;
+    case Recipe::Mxfp8:
+      return 32;
+    default:
+      return 0;
+    }
+  }
+  bool tiledWeights() const { return recipe == Recipe::Blockwise; }
+  bool pow2() const { return recipe == Recipe::Mxfp8; }
+  /// Tensorwise keeps E5M2 for the output gradient (TE's hybrid format).
+  Type gradFormat(MLIRContext *ctx) const {
+    return recipe == Recipe::Tensorwise ? Type(Float8E5M2Type::get(ctx))
+                                        : Type(Float8E4M3FNType::get(ctx));
+  }
+
+  /// The block shape of `shape` contracted along `dim`; `weight` marks the
+  /// operand that is a parameter (its other matrix dimension is blocked too
+  /// under blockwise). Leading (batch) dimensions get blocks of 1 unless
+  /// the tensor is one block.
+  SmallVector<int64_t> of(ArrayRef<int64_t> shape, int64_t dim,
+                          bool weight) const {
+    if (recipe == Recipe::Tensorwise)
+      return SmallVector<int64_t>(shape);
+    auto rank = static_cast<int64_t>(shape.size());
+    SmallVector<int64_t> block(rank, 1);
+    block[dim] = along() ? along() : shape[dim];
+    if (weight && tiledWeights()) {
+      int64_t other = dim == rank - 1 ? rank - 2 : rank - 1;
+      block[other] = along();
+    }
+    return block;
+  }
+  /// Whether `size` (a contraction or output dimension) can be cut.
+  bool fits(int64_t size) const {
+    return size % 16 == 0 && (!along() || size % along() == 0);
+  }
+};
+
+std::optional<Recipe> parseRecipe(StringRef recipe) {
+  return llvm::StringSwitch<std::optional<Recipe>>(recipe)
+      .Case("none", Recipe::None)
+      .Case("tensorwise", Recipe::Tensorwise)
+      .Case("rowwise", Recipe::Rowwise)
+      .Case("blockwise", Recipe::Blockwise)
+      .Case("mxfp8", Recipe::Mxfp8)
+      .Default(std::nullopt);
+}
+
+/// The parameter `v` reads through views and casts, or null.
+ParamOp paramBehind(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto param = dyn_cast<ParamOp>(def))
+      return param;
+    if (!isa<CastOp, ReshapeOp, SliceOp, TransposeOp>(def))
+      return nullptr;
+    v = def->getOperand(0);
+  }
+  return nullptr;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
+  using Fp8Base::Fp8Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (llvm::Error e = checkFp8Options(recipe, keep)) {
+      func.emitError("weft-fp8: ") << llvm::toString(std::move(e));
+      return signalPassFailure();
+    }
+    if (minDim < 0) {
+      func.emitError("weft-fp8: min-dim must be at least 0, not ")
+          << static_cast<int64_t>(minDim);
+      return signalPassFailure();
+    }
+    Recipe parsed = *parseRecipe(recipe);
+    if (parsed == Recipe::None)
+      return;
+    SmallVector<StringRef> names;
+    StringRef(keep).split(names, ',', -1, /*KeepEmpty=*/false);
+    auto named = [&](StringRef layer) {
+      return llvm::any_of(names,
+                          [&](StringRef n) { return n.trim() == layer; });
+    };
+    bool keepHead = named("head"), keepFirst = named("first"),
+         keepLast = named("last");
+
+    int64_t firstLayer = std::numeric_limits<int64_t>::max(), lastLayer = -1;
+    func.walk([&](ParamOp p) {
+      if (auto layer = p->getAttrOfType<IntegerAttr>(kLayerAttr)) {
+        firstLayer = std::min(firstLayer, layer.getInt());
+        lastLayer = std::max(lastLayer, layer.getInt());
+      }
+    });
+    auto kept = [&](ParamOp p) {
+      auto layer = p->getAttrOfType<IntegerAttr>(kLayerAttr);
+      if (!layer)
+        return keepHead;
+      return (keepFirst && layer.getInt() == firstLayer) ||
+             (keepLast && layer.getInt() == lastLayer);
+    };
+
+    Blocks blocks{parsed};
+    MLIRContext *ctx = &getContext();
+    Type e4m3 = Float8E4M3FNType::get(ctx), f32 = Float32Type::get(ctx);
+    int64_t gemms = 0, fp8Bytes = 0, bf16Bytes = 0;
+    SmallVector<MatmulOp> matmuls;
+    func.walk([&](MatmulOp m) { matmuls.push_back(m); });
+    for (MatmulOp m : matmuls) {
+      ParamOp wl = paramBehind(m.getLhs()), wr = paramBehind(m.getRhs());
+      if ((!wl && !wr) || (wl && kept(wl)) || (wr && kept(wr)))
+        continue;
+      ArrayRef<int64_t> ls = shapeOf(m.getLhs()), rs = shapeOf(m.getRhs()),
+                        ys = shapeOf(m.getResult());
+      auto lr = static_cast<int64_t>(ls.size()),
+           rr = static_cast<int64_t>(rs.size());
+      int64_t lhsK = m.getTransposeLhs() ? lr - 2 : lr - 1;
+      int64_t rhsK = m.getTransposeRhs() ? rr - 1 : rr - 2;
+      int64_t k = ls[lhsK], n = ys.back();
+      if (!blocks.fits(k) || !blocks.fits(n) || k < minDim || n < minDim)
+        continue;
+      // Blockwise weights are tiled along both matrix dimensions.
+      if (blocks.tiledWeights() &&
+          ((wl && !blocks.fits(ls[lhsK == lr - 1 ? lr - 2 : lr - 1])) ||
+           (wr && !blocks.fits(rs[rhsK == rr - 1 ? rr - 2 : rr - 1]))))
+        continue;
+
+      OpBuilder b(m);
+      Location loc = m.getLoc();
+      auto quantize = [&](Value v, ArrayRef<int64_t> block,
+                          Type format) -> Value {
+        auto type = cast<RankedTensorType>(v.getType());
+        Value wide = v;
+        if (type.getElementType() != f32)
+          wide = CastOp::create(b, loc, type.clone(f32), v);
+        SmallVector<int64_t> grid;
+        for (auto [size, blockSize] : llvm::zip(type.getShape(), block))
+          grid.push_back(size / blockSize);
+        Value amax =
+            Fp8AmaxOp::create(b, loc, RankedTensorType::get(grid, f32), wide);
+        Value q =
+            Fp8QuantizeOp::create(b, loc, wide, amax, format, blocks.pow2());
+        return wide == v ? q : CastOp::create(b, loc, type, q).getResult();
+      };
+      m.getLhsMutable().assign(
+          quantize(m.getLhs(), blocks.of(ls, lhsK, wl != nullptr), e4m3));
+      m.getRhsMutable().assign(
+          quantize(m.getRhs(), blocks.of(rs, rhsK, wr != nullptr), e4m3));
+
+      // The output gradient is the dgrad's left operand, contracted along
+      // its last dimension (n).
+      b.setInsertionPointAfter(m);
+      auto yType = cast<RankedTensorType>(m.getType());
+      Value y = m.getResult(), wide = y;
+      if (yType.getElementType() != f32)
+        wide = CastOp::create(b, loc, yType.clone(f32), y);
+      SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);
+      Value marked = Fp8QuantizeGradOp::create(
+          b, loc, wide, blocks.gradFormat(ctx), gradBlock, blocks.pow2());
+      // The one op that reads y itself: the mark or the cast ahead of it.
+      Operation *reader =
+          wide == y ? marked.getDefiningOp() : wide.getDefiningOp();
+      if (wide != y)
+        marked = CastOp::create(b, loc, yType, marked);
+      y.replaceAllUsesExcept(marked, reader);
+
+      // FP8 bytes: one per element plus an f32 scale per block; bf16: two.
+      auto operandBytes = [](ArrayRef<int64_t> shape, ArrayRef<int64_t> block) {
+        int64_t elements = 1, scales = 1;
+        for (auto [size, b] : llvm::zip(shape, block)) {
+          elements *= size;
+          scales *= size / b;
+        }
+        return std::pair{elements + 4 * scales, 2 * elements};
+      };
+      for (auto [shape, block] :
+           {std::pair{SmallVector<int64_t>(ls),
+                      blocks.of(ls, lhsK, wl != nullptr)},
+            std::pair{SmallVector<int64_t>(rs),
+                      blocks.of(rs, rhsK, wr != nullptr)},
+            std::pair{SmallVector<int64_t>(ys), gradBlock}}) {
+        auto [f, h] = operandBytes(shape, block);
+        fp8Bytes += f;
+        bf16Bytes += h;
+      }
+      ++gemms;
+    }
+    func->setAttr(kFp8Attr, StringAttr::get(ctx, recipe));
+    Builder b(ctx);
+    func->setAttr(kFp8GemmsAttr, b.getI64IntegerAttr(gemms));
+    func->setAttr(kFp8BytesAttr, b.getDenseI64ArrayAttr({fp8Bytes, bf16Bytes}));
+  }
+};
+} // namespace
+
+llvm::Error weft::checkFp8Options(StringRef recipe, StringRef keep) {
+  if (!parseRecipe(recipe))
+    return llvm::createStringError(
+        "unknown FP8 recipe '" + recipe +
+        "' (supported: none, tensorwise, rowwise, blockwise, mxfp8; "
+        "tensorwise-delayed is not implemented yet)");
+  SmallVector<StringRef> names;
+  keep.split(names, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef name : names)
+    if (!llvm::is_contained({"head", "first", "last", "none"}, name.trim()))
+      return llvm::createStringError("the FP8 keep list names '" + name.trim() +
+                                     "'; it takes head, first, last or none");
+  return llvm::Error::success();
+}

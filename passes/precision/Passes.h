@@ -1,0 +1,28 @@
+//===- Passes.h - precision rewrites ----------------------------*- C++ -*-===//
+
+#ifndef WEFT_PASSES_PRECISION_PASSES_H
+#define WEFT_PASSES_PRECISION_PASSES_H
+
+#include "dialects/weft/IR/WeftOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/Support/Error.h"
+
+namespace weft {
+#define GEN_PASS_DECL
+#include "passes/precision/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/precision/Passes.h.inc"
+
+/// Checks weft-fp8's recipe and keep list (see its description): an error
+/// that says what each accepts.
+llvm::Error checkFp8Options(llvm::StringRef recipe, llvm::StringRef keep);
+
+/// The function attributes weft-fp8 sets (see its description).
+inline constexpr const char *kFp8Attr = "weft.fp8";
+inline constexpr const char *kFp8GemmsAttr = "weft.fp8_gemms";
+inline constexpr const char *kFp8BytesAttr = "weft.fp8_bytes";
+} // namespace weft
+
+#endif // WEFT_PASSES_PRECISION_PASSES_H

@@ -1,0 +1,119 @@
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=blockwise}))' | FileCheck %s --check-prefix=BLOCK
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise keep=head,first}))' | FileCheck %s --check-prefix=TENSOR
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=none}))' | FileCheck %s --check-prefix=ROW
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=mxfp8 min-dim=256}))' | FileCheck %s --check-prefix=MX
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=blockwise}),weft-autodiff)' | FileCheck %s --check-prefix=GRAD
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,tp=2 fp8=tensorwise fuse-and-plan=false keep-gradients=true})' | FileCheck %s --check-prefix=PLACED
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none}))' | FileCheck %s --check-prefix=NONE
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=head,middle}))' 2>&1 | FileCheck %s --check-prefix=KEEP
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise min-dim=-1}))' 2>&1 | FileCheck %s --check-prefix=MIN
+
+// Two layers of norm -> up [128, 256] -> silu -> down [256, 128] ->
+// residual, then a head [128, 64] and the loss, over 8 tokens.
+func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
+                   %labels: tensor<8xi32> {weft.input = "labels"})
+    -> (tensor<f32> {weft.output = "loss"}) {
+  %n0w = weft.param "l0.norm" init(ones) {weft.layer = 0 : i64} : tensor<128xf32>
+  %up0 = weft.param "l0.up" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<128x256xf32>
+  %dn0 = weft.param "l0.down" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<256x128xf32>
+  %n0 = weft.rms_norm %x, %n0w {epsilon = 1.0e-05 : f64} : tensor<8x128xf32>, tensor<128xf32>
+  %h0 = weft.matmul %n0, %up0 : tensor<8x128xf32>, tensor<128x256xf32>
+  %a0 = weft.silu %h0 : tensor<8x256xf32>
+  %d0 = weft.matmul %a0, %dn0 : tensor<8x256xf32>, tensor<256x128xf32>
+  %r0 = weft.add %x, %d0 : tensor<8x128xf32>
+  %n1w = weft.param "l1.norm" init(ones) {weft.layer = 1 : i64} : tensor<128xf32>
+  %up1 = weft.param "l1.up" init(normal, 2.0e-02) {weft.layer = 1 : i64} : tensor<128x256xf32>
+  %dn1 = weft.param "l1.down" init(normal, 2.0e-02) {weft.layer = 1 : i64} : tensor<256x128xf32>
+  %n1 = weft.rms_norm %r0, %n1w {epsilon = 1.0e-05 : f64} : tensor<8x128xf32>, tensor<128xf32>
+  %h1 = weft.matmul %n1, %up1 : tensor<8x128xf32>, tensor<128x256xf32>
+  %a1 = weft.silu %h1 : tensor<8x256xf32>
+  %d1 = weft.matmul %a1, %dn1 : tensor<8x256xf32>, tensor<256x128xf32>
+  %r1 = weft.add %r0, %d1 : tensor<8x128xf32>
+  %head = weft.param "head" init(normal, 2.0e-02) : tensor<128x64xf32>
+  %logits = weft.matmul %r1, %head : tensor<8x128xf32>, tensor<128x64xf32>
+  %loss = weft.cross_entropy %logits, %labels : tensor<8x64xf32>, tensor<8xi32>
+  return %loss : tensor<f32>
+}
+
+// Blockwise (DeepSeek-V3): 1x128 activation tiles, 128x128 weight blocks,
+// E4M3 throughout; the output is marked so its gradient is tiled along n.
+// The head stays (keep=head, the default). Bytes: per GEMM, x and the
+// output gradient 8*128 + 8*256 elements with 8 + 16 scales, w 32768 with
+// 2 scales: 35840 + 4 * 26 = 35944 FP8 bytes against 71680 in bf16; four
+// GEMMs in all.
+// BLOCK-LABEL: func.func @forward
+// BLOCK-SAME: weft.fp8 = "blockwise"
+// BLOCK-SAME: weft.fp8_bytes = array<i64: 143776, 286720>
+// BLOCK-SAME: weft.fp8_gemms = 4 : i64
+// BLOCK: %[[N0:.*]] = weft.rms_norm
+// BLOCK: %[[XA:.*]] = weft.fp8_amax %[[N0]] : tensor<8x128xf32> -> tensor<8x1xf32>
+// BLOCK: %[[XQ:.*]] = weft.fp8_quantize %[[N0]], %[[XA]] {format = f8E4M3FN} : tensor<8x128xf32>, tensor<8x1xf32>
+// BLOCK: %[[WA:.*]] = weft.fp8_amax %{{.*}} : tensor<128x256xf32> -> tensor<1x2xf32>
+// BLOCK: %[[WQ:.*]] = weft.fp8_quantize %{{.*}}, %[[WA]] {format = f8E4M3FN}
+// BLOCK: %[[H0:.*]] = weft.matmul %[[XQ]], %[[WQ]]
+// BLOCK: %[[H0G:.*]] = weft.fp8_quantize_grad %[[H0]] {block = array<i64: 1, 128>, format = f8E4M3FN} : tensor<8x256xf32>
+// BLOCK: weft.silu %[[H0G]]
+// BLOCK: weft.fp8_amax %{{.*}} : tensor<8x256xf32> -> tensor<8x2xf32>
+// BLOCK: weft.fp8_amax %{{.*}} : tensor<256x128xf32> -> tensor<2x1xf32>
+// BLOCK: weft.param "head"
+// BLOCK-NOT: weft.fp8_quantize
+// BLOCK: weft.cross_entropy
+
+// Tensorwise: one scale per tensor, E5M2 for the output gradient; the
+// first layer stays too.
+// TENSOR-LABEL: func.func @forward
+// TENSOR-SAME: weft.fp8_gemms = 2 : i64
+// TENSOR-NOT: weft.fp8_quantize
+// TENSOR: weft.param "l1.norm"
+// TENSOR: weft.fp8_amax %{{.*}} : tensor<8x128xf32> -> tensor<1x1xf32>
+// TENSOR: weft.fp8_amax %{{.*}} : tensor<128x256xf32> -> tensor<1x1xf32>
+// TENSOR: weft.fp8_quantize_grad %{{.*}} {block = array<i64: 8, 256>, format = f8E5M2} : tensor<8x256xf32>
+
+// Rowwise with keep=none: the head is FP8 too (64 is a multiple of 16),
+// x by rows, w by columns.
+// ROW-LABEL: func.func @forward
+// ROW-SAME: weft.fp8_gemms = 5 : i64
+// ROW: weft.fp8_amax %{{.*}} : tensor<8x128xf32> -> tensor<8x1xf32>
+// ROW: weft.fp8_amax %{{.*}} : tensor<128x256xf32> -> tensor<1x256xf32>
+// ROW: weft.fp8_quantize_grad %{{.*}} {block = array<i64: 1, 256>, format = f8E4M3FN} : tensor<8x256xf32>
+// ROW: weft.fp8_amax %{{.*}} : tensor<128x64xf32> -> tensor<1x64xf32>
+
+// MXFP8 with min-dim=256: only GEMMs whose contraction and output are both
+// 256 or more, which none of these are.
+// MX-LABEL: func.func @forward
+// MX-SAME: weft.fp8_gemms = 0 : i64
+// MX-NOT: weft.fp8_quantize
+
+// After autodiff the backward's GEMMs read the quantized operands and the
+// quantized output gradient: the last layer's silu gradient goes through
+// block maxima and an fp8_quantize tiled along n before the dgrad (lhs) and
+// wgrad (rhs).
+// GRAD-LABEL: func.func @train_step
+// GRAD: weft.param "l1.down"
+// GRAD: %[[XQ:.*]] = weft.fp8_quantize %{{.*}}, %{{.*}} {format = f8E4M3FN} : tensor<8x128xf32>, tensor<8x1xf32>
+// GRAD: %[[WQ:.*]] = weft.fp8_quantize %{{.*}}, %{{.*}} {format = f8E4M3FN} : tensor<128x256xf32>, tensor<1x2xf32>
+// GRAD: %[[G:.*]] = weft.silu_grad
+// GRAD-NEXT: %[[GA:.*]] = weft.fp8_amax %[[G]] : tensor<8x256xf32> -> tensor<8x2xf32>
+// GRAD-NEXT: %[[DY:.*]] = weft.fp8_quantize %[[G]], %[[GA]] {format = f8E4M3FN}
+// GRAD-DAG: weft.matmul %[[DY]], %[[WQ]] transpose_rhs
+// GRAD-DAG: weft.matmul %[[XQ]], %[[DY]] transpose_lhs
+
+// Placed on dp=2 x tp=2 (the weights' tp splits are from the plan's rules:
+// none here, so only the batch splits): a per-tensor maximum of a
+// dp-split activation is its shard's maximum all-reduced by max over dp,
+// and the matmul stays split; the output gradient's mark records dp.
+// PLACED-LABEL: func.func @train_step
+// PLACED: %[[A:.*]] = weft.fp8_amax %{{.*}} : tensor<4x128xf32> -> tensor<1x1xf32>
+// PLACED-NEXT: %[[M:.*]] = weft.all_reduce max %[[A]] over @mesh ["dp"] : tensor<1x1xf32>
+// PLACED: weft.fp8_quantize %{{.*}}, %{{.*}} {format = f8E4M3FN} : tensor<4x128xf32>, tensor<1x1xf32>
+// PLACED: weft.matmul %{{.*}}, %{{.*}} : tensor<4x128xf32>, tensor<128x256xf32>
+// PLACED: weft.fp8_quantize_grad %{{.*}} {block = array<i64: 4, 256>, format = f8E5M2, weft.amax_axes = ["dp"], weft.amax_mesh = @mesh} : tensor<4x256xf32>
+// PLACED: weft.silu_grad
+// PLACED-NEXT: weft.fp8_amax %{{.*}} : tensor<4x256xf32> -> tensor<1x1xf32>
+// PLACED-NEXT: weft.all_reduce max %{{.*}} over @mesh ["dp"] : tensor<1x1xf32>
+
+// NONE-NOT: weft.fp8
+// BAD: unknown FP8 recipe 'tensorwise-delayed' (supported: none, tensorwise, rowwise, blockwise, mxfp8; tensorwise-delayed is not implemented yet)
+// KEEP: the FP8 keep list names 'middle'; it takes head, first, last or none
+// MIN: min-dim must be at least 0, not -1

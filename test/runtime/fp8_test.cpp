@@ -1,0 +1,197 @@
+//===- fp8_test.cpp - FP8 quantize-dequantize against float64 -------------===//
+//
+// weft.fp8_quantize as the runtime runs it (Fp8Scaling.h through the CPU
+// executor's kernel) against a reference written from the definition in
+// float64: the FP8 grid listed from its formula, the nearest value found by
+// search with ties to the even code, the scale's f32 division and the
+// products done in double and rounded once to f32 (exact for one operation,
+// as IEEE's correctly rounded f32 operation is). Bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/exec/CpuMath.h"
+#include "runtime/support/Fp8Scaling.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+uint32_t bitsOf(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  return u;
+}
+
+/// The non-negative finite values of a format, by code (code & 1 is the
+/// last mantissa bit: the even code wins a tie).
+std::vector<double> grid(bool e4m3) {
+  int mantissa = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  int last = e4m3 ? 0x7E : 0x7B; // 448 and 57344.
+  std::vector<double> values;
+  for (int code = 0; code <= last; ++code) {
+    int e = code >> mantissa, f = code & ((1 << mantissa) - 1);
+    values.push_back(
+        e == 0 ? std::ldexp(f, 1 - bias - mantissa)
+               : std::ldexp(1.0 + std::ldexp(f, -mantissa), e - bias));
+  }
+  return values;
+}
+
+/// Saturating round to the format, ties to even, by search.
+double referenceRound(double x, bool e4m3) {
+  static const std::vector<double> grids[2] = {grid(false), grid(true)};
+  const std::vector<double> &g = grids[e4m3];
+  if (std::isnan(x))
+    return x;
+  double a = std::min(std::fabs(x), g.back());
+  auto hi = std::lower_bound(g.begin(), g.end(), a);
+  size_t code = hi - g.begin();
+  if (*hi != a) {
+    size_t lo = code - 1;
+    double dl = a - g[lo], dh = *hi - a;
+    code = dl < dh ? lo : dh < dl ? code : (lo % 2 == 0 ? lo : code);
+  }
+  return std::copysign(g[code], x);
+}
+
+/// One block's quantize-dequantize from the definition.
+std::vector<float> referenceBlock(const std::vector<float> &x, bool e4m3,
+                                  bool pow2) {
+  double largest = e4m3 ? 448.0 : 57344.0, amax = 0.0;
+  bool nan = false;
+  for (float v : x) {
+    nan |= !std::isfinite(v);
+    amax = std::max(amax, std::fabs(static_cast<double>(v)));
+  }
+  std::vector<float> out(x.size());
+  if (nan) {
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    return out;
+  }
+  amax = std::max(amax, static_cast<double>(1e-12f));
+  float scale;
+  if (pow2) {
+    int shift = (e4m3 ? 8 : 15) - static_cast<int>(std::floor(std::log2(amax)));
+    scale = static_cast<float>(std::ldexp(1.0, std::clamp(shift, -127, 127)));
+  } else {
+    scale = static_cast<float>(largest / amax);
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    auto scaled = static_cast<float>(static_cast<double>(x[i]) * scale);
+    out[i] = static_cast<float>(referenceRound(scaled, e4m3) / scale);
+  }
+  return out;
+}
+
+void expectSameBits(float got, float want, const char *what, size_t i) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what << " element " << i;
+    return;
+  }
+  EXPECT_EQ(bitsOf(got), bitsOf(want))
+      << what << " element " << i << ": " << got << " vs " << want;
+}
+} // namespace
+
+// Every float spread over the bit patterns (and the grid's midpoints and
+// their neighbours, where rounding ties) rounds as the search says.
+TEST(Fp8Scaling, RoundMatchesTheFloat64Search) {
+  for (bool e4m3 : {true, false}) {
+    for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 65521) {
+      auto b = static_cast<uint32_t>(bits);
+      float x;
+      std::memcpy(&x, &b, sizeof(x));
+      if (std::isinf(x))
+        continue;
+      expectSameBits(weft_fp8_round(x, e4m3),
+                     static_cast<float>(referenceRound(x, e4m3)), "spread", b);
+    }
+    std::vector<double> g = grid(e4m3);
+    for (size_t c = 0; c + 1 < g.size(); ++c) {
+      auto mid = static_cast<float>((g[c] + g[c + 1]) / 2);
+      for (float x :
+           {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f), -mid}) {
+        expectSameBits(weft_fp8_round(x, e4m3),
+                       static_cast<float>(referenceRound(x, e4m3)), "tie", c);
+      }
+    }
+  }
+}
+
+// The executor's kernels (block maxima, then quantization) on a [4, 6, 64]
+// tensor of mixed magnitudes (one
+// of mixed magnitudes, one row all zeros, one with a NaN) under every
+// recipe's block shape: each block equals the reference's quantization of
+// that block alone.
+TEST(Fp8Scaling, QuantizeMatchesTheFloat64ReferencePerBlock) {
+  const std::vector<int64_t> shape = {4, 6, 64};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 12);
+  std::vector<float> x(4 * 6 * 64);
+  for (float &v : x)
+    v = std::ldexp(normal(rng), exponent(rng) / 4);
+  std::fill(x.begin() + 64, x.begin() + 128, 0.0f); // Row (0, 1) is zero.
+  x[5 * 64 + 3] = std::numeric_limits<float>::quiet_NaN(); // Row (0, 5).
+  x[7 * 64 + 9] = 1e-30f; // A tiny value beside normal ones.
+
+  struct Recipe {
+    std::vector<int64_t> block;
+    bool pow2;
+  };
+  const Recipe recipes[] = {
+      {{4, 6, 64}, false}, // Per tensor.
+      {{1, 1, 64}, false}, // Per row.
+      {{1, 6, 1}, false},  // Per column of each [6, 64] matrix.
+      {{1, 2, 32}, false}, // 2 x 32 blocks.
+      {{1, 1, 32}, true},  // MXFP8.
+  };
+  for (const Recipe &r : recipes) {
+    for (bool e4m3 : {true, false}) {
+      std::vector<int64_t> grid;
+      for (size_t d = 0; d < shape.size(); ++d)
+        grid.push_back(shape[d] / r.block[d]);
+      std::vector<float> amax(grid[0] * grid[1] * grid[2]), y(x.size());
+      weft::runtime::cpu::fp8Amax(x.data(), amax.data(), shape, grid);
+      weft::runtime::cpu::fp8Quantize(x.data(), amax.data(), y.data(), shape,
+                                      grid, e4m3, r.pow2);
+      // Gather each block's elements, quantize them alone, compare.
+      for (int64_t b0 = 0; b0 < shape[0]; b0 += r.block[0])
+        for (int64_t b1 = 0; b1 < shape[1]; b1 += r.block[1])
+          for (int64_t b2 = 0; b2 < shape[2]; b2 += r.block[2]) {
+            std::vector<size_t> at;
+            for (int64_t i = b0; i < b0 + r.block[0]; ++i)
+              for (int64_t j = b1; j < b1 + r.block[1]; ++j)
+                for (int64_t k = b2; k < b2 + r.block[2]; ++k)
+                  at.push_back((i * shape[1] + j) * shape[2] + k);
+            std::vector<float> block;
+            for (size_t i : at)
+              block.push_back(x[i]);
+            std::vector<float> want = referenceBlock(block, e4m3, r.pow2);
+            for (size_t i = 0; i < at.size(); ++i)
+              expectSameBits(y[at[i]], want[i], "quantized", at[i]);
+          }
+    }
+  }
+}
+
+// What the recipes promise: a value exactly on the scaled grid survives
+// (the block's amax maps to the largest finite value), a zero block stays
+// zero, and an MXFP8 scale is a power of two.
+TEST(Fp8Scaling, ScalesMapTheAmaxToTheLargestValue) {
+  EXPECT_EQ(weft_fp8_scale(448.0f, 1, 0), 1.0f);
+  EXPECT_EQ(weft_fp8_quantize(3.5f, weft_fp8_scale(3.5f, 1, 0), 1), 3.5f);
+  EXPECT_EQ(weft_fp8_scale(0.0f, 1, 0), 448.0f / 1e-12f);
+  EXPECT_EQ(weft_fp8_quantize(0.0f, weft_fp8_scale(0.0f, 1, 0), 1), 0.0f);
+  // amax 3 (2^1.58): 2^(8 - 1) = 128, so 3 * 128 = 384 <= 448.
+  EXPECT_EQ(weft_fp8_scale(3.0f, 1, 1), 128.0f);
+  EXPECT_EQ(weft_fp8_scale(3.0f, 0, 1), 16384.0f);
+  EXPECT_TRUE(std::isnan(weft_fp8_scale(INFINITY, 1, 0)));
+}

@@ -73,15 +73,15 @@ std::vector<int64_t> fp8BlockOf(const std::vector<int64_t> &shape,
   return blockOf;
 }
 
-/// weft.fp8_amax: the largest |x| (in f32) of each block; a NaN sticks.
+/// weft.fp8_amax: the largest |x| (in f32) of each block, a NaN counting
+/// as infinity.
 Tensor fp8Amax(const Tensor &x, const std::vector<int64_t> &grid) {
   Tensor amax = Tensor::zeros(grid);
   std::vector<int64_t> blockOf = fp8BlockOf(x.shape, grid);
   for (size_t i = 0; i < x.data.size(); ++i) {
     double a = std::fabs(static_cast<float>(x.data[i]));
     double &m = amax.data[blockOf[i]];
-    if (!(a <= m))
-      m = std::isnan(m) ? m : a;
+    m = std::isnan(a) ? kInf : std::max(m, a);
   }
   return amax;
 }

@@ -295,10 +295,32 @@ void addLayerActivations(ModuleOp module, PlacementReport &report) {
   }
 }
 
+/// The FP8 recipe weft-fp8 recorded on the programs, if any.
+void addFp8(ModuleOp module, PlacementReport &report) {
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    auto recipe = f->getAttrOfType<StringAttr>(kFp8Attr);
+    auto gemms = f->getAttrOfType<IntegerAttr>(kFp8GemmsAttr);
+    auto bytes = f->getAttrOfType<DenseI64ArrayAttr>(kFp8BytesAttr);
+    if (!recipe || !gemms || !bytes || bytes.size() != 2)
+      continue;
+    report.fp8 = recipe.str();
+    report.fp8Gemms = gemms.getInt();
+    report.fp8Bytes = bytes[0];
+    report.fp8Bf16Bytes = bytes[1];
+    return;
+  }
+}
+
 FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
-  if (auto table = module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr))
-    return estimatePipeline(module, table);
+  if (auto table =
+          module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr)) {
+    FailureOr<PlacementReport> report = estimatePipeline(module, table);
+    if (succeeded(report))
+      addFp8(module, *report);
+    return report;
+  }
   PlacementReport report;
+  addFp8(module, report);
   addLayerActivations(module, report);
   FailureOr<RankEstimate> estimate = estimateStep(
       module.lookupSymbol<func::FuncOp>("step"), report.parameters);
@@ -341,6 +363,11 @@ llvm::json::Object PlacementReport::toJSON() const {
     out["layer_activation_bytes"] =
         llvm::json::Array(llvm::ArrayRef<int64_t>(layerActivationBytes));
   }
+  if (!fp8.empty())
+    out["fp8"] = llvm::json::Object{{"recipe", fp8},
+                                    {"gemms", fp8Gemms},
+                                    {"fp8_bytes", fp8Bytes},
+                                    {"bf16_bytes", fp8Bf16Bytes}};
   if (pipeline) {
     llvm::json::Array perRank;
     for (const RankEstimate &r : pipeline->stages)
@@ -388,6 +415,10 @@ std::string PlacementReport::table() const {
         os << " " << mib(bytes);
     os << " (in activations above)\n";
   }
+  if (!fp8.empty())
+    os << "fp8 (" << fp8 << "): " << fp8Gemms << " GEMMs read " << mib(fp8Bytes)
+       << " of FP8 operands and scales a step, " << mib(fp8Bf16Bytes)
+       << " in bf16 (x, w and output gradient, whole model)\n";
   if (pipeline) {
     os << llvm::format("pipeline: %s, pp=%lld, %lld micro-batches",
                        pipeline->schedule.c_str(),

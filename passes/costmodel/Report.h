@@ -77,10 +77,16 @@ struct PlacementReport {
   /// micro-batch; empty when no program records them (pipelines).
   std::string recompute;
   std::vector<int64_t> layerActivationBytes;
+  /// The FP8 recipe (weft-fp8; empty without one), its GEMMs, and the
+  /// bytes their operands take in FP8 (with scales) and in bf16, for the
+  /// whole model's step.
+  std::string fp8;
+  int64_t fp8Gemms = 0, fp8Bytes = 0, fp8Bf16Bytes = 0;
 
   /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
   /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...], with a
-  /// recompute policy also "recompute" and "layer_activation_bytes"}
+  /// recompute policy also "recompute" and "layer_activation_bytes", with
+  /// an FP8 recipe "fp8": {"recipe", "gemms", "fp8_bytes", "bf16_bytes"}}
   llvm::json::Object toJSON() const;
   /// A table, one row per rank, sizes in MiB / GiB.
   std::string table() const;

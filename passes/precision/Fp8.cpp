@@ -207,14 +207,17 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         marked = CastOp::create(b, loc, yType, marked);
       y.replaceAllUsesExcept(marked, reader);
 
-      // FP8 bytes: one per element plus an f32 scale per block; bf16: two.
-      auto operandBytes = [](ArrayRef<int64_t> shape, ArrayRef<int64_t> block) {
+      // FP8 bytes: one per element plus a scale per block (f32, or E8M0's
+      // one byte under MXFP8); bf16: two per element.
+      int64_t scaleBytes = blocks.pow2() ? 1 : 4;
+      auto operandBytes = [&](ArrayRef<int64_t> shape,
+                              ArrayRef<int64_t> block) {
         int64_t elements = 1, scales = 1;
         for (auto [size, b] : llvm::zip(shape, block)) {
           elements *= size;
           scales *= size / b;
         }
-        return std::pair{elements + 4 * scales, 2 * elements};
+        return std::pair{elements + scaleBytes * scales, 2 * elements};
       };
       for (auto [shape, block] :
            {std::pair{SmallVector<int64_t>(ls),

@@ -19,10 +19,8 @@ namespace weft {
 /// that says what each accepts.
 llvm::Error checkFp8Options(llvm::StringRef recipe, llvm::StringRef keep);
 
-/// The function attributes weft-fp8 sets (see its description).
-inline constexpr const char *kFp8Attr = "weft.fp8";
-inline constexpr const char *kFp8GemmsAttr = "weft.fp8_gemms";
-inline constexpr const char *kFp8BytesAttr = "weft.fp8_bytes";
+/// weft-fp8 sets kFp8Attr, kFp8GemmsAttr and kFp8BytesAttr (WeftOps.h) on
+/// the function it rewrites.
 } // namespace weft
 
 #endif // WEFT_PASSES_PRECISION_PASSES_H

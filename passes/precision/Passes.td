@@ -33,12 +33,16 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     FP8 rule) or of the recipe's block, is below `min-dim`, or reads a
     parameter of a layer `keep` names: `head` (parameters outside the
     layers: the LM head), `first`, `last`. Operands that are not f32 are
-    cast to f32 around their quantization.
+    cast to f32 around their quantization; a bf16 model's dequantized
+    values are then rounded to bf16 again (2^-9 beside FP8's 2^-4; exact
+    under mxfp8, whose scales are powers of two). Blocks between one
+    element and a whole dimension (blockwise, mxfp8) keep that dimension
+    whole under placement: a tp split of it is gathered.
 
     The function gets `weft.fp8` (the recipe), `weft.fp8_gemms` (how many
     GEMMs it quantized) and `weft.fp8_bytes`: the bytes those GEMMs' FP8
-    operands (x, w and the output gradient, with their f32 scales) take,
-    and the same operands in bf16.
+    operands (x, w and the output gradient, with their scales: f32, one
+    byte under mxfp8) take, and the same operands in bf16.
 
     ```mlir
     // recipe=blockwise: y = x @ w, x [8, 256], w [256, 128]

@@ -396,9 +396,10 @@ void fp8Amax(const float *x, float *amax, const Shape &shape,
              const Shape &grid) {
   std::vector<int64_t> blockOf = fp8Blocks(shape, grid);
   std::fill(amax, amax + product(grid, 0), 0.0f);
+  // A NaN counts as infinity, which every max (Gloo's, NCCL's) keeps.
   for (size_t i = 0; i < blockOf.size(); ++i) {
     float a = std::fabs(x[i]), &m = amax[blockOf[i]];
-    m = m != m ? m : (a > m || a != a ? a : m); // A NaN sticks.
+    m = a != a ? INFINITY : std::max(a, m);
   }
 }
 

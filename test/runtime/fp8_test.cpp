@@ -194,4 +194,10 @@ TEST(Fp8Scaling, ScalesMapTheAmaxToTheLargestValue) {
   EXPECT_EQ(weft_fp8_scale(3.0f, 1, 1), 128.0f);
   EXPECT_EQ(weft_fp8_scale(3.0f, 0, 1), 16384.0f);
   EXPECT_TRUE(std::isnan(weft_fp8_scale(INFINITY, 1, 0)));
+  // A NaN's block maximum is infinity (a max all-reduce keeps it), whose
+  // scale makes the block NaN.
+  std::vector<float> x = {1.0f, NAN, -2.0f, 3.0f}, amax(2);
+  weft::runtime::cpu::fp8Amax(x.data(), amax.data(), {2, 2}, {2, 1});
+  EXPECT_EQ(amax[0], INFINITY);
+  EXPECT_EQ(amax[1], 3.0f);
 }

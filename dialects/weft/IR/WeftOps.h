@@ -113,6 +113,12 @@ inline constexpr const char *kLossScaleWindowAttr = "weft.loss_scale_window";
 /// steps since the scale last moved.
 inline constexpr const char *kOptimizerStepParam = "optimizer_step";
 inline constexpr const char *kLossScaleGoodStepsParam = "loss_scale_good_steps";
+/// On the forward and the programs made from it (weft-fp8): the recipe,
+/// how many GEMMs it quantized, and [FP8 bytes, bf16 bytes] of those GEMMs'
+/// operands (x, w, output gradient; FP8 with their f32 scales), whole.
+inline constexpr const char *kFp8Attr = "weft.fp8";
+inline constexpr const char *kFp8GemmsAttr = "weft.fp8_gemms";
+inline constexpr const char *kFp8BytesAttr = "weft.fp8_bytes";
 /// On a training step (weft-recompute): per layer, the bytes of forward
 /// values the backward reads.
 inline constexpr const char *kActivationBytesAttr = "weft.activation_bytes";

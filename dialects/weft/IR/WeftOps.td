@@ -943,7 +943,8 @@ def Weft_Fp8AmaxOp : Weft_Op<"fp8_amax", [Pure,
     `input` is cut into blocks, one per element of the result: along
     dimension d, blocks of input[d] / result[d] elements (which must
     divide). result[b] = max |x| over block b; a NaN in a block makes its
-    maximum NaN. The scale an FP8 quantization derives from it is
+    maximum +infinity (which a max all-reduce keeps, where it may drop a
+    NaN), so the block quantizes to NaN. The scale an FP8 quantization derives from it is
     `weft.fp8_quantize`'s. A dimension kept whole by the result (size 1)
     may be split across ranks: the partial maxima combine by a max
     all-reduce. It has no gradient (a scale is not differentiated).

@@ -838,7 +838,8 @@ extern "C" __global__ void weft_dropout(const float *__restrict x,
 
 // weft.fp8_amax of a tensor of up to 4 dims (d, leading ones added) under
 // a grid g of blocks: one thread block per FP8 block (grid-stride over
-// them) takes the largest magnitude; a NaN sticks (fmax would drop it).
+// them) takes the largest magnitude, a NaN counting as infinity (which a
+// max all-reduce keeps, where it could drop a NaN).
 // A per-tensor maximum is one thread block over the whole tensor.
 extern "C" __global__ void weft_fp8_amax(const float *__restrict x,
                                          float *__restrict amax, long d0,
@@ -858,15 +859,13 @@ extern "C" __global__ void weft_fp8_amax(const float *__restrict x,
       long at = first + ((j / (b3 * b2 * b1) * d1 + j / (b3 * b2) % b1) * d2 +
                          j / b3 % b2) * d3 + j % b3;
       float a = fabsf(x[at]);
-      m = m != m ? m : (a > m || a != a ? a : m);
+      m = a != a ? __int_as_float(0x7f800000) : fmaxf(a, m);
     }
     red[threadIdx.x] = m;
     __syncthreads();
     for (int s = WEFT_OPS_THREADS / 2; s > 0; s >>= 1) {
-      if (threadIdx.x < s) {
-        float o = red[threadIdx.x + s], r = red[threadIdx.x];
-        red[threadIdx.x] = r != r ? r : (o > r || o != o ? o : r);
-      }
+      if (threadIdx.x < s)
+        red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
       __syncthreads();
     }
     if (threadIdx.x == 0)

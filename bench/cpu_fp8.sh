@@ -9,12 +9,12 @@
 #
 #   bench/cpu_fp8.sh [build-dir]    (after `make build`; JAX as cpu_train.sh)
 #
-# Env: STEPS (300), BATCH (8), SEQ (128), LR (3e-3).
+# Env: STEPS (300), BATCH (4), SEQ (128), LR (3e-3).
 set -euo pipefail
 BUILD=${1:-build}
 OUT="$BUILD/bench-fp8"
 STEPS=${STEPS:-300}
-BATCH=${BATCH:-8}
+BATCH=${BATCH:-4}
 SEQ=${SEQ:-128}
 LR=${LR:-3e-3}
 CONFIG=bench/gpt-fp8.json

@@ -95,6 +95,11 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
         "compiles candidates to find it; pass the per-layer choice it made "
         "(the report's recompute=...)");
   // On the whole forward, before partitioning places the quantizations.
+  bool delayedFp8 = options.fp8 == "tensorwise-delayed";
+  if (delayedFp8 && (plan.microbatches > 1 || plan.size("pp") > 1))
+    return llvm::createStringError(
+        "weft-train: fp8=tensorwise-delayed needs a plan without pp or "
+        "micro-batches (each micro-batch would record its own maxima)");
   if (options.fp8 != "none") {
     Fp8Options fp8;
     fp8.recipe = options.fp8;
@@ -163,6 +168,8 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   adamw.maxGradNorm = options.maxGradNorm;
   adamw.keepFunc = options.keepGradients;
   pm.addPass(createAdamW(adamw));
+  if (delayedFp8)
+    pm.addPass(createFp8RecordAmax());
   // ZeRO-1/2 (optimizer splits from the plan); otherwise it only records
   // each parameter's gradient size.
   pm.addPass(createPartitionOptimizer());

@@ -47,9 +47,9 @@ struct TrainingOptions {
   /// (weft-autodiff's loss-scale and loss-scale-window).
   double lossScale = 0;
   int64_t lossScaleWindow = 2000;
-  /// The FP8 recipe of the weight GEMMs (none, tensorwise, rowwise,
-  /// blockwise, mxfp8) and the layers that keep the model's precision
-  /// (weft-fp8's recipe and keep).
+  /// The FP8 recipe of the weight GEMMs (none, tensorwise,
+  /// tensorwise-delayed, rowwise, blockwise, mxfp8) and the layers that keep
+  /// the model's precision (weft-fp8's recipe and keep).
   std::string fp8 = "none";
   std::string fp8Keep = "head";
 };
@@ -128,7 +128,7 @@ struct TrainingPipelineOptions
   Option<std::string> fp8{
       *this, "fp8",
       llvm::cl::desc("FP8 recipe of the weight GEMMs: none, tensorwise, "
-                     "rowwise, blockwise or mxfp8"),
+                     "tensorwise-delayed, rowwise, blockwise or mxfp8"),
       llvm::cl::init(TrainingOptions().fp8)};
   Option<std::string> fp8Keep{
       *this, "fp8-keep",

@@ -12,10 +12,13 @@
 
 #include "passes/precision/Passes.h"
 
+#include "dialects/weft/IR/WeftEmitter.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
 #include <limits>
 
 namespace weft {
@@ -27,7 +30,14 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-enum class Recipe { None, Tensorwise, Rowwise, Blockwise, Mxfp8 };
+enum class Recipe {
+  None,
+  Tensorwise,
+  TensorwiseDelayed,
+  Rowwise,
+  Blockwise,
+  Mxfp8
+};
 
 /// How a recipe cuts a matrix [rows, cols] whose contraction is along
 /// `cols` (an activation, an output gradient) or `rows` (a weight).
@@ -47,10 +57,15 @@ struct Blocks {
   }
   bool tiledWeights() const { return recipe == Recipe::Blockwise; }
   bool pow2() const { return recipe == Recipe::Mxfp8; }
-  /// Tensorwise keeps E5M2 for the output gradient (TE's hybrid format).
+  bool perTensor() const {
+    return recipe == Recipe::Tensorwise || recipe == Recipe::TensorwiseDelayed;
+  }
+  bool delayed() const { return recipe == Recipe::TensorwiseDelayed; }
+  /// Per-tensor recipes keep E5M2 for the output gradient (TE's hybrid
+  /// format).
   Type gradFormat(MLIRContext *ctx) const {
-    return recipe == Recipe::Tensorwise ? Type(Float8E5M2Type::get(ctx))
-                                        : Type(Float8E4M3FNType::get(ctx));
+    return perTensor() ? Type(Float8E5M2Type::get(ctx))
+                       : Type(Float8E4M3FNType::get(ctx));
   }
 
   /// The block shape of `shape` contracted along `dim`; `weight` marks the
@@ -59,7 +74,7 @@ struct Blocks {
   /// the tensor is one block.
   SmallVector<int64_t> of(ArrayRef<int64_t> shape, int64_t dim,
                           bool weight) const {
-    if (recipe == Recipe::Tensorwise)
+    if (perTensor())
       return SmallVector<int64_t>(shape);
     auto rank = static_cast<int64_t>(shape.size());
     SmallVector<int64_t> block(rank, 1);
@@ -80,6 +95,7 @@ std::optional<Recipe> parseRecipe(StringRef recipe) {
   return llvm::StringSwitch<std::optional<Recipe>>(recipe)
       .Case("none", Recipe::None)
       .Case("tensorwise", Recipe::Tensorwise)
+      .Case("tensorwise-delayed", Recipe::TensorwiseDelayed)
       .Case("rowwise", Recipe::Rowwise)
       .Case("blockwise", Recipe::Blockwise)
       .Case("mxfp8", Recipe::Mxfp8)
@@ -116,6 +132,16 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
           << static_cast<int64_t>(minDim);
       return signalPassFailure();
     }
+    if (history < 1 || history > 1 << 20) {
+      func.emitError("weft-fp8: history must be in [1, 2^20] steps, not ")
+          << static_cast<int64_t>(history);
+      return signalPassFailure();
+    }
+    if (margin < 0 || margin > 32) {
+      func.emitError("weft-fp8: margin must be in [0, 32], not ")
+          << static_cast<int64_t>(margin);
+      return signalPassFailure();
+    }
     Recipe parsed = *parseRecipe(recipe);
     if (parsed == Recipe::None)
       return;
@@ -147,6 +173,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     MLIRContext *ctx = &getContext();
     Type e4m3 = Float8E4M3FNType::get(ctx), f32 = Float32Type::get(ctx);
     int64_t gemms = 0, fp8Bytes = 0, bf16Bytes = 0;
+    llvm::StringMap<int64_t> weightUses;
     SmallVector<MatmulOp> matmuls;
     func.walk([&](MatmulOp m) { matmuls.push_back(m); });
     for (MatmulOp m : matmuls) {
@@ -170,8 +197,32 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
 
       OpBuilder b(m);
       Location loc = m.getLoc();
-      auto quantize = [&](Value v, ArrayRef<int64_t> block,
-                          Type format) -> Value {
+      // Delayed scaling's state: one amax history per quantized tensor,
+      // named after the weight (and which of its GEMMs reads it), and the
+      // largest of it (times 2^margin) as the block maxima of this step.
+      int64_t &uses = weightUses[(wl ? wl : wr).getName()];
+      std::string stem = (wl ? wl : wr).getName().str() + ".fp8" +
+                         (uses ? "_" + std::to_string(uses) : "");
+      ++uses;
+      auto historyOf =
+          [&](StringRef tensor,
+              ArrayRef<int64_t> grid) -> std::pair<std::string, Value> {
+        std::string name = stem + "." + tensor.str() + "_amax_history";
+        OpBuilder top = OpBuilder::atBlockBegin(&func.getBody().front());
+        Value h = ParamOp::create(
+            top, loc, RankedTensorType::get({history}, f32),
+            top.getStringAttr(name), InitKindAttr::get(ctx, InitKind::Zeros),
+            FloatAttr(), top.getUnitAttr());
+        weft::detail::Emitter e{b, loc};
+        Value largest =
+            e.reshape(e.reduceMax(h, {0}), RankedTensorType::get(grid, f32));
+        if (margin > 0)
+          largest =
+              e.mul(largest, e.splatLike(largest, std::ldexp(1.0, margin)));
+        return {name, largest};
+      };
+      auto quantize = [&](Value v, ArrayRef<int64_t> block, Type format,
+                          StringRef tensor) -> Value {
         auto type = cast<RankedTensorType>(v.getType());
         Value wide = v;
         if (type.getElementType() != f32)
@@ -179,16 +230,24 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         SmallVector<int64_t> grid;
         for (auto [size, blockSize] : llvm::zip(type.getShape(), block))
           grid.push_back(size / blockSize);
-        Value amax =
+        auto amaxOp =
             Fp8AmaxOp::create(b, loc, RankedTensorType::get(grid, f32), wide);
+        Value amax = amaxOp;
+        if (blocks.delayed()) {
+          auto [name, largest] = historyOf(tensor, grid);
+          amaxOp->setAttr(kAmaxHistoryAttr, b.getStringAttr(name));
+          amax = delayedAmax(b, loc, amax, largest);
+        }
         Value q =
             Fp8QuantizeOp::create(b, loc, wide, amax, format, blocks.pow2());
         return wide == v ? q : CastOp::create(b, loc, type, q).getResult();
       };
-      m.getLhsMutable().assign(
-          quantize(m.getLhs(), blocks.of(ls, lhsK, wl != nullptr), e4m3));
-      m.getRhsMutable().assign(
-          quantize(m.getRhs(), blocks.of(rs, rhsK, wr != nullptr), e4m3));
+      m.getLhsMutable().assign(quantize(m.getLhs(),
+                                        blocks.of(ls, lhsK, wl != nullptr),
+                                        e4m3, wl ? "weight" : "input"));
+      m.getRhsMutable().assign(quantize(m.getRhs(),
+                                        blocks.of(rs, rhsK, wr != nullptr),
+                                        e4m3, wr ? "weight" : "input"));
 
       // The output gradient is the dgrad's left operand, contracted along
       // its last dimension (n).
@@ -198,8 +257,18 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       if (yType.getElementType() != f32)
         wide = CastOp::create(b, loc, yType.clone(f32), y);
       SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);
-      Value marked = Fp8QuantizeGradOp::create(
-          b, loc, wide, blocks.gradFormat(ctx), gradBlock, blocks.pow2());
+      Value gradHistory;
+      std::string gradHistoryName;
+      if (blocks.delayed()) {
+        SmallVector<int64_t> grid(ys.size(), 1);
+        std::tie(gradHistoryName, gradHistory) = historyOf("grad", grid);
+      }
+      auto mark = Fp8QuantizeGradOp::create(b, loc, wide, gradHistory,
+                                            blocks.gradFormat(ctx), gradBlock,
+                                            blocks.pow2());
+      if (gradHistory)
+        mark->setAttr(kAmaxHistoryAttr, b.getStringAttr(gradHistoryName));
+      Value marked = mark;
       // The one op that reads y itself: the mark or the cast ahead of it.
       Operation *reader =
           wide == y ? marked.getDefiningOp() : wide.getDefiningOp();
@@ -243,8 +312,8 @@ llvm::Error weft::checkFp8Options(StringRef recipe, StringRef keep) {
   if (!parseRecipe(recipe))
     return llvm::createStringError(
         "unknown FP8 recipe '" + recipe +
-        "' (supported: none, tensorwise, rowwise, blockwise, mxfp8; "
-        "tensorwise-delayed is not implemented yet)");
+        "' (supported: none, tensorwise, tensorwise-delayed, rowwise, "
+        "blockwise, mxfp8)");
   SmallVector<StringRef> names;
   keep.split(names, ',', -1, /*KeepEmpty=*/false);
   for (StringRef name : names)

@@ -22,12 +22,17 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
 
       recipe      activation, out grad   weight            format (x, w / dy)
       tensorwise  whole tensor           whole tensor      E4M3 / E5M2
+      tensorwise-delayed  as tensorwise, scales from earlier steps
       rowwise     one row (1 x K)        one column (K x 1) E4M3 / E4M3
       blockwise   1 x 128 tiles          128 x 128 blocks  E4M3 / E4M3
       mxfp8       1 x 32, E8M0 scales    32 x 1, E8M0      E4M3 / E4M3
 
     (tensorwise is Transformer Engine's current scaling with its hybrid
-    formats; rowwise torchao's; blockwise DeepSeek-V3's; mxfp8 the OCP MX
+    formats; tensorwise-delayed its DelayedScaling: each quantized tensor
+    keeps an amax history of `history` steps in a state parameter, its
+    scale comes from the history's largest maximum times 2^`margin` (the
+    current one on the first step, as torchao does), and
+    weft-fp8-record-amax records each step's maximum; rowwise torchao's; blockwise DeepSeek-V3's; mxfp8 the OCP MX
     format as Blackwell runs it.) A GEMM stays as it is when its
     contraction or output dimension is not a multiple of 16 (cuBLASLt's
     FP8 rule) or of the recipe's block, is below `min-dim`, or reads a
@@ -61,7 +66,36 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
            "Layers whose GEMMs stay in the model's precision: a comma list "
            "of head, first, last (or none)">,
     Option<"minDim", "min-dim", "int64_t", /*default=*/"0",
-           "GEMMs with a contraction or output dimension below this stay">
+           "GEMMs with a contraction or output dimension below this stay">,
+    Option<"history", "history", "int64_t", /*default=*/"16",
+           "tensorwise-delayed: the steps of amax history">,
+    Option<"margin", "margin", "int64_t", /*default=*/"0",
+           "tensorwise-delayed: scales divided by 2^margin">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
+def Fp8RecordAmax : Pass<"weft-fp8-record-amax", "::mlir::ModuleOp"> {
+  let summary = "Record each step's FP8 block maxima into their amax histories";
+  let description = [{
+    Delayed scaling's update, on the program that updates parameters (the
+    optimizer step, `func`): each `weft.fp8_amax` that names an amax
+    history (`weft.amax_history`, set by weft-fp8 and by the gradient of
+    `weft.fp8_quantize_grad`) has its value, after the max all-reduce that
+    partitioning put after it if any, pushed onto the front of that state
+    parameter's history, the oldest step dropping off:
+    `weft.assign "h", concat(amax, h[0 : H-1])`. Other functions (the
+    forward, kept gradients) read the histories and change nothing.
+
+    ```mlir
+    %a = weft.fp8_amax %x {weft.amax_history = "w.fp8.input_amax_history"} ...
+    // ... at the end of @step:
+    weft.assign "w.fp8.input_amax_history", %rolled : tensor<16xf32>
+    ```
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"step\"",
+           "The function whose step records">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

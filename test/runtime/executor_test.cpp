@@ -255,7 +255,8 @@ TEST(SchedExecutor, GpuBundleWithGemmEpiloguesMatchesTheReference) {
 // multiples of 128; its blocks are the same op's, checked bit for bit in
 // fp8_test.cpp).
 TEST(SchedExecutor, Fp8RecipesMatchTheReference) {
-  for (const char *recipe : {"tensorwise", "rowwise", "mxfp8"})
+  for (const char *recipe :
+       {"tensorwise", "tensorwise-delayed", "rowwise", "mxfp8"})
     checkParity("gpt2-tiny", false, 2, 8, "f32", false, recipe);
   checkParity("llama-tiny", false, 2, 8, "f32", false, "rowwise");
 }

@@ -188,7 +188,7 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
 // order move an element across an FP8 rounding point now and then:
 // losses and norms to 1e-3, parameters to 1e-2.
 TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
-  for (const char *recipe : {"tensorwise", "rowwise"}) {
+  for (const char *recipe : {"tensorwise", "tensorwise-delayed", "rowwise"}) {
     Case setup("gpt2-tiny", "f32", "dp=2,tp=2");
     setup.batch = 4;
     setup.fp8 = recipe;
@@ -202,6 +202,56 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
 // about lr a step whatever the noise's size: parameters to 10%.
 TEST(SchedExecutor, Bf16TensorParallelOnTwoRanksTrainsLikeOneRank) {
   checkPlacedTraining(Case("llama-tiny", "bf16", "tp=2"), 1.0 / 32, 1e-1);
+}
+
+// Delayed scaling keeps what it promises: after three steps each amax
+// history holds three maxima, newest first, and zeros after them; a weight's
+// maximum moves by what AdamW's steps allow; the first step quantizes as
+// current scaling does (the history is empty: the same loss to the bit),
+// later ones by the history (another loss, not far off).
+TEST(SchedExecutor, Fp8DelayedScalingRecordsEachStepsMaxima) {
+  Case delayed("gpt2-tiny");
+  delayed.fp8 = "tensorwise-delayed";
+  Case current = delayed;
+  current.fp8 = "tensorwise";
+  auto run = [](const Case &setup, bool state) {
+    std::string dir = testutil::compileCase(setup);
+    EXPECT_FALSE(dir.empty());
+    auto bundle = runtime::sched::loadSchedBundle(dir);
+    EXPECT_TRUE(bundle.ok()) << bundle.status();
+    std::vector<std::string> names;
+    for (const auto &p : bundle->params)
+      if (state || !p.state)
+        names.push_back(p.name);
+    auto exec = runtime::SchedExecutor::create(std::move(*bundle), {});
+    EXPECT_TRUE(exec.ok()) << exec.status();
+    Trace trace;
+    train(**exec, 0, setup.batch, setup.seq, names, trace);
+    EXPECT_EQ(trace.failure, "");
+    return trace;
+  };
+  Trace got = run(delayed, true), want = run(current, false);
+  ASSERT_EQ(got.losses.size(), 3u);
+  EXPECT_EQ(got.losses[0], want.losses[0]);
+  EXPECT_NE(got.losses[2], want.losses[2]);
+  EXPECT_NEAR(got.losses[2], want.losses[2], 0.02 * want.losses[2]);
+  int histories = 0;
+  for (const auto &[name, h] : got.params) {
+    if (name.find("_amax_history") == std::string::npos)
+      continue;
+    ++histories;
+    ASSERT_EQ(h.size(), 16u) << name;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_GT(h[i], 0.0f) << name << "[" << i << "]";
+    for (size_t i = 3; i < h.size(); ++i)
+      EXPECT_EQ(h[i], 0.0f) << name << "[" << i << "]";
+    // Adam moves an element by about lr (3e-3) a step: the weight's
+    // maximum two steps apart, by no more than that twice over.
+    if (name.find("weight_amax_history") != std::string::npos)
+      EXPECT_NEAR(h[0], h[2], 2.5 * 3e-3) << name;
+  }
+  // Two layers x 6 GEMMs (q, k, v, c_proj, c_fc, mlp c_proj) x 3 tensors.
+  EXPECT_EQ(histories, 36);
 }
 
 namespace {

@@ -182,7 +182,9 @@ cl::opt<std::string> fp8Recipe(
     "fp8",
     cl::desc("FP8 weight GEMMs, emulated exactly on the CPU: none (default), "
              "tensorwise (per-tensor current scaling, E4M3 forward and E5M2 "
-             "gradients), rowwise, blockwise (1x128 activation tiles, "
+             "gradients), tensorwise-delayed (scales from a 16-step amax "
+             "history, as Transformer Engine's DelayedScaling), rowwise, "
+             "blockwise (1x128 activation tiles, "
              "128x128 weight blocks) or mxfp8 (32-element blocks, power-of-two "
              "scales)"),
     cl::init("none"), cl::sub(compileCmd));

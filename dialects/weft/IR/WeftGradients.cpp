@@ -353,13 +353,23 @@ Grads Fp8QuantizeOp::buildGradients(OpBuilder &, ArrayRef<Value> rg) {
   return grads({single(rg), Value()});
 }
 
+Value weft::delayedAmax(OpBuilder &b, Location loc, Value current,
+                        Value history) {
+  Emitter e{b, loc};
+  Value fresh = GeOp::create(b, loc, e.splatLike(history, 0.0), history);
+  return SelectOp::create(b, loc, fresh, current, history);
+}
+
 Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Value g = single(rg);
   auto type = cast<RankedTensorType>(g.getType());
   SmallVector<int64_t> grid;
   for (auto [size, block] : llvm::zip(type.getShape(), getBlock()))
     grid.push_back(size / block);
-  Value amax = Fp8AmaxOp::create(b, getLoc(), type.clone(grid), g);
+  auto amaxOp = Fp8AmaxOp::create(b, getLoc(), type.clone(grid), g);
+  if (auto name = (*this)->getAttrOfType<StringAttr>(kAmaxHistoryAttr))
+    amaxOp->setAttr(kAmaxHistoryAttr, name);
+  Value amax = amaxOp;
   // Blocks that span ranks (partitioning recorded which) take the maximum
   // over them.
   auto axes = (*this)->getAttrOfType<ArrayAttr>(kAmaxAxesAttr);
@@ -369,8 +379,11 @@ Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
                b, getLoc(), ReduceKindAttr::get(getContext(), ReduceKind::Max),
                ValueRange{amax}, mesh, axes)
                .getResult(0);
+  if (getHistory())
+    amax = delayedAmax(b, getLoc(), amax, getHistory());
   return grads({Fp8QuantizeOp::create(b, getLoc(), g, amax, getFormatAttr(),
-                                      getPow2ScalesAttr())});
+                                      getPow2ScalesAttr()),
+                Value()});
 }
 
 Grads CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

@@ -651,6 +651,16 @@ LogicalResult Fp8QuantizeGradOp::verify() {
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   if (failed(verifyFp8Grid(*this, shape, getBlock(), "block")))
     return failure();
+  if (Value history = getHistory()) {
+    SmallVector<int64_t> grid;
+    for (auto [size, block] : llvm::zip(shape, getBlock()))
+      grid.push_back(size / block);
+    auto type = cast<RankedTensorType>(history.getType());
+    if (type.getShape() != ArrayRef<int64_t>(grid))
+      return emitOpError("history ")
+             << shapeStr(type.getShape()) << " must be the grid of blocks "
+             << shapeStr(grid);
+  }
   return success();
 }
 

@@ -101,6 +101,15 @@ inline constexpr const char *kLayerAttr = "weft.layer";
 /// max-reduce over them).
 inline constexpr const char *kAmaxAxesAttr = "weft.amax_axes";
 inline constexpr const char *kAmaxMeshAttr = "weft.amax_mesh";
+/// Delayed scaling: on a weft.fp8_amax, the state parameter (an amax
+/// history) its value is recorded into after the step; on a
+/// weft.fp8_quantize_grad, the same for its gradient's maximum.
+inline constexpr const char *kAmaxHistoryAttr = "weft.amax_history";
+
+/// Delayed scaling's block maxima: `history` (the largest of earlier
+/// steps, 0 before any) where it is positive, else `current`.
+mlir::Value delayedAmax(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value current, mlir::Value history);
 /// Dynamic loss scaling (weft-autodiff's loss-scale): the state parameter
 /// holding the scale over its initial value, and that parameter's
 /// attributes: the initial scale (f64) and the clean steps before it

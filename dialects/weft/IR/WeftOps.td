@@ -996,7 +996,8 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
 }
 
 def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
-    SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
     DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "identity whose gradient is FP8 quantize-dequantized";
   let description = [{
@@ -1009,15 +1010,25 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
     `weft.amax_mesh`, the axes that split a dimension its blocks span; the
     gradient then max-reduces its block maxima over them.
 
+    With `history` (delayed scaling: the largest maximum of earlier steps,
+    one per block; 0 before the first), the gradient is quantized by it
+    instead, the current maximum standing in while it is 0; the current
+    maximum's `weft.fp8_amax` carries this op's `weft.amax_history` (the
+    history parameter's name) for weft-fp8-record-amax.
+
     ```mlir
     %y1 = weft.fp8_quantize_grad %y {format = f8E5M2, block = array<i64: 8, 256>}
         : tensor<8x256xf32>
     ```
   }];
-  let arguments = (ins TensorOf<[F32]>:$input, TypeAttr:$format,
+  let arguments = (ins TensorOf<[F32]>:$input,
+                       Optional<TensorOf<[F32]>>:$history, TypeAttr:$format,
                        DenseI64ArrayAttr:$block, UnitAttr:$pow2_scales);
   let results = (outs TensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`history` $history^ `:` type($history))? attr-dict `:`
+    type($result)
+  }];
   let hasVerifier = 1;
 }
 

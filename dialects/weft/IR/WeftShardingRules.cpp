@@ -183,9 +183,14 @@ ShardingRule Fp8QuantizeGradOp::getShardingRule() {
   ShardingRule rule;
   SmallVector<int64_t> dims;
   for (auto [size, block] : llvm::zip(shapeOf(getInput()), getBlock()))
-    dims.push_back(fp8Splits(size, size / block) ? rule.addFactor(size)
-                                                 : ShardingRule::kWhole);
+    dims.push_back(fp8Splits(size, size / block) && size > 1
+                       ? rule.addFactor(size)
+                       : ShardingRule::kWhole);
   rule.operands.push_back(dims);
+  // A delayed-scaling history of the block maxima: whole (each block's
+  // dimension is one element or one block, a maximum over the ranks).
+  if (getHistory())
+    rule.operands.emplace_back(dims.size(), ShardingRule::kWhole);
   rule.results.push_back(dims);
   return rule;
 }

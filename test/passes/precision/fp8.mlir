@@ -5,7 +5,12 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=blockwise}),weft-autodiff)' | FileCheck %s --check-prefix=GRAD
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,tp=2 fp8=tensorwise fuse-and-plan=false keep-gradients=true})' | FileCheck %s --check-prefix=PLACED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none}))' | FileCheck %s --check-prefix=NONE
-// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2})' 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=0}))' 2>&1 | FileCheck %s --check-prefix=HIST
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed margin=-2}))' 2>&1 | FileCheck %s --check-prefix=MARGIN
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=head,middle}))' 2>&1 | FileCheck %s --check-prefix=KEEP
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise min-dim=-1}))' 2>&1 | FileCheck %s --check-prefix=MIN
 
@@ -114,6 +119,40 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // PLACED-NEXT: weft.all_reduce max %{{.*}} over @mesh ["dp"] : tensor<1x1xf32>
 
 // NONE-NOT: weft.fp8
-// BAD: unknown FP8 recipe 'tensorwise-delayed' (supported: none, tensorwise, rowwise, blockwise, mxfp8; tensorwise-delayed is not implemented yet)
+// BAD: unknown FP8 recipe 'delayed' (supported: none, tensorwise, tensorwise-delayed, rowwise, blockwise, mxfp8)
+// HIST: history must be in [1, 2^20] steps, not 0
+// MARGIN: margin must be in [0, 32], not -2
+// MICRO: fp8=tensorwise-delayed needs a plan without pp or micro-batches
+
+// Delayed scaling (Transformer Engine's DelayedScaling): each quantized
+// tensor has an amax history (a state parameter of `history` steps); its
+// largest entry times 2^margin is the maximum this step quantizes by, the
+// current maximum while the history is still zeros (the first step). The
+// current maximum carries the history's name; so does the output's mark,
+// for its gradient's.
+// DELAYED-LABEL: func.func @forward
+// DELAYED-DAG: %[[H:.*]] = weft.param "l0.up.fp8.input_amax_history" init(zeros) state : tensor<4xf32>
+// DELAYED-DAG: weft.param "l0.up.fp8.grad_amax_history" init(zeros) state : tensor<4xf32>
+// DELAYED: %[[N0:.*]] = weft.rms_norm
+// DELAYED-NEXT: %[[CUR:.*]] = weft.fp8_amax %[[N0]] {weft.amax_history = "l0.up.fp8.input_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
+// DELAYED-NEXT: %[[R:.*]] = weft.reduce_max %[[H]] dims [0]
+// DELAYED-NEXT: %[[R2:.*]] = weft.reshape %[[R]]
+// DELAYED: %[[M:.*]] = weft.mul %[[R2]], %{{.*}} : tensor<1x1xf32>
+// DELAYED: %[[FRESH:.*]] = weft.ge %{{.*}}, %[[M]] : tensor<1x1xf32>
+// DELAYED-NEXT: %[[USED:.*]] = weft.select %[[FRESH]], %[[CUR]], %[[M]] : tensor<1x1xf32>
+// DELAYED-NEXT: weft.fp8_quantize %[[N0]], %[[USED]] {format = f8E4M3FN}
+// DELAYED: weft.fp8_quantize_grad %{{.*}} history %{{.*}} : tensor<1x1xf32> {block = array<i64: 8, 256>, format = f8E5M2, weft.amax_history = "l0.up.fp8.grad_amax_history"}
+
+// The optimizer step pushes each maximum onto its history (the newest
+// first, the oldest dropped), the gradient's too; the forward only reads.
+// RECORD-LABEL: func.func @forward
+// RECORD-NOT: weft.assign
+// RECORD-LABEL: func.func @step
+// RECORD: %[[GH:.*]] = weft.param "l1.down.fp8.grad_amax_history"
+// RECORD: %[[G:.*]] = weft.fp8_amax %{{.*}} {weft.amax_history = "l1.down.fp8.grad_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
+// RECORD: %[[NOW:.*]] = weft.reshape %[[G]] : tensor<1x1xf32> -> tensor<1xf32>
+// RECORD-NEXT: %[[OLD:.*]] = weft.slice %[[GH]] [0] to [15]
+// RECORD-NEXT: %[[ROLL:.*]] = weft.concat %[[NOW]], %[[OLD]] dim 0 : tensor<1xf32>, tensor<15xf32>
+// RECORD-NEXT: weft.assign "l1.down.fp8.grad_amax_history", %[[ROLL]] : tensor<16xf32>
 // KEEP: the FP8 keep list names 'middle'; it takes head, first, last or none
 // MIN: min-dim must be at least 0, not -1

@@ -9,7 +9,9 @@
 #
 #   bench/cpu_fp8.sh [build-dir]    (after `make build`; JAX as cpu_train.sh)
 #
-# Env: STEPS (300), BATCH (4), SEQ (128), LR (3e-3).
+# Env: STEPS (300), BATCH (4), SEQ (128), LR (3e-3); ONLY="label ..." reruns
+# just those runs (the table reads every run's metrics); BIN (the build's
+# bin/) the weftc and weft-run to use.
 set -euo pipefail
 BUILD=${1:-build}
 OUT="$BUILD/bench-fp8"
@@ -18,6 +20,7 @@ BATCH=${BATCH:-4}
 SEQ=${SEQ:-128}
 LR=${LR:-3e-3}
 CONFIG=bench/gpt-fp8.json
+BIN=${BIN:-$BUILD/bin}
 source "$(dirname "$0")/common.sh"
 bench_setup "$BUILD" "$OUT"
 TEXT=/usr/share/common-licenses/GPL-3
@@ -25,17 +28,18 @@ TEXT=/usr/share/common-licenses/GPL-3
 
 # run LABEL [weftc compile flags]
 run() {
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; then return; fi
   local bundle="$OUT/bundle-$1"
-  "$BUILD/bin/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" \
+  "$BIN/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" \
     ${2:-} -o "$bundle" 2>/dev/null
   rm -f "$OUT/$1.jsonl"
-  OPENBLAS_NUM_THREADS=2 "$BUILD/bin/weft-run" "$bundle" --data "$TEXT" \
+  OPENBLAS_NUM_THREADS=2 "$BIN/weft-run" "$bundle" --data "$TEXT" \
     --tokenizer bytes --steps "$STEPS" --lr "$LR" --seed 1 \
     --metrics "$OUT/$1.jsonl" 2>/dev/null
 }
 run bf16 "--dtype bf16"
 run f32
-for recipe in tensorwise rowwise blockwise mxfp8; do
+for recipe in tensorwise tensorwise-delayed rowwise blockwise mxfp8; do
   run "fp8-$recipe" "--fp8 $recipe"
 done
 "$VENV/bin/python" bench/jax_gpt.py --config "$CONFIG" --batch "$BATCH" \
@@ -52,8 +56,8 @@ base = final(rows("bf16"))
 print(f"GPT 4 x 256 (bench/gpt-fp8.json), batch {batch} x seq {seq}, "
       f"{len(rows('bf16'))} steps on GPL-3 text, seed 1")
 print(f"{'run':<22}{'final loss':>12}{'vs bf16':>10}{'step ms':>10}")
-for label in ["bf16", "f32", "fp8-tensorwise", "fp8-rowwise",
-              "fp8-blockwise", "fp8-mxfp8"]:
+for label in ["bf16", "f32", "fp8-tensorwise", "fp8-tensorwise-delayed",
+              "fp8-rowwise", "fp8-blockwise", "fp8-mxfp8"]:
     rs = rows(label)
     loss = final(rs)
     ms = 1000 * statistics.median(r["step_s"] for r in rs[2:])

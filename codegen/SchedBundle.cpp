@@ -264,6 +264,8 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     }
   } else if (auto rope = dyn_cast<sched::RopeOp>(op)) {
     out["has_positions"] = static_cast<bool>(rope.getPositions());
+  } else if (auto dropout = dyn_cast<sched::DropoutOp>(op)) {
+    out["has_step"] = static_cast<bool>(dropout.getStep());
   } else if (auto copy = dyn_cast<sched::CopyOp>(op); copy && copy.getMesh()) {
     out["by_rank"] = json::Object{{"axes", strings(*copy.getRankAxes())},
                                   {"step", *copy.getRankStep()}};

@@ -133,6 +133,8 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   autodiff.lossScale = options.lossScale;
   autodiff.lossScaleWindow = options.lossScaleWindow;
   pm.addPass(createAutodiff(autodiff));
+  // @forward is now the evaluation program: no dropout.
+  pm.addPass(createEvalForward());
   // Before ZeRO-3's re-gathers, so a recomputation's parameter reads are
   // backward reads that gather again.
   RecomputeOptions recomputeOptions;

@@ -215,7 +215,16 @@ Value GraphBuilder::attention(Value q, Value k, Value v, double scale,
 Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
   if (!usable(x))
     return {};
-  return DropoutOp::create(b, loc, x, b.getF64FloatAttr(rate),
+  if (rate == 0)
+    return x;
+  // One step counter for every mask, declared at the first dropout.
+  if (!dropoutStep)
+    dropoutStep =
+        ParamOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()),
+                        b.getStringAttr(kDropoutStepParam),
+                        InitKindAttr::get(b.getContext(), InitKind::Zeros),
+                        FloatAttr(), b.getUnitAttr());
+  return DropoutOp::create(b, loc, x, dropoutStep, b.getF64FloatAttr(rate),
                            b.getI64IntegerAttr(seed));
 }
 Value GraphBuilder::crossEntropy(Value logits, Value labels, int64_t ignore) {

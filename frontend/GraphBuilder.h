@@ -102,6 +102,9 @@ public:
   mlir::Value rope(mlir::Value x, double theta, int64_t positionOffset = 0);
   mlir::Value attention(mlir::Value q, mlir::Value k, mlir::Value v,
                         double scale, bool causal);
+  /// Inverted dropout of `x` at `rate` (`x` itself at 0), its mask a
+  /// function of `seed` and the model's `dropout_step` state parameter,
+  /// which the first dropout declares.
   mlir::Value dropout(mlir::Value x, double rate, int64_t seed);
   mlir::Value crossEntropy(mlir::Value logits, mlir::Value labels,
                            int64_t ignoreIndex = -100);
@@ -150,6 +153,8 @@ private:
   mlir::OpBuilder b;
   mlir::Location loc;
   int64_t layer = -1;
+  /// The `dropout_step` state parameter, once a dropout needs it.
+  mlir::Value dropoutStep;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   std::vector<std::string> inputNames;

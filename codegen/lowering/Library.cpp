@@ -103,8 +103,9 @@ LogicalResult lowerSoftmax(SoftmaxOp op, ProgramLowering &l) {
 
 LogicalResult lowerDropout(DropoutOp op, ProgramLowering &l) {
   Value x = l.read(op, op.getInput());
+  Value step = op.getStep() ? l.read(op, op.getStep()) : Value();
   sched::DropoutOp::create(l.builder(), op.getLoc(), x,
-                           l.write(op, op.getResult()), op.getRateAttr(),
+                           l.write(op, op.getResult()), step, op.getRateAttr(),
                            op.getSeedAttr(), compute(l));
   return success();
 }

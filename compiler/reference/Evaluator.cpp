@@ -693,6 +693,9 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](DropoutOp o) {
         double rate = o.getRate().convertToDouble();
         auto seed = static_cast<uint64_t>(o.getSeed());
+        if (o.getStep())
+          seed = weft_dropout_stream(
+              seed, static_cast<uint64_t>(get(o.getStep()).data[0]));
         Tensor t = get(o.getInput());
         if (rate > 0.0)
           for (size_t i = 0; i < t.data.size(); ++i)

@@ -1,8 +1,11 @@
 //===- Gpt2.cpp - GPT-2 (Hugging Face GPT2LMHeadModel) --------------------===//
 //
 // Names and layouts follow GPT2LMHeadModel's state dict: Conv1D weights are
-// [in, out] (so x @ W), the LM head is tied to transformer.wte. Dropout is
-// left out: this is the evaluation-mode forward pass.
+// [in, out] (so x @ W), the LM head is tied to transformer.wte. Dropout
+// sits where GPT2Model's does: after the embeddings (embd_pdrop) and after
+// each residual branch's projection (resid_pdrop); the training pipeline
+// removes it from the evaluation forward. Attention-probability dropout
+// (attn_pdrop) is not built yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,6 +123,9 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   // wpe(position_ids)), which context parallelism reorders.
   x = g.add(x,
             g.broadcast(g.embedding(wpe, g.positions(s)), {b, s, d}, {1, 2}));
+  // Each dropout site draws its own mask: seeds 1, then 2 + 2 layer and
+  // 3 + 2 layer.
+  x = g.dropout(x, c.embdDropout, 1);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
     g.setLayer(layer);
@@ -147,12 +153,12 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
                     /*causal=*/true);
     att = linear(g.reshape(att, {b, s, d}), p + ".attn.c_proj", d, d, residual,
                  TpRole::Row, hd);
-    x = g.add(x, att);
+    x = g.add(x, g.dropout(att, c.residDropout, 2 + 2 * layer));
     g.setScope(p + ".mlp");
     Value m = layerNorm(x, p + ".ln_2");
     m = g.gelu(linear(m, p + ".mlp.c_fc", d, f, weights, TpRole::Column));
     m = linear(m, p + ".mlp.c_proj", f, d, residual, TpRole::Row);
-    x = g.add(x, m);
+    x = g.add(x, g.dropout(m, c.residDropout, 3 + 2 * layer));
   }
   g.setLayer(-1);
   g.setScope("transformer.ln_f");

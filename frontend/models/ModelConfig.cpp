@@ -89,6 +89,14 @@ public:
                    " finite number");
     return *d;
   }
+  /// A probability in [0, 1) (a dropout rate), 0 when absent or null.
+  Expected<double> rate(StringRef key) {
+    Expected<double> d = number(key, 0.0, /*allowZero=*/true);
+    if (d && *d >= 1)
+      return error("field '" + key + "' must be below 1, not " +
+                   std::to_string(*d));
+    return d;
+  }
   /// A string, or nullopt when absent or null; `what` says what it may be.
   Expected<std::optional<StringRef>> string(StringRef key, StringRef what) {
     const json::Value *v = get(key);
@@ -155,6 +163,9 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.normEps, r.number("layer_norm_epsilon", 1e-5));
     WEFT_READ(c.initStd, r.number("initializer_range", 0.02));
     WEFT_READ(c.tieWordEmbeddings, r.boolean("tie_word_embeddings", true));
+    WEFT_READ(c.embdDropout, r.rate("embd_pdrop"));
+    WEFT_READ(c.residDropout, r.rate("resid_pdrop"));
+    WEFT_READ(c.attnDropout, r.rate("attn_pdrop"));
     c.numKvHeads = c.numHeads;
     std::optional<StringRef> act;
     WEFT_READ(act,
@@ -177,6 +188,7 @@ Expected<ModelConfig> ModelConfig::parse(StringRef text, StringRef label) {
     WEFT_READ(c.ropeTheta, r.number("rope_theta", 10000.0));
     WEFT_READ(c.initStd, r.number("initializer_range", 0.02));
     WEFT_READ(c.tieWordEmbeddings, r.boolean("tie_word_embeddings", false));
+    WEFT_READ(c.attnDropout, r.rate("attention_dropout"));
     if (const json::Value *scaling = r.get("rope_scaling");
         scaling && !scaling->getAsNull())
       return r.error("rope_scaling is not supported yet; it must be null");

@@ -48,6 +48,13 @@ struct ModelConfig {
   /// mixtral: ST-MoE's router z-loss mean(logsumexp(router logits)^2),
   /// added times `router_z_loss_coef` (0: none).
   double routerZLossCoef = 0.0;
+  /// Dropout rates, in [0, 1): gpt2's `embd_pdrop` (after the embeddings),
+  /// `resid_pdrop` (after each residual branch's projection) and
+  /// `attn_pdrop`; llama's and mixtral's `attention_dropout`. Absent means
+  /// 0 (Hugging Face's GPT2Config defaults to 0.1, which checkpoints'
+  /// config.json files state). Attention-probability dropout is not built
+  /// yet: weftc says so when it is set.
+  double embdDropout = 0.0, residDropout = 0.0, attnDropout = 0.0;
   /// What `parse` noticed that is not an error, each starting with the
   /// label: a key one edit away from a field the family reads (n_iner for
   /// n_inner) is ignored like any other unknown key, but likely a typo.

@@ -48,4 +48,19 @@ def Autodiff : Pass<"weft-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }
 
+def EvalForward : Pass<"weft-eval-forward", "::mlir::ModuleOp"> {
+  let summary = "Put the evaluation forward in evaluation mode: no dropout";
+  let description = [{
+    After weft-autodiff has made the gradient function from `func`, `func`
+    is what evaluation and sampling run: every `weft.dropout` in it becomes
+    its input (PyTorch's model.eval()), and a `dropout_step` parameter left
+    unread goes too. The training functions keep their dropout.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"forward\"",
+           "The evaluation function">
+  ];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 #endif // WEFT_PASSES_AUTODIFF_TD

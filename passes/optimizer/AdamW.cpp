@@ -156,6 +156,16 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
       u.grad = e.mul(u.grad, expand(inverse, u.grad.getType()));
   }
 
+  // Dropout draws a fresh mask each step: the model's step counter moves on
+  // with every optimizer step, skipped (overflowed) ones too, as PyTorch's
+  // generator does.
+  for (ParamOp p : body.getOps<ParamOp>())
+    if (p.getName() == kDropoutStepParam && p.getState()) {
+      AssignOp::create(builder, loc, p.getName(),
+                       e.add(p.getResult(), scalar(1.0)));
+      break;
+    }
+
   // Global gradient norm and the clip factor min(1, max_norm / (n + 1e-6)).
   // A parameter split over mesh axes (`weft.shard_of`) has its gradient split
   // the same way: its squares sum to a partial result, all-reduced over

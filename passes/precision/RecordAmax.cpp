@@ -57,12 +57,13 @@ struct Fp8RecordAmaxPass
       weft::detail::Emitter e{b, loc};
       auto type = cast<RankedTensorType>(history.getType());
       int64_t length = type.getDimSize(0);
-      Value now = e.reshape(amax, RankedTensorType::get({1}, type.getElementType()));
+      Value now =
+          e.reshape(amax, RankedTensorType::get({1}, type.getElementType()));
       Value rolled = now;
       if (length > 1) {
-        Value older = SliceOp::create(b, loc, history.getResult(),
-                                      ArrayRef<int64_t>{0},
-                                      ArrayRef<int64_t>{length - 1});
+        Value older =
+            SliceOp::create(b, loc, history.getResult(), ArrayRef<int64_t>{0},
+                            ArrayRef<int64_t>{length - 1});
         rolled = ConcatOp::create(b, loc, ValueRange{now, older},
                                   b.getI64IntegerAttr(0));
       }

@@ -851,6 +851,8 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     DropoutAttrs a;
     WEFT_ASSIGN(a.rate, o.number("rate"));
     WEFT_ASSIGN(a.seed, o.i64("seed"));
+    if (o.has("has_step")) // Absent in bundles written before it: false.
+      WEFT_ASSIGN(a.hasStep, o.flag("has_step"));
     return a;
   }
   case Op::Fp8Quantize: {
@@ -1032,9 +1034,12 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     if (in.as<RopeAttrs>().hasPositions)
       return roles({{"input", kRead}, {"out", kWrite}, {"positions", kRead}});
     return roles({{"input", kRead}, {"out", kWrite}});
+  case Op::Dropout:
+    if (in.as<DropoutAttrs>().hasStep)
+      return roles({{"input", kRead}, {"out", kWrite}, {"step", kRead}});
+    return roles({{"input", kRead}, {"out", kWrite}});
   case Op::Reduce:
   case Op::Softmax:
-  case Op::Dropout:
   case Op::Fp8Amax:
     return roles({{"input", kRead}, {"out", kWrite}});
   case Op::Fp8Quantize:
@@ -1828,6 +1833,9 @@ absl::Status checkOperands(const Check &c) {
     double rate = in.as<DropoutAttrs>().rate;
     if (!(rate >= 0 && rate < 1))
       return c.fail(absl::StrCat("field 'rate' ", rate, " is outside [0, 1)"));
+    if (in.as<DropoutAttrs>().hasStep)
+      if (absl::Status s = c.hasShape(2, {}); !s.ok())
+        return s;
     return c.sameShape(0, 1);
   }
   case Op::Fp8Amax:

@@ -254,9 +254,11 @@ struct ReduceAttrs {
 struct SoftmaxAttrs {
   int64_t dim = 0;
 };
+/// Operands: input, out, [step].
 struct DropoutAttrs {
   double rate = 0;
   int64_t seed = 0;
+  bool hasStep = false;
 };
 /// fp8_quantize; its blocks are the input's shape over the amax's.
 struct Fp8QuantizeAttrs {

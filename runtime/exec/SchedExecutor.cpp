@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/SchedExecutor.h"
+#include "runtime/support/CounterRng.h"
 
 #include "runtime/exec/BundleData.h"
 #include "runtime/exec/CpuMath.h"
@@ -569,9 +570,15 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     const auto &a = ins.as<sched::DropoutAttrs>();
     if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
       return s;
+    if (a.hasStep)
+      if (absl::Status s = need(2, F); !s.ok())
+        return s;
     return Step([=, x = f(0), y = f(1), n = type(1).numElements(),
+                 step = a.hasStep ? f(2) : nullptr,
                  seed = static_cast<uint64_t>(a.seed)] {
-      cpu::dropout(x, y, n, a.rate, seed);
+      uint64_t stream =
+          step ? weft_dropout_stream(seed, static_cast<uint64_t>(*step)) : seed;
+      cpu::dropout(x, y, n, a.rate, stream);
       return absl::OkStatus();
     });
   }

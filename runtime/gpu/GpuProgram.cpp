@@ -979,8 +979,12 @@ absl::Status Translator::run() {
     if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
       return s;
     const auto &a = ins.as<sched::DropoutAttrs>();
+    if (a.hasStep)
+      if (absl::Status s = need(2, {DType::F32}); !s.ok())
+        return s;
     kernel("weft_dropout", gridFor(count(1)),
-           {buf(0), buf(1), i64(count(1)), f64(a.rate), i64(a.seed)});
+           {buf(0), buf(1), i64(count(1)), f64(a.rate), i64(a.seed),
+            a.hasStep ? buf(2) : null()});
     return absl::OkStatus();
   }
   case Op::Fp8Amax:

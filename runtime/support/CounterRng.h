@@ -33,4 +33,11 @@ WEFT_RNG_FN double weft_uniform24(unsigned long long seed,
   return (double)(z >> 40) * 0x1p-24;
 }
 
+/// The stream of a dropout with seed `seed` at training step `step`: each
+/// step draws a fresh mask (a large odd multiplier spreads the steps).
+WEFT_RNG_FN unsigned long long weft_dropout_stream(unsigned long long seed,
+                                                   unsigned long long step) {
+  return seed + step * 0xD1B54A32D192ED03ull;
+}
+
 #endif // WEFT_RUNTIME_SUPPORT_COUNTERRNG_H

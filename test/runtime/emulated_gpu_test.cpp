@@ -234,6 +234,12 @@ TEST(EmulatedGpu, MixtralTinyWithCapacityTrainsLikeTheCpu) {
 // GEMMs sum in another order than the CPU's, and an element that lands on
 // the other side of an FP8 rounding point moves the quantizations after it
 // (see executor_test.cpp): values to 5%.
+// Dropout from the config: the GPU kernel reads the step counter from
+// device memory, so each step (and each replay of the recorded graph)
+// draws the CPU's mask.
+TEST(EmulatedGpu, Gpt2TinyWithDropoutTrainsLikeTheCpu) {
+  checkTraining("gpt2-tiny-dropout", "f32", 1e-4);
+}
 TEST(EmulatedGpu, Gpt2TinyMxfp8TrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 5e-2, false, false, "mxfp8");
 }

@@ -260,3 +260,9 @@ TEST(SchedExecutor, Fp8RecipesMatchTheReference) {
     checkParity("gpt2-tiny", false, 2, 8, "f32", false, recipe);
   checkParity("llama-tiny", false, 2, 8, "f32", false, "rowwise");
 }
+// Dropout from the config (embd_pdrop and resid_pdrop 0.1): both sides draw
+// the masks from the same counter-based stream, moved on by the step
+// counter each step (three steps, three masks).
+TEST(SchedExecutor, DropoutFromTheConfigMatchesTheReference) {
+  checkParity("gpt2-tiny-dropout", false);
+}

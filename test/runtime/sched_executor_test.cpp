@@ -182,6 +182,13 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
   setup.batch = 4;
   checkPlacedTraining(setup);
 }
+// Dropout on two dp ranks: placed whole (it has no sharding rule yet), each
+// mask is the one-rank model's, element for element, so the ranks train as
+// one does.
+TEST(SchedExecutor, DropoutOnTwoDataParallelRanksTrainsLikeOneRank) {
+  Case setup("gpt2-tiny-dropout", "f32", "dp=2");
+  checkPlacedTraining(setup);
+}
 // FP8 weight GEMMs on dp x tp: tp's column-parallel weights are gathered
 // for their quantization when a block spans the split (per-tensor scales),
 // so every rank quantizes what one rank does. Partial sums in another

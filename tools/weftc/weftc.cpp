@@ -261,9 +261,17 @@ int fail(const absl::Status &status) {
 /// --config read, with what the reader noticed printed as warnings.
 Expected<weft::ModelConfig> loadConfig() {
   Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
-  if (config)
+  if (config) {
     for (const std::string &warning : config->warnings)
       WithColor::warning(errs(), "weftc") << warning << "\n";
+    if (config->attnDropout > 0)
+      WithColor::warning(errs(), "weftc")
+          << configPath << ": attention-probability dropout ("
+          << (config->family == weft::ModelFamily::Gpt2 ? "attn_pdrop"
+                                                        : "attention_dropout")
+          << " " << format("%g", config->attnDropout)
+          << ") is not applied: Weft does not build it yet\n";
+  }
   return config;
 }
 

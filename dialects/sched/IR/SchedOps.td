@@ -677,8 +677,10 @@ def Sched_ReduceOp : Sched_ScratchLibraryOp<"reduce",
 def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
     (ins Sched_In:$input, Sched_Out:$out, Sched_I64Attr:$dim)>;
 def Sched_DropoutOp : Sched_LibraryOp<"dropout",
-    "zero elements with probability rate, scale the rest by 1/(1-rate)",
-    (ins Sched_In:$input, Sched_Out:$out, F64Attr:$rate, Sched_I64Attr:$seed)>;
+    "zero elements with probability rate, scale the rest by 1/(1-rate); "
+    "`step` (an f32 scalar, a whole number) moves the seed per training step",
+    (ins Sched_In:$input, Sched_Out:$out, Sched_OptionalIn:$step,
+         F64Attr:$rate, Sched_I64Attr:$seed)>;
 def Sched_Fp8AmaxOp : Sched_LibraryOp<"fp8_amax",
     "the largest magnitude of each block (weft.fp8_amax)",
     (ins Sched_In:$input, Sched_Out:$out)>;

@@ -340,8 +340,9 @@ Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // The mask is a pure function of (seed, index): the same op masks the
   // gradient identically.
-  return grads({DropoutOp::create(b, getLoc(), single(rg), getRateAttr(),
-                                  getSeedAttr())});
+  return grads({DropoutOp::create(b, getLoc(), single(rg), getStep(),
+                                  getRateAttr(), getSeedAttr()),
+                Value()});
 }
 
 Grads Fp8AmaxOp::buildGradients(OpBuilder &, ArrayRef<Value>) {

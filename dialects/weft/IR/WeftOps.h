@@ -121,6 +121,10 @@ inline constexpr const char *kLossScaleWindowAttr = "weft.loss_scale_window";
 /// (Adam's bias correction counts them, not skipped ones) and the clean
 /// steps since the scale last moved.
 inline constexpr const char *kOptimizerStepParam = "optimizer_step";
+/// The training step dropout masks are drawn for (an f32 scalar state
+/// parameter the model declares when it has dropout; the optimizer step
+/// adds 1 to it).
+inline constexpr const char *kDropoutStepParam = "dropout_step";
 inline constexpr const char *kLossScaleGoodStepsParam = "loss_scale_good_steps";
 /// On the forward and the programs made from it (weft-fp8): the recipe,
 /// how many GEMMs it quantized, and [FP8 bytes, bf16 bytes] of those GEMMs'

@@ -913,7 +913,7 @@ def Weft_AttentionOp : Weft_Op<"attention",
   let hasVerifier = 1;
 }
 
-def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
   let summary = "seeded inverted dropout";
   let description = [{
     Zeroes each element with probability `rate` and scales the survivors by
@@ -923,15 +923,23 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, SameOperandsAndResultType, Declar
     `runtime/support/Random.h`:
       z = seed + (i + 1) * 0x9E3779B97F4A7C15 (mod 2^64), finalised with
       splitmix64; u = (z >> 40) * 2^-24.
-    So recomputation in the backward and every backend draw the same mask.
+    With `step` (the training step, a whole number as f32: the state
+    parameter `dropout_step`), the seed is seed + step * 0xD1B54A32D192ED03
+    (mod 2^64), so each step draws a fresh mask (CounterRng.h's
+    weft_dropout_stream). So recomputation in the backward and every
+    backend draw the same mask.
 
     ```mlir
-    %y = weft.dropout %x {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8xf32>
+    %y = weft.dropout %x step %s : tensor<f32> {rate = 0.1 : f64, seed = 7 : i64}
+        : tensor<2x8xf32>
     ```
   }];
-  let arguments = (ins Weft_FloatTensor:$input, Weft_FiniteF64Attr:$rate, I64Attr:$seed);
+  let arguments = (ins Weft_FloatTensor:$input, Optional<Weft_ScalarF32>:$step,
+                       Weft_FiniteF64Attr:$rate, I64Attr:$seed);
   let results = (outs Weft_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $input (`step` $step^ `:` type($step))? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

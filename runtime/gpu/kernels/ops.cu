@@ -828,10 +828,14 @@ extern "C" __global__ void weft_expert_move(
 // double, as on the CPU.
 extern "C" __global__ void weft_dropout(const float *__restrict x,
                                         float *__restrict y, long n,
-                                        double rate, long seed) {
+                                        double rate, long seed,
+                                        const float *__restrict step) {
+  unsigned long long stream =
+      step ? weft_dropout_stream((unsigned long long)seed,
+                                 (unsigned long long)*step)
+           : (unsigned long long)seed;
   for (long i = weft_thread(); i < n; i += weft_stride())
-    y[i] = rate > 0 && weft_uniform24((unsigned long long)seed,
-                                      (unsigned long long)i) < rate
+    y[i] = rate > 0 && weft_uniform24(stream, (unsigned long long)i) < rate
                ? 0.0f
                : (float)(x[i] / (1.0 - rate));
 }

@@ -121,6 +121,14 @@ TEST(Recompute, MixtralTinyTrainsBitForBitUnderEveryPolicy) {
   setup.keepGradients = true;
   checkPolicies(setup);
 }
+// Dropout on (embd_pdrop, resid_pdrop 0.1): a recomputed dropout draws the
+// forward's mask (same seed, same step counter), so the step is the same to
+// the bit.
+TEST(Recompute, Gpt2TinyWithDropoutTrainsBitForBitUnderEveryPolicy) {
+  Case setup("gpt2-tiny-dropout");
+  setup.keepGradients = true;
+  checkPolicies(setup);
+}
 // Placed: tp's collectives stay (never recomputed) and its copy_to_group
 // identities are recomputed; the batch splits over dp.
 TEST(Recompute, Gpt2TinyOnDataAndTensorParallelRanks) {

@@ -694,8 +694,7 @@ LogicalResult Interpreter::eval(Operation *op) {
         double rate = o.getRate().convertToDouble();
         auto seed = static_cast<uint64_t>(o.getSeed());
         if (o.getStep())
-          seed = weft_dropout_stream(
-              seed, static_cast<uint64_t>(get(o.getStep()).data[0]));
+          seed = weft_dropout_stream(seed, get(o.getStep()).data[0]);
         Tensor t = get(o.getInput());
         if (rate > 0.0)
           for (size_t i = 0; i < t.data.size(); ++i)

@@ -247,7 +247,16 @@ struct AssignStagesPass : weft::impl::AssignStagesBase<AssignStagesPass> {
           << func;
       return signalPassFailure();
     }
-    if (failed(assignStages(forward, stages, boundaries)))
+    // Dropout's step counter would live on one stage and be read by all.
+    WalkResult dropout = forward.walk([&](ParamOp p) {
+      if (p.getName() != kDropoutStepParam)
+        return WalkResult::advance();
+      p.emitError("weft-pipeline-assign-stages: dropout under pp is not "
+                  "supported yet (set the config's dropout rates to 0)");
+      return WalkResult::interrupt();
+    });
+    if (dropout.wasInterrupted() ||
+        failed(assignStages(forward, stages, boundaries)))
       signalPassFailure();
   }
 };

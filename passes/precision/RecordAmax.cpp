@@ -57,8 +57,16 @@ struct Fp8RecordAmaxPass
       weft::detail::Emitter e{b, loc};
       auto type = cast<RankedTensorType>(history.getType());
       int64_t length = type.getDimSize(0);
-      Value now =
-          e.reshape(amax, RankedTensorType::get({1}, type.getElementType()));
+      // A non-finite maximum (an overflowed step's) is recorded as 0, which
+      // the history's maximum ignores: one overflow would otherwise make
+      // the next `history` steps' scales NaN.
+      Type f32 = type.getElementType();
+      Value scalar = e.reshape(amax, RankedTensorType::get({}, f32));
+      Value finite = GeOp::create(
+          b, loc, e.splatLike(scalar, 3.4028234663852886e38), scalar);
+      scalar =
+          SelectOp::create(b, loc, finite, scalar, e.splatLike(scalar, 0.0));
+      Value now = e.reshape(scalar, RankedTensorType::get({1}, f32));
       Value rolled = now;
       if (length > 1) {
         Value older =

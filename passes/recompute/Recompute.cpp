@@ -91,7 +91,12 @@ layersOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
   for (Operation &op : func.getBody().front()) {
     if (!forward.contains(&op))
       continue;
-    if (isa<ParamOp>(op)) {
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      // State (dropout's step counter, FP8 amax histories) is read
+      // everywhere and belongs to no layer: it neither ends the layers
+      // nor moves an op into one.
+      if (param.getState())
+        continue;
       auto attr = op.getAttrOfType<IntegerAttr>(kLayerAttr);
       layer[&op] = attr ? attr.getInt() : kUnlayered;
       continue;

@@ -267,6 +267,10 @@ static ShardingAttr zeroSplit(ParamOp param, FlatSymbolRefAttr mesh,
 static void seedZero(func::FuncOp forward, FlatSymbolRefAttr mesh, int64_t dp,
                      int64_t stage) {
   forward.walk([&](ParamOp param) {
+    // State the model declares (dropout's step, FP8 amax histories) is
+    // replicated: nothing optimizes it, and a history rolls as a whole.
+    if (param.getState())
+      return;
     bool master = param.getResult().hasOneUse() &&
                   isa<CastOp>(*param.getResult().getUsers().begin());
     ShardingAttr split = zeroSplit(param, mesh, dp);

@@ -576,8 +576,7 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     return Step([=, x = f(0), y = f(1), n = type(1).numElements(),
                  step = a.hasStep ? f(2) : nullptr,
                  seed = static_cast<uint64_t>(a.seed)] {
-      uint64_t stream =
-          step ? weft_dropout_stream(seed, static_cast<uint64_t>(*step)) : seed;
+      uint64_t stream = step ? weft_dropout_stream(seed, *step) : seed;
       cpu::dropout(x, y, n, a.rate, stream);
       return absl::OkStatus();
     });

@@ -33,11 +33,14 @@ WEFT_RNG_FN double weft_uniform24(unsigned long long seed,
   return (double)(z >> 40) * 0x1p-24;
 }
 
-/// The stream of a dropout with seed `seed` at training step `step`: each
+/// The stream of a dropout with seed `seed` at training step `step` (a
+/// whole number held as f32; anything not in [0, 2^63) counts as 0): each
 /// step draws a fresh mask (a large odd multiplier spreads the steps).
 WEFT_RNG_FN unsigned long long weft_dropout_stream(unsigned long long seed,
-                                                   unsigned long long step) {
-  return seed + step * 0xD1B54A32D192ED03ull;
+                                                   double step) {
+  unsigned long long n =
+      step >= 0 && step < 9.2233720368547758e18 ? (unsigned long long)step : 0;
+  return seed + n * 0xD1B54A32D192ED03ull;
 }
 
 #endif // WEFT_RUNTIME_SUPPORT_COUNTERRNG_H

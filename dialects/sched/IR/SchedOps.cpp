@@ -1154,6 +1154,8 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0 && rate < 1))
     return emitOpError("rate ") << rate << " is outside [0, 1)";
+  if (getStep() && failed(isF32Scalar(*this, getStep(), "step")))
+    return failure();
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 

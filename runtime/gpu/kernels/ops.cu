@@ -831,8 +831,7 @@ extern "C" __global__ void weft_dropout(const float *__restrict x,
                                         double rate, long seed,
                                         const float *__restrict step) {
   unsigned long long stream =
-      step ? weft_dropout_stream((unsigned long long)seed,
-                                 (unsigned long long)*step)
+      step ? weft_dropout_stream((unsigned long long)seed, (double)*step)
            : (unsigned long long)seed;
   for (long i = weft_thread(); i < n; i += weft_stride())
     y[i] = rate > 0 && weft_uniform24(stream, (unsigned long long)i) < rate

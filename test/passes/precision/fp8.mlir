@@ -8,6 +8,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2})' 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=0}))' 2>&1 | FileCheck %s --check-prefix=HIST
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed margin=-2}))' 2>&1 | FileCheck %s --check-prefix=MARGIN
@@ -123,6 +124,9 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // HIST: history must be in [1, 2^20] steps, not 0
 // MARGIN: margin must be in [0, 32], not -2
 // MICRO: fp8=tensorwise-delayed needs a plan without pp or micro-batches
+// ZeRO leaves the histories whole (a split one would roll per shard).
+// ZERO-LABEL: func.func @step
+// ZERO: weft.param "l1.down.fp8.grad_amax_history" init(zeros) state : tensor<16xf32>
 
 // Delayed scaling (Transformer Engine's DelayedScaling): each quantized
 // tensor has an amax history (a state parameter of `history` steps); its
@@ -150,7 +154,11 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // RECORD-LABEL: func.func @step
 // RECORD: %[[GH:.*]] = weft.param "l1.down.fp8.grad_amax_history"
 // RECORD: %[[G:.*]] = weft.fp8_amax %{{.*}} {weft.amax_history = "l1.down.fp8.grad_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
-// RECORD: %[[NOW:.*]] = weft.reshape %[[G]] : tensor<1x1xf32> -> tensor<1xf32>
+// RECORD: %[[S:.*]] = weft.reshape %[[G]] : tensor<1x1xf32> -> tensor<f32>
+// A non-finite maximum (an overflowed step) is recorded as 0.
+// RECORD: %[[OK:.*]] = weft.ge %{{.*}}, %[[S]] : tensor<f32>
+// RECORD: %[[KEPT:.*]] = weft.select %[[OK]], %[[S]], %{{.*}} : tensor<f32>
+// RECORD-NEXT: %[[NOW:.*]] = weft.reshape %[[KEPT]] : tensor<f32> -> tensor<1xf32>
 // RECORD-NEXT: %[[OLD:.*]] = weft.slice %[[GH]] [0] to [15]
 // RECORD-NEXT: %[[ROLL:.*]] = weft.concat %[[NOW]], %[[OLD]] dim 0 : tensor<1xf32>, tensor<15xf32>
 // RECORD-NEXT: weft.assign "l1.down.fp8.grad_amax_history", %[[ROLL]] : tensor<16xf32>

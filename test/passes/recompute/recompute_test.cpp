@@ -128,6 +128,22 @@ TEST(Recompute, Gpt2TinyWithDropoutTrainsBitForBitUnderEveryPolicy) {
   Case setup("gpt2-tiny-dropout");
   setup.keepGradients = true;
   checkPolicies(setup);
+  // And the policies did recompute: dropout's state parameter (read in
+  // every layer, in none) does not end the layers.
+  auto context = testutil::makeContext();
+  auto module = testutil::buildExampleModel(*context, "gpt2-tiny-dropout",
+                                            {2, 8, "f32", true});
+  ASSERT_TRUE(module);
+  TrainingOptions options;
+  options.recompute = "full";
+  ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)));
+  auto step = module->lookupSymbol<mlir::func::FuncOp>("step");
+  ASSERT_TRUE(step);
+  auto bytes =
+      step->getAttrOfType<mlir::DenseI64ArrayAttr>(kActivationBytesAttr);
+  ASSERT_TRUE(bytes);
+  // Each layer keeps only its input [2, 8, 64] f32 under full.
+  EXPECT_EQ(bytes.asArrayRef(), llvm::ArrayRef<int64_t>({4096, 4096}));
 }
 // Placed: tp's collectives stay (never recomputed) and its copy_to_group
 // identities are recomputed; the batch splits over dp.

@@ -227,9 +227,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         Value wide = v;
         if (type.getElementType() != f32)
           wide = CastOp::create(b, loc, type.clone(f32), v);
-        SmallVector<int64_t> grid;
-        for (auto [size, blockSize] : llvm::zip(type.getShape(), block))
-          grid.push_back(size / blockSize);
+        SmallVector<int64_t> grid = fp8Grid(type.getShape(), block);
         auto amaxOp =
             Fp8AmaxOp::create(b, loc, RankedTensorType::get(grid, f32), wide);
         Value amax = amaxOp;
@@ -242,12 +240,12 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
             Fp8QuantizeOp::create(b, loc, wide, amax, format, blocks.pow2());
         return wide == v ? q : CastOp::create(b, loc, type, q).getResult();
       };
-      m.getLhsMutable().assign(quantize(m.getLhs(),
-                                        blocks.of(ls, lhsK, wl != nullptr),
-                                        e4m3, wl ? "weight" : "input"));
-      m.getRhsMutable().assign(quantize(m.getRhs(),
-                                        blocks.of(rs, rhsK, wr != nullptr),
-                                        e4m3, wr ? "weight" : "input"));
+      SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
+                           rhsBlock = blocks.of(rs, rhsK, wr != nullptr);
+      m.getLhsMutable().assign(
+          quantize(m.getLhs(), lhsBlock, e4m3, wl ? "weight" : "input"));
+      m.getRhsMutable().assign(
+          quantize(m.getRhs(), rhsBlock, e4m3, wr ? "weight" : "input"));
 
       // The output gradient is the dgrad's left operand, contracted along
       // its last dimension (n).
@@ -289,11 +287,9 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         return std::pair{elements + scaleBytes * scales, 2 * elements};
       };
       for (auto [shape, block] :
-           {std::pair{SmallVector<int64_t>(ls),
-                      blocks.of(ls, lhsK, wl != nullptr)},
-            std::pair{SmallVector<int64_t>(rs),
-                      blocks.of(rs, rhsK, wr != nullptr)},
-            std::pair{SmallVector<int64_t>(ys), gradBlock}}) {
+           {std::pair{ls, ArrayRef<int64_t>(lhsBlock)},
+            std::pair{rs, ArrayRef<int64_t>(rhsBlock)},
+            std::pair{ys, ArrayRef<int64_t>(gradBlock)}}) {
         auto [f, h] = operandBytes(shape, block);
         fp8Bytes += f;
         bf16Bytes += h;

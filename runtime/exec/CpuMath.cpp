@@ -366,41 +366,44 @@ void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed) {
 }
 
 namespace {
-/// The block (row-major over `grid`) of each element of `shape`: element
-/// (c_0, ..., c_r) is in block sum_d (c_d / block_d) * g_d, g the grid's
-/// strides; `part[d][c]` holds dimension d's term, so an element's block
-/// is a sum of lookups.
-std::vector<int64_t> fp8Blocks(const Shape &shape, const Shape &grid) {
+/// Walks `shape` (row-major) one last-dimension row at a time, calling
+/// fn(first, base, run) for the row starting at element `first`: its
+/// element j lies in block base + j / run of the grid `grid` (row-major).
+/// No per-element index is stored: a row's base is the sum of its
+/// coordinates' block terms, kept up to date as the coordinates advance.
+template <typename Fn>
+void forEachBlockRow(const Shape &shape, const Shape &grid, Fn fn) {
+  if (shape.empty())
+    return fn(int64_t(0), int64_t(0), int64_t(1));
   auto rank = static_cast<int64_t>(shape.size());
-  std::vector<std::vector<int64_t>> part(rank);
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    int64_t block = shape[d] / grid[d];
-    for (int64_t c = 0; c < shape[d]; ++c)
-      part[d].push_back(c / block * stride);
-    stride *= grid[d];
-  }
-  std::vector<int64_t> blockOf(product(shape, 0)), at(rank, 0);
-  for (int64_t &b : blockOf) {
-    b = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      b += part[d][at[d]];
-    for (int64_t d = rank - 1; d >= 0 && ++at[d] == shape[d]; --d)
+  std::vector<int64_t> stride(rank, 1); // The grid's row-major strides.
+  for (int64_t d = rank - 2; d >= 0; --d)
+    stride[d] = stride[d + 1] * grid[d + 1];
+  int64_t last = shape.back(), run = last / grid.back();
+  int64_t rows = product(shape, 0) / std::max<int64_t>(last, 1);
+  std::vector<int64_t> at(rank - 1, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t base = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      base += at[d] / (shape[d] / grid[d]) * stride[d];
+    fn(r * last, base, run);
+    for (int64_t d = rank - 2; d >= 0 && ++at[d] == shape[d]; --d)
       at[d] = 0;
   }
-  return blockOf;
 }
 } // namespace
 
 void fp8Amax(const float *x, float *amax, const Shape &shape,
              const Shape &grid) {
-  std::vector<int64_t> blockOf = fp8Blocks(shape, grid);
   std::fill(amax, amax + product(grid, 0), 0.0f);
+  int64_t last = shape.empty() ? 1 : shape.back();
   // A NaN counts as infinity, which every max (Gloo's, NCCL's) keeps.
-  for (size_t i = 0; i < blockOf.size(); ++i) {
-    float a = std::fabs(x[i]), &m = amax[blockOf[i]];
-    m = a != a ? INFINITY : std::max(a, m);
-  }
+  forEachBlockRow(shape, grid, [&](int64_t first, int64_t base, int64_t run) {
+    for (int64_t j = 0; j < last; ++j) {
+      float a = std::fabs(x[first + j]), &m = amax[base + j / run];
+      m = a != a ? INFINITY : std::max(a, m);
+    }
+  });
 }
 
 void fp8Quantize(const float *x, const float *amax, float *y,
@@ -408,9 +411,12 @@ void fp8Quantize(const float *x, const float *amax, float *y,
   std::vector<float> scale(product(grid, 0));
   for (size_t b = 0; b < scale.size(); ++b)
     scale[b] = weft_fp8_scale(amax[b], e4m3, pow2);
-  std::vector<int64_t> blockOf = fp8Blocks(shape, grid);
-  for (size_t i = 0; i < blockOf.size(); ++i)
-    y[i] = weft_fp8_quantize(x[i], scale[blockOf[i]], e4m3);
+  int64_t last = shape.empty() ? 1 : shape.back();
+  forEachBlockRow(shape, grid, [&](int64_t first, int64_t base, int64_t run) {
+    for (int64_t j = 0; j < last; ++j)
+      y[first + j] =
+          weft_fp8_quantize(x[first + j], scale[base + j / run], e4m3);
+  });
 }
 
 absl::Status embedding(bool grad, float *table, int64_t vocab, int64_t dim,

@@ -364,10 +364,8 @@ Value weft::delayedAmax(OpBuilder &b, Location loc, Value current,
 Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Value g = single(rg);
   auto type = cast<RankedTensorType>(g.getType());
-  SmallVector<int64_t> grid;
-  for (auto [size, block] : llvm::zip(type.getShape(), getBlock()))
-    grid.push_back(size / block);
-  auto amaxOp = Fp8AmaxOp::create(b, getLoc(), type.clone(grid), g);
+  auto amaxOp = Fp8AmaxOp::create(
+      b, getLoc(), type.clone(fp8Grid(type.getShape(), getBlock())), g);
   if (auto name = (*this)->getAttrOfType<StringAttr>(kAmaxHistoryAttr))
     amaxOp->setAttr(kAmaxHistoryAttr, name);
   Value amax = amaxOp;

@@ -652,9 +652,7 @@ LogicalResult Fp8QuantizeGradOp::verify() {
   if (failed(verifyFp8Grid(*this, shape, getBlock(), "block")))
     return failure();
   if (Value history = getHistory()) {
-    SmallVector<int64_t> grid;
-    for (auto [size, block] : llvm::zip(shape, getBlock()))
-      grid.push_back(size / block);
+    SmallVector<int64_t> grid = fp8Grid(shape, getBlock());
     auto type = cast<RankedTensorType>(history.getType());
     if (type.getShape() != ArrayRef<int64_t>(grid))
       return emitOpError("history ")

@@ -106,6 +106,15 @@ inline constexpr const char *kAmaxMeshAttr = "weft.amax_mesh";
 /// weft.fp8_quantize_grad, the same for its gradient's maximum.
 inline constexpr const char *kAmaxHistoryAttr = "weft.amax_history";
 
+/// The grid of FP8 blocks of `block` sizes over `shape` (each divides).
+inline llvm::SmallVector<int64_t> fp8Grid(llvm::ArrayRef<int64_t> shape,
+                                          llvm::ArrayRef<int64_t> block) {
+  llvm::SmallVector<int64_t> grid;
+  for (auto [size, b] : llvm::zip(shape, block))
+    grid.push_back(size / b);
+  return grid;
+}
+
 /// Delayed scaling's block maxima: `history` (the largest of earlier
 /// steps, 0 before any) where it is positive, else `current`.
 mlir::Value delayedAmax(mlir::OpBuilder &b, mlir::Location loc,

@@ -139,24 +139,28 @@ ShardingRule ReduceMeanOp::getShardingRule() {
   return rule;
 }
 
-/// FP8 blocks along a dimension of `size` with `grid` blocks: one element
-/// each (grid == size) splits like an elementwise dimension; one block
-/// (grid == 1) splits too, its maximum combined over the split; blocks in
-/// between stay whole (a split could cut one).
-static bool fp8Splits(int64_t size, int64_t grid) {
-  return grid == size || grid == 1;
+/// FP8 blocks of `shape` laid out as `grid`: per dimension, the factor of
+/// the tensor and of its block maxima. One element per block (grid ==
+/// size) splits both alike; one block (grid == 1) splits the tensor only,
+/// its maximum combined over the split; blocks in between stay whole (a
+/// split could cut one).
+static std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
+fp8Factors(ShardingRule &rule, ArrayRef<int64_t> shape,
+           ArrayRef<int64_t> grid) {
+  SmallVector<int64_t> tensor, maxima;
+  for (auto [size, blocks] : llvm::zip(shape, grid)) {
+    int64_t f = (blocks == size || blocks == 1) && size > 1
+                    ? rule.addFactor(size)
+                    : ShardingRule::kWhole;
+    tensor.push_back(f);
+    maxima.push_back(blocks == size ? f : ShardingRule::kWhole);
+  }
+  return {tensor, maxima};
 }
 
 ShardingRule Fp8AmaxOp::getShardingRule() {
   ShardingRule rule;
-  SmallVector<int64_t> in, out;
-  for (auto [size, grid] :
-       llvm::zip(shapeOf(getInput()), getType().getShape())) {
-    int64_t f = fp8Splits(size, grid) && size > 1 ? rule.addFactor(size)
-                                                  : ShardingRule::kWhole;
-    in.push_back(f);
-    out.push_back(grid == size ? f : ShardingRule::kWhole);
-  }
+  auto [in, out] = fp8Factors(rule, shapeOf(getInput()), getType().getShape());
   rule.operands.push_back(in);
   rule.results.push_back(out);
   rule.maxReduction = true;
@@ -165,13 +169,7 @@ ShardingRule Fp8AmaxOp::getShardingRule() {
 
 ShardingRule Fp8QuantizeOp::getShardingRule() {
   ShardingRule rule;
-  SmallVector<int64_t> x, amax;
-  for (auto [size, grid] : llvm::zip(shapeOf(getInput()), shapeOf(getAmax()))) {
-    int64_t f = fp8Splits(size, grid) && size > 1 ? rule.addFactor(size)
-                                                  : ShardingRule::kWhole;
-    x.push_back(f);
-    amax.push_back(grid == size ? f : ShardingRule::kWhole);
-  }
+  auto [x, amax] = fp8Factors(rule, shapeOf(getInput()), shapeOf(getAmax()));
   rule.operands = {x, amax};
   rule.results.push_back(x);
   return rule;
@@ -179,16 +177,12 @@ ShardingRule Fp8QuantizeOp::getShardingRule() {
 
 ShardingRule Fp8QuantizeGradOp::getShardingRule() {
   // Its gradient's blocks: partitioning records the axes of a split
-  // dimension one block spans (kAmaxAxesAttr).
+  // dimension one block spans (kAmaxAxesAttr). A delayed-scaling history
+  // (one value per block, each a maximum over ranks) stays whole.
   ShardingRule rule;
-  SmallVector<int64_t> dims;
-  for (auto [size, block] : llvm::zip(shapeOf(getInput()), getBlock()))
-    dims.push_back(fp8Splits(size, size / block) && size > 1
-                       ? rule.addFactor(size)
-                       : ShardingRule::kWhole);
+  SmallVector<int64_t> grid = fp8Grid(shapeOf(getInput()), getBlock());
+  SmallVector<int64_t> dims = fp8Factors(rule, shapeOf(getInput()), grid).first;
   rule.operands.push_back(dims);
-  // A delayed-scaling history of the block maxima: whole (each block's
-  // dimension is one element or one block, a maximum over the ranks).
   if (getHistory())
     rule.operands.emplace_back(dims.size(), ShardingRule::kWhole);
   rule.results.push_back(dims);

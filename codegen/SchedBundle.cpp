@@ -46,6 +46,7 @@ enum class Kind {
   Reduction,
   Algorithm,
   Scalars,
+  Split,
 };
 
 const llvm::StringMap<Kind> &attributeKinds() {
@@ -59,6 +60,7 @@ const llvm::StringMap<Kind> &attributeKinds() {
       {"ignore_index", Kind::I64},
       {"position_offset", Kind::I64},
       {"capacity", Kind::I64},
+      {"microbatches", Kind::I64},
       {"delta", Kind::I64},
       {"tag", Kind::I64},
       {"scale", Kind::F64},
@@ -93,6 +95,7 @@ const llvm::StringMap<Kind> &attributeKinds() {
       {"reduction", Kind::Reduction},
       {"algorithm", Kind::Algorithm},
       {"scalars", Kind::Scalars},
+      {"split", Kind::Split},
   };
   return kinds;
 }
@@ -103,6 +106,11 @@ const llvm::StringMap<Kind> &attributeKinds() {
 bool isStructural(StringRef name) {
   return name == "stream" || name == "mesh" || name == "operandSegmentSizes" ||
          name == "rank_axes" || name == "rank_step";
+}
+
+/// Optional attributes the format spells by leaving the field out.
+bool isOmittable(StringRef name) {
+  return name == "split" || name == "microbatches";
 }
 
 std::string dtypeName(Type t) {
@@ -157,6 +165,13 @@ json::Array i64s(ArrayRef<int64_t> list) {
 // Writer
 //===----------------------------------------------------------------------===//
 
+json::Value splitOf(std::optional<ArrayAttr> split) {
+  json::Array dims;
+  for (Attribute dim : *split)
+    dims.push_back(strings(cast<ArrayAttr>(dim)));
+  return dims;
+}
+
 FailureOr<json::Value> encode(Operation *op, StringRef name, Attribute attr) {
   auto it = attributeKinds().find(name);
   if (it == attributeKinds().end())
@@ -193,6 +208,8 @@ FailureOr<json::Value> encode(Operation *op, StringRef name, Attribute attr) {
   case Kind::Algorithm:
     return json::Value(sched::stringifyAttentionAlgorithm(
         static_cast<sched::AttentionAlgorithm>(integer())));
+  case Kind::Split:
+    return splitOf(cast<ArrayAttr>(attr));
   case Kind::Scalars: {
     json::Array out;
     for (Attribute s : cast<ArrayAttr>(attr)) {
@@ -211,13 +228,6 @@ FailureOr<json::Value> encode(Operation *op, StringRef name, Attribute attr) {
 json::Object typed(sched::BufferType type) {
   return json::Object{{"shape", i64s(type.getShape())},
                       {"dtype", dtypeName(type.getElementType())}};
-}
-
-json::Value splitOf(std::optional<ArrayAttr> split) {
-  json::Array dims;
-  for (Attribute dim : *split)
-    dims.push_back(strings(cast<ArrayAttr>(dim)));
-  return dims;
 }
 
 FailureOr<json::Object> writeInstruction(Operation *op,
@@ -239,6 +249,8 @@ FailureOr<json::Object> writeInstruction(Operation *op,
       out[name.getValue()] = false;
       continue;
     }
+    if (!attr && isOmittable(name))
+      continue;
     if (!attr)
       return op->emitOpError("has no '") << name << "' to write", failure();
     FailureOr<json::Value> value = encode(op, name, attr);
@@ -266,6 +278,7 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_positions"] = static_cast<bool>(rope.getPositions());
   } else if (auto dropout = dyn_cast<sched::DropoutOp>(op)) {
     out["has_step"] = static_cast<bool>(dropout.getStep());
+    out["has_microbatch"] = static_cast<bool>(dropout.getMicrobatch());
   } else if (auto copy = dyn_cast<sched::CopyOp>(op); copy && copy.getMesh()) {
     out["by_rank"] = json::Object{{"axes", strings(*copy.getRankAxes())},
                                   {"step", *copy.getRankStep()}};
@@ -531,6 +544,12 @@ FailureOr<Attribute> Reader::decode(Kind kind, const json::Value &v,
     }
     return Attribute(b.getDenseI64ArrayAttr(out));
   }
+  case Kind::Split: {
+    FailureOr<ArrayAttr> split = splitAttr(&v, where);
+    if (failed(split))
+      return failure();
+    return Attribute(*split);
+  }
   case Kind::Epilogue:
     return enumOf(enumNamed<sched::Epilogue>(v, where));
   case Kind::CollectiveKind:
@@ -779,6 +798,14 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
                             "has_scales say");
       attrs.set("operandSegmentSizes",
                 b.getDenseI32ArrayAttr({1, 1, 1, bias, aux, scales, scales}));
+    } else if (opName == "sched.dropout") {
+      int32_t step = flag("has_step"), microbatch = flag("has_microbatch");
+      if (n != size_t(2 + step + microbatch))
+        return fail(at, "has " + Twine(n) +
+                            " operands, not what has_step and "
+                            "has_microbatch say");
+      attrs.set("operandSegmentSizes",
+                b.getDenseI32ArrayAttr({1, 1, step, microbatch}));
     } else if (opName == "sched.attention" ||
                opName == "sched.attention_grad") {
       bool grad = opName == "sched.attention_grad";

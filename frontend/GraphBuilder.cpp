@@ -224,8 +224,10 @@ Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
                         b.getStringAttr(kDropoutStepParam),
                         InitKindAttr::get(b.getContext(), InitKind::Zeros),
                         FloatAttr(), b.getUnitAttr());
-  return DropoutOp::create(b, loc, x, dropoutStep, b.getF64FloatAttr(rate),
-                           b.getI64IntegerAttr(seed));
+  return DropoutOp::create(b, loc, x, dropoutStep, /*microbatch=*/Value(),
+                           b.getF64FloatAttr(rate), b.getI64IntegerAttr(seed),
+                           /*split=*/ArrayAttr(),
+                           /*microbatches=*/IntegerAttr());
 }
 Value GraphBuilder::crossEntropy(Value logits, Value labels, int64_t ignore) {
   if (!usable({logits, labels}))

@@ -104,9 +104,12 @@ LogicalResult lowerSoftmax(SoftmaxOp op, ProgramLowering &l) {
 LogicalResult lowerDropout(DropoutOp op, ProgramLowering &l) {
   Value x = l.read(op, op.getInput());
   Value step = op.getStep() ? l.read(op, op.getStep()) : Value();
-  sched::DropoutOp::create(l.builder(), op.getLoc(), x,
-                           l.write(op, op.getResult()), step, op.getRateAttr(),
-                           op.getSeedAttr(), compute(l));
+  Value microbatch =
+      op.getMicrobatch() ? l.read(op, op.getMicrobatch()) : Value();
+  sched::DropoutOp::create(
+      l.builder(), op.getLoc(), x, l.write(op, op.getResult()), step,
+      microbatch, op.getRateAttr(), op.getSeedAttr(), op.getSplitAttr(),
+      op.getMicrobatchesAttr(), compute(l));
   return success();
 }
 

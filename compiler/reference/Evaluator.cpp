@@ -690,7 +690,10 @@ LogicalResult Interpreter::eval(Operation *op) {
         return success();
       })
 
-      .Case([&](DropoutOp o) {
+      .Case([&](DropoutOp o) -> LogicalResult {
+        if (o.getSplit() || o.getMicrobatch())
+          return o.emitOpError("is a block of a placed or micro-batched "
+                               "tensor; the evaluator runs whole graphs");
         double rate = o.getRate().convertToDouble();
         auto seed = static_cast<uint64_t>(o.getSeed());
         if (o.getStep())

@@ -47,6 +47,41 @@ AllReduceOp deferrableReduction(Value g, ParamOp param) {
   return sum;
 }
 
+/// Dropout in @accumulate draws micro-batch k's block of the step's mask
+/// (the state parameter dropout_microbatch is k): without it every
+/// micro-batch would draw the same mask. @accumulate counts k up; the step
+/// resets it.
+void countMicrobatches(func::FuncOp accumulate, int64_t microbatches) {
+  Block &body = accumulate.getBody().front();
+  SmallVector<DropoutOp> dropouts;
+  accumulate.walk([&](DropoutOp d) { dropouts.push_back(d); });
+  if (dropouts.empty())
+    return;
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  Location loc = accumulate.getLoc();
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto counter =
+      ParamOp::create(b, loc, scalar, b.getStringAttr(kDropoutMicrobatchParam),
+                      InitKindAttr::get(b.getContext(), InitKind::Zeros),
+                      FloatAttr(), b.getUnitAttr());
+  for (DropoutOp d : dropouts) {
+    d.getMicrobatchMutable().assign(counter.getResult());
+    d.setMicrobatchesAttr(b.getI64IntegerAttr(microbatches));
+  }
+  b.setInsertionPoint(body.getTerminator());
+  weft::detail::Emitter e{b, loc};
+  AssignOp::create(b, loc, counter.getNameAttr(),
+                   e.add(counter.getResult(), e.splat(scalar, 1.0)));
+}
+
+/// @accumulate's micro-batch counter (countMicrobatches), if it has one.
+ParamOp microbatchCounter(func::FuncOp accumulate) {
+  for (ParamOp p : accumulate.getBody().front().getOps<ParamOp>())
+    if (p.getName() == kDropoutMicrobatchParam)
+      return p;
+  return ParamOp();
+}
+
 std::string accumulatorName(StringRef param) {
   return (param + kGradAccumulatorSuffix).str();
 }
@@ -136,6 +171,8 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
       AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), part));
       placeOnStage(before, ret, acc->getAttr(kStageAttr));
     }
+    countMicrobatches(accumulate, microbatches);
+    b.setInsertionPoint(ret);
     func::ReturnOp::create(b, loc, ValueRange{loss});
     ret.erase();
     for (AllReduceOp sum : reduced)
@@ -178,6 +215,14 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     AssignOp::create(b, loc, acc.getNameAttr(), e.splat(type, 0.0));
     return result;
   };
+  if (ParamOp counter = microbatchCounter(accumulate)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(body);
+    b.clone(*counter.getOperation());
+    b.setInsertionPointToEnd(body);
+    AssignOp::create(b, loc, counter.getNameAttr(),
+                     e.splat(cast<RankedTensorType>(counter.getType()), 0.0));
+  }
   results.push_back(average(lossAcc));
   for (ParamOp param : gradOf)
     results.push_back(

@@ -729,6 +729,13 @@ private:
     }
     if (auto mark = dyn_cast<Fp8QuantizeGradOp>(op))
       recordAmaxAxes(mark);
+    // A split dropout draws its block of the global tensor's mask.
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      const DimAxes &dims = layout(dropout.getResult()).dims;
+      if (llvm::any_of(dims, [](const Axes &a) { return !a.empty(); }))
+        dropout.setSplitAttr(b.getArrayAttr(llvm::map_to_vector(
+            dims, [&](const Axes &a) -> Attribute { return axesAttr(a); })));
+    }
     // Attributes that spell out sizes follow the local shapes.
     if (auto slice = dyn_cast<SliceOp>(op)) {
       SmallVector<int64_t> limits(slice.getLimits());

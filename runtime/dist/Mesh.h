@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,67 @@ void forEachInBlock(const std::vector<int64_t> &local,
       index[d] = 0;
     }
   }
+}
+
+/// Where a rank's block of a tensor lies in the global tensor a dropout
+/// mask is drawn for, as CounterRng.h's weft_global_index takes it: four
+/// dimensions (leading ones added; a dimension merged into the one before
+/// it where the later one is whole). The tensor's dimension 0 is
+/// `microbatchDim` of these; micro-batch k's block of it starts
+/// `microbatchStep` * k further on.
+struct MaskBlock {
+  long long local[4] = {1, 1, 1, 1}, start[4] = {0, 0, 0, 0},
+            global[4] = {1, 1, 1, 1};
+  int microbatchDim = 0;
+  long long microbatchStep = 0;
+};
+
+/// `local` split by `split` over `mesh` (empty: unsplit), dimension 0 cut
+/// further into `microbatches` outside the split; nullopt when more than
+/// four dimensions are left after merging.
+inline std::optional<MaskBlock> maskBlock(const MeshSpec &mesh, int64_t rank,
+                                          const std::vector<int64_t> &local,
+                                          const Sharding &split,
+                                          int64_t microbatches) {
+  std::vector<long long> l(local.begin(), local.end()), start(l.size(), 0),
+      global = l;
+  long long step = 0;
+  if (!split.empty()) {
+    std::vector<int64_t> s = mesh.blockStart(rank, local, split),
+                         g = mesh.globalShape(local, split);
+    start.assign(s.begin(), s.end());
+    global.assign(g.begin(), g.end());
+  }
+  if (!global.empty()) {
+    step = global[0];
+    global[0] *= microbatches;
+  }
+  // Merge dimension d + 1 into d while there are too many: the index of a
+  // whole dimension after d is the merged dimension's remainder.
+  for (size_t d = l.size(); l.size() > 4 && d-- > 1;) {
+    if (start[d] != 0 || l[d] != global[d])
+      continue;
+    if (d == 1)
+      step *= global[1];
+    l[d - 1] *= l[d];
+    start[d - 1] *= global[d];
+    global[d - 1] *= global[d];
+    l.erase(l.begin() + d);
+    start.erase(start.begin() + d);
+    global.erase(global.begin() + d);
+  }
+  if (l.size() > 4)
+    return std::nullopt;
+  MaskBlock b;
+  size_t pad = 4 - l.size();
+  for (size_t d = 0; d < l.size(); ++d) {
+    b.local[pad + d] = l[d];
+    b.start[pad + d] = start[d];
+    b.global[pad + d] = global[d];
+  }
+  b.microbatchDim = static_cast<int>(pad) < 4 ? static_cast<int>(pad) : 0;
+  b.microbatchStep = l.empty() ? 0 : step;
+  return b;
 }
 
 /// Reorders one sequence of `n` elements, cut into `chunks` (2N) equal

@@ -358,11 +358,19 @@ void rope(const float *x, float *y, const Shape &sh, double theta,
       }
 }
 
-void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = rate > 0 && uniform24(seed, i) < rate
+void dropout(const float *x, float *y, double rate, uint64_t seed,
+             const long long local[4], const long long start[4],
+             const long long global[4]) {
+  int64_t n = local[0] * local[1] * local[2] * local[3];
+  bool whole = true;
+  for (int d = 0; d < 4; ++d)
+    whole &= start[d] == 0 && local[d] == global[d];
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t at = whole ? i : weft_global_index(i, local, start, global);
+    y[i] = rate > 0 && uniform24(seed, at) < rate
                ? 0.0f
                : static_cast<float>(x[i] / (1.0 - rate));
+  }
 }
 
 namespace {

@@ -105,7 +105,12 @@ void rope(const float *x, float *y, const Shape &shape, double theta,
           int64_t offset, bool inverse, const int32_t *positions = nullptr);
 
 /// Zeroes elements whose counter-based draw is below `rate`, scales the rest.
-void dropout(const float *x, float *y, int64_t n, double rate, uint64_t seed);
+/// `x` is a block of the global tensor the mask is drawn for (four
+/// dimensions: sizes `local`, starting at `start` of sizes `global`; see
+/// CounterRng.h's weft_global_index).
+void dropout(const float *x, float *y, double rate, uint64_t seed,
+             const long long local[4], const long long start[4],
+             const long long global[4]);
 
 /// weft.fp8_amax: the largest |x| of each block of x (of `shape`), the
 /// blocks laid out as `grid` (amax's shape, dividing `shape`).

@@ -851,8 +851,21 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     DropoutAttrs a;
     WEFT_ASSIGN(a.rate, o.number("rate"));
     WEFT_ASSIGN(a.seed, o.i64("seed"));
-    if (o.has("has_step")) // Absent in bundles written before it: false.
+    // Absent in bundles written before them: no step, unsplit, one batch.
+    if (o.has("has_step"))
       WEFT_ASSIGN(a.hasStep, o.flag("has_step"));
+    if (o.has("split")) {
+      const json *dims; // Its rank is checked against the input's later.
+      WEFT_ASSIGN(dims, o.array("split"));
+      WEFT_ASSIGN(a.split, readSplit(o, b.mesh, dims->size()));
+    }
+    if (o.has("has_microbatch"))
+      WEFT_ASSIGN(a.hasMicrobatch, o.flag("has_microbatch"));
+    if (o.has("microbatches"))
+      WEFT_ASSIGN(a.microbatches, o.i64("microbatches"));
+    if (a.hasMicrobatch != o.has("microbatches") || a.microbatches < 1)
+      return o.fail("fields 'has_microbatch' and 'microbatches' (at least "
+                    "1) come together");
     return a;
   }
   case Op::Fp8Quantize: {
@@ -1034,10 +1047,15 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     if (in.as<RopeAttrs>().hasPositions)
       return roles({{"input", kRead}, {"out", kWrite}, {"positions", kRead}});
     return roles({{"input", kRead}, {"out", kWrite}});
-  case Op::Dropout:
-    if (in.as<DropoutAttrs>().hasStep)
-      return roles({{"input", kRead}, {"out", kWrite}, {"step", kRead}});
-    return roles({{"input", kRead}, {"out", kWrite}});
+  case Op::Dropout: {
+    const auto &a = in.as<DropoutAttrs>();
+    std::vector<Role> r = roles({{"input", kRead}, {"out", kWrite}});
+    if (a.hasStep)
+      r.push_back({"step", kRead});
+    if (a.hasMicrobatch)
+      r.push_back({"microbatch", kRead});
+    return r;
+  }
   case Op::Reduce:
   case Op::Softmax:
   case Op::Fp8Amax:
@@ -1833,9 +1851,19 @@ absl::Status checkOperands(const Check &c) {
     double rate = in.as<DropoutAttrs>().rate;
     if (!(rate >= 0 && rate < 1))
       return c.fail(absl::StrCat("field 'rate' ", rate, " is outside [0, 1)"));
-    if (in.as<DropoutAttrs>().hasStep)
+    const auto &a = in.as<DropoutAttrs>();
+    if (a.hasStep)
       if (absl::Status s = c.hasShape(2, {}); !s.ok())
         return s;
+    if (a.hasMicrobatch)
+      if (absl::Status s = c.hasShape(2 + a.hasStep, {}); !s.ok())
+        return s;
+    size_t rank = c.shape(0).size();
+    if (!a.split.empty() && a.split.size() != rank)
+      return c.fail(absl::StrCat("field 'split' has ", a.split.size(),
+                                 " entries for a rank-", rank, " input"));
+    if (a.hasMicrobatch && rank == 0)
+      return c.fail("field 'microbatches' cuts dimension 0 of a scalar");
     return c.sameShape(0, 1);
   }
   case Op::Fp8Amax:

@@ -259,6 +259,12 @@ struct DropoutAttrs {
   double rate = 0;
   int64_t seed = 0;
   bool hasStep = false;
+  /// The input is a block of the global tensor the mask is drawn for: cut
+  /// per dimension over `split`'s axes (empty: unsplit), and dimension 0
+  /// into `microbatches`, the micro-batch read from operand `microbatch`.
+  Split split;
+  bool hasMicrobatch = false;
+  int64_t microbatches = 1;
 };
 /// fp8_quantize; its blocks are the input's shape over the amax's.
 struct Fp8QuantizeAttrs {

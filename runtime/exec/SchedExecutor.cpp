@@ -573,11 +573,24 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     if (a.hasStep)
       if (absl::Status s = need(2, F); !s.ok())
         return s;
-    return Step([=, x = f(0), y = f(1), n = type(1).numElements(),
-                 step = a.hasStep ? f(2) : nullptr,
-                 seed = static_cast<uint64_t>(a.seed)] {
+    if (a.hasMicrobatch)
+      if (absl::Status s = need(2 + a.hasStep, F); !s.ok())
+        return s;
+    std::optional<MaskBlock> block =
+        maskBlock(mesh_, rank(), type(0).shape, a.split, a.microbatches);
+    if (!block)
+      return absl::UnimplementedError(
+          "splits more than four dimensions of its input (a dropout mask's "
+          "index takes four)");
+    return Step([=, x = f(0), y = f(1), step = a.hasStep ? f(2) : nullptr,
+                 microbatch = a.hasMicrobatch ? f(2 + a.hasStep) : nullptr,
+                 seed = static_cast<uint64_t>(a.seed), b = *block] {
       uint64_t stream = step ? weft_dropout_stream(seed, *step) : seed;
-      cpu::dropout(x, y, n, a.rate, stream);
+      long long start[4] = {b.start[0], b.start[1], b.start[2], b.start[3]};
+      if (microbatch)
+        start[b.microbatchDim] +=
+            weft_microbatch(*microbatch, a.microbatches) * b.microbatchStep;
+      cpu::dropout(x, y, a.rate, stream, b.local, start, b.global);
       return absl::OkStatus();
     });
   }

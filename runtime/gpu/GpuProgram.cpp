@@ -982,9 +982,29 @@ absl::Status Translator::run() {
     if (a.hasStep)
       if (absl::Status s = need(2, {DType::F32}); !s.ok())
         return s;
-    kernel("weft_dropout", gridFor(count(1)),
-           {buf(0), buf(1), i64(count(1)), f64(a.rate), i64(a.seed),
-            a.hasStep ? buf(2) : null()});
+    if (a.hasMicrobatch)
+      if (absl::Status s = need(2 + a.hasStep, {DType::F32}); !s.ok())
+        return s;
+    std::optional<MaskBlock> b =
+        maskBlock(mesh, rank, shape(0), a.split, a.microbatches);
+    if (!b)
+      return absl::UnimplementedError(
+          "splits more than four dimensions of its input (a dropout mask's "
+          "index takes four)");
+    std::vector<GpuArg> args = {buf(0),
+                                buf(1),
+                                i64(count(1)),
+                                f64(a.rate),
+                                i64(a.seed),
+                                a.hasStep ? buf(2) : null(),
+                                a.hasMicrobatch ? buf(2 + a.hasStep) : null(),
+                                i64(a.microbatches),
+                                i64(b->microbatchDim),
+                                i64(b->microbatchStep)};
+    for (const long long *dims : {b->local, b->start, b->global})
+      for (int d = 0; d < 4; ++d)
+        args.push_back(i64(dims[d]));
+    kernel("weft_dropout", gridFor(count(1)), args);
     return absl::OkStatus();
   }
   case Op::Fp8Amax:

@@ -43,4 +43,31 @@ WEFT_RNG_FN unsigned long long weft_dropout_stream(unsigned long long seed,
   return seed + n * 0xD1B54A32D192ED03ull;
 }
 
+/// Micro-batch `k` (a whole number held as f32) of `m`: anything not in
+/// [0, m) counts as 0, so a damaged counter moves no index out of range.
+WEFT_RNG_FN long long weft_microbatch(double k, long long m) {
+  return k >= 0 && k < (double)m ? (long long)k : 0;
+}
+
+/// The dropout mask's index of element `i` of a rank's block of a tensor of
+/// up to 4 dimensions (leading ones added): the block's sizes `local`, where
+/// it starts in the global tensor `start`, the global sizes `global`. The
+/// mask is the global tensor's, so a tensor split across ranks (or a batch
+/// cut into micro-batches) draws the mask one rank and one batch would.
+WEFT_RNG_FN unsigned long long weft_global_index(unsigned long long i,
+                                                 const long long *local,
+                                                 const long long *start,
+                                                 const long long *global) {
+  unsigned long long coord[4];
+  for (int d = 3; d >= 0; --d) {
+    coord[d] = i % (unsigned long long)local[d];
+    i /= (unsigned long long)local[d];
+  }
+  unsigned long long index = 0;
+  for (int d = 0; d < 4; ++d)
+    index = index * (unsigned long long)global[d] +
+            (unsigned long long)start[d] + coord[d];
+  return index;
+}
+
 #endif // WEFT_RUNTIME_SUPPORT_COUNTERRNG_H

@@ -173,11 +173,23 @@ void train(Exec &exec, int64_t first, int64_t rows, int64_t seq,
   const runtime::sched::ProgramInput &input =
       exec.bundle().tokensProgram()->inputs[0];
   runtime::MeshSpec mesh = runtime::meshSpecOf(exec.bundle());
+  // Micro-batch j is rows [j B/M, (j+1) B/M) of the global batch, each
+  // rank taking its block of it (as TrainLoop cuts them): the order
+  // dropout's masks follow.
+  int64_t m = steps->microbatches, mbRows = rows / m;
+  int64_t groups = input.split && !input.split->empty()
+                       ? mesh.groupSize((*input.split)[0])
+                       : 1;
   for (int s = 0; s < kTrainSteps; ++s) {
-    std::vector<int32_t> tokens = blockIds(input, mesh, exec.rank(), s, first,
-                                           rows, seq, 3),
-                         labels = blockIds(input, mesh, exec.rank(), s, first,
-                                           rows, seq, 1);
+    std::vector<int32_t> tokens, labels;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t at = j * mbRows * groups + (first / rows) * mbRows;
+      for (auto [ids, salt] : {std::pair{&tokens, 3}, std::pair{&labels, 1}}) {
+        std::vector<int32_t> part =
+            blockIds(input, mesh, exec.rank(), s, at, mbRows, seq, salt);
+        ids->insert(ids->end(), part.begin(), part.end());
+      }
+    }
     float lr = 3e-3f, number = static_cast<float>(s + 1);
     if (absl::Status st = runtime::runTrainSteps(exec, *steps, tokens.data(),
                                                  labels.data(), lr, number);

@@ -182,12 +182,18 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
   setup.batch = 4;
   checkPlacedTraining(setup);
 }
-// Dropout on two dp ranks: placed whole (it has no sharding rule yet), each
-// mask is the one-rank model's, element for element, so the ranks train as
-// one does.
-TEST(SchedExecutor, DropoutOnTwoDataParallelRanksTrainsLikeOneRank) {
-  Case setup("gpt2-tiny-dropout", "f32", "dp=2");
-  checkPlacedTraining(setup);
+// Dropout stays split (dp's batch, tp's sequence-parallel activations) and
+// each rank draws its block of the global tensor's mask; micro-batches
+// draw theirs of the step's (weft.dropout's `split` and `microbatch`). So
+// every mask is the one-rank model's, element for element, and the ranks
+// and micro-batches train as one rank with the whole batch does.
+TEST(SchedExecutor, DropoutOnRanksAndMicrobatchesTrainsLikeOneRank) {
+  for (const char *plan :
+       {"dp=2", "dp=2,tp=2", "microbatches=2", "dp=2,microbatches=2"}) {
+    Case setup("gpt2-tiny-dropout", "f32", plan);
+    setup.batch = 4;
+    checkPlacedTraining(setup, 1e-5, 5e-5);
+  }
 }
 // FP8 weight GEMMs on dp x tp: tp's column-parallel weights are gathered
 // for their quantization when a block spans the split (per-tensor scales),

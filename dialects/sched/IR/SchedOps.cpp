@@ -175,6 +175,28 @@ LogicalResult verifyVocabAxes(Operation *op, ArrayAttr axes) {
   return groupSize(op, meshOf(op), axes);
 }
 
+/// A `split`: per dimension of a rank-`rank` tensor (a `what`), distinct
+/// axes of the module's mesh.
+LogicalResult verifySplit(Operation *op, ArrayAttr split, size_t rank,
+                          StringRef what) {
+  if (split.size() != rank)
+    return op->emitOpError("split has ")
+           << split.size() << " entries for a rank-" << rank << " " << what;
+  llvm::StringSet<> used;
+  for (Attribute dim : split) {
+    auto axes = dyn_cast<ArrayAttr>(dim);
+    if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+      return op->emitOpError("split must list mesh axis names per dimension");
+    if (failed(groupSize(op, meshOf(op), axes)))
+      return failure();
+    for (Attribute axis : axes)
+      if (!used.insert(cast<StringAttr>(axis).getValue()).second)
+        return op->emitOpError("split uses mesh axis '")
+               << cast<StringAttr>(axis).getValue() << "' for two dimensions";
+  }
+  return success();
+}
+
 /// Whether a matrix stored with `rows` × `cols` visible elements, leading
 /// dimension `ld` and batch stride `stride` over `batch` batches lies
 /// inside `elements`; writes the elements it needs to `needed` (nullopt
@@ -218,24 +240,9 @@ LogicalResult ParamOp::verify() {
   auto type = cast<BufferType>(getType());
   if (!isFloat(type.getElementType()))
     return emitOpError("must hold floats, not ") << type.getElementType();
-  if (std::optional<ArrayAttr> split = getSplit()) {
-    if (split->size() != type.getShape().size())
-      return emitOpError("split has ")
-             << split->size() << " entries for a rank-"
-             << type.getShape().size() << " parameter";
-    llvm::StringSet<> used;
-    for (Attribute dim : *split) {
-      auto axes = dyn_cast<ArrayAttr>(dim);
-      if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
-        return emitOpError("split must list mesh axis names per dimension");
-      if (failed(groupSize(*this, meshOf(*this), axes)))
-        return failure();
-      for (Attribute axis : axes)
-        if (!used.insert(cast<StringAttr>(axis).getValue()).second)
-          return emitOpError("split uses mesh axis '")
-                 << cast<StringAttr>(axis).getValue() << "' for two dimensions";
-    }
-  }
+  if (std::optional<ArrayAttr> split = getSplit())
+    if (failed(verifySplit(*this, *split, type.getShape().size(), "parameter")))
+      return failure();
   if (std::optional<int64_t> rows = getCheckpointRows()) {
     if (type.getShape().empty())
       return emitOpError("checkpoint_rows needs a tensor of rank 1 or more");
@@ -1156,6 +1163,20 @@ LogicalResult DropoutOp::verify() {
     return emitOpError("rate ") << rate << " is outside [0, 1)";
   if (getStep() && failed(isF32Scalar(*this, getStep(), "step")))
     return failure();
+  if (getMicrobatch() &&
+      failed(isF32Scalar(*this, getMicrobatch(), "microbatch")))
+    return failure();
+  if (static_cast<bool>(getMicrobatch()) != getMicrobatches().has_value())
+    return emitOpError("takes a microbatch operand exactly when it has "
+                       "microbatches");
+  size_t rank = bufferOf(getInput()).getShape().size();
+  if (getMicrobatches() && (*getMicrobatches() < 1 || rank == 0))
+    return emitOpError("microbatches ")
+           << *getMicrobatches()
+           << " must be at least 1 and cut dimension 0 of a tensor";
+  if (std::optional<ArrayAttr> split = getSplit())
+    if (failed(verifySplit(*this, *split, rank, "input")))
+      return failure();
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 

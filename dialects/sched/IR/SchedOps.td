@@ -677,10 +677,32 @@ def Sched_ReduceOp : Sched_ScratchLibraryOp<"reduce",
 def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
     (ins Sched_In:$input, Sched_Out:$out, Sched_I64Attr:$dim)>;
 def Sched_DropoutOp : Sched_LibraryOp<"dropout",
-    "zero elements with probability rate, scale the rest by 1/(1-rate); "
-    "`step` (an f32 scalar, a whole number) moves the seed per training step",
+    "zero elements with probability rate, scale the rest by 1/(1-rate)",
     (ins Sched_In:$input, Sched_Out:$out, Sched_OptionalIn:$step,
-         F64Attr:$rate, Sched_I64Attr:$seed)>;
+         Sched_OptionalIn:$microbatch, F64Attr:$rate, Sched_I64Attr:$seed,
+         OptionalAttr<ArrayAttr>:$split,
+         OptionalAttr<Sched_I64Attr>:$microbatches),
+    [AttrSizedOperandSegments]> {
+  let description = [{
+    `weft.dropout`: the mask of the global tensor, of which `input` is this
+    rank's block. `step` (an f32 scalar, a whole number) moves the seed per
+    training step. `split`: per dimension, the mesh axes that cut it, major
+    to minor, as a parameter's. `microbatch` (an f32 scalar k) of
+    `microbatches` m: dimension 0 is further the k-th of m blocks, outside
+    the split (the step's micro-batches).
+
+    ```mlir
+    sched.dropout %x, %y step %s : !sched.buffer<f32> microbatch %k : !sched.buffer<f32>
+        {microbatches = 2 : i64, rate = 0.1 : f64, seed = 7 : i64,
+         split = [["dp"], []]} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `,` $out (`step` $step^ `:` type($step))?
+    (`microbatch` $microbatch^ `:` type($microbatch))? (`on` $stream^)?
+    attr-dict `:` type($input) `,` type($out)
+  }];
+}
 def Sched_Fp8AmaxOp : Sched_LibraryOp<"fp8_amax",
     "the largest magnitude of each block (weft.fp8_amax)",
     (ins Sched_In:$input, Sched_Out:$out)>;

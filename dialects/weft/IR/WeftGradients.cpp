@@ -341,8 +341,9 @@ Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // The mask is a pure function of (seed, index): the same op masks the
   // gradient identically.
   return grads({DropoutOp::create(b, getLoc(), single(rg), getStep(),
-                                  getRateAttr(), getSeedAttr()),
-                Value()});
+                                  getMicrobatch(), getRateAttr(), getSeedAttr(),
+                                  getSplitAttr(), getMicrobatchesAttr()),
+                Value(), Value()});
 }
 
 Grads Fp8AmaxOp::buildGradients(OpBuilder &, ArrayRef<Value>) {

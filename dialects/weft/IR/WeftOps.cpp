@@ -606,6 +606,41 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0.0 && rate < 1.0))
     return emitOpError("rate must be in [0, 1), got ") << rate;
+  if (static_cast<bool>(getMicrobatch()) != getMicrobatches().has_value())
+    return emitOpError("takes a microbatch operand exactly when it has "
+                       "microbatches");
+  if (getMicrobatches() && *getMicrobatches() < 1)
+    return emitOpError("microbatches must be at least 1, got ")
+           << *getMicrobatches();
+  int64_t rank = getType().getRank();
+  if (getMicrobatches() && rank == 0)
+    return emitOpError("cuts dimension 0 into micro-batches, but its input "
+                       "is a scalar");
+  std::optional<ArrayAttr> split = getSplit();
+  if (!split)
+    return success();
+  if (static_cast<int64_t>(split->size()) != rank)
+    return emitOpError("split has ")
+           << split->size() << " entries for a tensor of rank " << rank;
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+      *this, StringAttr::get(getContext(), "mesh"));
+  if (!mesh)
+    return emitOpError("split needs a weft.mesh @mesh");
+  llvm::SmallDenseSet<StringRef> seen;
+  for (auto [d, entry] : llvm::enumerate(*split)) {
+    auto axes = dyn_cast<ArrayAttr>(entry);
+    if (!axes)
+      return emitOpError("split entry ") << d << " is not a list of axes";
+    for (Attribute a : axes) {
+      auto axis = dyn_cast<StringAttr>(a);
+      if (!axis || !mesh.axisSize(axis.getValue()))
+        return emitOpError("split entry ")
+               << d << " names " << a << ", which is not an axis of @mesh";
+      if (!seen.insert(axis.getValue()).second)
+        return emitOpError("split names axis '")
+               << axis.getValue() << "' twice";
+    }
+  }
   return success();
 }
 

@@ -134,6 +134,10 @@ inline constexpr const char *kOptimizerStepParam = "optimizer_step";
 /// parameter the model declares when it has dropout; the optimizer step
 /// adds 1 to it).
 inline constexpr const char *kDropoutStepParam = "dropout_step";
+/// The state parameter weft-accumulate-gradients adds when @accumulate has
+/// dropout: the micro-batch of the step it runs (weft.dropout's
+/// `microbatch`).
+inline constexpr const char *kDropoutMicrobatchParam = "dropout_microbatch";
 inline constexpr const char *kLossScaleGoodStepsParam = "loss_scale_good_steps";
 /// On the forward and the programs made from it (weft-fp8): the recipe,
 /// how many GEMMs it quantized, and [FP8 bytes, bf16 bytes] of those GEMMs'

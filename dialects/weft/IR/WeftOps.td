@@ -913,14 +913,17 @@ def Weft_AttentionOp : Weft_Op<"attention",
   let hasVerifier = 1;
 }
 
-def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>, DeclareOpInterfaceMethods<Weft_GradientOpInterface>]> {
+def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "seeded inverted dropout";
   let description = [{
     Zeroes each element with probability `rate` and scales the survivors by
     1 / (1 - rate); 0 <= rate < 1, and rate 0 is the identity. The mask is a
-    pure function of `seed` and the element's row-major index i: the element
-    is kept iff u(seed, i) >= rate, where u is the 24-bit uniform of
-    `runtime/support/Random.h`:
+    pure function of `seed` and the element's row-major index i in the
+    global tensor: the element is kept iff u(seed, i) >= rate, where u is
+    the 24-bit uniform of `runtime/support/Random.h`:
       z = seed + (i + 1) * 0x9E3779B97F4A7C15 (mod 2^64), finalised with
       splitmix64; u = (z >> 40) * 2^-24.
     With `step` (the training step, a whole number as f32: the state
@@ -929,16 +932,33 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]
     weft_dropout_stream). So recomputation in the backward and every
     backend draw the same mask.
 
+    The global tensor: with `split` (set by partitioning: per dimension,
+    the axes of @mesh that cut it, major to minor), `input` is this rank's
+    block of it. With `microbatch` k (a whole number as f32: the state
+    parameter `dropout_microbatch`) of `microbatches` m (set by
+    weft-accumulate-gradients), dimension 0 is the batch's and this is
+    micro-batch k of the step's m: the k-th of m blocks of dimension 0,
+    outside the ranks' split. So N ranks, or m micro-batches, draw the mask
+    one rank with the whole batch would.
+
     ```mlir
     %y = weft.dropout %x step %s : tensor<f32> {rate = 0.1 : f64, seed = 7 : i64}
         : tensor<2x8xf32>
+    %z = weft.dropout %x step %s : tensor<f32> microbatch %k : tensor<f32>
+        {microbatches = 4 : i64, rate = 0.1 : f64, seed = 7 : i64,
+         split = [["dp"], []]} : tensor<2x8xf32>
     ```
   }];
   let arguments = (ins Weft_FloatTensor:$input, Optional<Weft_ScalarF32>:$step,
-                       Weft_FiniteF64Attr:$rate, I64Attr:$seed);
+                       Optional<Weft_ScalarF32>:$microbatch,
+                       Weft_FiniteF64Attr:$rate, I64Attr:$seed,
+                       OptionalAttr<ArrayAttr>:$split,
+                       OptionalAttr<I64Attr>:$microbatches);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`step` $step^ `:` type($step))? attr-dict `:` type($result)
+    $input (`step` $step^ `:` type($step))?
+    (`microbatch` $microbatch^ `:` type($microbatch))? attr-dict `:`
+    type($result)
   }];
   let hasVerifier = 1;
 }

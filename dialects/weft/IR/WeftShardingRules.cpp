@@ -189,6 +189,19 @@ ShardingRule Fp8QuantizeGradOp::getShardingRule() {
   return rule;
 }
 
+/// Any split: the mask is the global tensor's (partitioning records the
+/// split on the op, `split`). The step and micro-batch counters are whole.
+ShardingRule DropoutOp::getShardingRule() {
+  ShardingRule rule;
+  SmallVector<int64_t> dims = rule.addFactors(shapeOf(getInput()));
+  rule.operands.push_back(dims);
+  for (Value counter : {getStep(), getMicrobatch()})
+    if (counter)
+      rule.operands.emplace_back();
+  rule.results.push_back(dims);
+  return rule;
+}
+
 ShardingRule LayerNormOp::getShardingRule() { return rowwise(getInput(), 2); }
 ShardingRule RMSNormOp::getShardingRule() { return rowwise(getInput(), 1); }
 

@@ -823,20 +823,33 @@ extern "C" __global__ void weft_expert_move(
   }
 }
 
-// weft.dropout: element i is kept iff u(seed, i) >= rate (CounterRng.h, the
-// definition every backend shares), kept ones scaled by 1 / (1 - rate) in
-// double, as on the CPU.
-extern "C" __global__ void weft_dropout(const float *__restrict x,
-                                        float *__restrict y, long n,
-                                        double rate, long seed,
-                                        const float *__restrict step) {
+// weft.dropout: element i is kept iff u(seed, g) >= rate, g its index in
+// the global tensor (CounterRng.h, the definitions every backend shares:
+// the block is local[4] at start[4] of global[4], dimension mb_dim of
+// micro-batch k starting k * mb_step further on), kept ones scaled by
+// 1 / (1 - rate) in double, as on the CPU.
+extern "C" __global__ void
+weft_dropout(const float *__restrict x, float *__restrict y, long n,
+             double rate, long seed, const float *__restrict step,
+             const float *__restrict microbatch, long microbatches,
+             long mb_dim, long mb_step, long l0, long l1, long l2, long l3,
+             long s0, long s1, long s2, long s3, long g0, long g1, long g2,
+             long g3) {
   unsigned long long stream =
       step ? weft_dropout_stream((unsigned long long)seed, (double)*step)
            : (unsigned long long)seed;
-  for (long i = weft_thread(); i < n; i += weft_stride())
-    y[i] = rate > 0 && weft_uniform24(stream, (unsigned long long)i) < rate
+  const long long local[4] = {l0, l1, l2, l3};
+  long long start[4] = {s0, s1, s2, s3};
+  if (microbatch)
+    start[mb_dim & 3] += weft_microbatch(*microbatch, microbatches) * mb_step;
+  const long long global[4] = {g0, g1, g2, g3};
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    unsigned long long at =
+        weft_global_index((unsigned long long)i, local, start, global);
+    y[i] = rate > 0 && weft_uniform24(stream, at) < rate
                ? 0.0f
                : (float)(x[i] / (1.0 - rate));
+  }
 }
 
 // weft.fp8_amax of a tensor of up to 4 dims (d, leading ones added) under

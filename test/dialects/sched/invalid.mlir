@@ -1752,6 +1752,53 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xf32>, %k: !sched.buffer<f32>):
+  // expected-error @+1 {{'sched.dropout' op takes a microbatch operand exactly when it has microbatches}}
+  sched.dropout %x, %y microbatch %k : !sched.buffer<f32> {rate = 0.1, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xf32>, %k: !sched.buffer<f32>):
+  // expected-error @+1 {{'sched.dropout' op microbatches 0 must be at least 1 and cut dimension 0 of a tensor}}
+  sched.dropout %x, %y microbatch %k : !sched.buffer<f32> {microbatches = 0, rate = 0.1, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xf32>, %k: !sched.buffer<2xf32>):
+  // expected-error @+1 {{'sched.dropout' op microbatch must be one f32}}
+  sched.dropout %x, %y microbatch %k : !sched.buffer<2xf32> {microbatches = 2, rate = 0.1, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.dropout' op split has 1 entries for a rank-2 input}}
+  sched.dropout %x, %y {rate = 0.1, seed = 0, split = [["dp"]]} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.dropout' op mesh @mesh has no axis 'tp'}}
+  sched.dropout %x, %y {rate = 0.1, seed = 0, split = [["dp"], ["tp"]]} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>):
   // expected-error @+1 {{'sched.layer_norm_grad' op epsilon must be positive}}
   sched.layer_norm_grad %x, %w, %x, %x, %w, %w {epsilon = 0.0} : !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>, !sched.buffer<8xf32>, !sched.buffer<8xf32>

@@ -63,8 +63,9 @@ sched.program @step arena(8192) align(64) events(2) streams ["compute", "comm"] 
   sched.recv %loss from @mesh "pp" offset -1 tag 1 on "comm" : !sched.buffer<1xf32>
   sched.record 1 on "comm"
   sched.wait 1
-  // CHECK: sched.dropout {{.*}} {rate = 1.000000e-01 : f64, seed = 7 : i64}
-  sched.dropout %g, %dropped {rate = 0.1, seed = 7} : !sched.buffer<32x16xf32>, !sched.buffer<32x16xf32>
+  // A block of a split, micro-batched tensor's mask.
+  // CHECK: sched.dropout %{{.*}}, %{{.*}} step %{{.*}} : !sched.buffer<1xf32> microbatch %{{.*}} : !sched.buffer<1xf32> {microbatches = 4 : i64, rate = 1.000000e-01 : f64, seed = 7 : i64, split = {{\[}}["dp"], ["tp"]]} : <32x16xf32>, <32x16xf32>
+  sched.dropout %g, %dropped step %loss : !sched.buffer<1xf32> microbatch %loss : !sched.buffer<1xf32> {microbatches = 4, rate = 0.1, seed = 7, split = [["dp"], ["tp"]]} : !sched.buffer<32x16xf32>, !sched.buffer<32x16xf32>
   // CHECK: sched.assign @wte = %{{.*}} : <32x16xf32>
   sched.assign @wte = %dropped : !sched.buffer<32x16xf32>
   // CHECK: sched.return ["loss", "grad:wte"] %{{.*}}, %{{.*}} : !sched.buffer<1xf32>, !sched.buffer<32x16xf32>

@@ -454,6 +454,74 @@ func.func @dropout_rate(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @dropout_microbatch_without_count(%x: tensor<4xf32>, %k: tensor<f32>) {
+  // expected-error @+1 {{takes a microbatch operand exactly when it has microbatches}}
+  %0 = weft.dropout %x microbatch %k : tensor<f32> {rate = 0.1 : f64, seed = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_zero_microbatches(%x: tensor<4xf32>, %k: tensor<f32>) {
+  // expected-error @+1 {{microbatches must be at least 1, got 0}}
+  %0 = weft.dropout %x microbatch %k : tensor<f32> {microbatches = 0 : i64, rate = 0.1 : f64, seed = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_microbatched_scalar(%x: tensor<f32>, %k: tensor<f32>) {
+  // expected-error @+1 {{cuts dimension 0 into micro-batches, but its input is a scalar}}
+  %0 = weft.dropout %x microbatch %k : tensor<f32> {microbatches = 2 : i64, rate = 0.1 : f64, seed = 0 : i64} : tensor<f32>
+  return
+}
+
+// -----
+
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @dropout_split_rank(%x: tensor<4x2xf32>) {
+  // expected-error @+1 {{split has 1 entries for a tensor of rank 2}}
+  %0 = weft.dropout %x {rate = 0.1 : f64, seed = 0 : i64, split = [["dp"]]} : tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_split_without_mesh(%x: tensor<4xf32>) {
+  // expected-error @+1 {{split needs a weft.mesh @mesh}}
+  %0 = weft.dropout %x {rate = 0.1 : f64, seed = 0 : i64, split = [["dp"]]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @dropout_split_axis(%x: tensor<4x2xf32>) {
+  // expected-error @+1 {{split entry 1 names "tp", which is not an axis of @mesh}}
+  %0 = weft.dropout %x {rate = 0.1 : f64, seed = 0 : i64, split = [["dp"], ["tp"]]} : tensor<4x2xf32>
+  return
+}
+
+// -----
+
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @dropout_split_twice(%x: tensor<4x2xf32>) {
+  // expected-error @+1 {{split names axis 'dp' twice}}
+  %0 = weft.dropout %x {rate = 0.1 : f64, seed = 0 : i64, split = [["dp"], ["dp"]]} : tensor<4x2xf32>
+  return
+}
+
+// -----
+
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @dropout_split_entry(%x: tensor<4x2xf32>) {
+  // expected-error @+1 {{split entry 0 is not a list of axes}}
+  %0 = weft.dropout %x {rate = 0.1 : f64, seed = 0 : i64, split = ["dp", []]} : tensor<4x2xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_labels(%l: tensor<2x8x256xf32>, %y: tensor<2x7xi32>) {
   // expected-error @+1 {{labels [2, 7] must be the logits shape [2, 8, 256] without its last (vocabulary) dimension}}
   %0 = weft.cross_entropy %l, %y : tensor<2x8x256xf32>, tensor<2x7xi32>

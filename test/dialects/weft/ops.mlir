@@ -119,6 +119,9 @@ func.func @nn(%ids: tensor<2x8xi32>, %table: tensor<256x64xf32>, %g: tensor<64xf
   %s = weft.softmax %h dim 2 : tensor<2x8x64xf32>
   // CHECK: weft.dropout %{{.*}} {rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
   %d = weft.dropout %s {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  // CHECK: weft.dropout %{{.*}} microbatch %{{.*}} : tensor<f32> {microbatches = 2 : i64, rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  %mb = weft.constant dense<1.0> : tensor<f32>
+  %dm = weft.dropout %s microbatch %mb : tensor<f32> {microbatches = 2 : i64, rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
   %logits = weft.matmul %h, %table transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>
   // CHECK: weft.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8xi32>
   %loss = weft.cross_entropy %logits, %ids {ignore_index = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8xi32>

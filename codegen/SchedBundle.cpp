@@ -66,6 +66,7 @@ const llvm::StringMap<Kind> &attributeKinds() {
       {"scale", Kind::F64},
       {"theta", Kind::F64},
       {"rate", Kind::F64},
+      {"dropout", Kind::F64},
       {"epsilon", Kind::F64},
       {"value", Kind::F64},
       {"inverse", Kind::Bool},
@@ -110,7 +111,8 @@ bool isStructural(StringRef name) {
 
 /// Optional attributes the format spells by leaving the field out.
 bool isOmittable(StringRef name) {
-  return name == "split" || name == "microbatches";
+  return name == "split" || name == "microbatches" || name == "dropout" ||
+         name == "seed";
 }
 
 std::string dtypeName(Type t) {
@@ -268,11 +270,16 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_scales"] = static_cast<bool>(gemm.getScaleA());
   } else if (auto scratch = dyn_cast<sched::ScratchOpInterface>(op)) {
     out["has_scratch"] = static_cast<bool>(scratch.getScratch());
-    if (auto attention = dyn_cast<sched::AttentionOp>(op))
+    if (auto attention = dyn_cast<sched::AttentionOp>(op)) {
       out["has_positions"] = static_cast<bool>(attention.getQueryPositions());
+      out["has_step"] = static_cast<bool>(attention.getStep());
+      out["has_microbatch"] = static_cast<bool>(attention.getMicrobatch());
+    }
     if (auto grad = dyn_cast<sched::AttentionGradOp>(op)) {
       out["has_positions"] = static_cast<bool>(grad.getQueryPositions());
       out["has_lse_grad"] = static_cast<bool>(grad.getLseGrad());
+      out["has_step"] = static_cast<bool>(grad.getStep());
+      out["has_microbatch"] = static_cast<bool>(grad.getMicrobatch());
     }
   } else if (auto rope = dyn_cast<sched::RopeOp>(op)) {
     out["has_positions"] = static_cast<bool>(rope.getPositions());
@@ -810,19 +817,21 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
                opName == "sched.attention_grad") {
       bool grad = opName == "sched.attention_grad";
       int32_t positions = flag("has_positions"), lseGrad = flag("has_lse_grad"),
+              step = flag("has_step"), microbatch = flag("has_microbatch"),
               scratch = flag("has_scratch");
       if (lseGrad && !grad)
         return fail(at, "has_lse_grad is attention_grad's, not attention's");
       size_t fixed = grad ? 9 : 5;
-      if (n != fixed + 2 * positions + lseGrad + scratch)
+      if (n != fixed + 2 * positions + lseGrad + step + microbatch + scratch)
         return fail(at, "has " + Twine(n) +
                             " operands, not what has_positions, "
-                            "has_lse_grad and has_scratch say");
+                            "has_lse_grad, has_step, has_microbatch and "
+                            "has_scratch say");
       SmallVector<int32_t> sizes(fixed, 1);
       sizes.append({positions, positions});
       if (grad)
         sizes.push_back(lseGrad);
-      sizes.push_back(scratch);
+      sizes.append({step, microbatch, scratch});
       attrs.set("operandSegmentSizes", b.getDenseI32ArrayAttr(sizes));
     }
     std::optional<bool> hasScratch = o->getBoolean("has_scratch");

@@ -205,26 +205,34 @@ Value GraphBuilder::rope(Value x, double theta, int64_t offset) {
                         b.getI64IntegerAttr(offset));
 }
 Value GraphBuilder::attention(Value q, Value k, Value v, double scale,
-                              bool causal) {
+                              bool causal, double dropout, int64_t seed) {
   if (!usable({q, k, v}))
     return {};
+  bool drops = dropout != 0;
   return first(typed(AttentionOp::create(
       b, loc, placeholder(), placeholder(), q, k, v, Value(), Value(),
-      b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : nullptr)));
+      drops ? stepOfDropout() : Value(), /*microbatch=*/Value(),
+      b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : nullptr,
+      drops ? b.getF64FloatAttr(dropout) : FloatAttr(),
+      drops ? b.getI64IntegerAttr(seed) : IntegerAttr(), /*split=*/ArrayAttr(),
+      /*microbatches=*/IntegerAttr())));
 }
-Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
-  if (!usable(x))
-    return {};
-  if (rate == 0)
-    return x;
-  // One step counter for every mask, declared at the first dropout.
+Value GraphBuilder::stepOfDropout() {
+  // One step counter for every mask.
   if (!dropoutStep)
     dropoutStep =
         ParamOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()),
                         b.getStringAttr(kDropoutStepParam),
                         InitKindAttr::get(b.getContext(), InitKind::Zeros),
                         FloatAttr(), b.getUnitAttr());
-  return DropoutOp::create(b, loc, x, dropoutStep, /*microbatch=*/Value(),
+  return dropoutStep;
+}
+Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
+  if (!usable(x))
+    return {};
+  if (rate == 0)
+    return x;
+  return DropoutOp::create(b, loc, x, stepOfDropout(), /*microbatch=*/Value(),
                            b.getF64FloatAttr(rate), b.getI64IntegerAttr(seed),
                            /*split=*/ArrayAttr(),
                            /*microbatches=*/IntegerAttr());

@@ -101,7 +101,8 @@ public:
   mlir::Value softmax(mlir::Value x, int64_t dim);
   mlir::Value rope(mlir::Value x, double theta, int64_t positionOffset = 0);
   mlir::Value attention(mlir::Value q, mlir::Value k, mlir::Value v,
-                        double scale, bool causal);
+                        double scale, bool causal, double dropout = 0,
+                        int64_t seed = 0);
   /// Inverted dropout of `x` at `rate` (`x` itself at 0), its mask a
   /// function of `seed` and the model's `dropout_step` state parameter,
   /// which the first dropout declares.
@@ -153,7 +154,9 @@ private:
   mlir::OpBuilder b;
   mlir::Location loc;
   int64_t layer = -1;
-  /// The `dropout_step` state parameter, once a dropout needs it.
+  /// The `dropout_step` state parameter, declared by the first dropout
+  /// that needs it.
+  mlir::Value stepOfDropout();
   mlir::Value dropoutStep;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;

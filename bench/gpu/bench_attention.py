@@ -47,16 +47,22 @@ def main():
     lse = cp.zeros((B, H, S), cp.float32)
     delta = cp.zeros((B, H, S), cp.float32)
     dq, dk, dv = cp.zeros_like(cq), cp.zeros_like(ck), cp.zeros_like(cv)
+    # Sizes, then no positions (null qpos, kpos); no dropout last.
+    null = np.uint64(0)
     dims = (np.int32(B), np.int32(S), np.int32(S), np.int32(H), np.int32(HKV),
-            np.int32(D), np.int32(D), np.float32(D ** -0.5), np.int32(1))
+            np.int32(D), np.int32(D), np.float32(D ** -0.5), np.int32(1), null, null)
+    no_dropout = (np.float64(0), np.int64(0), null, null, np.int64(1),
+                  np.int64(0), np.int64(0), np.int64(0), np.int64(H))
 
     def weft_forward():
-        fwd(((S + 63) // 64, H, B), (64,), (cq, ck, cv, o, lse, *dims))
+        fwd(((S + 63) // 64, H, B), (64,), (cq, ck, cv, o, lse, *dims, *no_dropout))
 
     def weft_both():
         weft_forward()
-        dq_k(((S + 63) // 64, H, B), (64,), (cq, ck, cv, o, lse, cdo, dq, delta, *dims))
-        dkv_k(((S + 31) // 32, HKV, B), (32,), (cq, ck, cv, lse, delta, cdo, dk, dv, *dims))
+        dq_k(((S + 63) // 64, H, B), (64,),
+             (cq, ck, cv, o, lse, cdo, dq, delta, *dims, null, *no_dropout))
+        dkv_k(((S + 31) // 32, HKV, B), (32,),
+              (cq, ck, cv, lse, delta, cdo, dk, dv, *dims, *no_dropout))
 
     # PyTorch takes [B, H, S, D].
     tq, tk, tv = (t.transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))

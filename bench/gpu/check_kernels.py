@@ -59,20 +59,27 @@ def check_attention(bundle, arch):
         bf16 = c["dtype"] == "bf16"
         suffix, tolerance = ("_bf16", 1e-2) if bf16 else ("", 1e-4)
         storage = cp.uint16 if bf16 else cp.float32
+        # Sizes, then no positions (null qpos, kpos); no dropout last.
+        null = np.uint64(0)
         dims = (np.int32(B), np.int32(S), np.int32(T), np.int32(Hq), np.int32(Hkv),
-                np.int32(D), np.int32(D), np.float32(c["scale"]), np.int32(c["causal"]))
+                np.int32(D), np.int32(D), np.float32(c["scale"]), np.int32(c["causal"]),
+                null, null)
+        no_dropout = (np.float64(0), np.int64(0), null, null, np.int64(1),
+                      np.int64(0), np.int64(0), np.int64(0), np.int64(Hq))
         o = cp.zeros((B, S, Hq, D), storage)
         lse = cp.zeros((B, Hq, S), cp.float32)
         module.get_function("weft_attention_forward" + suffix)(
-            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, *dims))
+            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, *dims, *no_dropout))
         dq = cp.zeros_like(q)
         dk = cp.zeros_like(k)
         dv = cp.zeros_like(v)
         delta = cp.zeros((B, Hq, S), cp.float32)
         module.get_function("weft_attention_backward_dq" + suffix)(
-            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, do, dq, delta, *dims))
+            ((S + 63) // 64, Hq, B), (64,),
+            (q, k, v, o, lse, do, dq, delta, *dims, null, *no_dropout))  # null lse_grad
         module.get_function("weft_attention_backward_dkv" + suffix)(
-            ((T + 31) // 32, Hkv, B), (32,), (q, k, v, lse, delta, do, dk, dv, *dims))
+            ((T + 31) // 32, Hkv, B), (32,),
+            (q, k, v, lse, delta, do, dk, dv, *dims, *no_dropout))
         cp.cuda.Device().synchronize()
         worst = {}
         for label, got in [("o", o), ("lse", lse), ("dq", dq), ("dk", dk), ("dv", dv)]:

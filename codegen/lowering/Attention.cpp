@@ -49,6 +49,14 @@ FailureOr<sched::AttentionAlgorithm> choose(Operation *op, ProgramLowering &l,
              : AttentionAlgorithm::flash;
 }
 
+/// Dropout's step and micro-batch counters as the kernels read them (f32),
+/// or null for none.
+template <typename Op>
+std::pair<Value, Value> counters(Op op, ProgramLowering &l) {
+  return {op.getStep() ? l.read(op, op.getStep()) : Value(),
+          op.getMicrobatch() ? l.read(op, op.getMicrobatch()) : Value()};
+}
+
 /// The positions' buffers as stored (i32), or null for none.
 std::pair<Value, Value> positions(ProgramLowering &l, Value query, Value key) {
   if (!query)
@@ -66,11 +74,13 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
                        /*grad=*/false, static_cast<bool>(qpos));
   if (failed(chosen))
     return failure();
+  auto [step, microbatch] = counters(op, l);
   auto instr = sched::AttentionOp::create(
-      l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, Value(),
-      op.getScaleAttr(), op.getCausalAttr(),
+      l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, step, microbatch,
+      Value(), op.getScaleAttr(), op.getCausalAttr(),
       sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
-      l.builder().getStringAttr("compute"));
+      op.getDropoutAttr(), op.getSeedAttr(), op.getSplitAttr(),
+      op.getMicrobatchesAttr(), l.builder().getStringAttr("compute"));
   return l.addGpuScratch(op, instr);
 }
 
@@ -87,11 +97,13 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
                        /*grad=*/true, qpos || lseGrad);
   if (failed(chosen))
     return failure();
+  auto [step, microbatch] = counters(op, l);
   auto instr = sched::AttentionGradOp::create(
       l.builder(), op.getLoc(), q, k, v, o, lse, dout, dq, dk, dv, qpos, kpos,
-      lseGrad, Value(), op.getScaleAttr(), op.getCausalAttr(),
+      lseGrad, step, microbatch, Value(), op.getScaleAttr(), op.getCausalAttr(),
       sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
-      l.builder().getStringAttr("compute"));
+      op.getDropoutAttr(), op.getSeedAttr(), op.getSplitAttr(),
+      op.getMicrobatchesAttr(), l.builder().getStringAttr("compute"));
   return l.addGpuScratch(op, instr);
 }
 

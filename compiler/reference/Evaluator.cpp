@@ -294,8 +294,11 @@ private:
                                                Value queryPositions,
                                                Value keyPositions, int64_t s,
                                                int64_t t);
-  std::pair<Tensor, Tensor> evalAttention(AttentionOp op);
-  std::array<Tensor, 3> evalAttentionGrad(AttentionGradOp op);
+  template <typename Op>
+  FailureOr<std::function<double(int64_t, int64_t, int64_t, int64_t)>>
+  attentionDropoutOf(Op op, int64_t heads, int64_t s, int64_t t);
+  FailureOr<std::pair<Tensor, Tensor>> evalAttention(AttentionOp op);
+  FailureOr<std::array<Tensor, 3>> evalAttentionGrad(AttentionGradOp op);
   std::array<Tensor, 3> evalNormGrad(Value input, Value weight, Value grad,
                                      double eps, bool rms);
   FailureOr<Tensor> evalCrossEntropy(CrossEntropyOp op);
@@ -622,17 +625,21 @@ LogicalResult Interpreter::eval(Operation *op) {
         bind(o.getResult(), std::move(out));
         return success();
       })
-      .Case([&](AttentionOp o) {
-        auto [out, lse] = evalAttention(o);
-        bind(o.getResult(), std::move(out));
-        bind(o.getLse(), std::move(lse));
+      .Case([&](AttentionOp o) -> LogicalResult {
+        FailureOr<std::pair<Tensor, Tensor>> r = evalAttention(o);
+        if (failed(r))
+          return failure();
+        bind(o.getResult(), std::move(r->first));
+        bind(o.getLse(), std::move(r->second));
         return success();
       })
-      .Case([&](AttentionGradOp o) {
-        auto grads = evalAttentionGrad(o);
-        bind(o.getQueryGrad(), std::move(grads[0]));
-        bind(o.getKeyGrad(), std::move(grads[1]));
-        bind(o.getValueGrad(), std::move(grads[2]));
+      .Case([&](AttentionGradOp o) -> LogicalResult {
+        FailureOr<std::array<Tensor, 3>> grads = evalAttentionGrad(o);
+        if (failed(grads))
+          return failure();
+        bind(o.getQueryGrad(), std::move((*grads)[0]));
+        bind(o.getKeyGrad(), std::move((*grads)[1]));
+        bind(o.getValueGrad(), std::move((*grads)[2]));
         return success();
       })
       .Case([&](EmbeddingGradOp o) {
@@ -1029,7 +1036,30 @@ MaskOf Interpreter::maskOf(bool causal, Value queryPositions,
   return [qp, kp](int64_t i, int64_t j) { return kp->data[j] > qp->data[i]; };
 }
 
-std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
+/// Attention dropout's factor for probability (b, h, s, t): 1 without
+/// dropout, else 0 or 1 / (1 - rate) from the shared counter-based mask.
+template <typename Op>
+FailureOr<std::function<double(int64_t, int64_t, int64_t, int64_t)>>
+Interpreter::attentionDropoutOf(Op op, int64_t heads, int64_t s, int64_t t) {
+  using Factor = std::function<double(int64_t, int64_t, int64_t, int64_t)>;
+  if (!op.getDropout())
+    return Factor([](int64_t, int64_t, int64_t, int64_t) { return 1.0; });
+  if (op.getSplit() || op.getMicrobatch())
+    return op.emitOpError("is a block of a placed or micro-batched tensor; "
+                          "the evaluator runs whole graphs"),
+           failure();
+  float step =
+      op.getStep() ? static_cast<float>(get(op.getStep()).data[0]) : 0.0f;
+  weft_attn_dropout d = weft_attn_dropout_at(
+      op.getDropout()->convertToDouble(), *op.getSeed(),
+      op.getStep() ? &step : nullptr, nullptr, 1, 0, 0, 0, heads);
+  return Factor([=](int64_t b, int64_t h, int64_t i, int64_t j) {
+    return static_cast<double>(weft_attn_dropout_factor(&d, b, h, i, s, j, t));
+  });
+}
+
+FailureOr<std::pair<Tensor, Tensor>>
+Interpreter::evalAttention(AttentionOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue());
   int64_t batch = q.shape[0], s = q.shape[1], hq = q.shape[2], d = q.shape[3];
@@ -1038,6 +1068,9 @@ std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
   double scale = op.getScale().convertToDouble();
   MaskOf masked = maskOf(op.getCausal(), op.getQueryPositions(),
                          op.getKeyPositions(), s, t);
+  auto keep = attentionDropoutOf(op, hq, s, t);
+  if (failed(keep))
+    return failure();
   Tensor out = Tensor::zeros(shapeOf(op.getResult()));
   Tensor lse = Tensor::zeros(shapeOf(op.getLse()));
   std::vector<double> p(t);
@@ -1070,15 +1103,17 @@ std::pair<Tensor, Tensor> Interpreter::evalAttention(AttentionOp op) {
         double *o = &out.data[((b * s + i) * hq + h) * dv];
         for (int64_t j = 0; j < t; ++j) {
           const double *vj = &v.data[((b * t + j) * hkv + kvh) * dv];
+          double weight = p[j] / sum * (*keep)(b, h, i, j);
           for (int64_t c = 0; c < dv; ++c)
-            o[c] += p[j] / sum * vj[c];
+            o[c] += weight * vj[c];
         }
       }
     }
-  return {std::move(out), std::move(lse)};
+  return std::pair<Tensor, Tensor>{std::move(out), std::move(lse)};
 }
 
-std::array<Tensor, 3> Interpreter::evalAttentionGrad(AttentionGradOp op) {
+FailureOr<std::array<Tensor, 3>>
+Interpreter::evalAttentionGrad(AttentionGradOp op) {
   const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
                &v = get(op.getValue()), &o = get(op.getResult()),
                &lse = get(op.getLse()), &dout = get(op.getGrad());
@@ -1089,6 +1124,9 @@ std::array<Tensor, 3> Interpreter::evalAttentionGrad(AttentionGradOp op) {
   MaskOf masked = maskOf(op.getCausal(), op.getQueryPositions(),
                          op.getKeyPositions(), s, t);
   const Tensor *lseGrad = op.getLseGrad() ? &get(op.getLseGrad()) : nullptr;
+  auto keep = attentionDropoutOf(op, hq, s, t);
+  if (failed(keep))
+    return failure();
   std::array<Tensor, 3> grads = {Tensor::zeros(q.shape), Tensor::zeros(k.shape),
                                  Tensor::zeros(v.shape)};
   Tensor &dq = grads[0], &dk = grads[1], &dvt = grads[2];
@@ -1113,12 +1151,12 @@ std::array<Tensor, 3> Interpreter::evalAttentionGrad(AttentionGradOp op) {
           for (int64_t c = 0; c < d; ++c)
             score += qi[c] * kj[c];
           double p = std::exp(scale * score - lse.data[(b * hq + h) * s + i]);
-          double dp = 0.0;
+          double m = (*keep)(b, h, i, j), dp = 0.0;
           for (int64_t c = 0; c < dv; ++c) {
-            dvt.data[kvRow * dv + c] += p * doi[c];
+            dvt.data[kvRow * dv + c] += p * m * doi[c];
             dp += doi[c] * vj[c];
           }
-          double ds = p * (dp - rowDot) * scale;
+          double ds = p * (dp * m - rowDot) * scale;
           for (int64_t c = 0; c < d; ++c) {
             dq.data[row * d + c] += ds * kj[c];
             dk.data[kvRow * d + c] += ds * qi[c];

@@ -3,9 +3,10 @@
 // Names and layouts follow GPT2LMHeadModel's state dict: Conv1D weights are
 // [in, out] (so x @ W), the LM head is tied to transformer.wte. Dropout
 // sits where GPT2Model's does: after the embeddings (embd_pdrop) and after
-// each residual branch's projection (resid_pdrop); the training pipeline
-// removes it from the evaluation forward. Attention-probability dropout
-// (attn_pdrop) is not built yet.
+// each residual branch's projection (resid_pdrop), and on the attention
+// probabilities (attn_pdrop, inside weft.attention, as FlashAttention
+// drops them); the training pipeline removes it from the evaluation
+// forward.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,7 +125,8 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
   x = g.add(x,
             g.broadcast(g.embedding(wpe, g.positions(s)), {b, s, d}, {1, 2}));
   // Each dropout site draws its own mask: seeds 1, then 2 + 2 layer and
-  // 3 + 2 layer.
+  // 3 + 2 layer after the residual branches, and 2 + 2 layers + layer on
+  // the attention probabilities.
   x = g.dropout(x, c.embdDropout, 1);
 
   for (int64_t layer = 0; layer < c.numLayers; ++layer) {
@@ -148,9 +150,9 @@ ModelOutputs buildGpt2(GraphBuilder &g, const ModelConfig &c,
       Value bias = g.reshape(g.slice(qkvBias, {i, 0}, {i + 1, d}), {d});
       return g.reshape(g.addBias(g.matmul(a, w), bias), {b, s, h, hd});
     };
-    Value att =
-        g.attention(head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),
-                    /*causal=*/true);
+    Value att = g.attention(
+        head(0), head(1), head(2), 1.0 / std::sqrt(double(hd)),
+        /*causal=*/true, c.attnDropout, 2 + 2 * c.numLayers + layer);
     att = linear(g.reshape(att, {b, s, d}), p + ".attn.c_proj", d, d, residual,
                  TpRole::Row, hd);
     x = g.add(x, g.dropout(att, c.residDropout, 2 + 2 * layer));

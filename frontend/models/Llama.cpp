@@ -73,8 +73,9 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
     Value v = g.reshape(
         linear(a, p + ".self_attn.v_proj", d, hkv * hd, TpRole::Column, hd),
         {b, s, hkv, hd});
-    Value att =
-        g.attention(q, k, v, 1.0 / std::sqrt(double(hd)), /*causal=*/true);
+    // attention_dropout on the probabilities, a seed per layer.
+    Value att = g.attention(q, k, v, 1.0 / std::sqrt(double(hd)),
+                            /*causal=*/true, c.attnDropout, 1 + layer);
     x = g.add(x, linear(g.reshape(att, {b, s, hq * hd}),
                         p + ".self_attn.o_proj", hq * hd, d, TpRole::Row, hd));
 

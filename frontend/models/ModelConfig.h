@@ -52,8 +52,7 @@ struct ModelConfig {
   /// `resid_pdrop` (after each residual branch's projection) and
   /// `attn_pdrop`; llama's and mixtral's `attention_dropout`. Absent means
   /// 0 (Hugging Face's GPT2Config defaults to 0.1, which checkpoints'
-  /// config.json files state). Attention-probability dropout is not built
-  /// yet: weftc says so when it is set.
+  /// config.json files state).
   double embdDropout = 0.0, residDropout = 0.0, attnDropout = 0.0;
   /// What `parse` noticed that is not an error, each starting with the
   /// label: a key one edit away from a field the family reads (n_iner for

@@ -30,6 +30,15 @@ struct EvalForwardPass : public weft::impl::EvalForwardBase<EvalForwardPass> {
       d.getResult().replaceAllUsesWith(d.getInput());
       d.erase();
     }
+    // Attention drops its probabilities itself: the same op without.
+    forward.walk([&](AttentionOp a) {
+      if (!a.getDropout())
+        return;
+      for (StringRef attr : {"dropout", "seed", "split", "microbatches"})
+        a->removeAttr(attr);
+      a.getStepMutable().clear();
+      a.getMicrobatchMutable().clear();
+    });
     forward.walk([&](ParamOp p) {
       if (p.getName() == kDropoutStepParam && p->use_empty())
         p.erase();

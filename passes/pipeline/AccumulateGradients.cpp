@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace weft {
 #define GEN_PASS_DEF_ACCUMULATEGRADIENTS
@@ -53,8 +54,12 @@ AllReduceOp deferrableReduction(Value g, ParamOp param) {
 /// resets it.
 void countMicrobatches(func::FuncOp accumulate, int64_t microbatches) {
   Block &body = accumulate.getBody().front();
-  SmallVector<DropoutOp> dropouts;
-  accumulate.walk([&](DropoutOp d) { dropouts.push_back(d); });
+  SmallVector<Operation *> dropouts;
+  accumulate.walk([&](Operation *op) {
+    if (isa<DropoutOp>(op) ||
+        (isa<AttentionOp, AttentionGradOp>(op) && op->hasAttr("dropout")))
+      dropouts.push_back(op);
+  });
   if (dropouts.empty())
     return;
   OpBuilder b = OpBuilder::atBlockBegin(&body);
@@ -64,10 +69,13 @@ void countMicrobatches(func::FuncOp accumulate, int64_t microbatches) {
       ParamOp::create(b, loc, scalar, b.getStringAttr(kDropoutMicrobatchParam),
                       InitKindAttr::get(b.getContext(), InitKind::Zeros),
                       FloatAttr(), b.getUnitAttr());
-  for (DropoutOp d : dropouts) {
-    d.getMicrobatchMutable().assign(counter.getResult());
-    d.setMicrobatchesAttr(b.getI64IntegerAttr(microbatches));
-  }
+  auto count = [&](auto op) {
+    op.getMicrobatchMutable().assign(counter.getResult());
+    op.setMicrobatchesAttr(b.getI64IntegerAttr(microbatches));
+  };
+  for (Operation *op : dropouts)
+    TypeSwitch<Operation *>(op).Case<DropoutOp, AttentionOp, AttentionGradOp>(
+        count);
   b.setInsertionPoint(body.getTerminator());
   weft::detail::Emitter e{b, loc};
   AssignOp::create(b, loc, counter.getNameAttr(),

@@ -525,9 +525,12 @@ private:
                                          qType.getElementType());
     auto lseType = RankedTensorType::get({qs[0], qs[2], qs[1]}, b.getF32Type());
     auto attend = [&](Value key, Value value, Value keyPositions) {
-      auto block = AttentionOp::create(b, loc, outType, lseType, q, key, value,
-                                       qpos, keyPositions, att.getScaleAttr(),
-                                       att.getCausalAttr());
+      // Dropout with positions is refused by the verifier.
+      auto block = AttentionOp::create(
+          b, loc, outType, lseType, q, key, value, qpos, keyPositions,
+          /*step=*/Value(), /*microbatch=*/Value(), att.getScaleAttr(),
+          att.getCausalAttr(), /*dropout=*/FloatAttr(), /*seed=*/IntegerAttr(),
+          /*split=*/ArrayAttr(), /*microbatches=*/IntegerAttr());
       return std::pair<Value, Value>{block.getResult(), block.getLse()};
     };
     StringAttr axis = ring.front();
@@ -729,12 +732,16 @@ private:
     }
     if (auto mark = dyn_cast<Fp8QuantizeGradOp>(op))
       recordAmaxAxes(mark);
-    // A split dropout draws its block of the global tensor's mask.
-    if (auto dropout = dyn_cast<DropoutOp>(op)) {
-      const DimAxes &dims = layout(dropout.getResult()).dims;
+    // A split dropout draws its block of the global tensor's mask (an
+    // attention's, of its probabilities: batch and heads as its result's).
+    if (isa<DropoutOp>(op) ||
+        (isa<AttentionOp>(op) && cast<AttentionOp>(op).getDropout())) {
+      const DimAxes &dims = layout(op->getResult(0)).dims;
       if (llvm::any_of(dims, [](const Axes &a) { return !a.empty(); }))
-        dropout.setSplitAttr(b.getArrayAttr(llvm::map_to_vector(
-            dims, [&](const Axes &a) -> Attribute { return axesAttr(a); })));
+        op->setAttr("split", b.getArrayAttr(llvm::map_to_vector(
+                                 dims, [&](const Axes &a) -> Attribute {
+                                   return axesAttr(a);
+                                 })));
     }
     // Attributes that spell out sizes follow the local shapes.
     if (auto slice = dyn_cast<SliceOp>(op)) {

@@ -216,6 +216,19 @@ inline std::optional<MaskBlock> maskBlock(const MeshSpec &mesh, int64_t rank,
   return b;
 }
 
+/// Attention dropout's block: its [B, Hq, S, T] probabilities placed as
+/// maskBlock places a tensor, from the query's `split` ([B, S, Hq, D]:
+/// batch and heads; the verifiers refuse the others).
+inline std::optional<MaskBlock>
+attentionMaskBlock(const MeshSpec &mesh, int64_t rank, int64_t batch,
+                   int64_t heads, int64_t s, int64_t t, const Sharding &split,
+                   int64_t microbatches) {
+  Sharding probs;
+  if (split.size() == 4)
+    probs = {split[0], split[2], {}, {}};
+  return maskBlock(mesh, rank, {batch, heads, s, t}, probs, microbatches);
+}
+
 /// Reorders one sequence of `n` elements, cut into `chunks` (2N) equal
 /// chunks, into context parallelism's load-balanced order: chunks 0, 2N-1,
 /// 1, 2N-2, ..., N-1, N, so rank i of N holds chunks i and 2N-1-i (Megatron

@@ -70,6 +70,24 @@ bool tileHidden(const AttentionMask &mask, int64_t i0, int64_t bq, int64_t j0,
   return earliest > latest;
 }
 
+/// Drops a tile of probabilities in place (dropout.rate 0: nothing): row i
+/// is query i0 + i, column j key j0 + j. With `factors`, also keeps each
+/// element's factor there.
+void dropTile(const AttentionShape &a, const AttentionMask &mask, int64_t b,
+              int64_t h, int64_t i0, int64_t bq, int64_t j0, int64_t bk,
+              float *p, float *factors = nullptr) {
+  if (mask.dropout.rate <= 0)
+    return;
+  for (int64_t i = 0; i < bq; ++i)
+    for (int64_t j = 0; j < bk; ++j) {
+      float keep = weft_attn_dropout_factor(&mask.dropout, b, h, i0 + i, a.s,
+                                            j0 + j, a.t);
+      p[i * bk + j] *= keep;
+      if (factors)
+        factors[i * bk + j] = keep;
+    }
+}
+
 /// Top-k of one row (shared by topk and topk_gating).
 void topkRow(const double *x, int64_t n, int64_t k, float *values,
              int32_t *ids) {
@@ -143,6 +161,9 @@ void attentionForward(const AttentionShape &a, float scale,
             for (int64_t c = 0; c < a.dv; ++c)
               acc[i * a.dv + c] *= correction;
           }
+          // The running sum is the undropped one; the values are weighed
+          // by the dropped probabilities.
+          dropTile(a, mask, b, h, i0, bq, j0, bk, s.data());
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, a.dv, bk,
                       1.0f, s.data(), bk, vh + j0 * ldv, ldv, 1.0f, acc.data(),
                       a.dv);
@@ -174,6 +195,9 @@ void attentionBackward(const AttentionShape &a, float scale,
   std::fill(dv, dv + a.batch * a.t * a.ldv, 0.0f);
   std::vector<float> p(kQueryTile * kKeyTile), dp(kQueryTile * kKeyTile),
       rowDot(kQueryTile);
+  bool drops = mask.dropout.rate > 0;
+  std::vector<float> dropped(drops ? kQueryTile * kKeyTile : 0),
+      factors(dropped.size());
   std::vector<int64_t> visible(kQueryTile);
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.hq; ++h) {
@@ -207,18 +231,29 @@ void attentionBackward(const AttentionShape &a, float scale,
               p[i * bk + j] = j < visible[i] && lseh[i0 + i] != -INFINITY
                                   ? std::exp(p[i * bk + j] - lseh[i0 + i])
                                   : 0.0f;
-          // dV += P^T dO;  dP = dO V^T.
+          // With dropout, Pd = P M (M the mask's factors).
+          const float *weights = p.data();
+          if (drops) {
+            std::copy(p.begin(), p.begin() + bq * bk, dropped.begin());
+            dropTile(a, mask, b, h, i0, bq, j0, bk, dropped.data(),
+                     factors.data());
+            weights = dropped.data();
+          }
+          // dV += Pd^T dO;  dP = dO V^T.
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bk, a.dv, bq,
-                      1.0f, p.data(), bk, doh + i0 * ldo, ldo, 1.0f,
+                      1.0f, weights, bk, doh + i0 * ldo, ldo, 1.0f,
                       dvh + j0 * ldv, ldv);
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, a.dv,
                       1.0f, doh + i0 * ldo, ldo, vh + j0 * ldv, ldv, 0.0f,
                       dp.data(), bk);
-          // dS = P (dP - D) scale, in place in dp.
+          // dS = P (dP M - D) scale, in place in dp.
           for (int64_t i = 0; i < bq; ++i)
             for (int64_t j = 0; j < bk; ++j)
-              dp[i * bk + j] =
-                  p[i * bk + j] * (dp[i * bk + j] - rowDot[i]) * scale;
+              dp[i * bk + j] = p[i * bk + j] *
+                               ((drops ? dp[i * bk + j] * factors[i * bk + j]
+                                       : dp[i * bk + j]) -
+                                rowDot[i]) *
+                               scale;
           // dQ += dS K;  dK += dS^T Q.
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, a.d, bk,
                       1.0f, dp.data(), bk, kh + j0 * ldk, ldk, 1.0f,

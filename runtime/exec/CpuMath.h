@@ -12,6 +12,8 @@
 #ifndef WEFT_RUNTIME_EXEC_CPUMATH_H
 #define WEFT_RUNTIME_EXEC_CPUMATH_H
 
+#include "runtime/support/CounterRng.h"
+
 #include "absl/status/status.h"
 
 #include <cstdint>
@@ -57,6 +59,8 @@ std::vector<int64_t> gatherIndex(const Shape &outShape, const Shape &inStrides,
 struct AttentionMask {
   bool causal = false;
   const int32_t *queryPositions = nullptr, *keyPositions = nullptr;
+  /// Dropout of the probabilities (rate 0: none; CounterRng.h).
+  weft_attn_dropout dropout{};
 };
 
 /// FlashAttention's forward (tiles of queries, running max and sum).

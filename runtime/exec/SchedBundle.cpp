@@ -458,6 +458,26 @@ absl::StatusOr<Split> readSplit(Obj &o, const std::optional<Mesh> &mesh,
   return split;
 }
 
+/// A dropout mask's block: "split" (its rank is checked against the
+/// input's later), "has_microbatch" and "microbatches". Absent in bundles
+/// written before them: unsplit, one batch.
+absl::Status readMaskBlock(Obj &o, const std::optional<Mesh> &mesh,
+                           MaskBlockAttrs &out) {
+  if (o.has("split")) {
+    const json *dims;
+    WEFT_ASSIGN(dims, o.array("split"));
+    WEFT_ASSIGN(out.split, readSplit(o, mesh, dims->size()));
+  }
+  if (o.has("has_microbatch"))
+    WEFT_ASSIGN(out.hasMicrobatch, o.flag("has_microbatch"));
+  if (o.has("microbatches"))
+    WEFT_ASSIGN(out.microbatches, o.i64("microbatches"));
+  if (out.hasMicrobatch != o.has("microbatches") || out.microbatches < 1)
+    return o.fail("fields 'has_microbatch' and 'microbatches' (at least 1) "
+                  "come together");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<Mesh>> readMesh(Obj &top) {
   if (!top.has("mesh")) // A one-rank bundle.
     return std::optional<Mesh>();
@@ -812,6 +832,14 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
       WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
     if (op == Op::AttentionGrad && o.has("has_lse_grad"))
       WEFT_ASSIGN(a.hasLseGrad, o.flag("has_lse_grad"));
+    // Absent in bundles written before dropout: none.
+    if (o.has("dropout")) {
+      WEFT_ASSIGN(a.dropout, o.number("dropout"));
+      WEFT_ASSIGN(a.seed, o.i64("seed"));
+    }
+    if (o.has("has_step"))
+      WEFT_ASSIGN(a.hasStep, o.flag("has_step"));
+    WEFT_RETURN_IF_ERROR(readMaskBlock(o, b.mesh, a.block));
     return a;
   }
   case Op::Embedding:
@@ -851,21 +879,10 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     DropoutAttrs a;
     WEFT_ASSIGN(a.rate, o.number("rate"));
     WEFT_ASSIGN(a.seed, o.i64("seed"));
-    // Absent in bundles written before them: no step, unsplit, one batch.
+    // Absent in bundles written before it: no step.
     if (o.has("has_step"))
       WEFT_ASSIGN(a.hasStep, o.flag("has_step"));
-    if (o.has("split")) {
-      const json *dims; // Its rank is checked against the input's later.
-      WEFT_ASSIGN(dims, o.array("split"));
-      WEFT_ASSIGN(a.split, readSplit(o, b.mesh, dims->size()));
-    }
-    if (o.has("has_microbatch"))
-      WEFT_ASSIGN(a.hasMicrobatch, o.flag("has_microbatch"));
-    if (o.has("microbatches"))
-      WEFT_ASSIGN(a.microbatches, o.i64("microbatches"));
-    if (a.hasMicrobatch != o.has("microbatches") || a.microbatches < 1)
-      return o.fail("fields 'has_microbatch' and 'microbatches' (at least "
-                    "1) come together");
+    WEFT_RETURN_IF_ERROR(readMaskBlock(o, b.mesh, a.block));
     return a;
   }
   case Op::Fp8Quantize: {
@@ -1037,6 +1054,10 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     }
     if (a.hasLseGrad)
       r.push_back({"lse_grad", kRead});
+    if (a.hasStep)
+      r.push_back({"step", kRead});
+    if (a.block.hasMicrobatch)
+      r.push_back({"microbatch", kRead});
     return r;
   }
   case Op::Embedding:
@@ -1052,7 +1073,7 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     std::vector<Role> r = roles({{"input", kRead}, {"out", kWrite}});
     if (a.hasStep)
       r.push_back({"step", kRead});
-    if (a.hasMicrobatch)
+    if (a.block.hasMicrobatch)
       r.push_back({"microbatch", kRead});
     return r;
   }
@@ -1525,6 +1546,25 @@ absl::Status checkLibraryScratch(const Check &c) {
   return checkScratch(c, need, /*required=*/false, who);
 }
 
+/// A dropout mask's counters (operands `step` and `microbatch`, -1: none)
+/// are f32 scalars and its split is per dimension of a rank-`rank` input.
+absl::Status checkMask(const Check &c, int64_t step, int64_t microbatch,
+                       const MaskBlockAttrs &block, size_t rank) {
+  for (int64_t counter : {step, microbatch})
+    if (counter >= 0) {
+      WEFT_RETURN_IF_ERROR(c.hasShape(counter, {}));
+      if (c.dtype(counter) != DType::F32)
+        return c.fail(absl::StrCat(c.name(counter), " must hold f32, not ",
+                                   dtypeText(c.dtype(counter))));
+    }
+  if (!block.split.empty() && block.split.size() != rank)
+    return c.fail(absl::StrCat("field 'split' has ", block.split.size(),
+                               " entries for a rank-", rank, " input"));
+  if (block.hasMicrobatch && rank == 0)
+    return c.fail("field 'microbatches' cuts dimension 0 of a scalar");
+  return absl::OkStatus();
+}
+
 absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
                             bool grad) {
   for (size_t i : {0, 1, 2, 3}) {
@@ -1574,6 +1614,19 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
       return c.fail(absl::StrCat(c.name(at.lseGrad), " must hold f32, not ",
                                  dtypeText(c.dtype(at.lseGrad))));
   }
+  if (!(a.dropout >= 0 && a.dropout < 1))
+    return c.fail(
+        absl::StrCat("field 'dropout' ", a.dropout, " is outside [0, 1)"));
+  if (a.dropout == 0 &&
+      (a.hasStep || a.block.hasMicrobatch || !a.block.split.empty()))
+    return c.fail("has a step, micro-batch or split but no dropout");
+  if (a.dropout > 0 && a.hasPositions)
+    return c.fail("takes dropout or positions, not both");
+  WEFT_RETURN_IF_ERROR(checkMask(c, at.step, at.microbatch, a.block, 4));
+  if (!a.block.split.empty() &&
+      (!a.block.split[1].empty() || !a.block.split[3].empty()))
+    return c.fail("field 'split' cuts q's sequence or head dimension; "
+                  "dropout's mask splits batch and heads only");
   if (!grad)
     return absl::OkStatus();
   for (auto [x, dx] : {std::pair{0, 6}, {1, 7}, {2, 8}})
@@ -1852,18 +1905,9 @@ absl::Status checkOperands(const Check &c) {
     if (!(rate >= 0 && rate < 1))
       return c.fail(absl::StrCat("field 'rate' ", rate, " is outside [0, 1)"));
     const auto &a = in.as<DropoutAttrs>();
-    if (a.hasStep)
-      if (absl::Status s = c.hasShape(2, {}); !s.ok())
-        return s;
-    if (a.hasMicrobatch)
-      if (absl::Status s = c.hasShape(2 + a.hasStep, {}); !s.ok())
-        return s;
-    size_t rank = c.shape(0).size();
-    if (!a.split.empty() && a.split.size() != rank)
-      return c.fail(absl::StrCat("field 'split' has ", a.split.size(),
-                                 " entries for a rank-", rank, " input"));
-    if (a.hasMicrobatch && rank == 0)
-      return c.fail("field 'microbatches' cuts dimension 0 of a scalar");
+    WEFT_RETURN_IF_ERROR(checkMask(c, a.hasStep ? 2 : -1,
+                                   a.block.hasMicrobatch ? 2 + a.hasStep : -1,
+                                   a.block, c.shape(0).size()));
     return c.sameShape(0, 1);
   }
   case Op::Fp8Amax:

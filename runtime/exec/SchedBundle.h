@@ -205,19 +205,35 @@ struct GemmAttrs {
   bool transposeA = false, transposeB = false, accumulate = false;
   bool hasBias = false, hasAux = false, hasScales = false;
 };
-/// attention: q, k, v, out, lse, [query_positions, key_positions],
-/// [scratch]; attention_grad: q, k, v, out, lse, dout, dq, dk, dv,
-/// [query_positions, key_positions], [lse_grad], [scratch].
+/// A dropout mask's place in the global tensor it is drawn for: its input
+/// cut per dimension over `split`'s axes (empty: unsplit), and dimension 0
+/// into `microbatches`, the micro-batch read from operand `microbatch`.
+struct MaskBlockAttrs {
+  Split split;
+  bool hasMicrobatch = false;
+  int64_t microbatches = 1;
+};
+/// attention: q, k, v, out, lse, [query_positions, key_positions], [step],
+/// [microbatch], [scratch]; attention_grad: q, k, v, out, lse, dout, dq,
+/// dk, dv, [query_positions, key_positions], [lse_grad], [step],
+/// [microbatch], [scratch].
 struct AttentionAttrs {
   double scale = 0;
   bool causal = false;
   AttentionAlgorithm algorithm = AttentionAlgorithm::Flash;
   bool hasPositions = false, hasLseGrad = false;
+  /// Dropout of the probabilities (rate 0: none), as sched.dropout's of
+  /// the [B, Hq, S, T] tensor of them; the block's split is the query's.
+  double dropout = 0;
+  int64_t seed = 0;
+  bool hasStep = false;
+  MaskBlockAttrs block;
 
   /// Where the optional operands sit (-1: absent), after the fixed ones of
   /// attention (`grad` false) or attention_grad.
   struct Optional {
-    int64_t queryPositions = -1, keyPositions = -1, lseGrad = -1;
+    int64_t queryPositions = -1, keyPositions = -1, lseGrad = -1, step = -1,
+            microbatch = -1;
   };
   Optional optionalOperands(bool grad) const {
     Optional o;
@@ -227,7 +243,11 @@ struct AttentionAttrs {
       o.keyPositions = next++;
     }
     if (hasLseGrad)
-      o.lseGrad = next;
+      o.lseGrad = next++;
+    if (hasStep)
+      o.step = next++;
+    if (block.hasMicrobatch)
+      o.microbatch = next++;
     return o;
   }
 };
@@ -259,12 +279,7 @@ struct DropoutAttrs {
   double rate = 0;
   int64_t seed = 0;
   bool hasStep = false;
-  /// The input is a block of the global tensor the mask is drawn for: cut
-  /// per dimension over `split`'s axes (empty: unsplit), and dimension 0
-  /// into `microbatches`, the micro-batch read from operand `microbatch`.
-  Split split;
-  bool hasMicrobatch = false;
-  int64_t microbatches = 1;
+  MaskBlockAttrs block;
 };
 /// fp8_quantize; its blocks are the input's shape over the amax's.
 struct Fp8QuantizeAttrs {

@@ -83,6 +83,21 @@ struct SchedExecutor::Bound {
 };
 
 namespace {
+/// Attention dropout as bound: the mask's block, and the counters a run
+/// reads to draw its step's and micro-batch's mask.
+struct AttentionDropout {
+  double rate = 0;
+  uint64_t seed = 0;
+  const float *step = nullptr, *microbatch = nullptr;
+  int64_t microbatches = 1;
+  MaskBlock block;
+  weft_attn_dropout now() const {
+    return weft_attn_dropout_at(
+        rate, static_cast<long long>(seed), step, microbatch, microbatches,
+        block.microbatchStep, block.start[0], block.start[1], block.global[1]);
+  }
+};
+
 /// The signature of a generated kernel's CPU launcher (codegen/KernelSource).
 using FusedKernelFn = void (*)(const float *const *in, float *const *out,
                                int64_t n);
@@ -470,14 +485,33 @@ SchedExecutor::bindInstruction(const sched::Program &program,
         return s;
       lseGrad = f(at.lseGrad);
     }
+    AttentionDropout dropout;
+    if (a.dropout > 0) {
+      for (int64_t counter : {at.step, at.microbatch})
+        if (counter >= 0)
+          if (absl::Status s = need(counter, F); !s.ok())
+            return s;
+      dropout.rate = a.dropout;
+      dropout.seed = static_cast<uint64_t>(a.seed);
+      dropout.step = at.step < 0 ? nullptr : f(at.step);
+      dropout.microbatch = at.microbatch < 0 ? nullptr : f(at.microbatch);
+      dropout.microbatches = a.block.microbatches;
+      dropout.block =
+          *attentionMaskBlock(mesh_, rank(), shape.batch, shape.hq, shape.s,
+                              shape.t, a.block.split, a.block.microbatches);
+    }
     if (!grad)
       return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4)] {
-        cpu::attentionForward(shape, scale, mask, q, k, v, o, lse);
+        cpu::AttentionMask m = mask;
+        m.dropout = dropout.now();
+        cpu::attentionForward(shape, scale, m, q, k, v, o, lse);
         return absl::OkStatus();
       });
     return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4),
                  dout = f(5), dq = f(6), dk = f(7), dv = f(8)] {
-      cpu::attentionBackward(shape, scale, mask, q, k, v, o, lse, dout, lseGrad,
+      cpu::AttentionMask m = mask;
+      m.dropout = dropout.now();
+      cpu::attentionBackward(shape, scale, m, q, k, v, o, lse, dout, lseGrad,
                              dq, dk, dv);
       return absl::OkStatus();
     });
@@ -573,26 +607,28 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     if (a.hasStep)
       if (absl::Status s = need(2, F); !s.ok())
         return s;
-    if (a.hasMicrobatch)
+    if (a.block.hasMicrobatch)
       if (absl::Status s = need(2 + a.hasStep, F); !s.ok())
         return s;
-    std::optional<MaskBlock> block =
-        maskBlock(mesh_, rank(), type(0).shape, a.split, a.microbatches);
+    std::optional<MaskBlock> block = maskBlock(
+        mesh_, rank(), type(0).shape, a.block.split, a.block.microbatches);
     if (!block)
       return absl::UnimplementedError(
           "splits more than four dimensions of its input (a dropout mask's "
           "index takes four)");
-    return Step([=, x = f(0), y = f(1), step = a.hasStep ? f(2) : nullptr,
-                 microbatch = a.hasMicrobatch ? f(2 + a.hasStep) : nullptr,
-                 seed = static_cast<uint64_t>(a.seed), b = *block] {
-      uint64_t stream = step ? weft_dropout_stream(seed, *step) : seed;
-      long long start[4] = {b.start[0], b.start[1], b.start[2], b.start[3]};
-      if (microbatch)
-        start[b.microbatchDim] +=
-            weft_microbatch(*microbatch, a.microbatches) * b.microbatchStep;
-      cpu::dropout(x, y, a.rate, stream, b.local, start, b.global);
-      return absl::OkStatus();
-    });
+    return Step(
+        [=, x = f(0), y = f(1), step = a.hasStep ? f(2) : nullptr,
+         microbatch = a.block.hasMicrobatch ? f(2 + a.hasStep) : nullptr,
+         seed = static_cast<uint64_t>(a.seed), b = *block] {
+          uint64_t stream = step ? weft_dropout_stream(seed, *step) : seed;
+          long long start[4] = {b.start[0], b.start[1], b.start[2], b.start[3]};
+          if (microbatch)
+            start[b.microbatchDim] +=
+                weft_microbatch(*microbatch, a.block.microbatches) *
+                b.microbatchStep;
+          cpu::dropout(x, y, a.rate, stream, b.local, start, b.global);
+          return absl::OkStatus();
+        });
   }
   case Op::Fp8Amax:
     if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())

@@ -205,6 +205,9 @@ private:
   absl::Status gemmInstruction();
   absl::Status flashAttention(bool grad);
   absl::Status gemmAttention(bool grad);
+  /// Attention dropout's kernel arguments (WEFT_ATTN_DROP_PARAMS in the
+  /// kernels): rate 0 and nulls without dropout.
+  std::vector<GpuArg> attentionDropout(bool grad);
   absl::Status crossEntropy(bool grad);
   absl::Status reduce();
   absl::Status normGrad(bool rms);
@@ -304,6 +307,26 @@ absl::Status Translator::gemmInstruction() {
   return absl::OkStatus();
 }
 
+std::vector<GpuArg> Translator::attentionDropout(bool grad) {
+  const auto &a = ins.as<sched::AttentionAttrs>();
+  sched::AttentionAttrs::Optional at = a.optionalOperands(grad);
+  const Shape &q = shape(0), &k = shape(1);
+  // The loader checked the split (batch and heads), so the block exists.
+  MaskBlock b = a.dropout > 0
+                    ? *attentionMaskBlock(mesh, rank, q[0], q[2], q[1], k[1],
+                                          a.block.split, a.block.microbatches)
+                    : MaskBlock();
+  return {f64(a.dropout),
+          i64(a.seed),
+          at.step >= 0 ? buf(at.step) : null(),
+          at.microbatch >= 0 ? buf(at.microbatch) : null(),
+          i64(a.block.microbatches),
+          i64(b.microbatchStep),
+          i64(b.start[0]),
+          i64(b.start[1]),
+          i64(b.global[1])};
+}
+
 absl::Status Translator::flashAttention(bool grad) {
   const Shape &q = shape(0), &k = shape(1), &v = shape(2);
   int64_t batch = q[0], S = q[1], hq = q[2], d = q[3], T = k[1], hkv = k[2],
@@ -321,8 +344,13 @@ absl::Status Translator::flashAttention(bool grad) {
   std::vector<GpuArg> sizes = {i32(batch),    i32(S), i32(T),  i32(hq),
                                i32(hkv),      i32(d), i32(dv), f32(a.scale),
                                i32(a.causal), qpos,   kpos};
-  auto with = [&](std::vector<GpuArg> args) {
+  std::vector<GpuArg> dropout = attentionDropout(grad);
+  // The sizes, then (after dq's lse gradient) dropout's arguments.
+  auto with = [&](std::vector<GpuArg> args, bool lseGradToo = false) {
     args.insert(args.end(), sizes.begin(), sizes.end());
+    if (lseGradToo)
+      args.push_back(lseGrad);
+    args.insert(args.end(), dropout.begin(), dropout.end());
     return args;
   };
   auto tiled = [&](GpuLaunch &l, int64_t heads) {
@@ -341,11 +369,11 @@ absl::Status Translator::flashAttention(bool grad) {
   if (!space.ok())
     return space.status();
   GpuArg delta = region(*space, 0, batch * hq * S * 4);
-  std::vector<GpuArg> dqArgs =
-      with({buf(0), buf(1), buf(2), buf(3), buf(4), buf(5), buf(6), delta});
-  dqArgs.push_back(lseGrad);
   tiled(kernel("weft_attention_backward_dq" + suffix, queryTiles,
-               std::move(dqArgs), 64),
+               with({buf(0), buf(1), buf(2), buf(3), buf(4), buf(5), buf(6),
+                     delta},
+                    /*lseGradToo=*/true),
+               64),
         hq);
   tiled(kernel("weft_attention_backward_dkv" + suffix,
                static_cast<unsigned>((T + 31) / 32),
@@ -431,27 +459,39 @@ absl::Status Translator::gemmAttention(bool grad) {
            at(outKeys, keyAt(b, dim)));
     });
   };
-  auto softmax = [&](GpuArg lseIn, GpuArg lseOut) {
+  std::vector<GpuArg> dropout = attentionDropout(grad);
+  bool drops = a.dropout > 0;
+  // P (dropped: what weighs the values) from the scores.
+  auto softmax = [&](GpuArg lseIn, GpuArg lseOut, bool dropped) {
+    std::vector<GpuArg> args = {
+        scores, probs,  i32(typeCode(type)), lseIn,   lseOut,
+        i64(S), i64(T), i32(a.causal),       i64(hq), i32(dropped)};
+    args.insert(args.end(), dropout.begin(), dropout.end());
     kernel("weft_attention_probs", static_cast<unsigned>(B * hq * S),
-           {scores, probs, i32(typeCode(type)), lseIn, lseOut, i64(S), i64(T),
-            i32(a.causal)});
+           std::move(args));
   };
   planeOf(buf(0), buf(1), d, scale);
   if (!grad) { // q, k, v, out, lse, scratch.
-    softmax(null(), buf(4));
+    softmax(null(), buf(4), drops);
     rowsOf(buf(2), dv, buf(3));
     return absl::OkStatus();
   }
-  // q, k, v, out, lse, dout, dq, dk, dv, scratch.
-  softmax(buf(4), null()); // P again, from the saved lse.
+  // q, k, v, out, lse, dout, dq, dk, dv, scratch. P again, from the saved
+  // lse: dropped for dV, then (with dropout) undropped for dS.
+  softmax(buf(4), null(), drops);
   keysOf(buf(5), dv, buf(8));
+  if (drops)
+    softmax(buf(4), null(), false);
   planeOf(buf(5), buf(2), dv, 1.0f);
   kernel("weft_attention_delta", gridFor(B * hq * S),
          {buf(5), buf(3), i32(typeCode(type)), delta, i64(B), i64(S), i64(hq),
           i64(dv)});
-  kernel("weft_attention_dscores", gridFor(B * hq * plane),
-         {probs, i32(typeCode(type)), scores, delta, f32(scale),
-          i64(B * hq * plane), i64(T)});
+  std::vector<GpuArg> dscores = {
+      probs,      i32(typeCode(type)), scores, delta,
+      f32(scale), i64(B * hq * plane), i64(S), i64(T),
+      i64(hq)};
+  dscores.insert(dscores.end(), dropout.begin(), dropout.end());
+  kernel("weft_attention_dscores", gridFor(B * hq * plane), std::move(dscores));
   rowsOf(buf(1), d, buf(6));
   keysOf(buf(0), d, buf(7));
   return absl::OkStatus();
@@ -982,11 +1022,11 @@ absl::Status Translator::run() {
     if (a.hasStep)
       if (absl::Status s = need(2, {DType::F32}); !s.ok())
         return s;
-    if (a.hasMicrobatch)
+    if (a.block.hasMicrobatch)
       if (absl::Status s = need(2 + a.hasStep, {DType::F32}); !s.ok())
         return s;
     std::optional<MaskBlock> b =
-        maskBlock(mesh, rank, shape(0), a.split, a.microbatches);
+        maskBlock(mesh, rank, shape(0), a.block.split, a.block.microbatches);
     if (!b)
       return absl::UnimplementedError(
           "splits more than four dimensions of its input (a dropout mask's "
@@ -997,8 +1037,9 @@ absl::Status Translator::run() {
                                 f64(a.rate),
                                 i64(a.seed),
                                 a.hasStep ? buf(2) : null(),
-                                a.hasMicrobatch ? buf(2 + a.hasStep) : null(),
-                                i64(a.microbatches),
+                                a.block.hasMicrobatch ? buf(2 + a.hasStep)
+                                                      : null(),
+                                i64(a.block.microbatches),
                                 i64(b->microbatchDim),
                                 i64(b->microbatchStep)};
     for (const long long *dims : {b->local, b->start, b->global})

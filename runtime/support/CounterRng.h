@@ -49,6 +49,56 @@ WEFT_RNG_FN long long weft_microbatch(double k, long long m) {
   return k >= 0 && k < (double)m ? (long long)k : 0;
 }
 
+/// Attention dropout as one run of a kernel draws it: the rate (0: none),
+/// the seed moved by the step, where this block's batch rows and heads
+/// start in the global [batch, heads, S, T] probabilities and the global
+/// head count.
+typedef struct {
+  double rate;
+  unsigned long long stream;
+  long long b0, h0, heads;
+} weft_attn_dropout;
+
+/// The run's dropout from a kernel's arguments: `step` and `microbatch`
+/// (null: none) are the counters the run reads, micro-batch k's rows
+/// starting k * `mb_step` after `b0`.
+WEFT_RNG_FN weft_attn_dropout weft_attn_dropout_at(
+    double rate, long long seed, const float *step, const float *microbatch,
+    long long microbatches, long long mb_step, long long b0, long long h0,
+    long long heads) {
+  weft_attn_dropout d;
+  d.rate = rate;
+  d.stream = step ? weft_dropout_stream((unsigned long long)seed, *step)
+                  : (unsigned long long)seed;
+  d.b0 = b0 + (microbatch ? weft_microbatch(*microbatch, microbatches) * mb_step
+                          : 0);
+  d.h0 = h0;
+  d.heads = heads;
+  return d;
+}
+
+/// The factor of probability (b, h, s, t) of the block (S queries, T
+/// keys): 1 without dropout, else 0 where dropped and 1 / (1 - rate) (as
+/// f32) where kept. The index is row-major in the global probabilities, so
+/// the mask is weft.dropout's of that tensor.
+WEFT_RNG_FN float weft_attn_dropout_factor(const weft_attn_dropout *d,
+                                           long long b, long long h,
+                                           long long s, long long S,
+                                           long long t, long long T) {
+  if (d->rate <= 0)
+    return 1.0f;
+  unsigned long long row =
+      (unsigned long long)(d->b0 + b) * (unsigned long long)d->heads +
+      (unsigned long long)(d->h0 + h);
+  unsigned long long index =
+      (row * (unsigned long long)S + (unsigned long long)s) *
+          (unsigned long long)T +
+      (unsigned long long)t;
+  return weft_uniform24(d->stream, index) < d->rate
+             ? 0.0f
+             : (float)(1.0 / (1.0 - d->rate));
+}
+
 /// The dropout mask's index of element `i` of a rank's block of a tensor of
 /// up to 4 dimensions (leading ones added): the block's sizes `local`, where
 /// it starts in the global tensor `start`, the global sizes `global`. The

@@ -234,11 +234,15 @@ TEST(EmulatedGpu, MixtralTinyWithCapacityTrainsLikeTheCpu) {
 // GEMMs sum in another order than the CPU's, and an element that lands on
 // the other side of an FP8 rounding point moves the quantizations after it
 // (see executor_test.cpp): values to 5%.
-// Dropout from the config: the GPU kernel reads the step counter from
-// device memory, so each step (and each replay of the recorded graph)
-// draws the CPU's mask.
+// Dropout from the config (embeddings, residual branches and attention
+// probabilities): the GPU kernels read the step counter from device
+// memory, so each step (and each replay of the recorded graph) draws the
+// CPU's mask; attention drops its probabilities both through cuBLASLt
+// (the softmax kernel drops them, dS takes the factors) and in the fused
+// kernels.
 TEST(EmulatedGpu, Gpt2TinyWithDropoutTrainsLikeTheCpu) {
   checkTraining("gpt2-tiny-dropout", "f32", 1e-4);
+  checkTraining("gpt2-tiny-dropout", "f32", 1e-4, /*flash=*/true);
 }
 TEST(EmulatedGpu, Gpt2TinyMxfp8TrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 5e-2, false, false, "mxfp8");

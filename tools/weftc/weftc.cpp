@@ -264,13 +264,6 @@ Expected<weft::ModelConfig> loadConfig() {
   if (config) {
     for (const std::string &warning : config->warnings)
       WithColor::warning(errs(), "weftc") << warning << "\n";
-    if (config->attnDropout > 0)
-      WithColor::warning(errs(), "weftc")
-          << configPath << ": attention-probability dropout ("
-          << (config->family == weft::ModelFamily::Gpt2 ? "attn_pdrop"
-                                                        : "attention_dropout")
-          << " " << format("%g", config->attnDropout)
-          << ") is not applied: Weft does not build it yet\n";
   }
   return config;
 }

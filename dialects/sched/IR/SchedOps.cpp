@@ -9,6 +9,7 @@
 
 #include "dialects/sched/IR/SchedOps.h"
 
+#include "dialects/common/AttentionDropout.h"
 #include "dialects/common/MeshAxes.h"
 #include "dialects/sched/IR/ScratchLayout.h"
 
@@ -1021,12 +1022,52 @@ static LogicalResult verifyPositions(Operation *op, Value q, Value k,
   return success();
 }
 
+/// A dropout mask's counters and block: `step` and `microbatch` f32
+/// scalars, `microbatch` exactly with `microbatches` (at least 1, cutting
+/// dimension 0), `split` per dimension of a rank-`rank` tensor.
+static LogicalResult verifyMask(Operation *op, Value step, Value microbatch,
+                                std::optional<int64_t> microbatches,
+                                std::optional<ArrayAttr> split, size_t rank) {
+  if (step && failed(isF32Scalar(op, step, "step")))
+    return failure();
+  if (microbatch && failed(isF32Scalar(op, microbatch, "microbatch")))
+    return failure();
+  if (static_cast<bool>(microbatch) != microbatches.has_value())
+    return op->emitOpError("takes a microbatch operand exactly when it has "
+                           "microbatches");
+  if (microbatches && (*microbatches < 1 || rank == 0))
+    return op->emitOpError("microbatches ")
+           << *microbatches
+           << " must be at least 1 and cut dimension 0 of a tensor";
+  if (split && failed(verifySplit(op, *split, rank, "input")))
+    return failure();
+  return success();
+}
+
+/// Attention's dropout (dialects/common/AttentionDropout.h), its block
+/// splitting batch and heads only.
+template <typename Op> static LogicalResult verifyAttentionDropout(Op op) {
+  FailureOr<bool> drops = weft::attentionDropout(op);
+  if (failed(drops) || !*drops)
+    return failure(failed(drops));
+  if (failed(verifyMask(op, op.getStep(), op.getMicrobatch(),
+                        op.getMicrobatches(), op.getSplit(), 4)))
+    return failure();
+  if (std::optional<ArrayAttr> split = op.getSplit())
+    for (int64_t d : {1, 3})
+      if (!cast<ArrayAttr>((*split)[d]).empty())
+        return op.emitOpError("split cuts dimension ")
+               << d << " of q; dropout's mask splits batch and heads only";
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
-                                   getLse(), getAlgorithm(), getScratch())))
+                                   getLse(), getAlgorithm(), getScratch())) ||
+      failed(verifyPositions(*this, getQ(), getK(), getQueryPositions(),
+                             getKeyPositions(), getCausal())))
     return failure();
-  return verifyPositions(*this, getQ(), getK(), getQueryPositions(),
-                         getKeyPositions(), getCausal());
+  return verifyAttentionDropout(*this);
 }
 
 LogicalResult AttentionGradOp::verify() {
@@ -1038,6 +1079,8 @@ LogicalResult AttentionGradOp::verify() {
   if (getLseGrad() && getLseGrad().getType() != getLse().getType())
     return emitOpError("lse_grad is ")
            << getLseGrad().getType() << ", not lse's " << getLse().getType();
+  if (failed(verifyAttentionDropout(*this)))
+    return failure();
   for (auto [x, dx, name] : {std::tuple{getQ(), getDq(), "dq"},
                              {getK(), getDk(), "dk"},
                              {getV(), getDv(), "dv"}})
@@ -1161,22 +1204,9 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0 && rate < 1))
     return emitOpError("rate ") << rate << " is outside [0, 1)";
-  if (getStep() && failed(isF32Scalar(*this, getStep(), "step")))
+  if (failed(verifyMask(*this, getStep(), getMicrobatch(), getMicrobatches(),
+                        getSplit(), bufferOf(getInput()).getShape().size())))
     return failure();
-  if (getMicrobatch() &&
-      failed(isF32Scalar(*this, getMicrobatch(), "microbatch")))
-    return failure();
-  if (static_cast<bool>(getMicrobatch()) != getMicrobatches().has_value())
-    return emitOpError("takes a microbatch operand exactly when it has "
-                       "microbatches");
-  size_t rank = bufferOf(getInput()).getShape().size();
-  if (getMicrobatches() && (*getMicrobatches() < 1 || rank == 0))
-    return emitOpError("microbatches ")
-           << *getMicrobatches()
-           << " must be at least 1 and cut dimension 0 of a tensor";
-  if (std::optional<ArrayAttr> split = getSplit())
-    if (failed(verifySplit(*this, *split, rank, "input")))
-      return failure();
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 

@@ -505,19 +505,29 @@ def Sched_AttentionOp : Sched_Instr<"attention",
     where and how many bytes); `flash` takes no scratch. With
     `positions` (i32 query positions [S] and key positions [T]) the causal
     mask is kpos[t] <= qpos[s]; a query that sees no key gets a zero row
-    and lse -inf.
+    and lse -inf. With `dropout` (a rate) and `seed`, the probabilities
+    are dropped as weft.attention's are: `step` and `microbatch` (f32
+    scalars), `split` (per dimension of q: batch and heads) and
+    `microbatches` as sched.dropout's.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v,
                        Sched_Out:$out, Sched_Out:$lse,
                        Sched_OptionalIn:$query_positions,
                        Sched_OptionalIn:$key_positions,
+                       Sched_OptionalIn:$step, Sched_OptionalIn:$microbatch,
                        Sched_OptionalInOut:$scratch, F64Attr:$scale,
                        UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
+                       OptionalAttr<F64Attr>:$dropout,
+                       OptionalAttr<Sched_I64Attr>:$seed,
+                       OptionalAttr<ArrayAttr>:$split,
+                       OptionalAttr<Sched_I64Attr>:$microbatches,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $out `,` $lse
     (`positions` `(` $query_positions^ `,` $key_positions `:`
      type($query_positions) `,` type($key_positions) `)`)?
+    (`step` `(` $step^ `:` type($step) `)`)?
+    (`microbatch` `(` $microbatch^ `:` type($microbatch) `)`)?
     (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale
     (`causal` $causal^)? `algorithm` $algorithm (`on` $stream^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `->` type($out) `,` type($lse)
@@ -538,7 +548,7 @@ def Sched_AttentionGradOp : Sched_Instr<"attention_grad",
     backward computes delta itself, as the CPU does);
     scratch::attentionLayout says where and how many bytes. `positions` as
     the forward's; `lse_grad` [B, Hq, S] (f32) is the gradient of the
-    forward's lse, subtracted from delta.
+    forward's lse, subtracted from delta. Dropout as the forward's.
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v, Sched_In:$out,
                        Sched_In:$lse, Sched_In:$dout, Sched_Out:$dq,
@@ -546,14 +556,21 @@ def Sched_AttentionGradOp : Sched_Instr<"attention_grad",
                        Sched_OptionalIn:$query_positions,
                        Sched_OptionalIn:$key_positions,
                        Sched_OptionalIn:$lse_grad,
+                       Sched_OptionalIn:$step, Sched_OptionalIn:$microbatch,
                        Sched_OptionalInOut:$scratch, F64Attr:$scale,
                        UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
+                       OptionalAttr<F64Attr>:$dropout,
+                       OptionalAttr<Sched_I64Attr>:$seed,
+                       OptionalAttr<ArrayAttr>:$split,
+                       OptionalAttr<Sched_I64Attr>:$microbatches,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $out `,` $lse `,` $dout `->` $dq `,` $dk `,` $dv
     (`positions` `(` $query_positions^ `,` $key_positions `:`
      type($query_positions) `,` type($key_positions) `)`)?
     (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)?
+    (`step` `(` $step^ `:` type($step) `)`)?
+    (`microbatch` `(` $microbatch^ `:` type($microbatch) `)`)?
     (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale
     (`causal` $causal^)? `algorithm` $algorithm (`on` $stream^)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($lse) `,`

@@ -176,6 +176,16 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
       m);
   Value probs =
       ExpOp::create(builder, loc, e.sub(scores, e.expandAlong(lse, scores, 3)));
+  // Dropout of the [B, Hq, S, T] probabilities is weft.dropout's mask of
+  // them: the same block (batch and heads as the query's split).
+  if (getDropout()) {
+    ArrayAttr split;
+    if (std::optional<ArrayAttr> q = getSplit())
+      split = builder.getArrayAttr({(*q)[0], (*q)[2], (*q)[1], (*q)[3]});
+    probs = DropoutOp::create(builder, loc, probs, getStep(), getMicrobatch(),
+                              getDropoutAttr(), getSeedAttr(), split,
+                              getMicrobatchesAttr());
+  }
   Value out = MatmulOp::create(builder, loc, probs, v, false, false);
   auto f32 = builder.getF32Type();
   if (elt != f32)

@@ -323,18 +323,21 @@ Grads RopeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 
 Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   if (!rg[0] && !rg[1])
-    return grads({Value(), Value(), Value(), Value(), Value()});
+    return grads(
+        {Value(), Value(), Value(), Value(), Value(), Value(), Value()});
   // A log-sum-exp used on its own (ring attention's merge) still needs the
   // result's gradient operand: zero.
   Value grad = rg[0];
   if (!grad)
     grad = Emitter{b, getLoc()}.splatLike(getResult(), 0.0);
-  auto g = AttentionGradOp::create(b, getLoc(), getQuery(), getKey(),
-                                   getValue(), getResult(), getLse(), grad,
-                                   getQueryPositions(), getKeyPositions(),
-                                   rg[1], getScaleAttr(), getCausalAttr());
-  return grads(
-      {g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad(), Value(), Value()});
+  // Dropout's mask is regenerated from the same seed, step and block.
+  auto g = AttentionGradOp::create(
+      b, getLoc(), getQuery(), getKey(), getValue(), getResult(), getLse(),
+      grad, getQueryPositions(), getKeyPositions(), rg[1], getStep(),
+      getMicrobatch(), getScaleAttr(), getCausalAttr(), getDropoutAttr(),
+      getSeedAttr(), getSplitAttr(), getMicrobatchesAttr());
+  return grads({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad(), Value(),
+                Value(), Value(), Value()});
 }
 
 Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

@@ -8,6 +8,8 @@
 
 #include "dialects/weft/IR/WeftOps.h"
 
+#include "dialects/common/AttentionDropout.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -498,6 +500,73 @@ LogicalResult RopeOp::verify() {
   return success();
 }
 
+/// A mask's micro-batch counter and count (weft.dropout's `microbatch` and
+/// `microbatches`, attention's the same) and its block (`split`, per
+/// dimension the axes of @mesh, each axis once) of a rank-`rank` tensor.
+static LogicalResult verifyMaskBlock(Operation *op, Value microbatch,
+                                     std::optional<int64_t> microbatches,
+                                     std::optional<ArrayAttr> split,
+                                     int64_t rank) {
+  if (static_cast<bool>(microbatch) != microbatches.has_value())
+    return op->emitOpError("takes a microbatch operand exactly when it has "
+                           "microbatches");
+  if (microbatches && *microbatches < 1)
+    return op->emitOpError("microbatches must be at least 1, got ")
+           << *microbatches;
+  if (microbatches && rank == 0)
+    return op->emitOpError("cuts dimension 0 into micro-batches, but its "
+                           "input is a scalar");
+  if (!split)
+    return success();
+  if (static_cast<int64_t>(split->size()) != rank)
+    return op->emitOpError("split has ")
+           << split->size() << " entries for a tensor of rank " << rank;
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+      op, StringAttr::get(op->getContext(), "mesh"));
+  if (!mesh)
+    return op->emitOpError("split needs a weft.mesh @mesh");
+  llvm::SmallDenseSet<StringRef> seen;
+  for (auto [d, entry] : llvm::enumerate(*split)) {
+    auto axes = dyn_cast<ArrayAttr>(entry);
+    if (!axes)
+      return op->emitOpError("split entry ") << d << " is not a list of axes";
+    for (Attribute a : axes) {
+      auto axis = dyn_cast<StringAttr>(a);
+      if (!axis || !mesh.axisSize(axis.getValue()))
+        return op->emitOpError("split entry ")
+               << d << " names " << a << ", which is not an axis of @mesh";
+      if (!seen.insert(axis.getValue()).second)
+        return op->emitOpError("split names axis '")
+               << axis.getValue() << "' twice";
+    }
+  }
+  return success();
+}
+
+static LogicalResult verifyRate(Operation *op, double rate) {
+  if (!(rate >= 0.0 && rate < 1.0))
+    return op->emitOpError("rate must be in [0, 1), got ") << rate;
+  return success();
+}
+
+/// Attention's dropout (dialects/common/AttentionDropout.h), its block
+/// splitting batch and heads, not the sequence or head dimension.
+template <typename Op> static LogicalResult verifyAttentionDropout(Op op) {
+  FailureOr<bool> drops = weft::attentionDropout(op);
+  if (failed(drops) || !*drops)
+    return failure(failed(drops));
+  if (failed(verifyMaskBlock(op, op.getMicrobatch(), op.getMicrobatches(),
+                             op.getSplit(), 4)))
+    return failure();
+  if (std::optional<ArrayAttr> split = op.getSplit())
+    for (int64_t d : {1, 3})
+      if (!cast<ArrayAttr>((*split)[d]).empty())
+        return op.emitOpError("dropout's mask splits batch and heads only, "
+                              "not dimension ")
+               << d << " of the query";
+  return success();
+}
+
 /// Attention's optional positions: both or neither, only with `causal`,
 /// [S] for the queries and [T] for the keys.
 static LogicalResult verifyPositions(Operation *op, Value query, Value key,
@@ -522,8 +591,10 @@ static LogicalResult verifyPositions(Operation *op, Value query, Value key,
 }
 
 LogicalResult AttentionOp::verify() {
-  return verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
-                         getKeyPositions(), getCausal());
+  if (failed(verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
+                             getKeyPositions(), getCausal())))
+    return failure();
+  return verifyAttentionDropout(*this);
 }
 
 /// Shared by attention and its gradient: the result and lse types.
@@ -598,50 +669,17 @@ LogicalResult AttentionGradOp::verify() {
     return emitOpError("lse must have type ") << forward[1];
   if (getLseGrad() && getLseGrad().getType() != forward[1])
     return emitOpError("lse_grad must have type ") << forward[1];
-  return verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
-                         getKeyPositions(), getCausal());
+  if (failed(verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
+                             getKeyPositions(), getCausal())))
+    return failure();
+  return verifyAttentionDropout(*this);
 }
 
 LogicalResult DropoutOp::verify() {
-  double rate = getRate().convertToDouble();
-  if (!(rate >= 0.0 && rate < 1.0))
-    return emitOpError("rate must be in [0, 1), got ") << rate;
-  if (static_cast<bool>(getMicrobatch()) != getMicrobatches().has_value())
-    return emitOpError("takes a microbatch operand exactly when it has "
-                       "microbatches");
-  if (getMicrobatches() && *getMicrobatches() < 1)
-    return emitOpError("microbatches must be at least 1, got ")
-           << *getMicrobatches();
-  int64_t rank = getType().getRank();
-  if (getMicrobatches() && rank == 0)
-    return emitOpError("cuts dimension 0 into micro-batches, but its input "
-                       "is a scalar");
-  std::optional<ArrayAttr> split = getSplit();
-  if (!split)
-    return success();
-  if (static_cast<int64_t>(split->size()) != rank)
-    return emitOpError("split has ")
-           << split->size() << " entries for a tensor of rank " << rank;
-  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
-      *this, StringAttr::get(getContext(), "mesh"));
-  if (!mesh)
-    return emitOpError("split needs a weft.mesh @mesh");
-  llvm::SmallDenseSet<StringRef> seen;
-  for (auto [d, entry] : llvm::enumerate(*split)) {
-    auto axes = dyn_cast<ArrayAttr>(entry);
-    if (!axes)
-      return emitOpError("split entry ") << d << " is not a list of axes";
-    for (Attribute a : axes) {
-      auto axis = dyn_cast<StringAttr>(a);
-      if (!axis || !mesh.axisSize(axis.getValue()))
-        return emitOpError("split entry ")
-               << d << " names " << a << ", which is not an axis of @mesh";
-      if (!seen.insert(axis.getValue()).second)
-        return emitOpError("split names axis '")
-               << axis.getValue() << "' twice";
-    }
-  }
-  return success();
+  if (failed(verifyRate(*this, getRate().convertToDouble())))
+    return failure();
+  return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(), getSplit(),
+                         getType().getRank());
 }
 
 /// An FP8 quantization's format.

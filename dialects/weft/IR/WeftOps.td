@@ -889,8 +889,22 @@ def Weft_AttentionOp : Weft_Op<"attention",
     positions round the ring and merges the blocks' results by their
     log-sum-exp). A query that sees no key gets a zero row and lse -inf.
 
+    With `dropout` (a rate in [0, 1)), the probabilities are dropped before
+    they weigh the values, as weft.dropout would drop the [B, Hq, S, T]
+    tensor of them with seed `seed`, `step` and `microbatch` (the same
+    counter-based mask, row-major over the global tensor, each kept
+    probability scaled by 1 / (1 - rate) in f32): FlashAttention's
+    dropout, the mask regenerated in the backward, never stored. `lse` is
+    the undropped one. `split` (set by partitioning, per dimension of
+    `query`: batch and heads may be split, not the sequence or head
+    dimension) and `microbatches` place this op's block in the global
+    tensor as weft.dropout's do. Not with positions yet.
+
     ```mlir
     %o, %lse = weft.attention %q, %k, %v scale = 0.25 causal
+        : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+    %o3, %lse3 = weft.attention %q, %k, %v scale = 0.25 causal dropout = 0.1
+        step %s : tensor<f32> {seed = 7 : i64}
         : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
     %o2, %lse2 = weft.attention %q, %k, %v positions(%qp, %kp) scale = 0.25
         causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>,
@@ -901,12 +915,20 @@ def Weft_AttentionOp : Weft_Op<"attention",
                        Weft_FloatTensor:$value,
                        Optional<Weft_TensorOf<[I32]>>:$query_positions,
                        Optional<Weft_TensorOf<[I32]>>:$key_positions,
-                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal);
+                       Optional<Weft_ScalarF32>:$step,
+                       Optional<Weft_ScalarF32>:$microbatch,
+                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$dropout,
+                       OptionalAttr<I64Attr>:$seed,
+                       OptionalAttr<ArrayAttr>:$split,
+                       OptionalAttr<I64Attr>:$microbatches);
   let results = (outs Weft_FloatTensor:$result,
                       StaticShapeTensorOf<[F32]>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`positions` `(` $query_positions^ `,`
-    $key_positions `)`)? `scale` `=` $scale (`causal` $causal^)? attr-dict
+    $key_positions `)`)? `scale` `=` $scale (`causal` $causal^)?
+    (`dropout` `=` $dropout^)? (`step` $step^ `:` type($step))?
+    (`microbatch` $microbatch^ `:` type($microbatch))? attr-dict
     `:` type($query) `,` type($key) `,` type($value)
     (`,` type($query_positions)^ `,` type($key_positions))?
   }];
@@ -1428,6 +1450,11 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad",
     (ring attention merges blocks by it), adds its gradient:
     d lse_s / d score_st = p_st, so ds_st = p_st (dp_st - D_s + lse_grad_s).
 
+    With the forward's `dropout` (and its seed, step, micro-batch and
+    split), m_st the mask's factor (0 or 1 / (1 - rate)):
+    value_grad[t] = sum_s p_st m_st grad_s and ds_st = p_st (dp_st m_st -
+    D_s), D_s still <grad_s, result_s>.
+
     ```mlir
     %dq, %dk, %dv = weft.attention_grad %q, %k, %v, %o, %lse, %do scale = 0.25 causal
         : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>,
@@ -1440,14 +1467,23 @@ def Weft_AttentionGradOp : Weft_Op<"attention_grad",
                        Optional<Weft_TensorOf<[I32]>>:$query_positions,
                        Optional<Weft_TensorOf<[I32]>>:$key_positions,
                        Optional<StaticShapeTensorOf<[F32]>>:$lse_grad,
-                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal);
+                       Optional<Weft_ScalarF32>:$step,
+                       Optional<Weft_ScalarF32>:$microbatch,
+                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$dropout,
+                       OptionalAttr<I64Attr>:$seed,
+                       OptionalAttr<ArrayAttr>:$split,
+                       OptionalAttr<I64Attr>:$microbatches);
   let results = (outs Weft_FloatTensor:$query_grad, Weft_FloatTensor:$key_grad,
                       Weft_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $result `,` $lse `,` $grad
     (`positions` `(` $query_positions^ `,` $key_positions `)`)?
     (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)? `scale` `=` $scale
-    (`causal` $causal^)? attr-dict `:` type($query) `,` type($key) `,`
+    (`causal` $causal^)? (`dropout` `=` $dropout^)?
+    (`step` $step^ `:` type($step))?
+    (`microbatch` $microbatch^ `:` type($microbatch))?
+    attr-dict `:` type($query) `,` type($key) `,`
     type($value) `,` type($result) `,` type($lse)
     (`,` type($query_positions)^ `,` type($key_positions))?
   }];

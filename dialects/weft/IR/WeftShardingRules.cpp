@@ -305,6 +305,10 @@ ShardingRule AttentionOp::getShardingRule() {
     rule.operands.push_back({s});
     rule.operands.push_back({t});
   }
+  // Dropout's counters are whole; its mask follows the split (`split`).
+  for (Value counter : {getStep(), getMicrobatch()})
+    if (counter)
+      rule.operands.emplace_back();
   rule.results.push_back({b, s, h, whole});
   rule.results.push_back({b, h, s}); // lse [B, Hq, S]
   return rule;

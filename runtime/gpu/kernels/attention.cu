@@ -31,6 +31,26 @@ typedef long int64_t;
 #ifndef WEFT_RUNTIME_GPU_KERNELS_BF16_CUH // NVRTC gets it ahead of this file.
 #include "Bf16.cuh"
 #endif
+#ifndef WEFT_RUNTIME_SUPPORT_COUNTERRNG_H // Likewise.
+#include "../../support/CounterRng.h"
+#endif
+
+// Every kernel's last arguments (spelled out in the kernels, whose
+// arity tests count): dropout of the probabilities (rate 0: none), as
+// CounterRng.h's weft_attn_dropout_at takes them. The running
+// sums and lse are the undropped ones; the values, and the gradients
+// through them, weigh the dropped probabilities.
+#define WEFT_ATTN_DROP_PARAMS                                                  \
+  double drop_rate, long drop_seed, const float *drop_step,                    \
+      const float *drop_microbatch, long drop_microbatches, long drop_mb_step, \
+      long drop_b0, long drop_h0, long drop_heads
+#define WEFT_ATTN_DROP_ARGS                                                    \
+  drop_rate, drop_seed, drop_step, drop_microbatch, drop_microbatches,         \
+      drop_mb_step, drop_b0, drop_h0, drop_heads
+#define WEFT_ATTN_DROP                                                         \
+  weft_attn_dropout_at(drop_rate, drop_seed, drop_step, drop_microbatch,       \
+                       drop_microbatches, drop_mb_step, drop_b0, drop_h0,      \
+                       drop_heads)
 
 #define WEFT_ATTN_TILE 64     // Query rows per forward / dq block.
 #define WEFT_ATTN_ROW_TILE 32 // Rows per shared-memory tile (keys; queries for dk/dv).
@@ -70,12 +90,14 @@ attention_forward(const E *__restrict q, const E *__restrict k,
                   const E *__restrict v, E *__restrict o,
                   float *__restrict lse, int B, int S, int T, int Hq,
                   int Hkv, int D, int Dv, float scale, int causal,
-                  const int *__restrict qpos, const int *__restrict kpos) {
+                  const int *__restrict qpos, const int *__restrict kpos,
+                  WEFT_ATTN_DROP_PARAMS) {
   __shared__ float ks[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   __shared__ float vs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
   int s = blockIdx.x * WEFT_ATTN_TILE + threadIdx.x;
   bool active = s < S;
+  weft_attn_dropout drop = WEFT_ATTN_DROP;
   float qr[WEFT_ATTN_MAX_D], acc[WEFT_ATTN_MAX_D];
   for (int d = 0; d < D; ++d)
     qr[d] = active ? weft_load(q[weft_row(b, s, S, h, Hq, D) + d]) : 0.0f;
@@ -101,9 +123,11 @@ attention_forward(const E *__restrict q, const E *__restrict k,
           dot += qr[d] * ks[r][d];
         float x = dot * scale, mNew = fmaxf(m, x);
         float keep = expf(m - mNew), p = expf(x - mNew);
+        float pd =
+            p * weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T);
         l = l * keep + p;
         for (int d = 0; d < Dv; ++d)
-          acc[d] = acc[d] * keep + p * vs[r][d];
+          acc[d] = acc[d] * keep + pd * vs[r][d];
         m = mNew;
       }
     __syncthreads();
@@ -122,12 +146,13 @@ static __device__ void attention_backward_dq(
     const E *__restrict dout, E *__restrict dq, float *__restrict delta, int B,
     int S, int T, int Hq, int Hkv, int D, int Dv, float scale, int causal,
     const int *__restrict qpos, const int *__restrict kpos,
-    const float *__restrict lseGrad) {
+    const float *__restrict lseGrad, WEFT_ATTN_DROP_PARAMS) {
   __shared__ float ks[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   __shared__ float vs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, h = blockIdx.y, hk = h / (Hq / Hkv);
   int s = blockIdx.x * WEFT_ATTN_TILE + threadIdx.x;
   bool active = s < S;
+  weft_attn_dropout drop = WEFT_ATTN_DROP;
   float qr[WEFT_ATTN_MAX_D], dor[WEFT_ATTN_MAX_D], acc[WEFT_ATTN_MAX_D];
   float ds = 0.0f, rowLse = 0.0f;
   if (active) {
@@ -161,7 +186,8 @@ static __device__ void attention_backward_dq(
           dot += qr[d] * ks[r][d];
         for (int d = 0; d < Dv; ++d)
           dp += dor[d] * vs[r][d];
-        float p = expf(dot * scale - rowLse), dscore = p * (dp - ds);
+        float m = weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T);
+        float p = expf(dot * scale - rowLse), dscore = p * (dp * m - ds);
         for (int d = 0; d < D; ++d)
           acc[d] += dscore * ks[r][d];
       }
@@ -178,12 +204,14 @@ static __device__ void attention_backward_dkv(
     const float *__restrict lse, const float *__restrict delta,
     const E *__restrict dout, E *__restrict dk, E *__restrict dv, int B, int S,
     int T, int Hq, int Hkv, int D, int Dv, float scale, int causal,
-    const int *__restrict qpos, const int *__restrict kpos) {
+    const int *__restrict qpos, const int *__restrict kpos,
+    WEFT_ATTN_DROP_PARAMS) {
   __shared__ float qs[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   __shared__ float dos[WEFT_ATTN_ROW_TILE][WEFT_ATTN_MAX_D];
   int b = blockIdx.z, hk = blockIdx.y, group = Hq / Hkv;
   int t = blockIdx.x * WEFT_ATTN_ROW_TILE + threadIdx.x;
   bool active = t < T;
+  weft_attn_dropout drop = WEFT_ATTN_DROP;
   float kr[WEFT_ATTN_MAX_D], vr[WEFT_ATTN_MAX_D];
   float dkAcc[WEFT_ATTN_MAX_D], dvAcc[WEFT_ATTN_MAX_D];
   for (int d = 0; d < D; ++d) {
@@ -220,9 +248,10 @@ static __device__ void attention_backward_dkv(
             dp += dos[r][d] * vr[d];
           int64_t row = ((int64_t)b * Hq + h) * S + s;
           float p = expf(dot * scale - lse[row]);
-          float dscore = p * (dp - delta[row]);
+          float m = weft_attn_dropout_factor(&drop, b, h, s, S, t, T);
+          float dscore = p * (dp * m - delta[row]);
           for (int d = 0; d < Dv; ++d)
-            dvAcc[d] += p * dos[r][d];
+            dvAcc[d] += p * m * dos[r][d];
           for (int d = 0; d < D; ++d)
             dkAcc[d] += dscore * qs[r][d];
         }
@@ -241,25 +270,36 @@ static __device__ void attention_backward_dkv(
   extern "C" __global__ void weft_attention_forward##SUFFIX(                  \
       const T *q, const T *k, const T *v, T *o, float *lse, int B, int S,      \
       int Tk, int Hq, int Hkv, int D, int Dv, float scale, int causal,         \
-      const int *qpos, const int *kpos) {                                      \
+      const int *qpos, const int *kpos, double drop_rate, long drop_seed,      \
+      const float *drop_step, const float *drop_microbatch,                    \
+      long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
+      long drop_heads) {                                                       \
     attention_forward(q, k, v, o, lse, B, S, Tk, Hq, Hkv, D, Dv, scale,       \
-                      causal, qpos, kpos);                                     \
+                      causal, qpos, kpos, WEFT_ATTN_DROP_ARGS);                \
   }                                                                            \
   extern "C" __global__ void weft_attention_backward_dq##SUFFIX(              \
       const T *q, const T *k, const T *v, const T *o, const float *lse,        \
       const T *dout, T *dq, float *delta, int B, int S, int Tk, int Hq,        \
       int Hkv, int D, int Dv, float scale, int causal, const int *qpos,        \
-      const int *kpos, const float *lseGrad) {                                 \
+      const int *kpos, const float *lseGrad, double drop_rate, long drop_seed, \
+      const float *drop_step, const float *drop_microbatch,                    \
+      long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
+      long drop_heads) {                                                       \
     attention_backward_dq(q, k, v, o, lse, dout, dq, delta, B, S, Tk, Hq, Hkv, \
-                          D, Dv, scale, causal, qpos, kpos, lseGrad);          \
+                          D, Dv, scale, causal, qpos, kpos, lseGrad,           \
+                          WEFT_ATTN_DROP_ARGS);                                \
   }                                                                            \
   extern "C" __global__ void weft_attention_backward_dkv##SUFFIX(             \
       const T *q, const T *k, const T *v, const float *lse,                    \
       const float *delta, const T *dout, T *dk, T *dv, int B, int S, int Tk,   \
       int Hq, int Hkv, int D, int Dv, float scale, int causal,                 \
-      const int *qpos, const int *kpos) {                                      \
+      const int *qpos, const int *kpos, double drop_rate, long drop_seed,      \
+      const float *drop_step, const float *drop_microbatch,                    \
+      long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
+      long drop_heads) {                                                       \
     attention_backward_dkv(q, k, v, lse, delta, dout, dk, dv, B, S, Tk, Hq,    \
-                           Hkv, D, Dv, scale, causal, qpos, kpos);             \
+                           Hkv, D, Dv, scale, causal, qpos, kpos,              \
+                           WEFT_ATTN_DROP_ARGS);                               \
   }
 WEFT_ATTENTION_KERNELS(float, )
 WEFT_ATTENTION_KERNELS(weft_bf16, _bf16)

@@ -494,12 +494,27 @@ extern "C" __global__ void weft_rope(const float *__restrict x,
 // One block per (b, h, s) row of scores: with lse_in null, the row's
 // log-sum-exp into lse_out and P = exp(x - lse); with lse_in, P from it.
 // P is written as `type` (WEFT_TYPE_F32 or WEFT_TYPE_BF16), 0 where masked.
+// Attention dropout's arguments, last in weft_attention_probs and
+// weft_attention_dscores: as attention.cu's kernels take them
+// (CounterRng.h's weft_attn_dropout_at), rate 0 for none.
+#define WEFT_ATTN_DROP                                                         \
+  weft_attn_dropout_at(drop_rate, drop_seed, drop_step, drop_microbatch,       \
+                       drop_microbatches, drop_mb_step, drop_b0, drop_h0,      \
+                       drop_heads)
+
+// Row `row` of the [B, Hq, S, T] probabilities; with dropout (`drop`, as
+// the forward and dV need them) each scaled by its mask's factor.
 extern "C" __global__ void weft_attention_probs(
     const float *__restrict scores, void *__restrict probs, int type,
     const float *__restrict lse_in, float *__restrict lse_out, long S,
-    long T, int causal) {
+    long T, int causal, long heads, int drop, double drop_rate, long drop_seed,
+    const float *drop_step, const float *drop_microbatch,
+    long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,
+    long drop_heads) {
   __shared__ double red[WEFT_OPS_THREADS];
   long row = blockIdx.x, s = row % S;
+  weft_attn_dropout dropout = WEFT_ATTN_DROP;
+  long h = (row / S) % heads, b = row / (S * heads);
   const float *x = scores + row * T;
   long visible = causal ? min(T, s + (T - S) + 1) : T;
   float lse;
@@ -514,6 +529,8 @@ extern "C" __global__ void weft_attention_probs(
   }
   for (long t = threadIdx.x; t < T; t += blockDim.x) {
     float p = t < visible ? expf(x[t] - lse) : 0.0f;
+    if (drop)
+      p *= weft_attn_dropout_factor(&dropout, b, h, s, S, t, T);
     if (type == WEFT_TYPE_F32)
       ((float *)probs)[row * T + t] = p;
     else
@@ -535,13 +552,20 @@ extern "C" __global__ void weft_attention_delta(
   }
 }
 
-// dS = scale P (dP - delta), in place of P (stored as `type`); dP is f32.
+// dS = scale P (dP M - delta), in place of P (stored as `type`, undropped);
+// dP is f32, M dropout's factors (1 without).
 extern "C" __global__ void weft_attention_dscores(
     void *__restrict probs, int type, const float *__restrict dprobs,
-    const float *__restrict delta, float scale, long n, long T) {
+    const float *__restrict delta, float scale, long n, long S, long T,
+    long heads, double drop_rate, long drop_seed, const float *drop_step,
+    const float *drop_microbatch, long drop_microbatches, long drop_mb_step,
+    long drop_b0, long drop_h0, long drop_heads) {
+  weft_attn_dropout dropout = WEFT_ATTN_DROP;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long row = i / T, s = row % S, h = (row / S) % heads, b = row / (S * heads);
+    float m = weft_attn_dropout_factor(&dropout, b, h, s, S, i % T, T);
     float p = (float)weft_read(probs, type, i);
-    float ds = scale * p * (dprobs[i] - delta[i / T]);
+    float ds = scale * p * (dprobs[i] * m - delta[row]);
     if (type == WEFT_TYPE_F32)
       ((float *)probs)[i] = ds;
     else

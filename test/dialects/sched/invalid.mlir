@@ -1276,6 +1276,52 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 //===----------------------------------------------------------------------===//
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
+  // expected-error @+1 {{'sched.attention' op dropout rate must be in [0, 1), got 1}}
+  sched.attention %q, %q, %q -> %o, %lse scale 0.5 algorithm flash {dropout = 1.0, seed = 1} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
+  // expected-error @+1 {{'sched.attention' op dropout needs a seed}}
+  sched.attention %q, %q, %q -> %o, %lse scale 0.5 algorithm flash {dropout = 0.1} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
+  // expected-error @+1 {{'sched.attention' op has a seed, step, micro-batch or split but no dropout}}
+  sched.attention %q, %q, %q -> %o, %lse step(%t : !sched.buffer<f32>) scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
+  // expected-error @+1 {{'sched.attention' op takes dropout or positions, not both (context parallelism's ring has no dropout yet)}}
+  sched.attention %q, %q, %q -> %o, %lse positions(%p, %p : !sched.buffer<2xi32>, !sched.buffer<2xi32>) scale 0.5 causal algorithm flash {dropout = 0.1, seed = 1} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
+  // expected-error @+1 {{'sched.attention' op split cuts dimension 1 of q; dropout's mask splits batch and heads only}}
+  sched.attention %q, %q, %q -> %o, %lse scale 0.5 algorithm flash {dropout = 0.1, seed = 1, split = [[], ["dp"], [], []]} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%q: !sched.buffer<1x2x2xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>):
   // expected-error @+1 {{'sched.attention' op q must have rank 4, has shape [1, 2, 2]}}
   sched.attention %q, %k, %k -> %o, %lse scale 0.5 algorithm flash : !sched.buffer<1x2x2xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>

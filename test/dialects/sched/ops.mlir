@@ -78,7 +78,7 @@ sched.kernel @iota inputs [] outputs [!sched.buffer<4x8xf32>] scalars []
 sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
 ^bb0(%q: !sched.buffer<2x4x4x8xf32>, %k: !sched.buffer<2x4x2x8xf32>, %v: !sched.buffer<2x4x2x8xf32>,
      %x: !sched.buffer<4x8xf32>, %w8: !sched.buffer<8x8xf8E4M3FN>, %a8: !sched.buffer<4x8xf8E4M3FN>,
-     %ids: !sched.buffer<4x2xi64>):
+     %ids: !sched.buffer<4x2xi64>, %t: !sched.buffer<f32>):
   %o = sched.alloc offset(0) live(0, 1) : !sched.buffer<2x4x4x8xf32>
   %lse = sched.alloc offset(1024) live(0, 1) : !sched.buffer<2x4x4xf32>
   %s = sched.alloc offset(2048) live(0, 1) : !sched.buffer<1024xf32>
@@ -87,8 +87,9 @@ sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
   %dv = sched.alloc offset(9728) live(1, 1) : !sched.buffer<2x4x2x8xf32>
   // CHECK: sched.attention {{.*}} scratch(%{{.*}} : !sched.buffer<1024xf32>) scale 3.535500e-01 causal algorithm gemm_softmax :
   sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<1024xf32>) scale 0.35355 causal algorithm gemm_softmax : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>
-  // CHECK: sched.attention_grad {{.*}} algorithm flash :
-  sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv scale 0.35355 causal algorithm flash : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>
+  // With dropout of the probabilities: its counters, rate, seed and block.
+  // CHECK: sched.attention_grad {{.*}} step(%{{.*}} : !sched.buffer<f32>) microbatch(%{{.*}} : !sched.buffer<f32>) scale 3.535500e-01 causal algorithm flash {dropout = 1.000000e-01 : f64, microbatches = 2 : i64, seed = 5 : i64, split = {{\[}}["dp"], [], ["tp"], []]} :
+  sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv step(%t : !sched.buffer<f32>) microbatch(%t : !sched.buffer<f32>) scale 0.35355 causal algorithm flash {dropout = 0.1, microbatches = 2, seed = 5, split = [["dp"], [], ["tp"], []]} : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>
   %ids0 = sched.view %ids[0] : !sched.buffer<4x2xi64> to !sched.buffer<4xi64>
   %y = sched.alloc offset(12288) live(2, 20) : !sched.buffer<4x8xf32>
   %b = sched.alloc offset(12544) live(2, 20) : !sched.buffer<8xf32>

@@ -398,6 +398,55 @@ func.func @attention_grad_lse_grad(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x4x8x
 
 // -----
 
+func.func @attention_dropout_rate(%q: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{dropout rate must be in [0, 1), got 1}}
+  %0:2 = weft.attention %q, %q, %q scale = 1.0 causal dropout = 1.0 {seed = 1 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_dropout_seed(%q: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{dropout needs a seed}}
+  %0:2 = weft.attention %q, %q, %q scale = 1.0 causal dropout = 0.1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seed_without_dropout(%q: tensor<2x8x4x16xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{has a seed, step, micro-batch or split but no dropout}}
+  %0:2 = weft.attention %q, %q, %q scale = 1.0 causal step %s : tensor<f32> : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_dropout_positions(%q: tensor<2x8x4x16xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{takes dropout or positions, not both (context parallelism's ring has no dropout yet)}}
+  %0:2 = weft.attention %q, %q, %q positions(%p, %p) scale = 1.0 causal dropout = 0.1 {seed = 1 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<8xi32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+weft.mesh @mesh axes ["dp", "cp"] sizes [2, 2]
+func.func @attention_dropout_split_sequence(%q: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{dropout's mask splits batch and heads only, not dimension 1 of the query}}
+  %0:2 = weft.attention %q, %q, %q scale = 1.0 causal dropout = 0.1 {seed = 1 : i64, split = [["dp"], ["cp"], [], []]} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_dropout_microbatch(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x4x8xf32>, %k: tensor<f32>) {
+  // expected-error @+1 {{takes a microbatch operand exactly when it has microbatches}}
+  %0:3 = weft.attention_grad %q, %q, %q, %q, %lse, %q scale = 1.0 causal dropout = 0.1 microbatch %k : tensor<f32> {seed = 1 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_rank(%q: tensor<2x8x64xf32>) {
   // expected-error @+1 {{attention operands must be [batch, seq, heads, head_dim], got [2, 8, 64], [2, 8, 64], [2, 8, 64]}}
   %0:2 = weft.attention %q, %q, %q scale = 1.0 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>

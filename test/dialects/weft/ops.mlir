@@ -122,6 +122,8 @@ func.func @nn(%ids: tensor<2x8xi32>, %table: tensor<256x64xf32>, %g: tensor<64xf
   // CHECK: weft.dropout %{{.*}} microbatch %{{.*}} : tensor<f32> {microbatches = 2 : i64, rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
   %mb = weft.constant dense<1.0> : tensor<f32>
   %dm = weft.dropout %s microbatch %mb : tensor<f32> {microbatches = 2 : i64, rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  // CHECK: weft.attention %{{.*}} scale = 2.500000e-01 causal dropout = 1.000000e-01 step %{{.*}} : tensor<f32> {seed = 3 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  %ad, %lsed = weft.attention %r, %kv, %kv scale = 0.25 causal dropout = 0.1 step %mb : tensor<f32> {seed = 3 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
   %logits = weft.matmul %h, %table transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>
   // CHECK: weft.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8xi32>
   %loss = weft.cross_entropy %logits, %ids {ignore_index = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8xi32>

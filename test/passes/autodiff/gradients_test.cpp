@@ -261,6 +261,22 @@ TEST_F(GradientTest, CausalGroupedQueryAttention) {
         "tensor<2x4x4x5xf32>", 4);
 }
 
+// Attention-probability dropout: the gradient regenerates the forward's
+// mask (a rate high enough that every row drops some keys), and the lse
+// stays the undropped one.
+TEST_F(GradientTest, AttentionWithDropoutAndItsLogSumExp) {
+  check("", R"(
+    %q = weft.param "q" init(zeros) : tensor<2x4x4x3xf32>
+    %k = weft.param "k" init(zeros) : tensor<2x4x2x3xf32>
+    %v = weft.param "v" init(zeros) : tensor<2x4x2x5xf32>
+    %s = weft.constant dense<3.0> : tensor<f32>
+    %a:2 = weft.attention %q, %k, %v scale = 0.7 causal dropout = 0.4 step %s : tensor<f32> {seed = 9 : i64} : tensor<2x4x4x3xf32>, tensor<2x4x2x3xf32>, tensor<2x4x2x5xf32>
+    %l = weft.broadcast %a#1 dims [0, 1, 2] : tensor<2x4x4xf32> -> tensor<2x4x4x5xf32>
+    %out = weft.add %a#0, %l : tensor<2x4x4x5xf32>
+  )",
+        "tensor<2x4x4x5xf32>", 4);
+}
+
 TEST_F(GradientTest, AttentionWithPositionsAndItsLogSumExp) {
   // Positions in no order, every query seeing at least one key; the
   // log-sum-exp is used too (ring attention merges blocks by it), so its

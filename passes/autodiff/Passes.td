@@ -53,8 +53,9 @@ def EvalForward : Pass<"weft-eval-forward", "::mlir::ModuleOp"> {
   let description = [{
     After weft-autodiff has made the gradient function from `func`, `func`
     is what evaluation and sampling run: every `weft.dropout` in it becomes
-    its input (PyTorch's model.eval()), and a `dropout_step` parameter left
-    unread goes too. The training functions keep their dropout.
+    its input and every `weft.attention` drops nothing (PyTorch's
+    model.eval()), and a `dropout_step` parameter left unread goes too. The
+    training functions keep their dropout.
   }];
   let options = [
     Option<"func", "func", "std::string", /*default=*/"\"forward\"",

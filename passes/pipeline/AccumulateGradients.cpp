@@ -51,7 +51,9 @@ AllReduceOp deferrableReduction(Value g, ParamOp param) {
 /// Dropout in @accumulate draws micro-batch k's block of the step's mask
 /// (the state parameter dropout_microbatch is k): without it every
 /// micro-batch would draw the same mask. @accumulate counts k up; the step
-/// resets it.
+/// resets it. The micro-batches cut the batch, which every activation a
+/// model drops has as its dimension 0 ([B, S, D], [B * S, D]; attention's
+/// query [B, S, H, D]): the k-th of M blocks of it.
 void countMicrobatches(func::FuncOp accumulate, int64_t microbatches) {
   Block &body = accumulate.getBody().front();
   SmallVector<Operation *> dropouts;

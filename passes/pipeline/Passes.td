@@ -32,7 +32,8 @@ def AccumulateGradients : Pass<"weft-accumulate-gradients", "::mlir::ModuleOp"> 
     reduced in `@accumulate`, once per micro-batch. `microbatches=1` changes
     nothing.
 
-    Dropout in `@accumulate` reads the state parameter `dropout_microbatch`
+    Dropout in `@accumulate` (`weft.dropout` and attention's) reads the
+    state parameter `dropout_microbatch`
     (its `microbatch`, with `microbatches = M`), which `@accumulate` adds 1
     to and `func` sets back to 0: micro-batch k draws the k-th block of the
     step's mask, as the whole batch would, not the same mask as the others.

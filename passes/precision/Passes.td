@@ -87,6 +87,12 @@ def Fp8RecordAmax : Pass<"weft-fp8-record-amax", "::mlir::ModuleOp"> {
     `weft.assign "h", concat(amax, h[0 : H-1])`. Other functions (the
     forward, kept gradients) read the histories and change nothing.
 
+    Under gradient accumulation the maxima are taken in `accumulate`, once
+    per micro-batch: each is folded by max into a state parameter
+    `<history>.step_max` there, which `func` pushes onto the history and
+    sets back to 0, so a history gets one maximum a step, the whole
+    batch's, as without micro-batches.
+
     ```mlir
     %a = weft.fp8_amax %x {weft.amax_history = "w.fp8.input_amax_history"} ...
     // ... at the end of @step:
@@ -95,7 +101,10 @@ def Fp8RecordAmax : Pass<"weft-fp8-record-amax", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"func", "func", "std::string", /*default=*/"\"step\"",
-           "The function whose step records">
+           "The function whose step records">,
+    Option<"accumulate", "accumulate", "std::string",
+           /*default=*/"\"accumulate\"",
+           "The function run once per micro-batch, if the module has one">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

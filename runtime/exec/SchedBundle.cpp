@@ -458,6 +458,10 @@ absl::StatusOr<Split> readSplit(Obj &o, const std::optional<Mesh> &mesh,
   return split;
 }
 
+/// The most micro-batches a dropout mask's block is cut into (a schedule
+/// has as many; the loader checks they agree).
+constexpr int64_t kMaxMicrobatches = int64_t(1) << 20;
+
 /// A dropout mask's block: "split" (its rank is checked against the
 /// input's later), "has_microbatch" and "microbatches". Absent in bundles
 /// written before them: unsplit, one batch.
@@ -472,9 +476,11 @@ absl::Status readMaskBlock(Obj &o, const std::optional<Mesh> &mesh,
     WEFT_ASSIGN(out.hasMicrobatch, o.flag("has_microbatch"));
   if (o.has("microbatches"))
     WEFT_ASSIGN(out.microbatches, o.i64("microbatches"));
-  if (out.hasMicrobatch != o.has("microbatches") || out.microbatches < 1)
-    return o.fail("fields 'has_microbatch' and 'microbatches' (at least 1) "
-                  "come together");
+  if (out.hasMicrobatch != o.has("microbatches") || out.microbatches < 1 ||
+      out.microbatches > kMaxMicrobatches)
+    return o.fail(absl::StrCat("fields 'has_microbatch' and 'microbatches' "
+                               "(1 to ",
+                               kMaxMicrobatches, ") come together"));
   return absl::OkStatus();
 }
 
@@ -1562,6 +1568,26 @@ absl::Status checkMask(const Check &c, int64_t step, int64_t microbatch,
                                " entries for a rank-", rank, " input"));
   if (block.hasMicrobatch && rank == 0)
     return c.fail("field 'microbatches' cuts dimension 0 of a scalar");
+  // The mask's index (CounterRng.h) takes four dimensions: dimension 0 and
+  // each later split one (whole ones merge into the one before).
+  int64_t cut = 0;
+  for (size_t d = 1; d < block.split.size(); ++d)
+    cut += !block.split[d].empty();
+  if (cut > 3)
+    return c.fail(absl::StrCat("field 'split' cuts ", cut,
+                               " dimensions after the first; a dropout "
+                               "mask's index takes at most 3"));
+  // The global dimension 0 (every micro-batch, every rank) fits int64.
+  if (rank > 0) {
+    int64_t group = 1;
+    if (!block.split.empty())
+      WEFT_ASSIGN(group, c.group(block.split[0], "split", false));
+    int64_t rows = 0;
+    if (__builtin_mul_overflow(c.shape(0)[0], group, &rows) ||
+        __builtin_mul_overflow(rows, block.microbatches, &rows))
+      return c.fail("the global tensor's dimension 0 (its rows on every "
+                    "rank and micro-batch) overflows int64");
+  }
   return absl::OkStatus();
 }
 

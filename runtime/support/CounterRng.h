@@ -3,8 +3,8 @@
 // splitmix64 and the 24-bit uniform that weft.dropout and weft.param's
 // initializers are defined by (Random.h wraps them for the host). Plain C
 // so the same text compiles on the host, under nvcc and NVRTC (the GPU
-// runtime's ops.cu carries it, runtime/CMakeLists.txt) and in the test
-// emulator: one definition, so every backend draws the same numbers.
+// runtime's ops.cu and attention.cu carry it, runtime/CMakeLists.txt) and in
+// the test emulator: one definition, so every backend draws the same numbers.
 //
 //===----------------------------------------------------------------------===//
 

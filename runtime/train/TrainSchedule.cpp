@@ -61,8 +61,22 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
     steps.takesRates[run.programIndex] = scalars;
     steps.stashInputs[run.programIndex] = static_cast<int64_t>(stashIn);
     steps.stashOutputs[run.programIndex] = stashOut;
-    for (const sched::Instruction &ins : p.instructions)
+    for (const sched::Instruction &ins : p.instructions) {
       steps.sends |= ins.op == sched::Op::Send;
+      // A dropout mask cut into micro-batches must be cut as the schedule
+      // runs them, or micro-batches would share masks.
+      const sched::MaskBlockAttrs *block =
+          ins.op == sched::Op::Dropout ? &ins.as<sched::DropoutAttrs>().block
+          : ins.op == sched::Op::Attention || ins.op == sched::Op::AttentionGrad
+              ? &ins.as<sched::AttentionAttrs>().block
+              : nullptr;
+      if (block && block->hasMicrobatch &&
+          block->microbatches != steps.microbatches)
+        return fail("program '" + p.name + "' cuts a dropout mask into " +
+                    std::to_string(block->microbatches) +
+                    " micro-batches, but schedule 'train' runs " +
+                    std::to_string(steps.microbatches));
+    }
     if (!ids)
       continue;
     if (!steps.tokens) {

@@ -222,28 +222,36 @@ TEST(SchedExecutor, Bf16TensorParallelOnTwoRanksTrainsLikeOneRank) {
 // maximum moves by what AdamW's steps allow; the first step quantizes as
 // current scaling does (the history is empty: the same loss to the bit),
 // later ones by the history (another loss, not far off).
+namespace {
+/// `setup` trained on one rank, gathering the parameters `keep` names.
+Trace trainOneRank(const Case &setup,
+                   const std::function<bool(const std::string &, bool)> &keep) {
+  std::string dir = testutil::compileCase(setup);
+  EXPECT_FALSE(dir.empty());
+  auto bundle = runtime::sched::loadSchedBundle(dir);
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  std::vector<std::string> names;
+  for (const auto &p : bundle->params)
+    if (keep(p.name, p.state))
+      names.push_back(p.name);
+  auto exec = runtime::SchedExecutor::create(std::move(*bundle), {});
+  EXPECT_TRUE(exec.ok()) << exec.status();
+  Trace trace;
+  train(**exec, 0, setup.batch, setup.seq, names, trace);
+  EXPECT_EQ(trace.failure, "");
+  return trace;
+}
+} // namespace
+
 TEST(SchedExecutor, Fp8DelayedScalingRecordsEachStepsMaxima) {
   Case delayed("gpt2-tiny");
   delayed.fp8 = "tensorwise-delayed";
   Case current = delayed;
   current.fp8 = "tensorwise";
-  auto run = [](const Case &setup, bool state) {
-    std::string dir = testutil::compileCase(setup);
-    EXPECT_FALSE(dir.empty());
-    auto bundle = runtime::sched::loadSchedBundle(dir);
-    EXPECT_TRUE(bundle.ok()) << bundle.status();
-    std::vector<std::string> names;
-    for (const auto &p : bundle->params)
-      if (state || !p.state)
-        names.push_back(p.name);
-    auto exec = runtime::SchedExecutor::create(std::move(*bundle), {});
-    EXPECT_TRUE(exec.ok()) << exec.status();
-    Trace trace;
-    train(**exec, 0, setup.batch, setup.seq, names, trace);
-    EXPECT_EQ(trace.failure, "");
-    return trace;
-  };
-  Trace got = run(delayed, true), want = run(current, false);
+  Trace got =
+      trainOneRank(delayed, [](const std::string &, bool) { return true; });
+  Trace want = trainOneRank(
+      current, [](const std::string &, bool state) { return !state; });
   ASSERT_EQ(got.losses.size(), 3u);
   EXPECT_EQ(got.losses[0], want.losses[0]);
   EXPECT_NE(got.losses[2], want.losses[2]);
@@ -265,6 +273,53 @@ TEST(SchedExecutor, Fp8DelayedScalingRecordsEachStepsMaxima) {
   }
   // Two layers x 6 GEMMs (q, k, v, c_proj, c_fc, mlp c_proj) x 3 tensors.
   EXPECT_EQ(histories, 36);
+}
+
+// Delayed scaling under gradient accumulation and under recomputation: a
+// history still gets one maximum a step (three after three steps, not one
+// per micro-batch or per recomputed clone), and with micro-batches it is
+// the whole batch's: the first step's weight maxima, and the maxima of
+// layer 0's inputs (ln_1 of the embeddings, before any quantization), equal
+// the unsplit run's to the bit (recomputed, every maximum is). Later steps
+// quantize by the same histories up to FP8 noise: losses within 2%.
+TEST(SchedExecutor, Fp8DelayedScalingRecordsOneMaximumAStep) {
+  auto run = [](const Case &setup) {
+    return trainOneRank(setup, [](const std::string &name, bool) {
+      const std::string suffix = "_amax_history"; // Not its ".step_max".
+      return name.size() > suffix.size() &&
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
+                 0;
+    });
+  };
+  Case whole("gpt2-tiny");
+  whole.batch = 4;
+  whole.fp8 = "tensorwise-delayed";
+  Case micro = whole, recomputed = whole;
+  micro.plan = "microbatches=2";
+  recomputed.recompute = "full";
+  Trace want = run(whole);
+  for (const Case &setup : {micro, recomputed}) {
+    SCOPED_TRACE(setup.label());
+    Trace got = run(setup);
+    ASSERT_EQ(got.losses.size(), 3u);
+    EXPECT_NEAR(got.losses[2], want.losses[2], 0.02 * want.losses[2]);
+    ASSERT_EQ(got.params.size(), 36u);
+    for (const auto &[name, h] : got.params) {
+      ASSERT_EQ(h.size(), 16u) << name;
+      for (int i = 0; i < 3; ++i)
+        EXPECT_GT(h[i], 0.0f) << name << "[" << i << "]";
+      for (size_t i = 3; i < h.size(); ++i)
+        EXPECT_EQ(h[i], 0.0f) << name << "[" << i << "]";
+      bool exact = name.find("weight_amax_history") != std::string::npos ||
+                   (name.find("h.0.attn.c_attn") != std::string::npos &&
+                    name.find("input_amax_history") != std::string::npos);
+      if (exact)
+        EXPECT_EQ(h[2], want.params.at(name)[2]) << name;
+      // Recomputation changes no value: every history to the bit.
+      if (setup.recompute != "none")
+        EXPECT_EQ(h, want.params.at(name)) << name;
+    }
+  }
 }
 
 namespace {

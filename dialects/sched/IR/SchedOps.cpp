@@ -1041,6 +1041,13 @@ static LogicalResult verifyMask(Operation *op, Value step, Value microbatch,
            << " must be at least 1 and cut dimension 0 of a tensor";
   if (split && failed(verifySplit(op, *split, rank, "input")))
     return failure();
+  // The mask's index takes four dimensions: dimension 0 and each later
+  // split one (whole ones merge into the one before).
+  if (split && llvm::count_if(split->getValue().drop_front(), [](Attribute a) {
+                 return !cast<ArrayAttr>(a).empty();
+               }) > 3)
+    return op->emitOpError("split cuts more than 3 dimensions after the "
+                           "first; a dropout mask's index takes 4");
   return success();
 }
 

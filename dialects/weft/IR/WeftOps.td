@@ -890,10 +890,11 @@ def Weft_AttentionOp : Weft_Op<"attention",
     log-sum-exp). A query that sees no key gets a zero row and lse -inf.
 
     With `dropout` (a rate in [0, 1)), the probabilities are dropped before
-    they weigh the values, as weft.dropout would drop the [B, Hq, S, T]
-    tensor of them with seed `seed`, `step` and `microbatch` (the same
-    counter-based mask, row-major over the global tensor, each kept
-    probability scaled by 1 / (1 - rate) in f32): FlashAttention's
+    they weigh the values, with the mask weft.dropout would draw on the
+    [B, Hq, S, T] tensor of them with seed `seed`, `step` and `microbatch`
+    (counter-based, row-major over the global tensor; each kept
+    probability is scaled by 1 / (1 - rate) rounded to f32, where
+    weft.dropout divides in double): FlashAttention's
     dropout, the mask regenerated in the backward, never stored. `lse` is
     the undropped one. `split` (set by partitioning, per dimension of
     `query`: batch and heads may be split, not the sequence or head

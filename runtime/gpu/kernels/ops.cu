@@ -491,9 +491,6 @@ extern "C" __global__ void weft_rope(const float *__restrict x,
 // the backward recomputes P from the saved log-sum-exp. Query s sees key t
 // when t <= s + (T - S) under `causal`.
 
-// One block per (b, h, s) row of scores: with lse_in null, the row's
-// log-sum-exp into lse_out and P = exp(x - lse); with lse_in, P from it.
-// P is written as `type` (WEFT_TYPE_F32 or WEFT_TYPE_BF16), 0 where masked.
 // Attention dropout's arguments, last in weft_attention_probs and
 // weft_attention_dscores: as attention.cu's kernels take them
 // (CounterRng.h's weft_attn_dropout_at), rate 0 for none.
@@ -502,8 +499,11 @@ extern "C" __global__ void weft_rope(const float *__restrict x,
                        drop_microbatches, drop_mb_step, drop_b0, drop_h0,      \
                        drop_heads)
 
-// Row `row` of the [B, Hq, S, T] probabilities; with dropout (`drop`, as
-// the forward and dV need them) each scaled by its mask's factor.
+// One block per (b, h, s) row of scores: with lse_in null, the row's
+// log-sum-exp into lse_out and P = exp(x - lse); with lse_in, P from it.
+// P is written as `type` (WEFT_TYPE_F32 or WEFT_TYPE_BF16), 0 where masked;
+// with dropout (`drop`, as the forward and dV need them) each scaled by its
+// mask's factor.
 extern "C" __global__ void weft_attention_probs(
     const float *__restrict scores, void *__restrict probs, int type,
     const float *__restrict lse_in, float *__restrict lse_out, long S,

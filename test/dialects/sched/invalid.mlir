@@ -1844,6 +1844,16 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 // -----
 
+sched.mesh @mesh axes ["dp", "tp", "pp", "ep"] sizes [2, 2, 2, 2]
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2x2x2x2x2xf32>, %y: !sched.buffer<2x2x2x2x2xf32>):
+  // expected-error @+1 {{'sched.dropout' op split cuts more than 3 dimensions after the first; a dropout mask's index takes 4}}
+  sched.dropout %x, %y {rate = 0.1, seed = 0, split = [[], ["dp"], ["tp"], ["pp"], ["ep"]]} : !sched.buffer<2x2x2x2x2xf32>, !sched.buffer<2x2x2x2x2xf32>
+  sched.return []
+}
+
+// -----
+
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4x8xf32>, %w: !sched.buffer<8xf32>):
   // expected-error @+1 {{'sched.layer_norm_grad' op epsilon must be positive}}

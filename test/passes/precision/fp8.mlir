@@ -7,7 +7,8 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none}))' | FileCheck %s --check-prefix=NONE
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
-// RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2})' 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRO
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2})' 2>&1 | FileCheck %s --check-prefix=PP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=0}))' 2>&1 | FileCheck %s --check-prefix=HIST
@@ -123,7 +124,27 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // BAD: unknown FP8 recipe 'delayed' (supported: none, tensorwise, tensorwise-delayed, rowwise, blockwise, mxfp8)
 // HIST: history must be in [1, 2^20] steps, not 0
 // MARGIN: margin must be in [0, 32], not -2
-// MICRO: fp8=tensorwise-delayed needs a plan without pp or micro-batches
+// Under micro-batches each micro-batch's maximum folds into the step's
+// (a state parameter @accumulate keeps), which the step pushes once and
+// resets: one maximum a step, the whole batch's.
+// MICRO-LABEL: func.func @accumulate
+// MICRO: %[[SM:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state : tensor<f32>
+// MICRO: %[[A:.*]] = weft.fp8_amax %{{.*}} {weft.amax_history = "l1.down.fp8.grad_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
+// MICRO: %[[AS:.*]] = weft.reshape %[[A]] : tensor<1x1xf32> -> tensor<f32>
+// MICRO-NEXT: %[[M:.*]] = weft.max %[[SM]], %[[AS]] : tensor<f32>
+// MICRO-NEXT: weft.assign "l1.down.fp8.grad_amax_history.step_max", %[[M]] : tensor<f32>
+// MICRO-NOT: weft.assign "l1.down.fp8.grad_amax_history",
+// MICRO-LABEL: func.func @step
+// MICRO-NOT: weft.fp8_amax
+// MICRO: %[[SEEN:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state : tensor<f32>
+// MICRO: %[[H:.*]] = weft.param "l1.down.fp8.grad_amax_history" init(zeros) state : tensor<16xf32>
+// MICRO: %[[OK:.*]] = weft.ge %{{.*}}, %[[SEEN]] : tensor<f32>
+// MICRO: %[[ROLL:.*]] = weft.concat
+// MICRO-NEXT: weft.assign "l1.down.fp8.grad_amax_history", %[[ROLL]] : tensor<16xf32>
+// MICRO-NEXT: %[[NIL:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
+// MICRO-NEXT: weft.assign "l1.down.fp8.grad_amax_history.step_max", %[[NIL]] : tensor<f32>
+// pp still refuses delayed scaling (each stage would record its maxima).
+// PP: fp8=tensorwise-delayed needs a plan without pp
 // ZeRO leaves the histories whole (a split one would roll per shard).
 // ZERO-LABEL: func.func @step
 // ZERO: weft.param "l1.down.fp8.grad_amax_history" init(zeros) state : tensor<16xf32>

@@ -52,7 +52,7 @@ def main():
     dims = (np.int32(B), np.int32(S), np.int32(S), np.int32(H), np.int32(HKV),
             np.int32(D), np.int32(D), np.float32(D ** -0.5), np.int32(1), null, null)
     no_dropout = (np.float64(0), np.int64(0), null, null, np.int64(1),
-                  np.int64(0), np.int64(0), np.int64(0), np.int64(H))
+                  np.int64(0), np.int64(0), np.int64(0), np.int64(H), np.int64(0))
 
     def weft_forward():
         fwd(((S + 63) // 64, H, B), (64,), (cq, ck, cv, o, lse, *dims, *no_dropout))

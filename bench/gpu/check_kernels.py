@@ -65,7 +65,7 @@ def check_attention(bundle, arch):
                 np.int32(D), np.int32(D), np.float32(c["scale"]), np.int32(c["causal"]),
                 null, null)
         no_dropout = (np.float64(0), np.int64(0), null, null, np.int64(1),
-                      np.int64(0), np.int64(0), np.int64(0), np.int64(Hq))
+                      np.int64(0), np.int64(0), np.int64(0), np.int64(Hq), np.int64(0))
         o = cp.zeros((B, S, Hq, D), storage)
         lse = cp.zeros((B, Hq, S), cp.float32)
         module.get_function("weft_attention_forward" + suffix)(

@@ -1052,9 +1052,18 @@ Interpreter::attentionDropoutOf(Op op, int64_t heads, int64_t s, int64_t t) {
       op.getStep() ? static_cast<float>(get(op.getStep()).data[0]) : 0.0f;
   weft_attn_dropout d = weft_attn_dropout_at(
       op.getDropout()->convertToDouble(), *op.getSeed(),
-      op.getStep() ? &step : nullptr, nullptr, 1, 0, 0, 0, heads);
+      op.getStep() ? &step : nullptr, nullptr, 1, 0, 0, 0, heads, s);
+  // With positions, query i and key j are the sequence's qpos[i], kpos[j].
+  std::vector<int> qpos, kpos;
+  if (op.getQueryPositions())
+    for (auto [v, out] : {std::pair{op.getQueryPositions(), &qpos},
+                          std::pair{op.getKeyPositions(), &kpos}})
+      for (double p : get(v).data)
+        out->push_back(static_cast<int>(p));
   return Factor([=](int64_t b, int64_t h, int64_t i, int64_t j) {
-    return static_cast<double>(weft_attn_dropout_factor(&d, b, h, i, s, j, t));
+    return static_cast<double>(weft_attn_dropout_factor(
+        &d, b, h, i, s, j, t, qpos.empty() ? nullptr : qpos.data(),
+        kpos.empty() ? nullptr : kpos.data()));
   });
 }
 

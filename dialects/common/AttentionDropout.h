@@ -16,9 +16,8 @@
 namespace weft {
 
 /// Whether `op` drops its probabilities: failure (diagnosed) when a seed,
-/// counter or block comes without a rate, a rate without a seed, a rate
-/// outside [0, 1), or a rate with positions (context parallelism's ring
-/// has no dropout yet). The dialect checks the block itself.
+/// counter or block comes without a rate, a rate without a seed, or a rate
+/// outside [0, 1). The dialect checks the block itself.
 template <typename Op> mlir::FailureOr<bool> attentionDropout(Op op) {
   if (!op.getDropout()) {
     if (op.getSeed() || op.getStep() || op.getMicrobatch() || op.getSplit() ||
@@ -32,9 +31,6 @@ template <typename Op> mlir::FailureOr<bool> attentionDropout(Op op) {
     return op.emitOpError("dropout rate must be in [0, 1), got ") << rate;
   if (!op.getSeed())
     return op.emitOpError("dropout needs a seed");
-  if (op.getQueryPositions())
-    return op.emitOpError("takes dropout or positions, not both (context "
-                          "parallelism's ring has no dropout yet)");
   return true;
 }
 

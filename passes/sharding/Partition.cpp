@@ -524,13 +524,18 @@ private:
     auto outType = RankedTensorType::get({qs[0], qs[1], qs[2], dv},
                                          qType.getElementType());
     auto lseType = RankedTensorType::get({qs[0], qs[2], qs[1]}, b.getF32Type());
+    // Dropout: each block draws its part of the whole sequence's mask, by
+    // the positions its queries and keys hold.
+    ArrayAttr split;
+    if (att.getDropout())
+      split = b.getArrayAttr(llvm::map_to_vector(
+          rows, [&](const Axes &a) -> Attribute { return axesAttr(a); }));
     auto attend = [&](Value key, Value value, Value keyPositions) {
-      // Dropout with positions is refused by the verifier.
       auto block = AttentionOp::create(
           b, loc, outType, lseType, q, key, value, qpos, keyPositions,
-          /*step=*/Value(), /*microbatch=*/Value(), att.getScaleAttr(),
-          att.getCausalAttr(), /*dropout=*/FloatAttr(), /*seed=*/IntegerAttr(),
-          /*split=*/ArrayAttr(), /*microbatches=*/IntegerAttr());
+          att.getStep(), att.getMicrobatch(), att.getScaleAttr(),
+          att.getCausalAttr(), att.getDropoutAttr(), att.getSeedAttr(), split,
+          att.getMicrobatchesAttr());
       return std::pair<Value, Value>{block.getResult(), block.getLse()};
     };
     StringAttr axis = ring.front();

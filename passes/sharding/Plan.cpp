@@ -437,14 +437,6 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
     } else if (auto att = dyn_cast<AttentionOp>(op)) {
       if (att.getQueryPositions() || !att.getCausal())
         return WalkResult::advance();
-      if (att.getDropout()) {
-        att.emitOpError("drops its probabilities, which context parallelism "
-                        "(cp=")
-            << cp
-            << ") does not support yet; set the config's attn_pdrop or "
-               "attention_dropout to 0";
-        return WalkResult::interrupt();
-      }
       if (att.getQuery().getType().getDimSize(1) != seq ||
           att.getKey().getType().getDimSize(1) != seq) {
         att.emitOpError("attends over sequences of ")

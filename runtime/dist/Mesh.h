@@ -218,14 +218,15 @@ inline std::optional<MaskBlock> maskBlock(const MeshSpec &mesh, int64_t rank,
 
 /// Attention dropout's block: its [B, Hq, S, T] probabilities placed as
 /// maskBlock places a tensor, from the query's `split` ([B, S, Hq, D]:
-/// batch and heads; the verifiers refuse the others).
+/// batch, heads and, under context parallelism's ring, the sequence, which
+/// is queries' and keys' alike; the verifiers refuse the head dimension).
 inline std::optional<MaskBlock>
 attentionMaskBlock(const MeshSpec &mesh, int64_t rank, int64_t batch,
                    int64_t heads, int64_t s, int64_t t, const Sharding &split,
                    int64_t microbatches) {
   Sharding probs;
   if (split.size() == 4)
-    probs = {split[0], split[2], {}, {}};
+    probs = {split[0], split[2], split[1], split[1]};
   return maskBlock(mesh, rank, {batch, heads, s, t}, probs, microbatches);
 }
 

@@ -80,8 +80,9 @@ void dropTile(const AttentionShape &a, const AttentionMask &mask, int64_t b,
     return;
   for (int64_t i = 0; i < bq; ++i)
     for (int64_t j = 0; j < bk; ++j) {
-      float keep = weft_attn_dropout_factor(&mask.dropout, b, h, i0 + i, a.s,
-                                            j0 + j, a.t);
+      float keep =
+          weft_attn_dropout_factor(&mask.dropout, b, h, i0 + i, a.s, j0 + j,
+                                   a.t, mask.queryPositions, mask.keyPositions);
       p[i * bk + j] *= keep;
       if (factors)
         factors[i * bk + j] = keep;

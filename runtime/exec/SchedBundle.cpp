@@ -1646,13 +1646,13 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
   if (a.dropout == 0 &&
       (a.hasStep || a.block.hasMicrobatch || !a.block.split.empty()))
     return c.fail("has a step, micro-batch or split but no dropout");
-  if (a.dropout > 0 && a.hasPositions)
-    return c.fail("takes dropout or positions, not both");
   WEFT_RETURN_IF_ERROR(checkMask(c, at.step, at.microbatch, a.block, 4));
   if (!a.block.split.empty() &&
-      (!a.block.split[1].empty() || !a.block.split[3].empty()))
-    return c.fail("field 'split' cuts q's sequence or head dimension; "
-                  "dropout's mask splits batch and heads only");
+      ((!a.block.split[1].empty() && !a.hasPositions) ||
+       !a.block.split[3].empty()))
+    return c.fail("field 'split' cuts q's head dimension, or its sequence "
+                  "without positions; dropout's mask splits batch, heads "
+                  "and (with positions) the sequence");
   if (!grad)
     return absl::OkStatus();
   for (auto [x, dx] : {std::pair{0, 6}, {1, 7}, {2, 8}})

@@ -92,9 +92,10 @@ struct AttentionDropout {
   int64_t microbatches = 1;
   MaskBlock block;
   weft_attn_dropout now() const {
-    return weft_attn_dropout_at(
-        rate, static_cast<long long>(seed), step, microbatch, microbatches,
-        block.microbatchStep, block.start[0], block.start[1], block.global[1]);
+    return weft_attn_dropout_at(rate, static_cast<long long>(seed), step,
+                                microbatch, microbatches, block.microbatchStep,
+                                block.start[0], block.start[1], block.global[1],
+                                block.global[2]);
   }
 };
 

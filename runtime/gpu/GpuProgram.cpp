@@ -324,7 +324,8 @@ std::vector<GpuArg> Translator::attentionDropout(bool grad) {
           i64(b.microbatchStep),
           i64(b.start[0]),
           i64(b.start[1]),
-          i64(b.global[1])};
+          i64(b.global[1]),
+          i64(b.global[2])};
 }
 
 absl::Status Translator::flashAttention(bool grad) {

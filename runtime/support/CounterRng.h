@@ -51,12 +51,13 @@ WEFT_RNG_FN long long weft_microbatch(double k, long long m) {
 
 /// Attention dropout as one run of a kernel draws it: the rate (0: none),
 /// the seed moved by the step, where this block's batch rows and heads
-/// start in the global [batch, heads, S, T] probabilities and the global
-/// head count.
+/// start in the global [batch, heads, S, T] probabilities, the global head
+/// count and, for a block held by positions (context parallelism's ring),
+/// the global sequence length (S = T = seq).
 typedef struct {
   double rate;
   unsigned long long stream;
-  long long b0, h0, heads;
+  long long b0, h0, heads, seq;
 } weft_attn_dropout;
 
 /// The run's dropout from a kernel's arguments: `step` and `microbatch`
@@ -65,7 +66,7 @@ typedef struct {
 WEFT_RNG_FN weft_attn_dropout weft_attn_dropout_at(
     double rate, long long seed, const float *step, const float *microbatch,
     long long microbatches, long long mb_step, long long b0, long long h0,
-    long long heads) {
+    long long heads, long long seq) {
   weft_attn_dropout d;
   d.rate = rate;
   d.stream = step ? weft_dropout_stream((unsigned long long)seed, *step)
@@ -74,19 +75,28 @@ WEFT_RNG_FN weft_attn_dropout weft_attn_dropout_at(
                           : 0);
   d.h0 = h0;
   d.heads = heads;
+  d.seq = seq;
   return d;
 }
 
 /// The factor of probability (b, h, s, t) of the block (S queries, T
 /// keys): 1 without dropout, else 0 where dropped and 1 / (1 - rate) (as
 /// f32) where kept. The index is row-major in the global probabilities, so
-/// the mask is weft.dropout's of that tensor.
+/// the mask is weft.dropout's of that tensor; with positions (`qpos`,
+/// `kpos` non-null) query s and key t are the sequence's qpos[s] and
+/// kpos[t] of `seq`, so a ring's blocks draw the whole sequence's mask.
 WEFT_RNG_FN float weft_attn_dropout_factor(const weft_attn_dropout *d,
                                            long long b, long long h,
                                            long long s, long long S,
-                                           long long t, long long T) {
+                                           long long t, long long T,
+                                           const int *qpos, const int *kpos) {
   if (d->rate <= 0)
     return 1.0f;
+  if (qpos) {
+    s = qpos[s];
+    t = kpos[t];
+    S = T = d->seq;
+  }
   unsigned long long row =
       (unsigned long long)(d->b0 + b) * (unsigned long long)d->heads +
       (unsigned long long)(d->h0 + h);

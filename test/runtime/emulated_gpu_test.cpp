@@ -453,6 +453,9 @@ TEST(EmulatedGpu, ExpertParallelOnTwoRanksTrainsLikeOneCpuRank) {
 // log-sum-exp; the forward's logits come back in the natural order.
 TEST(EmulatedGpu, ContextParallelOnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-tiny", "cp=2");
+  // With attention dropout: the flash kernels draw each block's part of
+  // the whole sequence's mask by position.
+  checkPlacedTraining("llama-tiny-dropout", "cp=2");
 }
 
 namespace {

@@ -182,11 +182,12 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
   setup.batch = 4;
   checkPlacedTraining(setup);
 }
-// Dropout stays split (dp's batch, tp's sequence-parallel activations) and
-// each rank draws its block of the global tensor's mask; micro-batches
-// draw theirs of the step's (weft.dropout's `split` and `microbatch`). So
-// every mask is the one-rank model's, element for element, and the ranks
-// and micro-batches train as one rank with the whole batch does.
+// Dropout stays split (dp's batch, tp's sequence-parallel activations and
+// heads) and each rank draws its block of the global tensor's mask;
+// micro-batches draw theirs of the step's (weft.dropout's and attention's
+// `split` and `microbatch`). So every mask is the one-rank model's, element
+// for element, and the ranks and micro-batches train as one rank with the
+// whole batch does.
 TEST(SchedExecutor, DropoutOnRanksAndMicrobatchesTrainsLikeOneRank) {
   for (const char *plan :
        {"dp=2", "dp=2,tp=2", "microbatches=2", "dp=2,microbatches=2"}) {
@@ -194,6 +195,9 @@ TEST(SchedExecutor, DropoutOnRanksAndMicrobatchesTrainsLikeOneRank) {
     setup.batch = 4;
     checkPlacedTraining(setup, 1e-5, 5e-5);
   }
+  // Attention dropout under context parallelism: each ring block draws its
+  // part of the whole sequence's mask by the positions it holds.
+  checkPlacedTraining(Case("llama-tiny-dropout", "f32", "cp=2"), 1e-5, 5e-5);
 }
 // FP8 weight GEMMs on dp x tp: tp's column-parallel weights are gathered
 // for their quantization when a block spans the split (per-tensor scales),

@@ -1062,9 +1062,12 @@ template <typename Op> static LogicalResult verifyAttentionDropout(Op op) {
     return failure();
   if (std::optional<ArrayAttr> split = op.getSplit())
     for (int64_t d : {1, 3})
-      if (!cast<ArrayAttr>((*split)[d]).empty())
+      if (!cast<ArrayAttr>((*split)[d]).empty() &&
+          (d == 3 || !op.getQueryPositions()))
         return op.emitOpError("split cuts dimension ")
-               << d << " of q; dropout's mask splits batch and heads only";
+               << d
+               << " of q; dropout's mask splits batch, heads and (with "
+                  "positions) the sequence";
   return success();
 }
 

@@ -558,11 +558,14 @@ template <typename Op> static LogicalResult verifyAttentionDropout(Op op) {
   if (failed(verifyMaskBlock(op, op.getMicrobatch(), op.getMicrobatches(),
                              op.getSplit(), 4)))
     return failure();
+  // The sequence splits only held by positions (context parallelism's
+  // ring: the mask is then the whole sequence's, by position).
   if (std::optional<ArrayAttr> split = op.getSplit())
     for (int64_t d : {1, 3})
-      if (!cast<ArrayAttr>((*split)[d]).empty())
-        return op.emitOpError("dropout's mask splits batch and heads only, "
-                              "not dimension ")
+      if (!cast<ArrayAttr>((*split)[d]).empty() &&
+          (d == 3 || !op.getQueryPositions()))
+        return op.emitOpError("dropout's mask splits batch, heads and (with "
+                              "positions) the sequence, not dimension ")
                << d << " of the query";
   return success();
 }

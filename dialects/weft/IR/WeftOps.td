@@ -897,9 +897,11 @@ def Weft_AttentionOp : Weft_Op<"attention",
     weft.dropout divides in double): FlashAttention's
     dropout, the mask regenerated in the backward, never stored. `lse` is
     the undropped one. `split` (set by partitioning, per dimension of
-    `query`: batch and heads may be split, not the sequence or head
+    `query`: batch, heads and, with positions, the sequence, not the head
     dimension) and `microbatches` place this op's block in the global
-    tensor as weft.dropout's do. Not with positions yet.
+    tensor as weft.dropout's do. With positions, query s and key t are the
+    sequence's qpos[s] and kpos[t]: a ring block under context
+    parallelism draws its part of the whole sequence's mask.
 
     ```mlir
     %o, %lse = weft.attention %q, %k, %v scale = 0.25 causal

@@ -43,14 +43,14 @@ typedef long int64_t;
 #define WEFT_ATTN_DROP_PARAMS                                                  \
   double drop_rate, long drop_seed, const float *drop_step,                    \
       const float *drop_microbatch, long drop_microbatches, long drop_mb_step, \
-      long drop_b0, long drop_h0, long drop_heads
+      long drop_b0, long drop_h0, long drop_heads, long drop_seq
 #define WEFT_ATTN_DROP_ARGS                                                    \
   drop_rate, drop_seed, drop_step, drop_microbatch, drop_microbatches,         \
-      drop_mb_step, drop_b0, drop_h0, drop_heads
+      drop_mb_step, drop_b0, drop_h0, drop_heads, drop_seq
 #define WEFT_ATTN_DROP                                                         \
   weft_attn_dropout_at(drop_rate, drop_seed, drop_step, drop_microbatch,       \
                        drop_microbatches, drop_mb_step, drop_b0, drop_h0,      \
-                       drop_heads)
+                       drop_heads, drop_seq)
 
 #define WEFT_ATTN_TILE 64     // Query rows per forward / dq block.
 #define WEFT_ATTN_ROW_TILE 32 // Rows per shared-memory tile (keys; queries for dk/dv).
@@ -124,7 +124,7 @@ attention_forward(const E *__restrict q, const E *__restrict k,
         float x = dot * scale, mNew = fmaxf(m, x);
         float keep = expf(m - mNew), p = expf(x - mNew);
         float pd =
-            p * weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T);
+            p * weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T, qpos, kpos);
         l = l * keep + p;
         for (int d = 0; d < Dv; ++d)
           acc[d] = acc[d] * keep + pd * vs[r][d];
@@ -186,7 +186,8 @@ static __device__ void attention_backward_dq(
           dot += qr[d] * ks[r][d];
         for (int d = 0; d < Dv; ++d)
           dp += dor[d] * vs[r][d];
-        float m = weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T);
+        float m =
+            weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T, qpos, kpos);
         float p = expf(dot * scale - rowLse), dscore = p * (dp * m - ds);
         for (int d = 0; d < D; ++d)
           acc[d] += dscore * ks[r][d];
@@ -248,7 +249,8 @@ static __device__ void attention_backward_dkv(
             dp += dos[r][d] * vr[d];
           int64_t row = ((int64_t)b * Hq + h) * S + s;
           float p = expf(dot * scale - lse[row]);
-          float m = weft_attn_dropout_factor(&drop, b, h, s, S, t, T);
+          float m =
+              weft_attn_dropout_factor(&drop, b, h, s, S, t, T, qpos, kpos);
           float dscore = p * (dp * m - delta[row]);
           for (int d = 0; d < Dv; ++d)
             dvAcc[d] += p * m * dos[r][d];
@@ -273,7 +275,7 @@ static __device__ void attention_backward_dkv(
       const int *qpos, const int *kpos, double drop_rate, long drop_seed,      \
       const float *drop_step, const float *drop_microbatch,                    \
       long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
-      long drop_heads) {                                                       \
+      long drop_heads, long drop_seq) {                                        \
     attention_forward(q, k, v, o, lse, B, S, Tk, Hq, Hkv, D, Dv, scale,       \
                       causal, qpos, kpos, WEFT_ATTN_DROP_ARGS);                \
   }                                                                            \
@@ -284,7 +286,7 @@ static __device__ void attention_backward_dkv(
       const int *kpos, const float *lseGrad, double drop_rate, long drop_seed, \
       const float *drop_step, const float *drop_microbatch,                    \
       long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
-      long drop_heads) {                                                       \
+      long drop_heads, long drop_seq) {                                        \
     attention_backward_dq(q, k, v, o, lse, dout, dq, delta, B, S, Tk, Hq, Hkv, \
                           D, Dv, scale, causal, qpos, kpos, lseGrad,           \
                           WEFT_ATTN_DROP_ARGS);                                \
@@ -296,7 +298,7 @@ static __device__ void attention_backward_dkv(
       const int *qpos, const int *kpos, double drop_rate, long drop_seed,      \
       const float *drop_step, const float *drop_microbatch,                    \
       long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
-      long drop_heads) {                                                       \
+      long drop_heads, long drop_seq) {                                        \
     attention_backward_dkv(q, k, v, lse, delta, dout, dk, dv, B, S, Tk, Hq,    \
                            Hkv, D, Dv, scale, causal, qpos, kpos,              \
                            WEFT_ATTN_DROP_ARGS);                               \

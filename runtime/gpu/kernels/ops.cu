@@ -497,7 +497,7 @@ extern "C" __global__ void weft_rope(const float *__restrict x,
 #define WEFT_ATTN_DROP                                                         \
   weft_attn_dropout_at(drop_rate, drop_seed, drop_step, drop_microbatch,       \
                        drop_microbatches, drop_mb_step, drop_b0, drop_h0,      \
-                       drop_heads)
+                       drop_heads, drop_seq)
 
 // One block per (b, h, s) row of scores: with lse_in null, the row's
 // log-sum-exp into lse_out and P = exp(x - lse); with lse_in, P from it.
@@ -510,7 +510,7 @@ extern "C" __global__ void weft_attention_probs(
     long T, int causal, long heads, int drop, double drop_rate, long drop_seed,
     const float *drop_step, const float *drop_microbatch,
     long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,
-    long drop_heads) {
+    long drop_heads, long drop_seq) {
   __shared__ double red[WEFT_OPS_THREADS];
   long row = blockIdx.x, s = row % S;
   weft_attn_dropout dropout = WEFT_ATTN_DROP;
@@ -530,7 +530,7 @@ extern "C" __global__ void weft_attention_probs(
   for (long t = threadIdx.x; t < T; t += blockDim.x) {
     float p = t < visible ? expf(x[t] - lse) : 0.0f;
     if (drop)
-      p *= weft_attn_dropout_factor(&dropout, b, h, s, S, t, T);
+      p *= weft_attn_dropout_factor(&dropout, b, h, s, S, t, T, 0, 0);
     if (type == WEFT_TYPE_F32)
       ((float *)probs)[row * T + t] = p;
     else
@@ -559,11 +559,11 @@ extern "C" __global__ void weft_attention_dscores(
     const float *__restrict delta, float scale, long n, long S, long T,
     long heads, double drop_rate, long drop_seed, const float *drop_step,
     const float *drop_microbatch, long drop_microbatches, long drop_mb_step,
-    long drop_b0, long drop_h0, long drop_heads) {
+    long drop_b0, long drop_h0, long drop_heads, long drop_seq) {
   weft_attn_dropout dropout = WEFT_ATTN_DROP;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long row = i / T, s = row % S, h = (row / S) % heads, b = row / (S * heads);
-    float m = weft_attn_dropout_factor(&dropout, b, h, s, S, i % T, T);
+    float m = weft_attn_dropout_factor(&dropout, b, h, s, S, i % T, T, 0, 0);
     float p = (float)weft_read(probs, type, i);
     float ds = scale * p * (dprobs[i] * m - delta[row]);
     if (type == WEFT_TYPE_F32)

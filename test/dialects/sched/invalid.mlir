@@ -1302,19 +1302,10 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 // -----
 
-sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
-  // expected-error @+1 {{'sched.attention' op takes dropout or positions, not both (context parallelism's ring has no dropout yet)}}
-  sched.attention %q, %q, %q -> %o, %lse positions(%p, %p : !sched.buffer<2xi32>, !sched.buffer<2xi32>) scale 0.5 causal algorithm flash {dropout = 0.1, seed = 1} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
-  sched.return []
-}
-
-// -----
-
 sched.mesh @mesh axes ["dp"] sizes [2]
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
-  // expected-error @+1 {{'sched.attention' op split cuts dimension 1 of q; dropout's mask splits batch and heads only}}
+  // expected-error @+1 {{'sched.attention' op split cuts dimension 1 of q; dropout's mask splits batch, heads and (with positions) the sequence}}
   sched.attention %q, %q, %q -> %o, %lse scale 0.5 algorithm flash {dropout = 0.1, seed = 1, split = [[], ["dp"], [], []]} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
   sched.return []
 }

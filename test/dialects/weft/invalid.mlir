@@ -422,9 +422,10 @@ func.func @attention_seed_without_dropout(%q: tensor<2x8x4x16xf32>, %s: tensor<f
 
 // -----
 
-func.func @attention_dropout_positions(%q: tensor<2x8x4x16xf32>, %p: tensor<8xi32>) {
-  // expected-error @+1 {{takes dropout or positions, not both (context parallelism's ring has no dropout yet)}}
-  %0:2 = weft.attention %q, %q, %q positions(%p, %p) scale = 1.0 causal dropout = 0.1 {seed = 1 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<8xi32>, tensor<8xi32>
+weft.mesh @mesh axes ["tp"] sizes [2]
+func.func @attention_dropout_split_head_dim(%q: tensor<2x8x4x16xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{dropout's mask splits batch, heads and (with positions) the sequence, not dimension 3 of the query}}
+  %0:2 = weft.attention %q, %q, %q positions(%p, %p) scale = 1.0 causal dropout = 0.1 {seed = 1 : i64, split = [[], [], [], ["tp"]]} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<8xi32>, tensor<8xi32>
   return
 }
 
@@ -432,7 +433,7 @@ func.func @attention_dropout_positions(%q: tensor<2x8x4x16xf32>, %p: tensor<8xi3
 
 weft.mesh @mesh axes ["dp", "cp"] sizes [2, 2]
 func.func @attention_dropout_split_sequence(%q: tensor<2x8x4x16xf32>) {
-  // expected-error @+1 {{dropout's mask splits batch and heads only, not dimension 1 of the query}}
+  // expected-error @+1 {{dropout's mask splits batch, heads and (with positions) the sequence, not dimension 1 of the query}}
   %0:2 = weft.attention %q, %q, %q scale = 1.0 causal dropout = 0.1 {seed = 1 : i64, split = [["dp"], ["cp"], [], []]} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
   return
 }

@@ -286,6 +286,7 @@ FailureOr<json::Object> writeInstruction(Operation *op,
   } else if (auto dropout = dyn_cast<sched::DropoutOp>(op)) {
     out["has_step"] = static_cast<bool>(dropout.getStep());
     out["has_microbatch"] = static_cast<bool>(dropout.getMicrobatch());
+    out["has_positions"] = static_cast<bool>(dropout.getPositions());
   } else if (auto copy = dyn_cast<sched::CopyOp>(op); copy && copy.getMesh()) {
     out["by_rank"] = json::Object{{"axes", strings(*copy.getRankAxes())},
                                   {"step", *copy.getRankStep()}};
@@ -806,13 +807,14 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
       attrs.set("operandSegmentSizes",
                 b.getDenseI32ArrayAttr({1, 1, 1, bias, aux, scales, scales}));
     } else if (opName == "sched.dropout") {
-      int32_t step = flag("has_step"), microbatch = flag("has_microbatch");
-      if (n != size_t(2 + step + microbatch))
+      int32_t step = flag("has_step"), microbatch = flag("has_microbatch"),
+              positions = flag("has_positions");
+      if (n != size_t(2 + step + microbatch + positions))
         return fail(at, "has " + Twine(n) +
-                            " operands, not what has_step and "
-                            "has_microbatch say");
+                            " operands, not what has_step, has_microbatch "
+                            "and has_positions say");
       attrs.set("operandSegmentSizes",
-                b.getDenseI32ArrayAttr({1, 1, step, microbatch}));
+                b.getDenseI32ArrayAttr({1, 1, step, microbatch, positions}));
     } else if (opName == "sched.attention" ||
                opName == "sched.attention_grad") {
       bool grad = opName == "sched.attention_grad";

@@ -233,7 +233,8 @@ Value GraphBuilder::dropout(Value x, double rate, int64_t seed) {
   if (rate == 0)
     return x;
   return DropoutOp::create(b, loc, x, stepOfDropout(), /*microbatch=*/Value(),
-                           b.getF64FloatAttr(rate), b.getI64IntegerAttr(seed),
+                           /*positions=*/Value(), b.getF64FloatAttr(rate),
+                           b.getI64IntegerAttr(seed),
                            /*split=*/ArrayAttr(),
                            /*microbatches=*/IntegerAttr());
 }

@@ -106,10 +106,11 @@ LogicalResult lowerDropout(DropoutOp op, ProgramLowering &l) {
   Value step = op.getStep() ? l.read(op, op.getStep()) : Value();
   Value microbatch =
       op.getMicrobatch() ? l.read(op, op.getMicrobatch()) : Value();
+  Value positions = op.getPositions() ? l.stored(op.getPositions()) : Value();
   sched::DropoutOp::create(
       l.builder(), op.getLoc(), x, l.write(op, op.getResult()), step,
-      microbatch, op.getRateAttr(), op.getSeedAttr(), op.getSplitAttr(),
-      op.getMicrobatchesAttr(), compute(l));
+      microbatch, positions, op.getRateAttr(), op.getSeedAttr(),
+      op.getSplitAttr(), op.getMicrobatchesAttr(), compute(l));
   return success();
 }
 

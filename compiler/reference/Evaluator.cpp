@@ -706,9 +706,23 @@ LogicalResult Interpreter::eval(Operation *op) {
         if (o.getStep())
           seed = weft_dropout_stream(seed, get(o.getStep()).data[0]);
         Tensor t = get(o.getInput());
+        // With positions, element s of dimension 1 is the sequence's
+        // positions[s]: the mask's index is the natural order's.
+        const Tensor *positions =
+            o.getPositions() ? &get(o.getPositions()) : nullptr;
+        int64_t inner = 1, seq = t.shape.size() > 1 ? t.shape[1] : 1;
+        for (size_t d = 2; d < t.shape.size(); ++d)
+          inner *= t.shape[d];
+        auto indexOf = [&](uint64_t i) -> uint64_t {
+          if (!positions)
+            return i;
+          uint64_t s = (i / inner) % seq, outer = i / (inner * seq);
+          auto at = static_cast<uint64_t>(positions->data[s]);
+          return (outer * seq + at) * inner + i % inner;
+        };
         if (rate > 0.0)
           for (size_t i = 0; i < t.data.size(); ++i)
-            t.data[i] = runtime::uniform24(seed, i) >= rate
+            t.data[i] = runtime::uniform24(seed, indexOf(i)) >= rate
                             ? t.data[i] / (1.0 - rate)
                             : 0.0;
         bind(o.getResult(), std::move(t));

@@ -333,8 +333,9 @@ static LogicalResult seedExpertParallel(func::FuncOp forward,
 /// chunks, then rank 1's, ...): the token inputs are split along it over cp
 /// and say so (`weft.sequence_chunks`, for the runtime that cuts them), and
 /// every op whose meaning depends on the order gets the reordered positions
-/// as data: rope, causal attention (which the partitioner runs as a ring)
-/// and a position-table lookup (GPT-2's). Losses are means over tokens,
+/// as data: rope, causal attention (which the partitioner runs as a ring),
+/// the dropout of a [B, S, ...] activation (its mask by position, the one
+/// rank's) and a position-table lookup (GPT-2's). Losses are means over tokens,
 /// which no order changes.
 static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
   OpBuilder b(forward.getContext());
@@ -416,7 +417,7 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
   WalkResult result = forward.walk([&](Operation *op) {
     // Positions already given must be the marked ones, reordered here.
     for (Value v : op->getOperands())
-      if (v != pos && isa<RopeOp, AttentionOp>(op) &&
+      if (v != pos && isa<RopeOp, AttentionOp, DropoutOp>(op) &&
           isa<IntegerType>(
               cast<RankedTensorType>(v.getType()).getElementType())) {
         op->emitOpError("has positions other than the marked "
@@ -434,6 +435,11 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
         return WalkResult::interrupt();
       }
       rope.getPositionsMutable().assign(pos);
+    } else if (auto drop = dyn_cast<DropoutOp>(op)) {
+      // A [B, S, ...] activation's mask by position, the one rank's.
+      if (!drop.getPositions() && drop.getType().getRank() >= 2 &&
+          drop.getType().getDimSize(1) == seq)
+        drop.getPositionsMutable().assign(pos);
     } else if (auto att = dyn_cast<AttentionOp>(op)) {
       if (att.getQueryPositions() || !att.getCausal())
         return WalkResult::advance();

@@ -166,15 +166,21 @@ struct MaskBlock {
             global[4] = {1, 1, 1, 1};
   int microbatchDim = 0;
   long long microbatchStep = 0;
+  /// Where the tensor's dimension 1 is among the four (for positions).
+  int positionsDim = 1;
 };
 
 /// `local` split by `split` over `mesh` (empty: unsplit), dimension 0 cut
 /// further into `microbatches` outside the split; nullopt when more than
-/// four dimensions are left after merging.
+/// four dimensions are left after merging, or when a tensor indexed by
+/// positions (dimension 1: `positioned`) would need merging at all.
 inline std::optional<MaskBlock> maskBlock(const MeshSpec &mesh, int64_t rank,
                                           const std::vector<int64_t> &local,
                                           const Sharding &split,
-                                          int64_t microbatches) {
+                                          int64_t microbatches,
+                                          bool positioned = false) {
+  if (positioned && local.size() > 4)
+    return std::nullopt;
   std::vector<long long> l(local.begin(), local.end()), start(l.size(), 0),
       global = l;
   long long step = 0;
@@ -212,6 +218,7 @@ inline std::optional<MaskBlock> maskBlock(const MeshSpec &mesh, int64_t rank,
     b.global[pad + d] = global[d];
   }
   b.microbatchDim = static_cast<int>(pad) < 4 ? static_cast<int>(pad) : 0;
+  b.positionsDim = static_cast<int>(pad) + 1;
   b.microbatchStep = l.empty() ? 0 : step;
   return b;
 }

@@ -396,13 +396,16 @@ void rope(const float *x, float *y, const Shape &sh, double theta,
 
 void dropout(const float *x, float *y, double rate, uint64_t seed,
              const long long local[4], const long long start[4],
-             const long long global[4]) {
+             const long long global[4], const int32_t *positions,
+             int positionsDim) {
   int64_t n = local[0] * local[1] * local[2] * local[3];
-  bool whole = true;
+  bool whole = !positions;
   for (int d = 0; d < 4; ++d)
     whole &= start[d] == 0 && local[d] == global[d];
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t at = whole ? i : weft_global_index(i, local, start, global);
+    uint64_t at = whole ? i
+                        : weft_global_index(i, local, start, global, positions,
+                                            positionsDim);
     y[i] = rate > 0 && uniform24(seed, at) < rate
                ? 0.0f
                : static_cast<float>(x[i] / (1.0 - rate));

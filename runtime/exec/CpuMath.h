@@ -114,7 +114,8 @@ void rope(const float *x, float *y, const Shape &shape, double theta,
 /// CounterRng.h's weft_global_index).
 void dropout(const float *x, float *y, double rate, uint64_t seed,
              const long long local[4], const long long start[4],
-             const long long global[4]);
+             const long long global[4], const int32_t *positions = nullptr,
+             int positionsDim = 1);
 
 /// weft.fp8_amax: the largest |x| of each block of x (of `shape`), the
 /// blocks laid out as `grid` (amax's shape, dividing `shape`).

@@ -885,9 +885,11 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     DropoutAttrs a;
     WEFT_ASSIGN(a.rate, o.number("rate"));
     WEFT_ASSIGN(a.seed, o.i64("seed"));
-    // Absent in bundles written before it: no step.
+    // Absent in bundles written before them: no step, no positions.
     if (o.has("has_step"))
       WEFT_ASSIGN(a.hasStep, o.flag("has_step"));
+    if (o.has("has_positions"))
+      WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
     WEFT_RETURN_IF_ERROR(readMaskBlock(o, b.mesh, a.block));
     return a;
   }
@@ -1081,6 +1083,8 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
       r.push_back({"step", kRead});
     if (a.block.hasMicrobatch)
       r.push_back({"microbatch", kRead});
+    if (a.hasPositions)
+      r.push_back({"positions", kRead});
     return r;
   }
   case Op::Reduce:
@@ -1934,6 +1938,13 @@ absl::Status checkOperands(const Check &c) {
     WEFT_RETURN_IF_ERROR(checkMask(c, a.hasStep ? 2 : -1,
                                    a.block.hasMicrobatch ? 2 + a.hasStep : -1,
                                    a.block, c.shape(0).size()));
+    if (a.hasPositions) {
+      if (c.shape(0).size() < 2)
+        return c.fail("field 'has_positions': positions index dimension 1, "
+                      "which the input lacks");
+      WEFT_RETURN_IF_ERROR(
+          c.isPositions(2 + a.hasStep + a.block.hasMicrobatch, c.shape(0)[1]));
+    }
     return c.sameShape(0, 1);
   }
   case Op::Fp8Amax:

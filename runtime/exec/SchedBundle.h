@@ -280,6 +280,9 @@ struct DropoutAttrs {
   int64_t seed = 0;
   bool hasStep = false;
   MaskBlockAttrs block;
+  /// Operand `positions` (after the counters): dimension 1's elements are
+  /// the sequence's positions[s].
+  bool hasPositions = false;
 };
 /// fp8_quantize; its blocks are the input's shape over the amax's.
 struct Fp8QuantizeAttrs {

@@ -611,8 +611,13 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     if (a.block.hasMicrobatch)
       if (absl::Status s = need(2 + a.hasStep, F); !s.ok())
         return s;
-    std::optional<MaskBlock> block = maskBlock(
-        mesh_, rank(), type(0).shape, a.block.split, a.block.microbatches);
+    size_t at = 2 + a.hasStep + a.block.hasMicrobatch; // positions
+    if (a.hasPositions)
+      if (absl::Status s = need(at, I); !s.ok())
+        return s;
+    std::optional<MaskBlock> block =
+        maskBlock(mesh_, rank(), type(0).shape, a.block.split,
+                  a.block.microbatches, a.hasPositions);
     if (!block)
       return absl::UnimplementedError(
           "splits more than four dimensions of its input (a dropout mask's "
@@ -620,6 +625,7 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     return Step(
         [=, x = f(0), y = f(1), step = a.hasStep ? f(2) : nullptr,
          microbatch = a.block.hasMicrobatch ? f(2 + a.hasStep) : nullptr,
+         positions = a.hasPositions ? i32(at) : nullptr,
          seed = static_cast<uint64_t>(a.seed), b = *block] {
           uint64_t stream = step ? weft_dropout_stream(seed, *step) : seed;
           long long start[4] = {b.start[0], b.start[1], b.start[2], b.start[3]};
@@ -627,7 +633,8 @@ SchedExecutor::bindInstruction(const sched::Program &program,
             start[b.microbatchDim] +=
                 weft_microbatch(*microbatch, a.block.microbatches) *
                 b.microbatchStep;
-          cpu::dropout(x, y, a.rate, stream, b.local, start, b.global);
+          cpu::dropout(x, y, a.rate, stream, b.local, start, b.global,
+                       positions, b.positionsDim);
           return absl::OkStatus();
         });
   }

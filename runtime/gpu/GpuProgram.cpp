@@ -1026,8 +1026,13 @@ absl::Status Translator::run() {
     if (a.block.hasMicrobatch)
       if (absl::Status s = need(2 + a.hasStep, {DType::F32}); !s.ok())
         return s;
+    size_t at = 2 + a.hasStep + a.block.hasMicrobatch; // positions
+    if (a.hasPositions)
+      if (absl::Status s = need(at, {DType::I32}); !s.ok())
+        return s;
     std::optional<MaskBlock> b =
-        maskBlock(mesh, rank, shape(0), a.block.split, a.block.microbatches);
+        maskBlock(mesh, rank, shape(0), a.block.split, a.block.microbatches,
+                  a.hasPositions);
     if (!b)
       return absl::UnimplementedError(
           "splits more than four dimensions of its input (a dropout mask's "
@@ -1046,6 +1051,8 @@ absl::Status Translator::run() {
     for (const long long *dims : {b->local, b->start, b->global})
       for (int d = 0; d < 4; ++d)
         args.push_back(i64(dims[d]));
+    args.push_back(a.hasPositions ? buf(at) : null());
+    args.push_back(i64(b->positionsDim));
     kernel("weft_dropout", gridFor(count(1)), args);
     return absl::OkStatus();
   }

@@ -111,13 +111,15 @@ WEFT_RNG_FN float weft_attn_dropout_factor(const weft_attn_dropout *d,
 
 /// The dropout mask's index of element `i` of a rank's block of a tensor of
 /// up to 4 dimensions (leading ones added): the block's sizes `local`, where
-/// it starts in the global tensor `start`, the global sizes `global`. The
+/// it starts in the global tensor `start`, the global sizes `global`; with
+/// `positions`, dimension `positions_dim`'s element c is the global
+/// positions[c] instead (a sequence held in another order). The
 /// mask is the global tensor's, so a tensor split across ranks (or a batch
 /// cut into micro-batches) draws the mask one rank and one batch would.
-WEFT_RNG_FN unsigned long long weft_global_index(unsigned long long i,
-                                                 const long long *local,
-                                                 const long long *start,
-                                                 const long long *global) {
+WEFT_RNG_FN unsigned long long
+weft_global_index(unsigned long long i, const long long *local,
+                  const long long *start, const long long *global,
+                  const int *positions, int positions_dim) {
   unsigned long long coord[4];
   for (int d = 3; d >= 0; --d) {
     coord[d] = i % (unsigned long long)local[d];
@@ -126,7 +128,9 @@ WEFT_RNG_FN unsigned long long weft_global_index(unsigned long long i,
   unsigned long long index = 0;
   for (int d = 0; d < 4; ++d)
     index = index * (unsigned long long)global[d] +
-            (unsigned long long)start[d] + coord[d];
+            (positions && d == positions_dim
+                 ? (unsigned long long)positions[coord[d]]
+                 : (unsigned long long)start[d] + coord[d]);
   return index;
 }
 

@@ -1217,6 +1217,14 @@ LogicalResult DropoutOp::verify() {
   if (failed(verifyMask(*this, getStep(), getMicrobatch(), getMicrobatches(),
                         getSplit(), bufferOf(getInput()).getShape().size())))
     return failure();
+  if (Value positions = getPositions()) {
+    ArrayRef<int64_t> in = bufferOf(getInput()).getShape();
+    BufferType type = bufferOf(positions);
+    if (in.size() < 2 || !type.getElementType().isInteger(32) ||
+        type.getShape() != ArrayRef<int64_t>{in[1]})
+      return emitOpError("positions must be i32, one per element of "
+                         "dimension 1 of the input");
+  }
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 

@@ -696,7 +696,8 @@ def Sched_SoftmaxOp : Sched_LibraryOp<"softmax", "softmax along a dimension",
 def Sched_DropoutOp : Sched_LibraryOp<"dropout",
     "zero elements with probability rate, scale the rest by 1/(1-rate)",
     (ins Sched_In:$input, Sched_Out:$out, Sched_OptionalIn:$step,
-         Sched_OptionalIn:$microbatch, F64Attr:$rate, Sched_I64Attr:$seed,
+         Sched_OptionalIn:$microbatch, Sched_OptionalIn:$positions,
+         F64Attr:$rate, Sched_I64Attr:$seed,
          OptionalAttr<ArrayAttr>:$split,
          OptionalAttr<Sched_I64Attr>:$microbatches),
     [AttrSizedOperandSegments]> {
@@ -706,7 +707,9 @@ def Sched_DropoutOp : Sched_LibraryOp<"dropout",
     training step. `split`: per dimension, the mesh axes that cut it, major
     to minor, as a parameter's. `microbatch` (an f32 scalar k) of
     `microbatches` m: dimension 0 is further the k-th of m blocks, outside
-    the split (the step's micro-batches).
+    the split (the step's micro-batches). `positions` (i32, one per element
+    of dimension 1): element s of dimension 1 is the sequence's
+    positions[s] (context parallelism's order).
 
     ```mlir
     sched.dropout %x, %y step %s : !sched.buffer<f32> microbatch %k : !sched.buffer<f32>
@@ -716,7 +719,8 @@ def Sched_DropoutOp : Sched_LibraryOp<"dropout",
   }];
   let assemblyFormat = [{
     $input `,` $out (`step` $step^ `:` type($step))?
-    (`microbatch` $microbatch^ `:` type($microbatch))? (`on` $stream^)?
+    (`microbatch` $microbatch^ `:` type($microbatch))?
+    (`positions` $positions^ `:` type($positions))? (`on` $stream^)?
     attr-dict `:` type($input) `,` type($out)
   }];
 }

@@ -183,8 +183,8 @@ FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
     if (std::optional<ArrayAttr> q = getSplit())
       split = builder.getArrayAttr({(*q)[0], (*q)[2], (*q)[1], (*q)[3]});
     probs = DropoutOp::create(builder, loc, probs, getStep(), getMicrobatch(),
-                              getDropoutAttr(), getSeedAttr(), split,
-                              getMicrobatchesAttr());
+                              /*positions=*/Value(), getDropoutAttr(),
+                              getSeedAttr(), split, getMicrobatchesAttr());
   }
   Value out = MatmulOp::create(builder, loc, probs, v, false, false);
   auto f32 = builder.getF32Type();

@@ -343,10 +343,11 @@ Grads AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // The mask is a pure function of (seed, index): the same op masks the
   // gradient identically.
-  return grads({DropoutOp::create(b, getLoc(), single(rg), getStep(),
-                                  getMicrobatch(), getRateAttr(), getSeedAttr(),
-                                  getSplitAttr(), getMicrobatchesAttr()),
-                Value(), Value()});
+  return grads(
+      {DropoutOp::create(b, getLoc(), single(rg), getStep(), getMicrobatch(),
+                         getPositions(), getRateAttr(), getSeedAttr(),
+                         getSplitAttr(), getMicrobatchesAttr()),
+       Value(), Value(), Value()});
 }
 
 Grads Fp8AmaxOp::buildGradients(OpBuilder &, ArrayRef<Value>) {

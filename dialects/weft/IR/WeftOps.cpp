@@ -681,6 +681,14 @@ LogicalResult AttentionGradOp::verify() {
 LogicalResult DropoutOp::verify() {
   if (failed(verifyRate(*this, getRate().convertToDouble())))
     return failure();
+  if (Value positions = getPositions()) {
+    auto type = cast<RankedTensorType>(positions.getType());
+    if (getType().getRank() < 2 || type.getRank() != 1 ||
+        type.getDimSize(0) != getType().getDimSize(1))
+      return emitOpError("positions must be one per element of dimension 1 "
+                         "of the input, got ")
+             << type;
+  }
   return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(), getSplit(),
                          getType().getRank());
 }

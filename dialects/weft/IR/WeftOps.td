@@ -963,8 +963,11 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AttrSizedOperandSegments,
     parameter `dropout_microbatch`) of `microbatches` m (set by
     weft-accumulate-gradients), dimension 0 is the batch's and this is
     micro-batch k of the step's m: the k-th of m blocks of dimension 0,
-    outside the ranks' split. So N ranks, or m micro-batches, draw the mask
-    one rank with the whole batch would.
+    outside the ranks' split. With `positions` (i32, one per element of
+    dimension 1: context parallelism's load-balanced order of the
+    sequence), element s of dimension 1 is the sequence's positions[s]. So
+    N ranks, or m micro-batches, draw the mask one rank with the whole
+    batch would.
 
     ```mlir
     %y = weft.dropout %x step %s : tensor<f32> {rate = 0.1 : f64, seed = 7 : i64}
@@ -976,13 +979,15 @@ def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AttrSizedOperandSegments,
   }];
   let arguments = (ins Weft_FloatTensor:$input, Optional<Weft_ScalarF32>:$step,
                        Optional<Weft_ScalarF32>:$microbatch,
+                       Optional<Weft_TensorOf<[I32]>>:$positions,
                        Weft_FiniteF64Attr:$rate, I64Attr:$seed,
                        OptionalAttr<ArrayAttr>:$split,
                        OptionalAttr<I64Attr>:$microbatches);
   let results = (outs Weft_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`step` $step^ `:` type($step))?
-    (`microbatch` $microbatch^ `:` type($microbatch))? attr-dict `:`
+    (`microbatch` $microbatch^ `:` type($microbatch))?
+    (`positions` $positions^ `:` type($positions))? attr-dict `:`
     type($result)
   }];
   let hasVerifier = 1;

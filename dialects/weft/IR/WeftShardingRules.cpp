@@ -198,6 +198,8 @@ ShardingRule DropoutOp::getShardingRule() {
   for (Value counter : {getStep(), getMicrobatch()})
     if (counter)
       rule.operands.emplace_back();
+  if (getPositions()) // One per element of dimension 1, split as it is.
+    rule.operands.push_back({dims[1]});
   rule.results.push_back(dims);
   return rule;
 }

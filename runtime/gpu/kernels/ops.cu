@@ -850,15 +850,16 @@ extern "C" __global__ void weft_expert_move(
 // weft.dropout: element i is kept iff u(seed, g) >= rate, g its index in
 // the global tensor (CounterRng.h, the definitions every backend shares:
 // the block is local[4] at start[4] of global[4], dimension mb_dim of
-// micro-batch k starting k * mb_step further on), kept ones scaled by
-// 1 / (1 - rate) in double, as on the CPU.
+// micro-batch k starting k * mb_step further on; with positions, element c
+// of dimension positions_dim is the sequence's positions[c]), kept ones
+// scaled by 1 / (1 - rate) in double, as on the CPU.
 extern "C" __global__ void
 weft_dropout(const float *__restrict x, float *__restrict y, long n,
              double rate, long seed, const float *__restrict step,
              const float *__restrict microbatch, long microbatches,
              long mb_dim, long mb_step, long l0, long l1, long l2, long l3,
              long s0, long s1, long s2, long s3, long g0, long g1, long g2,
-             long g3) {
+             long g3, const int *__restrict positions, long positions_dim) {
   unsigned long long stream =
       step ? weft_dropout_stream((unsigned long long)seed, (double)*step)
            : (unsigned long long)seed;
@@ -869,7 +870,8 @@ weft_dropout(const float *__restrict x, float *__restrict y, long n,
   const long long global[4] = {g0, g1, g2, g3};
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     unsigned long long at =
-        weft_global_index((unsigned long long)i, local, start, global);
+        weft_global_index((unsigned long long)i, local, start, global,
+                          positions, (int)positions_dim);
     y[i] = rate > 0 && weft_uniform24(stream, at) < rate
                ? 0.0f
                : (float)(x[i] / (1.0 - rate));

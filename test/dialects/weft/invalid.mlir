@@ -528,6 +528,14 @@ func.func @dropout_microbatched_scalar(%x: tensor<f32>, %k: tensor<f32>) {
 
 // -----
 
+func.func @dropout_positions(%x: tensor<4x8xf32>, %p: tensor<4xi32>) {
+  // expected-error @+1 {{positions must be one per element of dimension 1 of the input, got 'tensor<4xi32>'}}
+  %0 = weft.dropout %x positions %p : tensor<4xi32> {rate = 0.1 : f64, seed = 0 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
 weft.mesh @mesh axes ["dp"] sizes [2]
 func.func @dropout_split_rank(%x: tensor<4x2xf32>) {
   // expected-error @+1 {{split has 1 entries for a tensor of rank 2}}

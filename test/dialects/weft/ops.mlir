@@ -121,7 +121,10 @@ func.func @nn(%ids: tensor<2x8xi32>, %table: tensor<256x64xf32>, %g: tensor<64xf
   %d = weft.dropout %s {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
   // CHECK: weft.dropout %{{.*}} microbatch %{{.*}} : tensor<f32> {microbatches = 2 : i64, rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
   %mb = weft.constant dense<1.0> : tensor<f32>
+  %pos = weft.constant dense<[1, 0, 3, 2, 5, 4, 7, 6]> : tensor<8xi32>
   %dm = weft.dropout %s microbatch %mb : tensor<f32> {microbatches = 2 : i64, rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  // CHECK: weft.dropout %{{.*}} positions %{{.*}} : tensor<8xi32> {rate = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
+  %dp = weft.dropout %s positions %pos : tensor<8xi32> {rate = 0.1 : f64, seed = 7 : i64} : tensor<2x8x64xf32>
   // CHECK: weft.attention %{{.*}} scale = 2.500000e-01 causal dropout = 1.000000e-01 step %{{.*}} : tensor<f32> {seed = 3 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
   %ad, %lsed = weft.attention %r, %kv, %kv scale = 0.25 causal dropout = 0.1 step %mb : tensor<f32> {seed = 3 : i64} : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
   %logits = weft.matmul %h, %table transpose_rhs : tensor<2x8x64xf32>, tensor<256x64xf32>

@@ -711,6 +711,11 @@ LogicalResult Interpreter::eval(Operation *op) {
         const Tensor *positions =
             o.getPositions() ? &get(o.getPositions()) : nullptr;
         int64_t inner = 1, seq = t.shape.size() > 1 ? t.shape[1] : 1;
+        if (positions)
+          for (double p : positions->data)
+            if (!(p >= 0 && p < static_cast<double>(seq)))
+              return o.emitOpError("position ")
+                     << p << " is outside the sequence of " << seq;
         for (size_t d = 2; d < t.shape.size(); ++d)
           inner *= t.shape[d];
         auto indexOf = [&](uint64_t i) -> uint64_t {
@@ -1072,8 +1077,13 @@ Interpreter::attentionDropoutOf(Op op, int64_t heads, int64_t s, int64_t t) {
   if (op.getQueryPositions())
     for (auto [v, out] : {std::pair{op.getQueryPositions(), &qpos},
                           std::pair{op.getKeyPositions(), &kpos}})
-      for (double p : get(v).data)
+      for (double p : get(v).data) {
+        if (!(p >= 0 && p < static_cast<double>(s)))
+          return op.emitOpError("position ")
+                     << p << " is outside the sequence of " << s,
+                 failure();
         out->push_back(static_cast<int>(p));
+      }
   return Factor([=](int64_t b, int64_t h, int64_t i, int64_t j) {
     return static_cast<double>(weft_attn_dropout_factor(
         &d, b, h, i, s, j, t, qpos.empty() ? nullptr : qpos.data(),

@@ -438,7 +438,7 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
     } else if (auto drop = dyn_cast<DropoutOp>(op)) {
       // A [B, S, ...] activation's mask by position, the one rank's.
       if (!drop.getPositions() && drop.getType().getRank() >= 2 &&
-          drop.getType().getDimSize(1) == seq)
+          drop.getType().getRank() <= 4 && drop.getType().getDimSize(1) == seq)
         drop.getPositionsMutable().assign(pos);
     } else if (auto att = dyn_cast<AttentionOp>(op)) {
       if (att.getQueryPositions() || !att.getCausal())

@@ -1939,9 +1939,9 @@ absl::Status checkOperands(const Check &c) {
                                    a.block.hasMicrobatch ? 2 + a.hasStep : -1,
                                    a.block, c.shape(0).size()));
     if (a.hasPositions) {
-      if (c.shape(0).size() < 2)
-        return c.fail("field 'has_positions': positions index dimension 1, "
-                      "which the input lacks");
+      if (c.shape(0).size() < 2 || c.shape(0).size() > 4)
+        return c.fail("field 'has_positions': positions index dimension 1 "
+                      "of an input of rank 2 to 4");
       WEFT_RETURN_IF_ERROR(
           c.isPositions(2 + a.hasStep + a.block.hasMicrobatch, c.shape(0)[1]));
     }

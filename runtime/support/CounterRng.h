@@ -83,8 +83,10 @@ WEFT_RNG_FN weft_attn_dropout weft_attn_dropout_at(
 /// keys): 1 without dropout, else 0 where dropped and 1 / (1 - rate) (as
 /// f32) where kept. The index is row-major in the global probabilities, so
 /// the mask is weft.dropout's of that tensor; with positions (`qpos`,
-/// `kpos` non-null) query s and key t are the sequence's qpos[s] and
-/// kpos[t] of `seq`, so a ring's blocks draw the whole sequence's mask.
+/// `kpos` non-null, values in [0, seq): the plan's) query s and key t are
+/// the sequence's qpos[s] and kpos[t] of `seq`, so a ring's blocks draw the
+/// whole sequence's mask. A position out of range only draws another
+/// element's mask: the index is unsigned arithmetic, never an address.
 WEFT_RNG_FN float weft_attn_dropout_factor(const weft_attn_dropout *d,
                                            long long b, long long h,
                                            long long s, long long S,

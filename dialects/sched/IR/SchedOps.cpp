@@ -1043,9 +1043,10 @@ static LogicalResult verifyMask(Operation *op, Value step, Value microbatch,
     return failure();
   // The mask's index takes four dimensions: dimension 0 and each later
   // split one (whole ones merge into the one before).
-  if (split && llvm::count_if(split->getValue().drop_front(), [](Attribute a) {
-                 return !cast<ArrayAttr>(a).empty();
-               }) > 3)
+  if (split && split->size() > 1 &&
+      llvm::count_if(split->getValue().drop_front(), [](Attribute a) {
+        return !cast<ArrayAttr>(a).empty();
+      }) > 3)
     return op->emitOpError("split cuts more than 3 dimensions after the "
                            "first; a dropout mask's index takes 4");
   return success();
@@ -1220,10 +1221,11 @@ LogicalResult DropoutOp::verify() {
   if (Value positions = getPositions()) {
     ArrayRef<int64_t> in = bufferOf(getInput()).getShape();
     BufferType type = bufferOf(positions);
-    if (in.size() < 2 || !type.getElementType().isInteger(32) ||
+    if (in.size() < 2 || in.size() > 4 ||
+        !type.getElementType().isInteger(32) ||
         type.getShape() != ArrayRef<int64_t>{in[1]})
       return emitOpError("positions must be i32, one per element of "
-                         "dimension 1 of the input");
+                         "dimension 1 of an input of rank 2 to 4");
   }
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }

@@ -688,6 +688,10 @@ LogicalResult DropoutOp::verify() {
       return emitOpError("positions must be one per element of dimension 1 "
                          "of the input, got ")
              << type;
+    // The mask's index merges no dimension of a positioned tensor.
+    if (getType().getRank() > 4)
+      return emitOpError("positions index a tensor of rank at most 4, not ")
+             << getType().getRank();
   }
   return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(), getSplit(),
                          getType().getRank());

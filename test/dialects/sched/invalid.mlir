@@ -1817,7 +1817,7 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4x8xf32>, %y: !sched.buffer<4x8xf32>, %p: !sched.buffer<8xf32>):
-  // expected-error @+1 {{'sched.dropout' op positions must be i32, one per element of dimension 1 of the input}}
+  // expected-error @+1 {{'sched.dropout' op positions must be i32, one per element of dimension 1 of an input of rank 2 to 4}}
   sched.dropout %x, %y positions %p : !sched.buffer<8xf32> {rate = 0.1, seed = 0} : !sched.buffer<4x8xf32>, !sched.buffer<4x8xf32>
   sched.return []
 }

@@ -528,6 +528,14 @@ func.func @dropout_microbatched_scalar(%x: tensor<f32>, %k: tensor<f32>) {
 
 // -----
 
+func.func @dropout_positions_rank(%x: tensor<1x8x1x1x2xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{positions index a tensor of rank at most 4, not 5}}
+  %0 = weft.dropout %x positions %p : tensor<8xi32> {rate = 0.1 : f64, seed = 0 : i64} : tensor<1x8x1x1x2xf32>
+  return
+}
+
+// -----
+
 func.func @dropout_positions(%x: tensor<4x8xf32>, %p: tensor<4xi32>) {
   // expected-error @+1 {{positions must be one per element of dimension 1 of the input, got 'tensor<4xi32>'}}
   %0 = weft.dropout %x positions %p : tensor<4xi32> {rate = 0.1 : f64, seed = 0 : i64} : tensor<4x8xf32>

@@ -189,8 +189,8 @@ TEST(SchedExecutor, DataAndTensorParallelOnFourRanksTrainsLikeOneRank) {
 // for element, and the ranks and micro-batches train as one rank with the
 // whole batch does.
 TEST(SchedExecutor, DropoutOnRanksAndMicrobatchesTrainsLikeOneRank) {
-  for (const char *plan :
-       {"dp=2", "dp=2,tp=2", "microbatches=2", "dp=2,microbatches=2"}) {
+  for (const char *plan : {"dp=2", "dp=2,tp=2", "tp=2,sp=on", "microbatches=2",
+                           "dp=2,microbatches=2"}) {
     Case setup("gpt2-tiny-dropout", "f32", plan);
     setup.batch = 4;
     checkPlacedTraining(setup, 1e-5, 5e-5);

@@ -1052,33 +1052,16 @@ static LogicalResult verifyMask(Operation *op, Value step, Value microbatch,
   return success();
 }
 
-/// Attention's dropout (dialects/common/AttentionDropout.h), its block
-/// splitting batch and heads only.
-template <typename Op> static LogicalResult verifyAttentionDropout(Op op) {
-  FailureOr<bool> drops = weft::attentionDropout(op);
-  if (failed(drops) || !*drops)
-    return failure(failed(drops));
-  if (failed(verifyMask(op, op.getStep(), op.getMicrobatch(),
-                        op.getMicrobatches(), op.getSplit(), 4)))
-    return failure();
-  if (std::optional<ArrayAttr> split = op.getSplit())
-    for (int64_t d : {1, 3})
-      if (!cast<ArrayAttr>((*split)[d]).empty() &&
-          (d == 3 || !op.getQueryPositions()))
-        return op.emitOpError("split cuts dimension ")
-               << d
-               << " of q; dropout's mask splits batch, heads and (with "
-                  "positions) the sequence";
-  return success();
-}
-
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionShapes(*this, getQ(), getK(), getV(), getOut(),
                                    getLse(), getAlgorithm(), getScratch())) ||
       failed(verifyPositions(*this, getQ(), getK(), getQueryPositions(),
                              getKeyPositions(), getCausal())))
     return failure();
-  return verifyAttentionDropout(*this);
+  return weft::verifyAttentionDropout(*this, [&] {
+    return verifyMask(*this, getStep(), getMicrobatch(), getMicrobatches(),
+                      getSplit(), 4);
+  });
 }
 
 LogicalResult AttentionGradOp::verify() {
@@ -1090,7 +1073,10 @@ LogicalResult AttentionGradOp::verify() {
   if (getLseGrad() && getLseGrad().getType() != getLse().getType())
     return emitOpError("lse_grad is ")
            << getLseGrad().getType() << ", not lse's " << getLse().getType();
-  if (failed(verifyAttentionDropout(*this)))
+  if (failed(weft::verifyAttentionDropout(*this, [&] {
+        return verifyMask(*this, getStep(), getMicrobatch(), getMicrobatches(),
+                          getSplit(), 4);
+      })))
     return failure();
   for (auto [x, dx, name] : {std::tuple{getQ(), getDq(), "dq"},
                              {getK(), getDk(), "dk"},

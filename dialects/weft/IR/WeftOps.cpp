@@ -549,27 +549,6 @@ static LogicalResult verifyRate(Operation *op, double rate) {
   return success();
 }
 
-/// Attention's dropout (dialects/common/AttentionDropout.h), its block
-/// splitting batch and heads, not the sequence or head dimension.
-template <typename Op> static LogicalResult verifyAttentionDropout(Op op) {
-  FailureOr<bool> drops = weft::attentionDropout(op);
-  if (failed(drops) || !*drops)
-    return failure(failed(drops));
-  if (failed(verifyMaskBlock(op, op.getMicrobatch(), op.getMicrobatches(),
-                             op.getSplit(), 4)))
-    return failure();
-  // The sequence splits only held by positions (context parallelism's
-  // ring: the mask is then the whole sequence's, by position).
-  if (std::optional<ArrayAttr> split = op.getSplit())
-    for (int64_t d : {1, 3})
-      if (!cast<ArrayAttr>((*split)[d]).empty() &&
-          (d == 3 || !op.getQueryPositions()))
-        return op.emitOpError("dropout's mask splits batch, heads and (with "
-                              "positions) the sequence, not dimension ")
-               << d << " of the query";
-  return success();
-}
-
 /// Attention's optional positions: both or neither, only with `causal`,
 /// [S] for the queries and [T] for the keys.
 static LogicalResult verifyPositions(Operation *op, Value query, Value key,
@@ -597,7 +576,10 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
                              getKeyPositions(), getCausal())))
     return failure();
-  return verifyAttentionDropout(*this);
+  return weft::verifyAttentionDropout(*this, [&] {
+    return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(),
+                           getSplit(), 4);
+  });
 }
 
 /// Shared by attention and its gradient: the result and lse types.
@@ -675,7 +657,10 @@ LogicalResult AttentionGradOp::verify() {
   if (failed(verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
                              getKeyPositions(), getCausal())))
     return failure();
-  return verifyAttentionDropout(*this);
+  return weft::verifyAttentionDropout(*this, [&] {
+    return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(),
+                           getSplit(), 4);
+  });
 }
 
 LogicalResult DropoutOp::verify() {

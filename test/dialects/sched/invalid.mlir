@@ -1305,7 +1305,7 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 sched.mesh @mesh axes ["dp"] sizes [2]
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %t: !sched.buffer<f32>, %p: !sched.buffer<2xi32>):
-  // expected-error @+1 {{'sched.attention' op split cuts dimension 1 of q; dropout's mask splits batch, heads and (with positions) the sequence}}
+  // expected-error @+1 {{'sched.attention' op dropout's mask splits batch, heads and (with positions) the sequence, not dimension 1 of the query}}
   sched.attention %q, %q, %q -> %o, %lse scale 0.5 algorithm flash {dropout = 0.1, seed = 1, split = [[], ["dp"], [], []]} : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
   sched.return []
 }

@@ -23,11 +23,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <netinet/in.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -262,12 +265,26 @@ inline double worstError(const std::vector<float> &a,
   return diff == 0 ? 0 : diff / std::max(scale, 1e-30);
 }
 
-/// A port for a multi-rank job of this process: a store's port stays taken
-/// a while after the job that served it, so each job takes the next of 64
-/// (below the ephemeral range).
+/// A port for a multi-rank job: one the kernel has free now (bound to port
+/// 0, read back, released). ctest runs test processes side by side, so a
+/// port computed from the pid could be another process's (two pids 150
+/// apart once took the same one, and a job's communicator failed).
 inline int nextPort() {
-  static int jobs = 0;
-  return 20000 + static_cast<int>(getpid() % 150) * 64 + jobs++ % 64;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0) << "socket: " << std::strerror(errno);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  bool bound =
+      fd >= 0 &&
+      bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0;
+  EXPECT_TRUE(bound) << "finding a free port: " << std::strerror(errno);
+  if (fd >= 0)
+    close(fd);
+  return bound ? ntohs(address.sin_port) : 0;
 }
 
 /// A CPU executor of bundle `dir` for a rank talking over `comm` (null for
@@ -318,6 +335,8 @@ runJob(const Case &setup, const runtime::MeshSpec &mesh, const RankWork &work) {
     info.rank = r, info.worldSize = world, info.masterPort = port;
     auto comm = runtime::Communicator::create(info, std::chrono::seconds(60));
     if (!comm.ok()) {
+      // Never silent: a test reading only what `work` saw would pass.
+      ADD_FAILURE() << "rank " << r << ": " << comm.status();
       traces[r].failure = std::string(comm.status().message());
       return;
     }

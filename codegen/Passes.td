@@ -28,13 +28,23 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
     gradients), the packing of collective buckets and of collectives along
     an inner dimension, and generated kernels' launch grids. An op with no
     lowering is an error naming it.
+
+    With `fp8-storage` (`auto`: on for cuda), a per-tensor
+    `weft.fp8_quantize` whose every reader is a GEMM (through reshapes)
+    whose other operand is one too, with m, n and k multiples of 16,
+    becomes `sched.fp8_cast` (FP8 codes and 1 / s, transposed where
+    cuBLASLt's k-contiguous layout needs it) and its GEMMs `sched.gemm`
+    with FP8 operands and scales; the f32 values are not written.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "What the bundle runs on: cpu or cuda">,
     Option<"attentionScratchMb", "attention-scratch-mb", "int64_t",
            /*default=*/"4096",
-           "GPU attention materialises scores up to this many MiB">
+           "GPU attention materialises scores up to this many MiB">,
+    Option<"fp8Storage", "fp8-storage", "std::string", /*default=*/"\"auto\"",
+           "Per-tensor FP8 GEMM operands as FP8 codes: auto (on for cuda), "
+           "on or off">
   ];
   let dependentDialects = ["::weft::sched::SchedDialect"];
 }

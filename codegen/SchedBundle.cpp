@@ -77,6 +77,7 @@ const llvm::StringMap<Kind> &attributeKinds() {
       {"accumulate", Kind::Unit},
       {"causal", Kind::Unit},
       {"pow2_scales", Kind::Unit},
+      {"transpose", Kind::Unit},
       {"axis", Kind::Str},
       {"format", Kind::Str},
       {"axes", Kind::StrArray},

@@ -210,6 +210,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   LowerToSchedOptions lower;
   lower.target = options.target;
   lower.attentionScratchMb = options.attentionScratchMb;
+  lower.fp8Storage = options.fp8Storage;
   pm.addPass(createLowerToSched(lower));
   OpPassManager &schedPrograms = pm.nest<sched::ProgramOp>();
   if (gpu)
@@ -365,6 +366,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.lossScaleWindow = options.lossScaleWindow;
   pipeline.fp8 = options.fp8;
   pipeline.fp8Keep = options.fp8Keep;
+  pipeline.fp8Storage = options.fp8Storage;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

@@ -52,6 +52,10 @@ struct TrainingOptions {
   /// the model's precision (weft-fp8's recipe and keep).
   std::string fp8 = "none";
   std::string fp8Keep = "head";
+  /// Per-tensor FP8 GEMM operands as FP8 codes and FP8 GEMMs (auto: on
+  /// for cuda), else their dequantized f32 values (weft-lower-to-sched's
+  /// fp8-storage).
+  std::string fp8Storage = "auto";
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -135,6 +139,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Layers whose GEMMs stay out of FP8: head, first, last "
                      "(comma list) or none"),
       llvm::cl::init(TrainingOptions().fp8Keep)};
+  Option<std::string> fp8Storage{
+      *this, "fp8-storage",
+      llvm::cl::desc("Per-tensor FP8 GEMM operands as FP8 codes: auto (on "
+                     "for cuda), on or off"),
+      llvm::cl::init(TrainingOptions().fp8Storage)};
 };
 
 /// Checks that AdamW's, the gradient bucket's and attention's settings are

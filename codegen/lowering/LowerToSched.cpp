@@ -169,6 +169,27 @@ Value ProgramLowering::write(Operation *op, Value r, bool f32) {
   return wide;
 }
 
+void ProgramLowering::planFp8Cast(Operation *op, Fp8Plan plan) {
+  for (Operation *view : plan.views)
+    elidedOps.insert(view);
+  fp8Plans[op] = std::move(plan);
+}
+
+const Fp8Plan *ProgramLowering::fp8Plan(Operation *op) const {
+  auto it = fp8Plans.find(op);
+  return it == fp8Plans.end() ? nullptr : &it->second;
+}
+
+const Fp8Operand *ProgramLowering::fp8Operand(Value v, bool transposed) const {
+  auto it = fp8Operands.find({v, unsigned(transposed)});
+  return it == fp8Operands.end() ? nullptr : &it->second;
+}
+
+void ProgramLowering::setFp8Operand(Value v, bool transposed,
+                                    Fp8Operand operand) {
+  fp8Operands[{v, unsigned(transposed)}] = operand;
+}
+
 void ProgramLowering::finish() {
   for (const Narrowing &n : pending)
     copyAll(n.loc, n.wide, n.stored);
@@ -383,6 +404,8 @@ private:
     if (llvm::any_of(inputChunks, [](int64_t c) { return c != 0; }))
       program.setInputChunksAttr(b.getDenseI64ArrayAttr(inputChunks));
 
+    if (target.fp8Storage)
+      planFp8Storage(f, lowering);
     OpBuilder &pb = lowering.builder();
     SmallVector<AssignOp> assigns;
     func::ReturnOp ret;
@@ -410,6 +433,8 @@ private:
         continue;
       }
       if ((ret = dyn_cast<func::ReturnOp>(op)))
+        continue;
+      if (lowering.elided(&op))
         continue;
       auto fn = table.find(op.getName().getTypeID());
       if (fn == table.end())
@@ -529,6 +554,13 @@ struct LowerToSchedPass : weft::impl::LowerToSchedBase<LowerToSchedPass> {
     }
     SchedTarget t;
     t.cuda = target == "cuda";
+    if (fp8Storage != "auto" && fp8Storage != "on" && fp8Storage != "off") {
+      getOperation().emitError("weft-lower-to-sched: fp8-storage must be "
+                               "'auto', 'on' or 'off', not '")
+          << fp8Storage << "'";
+      return signalPassFailure();
+    }
+    t.fp8Storage = fp8Storage == "on" || (fp8Storage == "auto" && t.cuda);
     t.attentionScratchBytes = attentionScratchMb * (int64_t(1) << 20);
     if (failed(lowerToSched(getOperation(), t)))
       signalPassFailure();

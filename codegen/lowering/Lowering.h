@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <functional>
 #include <optional>
@@ -32,6 +33,9 @@ struct SchedTarget {
   /// Attention materialises its scores when they take at most this many
   /// bytes of scratch (gemm_softmax), else runs FlashAttention's kernels.
   int64_t attentionScratchBytes = int64_t(4) << 30;
+  /// Per-tensor FP8 GEMM operands kept as FP8 codes (Fp8Storage.cpp), as
+  /// cuBLASLt multiplies them; else as their dequantized f32 values.
+  bool fp8Storage = false;
 
   /// Arena offsets are multiples of this (cuBLASLt wants 256-byte
   /// operands; 64 is a cache line).
@@ -42,6 +46,28 @@ struct SchedTarget {
   /// attention, reductions, bf16 cross-entropy and all-bf16 norm gradients
   /// read bf16 as stored.
   bool keepsStored(mlir::Operation *op, mlir::Value v, bool operand) const;
+};
+
+/// A GEMM operand held as FP8 codes (Fp8Storage.cpp): the codes, in the
+/// operand's layout or transposed, and the one-f32 factor 1 / s.
+struct Fp8Operand {
+  mlir::Value codes, scaleInv;
+};
+
+/// A GEMM reading an FP8-stored value: which, as its lhs or rhs, and
+/// whether cuBLASLt's k-contiguous layout is the value transposed.
+struct Fp8GemmUse {
+  mlir::Operation *matmul = nullptr;
+  bool lhs = false;
+  bool transposed = false;
+};
+
+/// How a per-tensor weft.fp8_quantize lowers to FP8 codes: each GEMM
+/// operand reading it (the quantization's result or a reshape of it) and
+/// the reshapes between, which lower to nothing.
+struct Fp8Plan {
+  llvm::SmallVector<std::pair<mlir::Value, Fp8GemmUse>> uses;
+  llvm::SmallVector<mlir::Operation *> views;
 };
 
 /// Lowers one weft function into one sched program.
@@ -97,6 +123,15 @@ public:
   /// The buffer type of a weft tensor type.
   static sched::BufferType bufferType(mlir::Type tensorType);
 
+  /// FP8 storage (Fp8Storage.cpp): quantization `op` lowers by `plan`.
+  void planFp8Cast(mlir::Operation *op, Fp8Plan plan);
+  const Fp8Plan *fp8Plan(mlir::Operation *op) const;
+  /// Whether `op` lowers to nothing (a reshape of FP8 codes).
+  bool elided(mlir::Operation *op) const { return elidedOps.contains(op); }
+  /// GEMM operand `v` in FP8, as stored or `transposed`; null if it is not.
+  const Fp8Operand *fp8Operand(mlir::Value v, bool transposed) const;
+  void setFp8Operand(mlir::Value v, bool transposed, Fp8Operand operand);
+
 private:
   sched::ProgramOp program;
   mlir::OpBuilder b;
@@ -109,6 +144,10 @@ private:
     mlir::Value wide, stored;
   };
   llvm::SmallVector<Narrowing> pending;
+  llvm::DenseMap<mlir::Operation *, Fp8Plan> fp8Plans;
+  llvm::DenseSet<mlir::Operation *> elidedOps;
+  /// By value and whether transposed (0 or 1).
+  llvm::DenseMap<std::pair<mlir::Value, unsigned>, Fp8Operand> fp8Operands;
 };
 
 /// Lowers one op; emits a diagnostic and fails on what it cannot express.
@@ -132,6 +171,13 @@ void populateAttentionLowerings(LoweringTable &table);
 void populateLibraryLowerings(LoweringTable &table);
 void populateCollectiveLowerings(LoweringTable &table);
 void populateFusedLowerings(LoweringTable &table);
+
+/// Plans which of `f`'s per-tensor FP8 quantizations `l` keeps as FP8
+/// codes for cuBLASLt's FP8 GEMMs (Fp8Storage.cpp).
+void planFp8Storage(mlir::func::FuncOp f, ProgramLowering &l);
+/// Lowers quantization `op` by its plan: sched.fp8_cast per layout.
+mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, const Fp8Plan &plan,
+                                 ProgramLowering &l);
 
 /// Row-major strides of `shape`, in elements.
 llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);

@@ -44,15 +44,29 @@ GemmLayout layoutOf(Value lhs, Value rhs, Value result, bool transA,
 }
 
 LogicalResult emitGemm(Operation *op, ProgramLowering &l, Value lhs, Value rhs,
-                       Value result, const GemmLayout &g,
-                       sched::Epilogue epilogue, Value bias, Value aux) {
+                       Value result, GemmLayout g, sched::Epilogue epilogue,
+                       Value bias, Value aux) {
   // m, n and k are at least 1: weft values have positive dimensions.
-  Value a = l.read(op, lhs), b = l.read(op, rhs);
+  // Operands kept as FP8 codes (Fp8Storage.cpp) come k-contiguous: A
+  // [m, k], B [n, k], each with its scale.
+  const Fp8Operand *fa = l.fp8Operand(lhs, g.transA),
+                   *fb = l.fp8Operand(rhs, !g.transB);
+  if (static_cast<bool>(fa) != static_cast<bool>(fb))
+    return op->emitOpError("has one FP8-stored operand, not two");
+  Value a, b, scaleA, scaleB;
+  if (fa) {
+    a = fa->codes, scaleA = fa->scaleInv;
+    b = fb->codes, scaleB = fb->scaleInv;
+    g.transA = false;
+    g.transB = true;
+  } else {
+    a = l.read(op, lhs), b = l.read(op, rhs);
+  }
   Value c = l.write(op, result);
   OpBuilder &builder = l.builder();
   int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
   sched::GemmOp::create(
-      builder, op->getLoc(), a, b, c, bias, aux, Value(), Value(),
+      builder, op->getLoc(), a, b, c, bias, aux, scaleA, scaleB,
       builder.getDenseI64ArrayAttr({g.m, g.n, g.k}),
       builder.getI64IntegerAttr(g.batch),
       builder.getDenseI64ArrayAttr({lda, ldb, g.n}),

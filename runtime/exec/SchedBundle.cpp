@@ -156,6 +156,7 @@ constexpr Spelling<Op> kOps[] = {
     {"dropout", Op::Dropout},
     {"fp8_amax", Op::Fp8Amax},
     {"fp8_quantize", Op::Fp8Quantize},
+    {"fp8_cast", Op::Fp8Cast},
     {"layer_norm_grad", Op::LayerNormGrad},
     {"rms_norm_grad", Op::RmsNormGrad},
     {"one_hot", Op::OneHot},
@@ -207,7 +208,6 @@ bool isFloat(DType t) {
          t == DType::F8E4M3FN || t == DType::F8E5M2;
 }
 bool isInt(DType t) { return t == DType::I32 || t == DType::I64; }
-bool isFp8(DType t) { return t == DType::F8E4M3FN || t == DType::F8E5M2; }
 
 /// A name a bundle directory may hold: no path, no parent.
 bool isPlainFileName(const std::string &name) {
@@ -904,6 +904,11 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
     return a;
   }
+  case Op::Fp8Cast: {
+    Fp8QuantizeAttrs a; // The format is checked from out's type.
+    WEFT_ASSIGN(a.transpose, o.flag("transpose"));
+    return a;
+  }
   case Op::LayerNormGrad:
   case Op::RmsNormGrad: {
     NormGradAttrs a;
@@ -1093,6 +1098,11 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     return roles({{"input", kRead}, {"out", kWrite}});
   case Op::Fp8Quantize:
     return roles({{"input", kRead}, {"amax", kRead}, {"out", kWrite}});
+  case Op::Fp8Cast:
+    return roles({{"input", kRead},
+                  {"amax", kRead},
+                  {"out", kWrite},
+                  {"scale_inv", kWrite}});
   case Op::CrossEntropy:
     return roles({{"logits", kRead}, {"labels", kRead}, {"loss", kWrite}});
   case Op::CrossEntropyGrad:
@@ -1961,6 +1971,25 @@ absl::Status checkOperands(const Check &c) {
                                    grid[d], ") does not divide the input's (",
                                    shape[d], ")"));
     return in.op == Op::Fp8Amax ? absl::OkStatus() : c.sameShape(0, 2);
+  }
+  case Op::Fp8Cast: { // input, amax, out, scale_inv
+    if (c.dtype(0) != DType::F32)
+      return c.fail(absl::StrCat(c.name(0), " must hold f32, not ",
+                                 dtypeText(c.dtype(0))));
+    if (!isFp8(c.dtype(2)))
+      return c.fail(absl::StrCat(c.name(2),
+                                 " must hold f8e4m3fn or f8e5m2, "
+                                 "not ",
+                                 dtypeText(c.dtype(2))));
+    WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
+    WEFT_RETURN_IF_ERROR(c.isF32Scalar(3));
+    std::vector<int64_t> want = c.shape(0);
+    if (in.as<Fp8QuantizeAttrs>().transpose) {
+      if (want.size() < 2)
+        return c.fail("field 'transpose': the input has rank below 2");
+      std::swap(want[want.size() - 2], want.back());
+    }
+    return c.hasShape(2, want);
   }
   case Op::LayerNormGrad:
     return checkNormGrad(c, in.as<NormGradAttrs>().epsilon, true);

@@ -151,6 +151,7 @@ enum class Op {
   Dropout,
   Fp8Amax,
   Fp8Quantize,
+  Fp8Cast,
   LayerNormGrad,
   RmsNormGrad,
   OneHot,
@@ -284,10 +285,12 @@ struct DropoutAttrs {
   /// the sequence's positions[s].
   bool hasPositions = false;
 };
-/// fp8_quantize; its blocks are the input's shape over the amax's.
+/// fp8_quantize (its blocks are the input's shape over the amax's) and
+/// fp8_cast (one block; the format is its out's).
 struct Fp8QuantizeAttrs {
   bool e4m3 = true; // Else f8e5m2.
   bool pow2 = false;
+  bool transpose = false; // fp8_cast: out holds the last two dims swapped.
 };
 /// layer_norm_grad, rms_norm_grad.
 struct NormGradAttrs {

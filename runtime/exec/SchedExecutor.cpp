@@ -15,6 +15,8 @@
 #include "runtime/exec/CpuMath.h"
 #include "runtime/exec/ParamBlocks.h"
 #include "runtime/support/Epilogue.h"
+#include "runtime/support/Float.h"
+#include "runtime/support/Fp8Scaling.h"
 
 #include "absl/strings/str_cat.h"
 #include <cblas.h>
@@ -414,10 +416,12 @@ SchedExecutor::bindInstruction(const sched::Program &program,
   }
   case Op::Gemm: {
     const auto &a = ins.as<sched::GemmAttrs>();
-    if (a.hasScales || type(0).dtype == DType::F8E4M3FN ||
-        type(0).dtype == DType::F8E5M2)
-      return absl::UnimplementedError("FP8 GEMMs need a GPU");
-    for (size_t i = 0; i < ops.size(); ++i)
+    // FP8 operands (the loader checked both are, with scales) are read as
+    // f32 copies of their codes' values, exact, and the product is scaled
+    // by scale_a * scale_b before the epilogue, as cuBLASLt applies its
+    // scale pointers.
+    bool fp8 = a.hasScales;
+    for (size_t i = fp8 ? 2 : 0; i < ops.size(); ++i)
       if (absl::Status s = need(i, F); !s.ok())
         return s;
     size_t next = 3;
@@ -425,6 +429,23 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     float *aux = a.hasAux ? f(next++) : nullptr;
     const float *A = f(0), *B = f(1);
     float *C = f(2);
+    struct Fp8Operands {
+      const uint8_t *codesA, *codesB;
+      DType formatA, formatB;
+      std::vector<float> a, b;
+      const float *scaleA, *scaleB;
+    };
+    std::shared_ptr<Fp8Operands> wide;
+    if (fp8) {
+      wide = std::make_shared<Fp8Operands>();
+      wide->codesA = reinterpret_cast<const uint8_t *>(bound.ptr[ops[0]]);
+      wide->codesB = reinterpret_cast<const uint8_t *>(bound.ptr[ops[1]]);
+      wide->formatA = type(0).dtype, wide->formatB = type(1).dtype;
+      wide->a.resize(static_cast<size_t>(type(0).numElements()));
+      wide->b.resize(static_cast<size_t>(type(1).numElements()));
+      wide->scaleA = f(next), wide->scaleB = f(next + 1);
+      A = wide->a.data(), B = wide->b.data();
+    }
     int64_t m = a.mnk[0], n = a.mnk[1], k = a.mnk[2];
     int64_t lda = a.ld[0], ldb = a.ld[1], ldc = a.ld[2];
     int64_t sa = a.strides[0], sb = a.strides[1], sc = a.strides[2];
@@ -434,6 +455,14 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     bool gelu = epi == GemmEpilogue::Gelu || epi == GemmEpilogue::BiasGelu;
     bool dgelu = epi == GemmEpilogue::DGelu;
     return Step([=] {
+      float alpha = 1.0f;
+      if (wide) {
+        for (size_t e = 0; e < wide->a.size(); ++e)
+          wide->a[e] = fp8Value(wide->codesA[e], wide->formatA);
+        for (size_t e = 0; e < wide->b.size(); ++e)
+          wide->b[e] = fp8Value(wide->codesB[e], wide->formatB);
+        alpha = *wide->scaleA * *wide->scaleB;
+      }
       for (int64_t i = 0; i < batch; ++i) {
         float *c = C + i * sc;
         if (k == 0) {
@@ -442,8 +471,9 @@ SchedExecutor::bindInstruction(const sched::Program &program,
               std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
         } else if (m > 0 && n > 0) {
           cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                      tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A + i * sa,
-                      lda, B + i * sb, ldb, acc ? 1.0f : 0.0f, c, ldc);
+                      tb ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                      A + i * sa, lda, B + i * sb, ldb, acc ? 1.0f : 0.0f, c,
+                      ldc);
         }
         if (epi == GemmEpilogue::None)
           continue;
@@ -653,6 +683,28 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     return Step([=, x = f(0), amax = f(1), y = f(2), shape = type(0).shape,
                  grid = type(1).shape] {
       cpu::fp8Quantize(x, amax, y, shape, grid, a.e4m3, a.pow2);
+      return absl::OkStatus();
+    });
+  }
+  case Op::Fp8Cast: {
+    const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
+    if (absl::Status s = needAll({{0, F}, {1, F}, {3, F}}); !s.ok())
+      return s;
+    const std::vector<int64_t> &shape = type(0).shape;
+    int64_t cols = shape.empty() ? 1 : shape.back(),
+            rows = shape.size() < 2 ? 1 : shape[shape.size() - 2];
+    int64_t n = type(0).numElements();
+    bool e4m3 = type(2).dtype == DType::F8E4M3FN, transpose = a.transpose;
+    return Step([=, x = f(0), amax = f(1),
+                 codes = reinterpret_cast<uint8_t *>(bound.ptr[ops[2]]),
+                 scaleInv = f(3)] {
+      float scale = weft_fp8_scale(*amax, e4m3, 0);
+      *scaleInv = 1.0f / scale;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t b = i / (rows * cols), r = i / cols % rows, c = i % cols;
+        codes[transpose ? (b * cols + c) * rows + r : i] =
+            weft_fp8_code(x[i], scale, e4m3);
+      }
       return absl::OkStatus();
     });
   }

@@ -24,11 +24,13 @@ namespace weft::runtime {
 // so building needs no CUDA headers.
 using cublasStatus = int;
 using Handle = void *;
-constexpr int kCudaR32F = 0, kCudaR16BF = 14; // cudaDataType_t
-constexpr int kComputeF32 = 68;               // CUBLAS_COMPUTE_32F
+constexpr int kCudaR32F = 0, kCudaR16BF = 14, // cudaDataType_t
+    kCudaR8FE4M3 = 28, kCudaR8FE5M2 = 29;
+constexpr int kComputeF32 = 68; // CUBLAS_COMPUTE_32F
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
               kDescBiasPointer = 8, kDescAuxPointer = 11, kDescAuxLd = 12,
-              kDescAuxBatchStride = 13;
+              kDescAuxBatchStride = 13, kDescAScalePointer = 17,
+              kDescBScalePointer = 18;
 // cublasLtEpilogue_t: BIAS, GELU_AUX, GELU_AUX_BIAS, DGELU.
 constexpr int32_t kEpilogueBias = 4, kEpilogueGeluAux = 32 | 128,
                   kEpilogueGeluAuxBias = kEpilogueGeluAux | 4,
@@ -193,12 +195,21 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   if (g.type != DType::F32 && g.type != DType::BF16)
     return absl::UnimplementedError(absl::StrCat(
         "GPU GEMMs take f32 or bf16, not ", std::string(dtypeName(g.type))));
+  if (g.fp8() && (g.transA || !g.transB))
+    return absl::UnimplementedError(
+        "cuBLASLt's FP8 GEMMs read A [m, k] and B [n, k] only (TN)");
   CublasLtLibrary &l = *lib;
   auto plan = std::make_unique<Plan>();
   plan->lib = &l;
+  auto fp8Type = [](DType t) {
+    return t == DType::F8E4M3FN ? kCudaR8FE4M3 : kCudaR8FE5M2;
+  };
   int type = g.type == DType::F32 ? kCudaR32F : kCudaR16BF;
+  int typeOfA = g.fp8() ? fp8Type(g.fp8B) : type,
+      typeOfB = g.fp8() ? fp8Type(g.fp8A) : type;
   int outType = g.outType() == DType::F32 ? kCudaR32F : kCudaR16BF;
-  // cuBLASLt's A is our B and its B our A (see the file comment).
+  // cuBLASLt's A is our B and its B our A (see the file comment), types
+  // included.
   int32_t opA = g.transB ? 1 : 0, opB = g.transA ? 1 : 0;
   // A stored row-major matrix of `height` rows `width` wide, `ld` apart, is
   // column-major `width` x `height` with leading dimension `ld`.
@@ -221,10 +232,10 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
     s = setEpilogue(l, plan->desc, g);
   }
   if (s.ok())
-    s = layout(&plan->a, type, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
+    s = layout(&plan->a, typeOfA, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
                g.rowB(), g.strideB);
   if (s.ok())
-    s = layout(&plan->b, type, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
+    s = layout(&plan->b, typeOfB, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
                g.rowA(), g.strideA);
   if (s.ok())
     s = layout(&plan->c, outType, g.n, g.m, g.rowC(), g.strideC);
@@ -268,9 +279,12 @@ absl::Status CublasLt::matmul(const GemmShape &g, const GemmOperands &ops,
   const Plan &p = *it->second;
   // The descriptor is read when the call is queued (and captured into a
   // graph with these values), so one shared by GEMMs of a shape may change.
+  // The scales swap with the operands, as A and B do.
   for (auto [wanted, attribute, address] :
        {std::tuple{g.hasBias(), kDescBiasPointer, ops.bias},
-        std::tuple{g.hasAux(), kDescAuxPointer, ops.aux}}) {
+        std::tuple{g.hasAux(), kDescAuxPointer, ops.aux},
+        std::tuple{g.fp8(), kDescAScalePointer, ops.scaleB},
+        std::tuple{g.fp8(), kDescBScalePointer, ops.scaleA}}) {
     if (!wanted)
       continue;
     const void *pointer = reinterpret_cast<const void *>(address);

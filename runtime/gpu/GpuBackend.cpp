@@ -352,7 +352,8 @@ absl::Status GpuBackend::Impl::enqueue(ProgramState &state) {
       s = blas->matmul(b.gemm,
                        GemmOperands{b.addresses[0], b.addresses[1],
                                     b.addresses[2], b.addresses[3],
-                                    b.addresses[4]},
+                                    b.addresses[4], b.addresses[5],
+                                    b.addresses[6]},
                        on);
       break;
     case GpuLaunch::Kind::Zero:

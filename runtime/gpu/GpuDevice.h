@@ -77,7 +77,11 @@ public:
 /// transA), B [k, n] ([n, k] when transB), C [m, n]; each matrix's rows are
 /// `ld` elements apart (0: packed, its row width) and its batches `stride`
 /// apart (0: one matrix for every batch). A and B have `type` (f32 or bf16);
-/// C has it too, or f32 with `f32Out`; accumulation is f32.
+/// C has it too, or f32 with `f32Out`; accumulation is f32. An FP8 GEMM
+/// has A and B in `fp8A` and `fp8B` (f8E4M3FN or f8E5M2, not both E5M2),
+/// C in `type`, and the product scaled by the one-f32 scales its operands
+/// point at; cuBLASLt reads FP8 only with k contiguous in both (A [m, k],
+/// B [n, k]: transB and not transA, "TN").
 struct GemmShape {
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -85,6 +89,7 @@ struct GemmShape {
   int64_t lda = 0, ldb = 0, ldc = 0;             // In elements; 0: packed.
   DType type = DType::F32;
   bool f32Out = false;
+  DType fp8A = DType::F32, fp8B = DType::F32; // FP8 formats, or F32: none.
   /// The largest power of two (at most 256) dividing each matrix's address:
   /// cuBLASLt's heuristic otherwise assumes 256-byte-aligned pointers.
   int64_t alignA = 256, alignB = 256, alignC = 256;
@@ -95,10 +100,12 @@ struct GemmShape {
   auto key() const {
     return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
                            strideC, lda, ldb, ldc, static_cast<int>(type),
-                           f32Out, alignA, alignB, alignC,
+                           f32Out, static_cast<int>(fp8A),
+                           static_cast<int>(fp8B), alignA, alignB, alignC,
                            static_cast<int>(epilogue), alignBias, alignAux);
   }
   bool hasBias() const { return epilogueHasBias(epilogue); }
+  bool fp8() const { return isFp8(fp8A); }
   bool hasAux() const { return epilogueHasAux(epilogue); }
   /// Row strides, resolving 0 to the packed width.
   int64_t rowA() const { return lda ? lda : transA ? m : k; }
@@ -109,10 +116,10 @@ struct GemmShape {
   double flops() const { return 2.0 * m * n * k * batch; }
 };
 
-/// A GEMM's device addresses: C (also its output), and the bias vector and
-/// aux matrix when its epilogue has them (else 0).
+/// A GEMM's device addresses: C (also its output), the bias vector and aux
+/// matrix when its epilogue has them, and an FP8 GEMM's scales (else 0).
 struct GemmOperands {
-  uint64_t a = 0, b = 0, c = 0, bias = 0, aux = 0;
+  uint64_t a = 0, b = 0, c = 0, bias = 0, aux = 0, scaleA = 0, scaleB = 0;
 };
 
 /// One product of a grouped GEMM: an f32 `shape` of one batch and no

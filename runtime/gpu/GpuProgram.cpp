@@ -165,10 +165,11 @@ private:
     return l;
   }
   void gemm(const GemmShape &g, GpuArg a, GpuArg b, GpuArg c,
-            GpuArg bias = GpuArg(), GpuArg aux = GpuArg()) {
+            GpuArg bias = GpuArg(), GpuArg aux = GpuArg(),
+            GpuArg scaleA = GpuArg(), GpuArg scaleB = GpuArg()) {
     GpuLaunch &l = push(GpuLaunch::Kind::Gemm);
     l.gemm = g;
-    l.args = {a, b, c, bias, aux};
+    l.args = {a, b, c, bias, aux, scaleA, scaleB};
   }
   void zero(GpuArg target, int64_t bytes) {
     GpuLaunch &l = push(GpuLaunch::Kind::Zero);
@@ -264,14 +265,26 @@ absl::Status Translator::launch() {
 
 absl::Status Translator::gemmInstruction() {
   const auto &a = ins.as<sched::GemmAttrs>();
-  if (a.hasScales)
-    return absl::UnimplementedError(
-        "FP8 GEMMs with scales are not in the GPU runtime yet");
-  if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
-    return s;
-  if (dtype(1) != dtype(0) || (dtype(2) != dtype(0) && dtype(2) != DType::F32))
-    return absl::UnimplementedError(
-        "GPU GEMMs take A and B of one type and C of it or f32");
+  if (a.hasScales) {
+    // cuBLASLt's FP8 GEMM: both operands k-contiguous (the compiler casts
+    // them so, sched.fp8_cast's transpose), C f32 or bf16.
+    if (a.transposeA || !a.transposeB)
+      return absl::UnimplementedError(
+          "an FP8 GEMM on the GPU reads A [m, k] and B [n, k] (cuBLASLt's "
+          "TN layout); this one transposes A or not B");
+    if (dtype(0) == DType::F8E5M2 && dtype(1) == DType::F8E5M2)
+      return absl::UnimplementedError(
+          "cuBLASLt multiplies no f8e5m2 by f8e5m2 (E4M3 x E5M2 only)");
+    if (absl::Status s = need(2, {DType::F32, DType::BF16}); !s.ok())
+      return s;
+  } else {
+    if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+      return s;
+    if (dtype(1) != dtype(0) ||
+        (dtype(2) != dtype(0) && dtype(2) != DType::F32))
+      return absl::UnimplementedError(
+          "GPU GEMMs take A and B of one type and C of it or f32");
+  }
   GemmShape g;
   g.transA = a.transposeA;
   g.transB = a.transposeB;
@@ -279,8 +292,13 @@ absl::Status Translator::gemmInstruction() {
   g.batch = a.batch;
   g.lda = a.ld[0], g.ldb = a.ld[1], g.ldc = a.ld[2];
   g.strideA = a.strides[0], g.strideB = a.strides[1], g.strideC = a.strides[2];
-  g.type = dtype(0);
-  g.f32Out = dtype(2) == DType::F32 && g.type != DType::F32;
+  if (a.hasScales) {
+    g.fp8A = dtype(0), g.fp8B = dtype(1);
+    g.type = dtype(2);
+  } else {
+    g.type = dtype(0);
+    g.f32Out = dtype(2) == DType::F32 && g.type != DType::F32;
+  }
   g.epilogue = epilogueOf(a.epilogue);
   g.beta = a.accumulate ? 1.0f : 0.0f;
   size_t next = 3;
@@ -303,7 +321,8 @@ absl::Status Translator::gemmInstruction() {
           "a GELU epilogue on the GPU needs a row width divisible by 8, got ",
           g.rowC()));
   }
-  gemm(g, buf(0), buf(1), buf(2), bias, aux);
+  gemm(g, buf(0), buf(1), buf(2), bias, aux, a.hasScales ? buf(next) : null(),
+       a.hasScales ? buf(next + 1) : null());
   return absl::OkStatus();
 }
 
@@ -1089,6 +1108,19 @@ absl::Status Translator::run() {
     args.push_back(i32(a.e4m3));
     args.push_back(i32(a.pow2));
     kernel("weft_fp8_quantize", gridFor(count(0)), args);
+    return absl::OkStatus();
+  }
+  case Op::Fp8Cast: {
+    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+      return s;
+    const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
+    const Shape &sh = shape(0);
+    int64_t cols = sh.empty() ? 1 : sh.back(),
+            rows = sh.size() < 2 ? 1 : sh[sh.size() - 2];
+    kernel("weft_fp8_cast", gridFor(count(0)),
+           {buf(0), buf(1), buf(2), buf(3),
+            i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
+            i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN)});
     return absl::OkStatus();
   }
   case Op::LayerNormGrad:

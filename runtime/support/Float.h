@@ -46,6 +46,10 @@ std::string_view dtypeName(DType type);
 /// Parses a safetensors dtype name.
 std::optional<DType> dtypeFromName(std::string_view name);
 bool isFloatingPoint(DType type);
+/// The FP8 formats: f8E4M3FN or f8E5M2.
+inline bool isFp8(DType type) {
+  return type == DType::F8E4M3FN || type == DType::F8E5M2;
+}
 /// bf16 or f16: the types kernels compute in f32 and round back to.
 inline bool isNarrowFloat(DType type) {
   return type == DType::BF16 || type == DType::F16;

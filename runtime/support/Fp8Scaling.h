@@ -112,4 +112,27 @@ WEFT_FP8_FN float weft_fp8_quantize(float x, float scale, int e4m3) {
   return weft_fp8_round(x * scale, e4m3) / scale;
 }
 
+/// The FP8 code of fp8(x * scale) (weft_fp8_round's value, so only
+/// exact encoding is left): sign, biased exponent and mantissa, or a count
+/// of the smallest subnormal for values below the smallest normal; NaN is
+/// 0x7F (E4M3FN) or 0x7E (E5M2), as runtime::fp8Bits writes it.
+WEFT_FP8_FN unsigned char weft_fp8_code(float x, float scale, int e4m3) {
+  float r = weft_fp8_round(x * scale, e4m3);
+  unsigned u = weft_fp8_bits_of(r), sign = (u >> 24) & 0x80u;
+  u &= 0x7FFFFFFFu;
+  if (u > 0x7F800000u)
+    return (unsigned char)(e4m3 ? 0x7F : 0x7E);
+  int mantissa = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  unsigned minNormal = (unsigned)(127 + 1 - bias) << 23;
+  if (u < minNormal) // An exact count of quanta 2^(1 - bias - mantissa).
+    return (unsigned char)(sign |
+                           (unsigned)(weft_fp8_float_of(u) *
+                                      weft_fp8_float_of(
+                                          (unsigned)(127 + bias - 1 + mantissa)
+                                          << 23)));
+  unsigned exponent = (u >> 23) - 127 + bias,
+           fraction = (u >> (23 - mantissa)) & ((1u << mantissa) - 1u);
+  return (unsigned char)(sign | (exponent << mantissa) | fraction);
+}
+
 #endif // WEFT_RUNTIME_SUPPORT_FP8SCALING_H

@@ -313,13 +313,21 @@ namespace {
 double load(uint64_t base, int64_t i, runtime::DType type) {
   if (type == runtime::DType::F32)
     return reinterpret_cast<const float *>(base)[i];
-  return runtime::decode(reinterpret_cast<const uint8_t *>(base) + 2 * i, type);
+  return runtime::decode(reinterpret_cast<const uint8_t *>(base) +
+                             runtime::dtypeSize(type) * i,
+                         type);
 }
 } // namespace
 
 absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
   if (g.type != runtime::DType::F32 && g.type != runtime::DType::BF16)
     return absl::UnimplementedError("HostGemm takes f32 or bf16");
+  // What cuBLASLt refuses, refused here too.
+  if (g.fp8() &&
+      (g.transA || !g.transB ||
+       (g.fp8A == runtime::DType::F8E5M2 && g.fp8B == runtime::DType::F8E5M2)))
+    return absl::UnimplementedError(
+        "FP8 GEMMs read A [m, k] and B [n, k], not both E5M2");
   return absl::OkStatus();
 }
 
@@ -335,6 +343,14 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
         runtime::encode(static_cast<float>(value), out,
                         reinterpret_cast<uint8_t *>(base) + 2 * at);
     };
+    // FP8 operands: their codes' values, the product times both scales.
+    runtime::DType typeA = g.fp8() ? g.fp8A : g.type,
+                   typeB = g.fp8() ? g.fp8B : g.type;
+    double scale = g.alpha;
+    if (g.fp8())
+      scale *=
+          static_cast<double>(*reinterpret_cast<const float *>(ops.scaleA)) *
+          *reinterpret_cast<const float *>(ops.scaleB);
     for (int64_t t = 0; t < g.batch; ++t)
       for (int64_t i = 0; i < g.m; ++i)
         for (int64_t j = 0; j < g.n; ++j) {
@@ -343,15 +359,15 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
             sum += load(ops.a,
                         t * g.strideA +
                             (g.transA ? p * g.rowA() + i : i * g.rowA() + p),
-                        g.type) *
+                        typeA) *
                    load(ops.b,
                         t * g.strideB +
                             (g.transB ? j * g.rowB() + p : p * g.rowB() + j),
-                        g.type);
+                        typeB);
           int64_t at = t * g.strideC + i * g.rowC() + j;
           // Rounded to f32 first, as cuBLASLt's f32 accumulator is; the
           // epilogue works on f32 values too.
-          double value = static_cast<float>(g.alpha * sum);
+          double value = static_cast<float>(scale * sum);
           if (g.beta != 0)
             value = static_cast<float>(value + g.beta * load(ops.c, at, out));
           double aux = 0;

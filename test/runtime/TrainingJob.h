@@ -51,8 +51,9 @@ struct Case {
   double adamEps = 0;         // 0: AdamW's default.
   int64_t batch = 2, seq = 8;
   int64_t layers = 0; // Positive: instead of the config's (deeper pipelines).
-  std::string recompute = "none"; // weft-recompute's policy.
-  std::string fp8 = "none";       // weft-fp8's recipe.
+  std::string recompute = "none";  // weft-recompute's policy.
+  std::string fp8 = "none";        // weft-fp8's recipe.
+  std::string fp8Storage = "auto"; // FP8 GEMM operands as FP8 codes.
 
   TrainingOptions options() const {
     TrainingOptions o;
@@ -62,6 +63,7 @@ struct Case {
     o.keepGradients = keepGradients;
     o.recompute = recompute;
     o.fp8 = fp8;
+    o.fp8Storage = fp8Storage;
     if (adamEps > 0)
       o.adamw.eps = adamEps;
     if (!plan.empty()) {
@@ -81,7 +83,8 @@ struct Case {
            "-" + std::to_string(attentionScratchMb) +
            (layers ? "-" + std::to_string(layers) + "layers" : "") +
            (recompute != "none" ? "-recompute-" + recompute : "") +
-           (fp8 != "none" ? "-fp8-" + fp8 : "");
+           (fp8 != "none" ? "-fp8-" + fp8 : "") +
+           (fp8Storage != "auto" ? "-storage-" + fp8Storage : "");
   }
 };
 

@@ -247,6 +247,16 @@ TEST(EmulatedGpu, Gpt2TinyWithDropoutTrainsLikeTheCpu) {
 TEST(EmulatedGpu, Gpt2TinyMxfp8TrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 5e-2, false, false, "mxfp8");
 }
+// Per-tensor FP8 on the GPU multiplies FP8 itself: sched.fp8_cast's codes
+// (transposed where cuBLASLt's TN layout needs) and sched.gemm with FP8
+// operands and scales, against the CPU's dequantized f32 values. The
+// scales multiply after the sum here and before it there.
+TEST(EmulatedGpu, Gpt2TinyTensorwiseFp8GemmsTrainLikeTheCpu) {
+  checkTraining("gpt2-tiny", "f32", 5e-2, false, false, "tensorwise");
+}
+TEST(EmulatedGpu, LlamaTinyDelayedFp8GemmsTrainLikeTheCpu) {
+  checkTraining("llama-tiny", "f32", 5e-2, false, false, "tensorwise-delayed");
+}
 TEST(EmulatedGpu, Gpt2TinyF32WithFlashAttentionTrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 1e-4, /*flash=*/true);
 }

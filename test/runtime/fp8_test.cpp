@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/CpuMath.h"
+#include "runtime/support/Float.h"
 #include "runtime/support/Fp8Scaling.h"
 
 #include <gtest/gtest.h>
@@ -98,21 +99,27 @@ void expectSameBits(float got, float want, const char *what, size_t i) {
   EXPECT_EQ(bitsOf(got), bitsOf(want))
       << what << " element " << i << ": " << got << " vs " << want;
 }
+/// Calls `check(x, bits)` for finite floats spread over the bit patterns
+/// (every 65521st).
+template <typename Check> void forSpreadFloats(Check check) {
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 65521) {
+    auto b = static_cast<uint32_t>(bits);
+    float x;
+    std::memcpy(&x, &b, sizeof(x));
+    if (!std::isinf(x))
+      check(x, b);
+  }
+}
 } // namespace
 
 // Every float spread over the bit patterns (and the grid's midpoints and
 // their neighbours, where rounding ties) rounds as the search says.
 TEST(Fp8Scaling, RoundMatchesTheFloat64Search) {
   for (bool e4m3 : {true, false}) {
-    for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 65521) {
-      auto b = static_cast<uint32_t>(bits);
-      float x;
-      std::memcpy(&x, &b, sizeof(x));
-      if (std::isinf(x))
-        continue;
+    forSpreadFloats([&](float x, uint32_t b) {
       expectSameBits(weft_fp8_round(x, e4m3),
                      static_cast<float>(referenceRound(x, e4m3)), "spread", b);
-    }
+    });
     std::vector<double> g = grid(e4m3);
     for (size_t c = 0; c + 1 < g.size(); ++c) {
       auto mid = static_cast<float>((g[c] + g[c + 1]) / 2);
@@ -121,6 +128,31 @@ TEST(Fp8Scaling, RoundMatchesTheFloat64Search) {
         expectSameBits(weft_fp8_round(x, e4m3),
                        static_cast<float>(referenceRound(x, e4m3)), "tie", c);
       }
+    }
+  }
+}
+
+// sched.fp8_cast's codes hold what weft_fp8_round says, to the bit (sign
+// of zero, subnormals, the largest value, NaN), read back through the
+// safetensors decoder's table: the FP8 bytes a GEMM multiplies are the
+// values the dequantized path computes with.
+TEST(Fp8Scaling, CodesHoldTheRoundedValue) {
+  using weft::runtime::DType;
+  for (bool e4m3 : {true, false}) {
+    DType type = e4m3 ? DType::F8E4M3FN : DType::F8E5M2;
+    for (float scale : {1.0f, 448.0f / 3.7f, 0.001953125f, 1e20f}) {
+      forSpreadFloats([&](float x, uint32_t b) {
+        expectSameBits(
+            weft::runtime::fp8Value(weft_fp8_code(x, scale, e4m3), type),
+            weft_fp8_round(x * scale, e4m3), "code", b);
+      });
+    }
+    // Every code's own value encodes back to it (NaN to the one NaN).
+    for (int c = 0; c < 256; ++c) {
+      float v = weft::runtime::fp8Value(static_cast<uint8_t>(c), type);
+      if (std::isnan(v) || std::isinf(v))
+        continue;
+      EXPECT_EQ(weft_fp8_code(v, 1.0f, e4m3), c) << "code " << c;
     }
   }
 }

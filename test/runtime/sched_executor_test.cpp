@@ -249,6 +249,52 @@ Trace trainOneRank(const Case &setup,
 }
 } // namespace
 
+// FP8 GEMMs proper on the CPU (--fp8-storage on: sched.fp8_cast's codes,
+// sched.gemm with FP8 operands and scales, as the GPU runs them) train as
+// the dequantized f32 values do, on one rank and on dp x tp: the scales
+// multiply after the sum instead of before, an ulp apart, which moves an
+// element across an FP8 rounding point now and then.
+TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
+  auto fp8Gemms = [](const Case &setup) {
+    std::string dir = testutil::compileCase(setup);
+    auto bundle = runtime::sched::loadSchedBundle(dir);
+    EXPECT_TRUE(bundle.ok()) << bundle.status();
+    int gemms = 0;
+    if (bundle.ok())
+      for (const auto &program : bundle->programs)
+        for (const auto &ins : program.instructions)
+          gemms += ins.op == runtime::sched::Op::Gemm &&
+                   ins.as<runtime::sched::GemmAttrs>().hasScales;
+    return gemms;
+  };
+  for (const char *recipe : {"tensorwise", "tensorwise-delayed"}) {
+    Case stored("gpt2-tiny");
+    stored.fp8 = recipe;
+    stored.fp8Storage = "on";
+    Case values = stored;
+    values.fp8Storage = "off";
+    // Each of the two layers' six weight GEMMs (q, k, v, the attention's
+    // and the MLP's two projections), forward and backward (two
+    // products) in @step and forward in @forward: the LM head stays f32.
+    EXPECT_EQ(fp8Gemms(stored), 2 * 6 * 3 + 2 * 6) << recipe;
+    EXPECT_EQ(fp8Gemms(values), 0) << recipe;
+    auto all = [](const std::string &, bool state) { return !state; };
+    Trace got = trainOneRank(stored, all), want = trainOneRank(values, all);
+    ASSERT_EQ(got.losses.size(), want.losses.size());
+    for (size_t s = 0; s < want.losses.size(); ++s)
+      EXPECT_NEAR(got.losses[s], want.losses[s], 1e-3 * want.losses[s])
+          << recipe << " step " << s + 1;
+    for (const auto &[name, w] : want.params)
+      EXPECT_LE(testutil::worstError(w, got.params.at(name)), 1e-2)
+          << recipe << " " << name;
+  }
+  Case placed("gpt2-tiny", "f32", "dp=2,tp=2");
+  placed.batch = 4;
+  placed.fp8 = "tensorwise";
+  placed.fp8Storage = "on";
+  checkPlacedTraining(placed, 1e-3, 1e-2);
+}
+
 TEST(SchedExecutor, Fp8DelayedScalingRecordsEachStepsMaxima) {
   Case delayed("gpt2-tiny");
   delayed.fp8 = "tensorwise-delayed";

@@ -194,6 +194,13 @@ cl::opt<std::string>
                      "precision: a comma list of head, first, last, or none "
                      "(default head)"),
             cl::init("head"), cl::sub(compileCmd));
+cl::opt<std::string> fp8Storage(
+    "fp8-storage",
+    cl::desc("With a per-tensor --fp8 recipe, keep GEMM operands as FP8 "
+             "bytes and multiply them as FP8 (cuBLASLt with scale pointers "
+             "on the GPU; decoded on the CPU): auto (default: on for "
+             "--target cuda), on or off (f32 dequantized values)"),
+    cl::init("auto"), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
@@ -635,6 +642,9 @@ int runCompile(MLIRContext &context) {
     return fail("--fp8: " + toString(std::move(e)));
   options.fp8 = fp8Recipe;
   options.fp8Keep = fp8Keep;
+  if (fp8Storage != "auto" && fp8Storage != "on" && fp8Storage != "off")
+    return fail("--fp8-storage: '" + fp8Storage + "' is not auto, on or off");
+  options.fp8Storage = fp8Storage;
   // fp16 needs loss scaling (its gradients underflow without it); bf16 has
   // f32's range and does not.
   bool f16 = false;

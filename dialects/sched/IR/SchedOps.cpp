@@ -1245,6 +1245,33 @@ LogicalResult Fp8QuantizeOp::verify() {
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 
+LogicalResult Fp8CastOp::verify() {
+  BufferType in = bufferOf(getInput()), out = bufferOf(getOut());
+  if (!in.getElementType().isF32())
+    return emitOpError("input must hold f32, not ") << in.getElementType();
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(out.getElementType()))
+    return emitOpError("out must hold f8E4M3FN or f8E5M2, not ")
+           << out.getElementType();
+  if (!bufferOf(getAmax()).getElementType().isF32() ||
+      bufferOf(getAmax()).getNumElements() != 1)
+    return emitOpError("amax must be one f32 (a per-tensor scale), not ")
+           << bufferOf(getAmax());
+  if (failed(isF32Scalar(*this, getScaleInv(), "scale_inv")))
+    return failure();
+  SmallVector<int64_t> want(in.getShape());
+  if (getTranspose()) {
+    if (want.size() < 2)
+      return emitOpError("transposes the last two dimensions; input has rank ")
+             << want.size();
+    std::swap(want[want.size() - 2], want[want.size() - 1]);
+  }
+  if (out.getShape() != ArrayRef<int64_t>(want))
+    return emitOpError("out must have shape [")
+           << want << "]" << (getTranspose() ? " (input's, transposed)" : "")
+           << ", not [" << out.getShape() << "]";
+  return success();
+}
+
 namespace {
 LogicalResult verifyNormGrad(Operation *op, Value input, Value weight,
                              Value dout, Value dinput, Value dweight,

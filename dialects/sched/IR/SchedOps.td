@@ -732,6 +732,30 @@ def Sched_Fp8QuantizeOp : Sched_LibraryOp<"fp8_quantize",
     "is f8e4m3fn or f8e5m2",
     (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out, StrAttr:$format,
          UnitAttr:$pow2_scales)>;
+def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
+    "FP8 codes of a tensor and its inverse scale, for an FP8 GEMM",
+    (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out, Sched_Out:$scale_inv,
+         UnitAttr:$transpose)> {
+  let description = [{
+    Per-tensor FP8 quantization kept in FP8, where `fp8_quantize` writes
+    the dequantized f32 values: with s the scale `fp8_quantize` derives
+    from the one-element `amax` for `out`'s format (f8E4M3FN or f8E5M2),
+    each element x of `input` (f32) becomes the code of fp8(sat(x * s)),
+    and `scale_inv` (one f32) gets 1 / s, the factor a `gemm` with FP8
+    operands takes as its scale. With `transpose`, `out` holds each matrix
+    of the last two dimensions transposed ([..., C, R] for an input
+    [..., R, C]): cuBLASLt's FP8 GEMMs read both operands with k
+    contiguous, so the compiler casts a value once per layout its GEMMs
+    need, as Transformer Engine keeps a tensor's row- and column-wise FP8
+    data.
+
+    ```mlir
+    sched.fp8_cast %x, %amax, %codes, %scale_inv transpose
+        : !sched.buffer<16x64xf32>, !sched.buffer<1x1xf32>,
+          !sched.buffer<64x16xf8E4M3FN>, !sched.buffer<1xf32>
+    ```
+  }];
+}
 def Sched_LayerNormGradOp : Sched_ScratchLibraryOp<"layer_norm_grad",
     "LayerNorm backward: input, weight and bias gradients",
     (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,

@@ -1,0 +1,176 @@
+//===- Fp8Storage.cpp - FP8 GEMM operands kept as FP8 codes ---------------===//
+//
+// weft-fp8 writes an FP8 GEMM as weft.matmul over weft.fp8_quantize's
+// dequantized f32 values, which the evaluator and the CPU compute exactly.
+// A GPU multiplies FP8 itself: cuBLASLt reads FP8 operands with one f32
+// scale each. Here a per-tensor quantization whose every reader is such a
+// GEMM (through reshapes) becomes sched.fp8_cast, writing one byte an
+// element and the factor 1 / s, and its GEMMs sched.gemm with FP8
+// operands and scales; the f32 values are never written. cuBLASLt reads
+// FP8 only with k contiguous in both operands (A [m, k], B [n, k]), so a
+// value is cast once per layout its GEMMs need, transposed where the
+// matmul reads it transposed the other way, as Transformer Engine keeps
+// row- and column-wise FP8 copies of a tensor.
+//
+// Quantizations with blocks (rowwise, blockwise, mxfp8) keep the values
+// path: their scale modes are not cuBLASLt's per-tensor pointers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/lowering/Lowering.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace weft::codegen {
+namespace {
+
+/// The lhs, rhs and transposes of a matmul or epilogue GEMM.
+struct GemmOperands {
+  Value lhs, rhs;
+  bool transLhs = false, transRhs = false;
+};
+
+std::optional<GemmOperands> gemmOperands(Operation *op) {
+  if (auto mm = dyn_cast<MatmulOp>(op))
+    return GemmOperands{mm.getLhs(), mm.getRhs(), mm.getTransposeLhs(),
+                        mm.getTransposeRhs()};
+  if (auto mm = dyn_cast<MatmulEpilogueOp>(op))
+    return GemmOperands{mm.getLhs(), mm.getRhs(), false, mm.getTransposeRhs()};
+  return std::nullopt;
+}
+
+/// cuBLASLt's FP8 GEMMs take m, n and k in multiples of 16 (as
+/// torch._scaled_mm requires) and write f32 or bf16.
+bool fitsFp8Gemm(Operation *op, const GemmOperands &g) {
+  ArrayRef<int64_t> a = cast<ShapedType>(g.lhs.getType()).getShape(),
+                    b = cast<ShapedType>(g.rhs.getType()).getShape();
+  size_t ar = a.size(), br = b.size();
+  int64_t m = g.transLhs ? a[ar - 1] : a[ar - 2],
+          k = g.transLhs ? a[ar - 2] : a[ar - 1],
+          n = g.transRhs ? b[br - 2] : b[br - 1];
+  // A batch by one weight is one GEMM of B·M rows (Matmul.cpp's layout).
+  if (br == 2 && !g.transLhs)
+    m = cast<ShapedType>(g.lhs.getType()).getNumElements() / k;
+  Type out = cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  return m % 16 == 0 && n % 16 == 0 && k % 16 == 0 &&
+         (out.isF32() || out.isBF16());
+}
+
+/// Appends the GEMMs reading `v` (through reshapes, which it records in
+/// `views`) to `uses`; false if anything else reads it.
+bool collectGemmUses(Value v,
+                     SmallVectorImpl<std::pair<Value, Fp8GemmUse>> &uses,
+                     SmallVectorImpl<Operation *> &views) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+      views.push_back(reshape);
+      if (!collectGemmUses(reshape.getResult(), uses, views))
+        return false;
+      continue;
+    }
+    std::optional<GemmOperands> g = gemmOperands(user);
+    if (!g || g->lhs == g->rhs || (v != g->lhs && v != g->rhs) ||
+        !fitsFp8Gemm(user, *g))
+      return false;
+    bool lhs = v == g->lhs;
+    uses.push_back(
+        {v, Fp8GemmUse{user, lhs, lhs ? g->transLhs : !g->transRhs}});
+  }
+  return true;
+}
+
+/// The per-tensor quantization `v` is read through reshapes from, if any.
+Fp8QuantizeOp quantizationOf(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getInput();
+  auto q = v.getDefiningOp<Fp8QuantizeOp>();
+  if (!q || q.getPow2Scales() ||
+      cast<ShapedType>(q.getAmax().getType()).getNumElements() != 1)
+    return Fp8QuantizeOp();
+  return q;
+}
+
+} // namespace
+
+void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
+  // Candidates: per-tensor quantizations only GEMMs read; then, until
+  // nothing changes, drop those with a GEMM whose other operand is not a
+  // candidate (cuBLASLt multiplies FP8 by FP8) or is E5M2 as well.
+  llvm::MapVector<Operation *, Fp8Plan> plans;
+  f.walk([&](Fp8QuantizeOp q) {
+    if (!quantizationOf(q.getResult()))
+      return;
+    Fp8Plan plan;
+    if (collectGemmUses(q.getResult(), plan.uses, plan.views) &&
+        !plan.uses.empty())
+      plans.insert({q, std::move(plan)});
+  });
+  auto e5m2 = [](Fp8QuantizeOp q) {
+    return isa<Float8E5M2Type>(q.getFormat());
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = plans.begin(); it != plans.end(); ++it) {
+      auto q = cast<Fp8QuantizeOp>(it->first);
+      bool keep = llvm::all_of(it->second.uses, [&](const auto &use) {
+        GemmOperands g = *gemmOperands(use.second.matmul);
+        Fp8QuantizeOp other = quantizationOf(use.second.lhs ? g.rhs : g.lhs);
+        return other && plans.count(other) && !(e5m2(q) && e5m2(other));
+      });
+      if (!keep) {
+        plans.erase(it);
+        changed = true;
+        break;
+      }
+    }
+  }
+  for (auto &[op, plan] : plans)
+    l.planFp8Cast(op, std::move(plan));
+}
+
+LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
+                           ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  Value x = l.read(op, op.getInput()), amax = l.read(op, op.getAmax());
+  Type format = op.getFormat();
+  auto shapeOf = [](Value v) {
+    return cast<ShapedType>(v.getType()).getShape();
+  };
+  // One cast per layout: the value's own (any reshape views it), and each
+  // transposed shape a GEMM reads.
+  auto cast = [&](ArrayRef<int64_t> shape, bool transpose) -> Fp8Operand {
+    SmallVector<int64_t> outShape(shape);
+    if (transpose)
+      std::swap(outShape[outShape.size() - 2], outShape.back());
+    Fp8Operand o;
+    o.codes = l.alloc(outShape, format);
+    o.scaleInv = l.alloc({1}, b.getF32Type());
+    sched::Fp8CastOp::create(
+        b, op.getLoc(), l.view(x, 0, shape, b.getF32Type()), amax, o.codes,
+        o.scaleInv, transpose ? b.getUnitAttr() : UnitAttr(),
+        b.getStringAttr("compute"));
+    return o;
+  };
+  std::optional<Fp8Operand> plain;
+  llvm::SmallDenseMap<ArrayRef<int64_t>, Fp8Operand> transposed;
+  for (const auto &[v, use] : plan.uses) {
+    ArrayRef<int64_t> shape = shapeOf(v);
+    if (!use.transposed) {
+      if (!plain)
+        plain = cast(shapeOf(op.getResult()), false);
+      l.setFp8Operand(
+          v, false, {l.view(plain->codes, 0, shape, format), plain->scaleInv});
+      continue;
+    }
+    auto it = transposed.find(shape);
+    if (it == transposed.end())
+      it = transposed.insert({shape, cast(shape, true)}).first;
+    l.setFp8Operand(v, true, it->second);
+  }
+  return success();
+}
+
+} // namespace weft::codegen

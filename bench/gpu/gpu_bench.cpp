@@ -1,6 +1,7 @@
 //===- gpu_bench.cpp - the GPU runtime's GEMMs and attention, timed -------===//
 //
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
+//   weft-gpu-bench gemm-fp8 M N K [iterations]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
@@ -9,6 +10,11 @@
 // weft.matmul_epilogue asks for one; its first rows are checked against a
 // host reference (Weft's tanh-form GELU) and the largest error relative to
 // the output's scale is printed ("max_error"; over 2e-2 fails).
+// gemm-fp8: the same for an FP8 GEMM as a per-tensor FP8 weft.matmul runs
+// it (sched.gemm with FP8 operands): A [M, K] and B [N, K] E4M3 codes of
+// normal draws (weft_fp8_code, the runtime's cast, per-tensor scales),
+// each scale's inverse behind cuBLASLt's scale pointer, C bf16; checked
+// against the decoded codes' product times the scales.
 // attention: one causal bf16 attention forward + backward (q, k, v
 // [B, S, H, D]) as the runtime runs it inside a training step: a
 // two-instruction sched program (attention, attention_grad) with the
@@ -29,6 +35,7 @@
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
 #include "runtime/gpu/GpuProgram.h"
+#include "runtime/support/Fp8Scaling.h"
 
 #include <algorithm>
 #include <chrono>
@@ -169,6 +176,76 @@ double epilogueError(const GemmShape &g, int64_t rows,
   return worst / scale;
 }
 
+/// The GPU, and the runtime's cuBLASLt on it with a 32 MiB workspace.
+struct GemmRig {
+  std::unique_ptr<CudaDevice> gpu;
+  std::unique_ptr<CublasLt> blas;
+  void *stream = nullptr;
+};
+
+absl::StatusOr<GemmRig> openGemmRig() {
+  GemmRig rig;
+  auto device = CudaDevice::open(0);
+  if (!device.ok())
+    return device.status();
+  rig.gpu = std::move(*device);
+  constexpr size_t kWorkspace = 32u << 20;
+  auto workspace = rig.gpu->allocate(kWorkspace);
+  if (!workspace.ok())
+    return workspace.status();
+  auto blas = CublasLt::open(*rig.gpu, workspace->address, kWorkspace);
+  if (!blas.ok())
+    return blas.status();
+  rig.blas = std::move(*blas);
+  auto stream = rig.gpu->createStream();
+  if (!stream.ok())
+    return stream.status();
+  rig.stream = *stream;
+  return rig;
+}
+
+/// `bytes` of `host` in a new device buffer.
+absl::StatusOr<DeviceBuffer> upload(CudaDevice &gpu, const void *host,
+                                    size_t bytes) {
+  auto b = gpu.allocate(bytes);
+  if (!b.ok())
+    return b.status();
+  if (absl::Status s = gpu.copyToDevice(*b, host, bytes); !s.ok())
+    return s;
+  return *b;
+}
+
+/// Prepares `g`, runs it once (then `check` reads C) and times it: one
+/// JSON line; fails past an error of 2e-2.
+int runGemm(GemmRig &rig, const GemmShape &g, const GemmOperands &operands,
+            int iterations, const std::string &label,
+            const std::function<absl::StatusOr<double>()> &check) {
+  if (absl::Status s = rig.blas->prepare(g); !s.ok())
+    return fail(s);
+  auto once = [&] {
+    absl::Status s = rig.blas->matmul(g, operands, rig.stream);
+    return s.ok() ? rig.gpu->synchronize(rig.stream) : s;
+  };
+  // Checked once, before the timed runs (DGelu reads the aux; the GELU
+  // kinds overwrite it, which the reference does not read).
+  if (absl::Status s = once(); !s.ok())
+    return fail(s);
+  absl::StatusOr<double> error = check();
+  if (!error.ok())
+    return fail(error.status());
+  absl::StatusOr<double> median = medianMs(iterations, once);
+  if (!median.ok())
+    return fail(median.status());
+  std::printf("{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"epilogue\": "
+              "\"%s\", \"median_ms\": %.4f, \"tflops\": %.1f, "
+              "\"max_error\": %.2e, \"device\": \"%s\"}\n",
+              static_cast<long long>(g.m), static_cast<long long>(g.n),
+              static_cast<long long>(g.k), label.c_str(), *median,
+              g.flops() / (*median * 1e-3) / 1e12, *error,
+              rig.gpu->name().c_str());
+  return *error <= 2e-2 ? 0 : 1;
+}
+
 int gemm(int argc, char **argv) {
   GemmShape g;
   g.m = std::atoll(argv[0]);
@@ -181,17 +258,10 @@ int gemm(int argc, char **argv) {
   if (g.epilogue == GemmEpilogue::None && epilogue != "none")
     return fail(
         absl::InvalidArgumentError("unknown epilogue '" + epilogue + "'"));
-  auto device = CudaDevice::open(0);
-  if (!device.ok())
-    return fail(device.status());
-  CudaDevice &gpu = **device;
-  constexpr size_t kWorkspace = 32u << 20;
-  auto workspace = gpu.allocate(kWorkspace);
-  if (!workspace.ok())
-    return fail(workspace.status());
-  auto blas = CublasLt::open(gpu, workspace->address, kWorkspace);
-  if (!blas.ok())
-    return fail(blas.status());
+  absl::StatusOr<GemmRig> rig = openGemmRig();
+  if (!rig.ok())
+    return fail(rig.status());
+  CudaDevice &gpu = *rig->gpu;
   std::mt19937 rng(1);
   // A, B, C, bias, aux.
   DeviceBuffer buffers[5];
@@ -199,47 +269,86 @@ int gemm(int argc, char **argv) {
   int64_t sizes[5] = {g.m * g.k, g.k * g.n, g.m * g.n, g.n, g.m * g.n};
   for (int i = 0; i < 5; ++i) {
     host[i] = randomBf16(sizes[i], rng);
-    auto b = gpu.allocate(host[i].size() * 2);
+    auto b = upload(gpu, host[i].data(), host[i].size() * 2);
     if (!b.ok())
       return fail(b.status());
-    if (absl::Status s =
-            gpu.copyToDevice(*b, host[i].data(), host[i].size() * 2);
-        !s.ok())
-      return fail(s);
     buffers[i] = *b;
   }
   GemmOperands operands{buffers[0].address, buffers[1].address,
                         buffers[2].address,
                         g.hasBias() ? buffers[3].address : 0,
                         g.hasAux() ? buffers[4].address : 0};
-  auto stream = gpu.createStream();
-  if (!stream.ok())
-    return fail(stream.status());
-  if (absl::Status s = (*blas)->prepare(g); !s.ok())
-    return fail(s);
-  auto once = [&] {
-    absl::Status s = (*blas)->matmul(g, operands, *stream);
-    return s.ok() ? gpu.synchronize(*stream) : s;
-  };
-  // Checked once, before the timed runs (DGelu reads the aux; the GELU
-  // kinds overwrite it, which the reference does not read).
-  if (absl::Status s = once(); !s.ok())
-    return fail(s);
-  std::vector<uint16_t> c(g.m * g.n);
-  if (absl::Status s = gpu.copyToHost(c.data(), buffers[2], c.size() * 2);
-      !s.ok())
-    return fail(s);
-  double error = epilogueError(g, std::min<int64_t>(g.m, 4), host, c);
-  absl::StatusOr<double> median = medianMs(iterations, once);
-  if (!median.ok())
-    return fail(median.status());
-  std::printf("{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"epilogue\": "
-              "\"%s\", \"median_ms\": %.4f, \"tflops\": %.1f, "
-              "\"max_error\": %.2e, \"device\": \"%s\"}\n",
-              static_cast<long long>(g.m), static_cast<long long>(g.n),
-              static_cast<long long>(g.k), epilogue.c_str(), *median,
-              g.flops() / (*median * 1e-3) / 1e12, error, gpu.name().c_str());
-  return error <= 2e-2 ? 0 : 1;
+  return runGemm(
+      *rig, g, operands, iterations, epilogue, [&]() -> absl::StatusOr<double> {
+        std::vector<uint16_t> c(g.m * g.n);
+        if (absl::Status s = gpu.copyToHost(c.data(), buffers[2], c.size() * 2);
+            !s.ok())
+          return s;
+        return epilogueError(g, std::min<int64_t>(g.m, 4), host, c);
+      });
+}
+
+int gemmFp8(int argc, char **argv) {
+  GemmShape g;
+  g.m = std::atoll(argv[0]);
+  g.n = std::atoll(argv[1]);
+  g.k = std::atoll(argv[2]);
+  int iterations = argc > 3 ? std::atoi(argv[3]) : 20;
+  g.type = DType::BF16; // C.
+  g.fp8A = g.fp8B = DType::F8E4M3FN;
+  g.transB = true; // B [n, k]: cuBLASLt's FP8 layout.
+  absl::StatusOr<GemmRig> rig = openGemmRig();
+  if (!rig.ok())
+    return fail(rig.status());
+  CudaDevice &gpu = *rig->gpu;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  // Each operand's codes by its per-tensor scale, and 1 / scale.
+  std::vector<uint8_t> codes[2];
+  float inverse[2];
+  DeviceBuffer buffers[5];
+  for (int i = 0; i < 2; ++i) {
+    std::vector<float> x((i == 0 ? g.m : g.n) * g.k);
+    float amax = 0;
+    for (float &v : x)
+      amax = std::max(amax, std::fabs(v = normal(rng)));
+    float scale = weft_fp8_scale(amax, 1, 0);
+    inverse[i] = 1.0f / scale;
+    for (float v : x)
+      codes[i].push_back(weft_fp8_code(v, scale, 1));
+    auto b = upload(gpu, codes[i].data(), codes[i].size());
+    auto sb = upload(gpu, &inverse[i], sizeof(float));
+    if (!b.ok() || !sb.ok())
+      return fail(b.ok() ? sb.status() : b.status());
+    buffers[i] = *b, buffers[3 + i] = *sb;
+  }
+  auto c = gpu.allocate(g.m * g.n * 2);
+  if (!c.ok())
+    return fail(c.status());
+  buffers[2] = *c;
+  GemmOperands operands{
+      buffers[0].address, buffers[1].address, buffers[2].address, 0, 0,
+      buffers[3].address, buffers[4].address};
+  return runGemm(
+      *rig, g, operands, iterations, "fp8", [&]() -> absl::StatusOr<double> {
+        std::vector<uint16_t> out(g.m * g.n);
+        if (absl::Status s =
+                gpu.copyToHost(out.data(), buffers[2], out.size() * 2);
+            !s.ok())
+          return s;
+        double worst = 0, scale = 1e-30;
+        for (int64_t i = 0; i < std::min<int64_t>(g.m, 4); ++i)
+          for (int64_t j = 0; j < g.n; ++j) {
+            double sum = 0;
+            for (int64_t p = 0; p < g.k; ++p)
+              sum += fp8Value(codes[0][i * g.k + p], DType::F8E4M3FN) *
+                     fp8Value(codes[1][j * g.k + p], DType::F8E4M3FN);
+            sum *= static_cast<double>(inverse[0]) * inverse[1];
+            worst = std::max(worst, std::fabs(bf16At(out, i * g.n + j) - sum));
+            scale = std::max(scale, std::fabs(sum));
+          }
+        return worst / scale;
+      });
 }
 
 int attention(int argc, char **argv) {
@@ -275,10 +384,13 @@ int main(int argc, char **argv) {
   std::string what = argc > 1 ? argv[1] : "";
   if (what == "gemm" && argc >= 5)
     return gemm(argc - 2, argv + 2);
+  if (what == "gemm-fp8" && argc >= 5)
+    return gemmFp8(argc - 2, argv + 2);
   if (what == "attention" && argc >= 6)
     return attention(argc - 2, argv + 2);
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
+                       "       weft-gpu-bench gemm-fp8 M N K [iterations]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
                        "[iterations]\n");
   return 2;

@@ -21,7 +21,10 @@
 #   4. a GEMM-bound shape through Weft's GEMM path (cuBLASLt, the heuristic's
 #      algorithm) against torch.matmul; the 1B MLP's GEMM with each epilogue
 #      (checked against Weft's GELU) against PyTorch eager and PyTorch's
-#      cuBLASLt GELU epilogue (torch._addmm_activation);
+#      cuBLASLt GELU epilogue (torch._addmm_activation); an FP8 GEMM (E4M3,
+#      per-tensor scales behind cuBLASLt's scale pointers, as a per-tensor
+#      FP8 weft.matmul runs) against torch._scaled_mm, each checked against
+#      its operands' decoded product;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
 #      Weft against PyTorch eager and torch.compile.
 # Results go to stdout and, as markdown, to $OUT/results.md when OUT is set.
@@ -50,15 +53,23 @@ status=0
 {
 echo "# Weft on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(date -u +%F)"
 
-echo; echo "## 1. Parity: GPT-2-tiny (and Mixtral-tiny, moe-f32), 3 AdamW steps, GPU vs CPU"
+echo; echo "## 1. Parity: GPT-2-tiny (and Mixtral-tiny, moe-f32; FP8 GEMMs, fp8-f32), 3 AdamW steps, GPU vs CPU"
 # bf16 parameters: attention through cuBLASLt rounds probabilities to bf16
 # (as FlashAttention does; the CPU keeps them f32), which moves a small
 # bias's three Adam steps by up to ~8% of its scale (test/runtime/
 # emulated_gpu_test.cpp measures the same on an emulated device).
 # f32-plain: the f32 bundle without cuBLASLt epilogues (weftc
 # --gemm-epilogues=false), to tell an epilogue mismatch from anything else.
-for dtype in f32 f32-plain bf16 moe-f32; do
-  tol=$([ "$dtype" = bf16 ] && echo "1e-2 1e-1" || echo "1e-4 1e-4")
+# fp8-f32: per-tensor FP8 weight GEMMs, FP8 codes through cuBLASLt's scale
+# pointers on the GPU against the CPU's dequantized values; an element
+# that lands across an FP8 rounding point moves what follows (the emulated
+# GPU's test allows 5e-2 for the same reason).
+for dtype in f32 f32-plain bf16 moe-f32 fp8-f32; do
+  case "$dtype" in
+    bf16) tol="1e-2 1e-1" ;;
+    fp8-f32) tol="5e-2 5e-2" ;;
+    *) tol="1e-4 1e-4" ;;
+  esac
   for dev in cpu cuda; do
     rm -f "$OUT/parity-$dtype-$dev.jsonl"
     "$WEFT_RUN" "$DATA/parity-$dtype-$dev" --data "$DATA/data.bin" --tokenizer bytes \
@@ -136,6 +147,34 @@ ref = F.gelu(torch.addmm(b, x, w).float(), approximate="tanh")
 fused = torch._addmm_activation(b, x, w, use_gelu=True).float()
 print(json.dumps({"torch epilogue vs tanh gelu, max error / scale":
                   ((fused - ref).abs().max() / ref.abs().max()).item()}))
+PY
+
+echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, per-tensor scales, bf16 out)"
+"$RT/weft-gpu-bench" gemm-fp8 8192 8192 8192 20 || status=1
+python3 - <<'PY' || status=1
+import json, statistics, torch
+m = n = k = 8192
+a = torch.randn(m, k, device="cuda")
+b = torch.randn(n, k, device="cuda")
+def quantize(x):
+    scale = 448.0 / x.abs().max().clamp(min=1e-12)
+    return (x * scale).clamp(-448, 448).to(torch.float8_e4m3fn), (1.0 / scale).float()
+qa, sa = quantize(a)
+qb, sb = quantize(b)
+def scaled():
+    out = torch._scaled_mm(qa, qb.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+    return out[0] if isinstance(out, tuple) else out
+ref = (qa[:4].float() @ qb.float().t()) * sa * sb
+err = ((scaled()[:4].float() - ref).abs().max() / ref.abs().max()).item()
+times = []
+for i in range(23):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); scaled(); e.record(); e.synchronize()
+    if i >= 3:
+        times.append(s.elapsed_time(e))
+ms = statistics.median(times)
+print(json.dumps({"system": "torch._scaled_mm", "median_ms": ms,
+                  "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12, "max_error": err}))
 PY
 
 echo; echo "## 5. ~1B GPT training step (bf16, batch 8 x 1024, AdamW)"

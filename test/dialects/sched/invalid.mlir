@@ -2875,6 +2875,60 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xbf16>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op input must hold f32, not 'bf16'}}
+  sched.fp8_cast %x, %a, %q, %s : !sched.buffer<4x8xbf16>, !sched.buffer<1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf32>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op out must hold f8E4M3FN or f8E5M2, not 'f32'}}
+  sched.fp8_cast %x, %a, %q, %s : !sched.buffer<4x8xf32>, !sched.buffer<1xf32>, !sched.buffer<4x8xf32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<4x1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op amax must be one f32 (a per-tensor scale), not '!sched.buffer<4x1xf32>'}}
+  sched.fp8_cast %x, %a, %q, %s : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<2xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op scale_inv must be one f32, not '!sched.buffer<2xf32>'}}
+  sched.fp8_cast %x, %a, %q, %s : !sched.buffer<4x8xf32>, !sched.buffer<1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op out must have shape [8, 4] (input's, transposed), not [4, 8]}}
+  sched.fp8_cast %x, %a, %q, %s {transpose} : !sched.buffer<4x8xf32>, !sched.buffer<1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<8xf32>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<8xf8E5M2>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op transposes the last two dimensions; input has rank 1}}
+  sched.fp8_cast %x, %a, %q, %s {transpose} : !sched.buffer<8xf32>, !sched.buffer<1xf32>, !sched.buffer<8xf8E5M2>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<32xf32>):
   // expected-error @+1 {{'sched.fp8_amax' op block maxima [32] need the rank of [4, 8]}}
   sched.fp8_amax %x, %a : !sched.buffer<4x8xf32>, !sched.buffer<32xf32>

@@ -172,3 +172,22 @@ sched.program @fp8 arena(160) align(16) events(0) streams ["compute"] {
   sched.fp8_quantize %x, %a, %y {format = "f8e4m3fn", pow2_scales} : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf32>
   sched.return ["y"] %y : !sched.buffer<4x8xf32>
 }
+
+// FP8 codes for a GEMM: as stored and transposed, each with 1/s, and the
+// GEMM reading them with their scales.
+// CHECK-LABEL: sched.program @fp8_gemm
+sched.program @fp8_gemm arena(2304) align(16) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x32xf32>, %w: !sched.buffer<16x32xf32>, %a: !sched.buffer<1xf32>):
+  %qx = sched.alloc offset(0) live(0, 2) : !sched.buffer<16x32xf8E4M3FN>
+  %sx = sched.alloc offset(512) live(0, 2) : !sched.buffer<1xf32>
+  %qw = sched.alloc offset(576) live(1, 2) : !sched.buffer<32x16xf8E5M2>
+  %sw = sched.alloc offset(1088) live(1, 2) : !sched.buffer<1xf32>
+  %y = sched.alloc offset(1152) live(2, 3) : !sched.buffer<16x16xf32>
+  // CHECK: sched.fp8_cast %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : !sched.buffer<16x32xf32>, !sched.buffer<1xf32>, !sched.buffer<16x32xf8E4M3FN>, !sched.buffer<1xf32>
+  sched.fp8_cast %x, %a, %qx, %sx : !sched.buffer<16x32xf32>, !sched.buffer<1xf32>, !sched.buffer<16x32xf8E4M3FN>, !sched.buffer<1xf32>
+  // CHECK: sched.fp8_cast %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {transpose} : !sched.buffer<16x32xf32>, !sched.buffer<1xf32>, !sched.buffer<32x16xf8E5M2>, !sched.buffer<1xf32>
+  sched.fp8_cast %w, %a, %qw, %sw {transpose} : !sched.buffer<16x32xf32>, !sched.buffer<1xf32>, !sched.buffer<32x16xf8E5M2>, !sched.buffer<1xf32>
+  // CHECK: sched.gemm %{{.*}}, %{{.*}} -> %{{.*}} scales(%{{.*}}, %{{.*}} : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [16, 16, 32]
+  sched.gemm %qx, %qw -> %y scales(%sx, %sw : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [16, 16, 32] batch 1 ld [32, 16, 16] strides [0, 0, 0] epilogue none : <16x32xf8E4M3FN>, <32x16xf8E5M2> -> <16x16xf32>
+  sched.return ["y"] %y : !sched.buffer<16x16xf32>
+}

@@ -35,6 +35,14 @@ elif kind in ("dropout-microbatches", "dropout-microbatches-huge"):
     for ins in programs["accumulate"]["instructions"]:
         if ins["op"] == "dropout" and ins.get("has_microbatch"):
             ins["microbatches"] = 3 if kind == "dropout-microbatches" else 1 << 40
+elif kind == "fp8-cast-transpose":
+    # A cast whose codes' layout its flag does not give.
+    first(step["instructions"], lambda i: i["op"] == "fp8_cast" and not i["transpose"])["transpose"] = True
+elif kind == "fp8-gemm-unscaled":
+    # An FP8 GEMM without its scales.
+    gemm = first(step["instructions"], lambda i: i["op"] == "gemm" and i["has_scales"])
+    gemm["has_scales"] = False
+    gemm["operands"] = gemm["operands"][:3]
 elif kind == "op":
     step["instructions"][0]["op"] = "frobnicate"
 elif kind == "inputs":  # A valid bundle whose 'step' takes forward's inputs.

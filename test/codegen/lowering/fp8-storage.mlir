@@ -1,0 +1,91 @@
+// RUN: weft-opt %s -split-input-file '-weft-lower-to-sched=target=cuda' | FileCheck %s
+// RUN: weft-opt %s -split-input-file '-weft-lower-to-sched=target=cuda fp8-storage=off' | FileCheck %s --check-prefix=OFF
+// RUN: weft-opt %s -split-input-file '-weft-lower-to-sched=fp8-storage=on' | FileCheck %s --check-prefix=CPU
+// RUN: weft-opt %s -split-input-file -weft-lower-to-sched | FileCheck %s --check-prefix=OFF
+// RUN: not weft-opt %s -split-input-file '-weft-lower-to-sched=fp8-storage=maybe' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: weft-lower-to-sched: fp8-storage must be 'auto', 'on' or 'off', not 'maybe'
+
+// A linear layer's forward and backward GEMMs over per-tensor FP8 values:
+// x is read as A [m, k] (as stored) and, by the weight gradient, as A of
+// x^T (a transposed copy of the [16, 64] reshape); w as B of the forward
+// (transposed: B is read [n, k]) and of the input gradient (as stored);
+// dy as A of the input gradient and as B of the weight gradient
+// (transposed). Each layout is cast once, with its own 1/s; the f32
+// quantized values are never written.
+// CHECK-LABEL: sched.program @linear
+// CHECK-NOT: sched.fp8_quantize
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[X:.*]], %[[SX:.*]] : !sched.buffer<2x8x64xf32>, !sched.buffer<1x1x1xf32>, !sched.buffer<2x8x64xf8E4M3FN>, !sched.buffer<1xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[XT:.*]], %[[SXT:.*]] {transpose} : !sched.buffer<16x64xf32>, !sched.buffer<1x1x1xf32>, !sched.buffer<64x16xf8E4M3FN>, !sched.buffer<1xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[W:.*]], %[[SW:.*]] : !sched.buffer<64x32xf32>, !sched.buffer<1x1xf32>, !sched.buffer<64x32xf8E4M3FN>, !sched.buffer<1xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[WT:.*]], %[[SWT:.*]] {transpose} : !sched.buffer<64x32xf32>, !sched.buffer<1x1xf32>, !sched.buffer<32x64xf8E4M3FN>, !sched.buffer<1xf32>
+// CHECK: sched.gemm %[[X]], %[[WT]] -> %{{.*}} scales(%[[SX]], %[[SWT]] : !sched.buffer<1xf32>, !sched.buffer<1xf32>) mnk [16, 32, 64] batch 1 ld [64, 64, 32] strides [0, 0, 0] epilogue none transpose_b : <2x8x64xf8E4M3FN>, <32x64xf8E4M3FN> -> <2x8x32xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[D:.*]], %[[SD:.*]] : !sched.buffer<2x8x32xf32>, !sched.buffer<1x1x1xf32>, !sched.buffer<2x8x32xf8E5M2>, !sched.buffer<1xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[DT:.*]], %[[SDT:.*]] {transpose} : !sched.buffer<16x32xf32>, !sched.buffer<1x1x1xf32>, !sched.buffer<32x16xf8E5M2>, !sched.buffer<1xf32>
+// CHECK: sched.gemm %[[D]], %[[W]] -> %{{.*}} scales(%[[SD]], %[[SW]] : {{.*}}) mnk [16, 64, 32] batch 1 ld [32, 32, 64] {{.*}} transpose_b : <2x8x32xf8E5M2>, <64x32xf8E4M3FN> -> <2x8x64xf32>
+// CHECK: sched.gemm %[[XT]], %[[DT]] -> %{{.*}} scales(%[[SXT]], %[[SDT]] : {{.*}}) mnk [64, 32, 16] batch 1 ld [16, 16, 32] {{.*}} transpose_b : <64x16xf8E4M3FN>, <32x16xf8E5M2> -> <64x32xf32>
+// OFF-LABEL: sched.program @linear
+// OFF-NOT: sched.fp8_cast
+// OFF-NOT: scales(
+// OFF: sched.fp8_quantize
+// CPU-LABEL: sched.program @linear
+// CPU: sched.fp8_cast
+// CPU: scales(
+func.func @linear(%x: tensor<2x8x64xf32>, %w: tensor<64x32xf32>, %dy: tensor<2x8x32xf32>)
+    -> (tensor<2x8x32xf32>, tensor<2x8x64xf32>, tensor<64x32xf32>) {
+  %ax = weft.fp8_amax %x : tensor<2x8x64xf32> -> tensor<1x1x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<2x8x64xf32>, tensor<1x1x1xf32>
+  %aw = weft.fp8_amax %w : tensor<64x32xf32> -> tensor<1x1xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<64x32xf32>, tensor<1x1xf32>
+  %y = weft.matmul %qx, %qw : tensor<2x8x64xf32>, tensor<64x32xf32>
+  %ad = weft.fp8_amax %dy : tensor<2x8x32xf32> -> tensor<1x1x1xf32>
+  %qd = weft.fp8_quantize %dy, %ad {format = f8E5M2} : tensor<2x8x32xf32>, tensor<1x1x1xf32>
+  %dx = weft.matmul %qd, %qw transpose_rhs : tensor<2x8x32xf32>, tensor<64x32xf32>
+  %x2 = weft.reshape %qx : tensor<2x8x64xf32> -> tensor<16x64xf32>
+  %d2 = weft.reshape %qd : tensor<2x8x32xf32> -> tensor<16x32xf32>
+  %dw = weft.matmul %x2, %d2 transpose_lhs : tensor<16x64xf32>, tensor<16x32xf32>
+  return %y, %dx, %dw : tensor<2x8x32xf32>, tensor<2x8x64xf32>, tensor<64x32xf32>
+}
+
+// -----
+
+// What keeps the dequantized values: a quantization read by anything but
+// a GEMM (here returned), a GEMM whose other operand is not FP8 (so its
+// partner falls back too), blocked scales (rowwise), and a GEMM whose m is
+// not a multiple of 16 (cuBLASLt's and torch._scaled_mm's rule).
+// CHECK-LABEL: sched.program @fallbacks
+// CHECK-NOT: sched.fp8_cast
+// CHECK-NOT: scales(
+// CHECK: sched.return
+func.func @fallbacks(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %v: tensor<64x32xf32>, %r: tensor<8x64xf32>)
+    -> (tensor<16x64xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<8x32xf32>) {
+  %ax = weft.fp8_amax %x : tensor<16x64xf32> -> tensor<1x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<16x64xf32>, tensor<1x1xf32>
+  %aw = weft.fp8_amax %w : tensor<64x32xf32> -> tensor<1x1xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<64x32xf32>, tensor<1x1xf32>
+  %y = weft.matmul %qx, %qw : tensor<16x64xf32>, tensor<64x32xf32>
+  %z = weft.matmul %x, %qw : tensor<16x64xf32>, tensor<64x32xf32>
+  %rx = weft.fp8_amax %x : tensor<16x64xf32> -> tensor<16x1xf32>
+  %qrx = weft.fp8_quantize %x, %rx {format = f8E4M3FN} : tensor<16x64xf32>, tensor<16x1xf32>
+  %av = weft.fp8_amax %v : tensor<64x32xf32> -> tensor<1x1xf32>
+  %qv = weft.fp8_quantize %v, %av {format = f8E4M3FN} : tensor<64x32xf32>, tensor<1x1xf32>
+  %u = weft.matmul %qrx, %qv : tensor<16x64xf32>, tensor<64x32xf32>
+  %ar = weft.fp8_amax %r : tensor<8x64xf32> -> tensor<1x1xf32>
+  %qr = weft.fp8_quantize %r, %ar {format = f8E4M3FN} : tensor<8x64xf32>, tensor<1x1xf32>
+  %av2 = weft.fp8_amax %v : tensor<64x32xf32> -> tensor<1x1xf32>
+  %qv2 = weft.fp8_quantize %v, %av2 {format = f8E4M3FN} : tensor<64x32xf32>, tensor<1x1xf32>
+  %s = weft.matmul %qr, %qv2 : tensor<8x64xf32>, tensor<64x32xf32>
+  return %qx, %y, %z, %u, %s : tensor<16x64xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: sched.program @two_e5m2
+// CHECK-NOT: sched.fp8_cast
+func.func @two_e5m2(%a: tensor<16x32xf32>, %b: tensor<16x32xf32>) -> tensor<32x32xf32> {
+  %aa = weft.fp8_amax %a : tensor<16x32xf32> -> tensor<1x1xf32>
+  %qa = weft.fp8_quantize %a, %aa {format = f8E5M2} : tensor<16x32xf32>, tensor<1x1xf32>
+  %ab = weft.fp8_amax %b : tensor<16x32xf32> -> tensor<1x1xf32>
+  %qb = weft.fp8_quantize %b, %ab {format = f8E5M2} : tensor<16x32xf32>, tensor<1x1xf32>
+  %y = weft.matmul %qa, %qb transpose_lhs : tensor<16x32xf32>, tensor<16x32xf32>
+  return %y : tensor<32x32xf32>
+}

@@ -96,17 +96,12 @@ done
 
 echo; echo "## 4. GEMM 8192x8192x8192 bf16: Weft's path (cuBLASLt) vs torch.matmul"
 weft=$("$RT/weft-gpu-bench" gemm 8192 8192 8192 20) || status=1
-torch=$(python3 - <<'PY'
-import json, statistics, torch
+torch=$(PYTHONPATH=bench/gpu python3 - <<'PY'
+import json, torch
+from torch_timing import median_ms
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-times = []
-for i in range(23):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); a @ b; e.record(); e.synchronize()
-    if i >= 3:
-        times.append(s.elapsed_time(e))
-ms = statistics.median(times)
+ms = median_ms(lambda: a @ b)
 print(json.dumps({"median_ms": ms, "tflops": 2 * 8192**3 / (ms * 1e-3) / 1e12}))
 PY
 )
@@ -125,20 +120,15 @@ echo; echo "## 4b. GEMM epilogues at the 1B MLP's shape (8192x8192x2048, bf16)"
 for epi in none bias bias_gelu dgelu; do
   "$RT/weft-gpu-bench" gemm 8192 8192 2048 20 "$epi" || status=1
 done
-python3 - <<'PY'
-import json, statistics, torch
+PYTHONPATH=bench/gpu python3 - <<'PY'
+import json, torch
 import torch.nn.functional as F
+from torch_timing import median_ms
 x = torch.randn(8192, 2048, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(8192, device="cuda", dtype=torch.bfloat16)
 def timed(name, fn):
-    times = []
-    for i in range(23):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); e.synchronize()
-        if i >= 3:
-            times.append(s.elapsed_time(e))
-    print(json.dumps({"system": name, "median_ms": statistics.median(times)}))
+    print(json.dumps({"system": name, "median_ms": median_ms(fn)}))
 timed("torch x @ w", lambda: x @ w)
 timed("torch gelu(addmm, tanh) eager", lambda: F.gelu(torch.addmm(b, x, w), approximate="tanh"))
 # PyTorch's own cuBLASLt GELU epilogue.
@@ -151,8 +141,9 @@ PY
 
 echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, per-tensor scales, bf16 out)"
 "$RT/weft-gpu-bench" gemm-fp8 8192 8192 8192 20 || status=1
-python3 - <<'PY' || status=1
-import json, statistics, torch
+PYTHONPATH=bench/gpu python3 - <<'PY' || status=1
+import json, torch
+from torch_timing import median_ms
 m = n = k = 8192
 a = torch.randn(m, k, device="cuda")
 b = torch.randn(n, k, device="cuda")
@@ -166,13 +157,7 @@ def scaled():
     return out[0] if isinstance(out, tuple) else out
 ref = (qa[:4].float() @ qb.float().t()) * sa * sb
 err = ((scaled()[:4].float() - ref).abs().max() / ref.abs().max()).item()
-times = []
-for i in range(23):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); scaled(); e.record(); e.synchronize()
-    if i >= 3:
-        times.append(s.elapsed_time(e))
-ms = statistics.median(times)
+ms = median_ms(scaled)
 print(json.dumps({"system": "torch._scaled_mm", "median_ms": ms,
                   "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12, "max_error": err}))
 PY

@@ -23,6 +23,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 
@@ -239,17 +240,30 @@ void registerTrainingPipeline() {
 }
 
 namespace {
-/// The largest arena among `module`'s planned programs that run a
-/// backward (weft-recompute marked them: the step, or @accumulate with
-/// micro-batches), or 0.
-int64_t largestArena(ModuleOp module) {
-  int64_t most = 0;
-  for (func::FuncOp f : module.getOps<func::FuncOp>())
-    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes");
-        arena && f->hasAttr(kRecomputeAttr))
-      most = std::max(most, arena.getInt());
-  return most;
+/// What a candidate recomputation costs once planned: the largest arena
+/// among `module`'s programs that run a backward (weft-recompute marked
+/// them: the step, or @accumulate with micro-batches; 0 if none), and the
+/// FLOPs their recomputation adds.
+struct RecomputeCost {
+  int64_t arena = 0;
+  double flops = 0;
+};
+RecomputeCost recomputeCost(ModuleOp module) {
+  RecomputeCost cost;
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    if (!f->hasAttr(kRecomputeAttr))
+      continue;
+    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
+      cost.arena = std::max(cost.arena, arena.getInt());
+    if (auto flops = f->getAttrOfType<FloatAttr>(kRecomputeFlopsAttr))
+      cost.flops += flops.getValueAsDouble();
+  }
+  return cost;
 }
+
+/// Up to this many per-layer choices (3^L: none, selective or full per
+/// layer) a budget is met exactly, by planning every one.
+constexpr int64_t kExactCandidates = 81;
 
 /// How many layers (`weft.layer` of parameters) `module` has.
 int64_t layersOf(ModuleOp module) {
@@ -261,15 +275,18 @@ int64_t layersOf(ModuleOp module) {
   return layers;
 }
 
-/// Resolves `--recompute budget=G`: the least recomputation along a ladder
-/// whose largest arena among the programs that run the backward (the
-/// memory plan's peak, planned as the report plans it) fits G GiB. Step j of
-/// the ladder, for L layers, recomputes selectively the first j layers (j <=
-/// L), then all selectively and the first j - L fully; each step adds FLOPs
-/// and, as a rule, frees memory, so bisection finds the first that fits in
-/// about log2(2L) compilations of candidates. The step found is checked, not
-/// assumed; it is no Checkmate optimum (no solver): its extra FLOPs are at most
-/// those of the first ladder step that fits.
+/// Resolves `--recompute budget=G`: a per-layer choice whose largest arena
+/// among the programs that run the backward (the memory plan's peak,
+/// planned as the report plans it) fits G GiB. With 3^L <= 81 choices (L
+/// layers) every one is planned and the one adding the fewest FLOPs wins
+/// (the smaller arena on a tie): exact over per-layer policies, where
+/// Checkmate solves over every tensor. Otherwise a ladder: step j, for L
+/// layers, recomputes selectively the first j layers (j <= L), then all
+/// selectively and the first j - L fully; each step adds FLOPs and, as a
+/// rule, frees memory, so bisection finds the first that fits in about
+/// log2(2L) plannings. The step found is checked, not assumed; its extra
+/// FLOPs are at most those of the first ladder step that fits, with no
+/// bound against the optimum.
 FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                            const TrainingOptions &options,
                                            double gib) {
@@ -289,15 +306,20 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                                   : RecomputePolicy::Selective);
     return c.str();
   };
-  auto arenaOf = [&](int64_t j) -> FailureOr<int64_t> {
+  auto costOf = [&](const std::string &choice) -> FailureOr<RecomputeCost> {
     OwningOpRef<ModuleOp> trial = module.clone();
     TrainingOptions t = options;
-    t.recompute = ladder(j);
+    t.recompute = choice;
     t.sched = false;
     t.fuseAndPlan = true;
     if (failed(buildTrainingPrograms(*trial, t)))
       return failure();
-    return largestArena(*trial);
+    return recomputeCost(*trial);
+  };
+  auto arenaOf = [&](int64_t j) -> FailureOr<int64_t> {
+    FailureOr<RecomputeCost> cost = costOf(ladder(j));
+    return failed(cost) ? FailureOr<int64_t>(failure())
+                        : FailureOr<int64_t>(cost->arena);
   };
   auto budget = static_cast<int64_t>(gib * double(int64_t(1) << 30));
   FailureOr<int64_t> least = arenaOf(2 * layers);
@@ -316,6 +338,30 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     return failure();
   if (*most <= budget)
     return ladder(0);
+  int64_t candidates = 1;
+  for (int64_t l = 0; l < layers && candidates <= kExactCandidates; ++l)
+    candidates *= 3;
+  if (candidates <= kExactCandidates) {
+    // Every per-layer choice, layer 0 the lowest base-3 digit.
+    std::optional<std::pair<RecomputeCost, std::string>> best;
+    for (int64_t i = 0; i < candidates; ++i) {
+      RecomputeChoice c;
+      for (int64_t l = 0, rest = i; l < layers; ++l, rest /= 3)
+        c.layers.push_back(std::array{RecomputePolicy::None,
+                                      RecomputePolicy::Selective,
+                                      RecomputePolicy::Full}[rest % 3]);
+      FailureOr<RecomputeCost> cost = costOf(c.str());
+      if (failed(cost))
+        return failure();
+      if (cost->arena > budget)
+        continue;
+      if (!best || cost->flops < best->first.flops ||
+          (cost->flops == best->first.flops && cost->arena < best->first.arena))
+        best = {*cost, c.str()};
+    }
+    if (best) // Full everywhere fits, checked above.
+      return best->second;
+  }
   int64_t fits = 2 * layers, misses = 0;
   while (fits - misses > 1) {
     int64_t mid = (fits + misses) / 2;

@@ -55,6 +55,36 @@ bool neverRecomputed(Operation *op) {
          op->getNumRegions() > 0 || !isa<WeftDialect>(op->getDialect());
 }
 
+/// What recomputing `op` costs: 2mnk for a GEMM (K from the lhs, which
+/// the transposed lhs of a matmul holds first), 2 S T (D + Dv) per batch
+/// and head for attention (its two products, the mask ignored), and one
+/// FLOP per element written for everything else.
+double recomputeFlops(Operation *op) {
+  auto elements = [](Value v) {
+    auto type = dyn_cast<ShapedType>(v.getType());
+    return type && type.hasStaticShape() ? double(type.getNumElements()) : 0.0;
+  };
+  auto dim = [](Value v, int64_t fromEnd) {
+    ArrayRef<int64_t> shape = cast<ShapedType>(v.getType()).getShape();
+    return double(shape[shape.size() - fromEnd]);
+  };
+  if (auto mm = dyn_cast<MatmulOp>(op))
+    return 2 * elements(mm.getResult()) *
+           dim(mm.getLhs(), mm.getTransposeLhs() ? 2 : 1);
+  if (isa<MatmulEpilogueOp, GroupedMatmulOp>(op))
+    return 2 * elements(op->getResult(0)) * dim(op->getOperand(0), 1);
+  if (auto att = dyn_cast<AttentionOp>(op)) {
+    // q [B, S, H, D], k [B, T, Hkv, D], v [B, T, Hkv, Dv].
+    double rows = elements(att.getQuery()) / dim(att.getQuery(), 1);
+    return 2 * rows * dim(att.getKey(), 3) *
+           (dim(att.getQuery(), 1) + dim(att.getValue(), 1));
+  }
+  double written = 0;
+  for (Value r : op->getResults())
+    written += elements(r);
+  return written;
+}
+
 /// What `selective` keeps: the ops whose work is the layer's FLOPs.
 bool isHeavy(Operation *op) {
   return isa<MatmulOp, MatmulEpilogueOp, GroupedMatmulOp, AttentionOp>(op);
@@ -179,6 +209,8 @@ public:
     // The budget search reads this to find the programs with a backward.
     func->setAttr(kRecomputeAttr,
                   StringAttr::get(func.getContext(), choice.str()));
+    func->setAttr(kRecomputeFlopsAttr,
+                  FloatAttr::get(Float64Type::get(func.getContext()), flops));
     recordActivationBytes();
     return cloned;
   }
@@ -243,6 +275,7 @@ private:
     OpBuilder b(before);
     b.clone(*def, clones);
     ++cloned;
+    flops += recomputeFlops(def);
     return clones.lookup(value);
   }
 
@@ -320,6 +353,7 @@ private:
   llvm::DenseSet<Value> readByBackward; // Before the rewrite.
   IRMapping clones;
   int64_t cloned = 0;
+  double flops = 0; // What the clones compute.
 };
 } // namespace
 

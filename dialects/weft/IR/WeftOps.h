@@ -150,6 +150,9 @@ inline constexpr const char *kFp8BytesAttr = "weft.fp8_bytes";
 inline constexpr const char *kActivationBytesAttr = "weft.activation_bytes";
 /// On a training step: the weft-recompute policy it was rewritten by.
 inline constexpr const char *kRecomputeAttr = "weft.recompute";
+/// On a training step (weft-recompute): the FLOPs its recomputation adds
+/// (f64; matrix FLOPs of GEMMs and attention, one per element elsewhere).
+inline constexpr const char *kRecomputeFlopsAttr = "weft.recompute_flops";
 /// On a weft.constant [S] of i32: the positions of the sequence the program
 /// holds, which context parallelism reorders (weft-apply-plan).
 inline constexpr const char *kPositionsAttr = "weft.positions";

@@ -182,6 +182,7 @@ namespace {
 struct Planned {
   int64_t arena = 0;
   std::string recompute;
+  double flops = 0; // What the recomputation adds.
 };
 Planned planStep(const std::string &policy, int64_t layers) {
   auto context = testutil::makeContext();
@@ -201,6 +202,8 @@ Planned planStep(const std::string &policy, int64_t layers) {
     planned.arena = arena.getInt();
   if (auto choice = step->getAttrOfType<mlir::StringAttr>(kRecomputeAttr))
     planned.recompute = choice.str();
+  if (auto flops = step->getAttrOfType<mlir::FloatAttr>(kRecomputeFlopsAttr))
+    planned.flops = flops.getValueAsDouble();
   return planned;
 }
 int64_t stepArena(const std::string &policy, int64_t layers) {
@@ -255,6 +258,44 @@ TEST(Recompute, ABudgetTakesTheFirstLadderStepThatFits) {
   EXPECT_NE(error.find("even recomputing every layer fully needs"),
             std::string::npos)
       << error;
+}
+
+// With few layers (3^L per-layer choices, at most 81) the budget is met
+// exactly: the choice fits, and every choice that adds fewer FLOPs does
+// not. Three layers (27 choices) at a budget half-way between no recomputation
+// and full: the ladder would recompute the layers in order; the exact choice
+// need not. Full adds more FLOPs than selective, and none adds none.
+TEST(Recompute, AFewLayersBudgetTakesTheFewestExtraFlopsThatFit) {
+  constexpr int64_t kLayers = 3;
+  int64_t none = stepArena("none", kLayers), full = stepArena("full", kLayers);
+  ASSERT_GT(none, full);
+  double gib = double(int64_t(1) << 30);
+  double budget = (none + full) / 2 / gib;
+  Planned chosen = planStep("budget=" + std::to_string(budget), kLayers);
+  EXPECT_GT(chosen.arena, 0);
+  EXPECT_LE(chosen.arena, budget * gib);
+  EXPECT_GT(chosen.flops, 0);
+  int checked = 0;
+  for (int64_t i = 0; i < 27; ++i) {
+    RecomputeChoice c;
+    for (int64_t l = 0, rest = i; l < kLayers; ++l, rest /= 3)
+      c.layers.push_back(rest % 3 == 0   ? RecomputePolicy::None
+                         : rest % 3 == 1 ? RecomputePolicy::Selective
+                                         : RecomputePolicy::Full);
+    Planned other = planStep(c.str(), kLayers);
+    if (other.flops < chosen.flops) {
+      EXPECT_GT(other.arena, budget * gib)
+          << c.str() << " adds fewer FLOPs than " << chosen.recompute
+          << " and fits";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  Planned selective = planStep("selective", kLayers),
+          fullPlan = planStep("full", kLayers);
+  EXPECT_EQ(planStep("none", kLayers).flops, 0);
+  EXPECT_GT(selective.flops, 0);
+  EXPECT_GT(fullPlan.flops, selective.flops);
 }
 
 // The choice's text: one policy, runs per layer, a budget; what is not one

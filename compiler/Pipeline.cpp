@@ -114,6 +114,9 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     OpPassManager &forward = pm.nest<func::FuncOp>();
     forward.addPass(createShardingPropagate());
     forward.addPass(createPartition());
+    // Per-tensor FP8 tensors gathered for their scale move quantized.
+    if (options.fp8 != "none")
+      forward.addPass(createFp8Gather());
   }
   bool pipelined = plan.size("pp") > 1;
   if (pipelined) {

@@ -105,18 +105,8 @@ LogicalResult lowerAllReduce(AllReduceOp op, ProgramLowering &l) {
 }
 
 LogicalResult lowerAllGather(AllGatherOp op, ProgramLowering &l) {
-  ArrayRef<int64_t> whole =
-      cast<ShapedType>(op.getResult().getType()).getShape();
-  Split s = splitOf(whole, op.getDim(), l.groupSize(op.getAxes()));
-  Value in = l.read(op, op.getInput(), /*f32=*/true);
-  Value out = l.write(op, op.getResult(), /*f32=*/true);
-  Value blocks = s.contiguous ? out
-                              : l.alloc({s.sizes[0] * s.elements},
-                                        l.builder().getF32Type());
-  collective(l, op.getLoc(), sched::CollectiveKind::all_gather,
-             sched::Reduction::none, in, blocks, op.getAxes());
-  if (!s.contiguous)
-    copy(l, op.getLoc(), blocks, out, s, /*pack=*/false);
+  gatherInto(l, op, l.read(op, op.getInput(), /*f32=*/true),
+             l.write(op, op.getResult(), /*f32=*/true));
   return success();
 }
 
@@ -215,6 +205,21 @@ LogicalResult lowerRingShift(RingShiftOp op, ProgramLowering &l) {
 }
 
 } // namespace
+
+void gatherInto(ProgramLowering &l, AllGatherOp op, Value in, Value out) {
+  ArrayRef<int64_t> whole =
+      cast<ShapedType>(op.getResult().getType()).getShape();
+  Split s = splitOf(whole, op.getDim(), l.groupSize(op.getAxes()));
+  Value blocks =
+      s.contiguous
+          ? out
+          : l.alloc({s.sizes[0] * s.elements},
+                    cast<sched::BufferType>(out.getType()).getElementType());
+  collective(l, op.getLoc(), sched::CollectiveKind::all_gather,
+             sched::Reduction::none, in, blocks, op.getAxes());
+  if (!s.contiguous)
+    copy(l, op.getLoc(), blocks, out, s, /*pack=*/false);
+}
 
 void populateCollectiveLowerings(LoweringTable &table) {
   addLowering(table, lowerRingShift);

@@ -12,6 +12,10 @@
 // matmul reads it transposed the other way, as Transformer Engine keeps
 // row- and column-wise FP8 copies of a tensor.
 //
+// A quantization weft-fp8-gather moved before a gather (a ZeRO-3 weight)
+// casts its shard and gathers the codes, one byte an element; GEMMs that
+// read the gathered tensor transposed get a transposing copy of them.
+//
 // Quantizations with blocks (rowwise, blockwise, mxfp8) keep the values
 // path: their scale modes are not cuBLASLt's per-tensor pointers.
 //
@@ -20,6 +24,8 @@
 #include "codegen/lowering/Lowering.h"
 
 #include "llvm/ADT/SetVector.h"
+
+#include <map>
 
 using namespace mlir;
 
@@ -58,16 +64,24 @@ bool fitsFp8Gemm(Operation *op, const GemmOperands &g) {
          (out.isF32() || out.isBF16());
 }
 
-/// Appends the GEMMs reading `v` (through reshapes, which it records in
-/// `views`) to `uses`; false if anything else reads it.
+/// Appends the GEMMs reading `v` (through reshapes and at most one gather,
+/// `gather` once past it, which it records in `views`) to `uses`; false if
+/// anything else reads it.
 bool collectGemmUses(Value v,
                      SmallVectorImpl<std::pair<Value, Fp8GemmUse>> &uses,
-                     SmallVectorImpl<Operation *> &views) {
+                     SmallVectorImpl<Operation *> &views,
+                     AllGatherOp gather = AllGatherOp()) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
     if (auto reshape = dyn_cast<ReshapeOp>(user)) {
       views.push_back(reshape);
-      if (!collectGemmUses(reshape.getResult(), uses, views))
+      if (!collectGemmUses(reshape.getResult(), uses, views, gather))
+        return false;
+      continue;
+    }
+    if (auto next = dyn_cast<AllGatherOp>(user)) {
+      views.push_back(next);
+      if (gather || !collectGemmUses(next.getResult(), uses, views, next))
         return false;
       continue;
     }
@@ -77,15 +91,16 @@ bool collectGemmUses(Value v,
       return false;
     bool lhs = v == g->lhs;
     uses.push_back(
-        {v, Fp8GemmUse{user, lhs, lhs ? g->transLhs : !g->transRhs}});
+        {v, Fp8GemmUse{user, lhs, lhs ? g->transLhs : !g->transRhs, gather}});
   }
   return true;
 }
 
-/// The per-tensor quantization `v` is read through reshapes from, if any.
+/// The per-tensor quantization `v` is read through reshapes and gathers
+/// from, if any.
 Fp8QuantizeOp quantizationOf(Value v) {
-  while (auto reshape = v.getDefiningOp<ReshapeOp>())
-    v = reshape.getInput();
+  while (isa_and_nonnull<ReshapeOp, AllGatherOp>(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
   auto q = v.getDefiningOp<Fp8QuantizeOp>();
   if (!q || q.getPow2Scales() ||
       cast<ShapedType>(q.getAmax().getType()).getNumElements() != 1)
@@ -154,15 +169,58 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
         b.getStringAttr("compute"));
     return o;
   };
+  // The transposing copy of a gathered [..., R, C] into [..., C, R].
+  auto transposeCodes = [&](Value from, ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> outShape(shape);
+    std::swap(outShape[outShape.size() - 2], outShape.back());
+    Value to = l.alloc(outShape, format);
+    int64_t rows = shape[shape.size() - 2], cols = shape.back();
+    int64_t batch = ShapedType::getNumElements(shape) / (rows * cols);
+    sched::CopyOp::create(
+        b, op.getLoc(), from, to, b.getDenseI64ArrayAttr({batch, rows, cols}),
+        b.getDenseI64ArrayAttr({0, rows * cols, cols, 1}),
+        b.getDenseI64ArrayAttr({0, rows * cols, 1, rows}), FlatSymbolRefAttr(),
+        ArrayAttr(), IntegerAttr(), b.getStringAttr("compute"));
+    return to;
+  };
   std::optional<Fp8Operand> plain;
+  auto plainCodes = [&] {
+    if (!plain)
+      plain = cast(shapeOf(op.getResult()), false);
+    return *plain;
+  };
   llvm::SmallDenseMap<ArrayRef<int64_t>, Fp8Operand> transposed;
+  llvm::DenseMap<Operation *, Value> gathered;
+  std::map<std::pair<Operation *, SmallVector<int64_t>>, Value>
+      gatheredTransposed;
   for (const auto &[v, use] : plan.uses) {
     ArrayRef<int64_t> shape = shapeOf(v);
+    if (AllGatherOp gather = use.gather) {
+      // The shard's codes gathered (once per gather), viewed or transposed
+      // as the GEMM reads them; every rank's scale is the same.
+      Fp8Operand shard = plainCodes();
+      Value &whole = gathered[gather];
+      if (!whole) {
+        whole = l.alloc(shapeOf(gather.getResult()), format);
+        gatherInto(l, gather,
+                   l.view(shard.codes, 0, shapeOf(gather.getInput()), format),
+                   whole);
+      }
+      Value codes = l.view(whole, 0, shape, format);
+      if (use.transposed) {
+        Value &t = gatheredTransposed[{gather.getOperation(),
+                                       SmallVector<int64_t>(shape)}];
+        if (!t)
+          t = transposeCodes(codes, shape);
+        codes = t;
+      }
+      l.setFp8Operand(v, use.transposed, {codes, shard.scaleInv});
+      continue;
+    }
     if (!use.transposed) {
-      if (!plain)
-        plain = cast(shapeOf(op.getResult()), false);
-      l.setFp8Operand(
-          v, false, {l.view(plain->codes, 0, shape, format), plain->scaleInv});
+      Fp8Operand o = plainCodes();
+      l.setFp8Operand(v, false,
+                      {l.view(o.codes, 0, shape, format), o.scaleInv});
       continue;
     }
     auto it = transposed.find(shape);

@@ -60,11 +60,15 @@ struct Fp8GemmUse {
   mlir::Operation *matmul = nullptr;
   bool lhs = false;
   bool transposed = false;
+  /// The weft.all_gather between the quantization and the GEMM, if any
+  /// (weft-fp8-gather's): the codes are gathered, not the values.
+  weft::AllGatherOp gather;
 };
 
 /// How a per-tensor weft.fp8_quantize lowers to FP8 codes: each GEMM
-/// operand reading it (the quantization's result or a reshape of it) and
-/// the reshapes between, which lower to nothing.
+/// operand reading it (the quantization's result, a reshape of it, or a
+/// gather of that) and the reshapes and gathers between, which the
+/// quantization's lowering stands in for.
 struct Fp8Plan {
   llvm::SmallVector<std::pair<mlir::Value, Fp8GemmUse>> uses;
   llvm::SmallVector<mlir::Operation *> views;
@@ -171,6 +175,12 @@ void populateAttentionLowerings(LoweringTable &table);
 void populateLibraryLowerings(LoweringTable &table);
 void populateCollectiveLowerings(LoweringTable &table);
 void populateFusedLowerings(LoweringTable &table);
+
+/// Lowers `op`'s exchange from buffer `in` (this rank's block) into `out`
+/// (the whole tensor), of any element type: one all-gather, and an unpack
+/// when the gathered dimension is not the outermost.
+void gatherInto(ProgramLowering &l, weft::AllGatherOp op, mlir::Value in,
+                mlir::Value out);
 
 /// Plans which of `f`'s per-tensor FP8 quantizations `l` keeps as FP8
 /// codes for cuBLASLt's FP8 GEMMs (Fp8Storage.cpp).

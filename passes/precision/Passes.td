@@ -75,6 +75,36 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::weft::WeftDialect"];
 }
 
+def Fp8Gather : Pass<"weft-fp8-gather", "::mlir::func::FuncOp"> {
+  let summary = "Gather per-tensor FP8 values after quantizing, not before";
+  let description = [{
+    Runs after partitioning. A `weft.all_gather` read only by per-tensor
+    `weft.fp8_amax` and `weft.fp8_quantize` (a ZeRO-3 weight gathered for
+    its quantization, a tensor-parallel weight or sequence-parallel
+    activation gathered whole for a per-tensor scale) is moved after the
+    quantization: each maximum is taken on the shard and max all-reduced
+    over the gather's axes, each quantization reads the shard, and the
+    quantized values are gathered. One scale for the whole tensor makes
+    the quantization elementwise, so the gathered values are the same to
+    the bit; what moves is the quantized tensor, which FP8 storage
+    (weft-lower-to-sched's fp8-storage) then moves as FP8 bytes, a
+    quarter of f32's, as torchao's float8 all-gather does for FSDP2.
+    Blocked scales (rowwise, blockwise, mxfp8) are left as they are.
+
+    ```mlir
+    %w = weft.all_gather %shard over @mesh ["dp"] dim 0 : tensor<32x64xf32> -> tensor<64x64xf32>
+    %a = weft.fp8_amax %w : tensor<64x64xf32> -> tensor<1x1xf32>
+    %q = weft.fp8_quantize %w, %a {format = f8E4M3FN} : tensor<64x64xf32>, tensor<1x1xf32>
+    // becomes
+    %a0 = weft.fp8_amax %shard : tensor<32x64xf32> -> tensor<1x1xf32>
+    %a = weft.all_reduce max %a0 over @mesh ["dp"] : tensor<1x1xf32>
+    %q0 = weft.fp8_quantize %shard, %a {format = f8E4M3FN} : tensor<32x64xf32>, tensor<1x1xf32>
+    %q = weft.all_gather %q0 over @mesh ["dp"] dim 0 : tensor<32x64xf32> -> tensor<64x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::weft::WeftDialect"];
+}
+
 def Fp8RecordAmax : Pass<"weft-fp8-record-amax", "::mlir::ModuleOp"> {
   let summary = "Record each step's FP8 block maxima into their amax histories";
   let description = [{

@@ -350,6 +350,12 @@ absl::Status Communicator::allGather(const std::vector<std::string> &axes,
   return allGatherOf(axes, in, out, count);
 }
 
+absl::Status Communicator::allGather(const std::vector<std::string> &axes,
+                                     const uint8_t *in, uint8_t *out,
+                                     size_t count) {
+  return allGatherOf(axes, in, out, count);
+}
+
 template <typename T>
 absl::Status Communicator::allToAllOf(const std::vector<std::string> &axes,
                                       const T *in, T *out, size_t count) {

@@ -98,6 +98,9 @@ public:
   /// The same for i32 (an expert route's counts).
   absl::Status allGather(const std::vector<std::string> &axes,
                          const int32_t *in, int32_t *out, size_t count);
+  /// The same for bytes (FP8 codes).
+  absl::Status allGather(const std::vector<std::string> &axes,
+                         const uint8_t *in, uint8_t *out, size_t count);
   /// `in` holds group-size blocks of `count`; block j goes to member j, and
   /// `out` holds the blocks received, in group order.
   absl::Status allToAll(const std::vector<std::string> &axes, const float *in,

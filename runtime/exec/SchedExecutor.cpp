@@ -871,6 +871,18 @@ SchedExecutor::bindInstruction(const sched::Program &program,
         return comm->allToAll(axes, in, out, n / g);
       });
     }
+    if (a.kind == sched::CollectiveKind::AllGather && isFp8(type(0).dtype)) {
+      // FP8 codes (weft-fp8-gather's quantized shards) move as bytes.
+      return Step([=, in = reinterpret_cast<const uint8_t *>(bound.ptr[ops[0]]),
+                   out = reinterpret_cast<uint8_t *>(bound.ptr[ops[1]]),
+                   n = type(0).numElements()]() -> absl::Status {
+        if (g == 1) {
+          std::memmove(out, in, n);
+          return absl::OkStatus();
+        }
+        return comm->allGather(axes, in, out, n);
+      });
+    }
     if (absl::Status s = needAll({{0, F}, {1, F}}); !s.ok())
       return s;
     float *in = f(0), *out = f(1);

@@ -854,9 +854,9 @@ absl::Status Translator::copy() {
     return absl::UnimplementedError(
         absl::StrCat("a strided copy of rank ", a.sizes.size(),
                      " is over the GPU's ", WEFT_MAX_RANK));
-  if (inW != 4 && inW != 2)
+  if (inW != 4 && inW != 2 && inW != 1)
     return absl::UnimplementedError(
-        "only 2- and 4-byte elements move strided on GPUs");
+        "only 1-, 2- and 4-byte elements move strided on GPUs");
   WeftStridedIndex ix;
   std::memset(&ix, 0, sizeof(ix));
   ix.rank = static_cast<long>(a.sizes.size());
@@ -867,8 +867,10 @@ absl::Status Translator::copy() {
   }
   ix.inBase = src;
   ix.outBase = dst;
-  kernel(inW == 4 ? "weft_strided_copy4" : "weft_strided_copy2", gridFor(n),
-         {buf(0), buf(1), bytesOf(ix)});
+  kernel(inW == 4   ? "weft_strided_copy4"
+         : inW == 2 ? "weft_strided_copy2"
+                    : "weft_strided_copy1",
+         gridFor(n), {buf(0), buf(1), bytesOf(ix)});
   return absl::OkStatus();
 }
 
@@ -900,6 +902,20 @@ absl::Status Translator::collectiveInstruction() {
   // same four bytes an element.
   bool moves = a.kind == sched::CollectiveKind::AllToAll ||
                a.kind == sched::CollectiveKind::AllGather;
+  // FP8 codes gather as four-byte words (the collectives move f32).
+  if (a.kind == sched::CollectiveKind::AllGather && isFp8(dtype(0))) {
+    if (count(0) % 4 != 0)
+      return absl::UnimplementedError(absl::StrCat(
+          "an all-gather of ", count(0),
+          " FP8 elements on the GPU (a multiple of 4 moves as words)"));
+    if (mesh.groupSize(a.axes) == 1) {
+      if (ins.operands[0] != ins.operands[1])
+        memcpy(buf(1), buf(0), count(0));
+      return absl::OkStatus();
+    }
+    collective(GpuCollective::AllGather, a.axes, buf(0), buf(1), count(0) / 4);
+    return absl::OkStatus();
+  }
   if (absl::Status s = moves && dtype(0) == DType::I32
                            ? needAll({{0, DType::I32}, {1, DType::I32}})
                            : needAll({{0, DType::F32}, {1, DType::F32}});

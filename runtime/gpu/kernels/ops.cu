@@ -120,6 +120,12 @@ extern "C" __global__ void weft_strided_copy2(const unsigned short *in,
                                               WeftStridedIndex ix) {
   strided_copy(in, out, ix);
 }
+// FP8 codes (a transposed copy of gathered ones).
+extern "C" __global__ void weft_strided_copy1(const unsigned char *in,
+                                              unsigned char *out,
+                                              WeftStridedIndex ix) {
+  strided_copy(in, out, ix);
+}
 
 // sched.fill of a value other than zero bits: `bits` is one element as the
 // buffer's type stores it (4 bytes: f32, i32; 2 bytes: bf16, f16).

@@ -97,10 +97,6 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
         "(the report's recompute=...)");
   // On the whole forward, before partitioning places the quantizations.
   bool delayedFp8 = options.fp8 == "tensorwise-delayed";
-  if (delayedFp8 && plan.size("pp") > 1)
-    return llvm::createStringError(
-        "weft-train: fp8=tensorwise-delayed needs a plan without pp (each "
-        "stage would record its own maxima)");
   if (options.fp8 != "none") {
     Fp8Options fp8;
     fp8.recipe = options.fp8;

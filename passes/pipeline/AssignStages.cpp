@@ -213,6 +213,11 @@ LogicalResult weft::assignStages(func::FuncOp forward, int64_t stages,
   for (Operation *op : ops) {
     int64_t stage = -1;
     if (auto p = dyn_cast<ParamOp>(op)) {
+      // Dropout's step counter belongs to no stage: every program that
+      // drops copies it in, and every rank's step counts its own copy on,
+      // so each stage draws the step's mask.
+      if (p.getName() == kDropoutStepParam)
+        continue;
       if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr)) {
         stage = stageOfLayer[l.getInt()];
       } else {
@@ -247,16 +252,7 @@ struct AssignStagesPass : weft::impl::AssignStagesBase<AssignStagesPass> {
           << func;
       return signalPassFailure();
     }
-    // Dropout's step counter would live on one stage and be read by all.
-    WalkResult dropout = forward.walk([&](ParamOp p) {
-      if (p.getName() != kDropoutStepParam)
-        return WalkResult::advance();
-      p.emitError("weft-pipeline-assign-stages: dropout under pp is not "
-                  "supported yet (set the config's dropout rates to 0)");
-      return WalkResult::interrupt();
-    });
-    if (dropout.wasInterrupted() ||
-        failed(assignStages(forward, stages, boundaries)))
+    if (failed(assignStages(forward, stages, boundaries)))
       signalPassFailure();
   }
 };

@@ -94,11 +94,18 @@ def SplitStages : Pass<"weft-pipeline-split", "::mlir::ModuleOp"> {
     that name, in order. The step sums the loss and the squared gradient
     norm over pp, each rank reading zeros for the stages it does not hold.
 
-    The table of `schedule` (gpipe, 1f1b, interleaved) for P ranks, the
+    The table of `schedule` (gpipe, 1f1b, interleaved, zb-h1, which splits
+    the backward into B and W, `@stage<s>.wgrad`) for P ranks, the
     micro-batches of @accumulate and `chunks` is built and proven
     deadlock-free (checkSchedule), then left on the module as
-    `weft.pipeline` for weft-lower-to-sched. zb-h1 is refused until the
-    backward is split into B and W.
+    `weft.pipeline` for weft-lower-to-sched.
+
+    Dropout's micro-batch counter (`dropout_microbatch`, which @accumulate
+    counts) becomes each program's own, `dropout_microbatch.<program>`,
+    moved on at the program's end and wrapped at M: a stage's programs run
+    the micro-batches once each, in order, but interleaved with each other.
+    A table that runs a program's micro-batches out of order is refused
+    when the step drops.
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",

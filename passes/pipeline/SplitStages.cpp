@@ -391,12 +391,45 @@ private:
         for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
           if (isOpTriviallyDead(&op))
             op.erase();
+        countRuns(f);
       }
     }
     if (broken)
       return failure();
     acc.erase();
     return success();
+  }
+
+  /// Dropout in @accumulate reads micro-batch k from a counter that
+  /// @accumulate counts up (weft-accumulate-gradients). A stage's forward,
+  /// backward and W each run the step's micro-batches once, in order
+  /// (splitStages checks the table), but interleaved with each other, so
+  /// each program that drops counts its own runs: its own counter, moved
+  /// on at its end and wrapped at M, which needs no reset.
+  void countRuns(func::FuncOp f) {
+    Block &entry = f.getBody().front();
+    ParamOp counter;
+    for (ParamOp p : entry.getOps<ParamOp>())
+      if (p.getName() == kDropoutMicrobatchParam)
+        counter = p;
+    if (!counter)
+      return;
+    int64_t microbatches = 1;
+    for (Operation *user : counter->getUsers())
+      if (auto m = user->getAttrOfType<IntegerAttr>("microbatches"))
+        microbatches = m.getInt();
+    counter.setNameAttr(
+        b.getStringAttr(Twine(kDropoutMicrobatchParam) + "." + f.getSymName()));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(entry.getTerminator());
+    weft::detail::Emitter e{b, f.getLoc()};
+    auto scalar = cast<RankedTensorType>(counter.getType());
+    Value next = e.add(counter.getResult(), e.splat(scalar, 1.0));
+    Value wraps = GeOp::create(b, f.getLoc(), next,
+                               e.splat(scalar, double(microbatches)));
+    AssignOp::create(
+        b, f.getLoc(), counter.getNameAttr(),
+        SelectOp::create(b, f.getLoc(), wraps, e.splat(scalar, 0.0), next));
   }
 
   /// Whether program (s, phase) reads the step's inputs: its ops, what it
@@ -453,6 +486,14 @@ bool sumsOverPipeline(Operation *op) {
 LogicalResult splitStep(func::FuncOp step, const Layout &layout,
                         FlatSymbolRefAttr mesh) {
   Block &body = step.getBody().front();
+  // @accumulate's micro-batch counter is each program's own now, wrapping
+  // by itself (AccumulateSplit::countRuns): nothing to reset.
+  for (AssignOp a : llvm::make_early_inc_range(body.getOps<AssignOp>()))
+    if (a.getName() == kDropoutMicrobatchParam)
+      a.erase();
+  for (ParamOp p : llvm::make_early_inc_range(body.getOps<ParamOp>()))
+    if (p.getName() == kDropoutMicrobatchParam && p->use_empty())
+      p.erase();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   OpBuilder b(ret);
   // The loss is the last stage's: sum it over pp so every rank reports it.
@@ -626,6 +667,25 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
     return fail(llvm::toString(table.takeError()));
   if (llvm::Error e = pipeline::checkSchedule(*table))
     return fail(llvm::toString(std::move(e)));
+  // Dropout counts each program's runs as its micro-batch (countRuns):
+  // every stage's programs must run the micro-batches in order.
+  bool drops =
+      llvm::any_of(acc.getBody().front().getOps<ParamOp>(), [](ParamOp p) {
+        return p.getName() == kDropoutMicrobatchParam;
+      });
+  if (drops)
+    for (int64_t r = 0; r < ranks; ++r) {
+      std::map<std::pair<int64_t, int>, int64_t> next;
+      for (const pipeline::Action &a : table->actions[r]) {
+        int64_t &want = next[{a.chunk, static_cast<int>(a.phase)}];
+        if (a.microbatch != want++)
+          return fail("schedule '" + scheduleName + "' runs micro-batch " +
+                      Twine(a.microbatch) + " of a program of rank " +
+                      Twine(r) +
+                      " out of order; dropout counts each "
+                      "program's runs as its micro-batch");
+      }
+    }
 
   auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   if (failed(

@@ -209,10 +209,15 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
               ArrayRef<int64_t> grid) -> std::pair<std::string, Value> {
         std::string name = stem + "." + tensor.str() + "_amax_history";
         OpBuilder top = OpBuilder::atBlockBegin(&func.getBody().front());
-        Value h = ParamOp::create(
+        auto param = ParamOp::create(
             top, loc, RankedTensorType::get({history}, f32),
             top.getStringAttr(name), InitKindAttr::get(ctx, InitKind::Zeros),
             FloatAttr(), top.getUnitAttr());
+        // The weight's layer, so a pipeline keeps the history on the
+        // weight's stage.
+        if (Attribute layer = (wl ? wl : wr)->getAttr(kLayerAttr))
+          param->setAttr(kLayerAttr, layer);
+        Value h = param;
         weft::detail::Emitter e{b, loc};
         Value largest =
             e.reshape(e.reduceMax(h, {0}), RankedTensorType::get(grid, f32));

@@ -50,15 +50,20 @@ Value scalarMaximum(Fp8AmaxOp a, weft::detail::Emitter &e) {
 }
 
 /// A state parameter `name` of `type`, zeros at first, declared at the
-/// start of `func` (or the one it already has).
-ParamOp stateParam(func::FuncOp func, StringRef name, RankedTensorType type) {
+/// start of `func` (or the one it already has), on pipeline stage `stage`
+/// (its history's; null without a pipeline).
+ParamOp stateParam(func::FuncOp func, StringRef name, RankedTensorType type,
+                   IntegerAttr stage) {
   for (ParamOp p : func.getBody().front().getOps<ParamOp>())
     if (p.getName() == name)
       return p;
   OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-  return ParamOp::create(b, func.getLoc(), type, b.getStringAttr(name),
-                         InitKindAttr::get(b.getContext(), InitKind::Zeros),
-                         FloatAttr(), b.getUnitAttr());
+  auto p = ParamOp::create(b, func.getLoc(), type, b.getStringAttr(name),
+                           InitKindAttr::get(b.getContext(), InitKind::Zeros),
+                           FloatAttr(), b.getUnitAttr());
+  if (stage)
+    p->setAttr(kStageAttr, stage);
+  return p;
 }
 
 /// Pushes `amax` (a scalar) onto the front of `history`, the oldest step
@@ -131,25 +136,30 @@ struct Fp8RecordAmaxPass
     // history's maximum taken twice, as recomputation clones it, folds
     // both into one assign).
     llvm::StringMap<std::pair<Value, AssignOp>> folds;
+    Block &accBody = accumulate.getBody().front();
     for (Fp8AmaxOp a : recordedMaxima(accumulate)) {
       ParamOp history = historyOf(a);
       if (!history)
         return signalPassFailure();
+      // Under a pipeline, the history's stage: the fold runs there.
+      auto stage = history->getAttrOfType<IntegerAttr>(kStageAttr);
       std::string name = (history.getName() + kStepMaxSuffix).str();
-      ParamOp stepMax = stateParam(accumulate, name, scalar);
-      weft::detail::Emitter e{inAcc, a.getLoc()};
+      ParamOp stepMax = stateParam(accumulate, name, scalar, stage);
       auto &[sofar, assign] = folds[name];
       if (!sofar)
         sofar = stepMax.getResult();
       if (assign)
         assign.erase();
+      Operation *after = accBody.getTerminator()->getPrevNode();
+      weft::detail::Emitter e{inAcc, a.getLoc()};
       // A NaN maximum is +infinity (weft.fp8_amax), which max keeps.
       sofar = MaxOp::create(inAcc, a.getLoc(), sofar, scalarMaximum(a, e));
       assign =
           AssignOp::create(inAcc, a.getLoc(), stepMax.getNameAttr(), sofar);
+      placeOnStage(after, accBody.getTerminator(), stage);
       if (!pushed.insert(history.getName()).second)
         continue;
-      ParamOp seen = stateParam(step, name, scalar);
+      ParamOp seen = stateParam(step, name, scalar, stage);
       push(b, a.getLoc(), history, seen.getResult());
       weft::detail::Emitter reset{b, a.getLoc()};
       AssignOp::create(b, a.getLoc(), seen.getNameAttr(),

@@ -46,18 +46,20 @@ std::vector<Trace> runBundle(const Case &setup, const std::string &dir,
       });
 }
 
-/// The setup placed by its plan against the same model on one rank, from
-/// the same seed and global batches. Collectives sum in another order than
-/// one rank does: values agree to `tolerance` of each tensor's scale.
+/// The setup placed by its plan against the same model on one rank (with
+/// `wholePlan`, e.g. its micro-batches), from the same seed and global
+/// batches. Collectives sum in another order than one rank does: values
+/// agree to `tolerance` of each tensor's scale.
 void checkPlacedTraining(Case placed, double tolerance = 1e-4,
-                         double paramTolerance = 1e-4) {
+                         double paramTolerance = 1e-4,
+                         const std::string &wholePlan = "") {
   SCOPED_TRACE(placed.label());
   // With eps 1e-8, a gradient that cancels to ~1e-10 (a key bias's is zero
   // in exact arithmetic) turns a different summation order into a full
   // +-lr step; 1e-4 keeps such noise small.
   placed.adamEps = 1e-4;
   Case whole = placed;
-  whole.plan = "";
+  whole.plan = wholePlan;
   std::string wholeDir = testutil::compileCase(whole),
               placedDir = testutil::compileCase(placed);
   ASSERT_FALSE(wholeDir.empty());
@@ -146,19 +148,29 @@ TEST(SchedExecutor, PipelineStagesTrainLikeOneRank) {
       checkPlacedTraining(c, 1e-5, 5e-5);
     }
 }
-// Four layers: on four pipeline ranks (1F1B), and as interleaved 1F1B with
-// two virtual stages on each of two ranks (stage s on rank s mod 2, so the
-// activations go round the ranks twice).
-TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
-  for (const char *plan :
-       {"pp=4,mb=4,schedule=1f1b", "pp=4,mb=4,schedule=gpipe",
-        "pp=4,mb=4,schedule=zb-h1", "pp=2,mb=4,schedule=interleaved,virtual=2",
-        "pp=2,dp=2,mb=2,schedule=zb-h1"}) {
-    Case c("llama-tiny", "f32", plan);
+namespace {
+/// Four layers of `model`, batch 8, under each pipeline plan, against one
+/// rank.
+void checkFourLayerPipelines(const char *model,
+                             std::initializer_list<const char *> plans) {
+  for (const char *plan : plans) {
+    Case c(model, "f32", plan);
     c.batch = 8;
     c.layers = 4;
     checkPlacedTraining(c, 1e-5, 5e-5);
   }
+}
+} // namespace
+
+// Four layers: on four pipeline ranks (1F1B), and as interleaved 1F1B with
+// two virtual stages on each of two ranks (stage s on rank s mod 2, so the
+// activations go round the ranks twice).
+TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
+  checkFourLayerPipelines(
+      "llama-tiny",
+      {"pp=4,mb=4,schedule=1f1b", "pp=4,mb=4,schedule=gpipe",
+       "pp=4,mb=4,schedule=zb-h1", "pp=2,mb=4,schedule=interleaved,virtual=2",
+       "pp=2,dp=2,mb=2,schedule=zb-h1"});
   // Interleaved on four ranks: eight stages of one layer each.
   Case c("llama-tiny", "f32", "pp=4,mb=4,schedule=interleaved,virtual=2");
   c.batch = 8;
@@ -200,6 +212,15 @@ TEST(SchedExecutor, DropoutOnRanksAndMicrobatchesTrainsLikeOneRank) {
   // indexes the reordered sequence by them too.
   for (const char *model : {"llama-tiny-dropout", "gpt2-tiny-dropout"})
     checkPlacedTraining(Case(model, "f32", "cp=2"), 1e-5, 5e-5);
+  // In a pipeline: each stage's forward, backward (attention's mask is
+  // drawn again there) and W programs count their own runs as the
+  // micro-batch, and every rank's step moves its own copy of the step
+  // counter on; GPipe, 1F1B, zero-bubble and interleaved orders.
+  checkFourLayerPipelines(
+      "gpt2-tiny-dropout",
+      {"pp=2,mb=4,schedule=gpipe", "pp=2,mb=4,schedule=1f1b",
+       "pp=2,mb=4,schedule=zb-h1", "pp=2,mb=4,schedule=interleaved,virtual=2",
+       "pp=2,dp=2,mb=2,schedule=1f1b"});
 }
 // FP8 weight GEMMs on dp x tp: tp's column-parallel weights are gathered
 // for their quantization when a block spans the split (per-tensor scales),
@@ -212,6 +233,34 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
     setup.batch = 4;
     setup.fp8 = recipe;
     checkPlacedTraining(setup, 1e-3, 1e-2);
+  }
+  // In a pipeline, delayed scaling's histories live on their weights'
+  // stages, each stage folds its micro-batches' maxima into the step's
+  // (in its forward and backward programs) and its rank's step records
+  // them, as one rank running the same four micro-batches does (the first
+  // step quantizes each micro-batch by its own maximum, the histories
+  // being empty, so one rank without micro-batches differs).
+  for (const char *plan :
+       {"pp=2,mb=4,schedule=1f1b", "pp=2,mb=4,schedule=zb-h1"}) {
+    Case setup("gpt2-tiny", "f32", plan);
+    setup.batch = 8;
+    setup.layers = 4;
+    setup.fp8 = "tensorwise-delayed";
+    checkPlacedTraining(setup, 1e-3, 1e-2, "mb=4");
+    // Each history (and its step maximum) is held by its weight's rank.
+    auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(setup));
+    ASSERT_TRUE(bundle.ok()) << bundle.status();
+    int histories = 0;
+    for (const auto &p : bundle->params) {
+      size_t at = p.name.find(".fp8");
+      if (at == std::string::npos)
+        continue;
+      const auto *weight = bundle->param(p.name.substr(0, at));
+      ASSERT_NE(weight, nullptr) << p.name;
+      EXPECT_EQ(p.pipelineRank, weight->pipelineRank) << p.name;
+      ++histories;
+    }
+    EXPECT_GT(histories, 0);
   }
 }
 // bf16 values: each rank rounds its partial sums to bf16 before the

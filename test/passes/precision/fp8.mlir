@@ -8,7 +8,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRO
-// RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2})' 2>&1 | FileCheck %s --check-prefix=PP
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=0}))' 2>&1 | FileCheck %s --check-prefix=HIST
@@ -137,17 +137,30 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // MICRO-LABEL: func.func @step
 // MICRO-NOT: weft.fp8_amax
 // MICRO: %[[SEEN:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state : tensor<f32>
-// MICRO: %[[H:.*]] = weft.param "l1.down.fp8.grad_amax_history" init(zeros) state : tensor<16xf32>
+// MICRO: %[[H:.*]] = weft.param "l1.down.fp8.grad_amax_history" init(zeros) state {{.*}}: tensor<16xf32>
 // MICRO: %[[OK:.*]] = weft.ge %{{.*}}, %[[SEEN]] : tensor<f32>
 // MICRO: %[[ROLL:.*]] = weft.concat
 // MICRO-NEXT: weft.assign "l1.down.fp8.grad_amax_history", %[[ROLL]] : tensor<16xf32>
 // MICRO-NEXT: %[[NIL:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
 // MICRO-NEXT: weft.assign "l1.down.fp8.grad_amax_history.step_max", %[[NIL]] : tensor<f32>
-// pp still refuses delayed scaling (each stage would record its maxima).
-// PP: fp8=tensorwise-delayed needs a plan without pp
+// Under pp a history lives on its weight's stage (its layer's): the stage's
+// backward folds each micro-batch's maxima into the step's, and the rank's
+// step pushes it.
+// PP-LABEL: func.func @stage0.forward
+// PP: weft.param "l0.up.fp8.input_amax_history" init(zeros) state {weft.layer = 0 : i64, weft.stage = 0 : i64}
+// PP-LABEL: func.func @stage0.backward
+// PP: weft.param "l0.up.fp8.input_amax_history.step_max" init(zeros) state {weft.stage = 0 : i64}
+// PP: weft.assign "l0.up.fp8.input_amax_history.step_max"
+// PP-LABEL: func.func @stage1.backward
+// PP: weft.assign "l1.down.fp8.grad_amax_history.step_max"
+// PP-LABEL: func.func @rank0.step
+// PP: weft.assign "l0.up.fp8.input_amax_history", %{{.*}} : tensor<16xf32>
+// PP-NOT: weft.assign "l1.
+// PP-LABEL: func.func @rank1.step
+// PP: weft.assign "l1.down.fp8.grad_amax_history", %{{.*}} : tensor<16xf32>
 // ZeRO leaves the histories whole (a split one would roll per shard).
 // ZERO-LABEL: func.func @step
-// ZERO: weft.param "l1.down.fp8.grad_amax_history" init(zeros) state : tensor<16xf32>
+// ZERO: weft.param "l1.down.fp8.grad_amax_history" init(zeros) state {{.*}}: tensor<16xf32>
 
 // Delayed scaling (Transformer Engine's DelayedScaling): each quantized
 // tensor has an amax history (a state parameter of `history` steps); its
@@ -156,8 +169,8 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // current maximum carries the history's name; so does the output's mark,
 // for its gradient's.
 // DELAYED-LABEL: func.func @forward
-// DELAYED-DAG: %[[H:.*]] = weft.param "l0.up.fp8.input_amax_history" init(zeros) state : tensor<4xf32>
-// DELAYED-DAG: weft.param "l0.up.fp8.grad_amax_history" init(zeros) state : tensor<4xf32>
+// DELAYED-DAG: %[[H:.*]] = weft.param "l0.up.fp8.input_amax_history" init(zeros) state {{.*}}: tensor<4xf32>
+// DELAYED-DAG: weft.param "l0.up.fp8.grad_amax_history" init(zeros) state {{.*}}: tensor<4xf32>
 // DELAYED: %[[N0:.*]] = weft.rms_norm
 // DELAYED-NEXT: %[[CUR:.*]] = weft.fp8_amax %[[N0]] {weft.amax_history = "l0.up.fp8.input_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
 // DELAYED-NEXT: %[[R:.*]] = weft.reduce_max %[[H]] dims [0]

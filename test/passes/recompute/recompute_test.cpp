@@ -144,6 +144,9 @@ TEST(Recompute, Gpt2TinyWithDropoutTrainsBitForBitUnderEveryPolicy) {
   ASSERT_TRUE(bytes);
   // Each layer keeps only its input [2, 8, 64] f32 under full.
   EXPECT_EQ(bytes.asArrayRef(), llvm::ArrayRef<int64_t>({4096, 4096}));
+  // In a pipeline, a stage's backward recomputes its dropouts with the
+  // micro-batch its own counter gives, the forward's.
+  checkPolicies(Case("gpt2-tiny-dropout", "f32", "pp=2,microbatches=2"));
 }
 // Placed: tp's collectives stay (never recomputed) and its copy_to_group
 // identities are recomputed; the batch splits over dp.

@@ -103,6 +103,15 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     fp8.keep = options.fp8Keep;
     pm.addNestedPass<func::FuncOp>(createFp8(fp8));
   }
+  bool pipelined = plan.size("pp") > 1;
+  // A pipeline runs micro-batches even when there is one.
+  bool accumulates = plan.microbatches > 1 || pipelined;
+  // ZeRO-3 gathers each parameter once per step for all its micro-batches
+  // unless the plan says gather=microbatch; with that, or without
+  // micro-batches, the backward gathers again (FSDP's reshard after
+  // forward) unless the plan says gather=step.
+  bool gatherPerStep =
+      plan.zero == 3 && accumulates && plan.gather != "microbatch";
   if (plan.worldSize() > 1) {
     ApplyPlanOptions apply;
     apply.plan = options.plan;
@@ -110,11 +119,15 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     OpPassManager &forward = pm.nest<func::FuncOp>();
     forward.addPass(createShardingPropagate());
     forward.addPass(createPartition());
-    // Per-tensor FP8 tensors gathered for their scale move quantized.
-    if (options.fp8 != "none")
-      forward.addPass(createFp8Gather());
+    // Per-tensor FP8 tensors gathered for their scale move quantized; not
+    // parameters ZeRO-3 gathers once a step for its micro-batches
+    // (weft-gather-per-step, below), which that would undo.
+    if (options.fp8 != "none") {
+      Fp8GatherOptions gather;
+      gather.params = !gatherPerStep;
+      forward.addPass(createFp8Gather(gather));
+    }
   }
-  bool pipelined = plan.size("pp") > 1;
   if (pipelined) {
     if (options.keepGradients)
       return llvm::createStringError(
@@ -140,14 +153,6 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   RecomputeOptions recomputeOptions;
   recomputeOptions.policy = options.recompute;
   pm.addNestedPass<func::FuncOp>(createRecompute(recomputeOptions));
-  // A pipeline runs micro-batches even when there is one.
-  bool accumulates = plan.microbatches > 1 || pipelined;
-  // ZeRO-3 gathers each parameter once per step for all its micro-batches
-  // unless the plan says gather=microbatch; with that, or without
-  // micro-batches, the backward gathers again (FSDP's reshard after
-  // forward) unless the plan says gather=step.
-  bool gatherPerStep =
-      plan.zero == 3 && accumulates && plan.gather != "microbatch";
   if (plan.zero == 3 && !gatherPerStep && plan.gather != "step")
     pm.addNestedPass<func::FuncOp>(createReshardAfterForward());
   if (accumulates) {

@@ -23,6 +23,7 @@
 
 #include "codegen/lowering/Lowering.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <map>
@@ -32,18 +33,20 @@ using namespace mlir;
 namespace weft::codegen {
 namespace {
 
-/// The lhs, rhs and transposes of a matmul or epilogue GEMM.
+/// The lhs, rhs and transposes of a matmul.
 struct GemmOperands {
   Value lhs, rhs;
   bool transLhs = false, transRhs = false;
 };
 
+/// A plain weft.matmul's operands. Epilogue GEMMs are not FP8 GEMMs here:
+/// cuBLASLt's epilogues with FP8 operands have type rules of their own
+/// (bias types, the GELU aux) no GPU has checked yet, and
+/// weft-gemm-epilogue leaves GEMMs of per-tensor FP8 operands plain.
 std::optional<GemmOperands> gemmOperands(Operation *op) {
   if (auto mm = dyn_cast<MatmulOp>(op))
     return GemmOperands{mm.getLhs(), mm.getRhs(), mm.getTransposeLhs(),
                         mm.getTransposeRhs()};
-  if (auto mm = dyn_cast<MatmulEpilogueOp>(op))
-    return GemmOperands{mm.getLhs(), mm.getRhs(), false, mm.getTransposeRhs()};
   return std::nullopt;
 }
 
@@ -64,24 +67,30 @@ bool fitsFp8Gemm(Operation *op, const GemmOperands &g) {
          (out.isF32() || out.isBF16());
 }
 
-/// Appends the GEMMs reading `v` (through reshapes and at most one gather,
-/// `gather` once past it, which it records in `views`) to `uses`; false if
-/// anything else reads it.
+/// Appends the GEMMs reading `v` (through reshapes, casts between float
+/// types, and at most one gather, `gather` once past it, which it records
+/// in `views`) to `uses`; false if anything else reads it. A bf16 model
+/// casts the quantized f32 values to bf16 for its GEMM: the codes and the
+/// scale stand for them exactly, so the GEMM reads them instead. A GPU
+/// gathers FP8 codes as 4-byte words: a shard of another size keeps f32.
 bool collectGemmUses(Value v,
                      SmallVectorImpl<std::pair<Value, Fp8GemmUse>> &uses,
                      SmallVectorImpl<Operation *> &views,
                      AllGatherOp gather = AllGatherOp()) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
-    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-      views.push_back(reshape);
-      if (!collectGemmUses(reshape.getResult(), uses, views, gather))
+    if (isa<ReshapeOp>(user) ||
+        (isa<CastOp>(user) &&
+         isWeftFloat(getElementTypeOrSelf(user->getResult(0).getType())))) {
+      views.push_back(user);
+      if (!collectGemmUses(user->getResult(0), uses, views, gather))
         return false;
       continue;
     }
     if (auto next = dyn_cast<AllGatherOp>(user)) {
       views.push_back(next);
-      if (gather || !collectGemmUses(next.getResult(), uses, views, next))
+      if (gather || next.getInput().getType().getNumElements() % 4 != 0 ||
+          !collectGemmUses(next.getResult(), uses, views, next))
         return false;
       continue;
     }
@@ -96,18 +105,6 @@ bool collectGemmUses(Value v,
   return true;
 }
 
-/// The per-tensor quantization `v` is read through reshapes and gathers
-/// from, if any.
-Fp8QuantizeOp quantizationOf(Value v) {
-  while (isa_and_nonnull<ReshapeOp, AllGatherOp>(v.getDefiningOp()))
-    v = v.getDefiningOp()->getOperand(0);
-  auto q = v.getDefiningOp<Fp8QuantizeOp>();
-  if (!q || q.getPow2Scales() ||
-      cast<ShapedType>(q.getAmax().getType()).getNumElements() != 1)
-    return Fp8QuantizeOp();
-  return q;
-}
-
 } // namespace
 
 void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
@@ -116,7 +113,7 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   // candidate (cuBLASLt multiplies FP8 by FP8) or is E5M2 as well.
   llvm::MapVector<Operation *, Fp8Plan> plans;
   f.walk([&](Fp8QuantizeOp q) {
-    if (!quantizationOf(q.getResult()))
+    if (!perTensorQuantizationOf(q.getResult()))
       return;
     Fp8Plan plan;
     if (collectGemmUses(q.getResult(), plan.uses, plan.views) &&
@@ -132,7 +129,8 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
       auto q = cast<Fp8QuantizeOp>(it->first);
       bool keep = llvm::all_of(it->second.uses, [&](const auto &use) {
         GemmOperands g = *gemmOperands(use.second.matmul);
-        Fp8QuantizeOp other = quantizationOf(use.second.lhs ? g.rhs : g.lhs);
+        Fp8QuantizeOp other =
+            perTensorQuantizationOf(use.second.lhs ? g.rhs : g.lhs);
         return other && plans.count(other) && !(e5m2(q) && e5m2(other));
       });
       if (!keep) {

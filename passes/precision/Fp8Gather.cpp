@@ -88,11 +88,20 @@ void moveAfterQuantization(AllGatherOp gather) {
   gather.erase();
 }
 
+/// Whether `gather` gathers a parameter (through a cast).
+bool gathersParam(AllGatherOp gather) {
+  Value v = gather.getInput();
+  if (auto cast = v.getDefiningOp<CastOp>())
+    v = cast.getInput();
+  return v.getDefiningOp<ParamOp>() != nullptr;
+}
+
 struct Fp8GatherPass : weft::impl::Fp8GatherBase<Fp8GatherPass> {
+  using Fp8GatherBase::Fp8GatherBase;
   void runOnOperation() override {
     SmallVector<AllGatherOp> gathers;
     getOperation().walk([&](AllGatherOp g) {
-      if (quantizedOnly(g))
+      if (quantizedOnly(g) && (params || !gathersParam(g)))
         gathers.push_back(g);
     });
     for (AllGatherOp g : gathers)

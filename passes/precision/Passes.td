@@ -89,7 +89,9 @@ def Fp8Gather : Pass<"weft-fp8-gather", "::mlir::func::FuncOp"> {
     the bit; what moves is the quantized tensor, which FP8 storage
     (weft-lower-to-sched's fp8-storage) then moves as FP8 bytes, a
     quarter of f32's, as torchao's float8 all-gather does for FSDP2.
-    Blocked scales (rowwise, blockwise, mxfp8) are left as they are.
+    Blocked scales (rowwise, blockwise, mxfp8) are left as they are. With
+    `params=false` a gather of a parameter (ZeRO-3's) stays, for
+    weft-gather-per-step to gather once a step for every micro-batch.
 
     ```mlir
     %w = weft.all_gather %shard over @mesh ["dp"] dim 0 : tensor<32x64xf32> -> tensor<64x64xf32>
@@ -102,6 +104,10 @@ def Fp8Gather : Pass<"weft-fp8-gather", "::mlir::func::FuncOp"> {
     %q = weft.all_gather %q0 over @mesh ["dp"] dim 0 : tensor<32x64xf32> -> tensor<64x64xf32>
     ```
   }];
+  let options = [
+    Option<"params", "params", "bool", /*default=*/"true",
+           "Also move the gathers of parameters (ZeRO-3's)">
+  ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
 

@@ -322,12 +322,14 @@ double load(uint64_t base, int64_t i, runtime::DType type) {
 absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
   if (g.type != runtime::DType::F32 && g.type != runtime::DType::BF16)
     return absl::UnimplementedError("HostGemm takes f32 or bf16");
-  // What cuBLASLt refuses, refused here too.
+  // What cuBLASLt refuses (and the epilogues the GPU runtime does not
+  // hand it with FP8 operands), refused here too.
   if (g.fp8() &&
-      (g.transA || !g.transB ||
+      (g.transA || !g.transB || g.epilogue != runtime::GemmEpilogue::None ||
        (g.fp8A == runtime::DType::F8E5M2 && g.fp8B == runtime::DType::F8E5M2)))
     return absl::UnimplementedError(
-        "FP8 GEMMs read A [m, k] and B [n, k], not both E5M2");
+        "FP8 GEMMs read A [m, k] and B [n, k], not both E5M2, and take no "
+        "epilogue");
   return absl::OkStatus();
 }
 

@@ -316,8 +316,16 @@ TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
                    ins.as<runtime::sched::GemmAttrs>().hasScales;
     return gemms;
   };
-  for (const char *recipe : {"tensorwise", "tensorwise-delayed"}) {
-    Case stored("gpt2-tiny");
+  // bf16: the values path rounds the dequantized values to bf16 again, the
+  // FP8 GEMM reads the codes and scales (the cast is elided): operands a
+  // bf16 ulp apart, which flip E5M2 gradient roundings (a quarter of a
+  // value each) and, through Adam, the sign of small updates. The losses
+  // agree to 1e-2; the parameters are not compared.
+  for (auto [recipe, dtype, tolerance] :
+       {std::tuple{"tensorwise", "f32", 1e-3},
+        std::tuple{"tensorwise-delayed", "f32", 1e-3},
+        std::tuple{"tensorwise", "bf16", 1e-2}}) {
+    Case stored("gpt2-tiny", dtype);
     stored.fp8 = recipe;
     stored.fp8Storage = "on";
     Case values = stored;
@@ -331,11 +339,12 @@ TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
     Trace got = trainOneRank(stored, all), want = trainOneRank(values, all);
     ASSERT_EQ(got.losses.size(), want.losses.size());
     for (size_t s = 0; s < want.losses.size(); ++s)
-      EXPECT_NEAR(got.losses[s], want.losses[s], 1e-3 * want.losses[s])
-          << recipe << " step " << s + 1;
-    for (const auto &[name, w] : want.params)
-      EXPECT_LE(testutil::worstError(w, got.params.at(name)), 1e-2)
-          << recipe << " " << name;
+      EXPECT_NEAR(got.losses[s], want.losses[s], tolerance * want.losses[s])
+          << recipe << " " << dtype << " step " << s + 1;
+    if (std::string(dtype) == "f32")
+      for (const auto &[name, w] : want.params)
+        EXPECT_LE(testutil::worstError(w, got.params.at(name)), 1e-2)
+            << recipe << " " << name;
   }
   // dp x tp, and ZeRO-3, whose weight shards are quantized before the
   // gather (weft-fp8-gather) and move as FP8 codes; delayed scaling
@@ -348,6 +357,14 @@ TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
       placed.fp8Storage = "on";
       checkPlacedTraining(placed, 1e-3, 1e-2);
     }
+  // ZeRO-3 gathering once a step for its micro-batches keeps its f32
+  // gathers (weft-fp8-gather leaves parameters to weft-gather-per-step),
+  // against one rank with the same micro-batches.
+  Case perStep("gpt2-tiny", "f32", "dp=2,zero=3,mb=2");
+  perStep.batch = 8;
+  perStep.fp8 = "tensorwise";
+  perStep.fp8Storage = "on";
+  checkPlacedTraining(perStep, 1e-3, 1e-2, "mb=2");
 }
 
 TEST(SchedExecutor, Fp8DelayedScalingRecordsEachStepsMaxima) {

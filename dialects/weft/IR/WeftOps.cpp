@@ -27,6 +27,15 @@ bool weft::isWeftFloat(Type type) {
              Float8E5M2Type>(type);
 }
 
+Fp8QuantizeOp weft::perTensorQuantizationOf(Value v) {
+  while (isa_and_nonnull<ReshapeOp, CastOp, AllGatherOp>(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  auto q = v.getDefiningOp<Fp8QuantizeOp>();
+  if (!q || q.getPow2Scales() || q.getAmax().getType().getNumElements() != 1)
+    return Fp8QuantizeOp();
+  return q;
+}
+
 namespace {
 /// Prints a shape as "[2, 8, 64]" for diagnostics.
 std::string shapeStr(ArrayRef<int64_t> shape) {

@@ -192,6 +192,11 @@ void setSharding(mlir::Value value, ShardingAttr sharding);
 /// Returns true if `type` is an element type weft computes in floating point.
 bool isWeftFloat(mlir::Type type);
 
+/// The per-tensor (one-scale) `weft.fp8_quantize` that `v` is, or is read
+/// from through reshapes, casts and all-gathers; null if none. Such an
+/// operand is what FP8 storage keeps as FP8 codes (codegen's Fp8Storage).
+Fp8QuantizeOp perTensorQuantizationOf(mlir::Value v);
+
 } // namespace weft
 
 #endif // WEFT_DIALECTS_WEFT_IR_WEFTOPS_H

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/data/Batches.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/exec/Blas.h"
@@ -123,6 +124,10 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
       {"--seed", absl::StrCat(options.seed)},
       {"--init-from", given(options.initFrom)},
       {"--save", given(options.save)},
+      {"--checkpoint-dir", given(options.checkpointDir)},
+      {"--checkpoint-every", absl::StrCat(options.checkpointEvery)},
+      {"--keep", absl::StrCat(options.keep)},
+      {"--resume", given(options.resume)},
       {"--metrics", given(options.metrics)},
       {"--sample", absl::StrCat(options.sample)},
       {"--temperature", absl::StrCat(options.temperature)},
@@ -244,6 +249,15 @@ absl::Status checkJobOptions(const JobOptions &options) {
   if (options.tokenBytes != 2 && options.tokenBytes != 4)
     return invalid("--token-bytes must be 2 or 4, got " +
                    std::to_string(options.tokenBytes));
+  if (options.checkpointEvery < 0)
+    return invalid("--checkpoint-every must be 0 (after the last step) or "
+                   "more, got " +
+                   std::to_string(options.checkpointEvery));
+  if (options.keep < 1)
+    return invalid("--keep must be at least 1, got " +
+                   std::to_string(options.keep));
+  if (options.checkpointEvery > 0 && options.checkpointDir.empty())
+    return invalid("--checkpoint-every needs --checkpoint-dir");
   if (options.tokenizer == "bytes" && options.tokenBytes != 2)
     return invalid("--token-bytes is the width of a token file's ids; "
                    "--tokenizer bytes reads text (one token per byte): give "
@@ -266,6 +280,14 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (access(dir.c_str(), W_OK) != 0)
       return invalid(absl::StrCat(options.save, ": cannot write here (", dir,
                                   ": ", std::strerror(errno), ")"));
+  }
+  if (!options.checkpointDir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.checkpointDir, error);
+    if (error || access(options.checkpointDir.c_str(), W_OK) != 0)
+      return invalid(absl::StrCat(
+          options.checkpointDir, ": cannot write checkpoints here (",
+          error ? error.message() : std::string(std::strerror(errno)), ")"));
   }
   bool bytes = options.tokenizer == "bytes";
   if (!options.tokenizer.empty() && !bytes)
@@ -306,6 +328,30 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                       options.warmup >= 0 ? options.warmup : options.steps / 10,
                       options.steps, options.minLrRatio};
   TrainLoop loop(ex, std::move(*sampler), schedule);
+  // The batches are drawn from the data by the seed and the step, and the
+  // learning rate follows the schedule's flags: a resumed run needs them
+  // as they were.
+  std::error_code sizeError;
+  uintmax_t dataBytes = std::filesystem::file_size(options.data, sizeError);
+  RunFacts facts = {
+      {"--seed", absl::StrCat(options.seed)},
+      {"--data's size", sizeError ? "unreadable" : absl::StrCat(dataBytes)},
+      {"--tokenizer", options.tokenizer.empty() ? "(none)" : options.tokenizer},
+      {"--token-bytes", absl::StrCat(options.tokenBytes)},
+      {"--lr", absl::StrCat(options.lr)},
+      {"--warmup", absl::StrCat(options.warmup)},
+      {"--min-lr-ratio", absl::StrCat(options.minLrRatio)}};
+  if (!options.resume.empty()) {
+    absl::StatusOr<int64_t> done =
+        resumeCheckpoint(ex, comm, options.resume, facts, log);
+    if (!done.ok())
+      return done.status();
+    if (*done > options.steps)
+      return invalid(absl::StrCat(options.resume, ": the checkpoint is after ",
+                                  *done, " steps, past --steps ",
+                                  options.steps));
+    loop.resumeAt(*done);
+  }
 
   bool writeMetrics = !options.metrics.empty();
   std::ofstream metrics;
@@ -316,12 +362,20 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   }
   bool tty = log.isTerminal();
   int64_t ranks = comm ? comm->worldSize() : 1;
-  for (int64_t s = 0; s < options.steps; ++s) {
+  for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
     if (options.beforeStep)
       options.beforeStep(s + 1);
     auto report = loop.step();
     if (!report.ok())
       return report.status();
+    bool last = s + 1 == options.steps;
+    if (!options.checkpointDir.empty() &&
+        (last || (options.checkpointEvery > 0 &&
+                  (s + 1) % options.checkpointEvery == 0)))
+      if (absl::Status saved = saveCheckpoint(ex, comm, options.checkpointDir,
+                                              s + 1, options.keep, facts, log);
+          !saved.ok())
+        return saved;
     // Every rank's peak memory, gathered to all — a collective every rank
     // runs, so only when metrics are written (the same on every rank).
     std::vector<int64_t> peaks;

@@ -46,6 +46,15 @@ struct JobOptions {
   uint64_t seed = 0;
   /// Safetensors files to start from and to save to (empty: none).
   std::string initFrom, save;
+  /// Sharded checkpoints of the whole training state
+  /// (runtime/checkpoint/Checkpoint.h): written to `checkpointDir` every
+  /// `checkpointEvery` steps (0: only after the last), the newest `keep`
+  /// kept; `resume` continues from the newest good one under it, `steps`
+  /// counting from the first step of the run it continues.
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int64_t keep = 2;
+  std::string resume;
   /// Appends one JSON line per step here (empty: none).
   std::string metrics;
   /// Tokens to generate after training, and their temperature.

@@ -51,6 +51,10 @@ public:
   /// Runs the next step.
   absl::StatusOr<StepReport> step();
   int64_t stepsDone() const { return steps; }
+  /// Continues after `done` steps (a resumed checkpoint's): the batches and
+  /// the learning rate are functions of the step, so step done + 1 draws
+  /// what an uninterrupted run would.
+  void resumeAt(int64_t done) { steps = done; }
 
   /// Continues `context` by `count` tokens with the forward program, drawing
   /// each from softmax(logits / temperature) with a seeded generator

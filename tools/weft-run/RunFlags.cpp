@@ -36,6 +36,15 @@ ABSL_FLAG(std::string, init_from, "", "Start from these weights (safetensors)");
 ABSL_FLAG(std::string, save, "",
           "Write the trained weights here (safetensors, "
           "Hugging Face names)");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Write sharded checkpoints of the whole training state here "
+          "(step-<N>/: every rank's blocks, checksummed; index.json last)");
+ABSL_FLAG(int64_t, checkpoint_every, 0,
+          "Checkpoint every N steps (0: only after the last step)");
+ABSL_FLAG(int64_t, keep, 2, "Checkpoints to keep (the newest)");
+ABSL_FLAG(std::string, resume, "",
+          "Continue from the newest good checkpoint in this directory "
+          "(--steps counts from the start of the run it continues)");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -59,10 +68,12 @@ namespace {
 /// The flags a command line may set, by abseil name: weft-run's own, so a
 /// flag some linked library defines is as unknown as a typo.
 constexpr const char *kRunFlags[] = {
-    "data",    "tokenizer",    "token_bytes", "steps",     "lr",
-    "warmup",  "min_lr_ratio", "seed",        "init_from", "save",
-    "metrics", "sample",       "temperature", "nproc",     "device",
-    "timeout", "stop_grace"};
+    "data",        "tokenizer",      "token_bytes",      "steps",
+    "lr",          "warmup",         "min_lr_ratio",     "seed",
+    "init_from",   "save",           "metrics",          "sample",
+    "temperature", "nproc",          "device",           "timeout",
+    "stop_grace",  "checkpoint_dir", "checkpoint_every", "keep",
+    "resume"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -95,6 +106,10 @@ RunCommand commandFromFlags(std::string bundle) {
   job.seed = absl::GetFlag(FLAGS_seed);
   job.initFrom = absl::GetFlag(FLAGS_init_from);
   job.save = absl::GetFlag(FLAGS_save);
+  job.checkpointDir = absl::GetFlag(FLAGS_checkpoint_dir);
+  job.checkpointEvery = absl::GetFlag(FLAGS_checkpoint_every);
+  job.keep = absl::GetFlag(FLAGS_keep);
+  job.resume = absl::GetFlag(FLAGS_resume);
   job.metrics = absl::GetFlag(FLAGS_metrics);
   job.sample = absl::GetFlag(FLAGS_sample);
   job.temperature = absl::GetFlag(FLAGS_temperature);

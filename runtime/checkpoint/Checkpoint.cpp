@@ -1,0 +1,330 @@
+//===- Checkpoint.cpp - sharded training checkpoints ----------------------===//
+
+#include "runtime/checkpoint/Checkpoint.h"
+
+#include "runtime/exec/BundleData.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/support/Files.h"
+#include "runtime/support/Json.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace weft::runtime {
+namespace {
+namespace fs = std::filesystem;
+
+std::string stepDir(const std::string &dir, int64_t step) {
+  return (fs::path(dir) / ("step-" + std::to_string(step))).string();
+}
+std::string rankFile(int64_t rank, const char *extension) {
+  return "rank-" + std::to_string(rank) + extension;
+}
+
+/// Flushes `path` (a file or a directory) to the disk.
+absl::Status syncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int error = errno;
+    if (fd >= 0)
+      ::close(fd);
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot flush to disk: ", std::strerror(error)));
+  }
+  ::close(fd);
+  return absl::OkStatus();
+}
+
+absl::Status writeText(const std::string &path, const std::string &text) {
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush())
+      return absl::InternalError(absl::StrCat(path, ": cannot write"));
+  }
+  return syncPath(path);
+}
+
+std::string hashOf(const uint8_t *data, size_t bytes) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(XXH64(data, bytes, 0)));
+  return text;
+}
+
+/// One collective verdict: true when every rank's `ok` is.
+absl::StatusOr<bool> allAgree(Communicator *comm, bool ok) {
+  if (!comm)
+    return ok;
+  float bad = ok ? 0.0f : 1.0f;
+  if (absl::Status s = comm->allReduce({}, &bad, 1, /*max=*/true); !s.ok())
+    return s;
+  return bad == 0.0f;
+}
+
+/// This rank's blocks: written, read back, and described in rank-<r>.json.
+absl::Status writeRank(SchedExecutor &ex, const std::string &tmp,
+                       int64_t rank) {
+  MeshSpec mesh = meshSpecOf(ex.bundle());
+  std::vector<TensorToWrite> tensors;
+  for (const sched::Param &p : ex.bundle().params) {
+    absl::StatusOr<std::vector<float>> block = ex.param(p.name);
+    if (!block.ok())
+      return block.status();
+    tensors.push_back({p.name, p.type.dtype, p.type.shape,
+                       std::vector<double>(block->begin(), block->end())});
+  }
+  std::string file = (fs::path(tmp) / rankFile(rank, ".safetensors")).string();
+  if (absl::Status s = writeSafetensors(file, tensors); !s.ok())
+    return s;
+  if (absl::Status s = syncPath(file); !s.ok())
+    return s;
+  // The checksums are of the bytes as written, read back.
+  absl::StatusOr<SafetensorsFile> written = SafetensorsFile::read(file);
+  if (!written.ok())
+    return written.status();
+  nlohmann::json described = nlohmann::json::object();
+  for (const sched::Param &p : ex.bundle().params) {
+    const TensorInfo *t = written->find(p.name);
+    Sharding split = p.split ? *p.split : Sharding();
+    described[p.name] = {
+        {"xxh64", hashOf(written->data(*t), t->end - t->begin)},
+        {"shape", p.type.shape},
+        {"global_shape", mesh.globalShape(p.type.shape, split)},
+        {"start", mesh.blockStart(rank, p.type.shape, split)},
+    };
+  }
+  return writeText((fs::path(tmp) / rankFile(rank, ".json")).string(),
+                   described.dump(1));
+}
+
+/// The steps of the complete checkpoints under `dir`, newest first.
+std::vector<int64_t> checkpointSteps(const std::string &dir) {
+  std::vector<int64_t> steps;
+  std::error_code error;
+  for (const fs::directory_entry &e : fs::directory_iterator(dir, error)) {
+    std::string name = e.path().filename().string();
+    int64_t step = 0;
+    if (name.rfind("step-", 0) == 0 &&
+        absl::SimpleAtoi(name.substr(5), &step) && step >= 0 &&
+        fs::exists(e.path() / "index.json"))
+      steps.push_back(step);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+
+/// This rank's blocks, by parameter: what `ex` would load.
+using Blocks = std::vector<std::pair<std::string, std::vector<float>>>;
+
+/// This rank's blocks of checkpoint `path`, checked against the bundle and
+/// their checksums, or what is wrong, naming the file and the tensor.
+absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
+                                const std::string &path,
+                                const RunFacts &facts) {
+  int64_t rank = comm ? comm->rank() : 0, ranks = comm ? comm->worldSize() : 1;
+  std::string indexPath = (fs::path(path) / "index.json").string();
+  absl::StatusOr<std::string> indexText = readFileAtMost(indexPath, 1 << 20);
+  if (!indexText.ok())
+    return indexText.status();
+  absl::StatusOr<nlohmann::json> index = parseUntrustedJson(*indexText);
+  if (!index.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(indexPath, ": ", index.status().message()));
+  auto field = [&](const char *key) -> const nlohmann::json * {
+    auto it = index->find(key);
+    return it == index->end() ? nullptr : &*it;
+  };
+  const nlohmann::json *format = field("format"), *bundle = field("bundle"),
+                       *saved = field("ranks");
+  if (!index->is_object() || !format || *format != kCheckpointFormat)
+    return absl::InvalidArgumentError(absl::StrCat(
+        indexPath, ": not a Weft checkpoint index (field 'format' is not '",
+        kCheckpointFormat, "')"));
+  if (!bundle || !bundle->is_string() ||
+      bundle->get<std::string>() != ex.bundle().manifestXxh3)
+    return absl::FailedPreconditionError(absl::StrCat(
+        indexPath, ": saved with another bundle (manifest hash ",
+        bundle && bundle->is_string() ? bundle->get<std::string>() : "?",
+        ", this one's ", ex.bundle().manifestXxh3,
+        "); resume with the bundle and plan it was saved under (resharding "
+        "onto another plan is not supported yet)"));
+  if (!saved || !saved->is_number_integer() || saved->get<int64_t>() != ranks)
+    return absl::FailedPreconditionError(
+        absl::StrCat(indexPath, ": saved by ",
+                     saved && saved->is_number_integer()
+                         ? std::to_string(saved->get<int64_t>())
+                         : std::string("?"),
+                     " ranks; this job has ", ranks));
+  const nlohmann::json *run = field("run");
+  for (const auto &[name, value] : facts) {
+    auto saved = run && run->is_object() ? run->find(name) : run->end();
+    std::string was = run && saved != run->end() && saved->is_string()
+                          ? saved->get<std::string>()
+                          : "(none)";
+    if (was != value)
+      return absl::FailedPreconditionError(
+          absl::StrCat(indexPath, ": saved by a run with ", name, " ", was,
+                       "; this one has ", value, ": resume with the same"));
+  }
+  std::string tablePath = (fs::path(path) / rankFile(rank, ".json")).string();
+  absl::StatusOr<std::string> tableText = readFileAtMost(tablePath, 64 << 20);
+  if (!tableText.ok())
+    return tableText.status();
+  absl::StatusOr<nlohmann::json> table = parseUntrustedJson(*tableText);
+  if (!table.ok() || !table->is_object())
+    return absl::InvalidArgumentError(absl::StrCat(
+        tablePath, ": ",
+        table.ok() ? "not a JSON object" : table.status().message()));
+  std::string file = (fs::path(path) / rankFile(rank, ".safetensors")).string();
+  absl::StatusOr<SafetensorsFile> tensors = SafetensorsFile::read(file);
+  if (!tensors.ok())
+    return tensors.status();
+  Blocks values;
+  for (const sched::Param &p : ex.bundle().params) {
+    const TensorInfo *t = tensors->find(p.name);
+    auto entry = table->find(p.name);
+    if (!t || entry == table->end())
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": tensor '", p.name, "' is missing"));
+    if (t->dtype != p.type.dtype || t->shape != p.type.shape)
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": tensor '", p.name, "' is ", std::string(dtypeName(t->dtype)),
+          " of another shape or type than the bundle's block (",
+          std::string(dtypeName(p.type.dtype)), ")"));
+    auto hash = entry->find("xxh64");
+    std::string got = hashOf(tensors->data(*t), t->end - t->begin);
+    if (hash == entry->end() || !hash->is_string() || *hash != got)
+      return absl::DataLossError(absl::StrCat(
+          file, ": tensor '", p.name, "' is corrupt (xxHash64 ", got, ", ",
+          tablePath, " says ",
+          hash != entry->end() && hash->is_string() ? hash->get<std::string>()
+                                                    : "nothing",
+          ")"));
+    std::vector<double> wide = tensors->toDoubles(*t);
+    values.push_back({p.name, std::vector<float>(wide.begin(), wide.end())});
+  }
+  return values;
+}
+} // namespace
+
+absl::Status saveCheckpoint(SchedExecutor &ex, Communicator *comm,
+                            const std::string &dir, int64_t step, int64_t keep,
+                            const RunFacts &facts, const Log &log) {
+  int64_t rank = comm ? comm->rank() : 0, ranks = comm ? comm->worldSize() : 1;
+  std::string final = stepDir(dir, step), tmp = final + ".tmp";
+  std::error_code error;
+  if (rank == 0) {
+    fs::remove_all(tmp, error);
+    if (!fs::create_directories(tmp, error) && error)
+      return absl::InternalError(
+          absl::StrCat(tmp, ": cannot create: ", error.message()));
+  }
+  if (comm)
+    if (absl::Status s = comm->barrier(); !s.ok())
+      return s;
+  absl::Status wrote = writeRank(ex, tmp, rank);
+  // Every rank learns whether every rank wrote, so none waits on a rank
+  // that failed and the index is only written over a complete directory.
+  absl::StatusOr<bool> all = allAgree(comm, wrote.ok());
+  if (!all.ok())
+    return all.status();
+  if (!wrote.ok())
+    return wrote;
+  if (!*all)
+    return absl::InternalError(absl::StrCat(
+        tmp, ": another rank could not write its part of the checkpoint"));
+  absl::Status done = absl::OkStatus();
+  if (rank == 0) {
+    nlohmann::json index = {{"format", kCheckpointFormat},
+                            {"step", step},
+                            {"bundle", ex.bundle().manifestXxh3},
+                            {"ranks", ranks},
+                            {"run", facts}};
+    done = writeText((fs::path(tmp) / "index.json").string(), index.dump(1));
+    if (done.ok()) {
+      fs::remove_all(final, error);
+      fs::rename(tmp, final, error);
+      if (error)
+        done = absl::InternalError(absl::StrCat(tmp, ": cannot rename to ",
+                                                final, ": ", error.message()));
+    }
+    if (done.ok())
+      done = syncPath(dir);
+    if (done.ok()) {
+      std::vector<int64_t> steps = checkpointSteps(dir);
+      for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 1));
+           i < steps.size(); ++i)
+        fs::remove_all(stepDir(dir, steps[i]), error);
+      log.say(absl::StrCat("saved checkpoint ", final));
+    }
+  }
+  absl::StatusOr<bool> saved = allAgree(comm, done.ok());
+  if (!saved.ok())
+    return saved.status();
+  if (!done.ok())
+    return done;
+  if (!*saved)
+    return absl::InternalError(
+        absl::StrCat(final, ": rank 0 could not complete the checkpoint"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
+                                         const std::string &dir,
+                                         const RunFacts &facts,
+                                         const Log &log) {
+  if (!fs::is_directory(dir))
+    return absl::NotFoundError(
+        absl::StrCat(dir, ": no such checkpoint directory"));
+  // The ranks list the directory alike (a shared filesystem); each tries
+  // the candidates newest first and they agree on the first all verify.
+  std::vector<int64_t> steps = checkpointSteps(dir);
+  int64_t count = static_cast<int64_t>(steps.size());
+  if (comm) {
+    float fewest = -static_cast<float>(count);
+    if (absl::Status s = comm->allReduce({}, &fewest, 1, /*max=*/true); !s.ok())
+      return s;
+    count = static_cast<int64_t>(-fewest);
+  }
+  if (count == 0)
+    return absl::NotFoundError(absl::StrCat(
+        dir, ": no complete checkpoint (a step-<N> directory with an "
+             "index.json)"));
+  absl::Status last;
+  for (int64_t i = 0; i < count; ++i) {
+    std::string path = stepDir(dir, steps[i]);
+    // Loaded only once every rank has verified its part: a checkpoint one
+    // rank cannot use is passed over by all, none of them changed.
+    absl::StatusOr<Blocks> mine = readRank(ex, comm, path, facts);
+    absl::StatusOr<bool> all = allAgree(comm, mine.ok());
+    if (!all.ok())
+      return all.status();
+    if (*all) {
+      for (auto &[name, values] : *mine)
+        if (absl::Status s = ex.setParam(name, values); !s.ok())
+          return s;
+      log.say(absl::StrCat("resumed from ", path));
+      return steps[i];
+    }
+    last = mine.ok() ? absl::DataLossError(absl::StrCat(
+                           path, ": another rank could not verify its part"))
+                     : mine.status();
+    if (i + 1 < count)
+      log.say(absl::StrCat("passing over ", path, ": ", last.message()));
+  }
+  return last;
+}
+
+} // namespace weft::runtime

@@ -1,0 +1,65 @@
+//===- Checkpoint.h - sharded training checkpoints --------------*- C++ -*-===//
+//
+// The whole training state a step leaves: every parameter and every state
+// tensor (AdamW's moments and f32 masters, the step and dropout counters,
+// FP8 amax histories, the loss scale), each rank writing the blocks it
+// holds, plus the step count, which fixes the rest (the batch sampler and
+// the learning-rate schedule are functions of the step). A checkpoint is a
+// directory `<dir>/step-<N>`:
+//
+//   rank-<r>.safetensors  rank r's blocks, as stored (its dtype), under the
+//                         parameters' names;
+//   rank-<r>.json         each of them: xxHash64 of its bytes, its block's
+//                         shape, the global shape and where the block starts;
+//   index.json            written last by rank 0: the format, the step, the
+//                         bundle's manifest hash, the rank count and the
+//                         run's facts resume must see again (the seed the
+//                         batch order comes from, the data).
+//
+// It is written as `step-<N>.tmp` (each file fsynced) and renamed once the
+// index is in, so a directory named `step-<N>` is complete; a crash leaves
+// only a `.tmp` that resume ignores. Resume takes the newest checkpoint
+// every rank can read and verify (byte counts, shapes, checksums), saying
+// why it passed over newer ones; it needs the bundle the checkpoint was
+// saved with (the same plan: resharding is not there yet).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_CHECKPOINT_CHECKPOINT_H
+#define WEFT_RUNTIME_CHECKPOINT_CHECKPOINT_H
+
+#include "runtime/dist/Communicator.h"
+#include "runtime/exec/SchedExecutor.h"
+#include "runtime/support/Log.h"
+
+#include "absl/status/statusor.h"
+
+#include <map>
+#include <string>
+
+namespace weft::runtime {
+
+/// The version index.json states.
+inline constexpr const char *kCheckpointFormat = "weft-checkpoint-1";
+
+/// What else decides a run's next steps besides the tensors: by name (a
+/// flag), its value. Resume refuses a run whose facts differ.
+using RunFacts = std::map<std::string, std::string>;
+
+/// Writes the state of `ex` after `step` steps to `dir`/step-<step> and
+/// removes all but the newest `keep` checkpoints there. A collective: every
+/// rank of `comm` (null: one rank) calls it after the same step.
+absl::Status saveCheckpoint(SchedExecutor &ex, Communicator *comm,
+                            const std::string &dir, int64_t step, int64_t keep,
+                            const RunFacts &facts, const Log &log);
+
+/// Loads the newest checkpoint under `dir` that every rank verifies into
+/// `ex` and returns its step; errors name the file, the tensor and what is
+/// wrong when none can be used. A collective, as saveCheckpoint.
+absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
+                                         const std::string &dir,
+                                         const RunFacts &facts, const Log &log);
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_CHECKPOINT_CHECKPOINT_H

@@ -11,6 +11,7 @@
 #include "runtime/exec/BundleData.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/Metrics.h"
+#include "runtime/train/ReplicaCheck.h"
 #include "runtime/train/TrainLoop.h"
 
 #include <algorithm>
@@ -128,6 +129,7 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
       {"--checkpoint-every", absl::StrCat(options.checkpointEvery)},
       {"--keep", absl::StrCat(options.keep)},
       {"--resume", given(options.resume)},
+      {"--sdc-check", absl::StrCat(options.sdcEvery)},
       {"--metrics", given(options.metrics)},
       {"--sample", absl::StrCat(options.sample)},
       {"--temperature", absl::StrCat(options.temperature)},
@@ -256,6 +258,8 @@ absl::Status checkJobOptions(const JobOptions &options) {
   if (options.keep < 1)
     return invalid("--keep must be at least 1, got " +
                    std::to_string(options.keep));
+  if (options.sdcEvery < 0)
+    return invalid("--sdc-check every=N needs N >= 1");
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return invalid("--checkpoint-every needs --checkpoint-dir");
   if (options.tokenizer == "bytes" && options.tokenBytes != 2)
@@ -362,12 +366,26 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   }
   bool tty = log.isTerminal();
   int64_t ranks = comm ? comm->worldSize() : 1;
+  std::optional<Injection> fault;
+  if (!options.inject.empty()) {
+    absl::StatusOr<Injection> parsed = parseInjection(options.inject);
+    if (!parsed.ok())
+      return parsed.status();
+    fault = *parsed;
+  }
+  int64_t rankNumber = comm ? comm->rank() : 0;
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
     if (options.beforeStep)
       options.beforeStep(s + 1);
+    if (fault && fault->rank == rankNumber && fault->step == s + 1)
+      if (absl::Status injected = inject(ex, *fault); !injected.ok())
+        return injected;
     auto report = loop.step();
     if (!report.ok())
       return report.status();
+    if (options.sdcEvery > 0 && (s + 1) % options.sdcEvery == 0)
+      if (absl::Status same = checkReplicas(ex, comm, s + 1); !same.ok())
+        return same;
     bool last = s + 1 == options.steps;
     if (!options.checkpointDir.empty() &&
         (last || (options.checkpointEvery > 0 &&

@@ -55,6 +55,11 @@ struct JobOptions {
   int64_t checkpointEvery = 0;
   int64_t keep = 2;
   std::string resume;
+  /// --sdc-check every=N: compare dp replicas' tensors every N steps
+  /// (0: never; runtime/train/ReplicaCheck.h).
+  int64_t sdcEvery = 0;
+  /// WEFT_INJECT's fault, for tests ("" : none).
+  std::string inject;
   /// Appends one JSON line per step here (empty: none).
   std::string metrics;
   /// Tokens to generate after training, and their temperature.

@@ -12,6 +12,8 @@
 
 #include "tools/weft-run/RunFlags.h"
 
+#include "runtime/train/ReplicaCheck.h"
+
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/cord.h"
@@ -45,6 +47,9 @@ ABSL_FLAG(int64_t, keep, 2, "Checkpoints to keep (the newest)");
 ABSL_FLAG(std::string, resume, "",
           "Continue from the newest good checkpoint in this directory "
           "(--steps counts from the start of the run it continues)");
+ABSL_FLAG(std::string, sdc_check, "",
+          "every=N: every N steps, check that data-parallel replicas hold "
+          "the same bits of every tensor not split over dp");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -73,7 +78,7 @@ constexpr const char *kRunFlags[] = {
     "init_from",   "save",           "metrics",          "sample",
     "temperature", "nproc",          "device",           "timeout",
     "stop_grace",  "checkpoint_dir", "checkpoint_every", "keep",
-    "resume"};
+    "resume",      "sdc_check"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -183,7 +188,13 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
   if (grace > 1e7)
     return absl::InvalidArgumentError(
         absl::StrCat("--stop-grace must be at most 1e7 seconds, got ", grace));
-  return commandFromFlags(positional[0]);
+  absl::StatusOr<int64_t> sdc =
+      runtime::parseSdcCheck(absl::GetFlag(FLAGS_sdc_check));
+  if (!sdc.ok())
+    return sdc.status();
+  RunCommand command = commandFromFlags(positional[0]);
+  command.job.sdcEvery = *sdc;
+  return command;
 }
 
 bool isFlagSyntaxError(const absl::Status &status) {

@@ -41,6 +41,9 @@ namespace {
 void addEnvironment(weft::runtime::JobOptions &options, int64_t rank) {
   if (const char *graphs = std::getenv("WEFT_CUDA_GRAPHS"))
     options.cudaGraphs = std::string(graphs) != "0";
+  // Fault injection (runtime/train/ReplicaCheck.h).
+  if (const char *fault = std::getenv("WEFT_INJECT"))
+    options.inject = fault;
   // Test hooks: WEFT_TEST_EXIT=R:S makes rank R die before step S, and
   // WEFT_TEST_STOP=R:S stop itself (SIGSTOP) there, so tests can check that
   // the other ranks report it and the job ends instead of hanging.

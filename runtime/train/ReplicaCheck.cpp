@@ -1,0 +1,140 @@
+//===- ReplicaCheck.cpp - silent-data-corruption checks -------------------===//
+
+#include "runtime/train/ReplicaCheck.h"
+
+#include "runtime/exec/BundleData.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace weft::runtime {
+
+absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm,
+                           int64_t step) {
+  MeshSpec mesh = meshSpecOf(ex.bundle());
+  const std::vector<std::string> dp = {"dp"};
+  if (!comm || mesh.axisIndex("dp") < 0 || mesh.groupSize(dp) < 2)
+    return absl::OkStatus();
+  // The tensors every dp replica holds whole: split over no dp axis.
+  std::vector<const sched::Param *> replicated;
+  for (const sched::Param &p : ex.bundle().params) {
+    std::vector<std::string> axes =
+        MeshSpec::axesOf(p.split ? *p.split : Sharding());
+    if (std::find(axes.begin(), axes.end(), "dp") == axes.end())
+      replicated.push_back(&p);
+  }
+  // Two 32-bit words of each tensor's XXH64, gathered in dp order.
+  std::vector<int32_t> mine;
+  for (const sched::Param *p : replicated) {
+    absl::StatusOr<std::vector<float>> block = ex.param(p->name);
+    if (!block.ok())
+      return block.status();
+    uint64_t h = XXH64(block->data(), block->size() * sizeof(float), 0);
+    mine.push_back(static_cast<int32_t>(h & 0xFFFFFFFFu));
+    mine.push_back(static_cast<int32_t>(h >> 32));
+  }
+  int64_t g = mesh.groupSize(dp);
+  std::vector<int32_t> all(mine.size() * g);
+  if (absl::Status s =
+          comm->allGather(dp, mine.data(), all.data(), mine.size());
+      !s.ok())
+    return s;
+  std::vector<int64_t> members = mesh.groupMembers(comm->rank(), dp);
+  for (size_t t = 0; t < replicated.size(); ++t) {
+    // The hash most replicas hold, and who holds another.
+    std::map<uint64_t, std::vector<int64_t>> holders;
+    for (int64_t j = 0; j < g; ++j) {
+      const int32_t *w = &all[j * mine.size() + 2 * t];
+      uint64_t h = static_cast<uint32_t>(w[0]) |
+                   (static_cast<uint64_t>(static_cast<uint32_t>(w[1])) << 32);
+      holders[h].push_back(members[j]);
+    }
+    if (holders.size() == 1)
+      continue;
+    auto majority = std::max_element(holders.begin(), holders.end(),
+                                     [](const auto &a, const auto &b) {
+                                       return a.second.size() < b.second.size();
+                                     });
+    std::vector<int64_t> odd;
+    for (const auto &[h, ranks] : holders)
+      if (h != majority->first || 2 * ranks.size() <= static_cast<size_t>(g))
+        odd.insert(odd.end(), ranks.begin(), ranks.end());
+    std::sort(odd.begin(), odd.end());
+    return absl::DataLossError(absl::StrCat(
+        "step ", step, ": silent data corruption: '", replicated[t]->name,
+        "' differs between data-parallel replicas that must hold the same "
+        "bits; ",
+        2 * majority->second.size() > static_cast<size_t>(g)
+            ? absl::StrCat("rank", odd.size() > 1 ? "s " : " ",
+                           absl::StrJoin(odd, ", "), " disagree",
+                           odd.size() > 1 ? "" : "s", " with the others")
+            : absl::StrCat("ranks ", absl::StrJoin(odd, ", "),
+                           " disagree and no majority tells which is right"),
+        " (the hardware, or a nondeterministic kernel); resume from the "
+        "last checkpoint"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> parseSdcCheck(const std::string &text) {
+  if (text.empty())
+    return 0;
+  int64_t every = 0;
+  if (text.rfind("every=", 0) != 0 ||
+      !absl::SimpleAtoi(text.substr(6), &every) || every < 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sdc-check '", text,
+                     "' is not every=N with N a positive number of steps"));
+  return every;
+}
+
+absl::StatusOr<Injection> parseInjection(const std::string &text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WEFT_INJECT='", text, "' is not bitflip:rank=R:step=S:param=NAME"));
+  };
+  std::vector<std::string> parts = absl::StrSplit(text, ':');
+  if (parts.size() != 4 || parts[0] != "bitflip")
+    return bad();
+  Injection fault;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(parts[i], '=');
+    if (kv.first == "rank" && absl::SimpleAtoi(kv.second, &fault.rank))
+      continue;
+    if (kv.first == "step" && absl::SimpleAtoi(kv.second, &fault.step))
+      continue;
+    if (kv.first == "param" && !kv.second.empty()) {
+      fault.param = kv.second;
+      continue;
+    }
+    return bad();
+  }
+  if (fault.rank < 0 || fault.step < 1 || fault.param.empty())
+    return bad();
+  return fault;
+}
+
+absl::Status inject(SchedExecutor &ex, const Injection &fault) {
+  absl::StatusOr<std::vector<float>> block = ex.param(fault.param);
+  if (!block.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("WEFT_INJECT: ", block.status().message()));
+  if (block->empty())
+    return absl::OkStatus();
+  uint32_t bits;
+  std::memcpy(&bits, block->data(), 4);
+  bits ^= 1u << 20;
+  std::memcpy(block->data(), &bits, 4);
+  return ex.setParam(fault.param, *block);
+}
+
+} // namespace weft::runtime

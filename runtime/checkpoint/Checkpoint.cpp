@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
 
 namespace weft::runtime {
@@ -73,40 +75,64 @@ absl::StatusOr<bool> allAgree(Communicator *comm, bool ok) {
   return bad == 0.0f;
 }
 
-/// This rank's blocks: written, read back, and described in rank-<r>.json.
-absl::Status writeRank(SchedExecutor &ex, const std::string &tmp,
-                       int64_t rank) {
+/// This rank's blocks as the step left them (the copy the save waits
+/// for) and what rank-<r>.json says of each.
+struct Snapshot {
+  struct Block {
+    const sched::Param *param;
+    std::vector<float> values;
+  };
+  std::vector<Block> blocks; // f32: widened for the file off the step.
+  nlohmann::json described = nlohmann::json::object();
+};
+
+absl::StatusOr<Snapshot> snapshot(SchedExecutor &ex, int64_t rank) {
   MeshSpec mesh = meshSpecOf(ex.bundle());
-  std::vector<TensorToWrite> tensors;
+  Snapshot snap;
   for (const sched::Param &p : ex.bundle().params) {
     absl::StatusOr<std::vector<float>> block = ex.param(p.name);
     if (!block.ok())
       return block.status();
-    tensors.push_back({p.name, p.type.dtype, p.type.shape,
-                       std::vector<double>(block->begin(), block->end())});
+    snap.blocks.push_back({&p, std::move(*block)});
+    Sharding split = p.split ? *p.split : Sharding();
+    snap.described[p.name] = {
+        {"shape", p.type.shape},
+        {"global_shape", mesh.globalShape(p.type.shape, split)},
+        {"start", mesh.blockStart(rank, p.type.shape, split)},
+    };
   }
+  return snap;
+}
+
+/// Writes `snap` as rank-<r>.safetensors and rank-<r>.json in `tmp`, then
+/// rank-<r>.done, each fsynced.
+absl::Status writeRank(Snapshot snap, const std::string &tmp, int64_t rank) {
   std::string file = (fs::path(tmp) / rankFile(rank, ".safetensors")).string();
+  std::vector<TensorToWrite> tensors;
+  for (Snapshot::Block &b : snap.blocks) {
+    tensors.push_back({b.param->name, b.param->type.dtype, b.param->type.shape,
+                       std::vector<double>(b.values.begin(), b.values.end())});
+    b.values = {};
+  }
   if (absl::Status s = writeSafetensors(file, tensors); !s.ok())
     return s;
+  tensors.clear();
   if (absl::Status s = syncPath(file); !s.ok())
     return s;
   // The checksums are of the bytes as written, read back.
   absl::StatusOr<SafetensorsFile> written = SafetensorsFile::read(file);
   if (!written.ok())
     return written.status();
-  nlohmann::json described = nlohmann::json::object();
-  for (const sched::Param &p : ex.bundle().params) {
-    const TensorInfo *t = written->find(p.name);
-    Sharding split = p.split ? *p.split : Sharding();
-    described[p.name] = {
-        {"xxh64", hashOf(written->data(*t), t->end - t->begin)},
-        {"shape", p.type.shape},
-        {"global_shape", mesh.globalShape(p.type.shape, split)},
-        {"start", mesh.blockStart(rank, p.type.shape, split)},
-    };
+  for (auto &[name, entry] : snap.described.items()) {
+    const TensorInfo *t = written->find(name);
+    entry["xxh64"] = hashOf(written->data(*t), t->end - t->begin);
   }
-  return writeText((fs::path(tmp) / rankFile(rank, ".json")).string(),
-                   described.dump(1));
+  if (absl::Status s =
+          writeText((fs::path(tmp) / rankFile(rank, ".json")).string(),
+                    snap.described.dump(1));
+      !s.ok())
+    return s;
+  return writeText((fs::path(tmp) / rankFile(rank, ".done")).string(), "");
 }
 
 /// The steps of the complete checkpoints under `dir`, newest first.
@@ -219,65 +245,109 @@ absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
 }
 } // namespace
 
-absl::Status saveCheckpoint(SchedExecutor &ex, Communicator *comm,
-                            const std::string &dir, int64_t step, int64_t keep,
-                            const RunFacts &facts, const Log &log) {
+CheckpointWriter::CheckpointWriter(std::string dir, int64_t keep,
+                                   RunFacts facts, double timeoutSeconds)
+    : dir(std::move(dir)), keep(keep), facts(std::move(facts)),
+      timeoutSeconds(timeoutSeconds) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (inFlight.joinable())
+    inFlight.join();
+}
+
+absl::Status CheckpointWriter::finish(const Log &log) {
+  if (inFlight.joinable())
+    inFlight.join();
+  absl::Status s = std::move(result);
+  result = absl::OkStatus();
+  if (s.ok() && !saved.empty())
+    log.say("saved checkpoint " + saved);
+  saved.clear();
+  return s;
+}
+
+absl::Status CheckpointWriter::save(SchedExecutor &ex, Communicator *comm,
+                                    int64_t step, bool async, const Log &log) {
+  // One save in flight: the previous one completes (or fails) first.
+  if (absl::Status s = finish(log); !s.ok())
+    return s;
   int64_t rank = comm ? comm->rank() : 0, ranks = comm ? comm->worldSize() : 1;
   std::string final = stepDir(dir, step), tmp = final + ".tmp";
-  std::error_code error;
+  // A fresh directory (a crashed run's leftovers gone) before any rank
+  // writes into it.
+  absl::Status made = absl::OkStatus();
   if (rank == 0) {
+    std::error_code error;
     fs::remove_all(tmp, error);
     if (!fs::create_directories(tmp, error) && error)
-      return absl::InternalError(
+      made = absl::InternalError(
           absl::StrCat(tmp, ": cannot create: ", error.message()));
   }
-  if (comm)
-    if (absl::Status s = comm->barrier(); !s.ok())
-      return s;
-  absl::Status wrote = writeRank(ex, tmp, rank);
-  // Every rank learns whether every rank wrote, so none waits on a rank
-  // that failed and the index is only written over a complete directory.
-  absl::StatusOr<bool> all = allAgree(comm, wrote.ok());
-  if (!all.ok())
-    return all.status();
-  if (!wrote.ok())
-    return wrote;
-  if (!*all)
-    return absl::InternalError(absl::StrCat(
-        tmp, ": another rank could not write its part of the checkpoint"));
-  absl::Status done = absl::OkStatus();
-  if (rank == 0) {
-    nlohmann::json index = {{"format", kCheckpointFormat},
-                            {"step", step},
-                            {"bundle", ex.bundle().manifestXxh3},
-                            {"ranks", ranks},
-                            {"run", facts}};
-    done = writeText((fs::path(tmp) / "index.json").string(), index.dump(1));
-    if (done.ok()) {
-      fs::remove_all(final, error);
-      fs::rename(tmp, final, error);
-      if (error)
-        done = absl::InternalError(absl::StrCat(tmp, ": cannot rename to ",
-                                                final, ": ", error.message()));
-    }
-    if (done.ok())
-      done = syncPath(dir);
-    if (done.ok()) {
-      std::vector<int64_t> steps = checkpointSteps(dir);
-      for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 1));
-           i < steps.size(); ++i)
-        fs::remove_all(stepDir(dir, steps[i]), error);
-      log.say(absl::StrCat("saved checkpoint ", final));
-    }
-  }
-  absl::StatusOr<bool> saved = allAgree(comm, done.ok());
-  if (!saved.ok())
-    return saved.status();
-  if (!done.ok())
-    return done;
-  if (!*saved)
+  absl::StatusOr<bool> ready = allAgree(comm, made.ok());
+  if (!ready.ok())
+    return ready.status();
+  if (!made.ok())
+    return made;
+  if (!*ready)
     return absl::InternalError(
-        absl::StrCat(final, ": rank 0 could not complete the checkpoint"));
+        absl::StrCat(tmp, ": rank 0 could not create the checkpoint"));
+  bundleHash = ex.bundle().manifestXxh3;
+  absl::StatusOr<Snapshot> snap = snapshot(ex, rank);
+  if (!snap.ok())
+    return snap.status();
+  // The rest touches no executor and no collective: files only. Rank 0
+  // completes the checkpoint once every rank's done marker is there.
+  auto persist = [this, snap = std::move(*snap), tmp, final, rank, ranks,
+                  step]() mutable {
+    absl::Status s = writeRank(std::move(snap), tmp, rank);
+    if (s.ok() && rank == 0)
+      s = commit(tmp, final, step, ranks);
+    result = s;
+    if (s.ok() && rank == 0)
+      saved = final;
+  };
+  if (!async) {
+    persist();
+    return finish(log);
+  }
+  inFlight = std::thread(std::move(persist));
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointWriter::commit(const std::string &tmp,
+                                      const std::string &final, int64_t step,
+                                      int64_t ranks) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(timeoutSeconds);
+  for (int64_t r = 0; r < ranks; ++r)
+    while (!fs::exists(fs::path(tmp) / rankFile(r, ".done"))) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return absl::DeadlineExceededError(absl::StrCat(
+            tmp, ": rank ", r, " did not finish writing its part within ",
+            timeoutSeconds, " s"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  nlohmann::json index = {{"format", kCheckpointFormat},
+                          {"step", step},
+                          {"bundle", bundleHash},
+                          {"ranks", ranks},
+                          {"run", facts}};
+  if (absl::Status s =
+          writeText((fs::path(tmp) / "index.json").string(), index.dump(1));
+      !s.ok())
+    return s;
+  std::error_code error;
+  fs::remove_all(final, error);
+  fs::rename(tmp, final, error);
+  if (error)
+    return absl::InternalError(
+        absl::StrCat(tmp, ": cannot rename to ", final, ": ", error.message()));
+  if (absl::Status s = syncPath(dir); !s.ok())
+    return s;
+  std::vector<int64_t> steps = checkpointSteps(dir);
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(keep, 1));
+       i < steps.size(); ++i)
+    fs::remove_all(stepDir(dir, steps[i]), error);
   return absl::OkStatus();
 }
 

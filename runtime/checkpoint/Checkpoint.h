@@ -36,6 +36,7 @@
 
 #include <map>
 #include <string>
+#include <thread>
 
 namespace weft::runtime {
 
@@ -46,16 +47,45 @@ inline constexpr const char *kCheckpointFormat = "weft-checkpoint-1";
 /// flag), its value. Resume refuses a run whose facts differ.
 using RunFacts = std::map<std::string, std::string>;
 
-/// Writes the state of `ex` after `step` steps to `dir`/step-<step> and
-/// removes all but the newest `keep` checkpoints there. A collective: every
-/// rank of `comm` (null: one rank) calls it after the same step.
-absl::Status saveCheckpoint(SchedExecutor &ex, Communicator *comm,
-                            const std::string &dir, int64_t step, int64_t keep,
-                            const RunFacts &facts, const Log &log);
+/// Writes checkpoints under `dir`, the newest `keep` kept, one in flight.
+/// save() snapshots this rank's blocks to host memory (the step's stall)
+/// and, with `async`, leaves the files to a background thread; the next
+/// save() and finish() wait for it and return its error, if any. Rank 0's
+/// thread completes the checkpoint (index.json, the rename) once every
+/// rank's `rank-<r>.done` is there (a shared filesystem), waiting at most
+/// `timeoutSeconds`.
+class CheckpointWriter {
+public:
+  CheckpointWriter(std::string dir, int64_t keep, RunFacts facts,
+                   double timeoutSeconds);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter &) = delete;
+  CheckpointWriter &operator=(const CheckpointWriter &) = delete;
+
+  /// The state of `ex` after `step` steps, to `dir`/step-<step>. A
+  /// collective: every rank of `comm` (null: one rank) calls it after the
+  /// same step.
+  absl::Status save(SchedExecutor &ex, Communicator *comm, int64_t step,
+                    bool async, const Log &log);
+  /// Waits for the save in flight; rank 0 says where it saved.
+  absl::Status finish(const Log &log);
+
+private:
+  absl::Status commit(const std::string &tmp, const std::string &final,
+                      int64_t step, int64_t ranks);
+  std::string dir;
+  int64_t keep;
+  RunFacts facts;
+  double timeoutSeconds;
+  std::string bundleHash; // The saved executor's bundle's manifest hash.
+  std::thread inFlight;
+  absl::Status result;
+  std::string saved; // Rank 0: the checkpoint the thread completed.
+};
 
 /// Loads the newest checkpoint under `dir` that every rank verifies into
 /// `ex` and returns its step; errors name the file, the tensor and what is
-/// wrong when none can be used. A collective, as saveCheckpoint.
+/// wrong when none can be used. A collective, as CheckpointWriter::save.
 absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
                                          const std::string &dir,
                                          const RunFacts &facts, const Log &log);

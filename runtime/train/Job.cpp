@@ -345,6 +345,10 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       {"--lr", absl::StrCat(options.lr)},
       {"--warmup", absl::StrCat(options.warmup)},
       {"--min-lr-ratio", absl::StrCat(options.minLrRatio)}};
+  std::unique_ptr<CheckpointWriter> writer;
+  if (!options.checkpointDir.empty())
+    writer = std::make_unique<CheckpointWriter>(
+        options.checkpointDir, options.keep, facts, options.timeoutSeconds);
   if (!options.resume.empty()) {
     absl::StatusOr<int64_t> done =
         resumeCheckpoint(ex, comm, options.resume, facts, log);
@@ -387,13 +391,19 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       if (absl::Status same = checkReplicas(ex, comm, s + 1); !same.ok())
         return same;
     bool last = s + 1 == options.steps;
-    if (!options.checkpointDir.empty() &&
-        (last || (options.checkpointEvery > 0 &&
-                  (s + 1) % options.checkpointEvery == 0)))
-      if (absl::Status saved = saveCheckpoint(ex, comm, options.checkpointDir,
-                                              s + 1, options.keep, facts, log);
+    if (writer && (last || (options.checkpointEvery > 0 &&
+                            (s + 1) % options.checkpointEvery == 0))) {
+      // The step waits for the snapshot only; the files are written
+      // behind the next steps.
+      auto start = std::chrono::steady_clock::now();
+      if (absl::Status saved =
+              writer->save(ex, comm, s + 1, /*async=*/true, log);
           !saved.ok())
         return saved;
+      report->checkpointSeconds = std::chrono::duration<double>(
+                                      std::chrono::steady_clock::now() - start)
+                                      .count();
+    }
     // Every rank's peak memory, gathered to all — a collective every rank
     // runs, so only when metrics are written (the same on every rank).
     std::vector<int64_t> peaks;
@@ -412,6 +422,9 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       metrics << metricsLine(*report, ranks, peaks) << "\n";
   }
   result.steps = loop.stepsDone();
+  if (writer)
+    if (absl::Status s = writer->finish(log); !s.ok())
+      return s;
 
   if (!options.save.empty())
     if (absl::Status s = save(ex, options.save, result.leader, log); !s.ok())

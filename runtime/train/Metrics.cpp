@@ -70,6 +70,8 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
     line["loss_scale"] = *r.lossScale;
     line["skipped"] = r.skipped;
   }
+  if (r.checkpointSeconds > 0)
+    line["checkpoint_s"] = r.checkpointSeconds;
   return line.dump();
 }
 

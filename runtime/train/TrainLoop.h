@@ -34,6 +34,8 @@ struct StepReport {
   /// overflowed, so it changed nothing.
   std::optional<double> lossScale;
   bool skipped = false;
+  /// Seconds the step waited for a checkpoint's snapshot (0: none saved).
+  double checkpointSeconds = 0;
 };
 
 class TrainLoop {

@@ -351,6 +351,10 @@ absl::Status CheckpointWriter::commit(const std::string &tmp,
   return absl::OkStatus();
 }
 
+bool hasCheckpoint(const std::string &dir) {
+  return !checkpointSteps(dir).empty();
+}
+
 absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
                                          const std::string &dir,
                                          const RunFacts &facts,
@@ -385,13 +389,14 @@ absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
       for (auto &[name, values] : *mine)
         if (absl::Status s = ex.setParam(name, values); !s.ok())
           return s;
-      log.say(absl::StrCat("resumed from ", path));
+      if (!comm || comm->rank() == 0)
+        log.say(absl::StrCat("resumed from ", path));
       return steps[i];
     }
     last = mine.ok() ? absl::DataLossError(absl::StrCat(
                            path, ": another rank could not verify its part"))
                      : mine.status();
-    if (i + 1 < count)
+    if (i + 1 < count && (!comm || comm->rank() == 0))
       log.say(absl::StrCat("passing over ", path, ": ", last.message()));
   }
   return last;

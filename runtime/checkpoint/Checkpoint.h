@@ -83,6 +83,9 @@ private:
   std::string saved; // Rank 0: the checkpoint the thread completed.
 };
 
+/// Whether `dir` holds a complete checkpoint (a step-<N> with its index).
+bool hasCheckpoint(const std::string &dir);
+
 /// Loads the newest checkpoint under `dir` that every rank verifies into
 /// `ex` and returns its step; errors name the file, the tensor and what is
 /// wrong when none can be used. A collective, as CheckpointWriter::save.

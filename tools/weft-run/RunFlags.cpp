@@ -50,6 +50,9 @@ ABSL_FLAG(std::string, resume, "",
 ABSL_FLAG(std::string, sdc_check, "",
           "every=N: every N steps, check that data-parallel replicas hold "
           "the same bits of every tensor not split over dp");
+ABSL_FLAG(int64_t, max_restarts, 0,
+          "With --nproc and --checkpoint-dir: when a rank fails, restart "
+          "the job from the newest checkpoint, at most this many times");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -78,7 +81,7 @@ constexpr const char *kRunFlags[] = {
     "init_from",   "save",           "metrics",          "sample",
     "temperature", "nproc",          "device",           "timeout",
     "stop_grace",  "checkpoint_dir", "checkpoint_every", "keep",
-    "resume",      "sdc_check"};
+    "resume",      "sdc_check",      "max_restarts"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -122,6 +125,7 @@ RunCommand commandFromFlags(std::string bundle) {
   job.timeoutSeconds = absl::GetFlag(FLAGS_timeout);
   command.nproc = absl::GetFlag(FLAGS_nproc);
   command.stopGraceSeconds = absl::GetFlag(FLAGS_stop_grace);
+  command.maxRestarts = absl::GetFlag(FLAGS_max_restarts);
   return command;
 }
 } // namespace
@@ -194,6 +198,13 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
     return sdc.status();
   RunCommand command = commandFromFlags(positional[0]);
   command.job.sdcEvery = *sdc;
+  if (command.maxRestarts < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-restarts must be at least 0, got ", command.maxRestarts));
+  if (command.maxRestarts > 0 && command.job.checkpointDir.empty())
+    return absl::InvalidArgumentError(
+        "--max-restarts restarts from the newest checkpoint: give "
+        "--checkpoint-dir");
   return command;
 }
 

@@ -27,9 +27,10 @@ struct RunCommand {
   /// (the test hooks and WEFT_CUDA_GRAPHS, read from the environment, are
   /// main's to add).
   runtime::JobOptions job;
-  /// --nproc and --stop-grace: the launcher's.
+  /// --nproc, --stop-grace and --max-restarts: the launcher's.
   int nproc = 1;
   double stopGraceSeconds = 10;
+  int64_t maxRestarts = 0;
   /// Abseil's usage flags as given (--help, --helpfull, --version, ...),
   /// spelled for absl::ParseCommandLine, which prints the usage and exits.
   /// With any of them the command needs no bundle.

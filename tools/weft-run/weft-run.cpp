@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/dist/Launcher.h"
 #include "runtime/exec/Blas.h"
@@ -47,9 +48,15 @@ void addEnvironment(weft::runtime::JobOptions &options, int64_t rank) {
   // Test hooks: WEFT_TEST_EXIT=R:S makes rank R die before step S, and
   // WEFT_TEST_STOP=R:S stop itself (SIGSTOP) there, so tests can check that
   // the other ranks report it and the job ends instead of hanging.
-  int64_t dieRank = -1, dieStep = -1, stopRank = -1, stopStep = -1;
+  // WEFT_TEST_EXIT=R:S:A dies only in attempt A of a job --max-restarts
+  // restarts (WEFT_ATTEMPT, from 0), a fault the restart does not meet.
+  int64_t dieRank = -1, dieStep = -1, dieAttempt = -1, stopRank = -1,
+          stopStep = -1;
   if (const char *die = std::getenv("WEFT_TEST_EXIT"))
-    std::sscanf(die, "%ld:%ld", &dieRank, &dieStep);
+    std::sscanf(die, "%ld:%ld:%ld", &dieRank, &dieStep, &dieAttempt);
+  const char *attempt = std::getenv("WEFT_ATTEMPT");
+  if (dieAttempt >= 0 && dieAttempt != (attempt ? std::atol(attempt) : 0))
+    dieRank = -1;
   if (const char *stop = std::getenv("WEFT_TEST_STOP"))
     std::sscanf(stop, "%ld:%ld", &stopRank, &stopStep);
   if (dieRank == rank || stopRank == rank)
@@ -144,7 +151,34 @@ int main(int argc, char **argv) {
     ranks.nproc = nproc;
     ranks.argv.assign(argv, argv + argc);
     ranks.stopGraceSeconds = command->stopGraceSeconds;
-    return weft::runtime::launchRanks(ranks, log).ok() ? 0 : 1;
+    // A failed rank stops the job; with --max-restarts it starts again
+    // (fresh ranks, a fresh rendezvous) from the newest checkpoint, a
+    // bounded number of times, never in an endless loop.
+    const std::string &checkpoints = command->job.checkpointDir;
+    for (int64_t restart = 0;; ++restart) {
+      ::setenv("WEFT_ATTEMPT", std::to_string(restart).c_str(), 1);
+      absl::Status ran = weft::runtime::launchRanks(ranks, log);
+      if (ran.ok())
+        return 0;
+      if (absl::IsCancelled(ran) || restart >= command->maxRestarts) {
+        if (command->maxRestarts > 0)
+          log.error(absl::StrCat("gave up after ", restart, " restart",
+                                 restart == 1 ? "" : "s", ": ", ran.message()));
+        return 1;
+      }
+      bool resumable = weft::runtime::hasCheckpoint(checkpoints);
+      log.say(absl::StrCat(log.program(), ": restarting the job (", restart + 1,
+                           " of ", command->maxRestarts, ") ",
+                           resumable
+                               ? "from the newest checkpoint in " + checkpoints
+                               : std::string("from the start (no "
+                                             "checkpoint yet)")));
+      ranks.argv.assign(argv, argv + argc);
+      if (resumable && command->job.resume.empty()) {
+        ranks.argv.push_back("--resume");
+        ranks.argv.push_back(checkpoints);
+      }
+    }
   }
 
   auto rank = weft::runtime::rankFromEnvironment();

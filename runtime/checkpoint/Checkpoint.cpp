@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -256,8 +257,10 @@ CheckpointWriter::~CheckpointWriter() {
 }
 
 absl::Status CheckpointWriter::finish(const Log &log) {
-  if (inFlight.joinable())
+  if (inFlight.joinable()) {
     inFlight.join();
+    lastSeconds = snapshotSeconds + writeSeconds;
+  }
   absl::Status s = std::move(result);
   result = absl::OkStatus();
   if (s.ok() && !saved.empty())
@@ -292,22 +295,31 @@ absl::Status CheckpointWriter::save(SchedExecutor &ex, Communicator *comm,
     return absl::InternalError(
         absl::StrCat(tmp, ": rank 0 could not create the checkpoint"));
   bundleHash = ex.bundle().manifestXxh3;
+  auto started = std::chrono::steady_clock::now();
   absl::StatusOr<Snapshot> snap = snapshot(ex, rank);
   if (!snap.ok())
     return snap.status();
+  snapshotSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
   // The rest touches no executor and no collective: files only. Rank 0
   // completes the checkpoint once every rank's done marker is there.
   auto persist = [this, snap = std::move(*snap), tmp, final, rank, ranks,
                   step]() mutable {
+    auto started = std::chrono::steady_clock::now();
     absl::Status s = writeRank(std::move(snap), tmp, rank);
     if (s.ok() && rank == 0)
       s = commit(tmp, final, step, ranks);
     result = s;
     if (s.ok() && rank == 0)
       saved = final;
+    writeSeconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - started)
+                       .count();
   };
   if (!async) {
     persist();
+    lastSeconds = snapshotSeconds + writeSeconds;
     return finish(log);
   }
   inFlight = std::thread(std::move(persist));
@@ -349,6 +361,16 @@ absl::Status CheckpointWriter::commit(const std::string &tmp,
        i < steps.size(); ++i)
     fs::remove_all(stepDir(dir, steps[i]), error);
   return absl::OkStatus();
+}
+
+int64_t checkpointInterval(double saveSeconds, double stepSeconds,
+                           double mttfSeconds) {
+  double interval = std::sqrt(2 * saveSeconds * mttfSeconds);
+  double steps = stepSeconds > 0 ? interval / stepSeconds : 1;
+  if (!(steps >= 1))
+    return 1;
+  return steps > 1e12 ? int64_t(1e12)
+                      : static_cast<int64_t>(std::llround(steps));
 }
 
 bool hasCheckpoint(const std::string &dir) {

@@ -69,6 +69,9 @@ public:
                     bool async, const Log &log);
   /// Waits for the save in flight; rank 0 says where it saved.
   absl::Status finish(const Log &log);
+  /// Seconds the last finished save took in all: the snapshot and the
+  /// files (0 before one finished).
+  double lastSaveSeconds() const { return lastSeconds; }
 
 private:
   absl::Status commit(const std::string &tmp, const std::string &final,
@@ -81,7 +84,15 @@ private:
   std::thread inFlight;
   absl::Status result;
   std::string saved; // Rank 0: the checkpoint the thread completed.
+  double snapshotSeconds = 0, writeSeconds = 0, lastSeconds = 0;
 };
+
+/// Young's interval between checkpoints, sqrt(2 C M) for a save costing
+/// `saveSeconds` (C) and a mean time to failure of `mttfSeconds` (M), as a
+/// number of steps of `stepSeconds` (at least 1): the interval that loses
+/// the least expected time to saving and to recomputing after a failure.
+int64_t checkpointInterval(double saveSeconds, double stepSeconds,
+                           double mttfSeconds);
 
 /// Whether `dir` holds a complete checkpoint (a step-<N> with its index).
 bool hasCheckpoint(const std::string &dir);

@@ -126,7 +126,10 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
       {"--init-from", given(options.initFrom)},
       {"--save", given(options.save)},
       {"--checkpoint-dir", given(options.checkpointDir)},
-      {"--checkpoint-every", absl::StrCat(options.checkpointEvery)},
+      {"--checkpoint-every", options.checkpointAuto
+                                 ? std::string("auto")
+                                 : absl::StrCat(options.checkpointEvery)},
+      {"--mttf-hours", absl::StrCat(options.mttfHours)},
       {"--keep", absl::StrCat(options.keep)},
       {"--resume", given(options.resume)},
       {"--sdc-check", absl::StrCat(options.sdcEvery)},
@@ -260,6 +263,11 @@ absl::Status checkJobOptions(const JobOptions &options) {
                    std::to_string(options.keep));
   if (options.sdcEvery < 0)
     return invalid("--sdc-check every=N needs N >= 1");
+  if (!(std::isfinite(options.mttfHours) && options.mttfHours > 0))
+    return invalid("--mttf-hours must be a positive number of hours, got " +
+                   number(options.mttfHours));
+  if (options.checkpointAuto && options.checkpointDir.empty())
+    return invalid("--checkpoint-every auto needs --checkpoint-dir");
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return invalid("--checkpoint-every needs --checkpoint-dir");
   if (options.tokenizer == "bytes" && options.tokenBytes != 2)
@@ -378,6 +386,8 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     fault = *parsed;
   }
   int64_t rankNumber = comm ? comm->rank() : 0;
+  // --checkpoint-every auto: the first save after step 1 measures the cost.
+  int64_t nextAutoSave = 1;
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
     if (options.beforeStep)
       options.beforeStep(s + 1);
@@ -391,8 +401,10 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       if (absl::Status same = checkReplicas(ex, comm, s + 1); !same.ok())
         return same;
     bool last = s + 1 == options.steps;
-    if (writer && (last || (options.checkpointEvery > 0 &&
-                            (s + 1) % options.checkpointEvery == 0))) {
+    bool autoDue = options.checkpointAuto && s + 1 >= nextAutoSave;
+    if (writer && (last || autoDue ||
+                   (options.checkpointEvery > 0 &&
+                    (s + 1) % options.checkpointEvery == 0))) {
       // The step waits for the snapshot only; the files are written
       // behind the next steps.
       auto start = std::chrono::steady_clock::now();
@@ -403,6 +415,27 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       report->checkpointSeconds = std::chrono::duration<double>(
                                       std::chrono::steady_clock::now() - start)
                                       .count();
+      if (autoDue) {
+        // The first save measures what one costs (waited for); the ranks
+        // agree on the longest interval any of them computes.
+        if (nextAutoSave == 1)
+          if (absl::Status done = writer->finish(log); !done.ok())
+            return done;
+        float steps = static_cast<float>(
+            checkpointInterval(writer->lastSaveSeconds(), report->seconds,
+                               options.mttfHours * 3600));
+        if (comm)
+          if (absl::Status agreed = comm->allReduce({}, &steps, 1, true);
+              !agreed.ok())
+            return agreed;
+        if (nextAutoSave == 1 && result.leader)
+          log.say(absl::StrCat(
+              "checkpointing every ", static_cast<int64_t>(steps),
+              " steps (auto: a save takes ", writer->lastSaveSeconds(),
+              " s, a step ", report->seconds, " s, MTTF ", options.mttfHours,
+              " h)"));
+        nextAutoSave = s + 1 + static_cast<int64_t>(steps);
+      }
     }
     // Every rank's peak memory, gathered to all — a collective every rank
     // runs, so only when metrics are written (the same on every rank).

@@ -53,6 +53,10 @@ struct JobOptions {
   /// counting from the first step of the run it continues.
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
+  /// --checkpoint-every auto: Young's interval for a mean time to failure
+  /// of `mttfHours`, from the first save's cost (checkpointInterval).
+  bool checkpointAuto = false;
+  double mttfHours = 24;
   int64_t keep = 2;
   std::string resume;
   /// --sdc-check every=N: compare dp replicas' tensors every N steps

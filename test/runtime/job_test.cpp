@@ -1,5 +1,6 @@
 //===- job_test.cpp - the training job's library: log, launcher, metrics --===//
 
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/dist/Launcher.h"
 #include "runtime/exec/Blas.h"
 #include "runtime/train/Job.h"
@@ -241,4 +242,17 @@ TEST(JobFacts, NameTheFirstFactRanksDisagreeOn) {
   EXPECT_TRUE(absl::StrContains(s.message(), "--device is 'cpu' on rank 0 "
                                              "but '(none)' on rank 1"))
       << s.message();
+}
+
+// --checkpoint-every auto: Young's interval sqrt(2 C M) in steps. A 10 s
+// save and a day's MTTF: 1314.5 s, 657 steps of 2 s; never below one step,
+// and a free save or no failures do not divide by zero.
+TEST(Checkpoint, YoungsIntervalInSteps) {
+  using weft::runtime::checkpointInterval;
+  EXPECT_EQ(checkpointInterval(10, 2, 86400), 657);
+  EXPECT_EQ(checkpointInterval(10, 1, 86400), 1315);
+  EXPECT_EQ(checkpointInterval(0.001, 100, 60), 1);
+  EXPECT_EQ(checkpointInterval(0, 1, 86400), 1);
+  EXPECT_EQ(checkpointInterval(10, 0, 86400), 1);
+  EXPECT_EQ(checkpointInterval(1e300, 1e-300, 1e300), int64_t(1e12));
 }

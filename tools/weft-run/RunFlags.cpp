@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
@@ -41,8 +42,11 @@ ABSL_FLAG(std::string, save, "",
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Write sharded checkpoints of the whole training state here "
           "(step-<N>/: every rank's blocks, checksummed; index.json last)");
-ABSL_FLAG(int64_t, checkpoint_every, 0,
-          "Checkpoint every N steps (0: only after the last step)");
+ABSL_FLAG(std::string, checkpoint_every, "0",
+          "Checkpoint every N steps (0: only after the last step), or auto: "
+          "Young's interval sqrt(2 save MTTF) from the first save's cost");
+ABSL_FLAG(double, mttf_hours, 24,
+          "With --checkpoint-every auto: the mean time to failure, in hours");
 ABSL_FLAG(int64_t, keep, 2, "Checkpoints to keep (the newest)");
 ABSL_FLAG(std::string, resume, "",
           "Continue from the newest good checkpoint in this directory "
@@ -81,7 +85,7 @@ constexpr const char *kRunFlags[] = {
     "init_from",   "save",           "metrics",          "sample",
     "temperature", "nproc",          "device",           "timeout",
     "stop_grace",  "checkpoint_dir", "checkpoint_every", "keep",
-    "resume",      "sdc_check",      "max_restarts"};
+    "resume",      "sdc_check",      "max_restarts",     "mttf_hours"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -115,7 +119,7 @@ RunCommand commandFromFlags(std::string bundle) {
   job.initFrom = absl::GetFlag(FLAGS_init_from);
   job.save = absl::GetFlag(FLAGS_save);
   job.checkpointDir = absl::GetFlag(FLAGS_checkpoint_dir);
-  job.checkpointEvery = absl::GetFlag(FLAGS_checkpoint_every);
+  job.mttfHours = absl::GetFlag(FLAGS_mttf_hours);
   job.keep = absl::GetFlag(FLAGS_keep);
   job.resume = absl::GetFlag(FLAGS_resume);
   job.metrics = absl::GetFlag(FLAGS_metrics);
@@ -198,6 +202,12 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
     return sdc.status();
   RunCommand command = commandFromFlags(positional[0]);
   command.job.sdcEvery = *sdc;
+  std::string every = absl::GetFlag(FLAGS_checkpoint_every);
+  if (every == "auto")
+    command.job.checkpointAuto = true;
+  else if (!absl::SimpleAtoi(every, &command.job.checkpointEvery))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--checkpoint-every '", every, "' is not a number of steps or auto"));
   if (command.maxRestarts < 0)
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-restarts must be at least 0, got ", command.maxRestarts));

@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - sharded training checkpoints ----------------------===//
 
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/CheckpointIndex.h"
 
 #include "runtime/exec/BundleData.h"
 #include "runtime/io/Safetensors.h"
@@ -165,55 +166,22 @@ absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
   absl::StatusOr<std::string> indexText = readFileAtMost(indexPath, 1 << 20);
   if (!indexText.ok())
     return indexText.status();
-  absl::StatusOr<nlohmann::json> index = parseUntrustedJson(*indexText);
+  absl::StatusOr<CheckpointIndex> index =
+      parseCheckpointIndex(*indexText, indexPath);
   if (!index.ok())
-    return absl::InvalidArgumentError(
-        absl::StrCat(indexPath, ": ", index.status().message()));
-  auto field = [&](const char *key) -> const nlohmann::json * {
-    auto it = index->find(key);
-    return it == index->end() ? nullptr : &*it;
-  };
-  const nlohmann::json *format = field("format"), *bundle = field("bundle"),
-                       *saved = field("ranks");
-  if (!index->is_object() || !format || *format != kCheckpointFormat)
-    return absl::InvalidArgumentError(absl::StrCat(
-        indexPath, ": not a Weft checkpoint index (field 'format' is not '",
-        kCheckpointFormat, "')"));
-  if (!bundle || !bundle->is_string() ||
-      bundle->get<std::string>() != ex.bundle().manifestXxh3)
-    return absl::FailedPreconditionError(absl::StrCat(
-        indexPath, ": saved with another bundle (manifest hash ",
-        bundle && bundle->is_string() ? bundle->get<std::string>() : "?",
-        ", this one's ", ex.bundle().manifestXxh3,
-        "); resume with the bundle and plan it was saved under (resharding "
-        "onto another plan is not supported yet)"));
-  if (!saved || !saved->is_number_integer() || saved->get<int64_t>() != ranks)
-    return absl::FailedPreconditionError(
-        absl::StrCat(indexPath, ": saved by ",
-                     saved && saved->is_number_integer()
-                         ? std::to_string(saved->get<int64_t>())
-                         : std::string("?"),
-                     " ranks; this job has ", ranks));
-  const nlohmann::json *run = field("run");
-  for (const auto &[name, value] : facts) {
-    auto saved = run && run->is_object() ? run->find(name) : run->end();
-    std::string was = run && saved != run->end() && saved->is_string()
-                          ? saved->get<std::string>()
-                          : "(none)";
-    if (was != value)
-      return absl::FailedPreconditionError(
-          absl::StrCat(indexPath, ": saved by a run with ", name, " ", was,
-                       "; this one has ", value, ": resume with the same"));
-  }
+    return index.status();
+  if (absl::Status s = checkCheckpointIndex(
+          *index, indexPath, ex.bundle().manifestXxh3, ranks, facts);
+      !s.ok())
+    return s;
   std::string tablePath = (fs::path(path) / rankFile(rank, ".json")).string();
   absl::StatusOr<std::string> tableText = readFileAtMost(tablePath, 64 << 20);
   if (!tableText.ok())
     return tableText.status();
-  absl::StatusOr<nlohmann::json> table = parseUntrustedJson(*tableText);
-  if (!table.ok() || !table->is_object())
-    return absl::InvalidArgumentError(absl::StrCat(
-        tablePath, ": ",
-        table.ok() ? "not a JSON object" : table.status().message()));
+  absl::StatusOr<std::map<std::string, std::string>> table =
+      parseRankTable(*tableText, tablePath);
+  if (!table.ok())
+    return table.status();
   std::string file = (fs::path(path) / rankFile(rank, ".safetensors")).string();
   absl::StatusOr<SafetensorsFile> tensors = SafetensorsFile::read(file);
   if (!tensors.ok())
@@ -221,8 +189,8 @@ absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
   Blocks values;
   for (const sched::Param &p : ex.bundle().params) {
     const TensorInfo *t = tensors->find(p.name);
-    auto entry = table->find(p.name);
-    if (!t || entry == table->end())
+    auto hash = table->find(p.name);
+    if (!t || hash == table->end())
       return absl::InvalidArgumentError(
           absl::StrCat(file, ": tensor '", p.name, "' is missing"));
     if (t->dtype != p.type.dtype || t->shape != p.type.shape)
@@ -230,15 +198,11 @@ absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
           file, ": tensor '", p.name, "' is ", std::string(dtypeName(t->dtype)),
           " of another shape or type than the bundle's block (",
           std::string(dtypeName(p.type.dtype)), ")"));
-    auto hash = entry->find("xxh64");
     std::string got = hashOf(tensors->data(*t), t->end - t->begin);
-    if (hash == entry->end() || !hash->is_string() || *hash != got)
-      return absl::DataLossError(absl::StrCat(
-          file, ": tensor '", p.name, "' is corrupt (xxHash64 ", got, ", ",
-          tablePath, " says ",
-          hash != entry->end() && hash->is_string() ? hash->get<std::string>()
-                                                    : "nothing",
-          ")"));
+    if (hash->second != got)
+      return absl::DataLossError(
+          absl::StrCat(file, ": tensor '", p.name, "' is corrupt (xxHash64 ",
+                       got, ", ", tablePath, " says ", hash->second, ")"));
     std::vector<double> wide = tensors->toDoubles(*t);
     values.push_back({p.name, std::vector<float>(wide.begin(), wide.end())});
   }

@@ -28,6 +28,7 @@
 #ifndef WEFT_RUNTIME_CHECKPOINT_CHECKPOINT_H
 #define WEFT_RUNTIME_CHECKPOINT_CHECKPOINT_H
 
+#include "runtime/checkpoint/CheckpointIndex.h"
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/support/Log.h"
@@ -39,13 +40,6 @@
 #include <thread>
 
 namespace weft::runtime {
-
-/// The version index.json states.
-inline constexpr const char *kCheckpointFormat = "weft-checkpoint-1";
-
-/// What else decides a run's next steps besides the tensors: by name (a
-/// flag), its value. Resume refuses a run whose facts differ.
-using RunFacts = std::map<std::string, std::string>;
 
 /// Writes checkpoints under `dir`, the newest `keep` kept, one in flight.
 /// save() snapshots this rank's blocks to host memory (the step's stall)

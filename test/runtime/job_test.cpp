@@ -1,6 +1,7 @@
 //===- job_test.cpp - the training job's library: log, launcher, metrics --===//
 
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/CheckpointIndex.h"
 #include "runtime/dist/Launcher.h"
 #include "runtime/exec/Blas.h"
 #include "runtime/train/Job.h"
@@ -255,4 +256,42 @@ TEST(Checkpoint, YoungsIntervalInSteps) {
   EXPECT_EQ(checkpointInterval(0, 1, 86400), 1);
   EXPECT_EQ(checkpointInterval(10, 0, 86400), 1);
   EXPECT_EQ(checkpointInterval(1e300, 1e-300, 1e300), int64_t(1e12));
+}
+
+// A checkpoint's index as a user might have edited it: each field checked,
+// the path first (an index without "run" once read through a null).
+TEST(Checkpoint, IndexFieldsAreChecked) {
+  using weft::runtime::parseCheckpointIndex;
+  const std::string good = R"({"format": "weft-checkpoint-1", "step": 2,
+      "bundle": "b", "ranks": 2, "run": {"--seed": "1"}})";
+  auto index = parseCheckpointIndex(good, "i.json");
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->step, 2);
+  EXPECT_EQ(index->run.at("--seed"), "1");
+  EXPECT_TRUE(weft::runtime::checkCheckpointIndex(*index, "i.json", "b", 2,
+                                                  {{"--seed", "1"}})
+                  .ok());
+  EXPECT_EQ(weft::runtime::checkCheckpointIndex(*index, "i.json", "b", 2,
+                                                {{"--seed", "2"}})
+                .message(),
+            "i.json: saved by a run with --seed 1; this one has 2: resume "
+            "with the same");
+  for (auto [text, error] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"format": "weft-checkpoint-1", "step": 2, "bundle": "b",
+                "ranks": 2})",
+            "i.json: field 'run' must be an object"},
+           {R"({"format": "x"})", "i.json: not a Weft checkpoint index "
+                                  "(field 'format' is not "
+                                  "'weft-checkpoint-1')"},
+           {R"({"format": "weft-checkpoint-1", "step": -1})",
+            "i.json: field 'step' must be an integer of at least 0"},
+           {"[1]", "i.json: not a JSON object"}}) {
+    auto bad = parseCheckpointIndex(text, "i.json");
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_EQ(bad.status().message(), error);
+  }
+  auto table = weft::runtime::parseRankTable(R"({"w": {"xxh64": 3}})", "t");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().message(),
+            "t: tensor 'w' has no 'xxh64' of 16 hex digits");
 }

@@ -903,30 +903,26 @@ absl::Status Translator::fill() {
 
 absl::Status Translator::collectiveInstruction() {
   const auto &a = ins.as<sched::CollectiveAttrs>();
-  // Moves without arithmetic take i32 too (an expert route's counts): the
-  // same four bytes an element.
+  // Moves without arithmetic take any element type in whole four-byte
+  // words (an expert route's i32 counts, FP8 codes): the collectives move
+  // f32 words. Reductions need f32.
   bool moves = a.kind == sched::CollectiveKind::AllToAll ||
                a.kind == sched::CollectiveKind::AllGather;
-  // FP8 codes gather as four-byte words (the collectives move f32).
-  if (a.kind == sched::CollectiveKind::AllGather && isFp8(dtype(0))) {
-    if (count(0) % 4 != 0)
+  int64_t g = mesh.groupSize(a.axes);
+  int64_t width = static_cast<int64_t>(dtypeSize(dtype(0)));
+  if (moves) {
+    int64_t block =
+        a.kind == sched::CollectiveKind::AllToAll ? count(0) / g : count(0);
+    if (block * width % 4 != 0)
       return absl::UnimplementedError(absl::StrCat(
-          "an all-gather of ", count(0),
-          " FP8 elements on the GPU (a multiple of 4 moves as words)"));
-    if (mesh.groupSize(a.axes) == 1) {
-      if (ins.operands[0] != ins.operands[1])
-        memcpy(buf(1), buf(0), count(0));
-      return absl::OkStatus();
-    }
-    collective(GpuCollective::AllGather, a.axes, buf(0), buf(1), count(0) / 4);
-    return absl::OkStatus();
-  }
-  if (absl::Status s = moves && dtype(0) == DType::I32
-                           ? needAll({{0, DType::I32}, {1, DType::I32}})
-                           : needAll({{0, DType::F32}, {1, DType::F32}});
-      !s.ok())
+          "a ", sched::dtypeText(dtype(0)), " exchange of blocks of ", block,
+          " elements on the GPU (it moves whole four-byte words)"));
+  } else if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}});
+             !s.ok()) {
     return s;
-  int64_t g = mesh.groupSize(a.axes), n = count(0), outN = count(1);
+  }
+  // In four-byte words.
+  int64_t n = count(0) * width / 4, outN = count(1) * width / 4;
   bool inPlace = ins.operands[0] == ins.operands[1];
   // A group of one moves nothing between ranks.
   if (g == 1) {

@@ -342,17 +342,15 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   TrainLoop loop(ex, std::move(*sampler), schedule);
   // The batches are drawn from the data by the seed and the step, and the
   // learning rate follows the schedule's flags: a resumed run needs them
-  // as they were.
-  std::error_code sizeError;
-  uintmax_t dataBytes = std::filesystem::file_size(options.data, sizeError);
-  RunFacts facts = {
-      {"--seed", absl::StrCat(options.seed)},
-      {"--data's size", sizeError ? "unreadable" : absl::StrCat(dataBytes)},
-      {"--tokenizer", options.tokenizer.empty() ? "(none)" : options.tokenizer},
-      {"--token-bytes", absl::StrCat(options.tokenBytes)},
-      {"--lr", absl::StrCat(options.lr)},
-      {"--warmup", absl::StrCat(options.warmup)},
-      {"--min-lr-ratio", absl::StrCat(options.minLrRatio)}};
+  // as they were (the rendezvous' facts of those flags).
+  constexpr const char *kResumeFacts[] = {
+      "--seed", "--data's size", "--tokenizer",   "--token-bytes",
+      "--lr",   "--warmup",      "--min-lr-ratio"};
+  RunFacts facts;
+  for (const auto &[name, value] : jobFacts(options, ex.bundle()))
+    if (std::find(std::begin(kResumeFacts), std::end(kResumeFacts), name) !=
+        std::end(kResumeFacts))
+      facts[name] = value;
   std::unique_ptr<CheckpointWriter> writer;
   if (!options.checkpointDir.empty())
     writer = std::make_unique<CheckpointWriter>(

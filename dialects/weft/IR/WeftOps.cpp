@@ -581,15 +581,21 @@ static LogicalResult verifyPositions(Operation *op, Value query, Value key,
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  if (failed(verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
-                             getKeyPositions(), getCausal())))
+/// What attention and its gradient check alike: the causal positions and
+/// the probability dropout's mask block.
+template <typename AttentionLike>
+static LogicalResult verifyAttentionMasks(AttentionLike op) {
+  if (failed(verifyPositions(op, op.getQuery(), op.getKey(),
+                             op.getQueryPositions(), op.getKeyPositions(),
+                             op.getCausal())))
     return failure();
-  return weft::verifyAttentionDropout(*this, [&] {
-    return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(),
-                           getSplit(), 4);
+  return weft::verifyAttentionDropout(op, [&] {
+    return verifyMaskBlock(op, op.getMicrobatch(), op.getMicrobatches(),
+                           op.getSplit(), 4);
   });
 }
+
+LogicalResult AttentionOp::verify() { return verifyAttentionMasks(*this); }
 
 /// Shared by attention and its gradient: the result and lse types.
 static LogicalResult inferAttention(Value query, Value key, Value value,
@@ -663,13 +669,7 @@ LogicalResult AttentionGradOp::verify() {
     return emitOpError("lse must have type ") << forward[1];
   if (getLseGrad() && getLseGrad().getType() != forward[1])
     return emitOpError("lse_grad must have type ") << forward[1];
-  if (failed(verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
-                             getKeyPositions(), getCausal())))
-    return failure();
-  return weft::verifyAttentionDropout(*this, [&] {
-    return verifyMaskBlock(*this, getMicrobatch(), getMicrobatches(),
-                           getSplit(), 4);
-  });
+  return verifyAttentionMasks(*this);
 }
 
 LogicalResult DropoutOp::verify() {

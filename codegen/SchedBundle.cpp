@@ -997,13 +997,20 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
     if (failed(pipelineRank) || failed(checkpointRows) ||
         failed(checkpointShape) || failed(checkpointStack))
       return nullptr;
+    bool transient = false;
+    if (const json::Value *t = o->get("transient")) {
+      if (!t->getAsBoolean())
+        return fail(at, "\"transient\" must be true or false");
+      transient = *t->getAsBoolean();
+    }
     sched::ParamOp::create(
         b, loc, b.getStringAttr(*name), sched::InitKindAttr::get(ctx, *kind),
         scale, *state ? b.getUnitAttr() : UnitAttr(), split,
         TypeAttr::get(*type), cast_if_present<IntegerAttr>(*pipelineRank),
         cast_if_present<IntegerAttr>(*checkpointRows),
         cast_if_present<DenseI64ArrayAttr>(*checkpointShape),
-        cast_if_present<StringAttr>(*checkpointStack));
+        cast_if_present<StringAttr>(*checkpointStack),
+        transient ? b.getUnitAttr() : UnitAttr());
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();
@@ -1186,6 +1193,8 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
         p["checkpoint_shape"] = i64s(*held);
       if (std::optional<StringRef> stack = param.getCheckpointStack())
         p["checkpoint_stack"] = *stack;
+      if (param.getTransient())
+        p["transient"] = true;
       params.push_back(std::move(p));
     } else if (auto constant = dyn_cast<sched::ConstantOp>(op)) {
       FailureOr<json::Value> values = constantValues(constant);

@@ -316,7 +316,8 @@ private:
         TypeAttr::get(type), pipelineRankOf(param),
         param->getAttrOfType<IntegerAttr>(kCheckpointRowsAttr),
         param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr),
-        param->getAttrOfType<StringAttr>(kCheckpointStackAttr));
+        param->getAttrOfType<StringAttr>(kCheckpointStackAttr),
+        param->hasAttr(kTransientAttr) ? b.getUnitAttr() : UnitAttr());
     params[name.getValue()] = decl;
     return FlatSymbolRefAttr::get(name);
   }

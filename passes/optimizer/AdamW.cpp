@@ -233,8 +233,12 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
           builder.getStringAttr(pname + suffix.str()),
           InitKindAttr::get(builder.getContext(), InitKind::Zeros), FloatAttr(),
           builder.getUnitAttr());
-      if (Attribute stage = u.param->getAttr(kStageAttr))
-        op->setAttr(kStageAttr, stage);
+      // Held as the parameter is: its block of the global tensor (which a
+      // checkpoint records, so another plan can load it), its stage, and
+      // the rows a checkpoint keeps of a padded one.
+      for (const char *attr : {kStageAttr, kShardOfAttr, kCheckpointRowsAttr})
+        if (Attribute a = u.param->getAttr(attr))
+          op->setAttr(attr, a);
       lastParam = op;
       return op.getResult();
     };

@@ -24,6 +24,8 @@ ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
   auto acc = ParamOp::create(b, loc, type, b.getStringAttr(name),
                              InitKindAttr::get(b.getContext(), InitKind::Zeros),
                              FloatAttr(), b.getUnitAttr());
+  // The step that reads it zeroes it (below): nothing to checkpoint.
+  acc->setAttr(kTransientAttr, b.getUnitAttr());
   // Only where the parameter's storage lies (its block of the global
   // tensor, on its pipeline stage); its optimizer's and gradient's splits
   // are its own.
@@ -71,6 +73,9 @@ void countMicrobatches(func::FuncOp accumulate, int64_t microbatches) {
       ParamOp::create(b, loc, scalar, b.getStringAttr(kDropoutMicrobatchParam),
                       InitKindAttr::get(b.getContext(), InitKind::Zeros),
                       FloatAttr(), b.getUnitAttr());
+  // Zero again after every step (the step resets it, or under pp each
+  // program's copy wraps at M).
+  counter->setAttr(kTransientAttr, b.getUnitAttr());
   auto count = [&](auto op) {
     op.getMicrobatchMutable().assign(counter.getResult());
     op.setMicrobatchesAttr(b.getI64IntegerAttr(microbatches));

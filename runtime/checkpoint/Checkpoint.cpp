@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -22,6 +23,8 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -77,6 +80,19 @@ absl::StatusOr<bool> allAgree(Communicator *comm, bool ok) {
   return bad == 0.0f;
 }
 
+/// Whether a checkpoint holds `p`: every tensor but those each step leaves
+/// at their initial values.
+bool saved(const sched::Param &p) { return !p.transient; }
+
+/// Whether `rank` holds `p`'s current value: a pipeline stage's tensor is
+/// current only on the ranks of its pp coordinate (the others' copies are
+/// never read).
+bool holds(const MeshSpec &mesh, int64_t rank, const sched::Param &p) {
+  int axis = mesh.axisIndex("pp");
+  return !p.pipelineRank || axis < 0 ||
+         mesh.coords(rank)[axis] == *p.pipelineRank;
+}
+
 /// This rank's blocks as the step left them (the copy the save waits
 /// for) and what rank-<r>.json says of each.
 struct Snapshot {
@@ -92,16 +108,29 @@ absl::StatusOr<Snapshot> snapshot(SchedExecutor &ex, int64_t rank) {
   MeshSpec mesh = meshSpecOf(ex.bundle());
   Snapshot snap;
   for (const sched::Param &p : ex.bundle().params) {
+    if (!saved(p) || !holds(mesh, rank, p))
+      continue;
     absl::StatusOr<std::vector<float>> block = ex.param(p.name);
     if (!block.ok())
       return block.status();
     snap.blocks.push_back({&p, std::move(*block)});
     Sharding split = p.split ? *p.split : Sharding();
-    snap.described[p.name] = {
+    // Where the block lies in the global tensor and how a consolidated
+    // checkpoint holds that: what another plan, or an export, needs.
+    nlohmann::json &entry = snap.described[p.name];
+    entry = {
         {"shape", p.type.shape},
         {"global_shape", mesh.globalShape(p.type.shape, split)},
         {"start", mesh.blockStart(rank, p.type.shape, split)},
     };
+    if (p.checkpointRows)
+      entry["rows"] = *p.checkpointRows;
+    if (p.checkpointShape)
+      entry["checkpoint_shape"] = *p.checkpointShape;
+    if (p.checkpointStack)
+      entry["stack"] = *p.checkpointStack;
+    if (p.state)
+      entry["state"] = true;
   }
   return snap;
 }
@@ -156,11 +185,212 @@ std::vector<int64_t> checkpointSteps(const std::string &dir) {
 /// This rank's blocks, by parameter: what `ex` would load.
 using Blocks = std::vector<std::pair<std::string, std::vector<float>>>;
 
-/// This rank's blocks of checkpoint `path`, checked against the bundle and
-/// their checksums, or what is wrong, naming the file and the tensor.
+/// rank-<r>.json of checkpoint `path`.
+absl::StatusOr<RankTable> readTable(const std::string &path, int64_t rank) {
+  std::string tablePath = (fs::path(path) / rankFile(rank, ".json")).string();
+  absl::StatusOr<std::string> text = readFileAtMost(tablePath, 64 << 20);
+  if (!text.ok())
+    return text.status();
+  return parseRankTable(*text, tablePath);
+}
+
+/// Tensor `name` of `file` as rank-<r>.json's `entry` describes it, its
+/// checksum verified: its values, or what is wrong, naming both.
+absl::StatusOr<std::vector<double>> verifiedTensor(const SafetensorsFile &file,
+                                                   const std::string &fileName,
+                                                   const std::string &name,
+                                                   const BlockEntry &entry) {
+  const TensorInfo *t = file.find(name);
+  if (!t)
+    return absl::InvalidArgumentError(
+        absl::StrCat(fileName, ": tensor '", name, "' is missing"));
+  if (t->shape != entry.shape)
+    return absl::InvalidArgumentError(
+        absl::StrCat(fileName, ": tensor '", name,
+                     "' has another shape than its rank table says"));
+  std::string got = hashOf(file.data(*t), t->end - t->begin);
+  if (got != entry.xxh64)
+    return absl::DataLossError(
+        absl::StrCat(fileName, ": tensor '", name, "' is corrupt (xxHash64 ",
+                     got, ", its rank table says ", entry.xxh64, ")"));
+  return file.toDoubles(*t);
+}
+
+/// This rank's blocks of checkpoint `path`, saved under the same plan
+/// (`ranks` ranks, this bundle): each as stored, checked against the bundle
+/// and its checksum, or what is wrong, naming the file and the tensor.
+absl::StatusOr<Blocks> readSamePlan(const SchedExecutor &ex, int64_t rank,
+                                    const std::string &path) {
+  absl::StatusOr<RankTable> table = readTable(path, rank);
+  if (!table.ok())
+    return table.status();
+  std::string file = (fs::path(path) / rankFile(rank, ".safetensors")).string();
+  absl::StatusOr<SafetensorsFile> tensors = SafetensorsFile::read(file);
+  if (!tensors.ok())
+    return tensors.status();
+  MeshSpec mesh = meshSpecOf(ex.bundle());
+  Blocks values;
+  for (const sched::Param &p : ex.bundle().params) {
+    if (!saved(p) || !holds(mesh, rank, p))
+      continue;
+    const TensorInfo *t = tensors->find(p.name);
+    auto entry = table->find(p.name);
+    if (!t || entry == table->end())
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": tensor '", p.name, "' is missing"));
+    if (t->dtype != p.type.dtype || t->shape != p.type.shape)
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": tensor '", p.name, "' is ", std::string(dtypeName(t->dtype)),
+          " of another shape or type than the bundle's block (",
+          std::string(dtypeName(p.type.dtype)), ")"));
+    absl::StatusOr<std::vector<double>> wide =
+        verifiedTensor(*tensors, file, p.name, entry->second);
+    if (!wide.ok())
+      return wide.status();
+    values.push_back({p.name, std::vector<float>(wide->begin(), wide->end())});
+  }
+  return values;
+}
+
+/// The shape a consolidated checkpoint holds a tensor of global shape
+/// `global` in (its kept rows; or its checkpoint shape): two plans'
+/// tensors of one name must agree on it.
+std::vector<int64_t> consolidatedShape(std::vector<int64_t> global,
+                                       int64_t rows,
+                                       const std::vector<int64_t> &held) {
+  if (!held.empty())
+    return held;
+  if (rows >= 0)
+    global[0] = rows;
+  return global;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  return "[" + absl::StrJoin(shape, ", ") + "]";
+}
+
+/// The blocks saved by a checkpoint's ranks, by rank: their tables and,
+/// once read, their files.
+struct SavedRanks {
+  std::string path;
+  std::vector<RankTable> tables;
+  std::vector<std::optional<SafetensorsFile>> files;
+
+  std::string fileName(int64_t r) const {
+    return (fs::path(path) / rankFile(r, ".safetensors")).string();
+  }
+  absl::StatusOr<const SafetensorsFile *> file(int64_t r) {
+    if (!files[r]) {
+      absl::StatusOr<SafetensorsFile> read = SafetensorsFile::read(fileName(r));
+      if (!read.ok())
+        return read.status();
+      files[r] = std::move(*read);
+    }
+    return &*files[r];
+  }
+};
+
+/// The first `kept` elements (row-major) of the global tensor `name`
+/// assembled from the saved ranks' blocks (one of each set of replicas),
+/// every block checked; `shape` is what the caller's plan holds it as
+/// consolidated, which the saved tensor must match.
+absl::StatusOr<std::vector<float>> assemble(SavedRanks &saved,
+                                            const std::string &name,
+                                            const std::vector<int64_t> &shape,
+                                            int64_t kept) {
+  std::vector<float> whole(kept);
+  std::vector<uint8_t> covered(kept, 0);
+  std::set<std::vector<int64_t>> starts; // Replicas hold the same block.
+  bool found = false;
+  for (int64_t r = 0; r < static_cast<int64_t>(saved.tables.size()); ++r) {
+    auto it = saved.tables[r].find(name);
+    if (it == saved.tables[r].end())
+      continue;
+    const BlockEntry &e = it->second;
+    found = true;
+    std::vector<int64_t> theirs =
+        consolidatedShape(e.globalShape, e.rows, e.checkpointShape);
+    if (theirs != shape)
+      return absl::FailedPreconditionError(absl::StrCat(
+          (fs::path(saved.path) / rankFile(r, ".json")).string(), ": tensor '",
+          name, "' is ", shapeText(theirs), " there but ", shapeText(shape),
+          " in this bundle: not the same model"));
+    if (!starts.insert(e.start).second)
+      continue;
+    absl::StatusOr<const SafetensorsFile *> file = saved.file(r);
+    if (!file.ok())
+      return file.status();
+    absl::StatusOr<std::vector<double>> values =
+        verifiedTensor(**file, saved.fileName(r), name, e);
+    if (!values.ok())
+      return values.status();
+    forEachInBlock(e.shape, e.globalShape, e.start, [&](int64_t i, int64_t g) {
+      if (g < kept) {
+        whole[g] = static_cast<float>((*values)[i]);
+        covered[g] = 1;
+      }
+    });
+  }
+  if (!found)
+    return absl::NotFoundError(absl::StrCat(
+        saved.path, ": tensor '", name,
+        "' is in no rank's table (saved by another model or optimizer?)"));
+  if (std::find(covered.begin(), covered.end(), 0) != covered.end())
+    return absl::DataLossError(
+        absl::StrCat(saved.path, ": the ranks' blocks of tensor '", name,
+                     "' do not cover it (a rank's table is missing entries)"));
+  return whole;
+}
+
+/// This rank's blocks of checkpoint `path`, saved by `ranks` ranks under
+/// another plan: each tensor assembled from the saved blocks that overlap
+/// it (global coordinates, the padding rows of either plan zero), checked
+/// as readSamePlan checks.
+absl::StatusOr<Blocks> reshard(const SchedExecutor &ex, int64_t rank,
+                               const std::string &path, int64_t ranks) {
+  SavedRanks ckpt{
+      path,
+      {},
+      std::vector<std::optional<SafetensorsFile>>(static_cast<size_t>(ranks))};
+  for (int64_t r = 0; r < ranks; ++r) {
+    absl::StatusOr<RankTable> table = readTable(path, r);
+    if (!table.ok())
+      return table.status();
+    ckpt.tables.push_back(std::move(*table));
+  }
+  MeshSpec mesh = meshSpecOf(ex.bundle());
+  Blocks values;
+  for (const sched::Param &p : ex.bundle().params) {
+    if (!saved(p) || !holds(mesh, rank, p))
+      continue;
+    Sharding split = p.split ? *p.split : Sharding();
+    std::vector<int64_t> global = mesh.globalShape(p.type.shape, split);
+    std::vector<int64_t> shape =
+        consolidatedShape(global, p.checkpointRows.value_or(-1),
+                          p.checkpointShape.value_or(std::vector<int64_t>()));
+    int64_t kept = 1;
+    for (int64_t n : shape)
+      kept *= n;
+    absl::StatusOr<std::vector<float>> whole =
+        assemble(ckpt, p.name, shape, kept);
+    if (!whole.ok())
+      return whole.status();
+    std::vector<float> block(p.type.numElements());
+    forEachInBlock(p.type.shape, global,
+                   mesh.blockStart(rank, p.type.shape, split),
+                   [&](int64_t i, int64_t g) {
+                     block[i] = g < kept ? (*whole)[g] : 0.0f;
+                   });
+    values.push_back({p.name, std::move(block)});
+  }
+  return values;
+}
+
+/// This rank's blocks of checkpoint `path`, or what is wrong: the run's
+/// facts must be the saving run's; the plan may differ (resharded).
 absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
-                                const std::string &path,
-                                const RunFacts &facts) {
+                                const std::string &path, const RunFacts &facts,
+                                bool &resharded) {
   int64_t rank = comm ? comm->rank() : 0, ranks = comm ? comm->worldSize() : 1;
   std::string indexPath = (fs::path(path) / "index.json").string();
   absl::StatusOr<std::string> indexText = readFileAtMost(indexPath, 1 << 20);
@@ -170,43 +400,12 @@ absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
       parseCheckpointIndex(*indexText, indexPath);
   if (!index.ok())
     return index.status();
-  if (absl::Status s = checkCheckpointIndex(
-          *index, indexPath, ex.bundle().manifestXxh3, ranks, facts);
-      !s.ok())
+  if (absl::Status s = checkRunFacts(*index, indexPath, facts); !s.ok())
     return s;
-  std::string tablePath = (fs::path(path) / rankFile(rank, ".json")).string();
-  absl::StatusOr<std::string> tableText = readFileAtMost(tablePath, 64 << 20);
-  if (!tableText.ok())
-    return tableText.status();
-  absl::StatusOr<std::map<std::string, std::string>> table =
-      parseRankTable(*tableText, tablePath);
-  if (!table.ok())
-    return table.status();
-  std::string file = (fs::path(path) / rankFile(rank, ".safetensors")).string();
-  absl::StatusOr<SafetensorsFile> tensors = SafetensorsFile::read(file);
-  if (!tensors.ok())
-    return tensors.status();
-  Blocks values;
-  for (const sched::Param &p : ex.bundle().params) {
-    const TensorInfo *t = tensors->find(p.name);
-    auto hash = table->find(p.name);
-    if (!t || hash == table->end())
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ": tensor '", p.name, "' is missing"));
-    if (t->dtype != p.type.dtype || t->shape != p.type.shape)
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": tensor '", p.name, "' is ", std::string(dtypeName(t->dtype)),
-          " of another shape or type than the bundle's block (",
-          std::string(dtypeName(p.type.dtype)), ")"));
-    std::string got = hashOf(tensors->data(*t), t->end - t->begin);
-    if (hash->second != got)
-      return absl::DataLossError(
-          absl::StrCat(file, ": tensor '", p.name, "' is corrupt (xxHash64 ",
-                       got, ", ", tablePath, " says ", hash->second, ")"));
-    std::vector<double> wide = tensors->toDoubles(*t);
-    values.push_back({p.name, std::vector<float>(wide.begin(), wide.end())});
-  }
-  return values;
+  resharded =
+      index->bundle != ex.bundle().manifestXxh3 || index->ranks != ranks;
+  return resharded ? reshard(ex, rank, path, index->ranks)
+                   : readSamePlan(ex, rank, path);
 }
 } // namespace
 
@@ -367,7 +566,8 @@ absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
     std::string path = stepDir(dir, steps[i]);
     // Loaded only once every rank has verified its part: a checkpoint one
     // rank cannot use is passed over by all, none of them changed.
-    absl::StatusOr<Blocks> mine = readRank(ex, comm, path, facts);
+    bool resharded = false;
+    absl::StatusOr<Blocks> mine = readRank(ex, comm, path, facts, resharded);
     absl::StatusOr<bool> all = allAgree(comm, mine.ok());
     if (!all.ok())
       return all.status();
@@ -376,7 +576,10 @@ absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
         if (absl::Status s = ex.setParam(name, values); !s.ok())
           return s;
       if (!comm || comm->rank() == 0)
-        log.say(absl::StrCat("resumed from ", path));
+        log.say(absl::StrCat("resumed from ", path,
+                             resharded ? " (resharded: saved under another "
+                                         "plan)"
+                                       : ""));
       return steps[i];
     }
     last = mine.ok() ? absl::DataLossError(absl::StrCat(

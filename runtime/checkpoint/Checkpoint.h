@@ -1,16 +1,21 @@
 //===- Checkpoint.h - sharded training checkpoints --------------*- C++ -*-===//
 //
 // The whole training state a step leaves: every parameter and every state
-// tensor (AdamW's moments and f32 masters, the step and dropout counters,
-// FP8 amax histories, the loss scale), each rank writing the blocks it
-// holds, plus the step count, which fixes the rest (the batch sampler and
-// the learning-rate schedule are functions of the step). A checkpoint is a
-// directory `<dir>/step-<N>`:
+// tensor (AdamW's moments, the step and dropout counters, FP8 amax
+// histories, the loss scale) but the transient ones (gradient
+// accumulators, micro-batch counters: zero between steps), each rank
+// writing the blocks it holds (a pipeline stage's tensors only on its
+// stage's ranks), plus the step count, which fixes the rest (the batch
+// sampler and the learning-rate schedule are functions of the step). A
+// checkpoint is a directory `<dir>/step-<N>`:
 //
 //   rank-<r>.safetensors  rank r's blocks, as stored (its dtype), under the
 //                         parameters' names;
 //   rank-<r>.json         each of them: xxHash64 of its bytes, its block's
-//                         shape, the global shape and where the block starts;
+//                         shape, the global shape and where the block
+//                         starts, and how a consolidated checkpoint holds
+//                         the tensor (kept rows, shape, stacked slices;
+//                         whether it is optimizer state);
 //   index.json            written last by rank 0: the format, the step, the
 //                         bundle's manifest hash, the rank count and the
 //                         run's facts resume must see again (the seed the
@@ -20,8 +25,14 @@
 // index is in, so a directory named `step-<N>` is complete; a crash leaves
 // only a `.tmp` that resume ignores. Resume takes the newest checkpoint
 // every rank can read and verify (byte counts, shapes, checksums), saying
-// why it passed over newer ones; it needs the bundle the checkpoint was
-// saved with (the same plan: resharding is not there yet).
+// why it passed over newer ones. Under the plan it was saved with (the same
+// bundle and ranks) each rank reads its own file, bit for bit; under
+// another plan (another mesh, ZeRO stage, tp or pp split; the same model,
+// global batch and run facts) each rank assembles every tensor it holds
+// from the saved blocks that overlap it, in global coordinates: resharding
+// as PyTorch DCP does it at load time. Each rank then reads every saving
+// rank's file, so resharding costs a rank the whole checkpoint's bytes in
+// memory, which suits the CPU scale it is tested at.
 //
 //===----------------------------------------------------------------------===//
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weft::runtime {
 
@@ -40,18 +41,36 @@ struct CheckpointIndex {
 absl::StatusOr<CheckpointIndex> parseCheckpointIndex(std::string_view text,
                                                      const std::string &path);
 
-/// Whether a job of `ranks` ranks running the bundle of `bundleHash` with
-/// `facts` may resume from `index` (read from `path`): an error naming what
-/// differs.
-absl::Status checkCheckpointIndex(const CheckpointIndex &index,
-                                  const std::string &path,
-                                  const std::string &bundleHash, int64_t ranks,
-                                  const RunFacts &facts);
+/// Whether a run with `facts` may continue from `index` (read from
+/// `path`): an error naming the first fact that differs.
+absl::Status checkRunFacts(const CheckpointIndex &index,
+                           const std::string &path, const RunFacts &facts);
 
-/// rank-<r>.json's text at `path`: each tensor's XXH64 (16 hex digits), by
-/// name.
-absl::StatusOr<std::map<std::string, std::string>>
-parseRankTable(std::string_view text, const std::string &path);
+/// What rank-<r>.json says of one tensor the rank wrote: its block of the
+/// global tensor and how a consolidated checkpoint holds that tensor, so
+/// another plan (or `weftc export`) can assemble it without the bundle.
+struct BlockEntry {
+  std::string xxh64; // 16 hex digits, of the block's bytes in the file.
+  std::vector<int64_t> shape, globalShape, start;
+  /// A consolidated checkpoint keeps this many rows of the global tensor's
+  /// dimension 0 (-1: all; the rest pads it).
+  int64_t rows = -1;
+  /// Or holds the global tensor in this shape (empty: its own).
+  std::vector<int64_t> checkpointShape;
+  /// Or as slices along dimension 0 named by this pattern ("": one tensor).
+  std::string stack;
+  bool state = false; // Optimizer state rather than a model parameter.
+
+  /// The elements a consolidated checkpoint keeps: the first `rows` rows'.
+  int64_t keptElements() const;
+};
+using RankTable = std::map<std::string, BlockEntry>;
+
+/// rank-<r>.json's text at `path`: each tensor's entry, by name, every
+/// field checked (the block inside the global tensor, sizes that do not
+/// overflow).
+absl::StatusOr<RankTable> parseRankTable(std::string_view text,
+                                         const std::string &path);
 
 } // namespace weft::runtime
 

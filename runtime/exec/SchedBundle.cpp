@@ -658,6 +658,13 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
                                  "2 with one '*'"));
     p.checkpointStack = std::move(stack);
   }
+  if (o.has("transient")) {
+    WEFT_ASSIGN(p.transient, o.flag("transient"));
+    if (p.transient && !p.state)
+      return o.fail("field 'transient' is true but 'state' is false: only a "
+                    "state tensor can be left to its initializer between "
+                    "steps");
+  }
   WEFT_RETURN_IF_ERROR(o.done());
   if (p.name.empty())
     return o.fail("field 'name' is empty");

@@ -86,6 +86,9 @@ struct Param {
   /// Checkpoints hold the global tensor [N, ...] as N tensors, slice j
   /// named by this pattern with `*` replaced by j (stackedName).
   std::optional<std::string> checkpointStack;
+  /// A state tensor every step leaves at its initial value (a gradient
+  /// accumulator, a micro-batch counter): checkpoints skip it.
+  bool transient = false;
 };
 
 struct Constant {

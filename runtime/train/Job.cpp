@@ -3,6 +3,7 @@
 #include "runtime/train/Job.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/data/Batches.h"
@@ -351,6 +352,9 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (std::find(std::begin(kResumeFacts), std::end(kResumeFacts), name) !=
         std::end(kResumeFacts))
       facts[name] = value;
+  // Another plan may resume (resharded) if the job's batch is the same:
+  // the sampler draws the same rows, cut differently among the ranks.
+  facts["global batch"] = absl::StrJoin(loop.globalBatchShape(), "x");
   std::unique_ptr<CheckpointWriter> writer;
   if (!options.checkpointDir.empty())
     writer = std::make_unique<CheckpointWriter>(

@@ -53,6 +53,11 @@ public:
   /// Runs the next step.
   absl::StatusOr<StepReport> step();
   int64_t stepsDone() const { return steps; }
+  /// The job's batch, [rows, tokens per row]: the same on every plan of
+  /// one run (a checkpoint's run fact).
+  std::vector<int64_t> globalBatchShape() const {
+    return {globalBatch, globalSeq};
+  }
   /// Continues after `done` steps (a resumed checkpoint's): the batches and
   /// the learning rate are functions of the step, so step done + 1 draws
   /// what an uninterrupted run would.

@@ -268,11 +268,9 @@ TEST(Checkpoint, IndexFieldsAreChecked) {
   ASSERT_TRUE(index.ok()) << index.status();
   EXPECT_EQ(index->step, 2);
   EXPECT_EQ(index->run.at("--seed"), "1");
-  EXPECT_TRUE(weft::runtime::checkCheckpointIndex(*index, "i.json", "b", 2,
-                                                  {{"--seed", "1"}})
-                  .ok());
-  EXPECT_EQ(weft::runtime::checkCheckpointIndex(*index, "i.json", "b", 2,
-                                                {{"--seed", "2"}})
+  EXPECT_TRUE(
+      weft::runtime::checkRunFacts(*index, "i.json", {{"--seed", "1"}}).ok());
+  EXPECT_EQ(weft::runtime::checkRunFacts(*index, "i.json", {{"--seed", "2"}})
                 .message(),
             "i.json: saved by a run with --seed 1; this one has 2: resume "
             "with the same");
@@ -290,8 +288,61 @@ TEST(Checkpoint, IndexFieldsAreChecked) {
     ASSERT_FALSE(bad.ok()) << text;
     EXPECT_EQ(bad.status().message(), error);
   }
-  auto table = weft::runtime::parseRankTable(R"({"w": {"xxh64": 3}})", "t");
-  ASSERT_FALSE(table.ok());
-  EXPECT_EQ(table.status().message(),
-            "t: tensor 'w' has no 'xxh64' of 16 hex digits");
+}
+
+// A rank's table, which resharding and export trust for where each block
+// lies: every field checked, sizes that cannot overflow.
+TEST(Checkpoint, RankTableFieldsAreChecked) {
+  using weft::runtime::parseRankTable;
+  const std::string hash = R"("xxh64": "0123456789abcdef")";
+  auto good = parseRankTable(
+      R"({"w": {)" + hash +
+          R"(, "shape": [2, 3], "global_shape": [6, 3], "start": [4, 0],
+          "rows": 5, "state": true}})",
+      "t");
+  ASSERT_TRUE(good.ok()) << good.status();
+  const weft::runtime::BlockEntry &w = good->at("w");
+  EXPECT_EQ(w.start, (std::vector<int64_t>{4, 0}));
+  EXPECT_EQ(w.keptElements(), 15);
+  EXPECT_TRUE(w.state);
+  for (auto [entry, error] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"xxh64": 3})",
+            "t: tensor 'w': has no 'xxh64' of 16 hex digits"},
+           {"{" + hash + R"(, "shape": [2], "global_shape": [4]})",
+            "t: tensor 'w': 'start' must be a list of at most 8 integers"},
+           {"{" + hash +
+                R"(, "shape": [2], "global_shape": [4], "start": [3]})",
+            "t: tensor 'w': the block (start 3, 2 long) runs past the global "
+            "tensor's 4 in dimension 0"},
+           {"{" + hash +
+                R"(, "shape": [2], "global_shape": [4, 1], "start": [0, 0]})",
+            "t: tensor 'w': 'shape', 'global_shape' and 'start' differ in "
+            "length"},
+           {"{" + hash +
+                R"(, "shape": [1, 1], "global_shape": [1048576, 2097152],
+                "start": [0, 0]})",
+            "t: tensor 'w': 'global_shape' holds 2097152; sizes are integers "
+            "in [1, 2^40] whose product is at most 2^40"},
+           {"{" + hash +
+                R"(, "shape": [2], "global_shape": [4], "start": [0],
+                "rows": 5})",
+            "t: tensor 'w': 'rows' must be an integer in [1, global_shape[0]]"},
+           {"{" + hash +
+                R"(, "shape": [2], "global_shape": [4], "start": [0],
+                "checkpoint_shape": [3]})",
+            "t: tensor 'w': 'checkpoint_shape' holds another number of "
+            "elements than the global tensor"},
+           {"{" + hash +
+                R"(, "shape": [2], "global_shape": [4], "start": [0],
+                "stack": "e.*"})",
+            "t: tensor 'w': 'stack' must be a pattern with one '*' of a "
+            "tensor of rank 2 or more"},
+           {"{" + hash +
+                R"(, "shape": [2], "global_shape": [4], "start": [0],
+                "state": 1})",
+            "t: tensor 'w': 'state' must be true or false"}}) {
+    auto bad = parseRankTable(R"({"w": )" + entry + "}", "t");
+    ASSERT_FALSE(bad.ok()) << entry;
+    EXPECT_EQ(bad.status().message(), error);
+  }
 }

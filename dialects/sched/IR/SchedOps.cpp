@@ -241,6 +241,9 @@ LogicalResult ParamOp::verify() {
   auto type = cast<BufferType>(getType());
   if (!isFloat(type.getElementType()))
     return emitOpError("must hold floats, not ") << type.getElementType();
+  if (getTransient() && !getState())
+    return emitOpError("is transient but not state: only a state tensor can "
+                       "be left to its initializer between steps");
   if (std::optional<ArrayAttr> split = getSplit())
     if (failed(verifySplit(*this, *split, type.getShape().size(), "parameter")))
       return failure();

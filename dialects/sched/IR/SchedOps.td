@@ -127,6 +127,9 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     [d, 3, d] for tp to split by heads). `checkpoint_stack`: checkpoints
     hold the global tensor [N, ...] as N tensors [...], slice j named by
     the pattern with its `*` replaced by j (Mixtral's stacked experts).
+    `transient`: a state tensor every step leaves as it found it (a
+    gradient accumulator, a micro-batch counter): checkpoints skip it and a
+    resumed run starts it from its initializer.
     Programs read
     it with `sched.get` and write its next value with `sched.assign`.
 
@@ -142,7 +145,8 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
                        OptionalAttr<Sched_I64Attr>:$pipeline_rank,
                        OptionalAttr<Sched_I64Attr>:$checkpoint_rows,
                        OptionalAttr<DenseI64ArrayAttr>:$checkpoint_shape,
-                       OptionalAttr<StrAttr>:$checkpoint_stack);
+                       OptionalAttr<StrAttr>:$checkpoint_stack,
+                       UnitAttr:$transient);
   let assemblyFormat = [{
     $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
     attr-dict `:` $type

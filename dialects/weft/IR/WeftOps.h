@@ -93,6 +93,9 @@ inline constexpr const char *kCheckpointShapeAttr = "weft.checkpoint_shape";
 /// stacked into one parameter that ep splits, stored per expert as
 /// Hugging Face does).
 inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
+/// On a state weft.param: every step leaves it at its initial value (a
+/// gradient accumulator, a micro-batch counter), so checkpoints skip it.
+inline constexpr const char *kTransientAttr = "weft.transient";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";

@@ -79,6 +79,11 @@ sched.param @w init(zeros) {checkpoint_rows = 0} : !sched.buffer<4xf32>
 
 // -----
 
+// expected-error @+1 {{'sched.param' op is transient but not state: only a state tensor can be left to its initializer between steps}}
+sched.param @w init(zeros) {transient} : !sched.buffer<4xf32>
+
+// -----
+
 sched.mesh @mesh axes ["tp"] sizes [2]
 // expected-error @+1 {{'sched.param' op checkpoint_shape holds 12 elements, but the global tensor has 16}}
 sched.param @w init(zeros) {split = [[], ["tp"]], checkpoint_shape = array<i64: 2, 6>} : !sched.buffer<4x2xf32>

@@ -6,8 +6,8 @@
 // and returns the micro-batch's loss), and @train_step without inputs, which
 // returns the accumulators' mean (the tags AdamW reads kept) and zeroes them.
 // CHECK-LABEL: func.func @accumulate(%{{.*}}: tensor<2x3xf32>) -> (tensor<f32> {weft.output = "loss"}) attributes {weft.microbatches = 4 : i64}
-// CHECK-DAG: %[[LACC:.*]] = weft.param "loss.accumulated" init(zeros) state : tensor<f32>
-// CHECK-DAG: %[[WACC:.*]] = weft.param "w.grad_acc" init(zeros) state : tensor<3xf32>
+// CHECK-DAG: %[[LACC:.*]] = weft.param "loss.accumulated" init(zeros) state {weft.transient} : tensor<f32>
+// CHECK-DAG: %[[WACC:.*]] = weft.param "w.grad_acc" init(zeros) state {weft.transient} : tensor<3xf32>
 // CHECK: %[[LOSS:.*]] = weft.reduce_sum
 // CHECK: %[[LSUM:.*]] = weft.add %[[LACC]], %[[LOSS]]
 // CHECK: weft.assign "loss.accumulated", %[[LSUM]]
@@ -17,12 +17,12 @@
 
 // CHECK-LABEL: func.func @train_step() -> (tensor<f32> {weft.output = "loss"}, tensor<3xf32> {weft.grad = "w"})
 // CHECK: weft.param "w" init(zeros) : tensor<3xf32>
-// CHECK: %[[L:.*]] = weft.param "loss.accumulated" init(zeros) state : tensor<f32>
+// CHECK: %[[L:.*]] = weft.param "loss.accumulated" init(zeros) state {weft.transient} : tensor<f32>
 // CHECK: %[[QUARTER:.*]] = weft.constant dense<2.500000e-01> : tensor<f32>
 // CHECK: %[[LMEAN:.*]] = weft.mul %[[L]], %[[QUARTER]]
 // CHECK: %[[ZERO:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
 // CHECK: weft.assign "loss.accumulated", %[[ZERO]]
-// CHECK: %[[W:.*]] = weft.param "w.grad_acc" init(zeros) state : tensor<3xf32>
+// CHECK: %[[W:.*]] = weft.param "w.grad_acc" init(zeros) state {weft.transient} : tensor<3xf32>
 // CHECK: %[[WMEAN:.*]] = weft.mul %[[W]], %{{.*}} : tensor<3xf32>
 // CHECK: weft.assign "w.grad_acc", %{{.*}} : tensor<3xf32>
 // CHECK: return %[[LMEAN]], %[[WMEAN]]

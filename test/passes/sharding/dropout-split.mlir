@@ -35,7 +35,7 @@ func.func @forward(%x: tensor<8x16x64xf32> {weft.input = "x", weft.sharding = #w
 // dropout_microbatch, which every dropout reads (micro-batch k draws its
 // block of the step's mask); the step resets it.
 // MICRO-LABEL: func.func @accumulate
-// MICRO: %[[K:.*]] = weft.param "dropout_microbatch" init(zeros) state : tensor<f32>
+// MICRO: %[[K:.*]] = weft.param "dropout_microbatch" init(zeros) state {weft.transient} : tensor<f32>
 // MICRO: weft.dropout %{{.*}} step %{{.*}} : tensor<f32> microbatch %[[K]] : tensor<f32> {microbatches = 2 : i64, rate = 1.000000e-01 : f64, seed = 3 : i64, split = {{\[}}["dp"], ["tp"], []]}
 // MICRO: weft.dropout %{{.*}} microbatch %[[K]] : tensor<f32> {microbatches = 2 : i64
 // MICRO: %[[ONE:.*]] = weft.constant dense<1.000000e+00> : tensor<f32>
@@ -43,6 +43,6 @@ func.func @forward(%x: tensor<8x16x64xf32> {weft.input = "x", weft.sharding = #w
 // MICRO: weft.assign "dropout_microbatch", %[[NEXT]] : tensor<f32>
 // MICRO-NEXT: return
 // MICRO-LABEL: func.func @train_step
-// MICRO: weft.param "dropout_microbatch" init(zeros) state : tensor<f32>
+// MICRO: weft.param "dropout_microbatch" init(zeros) state {weft.transient} : tensor<f32>
 // MICRO: %[[ZERO:.*]] = weft.constant dense<0.000000e+00> : tensor<f32>
 // MICRO-NEXT: weft.assign "dropout_microbatch", %[[ZERO]] : tensor<f32>

@@ -8,17 +8,17 @@
 // programs). ZeRO-1 keeps whole gradients: a whole accumulator, all-reduced.
 
 // CHECK-LABEL: func.func @accumulate
-// CHECK: %[[ACC:.*]] = weft.param "w.grad_acc" init(zeros) state {weft.shard_of = #weft.sharding<@mesh, {{\[}}["dp"], []]>} : tensor<2x6xf32>
+// CHECK: %[[ACC:.*]] = weft.param "w.grad_acc" init(zeros) state {weft.shard_of = #weft.sharding<@mesh, {{\[}}["dp"], []]>, weft.transient} : tensor<2x6xf32>
 // CHECK-NOT: weft.all_reduce sum {{.*}} tensor<4x6xf32>
 // CHECK: %[[BLOCK:.*]] = weft.reduce_scatter %{{.*}} over @mesh ["dp"] dim 0 : tensor<4x6xf32> -> tensor<2x6xf32>
 // CHECK: %[[SUM:.*]] = weft.add %[[ACC]], %[[BLOCK]] : tensor<2x6xf32>
 // CHECK: weft.assign "w.grad_acc", %[[SUM]] : tensor<2x6xf32>
 // CHECK-LABEL: func.func @step
-// CHECK: weft.param "w.grad_acc" init(zeros) state {weft.shard_of = #weft.sharding<@mesh, {{\[}}["dp"], []]>} : tensor<2x6xf32>
+// CHECK: weft.param "w.grad_acc" init(zeros) state {weft.shard_of = #weft.sharding<@mesh, {{\[}}["dp"], []]>, weft.transient} : tensor<2x6xf32>
 // CHECK: weft.assign "w.grad_acc", %{{.*}} : tensor<2x6xf32>
 
 // ZERO1-LABEL: func.func @accumulate
-// ZERO1: weft.param "w.grad_acc" init(zeros) state : tensor<4x6xf32>
+// ZERO1: weft.param "w.grad_acc" init(zeros) state {weft.transient} : tensor<4x6xf32>
 // ZERO1: weft.all_reduce sum %{{.*}} over @mesh ["dp"] : tensor<4x6xf32>
 // ZERO1-NOT: weft.reduce_scatter
 // ZERO1-LABEL: func.func @step

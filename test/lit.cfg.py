@@ -15,6 +15,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.weft_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["weft-opt", "weftc", "weft-translate"], [config.weft_tools_dir])
+# The tools' folder, for scripts that take it (bench/soak.sh's BIN).
+config.substitutions.append(("%{weft_bin}", config.weft_tools_dir))
 
 # Generated-kernel caches stay inside the build tree during tests.
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.weft_obj_root, "cache")

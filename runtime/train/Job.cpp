@@ -11,6 +11,7 @@
 #include "runtime/exec/Blas.h"
 #include "runtime/exec/BundleData.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/train/FaultInjection.h"
 #include "runtime/train/Metrics.h"
 #include "runtime/train/ReplicaCheck.h"
 #include "runtime/train/TrainLoop.h"
@@ -233,6 +234,10 @@ static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
 
 absl::Status checkJobOptions(const JobOptions &options) {
   auto number = [](double v) { return absl::StrCat(v); };
+  if (!options.inject.empty())
+    if (absl::StatusOr<std::vector<Fault>> faults = parseFaults(options.inject);
+        !faults.ok())
+      return faults.status();
   // The step takes the rate as f32: past its range it would be inf.
   if (!(std::isfinite(options.lr) && options.lr > 0 &&
         options.lr <= std::numeric_limits<float>::max()))
@@ -380,12 +385,12 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   }
   bool tty = log.isTerminal();
   int64_t ranks = comm ? comm->worldSize() : 1;
-  std::optional<Injection> fault;
+  std::vector<Fault> faults;
   if (!options.inject.empty()) {
-    absl::StatusOr<Injection> parsed = parseInjection(options.inject);
+    absl::StatusOr<std::vector<Fault>> parsed = parseFaults(options.inject);
     if (!parsed.ok())
       return parsed.status();
-    fault = *parsed;
+    faults = std::move(*parsed);
   }
   int64_t rankNumber = comm ? comm->rank() : 0;
   // --checkpoint-every auto: the first save after step 1 measures the cost.
@@ -393,9 +398,10 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
     if (options.beforeStep)
       options.beforeStep(s + 1);
-    if (fault && fault->rank == rankNumber && fault->step == s + 1)
-      if (absl::Status injected = inject(ex, *fault); !injected.ok())
-        return injected;
+    if (absl::Status injected =
+            injectFaults(ex, faults, rankNumber, s + 1, options.attempt);
+        !injected.ok())
+      return injected;
     auto report = loop.step();
     if (!report.ok())
       return report.status();

@@ -62,8 +62,11 @@ struct JobOptions {
   /// --sdc-check every=N: compare dp replicas' tensors every N steps
   /// (0: never; runtime/train/ReplicaCheck.h).
   int64_t sdcEvery = 0;
-  /// WEFT_INJECT's fault, for tests ("" : none).
+  /// WEFT_INJECT's faults, for tests ("": none;
+  /// runtime/train/FaultInjection.h), and which attempt of a job
+  /// --max-restarts restarts this is (WEFT_ATTEMPT, from 0).
   std::string inject;
+  int64_t attempt = 0;
   /// Appends one JSON line per step here (empty: none).
   std::string metrics;
   /// Tokens to generate after training, and their temperature.

@@ -97,44 +97,4 @@ absl::StatusOr<int64_t> parseSdcCheck(const std::string &text) {
   return every;
 }
 
-absl::StatusOr<Injection> parseInjection(const std::string &text) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "WEFT_INJECT='", text, "' is not bitflip:rank=R:step=S:param=NAME"));
-  };
-  std::vector<std::string> parts = absl::StrSplit(text, ':');
-  if (parts.size() != 4 || parts[0] != "bitflip")
-    return bad();
-  Injection fault;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(parts[i], '=');
-    if (kv.first == "rank" && absl::SimpleAtoi(kv.second, &fault.rank))
-      continue;
-    if (kv.first == "step" && absl::SimpleAtoi(kv.second, &fault.step))
-      continue;
-    if (kv.first == "param" && !kv.second.empty()) {
-      fault.param = kv.second;
-      continue;
-    }
-    return bad();
-  }
-  if (fault.rank < 0 || fault.step < 1 || fault.param.empty())
-    return bad();
-  return fault;
-}
-
-absl::Status inject(SchedExecutor &ex, const Injection &fault) {
-  absl::StatusOr<std::vector<float>> block = ex.param(fault.param);
-  if (!block.ok())
-    return absl::InvalidArgumentError(
-        absl::StrCat("WEFT_INJECT: ", block.status().message()));
-  if (block->empty())
-    return absl::OkStatus();
-  uint32_t bits;
-  std::memcpy(&bits, block->data(), 4);
-  bits ^= 1u << 20;
-  std::memcpy(block->data(), &bits, 4);
-  return ex.setParam(fault.param, *block);
-}
-
 } // namespace weft::runtime

@@ -10,7 +10,8 @@
 // cannot be told: both are named).
 //
 // WEFT_INJECT=bitflip:rank=R:step=S:param=NAME flips one bit of element 0
-// of NAME's block on rank R before step S, so the check is tested.
+// of NAME's block on rank R before step S, so the check is tested
+// (runtime/train/FaultInjection.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,17 +33,6 @@ absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm, int64_t step);
 
 /// `--sdc-check`'s value: "" (never) or "every=N" (N >= 1); 0 for never.
 absl::StatusOr<int64_t> parseSdcCheck(const std::string &text);
-
-/// A fault to inject (WEFT_INJECT): flip a bit of `param` on `rank`
-/// before `step`.
-struct Injection {
-  int64_t rank = -1, step = -1;
-  std::string param;
-};
-/// Parses "bitflip:rank=R:step=S:param=NAME"; errors quote the text.
-absl::StatusOr<Injection> parseInjection(const std::string &text);
-/// Flips bit 20 of element 0 of `param`'s block on this rank.
-absl::Status inject(SchedExecutor &ex, const Injection &fault);
 
 } // namespace weft::runtime
 

@@ -42,30 +42,12 @@ namespace {
 void addEnvironment(weft::runtime::JobOptions &options, int64_t rank) {
   if (const char *graphs = std::getenv("WEFT_CUDA_GRAPHS"))
     options.cudaGraphs = std::string(graphs) != "0";
-  // Fault injection (runtime/train/ReplicaCheck.h).
+  // Fault injection for tests (runtime/train/FaultInjection.h), and which
+  // attempt of a restarted job this is (the launcher sets WEFT_ATTEMPT).
   if (const char *fault = std::getenv("WEFT_INJECT"))
     options.inject = fault;
-  // Test hooks: WEFT_TEST_EXIT=R:S makes rank R die before step S, and
-  // WEFT_TEST_STOP=R:S stop itself (SIGSTOP) there, so tests can check that
-  // the other ranks report it and the job ends instead of hanging.
-  // WEFT_TEST_EXIT=R:S:A dies only in attempt A of a job --max-restarts
-  // restarts (WEFT_ATTEMPT, from 0), a fault the restart does not meet.
-  int64_t dieRank = -1, dieStep = -1, dieAttempt = -1, stopRank = -1,
-          stopStep = -1;
-  if (const char *die = std::getenv("WEFT_TEST_EXIT"))
-    std::sscanf(die, "%ld:%ld:%ld", &dieRank, &dieStep, &dieAttempt);
-  const char *attempt = std::getenv("WEFT_ATTEMPT");
-  if (dieAttempt >= 0 && dieAttempt != (attempt ? std::atol(attempt) : 0))
-    dieRank = -1;
-  if (const char *stop = std::getenv("WEFT_TEST_STOP"))
-    std::sscanf(stop, "%ld:%ld", &stopRank, &stopStep);
-  if (dieRank == rank || stopRank == rank)
-    options.beforeStep = [=](int64_t step) {
-      if (dieRank == rank && step == dieStep)
-        ::_exit(3);
-      if (stopRank == rank && step == stopStep)
-        ::raise(SIGSTOP);
-    };
+  if (const char *attempt = std::getenv("WEFT_ATTEMPT"))
+    options.attempt = std::atol(attempt);
 }
 
 /// Rank 0's sample: decoded text with --tokenizer bytes, else token ids.

@@ -19,10 +19,12 @@
 #include "runtime/support/Fp8Scaling.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include <cblas.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -201,6 +203,10 @@ SchedExecutor::create(sched::SchedBundle bundle, Options options) {
     ex->params_.push_back(std::move(*bytes));
   }
   bool gpu = options.cuda || options.makeGpu;
+  if (gpu && options.checkFinite)
+    return absl::UnimplementedError(
+        "checking every instruction's values for NaN and infinity "
+        "(--check-finite) runs on the CPU only: run the bundle there");
   if (!gpu)
     for (const sched::Constant &c : b.constants) {
       std::vector<uint8_t> bytes = constantBytes(c);
@@ -1183,6 +1189,11 @@ absl::Status SchedExecutor::run(const std::string &name,
     // bytes may be this step's next buffer.
     if (options_.poisonDeadBuffers)
       poisonUpTo(static_cast<size_t>(bound.stepIndex[s]));
+    if (options_.checkFinite)
+      if (absl::Status st = checkFinite(spec, bound, bound.stepIndex[s],
+                                        /*before=*/true);
+          !st.ok())
+        return st;
     if (absl::Status st = bound.steps[s](); !st.ok())
       return absl::Status(
           st.code(),
@@ -1190,6 +1201,11 @@ absl::Status SchedExecutor::run(const std::string &name,
                        " (",
                        sched::opName(spec.instructions[bound.stepIndex[s]].op),
                        "): ", st.message()));
+    if (options_.checkFinite)
+      if (absl::Status st = checkFinite(spec, bound, bound.stepIndex[s],
+                                        /*before=*/false);
+          !st.ok())
+        return st;
     if (options_.poisonDeadBuffers)
       poisonUpTo(static_cast<size_t>(bound.stepIndex[s]) + 1);
   }
@@ -1197,6 +1213,45 @@ absl::Status SchedExecutor::run(const std::string &name,
     const sched::Param *p = bundle_.param(a.param);
     std::memcpy(params_[p - bundle_.params.data()]->data, bound.ptr[a.buffer],
                 p->type.bytes());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedExecutor::checkFinite(const sched::Program &program,
+                                        const Bound &bound, int64_t index,
+                                        bool before) const {
+  using Kind = sched::Buffer::Kind;
+  const sched::Instruction &inst = program.instructions[index];
+  size_t operands = inst.operands.size() - (inst.hasScratch ? 1 : 0);
+  for (size_t j = 0; j < operands; ++j) {
+    int64_t id = inst.operands[j];
+    const sched::Buffer &buffer = program.buffers[id];
+    bool outside = buffer.kind == Kind::Param || buffer.kind == Kind::Input ||
+                   buffer.kind == Kind::Constant;
+    if (outside != before || !isFloatingPoint(buffer.type.dtype))
+      continue;
+    std::vector<float> values =
+        decodeAll(bound.ptr[id], buffer.type.numElements(), buffer.type.dtype);
+    auto bad = std::find_if(values.begin(), values.end(),
+                            [](float v) { return !std::isfinite(v); });
+    if (bad == values.end())
+      continue;
+    std::string what =
+        buffer.kind == Kind::Param      ? "parameter '" + buffer.name + "'"
+        : buffer.kind == Kind::Constant ? "constant '" + buffer.name + "'"
+        : buffer.kind == Kind::Input
+            ? absl::StrCat("program input ", buffer.index)
+            : absl::StrCat("buffer ", id);
+    std::string op = sched::opName(inst.op);
+    if (inst.op == sched::Op::Launch)
+      op += " " + inst.as<sched::LaunchAttrs>().kernel;
+    return absl::DataLossError(absl::StrCat(
+        "program ", program.name, ", instruction ", index, " (", op, ") ",
+        before ? "reads" : "made", " a non-finite value: operand ", j, ", ",
+        what, " [", absl::StrJoin(buffer.type.shape, ", "), "] ",
+        std::string(dtypeName(buffer.type.dtype)), ", holds ", *bad,
+        " at element ", bad - values.begin(),
+        before ? "" : " (the first instruction that did, this step)"));
   }
   return absl::OkStatus();
 }

@@ -51,6 +51,13 @@ public:
     /// user of with NaN, so a wrong memory plan shows up as wrong results
     /// (tests; the CPU only).
     bool poisonDeadBuffers = false;
+    /// After each instruction, scan the float buffers it names for NaN or
+    /// infinity and fail at the first, naming the program, the instruction
+    /// and the operand: the op that first made a non-finite value, instead
+    /// of a NaN loss many steps later (weft-run --check-finite; the CPU
+    /// only; it reads every operand again, so it is for finding a fault,
+    /// not for every run).
+    bool checkFinite = false;
     /// Run the programs on the GPU of this rank (its local rank) instead of
     /// the CPU; the bundle must have been compiled for cuda.
     bool cuda = false;
@@ -135,6 +142,12 @@ private:
   absl::StatusOr<std::function<absl::Status()>>
   bindInstruction(const sched::Program &program, const Bound &bound,
                   int64_t index);
+  /// Options::checkFinite: the float operands of instruction `index` that
+  /// it reads from outside the program (`before`: parameters, inputs,
+  /// constants) or may have written (its allocs and views) hold no NaN or
+  /// infinity; else an error naming the instruction and the operand.
+  absl::Status checkFinite(const sched::Program &program, const Bound &bound,
+                           int64_t index, bool before) const;
 
   sched::SchedBundle bundle_;
   Options options_;

@@ -43,8 +43,8 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
                                                 : nullptr;
       if (number) {
         if (!absl::SimpleAtoi(kv.second, number) || *number < 0)
-          return bad(absl::StrCat("has ", kv.first,
-                                  " not a non-negative integer"));
+          return bad(
+              absl::StrCat("has ", kv.first, " not a non-negative integer"));
       } else if (kv.first == "param" && !kv.second.empty()) {
         f.param = kv.second;
       } else {

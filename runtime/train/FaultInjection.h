@@ -36,7 +36,7 @@ struct Fault {
   enum class Kind { BitFlip, NaN, Kill, Stop };
   Kind kind = Kind::Kill;
   int64_t rank = -1, step = -1;
-  std::string param; // BitFlip and NaN.
+  std::string param;    // BitFlip and NaN.
   int64_t attempt = -1; // -1: every attempt.
 };
 

@@ -204,6 +204,7 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
   SchedExecutor::Options executorOptions;
   executorOptions.comm = comm.get();
   executorOptions.cuda = options.device == "cuda";
+  executorOptions.checkFinite = options.checkFinite;
   if (options.cudaGraphs)
     executorOptions.cudaGraphs = *options.cudaGraphs;
   auto executor = SchedExecutor::create(std::move(*bundle), executorOptions);

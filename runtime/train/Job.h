@@ -62,6 +62,9 @@ struct JobOptions {
   /// --sdc-check every=N: compare dp replicas' tensors every N steps
   /// (0: never; runtime/train/ReplicaCheck.h).
   int64_t sdcEvery = 0;
+  /// --check-finite: stop at the first instruction that makes (or reads
+  /// from a parameter) a NaN or infinity, naming it (the CPU only).
+  bool checkFinite = false;
   /// WEFT_INJECT's faults, for tests ("": none;
   /// runtime/train/FaultInjection.h), and which attempt of a job
   /// --max-restarts restarts this is (WEFT_ATTEMPT, from 0).

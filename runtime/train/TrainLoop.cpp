@@ -127,9 +127,12 @@ absl::StatusOr<StepReport> TrainLoop::step() {
                     [](int64_t n) { return n > 0; }))
       report.expertPairs.push_back(std::move(pairs));
   if (!std::isfinite(report.loss))
-    return absl::InternalError(absl::StrCat("step ", n,
-                                            ": the loss is not finite (",
-                                            report.loss, "); lower --lr?"));
+    return absl::InternalError(
+        absl::StrCat("step ", n, ": the loss is not finite (", report.loss,
+                     "); lower --lr? (weft-run "
+                     "--check-finite names the first "
+                     "op that makes a NaN or "
+                     "infinity)"));
   // A gradient norm past f32's range clips every update to nothing (or
   // NaN): the weights or the rate are out of range, and training on would
   // be noise.
@@ -143,7 +146,8 @@ absl::StatusOr<StepReport> TrainLoop::step() {
     return absl::InternalError(absl::StrCat(
         "step ", n, ": the gradient norm is not finite (", report.gradNorm,
         "): weights or activations overflowed; check the "
-        "initial weights or lower --lr"));
+        "initial weights or lower --lr (weft-run --check-finite names the "
+        "first op that makes a NaN or infinity)"));
   return report;
 }
 

@@ -54,6 +54,10 @@ ABSL_FLAG(std::string, resume, "",
 ABSL_FLAG(std::string, sdc_check, "",
           "every=N: every N steps, check that data-parallel replicas hold "
           "the same bits of every tensor not split over dp");
+ABSL_FLAG(bool, check_finite, false,
+          "Check every instruction's values for NaN and infinity and stop at "
+          "the first, naming the program, instruction and operand (slow: for "
+          "finding where a non-finite loss comes from; the CPU only)");
 ABSL_FLAG(int64_t, max_restarts, 0,
           "With --nproc and --checkpoint-dir: when a rank fails, restart "
           "the job from the newest checkpoint, at most this many times");
@@ -85,7 +89,8 @@ constexpr const char *kRunFlags[] = {
     "init_from",   "save",           "metrics",          "sample",
     "temperature", "nproc",          "device",           "timeout",
     "stop_grace",  "checkpoint_dir", "checkpoint_every", "keep",
-    "resume",      "sdc_check",      "max_restarts",     "mttf_hours"};
+    "resume",      "sdc_check",      "max_restarts",     "mttf_hours",
+    "check_finite"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -122,6 +127,7 @@ RunCommand commandFromFlags(std::string bundle) {
   job.mttfHours = absl::GetFlag(FLAGS_mttf_hours);
   job.keep = absl::GetFlag(FLAGS_keep);
   job.resume = absl::GetFlag(FLAGS_resume);
+  job.checkFinite = absl::GetFlag(FLAGS_check_finite);
   job.metrics = absl::GetFlag(FLAGS_metrics);
   job.sample = absl::GetFlag(FLAGS_sample);
   job.temperature = absl::GetFlag(FLAGS_temperature);
@@ -168,7 +174,10 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
         listed(kRunFlags, name) ? absl::FindCommandLineFlag(name) : nullptr;
     if (!flag)
       return syntaxError("Unknown command line flag '" + spelled + "'");
-    if (!hasValue) {
+    // A switch stands alone (--check-finite); --check-finite=false too.
+    if (!hasValue && flag->IsOfType<bool>()) {
+      value = "true";
+    } else if (!hasValue) {
       if (i + 1 == argv.size())
         return syntaxError("Missing the value for the flag '" + spelled + "'");
       value = argv[++i];

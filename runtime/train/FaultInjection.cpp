@@ -20,7 +20,8 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
           "WEFT_INJECT='", text, "'",
           one.size() == text.size() ? "" : absl::StrCat(": '", one, "'"), " ",
           why,
-          " (each fault is KIND:rank=R:step=S[:param=NAME][:attempt=A], "
+          " (each fault is "
+          "KIND:rank=R:step=S[:param=NAME][:bit=B][:attempt=A], "
           "KIND one of bitflip, nan, kill, stop)"));
     };
     std::vector<std::string> parts = absl::StrSplit(one, ':');
@@ -40,6 +41,7 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
       int64_t *number = kv.first == "rank"      ? &f.rank
                         : kv.first == "step"    ? &f.step
                         : kv.first == "attempt" ? &f.attempt
+                        : kv.first == "bit"     ? &f.bit
                                                 : nullptr;
       if (number) {
         if (!absl::SimpleAtoi(kv.second, number) || *number < 0)
@@ -53,6 +55,8 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
     }
     if (f.rank < 0 || f.step < 1)
       return bad("needs rank=R and step=S (S from 1)");
+    if (f.bit > 31 || (f.bit != 20 && f.kind != Fault::Kind::BitFlip))
+      return bad("takes bit=B (0 to 31) only for bitflip");
     bool corrupts =
         f.kind == Fault::Kind::BitFlip || f.kind == Fault::Kind::NaN;
     if (corrupts != !f.param.empty())
@@ -85,7 +89,7 @@ absl::Status injectFaults(SchedExecutor &ex, const std::vector<Fault> &faults,
     } else {
       uint32_t bits;
       std::memcpy(&bits, block->data(), 4);
-      bits ^= 1u << 20;
+      bits ^= 1u << f.bit;
       std::memcpy(block->data(), &bits, 4);
     }
     if (absl::Status s = ex.setParam(f.param, *block); !s.ok())

@@ -3,10 +3,11 @@
 // Every fault-tolerance claim is tested by causing the fault: WEFT_INJECT
 // holds a comma-separated list of faults, each
 //
-//   KIND:rank=R:step=S[:param=NAME][:attempt=A]
+//   KIND:rank=R:step=S[:param=NAME][:bit=B][:attempt=A]
 //
 // applied on rank R just before step S:
-//   bitflip  flips bit 20 of element 0 of NAME's block (the SDC check's
+//   bitflip  flips bit B (default 20, a mantissa bit; 23-30 are the
+//            exponent's) of element 0 of NAME's block (the SDC check's
 //            prey: runtime/train/ReplicaCheck.h);
 //   nan      makes element 0 of NAME's block a NaN;
 //   kill     the rank kills itself with SIGKILL (kill -9: no cleanup, no
@@ -37,6 +38,7 @@ struct Fault {
   Kind kind = Kind::Kill;
   int64_t rank = -1, step = -1;
   std::string param;    // BitFlip and NaN.
+  int64_t bit = 20;     // BitFlip.
   int64_t attempt = -1; // -1: every attempt.
 };
 

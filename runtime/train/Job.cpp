@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <unistd.h>
 
 namespace weft::runtime {
@@ -394,6 +395,28 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     faults = std::move(*parsed);
   }
   int64_t rankNumber = comm ? comm->rank() : 0;
+  // --loss-spike: with skip, every tensor as the last good step left it,
+  // to go back to.
+  std::optional<LossSpikeDetector> spikes;
+  bool skipSpikes = options.lossSpike.action == LossSpikePolicy::Action::Skip;
+  std::vector<std::vector<float>> lastGood;
+  auto keepGood = [&]() -> absl::Status {
+    lastGood.clear();
+    for (const sched::Param &p : ex.bundle().params) {
+      absl::StatusOr<std::vector<float>> values = ex.param(p.name);
+      if (!values.ok())
+        return values.status();
+      lastGood.push_back(std::move(*values));
+    }
+    return absl::OkStatus();
+  };
+  if (options.lossSpike.factor > 0) {
+    spikes.emplace(options.lossSpike);
+    loop.tolerateNonFinite(skipSpikes);
+    if (skipSpikes)
+      if (absl::Status s = keepGood(); !s.ok())
+        return s;
+  }
   // --checkpoint-every auto: the first save after step 1 measures the cost.
   int64_t nextAutoSave = 1;
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
@@ -406,6 +429,40 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     auto report = loop.step();
     if (!report.ok())
       return report.status();
+    if (spikes) {
+      double mean = spikes->mean();
+      // Every rank reports the job's loss; they agree all the same.
+      float spiked = spikes->observe(report->loss) ? 1.0f : 0.0f;
+      if (comm)
+        if (absl::Status agreed = comm->allReduce({}, &spiked, 1, true);
+            !agreed.ok())
+          return agreed;
+      report->lossSpike = spiked != 0;
+      std::string what = absl::StrCat(
+          "step ", s + 1, ": loss spike: ", report->loss, " against ", mean,
+          ", the mean of the last steps (--loss-spike ",
+          options.lossSpike.factor, ")");
+      if (report->lossSpike) {
+        if (options.lossSpike.action == LossSpikePolicy::Action::Stop)
+          return absl::AbortedError(
+              what + "; stopped. Resume from the last checkpoint, "
+                     "perhaps with a lower --lr, or skip spikes with "
+                     "--loss-spike F:skip");
+        if (skipSpikes) {
+          for (size_t k = 0; k < lastGood.size(); ++k)
+            if (absl::Status back =
+                    ex.setParam(ex.bundle().params[k].name, lastGood[k]);
+                !back.ok())
+              return back;
+          what += "; the step is undone and its batch skipped";
+        }
+        if (result.leader)
+          log.say(what);
+      } else if (skipSpikes) {
+        if (absl::Status s = keepGood(); !s.ok())
+          return s;
+      }
+    }
     if (options.sdcEvery > 0 && (s + 1) % options.sdcEvery == 0)
       if (absl::Status same = checkReplicas(ex, comm, s + 1); !same.ok())
         return same;

@@ -16,6 +16,7 @@
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/support/Log.h"
+#include "runtime/train/LossSpike.h"
 
 #include "absl/status/statusor.h"
 
@@ -65,6 +66,8 @@ struct JobOptions {
   /// --check-finite: stop at the first instruction that makes (or reads
   /// from a parameter) a NaN or infinity, naming it (the CPU only).
   bool checkFinite = false;
+  /// --loss-spike F[:warn|skip|stop] (factor 0: off).
+  LossSpikePolicy lossSpike;
   /// WEFT_INJECT's faults, for tests ("": none;
   /// runtime/train/FaultInjection.h), and which attempt of a job
   /// --max-restarts restarts this is (WEFT_ATTEMPT, from 0).

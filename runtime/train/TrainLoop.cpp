@@ -126,7 +126,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
     if (std::any_of(pairs.begin(), pairs.end(),
                     [](int64_t n) { return n > 0; }))
       report.expertPairs.push_back(std::move(pairs));
-  if (!std::isfinite(report.loss))
+  if (!std::isfinite(report.loss) && !nonFiniteOk)
     return absl::InternalError(
         absl::StrCat("step ", n, ": the loss is not finite (", report.loss,
                      "); lower --lr? (weft-run "
@@ -142,7 +142,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
         *report.lossScale,
         ": the weights or activations are out of range; check the initial "
         "weights or lower --lr"));
-  if (!std::isfinite(report.gradNorm) && !report.skipped)
+  if (!std::isfinite(report.gradNorm) && !report.skipped && !nonFiniteOk)
     return absl::InternalError(absl::StrCat(
         "step ", n, ": the gradient norm is not finite (", report.gradNorm,
         "): weights or activations overflowed; check the "

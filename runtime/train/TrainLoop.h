@@ -36,6 +36,9 @@ struct StepReport {
   bool skipped = false;
   /// Seconds the step waited for a checkpoint's snapshot (0: none saved).
   double checkpointSeconds = 0;
+  /// --loss-spike: the loss spiked (runtime/train/LossSpike.h), and the
+  /// step was undone (skipped) or only reported.
+  bool lossSpike = false;
 };
 
 class TrainLoop {
@@ -62,6 +65,9 @@ public:
   /// the learning rate are functions of the step, so step done + 1 draws
   /// what an uninterrupted run would.
   void resumeAt(int64_t done) { steps = done; }
+  /// Whether a non-finite loss or gradient norm is the caller's to handle
+  /// (--loss-spike F:skip undoes the step) instead of an error.
+  void tolerateNonFinite(bool tolerate) { nonFiniteOk = tolerate; }
 
   /// Continues `context` by `count` tokens with the forward program, drawing
   /// each from softmax(logits / temperature) with a seeded generator
@@ -86,6 +92,7 @@ private:
   std::vector<int64_t> start;
   std::vector<int32_t> reordered; // One row, while reordering.
   int64_t steps = 0;
+  bool nonFiniteOk = false;
   std::vector<int32_t> tokens, labels, globalTokens, globalLabels;
 };
 

@@ -5,6 +5,7 @@
 #include "runtime/dist/Launcher.h"
 #include "runtime/exec/Blas.h"
 #include "runtime/train/Job.h"
+#include "runtime/train/LossSpike.h"
 #include "runtime/train/Metrics.h"
 
 #include "absl/strings/match.h"
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 
@@ -345,4 +347,26 @@ TEST(Checkpoint, RankTableFieldsAreChecked) {
     ASSERT_FALSE(bad.ok()) << entry;
     EXPECT_EQ(bad.status().message(), error);
   }
+}
+
+// --loss-spike's running window: nothing is judged before ten losses; a
+// spike is not added to the mean; a non-finite loss is always a spike.
+TEST(LossSpike, JudgesAgainstTheUnspikedMean) {
+  auto policy = weft::runtime::parseLossSpike("1.5:skip");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ(policy->action, weft::runtime::LossSpikePolicy::Action::Skip);
+  weft::runtime::LossSpikeDetector detector(*policy);
+  EXPECT_FALSE(detector.observe(100)); // The first ten are not judged.
+  for (int i = 0; i < 9; ++i)
+    EXPECT_FALSE(detector.observe(1));
+  EXPECT_DOUBLE_EQ(detector.mean(), 10.9);
+  EXPECT_TRUE(detector.observe(16.4)); // Above 1.5 x 10.9.
+  EXPECT_DOUBLE_EQ(detector.mean(), 10.9);
+  EXPECT_FALSE(detector.observe(16.3));
+  EXPECT_TRUE(detector.observe(std::nan("")));
+  EXPECT_EQ(weft::runtime::parseLossSpike("").value().factor, 0);
+  EXPECT_EQ(weft::runtime::parseLossSpike("2").value().action,
+            weft::runtime::LossSpikePolicy::Action::Stop);
+  for (const char *bad : {"0.5", "inf", "nan:skip", "2:", "x"})
+    EXPECT_FALSE(weft::runtime::parseLossSpike(bad).ok()) << bad;
 }

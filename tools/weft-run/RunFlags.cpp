@@ -58,6 +58,10 @@ ABSL_FLAG(bool, check_finite, false,
           "Check every instruction's values for NaN and infinity and stop at "
           "the first, naming the program, instruction and operand (slow: for "
           "finding where a non-finite loss comes from; the CPU only)");
+ABSL_FLAG(std::string, loss_spike, "",
+          "F[:warn|skip|stop]: a loss above F times the mean of the last 100 "
+          "steps' (or not finite) is a spike: warn, undo the step and skip "
+          "its batch, or stop (the default)");
 ABSL_FLAG(int64_t, max_restarts, 0,
           "With --nproc and --checkpoint-dir: when a rank fails, restart "
           "the job from the newest checkpoint, at most this many times");
@@ -84,13 +88,13 @@ namespace {
 /// The flags a command line may set, by abseil name: weft-run's own, so a
 /// flag some linked library defines is as unknown as a typo.
 constexpr const char *kRunFlags[] = {
-    "data",        "tokenizer",      "token_bytes",      "steps",
-    "lr",          "warmup",         "min_lr_ratio",     "seed",
-    "init_from",   "save",           "metrics",          "sample",
-    "temperature", "nproc",          "device",           "timeout",
-    "stop_grace",  "checkpoint_dir", "checkpoint_every", "keep",
-    "resume",      "sdc_check",      "max_restarts",     "mttf_hours",
-    "check_finite"};
+    "data",         "tokenizer",      "token_bytes",      "steps",
+    "lr",           "warmup",         "min_lr_ratio",     "seed",
+    "init_from",    "save",           "metrics",          "sample",
+    "temperature",  "nproc",          "device",           "timeout",
+    "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
+    "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
+    "check_finite", "loss_spike"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -209,8 +213,13 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
       runtime::parseSdcCheck(absl::GetFlag(FLAGS_sdc_check));
   if (!sdc.ok())
     return sdc.status();
+  absl::StatusOr<runtime::LossSpikePolicy> spike =
+      runtime::parseLossSpike(absl::GetFlag(FLAGS_loss_spike));
+  if (!spike.ok())
+    return spike.status();
   RunCommand command = commandFromFlags(positional[0]);
   command.job.sdcEvery = *sdc;
+  command.job.lossSpike = *spike;
   std::string every = absl::GetFlag(FLAGS_checkpoint_every);
   if (every == "auto")
     command.job.checkpointAuto = true;

@@ -1,0 +1,54 @@
+//===- LossSpike.h - loss spikes against a running mean ---------*- C++ -*-===//
+//
+// A loss spike (a step whose loss jumps far above the recent ones) often
+// comes before a divergence; PaLM's remedy was to skip the batches around
+// it. `weft-run --loss-spike F[:warn|skip|stop]` compares each step's loss
+// with the mean of the last `window` unspiked steps' (once 10 are in): a
+// loss above F times that mean, or one that is not finite, is a spike, and
+// the run warns, skips the step (the update is undone: every tensor goes
+// back to what the last good step left; its batch is not drawn again) or
+// stops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_TRAIN_LOSSSPIKE_H
+#define WEFT_RUNTIME_TRAIN_LOSSSPIKE_H
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+namespace weft::runtime {
+
+struct LossSpikePolicy {
+  enum class Action { Warn, Skip, Stop };
+  double factor = 0; // 0: off.
+  Action action = Action::Stop;
+  int64_t window = 100;
+};
+
+/// `--loss-spike`'s value: "" (off) or "F[:warn|skip|stop]" with F > 1
+/// (stop by default).
+absl::StatusOr<LossSpikePolicy> parseLossSpike(const std::string &text);
+
+/// The running window of recent losses.
+class LossSpikeDetector {
+public:
+  explicit LossSpikeDetector(LossSpikePolicy policy) : policy(policy) {}
+  /// Whether `loss` is a spike; a loss that is not is added to the window.
+  bool observe(double loss);
+  /// The window's mean (0 when empty).
+  double mean() const;
+  const LossSpikePolicy &policyOf() const { return policy; }
+
+private:
+  LossSpikePolicy policy;
+  std::deque<double> recent;
+  double sum = 0;
+};
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_TRAIN_LOSSSPIKE_H

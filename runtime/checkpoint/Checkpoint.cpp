@@ -70,6 +70,17 @@ std::string hashOf(const uint8_t *data, size_t bytes) {
   return text;
 }
 
+/// A checkpoint's JSON file: a regular file (a FIFO would block the open
+/// for ever) of at most `maxBytes`.
+absl::StatusOr<std::string> readCheckpointText(const std::string &path,
+                                               size_t maxBytes) {
+  std::error_code error;
+  if (fs::exists(path, error) && !fs::is_regular_file(path, error))
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is not a regular file"));
+  return readFileAtMost(path, maxBytes);
+}
+
 /// One collective verdict: true when every rank's `ok` is.
 absl::StatusOr<bool> allAgree(Communicator *comm, bool ok) {
   if (!comm)
@@ -173,8 +184,11 @@ std::vector<int64_t> checkpointSteps(const std::string &dir) {
   for (const fs::directory_entry &e : fs::directory_iterator(dir, error)) {
     std::string name = e.path().filename().string();
     int64_t step = 0;
+    // Only the names the writer gives (step-02 or step-+2 would be read
+    // as step-2, another directory).
     if (name.rfind("step-", 0) == 0 &&
         absl::SimpleAtoi(name.substr(5), &step) && step >= 0 &&
+        name == "step-" + std::to_string(step) &&
         fs::exists(e.path() / "index.json"))
       steps.push_back(step);
   }
@@ -185,10 +199,14 @@ std::vector<int64_t> checkpointSteps(const std::string &dir) {
 /// This rank's blocks, by parameter: what `ex` would load.
 using Blocks = std::vector<std::pair<std::string, std::vector<float>>>;
 
+std::string shapeText(const std::vector<int64_t> &shape) {
+  return "[" + absl::StrJoin(shape, ", ") + "]";
+}
+
 /// rank-<r>.json of checkpoint `path`.
 absl::StatusOr<RankTable> readTable(const std::string &path, int64_t rank) {
   std::string tablePath = (fs::path(path) / rankFile(rank, ".json")).string();
-  absl::StatusOr<std::string> text = readFileAtMost(tablePath, 64 << 20);
+  absl::StatusOr<std::string> text = readCheckpointText(tablePath, 64 << 20);
   if (!text.ok())
     return text.status();
   return parseRankTable(*text, tablePath);
@@ -213,7 +231,13 @@ absl::StatusOr<std::vector<double>> verifiedTensor(const SafetensorsFile &file,
     return absl::DataLossError(
         absl::StrCat(fileName, ": tensor '", name, "' is corrupt (xxHash64 ",
                      got, ", its rank table says ", entry.xxh64, ")"));
-  return file.toDoubles(*t);
+  std::vector<double> values = file.toDoubles(*t);
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return absl::DataLossError(absl::StrCat(
+          fileName, ": tensor '", name, "' holds ", values[i], " at element ",
+          i, ": a checkpoint's values must be finite"));
+  return values;
 }
 
 /// This rank's blocks of checkpoint `path`, saved under the same plan
@@ -233,16 +257,20 @@ absl::StatusOr<Blocks> readSamePlan(const SchedExecutor &ex, int64_t rank,
   for (const sched::Param &p : ex.bundle().params) {
     if (!saved(p) || !holds(mesh, rank, p))
       continue;
-    const TensorInfo *t = tensors->find(p.name);
     auto entry = table->find(p.name);
-    if (!t || entry == table->end())
+    if (entry == table->end())
+      return absl::InvalidArgumentError(
+          absl::StrCat((fs::path(path) / rankFile(rank, ".json")).string(),
+                       ": tensor '", p.name, "' is missing"));
+    const TensorInfo *t = tensors->find(p.name);
+    if (!t)
       return absl::InvalidArgumentError(
           absl::StrCat(file, ": tensor '", p.name, "' is missing"));
     if (t->dtype != p.type.dtype || t->shape != p.type.shape)
       return absl::InvalidArgumentError(absl::StrCat(
-          file, ": tensor '", p.name, "' is ", std::string(dtypeName(t->dtype)),
-          " of another shape or type than the bundle's block (",
-          std::string(dtypeName(p.type.dtype)), ")"));
+          file, ": tensor '", p.name, "' is ", shapeText(t->shape), " ",
+          std::string(dtypeName(t->dtype)), ", but the bundle's block is ",
+          shapeText(p.type.shape), " ", std::string(dtypeName(p.type.dtype))));
     absl::StatusOr<std::vector<double>> wide =
         verifiedTensor(*tensors, file, p.name, entry->second);
     if (!wide.ok())
@@ -265,8 +293,13 @@ std::vector<int64_t> consolidatedShape(std::vector<int64_t> global,
   return global;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  return "[" + absl::StrJoin(shape, ", ") + "]";
+/// index.json of checkpoint `path`.
+absl::StatusOr<CheckpointIndex> readIndex(const std::string &path) {
+  std::string indexPath = (fs::path(path) / "index.json").string();
+  absl::StatusOr<std::string> text = readCheckpointText(indexPath, 1 << 20);
+  if (!text.ok())
+    return text.status();
+  return parseCheckpointIndex(*text, indexPath);
 }
 
 /// The blocks saved by a checkpoint's ranks, by rank: their tables and,
@@ -287,6 +320,20 @@ struct SavedRanks {
       files[r] = std::move(*read);
     }
     return &*files[r];
+  }
+
+  /// Checkpoint `path`'s `ranks` rank tables, read.
+  static absl::StatusOr<SavedRanks> open(const std::string &path,
+                                         int64_t ranks) {
+    SavedRanks saved{path, {}, {}};
+    saved.files.resize(static_cast<size_t>(ranks));
+    for (int64_t r = 0; r < ranks; ++r) {
+      absl::StatusOr<RankTable> table = readTable(path, r);
+      if (!table.ok())
+        return table.status();
+      saved.tables.push_back(std::move(*table));
+    }
+    return saved;
   }
 };
 
@@ -348,16 +395,9 @@ absl::StatusOr<std::vector<float>> assemble(SavedRanks &saved,
 /// as readSamePlan checks.
 absl::StatusOr<Blocks> reshard(const SchedExecutor &ex, int64_t rank,
                                const std::string &path, int64_t ranks) {
-  SavedRanks ckpt{
-      path,
-      {},
-      std::vector<std::optional<SafetensorsFile>>(static_cast<size_t>(ranks))};
-  for (int64_t r = 0; r < ranks; ++r) {
-    absl::StatusOr<RankTable> table = readTable(path, r);
-    if (!table.ok())
-      return table.status();
-    ckpt.tables.push_back(std::move(*table));
-  }
+  absl::StatusOr<SavedRanks> ckpt = SavedRanks::open(path, ranks);
+  if (!ckpt.ok())
+    return ckpt.status();
   MeshSpec mesh = meshSpecOf(ex.bundle());
   Blocks values;
   for (const sched::Param &p : ex.bundle().params) {
@@ -372,7 +412,7 @@ absl::StatusOr<Blocks> reshard(const SchedExecutor &ex, int64_t rank,
     for (int64_t n : shape)
       kept *= n;
     absl::StatusOr<std::vector<float>> whole =
-        assemble(ckpt, p.name, shape, kept);
+        assemble(*ckpt, p.name, shape, kept);
     if (!whole.ok())
       return whole.status();
     std::vector<float> block(p.type.numElements());
@@ -389,17 +429,17 @@ absl::StatusOr<Blocks> reshard(const SchedExecutor &ex, int64_t rank,
 /// This rank's blocks of checkpoint `path`, or what is wrong: the run's
 /// facts must be the saving run's; the plan may differ (resharded).
 absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
-                                const std::string &path, const RunFacts &facts,
-                                bool &resharded) {
+                                const std::string &path, int64_t step,
+                                const RunFacts &facts, bool &resharded) {
   int64_t rank = comm ? comm->rank() : 0, ranks = comm ? comm->worldSize() : 1;
   std::string indexPath = (fs::path(path) / "index.json").string();
-  absl::StatusOr<std::string> indexText = readFileAtMost(indexPath, 1 << 20);
-  if (!indexText.ok())
-    return indexText.status();
-  absl::StatusOr<CheckpointIndex> index =
-      parseCheckpointIndex(*indexText, indexPath);
+  absl::StatusOr<CheckpointIndex> index = readIndex(path);
   if (!index.ok())
     return index.status();
+  if (index->step != step)
+    return absl::InvalidArgumentError(
+        absl::StrCat(indexPath, ": says step ", index->step,
+                     ", but its directory is step-", step));
   if (absl::Status s = checkRunFacts(*index, indexPath, facts); !s.ok())
     return s;
   resharded =
@@ -567,7 +607,8 @@ absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
     // Loaded only once every rank has verified its part: a checkpoint one
     // rank cannot use is passed over by all, none of them changed.
     bool resharded = false;
-    absl::StatusOr<Blocks> mine = readRank(ex, comm, path, facts, resharded);
+    absl::StatusOr<Blocks> mine =
+        readRank(ex, comm, path, steps[i], facts, resharded);
     absl::StatusOr<bool> all = allAgree(comm, mine.ok());
     if (!all.ok())
       return all.status();
@@ -585,10 +626,49 @@ absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
     last = mine.ok() ? absl::DataLossError(absl::StrCat(
                            path, ": another rank could not verify its part"))
                      : mine.status();
-    if (i + 1 < count && (!comm || comm->rank() == 0))
+    // Each rank that could not verify its part says why, naming its file
+    // and tensor (the others know only that one could not).
+    if (i + 1 < count && !mine.ok())
       log.say(absl::StrCat("passing over ", path, ": ", last.message()));
   }
   return last;
+}
+
+absl::StatusOr<std::vector<TensorToWrite>>
+consolidateCheckpoint(const std::string &dir, std::string &from) {
+  from = dir;
+  if (!fs::exists(fs::path(dir) / "index.json")) {
+    std::vector<int64_t> steps = checkpointSteps(dir);
+    if (steps.empty())
+      return absl::NotFoundError(absl::StrCat(
+          dir, ": not a checkpoint (a step-<N> directory with an index.json) "
+               "nor a directory of them"));
+    from = stepDir(dir, steps.front());
+  }
+  absl::StatusOr<CheckpointIndex> index = readIndex(from);
+  if (!index.ok())
+    return index.status();
+  absl::StatusOr<SavedRanks> ckpt = SavedRanks::open(from, index->ranks);
+  if (!ckpt.ok())
+    return ckpt.status();
+  // Every model parameter some rank holds, with what its table says of it.
+  std::map<std::string, BlockEntry> parameters;
+  for (const RankTable &table : ckpt->tables)
+    for (const auto &[name, entry] : table)
+      if (!entry.state)
+        parameters.emplace(name, entry);
+  std::vector<TensorToWrite> out;
+  for (const auto &[name, entry] : parameters) {
+    std::vector<int64_t> shape =
+        consolidatedShape(entry.globalShape, entry.rows, entry.checkpointShape);
+    int64_t kept = entry.keptElements();
+    absl::StatusOr<std::vector<float>> whole =
+        assemble(*ckpt, name, shape, kept);
+    if (!whole.ok())
+      return whole.status();
+    appendCheckpointTensor(out, name, entry.stack, shape, whole->data());
+  }
+  return out;
 }
 
 } // namespace weft::runtime

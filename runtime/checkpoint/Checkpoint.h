@@ -42,6 +42,7 @@
 #include "runtime/checkpoint/CheckpointIndex.h"
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/SchedExecutor.h"
+#include "runtime/io/Safetensors.h"
 #include "runtime/support/Log.h"
 
 #include "absl/status/statusor.h"
@@ -108,6 +109,16 @@ bool hasCheckpoint(const std::string &dir);
 absl::StatusOr<int64_t> resumeCheckpoint(SchedExecutor &ex, Communicator *comm,
                                          const std::string &dir,
                                          const RunFacts &facts, const Log &log);
+
+/// The model's parameters (no optimizer state) in the checkpoint at
+/// `dir` (a step-<N> directory, or the newest complete one under a
+/// checkpoint directory), each assembled whole from the ranks' blocks, every
+/// block's checksum verified, and held as a Hugging Face file holds it
+/// (the kept rows, the checkpoint shape, stacked slices under their own
+/// names), f32; `from` says which checkpoint. No bundle needed: the rank
+/// tables say it all (`weftc export`).
+absl::StatusOr<std::vector<TensorToWrite>>
+consolidateCheckpoint(const std::string &dir, std::string &from);
 
 } // namespace weft::runtime
 

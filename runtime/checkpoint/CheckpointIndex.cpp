@@ -28,20 +28,24 @@ absl::StatusOr<CheckpointIndex> parseCheckpointIndex(std::string_view text,
                                       "'format' is not '",
                                       kCheckpointFormat, "')"));
   CheckpointIndex index;
-  auto integer = [&](const char *key, int64_t least,
+  auto integer = [&](const char *key, int64_t least, int64_t most,
                      int64_t &out) -> absl::Status {
     auto it = json->find(key);
     if (it == json->end() || !it->is_number_integer() ||
-        it->get<int64_t>() < least)
+        it->get<int64_t>() < least || it->get<int64_t>() > most)
       return invalid(path,
-                     absl::StrCat("field '", key,
-                                  "' must be an integer of at least ", least));
+                     absl::StrCat("field '", key, "' must be an integer in [",
+                                  least, ", ", most, "]"));
     out = it->get<int64_t>();
     return absl::OkStatus();
   };
-  if (absl::Status s = integer("step", 0, index.step); !s.ok())
+  // A rank count no job has (2^20 ranks) is a damaged index, not a
+  // reason to allocate a table per rank.
+  if (absl::Status s = integer("step", 0, int64_t(1) << 62, index.step);
+      !s.ok())
     return s;
-  if (absl::Status s = integer("ranks", 1, index.ranks); !s.ok())
+  if (absl::Status s = integer("ranks", 1, int64_t(1) << 20, index.ranks);
+      !s.ok())
     return s;
   auto bundle = json->find("bundle");
   if (bundle == json->end() || !bundle->is_string())
@@ -115,8 +119,11 @@ absl::StatusOr<BlockEntry> parseEntry(const nlohmann::json &entry,
   BlockEntry e;
   auto hash = entry.find("xxh64");
   if (hash == entry.end() || !hash->is_string() ||
-      hash->get<std::string>().size() != 16)
-    return absl::InvalidArgumentError(at + "has no 'xxh64' of 16 hex digits");
+      hash->get<std::string>().size() != 16 ||
+      hash->get<std::string>().find_first_not_of("0123456789abcdef") !=
+          std::string::npos)
+    return absl::InvalidArgumentError(
+        at + "has no 'xxh64' of 16 lowercase hex digits");
   e.xxh64 = hash->get<std::string>();
   absl::StatusOr<std::vector<int64_t>> shape = sizes(entry, "shape", 1, at),
                                        global =
@@ -160,14 +167,14 @@ absl::StatusOr<BlockEntry> parseEntry(const nlohmann::json &entry,
     e.checkpointShape = std::move(*held);
   }
   if (auto stack = entry.find("stack"); stack != entry.end()) {
+    if (stack->is_string())
+      e.stack = stack->get<std::string>();
     if (!stack->is_string() ||
-        std::count(stack->get<std::string>().begin(),
-                   stack->get<std::string>().end(), '*') != 1 ||
+        std::count(e.stack.begin(), e.stack.end(), '*') != 1 ||
         e.globalShape.size() < 2)
       return absl::InvalidArgumentError(
           at + "'stack' must be a pattern with one '*' of a tensor of rank "
                "2 or more");
-    e.stack = stack->get<std::string>();
   }
   if (auto state = entry.find("state"); state != entry.end()) {
     if (!state->is_boolean())

@@ -241,6 +241,25 @@ std::string stackedName(const std::string &pattern, int64_t j) {
   return name;
 }
 
+void appendCheckpointTensor(std::vector<TensorToWrite> &out,
+                            const std::string &name, const std::string &stack,
+                            const std::vector<int64_t> &shape,
+                            const float *values) {
+  int64_t count = 1;
+  for (int64_t n : shape)
+    count *= n;
+  if (stack.empty()) {
+    out.push_back(
+        {name, DType::F32, shape, std::vector<double>(values, values + count)});
+    return;
+  }
+  std::vector<int64_t> piece(shape.begin() + 1, shape.end());
+  int64_t n = shape[0] > 0 ? count / shape[0] : 0;
+  for (int64_t j = 0; j < shape[0]; ++j)
+    out.push_back({stackedName(stack, j), DType::F32, piece,
+                   std::vector<double>(values + j * n, values + (j + 1) * n)});
+}
+
 absl::StatusOr<std::vector<double>> SafetensorsFile::stackedParameterValues(
     const std::string &pattern, DType dtype,
     const std::vector<int64_t> &shape) const {

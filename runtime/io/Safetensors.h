@@ -93,6 +93,14 @@ struct TensorToWrite {
   std::vector<double> values;
 };
 
+/// Appends the f32 `values` of a whole tensor of `shape` as a Hugging Face
+/// checkpoint holds it: one tensor `name`, or with a `stack` pattern one
+/// tensor per slice along dimension 0, slice j named stackedName(stack, j).
+void appendCheckpointTensor(std::vector<TensorToWrite> &out,
+                            const std::string &name, const std::string &stack,
+                            const std::vector<int64_t> &shape,
+                            const float *values);
+
 /// Writes `tensors` (names must be unique) with `metadata` to `path`.
 absl::Status
 writeSafetensors(const std::string &path,

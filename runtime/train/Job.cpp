@@ -54,20 +54,8 @@ absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
       }
       if (p.checkpointShape)
         shape = *p.checkpointShape;
-      if (p.checkpointStack) {
-        // One tensor per slice along dimension 0, as the checkpoint names
-        // them.
-        std::vector<int64_t> piece(shape.begin() + 1, shape.end());
-        size_t n = kept / shape[0];
-        for (int64_t j = 0; j < shape[0]; ++j)
-          out.push_back({stackedName(*p.checkpointStack, j), DType::F32, piece,
-                         std::vector<double>(whole->begin() + j * n,
-                                             whole->begin() + (j + 1) * n)});
-        continue;
-      }
-      out.push_back(
-          {p.name, DType::F32, shape,
-           std::vector<double>(whole->begin(), whole->begin() + kept)});
+      appendCheckpointTensor(out, p.name, p.checkpointStack.value_or(""), shape,
+                             whole->data());
     }
   if (!leader)
     return absl::OkStatus();

@@ -284,7 +284,8 @@ TEST(Checkpoint, IndexFieldsAreChecked) {
                                   "(field 'format' is not "
                                   "'weft-checkpoint-1')"},
            {R"({"format": "weft-checkpoint-1", "step": -1})",
-            "i.json: field 'step' must be an integer of at least 0"},
+            "i.json: field 'step' must be an integer in [0, "
+            "4611686018427387904]"},
            {"[1]", "i.json: not a JSON object"}}) {
     auto bad = parseCheckpointIndex(text, "i.json");
     ASSERT_FALSE(bad.ok()) << text;
@@ -309,7 +310,7 @@ TEST(Checkpoint, RankTableFieldsAreChecked) {
   EXPECT_TRUE(w.state);
   for (auto [entry, error] : std::vector<std::pair<std::string, std::string>>{
            {R"({"xxh64": 3})",
-            "t: tensor 'w': has no 'xxh64' of 16 hex digits"},
+            "t: tensor 'w': has no 'xxh64' of 16 lowercase hex digits"},
            {"{" + hash + R"(, "shape": [2], "global_shape": [4]})",
             "t: tensor 'w': 'start' must be a list of at most 8 integers"},
            {"{" + hash +

@@ -25,8 +25,10 @@
 #include "passes/pipeline/Schedule.h"
 #include "passes/precision/Passes.h"
 #include "passes/recompute/Passes.h"
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/io/Safetensors.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include "mlir/IR/AsmState.h"
@@ -71,6 +73,20 @@ cl::SubCommand inspectCmd("inspect",
 cl::SubCommand scheduleCmd("schedule",
                            "Print a pipeline schedule's table per rank, "
                            "checked deadlock-free, with its bubble");
+cl::SubCommand exportCmd("export",
+                         "Write a checkpoint's model parameters, gathered from "
+                         "its shards, as a Hugging Face safetensors model");
+cl::opt<std::string> checkpointPath(cl::Positional,
+                                    cl::desc("<checkpoint dir>"),
+                                    cl::sub(exportCmd));
+cl::opt<std::string> hfPath("hf",
+                            cl::desc("Directory to write model.safetensors "
+                                     "(and config.json) into"),
+                            cl::value_desc("dir"), cl::sub(exportCmd));
+cl::opt<std::string> exportConfig("config",
+                                  cl::desc("The model's config.json, copied "
+                                           "into the --hf directory"),
+                                  cl::value_desc("file"), cl::sub(exportCmd));
 cl::opt<int64_t> pipelineRanks("pp", cl::desc("Pipeline ranks"), cl::init(1),
                                cl::sub(scheduleCmd));
 cl::opt<int64_t> microbatchCount("microbatches",
@@ -804,6 +820,38 @@ int runCompile(MLIRContext &context) {
 }
 
 /// `weftc inspect DIR`: the bundle's manifest read back as sched IR.
+/// weftc export D --hf out/ [--config config.json]: the newest complete
+/// checkpoint under D (or the step-<N> directory D) consolidated
+/// (runtime/checkpoint/Checkpoint.h) into out/model.safetensors, loadable by
+/// transformers with the model's config.json beside it.
+int runExport() {
+  if (checkpointPath.empty() || hfPath.empty())
+    return fail("export needs a checkpoint directory and --hf DIR");
+  std::string from;
+  absl::StatusOr<std::vector<weft::runtime::TensorToWrite>> tensors =
+      weft::runtime::consolidateCheckpoint(checkpointPath, from);
+  if (!tensors.ok())
+    return fail(tensors.status());
+  if (std::error_code error = sys::fs::create_directories(hfPath.getValue()))
+    return fail("cannot create '" + hfPath + "': " + error.message());
+  SmallString<256> model(hfPath);
+  sys::path::append(model, "model.safetensors");
+  if (absl::Status s = weft::runtime::writeSafetensors(
+          std::string(model), *tensors, {{"format", "pt"}});
+      !s.ok())
+    return fail(s);
+  if (!exportConfig.empty()) {
+    SmallString<256> config(hfPath);
+    sys::path::append(config, "config.json");
+    if (std::error_code error = sys::fs::copy_file(exportConfig, config))
+      return fail("cannot copy '" + exportConfig + "' to '" + config +
+                  "': " + error.message());
+  }
+  errs() << "weftc: wrote " << tensors->size() << " tensors of " << from
+         << " to " << model << "\n";
+  return 0;
+}
+
 int runInspect(MLIRContext &context) {
   if (bundlePath.empty())
     return fail("inspect needs a bundle directory");
@@ -994,6 +1042,7 @@ int main(int argc, char **argv) {
       "  weftc compile model.mlir|--config config.json --batch B --seq S -o "
       "bundle/\n"
       "  weftc inspect bundle/\n"
+      "  weftc export checkpoints/ --hf out/ [--config config.json]\n"
       "  weftc schedule --pp P --microbatches M --schedule 1f1b\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   // A flag given twice (--plan dp=2 --plan tp=2) would silently keep the
@@ -1004,6 +1053,7 @@ int main(int argc, char **argv) {
                            : topologyCmd ? &topologyCmd
                            : inspectCmd  ? &inspectCmd
                            : scheduleCmd ? &scheduleCmd
+                           : exportCmd   ? &exportCmd
                                          : &cl::SubCommand::getTopLevel();
   for (auto &[name, option] : cl::getRegisteredOptions(*active))
     if (option->getNumOccurrences() > 1 &&
@@ -1033,6 +1083,8 @@ int main(int argc, char **argv) {
     return runInspect(context);
   if (scheduleCmd)
     return runSchedule();
+  if (exportCmd)
+    return runExport();
   return fail("expected a subcommand: import, eval, compile, inspect, "
-              "topology or schedule (see --help)");
+              "export, topology or schedule (see --help)");
 }

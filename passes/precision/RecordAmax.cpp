@@ -49,9 +49,10 @@ Value scalarMaximum(Fp8AmaxOp a, weft::detail::Emitter &e) {
   return e.reshape(amax, RankedTensorType::get({}, e.b.getF32Type()));
 }
 
-/// A state parameter `name` of `type`, zeros at first, declared at the
-/// start of `func` (or the one it already has), on pipeline stage `stage`
-/// (its history's; null without a pipeline).
+/// A step's running maximum `name` of `type`, zeros at first, declared at
+/// the start of `func` (or the one it already has), on pipeline stage
+/// `stage` (its history's; null without a pipeline). Transient: the step
+/// zeroes it once pushed, so checkpoints skip it.
 ParamOp stateParam(func::FuncOp func, StringRef name, RankedTensorType type,
                    IntegerAttr stage) {
   for (ParamOp p : func.getBody().front().getOps<ParamOp>())
@@ -63,6 +64,7 @@ ParamOp stateParam(func::FuncOp func, StringRef name, RankedTensorType type,
                            FloatAttr(), b.getUnitAttr());
   if (stage)
     p->setAttr(kStageAttr, stage);
+  p->setAttr(kTransientAttr, b.getUnitAttr());
   return p;
 }
 

@@ -88,7 +88,9 @@ ShardingAttr gatheredShard(Chain chain) {
 }
 
 /// A state parameter `name` of `type` (zeros until @gather assigns it), on
-/// `like`'s pipeline stage.
+/// `like`'s pipeline stage. Transient: @gather refills it from the stored
+/// blocks each step before anything reads it, so checkpoints skip it (it
+/// would be the whole parameter on every dp rank).
 ParamOp declareGathered(OpBuilder &b, Location loc, Type type, StringRef name,
                         ShardingAttr shard, ParamOp like) {
   auto p = ParamOp::create(b, loc, type, b.getStringAttr(name),
@@ -98,6 +100,7 @@ ParamOp declareGathered(OpBuilder &b, Location loc, Type type, StringRef name,
     p->setAttr(kShardOfAttr, shard);
   if (Attribute stage = like->getAttr(kStageAttr))
     p->setAttr(kStageAttr, stage);
+  p->setAttr(kTransientAttr, b.getUnitAttr());
   return p;
 }
 } // namespace

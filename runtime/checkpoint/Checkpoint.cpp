@@ -280,19 +280,6 @@ absl::StatusOr<Blocks> readSamePlan(const SchedExecutor &ex, int64_t rank,
   return values;
 }
 
-/// The shape a consolidated checkpoint holds a tensor of global shape
-/// `global` in (its kept rows; or its checkpoint shape): two plans'
-/// tensors of one name must agree on it.
-std::vector<int64_t> consolidatedShape(std::vector<int64_t> global,
-                                       int64_t rows,
-                                       const std::vector<int64_t> &held) {
-  if (!held.empty())
-    return held;
-  if (rows >= 0)
-    global[0] = rows;
-  return global;
-}
-
 /// index.json of checkpoint `path`.
 absl::StatusOr<CheckpointIndex> readIndex(const std::string &path) {
   std::string indexPath = (fs::path(path) / "index.json").string();
@@ -326,13 +313,13 @@ struct SavedRanks {
   static absl::StatusOr<SavedRanks> open(const std::string &path,
                                          int64_t ranks) {
     SavedRanks saved{path, {}, {}};
-    saved.files.resize(static_cast<size_t>(ranks));
     for (int64_t r = 0; r < ranks; ++r) {
       absl::StatusOr<RankTable> table = readTable(path, r);
       if (!table.ok())
         return table.status();
       saved.tables.push_back(std::move(*table));
     }
+    saved.files.resize(saved.tables.size()); // As many as there are.
     return saved;
   }
 };
@@ -345,16 +332,18 @@ absl::StatusOr<std::vector<float>> assemble(SavedRanks &saved,
                                             const std::string &name,
                                             const std::vector<int64_t> &shape,
                                             int64_t kept) {
-  std::vector<float> whole(kept);
-  std::vector<uint8_t> covered(kept, 0);
-  std::set<std::vector<int64_t>> starts; // Replicas hold the same block.
-  bool found = false;
+  // The distinct blocks (replicas hold the same one), their shapes checked
+  // against the files' own: the tables are untrusted, and nothing is
+  // allocated for a tensor until blocks that are really there could cover
+  // it.
+  std::vector<std::pair<int64_t, const BlockEntry *>> blocks;
+  std::set<std::vector<int64_t>> starts;
+  int64_t present = 0;
   for (int64_t r = 0; r < static_cast<int64_t>(saved.tables.size()); ++r) {
     auto it = saved.tables[r].find(name);
     if (it == saved.tables[r].end())
       continue;
     const BlockEntry &e = it->second;
-    found = true;
     std::vector<int64_t> theirs =
         consolidatedShape(e.globalShape, e.rows, e.checkpointShape);
     if (theirs != shape)
@@ -364,6 +353,35 @@ absl::StatusOr<std::vector<float>> assemble(SavedRanks &saved,
           " in this bundle: not the same model"));
     if (!starts.insert(e.start).second)
       continue;
+    absl::StatusOr<const SafetensorsFile *> file = saved.file(r);
+    if (!file.ok())
+      return file.status();
+    const TensorInfo *t = (*file)->find(name);
+    if (!t || t->shape != e.shape)
+      return absl::InvalidArgumentError(absl::StrCat(
+          saved.fileName(r), ": tensor '", name,
+          t ? "' has another shape than its rank table says" : "' is missing"));
+    int64_t elements = 1;
+    for (int64_t n : e.shape)
+      elements *= n;
+    present += elements;
+    blocks.push_back({r, &e});
+  }
+  if (blocks.empty())
+    return absl::NotFoundError(absl::StrCat(
+        saved.path, ": tensor '", name,
+        "' is in no rank's table (saved by another model or optimizer?)"));
+  auto uncovered = [&] {
+    return absl::DataLossError(
+        absl::StrCat(saved.path, ": the ranks' blocks of tensor '", name,
+                     "' do not cover it (a rank's table is missing entries)"));
+  };
+  if (present < kept)
+    return uncovered();
+  std::vector<float> whole(kept);
+  std::vector<uint8_t> covered(kept, 0);
+  for (auto [r, entry] : blocks) {
+    const BlockEntry &e = *entry;
     absl::StatusOr<const SafetensorsFile *> file = saved.file(r);
     if (!file.ok())
       return file.status();
@@ -378,14 +396,8 @@ absl::StatusOr<std::vector<float>> assemble(SavedRanks &saved,
       }
     });
   }
-  if (!found)
-    return absl::NotFoundError(absl::StrCat(
-        saved.path, ": tensor '", name,
-        "' is in no rank's table (saved by another model or optimizer?)"));
   if (std::find(covered.begin(), covered.end(), 0) != covered.end())
-    return absl::DataLossError(
-        absl::StrCat(saved.path, ": the ranks' blocks of tensor '", name,
-                     "' do not cover it (a rank's table is missing entries)"));
+    return uncovered();
   return whole;
 }
 

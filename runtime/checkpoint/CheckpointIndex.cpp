@@ -23,6 +23,11 @@ absl::StatusOr<CheckpointIndex> parseCheckpointIndex(std::string_view text,
   if (!json->is_object())
     return invalid(path, "not a JSON object");
   auto format = json->find("format");
+  if (format != json->end() && *format == "weft-checkpoint-1")
+    return invalid(path, absl::StrCat("written by an older Weft "
+                                      "(weft-checkpoint-1), whose rank tables "
+                                      "lack what resuming now needs; resume "
+                                      "it with the Weft that wrote it"));
   if (format == json->end() || *format != kCheckpointFormat)
     return invalid(path, absl::StrCat("not a Weft checkpoint index (field "
                                       "'format' is not '",
@@ -76,10 +81,20 @@ absl::Status checkRunFacts(const CheckpointIndex &index,
   return absl::OkStatus();
 }
 
+std::vector<int64_t> consolidatedShape(std::vector<int64_t> global,
+                                       int64_t rows,
+                                       const std::vector<int64_t> &held) {
+  if (!held.empty())
+    return held;
+  if (rows >= 0 && !global.empty())
+    global[0] = rows;
+  return global;
+}
+
 int64_t BlockEntry::keptElements() const {
   int64_t n = 1;
-  for (size_t d = 0; d < globalShape.size(); ++d)
-    n *= d == 0 && rows >= 0 ? rows : globalShape[d];
+  for (int64_t d : consolidatedShape(globalShape, rows))
+    n *= d;
   return n;
 }
 

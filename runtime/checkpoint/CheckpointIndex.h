@@ -20,8 +20,11 @@
 
 namespace weft::runtime {
 
-/// The version index.json states.
-inline constexpr const char *kCheckpointFormat = "weft-checkpoint-1";
+/// The version index.json states. Version 2's rank tables say how a
+/// consolidated checkpoint holds each tensor and which are optimizer state,
+/// and hold a pipeline stage's tensors only on its ranks; version 1 (the
+/// first, without them) cannot be resharded or exported, so it is refused.
+inline constexpr const char *kCheckpointFormat = "weft-checkpoint-2";
 
 /// What else decides a run's next steps besides the tensors: by name (a
 /// flag), its value. Resume refuses a run whose facts differ.
@@ -45,6 +48,14 @@ absl::StatusOr<CheckpointIndex> parseCheckpointIndex(std::string_view text,
 /// `path`): an error naming the first fact that differs.
 absl::Status checkRunFacts(const CheckpointIndex &index,
                            const std::string &path, const RunFacts &facts);
+
+/// The shape a consolidated (Hugging Face) checkpoint holds a tensor of
+/// global shape `global` in: `held` if given (the same elements in another
+/// shape), else its first `rows` rows (-1: all; the rest pads it). Two
+/// plans' tensors of one name must agree on it.
+std::vector<int64_t> consolidatedShape(std::vector<int64_t> global,
+                                       int64_t rows,
+                                       const std::vector<int64_t> &held = {});
 
 /// What rank-<r>.json says of one tensor the rank wrote: its block of the
 /// global tensor and how a consolidated checkpoint holds that tensor, so

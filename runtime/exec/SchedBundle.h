@@ -86,8 +86,9 @@ struct Param {
   /// Checkpoints hold the global tensor [N, ...] as N tensors, slice j
   /// named by this pattern with `*` replaced by j (stackedName).
   std::optional<std::string> checkpointStack;
-  /// A state tensor every step leaves at its initial value (a gradient
-  /// accumulator, a micro-batch counter): checkpoints skip it.
+  /// A state tensor no step reads as an earlier step left it (an
+  /// accumulator the step zeroes, a gather refilled before use):
+  /// checkpoints skip it.
   bool transient = false;
 };
 

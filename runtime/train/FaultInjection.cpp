@@ -55,7 +55,7 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
     }
     if (f.rank < 0 || f.step < 1)
       return bad("needs rank=R and step=S (S from 1)");
-    if (f.bit > 31 || (f.bit != 20 && f.kind != Fault::Kind::BitFlip))
+    if (f.bit > 31 || (f.bit >= 0 && f.kind != Fault::Kind::BitFlip))
       return bad("takes bit=B (0 to 31) only for bitflip");
     bool corrupts =
         f.kind == Fault::Kind::BitFlip || f.kind == Fault::Kind::NaN;
@@ -89,7 +89,7 @@ absl::Status injectFaults(SchedExecutor &ex, const std::vector<Fault> &faults,
     } else {
       uint32_t bits;
       std::memcpy(&bits, block->data(), 4);
-      bits ^= 1u << f.bit;
+      bits ^= 1u << (f.bit >= 0 ? f.bit : 20);
       std::memcpy(block->data(), &bits, 4);
     }
     if (absl::Status s = ex.setParam(f.param, *block); !s.ok())

@@ -38,7 +38,7 @@ struct Fault {
   Kind kind = Kind::Kill;
   int64_t rank = -1, step = -1;
   std::string param;    // BitFlip and NaN.
-  int64_t bit = 20;     // BitFlip.
+  int64_t bit = -1;     // BitFlip: -1 for 20.
   int64_t attempt = -1; // -1: every attempt.
 };
 

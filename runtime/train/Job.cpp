@@ -45,15 +45,10 @@ absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
       auto whole = ex.gatherParam(p.name);
       if (!whole.ok())
         return whole.status();
-      std::vector<int64_t> shape =
-          mesh.globalShape(p.type.shape, p.split ? *p.split : Sharding());
-      size_t kept = whole->size();
-      if (p.checkpointRows) {
-        kept = kept / shape[0] * *p.checkpointRows;
-        shape[0] = *p.checkpointRows;
-      }
-      if (p.checkpointShape)
-        shape = *p.checkpointShape;
+      std::vector<int64_t> shape = consolidatedShape(
+          mesh.globalShape(p.type.shape, p.split ? *p.split : Sharding()),
+          p.checkpointRows.value_or(-1),
+          p.checkpointShape.value_or(std::vector<int64_t>()));
       appendCheckpointTensor(out, p.name, p.checkpointStack.value_or(""), shape,
                              whole->data());
     }
@@ -420,12 +415,14 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (spikes) {
       double mean = spikes->mean();
       // Every rank reports the job's loss; they agree all the same.
-      float spiked = spikes->observe(report->loss) ? 1.0f : 0.0f;
+      float spiked = spikes->isSpike(report->loss) ? 1.0f : 0.0f;
       if (comm)
         if (absl::Status agreed = comm->allReduce({}, &spiked, 1, true);
             !agreed.ok())
           return agreed;
       report->lossSpike = spiked != 0;
+      if (!report->lossSpike)
+        spikes->record(report->loss);
       std::string what = absl::StrCat(
           "step ", s + 1, ": loss spike: ", report->loss, " against ", mean,
           ", the mean of the last steps (--loss-spike ",

@@ -30,20 +30,20 @@ absl::StatusOr<LossSpikePolicy> parseLossSpike(const std::string &text) {
   return policy;
 }
 
-bool LossSpikeDetector::observe(double loss) {
-  if (!std::isfinite(loss))
-    return true;
+bool LossSpikeDetector::isSpike(double loss) const {
   // Ten steps at least before anything is judged: the first losses fall
   // fast and say little about the next.
-  if (recent.size() >= 10 && loss > policy.factor * mean())
-    return true;
+  return !std::isfinite(loss) ||
+         (recent.size() >= 10 && loss > policy.factor * mean());
+}
+
+void LossSpikeDetector::record(double loss) {
   recent.push_back(loss);
   sum += loss;
   if (static_cast<int64_t>(recent.size()) > policy.window) {
     sum -= recent.front();
     recent.pop_front();
   }
-  return false;
 }
 
 double LossSpikeDetector::mean() const {

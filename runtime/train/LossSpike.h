@@ -37,8 +37,11 @@ absl::StatusOr<LossSpikePolicy> parseLossSpike(const std::string &text);
 class LossSpikeDetector {
 public:
   explicit LossSpikeDetector(LossSpikePolicy policy) : policy(policy) {}
-  /// Whether `loss` is a spike; a loss that is not is added to the window.
-  bool observe(double loss);
+  /// Whether `loss` is a spike (not finite, or above the factor times the
+  /// mean of ten or more recent losses).
+  bool isSpike(double loss) const;
+  /// Adds an unspiked step's loss to the window (the oldest leaves it).
+  void record(double loss);
   /// The window's mean (0 when empty).
   double mean() const;
   const LossSpikePolicy &policyOf() const { return policy; }

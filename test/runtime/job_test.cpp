@@ -264,7 +264,7 @@ TEST(Checkpoint, YoungsIntervalInSteps) {
 // the path first (an index without "run" once read through a null).
 TEST(Checkpoint, IndexFieldsAreChecked) {
   using weft::runtime::parseCheckpointIndex;
-  const std::string good = R"({"format": "weft-checkpoint-1", "step": 2,
+  const std::string good = R"({"format": "weft-checkpoint-2", "step": 2,
       "bundle": "b", "ranks": 2, "run": {"--seed": "1"}})";
   auto index = parseCheckpointIndex(good, "i.json");
   ASSERT_TRUE(index.ok()) << index.status();
@@ -277,15 +277,19 @@ TEST(Checkpoint, IndexFieldsAreChecked) {
             "i.json: saved by a run with --seed 1; this one has 2: resume "
             "with the same");
   for (auto [text, error] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"format": "weft-checkpoint-1", "step": 2, "bundle": "b",
+           {R"({"format": "weft-checkpoint-2", "step": 2, "bundle": "b",
                 "ranks": 2})",
             "i.json: field 'run' must be an object"},
            {R"({"format": "x"})", "i.json: not a Weft checkpoint index "
                                   "(field 'format' is not "
-                                  "'weft-checkpoint-1')"},
-           {R"({"format": "weft-checkpoint-1", "step": -1})",
+                                  "'weft-checkpoint-2')"},
+           {R"({"format": "weft-checkpoint-2", "step": -1})",
             "i.json: field 'step' must be an integer in [0, "
             "4611686018427387904]"},
+           {R"({"format": "weft-checkpoint-1"})",
+            "i.json: written by an older Weft (weft-checkpoint-1), whose rank "
+            "tables lack what resuming now needs; resume it with the Weft "
+            "that wrote it"},
            {"[1]", "i.json: not a JSON object"}}) {
     auto bad = parseCheckpointIndex(text, "i.json");
     ASSERT_FALSE(bad.ok()) << text;
@@ -357,14 +361,16 @@ TEST(LossSpike, JudgesAgainstTheUnspikedMean) {
   ASSERT_TRUE(policy.ok()) << policy.status();
   EXPECT_EQ(policy->action, weft::runtime::LossSpikePolicy::Action::Skip);
   weft::runtime::LossSpikeDetector detector(*policy);
-  EXPECT_FALSE(detector.observe(100)); // The first ten are not judged.
-  for (int i = 0; i < 9; ++i)
-    EXPECT_FALSE(detector.observe(1));
+  EXPECT_FALSE(detector.isSpike(100)); // The first ten are not judged.
+  detector.record(100);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_FALSE(detector.isSpike(1));
+    detector.record(1);
+  }
   EXPECT_DOUBLE_EQ(detector.mean(), 10.9);
-  EXPECT_TRUE(detector.observe(16.4)); // Above 1.5 x 10.9.
-  EXPECT_DOUBLE_EQ(detector.mean(), 10.9);
-  EXPECT_FALSE(detector.observe(16.3));
-  EXPECT_TRUE(detector.observe(std::nan("")));
+  EXPECT_TRUE(detector.isSpike(16.4)); // Above 1.5 x 10.9.
+  EXPECT_FALSE(detector.isSpike(16.3));
+  EXPECT_TRUE(detector.isSpike(std::nan("")));
   EXPECT_EQ(weft::runtime::parseLossSpike("").value().factor, 0);
   EXPECT_EQ(weft::runtime::parseLossSpike("2").value().action,
             weft::runtime::LossSpikePolicy::Action::Stop);

@@ -819,7 +819,6 @@ int runCompile(MLIRContext &context) {
   return report ? finishReport(*module) : 0;
 }
 
-/// `weftc inspect DIR`: the bundle's manifest read back as sched IR.
 /// weftc export D --hf out/ [--config config.json]: the newest complete
 /// checkpoint under D (or the step-<N> directory D) consolidated
 /// (runtime/checkpoint/Checkpoint.h) into out/model.safetensors, loadable by
@@ -852,6 +851,7 @@ int runExport() {
   return 0;
 }
 
+/// `weftc inspect DIR`: the bundle's manifest read back as sched IR.
 int runInspect(MLIRContext &context) {
   if (bundlePath.empty())
     return fail("inspect needs a bundle directory");

@@ -127,8 +127,9 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     [d, 3, d] for tp to split by heads). `checkpoint_stack`: checkpoints
     hold the global tensor [N, ...] as N tensors [...], slice j named by
     the pattern with its `*` replaced by j (Mixtral's stacked experts).
-    `transient`: a state tensor every step leaves as it found it (a
-    gradient accumulator, a micro-batch counter): checkpoints skip it and a
+    `transient`: a state tensor no step reads as an earlier step left it
+    (a gradient accumulator or micro-batch counter the step zeroes, a
+    ZeRO-3 parameter gathered afresh each step): checkpoints skip it and a
     resumed run starts it from its initializer.
     Programs read
     it with `sched.get` and write its next value with `sched.assign`.

@@ -93,8 +93,9 @@ inline constexpr const char *kCheckpointShapeAttr = "weft.checkpoint_shape";
 /// stacked into one parameter that ep splits, stored per expert as
 /// Hugging Face does).
 inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
-/// On a state weft.param: every step leaves it at its initial value (a
-/// gradient accumulator, a micro-batch counter), so checkpoints skip it.
+/// On a state weft.param: no step reads the value an earlier step left
+/// (a gradient accumulator or micro-batch counter the step zeroes, a
+/// ZeRO-3 gather refilled before use), so checkpoints skip it.
 inline constexpr const char *kTransientAttr = "weft.transient";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";

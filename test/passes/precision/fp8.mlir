@@ -128,7 +128,7 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // (a state parameter @accumulate keeps), which the step pushes once and
 // resets: one maximum a step, the whole batch's.
 // MICRO-LABEL: func.func @accumulate
-// MICRO: %[[SM:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state : tensor<f32>
+// MICRO: %[[SM:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state {weft.transient} : tensor<f32>
 // MICRO: %[[A:.*]] = weft.fp8_amax %{{.*}} {weft.amax_history = "l1.down.fp8.grad_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
 // MICRO: %[[AS:.*]] = weft.reshape %[[A]] : tensor<1x1xf32> -> tensor<f32>
 // MICRO-NEXT: %[[M:.*]] = weft.max %[[SM]], %[[AS]] : tensor<f32>
@@ -136,7 +136,7 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // MICRO-NOT: weft.assign "l1.down.fp8.grad_amax_history",
 // MICRO-LABEL: func.func @step
 // MICRO-NOT: weft.fp8_amax
-// MICRO: %[[SEEN:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state : tensor<f32>
+// MICRO: %[[SEEN:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state {weft.transient} : tensor<f32>
 // MICRO: %[[H:.*]] = weft.param "l1.down.fp8.grad_amax_history" init(zeros) state {{.*}}: tensor<16xf32>
 // MICRO: %[[OK:.*]] = weft.ge %{{.*}}, %[[SEEN]] : tensor<f32>
 // MICRO: %[[ROLL:.*]] = weft.concat
@@ -149,7 +149,7 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // PP-LABEL: func.func @stage0.forward
 // PP: weft.param "l0.up.fp8.input_amax_history" init(zeros) state {weft.layer = 0 : i64, weft.stage = 0 : i64}
 // PP-LABEL: func.func @stage0.backward
-// PP: weft.param "l0.up.fp8.input_amax_history.step_max" init(zeros) state {weft.stage = 0 : i64}
+// PP: weft.param "l0.up.fp8.input_amax_history.step_max" init(zeros) state {weft.stage = 0 : i64, weft.transient}
 // PP: weft.assign "l0.up.fp8.input_amax_history.step_max"
 // PP-LABEL: func.func @stage1.backward
 // PP: weft.assign "l1.down.fp8.grad_amax_history.step_max"

@@ -9,12 +9,12 @@
 
 // CHECK-LABEL: func.func @gather()
 // CHECK: %[[W:.*]] = weft.param "w" init(normal, {{.*}}) {weft.shard_of = #weft.sharding<@mesh, {{\[}}["dp"], []]>, weft.tp_dim = 1 : i64} : tensor<2x6xf32>
-// CHECK: weft.param "w.gathered" init(zeros) state : tensor<4x6xf32>
+// CHECK: weft.param "w.gathered" init(zeros) state {weft.transient} : tensor<4x6xf32>
 // CHECK: %[[WHOLE:.*]] = weft.all_gather %[[W]] over @mesh ["dp"] dim 0 : tensor<2x6xf32> -> tensor<4x6xf32>
 // CHECK: weft.assign "w.gathered", %[[WHOLE]] : tensor<4x6xf32>
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @accumulate
-// CHECK: %[[G:.*]] = weft.param "w.gathered" init(zeros) state : tensor<4x6xf32>
+// CHECK: %[[G:.*]] = weft.param "w.gathered" init(zeros) state {weft.transient} : tensor<4x6xf32>
 // CHECK-NOT: weft.all_gather
 // CHECK: weft.matmul %arg0, %[[G]] : tensor<2x4xf32>, tensor<4x6xf32>
 // CHECK-NOT: weft.all_gather
@@ -22,7 +22,7 @@
 // CHECK-LABEL: func.func @train_step
 
 // TP-LABEL: func.func @gather()
-// TP: weft.param "w.gathered" init(zeros) state {weft.shard_of = #weft.sharding<@mesh, {{\[}}[], ["tp"]]>} : tensor<4x3xf32>
+// TP: weft.param "w.gathered" init(zeros) state {weft.shard_of = #weft.sharding<@mesh, {{\[}}[], ["tp"]]>, weft.transient} : tensor<4x3xf32>
 // TP: weft.all_gather %{{.*}} over @mesh ["dp"] dim 0 : tensor<2x3xf32> -> tensor<4x3xf32>
 // TP-LABEL: func.func @accumulate
 // TP-NOT: weft.all_gather

@@ -142,7 +142,7 @@ elif kind == "index-huge":  # past the 1 MiB index.json may have
     write_index = True
 # --- index.json's fields.
 elif kind == "index-format":
-    index["format"] = "weft-checkpoint-2"
+    index["format"] = "weft-checkpoint-9"
     write_index = True
 elif kind == "index-no-format":
     del index["format"]

@@ -95,15 +95,6 @@ absl::StatusOr<bool> allAgree(Communicator *comm, bool ok) {
 /// at their initial values.
 bool saved(const sched::Param &p) { return !p.transient; }
 
-/// Whether `rank` holds `p`'s current value: a pipeline stage's tensor is
-/// current only on the ranks of its pp coordinate (the others' copies are
-/// never read).
-bool holds(const MeshSpec &mesh, int64_t rank, const sched::Param &p) {
-  int axis = mesh.axisIndex("pp");
-  return !p.pipelineRank || axis < 0 ||
-         mesh.coords(rank)[axis] == *p.pipelineRank;
-}
-
 /// This rank's blocks as the step left them (the copy the save waits
 /// for) and what rank-<r>.json says of each.
 struct Snapshot {
@@ -119,7 +110,7 @@ absl::StatusOr<Snapshot> snapshot(SchedExecutor &ex, int64_t rank) {
   MeshSpec mesh = meshSpecOf(ex.bundle());
   Snapshot snap;
   for (const sched::Param &p : ex.bundle().params) {
-    if (!saved(p) || !holds(mesh, rank, p))
+    if (!saved(p) || !ex.holds(p))
       continue;
     absl::StatusOr<std::vector<float>> block = ex.param(p.name);
     if (!block.ok())
@@ -252,10 +243,9 @@ absl::StatusOr<Blocks> readSamePlan(const SchedExecutor &ex, int64_t rank,
   absl::StatusOr<SafetensorsFile> tensors = SafetensorsFile::read(file);
   if (!tensors.ok())
     return tensors.status();
-  MeshSpec mesh = meshSpecOf(ex.bundle());
   Blocks values;
   for (const sched::Param &p : ex.bundle().params) {
-    if (!saved(p) || !holds(mesh, rank, p))
+    if (!saved(p) || !ex.holds(p))
       continue;
     auto entry = table->find(p.name);
     if (entry == table->end())
@@ -413,7 +403,7 @@ absl::StatusOr<Blocks> reshard(const SchedExecutor &ex, int64_t rank,
   MeshSpec mesh = meshSpecOf(ex.bundle());
   Blocks values;
   for (const sched::Param &p : ex.bundle().params) {
-    if (!saved(p) || !holds(mesh, rank, p))
+    if (!saved(p) || !ex.holds(p))
       continue;
     Sharding split = p.split ? *p.split : Sharding();
     std::vector<int64_t> global = mesh.globalShape(p.type.shape, split);

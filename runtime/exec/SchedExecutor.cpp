@@ -1339,7 +1339,7 @@ SchedExecutor::gatherParam(const std::string &name) {
         absl::StrCat("parameter '", name,
                      "' belongs to a pipeline stage, but this run has no pp "
                      "axis to gather it over"));
-  if (mesh_.coords(rank())[axis] != *p->pipelineRank)
+  if (!holds(*p))
     std::fill(whole->begin(), whole->end(), 0.0f);
   if (absl::Status s =
           options_.comm->allReduce({"pp"}, whole->data(), whole->size());

@@ -129,6 +129,14 @@ public:
   std::string device() const;
   /// This process's rank in the job (0 without a communicator).
   int64_t rank() const { return options_.comm ? options_.comm->rank() : 0; }
+  /// Whether this rank's copy of `p` is current: a pipeline stage's tensor
+  /// is only on the ranks of its pp coordinate (the others' copies are
+  /// never read).
+  bool holds(const sched::Param &p) const {
+    int axis = mesh_.axisIndex("pp");
+    return !p.pipelineRank || axis < 0 ||
+           mesh_.coords(rank())[axis] == *p.pipelineRank;
+  }
 
 private:
   struct Bytes;

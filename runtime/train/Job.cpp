@@ -378,33 +378,17 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     faults = std::move(*parsed);
   }
   int64_t rankNumber = comm ? comm->rank() : 0;
-  // --loss-spike: with skip, every tensor as the last good step left it,
-  // to go back to.
-  std::optional<LossSpikeDetector> spikes;
-  bool skipSpikes = options.lossSpike.action == LossSpikePolicy::Action::Skip;
-  std::vector<std::vector<float>> lastGood;
-  auto keepGood = [&]() -> absl::Status {
-    lastGood.clear();
-    for (const sched::Param &p : ex.bundle().params) {
-      absl::StatusOr<std::vector<float>> values = ex.param(p.name);
-      if (!values.ok())
-        return values.status();
-      lastGood.push_back(std::move(*values));
-    }
-    return absl::OkStatus();
-  };
+  std::optional<LossSpikeGuard> spikes;
   if (options.lossSpike.factor > 0) {
     spikes.emplace(options.lossSpike);
-    loop.tolerateNonFinite(skipSpikes);
-    if (skipSpikes)
-      if (absl::Status s = keepGood(); !s.ok())
-        return s;
+    // With skip a non-finite loss is a spike to undo, not an error.
+    loop.tolerateNonFinite(spikes->skips());
+    if (absl::Status s = spikes->begin(ex); !s.ok())
+      return s;
   }
   // --checkpoint-every auto: the first save after step 1 measures the cost.
   int64_t nextAutoSave = 1;
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
-    if (options.beforeStep)
-      options.beforeStep(s + 1);
     if (absl::Status injected =
             injectFaults(ex, faults, rankNumber, s + 1, options.attempt);
         !injected.ok())
@@ -413,40 +397,11 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (!report.ok())
       return report.status();
     if (spikes) {
-      double mean = spikes->mean();
-      // Every rank reports the job's loss; they agree all the same.
-      float spiked = spikes->isSpike(report->loss) ? 1.0f : 0.0f;
-      if (comm)
-        if (absl::Status agreed = comm->allReduce({}, &spiked, 1, true);
-            !agreed.ok())
-          return agreed;
-      report->lossSpike = spiked != 0;
-      if (!report->lossSpike)
-        spikes->record(report->loss);
-      std::string what = absl::StrCat(
-          "step ", s + 1, ": loss spike: ", report->loss, " against ", mean,
-          ", the mean of the last steps (--loss-spike ",
-          options.lossSpike.factor, ")");
-      if (report->lossSpike) {
-        if (options.lossSpike.action == LossSpikePolicy::Action::Stop)
-          return absl::AbortedError(
-              what + "; stopped. Resume from the last checkpoint, "
-                     "perhaps with a lower --lr, or skip spikes with "
-                     "--loss-spike F:skip");
-        if (skipSpikes) {
-          for (size_t k = 0; k < lastGood.size(); ++k)
-            if (absl::Status back =
-                    ex.setParam(ex.bundle().params[k].name, lastGood[k]);
-                !back.ok())
-              return back;
-          what += "; the step is undone and its batch skipped";
-        }
-        if (result.leader)
-          log.say(what);
-      } else if (skipSpikes) {
-        if (absl::Status s = keepGood(); !s.ok())
-          return s;
-      }
+      absl::StatusOr<bool> spiked =
+          spikes->afterStep(ex, comm, s + 1, report->loss, log, result.leader);
+      if (!spiked.ok())
+        return spiked.status();
+      report->lossSpike = *spiked;
     }
     if (options.sdcEvery > 0 && (s + 1) % options.sdcEvery == 0)
       if (absl::Status same = checkReplicas(ex, comm, s + 1); !same.ok())

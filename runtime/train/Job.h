@@ -84,8 +84,6 @@ struct JobOptions {
   std::optional<bool> cudaGraphs;
   /// Seconds a rank waits for the others: the rendezvous, each collective.
   double timeoutSeconds = 120;
-  /// Called on every rank before each step with its number (from 1).
-  std::function<void(int64_t step)> beforeStep;
 };
 
 struct JobResult {

@@ -50,4 +50,59 @@ double LossSpikeDetector::mean() const {
   return recent.empty() ? 0 : sum / static_cast<double>(recent.size());
 }
 
+absl::Status LossSpikeGuard::begin(const SchedExecutor &ex) {
+  if (!skips())
+    return absl::OkStatus();
+  lastGood.clear();
+  for (const sched::Param &p : ex.bundle().params) {
+    absl::StatusOr<std::vector<float>> values = ex.param(p.name);
+    if (!values.ok())
+      return values.status();
+    lastGood.push_back(std::move(*values));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> LossSpikeGuard::afterStep(SchedExecutor &ex,
+                                               Communicator *comm, int64_t step,
+                                               double loss, const Log &log,
+                                               bool leader) {
+  // Every rank reports the job's loss; they agree all the same, and only
+  // then does an unspiked loss join the window.
+  double mean = detector.mean();
+  float spiked = detector.isSpike(loss) ? 1.0f : 0.0f;
+  if (comm)
+    if (absl::Status agreed = comm->allReduce({}, &spiked, 1, /*max=*/true);
+        !agreed.ok())
+      return agreed;
+  if (spiked == 0) {
+    detector.record(loss);
+    if (absl::Status kept = begin(ex); !kept.ok()) // The new last good.
+      return kept;
+    return false;
+  }
+  const LossSpikePolicy &policy = detector.policyOf();
+  std::string what =
+      absl::StrCat("step ", step, ": loss spike: ", loss, " against ", mean,
+                   ", the mean of the last steps "
+                   "(--loss-spike ",
+                   policy.factor, ")");
+  if (policy.action == LossSpikePolicy::Action::Stop)
+    return absl::AbortedError(what +
+                              "; stopped. Resume from the last checkpoint, "
+                              "perhaps with a lower --lr, or skip spikes with "
+                              "--loss-spike F:skip");
+  if (skips()) {
+    for (size_t k = 0; k < lastGood.size(); ++k)
+      if (absl::Status back =
+              ex.setParam(ex.bundle().params[k].name, lastGood[k]);
+          !back.ok())
+        return back;
+    what += "; the step is undone and its batch skipped";
+  }
+  if (leader)
+    log.say(what);
+  return true;
+}
+
 } // namespace weft::runtime

@@ -14,11 +14,16 @@
 #ifndef WEFT_RUNTIME_TRAIN_LOSSSPIKE_H
 #define WEFT_RUNTIME_TRAIN_LOSSSPIKE_H
 
+#include "runtime/dist/Communicator.h"
+#include "runtime/exec/SchedExecutor.h"
+#include "runtime/support/Log.h"
+
 #include "absl/status/statusor.h"
 
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <vector>
 
 namespace weft::runtime {
 
@@ -50,6 +55,29 @@ private:
   LossSpikePolicy policy;
   std::deque<double> recent;
   double sum = 0;
+};
+
+/// --loss-spike on a running job: the detector, every rank's verdict
+/// agreed, and with skip a host copy of every tensor as the last good step
+/// left it, to undo a spiked step with.
+class LossSpikeGuard {
+public:
+  explicit LossSpikeGuard(LossSpikePolicy policy) : detector(policy) {}
+  bool skips() const {
+    return detector.policyOf().action == LossSpikePolicy::Action::Skip;
+  }
+  /// Before the first step: the state to go back to.
+  absl::Status begin(const SchedExecutor &ex);
+  /// After step `step` of loss `loss` (a collective over `comm`): whether
+  /// it spiked, said by the `leader`; with stop an error, with skip the
+  /// step undone.
+  absl::StatusOr<bool> afterStep(SchedExecutor &ex, Communicator *comm,
+                                 int64_t step, double loss, const Log &log,
+                                 bool leader);
+
+private:
+  LossSpikeDetector detector;
+  std::vector<std::vector<float>> lastGood; // Per bundle parameter.
 };
 
 } // namespace weft::runtime

@@ -127,7 +127,7 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
       std::string message = "cannot start rank " + std::to_string(r);
       log.error(message);
       restore();
-      return absl::UnavailableError(message);
+      return absl::ResourceExhaustedError(message);
     }
     if (pid == 0)
       becomeRank(launcher, env, options.executable, argv, log.program());
@@ -187,13 +187,17 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (ok || !result.ok())
       continue;
+    bool lost = WIFEXITED(status) && WEXITSTATUS(status) == kRankLostExit;
     std::string how =
         WIFSIGNALED(status)
             ? "was killed by signal " + std::to_string(WTERMSIG(status))
-            : "exited with status " + std::to_string(WEXITSTATUS(status));
+        : lost ? absl::StrCat("lost its device (exit status ", kRankLostExit,
+                              ")")
+               : "exited with status " + std::to_string(WEXITSTATUS(status));
     std::string message = "rank " + std::to_string(rank) + " (pid " +
                           std::to_string(pid) + ") " + how;
-    result = absl::AbortedError(message);
+    result = lost ? absl::UnavailableError(message)
+                  : absl::AbortedError(message);
     log.error(message + "; stopping the other ranks");
     // Let the survivors report the failure themselves first, then stop
     // them. Their transfers fail at once on a closed connection, but the

@@ -34,6 +34,11 @@ struct LaunchOptions {
   double stopGraceSeconds = 10;
 };
 
+/// The exit status of a rank whose device is gone for good (a GPU fallen
+/// off the bus; WEFT_INJECT=lose): the job cannot start again at its size.
+/// sysexits.h's EX_UNAVAILABLE.
+inline constexpr int kRankLostExit = 69;
+
 /// Set in the environment of the ranks launchRanks starts, so they know
 /// their RANK and --nproc came from it.
 inline constexpr const char *kLaunchedVar = "WEFT_LAUNCHED";
@@ -55,7 +60,9 @@ rankEnvironment(int rank, int nproc, const std::string &masterAddr,
 /// is at MASTER_ADDR (default 127.0.0.1) and MASTER_PORT (default a port
 /// free now). A launcher's output is its reports, so each failure is
 /// written to `log` when it happens; the status returned is OK when every
-/// rank exited with status 0, else the first failure again.
+/// rank exited with status 0, else the first failure again: UNAVAILABLE
+/// when that rank exited with kRankLostExit, CANCELLED when the launcher
+/// was stopped by a signal, ABORTED for any other failure.
 absl::Status launchRanks(const LaunchOptions &options, const Log &log);
 
 } // namespace weft::runtime

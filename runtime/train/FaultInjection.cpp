@@ -2,11 +2,15 @@
 
 #include "runtime/train/FaultInjection.h"
 
+#include "runtime/dist/Launcher.h"
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -22,7 +26,7 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
           why,
           " (each fault is "
           "KIND:rank=R:step=S[:param=NAME][:bit=B][:attempt=A], "
-          "KIND one of bitflip, nan, kill, stop)"));
+          "KIND one of bitflip, nan, kill, stop, lose)"));
     };
     std::vector<std::string> parts = absl::StrSplit(one, ':');
     Fault f;
@@ -34,6 +38,8 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
       f.kind = Fault::Kind::Kill;
     else if (parts[0] == "stop")
       f.kind = Fault::Kind::Stop;
+    else if (parts[0] == "lose")
+      f.kind = Fault::Kind::Lose;
     else
       return bad("has an unknown kind");
     for (size_t i = 1; i < parts.size(); ++i) {
@@ -74,6 +80,13 @@ absl::Status injectFaults(SchedExecutor &ex, const std::vector<Fault> &faults,
       continue;
     if (f.kind == Fault::Kind::Kill)
       ::raise(SIGKILL);
+    if (f.kind == Fault::Kind::Lose) {
+      std::fprintf(stderr,
+                   "rank %lld: WEFT_INJECT: the device is lost; exiting with "
+                   "status %d\n",
+                   static_cast<long long>(rank), kRankLostExit);
+      std::_Exit(kRankLostExit);
+    }
     if (f.kind == Fault::Kind::Stop) {
       ::raise(SIGSTOP);
       continue;

@@ -13,7 +13,10 @@
 //   kill     the rank kills itself with SIGKILL (kill -9: no cleanup, no
 //            message; the launcher and the other ranks must notice);
 //   stop     the rank stops itself with SIGSTOP (a hung rank: only the
-//            collective timeout notices).
+//            collective timeout notices);
+//   lose     the rank's device is gone for good: it exits with
+//            kRankLostExit (runtime/dist/Launcher.h), so the launcher
+//            restarts the job only on fewer ranks (weft-run --elastic).
 // With attempt=A a fault happens only in attempt A of a job that
 // --max-restarts restarts (weft-run numbers attempts from 0), so a restart
 // does not meet it again; without it, in every attempt.
@@ -34,7 +37,7 @@
 namespace weft::runtime {
 
 struct Fault {
-  enum class Kind { BitFlip, NaN, Kill, Stop };
+  enum class Kind { BitFlip, NaN, Kill, Stop, Lose };
   Kind kind = Kind::Kill;
   int64_t rank = -1, step = -1;
   std::string param;    // BitFlip and NaN.

@@ -61,6 +61,8 @@ absl::Status save(SchedExecutor &ex, const std::string &path, bool leader,
 }
 } // namespace
 
+static int64_t metaInt(const sched::SchedBundle &bundle, const char *key);
+
 namespace {
 /// A bundle's mesh against the job's ranks.
 absl::Status checkRanks(const sched::SchedBundle &bundle, int64_t worldSize) {
@@ -131,6 +133,70 @@ absl::Status checkJobBundle(const std::string &dir, int64_t worldSize) {
   if (!bundle.ok())
     return bundle.status();
   return checkRanks(*bundle, worldSize);
+}
+
+absl::StatusOr<int64_t> dataParallelSize(const std::string &dir) {
+  auto bundle = sched::loadSchedBundle(dir);
+  if (!bundle.ok())
+    return bundle.status();
+  MeshSpec mesh = meshSpecOf(*bundle);
+  int64_t axis = mesh.axisIndex("dp");
+  return axis < 0 ? 1 : mesh.sizes[axis];
+}
+
+absl::StatusOr<ElasticBundle> smallerBundle(const std::string &dir,
+                                            int64_t belowDp, int64_t minDp) {
+  auto bundle = sched::loadSchedBundle(dir);
+  if (!bundle.ok())
+    return bundle.status();
+  std::string where = dir + "/manifest.json: meta.elastic";
+  auto table = bundle->meta.find("elastic");
+  if (table == bundle->meta.end())
+    return absl::FailedPreconditionError(
+        dir + ": the bundle has no bundles for fewer data-parallel replicas; "
+              "compile it with weftc compile --elastic MIN");
+  if (!table->is_array())
+    return invalid(where + " is not a list");
+  std::optional<ElasticBundle> best;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < table->size(); ++i) {
+    const nlohmann::json &entry = (*table)[i];
+    std::string at = absl::StrCat(where, "[", i, "]");
+    if (!entry.is_object() || !entry.contains("dp") ||
+        !entry["dp"].is_number_integer() || !entry.contains("bundle") ||
+        !entry["bundle"].is_string())
+      return invalid(at + " is not {\"dp\": N, \"bundle\": \"elastic/dpN\"}");
+    int64_t dp = entry["dp"].get<int64_t>();
+    std::string sub = entry["bundle"].get<std::string>();
+    // Inside the bundle, so a manifest cannot point a job elsewhere.
+    if (sub.empty() || sub[0] == '/' || sub.find("..") != std::string::npos)
+      return invalid(at + ": bundle '" + sub +
+                     "' is not a directory inside the bundle");
+    sizes.push_back(dp);
+    if (dp < minDp || dp >= belowDp || (best && best->dp >= dp))
+      continue;
+    best = ElasticBundle{dir + "/" + sub, dp, 0};
+  }
+  if (!best)
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir, ": no bundle for fewer than ", belowDp,
+        " data-parallel replicas and at least ", minDp, " (--elastic) ",
+        sizes.empty() ? std::string("(none was compiled)")
+                      : "among those compiled (dp=" +
+                            absl::StrJoin(sizes, ", ") + ")"));
+  auto smaller = sched::loadSchedBundle(best->dir);
+  if (!smaller.ok())
+    return smaller.status();
+  MeshSpec mesh = meshSpecOf(*smaller);
+  int64_t axis = mesh.axisIndex("dp");
+  if ((axis < 0 ? 1 : mesh.sizes[axis]) != best->dp ||
+      metaInt(*smaller, "batch") != metaInt(*bundle, "batch"))
+    return invalid(absl::StrCat(
+        best->dir, ": not the bundle ", where,
+        " says (dp=", best->dp, " and a global batch of ",
+        metaInt(*bundle, "batch"), " sequences)"));
+  best->ranks = mesh.size();
+  return *best;
 }
 
 absl::StatusOr<JobResult> runJob(const JobOptions &options,

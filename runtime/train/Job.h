@@ -108,6 +108,24 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle);
 /// The launcher asks before it starts any rank; every rank asks again.
 absl::Status checkJobBundle(const std::string &dir, int64_t worldSize);
 
+/// A bundle for a smaller mesh that `weftc compile --elastic MIN` wrote
+/// inside another (its manifest's meta "elastic" lists them): the same
+/// model and global batch on `dp` data-parallel replicas, `ranks` ranks.
+struct ElasticBundle {
+  std::string dir;
+  int64_t dp = 0, ranks = 0;
+};
+
+/// The data-parallel size of bundle `dir`'s mesh (1 without a dp axis).
+absl::StatusOr<int64_t> dataParallelSize(const std::string &dir);
+
+/// For `weft-run --elastic MIN`: of bundle `dir`'s elastic bundles, the one
+/// with the most replicas below `belowDp` and at least `minDp`, loaded and
+/// checked. Errors say why there is none (no table: compiled without
+/// --elastic; none in range) or what is wrong with the table.
+absl::StatusOr<ElasticBundle> smallerBundle(const std::string &dir,
+                                            int64_t belowDp, int64_t minDp);
+
 /// The whole job on rank `rank` of the job (see rankFromEnvironment);
 /// progress and what it saved go to `log`.
 absl::StatusOr<JobResult> runJob(const JobOptions &options,

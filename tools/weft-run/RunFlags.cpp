@@ -65,6 +65,11 @@ ABSL_FLAG(std::string, loss_spike, "",
 ABSL_FLAG(int64_t, max_restarts, 0,
           "With --nproc and --checkpoint-dir: when a rank fails, restart "
           "the job from the newest checkpoint, at most this many times");
+ABSL_FLAG(int64_t, elastic, 0,
+          "With --max-restarts: when a rank's device is lost for good, "
+          "continue on at least this many data-parallel replicas (the "
+          "bundle's weftc compile --elastic bundles), resharding the newest "
+          "checkpoint");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -94,7 +99,7 @@ constexpr const char *kRunFlags[] = {
     "temperature",  "nproc",          "device",           "timeout",
     "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
     "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
-    "check_finite", "loss_spike"};
+    "check_finite", "loss_spike",       "elastic"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -140,6 +145,7 @@ RunCommand commandFromFlags(std::string bundle) {
   command.nproc = absl::GetFlag(FLAGS_nproc);
   command.stopGraceSeconds = absl::GetFlag(FLAGS_stop_grace);
   command.maxRestarts = absl::GetFlag(FLAGS_max_restarts);
+  command.elastic = absl::GetFlag(FLAGS_elastic);
   return command;
 }
 } // namespace
@@ -152,13 +158,17 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
       return absl::InternalError(absl::StrCat("flag '", name, "': ", error));
   }
   std::vector<std::string> positional, usage;
+  size_t bundleArg = 0;
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string &arg = argv[i];
     if (arg == "--") {
+      if (i + 1 < argv.size())
+        bundleArg = i + 1;
       positional.insert(positional.end(), argv.begin() + i + 1, argv.end());
       break;
     }
     if (arg.size() < 2 || arg[0] != '-') {
+      bundleArg = i;
       positional.push_back(arg);
       continue;
     }
@@ -218,6 +228,7 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
   if (!spike.ok())
     return spike.status();
   RunCommand command = commandFromFlags(positional[0]);
+  command.bundleArg = bundleArg;
   command.job.sdcEvery = *sdc;
   command.job.lossSpike = *spike;
   std::string every = absl::GetFlag(FLAGS_checkpoint_every);
@@ -233,6 +244,14 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
     return absl::InvalidArgumentError(
         "--max-restarts restarts from the newest checkpoint: give "
         "--checkpoint-dir");
+  if (command.elastic < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--elastic must be at least 1 data-parallel replica, got ",
+        command.elastic));
+  if (command.elastic > 0 && command.maxRestarts == 0)
+    return absl::InvalidArgumentError(
+        "--elastic continues a job on fewer ranks when it restarts: give "
+        "--max-restarts (and --checkpoint-dir)");
   return command;
 }
 

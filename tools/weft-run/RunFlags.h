@@ -31,6 +31,11 @@ struct RunCommand {
   int nproc = 1;
   double stopGraceSeconds = 10;
   int64_t maxRestarts = 0;
+  /// --elastic MIN (0: off): restart a job whose rank lost its device on
+  /// at least MIN data-parallel replicas.
+  int64_t elastic = 0;
+  /// Where the bundle is in argv (a restart on fewer ranks swaps it).
+  size_t bundleArg = 0;
   /// Abseil's usage flags as given (--help, --helpfull, --version, ...),
   /// spelled for absl::ParseCommandLine, which prints the usage and exits.
   /// With any of them the command needs no bundle.

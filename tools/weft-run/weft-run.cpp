@@ -4,7 +4,8 @@
 //            --token-bytes 2|4] --steps N [--lr X] [--warmup N] [--seed S]
 //            [--init-from W.safetensors] [--save W.safetensors]
 //            [--metrics out.jsonl] [--sample N] [--timeout S]
-//            [--device cpu|cuda]
+//            [--device cpu|cuda] [--checkpoint-dir D ...]
+//            [--max-restarts K [--elastic MIN]]
 //
 // Links the runtime only (no MLIR): this is what runs on a cluster node.
 // A bundle placed on several ranks runs as one process per rank: --nproc N
@@ -135,27 +136,71 @@ int main(int argc, char **argv) {
     ranks.stopGraceSeconds = command->stopGraceSeconds;
     // A failed rank stops the job; with --max-restarts it starts again
     // (fresh ranks, a fresh rendezvous) from the newest checkpoint, a
-    // bounded number of times, never in an endless loop.
+    // bounded number of times, never in an endless loop. A rank whose
+    // device is lost cannot come back: with --elastic the job goes on with
+    // fewer data-parallel replicas (a smaller bundle), resharding the
+    // checkpoint and keeping the global batch.
     const std::string &checkpoints = command->job.checkpointDir;
+    std::string bundle = command->job.bundle;
+    int64_t dp = 0;
+    if (command->elastic > 0) {
+      absl::StatusOr<int64_t> size =
+          weft::runtime::dataParallelSize(command->job.bundle);
+      if (!size.ok())
+        return fail(size.status().message());
+      dp = *size;
+      // The smaller bundles must be there before anything is lost.
+      if (absl::StatusOr<weft::runtime::ElasticBundle> next =
+              weft::runtime::smallerBundle(command->job.bundle, dp,
+                                           command->elastic);
+          !next.ok())
+        return fail(absl::StrCat("--elastic ", command->elastic, ": ",
+                                 next.status().message()));
+    }
     for (int64_t restart = 0;; ++restart) {
       ::setenv("WEFT_ATTEMPT", std::to_string(restart).c_str(), 1);
       absl::Status ran = weft::runtime::launchRanks(ranks, log);
       if (ran.ok())
         return 0;
+      auto giveUp = [&](absl::string_view why) {
+        log.error(absl::StrCat("gave up after ", restart, " restart",
+                               restart == 1 ? "" : "s", ": ", why));
+        return 1;
+      };
       if (absl::IsCancelled(ran) || restart >= command->maxRestarts) {
         if (command->maxRestarts > 0)
-          log.error(absl::StrCat("gave up after ", restart, " restart",
-                                 restart == 1 ? "" : "s", ": ", ran.message()));
+          return giveUp(ran.message());
         return 1;
+      }
+      std::string smaller;
+      if (absl::IsUnavailable(ran)) {
+        if (command->elastic == 0)
+          return giveUp(absl::StrCat(
+              ran.message(),
+              "; the job cannot start again on as many ranks (weft-run "
+              "--elastic MIN would go on with fewer data-parallel "
+              "replicas)"));
+        absl::StatusOr<weft::runtime::ElasticBundle> next =
+            weft::runtime::smallerBundle(command->job.bundle, dp,
+                                         command->elastic);
+        if (!next.ok())
+          return giveUp(absl::StrCat(ran.message(), "; ",
+                                     next.status().message()));
+        bundle = next->dir;
+        dp = next->dp;
+        ranks.nproc = static_cast<int>(next->ranks);
+        smaller = absl::StrCat(" on dp=", dp, " (", next->ranks, " ranks, ",
+                               bundle, ")");
       }
       bool resumable = weft::runtime::hasCheckpoint(checkpoints);
       log.say(absl::StrCat(log.program(), ": restarting the job (", restart + 1,
-                           " of ", command->maxRestarts, ") ",
+                           " of ", command->maxRestarts, ")", smaller, " ",
                            resumable
                                ? "from the newest checkpoint in " + checkpoints
                                : std::string("from the start (no "
                                              "checkpoint yet)")));
       ranks.argv.assign(argv, argv + argc);
+      ranks.argv[command->bundleArg] = bundle;
       if (resumable && command->job.resume.empty()) {
         ranks.argv.push_back("--resume");
         ranks.argv.push_back(checkpoints);

@@ -154,6 +154,11 @@ cl::opt<std::string> planSpec(
     "plan",
     cl::desc("Parallelism plan, e.g. dp=4 (default: one rank; see README)"),
     cl::sub(compileCmd));
+cl::opt<int64_t> elasticMin(
+    "elastic",
+    cl::desc("Also compile the plan for fewer data-parallel replicas, down to "
+             "MIN, into bundle/elastic/dpN (for weft-run --elastic MIN)"),
+    cl::init(0), cl::sub(compileCmd));
 cl::opt<std::string> reportFormat(
     "report", cl::ValueOptional,
     cl::desc("Print the per-rank memory and communication estimate and, with "
@@ -567,7 +572,57 @@ FailureOr<bool> reportWanted() {
   return true;
 }
 
-int runCompile(MLIRContext &context) {
+/// The bundles --elastic MIN adds: the plan with fewer data-parallel
+/// replicas, each rank keeping its micro-batch's rows (so its memory) and
+/// the job its global batch, with more micro-batches. A size whose
+/// micro-batches would not come out whole is left out.
+struct ElasticVariant {
+  int64_t dp;
+  weft::Plan plan;
+  std::string dir; // Inside the bundle.
+};
+
+FailureOr<SmallVector<ElasticVariant>>
+elasticVariants(const weft::Plan &plan, int64_t batch, int64_t min) {
+  int64_t dp = plan.size("dp"), ep = plan.size("ep");
+  if (dp < 2 || min < 1 || min >= dp) {
+    fail(formatv("--elastic {0}: the plan has dp={1}; --elastic MIN adds "
+                 "bundles for dp from {1} - 1 down to MIN, so it needs "
+                 "1 <= MIN < dp",
+                 min, dp)
+             .str());
+    return failure();
+  }
+  int64_t rows = batch / (plan.microbatches * dp * ep);
+  SmallVector<ElasticVariant> out;
+  for (int64_t d = dp - 1; d >= min; --d) {
+    if (batch % (d * ep * rows) != 0) {
+      WithColor::note(errs(), "weftc")
+          << formatv("--elastic: no bundle for dp={0}: the batch of {1} "
+                     "does not split into micro-batches of {2} sequence(s) "
+                     "per rank\n",
+                     d, batch, rows);
+      continue;
+    }
+    weft::Plan smaller = plan;
+    for (auto &[axis, size] : smaller.axes)
+      if (axis == "dp")
+        size = d;
+    smaller.microbatches = batch / (d * ep * rows);
+    // One replica has nothing to shard ZeRO's state over.
+    if (d == 1) {
+      smaller.zero = 0;
+      smaller.gather.clear();
+    }
+    out.push_back({d, smaller, "elastic/dp" + std::to_string(d)});
+  }
+  return out;
+}
+
+int compileBundle(MLIRContext &context, const std::string &planText,
+                  std::optional<int64_t> givenBatch,
+                  const std::string &outputPath, int64_t elastic) {
+  int64_t batchSize = givenBatch.value_or(1);
   if (!emit.empty() && emit != "mlir" && emit != "sched" && emit != "kernels" &&
       emit != "cuda")
     return fail("unknown --emit '" + emit +
@@ -576,14 +631,14 @@ int runCompile(MLIRContext &context) {
       reportFormat.getNumOccurrences() == 0)
     return fail("compile needs -o bundle/ (or --emit=mlir, --report)");
   weft::Plan plan;
-  if (!planSpec.empty()) {
-    auto parsed = weft::parsePlan(planSpec);
+  if (!planText.empty()) {
+    auto parsed = weft::parsePlan(planText);
     if (!parsed)
       return fail(toString(parsed.takeError()));
     plan = std::move(*parsed);
     // Without --batch, one sequence per data-parallel rank (dp x ep:
     // expert parallelism splits the batch too) and micro-batch.
-    if (batchSize.getNumOccurrences() == 0)
+    if (!givenBatch)
       batchSize = plan.size("dp") * plan.size("ep") * plan.microbatches;
   }
   // The programs run on one micro-batch: the model is built at its size
@@ -602,6 +657,18 @@ int runCompile(MLIRContext &context) {
                 plan.size("ep") > 1 ? formatv("dp x ep = {0}", groups).str()
                                     : formatv("dp={0}", groups).str())
             .str());
+  SmallVector<ElasticVariant> variants;
+  if (elastic) {
+    if (!emit.empty() || outputPath == "-" ||
+        reportFormat.getNumOccurrences() || !timelinePath.empty())
+      return fail("--elastic adds bundles to a bundle: it needs -o bundle/ "
+                  "and no --emit, --report or --timeline");
+    FailureOr<SmallVector<ElasticVariant>> found =
+        elasticVariants(plan, batchSize, elastic);
+    if (failed(found))
+      return 1;
+    variants = std::move(*found);
+  }
   // At most 2^20: a multiple past any vocabulary is a typo.
   if (vocabDivisibleBy < 1 || vocabDivisibleBy > (1 << 20))
     return fail(formatv("--make-vocab-size-divisible-by must be from 1 to "
@@ -644,6 +711,15 @@ int runCompile(MLIRContext &context) {
     if (auto buffer = MemoryBuffer::getFile(configPath))
       if (auto config = llvm::json::parse((*buffer)->getBuffer()))
         meta["config"] = std::move(*config);
+  // weft-run --elastic finds the smaller meshes' bundles here.
+  if (elastic) {
+    llvm::json::Array table;
+    for (const ElasticVariant &v : variants)
+      table.push_back(llvm::json::Object{{"dp", v.dp},
+                                         {"microbatches", v.plan.microbatches},
+                                         {"bundle", v.dir}});
+    meta["elastic"] = std::move(table);
+  }
   weft::TrainingOptions options;
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
@@ -815,8 +891,23 @@ int runCompile(MLIRContext &context) {
     });
   errs() << formatv("wrote {0}: {1} instructions in a training step, arena "
                     "{2} bytes\n",
-                    outputPath.getValue(), instructions, arena);
+                    outputPath, instructions, arena);
+  for (const ElasticVariant &v : variants) {
+    SmallString<256> dir(outputPath);
+    sys::path::append(dir, v.dir);
+    if (int rc = compileBundle(context, v.plan.str(), batchSize,
+                               std::string(dir), /*elastic=*/0))
+      return rc;
+  }
   return report ? finishReport(*module) : 0;
+}
+
+int runCompile(MLIRContext &context) {
+  return compileBundle(context, planSpec,
+                       batchSize.getNumOccurrences()
+                           ? std::optional<int64_t>(batchSize)
+                           : std::nullopt,
+                       outputPath, elasticMin);
 }
 
 /// weftc export D --hf out/ [--config config.json]: the newest complete

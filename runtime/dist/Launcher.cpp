@@ -191,13 +191,13 @@ absl::Status launchRanks(const LaunchOptions &options, const Log &log) {
     std::string how =
         WIFSIGNALED(status)
             ? "was killed by signal " + std::to_string(WTERMSIG(status))
-        : lost ? absl::StrCat("lost its device (exit status ", kRankLostExit,
-                              ")")
-               : "exited with status " + std::to_string(WEXITSTATUS(status));
+        : lost
+            ? absl::StrCat("lost its device (exit status ", kRankLostExit, ")")
+            : "exited with status " + std::to_string(WEXITSTATUS(status));
     std::string message = "rank " + std::to_string(rank) + " (pid " +
                           std::to_string(pid) + ") " + how;
-    result = lost ? absl::UnavailableError(message)
-                  : absl::AbortedError(message);
+    result =
+        lost ? absl::UnavailableError(message) : absl::AbortedError(message);
     log.error(message + "; stopping the other ranks");
     // Let the survivors report the failure themselves first, then stop
     // them. Their transfers fail at once on a closed connection, but the

@@ -26,7 +26,7 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
           why,
           " (each fault is "
           "KIND:rank=R:step=S[:param=NAME][:bit=B][:attempt=A], "
-          "KIND one of bitflip, nan, kill, stop, lose)"));
+          "KIND one of bitflip, glitch, nan, kill, stop, lose)"));
     };
     std::vector<std::string> parts = absl::StrSplit(one, ':');
     Fault f;
@@ -40,6 +40,8 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
       f.kind = Fault::Kind::Stop;
     else if (parts[0] == "lose")
       f.kind = Fault::Kind::Lose;
+    else if (parts[0] == "glitch")
+      f.kind = Fault::Kind::Glitch;
     else
       return bad("has an unknown kind");
     for (size_t i = 1; i < parts.size(); ++i) {
@@ -61,10 +63,11 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
     }
     if (f.rank < 0 || f.step < 1)
       return bad("needs rank=R and step=S (S from 1)");
-    if (f.bit > 31 || (f.bit >= 0 && f.kind != Fault::Kind::BitFlip))
-      return bad("takes bit=B (0 to 31) only for bitflip");
-    bool corrupts =
-        f.kind == Fault::Kind::BitFlip || f.kind == Fault::Kind::NaN;
+    bool flips =
+        f.kind == Fault::Kind::BitFlip || f.kind == Fault::Kind::Glitch;
+    if (f.bit > 31 || (f.bit >= 0 && !flips))
+      return bad("takes bit=B (0 to 31) only for bitflip and glitch");
+    bool corrupts = flips || f.kind == Fault::Kind::NaN;
     if (corrupts != !f.param.empty())
       return bad(corrupts ? "needs param=NAME" : "takes no param");
     faults.push_back(f);
@@ -73,10 +76,12 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text) {
 }
 
 absl::Status injectFaults(SchedExecutor &ex, const std::vector<Fault> &faults,
-                          int64_t rank, int64_t step, int64_t attempt) {
+                          int64_t rank, int64_t step, int64_t attempt,
+                          bool afterStep) {
   for (const Fault &f : faults) {
     if (f.rank != rank || f.step != step ||
-        (f.attempt >= 0 && f.attempt != attempt))
+        (f.attempt >= 0 && f.attempt != attempt) ||
+        (f.kind == Fault::Kind::Glitch) != afterStep)
       continue;
     if (f.kind == Fault::Kind::Kill)
       ::raise(SIGKILL);

@@ -14,6 +14,9 @@
 //            message; the launcher and the other ranks must notice);
 //   stop     the rank stops itself with SIGSTOP (a hung rank: only the
 //            collective timeout notices);
+//   glitch   like bitflip, but just after step S's first run (a result
+//            computed wrong once: a transient fault, which
+//            --sdc-check every=N,replay's replay does not repeat);
 //   lose     the rank's device is gone for good: it exits with
 //            kRankLostExit (runtime/dist/Launcher.h), so the launcher
 //            restarts the job only on fewer ranks (weft-run --elastic).
@@ -37,11 +40,11 @@
 namespace weft::runtime {
 
 struct Fault {
-  enum class Kind { BitFlip, NaN, Kill, Stop, Lose };
+  enum class Kind { BitFlip, NaN, Kill, Stop, Lose, Glitch };
   Kind kind = Kind::Kill;
   int64_t rank = -1, step = -1;
-  std::string param;    // BitFlip and NaN.
-  int64_t bit = -1;     // BitFlip: -1 for 20.
+  std::string param;    // BitFlip, Glitch and NaN.
+  int64_t bit = -1;     // BitFlip and Glitch: -1 for 20.
   int64_t attempt = -1; // -1: every attempt.
 };
 
@@ -50,9 +53,11 @@ absl::StatusOr<std::vector<Fault>> parseFaults(const std::string &text);
 
 /// Applies the faults of `faults` due on `rank` before `step` in attempt
 /// `attempt` (kill and stop do not return while the rank is killed or
-/// stopped). Errors name a parameter the bundle lacks.
+/// stopped), or with `afterStep` the glitches due just after it. Errors
+/// name a parameter the bundle lacks.
 absl::Status injectFaults(SchedExecutor &ex, const std::vector<Fault> &faults,
-                          int64_t rank, int64_t step, int64_t attempt);
+                          int64_t rank, int64_t step, int64_t attempt,
+                          bool afterStep = false);
 
 } // namespace weft::runtime
 

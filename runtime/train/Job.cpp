@@ -13,6 +13,7 @@
 #include "runtime/io/Safetensors.h"
 #include "runtime/train/FaultInjection.h"
 #include "runtime/train/Metrics.h"
+#include "runtime/train/Replay.h"
 #include "runtime/train/ReplicaCheck.h"
 #include "runtime/train/TrainLoop.h"
 
@@ -120,7 +121,8 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
       {"--mttf-hours", absl::StrCat(options.mttfHours)},
       {"--keep", absl::StrCat(options.keep)},
       {"--resume", given(options.resume)},
-      {"--sdc-check", absl::StrCat(options.sdcEvery)},
+      {"--sdc-check",
+       absl::StrCat(options.sdcEvery, options.sdcReplay ? ",replay" : "")},
       {"--metrics", given(options.metrics)},
       {"--sample", absl::StrCat(options.sample)},
       {"--temperature", absl::StrCat(options.temperature)},
@@ -181,9 +183,9 @@ absl::StatusOr<ElasticBundle> smallerBundle(const std::string &dir,
     return absl::FailedPreconditionError(absl::StrCat(
         dir, ": no bundle for fewer than ", belowDp,
         " data-parallel replicas and at least ", minDp, " (--elastic) ",
-        sizes.empty() ? std::string("(none was compiled)")
-                      : "among those compiled (dp=" +
-                            absl::StrJoin(sizes, ", ") + ")"));
+        sizes.empty()
+            ? std::string("(none was compiled)")
+            : "among those compiled (dp=" + absl::StrJoin(sizes, ", ") + ")"));
   auto smaller = sched::loadSchedBundle(best->dir);
   if (!smaller.ok())
     return smaller.status();
@@ -192,9 +194,8 @@ absl::StatusOr<ElasticBundle> smallerBundle(const std::string &dir,
   if ((axis < 0 ? 1 : mesh.sizes[axis]) != best->dp ||
       metaInt(*smaller, "batch") != metaInt(*bundle, "batch"))
     return invalid(absl::StrCat(
-        best->dir, ": not the bundle ", where,
-        " says (dp=", best->dp, " and a global batch of ",
-        metaInt(*bundle, "batch"), " sequences)"));
+        best->dir, ": not the bundle ", where, " says (dp=", best->dp,
+        " and a global batch of ", metaInt(*bundle, "batch"), " sequences)"));
   best->ranks = mesh.size();
   return *best;
 }
@@ -459,9 +460,20 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
             injectFaults(ex, faults, rankNumber, s + 1, options.attempt);
         !injected.ok())
       return injected;
-    auto report = loop.step();
+    bool sdcDue = options.sdcEvery > 0 && (s + 1) % options.sdcEvery == 0;
+    auto afterStep = [&] {
+      return injectFaults(ex, faults, rankNumber, s + 1, options.attempt,
+                          /*afterStep=*/true);
+    };
+    absl::StatusOr<StepReport> report =
+        sdcDue && options.sdcReplay
+            ? replayedStep(loop, ex, comm, afterStep, log, result.leader)
+            : loop.step();
     if (!report.ok())
       return report.status();
+    if (!(sdcDue && options.sdcReplay))
+      if (absl::Status injected = afterStep(); !injected.ok())
+        return injected;
     if (spikes) {
       absl::StatusOr<bool> spiked =
           spikes->afterStep(ex, comm, s + 1, report->loss, log, result.leader);
@@ -469,8 +481,9 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
         return spiked.status();
       report->lossSpike = *spiked;
     }
-    if (options.sdcEvery > 0 && (s + 1) % options.sdcEvery == 0)
-      if (absl::Status same = checkReplicas(ex, comm, s + 1); !same.ok())
+    if (sdcDue)
+      if (absl::Status same = checkReplicas(ex, comm, s + 1, options.sdcReplay);
+          !same.ok())
         return same;
     bool last = s + 1 == options.steps;
     bool autoDue = options.checkpointAuto && s + 1 >= nextAutoSave;

@@ -63,6 +63,8 @@ struct JobOptions {
   /// --sdc-check every=N: compare dp replicas' tensors every N steps
   /// (0: never; runtime/train/ReplicaCheck.h).
   int64_t sdcEvery = 0;
+  /// --sdc-check every=N,replay: those steps run twice (Replay.h).
+  bool sdcReplay = false;
   /// --check-finite: stop at the first instruction that makes (or reads
   /// from a parameter) a NaN or infinity, naming it (the CPU only).
   bool checkFinite = false;

@@ -53,14 +53,7 @@ double LossSpikeDetector::mean() const {
 absl::Status LossSpikeGuard::begin(const SchedExecutor &ex) {
   if (!skips())
     return absl::OkStatus();
-  lastGood.clear();
-  for (const sched::Param &p : ex.bundle().params) {
-    absl::StatusOr<std::vector<float>> values = ex.param(p.name);
-    if (!values.ok())
-      return values.status();
-    lastGood.push_back(std::move(*values));
-  }
-  return absl::OkStatus();
+  return lastGood.take(ex);
 }
 
 absl::StatusOr<bool> LossSpikeGuard::afterStep(SchedExecutor &ex,
@@ -93,11 +86,8 @@ absl::StatusOr<bool> LossSpikeGuard::afterStep(SchedExecutor &ex,
                               "perhaps with a lower --lr, or skip spikes with "
                               "--loss-spike F:skip");
   if (skips()) {
-    for (size_t k = 0; k < lastGood.size(); ++k)
-      if (absl::Status back =
-              ex.setParam(ex.bundle().params[k].name, lastGood[k]);
-          !back.ok())
-        return back;
+    if (absl::Status back = lastGood.restore(ex); !back.ok())
+      return back;
     what += "; the step is undone and its batch skipped";
   }
   if (leader)

@@ -17,6 +17,7 @@
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/support/Log.h"
+#include "runtime/train/Replay.h"
 
 #include "absl/status/statusor.h"
 
@@ -77,7 +78,7 @@ public:
 
 private:
   LossSpikeDetector detector;
-  std::vector<std::vector<float>> lastGood; // Per bundle parameter.
+  StateCopy lastGood;
 };
 
 } // namespace weft::runtime

@@ -4,6 +4,7 @@
 
 #include "runtime/exec/BundleData.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,8 +19,8 @@
 
 namespace weft::runtime {
 
-absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm,
-                           int64_t step) {
+absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm, int64_t step,
+                           bool replayed) {
   MeshSpec mesh = meshSpecOf(ex.bundle());
   const std::vector<std::string> dp = {"dp"};
   if (!comm || mesh.axisIndex("dp") < 0 || mesh.groupSize(dp) < 2)
@@ -79,22 +80,32 @@ absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm,
                            odd.size() > 1 ? "" : "s", " with the others")
             : absl::StrCat("ranks ", absl::StrJoin(odd, ", "),
                            " disagree and no majority tells which is right"),
-        " (the hardware, or a nondeterministic kernel); resume from the "
-        "last checkpoint"));
+        replayed ? "; the step's replay computed the same bits, so the fault "
+                   "is persistent (a bad memory cell or unit on that rank): "
+                   "take it out of the job (weft-run --elastic) and resume "
+                   "from the last checkpoint"
+                 : " (the hardware, or a nondeterministic kernel; "
+                   "--sdc-check every=N,replay tells a transient fault from "
+                   "a persistent one); resume from the last checkpoint"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> parseSdcCheck(const std::string &text) {
+absl::StatusOr<SdcCheck> parseSdcCheck(const std::string &text) {
+  SdcCheck check;
   if (text.empty())
-    return 0;
-  int64_t every = 0;
-  if (text.rfind("every=", 0) != 0 ||
-      !absl::SimpleAtoi(text.substr(6), &every) || every < 1)
-    return absl::InvalidArgumentError(
-        absl::StrCat("--sdc-check '", text,
-                     "' is not every=N with N a positive number of steps"));
-  return every;
+    return check;
+  std::string every = text;
+  if (absl::EndsWith(text, ",replay")) {
+    check.replay = true;
+    every = text.substr(0, text.size() - 7);
+  }
+  if (every.rfind("every=", 0) != 0 ||
+      !absl::SimpleAtoi(every.substr(6), &check.every) || check.every < 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sdc-check '", text,
+        "' is not every=N[,replay] with N a positive number of steps"));
+  return check;
 }
 
 } // namespace weft::runtime

@@ -11,7 +11,9 @@
 //
 // WEFT_INJECT=bitflip:rank=R:step=S:param=NAME flips one bit of element 0
 // of NAME's block on rank R before step S, so the check is tested
-// (runtime/train/FaultInjection.h).
+// (runtime/train/FaultInjection.h). With `,replay` the checked steps are
+// also run twice, which tells a transient fault from a persistent one
+// (runtime/train/Replay.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,10 +31,19 @@ namespace weft::runtime {
 
 /// Compares every dp replica's copy of each tensor not split over dp after
 /// `step`; OK without a dp axis of two or more. A collective over dp.
-absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm, int64_t step);
+/// `replayed`: the step was run twice with the same result (Replay.h), so a
+/// difference is a persistent fault, and the error says so.
+absl::Status checkReplicas(SchedExecutor &ex, Communicator *comm, int64_t step,
+                           bool replayed = false);
 
-/// `--sdc-check`'s value: "" (never) or "every=N" (N >= 1); 0 for never.
-absl::StatusOr<int64_t> parseSdcCheck(const std::string &text);
+/// `--sdc-check`'s value.
+struct SdcCheck {
+  int64_t every = 0;   // 0: never.
+  bool replay = false; // Also run the step twice (Replay.h).
+};
+
+/// "" (never), "every=N" (N >= 1) or "every=N,replay".
+absl::StatusOr<SdcCheck> parseSdcCheck(const std::string &text);
 
 } // namespace weft::runtime
 

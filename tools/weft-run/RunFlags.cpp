@@ -52,8 +52,10 @@ ABSL_FLAG(std::string, resume, "",
           "Continue from the newest good checkpoint in this directory "
           "(--steps counts from the start of the run it continues)");
 ABSL_FLAG(std::string, sdc_check, "",
-          "every=N: every N steps, check that data-parallel replicas hold "
-          "the same bits of every tensor not split over dp");
+          "every=N[,replay]: every N steps, check that data-parallel "
+          "replicas hold the same bits of every tensor not split over dp; "
+          "with replay, also run those steps twice (a third time when they "
+          "differ) to tell a transient fault from a persistent one");
 ABSL_FLAG(bool, check_finite, false,
           "Check every instruction's values for NaN and infinity and stop at "
           "the first, naming the program, instruction and operand (slow: for "
@@ -99,7 +101,7 @@ constexpr const char *kRunFlags[] = {
     "temperature",  "nproc",          "device",           "timeout",
     "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
     "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
-    "check_finite", "loss_spike",       "elastic"};
+    "check_finite", "loss_spike",     "elastic"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -219,7 +221,7 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
   if (grace > 1e7)
     return absl::InvalidArgumentError(
         absl::StrCat("--stop-grace must be at most 1e7 seconds, got ", grace));
-  absl::StatusOr<int64_t> sdc =
+  absl::StatusOr<runtime::SdcCheck> sdc =
       runtime::parseSdcCheck(absl::GetFlag(FLAGS_sdc_check));
   if (!sdc.ok())
     return sdc.status();
@@ -229,7 +231,8 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
     return spike.status();
   RunCommand command = commandFromFlags(positional[0]);
   command.bundleArg = bundleArg;
-  command.job.sdcEvery = *sdc;
+  command.job.sdcEvery = sdc->every;
+  command.job.sdcReplay = sdc->replay;
   command.job.lossSpike = *spike;
   std::string every = absl::GetFlag(FLAGS_checkpoint_every);
   if (every == "auto")
@@ -245,9 +248,9 @@ absl::StatusOr<RunCommand> parseRunFlags(const std::vector<std::string> &argv) {
         "--max-restarts restarts from the newest checkpoint: give "
         "--checkpoint-dir");
   if (command.elastic < 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--elastic must be at least 1 data-parallel replica, got ",
-        command.elastic));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--elastic must be at least 1 data-parallel replica, got ",
+                     command.elastic));
   if (command.elastic > 0 && command.maxRestarts == 0)
     return absl::InvalidArgumentError(
         "--elastic continues a job on fewer ranks when it restarts: give "

@@ -184,8 +184,8 @@ int main(int argc, char **argv) {
             weft::runtime::smallerBundle(command->job.bundle, dp,
                                          command->elastic);
         if (!next.ok())
-          return giveUp(absl::StrCat(ran.message(), "; ",
-                                     next.status().message()));
+          return giveUp(
+              absl::StrCat(ran.message(), "; ", next.status().message()));
         bundle = next->dir;
         dp = next->dp;
         ranks.nproc = static_cast<int>(next->ranks);

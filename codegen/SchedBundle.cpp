@@ -233,6 +233,19 @@ json::Object typed(sched::BufferType type) {
                       {"dtype", dtypeName(type.getElementType())}};
 }
 
+/// The first name in `loc` ("transformer.h.0.mlp"), or "".
+std::string layerOf(Location loc) {
+  std::string name;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
 FailureOr<json::Object> writeInstruction(Operation *op,
                                          llvm::DenseMap<Value, int64_t> &ids) {
   json::Object out{
@@ -243,6 +256,10 @@ FailureOr<json::Object> writeInstruction(Operation *op,
   for (Value v : op->getOperands())
     operands.push_back(ids.lookup(v));
   out["operands"] = std::move(operands);
+  // The layer the instruction computes (the frontends name each module's
+  // ops by its Hugging Face path), for the runtime's messages.
+  if (std::string layer = layerOf(op->getLoc()); !layer.empty())
+    out["layer"] = layer;
   for (StringAttr name : op->getName().getAttributeNames()) {
     if (isStructural(name))
       continue;
@@ -725,7 +742,14 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
         RegisteredOperationName::lookup(opName, ctx);
     if (!info || !info->hasInterface<sched::InstructionOpInterface>())
       return fail(at, "is not a sched instruction");
-    OperationState state(locate(at), opName);
+    Location loc = locate(at);
+    if (const json::Value *layer = o->get("layer")) {
+      std::optional<StringRef> name = layer->getAsString();
+      if (!name)
+        return fail(at + ", \"layer\"", "must be a string");
+      loc = NameLoc::get(StringAttr::get(ctx, *name), loc);
+    }
+    OperationState state(loc, opName);
     const json::Array *operands = o->getArray("operands");
     if (!operands)
       return fail(at, "needs \"operands\"");
@@ -739,7 +763,7 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
     for (const auto &[key, value] : *o) {
       StringRef k = key;
       std::string field = (at + ", \"" + k + "\"").str();
-      if (k == "op" || k == "operands")
+      if (k == "op" || k == "operands" || k == "layer")
         continue;
       if (k == "stream") {
         FailureOr<Attribute> s = decode(Kind::Str, value, field);

@@ -80,7 +80,9 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   step.setSymName(name);
   Block &body = step.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  Location loc = ret.getLoc();
+  // The update's ops are the optimizer's, not the layer the loss came
+  // from: named so, for the runtime's messages (the bundle's "layer").
+  Location loc = NameLoc::get(builder.getStringAttr("optimizer"), ret.getLoc());
   auto scalarType = RankedTensorType::get({}, builder.getF32Type());
   SmallVector<DictionaryAttr> argAttrs;
   step.getAllArgAttrs(argAttrs);

@@ -1235,6 +1235,8 @@ absl::StatusOr<Instruction> readInstruction(const json &v, size_t i,
       ((in.op != Op::ExpertRoute && in.op != Op::RaggedAllToAll) ||
        o.has("has_scratch")))
     WEFT_ASSIGN(in.hasScratch, o.flag("has_scratch"));
+  if (o.has("layer"))
+    WEFT_ASSIGN(in.layer, o.str("layer"));
   WEFT_RETURN_IF_ERROR(o.done());
   // The operand count, before anything indexes the operands by role.
   size_t want;

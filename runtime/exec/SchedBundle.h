@@ -367,6 +367,9 @@ struct Instruction {
   /// dialects/sched/IR/ScratchLayout.h states. False for every other op. The
   /// CPU ignores a scratch.
   bool hasScratch = false;
+  /// The manifest's optional `layer`: the model layer the instruction
+  /// computes ("transformer.h.0.mlp"), for messages; "" when not known.
+  std::string layer;
 
   template <typename T> const T &as() const { return std::get<T>(attrs); }
 };

@@ -1245,6 +1245,8 @@ absl::Status SchedExecutor::checkFinite(const sched::Program &program,
     std::string op = sched::opName(inst.op);
     if (inst.op == sched::Op::Launch)
       op += " " + inst.as<sched::LaunchAttrs>().kernel;
+    if (!inst.layer.empty())
+      op += ", in " + inst.layer;
     return absl::DataLossError(absl::StrCat(
         "program ", program.name, ", instruction ", index, " (", op, ") ",
         before ? "reads" : "made", " a non-finite value: operand ", j, ", ",

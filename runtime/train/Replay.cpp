@@ -42,8 +42,7 @@ absl::StatusOr<std::vector<uint64_t>> hashState(const SchedExecutor &ex) {
 
 namespace {
 /// The ranks for which `mine` holds on some rank (every rank calls it).
-absl::StatusOr<std::vector<int64_t>> ranksWhere(Communicator *comm,
-                                                bool mine) {
+absl::StatusOr<std::vector<int64_t>> ranksWhere(Communicator *comm, bool mine) {
   float flag = mine ? 1.0f : 0.0f;
   std::vector<float> all(comm ? comm->worldSize() : 1, flag);
   if (comm)
@@ -74,8 +73,8 @@ std::string rankList(const std::vector<int64_t> &ranks) {
 
 absl::StatusOr<StepReport>
 replayedStep(TrainLoop &loop, SchedExecutor &ex, Communicator *comm,
-             const std::function<absl::Status()> &afterFirstRun,
-             const Log &log, bool leader) {
+             const std::function<absl::Status()> &afterFirstRun, const Log &log,
+             bool leader) {
   int64_t done = loop.stepsDone();
   StateCopy before, firstState;
   if (absl::Status s = before.take(ex); !s.ok())
@@ -105,7 +104,8 @@ replayedStep(TrainLoop &loop, SchedExecutor &ex, Communicator *comm,
   if (!h2.ok())
     return h2.status();
   std::string differs = firstDifference(ex, *h1, *h2);
-  absl::StatusOr<std::vector<int64_t>> faulty = ranksWhere(comm, !differs.empty());
+  absl::StatusOr<std::vector<int64_t>> faulty =
+      ranksWhere(comm, !differs.empty());
   if (!faulty.ok())
     return faulty.status();
   if (faulty->empty())

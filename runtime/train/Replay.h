@@ -1,4 +1,5 @@
-//===- Replay.h - running a step again to tell a transient fault -*- C++ -*-===//
+//===- Replay.h - running a step again to tell a transient fault -*- C++
+//-*-===//
 //
 // Silent data corruption is either transient (a bit flipped once in a
 // register or on a link: running the same step again gives other bits) or
@@ -54,8 +55,8 @@ absl::StatusOr<std::vector<uint64_t>> hashState(const SchedExecutor &ex);
 /// the run the job keeps. The leader logs a transient fault.
 absl::StatusOr<StepReport>
 replayedStep(TrainLoop &loop, SchedExecutor &ex, Communicator *comm,
-             const std::function<absl::Status()> &afterFirstRun,
-             const Log &log, bool leader);
+             const std::function<absl::Status()> &afterFirstRun, const Log &log,
+             bool leader);
 
 } // namespace weft::runtime
 

@@ -9,6 +9,7 @@ usage: jax_gpt.py --config gpt-bench.json --batch 8 --seq 256 --steps 5
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 
@@ -89,17 +90,24 @@ def make_adamw(loss, lr=1e-3, b1=0.9, b2=0.95, eps=1e-8, wd=0.1, clip=1.0):
     return step
 
 
-def time_steps(step, params, m, v, tokens, labels, warmup, steps):
+def time_steps(step, params, m, v, tokens, labels, warmup, steps, save=None):
     """Runs `step` warmup + steps times; the median time of the last
-    `steps` and the final loss."""
-    times = []
+    `steps` and the final loss. With `save(t, state)` (an asynchronous
+    checkpoint after every step), also the median time save blocked the
+    loop, which the step time includes."""
+    times, stalls = [], []
     for t in range(1, warmup + steps + 1):
         start = time.perf_counter()
         params, m, v, loss, norm = step(params, m, v, t, tokens, labels)
         loss.block_until_ready()
+        if save:
+            saving = time.perf_counter()
+            save(t, {"params": params, "m": m, "v": v})
+            stalls.append(time.perf_counter() - saving)
         if t > warmup:
             times.append(time.perf_counter() - start)
-    return statistics.median(times), float(loss)
+    stall = statistics.median(stalls[warmup:]) if save else None
+    return statistics.median(times), float(loss), stall
 
 
 def make_step(n_head, compute=jnp.float32):
@@ -119,6 +127,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
                     help="compute type (bf16: f32 master weights)")
+    ap.add_argument("--checkpoint-dir",
+                    help="save params and AdamW state after every step with "
+                         "Orbax's asynchronous CheckpointManager (keeping 2)")
     ap.add_argument("--dp", type=int, default=1,
                     help="data-parallel devices (CPU: set XLA_FLAGS="
                          "--xla_force_host_platform_device_count=N)")
@@ -141,12 +152,25 @@ def main():
         whole = NamedSharding(mesh, PartitionSpec())
         tokens, labels = jax.device_put(tokens, split), jax.device_put(labels, split)
         params, m, v = (jax.device_put(x, whole) for x in (params, m, v))
-    median, loss = time_steps(step, params, m, v, tokens, labels,
-                              args.warmup, args.steps)
+    save, manager, extra = None, None, {}
+    if args.checkpoint_dir:
+        import orbax.checkpoint as ocp
+        manager = ocp.CheckpointManager(
+            os.path.abspath(args.checkpoint_dir),
+            options=ocp.CheckpointManagerOptions(
+                max_to_keep=2, enable_async_checkpointing=True))
+        save = lambda t, state: manager.save(
+            t, args=ocp.args.StandardSave(state))
+        extra["orbax"] = ocp.__version__
+    median, loss, stall = time_steps(step, params, m, v, tokens, labels,
+                                     args.warmup, args.steps, save)
+    if manager:
+        manager.wait_until_finished()
+        extra["median_stall_s"] = stall
     print(json.dumps({"median_step_s": median,
                       "tokens_per_s": args.batch * args.seq / median,
                       "loss": loss, "jax": jax.__version__,
-                      "devices": str(jax.devices())}))
+                      "devices": str(jax.devices()), **extra}))
 
 
 if __name__ == "__main__":

@@ -95,27 +95,37 @@ absl::StatusOr<bool> allAgree(Communicator *comm, bool ok) {
 /// at their initial values.
 bool saved(const sched::Param &p) { return !p.transient; }
 
+} // namespace
+
 /// This rank's blocks as the step left them (the copy the save waits
-/// for) and what rank-<r>.json says of each.
-struct Snapshot {
+/// for: raw bytes, widened for the file off the step) and what
+/// rank-<r>.json says of each.
+struct CheckpointWriter::Snapshot {
   struct Block {
-    const sched::Param *param;
-    std::vector<float> values;
+    const sched::Param *param = nullptr;
+    std::vector<uint8_t> bytes;
   };
-  std::vector<Block> blocks; // f32: widened for the file off the step.
+  std::vector<Block> blocks;
   nlohmann::json described = nlohmann::json::object();
 };
 
-absl::StatusOr<Snapshot> snapshot(SchedExecutor &ex, int64_t rank) {
+namespace {
+using Snapshot = CheckpointWriter::Snapshot;
+
+absl::Status snapshot(SchedExecutor &ex, int64_t rank, Snapshot &snap) {
   MeshSpec mesh = meshSpecOf(ex.bundle());
-  Snapshot snap;
+  snap.described = nlohmann::json::object();
+  size_t n = 0;
   for (const sched::Param &p : ex.bundle().params) {
     if (!saved(p) || !ex.holds(p))
       continue;
-    absl::StatusOr<std::vector<float>> block = ex.param(p.name);
-    if (!block.ok())
-      return block.status();
-    snap.blocks.push_back({&p, std::move(*block)});
+    // The last save's buffers, when this is the same run's next save.
+    if (n == snap.blocks.size())
+      snap.blocks.push_back({});
+    Snapshot::Block &b = snap.blocks[n++];
+    b.param = &p;
+    if (absl::Status s = ex.copyParamBytes(p.name, b.bytes); !s.ok())
+      return s;
     Sharding split = p.split ? *p.split : Sharding();
     // Where the block lies in the global tensor and how a consolidated
     // checkpoint holds that: what another plan, or an export, needs.
@@ -134,18 +144,21 @@ absl::StatusOr<Snapshot> snapshot(SchedExecutor &ex, int64_t rank) {
     if (p.state)
       entry["state"] = true;
   }
-  return snap;
+  snap.blocks.resize(n);
+  return absl::OkStatus();
 }
 
 /// Writes `snap` as rank-<r>.safetensors and rank-<r>.json in `tmp`, then
 /// rank-<r>.done, each fsynced.
-absl::Status writeRank(Snapshot snap, const std::string &tmp, int64_t rank) {
+absl::Status writeRank(Snapshot &snap, const std::string &tmp, int64_t rank) {
   std::string file = (fs::path(tmp) / rankFile(rank, ".safetensors")).string();
   std::vector<TensorToWrite> tensors;
   for (Snapshot::Block &b : snap.blocks) {
-    tensors.push_back({b.param->name, b.param->type.dtype, b.param->type.shape,
-                       std::vector<double>(b.values.begin(), b.values.end())});
-    b.values = {};
+    const sched::Param &p = *b.param;
+    std::vector<float> values =
+        decodeAll(b.bytes.data(), p.type.numElements(), p.type.dtype);
+    tensors.push_back({p.name, p.type.dtype, p.type.shape,
+                       std::vector<double>(values.begin(), values.end())});
   }
   if (absl::Status s = writeSafetensors(file, tensors); !s.ok())
     return s;
@@ -454,7 +467,7 @@ absl::StatusOr<Blocks> readRank(const SchedExecutor &ex, Communicator *comm,
 CheckpointWriter::CheckpointWriter(std::string dir, int64_t keep,
                                    RunFacts facts, double timeoutSeconds)
     : dir(std::move(dir)), keep(keep), facts(std::move(facts)),
-      timeoutSeconds(timeoutSeconds) {}
+      timeoutSeconds(timeoutSeconds), snap(std::make_unique<Snapshot>()) {}
 
 CheckpointWriter::~CheckpointWriter() {
   if (inFlight.joinable())
@@ -501,18 +514,17 @@ absl::Status CheckpointWriter::save(SchedExecutor &ex, Communicator *comm,
         absl::StrCat(tmp, ": rank 0 could not create the checkpoint"));
   bundleHash = ex.bundle().manifestXxh3;
   auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<Snapshot> snap = snapshot(ex, rank);
-  if (!snap.ok())
-    return snap.status();
+  if (absl::Status s = snapshot(ex, rank, *snap); !s.ok())
+    return s;
   snapshotSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   // The rest touches no executor and no collective: files only. Rank 0
   // completes the checkpoint once every rank's done marker is there.
-  auto persist = [this, snap = std::move(*snap), tmp, final, rank, ranks,
-                  step]() mutable {
+  // The thread has the snapshot to itself until finish() joins it.
+  auto persist = [this, tmp, final, rank, ranks, step]() {
     auto started = std::chrono::steady_clock::now();
-    absl::Status s = writeRank(std::move(snap), tmp, rank);
+    absl::Status s = writeRank(*snap, tmp, rank);
     if (s.ok() && rank == 0)
       s = commit(tmp, final, step, ranks);
     result = s;

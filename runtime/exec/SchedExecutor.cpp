@@ -1306,6 +1306,19 @@ SchedExecutor::param(const std::string &name) const {
                    p->type.numElements(), p->type.dtype);
 }
 
+absl::Status SchedExecutor::copyParamBytes(const std::string &name,
+                                           std::vector<uint8_t> &into) const {
+  const sched::Param *p = bundle_.param(name);
+  if (!p)
+    return absl::NotFoundError(absl::StrCat("no parameter '", name, "'"));
+  if (absl::Status s = syncHost(); !s.ok())
+    return s;
+  size_t bytes = p->type.numElements() * dtypeSize(p->type.dtype);
+  into.resize(bytes);
+  std::memcpy(into.data(), params_[p - bundle_.params.data()]->data, bytes);
+  return absl::OkStatus();
+}
+
 absl::Status SchedExecutor::setParam(const std::string &name,
                                      const std::vector<float> &values) {
   const sched::Param *p = bundle_.param(name);

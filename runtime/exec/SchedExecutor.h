@@ -106,6 +106,11 @@ public:
                                             const std::string &name) const;
   /// This rank's block of parameter `name`, as f32.
   absl::StatusOr<std::vector<float>> param(const std::string &name) const;
+  /// The same block's bytes, in the parameter's type, copied into `into`
+  /// (resized; its memory reused when it fits: a checkpoint's snapshot
+  /// then costs one copy, no allocation and no widening).
+  absl::Status copyParamBytes(const std::string &name,
+                              std::vector<uint8_t> &into) const;
   /// Replaces this rank's block of parameter `name` (f32 values, as many as
   /// the block has; rounded to the parameter's type).
   absl::Status setParam(const std::string &name,

@@ -116,7 +116,8 @@ absl::StatusOr<RankInfo> rankFromEnvironment() {
            {"RANK", &info.rank},
            {"WORLD_SIZE", &info.worldSize},
            {"LOCAL_RANK", &info.localRank},
-           {"MASTER_PORT", &port}})
+           {"MASTER_PORT", &port},
+           {"TORCHELASTIC_RESTART_COUNT", &info.restartCount}})
     if (absl::Status s = read(name, *out); !s.ok())
       return s;
   // torchrun and schedulers set both; one alone is a launch gone wrong
@@ -137,6 +138,9 @@ absl::StatusOr<RankInfo> rankFromEnvironment() {
   info.masterPort = static_cast<int>(port);
   if (const char *addr = std::getenv("MASTER_ADDR"); addr && *addr)
     info.masterAddr = addr;
+  // torchrun writes Python's str(True).
+  if (const char *agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"))
+    info.agentStore = std::string(agent) == "True";
   return info;
 }
 
@@ -146,10 +150,15 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
   std::unique_ptr<Communicator> c(new Communicator);
   c->info = info;
   c->timeout = timeout;
-  if (info.rank == 0)
+  // Under torchrun's agent store the keys of each attempt are apart (its
+  // restarts are fresh process groups in a store that lives on).
+  if (info.rank == 0 && !info.agentStore)
     if (absl::Status s = serveTcpStore(info.masterPort); !s.ok())
       return s;
-  auto store = TcpStore::connect(info.masterAddr, info.masterPort, timeout);
+  auto store = TcpStore::connect(
+      info.masterAddr, info.masterPort, timeout,
+      info.agentStore ? absl::StrCat("/weft/attempt_", info.restartCount, "/")
+                      : std::string("/weft/"));
   if (!store.ok())
     return store.status();
   c->store = std::move(*store);

@@ -41,10 +41,17 @@ struct RankInfo {
   int64_t rank = 0, worldSize = 1, localRank = 0;
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
+  /// Started by torchrun with TORCHELASTIC_USE_AGENT_STORE=True: its agent
+  /// serves the store on MASTER_PORT, and rank 0 does not.
+  bool agentStore = false;
+  /// TORCHELASTIC_RESTART_COUNT: which attempt of a job torchrun restarts
+  /// this is (0 when not under torchrun).
+  int64_t restartCount = 0;
 };
 
-/// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; with
-/// none set, one rank. Malformed or inconsistent values are errors.
+/// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (and
+/// torchrun's TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT);
+/// with none set, one rank. Malformed or inconsistent values are errors.
 absl::StatusOr<RankInfo> rankFromEnvironment();
 
 /// What a rank was started to run, as (what, value) pairs: the bundle's

@@ -2,11 +2,13 @@
 
 #include "runtime/dist/TcpStore.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gloo/common/error.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <netdb.h>
@@ -45,47 +47,154 @@ bool recvAll(int fd, void *data, size_t n) {
                      static_cast<char *>(data), n);
 }
 
-bool sendBytes(int fd, const std::string &bytes) {
-  uint32_t n = htonl(static_cast<uint32_t>(bytes.size()));
-  return sendAll(fd, &n, 4) && sendAll(fd, bytes.data(), bytes.size());
+// PyTorch's TCPStore protocol (torch/csrc/distributed/c10d/
+// TCPStoreBackend.hpp): a request is a query byte and its fields; integers
+// travel as their bytes in host order (little-endian on every host Weft
+// runs on), strings and values as a u64 length and the bytes.
+enum class Query : uint8_t {
+  Validate = 0,
+  Set = 1,
+  CompareSet = 2,
+  Get = 3,
+  Add = 4,
+  Check = 5,
+  Wait = 6,
+  GetNumKeys = 7,
+  DeleteKey = 8,
+  Append = 9,
+  MultiGet = 10,
+  MultiSet = 11,
+  CancelWait = 12,
+  Ping = 13,
+};
+constexpr uint32_t kValidationMagic = 0x3C85F7CE;
+constexpr uint8_t kReady = 0, kNotReady = 1, kStopWaiting = 0;
+// What this server accepts (libuv's TCPStore refuses the same sizes): a
+// client sending more is broken, and is disconnected.
+constexpr uint64_t kMaxKeyBytes = 8 << 10, kMaxValueBytes = 1ull << 30,
+                   kMaxKeys = 1 << 17;
+
+template <typename T> bool sendValue(int fd, T value) {
+  return sendAll(fd, &value, sizeof(T));
 }
 
-bool recvBytes(int fd, std::string &bytes) {
-  uint32_t n = 0;
-  if (!recvAll(fd, &n, 4))
+template <typename T> bool recvValue(int fd, T &value) {
+  return recvAll(fd, &value, sizeof(T));
+}
+
+bool sendBytes(int fd, const std::string &bytes) {
+  return sendValue<uint64_t>(fd, bytes.size()) &&
+         sendAll(fd, bytes.data(), bytes.size());
+}
+
+bool recvBytes(int fd, std::string &bytes, uint64_t limit) {
+  uint64_t n = 0;
+  if (!recvValue(fd, n) || n > limit)
     return false;
-  bytes.resize(ntohl(n));
+  bytes.resize(n);
   return recvAll(fd, bytes.data(), bytes.size());
+}
+
+bool recvKeys(int fd, std::vector<std::string> &keys) {
+  uint64_t n = 0;
+  if (!recvValue(fd, n) || n > kMaxKeys)
+    return false;
+  keys.resize(n);
+  for (std::string &key : keys)
+    if (!recvBytes(fd, key, kMaxKeyBytes))
+      return false;
+  return true;
 }
 
 struct Table {
   std::mutex mutex;
+  std::condition_variable changed;
   std::map<std::string, std::string> values;
+
+  bool hasAll(const std::vector<std::string> &keys) const {
+    for (const std::string &key : keys)
+      if (!values.count(key))
+        return false;
+    return true;
+  }
 };
 
+/// One client's requests, in order, until it disconnects or sends what
+/// this server does not serve (then the connection is closed, as
+/// PyTorch's server does).
 void serveClient(int fd, Table *table) {
-  char op = 0;
+  uint8_t query = 0;
   std::string key, value;
-  while (recvAll(fd, &op, 1) && recvBytes(fd, key)) {
-    if (op == 'S') {
-      if (!recvBytes(fd, value))
-        break;
+  std::vector<std::string> keys;
+  auto served = [&]() -> bool {
+    switch (static_cast<Query>(query)) {
+    case Query::Validate: {
+      uint32_t magic = 0;
+      return recvValue(fd, magic) && magic == kValidationMagic;
+    }
+    case Query::Ping: {
+      uint32_t nonce = 0;
+      return recvValue(fd, nonce) && sendValue(fd, nonce);
+    }
+    case Query::Set: {
+      if (!recvBytes(fd, key, kMaxKeyBytes) ||
+          !recvBytes(fd, value, kMaxValueBytes))
+        return false;
+      std::lock_guard<std::mutex> lock(table->mutex);
+      table->values[key] = value;
+      table->changed.notify_all();
+      return true;
+    }
+    case Query::Get: {
+      // Clients wait for the key first; a missing one reads as empty, as
+      // PyTorch's libuv server answers.
+      if (!recvBytes(fd, key, kMaxKeyBytes))
+        return false;
+      std::string found;
       {
         std::lock_guard<std::mutex> lock(table->mutex);
-        table->values[key] = value;
+        auto it = table->values.find(key);
+        if (it != table->values.end())
+          found = it->second;
       }
-      char ack = 1;
-      if (!sendAll(fd, &ack, 1))
-        break;
-    } else if (op == 'G') {
-      std::lock_guard<std::mutex> lock(table->mutex);
-      auto it = table->values.find(key);
-      char found = it != table->values.end();
-      if (!sendAll(fd, &found, 1) || (found && !sendBytes(fd, it->second)))
-        break;
-    } else {
-      break;
+      return sendBytes(fd, found);
     }
+    case Query::Add: {
+      int64_t delta = 0, sum = 0;
+      if (!recvBytes(fd, key, kMaxKeyBytes) || !recvValue(fd, delta))
+        return false;
+      {
+        std::lock_guard<std::mutex> lock(table->mutex);
+        std::string &stored = table->values[key];
+        int64_t before = 0;
+        if (!stored.empty() && !absl::SimpleAtoi(stored, &before))
+          return false;
+        sum = before + delta;
+        stored = std::to_string(sum);
+        table->changed.notify_all();
+      }
+      return sendValue(fd, sum);
+    }
+    case Query::Check: {
+      if (!recvKeys(fd, keys))
+        return false;
+      std::lock_guard<std::mutex> lock(table->mutex);
+      return sendValue<uint8_t>(fd, table->hasAll(keys) ? kReady : kNotReady);
+    }
+    case Query::Wait: {
+      if (!recvKeys(fd, keys))
+        return false;
+      {
+        std::unique_lock<std::mutex> lock(table->mutex);
+        table->changed.wait(lock, [&] { return table->hasAll(keys); });
+      }
+      return sendValue<uint8_t>(fd, kStopWaiting);
+    }
+    default:
+      return false;
+    }
+  };
+  while (recvValue(fd, query) && served()) {
   }
   ::close(fd);
 }
@@ -130,7 +239,7 @@ absl::Status serveTcpStore(int port) {
 
 absl::StatusOr<std::unique_ptr<TcpStore>>
 TcpStore::connect(const std::string &host, int port,
-                  std::chrono::milliseconds timeout) {
+                  std::chrono::milliseconds timeout, std::string prefix) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -147,7 +256,18 @@ TcpStore::connect(const std::string &host, int port,
       ::freeaddrinfo(found);
       int on = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-      return std::unique_ptr<TcpStore>(new TcpStore(fd, timeout));
+      // The handshake: one write, as PyTorch's client sends it (its libuv
+      // server reads the query byte and the magic number together).
+      uint8_t hello[5] = {static_cast<uint8_t>(Query::Validate)};
+      std::memcpy(hello + 1, &kValidationMagic, 4);
+      if (!sendAll(fd, hello, sizeof(hello))) {
+        ::close(fd);
+        return absl::UnavailableError(
+            absl::StrCat("the rendezvous store at ", host, ":", port,
+                         " closed the connection at the handshake"));
+      }
+      return std::unique_ptr<TcpStore>(
+          new TcpStore(fd, timeout, std::move(prefix)));
     }
     why = std::strerror(errno);
     if (fd >= 0)
@@ -164,24 +284,38 @@ TcpStore::connect(const std::string &host, int port,
 
 TcpStore::~TcpStore() { ::close(fd); }
 
+void TcpStore::lost() const {
+  throw gloo::IoException(
+      "rendezvous store connection lost (its server, rank 0 or torchrun's "
+      "agent, ended?)");
+}
+
 void TcpStore::set(const std::string &key, const std::vector<char> &data) {
   std::lock_guard<std::mutex> lock(mutex);
-  char op = 'S', ack = 0;
-  if (!sendAll(fd, &op, 1) || !sendBytes(fd, key) ||
-      !sendBytes(fd, std::string(data.begin(), data.end())) ||
-      !recvAll(fd, &ack, 1))
-    throw gloo::IoException("rendezvous store connection lost (rank 0 died?)");
+  if (!sendValue(fd, Query::Set) || !sendBytes(fd, prefix + key) ||
+      !sendBytes(fd, std::string(data.begin(), data.end())))
+    lost();
+}
+
+bool TcpStore::has(const std::vector<std::string> &keys) {
+  std::lock_guard<std::mutex> lock(mutex);
+  uint8_t ready = kNotReady;
+  bool ok = sendValue(fd, Query::Check) && sendValue<uint64_t>(fd, keys.size());
+  for (const std::string &key : keys)
+    ok = ok && sendBytes(fd, prefix + key);
+  if (!ok || !recvValue(fd, ready))
+    lost();
+  return ready == kReady;
 }
 
 std::optional<std::vector<char>> TcpStore::tryGet(const std::string &key) {
-  std::lock_guard<std::mutex> lock(mutex);
-  char op = 'G', found = 0;
-  std::string value;
-  if (!sendAll(fd, &op, 1) || !sendBytes(fd, key) || !recvAll(fd, &found, 1) ||
-      (found && !recvBytes(fd, value)))
-    throw gloo::IoException("rendezvous store connection lost (rank 0 died?)");
-  if (!found)
+  if (!has({key}))
     return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string value;
+  if (!sendValue(fd, Query::Get) || !sendBytes(fd, prefix + key) ||
+      !recvBytes(fd, value, kMaxValueBytes))
+    lost();
   return std::vector<char>(value.begin(), value.end());
 }
 
@@ -196,9 +330,11 @@ void TcpStore::wait(const std::vector<std::string> &keys) {
 
 void TcpStore::wait(const std::vector<std::string> &keys,
                     const std::chrono::milliseconds &limit) {
+  // CHECK, polled: the server's blocking WAIT would need a CANCEL_WAIT
+  // when the time is up.
   auto deadline = std::chrono::steady_clock::now() + limit;
   for (const std::string &key : keys)
-    while (!tryGet(key)) {
+    while (!has({key})) {
       if (std::chrono::steady_clock::now() > deadline)
         throw gloo::IoException("rendezvous: timed out waiting for key '" +
                                 key + "' (a rank did not start?)");

@@ -214,6 +214,20 @@ int main(int argc, char **argv) {
   log = log.forRank(rank->rank, rank->worldSize);
   weft::runtime::JobOptions options = command->job;
   addEnvironment(options, rank->rank);
+  // torchrun restarts a failed job itself (its --max-restarts), running the
+  // same command line again: from the second attempt on, the job continues
+  // from the newest checkpoint, as weft-run's own launcher makes it.
+  if (!std::getenv(weft::runtime::kLaunchedVar) && rank->restartCount > 0) {
+    options.attempt = rank->restartCount;
+    if (options.resume.empty() &&
+        weft::runtime::hasCheckpoint(options.checkpointDir)) {
+      options.resume = options.checkpointDir;
+      if (rank->rank == 0)
+        log.say(absl::StrCat(log.program(), ": attempt ", rank->restartCount,
+                             " of a job torchrun restarted: resuming from ",
+                             options.checkpointDir));
+    }
+  }
   auto result = weft::runtime::runJob(options, *rank, log);
   if (!result.ok())
     return fail(result.status().message());

@@ -1,0 +1,238 @@
+//===- Dataset.cpp - token shards and their shuffled sequences ------------===//
+
+#include "runtime/data/Dataset.h"
+
+#include "runtime/data/Permutation.h"
+#include "runtime/support/Files.h"
+#include "runtime/support/Json.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace weft::runtime {
+namespace {
+absl::Status bad(const std::string &where, const std::string &what) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+}
+
+/// A JSON integer field of `object` within [lo, hi].
+absl::StatusOr<int64_t> integer(const nlohmann::json &object, const char *key,
+                                int64_t lo, int64_t hi,
+                                const std::string &where) {
+  auto it = object.find(key);
+  if (it == object.end())
+    return bad(where, absl::StrCat("field '", key, "' is missing"));
+  if (!it->is_number_integer())
+    return bad(where, absl::StrCat("field '", key, "' must be an integer"));
+  // Unsigned JSON numbers past int64 read as negative through get<int64_t>.
+  if (it->is_number_unsigned() &&
+      it->get<uint64_t>() > static_cast<uint64_t>(hi))
+    return bad(where, absl::StrCat("field '", key, "' must be at most ", hi));
+  int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi)
+    return bad(where, absl::StrCat("field '", key, "' is ", v, ", not between ",
+                                   lo, " and ", hi));
+  return v;
+}
+
+absl::Status onlyKeys(const nlohmann::json &object,
+                      std::initializer_list<const char *> keys,
+                      const std::string &where) {
+  for (const auto &[key, value] : object.items())
+    if (std::none_of(keys.begin(), keys.end(),
+                     [&](const char *k) { return key == k; }))
+      return bad(where, absl::StrCat("unknown field '", key, "'"));
+  return absl::OkStatus();
+}
+} // namespace
+
+absl::StatusOr<Dataset> Dataset::open(const std::string &path) {
+  Dataset d;
+  std::error_code error;
+  d.index = fs::is_directory(path, error)
+                ? (fs::path(path) / "dataset.json").string()
+                : path;
+  absl::StatusOr<std::string> text = readFileAtMost(d.index, 64 << 20);
+  if (!text.ok())
+    return text.status();
+  absl::StatusOr<nlohmann::json> json = parseUntrustedJson(*text);
+  if (!json.ok())
+    return bad(d.index, std::string(json.status().message()));
+  if (!json->is_object())
+    return bad(d.index, "is not a JSON object (a weft dataset index)");
+  if (absl::Status s = onlyKeys(
+          *json, {"format", "version", "dtype", "vocab", "eos", "shards"},
+          d.index);
+      !s.ok())
+    return s;
+  auto format = json->find("format");
+  if (format == json->end() || *format != "weft-dataset")
+    return bad(d.index, "is not a weft dataset index (field 'format' must be "
+                        "\"weft-dataset\"; weft-data prepare writes one)");
+  absl::StatusOr<int64_t> version = integer(*json, "version", 1, 1, d.index);
+  if (!version.ok())
+    return version.status();
+  auto dtype = json->find("dtype");
+  if (dtype == json->end() || !dtype->is_string() ||
+      (*dtype != "uint16" && *dtype != "uint32"))
+    return bad(d.index, "field 'dtype' must be \"uint16\" or \"uint32\"");
+  d.bytesPerToken = *dtype == "uint16" ? 2 : 4;
+  absl::StatusOr<int64_t> vocab =
+      integer(*json, "vocab", 1, int64_t(1) << (8 * d.bytesPerToken), d.index);
+  if (!vocab.ok())
+    return vocab.status();
+  d.vocab = *vocab;
+  if (json->contains("eos")) {
+    absl::StatusOr<int64_t> eos =
+        integer(*json, "eos", 0, d.vocab - 1, d.index);
+    if (!eos.ok())
+      return eos.status();
+    d.eos = *eos;
+  }
+  auto shards = json->find("shards");
+  if (shards == json->end() || !shards->is_array() || shards->empty())
+    return bad(d.index, "field 'shards' must be a non-empty list");
+  if (shards->size() > (1u << 20))
+    return bad(d.index, "lists more than 1048576 shards");
+  fs::path dir = fs::path(d.index).parent_path();
+  for (size_t i = 0; i < shards->size(); ++i) {
+    const nlohmann::json &entry = (*shards)[i];
+    std::string where = absl::StrCat(d.index, ": shard ", i);
+    if (!entry.is_object())
+      return bad(where, "is not {\"file\": ..., \"tokens\": N}");
+    if (absl::Status s = onlyKeys(entry, {"file", "tokens"}, where); !s.ok())
+      return s;
+    auto file = entry.find("file");
+    if (file == entry.end() || !file->is_string() ||
+        file->get<std::string>().empty())
+      return bad(where, "field 'file' must be a file name");
+    absl::StatusOr<int64_t> tokens =
+        integer(entry, "tokens", 0, int64_t(1) << 50, where);
+    if (!tokens.ok())
+      return tokens.status();
+    std::string name = file->get<std::string>();
+    DatasetShard shard{(dir / name).string(), *tokens};
+    where = absl::StrCat(d.index, ": shard ", i, " (", name, ")");
+    struct stat st;
+    if (::stat(shard.path.c_str(), &st) != 0)
+      return bad(where, absl::StrCat("cannot open ", shard.path, ": ",
+                                     std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+      return bad(where, shard.path + " is not a regular file");
+    int64_t want = shard.tokens * d.bytesPerToken;
+    if (st.st_size != want)
+      return bad(where, absl::StrCat(
+                            "holds ", st.st_size, " bytes, but the index says ",
+                            shard.tokens, " ", dtype->get<std::string>(),
+                            " tokens (", want, " bytes)",
+                            st.st_size % d.bytesPerToken
+                                ? absl::StrCat(": not a whole number of ",
+                                               d.bytesPerToken, "-byte ids")
+                                : ""));
+    d.shards.push_back(std::move(shard));
+  }
+  return d;
+}
+
+struct ShuffledWindows::Files {
+  std::vector<int> fds;
+  ~Files() {
+    for (int fd : fds)
+      ::close(fd);
+  }
+};
+
+absl::StatusOr<ShuffledWindows> ShuffledWindows::create(Dataset dataset,
+                                                        int64_t seq,
+                                                        int64_t vocab,
+                                                        uint64_t seed) {
+  ShuffledWindows w;
+  if (seq < 1)
+    return absl::InvalidArgumentError("a window needs seq >= 1");
+  if (dataset.vocab > vocab)
+    return bad(dataset.index,
+               absl::StrCat("the dataset's vocabulary (", dataset.vocab,
+                            " ids) is larger than the model's (", vocab, ")"));
+  w.seq = seq;
+  w.vocab = vocab;
+  w.seed = seed;
+  w.files = std::make_shared<Files>();
+  w.firstWindow.push_back(0);
+  for (const DatasetShard &shard : dataset.shards) {
+    int64_t windows = shard.tokens > seq ? (shard.tokens - 1) / seq : 0;
+    w.firstWindow.push_back(w.firstWindow.back() + windows);
+    int fd = ::open(shard.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return bad(shard.path,
+                 absl::StrCat("cannot open: ", std::strerror(errno)));
+    w.files->fds.push_back(fd);
+  }
+  w.total = w.firstWindow.back();
+  if (w.total == 0)
+    return bad(dataset.index,
+               absl::StrCat("no shard holds a window of ", seq + 1,
+                            " tokens (seq ", seq, " and its labels)"));
+  w.data = std::move(dataset);
+  return w;
+}
+
+WindowRef ShuffledWindows::at(int64_t position) const {
+  uint64_t epoch = static_cast<uint64_t>(position / total);
+  KeyedPermutation order(static_cast<uint64_t>(total),
+                         seed * 0x9E3779B97F4A7C15ull ^
+                             (epoch + 1) * 0xD1B54A32D192ED03ull);
+  int64_t window =
+      static_cast<int64_t>(order(static_cast<uint64_t>(position % total)));
+  int64_t shard =
+      std::upper_bound(firstWindow.begin(), firstWindow.end(), window) -
+      firstWindow.begin() - 1;
+  return {shard, (window - firstWindow[shard]) * seq};
+}
+
+absl::Status ShuffledWindows::read(WindowRef window, int32_t *tokens,
+                                   int32_t *labels) const {
+  int width = data.bytesPerToken;
+  std::vector<uint8_t> bytes((seq + 1) * width);
+  const std::string &path = data.shards[window.shard].path;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pread(files->fds[window.shard], bytes.data() + done,
+                        bytes.size() - done,
+                        static_cast<off_t>(window.offset * width + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return bad(path, absl::StrCat("cannot read tokens ", window.offset,
+                                    " to ", window.offset + seq, ": ",
+                                    n < 0 ? std::strerror(errno)
+                                          : "the file is shorter than its "
+                                            "index says"));
+    done += static_cast<size_t>(n);
+  }
+  for (int64_t i = 0; i <= seq; ++i) {
+    uint32_t id = 0;
+    for (int b = width - 1; b >= 0; --b) // Little-endian.
+      id = (id << 8) | bytes[i * width + b];
+    // The index's vocabulary, which create() checked the model's covers.
+    if (id >= static_cast<uint64_t>(data.vocab))
+      return bad(path, absl::StrCat("token ", window.offset + i, " is id ", id,
+                                    ", outside the vocabulary [0, ", data.vocab,
+                                    ") ", data.index, " declares"));
+    if (i < seq)
+      tokens[i] = static_cast<int32_t>(id);
+    if (i > 0)
+      labels[i - 1] = static_cast<int32_t>(id);
+  }
+  return absl::OkStatus();
+}
+
+} // namespace weft::runtime

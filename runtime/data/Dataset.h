@@ -1,0 +1,90 @@
+//===- Dataset.h - token shards and their shuffled sequences ----*- C++ -*-===//
+//
+// A dataset is a directory of token shards (nanoGPT's `.bin` layout: flat
+// little-endian uint16 or uint32 ids) and an index, `dataset.json`:
+//
+//   {"format": "weft-dataset", "version": 1, "dtype": "uint16",
+//    "vocab": 256, "eos": 10,
+//    "shards": [{"file": "shard-00000.bin", "tokens": 1048576}, ...]}
+//
+// (`eos` optional; shard paths relative to the index). Training reads it
+// as sequences: each shard is cut into windows of seq + 1 tokens, one
+// after another with a stride of seq (a window's last token is the next
+// one's first, so every token but a shard's first is a label exactly
+// once). An epoch visits every window of every shard once, in an order
+// drawn by KeyedPermutation from (seed, epoch): a shuffle without
+// replacement in O(1) memory. The order is a function of the position
+// alone, so a run's position in the data is the number of sequences it
+// has consumed, and a resumed run continues the same order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_RUNTIME_DATA_DATASET_H
+#define WEFT_RUNTIME_DATA_DATASET_H
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace weft::runtime {
+
+struct DatasetShard {
+  std::string path; // Resolved against the index's directory.
+  int64_t tokens = 0;
+};
+
+struct Dataset {
+  std::string index; // The dataset.json it was read from.
+  int bytesPerToken = 2;
+  int64_t vocab = 0;
+  int64_t eos = -1; // -1: not given.
+  std::vector<DatasetShard> shards;
+
+  /// Reads and checks `dataset.json` (or a directory holding one): the
+  /// format, every field, and each shard's size on disk against its token
+  /// count. Errors name the file, the shard and what is wrong.
+  static absl::StatusOr<Dataset> open(const std::string &path);
+};
+
+/// Where a window lies: `shard`'s tokens from `offset`, seq + 1 of them.
+struct WindowRef {
+  int64_t shard = 0, offset = 0;
+};
+
+/// A dataset's windows of seq + 1 tokens in shuffled epochs.
+class ShuffledWindows {
+public:
+  /// Fails when the dataset holds no window of seq + 1 tokens, or `vocab`
+  /// (the model's) is below the dataset's.
+  static absl::StatusOr<ShuffledWindows> create(Dataset dataset, int64_t seq,
+                                                int64_t vocab, uint64_t seed);
+
+  /// Windows in one epoch.
+  int64_t size() const { return total; }
+  /// The window at position `position` of the run (from 0): epoch
+  /// position / size(), shuffled by (seed, epoch).
+  WindowRef at(int64_t position) const;
+  /// Reads `window` into `tokens` (its first seq) and `labels` (the next
+  /// seq): one read. An id outside the index's vocabulary is an error
+  /// naming the shard and the token's position in it.
+  absl::Status read(WindowRef window, int32_t *tokens, int32_t *labels) const;
+
+  const Dataset &dataset() const { return data; }
+
+private:
+  Dataset data;
+  int64_t seq = 0, vocab = 0, total = 0;
+  uint64_t seed = 0;
+  /// Windows before each shard (prefix sums), and one past the last.
+  std::vector<int64_t> firstWindow;
+  /// The shards, open for reading (shared: the sampler is copied).
+  struct Files;
+  std::shared_ptr<Files> files;
+};
+
+} // namespace weft::runtime
+
+#endif // WEFT_RUNTIME_DATA_DATASET_H

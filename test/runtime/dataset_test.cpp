@@ -1,0 +1,187 @@
+//===- dataset_test.cpp - shards, their index and the shuffle -------------===//
+
+#include "runtime/data/Dataset.h"
+#include "runtime/data/Permutation.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+namespace fs = std::filesystem;
+using namespace weft::runtime;
+
+namespace {
+
+TEST(KeyedPermutation, IsABijectionOfEverySize) {
+  for (uint64_t n : {1ull, 2ull, 3ull, 5ull, 16ull, 17ull, 1000ull, 4097ull}) {
+    KeyedPermutation p(n, 42);
+    std::vector<bool> seen(n, false);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t v = p(i);
+      ASSERT_LT(v, n);
+      EXPECT_FALSE(seen[v]) << "n=" << n << " visits " << v << " twice";
+      seen[v] = true;
+    }
+  }
+}
+
+TEST(KeyedPermutation, KeysGiveDifferentOrders) {
+  KeyedPermutation a(1000, 1), b(1000, 2);
+  int same = 0, fixed = 0;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    same += a(i) == b(i);
+    fixed += a(i) == i;
+  }
+  // A random pair of permutations agrees in about one place.
+  EXPECT_LT(same, 20);
+  EXPECT_LT(fixed, 20);
+}
+
+/// A dataset of shards holding ids 0, 1, 2, ... (mod vocab) in `dir`.
+std::string writeDataset(const fs::path &dir, std::vector<int64_t> sizes,
+                         int64_t vocab = 1000, const char *dtype = "uint16") {
+  fs::create_directories(dir);
+  std::string shards;
+  int64_t next = 0;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    std::string name = "shard-" + std::to_string(s) + ".bin";
+    std::ofstream out(dir / name, std::ios::binary);
+    for (int64_t i = 0; i < sizes[s]; ++i, ++next) {
+      uint32_t id = static_cast<uint32_t>(next % vocab);
+      out.write(reinterpret_cast<const char *>(&id),
+                std::string(dtype) == "uint16" ? 2 : 4);
+    }
+    shards += (s ? ", " : "") + std::string("{\"file\": \"") + name +
+              "\", \"tokens\": " + std::to_string(sizes[s]) + "}";
+  }
+  std::ofstream(dir / "dataset.json")
+      << "{\"format\": \"weft-dataset\", \"version\": 1, \"dtype\": \"" << dtype
+      << "\", \"vocab\": " << vocab << ", \"shards\": [" << shards << "]}";
+  return (dir / "dataset.json").string();
+}
+
+fs::path scratch(const std::string &name) {
+  fs::path dir = fs::temp_directory_path() /
+                 ("weft-dataset-test-" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+TEST(ShuffledWindows, EveryWindowOncePerEpochAcrossShards) {
+  // Shards of 50, 0, 33 and 81 tokens at seq 8: 6 + 0 + 4 + 10 windows.
+  std::string index = writeDataset(scratch("once"), {50, 0, 33, 81});
+  absl::StatusOr<Dataset> data = Dataset::open(index);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<ShuffledWindows> windows =
+      ShuffledWindows::create(*data, 8, 1000, 7);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  ASSERT_EQ(windows->size(), 20);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    std::set<std::pair<int64_t, int64_t>> seen;
+    for (int64_t i = 0; i < 20; ++i) {
+      WindowRef w = windows->at(epoch * 20 + i);
+      EXPECT_NE(w.shard, 1); // Too short for one window.
+      EXPECT_TRUE(seen.insert({w.shard, w.offset}).second);
+    }
+    EXPECT_EQ(seen.size(), 20u);
+  }
+  // Epochs are shuffled differently, and so are seeds.
+  absl::StatusOr<ShuffledWindows> other =
+      ShuffledWindows::create(*data, 8, 1000, 8);
+  ASSERT_TRUE(other.ok());
+  int sameEpoch = 0, sameSeed = 0;
+  for (int64_t i = 0; i < 20; ++i) {
+    WindowRef a = windows->at(i), b = windows->at(20 + i), c = other->at(i);
+    sameEpoch += a.shard == b.shard && a.offset == b.offset;
+    sameSeed += a.shard == c.shard && a.offset == c.offset;
+  }
+  EXPECT_LT(sameEpoch, 20);
+  EXPECT_LT(sameSeed, 20);
+}
+
+TEST(ShuffledWindows, ReadsTokensAndNextTokenLabels) {
+  std::string index = writeDataset(scratch("read"), {40, 40}, 1000, "uint32");
+  absl::StatusOr<Dataset> data = Dataset::open(index);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<ShuffledWindows> windows =
+      ShuffledWindows::create(*data, 8, 1000, 0);
+  ASSERT_TRUE(windows.ok());
+  std::vector<int32_t> tokens(8), labels(8);
+  // Shard 1 starts at id 40; its window at offset 16 holds 56..64.
+  ASSERT_TRUE(windows->read({1, 16}, tokens.data(), labels.data()).ok());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(tokens[i], 56 + i);
+    EXPECT_EQ(labels[i], 57 + i);
+  }
+}
+
+/// The error of opening `index` (or creating its windows), as text.
+std::string errorOf(const std::string &index, int64_t modelVocab = 1000) {
+  absl::StatusOr<Dataset> data = Dataset::open(index);
+  if (!data.ok())
+    return std::string(data.status().message());
+  absl::StatusOr<ShuffledWindows> w =
+      ShuffledWindows::create(*data, 8, modelVocab, 0);
+  if (!w.ok())
+    return std::string(w.status().message());
+  std::vector<int32_t> t(8), l(8);
+  for (int64_t i = 0; i < w->size(); ++i)
+    if (absl::Status s = w->read(w->at(i), t.data(), l.data()); !s.ok())
+      return std::string(s.message());
+  return "";
+}
+
+TEST(Dataset, BadShardsAreNamed) {
+  fs::path dir = scratch("bad");
+  std::string index = writeDataset(dir, {50, 50});
+  EXPECT_EQ(errorOf(index), "");
+  // Truncated to an odd byte count.
+  fs::resize_file(dir / "shard-1.bin", 99);
+  EXPECT_EQ(errorOf(index),
+            index + ": shard 1 (shard-1.bin): holds 99 bytes, but the index "
+                    "says 50 uint16 tokens (100 bytes): not a whole number "
+                    "of 2-byte ids");
+  // Missing.
+  fs::remove(dir / "shard-1.bin");
+  EXPECT_NE(errorOf(index).find("shard 1 (shard-1.bin): cannot open"),
+            std::string::npos);
+  // Ids at or above the model's vocabulary.
+  std::string big = writeDataset(scratch("vocab"), {50}, 1000);
+  EXPECT_EQ(errorOf(big, 30),
+            big + ": the dataset's vocabulary (1000 ids) is larger than the "
+                  "model's (30)");
+  // Ids the index's vocabulary does not hold.
+  fs::path few = scratch("few");
+  std::string fewIndex = writeDataset(few, {50});
+  std::ofstream(few / "dataset.json")
+      << "{\"format\": \"weft-dataset\", \"version\": 1, \"dtype\": "
+         "\"uint16\", \"vocab\": 20, \"shards\": [{\"file\": "
+         "\"shard-0.bin\", \"tokens\": 50}]}";
+  std::string error = errorOf(fewIndex);
+  EXPECT_NE(error.find((few / "shard-0.bin").string() + ": token "),
+            std::string::npos)
+      << error;
+  EXPECT_NE(
+      error.find(", outside the vocabulary [0, 20) " + fewIndex + " declares"),
+      std::string::npos)
+      << error;
+  // An index that disagrees: a field missing, a wrong format.
+  std::ofstream(dir / "other.json") << "{\"format\": \"weft-dataset\", "
+                                       "\"version\": 1, \"dtype\": \"uint8\"}";
+  EXPECT_EQ(errorOf((dir / "other.json").string()),
+            (dir / "other.json").string() +
+                ": field 'dtype' must be \"uint16\" or \"uint32\"");
+  std::ofstream(dir / "model.json") << "{\"n_embd\": 64}";
+  EXPECT_NE(
+      errorOf((dir / "model.json").string()).find("unknown field 'n_embd'"),
+      std::string::npos);
+  // No window long enough.
+  std::string tiny = writeDataset(scratch("tiny"), {8, 5});
+  EXPECT_EQ(errorOf(tiny), tiny + ": no shard holds a window of 9 tokens "
+                                  "(seq 8 and its labels)");
+}
+
+} // namespace

@@ -54,7 +54,7 @@ test: build check-format check-layers
 # running them all if any found one.
 FUZZ_SECONDS ?= 120
 FUZZERS = safetensors sched-bundle sched-manifest ir config topology plan \
-  tokens run-flags
+  tokens run-flags checkpoint dataset
 
 fuzz: configure
 	cmake --build $(BUILD) -j $(JOBS) --target $(addprefix weft-fuzz-,$(FUZZERS))
@@ -62,7 +62,8 @@ fuzz: configure
 	@failed=; for f in $(FUZZERS); do \
 	  log=$(BUILD)/test/fuzz/fuzz-$$f.log; \
 	  case $$f in ir) dict=-dict=test/fuzz/ir.dict;; \
-	    config|topology) dict=-dict=test/fuzz/json.dict;; *) dict=;; esac; \
+	    config|topology|checkpoint|dataset) dict=-dict=test/fuzz/json.dict;; \
+	    *) dict=;; esac; \
 	  if $(BUILD)/test/fuzz/weft-fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
 	      -timeout=5 -print_final_stats=1 $$dict \
 	      -artifact_prefix=$(BUILD)/test/fuzz/findings/$$f- \

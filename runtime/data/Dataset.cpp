@@ -143,6 +143,19 @@ absl::StatusOr<Dataset> Dataset::open(const std::string &path) {
   return d;
 }
 
+absl::StatusOr<Dataset> Dataset::fromFile(const std::string &path,
+                                          int bytesPerToken, int64_t vocab) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return bad(path, "is not a readable file");
+  Dataset d;
+  d.index = path;
+  d.bytesPerToken = bytesPerToken;
+  d.vocab = vocab;
+  d.shards.push_back({path, st.st_size / bytesPerToken});
+  return d;
+}
+
 struct ShuffledWindows::Files {
   std::vector<int> fds;
   ~Files() {
@@ -177,6 +190,12 @@ absl::StatusOr<ShuffledWindows> ShuffledWindows::create(Dataset dataset,
     w.files->fds.push_back(fd);
   }
   w.total = w.firstWindow.back();
+  if (w.total == 0 && dataset.shards.size() == 1 &&
+      dataset.shards[0].path == dataset.index)
+    return bad(dataset.index,
+               absl::StrCat("has ", dataset.shards[0].tokens,
+                            " tokens; a training window of ", seq,
+                            " tokens needs at least ", seq + 1));
   if (w.total == 0)
     return bad(dataset.index,
                absl::StrCat("no shard holds a window of ", seq + 1,
@@ -198,39 +217,57 @@ WindowRef ShuffledWindows::at(int64_t position) const {
   return {shard, (window - firstWindow[shard]) * seq};
 }
 
-absl::Status ShuffledWindows::read(WindowRef window, int32_t *tokens,
-                                   int32_t *labels) const {
+absl::StatusOr<std::vector<uint32_t>>
+ShuffledWindows::readTokens(int64_t shard, int64_t offset,
+                            int64_t count) const {
   int width = data.bytesPerToken;
-  std::vector<uint8_t> bytes((seq + 1) * width);
-  const std::string &path = data.shards[window.shard].path;
+  count =
+      std::max<int64_t>(0, std::min(count, data.shards[shard].tokens - offset));
+  std::vector<uint8_t> bytes(count * width);
+  const std::string &path = data.shards[shard].path;
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::pread(files->fds[window.shard], bytes.data() + done,
-                        bytes.size() - done,
-                        static_cast<off_t>(window.offset * width + done));
+    ssize_t n =
+        ::pread(files->fds[shard], bytes.data() + done, bytes.size() - done,
+                static_cast<off_t>(offset * width + done));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return bad(path, absl::StrCat("cannot read tokens ", window.offset,
-                                    " to ", window.offset + seq, ": ",
+      return bad(path, absl::StrCat("cannot read tokens ", offset, " to ",
+                                    offset + count, ": ",
                                     n < 0 ? std::strerror(errno)
                                           : "the file is shorter than its "
                                             "index says"));
     done += static_cast<size_t>(n);
   }
-  for (int64_t i = 0; i <= seq; ++i) {
+  std::vector<uint32_t> ids(count);
+  for (int64_t i = 0; i < count; ++i) {
     uint32_t id = 0;
     for (int b = width - 1; b >= 0; --b) // Little-endian.
       id = (id << 8) | bytes[i * width + b];
     // The index's vocabulary, which create() checked the model's covers.
     if (id >= static_cast<uint64_t>(data.vocab))
-      return bad(path, absl::StrCat("token ", window.offset + i, " is id ", id,
+      return bad(path, absl::StrCat("token ", offset + i, " is id ", id,
                                     ", outside the vocabulary [0, ", data.vocab,
                                     ") ", data.index, " declares"));
-    if (i < seq)
-      tokens[i] = static_cast<int32_t>(id);
-    if (i > 0)
-      labels[i - 1] = static_cast<int32_t>(id);
+    ids[i] = id;
+  }
+  return ids;
+}
+
+absl::Status ShuffledWindows::read(WindowRef window, int32_t *tokens,
+                                   int32_t *labels) const {
+  absl::StatusOr<std::vector<uint32_t>> ids =
+      readTokens(window.shard, window.offset, seq + 1);
+  if (!ids.ok())
+    return ids.status();
+  if (static_cast<int64_t>(ids->size()) != seq + 1)
+    return bad(data.shards[window.shard].path,
+               absl::StrCat("has no window of ", seq + 1, " tokens at ",
+                            window.offset));
+  for (int64_t i = 0; i < seq; ++i) {
+    tokens[i] = static_cast<int32_t>((*ids)[i]);
+    labels[i] = static_cast<int32_t>((*ids)[i + 1]);
   }
   return absl::OkStatus();
 }

@@ -47,6 +47,10 @@ struct Dataset {
   /// format, every field, and each shard's size on disk against its token
   /// count. Errors name the file, the shard and what is wrong.
   static absl::StatusOr<Dataset> open(const std::string &path);
+  /// A dataset of one flat file of `bytesPerToken`-wide ids (1: text under
+  /// the byte tokenizer) of vocabulary `vocab`, its ids already checked.
+  static absl::StatusOr<Dataset> fromFile(const std::string &path,
+                                          int bytesPerToken, int64_t vocab);
 };
 
 /// Where a window lies: `shard`'s tokens from `offset`, seq + 1 of them.
@@ -71,6 +75,9 @@ public:
   /// seq): one read. An id outside the index's vocabulary is an error
   /// naming the shard and the token's position in it.
   absl::Status read(WindowRef window, int32_t *tokens, int32_t *labels) const;
+  /// `count` ids of `shard` from `offset` (fewer at its end).
+  absl::StatusOr<std::vector<uint32_t>>
+  readTokens(int64_t shard, int64_t offset, int64_t count) const;
 
   const Dataset &dataset() const { return data; }
 

@@ -2,11 +2,11 @@
 
 #include "runtime/train/Job.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 #include "runtime/checkpoint/Checkpoint.h"
-#include "runtime/data/Batches.h"
 #include "runtime/data/TokenFile.h"
 #include "runtime/exec/Blas.h"
 #include "runtime/exec/BundleData.h"
@@ -92,6 +92,14 @@ absl::Status checkRanks(const sched::SchedBundle &bundle, int64_t worldSize) {
 }
 } // namespace
 
+/// Whether --data names a dataset index (a directory holding dataset.json,
+/// or a .json file) rather than one flat token or text file.
+static bool isDatasetIndex(const std::string &path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) ||
+         absl::EndsWith(path, ".json");
+}
+
 // Paths are compared by whether they are given (--metrics adds a
 /// gather of peak memory; --save and --init-from gather and scatter
 /// weights), the data by its size: hosts may keep the same file in
@@ -100,11 +108,24 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
   auto given = [](const std::string &path) {
     return std::string(path.empty() ? "not given" : "given");
   };
-  std::error_code error;
-  uintmax_t dataBytes = std::filesystem::file_size(options.data, error);
+  // A dataset by its shards' token counts (its index's bytes may differ
+  // in spacing); one file by its size.
+  std::string dataSize = "unreadable";
+  if (isDatasetIndex(options.data)) {
+    if (absl::StatusOr<Dataset> d = Dataset::open(options.data); d.ok()) {
+      dataSize = absl::StrCat(d->shards.size(), " shards:");
+      for (const DatasetShard &shard : d->shards)
+        absl::StrAppend(&dataSize, " ", shard.tokens);
+    }
+  } else {
+    std::error_code error;
+    uintmax_t dataBytes = std::filesystem::file_size(options.data, error);
+    if (!error)
+      dataSize = absl::StrCat(dataBytes);
+  }
   return {
       {"the bundle's manifest hash", bundle.manifestXxh3},
-      {"--data's size", error ? "unreadable" : absl::StrCat(dataBytes)},
+      {"--data's size", dataSize},
       {"--tokenizer", options.tokenizer},
       {"--token-bytes", absl::StrCat(options.tokenBytes)},
       {"--steps", absl::StrCat(options.steps)},
@@ -284,6 +305,41 @@ static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
                                                             : 0;
 }
 
+absl::StatusOr<ShuffledWindows> openTrainingData(const JobOptions &options,
+                                                 int64_t seq, int64_t vocab) {
+  bool bytes = options.tokenizer == "bytes";
+  absl::StatusOr<Dataset> data;
+  std::error_code error;
+  if (std::filesystem::is_directory(options.data, error) &&
+      !std::filesystem::exists(
+          std::filesystem::path(options.data) / "dataset.json", error))
+    return invalid(options.data +
+                   ": is a directory, not a file (nor a dataset: it holds "
+                   "no dataset.json)");
+  if (isDatasetIndex(options.data)) {
+    if (bytes)
+      return invalid(options.data + ": a dataset index has its own token type; "
+                                    "--tokenizer bytes is for one text file");
+    data = Dataset::open(options.data);
+  } else {
+    // One file, its ids checked once here (a dataset's are checked as its
+    // windows are read).
+    auto tokens = bytes ? readByteTokens(options.data)
+                        : readTokenFile(options.data, options.tokenBytes);
+    if (!tokens.ok())
+      return tokens.status();
+    if (absl::Status s = checkTokenRange(*tokens, static_cast<uint32_t>(vocab),
+                                         options.data);
+        !s.ok())
+      return s;
+    data =
+        Dataset::fromFile(options.data, bytes ? 1 : options.tokenBytes, vocab);
+  }
+  if (!data.ok())
+    return data.status();
+  return ShuffledWindows::create(std::move(*data), seq, vocab, options.seed);
+}
+
 absl::Status checkJobOptions(const JobOptions &options) {
   auto number = [](double v) { return absl::StrCat(v); };
   if (!options.inject.empty())
@@ -363,10 +419,6 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   if (!options.tokenizer.empty() && !bytes)
     return invalid("unknown --tokenizer '" + options.tokenizer +
                    "' (supported: bytes)");
-  auto tokens = bytes ? readByteTokens(options.data)
-                      : readTokenFile(options.data, options.tokenBytes);
-  if (!tokens.ok())
-    return tokens.status();
   int64_t batch = metaInt(ex.bundle(), "batch"),
           seq = metaInt(ex.bundle(), "seq"),
           vocab = metaInt(ex.bundle(), "vocab");
@@ -378,26 +430,26 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                      key +
                      "' (a training bundle says its batch, seq and "
                      "vocab; weftc compile writes them)");
-  auto sampler = BatchSampler::create(std::move(*tokens), batch, seq, vocab,
-                                      options.seed, options.data);
-  if (!sampler.ok())
-    return sampler.status();
+  absl::StatusOr<ShuffledWindows> windows =
+      openTrainingData(options, seq, vocab);
+  if (!windows.ok())
+    return windows.status();
   JobResult result;
   result.leader = !comm || comm->rank() == 0;
-  // The sample continues a window from a third of the way into the data.
-  const std::vector<uint32_t> &stream = sampler->stream();
-  size_t promptStart = stream.size() / 3;
-  std::vector<uint32_t> prompt(
-      stream.begin() + promptStart,
-      stream.begin() +
-          std::min(stream.size(), promptStart + std::min<size_t>(seq / 2, 32)));
+  // The sample continues a window from a third of the way into the data
+  // (its first shard).
+  absl::StatusOr<std::vector<uint32_t>> prompt =
+      windows->readTokens(0, windows->dataset().shards[0].tokens / 3,
+                          std::min<int64_t>(seq / 2, 32));
+  if (!prompt.ok())
+    return prompt.status();
 
   if (options.steps < 0)
     return invalid("--steps must be non-negative");
   LrSchedule schedule{options.lr,
                       options.warmup >= 0 ? options.warmup : options.steps / 10,
                       options.steps, options.minLrRatio};
-  TrainLoop loop(ex, std::move(*sampler), schedule);
+  TrainLoop loop(ex, std::move(*windows), schedule);
   // The batches are drawn from the data by the seed and the step, and the
   // learning rate follows the schedule's flags: a resumed run needs them
   // as they were (the rendezvous' facts of those flags).
@@ -550,10 +602,10 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   if (options.sample > 0) {
     // Every rank runs the forward program (it has collectives).
     auto generated =
-        loop.sample(prompt, options.sample, options.temperature, options.seed);
+        loop.sample(*prompt, options.sample, options.temperature, options.seed);
     if (!generated.ok())
       return generated.status();
-    result.prompt = std::move(prompt);
+    result.prompt = std::move(*prompt);
     result.generated = std::move(*generated);
   }
   return result;

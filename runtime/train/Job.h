@@ -13,6 +13,7 @@
 #ifndef WEFT_RUNTIME_TRAIN_JOB_H
 #define WEFT_RUNTIME_TRAIN_JOB_H
 
+#include "runtime/data/Dataset.h"
 #include "runtime/dist/Communicator.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/support/Log.h"
@@ -100,6 +101,12 @@ struct JobResult {
 /// Whether the job's settings are in range (a positive finite --lr, a
 /// --min-lr-ratio in [0, 1], ...); errors name the flag and the value.
 absl::Status checkJobOptions(const JobOptions &options);
+
+/// --data (and --tokenizer, --token-bytes) opened as training windows of
+/// `seq` tokens for a model of vocabulary `vocab` (runtime/data/Dataset.h):
+/// a dataset index, or one flat token file, or text.
+absl::StatusOr<ShuffledWindows> openTrainingData(const JobOptions &options,
+                                                 int64_t seq, int64_t vocab);
 
 /// What every rank of the job must agree on at rendezvous: the bundle's
 /// hash and the flags that change the step (see Communicator::create).

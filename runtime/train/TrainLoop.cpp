@@ -52,10 +52,10 @@ static Sharding splitOf(const sched::ProgramInput &input) {
   return input.split ? *input.split : Sharding();
 }
 
-TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
+TrainLoop::TrainLoop(SchedExecutor &executor, ShuffledWindows data,
                      LrSchedule schedule)
     : executor(executor), mesh(meshSpecOf(executor.bundle())),
-      sampler(std::move(sampler)), schedule(schedule),
+      data(std::move(data)), schedule(schedule),
       runs(*trainSteps(executor.bundle(), executor.rank())) {
   // This rank's block of the step's batch: every micro-batch's rows, as the
   // first program's tokens are split (rows under data parallelism, columns
@@ -79,7 +79,17 @@ TrainLoop::TrainLoop(SchedExecutor &executor, BatchSampler sampler,
 
 absl::StatusOr<StepReport> TrainLoop::step() {
   int64_t n = steps + 1;
-  sampler.fill(n, globalTokens.data(), globalLabels.data());
+  int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
+  // The rows this rank feeds its programs: its block of each micro-batch.
+  for (int64_t j = 0; j < m; ++j)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t row = j * globalRows + start[0] / m + r;
+      WindowRef window = data.at((n - 1) * globalBatch + row);
+      if (absl::Status s = data.read(window, &globalTokens[row * globalSeq],
+                                     &globalLabels[row * globalSeq]);
+          !s.ok())
+        return s;
+    }
   // Under context parallelism the program holds each sequence as chunks
   // 0, 2N-1, 1, 2N-2, ...: reorder before the blocks are cut.
   if (sequenceChunks > 0)
@@ -91,7 +101,6 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   // every plan, each rank taking its block of it: the same tokens meet in
   // one micro-batch whatever the ranks (a MoE model routes, and caps, each
   // micro-batch on its own).
-  int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
   for (int64_t j = 0; j < m; ++j)
     forEachInBlock({rows, seq}, {globalRows, globalSeq},
                    {start[0] / m, start[1]}, [&](int64_t i, int64_t g) {

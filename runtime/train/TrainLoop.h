@@ -1,6 +1,7 @@
 //===- TrainLoop.h - training a bundle --------------------------*- C++ -*-===//
 //
-// What weft-run and the JIT API share: batches from the sampler, the
+// What weft-run and the JIT API share: batches of the data's shuffled
+// windows (runtime/data/Dataset.h), the
 // learning-rate schedule, one compiled step per call, and sampling text
 // from the forward program.
 //
@@ -9,7 +10,7 @@
 #ifndef WEFT_RUNTIME_TRAIN_TRAINLOOP_H
 #define WEFT_RUNTIME_TRAIN_TRAINLOOP_H
 
-#include "runtime/data/Batches.h"
+#include "runtime/data/Dataset.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/train/Schedule.h"
 #include "runtime/train/TrainSchedule.h"
@@ -48,10 +49,12 @@ public:
   /// forward(tokens, labels) of one micro-batch's [B, S].
   static absl::Status check(const sched::SchedBundle &bundle);
 
-  /// `sampler` draws the job's global batch (every micro-batch's rows);
-  /// each rank feeds its programs the rows its mesh position owns (the
-  /// token input's sharding), micro-batch by micro-batch.
-  TrainLoop(SchedExecutor &executor, BatchSampler sampler, LrSchedule schedule);
+  /// Step n's global batch (every micro-batch's rows) is the windows at
+  /// positions (n - 1) * rows to n * rows - 1 of `data`'s shuffled epochs,
+  /// on every plan; each rank reads only the rows its mesh position owns
+  /// (the token input's sharding) and feeds them to its programs,
+  /// micro-batch by micro-batch.
+  TrainLoop(SchedExecutor &executor, ShuffledWindows data, LrSchedule schedule);
 
   /// Runs the next step.
   absl::StatusOr<StepReport> step();
@@ -63,7 +66,8 @@ public:
   }
   /// Continues after `done` steps (a resumed checkpoint's): the batches and
   /// the learning rate are functions of the step, so step done + 1 draws
-  /// what an uninterrupted run would.
+  /// what an uninterrupted run would (the data's position is done times
+  /// the global batch's rows).
   void resumeAt(int64_t done) { steps = done; }
   /// Whether a non-finite loss or gradient norm is the caller's to handle
   /// (--loss-spike F:skip undoes the step) instead of an error.
@@ -80,7 +84,7 @@ public:
 private:
   SchedExecutor &executor;
   MeshSpec mesh;
-  BatchSampler sampler;
+  ShuffledWindows data;
   LrSchedule schedule;
   TrainSteps runs;
   /// This rank's programs take a [batch, seq] block of the job's

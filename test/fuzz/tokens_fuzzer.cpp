@@ -2,12 +2,13 @@
 //
 // The bytes as a training data file, read every way weft-run and weftc eval
 // read one: flat 2- and 4-byte ids and text under the byte tokenizer, then
-// checked against a vocabulary and drawn into batches. Any file must give
-// tokens or an error naming it, never a crash or a read out of bounds.
+// checked against a vocabulary and cut into shuffled training windows. Any file
+// must give tokens or an error naming it, never a crash or a read out of
+// bounds.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/data/Batches.h"
+#include "runtime/data/Dataset.h"
 #include "runtime/data/TokenFile.h"
 
 #include <cstddef>
@@ -21,19 +22,28 @@
 using namespace weft::runtime;
 
 namespace {
-/// Windows of 4 tokens, 2 rows, over vocabularies of the byte tokenizer's
-/// 256 ids and GPT-2's 50257.
-void drawBatches(std::vector<uint32_t> tokens, const std::string &label) {
+/// The file as weft-run trains on it (ids checked, then windows of 4
+/// tokens in shuffled epochs) over vocabularies of the byte tokenizer's 256
+/// ids and GPT-2's 50257.
+void drawBatches(const std::vector<uint32_t> &tokens, const std::string &path,
+                 int width) {
   for (int64_t vocab : {256, 50257}) {
-    auto sampler = BatchSampler::create(tokens, 2, 4, vocab, 7, label);
-    if (!sampler.ok())
+    if (!checkTokenRange(tokens, static_cast<uint32_t>(vocab), path).ok())
       continue;
-    int32_t inputs[8], labels[8];
-    for (int64_t step = 1; step <= 3; ++step) {
-      sampler->fill(step, inputs, labels);
-      for (int i = 0; i < 8; ++i)
-        if (inputs[i] < 0 || inputs[i] >= vocab || labels[i] < 0 ||
-            labels[i] >= vocab)
+    absl::StatusOr<Dataset> data = Dataset::fromFile(path, width, vocab);
+    if (!data.ok())
+      std::abort();
+    absl::StatusOr<ShuffledWindows> windows =
+        ShuffledWindows::create(*data, 4, vocab, 7);
+    if (!windows.ok())
+      continue;
+    int32_t inputs[4], labels[4];
+    for (int64_t i = 0; i < std::min<int64_t>(2 * windows->size(), 16); ++i) {
+      if (!windows->read(windows->at(i), inputs, labels).ok())
+        std::abort();
+      for (int k = 0; k < 4; ++k)
+        if (inputs[k] < 0 || inputs[k] >= vocab || labels[k] < 0 ||
+            labels[k] >= vocab)
           std::abort();
     }
   }
@@ -55,11 +65,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       continue;
     if (tokens->size() != size / width)
       std::abort();
-    drawBatches(std::move(*tokens), path);
+    drawBatches(*tokens, path, width);
   }
   auto bytes = readByteTokens(path);
   if (!bytes.ok() || bytes->size() != size)
     std::abort();
-  drawBatches(std::move(*bytes), path);
+  drawBatches(*bytes, path, 1);
   return 0;
 }

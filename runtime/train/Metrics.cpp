@@ -72,6 +72,7 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
   }
   if (r.checkpointSeconds > 0)
     line["checkpoint_s"] = r.checkpointSeconds;
+  line["data_wait_s"] = r.dataWaitSeconds;
   if (r.lossSpike)
     line["loss_spike"] = true;
   return line.dump();

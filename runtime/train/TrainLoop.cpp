@@ -73,23 +73,52 @@ TrainLoop::TrainLoop(SchedExecutor &executor, ShuffledWindows data,
   sequenceChunks = input.sequenceChunks;
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
-  globalTokens.resize(globalBatch * globalSeq);
-  globalLabels.resize(globalBatch * globalSeq);
 }
 
-absl::StatusOr<StepReport> TrainLoop::step() {
-  int64_t n = steps + 1;
+absl::StatusOr<TrainLoop::Rows> TrainLoop::readRows(int64_t n) const {
+  Rows out;
+  out.tokens.resize(globalBatch * globalSeq);
+  out.labels.resize(globalBatch * globalSeq);
   int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
   // The rows this rank feeds its programs: its block of each micro-batch.
   for (int64_t j = 0; j < m; ++j)
     for (int64_t r = 0; r < rows; ++r) {
       int64_t row = j * globalRows + start[0] / m + r;
       WindowRef window = data.at((n - 1) * globalBatch + row);
-      if (absl::Status s = data.read(window, &globalTokens[row * globalSeq],
-                                     &globalLabels[row * globalSeq]);
+      if (absl::Status s = data.read(window, &out.tokens[row * globalSeq],
+                                     &out.labels[row * globalSeq]);
           !s.ok())
         return s;
     }
+  return out;
+}
+
+void TrainLoop::resumeAt(int64_t done) {
+  steps = done;
+  // A read ahead for another step is of no use now.
+  if (ahead.valid())
+    ahead.wait();
+  ahead = {};
+}
+
+absl::StatusOr<StepReport> TrainLoop::step() {
+  int64_t n = steps + 1;
+  auto waiting = std::chrono::steady_clock::now();
+  absl::StatusOr<Rows> read =
+      ahead.valid() && aheadStep == n ? ahead.get() : readRows(n);
+  if (!read.ok())
+    return read.status();
+  global = std::move(*read);
+  double dataWait =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting)
+          .count();
+  // The next step's batch is read while this one runs.
+  aheadStep = n + 1;
+  ahead = std::async(std::launch::async,
+                     [this, next = n + 1] { return readRows(next); });
+  std::vector<int32_t> &globalTokens = global.tokens,
+                       &globalLabels = global.labels;
+  int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
   // Under context parallelism the program holds each sequence as chunks
   // 0, 2N-1, 1, 2N-2, ...: reorder before the blocks are cut.
   if (sequenceChunks > 0)
@@ -130,6 +159,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   }
   report.lr = lr;
   report.seconds = seconds;
+  report.dataWaitSeconds = dataWait;
   report.tokens = globalBatch * globalSeq;
   for (std::vector<int64_t> &pairs : executor.takeRoutedPairs())
     if (std::any_of(pairs.begin(), pairs.end(),

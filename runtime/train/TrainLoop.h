@@ -15,6 +15,7 @@
 #include "runtime/train/Schedule.h"
 #include "runtime/train/TrainSchedule.h"
 
+#include <future>
 #include <optional>
 
 namespace weft::runtime {
@@ -37,6 +38,9 @@ struct StepReport {
   bool skipped = false;
   /// Seconds the step waited for a checkpoint's snapshot (0: none saved).
   double checkpointSeconds = 0;
+  /// Seconds the step waited for its batch (the prefetch of the step
+  /// before should have read it already).
+  double dataWaitSeconds = 0;
   /// --loss-spike: the loss spiked (runtime/train/LossSpike.h), and the
   /// step was undone (skipped) or only reported.
   bool lossSpike = false;
@@ -68,7 +72,7 @@ public:
   /// the learning rate are functions of the step, so step done + 1 draws
   /// what an uninterrupted run would (the data's position is done times
   /// the global batch's rows).
-  void resumeAt(int64_t done) { steps = done; }
+  void resumeAt(int64_t done);
   /// Whether a non-finite loss or gradient norm is the caller's to handle
   /// (--loss-spike F:skip undoes the step) instead of an error.
   void tolerateNonFinite(bool tolerate) { nonFiniteOk = tolerate; }
@@ -97,7 +101,18 @@ private:
   std::vector<int32_t> reordered; // One row, while reordering.
   int64_t steps = 0;
   bool nonFiniteOk = false;
-  std::vector<int32_t> tokens, labels, globalTokens, globalLabels;
+  std::vector<int32_t> tokens, labels;
+  /// The job's batch as a [rows, seq] array holding only this rank's rows.
+  struct Rows {
+    std::vector<int32_t> tokens, labels;
+  };
+  Rows global;
+  /// Reads step `n`'s rows of this rank; const and on its own buffers, so
+  /// it runs on the prefetch thread.
+  absl::StatusOr<Rows> readRows(int64_t n) const;
+  /// The next step's rows, read behind the current step (one ahead).
+  std::future<absl::StatusOr<Rows>> ahead;
+  int64_t aheadStep = 0;
 };
 
 } // namespace weft::runtime

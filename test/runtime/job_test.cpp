@@ -181,7 +181,8 @@ TEST(Metrics, OneJsonObjectPerStep) {
   EXPECT_EQ(line["step_s"], 0.5);
   EXPECT_EQ(line["ranks"], 2);
   EXPECT_EQ(line["peak_memory_bytes"], (std::vector<int64_t>{4096, 8192}));
-  EXPECT_EQ(line.size(), 8u);
+  EXPECT_EQ(line["data_wait_s"], 0.0);
+  EXPECT_EQ(line.size(), 9u);
 }
 
 TEST(Metrics, PeakMemoryOfOneRankIsThisProcesses) {

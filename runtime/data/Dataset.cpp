@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -154,6 +155,86 @@ absl::StatusOr<Dataset> Dataset::fromFile(const std::string &path,
   d.vocab = vocab;
   d.shards.push_back({path, st.st_size / bytesPerToken});
   return d;
+}
+
+absl::StatusOr<DatasetWriter> DatasetWriter::create(std::string dir,
+                                                    int64_t vocab, int64_t eos,
+                                                    int64_t shardTokens) {
+  if (vocab < 1 || vocab > (int64_t(1) << 32))
+    return absl::InvalidArgumentError(
+        absl::StrCat("a vocabulary of ", vocab, " ids cannot be stored"));
+  if (shardTokens < 1)
+    return absl::InvalidArgumentError("shards need at least one token each");
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error || !fs::is_directory(dir))
+    return bad(dir, "cannot create the dataset directory: " + error.message());
+  if (fs::exists(fs::path(dir) / "dataset.json"))
+    return bad(dir, "already holds a dataset.json; write a new dataset into "
+                    "an empty directory");
+  DatasetWriter w;
+  w.dir = std::move(dir);
+  w.vocab = vocab;
+  w.eos = eos;
+  w.shardTokens = shardTokens;
+  w.bytesPerToken = vocab <= 65536 ? 2 : 4;
+  return w;
+}
+
+absl::Status DatasetWriter::append(const std::vector<uint32_t> &ids) {
+  for (uint32_t id : ids) {
+    if (id >= vocab)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "id ", id, " is outside the vocabulary [0, ", vocab, ")"));
+    pending.push_back(id);
+    if (static_cast<int64_t>(pending.size()) == shardTokens)
+      if (absl::Status s = flush(); !s.ok())
+        return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DatasetWriter::flush() {
+  if (pending.empty())
+    return absl::OkStatus();
+  char name[32];
+  std::snprintf(name, sizeof(name), "shard-%05zu.bin", shards.size());
+  std::string path = (fs::path(dir) / name).string();
+  std::vector<uint8_t> bytes(pending.size() * bytesPerToken);
+  for (size_t i = 0; i < pending.size(); ++i)
+    for (int b = 0; b < bytesPerToken; ++b) // Little-endian.
+      bytes[i * bytesPerToken + b] = (pending[i] >> (8 * b)) & 0xFF;
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() ||
+      std::fclose(f) != 0)
+    return bad(path, absl::StrCat("cannot write: ", std::strerror(errno)));
+  shards.push_back({name, static_cast<int64_t>(pending.size())});
+  pending.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Dataset> DatasetWriter::finish() {
+  if (absl::Status s = flush(); !s.ok())
+    return s;
+  if (shards.empty())
+    return bad(dir, "no tokens to write");
+  nlohmann::json index = {{"format", "weft-dataset"},
+                          {"version", 1},
+                          {"dtype", bytesPerToken == 2 ? "uint16" : "uint32"},
+                          {"vocab", vocab}};
+  if (eos >= 0)
+    index["eos"] = eos;
+  nlohmann::json list = nlohmann::json::array();
+  for (const DatasetShard &s : shards)
+    list.push_back({{"file", s.path}, {"tokens", s.tokens}});
+  index["shards"] = std::move(list);
+  std::string path = (fs::path(dir) / "dataset.json").string();
+  FILE *f = std::fopen(path.c_str(), "wb");
+  std::string text = index.dump(1) + "\n";
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() ||
+      std::fclose(f) != 0)
+    return bad(path, absl::StrCat("cannot write: ", std::strerror(errno)));
+  return Dataset::open(path);
 }
 
 struct ShuffledWindows::Files {

@@ -53,6 +53,30 @@ struct Dataset {
                                           int bytesPerToken, int64_t vocab);
 };
 
+/// Writes a dataset: ids appended in order, cut into shards of at most
+/// `shardTokens` ids (`shard-00000.bin`, ...), the index written by
+/// finish() once every shard is complete (so a crashed prepare leaves no
+/// index that names a partial shard).
+class DatasetWriter {
+public:
+  /// Ids of `vocab` (<= 65536: uint16, else uint32) into directory `dir`
+  /// (created); `eos` -1 for none.
+  static absl::StatusOr<DatasetWriter> create(std::string dir, int64_t vocab,
+                                              int64_t eos, int64_t shardTokens);
+  /// Appends ids (each below the vocabulary: else an error naming it).
+  absl::Status append(const std::vector<uint32_t> &ids);
+  /// Closes the last shard and writes dataset.json.
+  absl::StatusOr<Dataset> finish();
+
+private:
+  absl::Status flush();
+  std::string dir;
+  int64_t vocab = 0, eos = -1, shardTokens = 0;
+  int bytesPerToken = 2;
+  std::vector<uint32_t> pending; // The open shard's ids.
+  std::vector<DatasetShard> shards;
+};
+
 /// Where a window lies: `shard`'s tokens from `offset`, seq + 1 of them.
 struct WindowRef {
   int64_t shard = 0, offset = 0;

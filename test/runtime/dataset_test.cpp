@@ -118,6 +118,31 @@ TEST(ShuffledWindows, ReadsTokensAndNextTokenLabels) {
   }
 }
 
+TEST(DatasetWriter, WritesShardsAnIndexOpens) {
+  fs::path dir = scratch("writer");
+  absl::StatusOr<DatasetWriter> w =
+      DatasetWriter::create(dir.string(), 70000, 69999, 4);
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::vector<uint32_t> ids = {1, 2, 69999, 65536, 5, 6, 7, 8, 9, 10};
+  ASSERT_TRUE(w->append(ids).ok());
+  EXPECT_FALSE(w->append({70000}).ok()); // Outside the vocabulary.
+  absl::StatusOr<Dataset> d = w->finish();
+  ASSERT_TRUE(d.ok()) << d.status();
+  // A vocabulary past 65536 is stored as uint32, in shards of 4, 4 and 2.
+  EXPECT_EQ(d->bytesPerToken, 4);
+  EXPECT_EQ(d->eos, 69999);
+  ASSERT_EQ(d->shards.size(), 3u);
+  EXPECT_EQ(d->shards[2].tokens, 2);
+  absl::StatusOr<ShuffledWindows> windows =
+      ShuffledWindows::create(*d, 3, 70000, 0);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  absl::StatusOr<std::vector<uint32_t>> back = windows->readTokens(0, 0, 4);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, std::vector<uint32_t>(ids.begin(), ids.begin() + 4));
+  // A second dataset into the same directory is refused.
+  EXPECT_FALSE(DatasetWriter::create(dir.string(), 256, -1, 4).ok());
+}
+
 /// The error of opening `index` (or creating its windows), as text.
 std::string errorOf(const std::string &index, int64_t modelVocab = 1000) {
   absl::StatusOr<Dataset> data = Dataset::open(index);

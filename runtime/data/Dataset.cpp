@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -351,6 +352,62 @@ absl::Status ShuffledWindows::read(WindowRef window, int32_t *tokens,
     labels[i] = static_cast<int32_t>((*ids)[i + 1]);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<DataMixture>
+DataMixture::create(std::vector<ShuffledWindows> sources,
+                    std::vector<double> weights, uint64_t seed) {
+  if (sources.empty() || sources.size() != weights.size())
+    return absl::InvalidArgumentError("a mixture needs one weight per source");
+  if (static_cast<int64_t>(sources.size()) > kBlock)
+    return absl::InvalidArgumentError(
+        absl::StrCat("a mixture takes at most ", kBlock, " datasets"));
+  double total = 0;
+  for (double w : weights) {
+    if (!(w > 0) || !std::isfinite(w))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a dataset's weight must be a positive number, got ", w));
+    total += w;
+  }
+  DataMixture m;
+  m.seed = seed;
+  // Largest remainder: floor shares, then one more to the largest
+  // fractions until they sum to kBlock. Every source gets at least one.
+  std::vector<std::pair<double, size_t>> rest;
+  int64_t given = 0;
+  for (size_t d = 0; d < weights.size(); ++d) {
+    double exact = kBlock * weights[d] / total;
+    int64_t n = std::max<int64_t>(1, static_cast<int64_t>(exact));
+    m.shares.push_back(n);
+    given += n;
+    rest.push_back({exact - static_cast<double>(n), d});
+  }
+  std::sort(rest.begin(), rest.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (size_t i = 0; given < kBlock; i = (i + 1) % rest.size(), ++given)
+    ++m.shares[rest[i].second];
+  // Tiny weights forced up to one slot may overshoot: the largest give way.
+  for (; given > kBlock; --given)
+    --*std::max_element(m.shares.begin(), m.shares.end());
+  m.starts.push_back(0);
+  for (int64_t n : m.shares)
+    m.starts.push_back(m.starts.back() + n);
+  m.sources = std::move(sources);
+  return m;
+}
+
+MixedRef DataMixture::at(int64_t position) const {
+  if (sources.size() == 1)
+    return {0, sources[0].at(position)};
+  int64_t block = position / kBlock;
+  KeyedPermutation slots(kBlock, seed * 0xA0761D6478BD642Full ^
+                                     (block + 1) * 0xE7037ED1A0B428DBull);
+  int64_t slot = static_cast<int64_t>(slots(position % kBlock));
+  int64_t d =
+      std::upper_bound(starts.begin(), starts.end(), slot) - starts.begin() - 1;
+  int64_t k = block * shares[d] + (slot - starts[d]);
+  return {d, sources[d].at(k)};
 }
 
 } // namespace weft::runtime

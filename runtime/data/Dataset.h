@@ -116,6 +116,41 @@ private:
   std::shared_ptr<Files> files;
 };
 
+/// A window of one of a mixture's sources.
+struct MixedRef {
+  int64_t source = 0;
+  WindowRef window;
+};
+
+/// Several sources' windows mixed by weight, as the training data. Each
+/// block of kBlock positions gives source d exactly its share n_d of the
+/// block (weights rounded by largest remainder, summing to kBlock), at
+/// slots a keyed permutation scatters over the block; so the mix is exact
+/// within every block, and the k-th draw from source d (its own shuffled
+/// epochs) is a function of the position alone, as resume needs. One
+/// source is read in its own order.
+class DataMixture {
+public:
+  static constexpr int64_t kBlock = 1000;
+  /// `weights` positive, one per source.
+  static absl::StatusOr<DataMixture>
+  create(std::vector<ShuffledWindows> sources, std::vector<double> weights,
+         uint64_t seed);
+  MixedRef at(int64_t position) const;
+  absl::Status read(MixedRef ref, int32_t *tokens, int32_t *labels) const {
+    return sources[ref.source].read(ref.window, tokens, labels);
+  }
+  const ShuffledWindows &source(size_t i) const { return sources[i]; }
+  size_t size() const { return sources.size(); }
+  /// Source d's windows per block of kBlock positions.
+  int64_t share(size_t d) const { return shares[d]; }
+
+private:
+  std::vector<ShuffledWindows> sources;
+  std::vector<int64_t> shares, starts; // Per source; starts: prefix sums.
+  uint64_t seed = 0;
+};
+
 } // namespace weft::runtime
 
 #endif // WEFT_RUNTIME_DATA_DATASET_H

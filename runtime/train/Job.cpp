@@ -3,8 +3,10 @@
 #include "runtime/train/Job.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/data/TokenFile.h"
@@ -100,6 +102,35 @@ static bool isDatasetIndex(const std::string &path) {
          absl::EndsWith(path, ".json");
 }
 
+namespace {
+/// One source of --data: a path and its weight in the mixture.
+struct DataSource {
+  std::string path;
+  double weight = 1;
+};
+
+/// --data's comma-separated sources, each PATH or PATH:WEIGHT.
+absl::StatusOr<std::vector<DataSource>> dataSources(const std::string &data) {
+  std::vector<DataSource> sources;
+  for (absl::string_view part : absl::StrSplit(data, ',')) {
+    DataSource source{std::string(part)};
+    size_t colon = part.rfind(':');
+    if (colon != absl::string_view::npos &&
+        absl::SimpleAtod(part.substr(colon + 1), &source.weight)) {
+      source.path = std::string(part.substr(0, colon));
+      if (!(source.weight > 0) || !std::isfinite(source.weight))
+        return invalid(absl::StrCat("--data: '", part,
+                                    "' has a weight that is not a positive "
+                                    "number"));
+    }
+    if (source.path.empty())
+      return invalid("--data names an empty path ('" + data + "')");
+    sources.push_back(std::move(source));
+  }
+  return sources;
+}
+} // namespace
+
 // Paths are compared by whether they are given (--metrics adds a
 /// gather of peak memory; --save and --init-from gather and scatter
 /// weights), the data by its size: hosts may keep the same file in
@@ -110,18 +141,25 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
   };
   // A dataset by its shards' token counts (its index's bytes may differ
   // in spacing); one file by its size.
-  std::string dataSize = "unreadable";
-  if (isDatasetIndex(options.data)) {
-    if (absl::StatusOr<Dataset> d = Dataset::open(options.data); d.ok()) {
-      dataSize = absl::StrCat(d->shards.size(), " shards:");
-      for (const DatasetShard &shard : d->shards)
-        absl::StrAppend(&dataSize, " ", shard.tokens);
+  std::string dataSize;
+  absl::StatusOr<std::vector<DataSource>> sources = dataSources(options.data);
+  for (const DataSource &source :
+       sources.ok() ? *sources : std::vector<DataSource>()) {
+    std::string size = "unreadable";
+    if (isDatasetIndex(source.path)) {
+      if (absl::StatusOr<Dataset> d = Dataset::open(source.path); d.ok()) {
+        size = absl::StrCat(d->shards.size(), " shards:");
+        for (const DatasetShard &shard : d->shards)
+          absl::StrAppend(&size, " ", shard.tokens);
+      }
+    } else {
+      std::error_code error;
+      uintmax_t bytes = std::filesystem::file_size(source.path, error);
+      if (!error)
+        size = absl::StrCat(bytes);
     }
-  } else {
-    std::error_code error;
-    uintmax_t dataBytes = std::filesystem::file_size(options.data, error);
-    if (!error)
-      dataSize = absl::StrCat(dataBytes);
+    absl::StrAppend(&dataSize, dataSize.empty() ? "" : ", ", size, " x",
+                    source.weight);
   }
   return {
       {"the bundle's manifest hash", bundle.manifestXxh3},
@@ -305,39 +343,58 @@ static int64_t metaInt(const sched::SchedBundle &bundle, const char *key) {
                                                             : 0;
 }
 
-absl::StatusOr<ShuffledWindows> openTrainingData(const JobOptions &options,
-                                                 int64_t seq, int64_t vocab) {
+/// One source of --data as training windows.
+static absl::StatusOr<ShuffledWindows> openSource(const std::string &path,
+                                                  const JobOptions &options,
+                                                  int64_t seq, int64_t vocab) {
   bool bytes = options.tokenizer == "bytes";
   absl::StatusOr<Dataset> data;
   std::error_code error;
-  if (std::filesystem::is_directory(options.data, error) &&
-      !std::filesystem::exists(
-          std::filesystem::path(options.data) / "dataset.json", error))
-    return invalid(options.data +
-                   ": is a directory, not a file (nor a dataset: it holds "
-                   "no dataset.json)");
-  if (isDatasetIndex(options.data)) {
+  if (std::filesystem::is_directory(path, error) &&
+      !std::filesystem::exists(std::filesystem::path(path) / "dataset.json",
+                               error))
+    return invalid(path + ": is a directory, not a file (nor a dataset: it "
+                          "holds no dataset.json)");
+  if (isDatasetIndex(path)) {
     if (bytes)
-      return invalid(options.data + ": a dataset index has its own token type; "
-                                    "--tokenizer bytes is for one text file");
-    data = Dataset::open(options.data);
+      return invalid(path + ": a dataset index has its own token type; "
+                            "--tokenizer bytes is for one text file");
+    data = Dataset::open(path);
   } else {
     // One file, its ids checked once here (a dataset's are checked as its
     // windows are read).
-    auto tokens = bytes ? readByteTokens(options.data)
-                        : readTokenFile(options.data, options.tokenBytes);
+    auto tokens =
+        bytes ? readByteTokens(path) : readTokenFile(path, options.tokenBytes);
     if (!tokens.ok())
       return tokens.status();
-    if (absl::Status s = checkTokenRange(*tokens, static_cast<uint32_t>(vocab),
-                                         options.data);
+    if (absl::Status s =
+            checkTokenRange(*tokens, static_cast<uint32_t>(vocab), path);
         !s.ok())
       return s;
-    data =
-        Dataset::fromFile(options.data, bytes ? 1 : options.tokenBytes, vocab);
+    data = Dataset::fromFile(path, bytes ? 1 : options.tokenBytes, vocab);
   }
   if (!data.ok())
     return data.status();
   return ShuffledWindows::create(std::move(*data), seq, vocab, options.seed);
+}
+
+absl::StatusOr<DataMixture> openTrainingData(const JobOptions &options,
+                                             int64_t seq, int64_t vocab) {
+  absl::StatusOr<std::vector<DataSource>> sources = dataSources(options.data);
+  if (!sources.ok())
+    return sources.status();
+  std::vector<ShuffledWindows> windows;
+  std::vector<double> weights;
+  for (const DataSource &source : *sources) {
+    absl::StatusOr<ShuffledWindows> w =
+        openSource(source.path, options, seq, vocab);
+    if (!w.ok())
+      return w.status();
+    windows.push_back(std::move(*w));
+    weights.push_back(source.weight);
+  }
+  return DataMixture::create(std::move(windows), std::move(weights),
+                             options.seed);
 }
 
 absl::Status checkJobOptions(const JobOptions &options) {
@@ -430,17 +487,16 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                      key +
                      "' (a training bundle says its batch, seq and "
                      "vocab; weftc compile writes them)");
-  absl::StatusOr<ShuffledWindows> windows =
-      openTrainingData(options, seq, vocab);
+  absl::StatusOr<DataMixture> windows = openTrainingData(options, seq, vocab);
   if (!windows.ok())
     return windows.status();
   JobResult result;
   result.leader = !comm || comm->rank() == 0;
   // The sample continues a window from a third of the way into the data
   // (its first shard).
-  absl::StatusOr<std::vector<uint32_t>> prompt =
-      windows->readTokens(0, windows->dataset().shards[0].tokens / 3,
-                          std::min<int64_t>(seq / 2, 32));
+  absl::StatusOr<std::vector<uint32_t>> prompt = windows->source(0).readTokens(
+      0, windows->source(0).dataset().shards[0].tokens / 3,
+      std::min<int64_t>(seq / 2, 32));
   if (!prompt.ok())
     return prompt.status();
 

@@ -104,9 +104,10 @@ absl::Status checkJobOptions(const JobOptions &options);
 
 /// --data (and --tokenizer, --token-bytes) opened as training windows of
 /// `seq` tokens for a model of vocabulary `vocab` (runtime/data/Dataset.h):
-/// a dataset index, or one flat token file, or text.
-absl::StatusOr<ShuffledWindows> openTrainingData(const JobOptions &options,
-                                                 int64_t seq, int64_t vocab);
+/// a comma-separated list of sources, each a dataset index, one flat token
+/// file or text, with an optional ":WEIGHT" (default 1) in the mixture.
+absl::StatusOr<DataMixture> openTrainingData(const JobOptions &options,
+                                             int64_t seq, int64_t vocab);
 
 /// What every rank of the job must agree on at rendezvous: the bundle's
 /// hash and the flags that change the step (see Communicator::create).

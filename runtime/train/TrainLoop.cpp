@@ -52,7 +52,7 @@ static Sharding splitOf(const sched::ProgramInput &input) {
   return input.split ? *input.split : Sharding();
 }
 
-TrainLoop::TrainLoop(SchedExecutor &executor, ShuffledWindows data,
+TrainLoop::TrainLoop(SchedExecutor &executor, DataMixture data,
                      LrSchedule schedule)
     : executor(executor), mesh(meshSpecOf(executor.bundle())),
       data(std::move(data)), schedule(schedule),
@@ -84,7 +84,7 @@ absl::StatusOr<TrainLoop::Rows> TrainLoop::readRows(int64_t n) const {
   for (int64_t j = 0; j < m; ++j)
     for (int64_t r = 0; r < rows; ++r) {
       int64_t row = j * globalRows + start[0] / m + r;
-      WindowRef window = data.at((n - 1) * globalBatch + row);
+      MixedRef window = data.at((n - 1) * globalBatch + row);
       if (absl::Status s = data.read(window, &out.tokens[row * globalSeq],
                                      &out.labels[row * globalSeq]);
           !s.ok())

@@ -58,7 +58,7 @@ public:
   /// on every plan; each rank reads only the rows its mesh position owns
   /// (the token input's sharding) and feeds them to its programs,
   /// micro-batch by micro-batch.
-  TrainLoop(SchedExecutor &executor, ShuffledWindows data, LrSchedule schedule);
+  TrainLoop(SchedExecutor &executor, DataMixture data, LrSchedule schedule);
 
   /// Runs the next step.
   absl::StatusOr<StepReport> step();
@@ -88,7 +88,7 @@ public:
 private:
   SchedExecutor &executor;
   MeshSpec mesh;
-  ShuffledWindows data;
+  DataMixture data;
   LrSchedule schedule;
   TrainSteps runs;
   /// This rank's programs take a [batch, seq] block of the job's

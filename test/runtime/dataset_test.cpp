@@ -143,6 +143,48 @@ TEST(DatasetWriter, WritesShardsAnIndexOpens) {
   EXPECT_FALSE(DatasetWriter::create(dir.string(), 256, -1, 4).ok());
 }
 
+TEST(DataMixture, MixesByWeightAndDrawsEachSourceInItsOrder) {
+  // Sources of 12 and 30 windows at seq 8, weighted 3:1.
+  std::string a = writeDataset(scratch("mix-a"), {97});
+  std::string b = writeDataset(scratch("mix-b"), {241});
+  std::vector<ShuffledWindows> sources;
+  for (const std::string &index : {a, b}) {
+    absl::StatusOr<Dataset> d = Dataset::open(index);
+    ASSERT_TRUE(d.ok());
+    absl::StatusOr<ShuffledWindows> w = ShuffledWindows::create(*d, 8, 1000, 5);
+    ASSERT_TRUE(w.ok());
+    sources.push_back(std::move(*w));
+  }
+  absl::StatusOr<DataMixture> mix =
+      DataMixture::create(std::move(sources), {3, 1}, 5);
+  ASSERT_TRUE(mix.ok()) << mix.status();
+  EXPECT_EQ(mix->share(0), 750);
+  EXPECT_EQ(mix->share(1), 250);
+  // Exactly 3:1 in every block of 1000 positions, and over whole blocks
+  // each source's draws are exactly the first ones of its own shuffled
+  // epochs (as a multiset: a block reorders them).
+  int64_t counts[2] = {0, 0};
+  std::multiset<std::pair<int64_t, int64_t>> drawn, expected;
+  for (int64_t p = 0; p < 4000; ++p) {
+    MixedRef ref = mix->at(p);
+    ASSERT_TRUE(ref.source == 0 || ref.source == 1);
+    drawn.insert({ref.source, ref.window.offset});
+    ++counts[ref.source];
+    if ((p + 1) % 1000 == 0) {
+      EXPECT_EQ(counts[0], 750 * (p + 1) / 1000);
+      EXPECT_EQ(counts[1], 250 * (p + 1) / 1000);
+    }
+  }
+  for (int64_t k = 0; k < 3000; ++k)
+    expected.insert({0, mix->source(0).at(k).offset});
+  for (int64_t k = 0; k < 1000; ++k)
+    expected.insert({1, mix->source(1).at(k).offset});
+  EXPECT_TRUE(drawn == expected);
+  // Weights must be positive.
+  std::vector<ShuffledWindows> none;
+  EXPECT_FALSE(DataMixture::create(std::move(none), {}, 0).ok());
+}
+
 /// The error of opening `index` (or creating its windows), as text.
 std::string errorOf(const std::string &index, int64_t modelVocab = 1000) {
   absl::StatusOr<Dataset> data = Dataset::open(index);

@@ -127,7 +127,10 @@ struct MixedRef {
 /// block (weights rounded by largest remainder, summing to kBlock), at
 /// slots a keyed permutation scatters over the block; so the mix is exact
 /// within every block, and the k-th draw from source d (its own shuffled
-/// epochs) is a function of the position alone, as resume needs. One
+/// epochs) is a function of the position alone, as resume needs. Over
+/// whole blocks, each source's draws are exactly the first ones of its own
+/// order; within a block they are reordered, so a source with fewer
+/// windows than its share of a block meets some of them twice in it. One
 /// source is read in its own order.
 class DataMixture {
 public:

@@ -5,6 +5,7 @@
 #include "codegen/KernelSource.h"
 #include "codegen/Passes.h"
 #include "passes/autodiff/Passes.h"
+#include "passes/costmodel/CostModel.h"
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
@@ -490,9 +491,28 @@ compileSchedBundle(ModuleOp module, llvm::StringRef dir,
                    function_ref<LogicalResult(PassManager &)> configure) {
   TrainingOptions lowered = options;
   lowered.sched = true;
+  // The model's FLOPs are the step's without recomputation: counted on a
+  // copy lowered without it (the step itself recomputes, which HFU counts).
+  std::optional<double> modelFlops;
+  if (options.recompute != "none" && !options.recompute.empty()) {
+    OwningOpRef<ModuleOp> plain = module.clone();
+    TrainingOptions once = lowered;
+    once.recompute = "none";
+    if (failed(buildTrainingPrograms(*plain, once)))
+      return failure();
+    if (auto train = plain->lookupSymbol<sched::ScheduleOp>("train"))
+      modelFlops = scheduleFlops(train);
+  }
   if (failed(buildTrainingPrograms(module, lowered, configure)))
     return failure();
   meta["optimizer"] = optimizerMeta(options.adamw);
+  // What one step computes over every rank (matrix FLOPs, as the cost
+  // model counts them): weft-run's MFU and HFU.
+  if (auto train = module.lookupSymbol<sched::ScheduleOp>("train")) {
+    double hardware = scheduleFlops(train);
+    meta["step_flops"] = llvm::json::Object{
+        {"model", modelFlops.value_or(hardware)}, {"hardware", hardware}};
+  }
   // The kernels are the bodies of the module's sched.kernel declarations.
   if (failed(buildKernelLibrary(module, dir)))
     return failure();

@@ -103,6 +103,44 @@ GroupShape groupShape(sched::MeshOp mesh, ArrayRef<std::string> axes,
   return g;
 }
 
+sched::MeshOp meshOf(Operation *op);
+} // namespace
+
+double scheduleFlops(sched::ScheduleOp schedule) {
+  auto module = schedule->getParentOfType<ModuleOp>();
+  sched::MeshOp mesh = meshOf(schedule);
+  int64_t world = 1;
+  if (mesh)
+    for (int64_t s : mesh.getSizes())
+      world *= s;
+  llvm::StringMap<double> programFlops;
+  double total = 0;
+  for (auto sequence : schedule.getBody().getOps<sched::SequenceOp>()) {
+    // Ranks of one coordinate along the axis: the world over its size.
+    int64_t ranks = world;
+    if (std::optional<llvm::StringRef> axis = sequence.getAxis(); axis && mesh)
+      for (auto [name, size] : llvm::zip(
+               mesh.getAxes().getAsValueRange<StringAttr>(), mesh.getSizes()))
+        if (name == *axis)
+          ranks = world / size;
+    for (auto run : sequence.getBody().getOps<sched::RunOp>()) {
+      llvm::StringRef name = run.getProgram();
+      auto cached = programFlops.find(name);
+      if (cached == programFlops.end()) {
+        double flops = 0;
+        if (auto program = module.lookupSymbol<sched::ProgramOp>(name))
+          program.walk([&](sched::InstructionOpInterface instruction) {
+            flops += instructionCost(instruction).flops;
+          });
+        cached = programFlops.insert({name, flops}).first;
+      }
+      total += ranks * cached->second;
+    }
+  }
+  return total;
+}
+
+namespace {
 sched::MeshOp meshOf(Operation *op) {
   auto module = op->getParentOfType<ModuleOp>();
   if (!module)

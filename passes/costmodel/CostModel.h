@@ -111,6 +111,12 @@ struct ProgramEstimate {
   std::string table() const;
 };
 
+/// The matrix FLOPs (GEMMs and attention, counted as instructionCost does)
+/// of one call of `schedule` by every rank of the job: each sequence's runs
+/// times the ranks that run it. What a training step computes, recomputed
+/// layers included; weftc writes it into the bundle for the runtime's MFU.
+double scheduleFlops(sched::ScheduleOp schedule);
+
 /// Predicts `program` on `topology`; fails (naming the program) when the
 /// module's mesh needs more devices than the topology has, or the device
 /// lacks a figure an instruction needs (no peak for its type, no memory

@@ -432,6 +432,9 @@ absl::Status checkJobOptions(const JobOptions &options) {
   if (options.keep < 1)
     return invalid("--keep must be at least 1, got " +
                    std::to_string(options.keep));
+  if (!(std::isfinite(options.peakTflops) && options.peakTflops >= 0))
+    return invalid("--peak-tflops must be a positive number of TFLOP/s, got " +
+                   number(options.peakTflops));
   if (options.sdcEvery < 0)
     return invalid("--sdc-check every=N needs N >= 1");
   if (!(std::isfinite(options.mttfHours) && options.mttfHours > 0))
@@ -545,6 +548,10 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   }
   bool tty = log.isTerminal();
   int64_t ranks = comm ? comm->worldSize() : 1;
+  double peakFlops = options.peakTflops * 1e12;
+  if (auto peak = ex.bundle().meta.find("peak_flops_per_rank");
+      peakFlops == 0 && peak != ex.bundle().meta.end() && peak->is_number())
+    peakFlops = peak->get<double>();
   std::vector<Fault> faults;
   if (!options.inject.empty()) {
     absl::StatusOr<std::vector<Fault>> parsed = parseFaults(options.inject);
@@ -645,7 +652,7 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
         !text.empty())
       log.write(text);
     if (metrics.is_open())
-      metrics << metricsLine(*report, ranks, peaks) << "\n";
+      metrics << metricsLine(*report, ranks, peaks, peakFlops) << "\n";
   }
   result.steps = loop.stepsDone();
   if (writer)

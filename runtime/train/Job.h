@@ -78,6 +78,9 @@ struct JobOptions {
   int64_t attempt = 0;
   /// Appends one JSON line per step here (empty: none).
   std::string metrics;
+  /// --peak-tflops: each rank's dense peak for MFU (0: the bundle's meta
+  /// peak_flops_per_rank, from weftc compile --topology, else no MFU).
+  double peakTflops = 0;
   /// Tokens to generate after training, and their temperature.
   int64_t sample = 0;
   double temperature = 0.8;

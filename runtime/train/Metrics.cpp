@@ -55,7 +55,8 @@ std::string progressText(const StepReport &r, int64_t total, bool tty) {
 }
 
 std::string metricsLine(const StepReport &r, int64_t ranks,
-                        const std::vector<int64_t> &peakMemoryBytes) {
+                        const std::vector<int64_t> &peakMemoryBytes,
+                        double peakFlops) {
   nlohmann::json line{{"step", r.step},
                       {"loss", r.loss},
                       {"grad_norm", r.gradNorm},
@@ -73,6 +74,17 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
   if (r.checkpointSeconds > 0)
     line["checkpoint_s"] = r.checkpointSeconds;
   line["data_wait_s"] = r.dataWaitSeconds;
+  // Per rank, as Megatron-LM reports TFLOP/s per GPU: the FLOPs every
+  // rank computed in the step, over the step's time and the ranks.
+  if (r.modelFlops > 0 && r.seconds > 0) {
+    double perRank = r.modelFlops / r.seconds / static_cast<double>(ranks);
+    line["tflops"] = perRank / 1e12;
+    if (peakFlops > 0) {
+      line["mfu"] = perRank / peakFlops;
+      line["hfu"] =
+          r.hardwareFlops / r.seconds / static_cast<double>(ranks) / peakFlops;
+    }
+  }
   if (r.lossSpike)
     line["loss_spike"] = true;
   return line.dump();

@@ -160,6 +160,11 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.lr = lr;
   report.seconds = seconds;
   report.dataWaitSeconds = dataWait;
+  if (auto flops = executor.bundle().meta.find("step_flops");
+      flops != executor.bundle().meta.end() && flops->is_object()) {
+    report.modelFlops = flops->value("model", 0.0);
+    report.hardwareFlops = flops->value("hardware", 0.0);
+  }
   report.tokens = globalBatch * globalSeq;
   for (std::vector<int64_t> &pairs : executor.takeRoutedPairs())
     if (std::any_of(pairs.begin(), pairs.end(),

@@ -41,6 +41,10 @@ struct StepReport {
   /// Seconds the step waited for its batch (the prefetch of the step
   /// before should have read it already).
   double dataWaitSeconds = 0;
+  /// The step's matrix FLOPs over every rank, as the compiler counted them
+  /// (the bundle's meta step_flops; 0 when it has none): the model's, and
+  /// what runs (recomputation included).
+  double modelFlops = 0, hardwareFlops = 0;
   /// --loss-spike: the loss spiked (runtime/train/LossSpike.h), and the
   /// step was undone (skipped) or only reported.
   bool lossSpike = false;

@@ -72,6 +72,9 @@ ABSL_FLAG(int64_t, elastic, 0,
           "continue on at least this many data-parallel replicas (the "
           "bundle's weftc compile --elastic bundles), resharding the newest "
           "checkpoint");
+ABSL_FLAG(double, peak_tflops, 0,
+          "Each rank's dense peak TFLOP/s, for the metrics' mfu and hfu "
+          "(default: the bundle's, from weftc compile --topology)");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -101,7 +104,7 @@ constexpr const char *kRunFlags[] = {
     "temperature",  "nproc",          "device",           "timeout",
     "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
     "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
-    "check_finite", "loss_spike",     "elastic"};
+    "check_finite", "loss_spike",     "elastic",          "peak_tflops"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -140,6 +143,7 @@ RunCommand commandFromFlags(std::string bundle) {
   job.resume = absl::GetFlag(FLAGS_resume);
   job.checkFinite = absl::GetFlag(FLAGS_check_finite);
   job.metrics = absl::GetFlag(FLAGS_metrics);
+  job.peakTflops = absl::GetFlag(FLAGS_peak_tflops);
   job.sample = absl::GetFlag(FLAGS_sample);
   job.temperature = absl::GetFlag(FLAGS_temperature);
   job.device = absl::GetFlag(FLAGS_device);

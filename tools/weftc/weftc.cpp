@@ -801,6 +801,14 @@ int compileBundle(MLIRContext &context, const std::string &planText,
           << formatv("{0:f0}", t->intraNode.bandwidth / 1e9) << " GB/s)\n";
     if (failed(chooseGather(*module, options, *t)))
       return 1;
+    // The peak weft-run's MFU is against: the device's dense peak for the
+    // model's compute type (bf16's for bf16, f16 and FP8, as MFU is usually
+    // quoted), per rank.
+    std::string type =
+        dtypeName == "f32" && fp8Recipe == "none" ? "f32" : "bf16";
+    if (auto peak = t->device.peakFlops.find(type);
+        peak != t->device.peakFlops.end())
+      meta["peak_flops_per_rank"] = peak->second;
   }
   // --timeline draws the plan's pipeline schedule: the table the compiler
   // builds into the bundle (weft-pipeline-split), from the same generator.

@@ -1194,7 +1194,13 @@ absl::Status SchedExecutor::run(const std::string &name,
                                         /*before=*/true);
           !st.ok())
         return st;
-    if (absl::Status st = bound.steps[s](); !st.ok())
+    auto started = instructionHook_ ? std::chrono::steady_clock::now()
+                                    : std::chrono::steady_clock::time_point();
+    absl::Status ran = bound.steps[s]();
+    if (instructionHook_)
+      instructionHook_(spec, bound.stepIndex[s], started,
+                       std::chrono::steady_clock::now());
+    if (absl::Status st = std::move(ran); !st.ok())
       return absl::Status(
           st.code(),
           absl::StrCat("program ", name, ", instruction ", bound.stepIndex[s],

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -69,6 +70,16 @@ public:
         const sched::SchedBundle &, GpuBackend::Options)>
         makeGpu;
   };
+
+  /// Called after each instruction the CPU runs, with its program, its
+  /// index and when it started and ended (weft-run --trace); empty: none.
+  using InstructionHook =
+      std::function<void(const sched::Program &, int64_t instruction,
+                         std::chrono::steady_clock::time_point start,
+                         std::chrono::steady_clock::time_point end)>;
+  void setInstructionHook(InstructionHook hook) {
+    instructionHook_ = std::move(hook);
+  }
 
   /// Binds every program's instructions to their buffers; fails on an
   /// instruction the CPU cannot run (naming the program and instruction).
@@ -178,6 +189,7 @@ private:
   mutable bool hostStale_ = false;
   /// With a GPU: brings the host parameters up to date after runs.
   absl::Status syncHost() const;
+  InstructionHook instructionHook_;
 };
 
 } // namespace weft::runtime

@@ -17,6 +17,7 @@
 #include "runtime/train/Metrics.h"
 #include "runtime/train/Replay.h"
 #include "runtime/train/ReplicaCheck.h"
+#include "runtime/train/Trace.h"
 #include "runtime/train/TrainLoop.h"
 
 #include <algorithm>
@@ -432,6 +433,13 @@ absl::Status checkJobOptions(const JobOptions &options) {
   if (options.keep < 1)
     return invalid("--keep must be at least 1, got " +
                    std::to_string(options.keep));
+  if (absl::StatusOr<std::pair<int64_t, int64_t>> steps =
+          parseProfileSteps(options.profileSteps);
+      !steps.ok())
+    return steps.status();
+  if (!options.profileSteps.empty() && options.trace.empty())
+    return invalid("--profile-steps chooses the steps --trace records: give "
+                   "--trace");
   if (!(std::isfinite(options.peakTflops) && options.peakTflops >= 0))
     return invalid("--peak-tflops must be a positive number of TFLOP/s, got " +
                    number(options.peakTflops));
@@ -568,9 +576,18 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (absl::Status s = spikes->begin(ex); !s.ok())
       return s;
   }
+  std::optional<Trace> trace;
+  if (!options.trace.empty()) {
+    std::pair<int64_t, int64_t> steps =
+        *parseProfileSteps(options.profileSteps);
+    trace.emplace(options.trace, rankNumber, ranks, steps.first, steps.second);
+    ex.setInstructionHook(trace->instructionHook());
+  }
   // --checkpoint-every auto: the first save after step 1 measures the cost.
   int64_t nextAutoSave = 1;
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
+    Trace::Clock::time_point stepStart = Trace::Clock::now();
+    bool traced = trace && trace->startStep(s + 1);
     if (absl::Status injected =
             injectFaults(ex, faults, rankNumber, s + 1, options.attempt);
         !injected.ok())
@@ -586,6 +603,15 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
             : loop.step();
     if (!report.ok())
       return report.status();
+    if (traced) {
+      trace->span("steps", absl::StrCat("step ", s + 1), "step", stepStart,
+                  Trace::Clock::now(), {{"loss", report->loss}});
+      trace->span(
+          "data", "wait for data", "data", stepStart,
+          stepStart +
+              std::chrono::duration_cast<Trace::Clock::duration>(
+                  std::chrono::duration<double>(report->dataWaitSeconds)));
+    }
     if (!(sdcDue && options.sdcReplay))
       if (absl::Status injected = afterStep(); !injected.ok())
         return injected;
@@ -615,6 +641,9 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       report->checkpointSeconds = std::chrono::duration<double>(
                                       std::chrono::steady_clock::now() - start)
                                       .count();
+      if (traced)
+        trace->span("checkpoint", absl::StrCat("snapshot for step ", s + 1),
+                    "checkpoint", start, std::chrono::steady_clock::now());
       if (autoDue) {
         // The first save measures what one costs (waited for); the ranks
         // agree on the longest interval any of them computes.
@@ -655,6 +684,14 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       metrics << metricsLine(*report, ranks, peaks, peakFlops) << "\n";
   }
   result.steps = loop.stepsDone();
+  if (trace) {
+    ex.setInstructionHook(nullptr);
+    if (absl::Status s = trace->write(); !s.ok())
+      return s;
+    if (result.leader)
+      log.say("wrote the trace " + trace->path() +
+              (ranks > 1 ? " (and one per rank beside it)" : ""));
+  }
   if (writer)
     if (absl::Status s = writer->finish(log); !s.ok())
       return s;

@@ -78,6 +78,9 @@ struct JobOptions {
   int64_t attempt = 0;
   /// Appends one JSON line per step here (empty: none).
   std::string metrics;
+  /// --trace: a Chrome trace of each rank's steps here (runtime/train/
+  /// Trace.h; "": none), of the steps --profile-steps A:B names ("": all).
+  std::string trace, profileSteps;
   /// --peak-tflops: each rank's dense peak for MFU (0: the bundle's meta
   /// peak_flops_per_rank, from weftc compile --topology, else no MFU).
   double peakTflops = 0;

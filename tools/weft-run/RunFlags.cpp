@@ -75,6 +75,12 @@ ABSL_FLAG(int64_t, elastic, 0,
 ABSL_FLAG(double, peak_tflops, 0,
           "Each rank's dense peak TFLOP/s, for the metrics' mfu and hfu "
           "(default: the bundle's, from weftc compile --topology)");
+ABSL_FLAG(std::string, trace, "",
+          "Write a Chrome trace (Perfetto) of each rank's steps here: "
+          "instructions by stream, steps, data waits, checkpoint snapshots "
+          "(rank r > 0 of several: NAME.rank<r>.json)");
+ABSL_FLAG(std::string, profile_steps, "",
+          "A:B: trace only steps A to B (with --trace)");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -104,7 +110,8 @@ constexpr const char *kRunFlags[] = {
     "temperature",  "nproc",          "device",           "timeout",
     "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
     "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
-    "check_finite", "loss_spike",     "elastic",          "peak_tflops"};
+    "check_finite", "loss_spike",     "elastic",          "peak_tflops",
+    "trace",        "profile_steps"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -144,6 +151,8 @@ RunCommand commandFromFlags(std::string bundle) {
   job.checkFinite = absl::GetFlag(FLAGS_check_finite);
   job.metrics = absl::GetFlag(FLAGS_metrics);
   job.peakTflops = absl::GetFlag(FLAGS_peak_tflops);
+  job.trace = absl::GetFlag(FLAGS_trace);
+  job.profileSteps = absl::GetFlag(FLAGS_profile_steps);
   job.sample = absl::GetFlag(FLAGS_sample);
   job.temperature = absl::GetFlag(FLAGS_temperature);
   job.device = absl::GetFlag(FLAGS_device);

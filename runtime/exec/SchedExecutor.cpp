@@ -1196,7 +1196,11 @@ absl::Status SchedExecutor::run(const std::string &name,
         return st;
     auto started = instructionHook_ ? std::chrono::steady_clock::now()
                                     : std::chrono::steady_clock::time_point();
+    currentProgram_ = &spec;
+    currentInstruction_ = bound.stepIndex[s];
     absl::Status ran = bound.steps[s]();
+    currentInstruction_ = -1;
+    currentProgram_ = nullptr;
     if (instructionHook_)
       instructionHook_(spec, bound.stepIndex[s], started,
                        std::chrono::steady_clock::now());

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -79,6 +80,11 @@ public:
                          std::chrono::steady_clock::time_point end)>;
   void setInstructionHook(InstructionHook hook) {
     instructionHook_ = std::move(hook);
+  }
+  /// Where this rank is: the program and instruction running now (null and
+  /// -1 between runs), readable from another thread (a stall report).
+  std::pair<const sched::Program *, int64_t> position() const {
+    return {currentProgram_.load(), currentInstruction_.load()};
   }
 
   /// Binds every program's instructions to their buffers; fails on an
@@ -190,6 +196,8 @@ private:
   /// With a GPU: brings the host parameters up to date after runs.
   absl::Status syncHost() const;
   InstructionHook instructionHook_;
+  std::atomic<const sched::Program *> currentProgram_{nullptr};
+  std::atomic<int64_t> currentInstruction_{-1};
 };
 
 } // namespace weft::runtime

@@ -21,6 +21,7 @@
 #include "runtime/train/TrainLoop.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -29,6 +30,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <thread>
 #include <unistd.h>
 
 namespace weft::runtime {
@@ -440,6 +442,14 @@ absl::Status checkJobOptions(const JobOptions &options) {
   if (!options.profileSteps.empty() && options.trace.empty())
     return invalid("--profile-steps chooses the steps --trace records: give "
                    "--trace");
+  if (!(std::isfinite(options.gradSpike) &&
+        (options.gradSpike == 0 || options.gradSpike > 1)))
+    return invalid("--grad-spike must be a factor above 1 (0: off), got " +
+                   number(options.gradSpike));
+  if (!(std::isfinite(options.stallSeconds) && options.stallSeconds >= 0 &&
+        options.stallSeconds <= 1e7))
+    return invalid("--stall-seconds must be from 0 (off) to 1e7, got " +
+                   number(options.stallSeconds));
   if (!(std::isfinite(options.peakTflops) && options.peakTflops >= 0))
     return invalid("--peak-tflops must be a positive number of TFLOP/s, got " +
                    number(options.peakTflops));
@@ -576,6 +586,55 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (absl::Status s = spikes->begin(ex); !s.ok())
       return s;
   }
+  // --grad-spike: the same running window as loss spikes, warning only.
+  std::optional<LossSpikeDetector> gradSpikes;
+  if (options.gradSpike > 0)
+    gradSpikes.emplace(
+        LossSpikePolicy{options.gradSpike, LossSpikePolicy::Action::Warn, 100});
+  // --stall-seconds: a watchdog that says where this rank is when a step
+  // makes no progress (a hung collective, a slow peer), once per step.
+  std::atomic<int64_t> stepInProgress{0};
+  std::atomic<int64_t> stepStartedNs{0};
+  std::atomic<bool> watching{options.stallSeconds > 0};
+  std::thread watchdog;
+  if (watching)
+    watchdog = std::thread([&] {
+      int64_t reported = 0;
+      while (watching) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        int64_t step = stepInProgress, started = stepStartedNs;
+        double idle = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now().time_since_epoch() -
+                          std::chrono::nanoseconds(started))
+                          .count();
+        if (step == 0 || step == reported || idle < options.stallSeconds)
+          continue;
+        reported = step;
+        auto [program, index] = ex.position();
+        std::string where = "between instructions";
+        if (program && index >= 0 &&
+            index < static_cast<int64_t>(program->instructions.size())) {
+          const sched::Instruction &inst = program->instructions[index];
+          where =
+              absl::StrCat("in program ", program->name, ", instruction ",
+                           index, " (", sched::opName(inst.op),
+                           inst.layer.empty() ? "" : ", in " + inst.layer, ")");
+        }
+        log.say(absl::StrCat(
+            "rank ", rankNumber, ": step ", step, " has made no progress for ",
+            static_cast<int64_t>(idle), " s: ", where, " (--stall-seconds)"));
+      }
+    });
+  // Stops the watchdog on every way out of the loop.
+  struct StopWatching {
+    std::atomic<bool> &watching;
+    std::thread &thread;
+    ~StopWatching() {
+      watching = false;
+      if (thread.joinable())
+        thread.join();
+    }
+  } stopWatching{watching, watchdog};
   std::optional<Trace> trace;
   if (!options.trace.empty()) {
     std::pair<int64_t, int64_t> steps =
@@ -587,6 +646,10 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   int64_t nextAutoSave = 1;
   for (int64_t s = loop.stepsDone(); s < options.steps; ++s) {
     Trace::Clock::time_point stepStart = Trace::Clock::now();
+    stepStartedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        stepStart.time_since_epoch())
+                        .count();
+    stepInProgress = s + 1;
     bool traced = trace && trace->startStep(s + 1);
     if (absl::Status injected =
             injectFaults(ex, faults, rankNumber, s + 1, options.attempt);
@@ -603,6 +666,20 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
             : loop.step();
     if (!report.ok())
       return report.status();
+    stepInProgress = 0;
+    if (gradSpikes && !report->skipped) {
+      if (gradSpikes->isSpike(report->gradNorm)) {
+        report->gradNormSpike = true;
+        if (result.leader)
+          log.say(absl::StrCat("step ", s + 1,
+                               ": gradient-norm spike: ", report->gradNorm,
+                               " against ", gradSpikes->mean(),
+                               ", the mean of the last steps (--grad-spike ",
+                               options.gradSpike, ")"));
+      } else {
+        gradSpikes->record(report->gradNorm);
+      }
+    }
     if (traced) {
       trace->span("steps", absl::StrCat("step ", s + 1), "step", stepStart,
                   Trace::Clock::now(), {{"loss", report->loss}});

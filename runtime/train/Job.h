@@ -71,6 +71,12 @@ struct JobOptions {
   bool checkFinite = false;
   /// --loss-spike F[:warn|skip|stop] (factor 0: off).
   LossSpikePolicy lossSpike;
+  /// --grad-spike F: warn when the gradient norm exceeds F times the mean
+  /// of the last 100 steps' (0: off).
+  double gradSpike = 0;
+  /// --stall-seconds T: a step that makes no progress for T seconds is
+  /// reported by every rank with the instruction it is in (0: off).
+  double stallSeconds = 0;
   /// WEFT_INJECT's faults, for tests ("": none;
   /// runtime/train/FaultInjection.h), and which attempt of a job
   /// --max-restarts restarts this is (WEFT_ATTEMPT, from 0).

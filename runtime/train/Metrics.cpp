@@ -87,6 +87,8 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
   }
   if (r.lossSpike)
     line["loss_spike"] = true;
+  if (r.gradNormSpike)
+    line["grad_norm_spike"] = true;
   return line.dump();
 }
 

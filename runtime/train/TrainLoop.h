@@ -48,6 +48,8 @@ struct StepReport {
   /// --loss-spike: the loss spiked (runtime/train/LossSpike.h), and the
   /// step was undone (skipped) or only reported.
   bool lossSpike = false;
+  /// --grad-spike: the gradient norm spiked (reported, nothing undone).
+  bool gradNormSpike = false;
 };
 
 class TrainLoop {

@@ -81,6 +81,12 @@ ABSL_FLAG(std::string, trace, "",
           "(rank r > 0 of several: NAME.rank<r>.json)");
 ABSL_FLAG(std::string, profile_steps, "",
           "A:B: trace only steps A to B (with --trace)");
+ABSL_FLAG(double, grad_spike, 0,
+          "F: warn when the gradient norm exceeds F times the mean of the "
+          "last 100 steps' (0: off); the metrics mark the step");
+ABSL_FLAG(double, stall_seconds, 0,
+          "T: when a step makes no progress for T seconds, each rank says "
+          "which instruction it is in (0: off)");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
 ABSL_FLAG(int64_t, sample, 0,
@@ -111,7 +117,7 @@ constexpr const char *kRunFlags[] = {
     "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
     "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
     "check_finite", "loss_spike",     "elastic",          "peak_tflops",
-    "trace",        "profile_steps"};
+    "trace",        "profile_steps",  "grad_spike",       "stall_seconds"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -151,6 +157,8 @@ RunCommand commandFromFlags(std::string bundle) {
   job.checkFinite = absl::GetFlag(FLAGS_check_finite);
   job.metrics = absl::GetFlag(FLAGS_metrics);
   job.peakTflops = absl::GetFlag(FLAGS_peak_tflops);
+  job.gradSpike = absl::GetFlag(FLAGS_grad_spike);
+  job.stallSeconds = absl::GetFlag(FLAGS_stall_seconds);
   job.trace = absl::GetFlag(FLAGS_trace);
   job.profileSteps = absl::GetFlag(FLAGS_profile_steps);
   job.sample = absl::GetFlag(FLAGS_sample);

@@ -36,9 +36,14 @@ void merge(ArrayRef<AllReduceOp> members) {
   SmallVector<Value> inputs;
   for (AllReduceOp op : members)
     inputs.append(op.getInputs().begin(), op.getInputs().end());
-  auto merged =
-      AllReduceOp::create(b, last.getLoc(), last.getReductionAttr(), inputs,
-                          last.getMeshAttr(), last.getAxesAttr());
+  // Named for what it is: located at its last member alone, it would be
+  // that member's layer (the runtime's messages and traces quote it).
+  Location loc = members.size() > 1
+                     ? Location(NameLoc::get(
+                           b.getStringAttr("all-reduce bucket"), last.getLoc()))
+                     : last.getLoc();
+  auto merged = AllReduceOp::create(b, loc, last.getReductionAttr(), inputs,
+                                    last.getMeshAttr(), last.getAxesAttr());
   unsigned next = 0;
   for (AllReduceOp op : members) {
     for (Value r : op.getResults())

@@ -99,8 +99,51 @@ absl::Status compareJobFacts(const JobFacts &mine, int64_t me,
   return absl::OkStatus();
 }
 
+std::string firstSlurmHost(const std::string &nodelist) {
+  // The first entry: up to a comma outside brackets.
+  size_t end = 0;
+  for (int depth = 0; end < nodelist.size(); ++end) {
+    char c = nodelist[end];
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    if (c == ',' && depth == 0)
+      break;
+  }
+  std::string entry = nodelist.substr(0, end);
+  size_t open = entry.find('['), close = entry.find(']');
+  if (open == std::string::npos)
+    return entry;
+  if (close == std::string::npos || close < open)
+    return "";
+  // The bracket's first number (zero padding kept): "01" of "[01-04,07]".
+  std::string ranges = entry.substr(open + 1, close - open - 1);
+  size_t stop = ranges.find_first_of(",-");
+  return entry.substr(0, open) + ranges.substr(0, stop) +
+         entry.substr(close + 1);
+}
+
 absl::StatusOr<RankInfo> rankFromEnvironment() {
   RankInfo info;
+  // mpirun and srun name the rank their own way; RANK (torchrun, a
+  // scheduler's script, weft-run --nproc) comes first. Theirs are copied
+  // into RANK, WORLD_SIZE and LOCAL_RANK (and Slurm's first node into
+  // MASTER_ADDR), so the process sees one convention from here on.
+  struct Launcher {
+    const char *rank, *size, *local;
+  };
+  for (Launcher l : {Launcher{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                              "OMPI_COMM_WORLD_LOCAL_RANK"},
+                     Launcher{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}})
+    if (!std::getenv("RANK") && std::getenv(l.rank) && std::getenv(l.size)) {
+      ::setenv("RANK", std::getenv(l.rank), 1);
+      ::setenv("WORLD_SIZE", std::getenv(l.size), 1);
+      if (const char *local = std::getenv(l.local))
+        ::setenv("LOCAL_RANK", local, 1);
+      const char *nodes = std::getenv("SLURM_JOB_NODELIST");
+      if (l.rank == std::string("SLURM_PROCID") &&
+          !std::getenv("MASTER_ADDR") && nodes &&
+          !firstSlurmHost(nodes).empty())
+        ::setenv("MASTER_ADDR", firstSlurmHost(nodes).c_str(), 1);
+    }
   auto read = [](const char *name, int64_t &out) -> absl::Status {
     const char *text = std::getenv(name);
     if (!text)

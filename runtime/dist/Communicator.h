@@ -51,8 +51,16 @@ struct RankInfo {
 
 /// Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (and
 /// torchrun's TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT);
-/// with none set, one rank. Malformed or inconsistent values are errors.
+/// without RANK, OpenMPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, as
+/// mpirun starts ranks) or Slurm's (SLURM_PROCID, SLURM_NTASKS,
+/// SLURM_LOCALID, as srun does; MASTER_ADDR defaulting to the first host of
+/// SLURM_JOB_NODELIST); with none set, one rank. Malformed or inconsistent
+/// values are errors.
 absl::StatusOr<RankInfo> rankFromEnvironment();
+
+/// The first host of a Slurm node list ("node[01-04,07],gpu1" is
+/// "node01"); "" when it names none.
+std::string firstSlurmHost(const std::string &nodelist);
 
 /// What a rank was started to run, as (what, value) pairs: the bundle's
 /// hash and every flag that changes the step's collectives or its result.

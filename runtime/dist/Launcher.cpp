@@ -67,6 +67,17 @@ absl::StatusOr<bool> shouldLaunch(int nproc) {
     return absl::InvalidArgumentError("--nproc must be at least 1");
   if (nproc == 1)
     return false;
+  // A rank mpirun or srun started, of a job of several, asked to start
+  // ranks itself.
+  for (auto [rank, size] :
+       {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        std::pair{"SLURM_PROCID", "SLURM_NTASKS"}})
+    if (!std::getenv("RANK") && std::getenv(rank) && std::getenv(size) &&
+        std::string(std::getenv(size)) != "1")
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nproc ", nproc, " asks to start the job's ranks here, but ", size,
+          " is set (this process is one rank of a job mpirun or srun "
+          "started): give one or the other"));
   if (!std::getenv("RANK"))
     return true;
   // The launcher's own ranks run the same command line with RANK set; a

@@ -171,6 +171,16 @@ TEST(Metrics, ProgressBarOnATerminalEndsItsLineAtTheLastStep) {
             "128 tok/s\n");
 }
 
+TEST(Launchers, FirstHostOfASlurmNodeList) {
+  EXPECT_EQ(firstSlurmHost("node01"), "node01");
+  EXPECT_EQ(firstSlurmHost("node[01-04,07],gpu[1-2]"), "node01");
+  EXPECT_EQ(firstSlurmHost("a,b"), "a");
+  EXPECT_EQ(firstSlurmHost("rack1-node[3,5]-ib"), "rack1-node3-ib");
+  EXPECT_EQ(firstSlurmHost("node[7]"), "node7");
+  EXPECT_EQ(firstSlurmHost("node[01"), "");
+  EXPECT_EQ(firstSlurmHost(""), "");
+}
+
 TEST(Metrics, OneJsonObjectPerStep) {
   auto line = nlohmann::json::parse(metricsLine(report(7), 2, {4096, 8192}));
   EXPECT_EQ(line["step"], 7);

@@ -1196,11 +1196,13 @@ absl::Status SchedExecutor::run(const std::string &name,
         return st;
     auto started = instructionHook_ ? std::chrono::steady_clock::now()
                                     : std::chrono::steady_clock::time_point();
-    currentProgram_ = &spec;
-    currentInstruction_ = bound.stepIndex[s];
+    // Relaxed: only a stall report reads them, and a stale value for an
+    // instant is fine there; the hot loop should pay no fence.
+    currentProgram_.store(&spec, std::memory_order_relaxed);
+    currentInstruction_.store(bound.stepIndex[s], std::memory_order_relaxed);
     absl::Status ran = bound.steps[s]();
-    currentInstruction_ = -1;
-    currentProgram_ = nullptr;
+    currentInstruction_.store(-1, std::memory_order_relaxed);
+    currentProgram_.store(nullptr, std::memory_order_relaxed);
     if (instructionHook_)
       instructionHook_(spec, bound.stepIndex[s], started,
                        std::chrono::steady_clock::now());

@@ -84,7 +84,8 @@ public:
   /// Where this rank is: the program and instruction running now (null and
   /// -1 between runs), readable from another thread (a stall report).
   std::pair<const sched::Program *, int64_t> position() const {
-    return {currentProgram_.load(), currentInstruction_.load()};
+    return {currentProgram_.load(std::memory_order_relaxed),
+            currentInstruction_.load(std::memory_order_relaxed)};
   }
 
   /// Binds every program's instructions to their buffers; fails on an

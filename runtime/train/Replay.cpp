@@ -79,50 +79,56 @@ replayedStep(TrainLoop &loop, SchedExecutor &ex, Communicator *comm,
   StateCopy before, firstState;
   if (absl::Status s = before.take(ex); !s.ok())
     return s;
-  // One run from the state the step starts from.
-  auto run = [&]() -> absl::StatusOr<StepReport> {
-    if (absl::Status s = before.restore(ex); !s.ok())
-      return s;
-    loop.resumeAt(done);
-    return loop.step();
+  // One run of the step and the hashes of what it left: the first from
+  // where the loop stands, the others from the state it started from.
+  struct Run {
+    StepReport report;
+    std::vector<uint64_t> hashes;
   };
-  absl::StatusOr<StepReport> first = loop.step();
+  auto run = [&](bool again) -> absl::StatusOr<Run> {
+    if (again) {
+      if (absl::Status s = before.restore(ex); !s.ok())
+        return s;
+      loop.resumeAt(done);
+    }
+    absl::StatusOr<StepReport> report = loop.step();
+    if (!report.ok())
+      return report.status();
+    if (!again && afterFirstRun)
+      if (absl::Status s = afterFirstRun(); !s.ok())
+        return s;
+    absl::StatusOr<std::vector<uint64_t>> hashes = hashState(ex);
+    if (!hashes.ok())
+      return hashes.status();
+    return Run{std::move(*report), std::move(*hashes)};
+  };
+  absl::StatusOr<Run> first = run(false);
   if (!first.ok())
     return first.status();
-  if (afterFirstRun)
-    if (absl::Status s = afterFirstRun(); !s.ok())
-      return s;
-  absl::StatusOr<std::vector<uint64_t>> h1 = hashState(ex);
-  if (!h1.ok())
-    return h1.status();
   if (absl::Status s = firstState.take(ex); !s.ok())
     return s;
-  absl::StatusOr<StepReport> second = run();
+  absl::StatusOr<Run> second = run(true);
   if (!second.ok())
     return second.status();
-  absl::StatusOr<std::vector<uint64_t>> h2 = hashState(ex);
-  if (!h2.ok())
-    return h2.status();
-  std::string differs = firstDifference(ex, *h1, *h2);
+  std::string differs = firstDifference(ex, first->hashes, second->hashes);
   absl::StatusOr<std::vector<int64_t>> faulty =
       ranksWhere(comm, !differs.empty());
   if (!faulty.ok())
     return faulty.status();
   if (faulty->empty())
-    return second;
+    return second->report;
   int64_t step = done + 1;
   if (!differs.empty())
     log.say(absl::StrCat("step ", step, ": rank ", comm ? comm->rank() : 0,
                          "'s replay gave other bits of '", differs,
                          "' than the step's first run"));
   // A third run decides which of the two was right.
-  absl::StatusOr<StepReport> third = run();
+  absl::StatusOr<Run> third = run(true);
   if (!third.ok())
     return third.status();
-  absl::StatusOr<std::vector<uint64_t>> h3 = hashState(ex);
-  if (!h3.ok())
-    return h3.status();
-  bool keepsSecond = *h3 == *h2, keepsFirst = !keepsSecond && *h3 == *h1;
+  const std::vector<uint64_t> &h1 = first->hashes, &h2 = second->hashes,
+                              &h3 = third->hashes;
+  bool keepsSecond = h3 == h2, keepsFirst = !keepsSecond && h3 == h1;
   absl::StatusOr<std::vector<int64_t>> lost =
       ranksWhere(comm, !keepsSecond && !keepsFirst);
   if (!lost.ok())
@@ -143,7 +149,7 @@ replayedStep(TrainLoop &loop, SchedExecutor &ex, Communicator *comm,
         "step ", step, ": transient fault on ", rankList(*faulty),
         ": a replay of the step gave other bits; two of three runs agree, and "
         "the job goes on with them (--sdc-check replay)"));
-  return keepsFirst ? first : third;
+  return keepsFirst ? first->report : third->report;
 }
 
 } // namespace weft::runtime

@@ -73,6 +73,12 @@ TrainLoop::TrainLoop(SchedExecutor &executor, DataMixture data,
   sequenceChunks = input.sequenceChunks;
   tokens.resize(batch * seq);
   labels.resize(batch * seq);
+  // What the compiler counted for a step (the same every step).
+  if (auto flops = executor.bundle().meta.find("step_flops");
+      flops != executor.bundle().meta.end() && flops->is_object()) {
+    modelFlops = flops->value("model", 0.0);
+    hardwareFlops = flops->value("hardware", 0.0);
+  }
 }
 
 absl::StatusOr<TrainLoop::Rows> TrainLoop::readRows(int64_t n) const {
@@ -160,11 +166,8 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.lr = lr;
   report.seconds = seconds;
   report.dataWaitSeconds = dataWait;
-  if (auto flops = executor.bundle().meta.find("step_flops");
-      flops != executor.bundle().meta.end() && flops->is_object()) {
-    report.modelFlops = flops->value("model", 0.0);
-    report.hardwareFlops = flops->value("hardware", 0.0);
-  }
+  report.modelFlops = modelFlops;
+  report.hardwareFlops = hardwareFlops;
   report.tokens = globalBatch * globalSeq;
   for (std::vector<int64_t> &pairs : executor.takeRoutedPairs())
     if (std::any_of(pairs.begin(), pairs.end(),

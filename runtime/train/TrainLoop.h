@@ -107,6 +107,8 @@ private:
   std::vector<int32_t> reordered; // One row, while reordering.
   int64_t steps = 0;
   bool nonFiniteOk = false;
+  /// The bundle's meta step_flops (0: none).
+  double modelFlops = 0, hardwareFlops = 0;
   std::vector<int32_t> tokens, labels;
   /// The job's batch as a [rows, seq] array holding only this rank's rows.
   struct Rows {

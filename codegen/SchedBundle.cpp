@@ -1017,9 +1017,12 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
                          checkpointShape =
                              optional("checkpoint_shape", Kind::I64Array),
                          checkpointStack =
-                             optional("checkpoint_stack", Kind::Str);
+                             optional("checkpoint_stack", Kind::Str),
+                         probe = optional("probe", Kind::Str),
+                         probeFold = optional("probe_fold", Kind::Str);
     if (failed(pipelineRank) || failed(checkpointRows) ||
-        failed(checkpointShape) || failed(checkpointStack))
+        failed(checkpointShape) || failed(checkpointStack) || failed(probe) ||
+        failed(probeFold))
       return nullptr;
     bool transient = false;
     if (const json::Value *t = o->get("transient")) {
@@ -1034,7 +1037,9 @@ OwningOpRef<ModuleOp> Reader::read(const json::Value &manifest) {
         cast_if_present<IntegerAttr>(*checkpointRows),
         cast_if_present<DenseI64ArrayAttr>(*checkpointShape),
         cast_if_present<StringAttr>(*checkpointStack),
-        transient ? b.getUnitAttr() : UnitAttr());
+        transient ? b.getUnitAttr() : UnitAttr(),
+        cast_if_present<StringAttr>(*probe),
+        cast_if_present<StringAttr>(*probeFold));
   }
   for (auto [i, c] : llvm::enumerate(*constants)) {
     std::string at = llvm::formatv("constant {0}", i).str();
@@ -1219,6 +1224,10 @@ FailureOr<json::Object> writeSchedManifest(ModuleOp module,
         p["checkpoint_stack"] = *stack;
       if (param.getTransient())
         p["transient"] = true;
+      if (std::optional<StringRef> probe = param.getProbe()) {
+        p["probe"] = *probe;
+        p["probe_fold"] = *param.getProbeFold();
+      }
       params.push_back(std::move(p));
     } else if (auto constant = dyn_cast<sched::ConstantOp>(op)) {
       FailureOr<json::Value> values = constantValues(constant);

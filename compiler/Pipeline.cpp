@@ -7,6 +7,7 @@
 #include "passes/autodiff/Passes.h"
 #include "passes/costmodel/CostModel.h"
 #include "passes/fusion/Passes.h"
+#include "passes/health/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
@@ -105,6 +106,21 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createFp8(fp8));
   }
   bool pipelined = plan.size("pp") > 1;
+  llvm::Expected<ProbeChoice> probes = parseProbes(options.probes);
+  if (!probes)
+    return llvm::createStringError("weft-train: probes: " +
+                                   llvm::toString(probes.takeError()));
+  if (probes->any() && pipelined)
+    return llvm::createStringError(
+        "weft-train: probes with pp are not supported yet (each stage holds "
+        "its layers' probes, and no program gathers them)");
+  // On the whole forward, before partitioning, which then combines each
+  // rank's part of a probe as it does the loss's.
+  if (probes->activations || probes->attention || probes->router) {
+    ProbesOptions probeOptions;
+    probeOptions.probes = options.probes;
+    pm.addPass(createProbes(probeOptions));
+  }
   // A pipeline runs micro-batches even when there is one.
   bool accumulates = plan.microbatches > 1 || pipelined;
   // ZeRO-3 gathers each parameter once per step for all its micro-batches
@@ -175,6 +191,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   adamw.weightDecay = options.weightDecay;
   adamw.maxGradNorm = options.maxGradNorm;
   adamw.keepFunc = options.keepGradients;
+  adamw.layerGradNorms = probes->gradients;
   pm.addPass(createAdamW(adamw));
   if (delayedFp8)
     pm.addPass(createFp8RecordAmax());
@@ -418,6 +435,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.fp8 = options.fp8;
   pipeline.fp8Keep = options.fp8Keep;
   pipeline.fp8Storage = options.fp8Storage;
+  pipeline.probes = options.probes;
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

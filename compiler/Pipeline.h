@@ -56,6 +56,9 @@ struct TrainingOptions {
   /// for cuda), else their dequantized f32 values (weft-lower-to-sched's
   /// fp8-storage).
   std::string fp8Storage = "auto";
+  /// Health probes: activations, attention, router, gradients (comma list;
+  /// weft-probes and weft-optimizer-adamw's layer-grad-norms).
+  std::string probes;
 };
 
 /// The options of the registered pass pipeline `weft-train`, e.g.
@@ -144,6 +147,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Per-tensor FP8 GEMM operands as FP8 codes: auto (on "
                      "for cuda), on or off"),
       llvm::cl::init(TrainingOptions().fp8Storage)};
+  Option<std::string> probes{
+      *this, "probes",
+      llvm::cl::desc("Health probes: activations, attention, router, "
+                     "gradients (comma list) or all"),
+      llvm::cl::init(TrainingOptions().probes)};
 };
 
 /// Checks that AdamW's, the gradient bucket's and attention's settings are

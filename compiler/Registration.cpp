@@ -9,6 +9,7 @@
 #include "passes/autodiff/Passes.h"
 #include "passes/decompose/Passes.h"
 #include "passes/fusion/Passes.h"
+#include "passes/health/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
@@ -34,6 +35,7 @@ void weft::registerAllPasses() {
   registerWeftPipelinePasses();
   registerWeftPrecisionPasses();
   registerWeftRecomputePasses();
+  registerWeftHealthPasses();
   registerWeftShardingPasses();
   registerTrainingPipeline();
 }

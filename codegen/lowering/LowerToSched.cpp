@@ -317,7 +317,9 @@ private:
         param->getAttrOfType<IntegerAttr>(kCheckpointRowsAttr),
         param->getAttrOfType<DenseI64ArrayAttr>(kCheckpointShapeAttr),
         param->getAttrOfType<StringAttr>(kCheckpointStackAttr),
-        param->hasAttr(kTransientAttr) ? b.getUnitAttr() : UnitAttr());
+        param->hasAttr(kTransientAttr) ? b.getUnitAttr() : UnitAttr(),
+        param->getAttrOfType<StringAttr>(kProbeAttr),
+        param->getAttrOfType<StringAttr>(kProbeFoldAttr));
     params[name.getValue()] = decl;
     return FlatSymbolRefAttr::get(name);
   }

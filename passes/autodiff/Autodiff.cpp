@@ -15,6 +15,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <map>
@@ -115,6 +116,11 @@ Value sumDisjointConcats(weft::detail::Emitter &e, Value a, Value b) {
 
 LogicalResult weft::checkForwardOps(func::FuncOp forward) {
   // Left in, each fails far later at an instruction the user never wrote.
+  // Health probes (weft-probes) are the forward's only writes.
+  llvm::StringSet<> probes;
+  for (ParamOp p : forward.getOps<ParamOp>())
+    if (p->hasAttr(kProbeAttr))
+      probes.insert(p.getName());
   for (Operation &op : forward.getOps()) {
     if (auto call = dyn_cast<func::CallOp>(op))
       return call.emitError("weft-autodiff: @")
@@ -123,7 +129,8 @@ LogicalResult weft::checkForwardOps(func::FuncOp forward) {
                      ? Twine("itself")
                      : "@" + call.getCallee())
              << ": Weft compiles a single function; inline the callee";
-    if (auto assign = dyn_cast<AssignOp>(op))
+    if (auto assign = dyn_cast<AssignOp>(op);
+        assign && !probes.contains(assign.getName()))
       return assign.emitError("weft-autodiff: @")
              << forward.getSymName() << " may not assign parameter '"
              << assign.getName()

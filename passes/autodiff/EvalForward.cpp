@@ -8,6 +8,9 @@
 
 #include "passes/autodiff/Passes.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
+
 namespace weft {
 #define GEN_PASS_DEF_EVALFORWARD
 #include "passes/autodiff/Passes.h.inc"
@@ -39,6 +42,22 @@ struct EvalForwardPass : public weft::impl::EvalForwardBase<EvalForwardPass> {
       a.getStepMutable().clear();
       a.getMicrobatchMutable().clear();
     });
+    // Health probes (weft-probes) measure training steps: evaluation
+    // neither writes them nor computes what they would have held.
+    llvm::StringSet<> probes;
+    forward.walk([&](ParamOp p) {
+      if (p->hasAttr(kProbeAttr))
+        probes.insert(p.getName());
+    });
+    forward.walk([&](AssignOp a) {
+      if (probes.contains(a.getName()))
+        a.erase();
+    });
+    for (Operation &op : llvm::make_early_inc_range(
+             llvm::reverse(forward.getBody().front())))
+      if (isOpTriviallyDead(&op) &&
+          (!isa<ParamOp>(op) || op.hasAttr(kProbeAttr)))
+        op.erase();
     forward.walk([&](ParamOp p) {
       if (p.getName() == kDropoutStepParam && p->use_empty())
         p.erase();

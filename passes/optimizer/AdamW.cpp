@@ -11,13 +11,16 @@
 #include "passes/optimizer/Passes.h"
 
 #include "dialects/weft/IR/WeftEmitter.h"
+#include "passes/health/Passes.h"
 #include "passes/pipeline/Names.h"
+#include "passes/recompute/Layers.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <cmath>
+#include <map>
 
 namespace weft {
 #define GEN_PASS_DEF_ADAMW
@@ -41,6 +44,68 @@ static void tagGradient(Value grad, StringAttr name) {
   tags[result.getResultNumber()] = name;
   op->setAttr(kGradOfAttr, ArrayAttr::get(op->getContext(), tags));
 }
+
+namespace {
+/// A parameter's update: its gradient and the mesh axes that split it.
+struct Update {
+  ParamOp param;
+  Value grad;
+  ArrayAttr gradAxes; // Mesh axes the gradient (and parameter) are split
+                      // over.
+};
+
+/// Writes each layer's gradient norm, from the parameters' sums of squares
+/// `squares` (one per update), into its health probe. A layer's split
+/// gradients leave partial sums: per set of axes, every layer's partial
+/// sum is all-reduced at once as a vector.
+void writeLayerGradNorms(func::FuncOp step, weft::detail::Emitter &e,
+                         ArrayRef<Update> updates, ArrayRef<Value> squares,
+                         StringRef mesh) {
+  auto scalar = RankedTensorType::get({}, e.b.getF32Type());
+  std::map<int64_t, Value> total;
+  llvm::MapVector<Attribute, std::map<int64_t, Value>> partial;
+  auto add = [&](Value &sum, Value sq) { sum = sum ? e.add(sum, sq) : sq; };
+  for (auto [u, sq] : llvm::zip(updates, squares)) {
+    auto layer = u.param->getAttrOfType<IntegerAttr>(kLayerAttr);
+    if (!layer)
+      continue;
+    add(u.gradAxes.empty() ? total[layer.getInt()]
+                           : partial[u.gradAxes][layer.getInt()],
+        sq);
+  }
+  auto one = RankedTensorType::get({1}, e.b.getF32Type());
+  for (auto &[axes, sums] : partial) {
+    SmallVector<Value> parts;
+    for (auto &[l, sum] : sums)
+      parts.push_back(e.reshape(sum, one));
+    Value vector = parts.size() == 1
+                       ? parts.front()
+                       : ConcatOp::create(e.b, e.loc, parts,
+                                          e.b.getI64IntegerAttr(0))
+                             .getResult();
+    Value reduced =
+        AllReduceOp::create(
+            e.b, e.loc,
+            ReduceKindAttr::get(e.b.getContext(), ReduceKind::Sum),
+            ValueRange{vector}, FlatSymbolRefAttr::get(e.b.getContext(), mesh),
+            cast<ArrayAttr>(axes))
+            .getResult(0);
+    int64_t i = 0;
+    for (auto &[l, sum] : sums) {
+      Value part = SliceOp::create(e.b, e.loc, reduced, ArrayRef<int64_t>{i},
+                                   ArrayRef<int64_t>{i + 1});
+      add(total[l], e.reshape(part, scalar));
+      ++i;
+    }
+  }
+  for (auto &[l, sum] : total) {
+    ParamOp probe = declareProbe(step, layerName(step, l) + "/grad_norm",
+                                 scalar, "last");
+    AssignOp::create(e.b, e.loc, probe.getNameAttr(),
+                     SqrtOp::create(e.b, e.loc, sum));
+  }
+}
+} // namespace
 
 FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
                                              const AdamWConfig &config) {
@@ -96,12 +161,6 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
     params[p.getName()] = p;
     lastParam = p;
   }
-  struct Update {
-    ParamOp param;
-    Value grad;
-    ArrayAttr gradAxes; // Mesh axes the gradient (and parameter) are split
-                        // over.
-  };
   SmallVector<Update> updates;
   for (unsigned r = 1; r < step.getNumResults(); ++r) {
     auto tag = step.getResultAttrOfType<StringAttr>(r, "weft.grad");
@@ -121,7 +180,7 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   }
 
   builder.setInsertionPoint(ret);
-  detail::Emitter e{builder, loc};
+  weft::detail::Emitter e{builder, loc};
   auto scalar = [&](double v) { return e.splat(scalarType, v); };
   auto expand = [&](Value s, Type like) {
     return e.broadcast(s, cast<RankedTensorType>(like), {});
@@ -174,9 +233,11 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   // those axes (once per distinct set of axes).
   Value sumSq;
   llvm::MapVector<Attribute, Value> partialSums;
+  SmallVector<Value> squares;
   for (const Update &u : updates) {
     Value sq =
         e.reduceSum(SquareOp::create(builder, loc, u.grad), e.allDims(u.grad));
+    squares.push_back(sq);
     if (u.gradAxes.empty()) {
       sumSq = sumSq ? e.add(sumSq, sq) : sq;
       continue;
@@ -195,6 +256,8 @@ FailureOr<func::FuncOp> weft::buildAdamWStep(func::FuncOp grad, StringRef name,
   }
   Value norm =
       sumSq ? SqrtOp::create(builder, loc, sumSq).getResult() : scalar(0.0);
+  if (config.layerGradNorms)
+    writeLayerGradNorms(step, e, updates, squares, config.mesh);
   // With loss scaling, a step whose gradients overflowed (an infinite or
   // NaN norm, the same on every rank: the norm is all-reduced) changes no
   // parameter or moment and does not count for Adam's bias correction.
@@ -336,6 +399,7 @@ struct AdamWPass : weft::impl::AdamWBase<AdamWPass> {
       return signalPassFailure();
     }
     weft::AdamWConfig config{beta1, beta2, eps, weightDecay, maxGradNorm};
+    config.layerGradNorms = layerGradNorms;
     if (failed(weft::buildAdamWStep(grad, out, config)))
       return signalPassFailure();
     if (!keepFunc)

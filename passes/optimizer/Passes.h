@@ -23,6 +23,9 @@ struct AdamWConfig {
   double maxGradNorm = 1.0;
   /// The mesh symbol collectives the optimizer adds name.
   std::string mesh = "mesh";
+  /// Also write each layer's gradient norm into a health probe
+  /// (`<layer>/grad_norm`, weft-probes' gradients).
+  bool layerGradNorms = false;
 };
 
 /// Builds the AdamW step function `name` from the gradient function `grad`:

@@ -37,6 +37,12 @@ def AdamW : Pass<"weft-optimizer-adamw", "::mlir::ModuleOp"> {
     has a split gradient, whose squares are summed locally and all-reduced
     over its axes for the norm.
 
+    With `layer-grad-norms`, each layer's gradient norm (its parameters'
+    gradients after unscaling, before clipping; layers are weft.layer's)
+    is written into the health probe `<layer>/grad_norm` (a transient
+    state parameter, see weft-probes), the partial sums of split
+    gradients all-reduced as one vector per set of axes.
+
     Without `keep-func` the gradient function is erased once the step is
     built (it was a stage on the way to the step).
   }];
@@ -53,7 +59,9 @@ def AdamW : Pass<"weft-optimizer-adamw", "::mlir::ModuleOp"> {
     Option<"maxGradNorm", "max-grad-norm", "double", /*default=*/"1.0",
            "Global gradient-norm clip (0 disables)">,
     Option<"keepFunc", "keep-func", "bool", /*default=*/"true",
-           "Keep the gradient function beside the step">
+           "Keep the gradient function beside the step">,
+    Option<"layerGradNorms", "layer-grad-norms", "bool", /*default=*/"false",
+           "Write each layer's gradient norm into a health probe">
   ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }

@@ -13,6 +13,8 @@
 
 #include "passes/recompute/Passes.h"
 
+#include "passes/recompute/Layers.h"
+
 #include "passes/memory/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -36,14 +38,6 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-/// Layer numbers of forward ops outside the model's layers.
-constexpr int64_t kPrologue = -1;
-constexpr int64_t kEpilogue = std::numeric_limits<int64_t>::max();
-/// A parameter without `weft.layer` (an embedding, the final norm's).
-constexpr int64_t kUnlayered = -2;
-
-bool inLayers(int64_t l) { return l >= 0 && l != kEpilogue; }
-
 /// What no policy recomputes: communication (a collective or transfer, or
 /// the expert route, which all-gathers counts under expert parallelism),
 /// what is not an activation, and ops with regions. (copy_to_group is an
@@ -88,77 +82,6 @@ double recomputeFlops(Operation *op) {
 /// What `selective` keeps: the ops whose work is the layer's FLOPs.
 bool isHeavy(Operation *op) {
   return isa<MatmulOp, MatmulEpilogueOp, GroupedMatmulOp, AttentionOp>(op);
-}
-
-/// The forward of `func`: the ops its first result (the loss) needs.
-llvm::DenseSet<Operation *> forwardOps(func::FuncOp func) {
-  llvm::DenseSet<Operation *> forward;
-  Block &body = func.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  if (ret.getNumOperands() == 0)
-    return forward;
-  SmallVector<Value> work = {ret.getOperand(0)};
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    work.append(def->operand_begin(), def->operand_end());
-  }
-  return forward;
-}
-
-/// Each forward op's layer: the largest `weft.layer` among the parameters
-/// it reads and its operands' layers. Before any layered op, an op is in
-/// the prologue; an op that reads a parameter without a layer after one
-/// (the final norm, a tied head) starts the epilogue, which then spreads.
-/// Where a parameter is declared does not matter, only where it is read.
-/// (A parameter without a layer that the layers themselves share, as
-/// T5's relative bias, would end them early: give it a layer.)
-llvm::DenseMap<Operation *, int64_t>
-layersOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
-  llvm::DenseMap<Operation *, int64_t> layer;
-  bool layered = false;
-  for (Operation &op : func.getBody().front()) {
-    if (!forward.contains(&op))
-      continue;
-    if (auto param = dyn_cast<ParamOp>(op)) {
-      // State (dropout's step counter, FP8 amax histories) is read
-      // everywhere and belongs to no layer: it neither ends the layers
-      // nor moves an op into one.
-      if (param.getState())
-        continue;
-      auto attr = op.getAttrOfType<IntegerAttr>(kLayerAttr);
-      layer[&op] = attr ? attr.getInt() : kUnlayered;
-      continue;
-    }
-    int64_t l = kPrologue;
-    bool epilogue = false;
-    for (Value operand : op.getOperands())
-      if (Operation *def = operand.getDefiningOp(); def && layer.count(def)) {
-        if (layer[def] == kUnlayered)
-          epilogue |= layered;
-        else
-          l = std::max(l, layer[def]);
-      }
-    layer[&op] = epilogue ? kEpilogue : l;
-    layered |= inLayers(layer[&op]);
-  }
-  return layer;
-}
-
-/// The forward values that depend on the step's inputs: activations, as
-/// against parameters and what is made from them alone (a weight's view,
-/// its compute-type copy, its ZeRO-3 gather), which stay whatever the
-/// policy.
-llvm::DenseSet<Value>
-activationsOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
-  llvm::DenseSet<Value> activations;
-  for (Operation &op : func.getBody().front())
-    if (forward.contains(&op) && llvm::any_of(op.getOperands(), [&](Value v) {
-          return isa<BlockArgument>(v) || activations.contains(v);
-        }))
-      activations.insert(op.getResults().begin(), op.getResults().end());
-  return activations;
 }
 
 /// The value whose storage `value` shares, through the memory plan's views.

@@ -665,6 +665,30 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
                     "state tensor can be left to its initializer between "
                     "steps");
   }
+  if (o.has("probe")) {
+    std::string probe, fold;
+    WEFT_ASSIGN(probe, o.str("probe"));
+    WEFT_ASSIGN(fold, o.str("probe_fold"));
+    if (!p.transient)
+      return o.fail("field 'probe' needs a transient state tensor");
+    if (probe.empty())
+      return o.fail("field 'probe' is empty");
+    static const std::pair<const char *, Param::ProbeFold> kFolds[] = {
+        {"mean", Param::ProbeFold::Mean},
+        {"rms", Param::ProbeFold::Rms},
+        {"max", Param::ProbeFold::Max},
+        {"last", Param::ProbeFold::Last}};
+    auto it = std::find_if(std::begin(kFolds), std::end(kFolds),
+                           [&](const auto &f) { return fold == f.first; });
+    if (it == std::end(kFolds))
+      return o.fail(absl::StrCat("field 'probe_fold' must be mean, rms, max "
+                                 "or last, not '",
+                                 fold, "'"));
+    p.probe = std::move(probe);
+    p.probeFold = it->second;
+  } else if (o.has("probe_fold")) {
+    return o.fail("field 'probe_fold' needs field 'probe'");
+  }
   WEFT_RETURN_IF_ERROR(o.done());
   if (p.name.empty())
     return o.fail("field 'name' is empty");

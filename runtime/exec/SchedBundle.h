@@ -90,6 +90,11 @@ struct Param {
   /// accumulator the step zeroes, a gather refilled before use):
   /// checkpoints skip it.
   bool transient = false;
+  /// A health probe (transient state): the metric it holds after a step,
+  /// logged and then zeroed, and how the step's micro-batches folded into
+  /// it.
+  std::optional<std::string> probe;
+  enum class ProbeFold { Mean, Rms, Max, Last } probeFold = ProbeFold::Last;
 };
 
 struct Constant {

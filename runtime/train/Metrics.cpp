@@ -85,6 +85,16 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
           r.hardwareFlops / r.seconds / static_cast<double>(ranks) / peakFlops;
     }
   }
+  // The health probes, one key per metric ("transformer.h.0/act_rms"): a
+  // number, or a list (a router's load per expert). A non-finite value
+  // is written as null.
+  if (!r.probes.empty()) {
+    nlohmann::json probes = nlohmann::json::object();
+    for (const auto &[name, value] : r.probes)
+      probes[name] = value.size() == 1 ? nlohmann::json(value.front())
+                                       : nlohmann::json(value);
+    line["probes"] = std::move(probes);
+  }
   if (r.lossSpike)
     line["loss_spike"] = true;
   if (r.gradNormSpike)

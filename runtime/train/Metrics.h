@@ -38,7 +38,8 @@ std::string progressText(const StepReport &report, int64_t total, bool tty);
 /// grad_norm, lr, tokens_per_s, step_s, ranks and peak_memory_bytes; with
 /// loss scaling also loss_scale and skipped; with the step's FLOPs
 /// tflops (the model's TFLOP/s per rank) and, given each rank's dense peak
-/// `peakFlops` (FLOP/s; 0: unknown), mfu and hfu.
+/// `peakFlops` (FLOP/s; 0: unknown), mfu and hfu; with health probes,
+/// probes (an object of each metric's value).
 std::string metricsLine(const StepReport &report, int64_t ranks,
                         const std::vector<int64_t> &peakMemoryBytes,
                         double peakFlops = 0);

@@ -169,6 +169,11 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   report.modelFlops = modelFlops;
   report.hardwareFlops = hardwareFlops;
   report.tokens = globalBatch * globalSeq;
+  absl::StatusOr<std::vector<std::pair<std::string, std::vector<double>>>>
+      probes = takeProbes(executor, runs.microbatches);
+  if (!probes.ok())
+    return probes.status();
+  report.probes = std::move(*probes);
   for (std::vector<int64_t> &pairs : executor.takeRoutedPairs())
     if (std::any_of(pairs.begin(), pairs.end(),
                     [](int64_t n) { return n > 0; }))
@@ -196,6 +201,43 @@ absl::StatusOr<StepReport> TrainLoop::step() {
         "initial weights or lower --lr (weft-run --check-finite names the "
         "first op that makes a NaN or infinity)"));
   return report;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::vector<double>>>>
+takeProbes(SchedExecutor &executor, int64_t microbatches) {
+  std::vector<std::pair<std::string, std::vector<double>>> probes;
+  for (const sched::Param &p : executor.bundle().params) {
+    if (!p.probe || !executor.holds(p))
+      continue;
+    absl::StatusOr<std::vector<float>> held = executor.param(p.name);
+    if (!held.ok())
+      return held.status();
+    std::vector<double> value(held->begin(), held->end());
+    using Fold = sched::Param::ProbeFold;
+    switch (p.probeFold) {
+    case Fold::Mean:
+    case Fold::Rms:
+      for (double &v : value) {
+        v /= static_cast<double>(microbatches);
+        if (p.probeFold == Fold::Rms)
+          v = std::sqrt(v);
+      }
+      break;
+    case Fold::Max:
+      value = {value.empty() ? 0.0
+                             : *std::max_element(value.begin(), value.end())};
+      break;
+    case Fold::Last:
+      break;
+    }
+    probes.emplace_back(*p.probe, std::move(value));
+    // The next step starts its sums and maxima afresh.
+    absl::Status zeroed =
+        executor.setParam(p.name, std::vector<float>(held->size(), 0.0f));
+    if (!zeroed.ok())
+      return zeroed;
+  }
+  return probes;
 }
 
 absl::StatusOr<std::vector<uint32_t>>

@@ -50,7 +50,16 @@ struct StepReport {
   bool lossSpike = false;
   /// --grad-spike: the gradient norm spiked (reported, nothing undone).
   bool gradNormSpike = false;
+  /// The health probes this rank holds (weftc compile --probes), in the
+  /// bundle's order: each metric's value (a vector for per-expert loads),
+  /// its micro-batches folded as the bundle says.
+  std::vector<std::pair<std::string, std::vector<double>>> probes;
 };
+
+/// Reads, folds (by the bundle's probe_fold, over `microbatches` runs of
+/// the forward) and zeroes the health probes this rank holds.
+absl::StatusOr<std::vector<std::pair<std::string, std::vector<double>>>>
+takeProbes(SchedExecutor &executor, int64_t microbatches);
 
 class TrainLoop {
 public:

@@ -24,6 +24,7 @@
 #include "passes/costmodel/Topology.h"
 #include "passes/pipeline/Schedule.h"
 #include "passes/precision/Passes.h"
+#include "passes/health/Passes.h"
 #include "passes/recompute/Passes.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/data/TokenFile.h"
@@ -215,6 +216,14 @@ cl::opt<std::string>
                      "precision: a comma list of head, first, last, or none "
                      "(default head)"),
             cl::init("head"), cl::sub(compileCmd));
+cl::opt<std::string> probes(
+    "probes",
+    cl::desc("Health probes logged every step in weft-run's --metrics: a "
+             "comma list of activations (each layer's output RMS and "
+             "largest magnitude), attention (each layer's attention "
+             "entropy), router (each MoE layer's load per expert and its "
+             "imbalance), gradients (each layer's gradient norm), or all"),
+    cl::init(""), cl::sub(compileCmd));
 cl::opt<std::string> fp8Storage(
     "fp8-storage",
     cl::desc("With a per-tensor --fp8 recipe, keep GEMM operands as FP8 "
@@ -737,6 +746,9 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   if (fp8Storage != "auto" && fp8Storage != "on" && fp8Storage != "off")
     return fail("--fp8-storage: '" + fp8Storage + "' is not auto, on or off");
   options.fp8Storage = fp8Storage;
+  if (Expected<weft::ProbeChoice> choice = weft::parseProbes(probes); !choice)
+    return fail("--probes: " + toString(choice.takeError()));
+  options.probes = probes;
   // fp16 needs loss scaling (its gradients underflow without it); bf16 has
   // f32's range and does not.
   bool f16 = false;

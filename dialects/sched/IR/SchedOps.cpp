@@ -244,6 +244,16 @@ LogicalResult ParamOp::verify() {
   if (getTransient() && !getState())
     return emitOpError("is transient but not state: only a state tensor can "
                        "be left to its initializer between steps");
+  if (getProbe().has_value() != getProbeFold().has_value())
+    return emitOpError("probe and probe_fold come together");
+  if (getProbe()) {
+    if (!getTransient())
+      return emitOpError("is probe '")
+             << *getProbe() << "' but not transient state";
+    if (!llvm::is_contained({"mean", "rms", "max", "last"}, *getProbeFold()))
+      return emitOpError("probe_fold must be mean, rms, max or last, not '")
+             << *getProbeFold() << "'";
+  }
   if (std::optional<ArrayAttr> split = getSplit())
     if (failed(verifySplit(*this, *split, type.getShape().size(), "parameter")))
       return failure();

@@ -131,6 +131,11 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     (a gradient accumulator or micro-batch counter the step zeroes, a
     ZeRO-3 parameter gathered afresh each step): checkpoints skip it and a
     resumed run starts it from its initializer.
+    `probe`: a transient state tensor holding the health metric of that
+    name (weft-probes), which the runtime logs after every step and then
+    zeroes; `probe_fold` says how the step's micro-batches combined into
+    it: `mean` (summed: divided by the micro-batches), `rms` (the root of
+    that mean), `max` (the largest element) or `last` (as it is).
     Programs read
     it with `sched.get` and write its next value with `sched.assign`.
 
@@ -147,7 +152,9 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
                        OptionalAttr<Sched_I64Attr>:$checkpoint_rows,
                        OptionalAttr<DenseI64ArrayAttr>:$checkpoint_shape,
                        OptionalAttr<StrAttr>:$checkpoint_stack,
-                       UnitAttr:$transient);
+                       UnitAttr:$transient,
+                       OptionalAttr<StrAttr>:$probe,
+                       OptionalAttr<StrAttr>:$probe_fold);
   let assemblyFormat = [{
     $sym_name `init` `(` $init (`,` $scale^)? `)` (`state` $state^)?
     attr-dict `:` $type

@@ -97,6 +97,11 @@ inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 /// (a gradient accumulator or micro-batch counter the step zeroes, a
 /// ZeRO-3 gather refilled before use), so checkpoints skip it.
 inline constexpr const char *kTransientAttr = "weft.transient";
+/// On a transient state weft.param: the health metric it holds after a
+/// step (weft-probes), and how a step's micro-batches fold into it
+/// ("mean", "rms", "max" or "last").
+inline constexpr const char *kProbeAttr = "weft.probe";
+inline constexpr const char *kProbeFoldAttr = "weft.probe_fold";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";
 inline constexpr const char *kGradOfAttr = "weft.grad_of";
 inline constexpr const char *kLayerAttr = "weft.layer";

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job on this machine: compile a small GPT-2 (byte vocabulary) into a
-# training bundle and train it on a text file every machine has, then sample
-# from it. Before that, import the three model families at full size and show
+# The main job on this machine: prepare a text file every machine has as a
+# token-shard dataset, compile a small GPT-2 (byte vocabulary) into a
+# training bundle with health probes, train it, sample from it, and end with
+# a chart of the loss, MFU and gradient norm and a Chrome trace of three
+# steps. Before that, import the three model families at full size and show
 # a composite op expanded into primitives.
 set -euo pipefail
 BUILD=${1:-build}
@@ -34,13 +36,18 @@ echo
 echo "== weftc compile + weft-run: train a byte-level GPT-2 on the CPU =="
 TEXT=/usr/share/common-licenses/GPL-3
 [ -f "$TEXT" ] || TEXT=README.md
+rm -rf "$OUT/dataset"
+"$BIN/weft-data" prepare "$TEXT" -o "$OUT/dataset" --tokenizer bytes
+# --topology cpu:1 gives the metrics a peak to take MFU against; --probes
+# adds each layer's activation RMS and largest magnitude and gradient norm.
 "$BIN/weftc" compile --config examples/configs/gpt2-tiny.json --batch 16 --seq 64 \
-  -o "$OUT/bundle"
+  --topology cpu:1 --probes activations,gradients -o "$OUT/bundle"
 rm -f "$OUT/metrics.jsonl"
 # Tiny GEMMs run faster on one BLAS thread than two.
 OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} "$BIN/weft-run" "$OUT/bundle" \
-  --data "$TEXT" --tokenizer bytes --steps 1200 --lr 5e-3 --seed 1 \
-  --metrics "$OUT/metrics.jsonl" --save "$OUT/weights.safetensors" --sample 200
+  --data "$OUT/dataset" --steps 1200 --lr 5e-3 --seed 1 \
+  --metrics "$OUT/metrics.jsonl" --save "$OUT/weights.safetensors" --sample 200 \
+  --trace "$OUT/trace.json" --profile-steps 600:602
 python3 - "$OUT/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
@@ -49,3 +56,6 @@ rate = sorted(r["tokens_per_s"] for r in rows)[len(rows) // 2]
 print(f"loss {first:.3f} at step 1 (ln 256 = 5.545) -> {last:.3f} "
       f"(mean of the last 50 steps); median {rate:.0f} tokens/s")
 PY
+"$BIN/weft-plot" "$OUT/metrics.jsonl" -o "$OUT/chart.svg" \
+  --metrics loss,mfu,grad_norm,probes/transformer.h.1/act_rms
+echo "   open $OUT/chart.svg in a browser; load $OUT/trace.json in https://ui.perfetto.dev"

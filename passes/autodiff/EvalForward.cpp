@@ -53,10 +53,9 @@ struct EvalForwardPass : public weft::impl::EvalForwardBase<EvalForwardPass> {
       if (probes.contains(a.getName()))
         a.erase();
     });
-    for (Operation &op : llvm::make_early_inc_range(
-             llvm::reverse(forward.getBody().front())))
-      if (isOpTriviallyDead(&op) &&
-          (!isa<ParamOp>(op) || op.hasAttr(kProbeAttr)))
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(forward.getBody().front())))
+      if (isOpTriviallyDead(&op) || (op.hasAttr(kProbeAttr) && op.use_empty()))
         op.erase();
     forward.walk([&](ParamOp p) {
       if (p.getName() == kDropoutStepParam && p->use_empty())

@@ -185,8 +185,8 @@ private:
     // weft.fp8_amax over one block: the largest magnitude, max-reduced
     // across the ranks that split it (NaN as +inf, which the max keeps).
     RankedTensorType type = e.typeOf(x32);
-    auto ones = RankedTensorType::get(
-        SmallVector<int64_t>(type.getRank(), 1), b.getF32Type());
+    auto ones = RankedTensorType::get(SmallVector<int64_t>(type.getRank(), 1),
+                                      b.getF32Type());
     Value amax = Fp8AmaxOp::create(b, e.loc, ones, x32);
     fold(b, e.loc, layer + "/act_max_abs", "max",
          e.reshape(amax, RankedTensorType::get({}, b.getF32Type())));
@@ -230,9 +230,8 @@ private:
     auto f32 = b.getF32Type();
     Value hot = OneHotOp::create(
         b, e.loc,
-        RankedTensorType::get({choices.getDimSize(0), choices.getDimSize(1),
-                               experts},
-                              f32),
+        RankedTensorType::get(
+            {choices.getDimSize(0), choices.getDimSize(1), experts}, f32),
         indices);
     // The share of all T k choices each expert got (sums to 1).
     auto perExpert = RankedTensorType::get({experts}, f32);

@@ -78,15 +78,14 @@ void writeLayerGradNorms(func::FuncOp step, weft::detail::Emitter &e,
     SmallVector<Value> parts;
     for (auto &[l, sum] : sums)
       parts.push_back(e.reshape(sum, one));
-    Value vector = parts.size() == 1
-                       ? parts.front()
-                       : ConcatOp::create(e.b, e.loc, parts,
-                                          e.b.getI64IntegerAttr(0))
-                             .getResult();
+    Value vector =
+        parts.size() == 1
+            ? parts.front()
+            : ConcatOp::create(e.b, e.loc, parts, e.b.getI64IntegerAttr(0))
+                  .getResult();
     Value reduced =
         AllReduceOp::create(
-            e.b, e.loc,
-            ReduceKindAttr::get(e.b.getContext(), ReduceKind::Sum),
+            e.b, e.loc, ReduceKindAttr::get(e.b.getContext(), ReduceKind::Sum),
             ValueRange{vector}, FlatSymbolRefAttr::get(e.b.getContext(), mesh),
             cast<ArrayAttr>(axes))
             .getResult(0);
@@ -99,8 +98,8 @@ void writeLayerGradNorms(func::FuncOp step, weft::detail::Emitter &e,
     }
   }
   for (auto &[l, sum] : total) {
-    ParamOp probe = declareProbe(step, layerName(step, l) + "/grad_norm",
-                                 scalar, "last");
+    ParamOp probe =
+        declareProbe(step, layerName(step, l) + "/grad_norm", scalar, "last");
     AssignOp::create(e.b, e.loc, probe.getNameAttr(),
                      SqrtOp::create(e.b, e.loc, sum));
   }

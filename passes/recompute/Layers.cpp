@@ -58,7 +58,8 @@ weft::layersOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
 }
 
 llvm::DenseSet<Value>
-weft::activationsOf(func::FuncOp func, const llvm::DenseSet<Operation *> &forward) {
+weft::activationsOf(func::FuncOp func,
+                    const llvm::DenseSet<Operation *> &forward) {
   llvm::DenseSet<Value> activations;
   for (Operation &op : func.getBody().front())
     if (forward.contains(&op) && llvm::any_of(op.getOperands(), [&](Value v) {

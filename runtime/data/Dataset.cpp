@@ -72,7 +72,8 @@ absl::StatusOr<Dataset> Dataset::open(const std::string &path) {
   if (!json->is_object())
     return bad(d.index, "is not a JSON object (a weft dataset index)");
   if (absl::Status s = onlyKeys(
-          *json, {"format", "version", "dtype", "vocab", "eos", "shards"},
+          *json,
+          {"format", "version", "dtype", "vocab", "eos", "tokenizer", "shards"},
           d.index);
       !s.ok())
     return s;
@@ -99,6 +100,12 @@ absl::StatusOr<Dataset> Dataset::open(const std::string &path) {
     if (!eos.ok())
       return eos.status();
     d.eos = *eos;
+  }
+  if (auto t = json->find("tokenizer"); t != json->end()) {
+    if (!t->is_string() || t->get<std::string>().size() > 256)
+      return bad(d.index, "field 'tokenizer' must be a name (a string of at "
+                          "most 256 characters)");
+    d.tokenizer = t->get<std::string>();
   }
   auto shards = json->find("shards");
   if (shards == json->end() || !shards->is_array() || shards->empty())
@@ -225,6 +232,8 @@ absl::StatusOr<Dataset> DatasetWriter::finish() {
                           {"vocab", vocab}};
   if (eos >= 0)
     index["eos"] = eos;
+  if (!tokenizer.empty())
+    index["tokenizer"] = tokenizer;
   nlohmann::json list = nlohmann::json::array();
   for (const DatasetShard &s : shards)
     list.push_back({{"file", s.path}, {"tokens", s.tokens}});

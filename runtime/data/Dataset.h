@@ -41,6 +41,9 @@ struct Dataset {
   int bytesPerToken = 2;
   int64_t vocab = 0;
   int64_t eos = -1; // -1: not given.
+  /// What made the ids ("bytes", "sentencepiece"; empty: not said): with
+  /// "bytes", samples decode as text.
+  std::string tokenizer;
   std::vector<DatasetShard> shards;
 
   /// Reads and checks `dataset.json` (or a directory holding one): the
@@ -65,6 +68,8 @@ public:
                                               int64_t eos, int64_t shardTokens);
   /// Appends ids (each below the vocabulary: else an error naming it).
   absl::Status append(const std::vector<uint32_t> &ids);
+  /// Records what made the ids (Dataset::tokenizer) in the index.
+  void setTokenizer(std::string name) { tokenizer = std::move(name); }
   /// Closes the last shard and writes dataset.json.
   absl::StatusOr<Dataset> finish();
 
@@ -72,6 +77,7 @@ private:
   absl::Status flush();
   std::string dir;
   int64_t vocab = 0, eos = -1, shardTokens = 0;
+  std::string tokenizer;
   int bytesPerToken = 2;
   std::vector<uint32_t> pending; // The open shard's ids.
   std::vector<DatasetShard> shards;

@@ -381,6 +381,22 @@ static absl::StatusOr<ShuffledWindows> openSource(const std::string &path,
   return ShuffledWindows::create(std::move(*data), seq, vocab, options.seed);
 }
 
+/// Whether every --data source holds bytes: --tokenizer bytes, or
+/// datasets whose index says the byte tokenizer made them.
+static bool bytesData(const JobOptions &options) {
+  if (options.tokenizer == "bytes")
+    return true;
+  absl::StatusOr<std::vector<DataSource>> sources = dataSources(options.data);
+  if (!sources.ok())
+    return false;
+  return std::all_of(sources->begin(), sources->end(), [](const DataSource &s) {
+    if (!isDatasetIndex(s.path))
+      return false;
+    absl::StatusOr<Dataset> d = Dataset::open(s.path);
+    return d.ok() && d->tokenizer == "bytes";
+  });
+}
+
 absl::StatusOr<DataMixture> openTrainingData(const JobOptions &options,
                                              int64_t seq, int64_t vocab) {
   absl::StatusOr<std::vector<DataSource>> sources = dataSources(options.data);
@@ -784,6 +800,7 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       return generated.status();
     result.prompt = std::move(*prompt);
     result.generated = std::move(*generated);
+    result.textSample = bytesData(options);
   }
   return result;
 }

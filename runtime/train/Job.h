@@ -108,6 +108,9 @@ struct JobResult {
   /// With `sample`: the prompt (a window from a third of the way into the
   /// data) and the tokens generated after it.
   std::vector<uint32_t> prompt, generated;
+  /// The ids are bytes (--tokenizer bytes, or datasets weft-data made with
+  /// the byte tokenizer): the sample prints as text.
+  bool textSample = false;
 };
 
 /// Whether the job's settings are in range (a positive finite --lr, a

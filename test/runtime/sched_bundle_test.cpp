@@ -392,6 +392,26 @@ const Corruption kCorruptions[] = {
     {"ParamIntegerDtype",
      [](json &m) { m["params"][2]["dtype"] = "i32"; },
      {"param 'emb'", "field 'dtype'", "must hold floats"}},
+    {"ProbeNotTransient",
+     [](json &m) {
+       m["params"][1]["probe"] = "l.0/act_rms";
+       m["params"][1]["probe_fold"] = "rms";
+     },
+     {"param 'w.m'", "field 'probe' needs a transient state tensor"}},
+    {"ProbeUnknownFold",
+     [](json &m) {
+       m["params"][1]["transient"] = true;
+       m["params"][1]["probe"] = "l.0/act_rms";
+       m["params"][1]["probe_fold"] = "median";
+     },
+     {"param 'w.m'", "'probe_fold' must be mean, rms, max or last, not "
+                     "'median'"}},
+    {"ProbeFoldAlone",
+     [](json &m) {
+       m["params"][1]["transient"] = true;
+       m["params"][1]["probe_fold"] = "max";
+     },
+     {"param 'w.m'", "field 'probe_fold' needs field 'probe'"}},
     {"ConstantNameOfAParam",
      [](json &m) { m["constants"][0]["name"] = "w"; },
      {"constants[0]", "field 'name'", "'w' is declared twice"}},

@@ -155,6 +155,7 @@ int main(int argc, char **argv) {
       weft::runtime::DatasetWriter::create(out, vocab, eos, shardTokens);
   if (!writer.ok())
     return fail(std::string(writer.status().message()));
+  writer->setTokenizer(model.empty() ? "bytes" : "sentencepiece");
   if (int rc = prepare(inputs, *writer, eos, encode))
     return rc;
   absl::StatusOr<weft::runtime::Dataset> done = writer->finish();

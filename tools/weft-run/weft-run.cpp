@@ -51,10 +51,9 @@ void addEnvironment(weft::runtime::JobOptions &options, int64_t rank) {
     options.attempt = std::atol(attempt);
 }
 
-/// Rank 0's sample: decoded text with --tokenizer bytes, else token ids.
-void printSample(const weft::runtime::JobOptions &options,
-                 const weft::runtime::JobResult &result) {
-  if (options.tokenizer == "bytes") {
+/// Rank 0's sample: decoded text when the data is bytes, else token ids.
+void printSample(const weft::runtime::JobResult &result) {
+  if (result.textSample) {
     std::cout << "--- sample ---\n"
               << weft::runtime::decodeByteTokens(result.prompt) << "|"
               << weft::runtime::decodeByteTokens(result.generated) << "\n";
@@ -233,6 +232,6 @@ int main(int argc, char **argv) {
     return fail(result.status().message());
   // Every rank took part in making the sample; rank 0 prints it.
   if (options.sample > 0 && result->leader)
-    printSample(options, *result);
+    printSample(*result);
   return 0;
 }

@@ -84,6 +84,21 @@ sched.param @w init(zeros) {transient} : !sched.buffer<4xf32>
 
 // -----
 
+// expected-error @+1 {{'sched.param' op is probe 'l.0/act_rms' but not transient state}}
+sched.param @p init(zeros) state {probe = "l.0/act_rms", probe_fold = "rms"} : !sched.buffer<f32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op probe_fold must be mean, rms, max or last, not 'median'}}
+sched.param @p init(zeros) state {transient, probe = "l.0/act_rms", probe_fold = "median"} : !sched.buffer<f32>
+
+// -----
+
+// expected-error @+1 {{'sched.param' op probe and probe_fold come together}}
+sched.param @p init(zeros) state {transient, probe = "l.0/act_rms"} : !sched.buffer<f32>
+
+// -----
+
 sched.mesh @mesh axes ["tp"] sizes [2]
 // expected-error @+1 {{'sched.param' op checkpoint_shape holds 12 elements, but the global tensor has 16}}
 sched.param @w init(zeros) {split = [[], ["tp"]], checkpoint_shape = array<i64: 2, 6>} : !sched.buffer<4x2xf32>

@@ -29,3 +29,17 @@ try:
         config.available_features.add("avx2")
 except OSError:
     pass
+
+# Network namespaces (root and iproute2): the two-node test runs its ranks
+# as two hosts joined by a veth pair.
+import subprocess
+
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    probe = "weft-lit-%d" % os.getpid()
+    try:
+        if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0:
+            subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+            if subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode == 0:
+                config.available_features.add("netns")
+    except OSError:
+        pass

@@ -20,12 +20,17 @@
 #include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -55,6 +60,84 @@ bool isRunning(int64_t pid) {
 
 bool isLoopback(const std::string &host) {
   return host == "localhost" || host.rfind("127.", 0) == 0;
+}
+
+/// The address of this host's interface that routes to `host` (what a
+/// UDP socket connected there is bound to; nothing is sent), or "".
+std::string addressTowards(const std::string &host) {
+  addrinfo hints = {}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || !found)
+    return "";
+  std::string address;
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local = {};
+  socklen_t size = sizeof(local);
+  char text[INET_ADDRSTRLEN] = {};
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &size) == 0 &&
+      ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)))
+    address = text;
+  if (fd >= 0)
+    ::close(fd);
+  ::freeaddrinfo(found);
+  return address;
+}
+
+/// A socket listening on `host` (any free port), whose port goes into
+/// `port`, or -1. Peers connect to it only to see that this host answers.
+int listenForProbes(const std::string &host, int &port) {
+  addrinfo hints = {}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  if (::getaddrinfo(host.c_str(), "0", &hints, &found) != 0 || !found)
+    return -1;
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in bound = {};
+  socklen_t size = sizeof(bound);
+  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+            ::listen(fd, 64) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &size) == 0;
+  ::freeaddrinfo(found);
+  if (!ok) {
+    if (fd >= 0)
+      ::close(fd);
+    return -1;
+  }
+  port = ntohs(bound.sin_port);
+  return fd;
+}
+
+/// Whether a TCP connection to `address`:`port` completes within `wait`.
+bool answers(const std::string &address, int port,
+             std::chrono::milliseconds wait) {
+  addrinfo hints = {}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints,
+                    &found) != 0 ||
+      !found)
+    return false;
+  int fd =
+      ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  bool ok = false;
+  if (fd >= 0) {
+    int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
+    if (rc == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p = {fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t size = sizeof(error);
+      ok = ::poll(&p, 1, static_cast<int>(wait.count())) == 1 &&
+           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 &&
+           error == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return ok;
 }
 
 /// Facts as the store holds them: one `what=value` line each, the value
@@ -212,23 +295,46 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
     if (absl::Status s = c->agree(all); !s.ok())
       return s;
     gloo::transport::tcp::attr attr;
-    // Bind where the peers can reach us: loopback for a local job, else the
-    // host's name (WEFT_GLOO_HOST overrides, e.g. for a specific NIC).
+    // Bind where the peers can reach us: loopback for a local job, else
+    // the address of the interface that routes to the store's host (not
+    // the host's name, which Debian resolves to 127.0.1.1); WEFT_GLOO_HOST
+    // overrides, e.g. for a specific NIC.
     if (const char *host = std::getenv("WEFT_GLOO_HOST"); host && *host)
       attr.hostname = host;
+    else if (isLoopback(info.masterAddr))
+      attr.hostname = "127.0.0.1";
+    else if (std::string towards = addressTowards(info.masterAddr);
+             !towards.empty())
+      attr.hostname = towards;
     else
-      attr.hostname = isLoopback(info.masterAddr) ? "127.0.0.1" : hostName();
+      attr.hostname = hostName();
     c->device = gloo::transport::tcp::CreateDevice(attr);
-    std::string me = absl::StrCat(hostName(), " ", ::getpid());
+    int port = 0;
+    c->livenessFd = listenForProbes(attr.hostname, port);
+    if (c->livenessFd >= 0)
+      c->livenessThread = std::thread([fd = c->livenessFd] {
+        // Until the destructor shuts the socket down.
+        for (int peer; (peer = ::accept(fd, nullptr, nullptr)) >= 0 ||
+                       errno == EINTR || errno == ECONNABORTED;)
+          if (peer >= 0)
+            ::close(peer);
+      });
+    std::string me = absl::StrCat(hostName(), " ", ::getpid(), " ",
+                                  attr.hostname, " ", port);
     c->store->set(absl::StrCat("pid/", info.rank),
                   std::vector<char>(me.begin(), me.end()));
     for (int64_t r = 0; r < info.worldSize; ++r) {
       std::vector<char> v = c->store->get(absl::StrCat("pid/", r));
-      std::string text(v.begin(), v.end());
-      size_t space = text.rfind(' ');
-      int64_t pid = 0;
-      (void)absl::SimpleAtoi(text.substr(space + 1), &pid);
-      c->peers.push_back({text.substr(0, space), pid});
+      std::vector<std::string> fields =
+          absl::StrSplit(std::string(v.begin(), v.end()), ' ');
+      Peer peer;
+      peer.host = fields[0];
+      if (fields.size() == 4) {
+        (void)absl::SimpleAtoi(fields[1], &peer.pid);
+        peer.address = fields[2];
+        (void)absl::SimpleAtoi(fields[3], &peer.port);
+      }
+      c->peers.push_back(std::move(peer));
     }
     c->world = c->fullMesh("world", info.rank, info.worldSize);
     // Opened with the world, not at the first transfer: the first transfers
@@ -241,7 +347,36 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
   return c;
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  if (livenessFd >= 0) {
+    ::shutdown(livenessFd, SHUT_RDWR);
+    if (livenessThread.joinable())
+      livenessThread.join();
+    ::close(livenessFd);
+  }
+}
+
+std::string Communicator::unreachableNodes() const {
+  // One probe per other host: its first rank's port.
+  std::string me = hostName();
+  std::map<std::string, std::vector<int64_t>> ranksOf;
+  for (size_t r = 0; r < peers.size(); ++r)
+    if (peers[r].host != me)
+      ranksOf[peers[r].host].push_back(static_cast<int64_t>(r));
+  std::string out;
+  for (const auto &[host, ranks] : ranksOf) {
+    const Peer &first = peers[ranks.front()];
+    if (first.port <= 0 ||
+        answers(first.address, first.port, std::chrono::milliseconds(2000)))
+      continue;
+    absl::StrAppend(&out, "; node ", host, " (rank",
+                    ranks.size() == 1 ? " " : "s ", absl::StrJoin(ranks, ", "),
+                    " at ", first.address,
+                    ") does not answer: the network to it is down or it is "
+                    "gone");
+  }
+  return out;
+}
 
 std::shared_ptr<gloo::Context>
 Communicator::fullMesh(const std::string &prefix, int64_t rank, int64_t size) {
@@ -288,12 +423,12 @@ absl::Status Communicator::failure(const std::string &what,
     if (attempt)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     for (size_t r = 0; r < peers.size(); ++r)
-      if (peers[r].first == host && !isRunning(peers[r].second))
-        dead.push_back(
-            absl::StrCat("rank ", r, " (pid ", peers[r].second, ")"));
+      if (peers[r].host == host && !isRunning(peers[r].pid))
+        dead.push_back(absl::StrCat("rank ", r, " (pid ", peers[r].pid, ")"));
   }
+  // Else a rank on another host may be cut off: say which node.
   std::string who = dead.empty()
-                        ? ""
+                        ? unreachableNodes()
                         : absl::StrCat("; ", absl::StrJoin(dead, ", "),
                                        dead.size() == 1 ? " is" : " are",
                                        " no longer running");

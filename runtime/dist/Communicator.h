@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gloo {
@@ -169,6 +170,9 @@ private:
              const std::function<void(const std::shared_ptr<gloo::Context> &,
                                       uint32_t)> &call);
   absl::Status failure(const std::string &what, const std::string &why);
+  /// "; node H (ranks 2, 3 at A) does not answer" for every other host
+  /// whose ranks' liveness ports refuse or time out (at most 2 s each).
+  std::string unreachableNodes() const;
   /// Why `peer` cannot be the other end of a transfer (`what`), if it can't.
   absl::Status checkPeer(const std::string &what, int64_t peer) const;
   /// Publishes `facts` and compares them with rank 0's (rank 0: with every
@@ -197,7 +201,20 @@ private:
     std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
   };
   std::vector<PendingSend> pendingSends;
-  std::vector<std::pair<std::string, int64_t>> peers; // (host, pid) per rank.
+  /// Per rank: its host's name, its pid and where it answers liveness
+  /// probes (address and port; port 0: does not).
+  struct Peer {
+    std::string host;
+    int64_t pid = 0;
+    std::string address;
+    int port = 0;
+  };
+  std::vector<Peer> peers;
+  /// A TCP port this rank listens on only so that peers on other hosts can
+  /// tell, when a collective fails, whether the network to it is up: the
+  /// kernel completes their connection and a thread closes it.
+  int livenessFd = -1;
+  std::thread livenessThread;
   /// The next collective's tag on each context. Per context, not one
   /// count: a group's members issue its collectives in the same order,
   /// but ranks of different pipeline stages issue different numbers of

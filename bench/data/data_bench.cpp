@@ -1,12 +1,15 @@
 //===- data_bench.cpp - how fast the loader reads a dataset ---------------===//
 //
 //   weft-data-bench DATASET --seq S --batch B --steps N [--ranks R]
+//                   [--chunk-windows C]
 //
 // Reads N steps of a [B, S] global batch from DATASET's shuffled windows
 // (runtime/data/Dataset.h), as rank 0 of R data-parallel ranks reads its
 // rows (B / R of them), on one thread as the prefetch thread does, and
-// prints {"tokens_per_s": ..., "seconds": ...} for the tokens that rank
-// read. The page cache is whatever it is (run it twice for a warm one).
+// prints {"tokens_per_s": ..., "seconds": ..., "file_reads": ...} for the
+// tokens that rank read. --chunk-windows 1 reads each window on its own
+// (0, the default: training's chunks of about 1 MiB). The page cache is
+// whatever it is (run it twice for a warm one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +31,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   int64_t seq = 256, batch = 8, steps = 1000, ranks = 1;
+  ChunkShape shape;
   for (int i = 2; i + 1 < argc; i += 2) {
     int64_t value = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--seq"))
@@ -38,6 +42,8 @@ int main(int argc, char **argv) {
       steps = value;
     else if (!std::strcmp(argv[i], "--ranks"))
       ranks = value;
+    else if (!std::strcmp(argv[i], "--chunk-windows"))
+      shape.windows = value;
   }
   absl::StatusOr<Dataset> data = Dataset::open(argv[1]);
   if (!data.ok()) {
@@ -46,7 +52,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   absl::StatusOr<ShuffledWindows> windows =
-      ShuffledWindows::create(*data, seq, data->vocab, 0);
+      ShuffledWindows::create(*data, seq, data->vocab, 0, shape);
   if (!windows.ok()) {
     std::fprintf(stderr, "weft-data-bench: %s\n",
                  std::string(windows.status().message()).c_str());
@@ -67,9 +73,10 @@ int main(int argc, char **argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  std::printf(
-      "{\"tokens_per_s\": %.0f, \"seconds\": %.3f, \"windows\": %lld}\n",
-      static_cast<double>(steps * rows * seq) / seconds, seconds,
-      static_cast<long long>(windows->size()));
+  std::printf("{\"tokens_per_s\": %.0f, \"seconds\": %.3f, \"windows\": "
+              "%lld, \"file_reads\": %lld}\n",
+              static_cast<double>(steps * rows * seq) / seconds, seconds,
+              static_cast<long long>(windows->size()),
+              static_cast<long long>(windows->fileReads()));
   return 0;
 }

@@ -9,12 +9,15 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <list>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -249,19 +252,39 @@ absl::StatusOr<Dataset> DatasetWriter::finish() {
 
 struct ShuffledWindows::Files {
   std::vector<int> fds;
+  /// A chunk's ids: per shard it spans, its first window and the ids
+  /// from that window's first token to the last one's label.
+  struct Span {
+    int64_t firstWindow = 0;
+    std::vector<uint32_t> ids;
+  };
+  struct Chunk {
+    int64_t index = -1;
+    std::vector<Span> spans;
+  };
+  std::mutex mutex;
+  std::list<Chunk> recent; // Most recently read first.
+  std::atomic<int64_t> reads{0};
   ~Files() {
     for (int fd : fds)
       ::close(fd);
   }
 };
 
-absl::StatusOr<ShuffledWindows> ShuffledWindows::create(Dataset dataset,
-                                                        int64_t seq,
-                                                        int64_t vocab,
-                                                        uint64_t seed) {
+absl::StatusOr<ShuffledWindows>
+ShuffledWindows::create(Dataset dataset, int64_t seq, int64_t vocab,
+                        uint64_t seed, ChunkShape shape) {
   ShuffledWindows w;
   if (seq < 1)
     return absl::InvalidArgumentError("a window needs seq >= 1");
+  if (shape.windows < 0 || shape.group < 1)
+    return absl::InvalidArgumentError(
+        "a chunk needs windows >= 0 and a group at least one chunk");
+  w.chunk = shape.windows > 0
+                ? shape.windows
+                : std::max<int64_t>(1, ChunkShape::kChunkBytes /
+                                           (seq * dataset.bytesPerToken));
+  w.group = shape.group;
   if (dataset.vocab > vocab)
     return bad(dataset.index,
                absl::StrCat("the dataset's vocabulary (", dataset.vocab,
@@ -297,11 +320,28 @@ absl::StatusOr<ShuffledWindows> ShuffledWindows::create(Dataset dataset,
 
 WindowRef ShuffledWindows::at(int64_t position) const {
   uint64_t epoch = static_cast<uint64_t>(position / total);
-  KeyedPermutation order(static_cast<uint64_t>(total),
-                         seed * 0x9E3779B97F4A7C15ull ^
-                             (epoch + 1) * 0xD1B54A32D192ED03ull);
-  int64_t window =
-      static_cast<int64_t>(order(static_cast<uint64_t>(position % total)));
+  uint64_t key =
+      seed * 0x9E3779B97F4A7C15ull ^ (epoch + 1) * 0xD1B54A32D192ED03ull;
+  int64_t p = position % total, full = total / chunk, head = full * chunk;
+  int64_t window;
+  if (p >= head) {
+    // The last, partial chunk (the whole epoch when no chunk is full).
+    KeyedPermutation tail(static_cast<uint64_t>(total - head), key);
+    window = head + static_cast<int64_t>(tail(static_cast<uint64_t>(p - head)));
+  } else {
+    int64_t g = p / (group * chunk), first = g * group;
+    int64_t chunks = std::min(group, full - first);
+    KeyedPermutation within(static_cast<uint64_t>(chunks * chunk),
+                            key ^ (static_cast<uint64_t>(g) + 1) *
+                                      0x94D049BB133111EBull);
+    int64_t v = static_cast<int64_t>(
+        within(static_cast<uint64_t>(p - g * group * chunk)));
+    KeyedPermutation order(static_cast<uint64_t>(full),
+                           key ^ 0xBF58476D1CE4E5B9ull);
+    int64_t c =
+        static_cast<int64_t>(order(static_cast<uint64_t>(first + v / chunk)));
+    window = c * chunk + v % chunk;
+  }
   int64_t shard =
       std::upper_bound(firstWindow.begin(), firstWindow.end(), window) -
       firstWindow.begin() - 1;
@@ -346,21 +386,69 @@ ShuffledWindows::readTokens(int64_t shard, int64_t offset,
   return ids;
 }
 
+int64_t ShuffledWindows::windowIndex(WindowRef ref) const {
+  return firstWindow[ref.shard] + ref.offset / seq;
+}
+
+int64_t ShuffledWindows::fileReads() const { return files->reads.load(); }
+
 absl::Status ShuffledWindows::read(WindowRef window, int32_t *tokens,
                                    int32_t *labels) const {
-  absl::StatusOr<std::vector<uint32_t>> ids =
-      readTokens(window.shard, window.offset, seq + 1);
-  if (!ids.ok())
-    return ids.status();
-  if (static_cast<int64_t>(ids->size()) != seq + 1)
-    return bad(data.shards[window.shard].path,
-               absl::StrCat("has no window of ", seq + 1, " tokens at ",
-                            window.offset));
-  for (int64_t i = 0; i < seq; ++i) {
-    tokens[i] = static_cast<int32_t>((*ids)[i]);
-    labels[i] = static_cast<int32_t>((*ids)[i + 1]);
+  if (window.shard < 0 ||
+      window.shard >= static_cast<int64_t>(data.shards.size()) ||
+      window.offset < 0 || window.offset % seq != 0 ||
+      windowIndex(window) >= firstWindow[window.shard + 1])
+    return absl::InvalidArgumentError(
+        absl::StrCat("no window at token ", window.offset, " of shard ",
+                     window.shard, " of ", data.index));
+  int64_t w = windowIndex(window), c = w / chunk;
+  std::lock_guard<std::mutex> lock(files->mutex);
+  auto found =
+      std::find_if(files->recent.begin(), files->recent.end(),
+                   [&](const Files::Chunk &k) { return k.index == c; });
+  if (found == files->recent.end()) {
+    // Read the chunk whole: its windows [c C, (c + 1) C), one read per
+    // shard they lie in, each from a window's first token to the last
+    // window's label.
+    Files::Chunk loaded;
+    loaded.index = c;
+    int64_t end = std::min(total, (c + 1) * chunk);
+    for (int64_t first = c * chunk; first < end;) {
+      int64_t shard =
+          std::upper_bound(firstWindow.begin(), firstWindow.end(), first) -
+          firstWindow.begin() - 1;
+      int64_t last = std::min(end, firstWindow[shard + 1]);
+      files->reads.fetch_add(1);
+      absl::StatusOr<std::vector<uint32_t>> ids = readTokens(
+          shard, (first - firstWindow[shard]) * seq, (last - first) * seq + 1);
+      if (!ids.ok())
+        return ids.status();
+      if (static_cast<int64_t>(ids->size()) != (last - first) * seq + 1)
+        return bad(data.shards[shard].path,
+                   absl::StrCat("has no window of ", seq + 1, " tokens at ",
+                                (last - 1 - firstWindow[shard]) * seq));
+      loaded.spans.push_back({first, std::move(*ids)});
+      first = last;
+    }
+    files->recent.push_front(std::move(loaded));
+    if (static_cast<int64_t>(files->recent.size()) > group + 1)
+      files->recent.pop_back();
+    found = files->recent.begin();
+  } else {
+    files->recent.splice(files->recent.begin(), files->recent, found);
+    found = files->recent.begin();
   }
-  return absl::OkStatus();
+  for (const Files::Span &span : found->spans) {
+    int64_t at = (w - span.firstWindow) * seq;
+    if (at < 0 || at + seq + 1 > static_cast<int64_t>(span.ids.size()))
+      continue;
+    for (int64_t i = 0; i < seq; ++i) {
+      tokens[i] = static_cast<int32_t>(span.ids[at + i]);
+      labels[i] = static_cast<int32_t>(span.ids[at + i + 1]);
+    }
+    return absl::OkStatus();
+  }
+  return absl::InternalError("a window is missing from its chunk");
 }
 
 absl::StatusOr<DataMixture>

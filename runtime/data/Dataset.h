@@ -88,23 +88,46 @@ struct WindowRef {
   int64_t shard = 0, offset = 0;
 };
 
+/// How an epoch's order keeps reads large: windows are read a chunk at a
+/// time (consecutive windows, about kChunkBytes of ids, one read per shard
+/// it spans), and the order shuffles chunks, then windows within each
+/// group of `group` chunks, so a group's chunks are all a stretch of
+/// positions needs (a shuffle buffer of `group` chunks, as tf.data's and
+/// WebDataset's).
+struct ChunkShape {
+  static constexpr int64_t kChunkBytes = int64_t(1) << 20;
+  int64_t windows = 0; // Windows per chunk; 0: about kChunkBytes of ids.
+  int64_t group = 8;   // Chunks per shuffle group.
+};
+
 /// A dataset's windows of seq + 1 tokens in shuffled epochs.
 class ShuffledWindows {
 public:
   /// Fails when the dataset holds no window of seq + 1 tokens, or `vocab`
   /// (the model's) is below the dataset's.
   static absl::StatusOr<ShuffledWindows> create(Dataset dataset, int64_t seq,
-                                                int64_t vocab, uint64_t seed);
+                                                int64_t vocab, uint64_t seed,
+                                                ChunkShape shape = {});
 
   /// Windows in one epoch.
   int64_t size() const { return total; }
   /// The window at position `position` of the run (from 0): epoch
-  /// position / size(), shuffled by (seed, epoch).
+  /// position / size(), shuffled by (seed, epoch). Positions [g G C,
+  /// (g + 1) G C) of an epoch are the windows of G chunks of C (the
+  /// shape's), in an order keyed by the group; the windows of the last,
+  /// partial chunk come last, shuffled among themselves. A dataset of one
+  /// partial chunk is one keyed permutation of its windows.
   WindowRef at(int64_t position) const;
   /// Reads `window` into `tokens` (its first seq) and `labels` (the next
-  /// seq): one read. An id outside the index's vocabulary is an error
-  /// naming the shard and the token's position in it.
+  /// seq) from its chunk, which is read whole (a read per shard it spans)
+  /// unless one of the last `group` + 1 chunks read. An id outside the
+  /// index's vocabulary is an error naming the shard and the token's
+  /// position in it.
   absl::Status read(WindowRef window, int32_t *tokens, int32_t *labels) const;
+  /// Reads from the files so far (every copy of this object counts).
+  int64_t fileReads() const;
+  /// Windows per chunk.
+  int64_t chunkWindows() const { return chunk; }
   /// `count` ids of `shard` from `offset` (fewer at its end).
   absl::StatusOr<std::vector<uint32_t>>
   readTokens(int64_t shard, int64_t offset, int64_t count) const;
@@ -112,12 +135,16 @@ public:
   const Dataset &dataset() const { return data; }
 
 private:
+  /// The global window index (over every shard) of `ref`.
+  int64_t windowIndex(WindowRef ref) const;
   Dataset data;
   int64_t seq = 0, vocab = 0, total = 0;
+  int64_t chunk = 1, group = 1; // Windows per chunk, chunks per group.
   uint64_t seed = 0;
   /// Windows before each shard (prefix sums), and one past the last.
   std::vector<int64_t> firstWindow;
-  /// The shards, open for reading (shared: the sampler is copied).
+  /// The shards, open for reading, and the chunks read last (shared: the
+  /// sampler is copied).
   struct Files;
   std::shared_ptr<Files> files;
 };

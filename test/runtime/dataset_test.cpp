@@ -102,6 +102,54 @@ TEST(ShuffledWindows, EveryWindowOncePerEpochAcrossShards) {
   EXPECT_LT(sameSeed, 20);
 }
 
+TEST(ShuffledWindows, ChunkedOrderReadsWholeChunksOnce) {
+  // Shards of 50, 0, 33 and 81 tokens at seq 8: 6 + 0 + 4 + 10 = 20
+  // windows; chunks of 3 windows (six full, the last of 2) in groups of 2:
+  // positions 0-5, 6-11, 12-17 are two chunks each, 18-19 the last one.
+  std::string index = writeDataset(scratch("chunks"), {50, 0, 33, 81});
+  absl::StatusOr<Dataset> data = Dataset::open(index);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ChunkShape shape;
+  shape.windows = 3;
+  shape.group = 2;
+  absl::StatusOr<ShuffledWindows> windows =
+      ShuffledWindows::create(*data, 8, 1000, 7, shape);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  ASSERT_EQ(windows->size(), 20);
+  // Window w's global index: 6 in shard 0, 4 in shard 2, 10 in shard 3.
+  auto global = [](WindowRef w) {
+    static const int64_t first[] = {0, 6, 6, 10};
+    return first[w.shard] + w.offset / 8;
+  };
+  std::vector<int32_t> tokens(8), labels(8);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    std::set<int64_t> seen;
+    for (int64_t g = 0; g < 4; ++g) {
+      std::set<int64_t> chunks;
+      for (int64_t i = g * 6; i < std::min<int64_t>(20, (g + 1) * 6); ++i) {
+        WindowRef w = windows->at(epoch * 20 + i);
+        EXPECT_TRUE(seen.insert(global(w)).second);
+        chunks.insert(global(w) / 3);
+        // Its tokens are the shard's, whichever chunk read them: ids count
+        // up across shards (shard 2 starts at id 50, shard 3 at 83).
+        ASSERT_TRUE(windows->read(w, tokens.data(), labels.data()).ok());
+        static const int64_t base[] = {0, 50, 50, 83};
+        EXPECT_EQ(tokens[0], base[w.shard] + w.offset);
+        EXPECT_EQ(labels[7], base[w.shard] + w.offset + 8);
+      }
+      EXPECT_EQ(chunks.size(), g < 3 ? 2u : 1u) << "group " << g;
+    }
+    EXPECT_EQ(seen.size(), 20u);
+    // One read per chunk and shard it spans (seven chunks; chunk 3,
+    // windows 9-11, spans shards 2 and 3): 8 reads for the first epoch's
+    // 20 windows, every chunk read once (the cache holds a group and one
+    // more); later epochs may find their first chunks still there.
+    if (epoch == 0)
+      EXPECT_EQ(windows->fileReads(), 8);
+  }
+  EXPECT_LE(windows->fileReads(), 3 * 8);
+}
+
 TEST(ShuffledWindows, ReadsTokensAndNextTokenLabels) {
   std::string index = writeDataset(scratch("read"), {40, 40}, 1000, "uint32");
   absl::StatusOr<Dataset> data = Dataset::open(index);

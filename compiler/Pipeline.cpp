@@ -110,10 +110,6 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   if (!probes)
     return llvm::createStringError("weft-train: probes: " +
                                    llvm::toString(probes.takeError()));
-  if (probes->any() && pipelined)
-    return llvm::createStringError(
-        "weft-train: probes with pp are not supported yet (each stage holds "
-        "its layers' probes, and no program gathers them)");
   // On the whole forward, before partitioning, which then combines each
   // rank's part of a probe as it does the loss's.
   if (probes->activations || probes->attention || probes->router) {

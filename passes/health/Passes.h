@@ -30,7 +30,8 @@ llvm::Expected<ProbeChoice> parseProbes(llvm::StringRef text);
 
 /// Declares at the start of `func` the probe parameter for metric `metric`
 /// (zeros of `type`, state, transient) folded by `fold` ("mean", "rms",
-/// "max" or "last"; see weft-probes), or returns the one it has.
+/// "max", "max_over_mean" or "last"; see weft-probes), or returns the one
+/// it has.
 ParamOp declareProbe(mlir::func::FuncOp func, llvm::StringRef metric,
                      mlir::RankedTensorType type, llvm::StringRef fold);
 } // namespace weft

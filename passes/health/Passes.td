@@ -29,7 +29,8 @@ def Probes : Pass<"weft-probes", "::mlir::ModuleOp"> {
       - `router`: each router's load, the fraction of the token choices
         each expert received, `<layer>/router_load` ([E], fold `mean`), and
         its imbalance, E times the largest load (1: balanced),
-        `<layer>/router_imbalance`.
+        `<layer>/router_imbalance` (the same sums, fold `max_over_mean`: the
+        whole step's load, however many micro-batches).
 
     A probe parameter is state and transient (checkpoints skip it): the
     runtime zeroes it after logging. Layers are weft.layer's, named by

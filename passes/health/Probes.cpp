@@ -111,7 +111,7 @@ struct ProbesPass : weft::impl::ProbesBase<ProbesPass> {
         return signalPassFailure();
       }
       for (auto [l, x] : outputs)
-        probeActivation(layerName(forward, l), x);
+        probeActivation(l, x);
     }
     // Collected first: the probes add attention ops of their own.
     SmallVector<std::pair<int64_t, AttentionOp>> attentions;
@@ -126,12 +126,12 @@ struct ProbesPass : weft::impl::ProbesBase<ProbesPass> {
     }
     if (choice->attention)
       for (auto [l, att] : attentions)
-        probeAttention(metricName(l, "attn_entropy"), att);
+        probeAttention(metricName(l, "attn_entropy"), att, l);
     if (choice->router)
       for (auto [l, gate] : routers) {
         std::string load = metricName(l, "router_load");
         probeRouter(load, load.substr(0, load.rfind('/')) + "/router_imbalance",
-                    gate);
+                    gate, l);
       }
   }
 
@@ -148,11 +148,14 @@ private:
   }
 
   /// Adds `value` (f32, of the probe's type) into probe `metric`'s
-  /// parameter, or takes the maximum (fold "max").
+  /// parameter, or takes the maximum (fold "max"). The parameter takes the
+  /// probed layer's weft.layer, so a pipeline keeps it on that layer's
+  /// stage.
   void fold(OpBuilder &b, Location loc, StringRef metric, StringRef how,
-            Value value) {
+            Value value, int64_t layer) {
     auto type = cast<RankedTensorType>(value.getType());
     ParamOp p = declareProbe(forward, metric, type, how);
+    p->setAttr(kLayerAttr, b.getI64IntegerAttr(layer));
     Value next = how == "max"
                      ? MaxOp::create(b, loc, p.getResult(), value).getResult()
                      : AddOp::create(b, loc, p.getResult(), value).getResult();
@@ -175,13 +178,14 @@ private:
     return e.mul(e.reduceSum(x, e.allDims(x)), e.splat(scalar, 1.0 / count));
   }
 
-  void probeActivation(const std::string &layer, Value x) {
+  void probeActivation(int64_t l, Value x) {
+    std::string layer = layerName(forward, l);
     OpBuilder b(forward.getContext());
     b.setInsertionPointAfterValue(x);
     weft::detail::Emitter e{b, x.getLoc()};
     Value x32 = wide(e, x);
     fold(b, e.loc, layer + "/act_rms", "rms",
-         mean(e, SquareOp::create(b, e.loc, x32)));
+         mean(e, SquareOp::create(b, e.loc, x32)), l);
     // weft.fp8_amax over one block: the largest magnitude, max-reduced
     // across the ranks that split it (NaN as +inf, which the max keeps).
     RankedTensorType type = e.typeOf(x32);
@@ -189,10 +193,10 @@ private:
                                       b.getF32Type());
     Value amax = Fp8AmaxOp::create(b, e.loc, ones, x32);
     fold(b, e.loc, layer + "/act_max_abs", "max",
-         e.reshape(amax, RankedTensorType::get({}, b.getF32Type())));
+         e.reshape(amax, RankedTensorType::get({}, b.getF32Type())), l);
   }
 
-  void probeAttention(const std::string &metric, AttentionOp att) {
+  void probeAttention(const std::string &metric, AttentionOp att, int64_t l) {
     OpBuilder b(att);
     b.setInsertionPointAfter(att);
     weft::detail::Emitter e{b, att.getLoc()};
@@ -215,11 +219,12 @@ private:
     Value lse = TransposeOp::create(b, e.loc, rows, att.getLse(),
                                     b.getDenseI64ArrayAttr({0, 2, 1}));
     Value entropy = e.sub(lse, e.mul(expected, e.splat(rows, scale)));
-    fold(b, e.loc, metric, "mean", mean(e, entropy));
+    fold(b, e.loc, metric, "mean", mean(e, entropy), l);
   }
 
   void probeRouter(const std::string &loadMetric,
-                   const std::string &imbalanceMetric, TopKGatingOp gate) {
+                   const std::string &imbalanceMetric, TopKGatingOp gate,
+                   int64_t l) {
     OpBuilder b(gate);
     b.setInsertionPointAfter(gate);
     weft::detail::Emitter e{b, gate.getLoc()};
@@ -238,11 +243,10 @@ private:
     Value load =
         e.mul(e.reduceSum(hot, {0, 1}),
               e.splat(perExpert, 1.0 / double(choices.getNumElements())));
-    fold(b, e.loc, loadMetric, "mean", load);
-    auto scalar = RankedTensorType::get({}, f32);
-    Value imbalance =
-        e.mul(e.reduceMax(load, {0}), e.splat(scalar, double(experts)));
-    fold(b, e.loc, imbalanceMetric, "mean", imbalance);
+    fold(b, e.loc, loadMetric, "mean", load, l);
+    // The step's load, not each micro-batch's: the same loads summed, the
+    // runtime takes the largest over their mean (E times the largest share).
+    fold(b, e.loc, imbalanceMetric, "max_over_mean", load, l);
   }
 };
 } // namespace

@@ -56,25 +56,36 @@ struct Update {
 
 /// Writes each layer's gradient norm, from the parameters' sums of squares
 /// `squares` (one per update), into its health probe. A layer's split
-/// gradients leave partial sums: per set of axes, every layer's partial
-/// sum is all-reduced at once as a vector.
+/// gradients leave partial sums: per set of axes (and pipeline stage),
+/// every layer's partial sum is all-reduced at once as a vector. A layer
+/// lives on one stage, so nothing is summed over pp: the norm and its
+/// probe stay on the layer's stage.
 void writeLayerGradNorms(func::FuncOp step, weft::detail::Emitter &e,
                          ArrayRef<Update> updates, ArrayRef<Value> squares,
                          StringRef mesh) {
   auto scalar = RankedTensorType::get({}, e.b.getF32Type());
   std::map<int64_t, Value> total;
-  llvm::MapVector<Attribute, std::map<int64_t, Value>> partial;
+  std::map<int64_t, Attribute> stageOf;
+  llvm::MapVector<std::pair<Attribute, Attribute>, std::map<int64_t, Value>>
+      partial;
   auto add = [&](Value &sum, Value sq) { sum = sum ? e.add(sum, sq) : sq; };
   for (auto [u, sq] : llvm::zip(updates, squares)) {
     auto layer = u.param->getAttrOfType<IntegerAttr>(kLayerAttr);
     if (!layer)
       continue;
-    add(u.gradAxes.empty() ? total[layer.getInt()]
-                           : partial[u.gradAxes][layer.getInt()],
+    Attribute stage = u.param->getAttr(kStageAttr);
+    stageOf[layer.getInt()] = stage;
+    SmallVector<Attribute> axes;
+    for (Attribute a : u.gradAxes)
+      if (cast<StringAttr>(a).getValue() != kPipelineAxis)
+        axes.push_back(a);
+    add(axes.empty() ? total[layer.getInt()]
+                     : partial[{e.b.getArrayAttr(axes), stage}][layer.getInt()],
         sq);
   }
   auto one = RankedTensorType::get({1}, e.b.getF32Type());
-  for (auto &[axes, sums] : partial) {
+  for (auto &[key, sums] : partial) {
+    Attribute axes = key.first;
     SmallVector<Value> parts;
     for (auto &[l, sum] : sums)
       parts.push_back(e.reshape(sum, one));
@@ -100,6 +111,8 @@ void writeLayerGradNorms(func::FuncOp step, weft::detail::Emitter &e,
   for (auto &[l, sum] : total) {
     ParamOp probe =
         declareProbe(step, layerName(step, l) + "/grad_norm", scalar, "last");
+    if (Attribute stage = stageOf[l])
+      probe->setAttr(kStageAttr, stage);
     AssignOp::create(e.b, e.loc, probe.getNameAttr(),
                      SqrtOp::create(e.b, e.loc, sum));
   }

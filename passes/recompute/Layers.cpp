@@ -96,7 +96,9 @@ std::string weft::layerName(func::FuncOp func, int64_t l) {
   std::string name;
   func.walk([&](ParamOp p) {
     auto attr = p->getAttrOfType<IntegerAttr>(kLayerAttr);
-    if (!name.empty() || !attr || attr.getInt() != l)
+    // Parameters of the model, not state that takes a layer (a probe, an
+    // amax history).
+    if (!name.empty() || !attr || attr.getInt() != l || p.getState())
       return;
     SmallVector<StringRef> parts;
     p.getName().split(parts, '.');

@@ -677,12 +677,13 @@ absl::StatusOr<Param> readParam(const json &v, size_t i,
         {"mean", Param::ProbeFold::Mean},
         {"rms", Param::ProbeFold::Rms},
         {"max", Param::ProbeFold::Max},
+        {"max_over_mean", Param::ProbeFold::MaxOverMean},
         {"last", Param::ProbeFold::Last}};
     auto it = std::find_if(std::begin(kFolds), std::end(kFolds),
                            [&](const auto &f) { return fold == f.first; });
     if (it == std::end(kFolds))
-      return o.fail(absl::StrCat("field 'probe_fold' must be mean, rms, max "
-                                 "or last, not '",
+      return o.fail(absl::StrCat("field 'probe_fold' must be mean, rms, max, "
+                                 "max_over_mean or last, not '",
                                  fold, "'"));
     p.probe = std::move(probe);
     p.probeFold = it->second;

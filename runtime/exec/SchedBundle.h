@@ -94,7 +94,13 @@ struct Param {
   /// logged and then zeroed, and how the step's micro-batches folded into
   /// it.
   std::optional<std::string> probe;
-  enum class ProbeFold { Mean, Rms, Max, Last } probeFold = ProbeFold::Last;
+  enum class ProbeFold {
+    Mean,
+    Rms,
+    Max,
+    MaxOverMean,
+    Last
+  } probeFold = ProbeFold::Last;
 };
 
 struct Constant {

@@ -152,6 +152,8 @@ public:
   std::string device() const;
   /// This process's rank in the job (0 without a communicator).
   int64_t rank() const { return options_.comm ? options_.comm->rank() : 0; }
+  /// The job's communicator (null on one rank).
+  Communicator *communicator() const { return options_.comm; }
   /// Whether this rank's copy of `p` is current: a pipeline stage's tensor
   /// is only on the ranks of its pp coordinate (the others' copies are
   /// never read).

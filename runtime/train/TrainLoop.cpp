@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 namespace weft::runtime {
 
@@ -205,37 +206,87 @@ absl::StatusOr<StepReport> TrainLoop::step() {
 
 absl::StatusOr<std::vector<std::pair<std::string, std::vector<double>>>>
 takeProbes(SchedExecutor &executor, int64_t microbatches) {
+  const sched::SchedBundle &bundle = executor.bundle();
+  std::vector<const sched::Param *> list;
+  size_t count = 0;
+  bool staged = false;
+  for (const sched::Param &p : bundle.params)
+    if (p.probe) {
+      list.push_back(&p);
+      count += static_cast<size_t>(p.type.numElements());
+      staged |= p.pipelineRank.has_value();
+    }
+  if (list.empty())
+    return std::vector<std::pair<std::string, std::vector<double>>>{};
+  // This rank's probes, in the bundle's order, zeros where it holds none
+  // (another stage's), each zeroed for the next step once read.
+  std::vector<float> mine(count, 0.0f);
+  size_t at = 0;
+  for (const sched::Param *p : list) {
+    size_t n = static_cast<size_t>(p->type.numElements());
+    if (executor.holds(*p)) {
+      absl::StatusOr<std::vector<float>> held = executor.param(p->name);
+      if (!held.ok())
+        return held.status();
+      std::copy(held->begin(), held->end(), mine.begin() + at);
+      if (absl::Status s = executor.setParam(p->name, std::vector<float>(n));
+          !s.ok())
+        return s;
+    }
+    at += n;
+  }
+  // Under pp a stage's ranks alone hold its layers' probes: every rank
+  // gathers every rank's, and takes each probe from the first rank of its
+  // stage (its dp and tp replicas hold the same value).
+  std::vector<float> all = mine;
+  MeshSpec mesh = meshSpecOf(bundle);
+  int ppAxis = mesh.axisIndex("pp");
+  Communicator *comm = executor.communicator();
+  if (staged && comm && ppAxis >= 0) {
+    all.resize(count * static_cast<size_t>(comm->worldSize()));
+    if (absl::Status s = comm->allGather({}, mine.data(), all.data(), count);
+        !s.ok())
+      return s;
+  }
   std::vector<std::pair<std::string, std::vector<double>>> probes;
-  for (const sched::Param &p : executor.bundle().params) {
-    if (!p.probe || !executor.holds(p))
-      continue;
-    absl::StatusOr<std::vector<float>> held = executor.param(p.name);
-    if (!held.ok())
-      return held.status();
-    std::vector<double> value(held->begin(), held->end());
+  at = 0;
+  for (const sched::Param *p : list) {
+    size_t n = static_cast<size_t>(p->type.numElements());
+    size_t from = 0;
+    if (all.size() > count && p->pipelineRank)
+      for (int64_t r = 0; r < comm->worldSize(); ++r)
+        if (mesh.coords(r)[ppAxis] == *p->pipelineRank) {
+          from = static_cast<size_t>(r) * count;
+          break;
+        }
+    std::vector<double> value(all.begin() + from + at,
+                              all.begin() + from + at + n);
+    at += n;
     using Fold = sched::Param::ProbeFold;
-    switch (p.probeFold) {
+    switch (p->probeFold) {
     case Fold::Mean:
     case Fold::Rms:
       for (double &v : value) {
         v /= static_cast<double>(microbatches);
-        if (p.probeFold == Fold::Rms)
+        if (p->probeFold == Fold::Rms)
           v = std::sqrt(v);
       }
       break;
     case Fold::Max:
-      value = {value.empty() ? 0.0
-                             : *std::max_element(value.begin(), value.end())};
+      value = {*std::max_element(value.begin(), value.end())};
       break;
+    case Fold::MaxOverMean: {
+      // The micro-batches' sums: their division cancels.
+      double sum = std::accumulate(value.begin(), value.end(), 0.0);
+      value = {sum > 0 ? *std::max_element(value.begin(), value.end()) *
+                             static_cast<double>(value.size()) / sum
+                       : 0.0};
+      break;
+    }
     case Fold::Last:
       break;
     }
-    probes.emplace_back(*p.probe, std::move(value));
-    // The next step starts its sums and maxima afresh.
-    absl::Status zeroed =
-        executor.setParam(p.name, std::vector<float>(held->size(), 0.0f));
-    if (!zeroed.ok())
-      return zeroed;
+    probes.emplace_back(*p->probe, std::move(value));
   }
   return probes;
 }

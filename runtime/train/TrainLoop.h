@@ -57,7 +57,8 @@ struct StepReport {
 };
 
 /// Reads, folds (by the bundle's probe_fold, over `microbatches` runs of
-/// the forward) and zeroes the health probes this rank holds.
+/// the forward) and zeroes the health probes this rank holds; under pp,
+/// gathers the other stages' too (a collective every rank runs).
 absl::StatusOr<std::vector<std::pair<std::string, std::vector<double>>>>
 takeProbes(SchedExecutor &executor, int64_t microbatches);
 

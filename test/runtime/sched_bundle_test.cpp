@@ -404,7 +404,8 @@ const Corruption kCorruptions[] = {
        m["params"][1]["probe"] = "l.0/act_rms";
        m["params"][1]["probe_fold"] = "median";
      },
-     {"param 'w.m'", "'probe_fold' must be mean, rms, max or last, not "
+     {"param 'w.m'", "'probe_fold' must be mean, rms, max, max_over_mean or "
+                     "last, not "
                      "'median'"}},
     {"ProbeFoldAlone",
      [](json &m) {

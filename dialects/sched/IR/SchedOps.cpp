@@ -250,8 +250,11 @@ LogicalResult ParamOp::verify() {
     if (!getTransient())
       return emitOpError("is probe '")
              << *getProbe() << "' but not transient state";
-    if (!llvm::is_contained({"mean", "rms", "max", "last"}, *getProbeFold()))
-      return emitOpError("probe_fold must be mean, rms, max or last, not '")
+    if (!llvm::is_contained({"mean", "rms", "max", "max_over_mean", "last"},
+                            *getProbeFold()))
+      return emitOpError(
+                 "probe_fold must be mean, rms, max, max_over_mean or last, "
+                 "not '")
              << *getProbeFold() << "'";
   }
   if (std::optional<ArrayAttr> split = getSplit())

@@ -135,7 +135,8 @@ def Sched_ParamOp : Sched_Op<"param", [Symbol,
     name (weft-probes), which the runtime logs after every step and then
     zeroes; `probe_fold` says how the step's micro-batches combined into
     it: `mean` (summed: divided by the micro-batches), `rms` (the root of
-    that mean), `max` (the largest element) or `last` (as it is).
+    that mean), `max` (the largest element), `max_over_mean` (the largest
+    element over the elements' mean) or `last` (as it is).
     Programs read
     it with `sched.get` and write its next value with `sched.assign`.
 

@@ -89,7 +89,7 @@ sched.param @p init(zeros) state {probe = "l.0/act_rms", probe_fold = "rms"} : !
 
 // -----
 
-// expected-error @+1 {{'sched.param' op probe_fold must be mean, rms, max or last, not 'median'}}
+// expected-error @+1 {{'sched.param' op probe_fold must be mean, rms, max, max_over_mean or last, not 'median'}}
 sched.param @p init(zeros) state {transient, probe = "l.0/act_rms", probe_fold = "median"} : !sched.buffer<f32>
 
 // -----

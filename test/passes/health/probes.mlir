@@ -33,10 +33,11 @@ func.func @forward(%x: tensor<4x8xf32> {weft.input = "x"},
 // What leaves each layer is its residual add (%r0 for layer 0, not %d0 or
 // anything before): its mean square accumulates into a transient state
 // parameter, folded "rms", and its largest magnitude (one fp8_amax block)
-// into one folded "max".
+// into one folded "max"; each takes the layer's weft.layer (a pipeline
+// keeps it on that layer's stage).
 // ACT-LABEL: func.func @forward
-// ACT: weft.param "probe.layer.0.act_rms" init(zeros) state {weft.probe = "layer.0/act_rms", weft.probe_fold = "rms", weft.transient} : tensor<f32>
-// ACT: weft.param "probe.layer.0.act_max_abs" init(zeros) state {weft.probe = "layer.0/act_max_abs", weft.probe_fold = "max", weft.transient} : tensor<f32>
+// ACT: weft.param "probe.layer.0.act_rms" init(zeros) state {weft.layer = 0 : i64, weft.probe = "layer.0/act_rms", weft.probe_fold = "rms", weft.transient} : tensor<f32>
+// ACT: weft.param "probe.layer.0.act_max_abs" init(zeros) state {weft.layer = 0 : i64, weft.probe = "layer.0/act_max_abs", weft.probe_fold = "max", weft.transient} : tensor<f32>
 // ACT: %[[R0:.*]] = weft.add %arg0, %{{.*}} : tensor<4x8xf32>
 // ACT-NEXT: %[[SQ:.*]] = weft.square %[[R0]]
 // ACT-NEXT: %[[SUM:.*]] = weft.reduce_sum %[[SQ]] dims [0, 1]

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <random>
 
 using namespace weft;
@@ -158,9 +159,14 @@ probed(mlir::ModuleOp module, const std::vector<Tensor> &inputs,
     if (!metric || !assigned.count(p.getName().str()))
       return;
     std::vector<double> v = assigned[p.getName().str()].data;
-    // One micro-batch: the mean square's root, the rest as they are.
-    if (p->getAttrOfType<mlir::StringAttr>(kProbeFoldAttr) == "rms")
+    // One micro-batch: the mean square's root, the largest load over the
+    // mean one, the rest as they are.
+    auto fold = p->getAttrOfType<mlir::StringAttr>(kProbeFoldAttr);
+    if (fold == "rms")
       v = {std::sqrt(v.front())};
+    if (fold == "max_over_mean")
+      v = {*std::max_element(v.begin(), v.end()) * double(v.size()) /
+           std::accumulate(v.begin(), v.end(), 0.0)};
     metrics[metric.str()] = v;
   });
   return metrics;

@@ -165,6 +165,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   // backward reads that gather again.
   RecomputeOptions recomputeOptions;
   recomputeOptions.policy = options.recompute;
+  recomputeOptions.regather = plan.sequenceParallel;
   pm.addNestedPass<func::FuncOp>(createRecompute(recomputeOptions));
   if (plan.zero == 3 && !gatherPerStep && plan.gather != "step")
     pm.addNestedPass<func::FuncOp>(createReshardAfterForward());

@@ -30,6 +30,10 @@ struct RecomputeChoice {
   RecomputePolicy uniform = RecomputePolicy::None;
   std::vector<RecomputePolicy> layers; // Empty: `uniform` for every layer.
   std::optional<double> budgetGiB;
+  /// Gather sequence-parallel activations again in the backward instead of
+  /// keeping the gathered whole (weft-recompute's regather; not part of
+  /// str(), which names the policy).
+  bool regather = false;
 
   /// The policy of layer `l`.
   RecomputePolicy of(int64_t l) const {

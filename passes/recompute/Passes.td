@@ -31,12 +31,26 @@ def Recompute : Pass<"weft-recompute", "::mlir::func::FuncOp"> {
         and memory-heavy ops between them (norms, activations, residual
         adds, dropout, routing's dispatch and combine).
 
-    Never recomputed: a collective or point-to-point transfer, the expert
+    With `regather` (weft-train sets it under `sp=on`), an all-gather of
+    a layer's activation that the backward reads (the gathered norm
+    output a column-parallel GEMM's weight gradient needs) is gathered
+    again before that reader whatever the policy, so the layer keeps its
+    sequence shard, not t times as much: Megatron-LM's sequence
+    parallelism, one all-gather more per such GEMM.
+
+    Never recomputed otherwise: a collective or point-to-point transfer, the expert
     route (it all-gathers counts under expert parallelism), parameters and
     constants. A recomputed dropout draws the same mask (its seed is an
     attribute: the counter-based generator makes that free). The function
     gets `weft.activation_bytes`: per layer, the bytes of forward values the
-    backward (or a recomputation) reads, after the rewrite.
+    backward (or a recomputation) reads, after the rewrite. It also gets
+    the same values under Korthikanti et al.'s accounting, which the
+    memory estimator's tests compare with their formulas:
+    `weft.korthikanti_bytes` (2 bytes an element whatever the type, no
+    log-sum-exp, a 1-byte mask per dropout) and, apart,
+    `weft.korthikanti_core_bytes` (the attention core Megatron keeps and
+    FlashAttention does not: per score the softmax output, 2 bytes, and
+    with attention dropout its mask and output, 3 more).
 
     ```mlir
     // policy=full: a layer's norm, recomputed before its gradient.
@@ -49,7 +63,11 @@ def Recompute : Pass<"weft-recompute", "::mlir::func::FuncOp"> {
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
            "What to recompute: none, full or selective for every layer, or "
-           "one per layer with runs (full*2,selective*30)">
+           "one per layer with runs (full*2,selective*30)">,
+    Option<"regather", "regather", "bool", /*default=*/"false",
+           "Gather a layer's all-gathered activations (sequence "
+           "parallelism's) again in the backward instead of keeping them, "
+           "with every policy">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

@@ -112,8 +112,8 @@ namespace {
 class Recomputer {
 public:
   Recomputer(func::FuncOp func, const RecomputeChoice &choice)
-      : func(func), choice(choice), forward(forwardOps(func)),
-        layer(layersOf(func, forward)),
+      : func(func), choice(choice), regather(choice.regather),
+        forward(forwardOps(func)), layer(layersOf(func, forward)),
         activations(activationsOf(func, forward)) {
     for (auto [op, l] : layer)
       if (inLayers(l))
@@ -143,10 +143,18 @@ private:
   /// rather than keep it for the backward.
   bool recomputable(Value value) {
     Operation *def = value.getDefiningOp();
-    if (!def || !activations.contains(value) || neverRecomputed(def))
+    if (!def || !activations.contains(value))
       return false;
     int64_t l = layer.lookup(def);
-    if (!inLayers(l))
+    // Sequence parallelism's gather of an activation (a norm's output
+    // before a column-parallel GEMM) is made again before the weight
+    // gradient reads it, whatever the policy, so the layer keeps its
+    // sequence shard and not the whole (Megatron-LM's sequence
+    // parallelism): one more all-gather for t times less memory.
+    if (regather && isa<AllGatherOp>(def) && inLayers(l) &&
+        !readByLaterLayer(value, l))
+      return true;
+    if (neverRecomputed(def) || !inLayers(l))
       return false;
     // Selective keeps GEMM and attention outputs. (On the GPU a GEMM whose
     // bias add is recomputed keeps its output for the clone, so
@@ -255,20 +263,48 @@ private:
     }
     if (layers == 0 || stored.empty())
       return;
-    SmallVector<int64_t> bytes(layers, 0);
+    SmallVector<int64_t> bytes(layers, 0), paper(layers, 0), core(layers, 0);
     for (Value v : stored) {
       int64_t l = storedLayer(v);
       auto type = dyn_cast<RankedTensorType>(v.getType());
       if (!inLayers(l) || !type)
         continue;
       bytes[l] += type.getNumElements() * elementBytes(type.getElementType());
+      // The log-sum-exp is FlashAttention's; Megatron keeps the core.
+      if (auto att = v.getDefiningOp<AttentionOp>(); att && v == att.getLse())
+        continue;
+      paper[l] += 2 * type.getNumElements();
     }
-    func->setAttr(kActivationBytesAttr,
-                  DenseI64ArrayAttr::get(func.getContext(), bytes));
+    // Korthikanti et al. keep every dropout's 1-byte mask (Weft draws it
+    // again) and the attention core: scores [B, H, S, T] as the softmax's
+    // output, its dropout mask and the dropped probabilities.
+    // Under full recomputation they keep the layer's input alone.
+    for (Operation *op : forward) {
+      int64_t l = layer.lookup(op);
+      if (!inLayers(l) || choice.of(l) == RecomputePolicy::Full)
+        continue;
+      if (auto drop = dyn_cast<DropoutOp>(op))
+        paper[l] += cast<RankedTensorType>(drop.getType()).getNumElements();
+      if (auto att = dyn_cast<AttentionOp>(op)) {
+        ArrayRef<int64_t> lse =
+            cast<RankedTensorType>(att.getLse().getType()).getShape();
+        int64_t scores =
+            lse[0] * lse[1] * lse[2] *
+            cast<RankedTensorType>(att.getKey().getType()).getDimSize(1);
+        core[l] += scores * (att.getDropout() ? 5 : 2);
+      }
+    }
+    auto attr = [&](ArrayRef<int64_t> v) {
+      return DenseI64ArrayAttr::get(func.getContext(), v);
+    };
+    func->setAttr(kActivationBytesAttr, attr(bytes));
+    func->setAttr(kKorthikantiBytesAttr, attr(paper));
+    func->setAttr(kKorthikantiCoreBytesAttr, attr(core));
   }
 
   func::FuncOp func;
   const RecomputeChoice &choice;
+  bool regather = false;
   int64_t layers = 0;
   llvm::DenseSet<Operation *> forward;
   llvm::DenseMap<Operation *, int64_t> layer;
@@ -375,6 +411,7 @@ struct RecomputePass : weft::impl::RecomputeBase<RecomputePass> {
           << llvm::toString(parsed.takeError());
       return signalPassFailure();
     }
+    parsed->regather = regather;
     if (failed(recompute(getOperation(), *parsed)))
       signalPassFailure();
   }

@@ -157,6 +157,13 @@ inline constexpr const char *kFp8BytesAttr = "weft.fp8_bytes";
 /// On a training step (weft-recompute): per layer, the bytes of forward
 /// values the backward reads.
 inline constexpr const char *kActivationBytesAttr = "weft.activation_bytes";
+/// The same values under Korthikanti et al.'s accounting (2 bytes an
+/// element, a 1-byte mask per dropout, no log-sum-exp), and apart, per
+/// layer, their attention core: the softmax output (2 bytes), with
+/// attention dropout its mask (1) and output (2), per score.
+inline constexpr const char *kKorthikantiBytesAttr = "weft.korthikanti_bytes";
+inline constexpr const char *kKorthikantiCoreBytesAttr =
+    "weft.korthikanti_core_bytes";
 /// On a training step: the weft-recompute policy it was rewritten by.
 inline constexpr const char *kRecomputeAttr = "weft.recompute";
 /// On a training step (weft-recompute): the FLOPs its recomputation adds

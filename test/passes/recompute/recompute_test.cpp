@@ -331,81 +331,70 @@ TEST(Recompute, FullAndSelectiveShrinkTheStepsArena) {
 }
 
 namespace {
-/// The per-layer bytes weft-recompute records for a GPT-2 layer of
-/// sequence s, batch b, hidden h and a heads, f32, by policy.
-std::vector<int64_t> recordedBytes(int64_t s, int64_t b, int64_t h, int64_t a,
-                                   const std::string &policy) {
+/// The per-layer arrays `names` weft-recompute records on the step of a
+/// GPT-2 (two layers) of sequence s, batch b, hidden h and a heads, f32,
+/// by policy, placed by `plan`, with dropout 0.1 everywhere or none.
+std::map<std::string, std::vector<int64_t>>
+recordedArrays(int64_t s, int64_t b, int64_t h, int64_t a,
+               const std::string &policy, const std::string &plan, bool dropout,
+               const std::vector<const char *> &names) {
+  std::map<std::string, std::vector<int64_t>> out;
   auto context = testutil::makeContext();
   auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
                                   "/examples/configs/gpt2-tiny.json");
   EXPECT_TRUE(static_cast<bool>(config));
   if (!config)
-    return {};
+    return out;
   config->hiddenSize = h;
   config->numHeads = a;
   config->intermediateSize = 4 * h;
   config->headDim = h / a;
   config->maxPositions = std::max<int64_t>(config->maxPositions, s);
+  if (dropout)
+    config->residDropout = config->embdDropout = config->attnDropout = 0.1;
   auto module = buildModel(*context, *config, {b, s, "f32", true});
   EXPECT_TRUE(static_cast<bool>(module));
   if (!module)
-    return {};
-  TrainingOptions options;
-  options.recompute = policy;
-  options.fuseAndPlan = false;
-  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(**module, options)));
-  auto step = (*module)->lookupSymbol<mlir::func::FuncOp>("step");
-  auto bytes =
-      step ? step->getAttrOfType<mlir::DenseI64ArrayAttr>(kActivationBytesAttr)
-           : nullptr;
-  EXPECT_TRUE(bytes) << "no " << kActivationBytesAttr;
-  return bytes ? std::vector<int64_t>(bytes.asArrayRef().begin(),
-                                      bytes.asArrayRef().end())
-               : std::vector<int64_t>();
-}
-/// What weft-recompute records for a GPT-2 layer (as recordedBytes) with
-/// dropout on, placed by `plan`, under Korthikanti et al.'s accounting:
-/// per layer, the stored values' bytes and apart the attention core's.
-std::pair<std::vector<int64_t>, std::vector<int64_t>>
-paperBytes(int64_t s, int64_t b, int64_t h, int64_t a,
-           const std::string &policy, const std::string &plan) {
-  auto context = testutil::makeContext();
-  auto config = ModelConfig::load(std::string(WEFT_SOURCE_DIR) +
-                                  "/examples/configs/gpt2-tiny.json");
-  EXPECT_TRUE(static_cast<bool>(config));
-  if (!config)
-    return {};
-  config->hiddenSize = h;
-  config->numHeads = a;
-  config->intermediateSize = 4 * h;
-  config->headDim = h / a;
-  config->maxPositions = std::max<int64_t>(config->maxPositions, s);
-  config->residDropout = config->embdDropout = config->attnDropout = 0.1;
-  auto module = buildModel(*context, *config, {b, s, "f32", true});
-  EXPECT_TRUE(static_cast<bool>(module));
-  if (!module)
-    return {};
+    return out;
   TrainingOptions options;
   options.recompute = policy;
   if (!plan.empty()) {
     auto parsed = parsePlan(plan);
     EXPECT_TRUE(static_cast<bool>(parsed)) << plan;
     if (!parsed)
-      return {};
+      return out;
     options.plan = std::move(*parsed);
   }
   options.fuseAndPlan = false;
   EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(**module, options)));
   auto step = (*module)->lookupSymbol<mlir::func::FuncOp>("step");
-  auto read = [&](const char *name) {
+  for (const char *name : names) {
     auto v =
         step ? step->getAttrOfType<mlir::DenseI64ArrayAttr>(name) : nullptr;
     EXPECT_TRUE(v) << "no " << name;
-    return v ? std::vector<int64_t>(v.asArrayRef().begin(),
-                                    v.asArrayRef().end())
-             : std::vector<int64_t>();
-  };
-  return {read(kKorthikantiBytesAttr), read(kKorthikantiCoreBytesAttr)};
+    if (v)
+      out[name].assign(v.asArrayRef().begin(), v.asArrayRef().end());
+  }
+  return out;
+}
+
+/// The per-layer bytes weft-recompute records (f32, no dropout, one rank).
+std::vector<int64_t> recordedBytes(int64_t s, int64_t b, int64_t h, int64_t a,
+                                   const std::string &policy) {
+  return recordedArrays(s, b, h, a, policy, "", false,
+                        {kActivationBytesAttr})[kActivationBytesAttr];
+}
+
+/// The same under Korthikanti et al.'s accounting, with dropout, placed
+/// by `plan`: per layer the stored values' bytes, and apart the attention
+/// core's.
+std::pair<std::vector<int64_t>, std::vector<int64_t>>
+paperBytes(int64_t s, int64_t b, int64_t h, int64_t a,
+           const std::string &policy, const std::string &plan) {
+  auto arrays =
+      recordedArrays(s, b, h, a, policy, plan, true,
+                     {kKorthikantiBytesAttr, kKorthikantiCoreBytesAttr});
+  return {arrays[kKorthikantiBytesAttr], arrays[kKorthikantiCoreBytesAttr]};
 }
 } // namespace
 

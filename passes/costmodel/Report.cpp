@@ -3,6 +3,7 @@
 #include "passes/costmodel/Report.h"
 
 #include "passes/costmodel/CostModel.h"
+#include "passes/costmodel/Topology.h"
 #include "passes/pipeline/Names.h"
 #include "passes/pipeline/Schedule.h"
 
@@ -11,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -450,6 +452,41 @@ std::string PlacementReport::table() const {
       os << " (in activations above)\n";
     }
   }
+  return out;
+}
+
+int64_t runtimeReserveBytes(const Topology &topology) {
+  return topology.device.name == "cpu" ? 0 : int64_t(1) << 30;
+}
+
+std::string overMemory(const RankEstimate &r, const Topology &topology) {
+  int64_t reserve = runtimeReserveBytes(topology);
+  int64_t total = r.totalBytes() + reserve;
+  if (topology.device.memoryBytes <= 0 || total <= topology.device.memoryBytes)
+    return "";
+  std::vector<std::pair<int64_t, const char *>> items = {
+      {r.activationBytes, "activations"},
+      {r.optimizerBytes, "optimizer state"},
+      {r.paramBytes, "parameters"},
+      {r.gradBytes, "gradients"},
+      {reserve, "runtime reserve"}};
+  std::stable_sort(
+      items.begin(), items.end(),
+      [](const auto &a, const auto &b) { return a.first > b.first; });
+  auto gib = [](int64_t bytes) {
+    return llvm::formatv("{0:f2} GiB", bytes / double(int64_t(1) << 30)).str();
+  };
+  std::string out =
+      llvm::formatv("rank {0} needs {1}, more than the {2} of a {3} device",
+                    r.rank, gib(total), gib(topology.device.memoryBytes),
+                    topology.name)
+          .str();
+  const char *sep = ": ";
+  for (const auto &[bytes, what] : items)
+    if (bytes > 0) {
+      out += sep + std::string(what) + " " + gib(bytes);
+      sep = ", ";
+    }
   return out;
 }
 

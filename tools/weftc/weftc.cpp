@@ -470,19 +470,27 @@ int runSchedule() {
   return writeTimeline(*table, *line);
 }
 
-/// "rank R needs X GiB, more than the Y GiB of a T device" if rank `r`
-/// does not fit a device of `topology`; empty if it does (or the topology
-/// gives no memory).
-std::string overMemory(const weft::RankEstimate &r,
-                       const weft::Topology &topology) {
-  int64_t total = r.totalBytes();
-  if (topology.device.memoryBytes <= 0 || total <= topology.device.memoryBytes)
-    return "";
-  return formatv("rank {0} needs {1:f2} GiB, more than the {2:f2} GiB of a "
-                 "{3} device",
-                 r.rank, total / double(1 << 30),
-                 topology.device.memoryBytes / double(1 << 30), topology.name)
-      .str();
+/// With a topology: fails, naming each rank that would not fit a device
+/// and what fills it, when the placed step `placed` (after
+/// buildTrainingPrograms) needs more memory than a device has. A plan that
+/// runs out of memory is refused here, not at run time.
+LogicalResult checkFits(ModuleOp placed, const weft::Topology &topology) {
+  FailureOr<weft::PlacementReport> report = weft::estimatePlacement(placed);
+  if (failed(report))
+    return failure();
+  bool fits = true;
+  for (const weft::RankEstimate &r : report->ranks)
+    if (std::string over = weft::overMemory(r, topology); !over.empty()) {
+      WithColor::error(errs(), "weftc") << over << "\n";
+      fits = false;
+    }
+  if (!fits)
+    WithColor::note(errs(), "weftc")
+        << "the plan does not fit " << topology.name
+        << "; less memory per rank: more tp or pp, zero=1|2|3, "
+           "--recompute selective|full|budget=GiB, a smaller --batch or "
+           "more micro-batches\n";
+  return success(fits);
 }
 
 /// ZeRO-3 with micro-batches gathers each parameter once per step where
@@ -504,7 +512,7 @@ LogicalResult chooseGather(ModuleOp module, weft::TrainingOptions &options,
   if (failed(report))
     return failure();
   for (const weft::RankEstimate &r : report->ranks)
-    if (std::string over = overMemory(r, topology); !over.empty()) {
+    if (std::string over = weft::overMemory(r, topology); !over.empty()) {
       WithColor::note(errs(), "weftc")
           << "gathering ZeRO-3 parameters once per step, " << over
           << "; they are gathered per micro-batch instead (gather=microbatch "
@@ -520,7 +528,8 @@ LogicalResult chooseGather(ModuleOp module, weft::TrainingOptions &options,
 /// of each program of `lowered` (sched; passes/costmodel/CostModel.h).
 /// Either may be null.
 int printReport(ModuleOp placed, ModuleOp lowered,
-                const std::optional<weft::Topology> &topology) {
+                const std::optional<weft::Topology> &topology,
+                bool checkMemory = true) {
   llvm::json::Object json;
   if (placed) {
     FailureOr<weft::PlacementReport> report = weft::estimatePlacement(placed);
@@ -530,12 +539,6 @@ int printReport(ModuleOp placed, ModuleOp lowered,
       json = report->toJSON();
     else
       outs() << report->table();
-    // A rank that cannot hold its share is the plan's problem, said here
-    // rather than as an out-of-memory error at run time.
-    if (topology)
-      for (const weft::RankEstimate &r : report->ranks)
-        if (std::string over = overMemory(r, *topology); !over.empty())
-          WithColor::warning(errs(), "weftc") << over << "\n";
   }
   if (lowered && topology) {
     llvm::json::Array programs;
@@ -553,6 +556,9 @@ int printReport(ModuleOp placed, ModuleOp lowered,
   }
   if (reportFormat == "json")
     outs() << formatv("{0:2}", llvm::json::Value(std::move(json))) << "\n";
+  // After the report, which shows what fills each rank.
+  if (checkMemory && placed && topology && failed(checkFits(placed, *topology)))
+    return 1;
   return 0;
 }
 
@@ -859,10 +865,10 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   OwningOpRef<ModuleOp> forReport;
   if (report)
     forReport = module->clone();
-  auto finishReport = [&](ModuleOp lowered) {
+  auto finishReport = [&](ModuleOp lowered, bool checkMemory = true) {
     if (failed(weft::buildTrainingPrograms(*forReport, options)))
       return 1;
-    return printReport(*forReport, lowered, *topology);
+    return printReport(*forReport, lowered, *topology, checkMemory);
   };
   if (report && outputPath == "-" && emit.empty()) {
     if (!*topology)
@@ -895,6 +901,13 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     out->keep();
     return 0;
   }
+  // A plan a device cannot hold is refused before a bundle is written.
+  if (*topology) {
+    OwningOpRef<ModuleOp> placed = module->clone();
+    if (failed(weft::buildTrainingPrograms(*placed, options)) ||
+        failed(checkFits(*placed, **topology)))
+      return 1;
+  }
   if (failed(weft::compileSchedBundle(*module, outputPath, options,
                                       std::move(meta), configure)))
     return 1;
@@ -919,7 +932,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
                                std::string(dir), /*elastic=*/0))
       return rc;
   }
-  return report ? finishReport(*module) : 0;
+  return report ? finishReport(*module, /*checkMemory=*/false) : 0;
 }
 
 int runCompile(MLIRContext &context) {

@@ -2,6 +2,8 @@
 
 #include "passes/costmodel/CostModel.h"
 
+#include "dialects/weft/IR/WeftOps.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -155,6 +157,26 @@ sched::MeshOp meshOf(Operation *op) {
 /// runtime's order: scores again, probabilities from the saved lse, dV, dP
 /// (into the scores plane), dS (into the probabilities plane, with delta),
 /// dQ, dK.
+/// A launch's transcendental functions (exp, log, tanh, GELU, SiLU, their
+/// gradients, pow) per element of its first output, times those elements,
+/// from its kernel's body (the weft.fused group); 0 without a body.
+double transcendentalsOf(sched::LaunchOp launch) {
+  auto kernel = SymbolTable::lookupNearestSymbolFrom<sched::KernelOp>(
+      launch, launch.getKernelAttr());
+  if (!kernel || kernel.getBody().empty() || launch.getOutputs().empty())
+    return 0;
+  double perElement = 0;
+  kernel.getBody().walk([&](Operation *op) {
+    perElement += isa<ExpOp, LogOp, TanhOp, GeluOp, SiluOp, GeluGradOp,
+                      SiluGradOp, PowOp>(op);
+  });
+  double elements = 1;
+  for (int64_t d :
+       cast<sched::BufferType>(launch.getOutputs()[0].getType()).getShape())
+    elements *= d;
+  return perElement * elements;
+}
+
 template <typename AttentionLike>
 void attentionCost(AttentionLike a, InstructionCost &c) {
   bool forward = std::is_same_v<AttentionLike, sched::AttentionOp>;
@@ -167,6 +189,7 @@ void attentionCost(AttentionLike a, InstructionCost &c) {
   c.flops = forward ? qk + pv : 3 * qk + 2 * pv;
   c.flopType = flopTypeOf(buffer(a.getQ()).getElementType());
   c.category = forward ? "attention" : "attention backward";
+  c.efficiencyKind = forward ? "attention" : "attention_backward";
   if (a.getAlgorithm() != sched::AttentionAlgorithm::gemm_softmax)
     return;
   double scores = rowsByKeys * 4, probs = rowsByKeys * elementBytesOf(a.getQ());
@@ -214,6 +237,10 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
   InstructionCost c;
   c.category = op->getName().stripDialect().str();
   c.bytes = effectBytes(op);
+  if (c.category == "reduce")
+    c.efficiencyKind = "reduce";
+  if (StringRef(c.category).contains("norm"))
+    c.efficiencyKind = "norm";
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](sched::GemmOp g) {
         ArrayRef<int64_t> mnk = g.getMnk();
@@ -294,7 +321,10 @@ InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
         c.bytes = 0;
         c.category = "events";
       })
-      .Case([&](sched::LaunchOp) { c.category = "generated kernels"; });
+      .Case([&](sched::LaunchOp launch) {
+        c.category = "generated kernels";
+        c.transcendentals = transcendentalsOf(launch);
+      });
   return c;
 }
 
@@ -358,6 +388,12 @@ FailureOr<ProgramEstimate> estimateProgram(sched::ProgramOp program,
       seconds = roofline(c.bytes, c.flops);
     for (const InstructionCost::Pass &p : c.passes)
       seconds += roofline(p.bytes, p.flops);
+    if (auto e = device.efficiency.find(c.efficiencyKind);
+        e != device.efficiency.end())
+      seconds /= e->second;
+    if (device.transcendentalsPerSecond > 0)
+      seconds = std::max(seconds,
+                         c.transcendentals / device.transcendentalsPerSecond);
     if (c.communicates) {
       GroupShape group = groupShape(mesh, c.axes, topology.devicesPerNode);
       if (auto r = dyn_cast<sched::RaggedAllToAllOp>(op)) {

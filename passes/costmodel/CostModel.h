@@ -22,6 +22,10 @@
 //     FLOPs: they are memory-bound;
 //   - time of an instruction: max(bytes / memory bandwidth, FLOPs / the
 //     device's dense peak for the GEMM's input type), summed over its passes
+//     and divided by the device's efficiency for its kind (attention,
+//     reductions, norms) when a profile gives one; for a generated kernel
+//     at least its transcendentals over the device's rate for them when
+//     given;
 //     where it is several kernels that each move their data (attention by
 //     gemm_softmax: each GEMM and the softmax reads and writes its planes;
 //     the other multi-kernel instructions' extra passes are small and not
@@ -74,6 +78,13 @@ struct InstructionCost {
   std::vector<Pass> passes;
   /// The peak the FLOPs run at: "f32", "bf16" or "fp8".
   std::string flopType = "bf16";
+  /// Which of the device's efficiencies (one of kEfficiencyKinds; empty:
+  /// none) divides the instruction's roofline time.
+  std::string efficiencyKind;
+  /// A generated kernel's transcendental functions times the elements it
+  /// writes (its fused body's exp, log, tanh, GELU, SiLU and their
+  /// gradients; 0 when the module has no body, as one read from a bundle).
+  double transcendentals = 0;
   /// Collectives and send/recv: bytes this rank sends and the latencies it
   /// pays (send/recv here; a collective's depend on its group's size, so
   /// estimateProgram fills them from the mesh).

@@ -6,7 +6,10 @@
 //    "nodes": 4, "devices_per_node": 8,
 //    "device": {"name": "H100-SXM5-80GB", (optional)
 //               "memory_gb": 80, "memory_bandwidth_gbps": 3350,
-//               "peak_tflops": {"bf16": 989, "fp8": 1979, "f32": 67}},
+//               "peak_tflops": {"bf16": 989, "fp8": 1979, "f32": 67},
+//               "efficiency": {"attention": 0.6,   (optional, each in
+//                              "attention_backward": 0.5}, (0, 1])
+//               "transcendentals_per_s": 1e11},    (optional)
 //    "intra_node": {"bandwidth_gbps": 450, "latency_us": 2},
 //    "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}}
 //
@@ -231,8 +234,9 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   Expected<ObjectReader> device = r.object("device");
   if (!device)
     return device.takeError();
-  if (Error e = device->unknownKeys(
-          {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops"}))
+  if (Error e = device->unknownKeys({"name", "memory_gb",
+                                     "memory_bandwidth_gbps", "peak_tflops",
+                                     "efficiency", "transcendentals_per_s"}))
     return std::move(e);
   Expected<std::string> deviceName = device->optionalString("name");
   if (!deviceName)
@@ -260,6 +264,25 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   }
   if (t.device.peakFlops.empty())
     return fail(label + ": 'device.peak_tflops' needs at least one dtype");
+  if (device->raw().get("efficiency")) {
+    Expected<ObjectReader> efficiency = device->object("efficiency");
+    if (!efficiency)
+      return efficiency.takeError();
+    if (Error e = efficiency->unknownKeys(kEfficiencyKinds, "kind"))
+      return std::move(e);
+    for (const auto &entry : efficiency->raw()) {
+      Expected<double> v = efficiency->positive(entry.first, kMinNumber, 1.0);
+      if (!v)
+        return v.takeError();
+      t.device.efficiency[entry.first.str()] = *v;
+    }
+  }
+  if (device->raw().get("transcendentals_per_s")) {
+    Expected<double> rate = device->positive("transcendentals_per_s");
+    if (!rate)
+      return rate.takeError();
+    t.device.transcendentalsPerSecond = *rate;
+  }
   Expected<LinkSpec> intra = readLink(r, "intra_node");
   if (!intra)
     return intra.takeError();
@@ -391,17 +414,25 @@ json::Value Topology::toJSON() const {
     return json::Object{{"bandwidth_gbps", l.bandwidth / 1e9},
                         {"latency_us", l.latency * 1e6}};
   };
-  return json::Object{
-      {"name", name},
-      {"nodes", nodes},
-      {"devices_per_node", devicesPerNode},
-      {"device",
-       json::Object{{"name", device.name},
-                    {"memory_gb", device.memoryBytes / 1e9},
-                    {"memory_bandwidth_gbps", device.memoryBandwidth / 1e9},
-                    {"peak_tflops", std::move(flops)}}},
-      {"intra_node", link(intraNode)},
-      {"inter_node", link(interNode)}};
+  json::Object deviceJson{
+      {"name", device.name},
+      {"memory_gb", device.memoryBytes / 1e9},
+      {"memory_bandwidth_gbps", device.memoryBandwidth / 1e9},
+      {"peak_tflops", std::move(flops)}};
+  if (!device.efficiency.empty()) {
+    json::Object efficiency;
+    for (const auto &[kind, share] : device.efficiency)
+      efficiency[kind] = share;
+    deviceJson["efficiency"] = std::move(efficiency);
+  }
+  if (device.transcendentalsPerSecond > 0)
+    deviceJson["transcendentals_per_s"] = device.transcendentalsPerSecond;
+  return json::Object{{"name", name},
+                      {"nodes", nodes},
+                      {"devices_per_node", devicesPerNode},
+                      {"device", std::move(deviceJson)},
+                      {"intra_node", link(intraNode)},
+                      {"inter_node", link(interNode)}};
 }
 
 } // namespace weft

@@ -39,7 +39,20 @@ struct DeviceSpec {
   double memoryBandwidth = 0; // Bytes per second.
   /// Dense peak FLOP/s by dtype (one of kPeakFlopTypes).
   std::map<std::string, double> peakFlops;
+  /// The share of its roofline (the peak for attention, the memory
+  /// bandwidth for the others) an instruction kind reaches (one of
+  /// kEfficiencyKinds; absent: 1): a measured profile (bench/calibrate.sh)
+  /// puts the device's library kernels' here.
+  std::map<std::string, double> efficiency;
+  /// Elements per second a generated kernel gets through per
+  /// transcendental function in its body (exp, tanh, log, the GELU's and
+  /// SiLU's); 0: not modeled (the kernels are memory-bound).
+  double transcendentalsPerSecond = 0;
 };
+
+/// The instruction kinds a device's `efficiency` may name.
+inline constexpr llvm::StringRef kEfficiencyKinds[] = {
+    "attention", "attention_backward", "reduce", "norm"};
 
 /// Bounds a topology's counts (far above any cluster built) so the world
 /// size and what is computed from it cannot overflow.

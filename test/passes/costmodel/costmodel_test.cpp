@@ -6,6 +6,7 @@
 #include "passes/costmodel/CostModel.h"
 
 #include "dialects/sched/IR/SchedDialect.h"
+#include "dialects/weft/IR/WeftDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -128,24 +129,35 @@ TEST(CostModel, RingTrafficPerCollective) {
   EXPECT_DOUBLE_EQ(collectiveSendBytes(K::all_reduce, 800, 800, 1), 0);
 }
 
-TEST(CostModel, AttentionThroughGemmsPaysEachPass) {
-  // B 1, S = T 256, one head of 64: scores 256 x 256 f32, probabilities
-  // bf16; the GPU scratch is those two planes.
+/// A program @f running one attention (B 1, S = T 256, one head of 64,
+/// bf16) by `algorithm`, with the GPU scratch gemm_softmax needs.
+std::string attentionProgram(const std::string &algorithm) {
   std::string q = "!sched.buffer<1x256x1x64xbf16>";
-  std::string text =
-      R"(sched.program @f arena(1048576) align(256) events(0) streams ["compute"] {
+  bool gemms = algorithm == "gemm_softmax";
+  return R"(sched.program @f arena(1048576) align(256) events(0) streams ["compute"] {
 ^bb0(%q: )" +
-      q + ", %k: " + q + ", %v: " + q + R"():
+         q + ", %k: " + q + ", %v: " + q + R"():
   %o = sched.alloc offset(0) live(0, 1) : )" +
-      q + R"(
+         q + R"(
   %lse = sched.alloc offset(32768) live(0, 1) : !sched.buffer<1x1x256xf32>
-  %s = sched.alloc offset(65536) live(0, 0) : !sched.buffer<98304xf32>
-  sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<98304xf32>) scale 1.250000e-01 causal algorithm gemm_softmax : )" +
-      q + ", " + q + ", " + q + " -> " + q + R"(, !sched.buffer<1x1x256xf32>
+)" +
+         (gemms ? "  %s = sched.alloc offset(65536) live(0, 0) : "
+                  "!sched.buffer<98304xf32>\n"
+                : "") +
+         "  sched.attention %q, %k, %v -> %o, %lse " +
+         (gemms ? "scratch(%s : !sched.buffer<98304xf32>) " : "") +
+         "scale 1.250000e-01 causal algorithm " + algorithm + " : " + q + ", " +
+         q + ", " + q + " -> " + q + R"(, !sched.buffer<1x1x256xf32>
   sched.return ["o", "lse"] %o, %lse : )" +
-      q + R"(, !sched.buffer<1x1x256xf32>
+         q + R"(, !sched.buffer<1x1x256xf32>
 }
 )";
+}
+
+TEST(CostModel, AttentionThroughGemmsPaysEachPass) {
+  // Scores 256 x 256 f32, probabilities bf16; the GPU scratch is those
+  // two planes.
+  std::string text = attentionProgram("gemm_softmax");
   auto p = parse(text);
   auto f = p->module ? p->module->lookupSymbol<sched::ProgramOp>("f")
                      : sched::ProgramOp();
@@ -163,6 +175,71 @@ TEST(CostModel, AttentionThroughGemmsPaysEachPass) {
   EXPECT_DOUBLE_EQ(c.passes[2].bytes, 2 * products + 2 * qkv);
   EXPECT_DOUBLE_EQ(c.bytes,
                    c.passes[0].bytes + c.passes[1].bytes + c.passes[2].bytes);
+}
+
+// A measured profile's efficiency divides an instruction's roofline: the
+// attention above on an H200 whose profile says its attention reaches a
+// quarter of the peak takes four times as long.
+TEST(CostModel, AProfilesEfficiencyDividesTheRoofline) {
+  std::string text = attentionProgram("flash");
+  auto p = parse(text);
+  auto f = p->module ? p->module->lookupSymbol<sched::ProgramOp>("f")
+                     : sched::ProgramOp();
+  ASSERT_TRUE(f) << p->diagnostics;
+  Topology plain = preset("h200:1"), profiled = plain;
+  profiled.device.efficiency["attention"] = 0.25;
+  FailureOr<ProgramEstimate> a = estimateProgram(f, plain),
+                             b = estimateProgram(f, profiled);
+  ASSERT_TRUE(succeeded(a) && succeeded(b)) << p->diagnostics;
+  // Memory-bound here: q, k, v, out (bf16) and the lse over 4800 GB/s.
+  EXPECT_DOUBLE_EQ(a->seconds,
+                   std::max(2 * 2 * 256.0 * 256 * 64 / 989e12,
+                            (4 * 256.0 * 64 * 2 + 256 * 4) / 4800e9));
+  EXPECT_DOUBLE_EQ(b->seconds, 4 * a->seconds);
+}
+
+// A generated kernel whose body computes a GELU is at least its elements
+// over the profile's transcendental rate; without a rate it is
+// memory-bound.
+TEST(CostModel, AKernelsTranscendentalsTakeTheirRate) {
+  std::string t = "tensor<1024xf32>", b = "!sched.buffer<1024xf32>";
+  std::string text = R"(sched.kernel @k inputs [)" + b + R"(] outputs [)" + b +
+                     R"(] scalars [i64] {
+^bb0(%x: )" + t + R"():
+  %y = weft.fused(%x) {weft.kernel = "k"} : ()" +
+                     t + ") -> " + t + R"( {
+  ^bb0(%a: )" + t + R"():
+    %g = weft.gelu %a : )" +
+                     t + R"(
+    weft.yield %g : )" +
+                     t + R"(
+  }
+}
+sched.program @f arena(4096) align(256) events(0) streams ["compute"] {
+^bb0(%in: )" + b + R"():
+  %out = sched.alloc offset(0) live(0, 1) : )" +
+                     b + R"(
+  sched.launch @k grid [1, 1, 1] block 256 ins(%in : )" +
+                     b + R"() outs(%out : )" + b + R"() scalars [1024]
+  sched.return ["y"] %out : )" +
+                     b + R"(
+}
+)";
+  auto p = std::make_unique<Parsed>();
+  p->context.loadDialect<sched::SchedDialect, WeftDialect>();
+  p->context.getDiagEngine().registerHandler(
+      [q = p.get()](Diagnostic &d) { q->diagnostics += d.str() + "\n"; });
+  p->module = parseSourceString<ModuleOp>(text, &p->context);
+  ASSERT_TRUE(p->module) << p->diagnostics;
+  auto f = p->module->lookupSymbol<sched::ProgramOp>("f");
+  Topology cpu = preset("cpu:1");
+  FailureOr<ProgramEstimate> bound = estimateProgram(f, cpu);
+  ASSERT_TRUE(succeeded(bound)) << p->diagnostics;
+  EXPECT_DOUBLE_EQ(bound->seconds, 2 * 4096.0 / cpu.device.memoryBandwidth);
+  cpu.device.transcendentalsPerSecond = 1e6;
+  FailureOr<ProgramEstimate> slow = estimateProgram(f, cpu);
+  ASSERT_TRUE(succeeded(slow));
+  EXPECT_DOUBLE_EQ(slow->seconds, 1024 / 1e6);
 }
 
 TEST(CostModel, SaysWhatTheTopologyLacks) {

@@ -108,6 +108,42 @@ TEST(Topology, DiagnosesBadFiles) {
       "h200:N)");
 }
 
+// A measured profile (bench/calibrate.sh): efficiencies per kind in
+// (0, 1] and a transcendental rate, read back through toJSON.
+TEST(Topology, ReadsAMeasuredProfile) {
+  std::string profile = kValid;
+  profile.replace(profile.find("\"peak_tflops\""), 0,
+                  "\"efficiency\": {\"attention\": 0.3, \"norm\": 0.125}, "
+                  "\"transcendentals_per_s\": 1e8, ");
+  auto t = Topology::parse(profile, "cpu.json");
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  EXPECT_DOUBLE_EQ(t->device.efficiency.at("attention"), 0.3);
+  EXPECT_DOUBLE_EQ(t->device.efficiency.at("norm"), 0.125);
+  EXPECT_DOUBLE_EQ(t->device.transcendentalsPerSecond, 1e8);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(t->toJSON());
+  auto again = Topology::parse(text, "again.json");
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->device.efficiency, t->device.efficiency);
+  EXPECT_DOUBLE_EQ(again->device.transcendentalsPerSecond, 1e8);
+
+  auto with = [&](const std::string &fields) {
+    std::string p = kValid;
+    p.replace(p.find("\"peak_tflops\""), 0, fields + ", ");
+    return error(Topology::parse(p, "cpu.json"));
+  };
+  EXPECT_EQ(with("\"efficiency\": {\"attention\": 1.5}"),
+            "cpu.json: 'device.efficiency.attention' is 1.5; it must be at "
+            "most 1");
+  EXPECT_EQ(with("\"efficiency\": {\"gemm\": 0.5}"),
+            "cpu.json: unknown kind 'device.efficiency.gemm' (known: "
+            "attention, attention_backward, reduce, norm)");
+  EXPECT_EQ(with("\"transcendentals_per_s\": 0"),
+            "cpu.json: 'device.transcendentals_per_s' must be a positive "
+            "number");
+}
+
 TEST(Topology, MeshesMustFit) {
   auto t = Topology::preset("dgx-h100:4");
   ASSERT_TRUE(static_cast<bool>(t));

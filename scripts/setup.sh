@@ -7,7 +7,7 @@ PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
   libclang-rt-22-dev
   libabsl-dev nlohmann-json3-dev libxxhash-dev libgtest-dev libopenblas-dev libgloo-dev
-  libsentencepiece-dev openmpi-bin
+  libsentencepiece-dev openmpi-bin chromium iproute2
   ninja-build ccache cmake python3 clang-format git
 )
 

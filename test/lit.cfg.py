@@ -43,3 +43,9 @@ if hasattr(os, "geteuid") and os.geteuid() == 0:
                 config.available_features.add("netns")
     except OSError:
         pass
+
+# Headless Chromium (Debian's chromium) renders weftc --explain's page.
+import shutil
+
+if shutil.which("chromium"):
+    config.available_features.add("chromium")

@@ -147,8 +147,10 @@ std::pair<double, double> collectiveRates(int ranks, int port) {
         auto start = Clock::now();
         absl::Status s = (*comm)->allReduce({"dp"}, data.data(), count);
         times.push_back(seconds(start));
-        if (!s.ok())
+        if (!s.ok()) {
           failures[r] = std::string(s.message());
+          break; // Every later one would wait out the timeout too.
+        }
       }
       return median(times);
     };

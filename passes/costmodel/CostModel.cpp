@@ -151,12 +151,6 @@ sched::MeshOp meshOf(Operation *op) {
   return meshes.empty() ? sched::MeshOp() : *meshes.begin();
 }
 
-/// Attention's FLOPs and, through GEMMs, its passes: each GEMM and the
-/// softmax moves its planes of scratch (`ScratchLayout.h`'s scores in f32,
-/// probabilities in q's type) through memory; the backward's are the
-/// runtime's order: scores again, probabilities from the saved lse, dV, dP
-/// (into the scores plane), dS (into the probabilities plane, with delta),
-/// dQ, dK.
 /// A launch's transcendental functions (exp, log, tanh, GELU, SiLU, their
 /// gradients, pow) per element of its first output, times those elements,
 /// from its kernel's body (the weft.fused group); 0 without a body.
@@ -177,6 +171,12 @@ double transcendentalsOf(sched::LaunchOp launch) {
   return perElement * elements;
 }
 
+/// Attention's FLOPs and, through GEMMs, its passes: each GEMM and the
+/// softmax moves its planes of scratch (`ScratchLayout.h`'s scores in f32,
+/// probabilities in q's type) through memory; the backward's are the
+/// runtime's order: scores again, probabilities from the saved lse, dV, dP
+/// (into the scores plane), dS (into the probabilities plane, with delta),
+/// dQ, dK.
 template <typename AttentionLike>
 void attentionCost(AttentionLike a, InstructionCost &c) {
   bool forward = std::is_same_v<AttentionLike, sched::AttentionOp>;
@@ -417,6 +417,7 @@ FailureOr<ProgramEstimate> estimateProgram(sched::ProgramOp program,
       // under it. A group of one is a local copy at most.
       if (group.size > 1)
         seconds = c.linkBytes / link.bandwidth + c.linkSteps * link.latency;
+      rows[c.category].link = group.spansNodes ? "inter-node" : "intra-node";
     }
     now += seconds;
     estimate.streamBusy[stream] += seconds;

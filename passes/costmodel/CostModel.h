@@ -82,8 +82,8 @@ struct InstructionCost {
   /// none) divides the instruction's roofline time.
   std::string efficiencyKind;
   /// A generated kernel's transcendental functions times the elements it
-  /// writes (its fused body's exp, log, tanh, GELU, SiLU and their
-  /// gradients; 0 when the module has no body, as one read from a bundle).
+  /// writes (its fused body's exp, log, tanh, GELU, SiLU, their gradients
+  /// and pow; 0 when the module has no body, as one read from a bundle).
   double transcendentals = 0;
   /// Collectives and send/recv: bytes this rank sends and the latencies it
   /// pays (send/recv here; a collective's depend on its group's size, so
@@ -104,6 +104,8 @@ struct ProgramEstimate {
     int64_t count = 0;
     double bytes = 0, flops = 0, linkBytes = 0;
     double seconds = 0; // The instructions' time, summed (not overlapped).
+    /// Communication: "intra-node" or "inter-node", the link it took.
+    std::string link;
   };
   std::string program;
   std::string topology;

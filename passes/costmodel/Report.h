@@ -99,7 +99,8 @@ mlir::FailureOr<PlacementReport> estimatePlacement(mlir::ModuleOp module);
 struct Topology;
 
 /// What a device of `topology` keeps besides the estimate's items: 0 on
-/// the CPU (the host's memory); on a GPU 1 GiB for the CUDA context and
+/// the CPU (a device named "cpu", as the cpu:N preset's and weft-calibrate's
+/// are: the host's memory); on any other device 1 GiB for the CUDA context and
 /// loaded kernels (about 0.5 GiB on Hopper), cuBLASLt's 32 MiB workspace
 /// and NCCL's buffers (NCCL_BUFFSIZE, 4 MiB, per channel and peer). The
 /// arena and every tensor are allocated once at fixed offsets, so there is

@@ -45,8 +45,8 @@ struct DeviceSpec {
   /// puts the device's library kernels' here.
   std::map<std::string, double> efficiency;
   /// Elements per second a generated kernel gets through per
-  /// transcendental function in its body (exp, tanh, log, the GELU's and
-  /// SiLU's); 0: not modeled (the kernels are memory-bound).
+  /// transcendental function in its body (exp, tanh, log, pow, the GELU's
+  /// and SiLU's and their gradients); 0: not modeled (memory-bound).
   double transcendentalsPerSecond = 0;
 };
 

@@ -130,8 +130,7 @@ struct ProbesPass : weft::impl::ProbesBase<ProbesPass> {
     if (choice->router)
       for (auto [l, gate] : routers) {
         std::string load = metricName(l, "router_load");
-        probeRouter(load, load.substr(0, load.rfind('/')) + "/router_imbalance",
-                    gate, l);
+        probeRouter(load, metricName(l, "router_imbalance"), gate, l);
       }
   }
 
@@ -201,19 +200,19 @@ private:
     b.setInsertionPointAfter(att);
     weft::detail::Emitter e{b, att.getLoc()};
     // q [B, S, H, D], k [B, T, Hkv, D]: P K, the probabilities weighing
-    // the keys, by the same fused attention without dropout.
-    Value key = att.getKey();
-    RankedTensorType q = e.typeOf(att.getQuery());
+    // the keys, by the same fused attention without dropout, in f32: H is
+    // lse less a product of about its size, which bf16's rounding would
+    // swamp when attention collapses onto a few keys.
+    Value query = wide(e, att.getQuery()), key = wide(e, att.getKey());
+    RankedTensorType q = e.typeOf(query);
     auto pk = AttentionOp::create(
-        b, e.loc, q.clone(e.typeOf(key).getElementType()),
-        att.getLse().getType(), att.getQuery(), key, key,
+        b, e.loc, q, att.getLse().getType(), query, key, key,
         att.getQueryPositions(), att.getKeyPositions(), Value(), Value(),
         att.getScaleAttr(), att.getCausalAttr(), FloatAttr(), IntegerAttr(),
         ArrayAttr(), IntegerAttr());
     double scale = att.getScale().convertToDouble();
     // sum_t p_t s_t = scale <q, P K>, per [B, S, H] row.
-    Value expected = e.reduceSum(
-        e.mul(wide(e, att.getQuery()), wide(e, pk.getResult())), {3});
+    Value expected = e.reduceSum(e.mul(query, pk.getResult()), {3});
     RankedTensorType rows = e.typeOf(expected);
     // lse is [B, H, S].
     Value lse = TransposeOp::create(b, e.loc, rows, att.getLse(),

@@ -50,9 +50,9 @@ struct StepReport {
   bool lossSpike = false;
   /// --grad-spike: the gradient norm spiked (reported, nothing undone).
   bool gradNormSpike = false;
-  /// The health probes this rank holds (weftc compile --probes), in the
-  /// bundle's order: each metric's value (a vector for per-expert loads),
-  /// its micro-batches folded as the bundle says.
+  /// The health probes (weftc compile --probes), in the bundle's order:
+  /// each metric's value (a vector for per-expert loads), its micro-batches
+  /// folded as the bundle says; under pp every stage's, gathered.
   std::vector<std::pair<std::string, std::vector<double>>> probes;
 };
 

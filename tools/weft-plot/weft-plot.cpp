@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/support/Files.h"
+#include "runtime/support/Markup.h"
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -118,20 +119,16 @@ std::vector<double> ticks(double lo, double hi) {
       step = m * power;
       break;
     }
+  // An index, not a running sum: a step below half an ulp of the values
+  // (a span of 1e-17 at 0.1) would never advance one; 12 ticks at most.
   std::vector<double> out;
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+  double first = std::ceil(lo / step);
+  for (int i = 0; i < 12; ++i) {
+    double t = (first + i) * step;
+    if (t > hi + step * 1e-9)
+      break;
     out.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
-  return out;
-}
-
-std::string escape(const std::string &s) {
-  std::string out;
-  for (char c : s)
-    out += c == '<'   ? "&lt;"
-           : c == '>' ? "&gt;"
-           : c == '&' ? "&amp;"
-           : c == '"' ? "&quot;"
-                      : std::string(1, c);
+  }
   return out;
 }
 
@@ -172,8 +169,8 @@ std::string panel(const std::string &metric, const std::vector<Run> &runs,
       "stroke=\"black\"/>\n"
       "<line class=\"axis y\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
       "stroke=\"black\"/>\n",
-      escape(metric), x0, top + 18, escape(metric), x0, y0, x1, y0, x0, y0, x0,
-      y1);
+      weft::runtime::escapeMarkup(metric), x0, top + 18,
+      weft::runtime::escapeMarkup(metric), x0, y0, x1, y0, x0, y0, x0, y1);
   for (double t : ticks(vMin, vMax))
     out += absl::StrFormat(
         "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -199,8 +196,8 @@ std::string panel(const std::string &metric, const std::vector<Run> &runs,
     out += absl::StrFormat(
         "<polyline class=\"series\" data-run=\"%s\" fill=\"none\" "
         "stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n",
-        escape(runs[r].path), kColors[r % std::size(kColors)],
-        absl::StrJoin(points, " "));
+        weft::runtime::escapeMarkup(runs[r].path),
+        kColors[r % std::size(kColors)], absl::StrJoin(points, " "));
   }
   return out + "</g>\n";
 }
@@ -267,7 +264,7 @@ int main(int argc, char **argv) {
     svg += absl::StrFormat(
         "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n",
         70.0 + 220.0 * double(r), height - 8, kColors[r % std::size(kColors)],
-        escape(runs[r].path));
+        weft::runtime::escapeMarkup(runs[r].path));
   svg += "</svg>\n";
   std::ofstream out(output, std::ios::binary);
   out << svg;

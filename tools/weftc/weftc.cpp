@@ -20,6 +20,7 @@
 #include "frontend/models/ModelConfig.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/costmodel/CostModel.h"
+#include "passes/costmodel/Explain.h"
 #include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
 #include "passes/health/Passes.h"
@@ -105,6 +106,13 @@ cl::opt<std::string> timelinePath("timeline",
                                            "into this SVG file"),
                                   cl::value_desc("file"), cl::sub(scheduleCmd),
                                   cl::sub(compileCmd));
+cl::opt<std::string> explainPath(
+    "explain",
+    cl::desc("Also write the plan as one self-contained HTML page (inline "
+             "SVG, no script): the mesh on the topology's nodes, memory per "
+             "rank, the predicted step time by kind, communication per link "
+             "and a pipeline's schedule; needs --topology"),
+    cl::value_desc("file"), cl::sub(compileCmd));
 cl::opt<std::string> bundlePath(cl::Positional, cl::desc("<bundle dir>"),
                                 cl::sub(inspectCmd));
 cl::opt<std::string> topologySpec("topology",
@@ -643,8 +651,9 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     return fail("unknown --emit '" + emit +
                 "' (supported: mlir, sched, kernels, cuda)");
   if (emit.empty() && outputPath == "-" &&
-      reportFormat.getNumOccurrences() == 0)
-    return fail("compile needs -o bundle/ (or --emit=mlir, --report)");
+      reportFormat.getNumOccurrences() == 0 && explainPath.empty())
+    return fail(
+        "compile needs -o bundle/ (or --emit=mlir, --report, --explain)");
   weft::Plan plan;
   if (!planText.empty()) {
     auto parsed = weft::parsePlan(planText);
@@ -828,8 +837,26 @@ int compileBundle(MLIRContext &context, const std::string &planText,
         peak != t->device.peakFlops.end())
       meta["peak_flops_per_rank"] = peak->second;
   }
+  if (!explainPath.empty() && !*topology)
+    return fail("--explain needs --topology (the devices the plan runs on)");
   // --timeline draws the plan's pipeline schedule: the table the compiler
-  // builds into the bundle (weft-pipeline-split), from the same generator.
+  // builds into the bundle (weft-pipeline-split), from the same generator;
+  // --explain shows it too.
+  std::string timelineText;
+  if (!explainPath.empty() && plan.size("pp") > 1) {
+    namespace pl = weft::pipeline;
+    Expected<pl::ScheduleKind> kind = pl::parseScheduleKind(plan.schedule);
+    Expected<pl::ScheduleTable> table =
+        kind ? pl::buildSchedule(*kind, plan.size("pp"), plan.microbatches,
+                                 plan.chunks)
+             : kind.takeError();
+    Expected<pl::Timeline> line =
+        table ? pl::simulateSchedule(*table)
+              : Expected<pl::Timeline>(table.takeError());
+    if (!line)
+      return fail(toString(line.takeError()));
+    timelineText = pl::timelineSvg(*table, *line);
+  }
   if (!timelinePath.empty()) {
     namespace pl = weft::pipeline;
     if (plan.size("pp") < 2)
@@ -863,21 +890,67 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   // The memory report reads the weft programs, which lowering to sched
   // replaces; the time estimate reads the sched ones.
   OwningOpRef<ModuleOp> forReport;
-  if (report)
+  if (report || !explainPath.empty())
     forReport = module->clone();
+  double tokensPerStep = double(tokens.getDimSize(0)) * plan.microbatches *
+                         double(tokens.getDimSize(1));
+  double peakPerRank = 0;
+  if (const llvm::json::Value *peak = meta.get("peak_flops_per_rank"))
+    peakPerRank = peak->getAsNumber().value_or(0);
+  // The HTML page of the placed (`forReport`, built here) and lowered step.
+  auto explain = [&](ModuleOp lowered) {
+    if (explainPath.empty())
+      return 0;
+    if (!report && failed(weft::buildTrainingPrograms(*forReport, options)))
+      return 1;
+    FailureOr<weft::PlacementReport> placement =
+        weft::estimatePlacement(*forReport);
+    if (failed(placement))
+      return 1;
+    weft::ExplainInput in;
+    in.model =
+        sys::path::filename(configPath.empty() ? modelPath.getValue()
+                                               : configPath.getValue())
+            .str() +
+        formatv(", batch {0} x {1}", tokens.getDimSize(0) * plan.microbatches,
+                tokens.getDimSize(1))
+            .str();
+    in.plan = planText;
+    in.topology = &**topology;
+    in.placement = std::move(*placement);
+    in.lowered = lowered;
+    in.tokensPerStep = tokensPerStep;
+    in.peakFlopsPerRank = peakPerRank;
+    in.timelineSvg = timelineText;
+    Expected<std::string> html = weft::explainHtml(in);
+    if (!html)
+      return fail("--explain: " + toString(html.takeError()));
+    std::error_code error;
+    llvm::raw_fd_ostream file(explainPath, error);
+    if (error)
+      return fail(explainPath + ": cannot write (" + error.message() + ")");
+    file << *html;
+    errs() << "wrote " << explainPath << "\n";
+    // Without -o or --report nothing else said whether the plan fits.
+    if (!report && outputPath == "-" &&
+        failed(checkFits(*forReport, **topology)))
+      return 1;
+    return 0;
+  };
   auto finishReport = [&](ModuleOp lowered, bool checkMemory = true) {
     if (failed(weft::buildTrainingPrograms(*forReport, options)))
       return 1;
     return printReport(*forReport, lowered, *topology, checkMemory);
   };
-  if (report && outputPath == "-" && emit.empty()) {
+  if ((report || !explainPath.empty()) && outputPath == "-" && emit.empty()) {
     if (!*topology)
       return finishReport({});
     weft::TrainingOptions lowering = options;
     lowering.sched = true;
     if (failed(weft::buildTrainingPrograms(*module, lowering, configure)))
       return 1;
-    return finishReport(*module);
+    int rc = report ? finishReport(*module) : 0;
+    return explain(*module) ? 1 : rc;
   }
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options, configure)))
@@ -932,7 +1005,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
                                std::string(dir), /*elastic=*/0))
       return rc;
   }
-  return report ? finishReport(*module, /*checkMemory=*/false) : 0;
+  int rc = report ? finishReport(*module, /*checkMemory=*/false) : 0;
+  return explain(*module) ? 1 : rc;
 }
 
 int runCompile(MLIRContext &context) {

@@ -99,7 +99,7 @@ inline constexpr const char *kCheckpointStackAttr = "weft.checkpoint_stack";
 inline constexpr const char *kTransientAttr = "weft.transient";
 /// On a transient state weft.param: the health metric it holds after a
 /// step (weft-probes), and how a step's micro-batches fold into it
-/// ("mean", "rms", "max" or "last").
+/// ("mean", "rms", "max", "max_over_mean" or "last").
 inline constexpr const char *kProbeAttr = "weft.probe";
 inline constexpr const char *kProbeFoldAttr = "weft.probe_fold";
 inline constexpr const char *kGradElementsAttr = "weft.grad_elements";

@@ -18,20 +18,24 @@ shift 2
 net=$(( ($$ % 200) + 20 ))
 A=weftA$$ B=weftB$$ VA=wa$$ VB=wb$$
 cleanup() {
+  # No rank outlives the test, nor a namespace or link.
+  kill $(jobs -p) 2>/dev/null
   ip netns del "$A" 2>/dev/null
   ip netns del "$B" 2>/dev/null
+  ip link del "$VA" 2>/dev/null
 }
 trap cleanup EXIT
 ip netns add "$A" && ip netns add "$B" || exit 2
 ip link add "$VA" type veth peer name "$VB" || exit 2
-ip link set "$VA" netns "$A" && ip link set "$VB" netns "$B"
+ip link set "$VA" netns "$A" && ip link set "$VB" netns "$B" || exit 2
 ip -n "$A" addr add "10.213.$net.1/24" dev "$VA"
 ip -n "$B" addr add "10.213.$net.2/24" dev "$VB"
 for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
 ip -n "$A" link set "$VA" up && ip -n "$B" link set "$VB" up || exit 2
 
 rank() { # NS HOSTNAME RANK LOCAL_RANK
-  ip netns exec "$1" unshare --uts env RANK="$3" WORLD_SIZE=4 LOCAL_RANK="$4" \
+  timeout 300 ip netns exec "$1" unshare --uts env RANK="$3" WORLD_SIZE=4 \
+    LOCAL_RANK="$4" \
     MASTER_ADDR="10.213.$net.1" MASTER_PORT=29555 \
     sh -c 'hostname "$0" && exec "$@"' "$2" weft-run "${@:5}" \
     2> "$out/rank$3.err"

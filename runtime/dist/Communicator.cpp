@@ -109,35 +109,69 @@ int listenForProbes(const std::string &host, int &port) {
   return fd;
 }
 
-/// Whether a TCP connection to `address`:`port` completes within `wait`.
-bool answers(const std::string &address, int port,
-             std::chrono::milliseconds wait) {
-  addrinfo hints = {}, *found = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints,
-                    &found) != 0 ||
-      !found)
-    return false;
-  int fd =
-      ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  bool ok = false;
-  if (fd >= 0) {
-    int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
-    if (rc == 0) {
-      ok = true;
-    } else if (errno == EINPROGRESS) {
-      pollfd p = {fd, POLLOUT, 0};
+/// How a probe of a peer's liveness port ended.
+enum class Probe { Answered, Refused, Silent };
+
+/// Connects to every (address, port) at once and waits at most `wait` for
+/// them all: answered, refused (the host is up, nothing listens: the rank
+/// is gone) or silent (no answer: the host or the network to it is down).
+std::vector<Probe>
+probeAll(const std::vector<std::pair<std::string, int>> &targets,
+         std::chrono::milliseconds wait) {
+  std::vector<Probe> result(targets.size(), Probe::Silent);
+  std::vector<pollfd> pending;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    addrinfo hints = {}, *found = nullptr;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (::getaddrinfo(targets[i].first.c_str(),
+                      std::to_string(targets[i].second).c_str(), &hints,
+                      &found) != 0 ||
+        !found)
+      continue;
+    int fd = ::socket(found->ai_family,
+                      SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+      if (::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+        result[i] = Probe::Answered;
+        ::close(fd);
+      } else if (errno == EINPROGRESS) {
+        pending.push_back({fd, POLLOUT, 0});
+        which.push_back(i);
+      } else {
+        result[i] = errno == ECONNREFUSED ? Probe::Refused : Probe::Silent;
+        ::close(fd);
+      }
+    }
+    ::freeaddrinfo(found);
+  }
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  size_t open = pending.size();
+  while (open > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || ::poll(pending.data(), pending.size(),
+                                    static_cast<int>(left.count())) <= 0)
+      break;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (pending[k].fd < 0 || pending[k].revents == 0)
+        continue;
       int error = 0;
       socklen_t size = sizeof(error);
-      ok = ::poll(&p, 1, static_cast<int>(wait.count())) == 1 &&
-           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 &&
-           error == 0;
+      ::getsockopt(pending[k].fd, SOL_SOCKET, SO_ERROR, &error, &size);
+      result[which[k]] = error == 0              ? Probe::Answered
+                         : error == ECONNREFUSED ? Probe::Refused
+                                                 : Probe::Silent;
+      ::close(pending[k].fd);
+      pending[k].fd = -1; // poll skips it from now on.
+      --open;
     }
-    ::close(fd);
   }
-  ::freeaddrinfo(found);
-  return ok;
+  for (pollfd &p : pending)
+    if (p.fd >= 0)
+      ::close(p.fd);
+  return result;
 }
 
 /// Facts as the store holds them: one `what=value` line each, the value
@@ -357,24 +391,43 @@ Communicator::~Communicator() {
 }
 
 std::string Communicator::unreachableNodes() const {
-  // One probe per other host: its first rank's port.
+  // Every rank on another host at once, 2 s in all.
   std::string me = hostName();
-  std::map<std::string, std::vector<int64_t>> ranksOf;
+  std::vector<std::pair<std::string, int>> targets;
+  std::vector<int64_t> ranks;
   for (size_t r = 0; r < peers.size(); ++r)
-    if (peers[r].host != me)
-      ranksOf[peers[r].host].push_back(static_cast<int64_t>(r));
+    if (peers[r].host != me && peers[r].port > 0) {
+      targets.push_back({peers[r].address, peers[r].port});
+      ranks.push_back(static_cast<int64_t>(r));
+    }
+  std::vector<Probe> probes =
+      probeAll(targets, std::chrono::milliseconds(2000));
+  // Per host: its silent ranks (the node or the network to it) and its
+  // refusing ones (the host answers; the rank's process is gone).
+  std::map<std::string, std::vector<int64_t>> silent, refused;
+  std::map<std::string, std::string> addressOf;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string &host = peers[ranks[i]].host;
+    addressOf[host] = peers[ranks[i]].address;
+    if (probes[i] == Probe::Silent)
+      silent[host].push_back(ranks[i]);
+    if (probes[i] == Probe::Refused)
+      refused[host].push_back(ranks[i]);
+  }
+  auto list = [](const std::vector<int64_t> &r) {
+    return absl::StrCat("rank", r.size() == 1 ? " " : "s ",
+                        absl::StrJoin(r, ", "));
+  };
   std::string out;
-  for (const auto &[host, ranks] : ranksOf) {
-    const Peer &first = peers[ranks.front()];
-    if (first.port <= 0 ||
-        answers(first.address, first.port, std::chrono::milliseconds(2000)))
-      continue;
-    absl::StrAppend(&out, "; node ", host, " (rank",
-                    ranks.size() == 1 ? " " : "s ", absl::StrJoin(ranks, ", "),
-                    " at ", first.address,
+  for (const auto &[host, r] : silent)
+    absl::StrAppend(&out, "; node ", host, " (", list(r), " at ",
+                    addressOf[host],
                     ") does not answer: the network to it is down or it is "
                     "gone");
-  }
+  for (const auto &[host, r] : refused)
+    absl::StrAppend(&out, "; ", list(r), " on node ", host,
+                    r.size() == 1 ? " is" : " are",
+                    " gone (the node answers, the rank does not)");
   return out;
 }
 

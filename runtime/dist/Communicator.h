@@ -170,8 +170,10 @@ private:
              const std::function<void(const std::shared_ptr<gloo::Context> &,
                                       uint32_t)> &call);
   absl::Status failure(const std::string &what, const std::string &why);
-  /// "; node H (ranks 2, 3 at A) does not answer" for every other host
-  /// whose ranks' liveness ports refuse or time out (at most 2 s each).
+  /// "; node H (ranks 2, 3 at A) does not answer: ..." for every other
+  /// host whose ranks' liveness ports stay silent, and "; rank 5 on node
+  /// H is gone ..." for ranks whose host refuses the connection: every
+  /// rank probed at once, 2 s in all.
   std::string unreachableNodes() const;
   /// Why `peer` cannot be the other end of a transfer (`what`), if it can't.
   absl::Status checkPeer(const std::string &what, int64_t peer) const;

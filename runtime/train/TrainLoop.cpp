@@ -212,6 +212,12 @@ takeProbes(SchedExecutor &executor, int64_t microbatches) {
   bool staged = false;
   for (const sched::Param &p : bundle.params)
     if (p.probe) {
+      // A probe is whole on the ranks that hold it (weft-probes assigns it
+      // whole values); a split one would log one rank's block as the whole.
+      if (p.split)
+        return absl::InvalidArgumentError(
+            "probe '" + *p.probe + "' (parameter '" + p.name +
+            "') is split across ranks; the runtime logs whole probes only");
       list.push_back(&p);
       count += static_cast<size_t>(p.type.numElements());
       staged |= p.pipelineRank.has_value();

@@ -63,11 +63,19 @@ absl::StatusOr<Run> readRun(const std::string &path) {
     return text.status();
   Run run{path, {}};
   int64_t number = 0;
-  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+  std::vector<absl::string_view> lines = absl::StrSplit(*text, '\n');
+  for (absl::string_view line : lines) {
     ++number;
     if (line.find_first_not_of(" \t\r") == absl::string_view::npos)
       continue;
     json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // A last line with no newline that does not parse is one weft-run is
+    // still writing (a live run): left out, not an error.
+    if (value.is_discarded() && number == static_cast<int64_t>(lines.size())) {
+      std::cerr << "weft-plot: " << path << ":" << number
+                << ": leaving out the unfinished last line\n";
+      continue;
+    }
     if (value.is_discarded() || !value.is_object())
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", number,

@@ -889,9 +889,21 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   };
   // The memory report reads the weft programs, which lowering to sched
   // replaces; the time estimate reads the sched ones.
+  // The placed weft programs the memory estimate, the fit check, the report
+  // and the page read: built once, when first needed.
   OwningOpRef<ModuleOp> forReport;
+  bool placedBuilt = false;
   if (report || !explainPath.empty())
     forReport = module->clone();
+  auto placedStep = [&]() -> FailureOr<ModuleOp> {
+    if (!forReport)
+      forReport = module->clone();
+    if (!placedBuilt &&
+        failed(weft::buildTrainingPrograms(*forReport, options)))
+      return failure();
+    placedBuilt = true;
+    return *forReport;
+  };
   double tokensPerStep = double(tokens.getDimSize(0)) * plan.microbatches *
                          double(tokens.getDimSize(1));
   double peakPerRank = 0;
@@ -901,7 +913,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   auto explain = [&](ModuleOp lowered) {
     if (explainPath.empty())
       return 0;
-    if (!report && failed(weft::buildTrainingPrograms(*forReport, options)))
+    if (failed(placedStep()))
       return 1;
     FailureOr<weft::PlacementReport> placement =
         weft::estimatePlacement(*forReport);
@@ -938,7 +950,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     return 0;
   };
   auto finishReport = [&](ModuleOp lowered, bool checkMemory = true) {
-    if (failed(weft::buildTrainingPrograms(*forReport, options)))
+    if (failed(placedStep()))
       return 1;
     return printReport(*forReport, lowered, *topology, checkMemory);
   };
@@ -976,9 +988,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   }
   // A plan a device cannot hold is refused before a bundle is written.
   if (*topology) {
-    OwningOpRef<ModuleOp> placed = module->clone();
-    if (failed(weft::buildTrainingPrograms(*placed, options)) ||
-        failed(checkFits(*placed, **topology)))
+    FailureOr<ModuleOp> placed = placedStep();
+    if (failed(placed) || failed(checkFits(*placed, **topology)))
       return 1;
   }
   if (failed(weft::compileSchedBundle(*module, outputPath, options,

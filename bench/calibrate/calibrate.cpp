@@ -334,7 +334,8 @@ int main(int argc, char **argv) {
       "             \"efficiency\": {\"attention\": %.4f, "
       "\"attention_backward\": %.4f,\n"
       "                            \"reduce\": %.4f, \"norm\": %.4f},\n"
-      "             \"transcendentals_per_s\": %.4g},\n"
+      "             \"transcendentals_per_s\": %.4g,\n"
+      "             \"runtime_reserve_gb\": 0},\n"
       "  \"intra_node\": {\"bandwidth_gbps\": %.4f, \"latency_us\": %.3f},\n"
       "  \"inter_node\": {\"bandwidth_gbps\": %.4f, \"latency_us\": %.3f}\n"
       "}\n",

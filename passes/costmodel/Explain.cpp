@@ -151,7 +151,7 @@ std::string meshSvg(const ExplainInput &in) {
 std::string memorySvg(const ExplainInput &in) {
   const std::vector<RankEstimate> &ranks = in.placement.ranks;
   int64_t shown = std::min<int64_t>(ranks.size(), 64);
-  double reserve = runtimeReserveBytes(*in.topology);
+  double reserve = in.topology->device.runtimeReserveBytes;
   double device = in.topology->device.memoryBytes, most = device;
   for (int64_t i = 0; i < shown; ++i)
     most = std::max(most, ranks[i].totalBytes() + reserve);

@@ -455,12 +455,8 @@ std::string PlacementReport::table() const {
   return out;
 }
 
-int64_t runtimeReserveBytes(const Topology &topology) {
-  return topology.device.name == "cpu" ? 0 : int64_t(1) << 30;
-}
-
 std::string overMemory(const RankEstimate &r, const Topology &topology) {
-  int64_t reserve = runtimeReserveBytes(topology);
+  int64_t reserve = topology.device.runtimeReserveBytes;
   int64_t total = r.totalBytes() + reserve;
   if (topology.device.memoryBytes <= 0 || total <= topology.device.memoryBytes)
     return "";

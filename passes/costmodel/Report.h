@@ -98,19 +98,10 @@ mlir::FailureOr<PlacementReport> estimatePlacement(mlir::ModuleOp module);
 
 struct Topology;
 
-/// What a device of `topology` keeps besides the estimate's items: 0 on
-/// the CPU (a device named "cpu", as the cpu:N preset's and weft-calibrate's
-/// are: the host's memory); on any other device 1 GiB for the CUDA context and
-/// loaded kernels (about 0.5 GiB on Hopper), cuBLASLt's 32 MiB workspace
-/// and NCCL's buffers (NCCL_BUFFSIZE, 4 MiB, per channel and peer). The
-/// arena and every tensor are allocated once at fixed offsets, so there is
-/// no allocator fragmentation to add.
-int64_t runtimeReserveBytes(const Topology &topology);
-
 /// "rank R needs X GiB, more than the Y GiB of a T device: activations A
-/// GiB, optimizer state B GiB, ..." (the items largest first, the runtime
-/// reserve among them) when rank `r` does not fit a device of `topology`;
-/// empty when it does or the topology gives no memory.
+/// GiB, optimizer state B GiB, ..." (the items largest first, the device's
+/// runtime reserve among them) when rank `r` does not fit a device of
+/// `topology`; empty when it does or the topology gives no memory.
 std::string overMemory(const RankEstimate &r, const Topology &topology);
 
 } // namespace weft

@@ -9,7 +9,9 @@
 //               "peak_tflops": {"bf16": 989, "fp8": 1979, "f32": 67},
 //               "efficiency": {"attention": 0.6,   (optional, each in
 //                              "attention_backward": 0.5}, (0, 1])
-//               "transcendentals_per_s": 1e11},    (optional)
+//               "transcendentals_per_s": 1e11,     (optional)
+//               "runtime_reserve_gb": 1.07},       (optional; default 1 GiB,
+//                                                   0 allowed)
 //    "intra_node": {"bandwidth_gbps": 450, "latency_us": 2},
 //    "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}}
 //
@@ -153,6 +155,7 @@ struct Preset {
   double memoryGB, memoryBandwidthGBps;
   double tflopsBf16, tflopsFp8, tflopsF32;
   LinkSpec intra, inter;
+  double reserveGiB = 1; // DeviceSpec::runtimeReserveBytes.
 };
 const Preset kPresets[] = {
     // NVIDIA A100 SXM4 80GB: 312 TFLOP/s bf16, 19.5 f32, 2039 GB/s HBM2e;
@@ -195,7 +198,7 @@ const Preset kPresets[] = {
     // Local CPU ranks on one machine talking over loopback TCP (Gloo):
     // round figures of one core of a server CPU, until a calibration
     // measures the machine.
-    {"cpu", "cpu", 0, 8, 20, 0.1, 0, 0.1, {5e9, 20e-6}, {5e9, 20e-6}},
+    {"cpu", "cpu", 0, 8, 20, 0.1, 0, 0.1, {5e9, 20e-6}, {5e9, 20e-6}, 0},
 };
 } // namespace
 
@@ -234,9 +237,9 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   Expected<ObjectReader> device = r.object("device");
   if (!device)
     return device.takeError();
-  if (Error e = device->unknownKeys({"name", "memory_gb",
-                                     "memory_bandwidth_gbps", "peak_tflops",
-                                     "efficiency", "transcendentals_per_s"}))
+  if (Error e = device->unknownKeys(
+          {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops",
+           "efficiency", "transcendentals_per_s", "runtime_reserve_gb"}))
     return std::move(e);
   Expected<std::string> deviceName = device->optionalString("name");
   if (!deviceName)
@@ -276,6 +279,15 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
         return v.takeError();
       t.device.efficiency[entry.first.str()] = *v;
     }
+  }
+  if (const json::Value *reserve = device->raw().get("runtime_reserve_gb")) {
+    std::optional<double> gb = reserve->getAsNumber();
+    if (!gb || !(*gb >= 0) || *gb > kMaxMemoryGB)
+      return fail(label +
+                  ": 'device.runtime_reserve_gb' must be a number of "
+                  "GB from 0 to " +
+                  absl::StrCat(kMaxMemoryGB));
+    t.device.runtimeReserveBytes = static_cast<int64_t>(*gb * 1e9);
   }
   if (device->raw().get("transcendentals_per_s")) {
     Expected<double> rate = device->positive("transcendentals_per_s");
@@ -325,6 +337,8 @@ Expected<Topology> Topology::preset(StringRef spec) {
       t.device.peakFlops["fp8"] = p.tflopsFp8 * 1e12;
     t.intraNode = p.intra;
     t.interNode = p.inter;
+    t.device.runtimeReserveBytes =
+        static_cast<int64_t>(p.reserveGiB * double(int64_t(1) << 30));
     return t;
   }
   return fail("unknown topology preset '" + name +
@@ -427,6 +441,7 @@ json::Value Topology::toJSON() const {
   }
   if (device.transcendentalsPerSecond > 0)
     deviceJson["transcendentals_per_s"] = device.transcendentalsPerSecond;
+  deviceJson["runtime_reserve_gb"] = device.runtimeReserveBytes / 1e9;
   return json::Object{{"name", name},
                       {"nodes", nodes},
                       {"devices_per_node", devicesPerNode},

@@ -44,6 +44,14 @@ struct DeviceSpec {
   /// kEfficiencyKinds; absent: 1): a measured profile (bench/calibrate.sh)
   /// puts the device's library kernels' here.
   std::map<std::string, double> efficiency;
+  /// What the device keeps besides a plan's tensors and arena: on a GPU
+  /// the CUDA context and loaded kernels (about 0.5 GiB on Hopper),
+  /// cuBLASLt's 32 MiB workspace and NCCL's buffers (NCCL_BUFFSIZE, 4 MiB,
+  /// per channel and peer): 1 GiB unless the topology says otherwise (the
+  /// cpu:N preset and weft-calibrate's profiles say 0: the host's memory).
+  /// The arena and every tensor are allocated once at fixed offsets, so
+  /// there is no allocator fragmentation to add.
+  int64_t runtimeReserveBytes = int64_t(1) << 30;
   /// Elements per second a generated kernel gets through per
   /// transcendental function in its body (exp, tanh, log, pow, the GELU's
   /// and SiLU's and their gradients); 0: not modeled (memory-bound).

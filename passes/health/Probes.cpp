@@ -169,12 +169,10 @@ private:
     return CastOp::create(e.b, e.loc, type.clone(e.b.getF32Type()), x);
   }
 
-  /// The mean of every element of `x` (f32) as a scalar: a sum, which
-  /// partitioning all-reduces, times one over the global count.
+  /// The mean of every element of `x` (f32) as a scalar (partitioning
+  /// combines the ranks' means).
   static Value mean(weft::detail::Emitter &e, Value x) {
-    auto scalar = RankedTensorType::get({}, e.b.getF32Type());
-    double count = static_cast<double>(e.typeOf(x).getNumElements());
-    return e.mul(e.reduceSum(x, e.allDims(x)), e.splat(scalar, 1.0 / count));
+    return e.reduceMean(x, e.allDims(x));
   }
 
   void probeActivation(int64_t l, Value x) {

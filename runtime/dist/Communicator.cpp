@@ -331,7 +331,8 @@ Communicator::create(const RankInfo &info, std::chrono::milliseconds timeout,
     gloo::transport::tcp::attr attr;
     // Bind where the peers can reach us: loopback for a local job, else
     // the address of the interface that routes to the store's host (not
-    // the host's name, which Debian resolves to 127.0.1.1); WEFT_GLOO_HOST
+    // the host's name, which /etc/hosts often maps to loopback: 127.0.1.1
+    // on a default Debian install); WEFT_GLOO_HOST
     // overrides, e.g. for a specific NIC.
     if (const char *host = std::getenv("WEFT_GLOO_HOST"); host && *host)
       attr.hostname = host;

@@ -245,10 +245,14 @@ takeProbes(SchedExecutor &executor, int64_t microbatches) {
   // gathers every rank's, and takes each probe from the first rank of its
   // stage (its dp and tp replicas hold the same value).
   std::vector<float> all = mine;
-  MeshSpec mesh = meshSpecOf(bundle);
-  int ppAxis = mesh.axisIndex("pp");
+  MeshSpec mesh;
+  int ppAxis = -1;
   Communicator *comm = executor.communicator();
-  if (staged && comm && ppAxis >= 0) {
+  if (staged && comm) {
+    mesh = meshSpecOf(bundle);
+    ppAxis = mesh.axisIndex("pp");
+  }
+  if (ppAxis >= 0) {
     all.resize(count * static_cast<size_t>(comm->worldSize()));
     if (absl::Status s = comm->allGather({}, mine.data(), all.data(), count);
         !s.ok())

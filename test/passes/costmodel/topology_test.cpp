@@ -120,6 +120,9 @@ TEST(Topology, ReadsAMeasuredProfile) {
   EXPECT_DOUBLE_EQ(t->device.efficiency.at("attention"), 0.3);
   EXPECT_DOUBLE_EQ(t->device.efficiency.at("norm"), 0.125);
   EXPECT_DOUBLE_EQ(t->device.transcendentalsPerSecond, 1e8);
+  // Not given: a GPU's 1 GiB; the cpu preset keeps none.
+  EXPECT_EQ(t->device.runtimeReserveBytes, int64_t(1) << 30);
+  EXPECT_EQ(Topology::preset("cpu:2")->device.runtimeReserveBytes, 0);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(t->toJSON());
@@ -127,6 +130,7 @@ TEST(Topology, ReadsAMeasuredProfile) {
   ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
   EXPECT_EQ(again->device.efficiency, t->device.efficiency);
   EXPECT_DOUBLE_EQ(again->device.transcendentalsPerSecond, 1e8);
+  EXPECT_EQ(again->device.runtimeReserveBytes, int64_t(1) << 30);
 
   auto with = [&](const std::string &fields) {
     std::string p = kValid;
@@ -139,6 +143,9 @@ TEST(Topology, ReadsAMeasuredProfile) {
   EXPECT_EQ(with("\"efficiency\": {\"gemm\": 0.5}"),
             "cpu.json: unknown kind 'device.efficiency.gemm' (known: "
             "attention, attention_backward, reduce, norm)");
+  EXPECT_EQ(with("\"runtime_reserve_gb\": -1"),
+            "cpu.json: 'device.runtime_reserve_gb' must be a number of GB "
+            "from 0 to 9e+09");
   EXPECT_EQ(with("\"transcendentals_per_s\": 0"),
             "cpu.json: 'device.transcendentals_per_s' must be a positive "
             "number");

@@ -40,9 +40,7 @@ func.func @forward(%x: tensor<4x8xf32> {weft.input = "x"},
 // ACT: weft.param "probe.layer.0.act_max_abs" init(zeros) state {weft.layer = 0 : i64, weft.probe = "layer.0/act_max_abs", weft.probe_fold = "max", weft.transient} : tensor<f32>
 // ACT: %[[R0:.*]] = weft.add %arg0, %{{.*}} : tensor<4x8xf32>
 // ACT-NEXT: %[[SQ:.*]] = weft.square %[[R0]]
-// ACT-NEXT: %[[SUM:.*]] = weft.reduce_sum %[[SQ]] dims [0, 1]
-// ACT-NEXT: %[[INV:.*]] = weft.constant dense<3.125000e-02> : tensor<f32>
-// ACT-NEXT: %[[MEAN:.*]] = weft.mul %[[SUM]], %[[INV]]
+// ACT-NEXT: %[[MEAN:.*]] = weft.reduce_mean %[[SQ]] dims [0, 1]
 // ACT-NEXT: %[[ACC:.*]] = weft.add %{{.*}}, %[[MEAN]]
 // ACT-NEXT: weft.assign "probe.layer.0.act_rms", %[[ACC]]
 // ACT-NEXT: %[[AMAX:.*]] = weft.fp8_amax %[[R0]] : tensor<4x8xf32> -> tensor<1x1xf32>

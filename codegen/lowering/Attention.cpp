@@ -33,20 +33,25 @@ FailureOr<sched::AttentionAlgorithm> choose(Operation *op, ProgramLowering &l,
     return AttentionAlgorithm::flash;
   auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   ArrayRef<int64_t> q = shape(query), k = shape(key), v = shape(value);
-  if (q[3] > 128 || v[3] > 128)
-    return op->emitOpError("GPU attention takes head dimensions of at most "
-                           "128, got ")
-               << q[3] << " and " << v[3],
-           failure();
   int64_t es = ProgramLowering::bufferType(query.getType()).getElementBytes();
   std::optional<sched::scratch::AttentionLayout> gemms =
       sched::scratch::attentionLayout(/*gemmSoftmax=*/true, grad, q[0], q[1],
                                       q[2], k[1], es);
-  return gemms && gemms->bytes <= l.target().attentionScratchBytes &&
-                 sched::scratch::attentionRowsAligned(q[1], k[1], q[3], v[3],
-                                                      es)
-             ? AttentionAlgorithm::gemm_softmax
-             : AttentionAlgorithm::flash;
+  if (gemms && gemms->bytes <= l.target().attentionScratchBytes &&
+      sched::scratch::attentionRowsAligned(q[1], k[1], q[3], v[3], es))
+    return AttentionAlgorithm::gemm_softmax;
+  // The fused kernels keep a row of Q and of the output in registers: their
+  // head dimension is bounded, the GEMMs' is not.
+  if (q[3] > 128 || v[3] > 128)
+    return op->emitOpError("FlashAttention's GPU kernels take head "
+                           "dimensions of at most 128, got ")
+               << q[3] << " and " << v[3]
+               << "; attention through GEMMs takes any, with its scores in "
+                  "scratch: "
+               << (gemms ? (gemms->bytes + (1 << 20) - 1) >> 20 : 0)
+               << " MiB here, more than --attention-scratch-mb allows",
+           failure();
+  return AttentionAlgorithm::flash;
 }
 
 /// Dropout's step and micro-batch counters as the kernels read them (f32),

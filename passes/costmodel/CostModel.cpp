@@ -232,6 +232,23 @@ double collectiveSendBytes(sched::CollectiveKind kind, double inputBytes,
   return 0;
 }
 
+int64_t collectiveSteps(sched::CollectiveKind kind, int64_t groupSize) {
+  if (groupSize <= 1)
+    return 0;
+  return kind == sched::CollectiveKind::all_reduce ? 2 * (groupSize - 1)
+                                                   : groupSize - 1;
+}
+
+double collectiveSeconds(sched::CollectiveKind kind, double inputBytes,
+                         double outputBytes, int64_t groupSize,
+                         const LinkSpec &link) {
+  if (groupSize <= 1)
+    return 0;
+  return collectiveSendBytes(kind, inputBytes, outputBytes, groupSize) /
+             link.bandwidth +
+         double(collectiveSteps(kind, groupSize)) * link.latency;
+}
+
 InstructionCost instructionCost(sched::InstructionOpInterface instruction) {
   Operation *op = instruction;
   InstructionCost c;
@@ -381,7 +398,8 @@ FailureOr<ProgramEstimate> estimateProgram(sched::ProgramOp program,
     }
     auto roofline = [&](double bytes, double flops) {
       return std::max(bytes / device.memoryBandwidth,
-                      flops > 0 ? flops / peak : 0.0);
+                      flops > 0 ? flops / (peak * device.gemmShare(flops))
+                                : 0.0);
     };
     double seconds = 0;
     if (c.passes.empty())
@@ -406,10 +424,7 @@ FailureOr<ProgramEstimate> estimateProgram(sched::ProgramOp program,
         c.linkBytes =
             collectiveSendBytes(coll.getKind(), bytesOf(coll.getInput()),
                                 bytesOf(coll.getOutput()), group.size);
-        c.linkSteps = group.size <= 1 ? 0
-                      : coll.getKind() == sched::CollectiveKind::all_reduce
-                          ? 2 * (group.size - 1)
-                          : group.size - 1;
+        c.linkSteps = collectiveSteps(coll.getKind(), group.size);
       }
       const LinkSpec &link =
           group.spansNodes ? topology.interNode : topology.intraNode;

@@ -63,6 +63,18 @@ namespace weft {
 double collectiveSendBytes(sched::CollectiveKind kind, double inputBytes,
                            double outputBytes, int64_t groupSize);
 
+/// The ring steps (each paying the link's latency) of a collective over
+/// `groupSize` ranks: 2(n-1) for an all-reduce, n-1 for the others.
+int64_t collectiveSteps(sched::CollectiveKind kind, int64_t groupSize);
+
+/// A collective's time on `link` when the link is the bottleneck: what one
+/// member sends (collectiveSendBytes) over its bandwidth plus a latency per
+/// ring step; 0 for a group of one. estimateProgram and the planner both
+/// time collectives with it.
+double collectiveSeconds(sched::CollectiveKind kind, double inputBytes,
+                         double outputBytes, int64_t groupSize,
+                         const LinkSpec &link);
+
 /// What one instruction costs, independent of the device.
 struct InstructionCost {
   /// A row of the report: "GEMM bf16", "attention", "generated kernels",

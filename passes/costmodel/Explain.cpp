@@ -252,6 +252,7 @@ llvm::Expected<std::string> explainHtml(const ExplainInput &in) {
       "1100px}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
       "padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,"
       "th:first-child{text-align:left}section{margin-bottom:28px}"
+      "tr.over td{color:#a00}"
       "</style></head><body>\n";
   out += "<h1>" + esc(in.model) + ": " + esc(plan) + " on " +
          esc(in.topology->name) + "</h1>\n";
@@ -314,9 +315,25 @@ llvm::Expected<std::string> explainHtml(const ExplainInput &in) {
     out += "<section id=\"pipeline\"><h2>Pipeline schedule</h2>\n<div "
            "style=\"overflow-x:auto\">" +
            in.timelineSvg + "</div></section>\n";
-  out += "<section id=\"alternatives\"><h2>Alternatives</h2><p>The planner "
-         "(weftc compile --plan auto) is not built yet, so there are no "
-         "runners-up to compare.</p></section>\n";
+  out += "<section id=\"alternatives\"><h2>Alternatives</h2>\n";
+  if (!in.searched) {
+    out += "<p>The plan was given, not searched: <code>weftc compile --plan "
+           "auto</code> (or <code>weftc plan</code>) weighs it against the "
+           "others.</p>\n";
+  } else if (in.alternatives.empty()) {
+    out += "<p>No other plan fits.</p>\n";
+  } else {
+    out += "<table><tr><th>plan</th><th>recompute</th><th>step</th>"
+           "<th>memory (fullest rank)</th><th>why it lost</th></tr>\n";
+    for (const ExplainAlternative &a : in.alternatives)
+      out += llvm::formatv("<tr{0}><td>{1}</td><td>{2}</td><td>{3:f1} ms</td>"
+                           "<td>{4}</td><td>{5}</td></tr>\n",
+                           a.fits ? "" : " class=\"over\"", esc(a.plan),
+                           esc(a.recompute), a.stepSeconds * 1e3,
+                           bytesText(a.peakBytes), esc(a.why));
+    out += "</table>\n";
+  }
+  out += "</section>\n";
   out += "</body></html>\n";
   return out;
 }

@@ -5,7 +5,8 @@
 // and nothing fetched: the mesh laid on nodes and devices, each rank's
 // memory by kind against the device's, the predicted step time by kind of
 // instruction, the bytes each kind of link carries, and with a pipeline
-// its schedule's timeline. Every number is the cost model's and the memory
+// its schedule's timeline, and after a search the runners-up with why each
+// lost. Every number is the cost model's and the memory
 // estimate's (CostModel.h, Report.h).
 //
 //===----------------------------------------------------------------------===//
@@ -20,8 +21,17 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace weft {
+
+/// A plan the planner (passes/planner) weighed against the one shown.
+struct ExplainAlternative {
+  std::string plan, recompute;
+  double stepSeconds = 0, peakBytes = 0;
+  bool fits = true;
+  std::string why; // Why it lost: slower by how much, or does not fit.
+};
 
 struct ExplainInput {
   std::string model; // What was compiled ("llama-tiny.json, batch 8 x 16").
@@ -33,6 +43,10 @@ struct ExplainInput {
   double tokensPerStep = 0;
   double peakFlopsPerRank = 0; // 0: no MFU.
   std::string timelineSvg;     // A pipeline's schedule, or empty.
+  /// With --plan auto: the runners-up; `searched` false: the plan was
+  /// given.
+  bool searched = false;
+  std::vector<ExplainAlternative> alternatives;
 };
 
 /// The page, or an error when a program cannot be estimated on the

@@ -10,6 +10,8 @@
 //               "efficiency": {"attention": 0.6,   (optional, each in
 //                              "attention_backward": 0.5}, (0, 1])
 //               "transcendentals_per_s": 1e11,     (optional)
+//               "gemm_efficiency": {"max": 0.72,   (optional; max in (0, 1],
+//                                   "half_gflop": 1}, half_gflop > 0)
 //               "runtime_reserve_gb": 1.07},       (optional; default 1 GiB,
 //                                                   0 allowed)
 //    "intra_node": {"bandwidth_gbps": 450, "latency_us": 2},
@@ -156,6 +158,11 @@ struct Preset {
   double tflopsBf16, tflopsFp8, tflopsF32;
   LinkSpec intra, inter;
   double reserveGiB = 1; // DeviceSpec::runtimeReserveBytes.
+  /// DeviceSpec::gemmEfficiency and gemmHalfFlops (GFLOP): the share of
+  /// the bf16 peak cuBLAS's large GEMMs reach on the part (A100 about 80%,
+  /// 250 of 312 TFLOP/s; H100 SXM about 72%, 700-750 of 989), and the GEMM
+  /// size at which half of it is reached (a few microseconds of work).
+  double gemmMax = 1, gemmHalfGflop = 0;
 };
 const Preset kPresets[] = {
     // NVIDIA A100 SXM4 80GB: 312 TFLOP/s bf16, 19.5 f32, 2039 GB/s HBM2e;
@@ -170,7 +177,10 @@ const Preset kPresets[] = {
      0,
      19.5,
      {300e9, 2e-6},
-     {25e9, 5e-6}},
+     {25e9, 5e-6},
+     1,
+     0.8,
+     1},
     // NVIDIA H100 SXM5 80GB: 989 bf16, 1979 fp8, 67 f32, 3350 GB/s HBM3;
     // NVLink 4 900 GB/s both directions; one 400 Gb/s NDR port per GPU.
     {"dgx-h100",
@@ -182,7 +192,10 @@ const Preset kPresets[] = {
      1979,
      67,
      {450e9, 2e-6},
-     {50e9, 5e-6}},
+     {50e9, 5e-6},
+     1,
+     0.72,
+     3},
     // NVIDIA H200 SXM 141GB: H100's compute with 141 GB of HBM3e at
     // 4800 GB/s.
     {"h200",
@@ -194,7 +207,10 @@ const Preset kPresets[] = {
      1979,
      67,
      {450e9, 2e-6},
-     {50e9, 5e-6}},
+     {50e9, 5e-6},
+     1,
+     0.72,
+     3},
     // Local CPU ranks on one machine talking over loopback TCP (Gloo):
     // round figures of one core of a server CPU, until a calibration
     // measures the machine.
@@ -237,9 +253,10 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
   Expected<ObjectReader> device = r.object("device");
   if (!device)
     return device.takeError();
-  if (Error e = device->unknownKeys(
-          {"name", "memory_gb", "memory_bandwidth_gbps", "peak_tflops",
-           "efficiency", "transcendentals_per_s", "runtime_reserve_gb"}))
+  if (Error e = device->unknownKeys({"name", "memory_gb",
+                                     "memory_bandwidth_gbps", "peak_tflops",
+                                     "efficiency", "transcendentals_per_s",
+                                     "runtime_reserve_gb", "gemm_efficiency"}))
     return std::move(e);
   Expected<std::string> deviceName = device->optionalString("name");
   if (!deviceName)
@@ -288,6 +305,21 @@ Expected<Topology> Topology::parse(StringRef text, StringRef label) {
                   "GB from 0 to " +
                   absl::StrCat(kMaxMemoryGB));
     t.device.runtimeReserveBytes = static_cast<int64_t>(*gb * 1e9);
+  }
+  if (device->raw().get("gemm_efficiency")) {
+    Expected<ObjectReader> gemm = device->object("gemm_efficiency");
+    if (!gemm)
+      return gemm.takeError();
+    if (Error e = gemm->unknownKeys({"max", "half_gflop"}))
+      return std::move(e);
+    Expected<double> max = gemm->positive("max", kMinNumber, 1.0);
+    if (!max)
+      return max.takeError();
+    Expected<double> half = gemm->positive("half_gflop");
+    if (!half)
+      return half.takeError();
+    t.device.gemmEfficiency = *max;
+    t.device.gemmHalfFlops = *half * 1e9;
   }
   if (device->raw().get("transcendentals_per_s")) {
     Expected<double> rate = device->positive("transcendentals_per_s");
@@ -339,6 +371,8 @@ Expected<Topology> Topology::preset(StringRef spec) {
     t.interNode = p.inter;
     t.device.runtimeReserveBytes =
         static_cast<int64_t>(p.reserveGiB * double(int64_t(1) << 30));
+    t.device.gemmEfficiency = p.gemmMax;
+    t.device.gemmHalfFlops = p.gemmHalfGflop * 1e9;
     return t;
   }
   return fail("unknown topology preset '" + name +
@@ -442,6 +476,10 @@ json::Value Topology::toJSON() const {
   if (device.transcendentalsPerSecond > 0)
     deviceJson["transcendentals_per_s"] = device.transcendentalsPerSecond;
   deviceJson["runtime_reserve_gb"] = device.runtimeReserveBytes / 1e9;
+  if (device.gemmHalfFlops > 0)
+    deviceJson["gemm_efficiency"] =
+        json::Object{{"max", device.gemmEfficiency},
+                     {"half_gflop", device.gemmHalfFlops / 1e9}};
   return json::Object{{"name", name},
                       {"nodes", nodes},
                       {"devices_per_node", devicesPerNode},

@@ -56,6 +56,20 @@ struct DeviceSpec {
   /// transcendental function in its body (exp, tanh, log, pow, the GELU's
   /// and SiLU's and their gradients); 0: not modeled (memory-bound).
   double transcendentalsPerSecond = 0;
+  /// GEMMs (and attention's matrix products) reach at most
+  /// `gemmEfficiency` of the dense peak, and a GEMM of W FLOPs
+  /// gemmEfficiency * W / (W + gemmHalfFlops) of it: small products pay
+  /// their launch, tile quantization and tail (a saturating curve, the
+  /// shape of cuBLAS's measured rate against size). 1 and 0 (absent): the
+  /// peak as given, as a measured profile's GEMM-weighted peak already is.
+  double gemmEfficiency = 1;
+  double gemmHalfFlops = 0;
+
+  /// The share of the dense peak a matrix product of `flops` reaches.
+  double gemmShare(double flops) const {
+    return gemmHalfFlops > 0 ? gemmEfficiency * flops / (flops + gemmHalfFlops)
+                             : gemmEfficiency;
+  }
 };
 
 /// The instruction kinds a device's `efficiency` may name.

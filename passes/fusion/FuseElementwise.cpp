@@ -110,6 +110,38 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
     if (widen->use_empty())
       widen->erase();
   }
+  // Likewise an op computed from parameters and scalars alone (a gradient
+  // accumulator times 1/M, unscaled by the loss scale) read by several
+  // groups: each recomputes it from what stays in memory anyway, where a
+  // shared result would be written whole and held between its readers. The
+  // optimizer's step reads each mean gradient for the global norm and again
+  // for the update, after every other norm: shared, every parameter's mean
+  // gradient is live at once (4 bytes a parameter of arena).
+  auto fromLeaves = [&](Operation *op) {
+    return fusible(op, singleOps) && !isNarrow(op) &&
+           llvm::all_of(op->getOperands(), [](Value v) {
+             Operation *def = v.getDefiningOp();
+             return def &&
+                    (isLeaf(v) || isSplatConstant(v) || isScalarBroadcast(def));
+           });
+  };
+  SmallVector<Operation *> shared;
+  for (Operation &op : llvm::reverse(body))
+    if (op.getNumResults() == 1 && !op.getResult(0).hasOneUse() &&
+        fromLeaves(&op))
+      shared.push_back(&op);
+  for (Operation *op : shared) {
+    for (OpOperand &use :
+         llvm::make_early_inc_range(op->getResult(0).getUses())) {
+      Operation *user = use.getOwner();
+      if (!fusible(user, singleOps) || isNarrow(user))
+        continue;
+      OpBuilder builder(user);
+      use.set(builder.clone(*op)->getResult(0));
+    }
+    if (op->use_empty())
+      op->erase();
+  }
   llvm::DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
   for (Operation &op : body)

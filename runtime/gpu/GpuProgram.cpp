@@ -978,8 +978,12 @@ absl::Status Translator::run() {
       for (size_t i : {5, 6, 7, 8})
         if (absl::Status s = need(i, {dtype(0)}); !s.ok())
           return s;
-    if (shape(0)[3] > 128 || shape(2)[3] > 128)
-      return absl::UnimplementedError("GPU attention takes head dims <= 128");
+    if ((shape(0)[3] > 128 || shape(2)[3] > 128) &&
+        ins.as<sched::AttentionAttrs>().algorithm ==
+            sched::AttentionAlgorithm::Flash)
+      return absl::UnimplementedError(
+          "GPU attention as 'flash' takes head dims <= 128 (the GEMM "
+          "algorithm takes any)");
     // Positions and an lse gradient (ring attention) are the flash
     // kernels' (the lowering picks them).
     if (const auto &a = ins.as<sched::AttentionAttrs>();

@@ -257,6 +257,12 @@ TEST(EmulatedGpu, Gpt2TinyTensorwiseFp8GemmsTrainLikeTheCpu) {
 TEST(EmulatedGpu, LlamaTinyDelayedFp8GemmsTrainLikeTheCpu) {
   checkTraining("llama-tiny", "f32", 5e-2, false, false, "tensorwise-delayed");
 }
+// Heads of 160 (GPT-3 530B's and 1T's): wider than FlashAttention's
+// kernels take, so attention runs through cuBLASLt GEMMs and the softmax
+// kernel, whose rows have any width.
+TEST(EmulatedGpu, WideHeadsTrainThroughGemmsLikeTheCpu) {
+  checkTraining("gpt2-tiny-wide-heads", "f32", 1e-4);
+}
 TEST(EmulatedGpu, Gpt2TinyF32WithFlashAttentionTrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 1e-4, /*flash=*/true);
 }

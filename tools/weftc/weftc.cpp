@@ -12,6 +12,7 @@
 #include "codegen/KernelSource.h"
 #include "codegen/SchedBundle.h"
 #include "compiler/Pipeline.h"
+#include "compiler/Planning.h"
 #include "compiler/Registration.h"
 #include "compiler/reference/Evaluator.h"
 #include "compiler/reference/Weights.h"
@@ -52,6 +53,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
 #include <tuple>
 
@@ -75,6 +77,10 @@ cl::SubCommand inspectCmd("inspect",
 cl::SubCommand scheduleCmd("schedule",
                            "Print a pipeline schedule's table per rank, "
                            "checked deadlock-free, with its bubble");
+cl::SubCommand planCmd("plan",
+                       "Search plans (placement, recomputation, precision, "
+                       "pipeline schedule) for a model on a topology and "
+                       "print the fastest that fit");
 cl::SubCommand exportCmd("export",
                          "Write a checkpoint's model parameters, gathered from "
                          "its shards, as a Hugging Face safetensors model");
@@ -119,27 +125,29 @@ cl::opt<std::string> topologySpec("topology",
                                   cl::desc("Topology file or preset: cpu:N, "
                                            "dgx-a100:N, dgx-h100:N, h200:N"),
                                   cl::sub(topologyCmd), cl::sub(compileCmd),
-                                  cl::sub(inspectCmd));
+                                  cl::sub(inspectCmd), cl::sub(planCmd));
 cl::opt<std::string> meshSpec("mesh", cl::desc("Mesh to check, e.g. dp=2,tp=4"),
                               cl::sub(topologyCmd));
 
 cl::opt<std::string> configPath("config", cl::desc("Hugging Face config.json"),
                                 cl::value_desc("file"), cl::sub(importCmd),
-                                cl::sub(evalCmd), cl::sub(compileCmd));
+                                cl::sub(evalCmd), cl::sub(compileCmd),
+                                cl::sub(planCmd));
 cl::opt<int64_t> batchSize("batch", cl::desc("Batch size (default 1)"),
                            cl::init(1), cl::sub(importCmd), cl::sub(evalCmd),
-                           cl::sub(compileCmd));
+                           cl::sub(compileCmd), cl::sub(planCmd));
 cl::opt<int64_t> seqLen("seq",
                         cl::desc("Sequence length (import: default the model's "
                                  "max positions; eval: as many as the tokens "
                                  "allow, up to that)"),
                         cl::init(0), cl::sub(importCmd), cl::sub(evalCmd),
-                        cl::sub(compileCmd));
+                        cl::sub(compileCmd), cl::sub(planCmd));
 cl::opt<std::string> dtypeName("dtype",
                                cl::desc("Parameter/activation type: f32, bf16 "
                                         "or f16 (default f32)"),
                                cl::init("f32"), cl::sub(importCmd),
-                               cl::sub(evalCmd), cl::sub(compileCmd));
+                               cl::sub(evalCmd), cl::sub(compileCmd),
+                               cl::sub(planCmd));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::sub(importCmd), cl::sub(compileCmd));
@@ -196,7 +204,7 @@ cl::opt<std::string> recomputePolicy(
              "selective (keep GEMM and attention outputs, recompute the ops "
              "between), one per layer (full*2,selective*30), or "
              "budget=<GiB> (the least recomputation whose activations fit)"),
-    cl::init("none"), cl::sub(compileCmd));
+    cl::init("none"), cl::sub(compileCmd), cl::sub(planCmd));
 cl::opt<double> lossScale(
     "loss-scale",
     cl::desc("Dynamic loss scaling's initial scale, halved and the step "
@@ -288,12 +296,48 @@ cl::opt<std::string> logitsPath("logits",
                                 cl::desc("Write the logits to this safetensors "
                                          "file (tensor 'logits', F32)"),
                                 cl::value_desc("file"), cl::sub(evalCmd));
+cl::opt<int64_t> topPlans("top",
+                          cl::desc("How many of the fastest plans to print "
+                                   "(default 5)"),
+                          cl::init(5), cl::sub(planCmd));
+cl::opt<std::string> searchRecompute(
+    "search-recompute",
+    cl::desc("Recomputation policies the search may use per layer group, a "
+             "run of none,selective,full (default all three)"),
+    cl::init("none,selective,full"), cl::sub(planCmd), cl::sub(compileCmd));
+cl::opt<std::string> searchFp8(
+    "search-fp8",
+    cl::desc("FP8 recipes the search may use for the weight GEMMs, a comma "
+             "list with none (default none: FP8 changes numerics, so the "
+             "search tries it only when asked, e.g. none,tensorwise)"),
+    cl::init("none"), cl::sub(planCmd), cl::sub(compileCmd));
+cl::opt<int64_t> maxMicrobatchSize(
+    "max-microbatch-size",
+    cl::desc("Largest micro-batch (sequences per rank) the search tries "
+             "(default 8)"),
+    cl::init(8), cl::sub(planCmd), cl::sub(compileCmd));
+cl::opt<std::string> evaluatePlan(
+    "evaluate",
+    cl::desc("Predict this plan (with --recompute, --fp8) instead of "
+             "searching, e.g. pp=2,dp=4,tp=8,mb=16"),
+    cl::sub(planCmd));
+cl::opt<std::string> planFormat("format",
+                                cl::desc("Output: table (default) or json"),
+                                cl::init("table"), cl::sub(planCmd));
+cl::opt<std::string> planFp8("fp8",
+                             cl::desc("With --evaluate: the plan's FP8 recipe "
+                                      "(default none)"),
+                             cl::init("none"), cl::sub(planCmd));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random initialisation"),
                        cl::init(0), cl::sub(evalCmd));
 cl::opt<std::string> precision("precision",
                                cl::desc("Evaluator precision: f32 (default) "
                                         "or f64"),
                                cl::init("f32"), cl::sub(evalCmd));
+
+/// With --plan auto: the runners-up the search found, for --explain.
+std::vector<weft::ExplainAlternative> autoAlternatives;
+bool planSearched = false;
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "weftc") << message << "\n";
@@ -934,6 +978,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     in.tokensPerStep = tokensPerStep;
     in.peakFlopsPerRank = peakPerRank;
     in.timelineSvg = timelineText;
+    in.searched = planSearched;
+    in.alternatives = autoAlternatives;
     Expected<std::string> html = weft::explainHtml(in);
     if (!html)
       return fail("--explain: " + toString(html.takeError()));
@@ -1020,7 +1066,281 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   return explain(*module) ? 1 : rc;
 }
 
+/// The training settings the planner's slices compile with: the compile
+/// flags' AdamW and buckets.
+weft::TrainingOptions sliceOptions() {
+  weft::TrainingOptions options;
+  options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
+  options.bucketMb = bucketMb;
+  options.attentionScratchMb = attentionScratchMb;
+  return options;
+}
+
+/// What a planner run needs: the model's config, the topology, and the
+/// slices' compiler (which keeps references to the first two).
+struct PlannerSetup {
+  weft::ModelConfig config;
+  weft::Topology topology;
+  weft::planner::ModelShape shape;
+  weft::TrainingOptions options;
+  std::string dtype;
+  int64_t seq = 0;
+};
+
+/// --config, --topology, --batch, --seq and --dtype read for the planner
+/// (`what` names the command in errors).
+std::unique_ptr<PlannerSetup> plannerSetup(const Twine &what) {
+  if (configPath.empty()) {
+    fail(what + " needs --config (the planner compiles slices of the model "
+                "from its config)");
+    return nullptr;
+  }
+  if (topologySpec.empty()) {
+    fail(what + " needs --topology (the devices to plan for)");
+    return nullptr;
+  }
+  Expected<weft::ModelConfig> config = loadConfig();
+  if (!config) {
+    fail(toString(config.takeError()));
+    return nullptr;
+  }
+  Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
+  if (!topology) {
+    fail(toString(topology.takeError()));
+    return nullptr;
+  }
+  if (dtypeName != "f32" && dtypeName != "bf16" && dtypeName != "f16") {
+    fail("--dtype must be f32, bf16 or f16, got '" + dtypeName + "'");
+    return nullptr;
+  }
+  if (batchSize < 1) {
+    fail("--batch must be positive, got " + Twine(batchSize.getValue()));
+    return nullptr;
+  }
+  auto setup = std::make_unique<PlannerSetup>();
+  setup->config = std::move(*config);
+  setup->topology = std::move(*topology);
+  setup->seq = seqLen > 0 ? seqLen.getValue() : setup->config.maxPositions;
+  if (setup->seq > setup->config.maxPositions) {
+    fail(formatv("--seq {0} is more than the model's {1} positions", setup->seq,
+                 setup->config.maxPositions)
+             .str());
+    return nullptr;
+  }
+  setup->dtype = dtypeName;
+  setup->shape =
+      weft::modelShape(setup->config, batchSize, setup->seq, dtypeName);
+  setup->shape.name = sys::path::filename(configPath).str();
+  setup->options = sliceOptions();
+  return setup;
+}
+
+/// A comma list's parts.
+std::vector<std::string> listOf(StringRef text) {
+  SmallVector<StringRef> parts;
+  text.split(parts, ',', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> out;
+  for (StringRef part : parts)
+    out.push_back(part.trim().str());
+  return out;
+}
+
+/// The search's choices from --search-recompute, --search-fp8, --top and
+/// --max-microbatch-size; fails naming a bad one.
+FailureOr<weft::planner::SearchOptions> searchOptions() {
+  weft::planner::SearchOptions options;
+  options.topK = topPlans;
+  options.maxMicrobatchSize = maxMicrobatchSize;
+  options.recompute = listOf(searchRecompute);
+  options.fp8 = listOf(searchFp8);
+  if (topPlans < 1 || maxMicrobatchSize < 1) {
+    fail("--top and --max-microbatch-size must be at least 1");
+    return failure();
+  }
+  for (const std::string &r : options.recompute)
+    if (r != "none" && r != "selective" && r != "full") {
+      fail("--search-recompute: '" + r +
+           "' is not a policy (none, selective, full)");
+      return failure();
+    }
+  for (const std::string &f : options.fp8)
+    if (f != "none")
+      if (Error e = weft::checkFp8Options(f, "head")) {
+        fail("--search-fp8: " + toString(std::move(e)));
+        return failure();
+      }
+  if (options.recompute.empty() || options.fp8.empty()) {
+    fail("--search-recompute and --search-fp8 need at least one choice");
+    return failure();
+  }
+  return options;
+}
+
+/// Whether the slices compile for CUDA: the topology's devices are GPUs
+/// unless their name says cpu.
+bool plansForCuda(const weft::Topology &topology) {
+  return !StringRef(topology.device.name).contains_insensitive("cpu");
+}
+
+/// `weftc plan`: the fastest plans that fit (or --evaluate: one plan's
+/// prediction).
+int runPlan(MLIRContext &context) {
+  std::unique_ptr<PlannerSetup> setup = plannerSetup("plan");
+  if (!setup)
+    return 1;
+  bool cuda = plansForCuda(setup->topology);
+  weft::planner::ProfileFn profile =
+      weft::sliceProfiler(context, setup->config, setup->seq, setup->dtype,
+                          setup->topology, setup->options, cuda);
+  auto started = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         started)
+        .count();
+  };
+  const weft::planner::ModelShape &shape = setup->shape;
+  if (!evaluatePlan.empty()) {
+    Expected<weft::Plan> plan = weft::parsePlan(evaluatePlan);
+    if (!plan)
+      return fail("--evaluate: " + toString(plan.takeError()));
+    if (Error e = setup->topology.checkMesh(plan->axes))
+      return fail("--evaluate: " + toString(std::move(e)));
+    Expected<weft::planner::Candidate> candidate =
+        weft::candidateFor(*plan, batchSize, recomputePolicy, planFp8);
+    if (!candidate)
+      return fail("--evaluate: " + toString(candidate.takeError()));
+    Expected<weft::planner::Estimate> estimate =
+        weft::planner::evaluate(shape, setup->topology, *candidate, profile);
+    if (!estimate)
+      return fail("--evaluate: " + toString(estimate.takeError()));
+    if (planFormat == "json") {
+      outs() << formatv("{0:2}", json::Value(estimate->toJSON(shape.layers)))
+             << "\n";
+    } else {
+      outs() << weft::planner::table({*estimate}, shape, setup->topology);
+      outs() << formatv(
+          "\ncompute {0:F1} ms, bubble {1:F1} ms, data-parallel "
+          "{2:F1} ms, optimizer {3:F1} ms; {4:F1} TFLOP/s per "
+          "device, HFU {5:F1}%\n",
+          1e3 * estimate->computeSeconds, 1e3 * estimate->bubbleSeconds,
+          1e3 * estimate->dpSeconds, 1e3 * estimate->optimizerSeconds,
+          estimate->flopsPerDevice / 1e12, 100 * estimate->hfu);
+    }
+    if (!estimate->fits)
+      return fail(estimate->why);
+    return 0;
+  }
+  FailureOr<weft::planner::SearchOptions> options = searchOptions();
+  if (failed(options))
+    return 1;
+  Expected<weft::planner::SearchResult> result =
+      weft::planner::search(shape, setup->topology, *options, profile);
+  if (!result)
+    return fail(configPath + ": " + toString(result.takeError()));
+  if (planFormat == "json") {
+    json::Array best, others;
+    for (const auto &e : result->best)
+      best.push_back(e.toJSON(shape.layers));
+    for (const auto &e : result->runnersUp)
+      others.push_back(e.toJSON(shape.layers));
+    outs() << formatv("{0:2}", json::Value(json::Object{
+                                   {"plans", std::move(best)},
+                                   {"runners_up", std::move(others)},
+                                   {"evaluated", result->evaluated},
+                                   {"pruned", result->pruned},
+                                   {"slices", result->profiles}}))
+           << "\n";
+  } else {
+    outs() << formatv("{0}, batch {1} x {2} ({3}) on {4}: the fastest plans "
+                      "that fit\n\n",
+                      shape.name, shape.batch, shape.seq, setup->dtype,
+                      setup->topology.name);
+    outs() << weft::planner::table(result->best, shape, setup->topology);
+    if (!result->runnersUp.empty()) {
+      outs() << "\nRunners-up (the best plan of each other choice):\n\n";
+      outs() << weft::planner::table(result->runnersUp, shape, setup->topology);
+    }
+  }
+  errs() << formatv("weftc: {0} plans evaluated ({1} placements pruned), {2} "
+                    "slices compiled, in {3:F2} s\n",
+                    result->evaluated, result->pruned, result->profiles,
+                    seconds());
+  return 0;
+}
+
+/// `--plan auto`: the planner's fastest plan for --config on --topology,
+/// its recomputation and FP8 recipe set on the command line's options, and
+/// the runners-up for --explain.
+FailureOr<std::string>
+autoPlan(MLIRContext &context,
+         std::vector<weft::ExplainAlternative> &alternatives) {
+  std::unique_ptr<PlannerSetup> setup = plannerSetup("--plan auto");
+  if (!setup)
+    return failure();
+  FailureOr<weft::planner::SearchOptions> options = searchOptions();
+  if (failed(options))
+    return failure();
+  // A policy or recipe given on the command line is kept, not searched.
+  if (recomputePolicy.getNumOccurrences()) {
+    if (recomputePolicy != "none" && recomputePolicy != "selective" &&
+        recomputePolicy != "full") {
+      fail("--plan auto chooses recomputation per layer group; give one "
+           "policy (--recompute none|selective|full) or --search-recompute, "
+           "not '" +
+           recomputePolicy + "'");
+      return failure();
+    }
+    options->recompute = {recomputePolicy};
+  }
+  if (fp8Recipe.getNumOccurrences())
+    options->fp8 = {fp8Recipe};
+  weft::TrainingOptions slices = setup->options;
+  slices.fp8Keep = fp8Keep;
+  weft::planner::ProfileFn profile =
+      weft::sliceProfiler(context, setup->config, setup->seq, setup->dtype,
+                          setup->topology, slices, target == "cuda");
+  Expected<weft::planner::SearchResult> result =
+      weft::planner::search(setup->shape, setup->topology, *options, profile);
+  if (!result) {
+    fail("--plan auto: " + toString(result.takeError()));
+    return failure();
+  }
+  const weft::planner::Estimate &best = result->best.front();
+  int64_t layers = setup->shape.layers;
+  recomputePolicy = best.candidate.recompute(layers);
+  fp8Recipe = best.candidate.fp8;
+  WithColor::note(errs(), "weftc") << formatv(
+      "--plan auto chose {0} with --recompute {1}{2}: predicted "
+      "{3:F1} ms a step, {4:F0} tokens/s, MFU {5:F1}% on {6} "
+      "(weftc plan lists the runners-up)\n",
+      best.candidate.plan().empty() ? "one rank" : best.candidate.plan(),
+      recomputePolicy.getValue(),
+      best.candidate.fp8 == "none" ? std::string()
+                                   : ", --fp8 " + best.candidate.fp8,
+      1e3 * best.stepSeconds, best.tokensPerSecond, 100 * best.mfu,
+      setup->topology.name);
+  auto add = [&](const weft::planner::Estimate &e) {
+    alternatives.push_back({e.candidate.plan(), e.candidate.recompute(layers),
+                            e.stepSeconds, e.peakBytes(), e.fits, e.why});
+  };
+  for (size_t i = 1; i < result->best.size(); ++i)
+    add(result->best[i]);
+  for (const auto &e : result->runnersUp)
+    add(e);
+  return best.candidate.plan();
+}
+
 int runCompile(MLIRContext &context) {
+  if (planSpec == "auto") {
+    std::vector<weft::ExplainAlternative> alternatives;
+    FailureOr<std::string> chosen = autoPlan(context, alternatives);
+    if (failed(chosen))
+      return 1;
+    autoAlternatives = std::move(alternatives);
+    planSearched = true;
+    return compileBundle(context, *chosen, batchSize.getValue(), outputPath,
+                         elasticMin);
+  }
   return compileBundle(context, planSpec,
                        batchSize.getNumOccurrences()
                            ? std::optional<int64_t>(batchSize)
@@ -1252,7 +1572,8 @@ int main(int argc, char **argv) {
       "bundle/\n"
       "  weftc inspect bundle/\n"
       "  weftc export checkpoints/ --hf out/ [--config config.json]\n"
-      "  weftc schedule --pp P --microbatches M --schedule 1f1b\n\n"
+      "  weftc schedule --pp P --microbatches M --schedule 1f1b\n"
+      "  weftc plan --config config.json --batch B --seq S --topology T\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   // A flag given twice (--plan dp=2 --plan tp=2) would silently keep the
   // last; list options (cl::list) are meant to repeat.
@@ -1263,6 +1584,7 @@ int main(int argc, char **argv) {
                            : inspectCmd  ? &inspectCmd
                            : scheduleCmd ? &scheduleCmd
                            : exportCmd   ? &exportCmd
+                           : planCmd     ? &planCmd
                                          : &cl::SubCommand::getTopLevel();
   for (auto &[name, option] : cl::getRegisteredOptions(*active))
     if (option->getNumOccurrences() > 1 &&
@@ -1292,8 +1614,10 @@ int main(int argc, char **argv) {
     return runInspect(context);
   if (scheduleCmd)
     return runSchedule();
+  if (planCmd)
+    return runPlan(context);
   if (exportCmd)
     return runExport();
-  return fail("expected a subcommand: import, eval, compile, inspect, "
-              "export, topology or schedule (see --help)");
+  return fail("expected a subcommand: import, eval, compile, plan, "
+              "inspect, export, topology or schedule (see --help)");
 }

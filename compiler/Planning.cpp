@@ -1,0 +1,280 @@
+//===- Planning.cpp - the planner's slices, compiled
+//-----------------------===//
+
+#include "compiler/Planning.h"
+
+#include "dialects/sched/IR/SchedOps.h"
+#include "passes/costmodel/CostModel.h"
+#include "passes/costmodel/Report.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <array>
+#include <map>
+#include <memory>
+
+using namespace mlir;
+
+namespace weft {
+namespace {
+
+using planner::PartCost;
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Collects the diagnostics a slice's compilation emits, so a
+/// configuration that cannot be built says why instead of printing.
+struct Captured {
+  explicit Captured(MLIRContext &context)
+      : handler(&context, [this](Diagnostic &d) {
+          if (d.getSeverity() == DiagnosticSeverity::Error && text.empty())
+            text = d.str();
+          return success();
+        }) {}
+  ScopedDiagnosticHandler handler;
+  std::string text;
+};
+
+int64_t bytesOf(llvm::StringRef dtype) { return dtype == "f32" ? 4 : 2; }
+
+/// A slice of `layers` layers compiled for `key`: what one rank of it
+/// costs for a micro-batch of one sequence.
+llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
+                                      int64_t layers, int64_t batch,
+                                      int64_t seq, const std::string &dtype,
+                                      const Topology &topology,
+                                      const TrainingOptions &base, bool cuda,
+                                      const planner::SliceKey &key) {
+  config.numLayers = layers;
+  ModelBuildOptions build{batch, seq, dtype};
+  build.masterWeights = true;
+  build.vocabMultiple = key.tp;
+  Captured errors(context);
+  auto built = buildModel(context, config, build);
+  if (!built)
+    return built.takeError();
+  std::string planText = "mb=2";
+  if (key.tp > 1)
+    planText = "tp=" + std::to_string(key.tp) +
+               (key.sequenceParallel ? ",sp=on" : "") + "," + planText;
+  llvm::Expected<Plan> plan = parsePlan(planText);
+  if (!plan)
+    return plan.takeError();
+  TrainingOptions options = base;
+  options.plan = *plan;
+  options.recompute = key.recompute;
+  options.fp8 = key.fp8;
+  options.keepGradients = false;
+  options.probes.clear();
+  if (cuda && options.cudaArchs.empty())
+    options.cudaArchs = {"sm_90"};
+  if (!cuda)
+    options.cudaArchs.clear();
+  auto failed = [&](const char *what) {
+    return fail(llvm::Twine(what) + ": " +
+                (errors.text.empty() ? "the pipeline failed" : errors.text));
+  };
+  // The memory report reads the placed weft programs; the times the sched
+  // ones.
+  OwningOpRef<ModuleOp> placed = (*built)->clone();
+  options.sched = false;
+  if (mlir::failed(buildTrainingPrograms(*placed, options)))
+    return failed("placing");
+  FailureOr<PlacementReport> report = estimatePlacement(*placed);
+  if (mlir::failed(report) || report->ranks.empty())
+    return failed("estimating memory");
+  options.sched = true;
+  OwningOpRef<ModuleOp> lowered = std::move(*built);
+  if (mlir::failed(buildTrainingPrograms(*lowered, options)))
+    return failed("lowering");
+  std::map<std::string, ProgramEstimate> programs;
+  for (auto program : lowered->getOps<sched::ProgramOp>()) {
+    FailureOr<ProgramEstimate> e = estimateProgram(program, topology);
+    if (mlir::failed(e))
+      return failed("timing");
+    programs[e->program] = std::move(*e);
+  }
+  for (const char *name : {"forward", "accumulate", "step"})
+    if (!programs.count(name))
+      return fail(llvm::Twine("the slice has no program @") + name);
+  auto flops = [&](const char *name) {
+    double sum = 0;
+    for (const ProgramEstimate::Row &row : programs[name].rows)
+      sum += row.flops;
+    return sum;
+  };
+  const RankEstimate &rank = report->ranks.front();
+  PartCost cost;
+  cost.forward = programs["forward"].seconds;
+  cost.backward = programs["accumulate"].seconds - cost.forward;
+  cost.optimizer = programs["step"].seconds;
+  cost.paramBytes = double(rank.paramBytes);
+  cost.gradBytes = double(rank.gradBytes);
+  cost.optimizerBytes = double(rank.optimizerBytes);
+  double perLayer = report->layerActivationBytes.empty()
+                        ? 0
+                        : double(report->layerActivationBytes.front());
+  cost.activationBytes = perLayer * double(layers);
+  // The arenas of the placed programs (the memory plan's), apart: the
+  // forward and backward's and the update's peak at different times.
+  auto arena = [&](const char *name) {
+    auto func = placed->lookupSymbol<func::FuncOp>(name);
+    auto bytes =
+        func ? func->getAttrOfType<IntegerAttr>("weft.arena_bytes") : nullptr;
+    return bytes ? double(bytes.getInt()) : double(rank.activationBytes);
+  };
+  cost.workingBytes = arena("accumulate") - cost.activationBytes;
+  cost.updateBytes = arena("step");
+  cost.flops = flops("accumulate");
+  cost.modelFlops = 3 * flops("forward");
+  if (auto step = placed->lookupSymbol<func::FuncOp>("step"))
+    step.walk([&](Operation *op) {
+      cost.tensors += op->hasAttr("weft.grad_elements");
+    });
+  return cost;
+}
+
+/// a - b, field by field.
+PartCost minus(const PartCost &a, const PartCost &b) {
+  PartCost d;
+  d.forward = a.forward - b.forward;
+  d.backward = a.backward - b.backward;
+  d.optimizer = a.optimizer - b.optimizer;
+  d.paramBytes = a.paramBytes - b.paramBytes;
+  d.gradBytes = a.gradBytes - b.gradBytes;
+  d.optimizerBytes = a.optimizerBytes - b.optimizerBytes;
+  d.activationBytes = a.activationBytes - b.activationBytes;
+  d.workingBytes = a.workingBytes - b.workingBytes;
+  d.updateBytes = a.updateBytes - b.updateBytes;
+  d.tensors = a.tensors - b.tensors;
+  d.flops = a.flops - b.flops;
+  d.modelFlops = a.modelFlops - b.modelFlops;
+  return d;
+}
+
+} // namespace
+
+planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
+                               int64_t seq, llvm::StringRef dtype) {
+  planner::ModelShape shape;
+  shape.layers = config.numLayers;
+  shape.heads = config.numHeads;
+  shape.kvHeads = config.numKvHeads > 0 ? config.numKvHeads : config.numHeads;
+  shape.hidden = config.hiddenSize;
+  shape.vocab = config.vocabSize;
+  shape.batch = batch;
+  shape.seq = seq;
+  shape.narrow = dtype != "f32";
+  return shape;
+}
+
+planner::ProfileFn sliceProfiler(MLIRContext &context,
+                                 const ModelConfig &config, int64_t seq,
+                                 const std::string &dtype,
+                                 const Topology &topology,
+                                 const TrainingOptions &base, bool cuda) {
+  // Per (tp, sp): the plain layer and the rest, at micro-batches of one
+  // sequence and of two.
+  using Parts = std::array<PartCost, 4>; // layer, rest, layer2, rest2.
+  auto plain = std::make_shared<std::map<std::pair<int64_t, bool>, Parts>>();
+  return [&context, &config, seq, &dtype, &topology, &base, cuda,
+          plain](const planner::SliceKey &key)
+             -> llvm::Expected<planner::SliceProfile> {
+    auto compile = [&](int64_t layers, int64_t batch,
+                       const planner::SliceKey &k) {
+      return compileSlice(context, config, layers, batch, seq, dtype, topology,
+                          base, cuda, k);
+    };
+    auto at = std::make_pair(key.tp, key.sequenceParallel);
+    auto found = plain->find(at);
+    if (found == plain->end()) {
+      planner::SliceKey none = key;
+      none.recompute = "none";
+      none.fp8 = "none";
+      Parts parts;
+      for (int64_t batch : {1, 2}) {
+        llvm::Expected<PartCost> one = compile(1, batch, none);
+        if (!one)
+          return one.takeError();
+        llvm::Expected<PartCost> two = compile(2, batch, none);
+        if (!two)
+          return two.takeError();
+        // A layer is what the second adds, its working set included (the
+        // weights' compute-type copies grow with layers); the rest is the
+        // remainder of the one-layer slice.
+        PartCost layer = minus(*two, *one);
+        parts[2 * (batch - 1)] = layer;
+        parts[2 * (batch - 1) + 1] = minus(*one, layer);
+      }
+      found = plain->emplace(at, parts).first;
+    }
+    const Parts &parts = found->second;
+    planner::SliceProfile profile;
+    profile.layer = parts[0];
+    profile.rest = parts[1];
+    profile.layer2 = parts[2];
+    profile.rest2 = parts[3];
+    if (key.recompute != "none" || key.fp8 != "none") {
+      // Recomputation and FP8 change what a layer keeps and costs, not its
+      // parameters (FP8's scales aside), its weights' copies or the rest.
+      for (int64_t batch : {1, 2}) {
+        llvm::Expected<PartCost> one = compile(1, batch, key);
+        if (!one)
+          return one.takeError();
+        const PartCost &rest = parts[2 * (batch - 1) + 1];
+        const PartCost &layer = parts[2 * (batch - 1)];
+        PartCost changed = minus(*one, rest);
+        changed.activationBytes = one->activationBytes;
+        changed.workingBytes = layer.workingBytes;
+        changed.updateBytes = layer.updateBytes;
+        (batch == 1 ? profile.layer : profile.layer2) = changed;
+      }
+    }
+    profile.boundaryBytes = double(seq) * double(config.hiddenSize) *
+                            double(bytesOf(dtype)) /
+                            double(key.sequenceParallel ? key.tp : 1);
+    return profile;
+  };
+}
+
+llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
+                                                const std::string &recompute,
+                                                const std::string &fp8) {
+  if (plan.size("ep") > 1 || plan.size("cp") > 1)
+    return fail("the planner does not model ep or cp yet");
+  if (recompute != "none" && recompute != "selective" && recompute != "full")
+    return fail("a plan is predicted with one --recompute for every layer "
+                "(none, selective or full), not '" +
+                recompute + "'");
+  planner::Candidate c;
+  c.tp = plan.size("tp");
+  c.pp = plan.size("pp");
+  c.dp = plan.size("dp");
+  c.sequenceParallel = plan.sequenceParallel;
+  c.zero = plan.zero;
+  c.microbatches = plan.microbatches;
+  if (batch % (c.dp * c.microbatches) != 0)
+    return fail(llvm::formatv("a batch of {0} does not split into dp={1} x "
+                              "microbatches={2}",
+                              batch, c.dp, c.microbatches));
+  c.microbatchSize = batch / (c.dp * c.microbatches);
+  c.schedule = plan.schedule;
+  c.chunks = plan.chunks;
+  c.uniformRecompute = recompute;
+  c.fp8 = fp8;
+  llvm::SmallVector<llvm::StringRef> ranges;
+  llvm::StringRef(plan.stages).split(ranges, ',', -1, false);
+  for (llvm::StringRef range : ranges) {
+    auto [from, to] = range.split('-');
+    int64_t a = 0, b = 0;
+    if (from.getAsInteger(10, a) || to.getAsInteger(10, b))
+      return fail("stages: '" + range + "' is not a layer range");
+    c.stageRanges.push_back({a, b});
+  }
+  return c;
+}
+
+} // namespace weft

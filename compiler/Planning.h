@@ -1,0 +1,52 @@
+//===- Planning.h - the planner's slices, compiled ---------------*- C++
+//-*-===//
+//
+// The ProfileFn the planner (passes/planner/Planner.h) asks for what a
+// layer costs: it builds the model from its config with one layer and with
+// two, runs the training pipeline on each with the slice's configuration
+// (tp and sp as a plan with two micro-batches of one sequence, the
+// recomputation policy, the FP8 recipe), and reads the placement report
+// (memory) and the cost model's time of the lowered programs: @forward,
+// @accumulate (forward and backward of one micro-batch) and @step (the
+// update). Two layers minus one is a layer; one layer minus that is the
+// rest of the model. The rest is compiled once per (tp, sp), without
+// recomputation or FP8, which leave it as it is.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_COMPILER_PLANNING_H
+#define WEFT_COMPILER_PLANNING_H
+
+#include "compiler/Pipeline.h"
+#include "frontend/models/ModelConfig.h"
+#include "passes/planner/Planner.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+namespace weft {
+
+/// The planner's view of `config` trained at `batch` x `seq` in `dtype`.
+planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
+                               int64_t seq, llvm::StringRef dtype);
+
+/// Compiles slices of `config` (sequences of `seq` in `dtype`) with the
+/// settings of `base` (AdamW, buckets; its plan, recomputation and FP8 are
+/// the slice's), for CUDA kernels when `cuda`, timed on `topology`. The
+/// function keeps `context` and its arguments by reference and memoizes.
+planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
+                                 const ModelConfig &config, int64_t seq,
+                                 const std::string &dtype,
+                                 const Topology &topology,
+                                 const TrainingOptions &base, bool cuda);
+
+/// `plan` as the planner's candidate for a step of `batch` sequences, with
+/// one recomputation policy for every layer (none, selective or full) and
+/// `fp8`; an error for what the planner does not model (ep, cp) or a batch
+/// the plan does not split.
+llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
+                                                const std::string &recompute,
+                                                const std::string &fp8);
+
+} // namespace weft
+
+#endif // WEFT_COMPILER_PLANNING_H

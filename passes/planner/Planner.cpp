@@ -1,0 +1,751 @@
+//===- Planner.cpp - the search over placements, rewrites and schedules ---===//
+
+#include "passes/planner/Planner.h"
+
+#include "dialects/sched/IR/SchedOps.h"
+#include "passes/costmodel/CostModel.h"
+#include "passes/pipeline/Passes.h"
+#include "passes/pipeline/Schedule.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+using namespace llvm;
+
+namespace weft::planner {
+namespace {
+
+constexpr double kGiB = double(int64_t(1) << 30);
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+std::vector<int64_t> divisorsOf(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+/// The recomputation levels of the ladder, cheapest first.
+constexpr const char *kLevels[] = {"none", "selective", "full"};
+
+/// Everything one evaluation reads, fetched once per configuration.
+struct Profiles {
+  /// By level (none, selective, full); a level the search leaves out is
+  /// absent.
+  std::map<std::string, SliceProfile> byLevel;
+  /// The highest ladder step per layer: 0 (none only), 1 (up to
+  /// selective), 2 (up to full).
+  int maxLevel = 0;
+  int minLevel = 0;
+};
+
+/// A layer at ladder level `level` (0 none, 1 selective, 2 full).
+const PartCost &layerAt(const Profiles &p, int level) {
+  return p.byLevel.at(kLevels[level]).layer;
+}
+
+/// How many of a rank's `n` layers sit at each level for ladder step `j`
+/// (see Planner.h): {none, selective, full}.
+std::array<int64_t, 3> ladderCounts(int64_t n, int64_t j, int minLevel) {
+  if (minLevel == 2)
+    return {0, 0, n};
+  if (minLevel == 1)
+    j += n; // Selective everywhere at step 0.
+  if (j <= n)
+    return {n - j, j, 0};
+  return {0, 2 * n - j, j - n};
+}
+
+/// Peak micro-batches (1F1B-family: entries of one virtual stage) a
+/// pipeline rank holds activations for, from Weft's own schedule tables.
+class InFlight {
+public:
+  Expected<std::vector<int64_t>> of(const std::string &schedule, int64_t p,
+                                    int64_t m, int64_t v) {
+    std::vector<int64_t> out(p, 1);
+    if (p == 1)
+      return out;
+    if (schedule == "gpipe") {
+      std::fill(out.begin(), out.end(), m);
+      return out;
+    }
+    if (schedule != "interleaved") { // 1F1B and ZB-H1 warm up p - r.
+      for (int64_t r = 0; r < p; ++r)
+        out[r] = std::min(p - r, m);
+      return out;
+    }
+    // Interleaving's warm-up depends on m only up to a few rounds of p.
+    int64_t simulated = std::min(m, 4 * p);
+    auto key = std::make_tuple(p, simulated, v);
+    if (auto it = cache.find(key); it != cache.end())
+      return it->second;
+    Expected<pipeline::ScheduleTable> table = pipeline::buildSchedule(
+        pipeline::ScheduleKind::Interleaved, p, simulated, v);
+    if (!table)
+      return table.takeError();
+    Expected<pipeline::Timeline> line = pipeline::simulateSchedule(*table);
+    if (!line)
+      return line.takeError();
+    cache[key] = line->peakInFlight;
+    return line->peakInFlight;
+  }
+
+private:
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> cache;
+};
+
+/// The search's state: profiles fetched once, stage cuts and in-flight
+/// counts memoized.
+class Evaluator {
+public:
+  Evaluator(const ModelShape &model, const Topology &topology,
+            const ProfileFn &profile)
+      : model(model), topology(topology), profile(profile) {}
+
+  Expected<const SliceProfile *> slice(const SliceKey &key) {
+    auto it = slices.find(key);
+    if (it == slices.end()) {
+      Expected<SliceProfile> p = profile(key);
+      if (!p) {
+        failures[key] = toString(p.takeError());
+        it = slices.emplace(key, std::nullopt).first;
+      } else {
+        ++profiled;
+        it = slices.emplace(key, *p).first;
+      }
+    }
+    if (!it->second)
+      return fail(key.str() + ": " + failures[key]);
+    return &*it->second;
+  }
+
+  /// The profiles of (tp, sp, fp8) at the levels in `levels` (a contiguous
+  /// run of none, selective, full).
+  Expected<Profiles> profiles(const Candidate &c,
+                              const std::vector<std::string> &levels) {
+    Profiles out;
+    out.minLevel = 3;
+    out.maxLevel = -1;
+    for (int level = 0; level < 3; ++level) {
+      if (!llvm::is_contained(levels, kLevels[level]))
+        continue;
+      Expected<const SliceProfile *> p =
+          slice({c.tp, c.sequenceParallel, kLevels[level], c.fp8});
+      if (!p)
+        return p.takeError();
+      out.byLevel[kLevels[level]] = **p;
+      out.minLevel = std::min(out.minLevel, level);
+      out.maxLevel = std::max(out.maxLevel, level);
+    }
+    if (out.maxLevel < 0)
+      return fail("no recomputation policy to plan with");
+    // Fill the gaps so layerAt never misses (the ladder skips them).
+    for (int level = out.minLevel; level <= out.maxLevel; ++level)
+      if (!out.byLevel.count(kLevels[level]))
+        return fail(Twine("the recomputation policies must be a run of "
+                          "none, selective, full; ") +
+                    kLevels[level] + " is missing");
+    return out;
+  }
+
+  /// Layer ranges of `stages` stages over uniform layers of cost `layer`,
+  /// the last stage also paying `rest`.
+  const std::vector<std::pair<int64_t, int64_t>> &
+  cut(int64_t stages, double layer, double rest) {
+    // Uniform layers: only the head's weight in layers matters.
+    int64_t restInLayers = layer > 0 ? std::lround(4 * rest / layer) : 0;
+    auto key = std::make_pair(stages, restInLayers);
+    auto it = cuts.find(key);
+    if (it != cuts.end())
+      return it->second;
+    std::vector<double> costs(model.layers, 1.0);
+    return cuts[key] =
+               balanceStages(costs, 0, double(restInLayers) / 4, stages);
+  }
+
+  Expected<Estimate> estimate(Candidate c, const Profiles &p,
+                              bool chooseLadder);
+
+  int64_t profiledCount() const { return profiled; }
+  const std::map<SliceKey, std::string> &failed() const { return failures; }
+
+private:
+  const ModelShape &model;
+  const Topology &topology;
+  const ProfileFn &profile;
+  std::map<SliceKey, std::optional<SliceProfile>> slices;
+  std::map<SliceKey, std::string> failures;
+  std::map<std::pair<int64_t, int64_t>,
+           std::vector<std::pair<int64_t, int64_t>>>
+      cuts;
+  InFlight inFlight;
+  int64_t profiled = 0;
+};
+
+/// Does a group of `size` ranks `stride` apart (consecutive ranks share a
+/// node, devices_per_node of them) cross a node boundary?
+bool spansNodes(int64_t stride, int64_t size, int64_t devicesPerNode) {
+  return size > 1 && stride * size > devicesPerNode;
+}
+
+Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
+                                       bool chooseLadder) {
+  const int64_t pp = c.pp, v = c.chunks, b = c.microbatchSize;
+  // Every level's costs at this micro-batch size.
+  Profiles p = atOne;
+  for (auto &[level, slice] : p.byLevel) {
+    slice.layer = slice.layer.at(slice.layer2, b);
+    slice.rest = slice.rest.at(slice.rest2, b);
+  }
+  const int64_t m = c.microbatches;
+  const SliceProfile &base = p.byLevel.at(kLevels[p.minLevel]);
+  const DeviceSpec &device = topology.device;
+  const PartCost &rest = base.rest;
+  // Stage cuts on the cheapest level's time (the ladder moves it little).
+  const PartCost &l0 = base.layer;
+  // Interleaved, the last rank's chunks are every pp-th stage, not the
+  // last ones: chunks as even as the layers allow (the head's time lands on
+  // that rank either way).
+  if (c.stageRanges.empty() && v > 1) {
+    int64_t stages = pp * v;
+    for (int64_t k = 0; k < stages; ++k)
+      c.stageRanges.push_back(
+          {k * model.layers / stages, (k + 1) * model.layers / stages - 1});
+  } else if (c.stageRanges.empty()) {
+    c.stageRanges =
+        pp > 1
+            ? cut(pp, l0.forward + l0.backward, rest.forward + rest.backward)
+            : std::vector<std::pair<int64_t, int64_t>>{{0, model.layers - 1}};
+  }
+  if (int64_t(c.stageRanges.size()) != pp * v)
+    return fail(formatv("{0} stage ranges for pp={1} x virtual={2}",
+                        c.stageRanges.size(), pp, v));
+  // Layers per pipeline rank: its chunks r, r + pp, ...
+  std::vector<int64_t> layersOn(pp, 0);
+  for (int64_t s = 0; s < pp * v; ++s)
+    layersOn[s % pp] += c.stageRanges[s].second - c.stageRanges[s].first + 1;
+  Expected<std::vector<int64_t>> held = inFlight.of(c.schedule, pp, m, v);
+  if (!held)
+    return held.takeError();
+
+  Estimate e;
+  // The link between consecutive pipeline ranks (pp is the outermost axis)
+  // and inside a data-parallel group (tp ranks apart).
+  const int64_t inner = c.dp * c.tp;
+  const LinkSpec &ppLink = spansNodes(inner, 2, topology.devicesPerNode)
+                               ? topology.interNode
+                               : topology.intraNode;
+  const LinkSpec &dpLink = spansNodes(c.tp, c.dp, topology.devicesPerNode)
+                               ? topology.interNode
+                               : topology.intraNode;
+  double slowest = 0, worstOptimizer = 0, worstDp = 0, p2p = 0;
+  double hardwareFlops = 0, modelFlops = 0;
+  bool fits = true;
+  std::string over;
+  c.ladder.assign(pp, 0);
+  c.ladderBase = p.minLevel;
+  for (int64_t r = 0; r < pp; ++r) {
+    const int64_t n = layersOn[r];
+    const bool first = r == 0, last = r == pp - 1;
+    // The model outside the layers: its parameters half on the first rank
+    // (embedding) and half on the last (head), both on one without pp; its
+    // time (the head and the loss) on the last.
+    double restShare = pp == 1 ? 1.0 : (first || last ? 0.5 : 0.0);
+    double params = n * l0.paramBytes + restShare * rest.paramBytes;
+    double grads = n * l0.gradBytes + restShare * rest.gradBytes;
+    double states = n * l0.optimizerBytes + restShare * rest.optimizerBytes;
+    StageMemory mem;
+    mem.inFlight = (*held)[r];
+    mem.paramBytes = c.zero == 3
+                         ? params / c.dp + (n ? l0.paramBytes : rest.paramBytes)
+                         : params;
+    mem.gradBytes = c.zero >= 2 ? grads / c.dp : grads;
+    mem.optimizerBytes = c.zero >= 1 ? states / c.dp : states;
+    mem.reserveBytes = double(device.runtimeReserveBytes);
+    // Interleaved: an entry in flight is one chunk, 1/v of the rank's
+    // layers.
+    double heldLayers = c.schedule == "interleaved" && pp > 1
+                            ? double(mem.inFlight) / double(v)
+                            : double(mem.inFlight);
+    // A field summed over the rank's layers at ladder step `j`.
+    auto sum = [&](int64_t j, auto field) {
+      std::array<int64_t, 3> counts = ladderCounts(n, j, p.minLevel);
+      double t = 0;
+      for (int level = 0; level < 3; ++level)
+        if (counts[level])
+          t += double(counts[level]) * field(layerAt(p, level));
+      return t;
+    };
+    // The optimizer step's arena, sharded with the state from ZeRO-1.
+    double update = n * l0.updateBytes + restShare * rest.updateBytes;
+    if (c.zero >= 1)
+      update /= double(c.dp);
+    auto activationAt = [&](int64_t j) {
+      double forward =
+          heldLayers *
+              sum(j, [](const PartCost &x) { return x.activationBytes; }) +
+          rest.workingBytes + n * l0.workingBytes;
+      return forward + update;
+    };
+    int64_t steps = p.maxLevel - p.minLevel; // Ladder steps per layer.
+    int64_t j = 0; // Uniform (not chosen): the profiles hold one level.
+    if (chooseLadder)
+      while (j < steps * n &&
+             mem.total() + activationAt(j) > double(device.memoryBytes))
+        ++j;
+    c.ladder[r] = j;
+    mem.activationBytes = activationAt(j);
+    if (device.memoryBytes > 0 && mem.total() > double(device.memoryBytes)) {
+      if (fits)
+        over = formatv("pipeline rank {0} needs {1:F1} GiB, more than the "
+                       "{2:F1} GiB of a {3}",
+                       r, mem.total() / kGiB, device.memoryBytes / kGiB,
+                       device.name);
+      fits = false;
+    }
+    e.stages.push_back(mem);
+    double f = sum(j, [](const PartCost &x) { return x.forward; }) +
+               (last ? rest.forward : 0);
+    double bw = sum(j, [](const PartCost &x) { return x.backward; }) +
+                (last ? rest.backward : 0);
+    // A send of the boundary activation (or its gradient) per chunk.
+    double send = 0;
+    if (pp > 1)
+      send = double(v) *
+             (b * base.boundaryBytes / ppLink.bandwidth + ppLink.latency);
+    p2p = std::max(p2p, 2 * send);
+    slowest = std::max(slowest, f + bw + 2 * send);
+    hardwareFlops += double(c.dp * c.tp) * m *
+                     (sum(j, [](const PartCost &x) { return x.flops; }) +
+                      (last ? rest.flops : 0));
+    modelFlops += double(c.dp * c.tp) * m *
+                  (n * l0.modelFlops + (last ? rest.modelFlops : 0));
+    // Data parallelism: what this rank's gradients and parameters move.
+    double dp = 0, gradSync = 0;
+    using Kind = sched::CollectiveKind;
+    // Each tensor's collective pays the ring's latencies; with one
+    // micro-batch the gradients go in buckets (weft-bucket-all-reduce's
+    // 25 MiB), with more each accumulator on its own.
+    double tensors = n * l0.tensors + restShare * rest.tensors;
+    double collectives =
+        m > 1 ? std::max(1.0, tensors)
+              : std::max(1.0, std::ceil(grads / (25.0 * (1 << 20))));
+    auto each = [&](Kind kind, double in, double out) {
+      return collectives * collectiveSeconds(kind, in / collectives,
+                                             out / collectives, c.dp, dpLink);
+    };
+    if (c.zero == 0) {
+      gradSync = each(Kind::all_reduce, grads, grads);
+    } else {
+      gradSync = each(Kind::reduce_scatter, grads, grads / c.dp);
+      dp += each(Kind::all_gather, params / c.dp, params);
+    }
+    if (c.zero == 3) // Gathered forward and backward, each micro-batch.
+      dp += (2 * m - 1) * each(Kind::all_gather, params / c.dp, params) +
+            (m - 1) * gradSync;
+    // One micro-batch without a pipeline: the gradients' buckets reduce
+    // under the backward (the step program's comm stream).
+    if (m == 1 && pp == 1)
+      gradSync = std::max(0.0, gradSync - bw);
+    worstDp = std::max(worstDp, dp + gradSync);
+    double optimizer = n * l0.optimizer + restShare * rest.optimizer;
+    worstOptimizer = std::max(
+        worstOptimizer, c.zero >= 1 ? optimizer / double(c.dp) : optimizer);
+  }
+  double bubble = 0;
+  if (pp > 1) {
+    Expected<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(c.schedule);
+    if (!kind)
+      return kind.takeError();
+    bubble = pipeline::formulaBubbleFraction(*kind, pp, m, v);
+  }
+  e.computeSeconds = double(m) * slowest;
+  e.bubbleSeconds = bubble * e.computeSeconds;
+  e.dpSeconds = worstDp;
+  e.optimizerSeconds = worstOptimizer;
+  e.p2pSeconds = double(m) * p2p;
+  e.stepSeconds =
+      e.computeSeconds + e.bubbleSeconds + e.dpSeconds + e.optimizerSeconds;
+  int64_t world = c.dp * c.tp * pp;
+  e.tokensPerSecond = double(model.batch * model.seq) / e.stepSeconds;
+  double peak = 0;
+  if (auto it = device.peakFlops.find(model.narrow ? "bf16" : "f32");
+      it != device.peakFlops.end())
+    peak = it->second;
+  e.flopsPerDevice = hardwareFlops / double(world) / e.stepSeconds;
+  if (peak > 0) {
+    e.mfu = modelFlops / double(world) / e.stepSeconds / peak;
+    e.hfu = e.flopsPerDevice / peak;
+  }
+  e.fits = fits;
+  e.why = over;
+  e.candidate = std::move(c);
+  return e;
+}
+
+std::string gib(double bytes) {
+  if (bytes < kGiB)
+    return formatv("{0:F1} MiB", bytes / double(1 << 20)).str();
+  return formatv("{0:F1} GiB", bytes / kGiB).str();
+}
+
+} // namespace
+
+PartCost PartCost::at(const PartCost &two, int64_t b) const {
+  double k = double(b - 1);
+  auto line = [&](double one, double other) { return one + k * (other - one); };
+  PartCost c = *this;
+  c.forward = line(forward, two.forward);
+  c.backward = line(backward, two.backward);
+  c.activationBytes = line(activationBytes, two.activationBytes);
+  c.workingBytes = line(workingBytes, two.workingBytes);
+  c.flops = line(flops, two.flops);
+  c.modelFlops = line(modelFlops, two.modelFlops);
+  return c;
+}
+
+std::string SliceKey::str() const {
+  std::string s = "tp=" + std::to_string(tp);
+  if (sequenceParallel)
+    s += ",sp=on";
+  s += " recompute=" + recompute;
+  if (fp8 != "none")
+    s += " fp8=" + fp8;
+  return s;
+}
+
+std::string Candidate::plan() const {
+  std::vector<std::string> parts;
+  if (pp > 1)
+    parts.push_back("pp=" + std::to_string(pp));
+  if (dp > 1)
+    parts.push_back("dp=" + std::to_string(dp));
+  if (tp > 1)
+    parts.push_back("tp=" + std::to_string(tp));
+  if (sequenceParallel)
+    parts.push_back("sp=on");
+  if (zero > 0)
+    parts.push_back("zero=" + std::to_string(zero));
+  if (zero == 3 && microbatches > 1)
+    parts.push_back("gather=microbatch");
+  if (microbatches > 1 || pp > 1)
+    parts.push_back("mb=" + std::to_string(microbatches));
+  if (pp > 1) {
+    parts.push_back("schedule=" + schedule);
+    if (chunks > 1)
+      parts.push_back("virtual=" + std::to_string(chunks));
+    std::vector<std::string> ranges;
+    for (auto [from, to] : stageRanges)
+      ranges.push_back(std::to_string(from) + "-" + std::to_string(to));
+    parts.push_back("stages=" + join(ranges, ","));
+  }
+  return join(parts, ",");
+}
+
+std::string Candidate::recompute(int64_t layers) const {
+  if (!uniformRecompute.empty())
+    return uniformRecompute;
+  // Each rank's layers in order, its ladder step spread over them.
+  std::vector<std::string> policy(layers, "none");
+  int64_t ranks = int64_t(ladder.size());
+  for (int64_t r = 0; r < ranks; ++r) {
+    std::vector<int64_t> mine;
+    for (size_t s = r; s < stageRanges.size(); s += ranks)
+      for (int64_t l = stageRanges[s].first; l <= stageRanges[s].second; ++l)
+        mine.push_back(l);
+    auto [none, sel, full] =
+        ladderCounts(int64_t(mine.size()), ladder[r], ladderBase);
+    for (size_t k = 0; k < mine.size(); ++k)
+      policy[mine[k]] = int64_t(k) < full         ? "full"
+                        : int64_t(k) < full + sel ? "selective"
+                                                  : "none";
+    (void)none;
+  }
+  // Runs collapsed: "full*2,none*6".
+  std::vector<std::string> runs;
+  for (int64_t l = 0; l < layers;) {
+    int64_t k = l;
+    while (k < layers && policy[k] == policy[l])
+      ++k;
+    runs.push_back(k - l == layers ? policy[l]
+                                   : policy[l] + "*" + std::to_string(k - l));
+    l = k;
+  }
+  return join(runs, ",");
+}
+
+double Estimate::peakBytes() const {
+  double peak = 0;
+  for (const StageMemory &s : stages)
+    peak = std::max(peak, s.total());
+  return peak;
+}
+
+json::Object Estimate::toJSON(int64_t layers) const {
+  json::Array memory;
+  for (const StageMemory &s : stages)
+    memory.push_back(json::Object{{"param_bytes", s.paramBytes},
+                                  {"grad_bytes", s.gradBytes},
+                                  {"optimizer_bytes", s.optimizerBytes},
+                                  {"activation_bytes", s.activationBytes},
+                                  {"reserve_bytes", s.reserveBytes},
+                                  {"in_flight", s.inFlight}});
+  return json::Object{{"plan", candidate.plan()},
+                      {"recompute", candidate.recompute(layers)},
+                      {"fp8", candidate.fp8},
+                      {"step_seconds", stepSeconds},
+                      {"tokens_per_second", tokensPerSecond},
+                      {"mfu", mfu},
+                      {"hfu", hfu},
+                      {"flops_per_device", flopsPerDevice},
+                      {"compute_seconds", computeSeconds},
+                      {"bubble_seconds", bubbleSeconds},
+                      {"dp_seconds", dpSeconds},
+                      {"optimizer_seconds", optimizerSeconds},
+                      {"fits", fits},
+                      {"why", why},
+                      {"stages", std::move(memory)}};
+}
+
+Expected<Estimate> evaluate(const ModelShape &model, const Topology &topology,
+                            Candidate candidate, const ProfileFn &profile) {
+  Evaluator evaluator(model, topology, profile);
+  std::vector<std::string> levels = {candidate.uniformRecompute.empty()
+                                         ? std::string("none")
+                                         : candidate.uniformRecompute};
+  Expected<Profiles> p = evaluator.profiles(candidate, levels);
+  if (!p)
+    return p.takeError();
+  return evaluator.estimate(std::move(candidate), *p, /*chooseLadder=*/false);
+}
+
+Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
+                              const SearchOptions &options,
+                              const ProfileFn &profile) {
+  Evaluator evaluator(model, topology, profile);
+  SearchResult result;
+  const int64_t world = topology.worldSize();
+  std::vector<Estimate> fitting;
+  std::optional<Estimate> closest; // The least memory among misfits.
+  // The least state per rank among pruned placements.
+  double leastState = std::numeric_limits<double>::infinity();
+  for (int64_t tp : divisorsOf(topology.devicesPerNode)) {
+    if (model.heads % tp || model.kvHeads % tp || world % tp)
+      continue;
+    for (bool sp : {false, true}) {
+      if (sp && tp == 1)
+        continue;
+      for (const std::string &fp8 : options.fp8) {
+        Candidate shape;
+        shape.tp = tp;
+        shape.sequenceParallel = sp;
+        shape.fp8 = fp8;
+        Expected<Profiles> p = evaluator.profiles(shape, options.recompute);
+        if (!p) {
+          consumeError(p.takeError());
+          continue;
+        }
+        for (int64_t pp : divisorsOf(world / tp)) {
+          if (pp > model.layers)
+            break;
+          int64_t dp = world / (tp * pp);
+          if (model.batch % dp)
+            continue;
+          // What no recomputation or micro-batch size can shrink: skip the
+          // placement if even ZeRO's most sharded state does not fit.
+          const PartCost &l0 = p->byLevel.begin()->second.layer;
+          const PartCost &r0 = p->byLevel.begin()->second.rest;
+          double perRank =
+              (double(model.layers) / double(pp)) *
+                  (l0.paramBytes + l0.gradBytes + l0.optimizerBytes) /
+                  double(dp) +
+              (pp == 1 ? 1.0 : 0.5) *
+                  (r0.paramBytes + r0.gradBytes + r0.optimizerBytes) /
+                  double(dp);
+          if (topology.device.memoryBytes > 0 &&
+              perRank + double(topology.device.runtimeReserveBytes) >
+                  double(topology.device.memoryBytes)) {
+            ++result.pruned;
+            leastState = std::min(leastState, perRank);
+            continue;
+          }
+          for (int64_t b : divisorsOf(model.batch / dp)) {
+            if (b > options.maxMicrobatchSize)
+              break;
+            int64_t m = model.batch / (dp * b);
+            std::vector<std::pair<std::string, int64_t>> schedules;
+            if (pp == 1) {
+              schedules.push_back({"1f1b", 1});
+            } else {
+              for (const std::string &s : options.schedules) {
+                if (m < pp)
+                  continue;
+                if (s != "interleaved") {
+                  schedules.push_back({s, 1});
+                  continue;
+                }
+                for (int64_t v : {2, 4})
+                  if (m % pp == 0 && model.layers >= pp * v)
+                    schedules.push_back({s, v});
+              }
+            }
+            for (const auto &[schedule, v] : schedules)
+              for (int zero : options.zero) {
+                if (zero > 0 && dp < 2)
+                  continue;
+                Candidate c = shape;
+                c.pp = pp;
+                c.dp = dp;
+                c.zero = zero;
+                c.microbatchSize = b;
+                c.microbatches = m;
+                c.schedule = schedule;
+                c.chunks = v;
+                Expected<Estimate> e = evaluator.estimate(c, *p, true);
+                if (!e)
+                  return e.takeError();
+                ++result.evaluated;
+                if (e->fits) {
+                  fitting.push_back(std::move(*e));
+                } else if (!closest || e->peakBytes() < closest->peakBytes()) {
+                  closest = std::move(*e);
+                }
+              }
+          }
+        }
+      }
+    }
+  }
+  result.profiles = evaluator.profiledCount();
+  if (fitting.empty()) {
+    if (closest)
+      return fail(
+          "no plan fits " + topology.name + " (" +
+          std::to_string(result.evaluated) + " evaluated); the closest, " +
+          closest->candidate.plan() + " with --recompute " +
+          closest->candidate.recompute(model.layers) + ": " + closest->why);
+    if (result.pruned > 0)
+      return fail(formatv("no plan fits {0}: the parameters, gradients and "
+                          "optimizer state alone need at least {1} a device "
+                          "however they are split ({2} placements pruned); "
+                          "a device has {3}",
+                          topology.name, gib(leastState), result.pruned,
+                          gib(double(topology.device.memoryBytes))));
+    std::string why;
+    for (const auto &[key, error] : evaluator.failed())
+      why += "\n  " + key.str() + ": " + error;
+    return fail("no plan could be built for " + topology.name +
+                (why.empty() ? std::string(" (no tp divides the heads and "
+                                           "the node's devices)")
+                             : ":" + why));
+  }
+  // Equally fast: the one that leaves more memory free.
+  llvm::stable_sort(fitting, [](const Estimate &a, const Estimate &b) {
+    return a.stepSeconds != b.stepSeconds ? a.stepSeconds < b.stepSeconds
+                                          : a.peakBytes() < b.peakBytes();
+  });
+  const Estimate &winner = fitting.front();
+  // Runners-up: the best plan that differs from the winner in each
+  // choice, with what it lost on.
+  auto lostBy = [&](const Estimate &e) {
+    double slower = e.stepSeconds / winner.stepSeconds - 1;
+    if (slower < 5e-4)
+      return "as fast, " + gib(e.peakBytes() - winner.peakBytes()) +
+             " more memory";
+    struct Part {
+      const char *name;
+      double delta;
+    } parts[] = {
+        {"compute", e.computeSeconds - winner.computeSeconds},
+        {"pipeline bubble", e.bubbleSeconds - winner.bubbleSeconds},
+        {"data-parallel communication", e.dpSeconds - winner.dpSeconds},
+        {"optimizer", e.optimizerSeconds - winner.optimizerSeconds}};
+    const Part *worst = &parts[0];
+    for (const Part &part : parts)
+      if (part.delta > worst->delta)
+        worst = &part;
+    return formatv("{0:F1}% slower: {1} +{2:F1} ms", 100 * slower, worst->name,
+                   1e3 * worst->delta)
+        .str();
+  };
+  struct Dimension {
+    const char *name;
+    std::function<bool(const Candidate &, const Candidate &)> differs;
+  } dimensions[] = {
+      {"tp", [](auto &a, auto &b) { return a.tp != b.tp; }},
+      {"pp", [](auto &a, auto &b) { return a.pp != b.pp; }},
+      {"sp", [](auto &a,
+                auto &b) { return a.sequenceParallel != b.sequenceParallel; }},
+      {"zero", [](auto &a, auto &b) { return a.zero != b.zero; }},
+      {"micro-batch",
+       [](auto &a, auto &b) { return a.microbatchSize != b.microbatchSize; }},
+      {"schedule",
+       [](auto &a, auto &b) {
+         return a.schedule != b.schedule || a.chunks != b.chunks;
+       }},
+      {"fp8", [](auto &a, auto &b) { return a.fp8 != b.fp8; }},
+      {"recompute", [](auto &a, auto &b) { return a.ladder != b.ladder; }},
+  };
+  std::set<std::string> shown;
+  for (size_t i = 0; i < fitting.size() && i < size_t(options.topK); ++i) {
+    result.best.push_back(fitting[i]);
+    shown.insert(fitting[i].candidate.plan() +
+                 fitting[i].candidate.recompute(model.layers));
+  }
+  for (size_t i = 1; i < result.best.size(); ++i)
+    result.best[i].why = lostBy(result.best[i]);
+  for (const Dimension &d : dimensions) {
+    for (const Estimate &e : fitting) {
+      if (!d.differs(e.candidate, winner.candidate))
+        continue;
+      std::string key =
+          e.candidate.plan() + e.candidate.recompute(model.layers);
+      if (shown.insert(key).second) {
+        Estimate loser = e;
+        loser.why = std::string("best other ") + d.name + ": " + lostBy(e);
+        result.runnersUp.push_back(std::move(loser));
+      }
+      break;
+    }
+  }
+  if (closest && closest->stepSeconds < winner.stepSeconds) {
+    Estimate loser = *closest;
+    loser.why = formatv("{0:F1}% faster but does not fit: {1}",
+                        100 * (1 - closest->stepSeconds / winner.stepSeconds),
+                        closest->why);
+    result.runnersUp.push_back(std::move(loser));
+  }
+  return result;
+}
+
+std::string table(const std::vector<Estimate> &estimates,
+                  const ModelShape &model, const Topology &topology) {
+  std::string out =
+      "| # | plan | recompute | fp8 | step (ms) | tokens/s | MFU | memory "
+      "(fullest rank) | why not first |\n|---|---|---|---|---|---|---|---|---|"
+      "\n";
+  int64_t i = 0;
+  for (const Estimate &e : estimates)
+    out += formatv("| {0} | {1} | {2} | {3} | {4:F1} | {5:F0} | {6:F1}% | "
+                   "{7} of {8} | {9} |\n",
+                   ++i, e.candidate.plan(), e.candidate.recompute(model.layers),
+                   e.candidate.fp8, 1e3 * e.stepSeconds, e.tokensPerSecond,
+                   100 * e.mfu, gib(e.peakBytes()),
+                   gib(double(topology.device.memoryBytes)), e.why)
+               .str();
+  return out;
+}
+
+} // namespace weft::planner

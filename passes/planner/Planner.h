@@ -1,0 +1,216 @@
+//===- Planner.h - the search over placements, rewrites and schedules -----===//
+//
+// `--plan auto` and `weftc plan`: which plan trains a model fastest on a
+// topology, with what recomputation and precision, and what it costs.
+//
+// The planner does not guess what a layer costs: it asks the compiler. A
+// *slice* is the model cut to one layer (and to two), compiled through the
+// real training pipeline with one layer-local configuration (tensor
+// parallelism tp, sequence parallelism, a recomputation policy, an FP8
+// recipe), lowered to sched and timed by the one cost model
+// (CostModel.h), with its memory from the placement report (Report.h). The
+// difference of the two-layer and the one-layer slice is one layer; the
+// rest is the embedding, the head and the loss. A ProfileFn (the
+// compiler's, compiler/Planning.h) answers for each configuration once.
+//
+// What varies across ranks and micro-batches is composed here, in closed
+// form, with the cost model's own rules (collectiveSeconds, the schedule
+// tables' bubble and in-flight counts):
+//   - the pipeline: layers cut into stages by dynamic programming over the
+//     layers' times (balanceStages, Alpa's stage construction for a chain),
+//     the step M + (p - 1)/v stage-times long for 1F1B and interleaved, a
+//     third of that bubble for ZB-H1, the boundary activation sent and its
+//     gradient received per micro-batch over the link between stages;
+//   - data parallelism and ZeRO: the gradients all-reduced (zero=0) or
+//     reduce-scattered and the parameters all-gathered (1, 2), zero=3 also
+//     gathering each micro-batch's parameters forward and backward; hidden
+//     under the backward only with one micro-batch (with more, Weft reduces
+//     once after the last, as the step program does);
+//   - memory per rank of each stage: parameters, gradients and optimizer
+//     state divided by ZeRO's stage, the activations of the micro-batches
+//     the schedule keeps in flight (1F1B: p - s on stage s) and the slice's
+//     working set, the optimizer step's arena (each program has its own, as
+//     the runtimes allocate them) and the device's runtime reserve, against
+//     its memory;
+//   - recomputation per layer group: each stage takes the least of the
+//     ladder none → selective (layer by layer) → full (layer by layer) that
+//     fits, so the first stage, which holds the most micro-batches,
+//     recomputes more than the last.
+// Each slice is compiled at micro-batches of one sequence and of two; other
+// sizes extrapolate the line through them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WEFT_PASSES_PLANNER_PLANNER_H
+#define WEFT_PASSES_PLANNER_PLANNER_H
+
+#include "passes/costmodel/Topology.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace weft::planner {
+
+/// What one layer, or the model outside its layers, costs one rank for a
+/// micro-batch of one sequence per data-parallel rank.
+struct PartCost {
+  double forward = 0, backward = 0; // Seconds; backward with recomputation.
+  double optimizer = 0;             // Seconds of the update, per step.
+  /// Without ZeRO: held for the whole step.
+  double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
+  /// Kept from the forward for the backward (one micro-batch).
+  double activationBytes = 0;
+  /// The forward and backward's transient peak above what is kept (per
+  /// layer: what grows with layers whatever the batch, as the weights'
+  /// compute-type copies; the rest: the remainder of the arena).
+  double workingBytes = 0;
+  /// The optimizer step's arena: the new parameters and moments, which the
+  /// step assigns when it ends (sched.assign), so all are held at once;
+  /// ZeRO-1 and up divide it with the state.
+  double updateBytes = 0;
+  /// Matrix FLOPs of forward and backward, recomputation included, and
+  /// the model's (the forward's three times, as MFU counts them).
+  double flops = 0, modelFlops = 0;
+  /// Trainable tensors: with micro-batches each gradient is reduced over
+  /// dp on its own, paying the link's latency per ring step.
+  double tensors = 0;
+
+  /// The cost at a micro-batch of `b` sequences, from this one (of one
+  /// sequence) and `two` (of two): a fixed part (launches, latencies, the
+  /// weights' copies) plus a part per sequence.
+  PartCost at(const PartCost &two, int64_t b) const;
+};
+
+/// A layer-local configuration.
+struct SliceKey {
+  int64_t tp = 1;
+  bool sequenceParallel = false;
+  std::string recompute = "none"; // none, selective or full.
+  std::string fp8 = "none";       // A weft-fp8 recipe.
+
+  bool operator<(const SliceKey &o) const {
+    return std::tie(tp, sequenceParallel, recompute, fp8) <
+           std::tie(o.tp, o.sequenceParallel, o.recompute, o.fp8);
+  }
+  std::string str() const;
+};
+
+struct SliceProfile {
+  /// At a micro-batch of one sequence per rank and of two.
+  PartCost layer, rest, layer2, rest2;
+  /// What a pipeline stage sends its successor per micro-batch (the
+  /// residual stream, a tp rank's part of it under sp).
+  double boundaryBytes = 0;
+};
+
+/// Compiles and times a slice; an error says why the configuration cannot
+/// be built (tp not dividing the heads, ...), and the planner then leaves
+/// it out.
+using ProfileFn = std::function<llvm::Expected<SliceProfile>(const SliceKey &)>;
+
+/// The model as the planner needs it.
+struct ModelShape {
+  std::string name;
+  int64_t layers = 1, heads = 1, kvHeads = 1, hidden = 1, vocab = 1;
+  int64_t batch = 1, seq = 1; // The step's global batch, in sequences.
+  bool narrow = true;         // bf16/f16 compute (FP8 applies).
+};
+
+/// What the search may choose, and limits a user can set.
+struct SearchOptions {
+  int64_t topK = 5;
+  std::vector<std::string> recompute = {"none", "selective", "full"};
+  std::vector<std::string> fp8 = {"none"};
+  std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1"};
+  std::vector<int> zero = {0, 1, 2, 3};
+  int64_t maxMicrobatchSize = 8;
+};
+
+/// One plan: where everything goes and in what order.
+struct Candidate {
+  int64_t tp = 1, pp = 1, dp = 1;
+  bool sequenceParallel = false;
+  int zero = 0;
+  int64_t microbatchSize = 1, microbatches = 1;
+  std::string schedule = "1f1b";
+  int64_t chunks = 1;
+  std::string fp8 = "none";
+  /// Per pipeline rank: the ladder step (see the file comment) from
+  /// `ladderBase` (0 none, 1 selective, 2 full); per stage: its layers.
+  std::vector<int64_t> ladder;
+  int ladderBase = 0;
+  std::vector<std::pair<int64_t, int64_t>> stageRanges;
+  /// A uniform policy, when not searched ("none", "selective", "full").
+  std::string uniformRecompute;
+
+  /// weftc's --plan text: "pp=2,dp=4,tp=8,sp=on,zero=1,mb=24,
+  /// schedule=interleaved,virtual=2,stages=0-5,..." (tp the innermost axis,
+  /// inside a node; pp the outermost).
+  std::string plan() const;
+  /// --recompute text: per layer ("selective*3,none*9,...") or uniform.
+  std::string recompute(int64_t layers) const;
+};
+
+struct StageMemory {
+  double paramBytes = 0, gradBytes = 0, optimizerBytes = 0;
+  double activationBytes = 0, reserveBytes = 0;
+  int64_t inFlight = 1;
+  double total() const {
+    return paramBytes + gradBytes + optimizerBytes + activationBytes +
+           reserveBytes;
+  }
+};
+
+struct Estimate {
+  Candidate candidate;
+  double stepSeconds = 0, tokensPerSecond = 0;
+  double mfu = 0, hfu = 0;
+  /// Matrix FLOP/s per device, recomputation included (Megatron-LM's
+  /// "achieved teraFLOP/s per GPU" counts so).
+  double flopsPerDevice = 0;
+  /// Where the step goes: the slowest stage's compute for all
+  /// micro-batches, the pipeline's bubble, the exposed data-parallel
+  /// communication, the optimizer.
+  double computeSeconds = 0, bubbleSeconds = 0, dpSeconds = 0,
+         optimizerSeconds = 0, p2pSeconds = 0;
+  std::vector<StageMemory> stages;
+  bool fits = true;
+  std::string why; // Why it lost or does not fit (runners-up).
+
+  double peakBytes() const;
+  llvm::json::Object toJSON(int64_t layers) const;
+};
+
+struct SearchResult {
+  std::vector<Estimate> best;      // Fastest first, fitting.
+  std::vector<Estimate> runnersUp; // Each a different kind of loser.
+  int64_t evaluated = 0, pruned = 0, profiles = 0;
+};
+
+/// Predicts `candidate` (its recomputation: uniformRecompute for every
+/// layer, or its ladder) on `topology`; stageRanges empty: balanced here.
+llvm::Expected<Estimate> evaluate(const ModelShape &model,
+                                  const Topology &topology, Candidate candidate,
+                                  const ProfileFn &profile);
+
+/// Searches every plan of `options` on `topology` (every device used, as
+/// published runs use them); fails when no plan fits
+/// (naming the closest and what fills it) or no configuration compiles.
+llvm::Expected<SearchResult> search(const ModelShape &model,
+                                    const Topology &topology,
+                                    const SearchOptions &options,
+                                    const ProfileFn &profile);
+
+/// A table of `estimates`: plan, recomputation, step time, tokens/s, MFU,
+/// memory of the fullest rank.
+std::string table(const std::vector<Estimate> &estimates,
+                  const ModelShape &model, const Topology &topology);
+
+} // namespace weft::planner
+
+#endif // WEFT_PASSES_PLANNER_PLANNER_H

@@ -1,0 +1,181 @@
+//===- planning_test.cpp - the planner on slices the compiler builds ------===//
+//
+// The planner's predictions, from slices compiled by the training pipeline
+// (compiler/Planning.h), against published runs (Megatron-LM 2021, Table 1)
+// and against the whole program's own estimate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Planning.h"
+#include "compiler/Registration.h"
+#include "dialects/sched/IR/SchedOps.h"
+#include "passes/costmodel/CostModel.h"
+#include "passes/costmodel/Report.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include "gtest/gtest.h"
+
+#include <iostream>
+
+using namespace weft;
+
+namespace {
+
+mlir::MLIRContext &context() {
+  static mlir::MLIRContext *c = [] {
+    mlir::DialectRegistry registry;
+    registerAllDialects(registry);
+    auto *ctx = new mlir::MLIRContext(registry);
+    ctx->loadAllAvailableDialects();
+    return ctx;
+  }();
+  return *c;
+}
+
+/// Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training
+/// on GPU Clusters Using Megatron-LM"), Table 1: GPT models on DGX A100
+/// nodes (80 GB), vocabulary 51,200, sequence 2,048, with activation
+/// recomputation; the achieved teraFLOP/s per GPU.
+struct Row {
+  double billions;
+  int64_t heads, hidden, layers, tp, pp, gpus, batch;
+  double published;
+};
+const Row kTable1[] = {
+    {1.7, 24, 2304, 24, 1, 1, 32, 512, 137},
+    {3.6, 32, 3072, 30, 2, 1, 64, 512, 138},
+    {7.5, 32, 4096, 36, 4, 1, 128, 512, 142},
+    {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135},
+    {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138},
+    {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140},
+    {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148},
+    {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155},
+    {529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163},
+    {1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163},
+};
+
+ModelConfig gptConfig(const Row &row) {
+  std::string json = llvm::formatv(
+      R"({{"model_type": "gpt2", "vocab_size": 51200, "n_positions": 2048,
+          "n_embd": {0}, "n_layer": {1}, "n_head": {2}})",
+      row.hidden, row.layers, row.heads);
+  llvm::Expected<ModelConfig> config = ModelConfig::parse(json, "table1");
+  EXPECT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  return config ? *config : ModelConfig();
+}
+
+/// The paper's FLOPs per iteration (its equation 3, recomputation
+/// included): 96 B s l h^2 (1 + s / 6h + V / 16lh).
+double megatronFlops(const Row &row) {
+  double s = 2048, v = 51200, h = double(row.hidden), l = double(row.layers);
+  return 96 * double(row.batch) * s * l * h * h *
+         (1 + s / (6 * h) + v / (16 * l * h));
+}
+
+/// Each row's published configuration (Table 1's t, p and batch; one
+/// sequence per micro-batch, 1F1B without interleaving, full recomputation,
+/// plain data parallelism, where the table does not say) predicted within
+/// 15% of its measured rate, and the planner's own choice no slower.
+TEST(Planning, MegatronTable1WithinFifteenPercentAndTheSearchDoesNoWorse) {
+  for (const Row &row : kTable1) {
+    SCOPED_TRACE(llvm::formatv("{0}B", row.billions).str());
+    ModelConfig config = gptConfig(row);
+    llvm::Expected<Topology> topology =
+        Topology::preset("dgx-a100:" + std::to_string(row.gpus / 8));
+    ASSERT_TRUE(static_cast<bool>(topology));
+    TrainingOptions base;
+    std::string dtype = "bf16";
+    planner::ProfileFn profile = sliceProfiler(context(), config, 2048, dtype,
+                                               *topology, base, /*cuda=*/true);
+    planner::ModelShape shape = modelShape(config, row.batch, 2048, dtype);
+    planner::Candidate published;
+    published.tp = row.tp;
+    published.pp = row.pp;
+    published.dp = row.gpus / (row.tp * row.pp);
+    published.microbatchSize = 1;
+    published.microbatches = row.batch / published.dp;
+    published.uniformRecompute = "full";
+    llvm::Expected<planner::Estimate> e =
+        planner::evaluate(shape, *topology, published, profile);
+    ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+    double predicted =
+        megatronFlops(row) / e->stepSeconds / double(row.gpus) / 1e12;
+    EXPECT_NEAR(predicted, row.published, 0.15 * row.published)
+        << e->candidate.plan();
+    // Whether it fits Weft's own memory is not the paper's claim: Weft's
+    // optimizer step holds every new parameter and moment until it ends
+    // (sched.assign), which the 145B-1T configurations cannot spare.
+    if (!e->fits)
+      std::cerr << row.billions << "B as published: " << e->why << "\n";
+    // The search, on the same model: at least the published rate.
+    planner::SearchOptions options;
+    options.topK = 1;
+    llvm::Expected<planner::SearchResult> found =
+        planner::search(shape, *topology, options, profile);
+    ASSERT_TRUE(static_cast<bool>(found)) << llvm::toString(found.takeError());
+    EXPECT_LE(found->best.front().stepSeconds, e->stepSeconds)
+        << found->best.front().candidate.plan();
+  }
+}
+
+/// The planner composes slices; the whole program, compiled and lowered,
+/// is what runs. On a small model and cpu:4 they agree within 25% in time
+/// and memory (the slices miss what only the whole has: the dp
+/// collectives' staging in the step's arena, tensor sizes that differ by
+/// layer).
+TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
+  llvm::Expected<ModelConfig> config = ModelConfig::load(
+      std::string(WEFT_SOURCE_DIR) + "/examples/configs/llama-tiny.json");
+  ASSERT_TRUE(static_cast<bool>(config));
+  llvm::Expected<Topology> topology = Topology::preset("cpu:4");
+  ASSERT_TRUE(static_cast<bool>(topology));
+  const int64_t batch = 16, seq = 64;
+  std::string dtype = "f32";
+  TrainingOptions base;
+  planner::ProfileFn profile =
+      sliceProfiler(context(), *config, seq, dtype, *topology, base, false);
+  planner::ModelShape shape = modelShape(*config, batch, seq, dtype);
+  for (const char *text :
+       {"dp=2,tp=2,mb=2", "dp=4,mb=2", "tp=4,sp=on,mb=2", "dp=4"}) {
+    SCOPED_TRACE(text);
+    llvm::Expected<Plan> plan = parsePlan(text);
+    ASSERT_TRUE(static_cast<bool>(plan));
+    llvm::Expected<planner::Candidate> candidate =
+        candidateFor(*plan, batch, "none", "none");
+    ASSERT_TRUE(static_cast<bool>(candidate));
+    auto e = planner::evaluate(shape, *topology, *candidate, profile);
+    ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+    // The whole program at the micro-batch's size.
+    ModelBuildOptions build{batch / plan->microbatches, seq, dtype};
+    build.masterWeights = true;
+    build.vocabMultiple = plan->size("tp");
+    auto module = buildModel(context(), *config, build);
+    ASSERT_TRUE(static_cast<bool>(module));
+    TrainingOptions options;
+    options.plan = *plan;
+    mlir::OwningOpRef<mlir::ModuleOp> placed = (**module).clone();
+    ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(*placed, options)));
+    mlir::FailureOr<PlacementReport> report = estimatePlacement(*placed);
+    ASSERT_TRUE(mlir::succeeded(report));
+    options.sched = true;
+    ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(**module, options)));
+    double seconds = 0;
+    for (auto program : (**module).getOps<sched::ProgramOp>()) {
+      mlir::FailureOr<ProgramEstimate> p = estimateProgram(program, *topology);
+      ASSERT_TRUE(mlir::succeeded(p));
+      if (p->program == "accumulate")
+        seconds += double(plan->microbatches) * p->seconds;
+      else if (p->program == "step")
+        seconds += p->seconds;
+    }
+    EXPECT_NEAR(e->stepSeconds / seconds, 1.0, 0.25);
+    int64_t whole = 0;
+    for (const RankEstimate &r : report->ranks)
+      whole = std::max(whole, r.totalBytes());
+    EXPECT_NEAR(e->peakBytes() / double(whole), 1.0, 0.25);
+  }
+}
+
+} // namespace

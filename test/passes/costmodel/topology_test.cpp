@@ -149,6 +149,32 @@ TEST(Topology, ReadsAMeasuredProfile) {
   EXPECT_EQ(with("\"transcendentals_per_s\": 0"),
             "cpu.json: 'device.transcendentals_per_s' must be a positive "
             "number");
+  EXPECT_EQ(with("\"gemm_efficiency\": {\"max\": 1.2, \"half_gflop\": 1}"),
+            "cpu.json: 'device.gemm_efficiency.max' is 1.2; it must be at "
+            "most 1");
+  EXPECT_EQ(with("\"gemm_efficiency\": {\"max\": 0.7}"),
+            "cpu.json: missing key 'device.gemm_efficiency.half_gflop'");
+}
+
+// A GEMM efficiency curve (the GPU presets have one) reads back through
+// toJSON.
+TEST(Topology, ReadsAGemmEfficiencyCurve) {
+  std::string profile = kValid;
+  profile.replace(profile.find("\"peak_tflops\""), 0,
+                  "\"gemm_efficiency\": {\"max\": 0.7, \"half_gflop\": 2}, ");
+  auto t = Topology::parse(profile, "gpu.json");
+  ASSERT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  EXPECT_DOUBLE_EQ(t->device.gemmEfficiency, 0.7);
+  EXPECT_DOUBLE_EQ(t->device.gemmHalfFlops, 2e9);
+  EXPECT_DOUBLE_EQ(t->device.gemmShare(2e9), 0.35);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(t->toJSON());
+  auto again = Topology::parse(text, "again.json");
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  EXPECT_DOUBLE_EQ(again->device.gemmHalfFlops, 2e9);
+  auto h100 = Topology::preset("dgx-h100:1");
+  EXPECT_DOUBLE_EQ(h100->device.gemmEfficiency, 0.72);
 }
 
 TEST(Topology, MeshesMustFit) {

@@ -10,9 +10,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <array>
 #include <map>
 #include <memory>
+#include <tuple>
 
 using namespace mlir;
 
@@ -176,65 +176,52 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
                                  const std::string &dtype,
                                  const Topology &topology,
                                  const TrainingOptions &base, bool cuda) {
-  // Per (tp, sp): the plain layer and the rest, at micro-batches of one
-  // sequence and of two.
-  using Parts = std::array<PartCost, 4>; // layer, rest, layer2, rest2.
-  auto plain = std::make_shared<std::map<std::pair<int64_t, bool>, Parts>>();
+  // Per (tp, sp, micro-batch): the plain layer and the rest.
+  using Key = std::tuple<int64_t, bool, int64_t>;
+  auto plain = std::make_shared<std::map<Key, std::pair<PartCost, PartCost>>>();
   return [&context, &config, seq, &dtype, &topology, &base, cuda,
           plain](const planner::SliceKey &key)
              -> llvm::Expected<planner::SliceProfile> {
-    auto compile = [&](int64_t layers, int64_t batch,
-                       const planner::SliceKey &k) {
-      return compileSlice(context, config, layers, batch, seq, dtype, topology,
-                          base, cuda, k);
+    auto compile = [&](int64_t layers, const planner::SliceKey &k) {
+      return compileSlice(context, config, layers, k.microbatch, seq, dtype,
+                          topology, base, cuda, k);
     };
-    auto at = std::make_pair(key.tp, key.sequenceParallel);
+    Key at{key.tp, key.sequenceParallel, key.microbatch};
     auto found = plain->find(at);
     if (found == plain->end()) {
       planner::SliceKey none = key;
       none.recompute = "none";
       none.fp8 = "none";
-      Parts parts;
-      for (int64_t batch : {1, 2}) {
-        llvm::Expected<PartCost> one = compile(1, batch, none);
-        if (!one)
-          return one.takeError();
-        llvm::Expected<PartCost> two = compile(2, batch, none);
-        if (!two)
-          return two.takeError();
-        // A layer is what the second adds, its working set included (the
-        // weights' compute-type copies grow with layers); the rest is the
-        // remainder of the one-layer slice.
-        PartCost layer = minus(*two, *one);
-        parts[2 * (batch - 1)] = layer;
-        parts[2 * (batch - 1) + 1] = minus(*one, layer);
-      }
-      found = plain->emplace(at, parts).first;
+      llvm::Expected<PartCost> one = compile(1, none);
+      if (!one)
+        return one.takeError();
+      llvm::Expected<PartCost> two = compile(2, none);
+      if (!two)
+        return two.takeError();
+      // A layer is what the second adds, its working set included (the
+      // weights' compute-type copies grow with layers); the rest is the
+      // remainder of the one-layer slice.
+      PartCost layer = minus(*two, *one);
+      found =
+          plain->emplace(at, std::make_pair(layer, minus(*one, layer))).first;
     }
-    const Parts &parts = found->second;
+    const auto &[layer, rest] = found->second;
     planner::SliceProfile profile;
-    profile.layer = parts[0];
-    profile.rest = parts[1];
-    profile.layer2 = parts[2];
-    profile.rest2 = parts[3];
+    profile.layer = layer;
+    profile.rest = rest;
     if (key.recompute != "none" || key.fp8 != "none") {
       // Recomputation and FP8 change what a layer keeps and costs, not its
       // parameters (FP8's scales aside), its weights' copies or the rest.
-      for (int64_t batch : {1, 2}) {
-        llvm::Expected<PartCost> one = compile(1, batch, key);
-        if (!one)
-          return one.takeError();
-        const PartCost &rest = parts[2 * (batch - 1) + 1];
-        const PartCost &layer = parts[2 * (batch - 1)];
-        PartCost changed = minus(*one, rest);
-        changed.activationBytes = one->activationBytes;
-        changed.workingBytes = layer.workingBytes;
-        changed.updateBytes = layer.updateBytes;
-        (batch == 1 ? profile.layer : profile.layer2) = changed;
-      }
+      llvm::Expected<PartCost> one = compile(1, key);
+      if (!one)
+        return one.takeError();
+      profile.layer = minus(*one, rest);
+      profile.layer.activationBytes = one->activationBytes;
+      profile.layer.workingBytes = layer.workingBytes;
+      profile.layer.updateBytes = layer.updateBytes;
     }
-    profile.boundaryBytes = double(seq) * double(config.hiddenSize) *
-                            double(bytesOf(dtype)) /
+    profile.boundaryBytes = double(key.microbatch) * double(seq) *
+                            double(config.hiddenSize) * double(bytesOf(dtype)) /
                             double(key.sequenceParallel ? key.tp : 1);
     return profile;
   };

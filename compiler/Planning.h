@@ -4,13 +4,13 @@
 // The ProfileFn the planner (passes/planner/Planner.h) asks for what a
 // layer costs: it builds the model from its config with one layer and with
 // two, runs the training pipeline on each with the slice's configuration
-// (tp and sp as a plan with two micro-batches of one sequence, the
+// (tp and sp as a plan with two micro-batches of the slice's size, the
 // recomputation policy, the FP8 recipe), and reads the placement report
 // (memory) and the cost model's time of the lowered programs: @forward,
 // @accumulate (forward and backward of one micro-batch) and @step (the
 // update). Two layers minus one is a layer; one layer minus that is the
-// rest of the model. The rest is compiled once per (tp, sp), without
-// recomputation or FP8, which leave it as it is.
+// rest of the model. The rest is compiled once per (tp, sp, micro-batch),
+// without recomputation or FP8, which leave it as it is.
 //
 //===----------------------------------------------------------------------===//
 

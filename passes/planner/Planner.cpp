@@ -140,8 +140,8 @@ public:
     for (int level = 0; level < 3; ++level) {
       if (!llvm::is_contained(levels, kLevels[level]))
         continue;
-      Expected<const SliceProfile *> p =
-          slice({c.tp, c.sequenceParallel, kLevels[level], c.fp8});
+      Expected<const SliceProfile *> p = slice(
+          {c.tp, c.sequenceParallel, kLevels[level], c.fp8, c.microbatchSize});
       if (!p)
         return p.takeError();
       out.byLevel[kLevels[level]] = **p;
@@ -202,12 +202,7 @@ bool spansNodes(int64_t stride, int64_t size, int64_t devicesPerNode) {
 Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
                                        bool chooseLadder) {
   const int64_t pp = c.pp, v = c.chunks, b = c.microbatchSize;
-  // Every level's costs at this micro-batch size.
-  Profiles p = atOne;
-  for (auto &[level, slice] : p.byLevel) {
-    slice.layer = slice.layer.at(slice.layer2, b);
-    slice.rest = slice.rest.at(slice.rest2, b);
-  }
+  const Profiles &p = atOne;
   const int64_t m = c.microbatches;
   const SliceProfile &base = p.byLevel.at(kLevels[p.minLevel]);
   const DeviceSpec &device = topology.device;
@@ -322,8 +317,8 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     // A send of the boundary activation (or its gradient) per chunk.
     double send = 0;
     if (pp > 1)
-      send = double(v) *
-             (b * base.boundaryBytes / ppLink.bandwidth + ppLink.latency);
+      send =
+          double(v) * (base.boundaryBytes / ppLink.bandwidth + ppLink.latency);
     p2p = std::max(p2p, 2 * send);
     slowest = std::max(slowest, f + bw + 2 * send);
     hardwareFlops += double(c.dp * c.tp) * m *
@@ -403,19 +398,6 @@ std::string gib(double bytes) {
 
 } // namespace
 
-PartCost PartCost::at(const PartCost &two, int64_t b) const {
-  double k = double(b - 1);
-  auto line = [&](double one, double other) { return one + k * (other - one); };
-  PartCost c = *this;
-  c.forward = line(forward, two.forward);
-  c.backward = line(backward, two.backward);
-  c.activationBytes = line(activationBytes, two.activationBytes);
-  c.workingBytes = line(workingBytes, two.workingBytes);
-  c.flops = line(flops, two.flops);
-  c.modelFlops = line(modelFlops, two.modelFlops);
-  return c;
-}
-
 std::string SliceKey::str() const {
   std::string s = "tp=" + std::to_string(tp);
   if (sequenceParallel)
@@ -423,6 +405,8 @@ std::string SliceKey::str() const {
   s += " recompute=" + recompute;
   if (fp8 != "none")
     s += " fp8=" + fp8;
+  if (microbatch != 1)
+    s += " micro-batch=" + std::to_string(microbatch);
   return s;
 }
 
@@ -585,6 +569,17 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             if (b > options.maxMicrobatchSize)
               break;
             int64_t m = model.batch / (dp * b);
+            // The slices at this micro-batch (one size may not build where
+            // another does, e.g. an attention scratch past its limit).
+            Candidate sized = shape;
+            sized.microbatchSize = b;
+            Expected<Profiles> atB =
+                b == 1 ? Expected<Profiles>(*p)
+                       : evaluator.profiles(sized, options.recompute);
+            if (!atB) {
+              consumeError(atB.takeError());
+              continue;
+            }
             std::vector<std::pair<std::string, int64_t>> schedules;
             if (pp == 1) {
               schedules.push_back({"1f1b", 1});
@@ -613,7 +608,7 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
                 c.microbatches = m;
                 c.schedule = schedule;
                 c.chunks = v;
-                Expected<Estimate> e = evaluator.estimate(c, *p, true);
+                Expected<Estimate> e = evaluator.estimate(c, *atB, true);
                 if (!e)
                   return e.takeError();
                 ++result.evaluated;

@@ -36,8 +36,7 @@
 //     ladder none → selective (layer by layer) → full (layer by layer) that
 //     fits, so the first stage, which holds the most micro-batches,
 //     recomputes more than the last.
-// Each slice is compiled at micro-batches of one sequence and of two; other
-// sizes extrapolate the line through them.
+// Each slice is compiled at the micro-batch size it is asked for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,7 +56,7 @@
 namespace weft::planner {
 
 /// What one layer, or the model outside its layers, costs one rank for a
-/// micro-batch of one sequence per data-parallel rank.
+/// micro-batch (SliceKey::microbatch sequences per data-parallel rank).
 struct PartCost {
   double forward = 0, backward = 0; // Seconds; backward with recomputation.
   double optimizer = 0;             // Seconds of the update, per step.
@@ -79,32 +78,31 @@ struct PartCost {
   /// Trainable tensors: with micro-batches each gradient is reduced over
   /// dp on its own, paying the link's latency per ring step.
   double tensors = 0;
-
-  /// The cost at a micro-batch of `b` sequences, from this one (of one
-  /// sequence) and `two` (of two): a fixed part (launches, latencies, the
-  /// weights' copies) plus a part per sequence.
-  PartCost at(const PartCost &two, int64_t b) const;
 };
 
-/// A layer-local configuration.
+/// A layer-local configuration and the micro-batch it runs.
 struct SliceKey {
   int64_t tp = 1;
   bool sequenceParallel = false;
   std::string recompute = "none"; // none, selective or full.
   std::string fp8 = "none";       // A weft-fp8 recipe.
+  /// Sequences per rank in a micro-batch. Costs are not linear in it: a
+  /// larger one runs larger GEMMs nearer their peak, and may take another
+  /// attention algorithm (materialised scores only up to the scratch
+  /// budget), so each size is compiled.
+  int64_t microbatch = 1;
 
   bool operator<(const SliceKey &o) const {
-    return std::tie(tp, sequenceParallel, recompute, fp8) <
-           std::tie(o.tp, o.sequenceParallel, o.recompute, o.fp8);
+    return std::tie(tp, sequenceParallel, recompute, fp8, microbatch) <
+           std::tie(o.tp, o.sequenceParallel, o.recompute, o.fp8, o.microbatch);
   }
   std::string str() const;
 };
 
 struct SliceProfile {
-  /// At a micro-batch of one sequence per rank and of two.
-  PartCost layer, rest, layer2, rest2;
+  PartCost layer, rest;
   /// What a pipeline stage sends its successor per micro-batch (the
-  /// residual stream, a tp rank's part of it under sp).
+  /// residual stream of its sequences, a tp rank's part of it under sp).
   double boundaryBytes = 0;
 };
 

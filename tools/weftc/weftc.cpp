@@ -1558,11 +1558,48 @@ void registerMlirOptions() {
 }
 } // namespace
 
+/// `weftc explain ARGS -o page.html` is `weftc compile ARGS --explain
+/// page.html`: the same model, plan (auto too) and topology flags, the
+/// page instead of a bundle. Rewrites `args` so; false (with the error
+/// said) when no page is named.
+bool explainAsCompile(std::vector<const char *> &args,
+                      std::vector<std::string> &storage) {
+  if (args.size() < 2 || StringRef(args[1]) != "explain")
+    return true;
+  std::vector<const char *> out = {args[0], "compile"};
+  bool named = false;
+  for (size_t i = 2; i < args.size(); ++i) {
+    StringRef arg(args[i]);
+    if ((arg == "-o" || arg == "--o") && i + 1 < args.size()) {
+      out.push_back("--explain");
+      out.push_back(args[++i]);
+      named = true;
+    } else if (arg.consume_front("-o=") || arg.consume_front("--o=")) {
+      storage.push_back(("--explain=" + arg).str());
+      out.push_back(storage.back().c_str());
+      named = true;
+    } else {
+      out.push_back(args[i]);
+    }
+  }
+  if (!named) {
+    fail("explain needs -o page.html (the page it writes)");
+    return false;
+  }
+  args = std::move(out);
+  return true;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   registerMlirOptions();
+  std::vector<const char *> args(argv, argv + argc);
+  std::vector<std::string> storage;
+  storage.reserve(argc);
+  if (!explainAsCompile(args, storage))
+    return 1;
   cl::ParseCommandLineOptions(
-      argc, argv,
+      int(args.size()), args.data(),
       "weftc: the Weft compiler\n\n"
       "  weftc import --config config.json --batch B --seq S -o model.mlir\n"
       "  weftc eval model.mlir|--config config.json [--weights W.safetensors]\n"
@@ -1573,7 +1610,9 @@ int main(int argc, char **argv) {
       "  weftc inspect bundle/\n"
       "  weftc export checkpoints/ --hf out/ [--config config.json]\n"
       "  weftc schedule --pp P --microbatches M --schedule 1f1b\n"
-      "  weftc plan --config config.json --batch B --seq S --topology T\n\n"
+      "  weftc plan --config config.json --batch B --seq S --topology T\n"
+      "  weftc explain --config config.json --plan auto|PLAN --topology T "
+      "-o page.html\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   // A flag given twice (--plan dp=2 --plan tp=2) would silently keep the
   // last; list options (cl::list) are meant to repeat.

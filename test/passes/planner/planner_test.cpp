@@ -20,10 +20,10 @@ namespace {
 
 constexpr double kGiB = double(int64_t(1) << 30);
 
-/// A layer of 1 ms forward, 2 ms backward per sequence (plus 0.1 ms of
-/// fixed cost each), 1 GiB of parameters, 0.5 GiB of activations per
-/// sequence; selective keeps half of that at +0.2 ms, full a tenth at
-/// +1 ms. tp divides everything but the activations' fixed part.
+/// A layer of 1 ms forward, 2 ms backward per sequence of the micro-batch
+/// (plus 0.1 ms of fixed cost each), 1 GiB of parameters, 0.5 GiB of
+/// activations per sequence; selective keeps half of that at +0.2 ms, full
+/// a tenth at +1 ms. tp divides all of it.
 ProfileFn toyProfiles(int *calls = nullptr) {
   return [calls](const SliceKey &key) -> llvm::Expected<SliceProfile> {
     if (calls)
@@ -52,15 +52,12 @@ ProfileFn toyProfiles(int *calls = nullptr) {
       return c;
     };
     SliceProfile p;
-    p.layer = part(1);
-    p.layer2 = part(2);
-    PartCost rest = part(1), rest2 = part(2);
-    rest.activationBytes = rest2.activationBytes = 0;
-    rest.workingBytes = 0.25 * kGiB;
-    rest2.workingBytes = 0.5 * kGiB;
-    p.rest = rest;
-    p.rest2 = rest2;
-    p.boundaryBytes = 16 << 20;
+    int64_t b = key.microbatch;
+    p.layer = part(b);
+    p.rest = part(b);
+    p.rest.activationBytes = 0;
+    p.rest.workingBytes = b * 0.25 * kGiB;
+    p.boundaryBytes = b * (16 << 20);
     return p;
   };
 }

@@ -4,6 +4,7 @@
 #include "compiler/Planning.h"
 
 #include "dialects/sched/IR/SchedOps.h"
+#include "dialects/weft/IR/WeftOps.h"
 #include "passes/costmodel/CostModel.h"
 #include "passes/costmodel/Report.h"
 
@@ -49,17 +50,25 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
                                       const TrainingOptions &base, bool cuda,
                                       const planner::SliceKey &key) {
   config.numLayers = layers;
-  ModelBuildOptions build{batch, seq, dtype};
+  // Each ep rank routes its own sequences: the micro-batch is ep times one
+  // rank's.
+  ModelBuildOptions build{batch * key.ep, seq, dtype};
   build.masterWeights = true;
   build.vocabMultiple = key.tp;
   Captured errors(context);
   auto built = buildModel(context, config, build);
   if (!built)
     return built.takeError();
-  std::string planText = "mb=2";
+  std::string planText;
+  if (key.ep > 1)
+    planText += "ep=" + std::to_string(key.ep) + ",";
+  if (key.cp > 1)
+    planText += "cp=" + std::to_string(key.cp) + ",";
   if (key.tp > 1)
-    planText = "tp=" + std::to_string(key.tp) +
-               (key.sequenceParallel ? ",sp=on" : "") + "," + planText;
+    planText += "tp=" + std::to_string(key.tp) + ",";
+  if (key.sequenceParallel)
+    planText += "sp=on,";
+  planText += "mb=2";
   llvm::Expected<Plan> plan = parsePlan(planText);
   if (!plan)
     return plan.takeError();
@@ -110,7 +119,11 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
   PartCost cost;
   cost.forward = programs["forward"].seconds;
   cost.backward = programs["accumulate"].seconds - cost.forward;
-  cost.optimizer = programs["step"].seconds;
+  // The update's own kernels: a slice over ep or cp already reduces its
+  // gradients over them in @step, which the planner counts itself.
+  for (const ProgramEstimate::Row &row : programs["step"].rows)
+    if (row.link.empty())
+      cost.optimizer += row.seconds;
   cost.paramBytes = double(rank.paramBytes);
   cost.gradBytes = double(rank.gradBytes);
   cost.optimizerBytes = double(rank.optimizerBytes);
@@ -131,8 +144,22 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
   cost.flops = flops("accumulate");
   cost.modelFlops = 3 * flops("forward");
   if (auto step = placed->lookupSymbol<func::FuncOp>("step"))
-    step.walk([&](Operation *op) {
-      cost.tensors += op->hasAttr("weft.grad_elements");
+    step.walk([&](ParamOp param) {
+      cost.tensors += param->hasAttr("weft.grad_elements");
+      // An expert's gradient accumulator: split over ep.
+      auto split = param->getAttrOfType<ShardingAttr>(kShardOfAttr);
+      if (!param.getName().ends_with(".grad_acc") || !split)
+        return;
+      bool overEp = false;
+      for (Attribute dim : split.getDims())
+        for (Attribute axis : cast<ArrayAttr>(dim))
+          overEp |= cast<StringAttr>(axis).getValue() == "ep";
+      if (!overEp)
+        return;
+      auto type = cast<ShapedType>(param.getType());
+      cost.expertGradBytes += double(type.getNumElements()) *
+                              double(type.getElementTypeBitWidth() / 8);
+      cost.expertTensors += 1;
     });
   return cost;
 }
@@ -150,6 +177,8 @@ PartCost minus(const PartCost &a, const PartCost &b) {
   d.workingBytes = a.workingBytes - b.workingBytes;
   d.updateBytes = a.updateBytes - b.updateBytes;
   d.tensors = a.tensors - b.tensors;
+  d.expertGradBytes = a.expertGradBytes - b.expertGradBytes;
+  d.expertTensors = a.expertTensors - b.expertTensors;
   d.flops = a.flops - b.flops;
   d.modelFlops = a.modelFlops - b.modelFlops;
   return d;
@@ -165,6 +194,7 @@ planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
   shape.kvHeads = config.numKvHeads > 0 ? config.numKvHeads : config.numHeads;
   shape.hidden = config.hiddenSize;
   shape.vocab = config.vocabSize;
+  shape.experts = config.numExperts;
   shape.batch = batch;
   shape.seq = seq;
   shape.narrow = dtype != "f32";
@@ -177,7 +207,7 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
                                  const Topology &topology,
                                  const TrainingOptions &base, bool cuda) {
   // Per (tp, sp, micro-batch): the plain layer and the rest.
-  using Key = std::tuple<int64_t, bool, int64_t>;
+  using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t>;
   auto plain = std::make_shared<std::map<Key, std::pair<PartCost, PartCost>>>();
   return [&context, &config, seq, &dtype, &topology, &base, cuda,
           plain](const planner::SliceKey &key)
@@ -186,7 +216,7 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
       return compileSlice(context, config, layers, k.microbatch, seq, dtype,
                           topology, base, cuda, k);
     };
-    Key at{key.tp, key.sequenceParallel, key.microbatch};
+    Key at{key.tp, key.sequenceParallel, key.ep, key.cp, key.microbatch};
     auto found = plain->find(at);
     if (found == plain->end()) {
       planner::SliceKey none = key;
@@ -222,7 +252,8 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
     }
     profile.boundaryBytes = double(key.microbatch) * double(seq) *
                             double(config.hiddenSize) * double(bytesOf(dtype)) /
-                            double(key.sequenceParallel ? key.tp : 1);
+                            double(key.sequenceParallel ? key.tp : 1) /
+                            double(key.cp);
     return profile;
   };
 }
@@ -230,8 +261,6 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
 llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
                                                 const std::string &recompute,
                                                 const std::string &fp8) {
-  if (plan.size("ep") > 1 || plan.size("cp") > 1)
-    return fail("the planner does not model ep or cp yet");
   if (recompute != "none" && recompute != "selective" && recompute != "full")
     return fail("a plan is predicted with one --recompute for every layer "
                 "(none, selective or full), not '" +
@@ -240,14 +269,16 @@ llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
   c.tp = plan.size("tp");
   c.pp = plan.size("pp");
   c.dp = plan.size("dp");
+  c.ep = plan.size("ep");
+  c.cp = plan.size("cp");
   c.sequenceParallel = plan.sequenceParallel;
   c.zero = plan.zero;
   c.microbatches = plan.microbatches;
-  if (batch % (c.dp * c.microbatches) != 0)
+  if (batch % (c.dp * c.ep * c.microbatches) != 0)
     return fail(llvm::formatv("a batch of {0} does not split into dp={1} x "
-                              "microbatches={2}",
-                              batch, c.dp, c.microbatches));
-  c.microbatchSize = batch / (c.dp * c.microbatches);
+                              "ep={2} x microbatches={3}",
+                              batch, c.dp, c.ep, c.microbatches));
+  c.microbatchSize = batch / (c.dp * c.ep * c.microbatches);
   c.schedule = plan.schedule;
   c.chunks = plan.chunks;
   c.uniformRecompute = recompute;

@@ -41,8 +41,7 @@ planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
 
 /// `plan` as the planner's candidate for a step of `batch` sequences, with
 /// one recomputation policy for every layer (none, selective or full) and
-/// `fp8`; an error for what the planner does not model (ep, cp) or a batch
-/// the plan does not split.
+/// `fp8`; an error for a batch the plan does not split.
 llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
                                                 const std::string &recompute,
                                                 const std::string &fp8);

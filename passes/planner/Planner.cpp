@@ -140,8 +140,9 @@ public:
     for (int level = 0; level < 3; ++level) {
       if (!llvm::is_contained(levels, kLevels[level]))
         continue;
-      Expected<const SliceProfile *> p = slice(
-          {c.tp, c.sequenceParallel, kLevels[level], c.fp8, c.microbatchSize});
+      Expected<const SliceProfile *> p =
+          slice({c.tp, c.sequenceParallel, c.ep, c.cp, kLevels[level], c.fp8,
+                 c.microbatchSize});
       if (!p)
         return p.takeError();
       out.byLevel[kLevels[level]] = **p;
@@ -236,12 +237,15 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
 
   Estimate e;
   // The link between consecutive pipeline ranks (pp is the outermost axis)
-  // and inside a data-parallel group (tp ranks apart).
-  const int64_t inner = c.dp * c.tp;
+  // and inside the group that reduces gradients: dp x ep x cp, tp ranks
+  // apart (an expert's gradient reduces over dp alone; counted over the
+  // whole group, an upper bound).
+  const int64_t inner = c.stageRanks();
+  const int64_t reducers = c.dp * c.ep * c.cp;
   const LinkSpec &ppLink = spansNodes(inner, 2, topology.devicesPerNode)
                                ? topology.interNode
                                : topology.intraNode;
-  const LinkSpec &dpLink = spansNodes(c.tp, c.dp, topology.devicesPerNode)
+  const LinkSpec &dpLink = spansNodes(c.tp, reducers, topology.devicesPerNode)
                                ? topology.interNode
                                : topology.intraNode;
   double slowest = 0, worstOptimizer = 0, worstDp = 0, p2p = 0;
@@ -321,34 +325,46 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
           double(v) * (base.boundaryBytes / ppLink.bandwidth + ppLink.latency);
     p2p = std::max(p2p, 2 * send);
     slowest = std::max(slowest, f + bw + 2 * send);
-    hardwareFlops += double(c.dp * c.tp) * m *
+    hardwareFlops += double(inner) * m *
                      (sum(j, [](const PartCost &x) { return x.flops; }) +
                       (last ? rest.flops : 0));
-    modelFlops += double(c.dp * c.tp) * m *
-                  (n * l0.modelFlops + (last ? rest.modelFlops : 0));
+    modelFlops +=
+        double(inner) * m * (n * l0.modelFlops + (last ? rest.modelFlops : 0));
     // Data parallelism: what this rank's gradients and parameters move.
-    double dp = 0, gradSync = 0;
-    using Kind = sched::CollectiveKind;
     // Each tensor's collective pays the ring's latencies; with one
     // micro-batch the gradients go in buckets (weft-bucket-all-reduce's
-    // 25 MiB), with more each accumulator on its own.
-    double tensors = n * l0.tensors + restShare * rest.tensors;
-    double collectives =
-        m > 1 ? std::max(1.0, tensors)
-              : std::max(1.0, std::ceil(grads / (25.0 * (1 << 20))));
-    auto each = [&](Kind kind, double in, double out) {
-      return collectives * collectiveSeconds(kind, in / collectives,
-                                             out / collectives, c.dp, dpLink);
+    // 25 MiB), with more each accumulator on its own. The experts'
+    // gradients reduce over dp alone, the others over dp x ep x cp; ZeRO
+    // shards over dp.
+    using Kind = sched::CollectiveKind;
+    auto reduce = [&](double bytes, double tensors, int64_t group) {
+      if (bytes <= 0 || group <= 1)
+        return 0.0;
+      double count = m > 1
+                         ? std::max(1.0, tensors)
+                         : std::max(1.0, std::ceil(bytes / (25.0 * (1 << 20))));
+      Kind kind = c.zero == 0 ? Kind::all_reduce : Kind::reduce_scatter;
+      double each = bytes / count;
+      return count * collectiveSeconds(
+                         kind, each, c.zero == 0 ? each : each / double(group),
+                         group, dpLink);
     };
-    if (c.zero == 0) {
-      gradSync = each(Kind::all_reduce, grads, grads);
-    } else {
-      gradSync = each(Kind::reduce_scatter, grads, grads / c.dp);
-      dp += each(Kind::all_gather, params / c.dp, params);
-    }
+    double expertGrads = n * l0.expertGradBytes,
+           expertTensors = n * l0.expertTensors;
+    double tensors = n * l0.tensors + restShare * rest.tensors;
+    double gradSync =
+        reduce(grads - expertGrads, tensors - expertTensors, reducers) +
+        reduce(expertGrads, expertTensors, c.dp);
+    double dp = 0;
+    auto gather = [&]() {
+      double count = std::max(1.0, tensors);
+      return count * collectiveSeconds(Kind::all_gather, params / c.dp / count,
+                                       params / count, c.dp, dpLink);
+    };
+    if (c.zero >= 1) // The updated shards gathered back.
+      dp += gather();
     if (c.zero == 3) // Gathered forward and backward, each micro-batch.
-      dp += (2 * m - 1) * each(Kind::all_gather, params / c.dp, params) +
-            (m - 1) * gradSync;
+      dp += (2 * m - 1) * gather() + (m - 1) * gradSync;
     // One micro-batch without a pipeline: the gradients' buckets reduce
     // under the backward (the step program's comm stream).
     if (m == 1 && pp == 1)
@@ -373,7 +389,7 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
   e.p2pSeconds = double(m) * p2p;
   e.stepSeconds =
       e.computeSeconds + e.bubbleSeconds + e.dpSeconds + e.optimizerSeconds;
-  int64_t world = c.dp * c.tp * pp;
+  int64_t world = inner * pp;
   e.tokensPerSecond = double(model.batch * model.seq) / e.stepSeconds;
   double peak = 0;
   if (auto it = device.peakFlops.find(model.narrow ? "bf16" : "f32");
@@ -402,6 +418,10 @@ std::string SliceKey::str() const {
   std::string s = "tp=" + std::to_string(tp);
   if (sequenceParallel)
     s += ",sp=on";
+  if (ep > 1)
+    s += ",ep=" + std::to_string(ep);
+  if (cp > 1)
+    s += ",cp=" + std::to_string(cp);
   s += " recompute=" + recompute;
   if (fp8 != "none")
     s += " fp8=" + fp8;
@@ -416,6 +436,10 @@ std::string Candidate::plan() const {
     parts.push_back("pp=" + std::to_string(pp));
   if (dp > 1)
     parts.push_back("dp=" + std::to_string(dp));
+  if (ep > 1)
+    parts.push_back("ep=" + std::to_string(ep));
+  if (cp > 1)
+    parts.push_back("cp=" + std::to_string(cp));
   if (tp > 1)
     parts.push_back("tp=" + std::to_string(tp));
   if (sequenceParallel)
@@ -525,27 +549,56 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
   std::optional<Estimate> closest; // The least memory among misfits.
   // The least state per rank among pruned placements.
   double leastState = std::numeric_limits<double>::infinity();
+  // Expert parallelism for a mixture of experts (dividing the experts);
+  // context parallelism for long sequences (an even split of each
+  // sequence into 2 cp chunks, at least minContextPerRank tokens a rank).
+  std::vector<int64_t> eps = {1}, cps = {1};
+  if (model.experts > 1)
+    eps = divisorsOf(model.experts);
+  for (int64_t cp = 2; cp <= topology.devicesPerNode; cp *= 2)
+    if (model.seq % (2 * cp) == 0 &&
+        model.seq / cp >= options.minContextPerRank)
+      cps.push_back(cp);
+  struct Layout {
+    int64_t tp, ep, cp;
+    bool sp;
+  };
+  std::vector<Layout> layouts;
   for (int64_t tp : divisorsOf(topology.devicesPerNode)) {
-    if (model.heads % tp || model.kvHeads % tp || world % tp)
+    if (model.heads % tp || model.kvHeads % tp)
       continue;
-    for (bool sp : {false, true}) {
-      if (sp && tp == 1)
-        continue;
+    for (int64_t ep : eps)
+      for (int64_t cp : cps)
+        for (bool sp : {false, true}) {
+          // sp needs tp; cp composes with neither sp nor ep (Plan.cpp).
+          if ((sp && tp == 1) || (cp > 1 && (sp || ep > 1)) ||
+              world % (tp * ep * cp))
+            continue;
+          layouts.push_back({tp, ep, cp, sp});
+        }
+  }
+  for (const Layout &layout : layouts) {
+    const int64_t tp = layout.tp, ep = layout.ep, cp = layout.cp;
+    {
       for (const std::string &fp8 : options.fp8) {
         Candidate shape;
         shape.tp = tp;
-        shape.sequenceParallel = sp;
+        shape.sequenceParallel = layout.sp;
+        shape.ep = ep;
+        shape.cp = cp;
         shape.fp8 = fp8;
         Expected<Profiles> p = evaluator.profiles(shape, options.recompute);
         if (!p) {
           consumeError(p.takeError());
           continue;
         }
-        for (int64_t pp : divisorsOf(world / tp)) {
+        for (int64_t pp : divisorsOf(world / (tp * ep * cp))) {
           if (pp > model.layers)
             break;
-          int64_t dp = world / (tp * pp);
-          if (model.batch % dp)
+          int64_t dp = world / (tp * ep * cp * pp);
+          // The batch splits over dp x ep (each ep rank routes its own).
+          int64_t groups = dp * ep;
+          if (model.batch % groups)
             continue;
           // What no recomputation or micro-batch size can shrink: skip the
           // placement if even ZeRO's most sharded state does not fit.
@@ -565,10 +618,10 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             leastState = std::min(leastState, perRank);
             continue;
           }
-          for (int64_t b : divisorsOf(model.batch / dp)) {
+          for (int64_t b : divisorsOf(model.batch / groups)) {
             if (b > options.maxMicrobatchSize)
               break;
-            int64_t m = model.batch / (dp * b);
+            int64_t m = model.batch / (groups * b);
             // The slices at this micro-batch (one size may not build where
             // another does, e.g. an attention scratch past its limit).
             Candidate sized = shape;
@@ -680,6 +733,8 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
     std::function<bool(const Candidate &, const Candidate &)> differs;
   } dimensions[] = {
       {"tp", [](auto &a, auto &b) { return a.tp != b.tp; }},
+      {"ep", [](auto &a, auto &b) { return a.ep != b.ep; }},
+      {"cp", [](auto &a, auto &b) { return a.cp != b.cp; }},
       {"pp", [](auto &a, auto &b) { return a.pp != b.pp; }},
       {"sp", [](auto &a,
                 auto &b) { return a.sequenceParallel != b.sequenceParallel; }},

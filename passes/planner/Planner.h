@@ -78,12 +78,19 @@ struct PartCost {
   /// Trainable tensors: with micro-batches each gradient is reduced over
   /// dp on its own, paying the link's latency per ring step.
   double tensors = 0;
+  /// Of gradBytes and tensors, the experts' (split over ep), which reduce
+  /// over dp alone.
+  double expertGradBytes = 0, expertTensors = 0;
 };
 
 /// A layer-local configuration and the micro-batch it runs.
 struct SliceKey {
   int64_t tp = 1;
   bool sequenceParallel = false;
+  /// Expert parallelism (a mixture of experts: the experts split, tokens
+  /// exchanged all-to-all) and context parallelism (the sequence split,
+  /// keys and values passed round a ring).
+  int64_t ep = 1, cp = 1;
   std::string recompute = "none"; // none, selective or full.
   std::string fp8 = "none";       // A weft-fp8 recipe.
   /// Sequences per rank in a micro-batch. Costs are not linear in it: a
@@ -93,8 +100,9 @@ struct SliceKey {
   int64_t microbatch = 1;
 
   bool operator<(const SliceKey &o) const {
-    return std::tie(tp, sequenceParallel, recompute, fp8, microbatch) <
-           std::tie(o.tp, o.sequenceParallel, o.recompute, o.fp8, o.microbatch);
+    return std::tie(tp, sequenceParallel, ep, cp, recompute, fp8, microbatch) <
+           std::tie(o.tp, o.sequenceParallel, o.ep, o.cp, o.recompute, o.fp8,
+                    o.microbatch);
   }
   std::string str() const;
 };
@@ -115,6 +123,7 @@ using ProfileFn = std::function<llvm::Expected<SliceProfile>(const SliceKey &)>;
 struct ModelShape {
   std::string name;
   int64_t layers = 1, heads = 1, kvHeads = 1, hidden = 1, vocab = 1;
+  int64_t experts = 0;        // A mixture of experts' experts per layer (ep).
   int64_t batch = 1, seq = 1; // The step's global batch, in sequences.
   bool narrow = true;         // bf16/f16 compute (FP8 applies).
 };
@@ -127,11 +136,14 @@ struct SearchOptions {
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1"};
   std::vector<int> zero = {0, 1, 2, 3};
   int64_t maxMicrobatchSize = 8;
+  /// Context parallelism is tried for sequences of at least this many
+  /// tokens per cp rank (it pays a ring of key and value exchanges).
+  int64_t minContextPerRank = 4096;
 };
 
 /// One plan: where everything goes and in what order.
 struct Candidate {
-  int64_t tp = 1, pp = 1, dp = 1;
+  int64_t tp = 1, pp = 1, dp = 1, ep = 1, cp = 1;
   bool sequenceParallel = false;
   int zero = 0;
   int64_t microbatchSize = 1, microbatches = 1;
@@ -147,9 +159,11 @@ struct Candidate {
   std::string uniformRecompute;
 
   /// weftc's --plan text: "pp=2,dp=4,tp=8,sp=on,zero=1,mb=24,
-  /// schedule=interleaved,virtual=2,stages=0-5,..." (tp the innermost axis,
-  /// inside a node; pp the outermost).
+  /// schedule=interleaved,virtual=2,stages=0-5,..." (Megatron's order: tp
+  /// the innermost axis, inside a node, then cp, ep, dp; pp the outermost).
   std::string plan() const;
+  /// Ranks of one pipeline stage: dp x ep x cp x tp.
+  int64_t stageRanks() const { return dp * ep * cp * tp; }
   /// --recompute text: per layer ("selective*3,none*9,...") or uniform.
   std::string recompute(int64_t layers) const;
 };

@@ -147,6 +147,38 @@ TEST(Planner, DataParallelGradientsAreReducedPerTensorWithMicrobatches) {
   EXPECT_NEAR(zero->optimizerSeconds, 9e-3 / 4, 1e-12);
 }
 
+// Expert parallelism: the experts' gradients reduce over dp alone, the
+// rest over dp x ep; the batch splits over dp x ep.
+TEST(Planner, ExpertGradientsReduceOverDataParallelRanksOnly) {
+  ProfileFn experts = [](const SliceKey &key) -> llvm::Expected<SliceProfile> {
+    llvm::Expected<SliceProfile> p = toyProfiles()(key);
+    if (p) // Half of each layer's gradients (2 of its 4 tensors) experts'.
+      p->layer.expertGradBytes = p->layer.gradBytes / 2,
+      p->layer.expertTensors = 2;
+    return p;
+  };
+  Candidate c;
+  c.dp = 2;
+  c.ep = 2;
+  c.microbatchSize = 1;
+  c.microbatches = 8;
+  c.uniformRecompute = "none";
+  Topology topology = toyTopology(1000);
+  auto e = evaluate(toyModel(), topology, c, experts);
+  ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+  auto reduce = [&](double bytes, double tensors, int64_t group) {
+    return tensors * collectiveSeconds(sched::CollectiveKind::all_reduce,
+                                       bytes / tensors, bytes / tensors, group,
+                                       topology.intraNode);
+  };
+  // 8 layers: 4 GiB of experts' gradients in 16 tensors over dp=2; 4 GiB
+  // of the layers' others and the rest's 1 GiB in 20 tensors over 4 ranks.
+  EXPECT_NEAR(e->dpSeconds, reduce(4 * kGiB, 16, 2) + reduce(5 * kGiB, 20, 4),
+              1e-12);
+  EXPECT_EQ(c.plan(), "dp=2,ep=2,mb=8");
+  EXPECT_EQ(c.stageRanks(), 4);
+}
+
 TEST(Planner, PipelineBubbleAndInFlightFollowTheSchedule) {
   Candidate c;
   c.pp = 4;

@@ -7,6 +7,8 @@
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/costmodel/CostModel.h"
 #include "passes/costmodel/Report.h"
+#include "passes/pipeline/Passes.h"
+#include "passes/pipeline/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -208,7 +210,11 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
                                  const TrainingOptions &base, bool cuda) {
   // Per (tp, sp, micro-batch): the plain layer and the rest.
   using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t>;
-  auto plain = std::make_shared<std::map<Key, std::pair<PartCost, PartCost>>>();
+  struct Plain {
+    std::map<Key, std::pair<PartCost, PartCost>> parts;
+    std::map<Key, std::string> failures;
+  };
+  auto plain = std::make_shared<Plain>();
   return [&context, &config, seq, &dtype, &topology, &base, cuda,
           plain](const planner::SliceKey &key)
              -> llvm::Expected<planner::SliceProfile> {
@@ -217,28 +223,40 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
                           topology, base, cuda, k);
     };
     Key at{key.tp, key.sequenceParallel, key.ep, key.cp, key.microbatch};
-    auto found = plain->find(at);
-    if (found == plain->end()) {
+    // A layout that does not build fails once, for every policy and recipe.
+    if (auto failed = plain->failures.find(at); failed != plain->failures.end())
+      return fail(failed->second);
+    auto found = plain->parts.find(at);
+    if (found == plain->parts.end()) {
       planner::SliceKey none = key;
       none.recompute = "none";
       none.fp8 = "none";
+      auto remember = [&](llvm::Error error) {
+        std::string text = llvm::toString(std::move(error));
+        plain->failures[at] = text;
+        return fail(text);
+      };
       llvm::Expected<PartCost> one = compile(1, none);
       if (!one)
-        return one.takeError();
+        return remember(one.takeError());
       llvm::Expected<PartCost> two = compile(2, none);
       if (!two)
-        return two.takeError();
+        return remember(two.takeError());
       // A layer is what the second adds, its working set included (the
       // weights' compute-type copies grow with layers); the rest is the
       // remainder of the one-layer slice.
       PartCost layer = minus(*two, *one);
       found =
-          plain->emplace(at, std::make_pair(layer, minus(*one, layer))).first;
+          plain->parts.emplace(at, std::make_pair(layer, minus(*one, layer)))
+              .first;
     }
     const auto &[layer, rest] = found->second;
     planner::SliceProfile profile;
     profile.layer = layer;
     profile.rest = rest;
+    // The CUDA lowering gives collectives their own stream; the CPU's run
+    // in order on one.
+    profile.overlapsCommunication = cuda;
     if (key.recompute != "none" || key.fp8 != "none") {
       // Recomputation and FP8 change what a layer keeps and costs, not its
       // parameters (FP8's scales aside), its weights' copies or the rest.
@@ -259,6 +277,7 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
 }
 
 llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
+                                                int64_t layers,
                                                 const std::string &recompute,
                                                 const std::string &fp8) {
   if (recompute != "none" && recompute != "selective" && recompute != "full")
@@ -283,14 +302,25 @@ llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
   c.chunks = plan.chunks;
   c.uniformRecompute = recompute;
   c.fp8 = fp8;
-  llvm::SmallVector<llvm::StringRef> ranges;
-  llvm::StringRef(plan.stages).split(ranges, ',', -1, false);
-  for (llvm::StringRef range : ranges) {
-    auto [from, to] = range.split('-');
-    int64_t a = 0, b = 0;
-    if (from.getAsInteger(10, a) || to.getAsInteger(10, b))
-      return fail("stages: '" + range + "' is not a layer range");
-    c.stageRanges.push_back({a, b});
+  if (c.pp > 1) {
+    // What weft-pipeline-split would refuse: the schedule's own
+    // constraints and stage ranges that do not cover the layers.
+    llvm::Expected<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(c.schedule);
+    llvm::Expected<pipeline::ScheduleTable> table =
+        kind ? pipeline::buildSchedule(*kind, c.pp, c.microbatches, c.chunks)
+             : kind.takeError();
+    if (!table)
+      return table.takeError();
+    if (c.pp * c.chunks > layers)
+      return fail(llvm::formatv("pp={0} x virtual={1} stages for {2} layers",
+                                c.pp, c.chunks, layers));
+    if (!plan.stages.empty()) {
+      auto ranges = parseStageBoundaries(plan.stages, layers, c.pp * c.chunks);
+      if (!ranges)
+        return ranges.takeError();
+      c.stageRanges = std::move(*ranges);
+    }
   }
   return c;
 }

@@ -41,8 +41,10 @@ planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
 
 /// `plan` as the planner's candidate for a step of `batch` sequences, with
 /// one recomputation policy for every layer (none, selective or full) and
-/// `fp8`; an error for a batch the plan does not split.
+/// `fp8`; an error for a batch the plan does not split, a schedule its
+/// micro-batches cannot run, or stages that do not cover the `layers`.
 llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
+                                                int64_t layers,
                                                 const std::string &recompute,
                                                 const std::string &fp8);
 

@@ -42,15 +42,21 @@ FailureOr<sched::AttentionAlgorithm> choose(Operation *op, ProgramLowering &l,
     return AttentionAlgorithm::gemm_softmax;
   // The fused kernels keep a row of Q and of the output in registers: their
   // head dimension is bounded, the GEMMs' is not.
-  if (q[3] > 128 || v[3] > 128)
-    return op->emitOpError("FlashAttention's GPU kernels take head "
-                           "dimensions of at most 128, got ")
-               << q[3] << " and " << v[3]
-               << "; attention through GEMMs takes any, with its scores in "
-                  "scratch: "
-               << (gemms ? (gemms->bytes + (1 << 20) - 1) >> 20 : 0)
-               << " MiB here, more than --attention-scratch-mb allows",
-           failure();
+  if (q[3] > 128 || v[3] > 128) {
+    auto diag = op->emitOpError("FlashAttention's GPU kernels take head "
+                                "dimensions of at most 128, got ")
+                << q[3] << " and " << v[3]
+                << "; attention through GEMMs takes any, but ";
+    if (!gemms)
+      diag << "its scores would not fit any scratch";
+    else if (gemms->bytes > l.target().attentionScratchBytes)
+      diag << "its scores need " << (gemms->bytes + (1 << 20) - 1) / (1 << 20)
+           << " MiB of scratch here, more than --attention-scratch-mb "
+              "allows";
+    else
+      diag << "cuBLASLt needs its rows 16-byte aligned, and these are not";
+    return failure();
+  }
   return AttentionAlgorithm::flash;
 }
 

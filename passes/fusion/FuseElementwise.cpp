@@ -134,7 +134,9 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
     for (OpOperand &use :
          llvm::make_early_inc_range(op->getResult(0).getUses())) {
       Operation *user = use.getOwner();
-      if (!fusible(user, singleOps) || isNarrow(user))
+      // Only readers in this block: a group's region sees no outer value.
+      if (user->getBlock() != &body || !fusible(user, singleOps) ||
+          isNarrow(user))
         continue;
       OpBuilder builder(user);
       use.set(builder.clone(*op)->getResult(0));

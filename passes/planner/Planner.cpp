@@ -67,42 +67,55 @@ std::array<int64_t, 3> ladderCounts(int64_t n, int64_t j, int minLevel) {
   return {0, 2 * n - j, j - n};
 }
 
-/// Peak micro-batches (1F1B-family: entries of one virtual stage) a
-/// pipeline rank holds activations for, from Weft's own schedule tables.
+/// Per pipeline rank, the most micro-batches (interleaved: entries of one
+/// virtual stage) whose activations are held at once, and with ZB-H1 the
+/// most whose B ran and whose W has not: from Weft's own schedule tables.
+struct Held {
+  std::vector<int64_t> inFlight, awaitingW;
+};
+
 class InFlight {
 public:
-  Expected<std::vector<int64_t>> of(const std::string &schedule, int64_t p,
-                                    int64_t m, int64_t v) {
-    std::vector<int64_t> out(p, 1);
+  Expected<Held> of(const std::string &schedule, int64_t p, int64_t m,
+                    int64_t v) {
+    Held out{std::vector<int64_t>(p, 1), std::vector<int64_t>(p, 0)};
     if (p == 1)
       return out;
     if (schedule == "gpipe") {
-      std::fill(out.begin(), out.end(), m);
+      std::fill(out.inFlight.begin(), out.inFlight.end(), m);
       return out;
     }
-    if (schedule != "interleaved") { // 1F1B and ZB-H1 warm up p - r.
+    if (schedule == "1f1b") { // Warms up p - r.
       for (int64_t r = 0; r < p; ++r)
-        out[r] = std::min(p - r, m);
+        out.inFlight[r] = std::min(p - r, m);
       return out;
     }
-    // Interleaving's warm-up depends on m only up to a few rounds of p.
+    // The warm-up depends on m only up to a few rounds of p.
     int64_t simulated = std::min(m, 4 * p);
-    auto key = std::make_tuple(p, simulated, v);
+    if (schedule == "interleaved")
+      simulated -= simulated % p;
+    auto key = std::make_tuple(schedule, p, simulated, v);
     if (auto it = cache.find(key); it != cache.end())
       return it->second;
-    Expected<pipeline::ScheduleTable> table = pipeline::buildSchedule(
-        pipeline::ScheduleKind::Interleaved, p, simulated, v);
+    Expected<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(schedule);
+    if (!kind)
+      return kind.takeError();
+    Expected<pipeline::ScheduleTable> table =
+        pipeline::buildSchedule(*kind, p, simulated, v);
     if (!table)
       return table.takeError();
     Expected<pipeline::Timeline> line = pipeline::simulateSchedule(*table);
     if (!line)
       return line.takeError();
-    cache[key] = line->peakInFlight;
-    return line->peakInFlight;
+    out.inFlight = line->peakInFlight;
+    if (!line->peakAwaitingW.empty())
+      out.awaitingW = line->peakAwaitingW;
+    return cache[key] = out;
   }
 
 private:
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> cache;
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Held> cache;
 };
 
 /// The search's state: profiles fetched once, stage cuts and in-flight
@@ -231,7 +244,7 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
   std::vector<int64_t> layersOn(pp, 0);
   for (int64_t s = 0; s < pp * v; ++s)
     layersOn[s % pp] += c.stageRanges[s].second - c.stageRanges[s].first + 1;
-  Expected<std::vector<int64_t>> held = inFlight.of(c.schedule, pp, m, v);
+  Expected<Held> held = inFlight.of(c.schedule, pp, m, v);
   if (!held)
     return held.takeError();
 
@@ -242,7 +255,8 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
   // whole group, an upper bound).
   const int64_t inner = c.stageRanks();
   const int64_t reducers = c.dp * c.ep * c.cp;
-  const LinkSpec &ppLink = spansNodes(inner, 2, topology.devicesPerNode)
+  // Some stage boundary crosses nodes once the pipeline does.
+  const LinkSpec &ppLink = spansNodes(inner, pp, topology.devicesPerNode)
                                ? topology.interNode
                                : topology.intraNode;
   const LinkSpec &dpLink = spansNodes(c.tp, reducers, topology.devicesPerNode)
@@ -265,18 +279,24 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     double grads = n * l0.gradBytes + restShare * rest.gradBytes;
     double states = n * l0.optimizerBytes + restShare * rest.optimizerBytes;
     StageMemory mem;
-    mem.inFlight = (*held)[r];
-    mem.paramBytes = c.zero == 3
-                         ? params / c.dp + (n ? l0.paramBytes : rest.paramBytes)
-                         : params;
+    mem.inFlight = held->inFlight[r];
+    mem.paramBytes = c.zero == 3 ? params / c.dp : params;
     mem.gradBytes = c.zero >= 2 ? grads / c.dp : grads;
     mem.optimizerBytes = c.zero >= 1 ? states / c.dp : states;
     mem.reserveBytes = double(device.runtimeReserveBytes);
     // Interleaved: an entry in flight is one chunk, 1/v of the rank's
     // layers.
+    // ZB-H1: what B hands W waits too; counted as a micro-batch's whole
+    // activations (an upper bound: W needs the GEMMs' inputs).
     double heldLayers = c.schedule == "interleaved" && pp > 1
                             ? double(mem.inFlight) / double(v)
-                            : double(mem.inFlight);
+                            : double(mem.inFlight + held->awaitingW[r]);
+    // The head's logits and their gradient (f32) are the last rank's; the
+    // others' working set is a layer's.
+    double headWorking = 2.0 * 4 * double(b) * double(model.seq) /
+                         double(c.cp) * double(model.vocab) / double(c.tp);
+    double working = last ? rest.workingBytes
+                          : std::max(rest.workingBytes - headWorking, 0.0);
     // A field summed over the rank's layers at ladder step `j`.
     auto sum = [&](int64_t j, auto field) {
       std::array<int64_t, 3> counts = ladderCounts(n, j, p.minLevel);
@@ -290,16 +310,22 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     double update = n * l0.updateBytes + restShare * rest.updateBytes;
     if (c.zero >= 1)
       update /= double(c.dp);
+    // ZeRO-2 reduce-scatters a micro-batch's gradients together at its end:
+    // the whole gradients are in its arena until then. ZeRO-3 holds a
+    // layer's gathered parameters there instead.
+    double unreduced = c.zero == 2 && m > 1 ? grads
+                       : c.zero == 3        ? (n ? l0.paramBytes : 0)
+                                            : 0;
     auto activationAt = [&](int64_t j) {
       double forward =
           heldLayers *
               sum(j, [](const PartCost &x) { return x.activationBytes; }) +
-          rest.workingBytes + n * l0.workingBytes;
+          working + n * l0.workingBytes + unreduced;
       return forward + update;
     };
     int64_t steps = p.maxLevel - p.minLevel; // Ladder steps per layer.
     int64_t j = 0; // Uniform (not chosen): the profiles hold one level.
-    if (chooseLadder)
+    if (chooseLadder && device.memoryBytes > 0)
       while (j < steps * n &&
              mem.total() + activationAt(j) > double(device.memoryBytes))
         ++j;
@@ -332,21 +358,23 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
         double(inner) * m * (n * l0.modelFlops + (last ? rest.modelFlops : 0));
     // Data parallelism: what this rank's gradients and parameters move.
     // Each tensor's collective pays the ring's latencies; with one
-    // micro-batch the gradients go in buckets (weft-bucket-all-reduce's
-    // 25 MiB), with more each accumulator on its own. The experts'
+    // micro-batch all-reduced gradients go in buckets
+    // (weft-bucket-all-reduce's 25 MiB), else each on its own. The experts'
     // gradients reduce over dp alone, the others over dp x ep x cp; ZeRO
     // shards over dp.
     using Kind = sched::CollectiveKind;
     auto reduce = [&](double bytes, double tensors, int64_t group) {
       if (bytes <= 0 || group <= 1)
         return 0.0;
-      double count = m > 1
+      // Only all-reduces are bucketed (weft-bucket-all-reduce).
+      double count = m > 1 || c.zero >= 2
                          ? std::max(1.0, tensors)
                          : std::max(1.0, std::ceil(bytes / (25.0 * (1 << 20))));
-      Kind kind = c.zero == 0 ? Kind::all_reduce : Kind::reduce_scatter;
+      // ZeRO-1 all-reduces the whole gradient too, then updates its part.
+      Kind kind = c.zero <= 1 ? Kind::all_reduce : Kind::reduce_scatter;
       double each = bytes / count;
       return count * collectiveSeconds(
-                         kind, each, c.zero == 0 ? each : each / double(group),
+                         kind, each, c.zero <= 1 ? each : each / double(group),
                          group, dpLink);
     };
     double expertGrads = n * l0.expertGradBytes,
@@ -363,11 +391,19 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     };
     if (c.zero >= 1) // The updated shards gathered back.
       dp += gather();
+    // ZeRO-2 and 3 reduce-scatter in each micro-batch (@accumulate), the
+    // others once after the last (@step).
+    if (c.zero >= 2)
+      dp += double(m - 1) * gradSync;
+    // ZeRO-2's gradient norm: each tensor's partial sum of squares
+    // all-reduced on its own (a latency each).
+    if (c.zero == 2)
+      dp += tensors * collectiveSeconds(Kind::all_reduce, 4, 4, c.dp, dpLink);
     if (c.zero == 3) // Gathered forward and backward, each micro-batch.
-      dp += (2 * m - 1) * gather() + (m - 1) * gradSync;
+      dp += double(2 * m - 1) * gather();
     // One micro-batch without a pipeline: the gradients' buckets reduce
-    // under the backward (the step program's comm stream).
-    if (m == 1 && pp == 1)
+    // under the backward (on the GPU, the step program's comm stream).
+    if (m == 1 && pp == 1 && base.overlapsCommunication)
       gradSync = std::max(0.0, gradSync - bw);
     worstDp = std::max(worstDp, dp + gradSync);
     double optimizer = n * l0.optimizer + restShare * rest.optimizer;
@@ -542,6 +578,20 @@ Expected<Estimate> evaluate(const ModelShape &model, const Topology &topology,
 Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
                               const SearchOptions &options,
                               const ProfileFn &profile) {
+  // The ladder climbs a run of levels: none, selective, full.
+  int lowest = 3, highest = -1;
+  for (int level = 0; level < 3; ++level)
+    if (llvm::is_contained(options.recompute, kLevels[level])) {
+      lowest = std::min(lowest, level);
+      highest = std::max(highest, level);
+    }
+  for (int level = lowest; level <= highest; ++level)
+    if (!llvm::is_contained(options.recompute, kLevels[level]))
+      return fail(Twine("the recomputation policies searched must be a run "
+                        "of none, selective, full; ") +
+                  kLevels[level] + " is missing");
+  if (highest < 0)
+    return fail("no recomputation policy to search");
   Evaluator evaluator(model, topology, profile);
   SearchResult result;
   const int64_t world = topology.worldSize();
@@ -709,9 +759,11 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
   // choice, with what it lost on.
   auto lostBy = [&](const Estimate &e) {
     double slower = e.stepSeconds / winner.stepSeconds - 1;
-    if (slower < 5e-4)
-      return "as fast, " + gib(e.peakBytes() - winner.peakBytes()) +
-             " more memory";
+    if (slower < 5e-4) {
+      double more = e.peakBytes() - winner.peakBytes();
+      return "as fast (within 0.05%), " + gib(std::abs(more)) +
+             (more >= 0 ? " more memory" : " less memory");
+    }
     struct Part {
       const char *name;
       double delta;

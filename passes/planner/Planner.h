@@ -21,17 +21,22 @@
 //     the step M + (p - 1)/v stage-times long for 1F1B and interleaved, a
 //     third of that bubble for ZB-H1, the boundary activation sent and its
 //     gradient received per micro-batch over the link between stages;
-//   - data parallelism and ZeRO: the gradients all-reduced (zero=0) or
-//     reduce-scattered and the parameters all-gathered (1, 2), zero=3 also
-//     gathering each micro-batch's parameters forward and backward; hidden
-//     under the backward only with one micro-batch (with more, Weft reduces
-//     once after the last, as the step program does);
+//   - data parallelism and ZeRO: one collective per gradient tensor (in
+//     25 MiB buckets with one micro-batch), all-reduced (zero=0, 1) or
+//     reduce-scattered (2, 3), the experts' over dp and the others over
+//     dp x ep x cp; zero=0 and 1 reduce once after the last micro-batch
+//     (@step), 2 and 3 in each (@accumulate); ZeRO-1 and up all-gather the
+//     updated parameters per tensor, zero=3 also each micro-batch's
+//     forward and backward, zero=2 all-reduces each tensor's partial
+//     gradient norm; hidden under the backward only with one
+//     micro-batch, no pipeline and a stream for collectives (the GPU's);
 //   - memory per rank of each stage: parameters, gradients and optimizer
 //     state divided by ZeRO's stage, the activations of the micro-batches
-//     the schedule keeps in flight (1F1B: p - s on stage s) and the slice's
-//     working set, the optimizer step's arena (each program has its own, as
-//     the runtimes allocate them) and the device's runtime reserve, against
-//     its memory;
+//     the schedule keeps in flight (1F1B: p - s on stage s; ZB-H1 also
+//     those awaiting their W), the slice's working set (the head's logits
+//     on the last stage only), the optimizer step's arena (each program
+//     has its own, as the runtimes allocate them) and the device's runtime
+//     reserve, against its memory;
 //   - recomputation per layer group: each stage takes the least of the
 //     ladder none → selective (layer by layer) → full (layer by layer) that
 //     fits, so the first stage, which holds the most micro-batches,
@@ -112,6 +117,10 @@ struct SliceProfile {
   /// What a pipeline stage sends its successor per micro-batch (the
   /// residual stream of its sequences, a tp rank's part of it under sp).
   double boundaryBytes = 0;
+  /// Whether the lowered programs put collectives on a stream of their own
+  /// (the GPU's `comm`), so that the gradients' reduction can run under
+  /// the backward; the CPU's run on the compute stream.
+  bool overlapsCommunication = false;
 };
 
 /// Compiles and times a slice; an error says why the configuration cannot

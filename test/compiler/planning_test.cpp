@@ -132,10 +132,11 @@ TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
   std::string dtype = "f32";
   TrainingOptions base;
   const std::pair<const char *, const char *> cases[] = {
-      {"llama-tiny", "dp=2,tp=2,mb=2"},  {"llama-tiny", "dp=4,mb=2"},
-      {"llama-tiny", "tp=4,sp=on,mb=2"}, {"llama-tiny", "dp=4"},
-      {"llama-tiny", "dp=2,cp=2,mb=2"},  {"mixtral-tiny", "dp=2,ep=2,mb=2"},
-      {"mixtral-tiny", "ep=4,mb=2"}};
+      {"llama-tiny", "dp=2,tp=2,mb=2"},        {"llama-tiny", "dp=4,mb=2"},
+      {"llama-tiny", "tp=4,sp=on,mb=2"},       {"llama-tiny", "dp=4"},
+      {"llama-tiny", "dp=2,cp=2,mb=2"},        {"llama-tiny", "dp=4,zero=1"},
+      {"llama-tiny", "dp=2,tp=2,zero=2,mb=2"}, {"llama-tiny", "dp=4,zero=3"},
+      {"mixtral-tiny", "dp=2,ep=2,mb=2"},      {"mixtral-tiny", "ep=4,mb=2"}};
   for (const auto &[model, text] : cases) {
     SCOPED_TRACE(std::string(model) + " " + text);
     llvm::Expected<ModelConfig> config = ModelConfig::load(
@@ -147,7 +148,7 @@ TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
     llvm::Expected<Plan> plan = parsePlan(text);
     ASSERT_TRUE(static_cast<bool>(plan));
     llvm::Expected<planner::Candidate> candidate =
-        candidateFor(*plan, batch, "none", "none");
+        candidateFor(*plan, batch, config->numLayers, "none", "none");
     ASSERT_TRUE(static_cast<bool>(candidate));
     auto e = planner::evaluate(shape, *topology, *candidate, profile);
     ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());

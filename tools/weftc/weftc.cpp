@@ -1205,8 +1205,8 @@ int runPlan(MLIRContext &context) {
       return fail("--evaluate: " + toString(plan.takeError()));
     if (Error e = setup->topology.checkMesh(plan->axes))
       return fail("--evaluate: " + toString(std::move(e)));
-    Expected<weft::planner::Candidate> candidate =
-        weft::candidateFor(*plan, batchSize, recomputePolicy, planFp8);
+    Expected<weft::planner::Candidate> candidate = weft::candidateFor(
+        *plan, batchSize, setup->shape.layers, recomputePolicy, planFp8);
     if (!candidate)
       return fail("--evaluate: " + toString(candidate.takeError()));
     Expected<weft::planner::Estimate> estimate =
@@ -1296,9 +1296,17 @@ autoPlan(MLIRContext &context,
     options->fp8 = {fp8Recipe};
   weft::TrainingOptions slices = setup->options;
   slices.fp8Keep = fp8Keep;
+  // As weftc plan: slices for the topology's devices, whatever the bundle
+  // is built for.
+  bool cuda = plansForCuda(setup->topology);
+  if (cuda != (target == "cuda"))
+    WithColor::warning(errs(), "weftc")
+        << "--plan auto plans for " << setup->topology.name << "'s "
+        << (cuda ? "GPUs" : "CPUs") << " but the bundle is built for --target "
+        << target << "\n";
   weft::planner::ProfileFn profile =
       weft::sliceProfiler(context, setup->config, setup->seq, setup->dtype,
-                          setup->topology, slices, target == "cuda");
+                          setup->topology, slices, cuda);
   Expected<weft::planner::SearchResult> result =
       weft::planner::search(setup->shape, setup->topology, *options, profile);
   if (!result) {

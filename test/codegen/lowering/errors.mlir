@@ -5,7 +5,7 @@
 // RUN: not weft-opt %S/Inputs/huge.mlir -weft-lower-to-sched 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not weft-opt %S/Inputs/huge-reduce.mlir '-weft-lower-to-sched=target=cuda' 2>&1 | FileCheck %s --check-prefix=SCRATCH
 
-// HEADS: error: 'weft.attention' op FlashAttention's GPU kernels take head dimensions of at most 128, got 160 and 160; attention through GEMMs takes any, with its scores in scratch: 1 MiB here, more than --attention-scratch-mb allows
+// HEADS: error: 'weft.attention' op FlashAttention's GPU kernels take head dimensions of at most 128, got 160 and 160; attention through GEMMs takes any, but its scores need 1 MiB of scratch here, more than --attention-scratch-mb allows
 // Through GEMMs, a head of 160 (GPT-3 530B's and 1T's) is no limit.
 // WIDE: sched.attention {{.*}} algorithm gemm_softmax
 // HUGE: error: buffer of shape [4611686018427387904, 4] is larger than 2^62 bytes

@@ -147,7 +147,7 @@ struct SearchOptions {
   int64_t maxMicrobatchSize = 8;
   /// Context parallelism is tried for sequences of at least this many
   /// tokens per cp rank (it pays a ring of key and value exchanges).
-  int64_t minContextPerRank = 4096;
+  int64_t minContextPerRank = 8192;
 };
 
 /// One plan: where everything goes and in what order.

@@ -10,7 +10,9 @@
 #include "codegen/KernelExpr.h"
 #include "codegen/Passes.h"
 #include "codegen/lowering/Lowering.h"
+
 #include "passes/pipeline/Names.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -153,7 +155,9 @@ Value ProgramLowering::read(Operation *op, Value v, bool f32) {
 
 Value ProgramLowering::define(Value r) {
   sched::BufferType type = bufferType(r.getType());
-  Value buffer = alloc(type.getShape(), type.getElementType());
+  Value buffer = inPlace.lookup(r);
+  if (!buffer)
+    buffer = alloc(type.getShape(), type.getElementType());
   bind(r, buffer);
   return buffer;
 }
@@ -412,7 +416,16 @@ private:
     OpBuilder &pb = lowering.builder();
     SmallVector<AssignOp> assigns;
     func::ReturnOp ret;
+    // Updates computed into their parameters need no assign.
+    bool readsChecked = readsCheckedData(f);
+    llvm::DenseSet<Value> inPlace;
     for (Operation &op : f.getBody().front()) {
+      if (isa<FusedOp>(op))
+        for (OpResult r : op.getResults())
+          if (ParamOp param = inPlaceParam(r, readsChecked)) {
+            lowering.computeInto(r, lowering.stored(param.getResult()));
+            inPlace.insert(r);
+          }
       if (auto param = dyn_cast<ParamOp>(op)) {
         FailureOr<FlatSymbolRefAttr> name = declareParam(param);
         if (failed(name))
@@ -454,6 +467,8 @@ private:
       lowering.finish();
     }
     for (AssignOp assign : assigns) {
+      if (inPlace.contains(assign.getValue()))
+        continue;
       FailureOr<FlatSymbolRefAttr> name =
           FlatSymbolRefAttr::get(assign.getNameAttr());
       sched::AssignOp::create(pb, assign.getLoc(), *name,

@@ -105,6 +105,10 @@ public:
 
   /// Result `r` lives in `buffer` (a view: no instruction).
   void bind(mlir::Value r, mlir::Value buffer);
+  /// Result `r` is computed into `storage` (a parameter's, in place: see
+  /// weft::inPlaceParam): define() and write() use it instead of a new
+  /// buffer.
+  void computeInto(mlir::Value r, mlir::Value storage) { inPlace[r] = storage; }
   /// The weft op being lowered: the buffers made for it carry its location,
   /// so the memory plan's errors point at the user's line.
   void setOrigin(mlir::Location loc) { origin = loc; }
@@ -142,6 +146,7 @@ private:
   const SchedTarget &tgt;
   mlir::FlatSymbolRefAttr meshRef;
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  llvm::DenseMap<mlir::Value, mlir::Value> inPlace; // computeInto's.
   std::optional<mlir::Location> origin;
   struct Narrowing {
     mlir::Location loc;

@@ -42,13 +42,17 @@ FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
   for (Operation &op : body)
     position[&op] = index++;
 
-  // Views share their operand's buffer.
+  // Views share their operand's buffer; a result computed into its
+  // parameter in place (inPlaceParam) has none.
+  bool readsChecked = readsCheckedData(func);
   llvm::EquivalenceClasses<Value> classes;
   SmallVector<Value> values;
   for (Operation &op : body) {
     if (!planned(&op))
       continue;
-    for (Value r : op.getResults()) {
+    for (OpResult r : op.getResults()) {
+      if (inPlaceParam(r, readsChecked))
+        continue;
       classes.insert(r);
       values.push_back(r);
     }
@@ -98,9 +102,11 @@ FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
   for (Operation &op : body) {
     if (!planned(&op))
       continue;
+    // -1: the result is its parameter's storage.
     SmallVector<int64_t> offsets;
     for (Value r : op.getResults())
-      offsets.push_back(buffers[classes.getLeaderValue(r)].offset);
+      offsets.push_back(
+          classes.contains(r) ? buffers[classes.getLeaderValue(r)].offset : -1);
     op.setAttr("weft.offsets", builder.getDenseI64ArrayAttr(offsets));
   }
   func->setAttr("weft.arena_bytes", builder.getI64IntegerAttr(peak));

@@ -306,10 +306,14 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
           t += double(counts[level]) * field(layerAt(p, level));
       return t;
     };
-    // The optimizer step's arena, sharded with the state from ZeRO-1.
+    // The optimizer step's arena, sharded with the state from ZeRO-1, and
+    // with gradients all-reduced over ranks (zero=0, 1), the reduced
+    // gradients: the global norm needs every one before any update.
     double update = n * l0.updateBytes + restShare * rest.updateBytes;
     if (c.zero >= 1)
       update /= double(c.dp);
+    if (c.zero <= 1 && reducers > 1)
+      update += grads;
     // ZeRO-2 reduce-scatters a micro-batch's gradients together at its end:
     // the whole gradients are in its arena until then. ZeRO-3 holds a
     // layer's gathered parameters there instead.

@@ -78,12 +78,19 @@ llvm::Expected<Plan> weft::parsePlan(StringRef spec) {
       return fail("plan: " + key + " is given twice");
     if (key == "stages") {
       // stages=0-7,8-15: the ranges after it are its own parts.
-      std::string ranges = value.str();
+      SmallVector<StringRef> ranges = {value.trim()};
       while (i + 1 < parts.size() && !parts[i + 1].contains('='))
-        ranges += "," + parts[++i].trim().str();
-      if (ranges.empty())
-        return fail("plan: stages needs layer ranges, e.g. stages=0-7,8-15");
-      plan.stages = ranges;
+        ranges.push_back(parts[++i].trim());
+      // Each a range of layer numbers (weft-pipeline-assign-stages checks
+      // them against the model), so the plan reads back as it is spelled.
+      for (StringRef range : ranges) {
+        auto [from, to] = range.split('-');
+        if (from.empty() || to.empty() || !llvm::all_of(from, llvm::isDigit) ||
+            !llvm::all_of(to, llvm::isDigit))
+          return fail("plan: stages needs layer ranges such as 0-7, got '" +
+                      range + "' (e.g. stages=0-7,8-15)");
+      }
+      plan.stages = llvm::join(ranges, ",");
     } else if (key == "schedule") {
       if (value != "gpipe" && value != "1f1b" && value != "interleaved" &&
           value != "zb-h1")

@@ -2287,10 +2287,12 @@ struct StreamOrder {
 };
 
 /// The memory plan and the stream order of a decoded program: uses inside
-/// live ranges, no two live allocs sharing a byte, no writes to params or
-/// constants, events, hazards across streams, outputs and assigns live to
-/// the end.
-absl::Status checkPlan(const Program &p, const SchedBundle &b) {
+/// live ranges, no two live allocs sharing a byte, no writes to constants,
+/// no param both written in place and assigned, events, hazards across
+/// streams, outputs and assigns live to the end. Sets p.writesParams.
+absl::Status checkPlan(Program &p, const SchedBundle &b) {
+  // Params instructions write in place (the optimizer's update).
+  std::set<std::string> written;
   const int64_t end = p.instructions.size();
   const size_t n = p.buffers.size();
   std::string where = absl::StrCat("program '", p.name, "'");
@@ -2382,7 +2384,9 @@ absl::Status checkPlan(const Program &p, const SchedBundle &b) {
 
     // An instruction's writes overlap none of its other operands (kernels
     // and libraries assume distinct buffers); only a collective may reduce
-    // in place, its input being its output. (SchedOps.cpp's rule.)
+    // in place, its input being its output, and a generated elementwise
+    // kernel write a buffer it reads (each element read before it is
+    // written). (SchedOps.cpp's rule.)
     for (size_t w = 0; w < in.operands.size(); ++w) {
       if (!(c.roles[w].effect & kWrite))
         continue;
@@ -2391,7 +2395,8 @@ absl::Status checkPlan(const Program &p, const SchedBundle &b) {
               wEnd = wBegin + p.buffers[wid].type.bytes();
       for (size_t j = 0; j < in.operands.size(); ++j) {
         int64_t id = in.operands[j];
-        if (j == w || (in.op == Op::Collective && id == wid))
+        if (j == w ||
+            ((in.op == Op::Collective || in.op == Op::Launch) && id == wid))
           continue;
         int64_t begin = rootOffset[id],
                 end = begin + p.buffers[id].type.bytes();
@@ -2423,9 +2428,15 @@ absl::Status checkPlan(const Program &p, const SchedBundle &b) {
         if (write && storage.kind == Buffer::Kind::Constant)
           return c.fail(
               absl::StrCat(c.name(j), " writes constant '", storage.name, "'"));
-        if (write && storage.kind == Buffer::Kind::Param)
-          return c.fail(absl::StrCat(c.name(j), " writes param '", storage.name,
-                                     "'; params change only by an assign"));
+        if (write && storage.kind == Buffer::Kind::Param) {
+          // A kernel's update in place, or the narrowing copy after it.
+          if (in.op != Op::Launch && in.op != Op::Copy)
+            return c.fail(absl::StrCat(
+                c.name(j), " writes param '", storage.name,
+                "'; params change by an assign, or in place by a kernel "
+                "launch (or the copy narrowing its result)"));
+          written.insert(storage.name);
+        }
         std::vector<int64_t> keys = {key[id]};
         keys.insert(keys.end(), aliases[key[id]].begin(),
                     aliases[key[id]].end());
@@ -2471,10 +2482,15 @@ absl::Status checkPlan(const Program &p, const SchedBundle &b) {
                                   " instructions)"));
     return absl::OkStatus();
   };
-  for (size_t j = 0; j < p.assigns.size(); ++j)
-    WEFT_RETURN_IF_ERROR(livesToEnd(
-        p.assigns[j].buffer,
-        absl::StrCat(where, ", assign ", j, " ('", p.assigns[j].param, "')")));
+  for (size_t j = 0; j < p.assigns.size(); ++j) {
+    std::string what =
+        absl::StrCat(where, ", assign ", j, " ('", p.assigns[j].param, "')");
+    if (written.count(p.assigns[j].param))
+      return invalid(what, "an instruction writes this param in place: a "
+                           "param changes by one or the other");
+    WEFT_RETURN_IF_ERROR(livesToEnd(p.assigns[j].buffer, what));
+  }
+  p.writesParams = !written.empty() || !p.assigns.empty();
   for (size_t j = 0; j < p.outputs.size(); ++j)
     WEFT_RETURN_IF_ERROR(livesToEnd(
         p.outputs[j].buffer,

@@ -405,6 +405,9 @@ struct Program {
   std::vector<Instruction> instructions;
   std::vector<Assign> assigns;
   std::vector<Output> outputs;
+  /// Whether running it changes a param: by an assign, or by an
+  /// instruction that writes one in place (the optimizer's update).
+  bool writesParams = false;
 };
 
 struct Run {

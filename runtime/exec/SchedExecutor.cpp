@@ -1171,7 +1171,7 @@ absl::Status SchedExecutor::run(const std::string &name,
           return s;
       deviceStale_ = false;
     }
-    hostStale_ |= !spec.assigns.empty();
+    hostStale_ |= spec.writesParams;
     return gpu_->run(name, data);
   }
   Bound &bound = *programs_.at(name);

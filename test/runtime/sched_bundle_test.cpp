@@ -343,11 +343,12 @@ const Corruption kCorruptions[] = {
      [](json &m) { m.erase("meta"); },
      {"manifest", "field 'meta' is missing"}},
     // An instruction's output overlapping one of its inputs.
-    {"LaunchWritesItsInput",
+    // (A launch may write the buffer it reads: an update in place.)
+    {"GemmWritesItsInput",
      [](json &m) {
-       m["programs"][0]["instructions"][1]["operands"] = {2, 2};
+       m["programs"][0]["instructions"][0]["operands"] = {2, 1, 2};
      },
-     {"program 'step', instruction 1 (launch)", "must not overlap"}},
+     {"program 'step', instruction 0 (gemm)", "must not overlap"}},
     // A batched GEMM whose batches write the same C.
     {"GemmBatchesOverlap",
      [](json &m) {

@@ -687,6 +687,8 @@ LogicalResult ProgramOp::verifyRegions() {
   }
 
   StreamOrder order(streams.size());
+  // Parameters instructions write in place, and the first to write each.
+  llvm::StringMap<Operation *> writtenParams;
   int64_t events = getEvents();
   for (Operation &op : body) {
     auto instr = dyn_cast<InstructionOpInterface>(&op);
@@ -743,8 +745,11 @@ LogicalResult ProgramOp::verifyRegions() {
       Storage w = storageOf(written->get());
       int64_t wEnd = w.offset + bufferOf(written->get()).getBytes();
       for (OpOperand &other : op.getOpOperands()) {
+        // A collective may reduce in place; a generated elementwise kernel
+        // may write a buffer it reads (each element is read before it is
+        // written: the optimizer's update of a parameter in place).
         if (&other == written ||
-            (isa<CollectiveOp>(op) && other.get() == written->get()))
+            (isa<CollectiveOp, LaunchOp>(op) && other.get() == written->get()))
           continue;
         Storage o = storageOf(other.get());
         int64_t oEnd = o.offset + bufferOf(other.get()).getBytes();
@@ -774,9 +779,15 @@ LogicalResult ProgramOp::verifyRegions() {
       }
       if (write && storage.isConstant)
         return op.emitOpError("writes constant ") << storage.symbol;
-      if (write && storage.isParam)
-        return op.emitOpError("writes parameter ")
-               << storage.symbol << "; parameters change only by sched.assign";
+      if (write && storage.isParam) {
+        // A kernel's update in place, or the narrowing copy after it.
+        if (!isa<LaunchOp, CopyOp>(op))
+          return op.emitOpError("writes parameter ")
+                 << storage.symbol
+                 << "; parameters change by sched.assign, or in place by a "
+                    "kernel launch (or the copy narrowing its result)";
+        writtenParams.try_emplace(storage.symbol.getValue(), &op);
+      }
       SmallVector<const void *> keys = {storage.key};
       llvm::append_range(keys, aliases.lookup(storage.key));
       for (const void *key : keys) {
@@ -803,10 +814,20 @@ LogicalResult ProgramOp::verifyRegions() {
   }
 
   llvm::StringSet<> assigned;
-  for (auto assign : body.getOps<AssignOp>())
+  for (auto assign : body.getOps<AssignOp>()) {
     if (!assigned.insert(assign.getParam()).second)
       return assign.emitOpError("assigns @")
              << assign.getParam() << " a second time";
+    if (Operation *writer = writtenParams.lookup(assign.getParam())) {
+      InFlightDiagnostic diag =
+          assign.emitOpError("assigns @")
+          << assign.getParam()
+          << ", which an instruction writes in place: a parameter changes "
+             "by one or the other";
+      diag.attachNote(writer->getLoc()) << "the instruction";
+      return diag;
+    }
+  }
   // What the caller reads after the program must live to its end.
   for (Operation &op : body) {
     if (!isa<AssignOp, ReturnOp>(op))

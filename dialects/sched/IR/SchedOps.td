@@ -372,8 +372,10 @@ def Sched_GetOp : Sched_Op<"get", [HasParent<"::weft::sched::ProgramOp">,
   let summary = "the storage of a parameter or constant";
   let description = [{
     Yields the buffer of `sched.param` or `sched.constant` `name`; its type
-    must be theirs. Parameters change only through `sched.assign`;
-    instructions must not write constants.
+    must be theirs. Parameters change through `sched.assign`, or in place
+    by a `sched.launch` that reads and writes the same parameter (each
+    element read before it is written: the optimizer's update), never
+    both in one program; instructions must not write constants.
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
   let results = (outs Sched_Buffer:$result);

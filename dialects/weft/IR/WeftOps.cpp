@@ -27,6 +27,41 @@ bool weft::isWeftFloat(Type type) {
              Float8E5M2Type>(type);
 }
 
+bool weft::readsCheckedData(Operation *func) {
+  WalkResult walk = func->walk([](Operation *op) {
+    for (Type type : op->getOperandTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type);
+          tensor && tensor.getRank() > 0 && tensor.getElementType().isInteger())
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+
+ParamOp weft::inPlaceParam(OpResult result, bool readsChecked) {
+  auto fused = dyn_cast<FusedOp>(result.getOwner());
+  if (readsChecked || !fused || !result.hasOneUse())
+    return {};
+  // Element by element only: a norm's row kernel reads a row more than once.
+  if (llvm::any_of(fused.getBody().front(), [](Operation &op) {
+        return isa<LayerNormOp, RMSNormOp>(op);
+      }))
+    return {};
+  auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+  if (!assign)
+    return {};
+  ParamOp param;
+  for (Value operand : fused->getOperands())
+    if (auto p = operand.getDefiningOp<ParamOp>();
+        p && p.getName() == assign.getName())
+      param = p;
+  if (!param || param.getType() != result.getType() ||
+      !llvm::all_of(param->getUsers(),
+                    [&](Operation *user) { return user == fused; }))
+    return {};
+  return param;
+}
+
 Fp8QuantizeOp weft::perTensorQuantizationOf(Value v) {
   while (isa_and_nonnull<ReshapeOp, CastOp, AllGatherOp>(v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);

@@ -213,6 +213,23 @@ bool isWeftFloat(mlir::Type type);
 /// operand is what FP8 storage keeps as FP8 codes (codegen's Fp8Storage).
 Fp8QuantizeOp perTensorQuantizationOf(mlir::Value v);
 
+/// Whether `func` reads an integer tensor (token ids, labels, routing
+/// positions): values the device checks as it runs, so that a step they
+/// fail must leave every parameter as it was.
+bool readsCheckedData(mlir::Operation *func);
+
+/// The parameter P whose storage the `weft.fused` result `result` may be
+/// computed into, in place of an arena buffer and an assign at the step's
+/// end: the result's one user assigns it to P, P's value is read by that
+/// op alone (no later reader wants the old value and no other stream reads
+/// it; the kernel reads each element before it writes it), the types
+/// match, and the function reads no checked data (`readsChecked`, from
+/// readsCheckedData). The optimizer's update of each parameter and moment
+/// so needs no arena: without it every new value is held until the step
+/// ends, 12 bytes a parameter with Adam. Null otherwise. weft-memory-plan
+/// and weft-lower-to-sched both ask.
+ParamOp inPlaceParam(mlir::OpResult result, bool readsChecked);
+
 } // namespace weft
 
 #endif // WEFT_DIALECTS_WEFT_IR_WEFTOPS_H

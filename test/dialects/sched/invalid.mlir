@@ -748,10 +748,23 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 sched.param @w init(zeros) : !sched.buffer<4xf32>
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+  %w = sched.get @w : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.fill' op writes parameter @w; parameters change by sched.assign, or in place by a kernel launch (or the copy narrowing its result)}}
+  sched.fill %w value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// A parameter written in place is not also assigned.
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4xf32>):
   %w = sched.get @w : !sched.buffer<4xf32>
-  // expected-error @+1 {{'sched.copy' op writes parameter @w; parameters change only by sched.assign}}
+  // expected-note @+1 {{the instruction}}
   sched.copy %x -> %w sizes [4] src [0, 1] dst [0, 1] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.assign' op assigns @w, which an instruction writes in place: a parameter changes by one or the other}}
+  sched.assign @w = %x : <4xf32>
   sched.return []
 }
 

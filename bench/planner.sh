@@ -30,18 +30,25 @@ while IFS=: read -r config batch seq preset count; do
     start=$(date +%s.%N)
     "$BUILD/bin/weftc" plan --config "$config" --batch "$batch" --seq "$seq" \
       --dtype bf16 --topology "$preset:$count" --top 1 --format json \
-      > "$OUT/plan.json" 2> "$OUT/plan.err"
+      > "$OUT/plan.json" 2> "$OUT/plan.err" || true
     end=$(date +%s.%N)
     times+=("$(python3 -c "print($end - $start)")")
   done
   python3 - "$config" "$preset:$count" "$OUT/plan.json" "$OUT/plan.err" "${times[@]}" <<'PY'
 import json, re, statistics, sys
 config, topology, plan, err, *times = sys.argv[1:]
-d = json.load(open(plan))
-best = d["plans"][0]
 devices = {"dgx-h100": 8, "dgx-a100": 8}[topology.split(":")[0]] * int(topology.split(":")[1])
+median = statistics.median(float(t) for t in times)
+text = open(plan).read().strip()
+if not text:  # No plan fits: weftc says so on stderr.
+    counts = re.search(r"\((\d+) evaluated\)", open(err).read())
+    print(f"| {config.split('/')[-1]} | {topology} | {devices} | "
+          f"{counts.group(1) if counts else '?'} | | {median:.2f} | none fits | |")
+    sys.exit(0)
+d = json.loads(text)
+best = d["plans"][0]
 print(f"| {config.split('/')[-1]} | {topology} | {devices} | {d['evaluated']} | {d['slices']} | "
-      f"{statistics.median(float(t) for t in times):.2f} | {best['plan'].split(',stages=')[0]} "
+      f"{median:.2f} | {best['plan'].split(',stages=')[0]} "
       f"(recompute {best['recompute'][:30]}) | {100 * best['mfu']:.1f}% |")
 PY
 done <<< "$CASES"

@@ -43,14 +43,22 @@ struct Captured {
 
 int64_t bytesOf(llvm::StringRef dtype) { return dtype == "f32" ? 4 : 2; }
 
+/// What a slice of two layers cut into two pipeline stages holds per rank:
+/// the stash one micro-batch leaves on the first stage (a layer's, the
+/// embedding's output aside), and each stage's arenas (its forward's,
+/// backward's and step's, allocated apart).
+struct StageMemory {
+  double stash = 0, firstArena = 0, lastArena = 0;
+};
+
 /// A slice of `layers` layers compiled for `key`: what one rank of it
-/// costs for a micro-batch of one sequence.
-llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
-                                      int64_t layers, int64_t batch,
-                                      int64_t seq, const std::string &dtype,
-                                      const Topology &topology,
-                                      const TrainingOptions &base, bool cuda,
-                                      const planner::SliceKey &key) {
+/// costs for a micro-batch of one sequence. With `stages`, placed only (as
+/// two pipeline stages, for StageMemory), not timed.
+llvm::Expected<PartCost>
+compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
+             int64_t batch, int64_t seq, const std::string &dtype,
+             const Topology &topology, const TrainingOptions &base, bool cuda,
+             const planner::SliceKey &key, StageMemory *stages = nullptr) {
   config.numLayers = layers;
   // Each ep rank routes its own sequences: the micro-batch is ep times one
   // rank's.
@@ -61,7 +69,7 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
   auto built = buildModel(context, config, build);
   if (!built)
     return built.takeError();
-  std::string planText;
+  std::string planText = stages ? "pp=2," : "";
   if (key.ep > 1)
     planText += "ep=" + std::to_string(key.ep) + ",";
   if (key.cp > 1)
@@ -97,6 +105,20 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context, ModelConfig config,
   FailureOr<PlacementReport> report = estimatePlacement(*placed);
   if (mlir::failed(report) || report->ranks.empty())
     return failed("estimating memory");
+  if (stages) {
+    if (!report->pipeline || report->pipeline->stages.size() != 2)
+      return fail("the two-stage slice has no pipeline estimate");
+    const RankEstimate &first = report->pipeline->stages[0],
+                       &last = report->pipeline->stages[1];
+    auto arenas = [](const RankEstimate &r) {
+      return double(r.activationBytes) -
+             double(r.stashBytes) * double(r.inFlight);
+    };
+    stages->stash = double(first.stashBytes);
+    stages->firstArena = arenas(first);
+    stages->lastArena = arenas(last);
+    return PartCost();
+  }
   options.sched = true;
   OwningOpRef<ModuleOp> lowered = std::move(*built);
   if (mlir::failed(buildTrainingPrograms(*lowered, options)))
@@ -213,11 +235,19 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
   struct Plain {
     std::map<Key, std::pair<PartCost, PartCost>> parts;
     std::map<Key, std::string> failures;
+    /// Per pipelined key at one sequence: the two-stage slice's memory and
+    /// the one-layer slice's arena it was measured beside.
+    std::map<planner::SliceKey, std::pair<StageMemory, double>> stages;
   };
   auto plain = std::make_shared<Plain>();
-  return [&context, &config, seq, &dtype, &topology, &base, cuda,
-          plain](const planner::SliceKey &key)
-             -> llvm::Expected<planner::SliceProfile> {
+  // The function asks itself for a pipelined key's one-sequence profile:
+  // it lives in `fn`, which the returned wrapper owns.
+  auto fn = std::make_shared<planner::ProfileFn>();
+  planner::ProfileFn *selfFn = fn.get();
+  *fn = [&context, &config, seq, &dtype, &topology, &base, cuda, plain,
+         selfFn](const planner::SliceKey &key)
+      -> llvm::Expected<planner::SliceProfile> {
+    auto self = [&](const planner::SliceKey &k) { return (*selfFn)(k); };
     auto compile = [&](int64_t layers, const planner::SliceKey &k) {
       return compileSlice(context, config, layers, k.microbatch, seq, dtype,
                           topology, base, cuda, k);
@@ -268,12 +298,51 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
       profile.layer.workingBytes = layer.workingBytes;
       profile.layer.updateBytes = layer.updateBytes;
     }
+    if (key.pipelined) {
+      // The stash and the stages' arenas, from the two layers as two
+      // pipeline stages with this key's policy, at one sequence a
+      // micro-batch; larger ones scale them as the one-layer slice's arena
+      // grows (placing once per size would double the search's compiles).
+      planner::SliceKey one = key;
+      one.microbatch = 1;
+      auto [it, fresh] = plain->stages.try_emplace(one);
+      if (fresh) {
+        llvm::Expected<PartCost> placed =
+            compileSlice(context, config, 2, 1, seq, dtype, topology, base,
+                         cuda, one, &it->second.first);
+        if (!placed) {
+          plain->stages.erase(it);
+          return placed.takeError();
+        }
+      }
+      auto arena = [](const planner::SliceProfile &p) {
+        return p.rest.workingBytes + p.layer.workingBytes +
+               p.layer.activationBytes;
+      };
+      if (fresh)
+        it->second.second = key.microbatch == 1 ? arena(profile) : 0;
+      if (it->second.second == 0 && key.microbatch != 1) {
+        llvm::Expected<planner::SliceProfile> single = self(one);
+        if (!single)
+          return single.takeError();
+        it->second.second = arena(*single);
+      }
+      const StageMemory &stages = it->second.first;
+      double grow = it->second.second > 0
+                        ? std::max(1.0, arena(profile) / it->second.second)
+                        : double(key.microbatch);
+      profile.layer.stashBytes = stages.stash * double(key.microbatch);
+      profile.firstStageArena = stages.firstArena * grow;
+      profile.lastStageArena = stages.lastArena * grow;
+      profile.pipelined = true;
+    }
     profile.boundaryBytes = double(key.microbatch) * double(seq) *
                             double(config.hiddenSize) * double(bytesOf(dtype)) /
                             double(key.sequenceParallel ? key.tp : 1) /
                             double(key.cp);
     return profile;
   };
+  return [fn](const planner::SliceKey &key) { return (*fn)(key); };
 }
 
 llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,

@@ -155,7 +155,7 @@ public:
         continue;
       Expected<const SliceProfile *> p =
           slice({c.tp, c.sequenceParallel, c.ep, c.cp, kLevels[level], c.fp8,
-                 c.microbatchSize});
+                 c.microbatchSize, c.pp > 1});
       if (!p)
         return p.takeError();
       out.byLevel[kLevels[level]] = **p;
@@ -312,8 +312,8 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     double update = n * l0.updateBytes + restShare * rest.updateBytes;
     if (c.zero >= 1)
       update /= double(c.dp);
-    if (c.zero <= 1 && reducers > 1)
-      update += grads;
+    double reduced = c.zero <= 1 && reducers > 1 ? grads : 0;
+    update += reduced;
     // ZeRO-2 reduce-scatters a micro-batch's gradients together at its end:
     // the whole gradients are in its arena until then. ZeRO-3 holds a
     // layer's gathered parameters there instead.
@@ -321,6 +321,15 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
                        : c.zero == 3        ? (n ? l0.paramBytes : 0)
                                             : 0;
     auto activationAt = [&](int64_t j) {
+      // Under a pipeline, measured as stages: the micro-batches' stashes,
+      // the stage's own arenas (a first or a last stage's, and the
+      // weights' copies of its other layers).
+      if (pp > 1 && base.pipelined)
+        return heldLayers *
+                   sum(j, [](const PartCost &x) { return x.stashBytes; }) +
+               (last ? base.lastStageArena : base.firstStageArena) +
+               double(std::max<int64_t>(n - 1, 0)) * l0.workingBytes +
+               unreduced + reduced;
       double forward =
           heldLayers *
               sum(j, [](const PartCost &x) { return x.activationBytes; }) +
@@ -680,9 +689,11 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             // another does, e.g. an attention scratch past its limit).
             Candidate sized = shape;
             sized.microbatchSize = b;
+            sized.pp = pp;
             Expected<Profiles> atB =
-                b == 1 ? Expected<Profiles>(*p)
-                       : evaluator.profiles(sized, options.recompute);
+                b == 1 && pp == 1
+                    ? Expected<Profiles>(*p)
+                    : evaluator.profiles(sized, options.recompute);
             if (!atB) {
               consumeError(atB.takeError());
               continue;

@@ -33,7 +33,9 @@
 //   - memory per rank of each stage: parameters, gradients and optimizer
 //     state divided by ZeRO's stage, the activations of the micro-batches
 //     the schedule keeps in flight (1F1B: p - s on stage s; ZB-H1 also
-//     those awaiting their W), the slice's working set (the head's logits
+//     those awaiting their W; under pp their stashes and the stage's
+//     arenas, from the slice placed as two stages), the slice's working
+//     set (the head's logits
 //     on the last stage only), the optimizer step's arena (each program
 //     has its own, as the runtimes allocate them) and the device's runtime
 //     reserve, against its memory;
@@ -86,6 +88,9 @@ struct PartCost {
   /// Of gradBytes and tensors, the experts' (split over ep), which reduce
   /// over dp alone.
   double expertGradBytes = 0, expertTensors = 0;
+  /// Under a pipeline: what a micro-batch's forward leaves for its
+  /// backward (the stash), per layer.
+  double stashBytes = 0;
 };
 
 /// A layer-local configuration and the micro-batch it runs.
@@ -103,11 +108,15 @@ struct SliceKey {
   /// attention algorithm (materialised scores only up to the scratch
   /// budget), so each size is compiled.
   int64_t microbatch = 1;
+  /// Also measure the slice as two pipeline stages (SliceProfile's stash
+  /// and stage arenas), for plans with pp.
+  bool pipelined = false;
 
   bool operator<(const SliceKey &o) const {
-    return std::tie(tp, sequenceParallel, ep, cp, recompute, fp8, microbatch) <
-           std::tie(o.tp, o.sequenceParallel, o.ep, o.cp, o.recompute, o.fp8,
-                    o.microbatch);
+    return std::tie(tp, sequenceParallel, ep, cp, recompute, fp8, microbatch,
+                    pipelined) < std::tie(o.tp, o.sequenceParallel, o.ep, o.cp,
+                                          o.recompute, o.fp8, o.microbatch,
+                                          o.pipelined);
   }
   std::string str() const;
 };
@@ -117,6 +126,11 @@ struct SliceProfile {
   /// What a pipeline stage sends its successor per micro-batch (the
   /// residual stream of its sequences, a tp rank's part of it under sp).
   double boundaryBytes = 0;
+  /// With SliceKey::pipelined: the arenas of a first stage (embedding and a
+  /// layer) and a last one (a layer and the head), each its forward's,
+  /// backward's and step's together; the stash is the layer's stashBytes.
+  bool pipelined = false;
+  double firstStageArena = 0, lastStageArena = 0;
   /// Whether the lowered programs put collectives on a stream of their own
   /// (the GPU's `comm`), so that the gradients' reduction can run under
   /// the backward; the CPU's run on the compute stream.

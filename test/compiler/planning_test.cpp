@@ -104,19 +104,30 @@ TEST(Planning, MegatronTable1WithinFifteenPercentAndTheSearchDoesNoWorse) {
         megatronFlops(row) / e->stepSeconds / double(row.gpus) / 1e12;
     EXPECT_NEAR(predicted, row.published, 0.15 * row.published)
         << e->candidate.plan();
-    // Whether it fits Weft's own memory is not the paper's claim: Weft's
-    // optimizer step holds every new parameter and moment until it ends
-    // (sched.assign), which the 145B-1T configurations cannot spare.
+    // Whether it fits Weft's own memory is not the paper's claim. Under a
+    // pipeline Weft's stage programs each keep their own arena (the
+    // weights' compute-type copies among them) beside the stashes, which
+    // the 76B-1T configurations cannot spare on 80 GB.
     if (!e->fits)
       std::cerr << row.billions << "B as published: " << e->why << "\n";
-    // The search, on the same model: at least the published rate.
+    // The search, on the same model: a plan at least as fast as the
+    // published one wherever that fits (one that fits, at worst slower,
+    // where it does not), or none where nothing fits.
     planner::SearchOptions options;
     options.topK = 1;
     llvm::Expected<planner::SearchResult> found =
         planner::search(shape, *topology, options, profile);
-    ASSERT_TRUE(static_cast<bool>(found)) << llvm::toString(found.takeError());
-    EXPECT_LE(found->best.front().stepSeconds, e->stepSeconds)
-        << found->best.front().candidate.plan();
+    if (!found) {
+      std::string error = llvm::toString(found.takeError());
+      EXPECT_FALSE(e->fits) << error;
+      EXPECT_NE(error.find("no plan fits"), std::string::npos) << error;
+      std::cerr << row.billions << "B: " << error.substr(0, 160) << "\n";
+      continue;
+    }
+    EXPECT_TRUE(found->best.front().fits);
+    if (e->fits)
+      EXPECT_LE(found->best.front().stepSeconds, e->stepSeconds)
+          << found->best.front().candidate.plan();
   }
 }
 
@@ -132,11 +143,18 @@ TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
   std::string dtype = "f32";
   TrainingOptions base;
   const std::pair<const char *, const char *> cases[] = {
-      {"llama-tiny", "dp=2,tp=2,mb=2"},        {"llama-tiny", "dp=4,mb=2"},
-      {"llama-tiny", "tp=4,sp=on,mb=2"},       {"llama-tiny", "dp=4"},
-      {"llama-tiny", "dp=2,cp=2,mb=2"},        {"llama-tiny", "dp=4,zero=1"},
-      {"llama-tiny", "dp=2,tp=2,zero=2,mb=2"}, {"llama-tiny", "dp=4,zero=3"},
-      {"mixtral-tiny", "dp=2,ep=2,mb=2"},      {"mixtral-tiny", "ep=4,mb=2"}};
+      {"llama-tiny", "dp=2,tp=2,mb=2"},
+      {"llama-tiny", "dp=4,mb=2"},
+      {"llama-tiny", "tp=4,sp=on,mb=2"},
+      {"llama-tiny", "dp=4"},
+      {"llama-tiny", "dp=2,cp=2,mb=2"},
+      {"llama-tiny", "dp=4,zero=1"},
+      {"llama-tiny", "dp=2,tp=2,zero=2,mb=2"},
+      {"llama-tiny", "dp=4,zero=3"},
+      {"mixtral-tiny", "dp=2,ep=2,mb=2"},
+      {"mixtral-tiny", "ep=4,mb=2"},
+      {"llama-tiny", "pp=2,dp=2,mb=4"},
+      {"llama-tiny", "pp=2,tp=2,mb=4,schedule=zb-h1"}};
   for (const auto &[model, text] : cases) {
     SCOPED_TRACE(std::string(model) + " " + text);
     llvm::Expected<ModelConfig> config = ModelConfig::load(
@@ -175,11 +193,17 @@ TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
       else if (p->program == "step")
         seconds += p->seconds;
     }
-    EXPECT_NEAR(e->stepSeconds / seconds, 1.0, 0.25);
+    // A pipeline's time is its schedule's (the bubble tests check the
+    // composition); its memory is each stage's, measured on two-stage
+    // slices: within 30%, under by what a stage's arenas hold more than a
+    // two-layer slice's (the whole keeps a little more per stage).
+    bool pipelined = plan->size("pp") > 1;
+    if (!pipelined)
+      EXPECT_NEAR(e->stepSeconds / seconds, 1.0, 0.25);
     int64_t whole = 0;
     for (const RankEstimate &r : report->ranks)
       whole = std::max(whole, r.totalBytes());
-    EXPECT_NEAR(e->peakBytes() / double(whole), 1.0, 0.25);
+    EXPECT_NEAR(e->peakBytes() / double(whole), 1.0, pipelined ? 0.3 : 0.25);
   }
 }
 

@@ -240,7 +240,7 @@ private:
   LogicalResult route(Value v, int64_t s, Phase phase, Operation *user) {
     auto [from, fromPhase] = home(v);
     if (from == kFree ||
-        (from == s && (fromPhase == phase || isa<ParamOp>(v.getDefiningOp()))))
+        (from == s && (fromPhase == phase || fromStageParams(v, s))))
       return success();
     if (from == s && fromPhase < phase) { // A later phase of the stage.
       if (fromPhase == Forward)
@@ -274,6 +274,27 @@ private:
            << ", which the pipeline cannot pass that way";
   }
 
+  /// Whether `v` is stage `s`'s parameters, or them cast, reshaped,
+  /// transposed, broadcast or sliced (with constants): what the stage's later
+  /// programs make again from its parameters instead of taking it in the
+  /// stash. Stashed, a layer's compute-type weights would be held once per
+  /// micro-batch in flight.
+  bool fromStageParams(Value v, int64_t s) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<ParamOp>(def))
+      return stage.lookup(def) == s;
+    if (isa<ConstantOp>(def))
+      return true;
+    if (!isa<CastOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp>(def) ||
+        stage.lookup(def) != s)
+      return false;
+    return llvm::all_of(def->getOperands(), [&](Value operand) {
+      return fromStageParams(operand, s);
+    });
+  }
+
   void stash(int64_t s, Value v) { stashes[s].insert(v); }
   void stashForW(int64_t s, Value v) { weightStashes[s].insert(v); }
 
@@ -291,7 +312,7 @@ private:
       return m;
     Operation *def = v.getDefiningOp();
     int64_t from = def ? stage.lookup(def) : kFree;
-    if (!def || (from != kFree && !(from == s && isa<ParamOp>(def)))) {
+    if (!def || (from != kFree && !(from == s && fromStageParams(v, s)))) {
       // route() missed a value: a bug here, not in the input.
       if (!broken)
         (def ? def->emitError() : acc.emitError())

@@ -682,7 +682,8 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             continue;
           }
           for (int64_t b : divisorsOf(model.batch / groups)) {
-            if (b > options.maxMicrobatchSize)
+            if (b > options.maxMicrobatchSize ||
+                (b > 1 && b * model.seq / cp > options.maxMicrobatchTokens))
               break;
             int64_t m = model.batch / (groups * b);
             // The slices at this micro-batch (one size may not build where

@@ -159,6 +159,9 @@ struct SearchOptions {
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1"};
   std::vector<int> zero = {0, 1, 2, 3};
   int64_t maxMicrobatchSize = 8;
+  /// Nor more than this many tokens a micro-batch on a rank (past it the
+  /// GEMMs are as efficient as they get, and memory only grows).
+  int64_t maxMicrobatchTokens = 16384;
   /// Context parallelism is tried for sequences of at least this many
   /// tokens per cp rank (it pays a ring of key and value exchanges).
   int64_t minContextPerRank = 8192;

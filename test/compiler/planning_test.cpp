@@ -107,7 +107,7 @@ TEST(Planning, MegatronTable1WithinFifteenPercentAndTheSearchDoesNoWorse) {
     // Whether it fits Weft's own memory is not the paper's claim. Under a
     // pipeline Weft's stage programs each keep their own arena (the
     // weights' compute-type copies among them) beside the stashes, which
-    // the 76B-1T configurations cannot spare on 80 GB.
+    // the 1T configuration cannot quite spare on 80 GB.
     if (!e->fits)
       std::cerr << row.billions << "B as published: " << e->why << "\n";
     // The search, on the same model: a plan at least as fast as the

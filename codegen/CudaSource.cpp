@@ -71,15 +71,19 @@ bool hasBf16(FusedOp fused) {
 }
 
 /// `(const float *__restrict in0, ..., float *__restrict out0, ...,
-/// int64_t n)`: a CUDA launcher's parameters.
-std::string launcherParams(FusedOp fused) {
+/// int64_t n)`: a CUDA launcher's parameters. An element kernel's pointers
+/// are not `__restrict` (`aliased`): the optimizer's update is launched
+/// with a parameter as both an input and an output (in place; each thread
+/// loads its elements before it stores them), which restrict forbids.
+std::string launcherParams(FusedOp fused, bool aliased = false) {
+  const char *restrict = aliased ? " *" : " *__restrict ";
   std::string out = "(";
   for (auto [i, t] : llvm::enumerate(fused.getInputs().getTypes()))
-    out += std::string("const ") + storageType(t) + " *__restrict in" +
+    out += std::string("const ") + storageType(t) + restrict + "in" +
            std::to_string(i) + ", ";
   for (auto [i, t] : llvm::enumerate(fused.getResultTypes()))
-    out += std::string(storageType(t)) + " *__restrict out" +
-           std::to_string(i) + ", ";
+    out += std::string(storageType(t)) + restrict + "out" + std::to_string(i) +
+           ", ";
   return out + "int64_t n)";
 }
 
@@ -114,7 +118,7 @@ void emitElementLauncher(FusedOp fused, const std::string &name,
            << (wide ? "weft_load(in" : "(in") << i << "[0]);\n";
   };
   os << "extern \"C\" __global__ void " << name << "_cuda"
-     << launcherParams(fused) << " {\n"
+     << launcherParams(fused, /*aliased=*/true) << " {\n"
      << "  const int64_t first = (int64_t)blockIdx.x * blockDim.x + "
         "threadIdx.x,\n"
      << "                stride = (int64_t)gridDim.x * blockDim.x;\n";

@@ -50,6 +50,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -149,6 +150,8 @@ public:
     if (failed(stages))
       return failure();
     stage = std::move(*stages);
+    for (auto assign : body.getOps<AssignOp>())
+      assigned.insert(assign.getName());
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     // The forward: what the micro-batch's loss needs.
     SmallVector<Operation *> work;
@@ -279,19 +282,23 @@ private:
   /// programs make again from its parameters instead of taking it in the
   /// stash. Stashed, a layer's compute-type weights would be held once per
   /// micro-batch in flight.
-  bool fromStageParams(Value v, int64_t s) {
+  bool fromStageParams(Value v, int64_t s, bool direct = true) {
     Operation *def = v.getDefiningOp();
     if (!def)
       return false;
-    if (isa<ParamOp>(def))
-      return stage.lookup(def) == s;
+    // A parameter itself is its stage's in every program. Made into
+    // something else, not one the step assigns (an accumulator): its value
+    // could differ between the forward and a later backward.
+    if (auto param = dyn_cast<ParamOp>(def))
+      return stage.lookup(def) == s &&
+             (direct || !assigned.contains(param.getName()));
     if (isa<ConstantOp>(def))
-      return true;
+      return stage.lookup(def) == s || stage.lookup(def) == kFree;
     if (!isa<CastOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp>(def) ||
         stage.lookup(def) != s)
       return false;
     return llvm::all_of(def->getOperands(), [&](Value operand) {
-      return fromStageParams(operand, s);
+      return fromStageParams(operand, s, /*direct=*/false);
     });
   }
 
@@ -486,6 +493,8 @@ private:
   OpBuilder b;
   llvm::DenseMap<Operation *, int64_t> stage;
   llvm::DenseSet<Operation *> forward, inputGradient;
+  /// Parameters the step assigns (accumulators, counters).
+  llvm::StringSet<> assigned;
   std::map<Key, SmallVector<Operation *>> programs;
   /// Per stage: forward values its backward (B) takes; with the split,
   /// what B hands W (its own values and what it passes on).

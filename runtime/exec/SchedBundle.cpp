@@ -2395,8 +2395,9 @@ absl::Status checkPlan(Program &p, const SchedBundle &b) {
               wEnd = wBegin + p.buffers[wid].type.bytes();
       for (size_t j = 0; j < in.operands.size(); ++j) {
         int64_t id = in.operands[j];
-        if (j == w ||
-            ((in.op == Op::Collective || in.op == Op::Launch) && id == wid))
+        if (j == w || (in.op == Op::Collective && id == wid) ||
+            (in.op == Op::Launch && id == wid &&
+             j < static_cast<size_t>(in.as<LaunchAttrs>().inputs)))
           continue;
         int64_t begin = rootOffset[id],
                 end = begin + p.buffers[id].type.bytes();

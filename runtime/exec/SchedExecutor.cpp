@@ -1240,7 +1240,15 @@ absl::Status SchedExecutor::checkFinite(const sched::Program &program,
     const sched::Buffer &buffer = program.buffers[id];
     bool outside = buffer.kind == Kind::Param || buffer.kind == Kind::Input ||
                    buffer.kind == Kind::Constant;
-    if (outside != before || !isFloatingPoint(buffer.type.dtype))
+    // A param an update wrote in place is checked after it, as arena
+    // results are: a launch's outputs, a copy's destination.
+    bool wroteParam =
+        !before && buffer.kind == Kind::Param &&
+        ((inst.op == sched::Op::Launch &&
+          j >= static_cast<size_t>(inst.as<sched::LaunchAttrs>().inputs)) ||
+         (inst.op == sched::Op::Copy && j == 1));
+    if ((outside != before && !wroteParam) ||
+        !isFloatingPoint(buffer.type.dtype))
       continue;
     std::vector<float> values =
         decodeAll(bound.ptr[id], buffer.type.numElements(), buffer.type.dtype);

@@ -746,10 +746,13 @@ LogicalResult ProgramOp::verifyRegions() {
       int64_t wEnd = w.offset + bufferOf(written->get()).getBytes();
       for (OpOperand &other : op.getOpOperands()) {
         // A collective may reduce in place; a generated elementwise kernel
-        // may write a buffer it reads (each element is read before it is
-        // written: the optimizer's update of a parameter in place).
+        // may write a buffer it reads as an input (each element is read
+        // before it is written: the optimizer's update in place).
+        auto launch = dyn_cast<LaunchOp>(op);
         if (&other == written ||
-            (isa<CollectiveOp, LaunchOp>(op) && other.get() == written->get()))
+            (isa<CollectiveOp>(op) && other.get() == written->get()) ||
+            (launch && other.get() == written->get() &&
+             llvm::is_contained(launch.getInputs(), other.get())))
           continue;
         Storage o = storageOf(other.get());
         int64_t oEnd = o.offset + bufferOf(other.get()).getBytes();

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -32,8 +33,15 @@ namespace weft::testutil {
 inline std::string uniqueTempPath(const std::string &name) {
   const ::testing::TestInfo *test =
       ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + (test ? test->name() : "global") + "-" +
-         std::to_string(::getpid()) + "-" + name;
+  // The pid and the process's start time: a pid comes back across runs, and
+  // a path an earlier run left (a checkpoint directory a test expects
+  // absent) must not be found again.
+  static const std::string run =
+      std::to_string(::getpid()) + "-" +
+      std::to_string(std::chrono::system_clock::now().time_since_epoch() /
+                     std::chrono::microseconds(1));
+  return ::testing::TempDir() + (test ? test->name() : "global") + "-" + run +
+         "-" + name;
 }
 
 /// Stores the last diagnostic emitted while it lives into `message`.

@@ -91,32 +91,17 @@ struct Group {
 
 int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
   Block &body = func.getBody().front();
-  // A widening cast read by several groups is cloned into each (reading the
-  // narrow value again is cheaper than writing and reading an f32 copy);
-  // users outside groups share the original.
-  SmallVector<Operation *> casts;
-  for (Operation &op : body)
-    if (isWideningCast(&op) && !op.getResult(0).hasOneUse())
-      casts.push_back(&op);
-  for (Operation *widen : casts) {
-    for (OpOperand &use :
-         llvm::make_early_inc_range(widen->getResult(0).getUses())) {
-      Operation *user = use.getOwner();
-      if (!fusible(user, singleOps) || isNarrow(user))
-        continue;
-      OpBuilder builder(user);
-      use.set(builder.clone(*widen)->getResult(0));
-    }
-    if (widen->use_empty())
-      widen->erase();
-  }
-  // Likewise an op computed from parameters and scalars alone (a gradient
-  // accumulator times 1/M, unscaled by the loss scale) read by several
-  // groups: each recomputes it from what stays in memory anyway, where a
-  // shared result would be written whole and held between its readers. The
-  // optimizer's step reads each mean gradient for the global norm and again
-  // for the update, after every other norm: shared, every parameter's mean
-  // gradient is live at once (4 bytes a parameter of arena).
+  // Two kinds of value read by several groups are cloned into each reader,
+  // users outside groups sharing the original:
+  //   - a widening cast: reading the narrow value again is cheaper than
+  //     writing and reading an f32 copy;
+  //   - an op computed from parameters and scalars alone (a gradient
+  //     accumulator times 1/M): each reader recomputes it from what stays
+  //     in memory anyway, where a shared result would be held between its
+  //     readers. The optimizer's step reads each mean gradient for the
+  //     global norm and again for the update, after every other norm:
+  //     shared, every parameter's mean gradient is live at once (4 bytes a
+  //     parameter of arena).
   auto fromLeaves = [&](Operation *op) {
     return fusible(op, singleOps) && !isNarrow(op) &&
            llvm::all_of(op->getOperands(), [](Value v) {
@@ -125,12 +110,12 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
                     (isLeaf(v) || isSplatConstant(v) || isScalarBroadcast(def));
            });
   };
-  SmallVector<Operation *> shared;
-  for (Operation &op : llvm::reverse(body))
+  SmallVector<Operation *> cloned;
+  for (Operation &op : body)
     if (op.getNumResults() == 1 && !op.getResult(0).hasOneUse() &&
-        fromLeaves(&op))
-      shared.push_back(&op);
-  for (Operation *op : shared) {
+        (isWideningCast(&op) || fromLeaves(&op)))
+      cloned.push_back(&op);
+  for (Operation *op : cloned) {
     for (OpOperand &use :
          llvm::make_early_inc_range(op->getResult(0).getUses())) {
       Operation *user = use.getOwner();

@@ -12,6 +12,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -162,14 +163,9 @@ public:
       out.minLevel = std::min(out.minLevel, level);
       out.maxLevel = std::max(out.maxLevel, level);
     }
-    if (out.maxLevel < 0)
-      return fail("no recomputation policy to plan with");
-    // Fill the gaps so layerAt never misses (the ladder skips them).
-    for (int level = out.minLevel; level <= out.maxLevel; ++level)
-      if (!out.byLevel.count(kLevels[level]))
-        return fail(Twine("the recomputation policies must be a run of "
-                          "none, selective, full; ") +
-                    kLevels[level] + " is missing");
+    // `levels` is one policy (evaluate) or a run that search() checked, so
+    // layerAt finds every level the ladder climbs.
+    assert(out.maxLevel >= 0 && "no recomputation policy");
     return out;
   }
 
@@ -479,37 +475,31 @@ std::string SliceKey::str() const {
   return s;
 }
 
-std::string Candidate::plan() const {
-  std::vector<std::string> parts;
+Plan Candidate::toPlan() const {
+  Plan p;
+  for (auto [axis, size] : {std::pair<const char *, int64_t>{"pp", pp},
+                            {"dp", dp},
+                            {"ep", ep},
+                            {"cp", cp},
+                            {"tp", tp}})
+    if (size > 1)
+      p.axes.push_back({axis, size});
+  p.zero = zero;
+  p.sequenceParallel = sequenceParallel;
+  p.microbatches = microbatches;
+  p.schedule = schedule;
+  p.chunks = chunks;
+  std::vector<std::string> ranges;
+  for (auto [from, to] : stageRanges)
+    ranges.push_back(std::to_string(from) + "-" + std::to_string(to));
   if (pp > 1)
-    parts.push_back("pp=" + std::to_string(pp));
-  if (dp > 1)
-    parts.push_back("dp=" + std::to_string(dp));
-  if (ep > 1)
-    parts.push_back("ep=" + std::to_string(ep));
-  if (cp > 1)
-    parts.push_back("cp=" + std::to_string(cp));
-  if (tp > 1)
-    parts.push_back("tp=" + std::to_string(tp));
-  if (sequenceParallel)
-    parts.push_back("sp=on");
-  if (zero > 0)
-    parts.push_back("zero=" + std::to_string(zero));
+    p.stages = join(ranges, ",");
   if (zero == 3 && microbatches > 1)
-    parts.push_back("gather=microbatch");
-  if (microbatches > 1 || pp > 1)
-    parts.push_back("mb=" + std::to_string(microbatches));
-  if (pp > 1) {
-    parts.push_back("schedule=" + schedule);
-    if (chunks > 1)
-      parts.push_back("virtual=" + std::to_string(chunks));
-    std::vector<std::string> ranges;
-    for (auto [from, to] : stageRanges)
-      ranges.push_back(std::to_string(from) + "-" + std::to_string(to));
-    parts.push_back("stages=" + join(ranges, ","));
-  }
-  return join(parts, ",");
+    p.gather = "microbatch";
+  return p;
 }
+
+std::string Candidate::plan() const { return toPlan().str(); }
 
 std::string Candidate::recompute(int64_t layers) const {
   if (!uniformRecompute.empty())

@@ -51,6 +51,7 @@
 #define WEFT_PASSES_PLANNER_PLANNER_H
 
 #include "passes/costmodel/Topology.h"
+#include "passes/sharding/Passes.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -184,9 +185,12 @@ struct Candidate {
   /// A uniform policy, when not searched ("none", "selective", "full").
   std::string uniformRecompute;
 
-  /// weftc's --plan text: "pp=2,dp=4,tp=8,sp=on,zero=1,mb=24,
-  /// schedule=interleaved,virtual=2,stages=0-5,..." (Megatron's order: tp
-  /// the innermost axis, inside a node, then cp, ep, dp; pp the outermost).
+  /// The plan weftc compiles: mesh axes in Megatron's order (tp the
+  /// innermost, inside a node, then cp, ep, dp; pp the outermost), ZeRO-3
+  /// gathering per micro-batch when there are several.
+  Plan toPlan() const;
+  /// Its --plan text (Plan::str): "pp=2,dp=4,tp=8,zero=1,sp=on,
+  /// microbatches=24,schedule=interleaved,virtual=2,stages=0-5,...".
   std::string plan() const;
   /// Ranks of one pipeline stage: dp x ep x cp x tp.
   int64_t stageRanks() const { return dp * ep * cp * tp; }

@@ -111,7 +111,7 @@ TEST(Planner, OneRankIsItsSlicesSummed) {
   EXPECT_DOUBLE_EQ(e->stages[0].activationBytes, 8.5 * kGiB);
   EXPECT_DOUBLE_EQ(e->peakBytes(), (9 + 9 + 18 + 8.5 + 1) * kGiB);
   // Micro-batches alone run on one rank.
-  EXPECT_EQ(c.plan(), "mb=8");
+  EXPECT_EQ(c.plan(), "microbatches=8");
 }
 
 TEST(Planner, DataParallelGradientsAreReducedPerTensorWithMicrobatches) {
@@ -129,7 +129,7 @@ TEST(Planner, DataParallelGradientsAreReducedPerTensorWithMicrobatches) {
       collectiveSeconds(sched::CollectiveKind::all_reduce, 9 * kGiB / 36,
                         9 * kGiB / 36, 4, topology.intraNode);
   EXPECT_NEAR(e->dpSeconds, 36 * each, 1e-12);
-  EXPECT_EQ(c.plan(), "dp=4,mb=4");
+  EXPECT_EQ(c.plan(), "dp=4,microbatches=4");
   // With one micro-batch the gradients go in 25 MiB buckets, reduced under
   // the backward (9 parts of 0.1 + 4 x 2 ms), which hides that much.
   c.microbatches = 1;
@@ -177,7 +177,7 @@ TEST(Planner, ExpertGradientsReduceOverDataParallelRanksOnly) {
   // of the layers' others and the rest's 1 GiB in 20 tensors over 4 ranks.
   EXPECT_NEAR(e->dpSeconds, reduce(4 * kGiB, 16, 2) + reduce(5 * kGiB, 20, 4),
               1e-12);
-  EXPECT_EQ(c.plan(), "dp=2,ep=2,mb=8");
+  EXPECT_EQ(c.plan(), "dp=2,ep=2,microbatches=8");
   EXPECT_EQ(c.stageRanks(), 4);
 }
 
@@ -214,7 +214,8 @@ TEST(Planner, PipelineBubbleAndInFlightFollowTheSchedule) {
   auto zb = evaluate(toyModel(), topology, c, toyProfiles());
   ASSERT_TRUE(static_cast<bool>(zb));
   EXPECT_NEAR(zb->bubbleSeconds, e->bubbleSeconds / 3, 1e-9);
-  EXPECT_EQ(c.plan(), "pp=4,mb=8,schedule=zb-h1,stages=0-1,2-3,4-5,6-7");
+  EXPECT_EQ(c.plan(),
+            "pp=4,microbatches=8,schedule=zb-h1,stages=0-1,2-3,4-5,6-7");
 }
 
 TEST(Planner, EachStageRecomputesOnlyWhatItMustToFit) {
@@ -352,8 +353,9 @@ TEST(Planner, InterleavedChunksAreEvenAndTheRecomputationFollowsTheRanks) {
   c.uniformRecompute = "none";
   auto e = evaluate(toyModel(), toyTopology(1000), c, toyProfiles());
   ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
-  EXPECT_EQ(e->candidate.plan(), "pp=2,mb=4,schedule=interleaved,virtual=2,"
-                                 "stages=0-1,2-3,4-5,6-7");
+  EXPECT_EQ(e->candidate.plan(),
+            "pp=2,microbatches=4,schedule=interleaved,virtual=2,"
+            "stages=0-1,2-3,4-5,6-7");
   // Rank 0 holds chunks 0 and 2: layers 0-1 and 4-5; a ladder of 3 there
   // recomputes its first three (0, 1 and 4) selectively; rank 1 (2-3,
   // 6-7) none.

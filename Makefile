@@ -44,6 +44,7 @@ check-layers:
 
 # Formatting and layers, then lit, then ctest, whose summary line closes the run.
 test: build check-format check-layers
+	@bash scripts/setup-torch.sh $(BUILD)
 	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -49,3 +49,12 @@ import shutil
 
 if shutil.which("chromium"):
     config.available_features.add("chromium")
+
+# A real torchrun (PyPI's PyTorch, which scripts/setup-torch.sh puts in the
+# build tree, or WEFT_TORCHRUN naming one): torchrun-real.test runs weft-run
+# under it, restarts included.
+torchrun = os.environ.get("WEFT_TORCHRUN") or os.path.join(
+    config.weft_obj_root, "torch-venv", "bin", "torchrun")
+if os.access(torchrun, os.X_OK):
+    config.available_features.add("torchrun")
+    config.substitutions.append(("%{torchrun}", torchrun))

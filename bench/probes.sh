@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the health probes cost: the benchmark GPT trained without probes and
 # with each kind (weftc compile --probes activations, attention, gradients,
-# all), ROUNDS rounds interleaved so drift on the host hits every variant
-# alike. There is no peer here: the comparison is the same bundle without
+# all), ROUNDS rounds interleaved (alternately reversed) so drift on the
+# host hits every variant alike. There is no peer here: the comparison is the same bundle without
 # probes (PyTorch and JAX users add such probes as forward hooks or extra
 # outputs, whose cost depends on how they are written).
 #
@@ -26,8 +26,14 @@ for v in $VARIANTS; do
   "$BUILD/bin/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" \
     $flag -o "$OUT/bundle-probes-$v" 2>/dev/null
 done
+REVERSED=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
 for r in $(seq "$ROUNDS"); do
-  for v in $VARIANTS; do
+  # Odd rounds run the variants in order, even rounds in reverse, so a
+  # host that drifts during a round weighs on every variant alike.
+  order=$VARIANTS
+  [ $((r % 2)) -eq 0 ] && order=$REVERSED
+  for v in $order; do
+    rm -f "$OUT/probes-$v-$r.jsonl" # weft-run appends to its metrics.
     OPENBLAS_NUM_THREADS=2 "$BUILD/bin/weft-run" "$OUT/bundle-probes-$v" \
       --data "$OUT/data.bin" --tokenizer bytes --steps $((STEPS + 2)) \
       --metrics "$OUT/probes-$v-$r.jsonl" 2>/dev/null

@@ -290,6 +290,7 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_scratch"] = static_cast<bool>(scratch.getScratch());
     if (auto attention = dyn_cast<sched::AttentionOp>(op)) {
       out["has_positions"] = static_cast<bool>(attention.getQueryPositions());
+      out["has_entropy"] = static_cast<bool>(attention.getEntropy());
       out["has_step"] = static_cast<bool>(attention.getStep());
       out["has_microbatch"] = static_cast<bool>(attention.getMicrobatch());
     }
@@ -844,20 +845,26 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
                opName == "sched.attention_grad") {
       bool grad = opName == "sched.attention_grad";
       int32_t positions = flag("has_positions"), lseGrad = flag("has_lse_grad"),
-              step = flag("has_step"), microbatch = flag("has_microbatch"),
+              entropy = flag("has_entropy"), step = flag("has_step"),
+              microbatch = flag("has_microbatch"),
               scratch = flag("has_scratch");
       if (lseGrad && !grad)
         return fail(at, "has_lse_grad is attention_grad's, not attention's");
+      if (entropy && grad)
+        return fail(at, "has_entropy is attention's, not attention_grad's");
       size_t fixed = grad ? 9 : 5;
-      if (n != fixed + 2 * positions + lseGrad + step + microbatch + scratch)
+      if (n != fixed + 2 * positions + lseGrad + entropy + step + microbatch +
+                   scratch)
         return fail(at, "has " + Twine(n) +
                             " operands, not what has_positions, "
-                            "has_lse_grad, has_step, has_microbatch and "
-                            "has_scratch say");
+                            "has_lse_grad, has_entropy, has_step, "
+                            "has_microbatch and has_scratch say");
       SmallVector<int32_t> sizes(fixed, 1);
       sizes.append({positions, positions});
       if (grad)
         sizes.push_back(lseGrad);
+      else
+        sizes.push_back(entropy);
       sizes.append({step, microbatch, scratch});
       attrs.set("operandSegmentSizes", b.getDenseI32ArrayAttr(sizes));
     }

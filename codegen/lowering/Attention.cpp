@@ -85,13 +85,46 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
                        /*grad=*/false, static_cast<bool>(qpos));
   if (failed(chosen))
     return failure();
+  // An entropy of these probabilities is computed in the same pass.
+  Value entropy;
+  for (Operation *user : op.getLse().getUsers())
+    if (auto e = dyn_cast<AttentionEntropyOp>(user);
+        e && !entropy && e.getFusableAttention() == op) {
+      entropy = l.write(e, e.getResult());
+      l.elide(e);
+    }
   auto [step, microbatch] = counters(op, l);
   auto instr = sched::AttentionOp::create(
-      l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, step, microbatch,
-      Value(), op.getScaleAttr(), op.getCausalAttr(),
+      l.builder(), op.getLoc(), q, k, v, out, lse, qpos, kpos, entropy, step,
+      microbatch, Value(), op.getScaleAttr(), op.getCausalAttr(),
       sched::AttentionAlgorithmAttr::get(l.context(), *chosen),
       op.getDropoutAttr(), op.getSeedAttr(), op.getSplitAttr(),
       op.getMicrobatchesAttr(), l.builder().getStringAttr("compute"));
+  return l.addGpuScratch(op, instr);
+}
+
+/// An entropy no attention's pass computes (its operands were placed apart
+/// from the attention's, or it reads another lse): an attention of its
+/// own, the keys standing in for the values, whose output and lse are
+/// thrown away.
+LogicalResult lowerAttentionEntropy(AttentionEntropyOp op, ProgramLowering &l) {
+  Value q = l.read(op, op.getQuery()), k = l.read(op, op.getKey());
+  auto [qpos, kpos] =
+      positions(l, op.getQueryPositions(), op.getKeyPositions());
+  auto chosen = choose(op, l, op.getQuery(), op.getKey(), op.getKey(),
+                       /*grad=*/false, static_cast<bool>(qpos));
+  if (failed(chosen))
+    return failure();
+  auto qType = cast<sched::BufferType>(q.getType());
+  Value out = l.alloc(qType.getShape(), qType.getElementType());
+  Value lse = l.alloc(op.getType().getShape(), l.builder().getF32Type());
+  Value entropy = l.write(op, op.getResult());
+  auto instr = sched::AttentionOp::create(
+      l.builder(), op.getLoc(), q, k, k, out, lse, qpos, kpos, entropy, Value(),
+      Value(), Value(), op.getScaleAttr(), op.getCausalAttr(),
+      sched::AttentionAlgorithmAttr::get(l.context(), *chosen), FloatAttr(),
+      IntegerAttr(), ArrayAttr(), IntegerAttr(),
+      l.builder().getStringAttr("compute"));
   return l.addGpuScratch(op, instr);
 }
 
@@ -123,6 +156,7 @@ LogicalResult lowerAttentionGrad(AttentionGradOp op, ProgramLowering &l) {
 void populateAttentionLowerings(LoweringTable &table) {
   addLowering(table, lowerAttention);
   addLowering(table, lowerAttentionGrad);
+  addLowering(table, lowerAttentionEntropy);
 }
 
 } // namespace weft::codegen

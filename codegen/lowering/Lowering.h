@@ -134,8 +134,11 @@ public:
   /// FP8 storage (Fp8Storage.cpp): quantization `op` lowers by `plan`.
   void planFp8Cast(mlir::Operation *op, Fp8Plan plan);
   const Fp8Plan *fp8Plan(mlir::Operation *op) const;
-  /// Whether `op` lowers to nothing (a reshape of FP8 codes).
+  /// Whether `op` lowers to nothing (a reshape of FP8 codes, an entropy
+  /// its attention computes).
   bool elided(mlir::Operation *op) const { return elidedOps.contains(op); }
+  /// `op` was lowered with another op's instruction: the driver skips it.
+  void elide(mlir::Operation *op) { elidedOps.insert(op); }
   /// GEMM operand `v` in FP8, as stored or `transposed`; null if it is not.
   const Fp8Operand *fp8Operand(mlir::Value v, bool transposed) const;
   void setFp8Operand(mlir::Value v, bool transposed, Fp8Operand operand);

@@ -298,6 +298,7 @@ private:
   FailureOr<std::function<double(int64_t, int64_t, int64_t, int64_t)>>
   attentionDropoutOf(Op op, int64_t heads, int64_t s, int64_t t);
   FailureOr<std::pair<Tensor, Tensor>> evalAttention(AttentionOp op);
+  Tensor evalAttentionEntropy(AttentionEntropyOp op);
   FailureOr<std::array<Tensor, 3>> evalAttentionGrad(AttentionGradOp op);
   std::array<Tensor, 3> evalNormGrad(Value input, Value weight, Value grad,
                                      double eps, bool rms);
@@ -631,6 +632,10 @@ LogicalResult Interpreter::eval(Operation *op) {
           return failure();
         bind(o.getResult(), std::move(r->first));
         bind(o.getLse(), std::move(r->second));
+        return success();
+      })
+      .Case([&](AttentionEntropyOp o) -> LogicalResult {
+        bind(o.getResult(), evalAttentionEntropy(o));
         return success();
       })
       .Case([&](AttentionGradOp o) -> LogicalResult {
@@ -1143,6 +1148,42 @@ Interpreter::evalAttention(AttentionOp op) {
       }
     }
   return std::pair<Tensor, Tensor>{std::move(out), std::move(lse)};
+}
+
+Tensor Interpreter::evalAttentionEntropy(AttentionEntropyOp op) {
+  const Tensor &q = get(op.getQuery()), &k = get(op.getKey()),
+               &lse = get(op.getLse());
+  int64_t batch = q.shape[0], s = q.shape[1], hq = q.shape[2], d = q.shape[3];
+  int64_t t = k.shape[1], hkv = k.shape[2], group = hq / hkv;
+  double scale = op.getScale().convertToDouble();
+  MaskOf masked = maskOf(op.getCausal(), op.getQueryPositions(),
+                         op.getKeyPositions(), s, t);
+  Tensor out = Tensor::zeros(shapeOf(op.getResult()));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < s; ++i) {
+        int64_t row = (b * hq + h) * s + i;
+        double l = lse.data[row];
+        if (l == -kInf) { // No visible key.
+          out.data[row] = -kInf;
+          continue;
+        }
+        const double *qi = &q.data[((b * s + i) * hq + h) * d];
+        // -sum_t p_t log p_t with log p_t = x_t - lse.
+        double entropy = 0.0;
+        for (int64_t j = 0; j < t; ++j) {
+          if (masked(i, j))
+            continue;
+          const double *kj = &k.data[((b * t + j) * hkv + h / group) * d];
+          double dot = 0.0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += qi[c] * kj[c];
+          double logp = scale * dot - l;
+          entropy -= std::exp(logp) * logp;
+        }
+        out.data[row] = entropy;
+      }
+  return out;
 }
 
 FailureOr<std::array<Tensor, 3>>

@@ -21,11 +21,11 @@ def Probes : Pass<"weft-probes", "::mlir::ModuleOp"> {
         (fold `max`).
       - `attention`: the mean entropy (nats) of each attention's
         probabilities over batch, heads and queries, `<layer>/attn_entropy`
-        (fold `mean`). The probabilities are never stored (the attention
-        is fused): with lse the row's log-sum-exp of the scores s_t,
-        H = lse - sum_t p_t s_t, and sum_t p_t s_t = scale <q, sum_t p_t
-        k_t> is one more attention with the keys as values. Dropout is
-        not applied to it.
+        (fold `mean`), by `weft.attention_entropy` of the attention's own
+        query, key and lse: the lowering computes it in that attention's
+        pass (a running sum of p_t s_t beside the softmax's), so the
+        probabilities are never stored or formed twice. Dropout is not
+        applied to it.
       - `router`: each router's load, the fraction of the token choices
         each expert received, `<layer>/router_load` ([E], fold `mean`), and
         its imbalance, E times the largest load (1: balanced),

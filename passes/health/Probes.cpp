@@ -3,8 +3,8 @@
 // The quantities that predict a divergence (activation growth, attention
 // collapsing onto a few keys or spreading evenly, a router favouring a
 // few experts) computed in the training step itself, so they cost a few
-// reductions (one extra attention for the entropy) instead of a second
-// pass over the data. Each lands in a transient state parameter the
+// reductions (the attention's entropy inside its own kernel) instead of a
+// second pass over the data. Each lands in a transient state parameter the
 // runtime reads, logs and zeroes after the step; under gradient
 // accumulation the micro-batches fold into it (sum or maximum).
 //
@@ -161,14 +161,6 @@ private:
     AssignOp::create(b, loc, p.getNameAttr(), next);
   }
 
-  /// `x` as f32.
-  static Value wide(weft::detail::Emitter &e, Value x) {
-    RankedTensorType type = e.typeOf(x);
-    if (type.getElementType().isF32())
-      return x;
-    return CastOp::create(e.b, e.loc, type.clone(e.b.getF32Type()), x);
-  }
-
   /// The mean of every element of `x` (f32) as a scalar (partitioning
   /// combines the ranks' means).
   static Value mean(weft::detail::Emitter &e, Value x) {
@@ -180,7 +172,7 @@ private:
     OpBuilder b(forward.getContext());
     b.setInsertionPointAfterValue(x);
     weft::detail::Emitter e{b, x.getLoc()};
-    Value x32 = wide(e, x);
+    Value x32 = e.f32(x);
     fold(b, e.loc, layer + "/act_rms", "rms",
          mean(e, SquareOp::create(b, e.loc, x32)), l);
     // weft.fp8_amax over one block: the largest magnitude, max-reduced
@@ -197,25 +189,12 @@ private:
     OpBuilder b(att);
     b.setInsertionPointAfter(att);
     weft::detail::Emitter e{b, att.getLoc()};
-    // q [B, S, H, D], k [B, T, Hkv, D]: P K, the probabilities weighing
-    // the keys, by the same fused attention without dropout, in f32: H is
-    // lse less a product of about its size, which bf16's rounding would
-    // swamp when attention collapses onto a few keys.
-    Value query = wide(e, att.getQuery()), key = wide(e, att.getKey());
-    RankedTensorType q = e.typeOf(query);
-    auto pk = AttentionOp::create(
-        b, e.loc, q, att.getLse().getType(), query, key, key,
-        att.getQueryPositions(), att.getKeyPositions(), Value(), Value(),
-        att.getScaleAttr(), att.getCausalAttr(), FloatAttr(), IntegerAttr(),
-        ArrayAttr(), IntegerAttr());
-    double scale = att.getScale().convertToDouble();
-    // sum_t p_t s_t = scale <q, P K>, per [B, S, H] row.
-    Value expected = e.reduceSum(e.mul(query, pk.getResult()), {3});
-    RankedTensorType rows = e.typeOf(expected);
-    // lse is [B, H, S].
-    Value lse = TransposeOp::create(b, e.loc, rows, att.getLse(),
-                                    b.getDenseI64ArrayAttr({0, 2, 1}));
-    Value entropy = e.sub(lse, e.mul(expected, e.splat(rows, scale)));
+    // The entropy of the same query, key and mask given the attention's own
+    // lse: the lowering computes it in that attention's pass.
+    Value entropy = AttentionEntropyOp::create(
+        b, e.loc, att.getQuery(), att.getKey(), att.getLse(),
+        att.getQueryPositions(), att.getKeyPositions(), att.getScaleAttr(),
+        att.getCausalAttr());
     fold(b, e.loc, metric, "mean", mean(e, entropy), l);
   }
 

@@ -421,10 +421,28 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
   }
   positions.setValueAttr(values);
   Value pos = positions.getResult();
+  // A causal attention (or its entropy) masks by the positions instead of
+  // the index.
+  auto maskByPositions = [&](auto att) {
+    if (att.getQueryPositions() || !att.getCausal())
+      return WalkResult::advance();
+    if (att.getQuery().getType().getDimSize(1) != seq ||
+        att.getKey().getType().getDimSize(1) != seq) {
+      att.emitOpError("attends over sequences of ")
+          << att.getQuery().getType().getDimSize(1) << " and "
+          << att.getKey().getType().getDimSize(1) << ", not the inputs' " << seq
+          << ", which cp=" << cp << " reorders";
+      return WalkResult::interrupt();
+    }
+    att.getQueryPositionsMutable().assign(pos);
+    att.getKeyPositionsMutable().assign(pos);
+    return WalkResult::advance();
+  };
   WalkResult result = forward.walk([&](Operation *op) {
     // Positions already given must be the marked ones, reordered here.
     for (Value v : op->getOperands())
-      if (v != pos && isa<RopeOp, AttentionOp, DropoutOp>(op) &&
+      if (v != pos &&
+          isa<RopeOp, AttentionOp, AttentionEntropyOp, DropoutOp>(op) &&
           isa<IntegerType>(
               cast<RankedTensorType>(v.getType()).getElementType())) {
         op->emitOpError("has positions other than the marked "
@@ -448,18 +466,9 @@ static LogicalResult seedContextParallel(func::FuncOp forward, int64_t cp) {
           drop.getType().getRank() <= 4 && drop.getType().getDimSize(1) == seq)
         drop.getPositionsMutable().assign(pos);
     } else if (auto att = dyn_cast<AttentionOp>(op)) {
-      if (att.getQueryPositions() || !att.getCausal())
-        return WalkResult::advance();
-      if (att.getQuery().getType().getDimSize(1) != seq ||
-          att.getKey().getType().getDimSize(1) != seq) {
-        att.emitOpError("attends over sequences of ")
-            << att.getQuery().getType().getDimSize(1) << " and "
-            << att.getKey().getType().getDimSize(1) << ", not the inputs' "
-            << seq << ", which cp=" << cp << " reorders";
-        return WalkResult::interrupt();
-      }
-      att.getQueryPositionsMutable().assign(pos);
-      att.getKeyPositionsMutable().assign(pos);
+      return maskByPositions(att);
+    } else if (auto entropy = dyn_cast<AttentionEntropyOp>(op)) {
+      return maskByPositions(entropy);
     }
     return WalkResult::advance();
   });

@@ -8,6 +8,7 @@
 #include "runtime/support/GroupedRows.h"
 #include "runtime/support/Random.h"
 
+#include "absl/base/casts.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include <cblas.h>
@@ -124,10 +125,12 @@ std::pair<double, double> rowStats(const float *x, int64_t dim, bool rms,
 /// [B, S, H, D] tensors, so nothing of size S x S is ever stored.
 void attentionForward(const AttentionShape &a, float scale,
                       const AttentionMask &mask, const float *q, const float *k,
-                      const float *v, float *out, float *lse) {
+                      const float *v, float *out, float *lse, float *entropy) {
   int64_t ldq = a.ldq, ldk = a.ldk, ldv = a.ldv, ldo = a.ldo;
   std::vector<float> s(kQueryTile * kKeyTile), acc(kQueryTile * a.dv);
-  std::vector<float> m(kQueryTile), l(kQueryTile);
+  // e: the running sum of p (x - m) beside l's of p, for the entropy
+  // log l - e / l (about log l, not lse less a number of its size).
+  std::vector<float> m(kQueryTile), l(kQueryTile), e(kQueryTile);
   std::vector<int64_t> visible(kQueryTile);
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.hq; ++h) {
@@ -137,6 +140,7 @@ void attentionForward(const AttentionShape &a, float scale,
         int64_t bq = std::min(kQueryTile, a.s - i0);
         std::fill(m.begin(), m.end(), -INFINITY);
         std::fill(l.begin(), l.end(), 0.0f);
+        std::fill(e.begin(), e.end(), 0.0f);
         std::fill(acc.begin(), acc.end(), 0.0f);
         int64_t keys = keysFor(a, mask, i0, bq);
         for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
@@ -155,8 +159,25 @@ void attentionForward(const AttentionShape &a, float scale,
               continue;
             }
             float correction = std::exp(m[i] - mNew), sum = 0;
-            for (int64_t j = 0; j < bk; ++j)
-              sum += row[j] = j < visible[i] ? std::exp(row[j] - mNew) : 0.0f;
+            if (entropy) {
+              // The terms so far, moved from base m to mNew (none before
+              // the first visible key).
+              float moved =
+                  l[i] > 0 ? correction * (e[i] - (mNew - m[i]) * l[i]) : 0.0f;
+              for (int64_t j = 0; j < visible[i]; ++j) {
+                // A key masked by position inside the visible span scores
+                // -inf: p 0, and no 0 * -inf in the sum.
+                float x = row[j] - mNew, p = std::exp(x);
+                if (p > 0)
+                  moved += p * x;
+                sum += row[j] = p;
+              }
+              std::fill(row + visible[i], row + bk, 0.0f);
+              e[i] = moved;
+            } else {
+              for (int64_t j = 0; j < bk; ++j)
+                sum += row[j] = j < visible[i] ? std::exp(row[j] - mNew) : 0.0f;
+            }
             l[i] = l[i] * correction + sum;
             m[i] = mNew;
             for (int64_t c = 0; c < a.dv; ++c)
@@ -177,6 +198,9 @@ void attentionForward(const AttentionShape &a, float scale,
             o[c] = acc[i * a.dv + c] * inv;
           lse[(b * a.hq + h) * a.s + i0 + i] =
               l[i] > 0 ? m[i] + std::log(l[i]) : -INFINITY;
+          if (entropy)
+            entropy[(b * a.hq + h) * a.s + i0 + i] =
+                l[i] > 0 ? std::log(l[i]) - e[i] / l[i] : -INFINITY;
         }
       }
     }
@@ -299,19 +323,24 @@ ReducePlan::ReducePlan(const Shape &in, const Shape &dims, ReduceKind kind)
     stride *= in[d];
   }
   outSize = stride;
-  target = gatherIndex(in, outStrides);
+  if (outSize > 1)
+    target = gatherIndex(in, outStrides);
   acc.resize(outSize);
 }
 
 void ReducePlan::run(const float *x, float *y) const {
   bool max = kind == ReduceKind::Max;
   std::fill(acc.begin(), acc.end(), max ? -kInf : 0.0);
-  for (size_t i = 0; i < target.size(); ++i) {
-    double v = x[i];
-    double &slot = acc[target[i]];
+  auto into = [max](double &slot, double v) {
     slot = max ? (std::isnan(v) || std::isnan(slot) ? NAN : std::max(slot, v))
                : slot + v;
-  }
+  };
+  if (outSize == 1) // Every element into one slot, in order.
+    for (int64_t i = 0; i < count; ++i)
+      into(acc[0], x[i]);
+  else
+    for (size_t i = 0; i < target.size(); ++i)
+      into(acc[target[i]], x[i]);
   for (int64_t i = 0; i < outSize; ++i)
     y[i] =
         static_cast<float>(kind == ReduceKind::Mean ? acc[i] / count : acc[i]);
@@ -443,6 +472,16 @@ void forEachBlockRow(const Shape &shape, const Shape &grid, Fn fn) {
 void fp8Amax(const float *x, float *amax, const Shape &shape,
              const Shape &grid) {
   std::fill(amax, amax + product(grid, 0), 0.0f);
+  if (product(grid, 0) == 1) {
+    // One block: the largest magnitude's bits, an integer maximum the
+    // compiler widens (a float one it may not reorder). Every NaN's bits
+    // exceed infinity's, and a NaN counts as infinity.
+    uint32_t m = 0;
+    for (int64_t i = 0, n = product(shape, 0); i < n; ++i)
+      m = std::max(m, absl::bit_cast<uint32_t>(x[i]) & 0x7fffffffu);
+    amax[0] = m > 0x7f800000u ? INFINITY : absl::bit_cast<float>(m);
+    return;
+  }
   int64_t last = shape.empty() ? 1 : shape.back();
   // A NaN counts as infinity, which every max (Gloo's, NCCL's) keeps.
   forEachBlockRow(shape, grid, [&](int64_t first, int64_t base, int64_t run) {

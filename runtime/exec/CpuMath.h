@@ -63,10 +63,13 @@ struct AttentionMask {
   weft_attn_dropout dropout{};
 };
 
-/// FlashAttention's forward (tiles of queries, running max and sum).
+/// FlashAttention's forward (tiles of queries, running max and sum). With
+/// `entropy` ([B, Hq, S], may be null), each row's entropy of the
+/// undropped probabilities too, from a running sum of p (x - m).
 void attentionForward(const AttentionShape &a, float scale,
                       const AttentionMask &mask, const float *q, const float *k,
-                      const float *v, float *out, float *lse);
+                      const float *v, float *out, float *lse,
+                      float *entropy = nullptr);
 /// Its backward, recomputing probabilities from `lse`; writes dq, dk, dv.
 /// `lseGrad` (or null) is the gradient of lse itself ([B, Hq, S]).
 void attentionBackward(const AttentionShape &a, float scale,
@@ -87,6 +90,8 @@ public:
 private:
   ReduceKind kind;
   int64_t count = 1, outSize = 1;
+  /// Where each input element lands; empty for a reduction to one value,
+  /// which runs as a plain loop in the same order.
   std::vector<int64_t> target;
   /// Kept between runs: a fresh large vector per call would be new mmap'd
   /// pages, zeroed by the kernel, every step.

@@ -870,6 +870,13 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
       WEFT_ASSIGN(a.hasPositions, o.flag("has_positions"));
     if (op == Op::AttentionGrad && o.has("has_lse_grad"))
       WEFT_ASSIGN(a.hasLseGrad, o.flag("has_lse_grad"));
+    // Absent in bundles written before the entropy: none.
+    if (o.has("has_entropy")) {
+      if (op == Op::AttentionGrad)
+        return o.fail("field 'has_entropy' is attention's, not "
+                      "attention_grad's");
+      WEFT_ASSIGN(a.hasEntropy, o.flag("has_entropy"));
+    }
     // Absent in bundles written before dropout: none.
     if (o.has("dropout")) {
       WEFT_ASSIGN(a.dropout, o.number("dropout"));
@@ -1099,6 +1106,8 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     }
     if (a.hasLseGrad)
       r.push_back({"lse_grad", kRead});
+    if (a.hasEntropy)
+      r.push_back({"entropy", kWrite});
     if (a.hasStep)
       r.push_back({"step", kRead});
     if (a.block.hasMicrobatch)
@@ -1687,6 +1696,12 @@ absl::Status checkAttention(const Check &c, const AttentionAttrs &a,
     if (c.dtype(at.lseGrad) != DType::F32)
       return c.fail(absl::StrCat(c.name(at.lseGrad), " must hold f32, not ",
                                  dtypeText(c.dtype(at.lseGrad))));
+  }
+  if (a.hasEntropy) {
+    WEFT_RETURN_IF_ERROR(c.hasShape(at.entropy, {b, hq, s}));
+    if (c.dtype(at.entropy) != DType::F32)
+      return c.fail(absl::StrCat(c.name(at.entropy), " must hold f32, not ",
+                                 dtypeText(c.dtype(at.entropy))));
   }
   if (!(a.dropout >= 0 && a.dropout < 1))
     return c.fail(

@@ -238,6 +238,8 @@ struct AttentionAttrs {
   bool causal = false;
   AttentionAlgorithm algorithm = AttentionAlgorithm::Flash;
   bool hasPositions = false, hasLseGrad = false;
+  /// Attention only: each row's entropy (f32 [B, Hq, S]) is written too.
+  bool hasEntropy = false;
   /// Dropout of the probabilities (rate 0: none), as sched.dropout's of
   /// the [B, Hq, S, T] tensor of them; the block's split is the query's.
   double dropout = 0;
@@ -248,8 +250,8 @@ struct AttentionAttrs {
   /// Where the optional operands sit (-1: absent), after the fixed ones of
   /// attention (`grad` false) or attention_grad.
   struct Optional {
-    int64_t queryPositions = -1, keyPositions = -1, lseGrad = -1, step = -1,
-            microbatch = -1;
+    int64_t queryPositions = -1, keyPositions = -1, lseGrad = -1, entropy = -1,
+            step = -1, microbatch = -1;
   };
   Optional optionalOperands(bool grad) const {
     Optional o;
@@ -260,6 +262,8 @@ struct AttentionAttrs {
     }
     if (hasLseGrad)
       o.lseGrad = next++;
+    if (hasEntropy)
+      o.entropy = next++;
     if (hasStep)
       o.step = next++;
     if (block.hasMicrobatch)

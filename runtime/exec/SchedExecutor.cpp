@@ -537,11 +537,17 @@ SchedExecutor::bindInstruction(const sched::Program &program,
           *attentionMaskBlock(mesh_, rank(), shape.batch, shape.hq, shape.s,
                               shape.t, a.block.split, a.block.microbatches);
     }
+    float *entropy = nullptr;
+    if (a.hasEntropy) {
+      if (absl::Status s = need(at.entropy, F); !s.ok())
+        return s;
+      entropy = f(at.entropy);
+    }
     if (!grad)
       return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4)] {
         cpu::AttentionMask m = mask;
         m.dropout = dropout.now();
-        cpu::attentionForward(shape, scale, m, q, k, v, o, lse);
+        cpu::attentionForward(shape, scale, m, q, k, v, o, lse, entropy);
         return absl::OkStatus();
       });
     return Step([=, q = f(0), k = f(1), v = f(2), o = f(3), lse = f(4),

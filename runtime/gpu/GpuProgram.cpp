@@ -384,8 +384,9 @@ absl::Status Translator::flashAttention(bool grad) {
   };
   unsigned queryTiles = static_cast<unsigned>((S + 63) / 64);
   if (!grad) {
+    GpuArg entropy = a.hasEntropy ? buf(at.entropy) : null();
     tiled(kernel("weft_attention_forward" + suffix, queryTiles,
-                 with({buf(0), buf(1), buf(2), buf(3), buf(4)}), 64),
+                 with({buf(0), buf(1), buf(2), buf(3), buf(4), entropy}), 64),
           hq);
     return absl::OkStatus();
   }
@@ -487,9 +488,10 @@ absl::Status Translator::gemmAttention(bool grad) {
   std::vector<GpuArg> dropout = attentionDropout(grad);
   bool drops = a.dropout > 0;
   // P (dropped: what weighs the values) from the scores.
-  auto softmax = [&](GpuArg lseIn, GpuArg lseOut, bool dropped) {
+  auto softmax = [&](GpuArg lseIn, GpuArg lseOut, GpuArg entropy,
+                     bool dropped) {
     std::vector<GpuArg> args = {
-        scores, probs,  i32(typeCode(type)), lseIn,   lseOut,
+        scores, probs,  i32(typeCode(type)), lseIn,   lseOut,      entropy,
         i64(S), i64(T), i32(a.causal),       i64(hq), i32(dropped)};
     args.insert(args.end(), dropout.begin(), dropout.end());
     kernel("weft_attention_probs", static_cast<unsigned>(B * hq * S),
@@ -497,16 +499,17 @@ absl::Status Translator::gemmAttention(bool grad) {
   };
   planeOf(buf(0), buf(1), d, scale);
   if (!grad) { // q, k, v, out, lse, scratch.
-    softmax(null(), buf(4), drops);
+    sched::AttentionAttrs::Optional at = a.optionalOperands(false);
+    softmax(null(), buf(4), a.hasEntropy ? buf(at.entropy) : null(), drops);
     rowsOf(buf(2), dv, buf(3));
     return absl::OkStatus();
   }
   // q, k, v, out, lse, dout, dq, dk, dv, scratch. P again, from the saved
   // lse: dropped for dV, then (with dropout) undropped for dS.
-  softmax(buf(4), null(), drops);
+  softmax(buf(4), null(), null(), drops);
   keysOf(buf(5), dv, buf(8));
   if (drops)
-    softmax(buf(4), null(), false);
+    softmax(buf(4), null(), null(), false);
   planeOf(buf(5), buf(2), dv, 1.0f);
   kernel("weft_attention_delta", gridFor(B * hq * S),
          {buf(5), buf(3), i32(typeCode(type)), delta, i64(B), i64(S), i64(hq),

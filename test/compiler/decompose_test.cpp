@@ -64,6 +64,24 @@ TEST(Decompose, Attention) {
                             testutil::randomTensor({2, 5, 2, 6}, rng)});
 }
 
+// The entropy from its definition (-sum p log p over the visible keys,
+// from the given lse) against lse - scale <q, P K>, an attention with the
+// keys as its values: causal and not, grouped-query heads.
+TEST(Decompose, AttentionEntropy) {
+  std::mt19937 rng(7);
+  const char *text = R"(
+    func.func @f(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x2x8xf32>) -> (tensor<2x4x5xf32>, tensor<2x4x5xf32>) {
+      %v = weft.constant dense<0.0> : tensor<2x5x2x8xf32>
+      %0:2 = weft.attention %q, %k, %v scale = 0.7 causal : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>
+      %1:2 = weft.attention %q, %k, %v scale = 0.7 : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x8xf32>
+      %h0 = weft.attention_entropy %q, %k, %0#1 scale = 0.7 causal : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x4x5xf32>
+      %h1 = weft.attention_entropy %q, %k, %1#1 scale = 0.7 : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x4x5xf32>
+      return %h0, %h1 : tensor<2x4x5xf32>, tensor<2x4x5xf32>
+    })";
+  checkDecomposition(text, {testutil::randomTensor({2, 5, 4, 8}, rng),
+                            testutil::randomTensor({2, 5, 2, 8}, rng)});
+}
+
 TEST(Decompose, NormsSoftmaxActivations) {
   std::mt19937 rng(4);
   const char *text = R"(

@@ -510,7 +510,8 @@ namespace {
 /// for `target` (streams assigned for cuda, memory planned, no generated
 /// kernels), in a fresh directory named after `label`.
 std::string handWrittenBundle(const char *ir, const std::string &label,
-                              const std::string &target) {
+                              const std::string &target,
+                              int64_t attentionScratchMb = 4096) {
   auto context = testutil::makeContext();
   auto module = testutil::parse(*context, ir);
   if (!module)
@@ -518,6 +519,7 @@ std::string handWrittenBundle(const char *ir, const std::string &label,
   mlir::PassManager pm(context.get());
   LowerToSchedOptions lower;
   lower.target = target;
+  lower.attentionScratchMb = attentionScratchMb;
   pm.addPass(createLowerToSched(lower));
   mlir::OpPassManager &programs = pm.nest<sched::ProgramOp>();
   if (target == "cuda")
@@ -795,6 +797,138 @@ TEST(EmulatedGpu, AttentionByPositionsWithAnLseGradientMatchesTheCpu) {
       }
       EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i]) + 1e-5) << i;
     }
+  }
+}
+
+// The health probes' attention entropy, computed in its attention's own
+// pass (a running sum of p (x - m) beside the softmax's), against the
+// reference evaluator's -sum p log p in double: on the CPU (160 keys, so
+// the running sums are moved across its 64-key tiles), on the GPU's
+// FlashAttention kernel and on its GEMM path's softmax. A second entropy
+// of the same attention is not fused: it lowers to an attention of its
+// own, and must agree too.
+TEST(EmulatedGpu, AttentionEntropyInItsAttentionsPassMatchesTheEvaluator) {
+  const char *ir = R"mlir(
+    func.func @run(%q: tensor<1x160x2x8xf32>, %k: tensor<1x160x1x8xf32>,
+                   %v: tensor<1x160x1x8xf32>)
+        -> (tensor<1x160x2x8xf32> {weft.output = "out"},
+            tensor<1x160x2x8xf32> {weft.output = "out_full"},
+            tensor<1x2x160xf32> {weft.output = "entropy"},
+            tensor<1x2x160xf32> {weft.output = "again"},
+            tensor<1x2x160xf32> {weft.output = "full"}) {
+      %o, %lse = weft.attention %q, %k, %v scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x160x1x8xf32>
+      %h = weft.attention_entropy %q, %k, %lse scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
+      %h2 = weft.attention_entropy %q, %k, %lse scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
+      %o3, %lse3 = weft.attention %q, %k, %v scale = 0.35 : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x160x1x8xf32>
+      %h3 = weft.attention_entropy %q, %k, %lse3 scale = 0.35 : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
+      return %o, %o3, %h, %h2, %h3 : tensor<1x160x2x8xf32>, tensor<1x160x2x8xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>
+    }
+  )mlir";
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> inputs = {std::vector<float>(160 * 2 * 8),
+                                            std::vector<float>(160 * 8),
+                                            std::vector<float>(160 * 8)};
+  for (auto &in : inputs)
+    for (float &v : in)
+      v = normal(rng);
+  std::vector<runtime::HostTensor> in = {
+      {{1, 160, 2, 8}, runtime::DType::F32, inputs[0].data()},
+      {{1, 160, 1, 8}, runtime::DType::F32, inputs[1].data()},
+      {{1, 160, 1, 8}, runtime::DType::F32, inputs[2].data()}};
+  std::vector<reference::Tensor> refIn;
+  for (size_t i = 0; i < in.size(); ++i)
+    refIn.push_back(
+        {in[i].shape, std::vector<double>(inputs[i].begin(), inputs[i].end())});
+  auto context = testutil::makeContext();
+  auto module = testutil::parse(*context, ir);
+  ASSERT_TRUE(module);
+  std::vector<reference::Tensor> want = testutil::run(*module, refIn);
+  ASSERT_EQ(want.size(), 5u);
+  // The evaluator's lse-based sum against the decomposition's
+  // lse - scale <q, P K> is Decompose.AttentionEntropy's; here the rows
+  // spread (the causal row 0 sees one key: entropy 0) and are not uniform.
+  EXPECT_NEAR(want[2].data[0], 0.0, 1e-12);
+  EXPECT_GT(want[2].data[159], 1.0);
+  std::string cpuDir = handWrittenBundle(ir, "entropy", "cpu");
+  ASSERT_FALSE(cpuDir.empty());
+  for (int64_t scratchMb : {4096, 0}) {
+    SCOPED_TRACE(scratchMb ? "gemm_softmax" : "flash");
+    std::string gpuDir = handWrittenBundle(
+        ir, "entropy-" + std::to_string(scratchMb), "cuda", scratchMb);
+    ASSERT_FALSE(gpuDir.empty());
+    BothRuns runs;
+    runOnBoth(cpuDir, gpuDir, in, runs);
+    if (HasFatalFailure())
+      return;
+    for (auto [index, name] :
+         {std::pair{2, "entropy"}, {3, "again"}, {4, "full"}}) {
+      SCOPED_TRACE(name);
+      std::vector<float> cpu = *runs.cpu->output("run", name),
+                         gpu = *runs.gpu->output("run", name);
+      ASSERT_EQ(cpu.size(), want[index].data.size());
+      ASSERT_EQ(gpu.size(), cpu.size());
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        EXPECT_NEAR(cpu[i], want[index].data[i], 2e-5) << i;
+        EXPECT_NEAR(gpu[i], want[index].data[i], 2e-5) << i;
+      }
+    }
+  }
+}
+
+// The entropy of a ring block's attention, masked by positions in no
+// order: keys hidden inside the visible span add nothing, and a query that
+// sees no key gets -inf, on the CPU and the GPU's flash kernel, as the
+// evaluator computes it.
+TEST(EmulatedGpu, AttentionEntropyByPositionsMatchesTheEvaluator) {
+  const char *ir = R"mlir(
+    func.func @run(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>)
+        -> (tensor<2x4x8xf32> {weft.output = "entropy"}) {
+      %qp = weft.constant dense<[5, 0, 7, 2, 9, 4, 1, 6]> : tensor<8xi32>
+      %kp = weft.constant dense<[3, 8, 1, 6, 10, 7, 2, 5]> : tensor<8xi32>
+      %o, %lse = weft.attention %q, %kv, %kv positions(%qp, %kp) scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<8xi32>, tensor<8xi32>
+      %h = weft.attention_entropy %q, %kv, %lse positions(%qp, %kp) scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>, tensor<8xi32>, tensor<8xi32>
+      return %h : tensor<2x4x8xf32>
+    }
+  )mlir";
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> q(2 * 8 * 4 * 16), kv(2 * 8 * 2 * 16);
+  for (auto *in : {&q, &kv})
+    for (float &v : *in)
+      v = normal(rng);
+  std::vector<runtime::HostTensor> in = {
+      {{2, 8, 4, 16}, runtime::DType::F32, q.data()},
+      {{2, 8, 2, 16}, runtime::DType::F32, kv.data()}};
+  auto context = testutil::makeContext();
+  auto module = testutil::parse(*context, ir);
+  ASSERT_TRUE(module);
+  std::vector<reference::Tensor> want = testutil::run(
+      *module, {{{2, 8, 4, 16}, std::vector<double>(q.begin(), q.end())},
+                {{2, 8, 2, 16}, std::vector<double>(kv.begin(), kv.end())}});
+  ASSERT_EQ(want.size(), 1u);
+  // Query 1 sits at position 0, before every key: no entropy.
+  EXPECT_EQ(want[0].data[1], -INFINITY);
+  std::string cpuDir = handWrittenBundle(ir, "entropy-positions", "cpu"),
+              gpuDir = handWrittenBundle(ir, "entropy-positions", "cuda");
+  ASSERT_FALSE(cpuDir.empty());
+  ASSERT_FALSE(gpuDir.empty());
+  BothRuns runs;
+  runOnBoth(cpuDir, gpuDir, in, runs);
+  if (HasFatalFailure())
+    return;
+  std::vector<float> cpu = *runs.cpu->output("run", "entropy"),
+                     gpu = *runs.gpu->output("run", "entropy");
+  ASSERT_EQ(cpu.size(), want[0].data.size());
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (std::isinf(want[0].data[i])) {
+      EXPECT_EQ(cpu[i], -INFINITY) << i;
+      EXPECT_EQ(gpu[i], -INFINITY) << i;
+      continue;
+    }
+    EXPECT_NEAR(cpu[i], want[0].data[i], 1e-5) << i;
+    EXPECT_NEAR(gpu[i], want[0].data[i], 1e-5) << i;
   }
 }
 

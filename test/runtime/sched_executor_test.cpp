@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 using namespace weft;
 using testutil::Case;
@@ -46,13 +47,26 @@ std::vector<Trace> runBundle(const Case &setup, const std::string &dir,
       });
 }
 
+/// Elementwise agreement of FP8 runs whose GEMMs sum in other orders
+/// (placed against one rank; FP8 codes against their dequantized values):
+/// a value that lands on the other side of an E4M3 rounding boundary moves
+/// by an eighth, and a few such flips per tensor move logits and, through
+/// Adam, parameters by a few percent of their scale. Measured: under 1e-3
+/// and 1e-2 with OpenBLAS's Zen and Haswell kernels, 2.3% (logits) and
+/// 2.1% (parameters) with its SkylakeX kernels on an AVX-512 Xeon. A max
+/// all-reduce of the scales run as a sum moves parameters by 0.4-0.9.
+/// Losses, means over every token, stay within 1e-3.
+constexpr double kFp8Elementwise = 5e-2;
+
 /// The setup placed by its plan against the same model on one rank (with
 /// `wholePlan`, e.g. its micro-batches), from the same seed and global
-/// batches. Collectives sum in another order than one rank does: values
-/// agree to `tolerance` of each tensor's scale.
+/// batches. Collectives sum in another order than one rank does: losses
+/// and norms agree to `tolerance`, logits to `logitTolerance` (default:
+/// `tolerance`) and parameters to `paramTolerance` of each tensor's scale.
 void checkPlacedTraining(Case placed, double tolerance = 1e-4,
                          double paramTolerance = 1e-4,
-                         const std::string &wholePlan = "") {
+                         const std::string &wholePlan = "",
+                         std::optional<double> logitTolerance = std::nullopt) {
   SCOPED_TRACE(placed.label());
   // With eps 1e-8, a gradient that cancels to ~1e-10 (a key bias's is zero
   // in exact arithmetic) turns a different summation order into a full
@@ -87,7 +101,8 @@ void checkPlacedTraining(Case placed, double tolerance = 1e-4,
     EXPECT_LE(worstError(want.norms, got.norms), tolerance);
     if (sameForward) {
       EXPECT_LE(worstError(want.forwardLoss, got.forwardLoss), tolerance);
-      EXPECT_LE(worstError(want.logits, got.logits), tolerance);
+      EXPECT_LE(worstError(want.logits, got.logits),
+                logitTolerance.value_or(tolerance));
     }
     for (const std::string &name : names)
       EXPECT_LE(worstError(want.params.at(name), got.params.at(name)),
@@ -232,7 +247,7 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
     Case setup("gpt2-tiny", "f32", "dp=2,tp=2");
     setup.batch = 4;
     setup.fp8 = recipe;
-    checkPlacedTraining(setup, 1e-3, 1e-2);
+    checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "", kFp8Elementwise);
   }
   // In a pipeline, delayed scaling's histories live on their weights'
   // stages, each stage folds its micro-batches' maxima into the step's
@@ -246,7 +261,7 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
     setup.batch = 8;
     setup.layers = 4;
     setup.fp8 = "tensorwise-delayed";
-    checkPlacedTraining(setup, 1e-3, 1e-2, "mb=4");
+    checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "mb=4", kFp8Elementwise);
     // Each history (and its step maximum) is held by its weight's rank.
     auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(setup));
     ASSERT_TRUE(bundle.ok()) << bundle.status();
@@ -343,7 +358,7 @@ TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
           << recipe << " " << dtype << " step " << s + 1;
     if (std::string(dtype) == "f32")
       for (const auto &[name, w] : want.params)
-        EXPECT_LE(testutil::worstError(w, got.params.at(name)), 1e-2)
+        EXPECT_LE(testutil::worstError(w, got.params.at(name)), kFp8Elementwise)
             << recipe << " " << name;
   }
   // dp x tp, and ZeRO-3, whose weight shards are quantized before the
@@ -355,7 +370,7 @@ TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
       placed.batch = 4;
       placed.fp8 = recipe;
       placed.fp8Storage = "on";
-      checkPlacedTraining(placed, 1e-3, 1e-2);
+      checkPlacedTraining(placed, 1e-3, kFp8Elementwise, "", kFp8Elementwise);
     }
   // ZeRO-3 gathering once a step for its micro-batches keeps its f32
   // gathers (weft-fp8-gather leaves parameters to weft-gather-per-step),
@@ -364,7 +379,7 @@ TEST(SchedExecutor, Fp8StorageTrainsLikeTheDequantizedValues) {
   perStep.batch = 8;
   perStep.fp8 = "tensorwise";
   perStep.fp8Storage = "on";
-  checkPlacedTraining(perStep, 1e-3, 1e-2, "mb=2");
+  checkPlacedTraining(perStep, 1e-3, kFp8Elementwise, "mb=2", kFp8Elementwise);
 }
 
 TEST(SchedExecutor, Fp8DelayedScalingRecordsEachStepsMaxima) {

@@ -1098,6 +1098,13 @@ LogicalResult AttentionOp::verify() {
       failed(verifyPositions(*this, getQ(), getK(), getQueryPositions(),
                              getKeyPositions(), getCausal())))
     return failure();
+  if (Value entropy = getEntropy()) {
+    if (failed(
+            hasShape(*this, entropy, "entropy", bufferOf(getLse()).getShape())))
+      return failure();
+    if (!bufferOf(entropy).getElementType().isF32())
+      return emitOpError("entropy must hold f32");
+  }
   return weft::verifyAttentionDropout(*this, [&] {
     return verifyMask(*this, getStep(), getMicrobatch(), getMicrobatches(),
                       getSplit(), 4);

@@ -77,6 +77,8 @@ def Sched_InOut : Arg<Sched_Buffer, "a buffer read and written",
 def Sched_Ins : Arg<Variadic<Sched_Buffer>, "buffers read", [MemRead]>;
 def Sched_Outs : Arg<Variadic<Sched_Buffer>, "buffers written", [MemWrite]>;
 def Sched_OptionalIn : Arg<Optional<Sched_Buffer>, "a buffer read", [MemRead]>;
+def Sched_OptionalOut : Arg<Optional<Sched_Buffer>, "a buffer written",
+                            [MemWrite]>;
 def Sched_OptionalInOut : Arg<Optional<Sched_Buffer>,
                               "a buffer read and written",
                               [MemRead, MemWrite]>;
@@ -523,12 +525,15 @@ def Sched_AttentionOp : Sched_Instr<"attention",
     and lse -inf. With `dropout` (a rate) and `seed`, the probabilities
     are dropped as weft.attention's are: `step` and `microbatch` (f32
     scalars), `split` (per dimension of q: batch and heads) and
-    `microbatches` as sched.dropout's.
+    `microbatches` as sched.dropout's. With `entropy` (f32 [B, Hq, S]),
+    each row's weft.attention_entropy is written too, from the same pass
+    (undropped; -inf where lse is).
   }];
   let arguments = (ins Sched_In:$q, Sched_In:$k, Sched_In:$v,
                        Sched_Out:$out, Sched_Out:$lse,
                        Sched_OptionalIn:$query_positions,
                        Sched_OptionalIn:$key_positions,
+                       Sched_OptionalOut:$entropy,
                        Sched_OptionalIn:$step, Sched_OptionalIn:$microbatch,
                        Sched_OptionalInOut:$scratch, F64Attr:$scale,
                        UnitAttr:$causal, Sched_AttentionAlgorithm:$algorithm,
@@ -541,6 +546,7 @@ def Sched_AttentionOp : Sched_Instr<"attention",
     $q `,` $k `,` $v `->` $out `,` $lse
     (`positions` `(` $query_positions^ `,` $key_positions `:`
      type($query_positions) `,` type($key_positions) `)`)?
+    (`entropy` `(` $entropy^ `:` type($entropy) `)`)?
     (`step` `(` $step^ `:` type($step) `)`)?
     (`microbatch` `(` $microbatch^ `:` type($microbatch) `)`)?
     (`scratch` `(` $scratch^ `:` type($scratch) `)`)? `scale` $scale

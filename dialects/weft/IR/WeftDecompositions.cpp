@@ -112,6 +112,25 @@ FailureOr<SmallVector<Value>> TopKGatingOp::decompose(OpBuilder &builder) {
   return SmallVector<Value>{weights, topk.getIndices()};
 }
 
+FailureOr<SmallVector<Value>>
+AttentionEntropyOp::decompose(OpBuilder &builder) {
+  // sum_t p_t scale <q, k_t> = scale <q, P K>: an attention with the keys
+  // as its values, in f32 (the entropy is lse less a product of about its
+  // size, which a narrow type's rounding would swamp).
+  weft::detail::Emitter e{builder, getLoc()};
+  Value query = e.f32(getQuery()), key = e.f32(getKey());
+  auto pk = AttentionOp::create(
+      builder, getLoc(), e.typeOf(query), getType(), query, key, key,
+      getQueryPositions(), getKeyPositions(), Value(), Value(), getScaleAttr(),
+      getCausalAttr(), FloatAttr(), IntegerAttr(), ArrayAttr(), IntegerAttr());
+  // [B, S, Hq] rows, then as lse [B, Hq, S].
+  Value expected = e.reduceSum(e.mul(query, pk.getResult()), {3});
+  Value rows = TransposeOp::create(builder, getLoc(), getType(), expected,
+                                   builder.getDenseI64ArrayAttr({0, 2, 1}));
+  return SmallVector<Value>{e.sub(
+      getLse(), e.mul(rows, e.splatLike(rows, getScale().convertToDouble())))};
+}
+
 FailureOr<SmallVector<Value>> AttentionOp::decompose(OpBuilder &builder) {
   // The mask below is a constant of indices; positions are data.
   if (getQueryPositions())

@@ -67,6 +67,13 @@ struct Emitter {
                         llvm::ArrayRef<int64_t> dims) {
     return BroadcastOp::create(b, loc, to, v, dims);
   }
+  /// `v` as f32 (a cast unless it is f32 already).
+  mlir::Value f32(mlir::Value v) {
+    mlir::RankedTensorType type = typeOf(v);
+    if (type.getElementType().isF32())
+      return v;
+    return CastOp::create(b, loc, type.clone(b.getF32Type()), v);
+  }
   mlir::Value reshape(mlir::Value v, mlir::Type to) {
     return v.getType() == to ? v : ReshapeOp::create(b, loc, to, v).getResult();
   }

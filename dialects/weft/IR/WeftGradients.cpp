@@ -350,6 +350,11 @@ Grads DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
        Value(), Value(), Value()});
 }
 
+Grads AttentionEntropyOp::buildGradients(OpBuilder &, ArrayRef<Value>) {
+  // A probe's value, off the loss's path: nothing to differentiate.
+  return grads({Value(), Value(), Value(), Value(), Value()});
+}
+
 Grads Fp8AmaxOp::buildGradients(OpBuilder &, ArrayRef<Value>) {
   return grads({Value()});
 }

@@ -679,6 +679,39 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult
+AttentionEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &results) {
+  // The key stands in for the value: the result is shaped as lse.
+  SmallVector<Type> forward;
+  if (failed(inferAttention(adaptor.getQuery(), adaptor.getKey(),
+                            adaptor.getKey(), loc, forward)))
+    return failure();
+  results.push_back(forward[1]);
+  return success();
+}
+
+LogicalResult AttentionEntropyOp::verify() {
+  if (getLse().getType() != getType())
+    return emitOpError("lse must be ")
+           << getType() << " ([batch, heads, seq] of the query), got "
+           << getLse().getType();
+  return verifyPositions(*this, getQuery(), getKey(), getQueryPositions(),
+                         getKeyPositions(), getCausal());
+}
+
+AttentionOp AttentionEntropyOp::getFusableAttention() {
+  auto att = getLse().getDefiningOp<AttentionOp>();
+  if (!att || att.getLse() != getLse() || att.getQuery() != getQuery() ||
+      att.getKey() != getKey() ||
+      att.getQueryPositions() != getQueryPositions() ||
+      att.getKeyPositions() != getKeyPositions() ||
+      att.getScale() != getScale() || att.getCausal() != getCausal())
+    return nullptr;
+  return att;
+}
+
+LogicalResult
 AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &results) {

@@ -938,6 +938,56 @@ def Weft_AttentionOp : Weft_Op<"attention",
   let hasVerifier = 1;
 }
 
+def Weft_AttentionEntropyOp : Weft_Op<"attention_entropy",
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<Weft_GradientOpInterface>,
+     DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>,
+     DeclareOpInterfaceMethods<Weft_DecomposableOpInterface>]> {
+  let summary = "the entropy of each attention row's probabilities";
+  let description = [{
+    `query` [B, S, Hq, D] and `key` [B, T, Hkv, D] as weft.attention's, and
+    `lse` [B, Hq, S] (f32), the log-sum-exp weft.attention gives for them
+    with the same `scale`, `causal` and `positions`. The result [B, Hq, S]
+    (f32) is each row's entropy in nats, over its visible keys:
+      p_t = e^(scale <q_s, k_t> - lse_s)
+      result[b,h,s] = -sum_t p_t log p_t = lse_s - sum_t p_t scale <q_s, k_t>
+    computed in f32 or wider whatever the operands' type; a query that sees
+    no key (lse -inf) gets -inf. These are the probabilities before any
+    dropout. It has no gradient: the health probes read it
+    (passes/health), off the loss's path.
+
+    A backend computes it in the pass of the weft.attention whose `lse` it
+    reads (a running sum of p_t (x_t - m) beside FlashAttention's running
+    sum of p_t), at the cost of a multiply-add per score; the lowering
+    fuses the two when they read the same query, key and positions with the
+    same scale and mask. Otherwise it is one more attention forward.
+
+    ```mlir
+    %h = weft.attention_entropy %q, %k, %lse scale = 0.25 causal
+        : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Weft_FloatTensor:$query, Weft_FloatTensor:$key,
+                       StaticShapeTensorOf<[F32]>:$lse,
+                       Optional<Weft_TensorOf<[I32]>>:$query_positions,
+                       Optional<Weft_TensorOf<[I32]>>:$key_positions,
+                       Weft_FiniteF64Attr:$scale, UnitAttr:$causal);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $lse (`positions` `(` $query_positions^ `,`
+    $key_positions `)`)? `scale` `=` $scale (`causal` $causal^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($lse)
+    (`,` type($query_positions)^ `,` type($key_positions))?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The weft.attention whose pass can compute this entropy: the one
+    /// whose lse this reads, with the same query, key, positions, scale
+    /// and mask; null if there is none.
+    AttentionOp getFusableAttention();
+  }];
+}
+
 def Weft_DropoutOp : Weft_Op<"dropout", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["input", "result"]>,
     DeclareOpInterfaceMethods<Weft_GradientOpInterface>,

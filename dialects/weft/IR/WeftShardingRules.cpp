@@ -316,6 +316,27 @@ ShardingRule AttentionOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule AttentionEntropyOp::getShardingRule() {
+  // As attention's without a ring: batch and heads split (kv heads with
+  // the query heads' factor), the sequences whole, so under context
+  // parallelism the partitioner gathers them and every rank of a cp group
+  // computes the whole sequence's rows (with the positions of the order
+  // the sequence is held in).
+  ShardingRule rule;
+  ArrayRef<int64_t> q = shapeOf(getQuery());
+  int64_t whole = ShardingRule::kWhole;
+  int64_t b = rule.addFactor(q[0]), h = rule.addFactor(q[2]);
+  rule.operands.push_back({b, whole, h, whole});
+  rule.operands.push_back({b, whole, h, whole});
+  rule.operands.push_back({b, h, whole}); // lse [B, Hq, S]
+  if (getQueryPositions()) {
+    rule.operands.push_back({whole});
+    rule.operands.push_back({whole});
+  }
+  rule.results.push_back({b, h, whole});
+  return rule;
+}
+
 /// A factor for every dimension of `shape` except `whole`.
 static SmallVector<int64_t> allButOne(ShardingRule &rule,
                                       ArrayRef<int64_t> shape, uint64_t whole) {

@@ -88,7 +88,8 @@ template <typename E>
 static __device__ void
 attention_forward(const E *__restrict q, const E *__restrict k,
                   const E *__restrict v, E *__restrict o,
-                  float *__restrict lse, int B, int S, int T, int Hq,
+                  float *__restrict lse, float *__restrict entropy, int B,
+                  int S, int T, int Hq,
                   int Hkv, int D, int Dv, float scale, int causal,
                   const int *__restrict qpos, const int *__restrict kpos,
                   WEFT_ATTN_DROP_PARAMS) {
@@ -103,7 +104,9 @@ attention_forward(const E *__restrict q, const E *__restrict k,
     qr[d] = active ? weft_load(q[weft_row(b, s, S, h, Hq, D) + d]) : 0.0f;
   for (int d = 0; d < Dv; ++d)
     acc[d] = 0.0f;
-  float m = weft_neg_inf(), l = 0.0f;
+  // e: the running sum of p (x - m) beside l's of p, for the entropy
+  // log l - e / l, when it is asked for.
+  float m = weft_neg_inf(), l = 0.0f, e = 0.0f;
   // Keys past the block's last visible one are never loaded.
   int lastRow = min(S - 1, (int)(blockIdx.x * WEFT_ATTN_TILE) + WEFT_ATTN_TILE - 1);
   int end = causal && !qpos ? min(T, lastRow + (T - S) + 1) : T;
@@ -125,6 +128,8 @@ attention_forward(const E *__restrict q, const E *__restrict k,
         float keep = expf(m - mNew), p = expf(x - mNew);
         float pd =
             p * weft_attn_dropout_factor(&drop, b, h, s, S, t0 + r, T, qpos, kpos);
+        if (entropy) // The terms so far, moved from base m to mNew.
+          e = (l > 0.0f ? keep * (e - (mNew - m) * l) : 0.0f) + p * (x - mNew);
         l = l * keep + p;
         for (int d = 0; d < Dv; ++d)
           acc[d] = acc[d] * keep + pd * vs[r][d];
@@ -137,6 +142,9 @@ attention_forward(const E *__restrict q, const E *__restrict k,
   for (int d = 0; d < Dv; ++d)
     weft_store(o[weft_row(b, s, S, h, Hq, Dv) + d], l > 0.0f ? acc[d] / l : 0.0f);
   lse[((int64_t)b * Hq + h) * S + s] = l > 0.0f ? m + logf(l) : weft_neg_inf();
+  if (entropy)
+    entropy[((int64_t)b * Hq + h) * S + s] =
+        l > 0.0f ? logf(l) - e / l : weft_neg_inf();
 }
 
 template <typename E>
@@ -270,14 +278,14 @@ static __device__ void attention_backward_dkv(
 // The kernels, for f32 and bf16 tensors.
 #define WEFT_ATTENTION_KERNELS(T, SUFFIX)                                      \
   extern "C" __global__ void weft_attention_forward##SUFFIX(                  \
-      const T *q, const T *k, const T *v, T *o, float *lse, int B, int S,      \
-      int Tk, int Hq, int Hkv, int D, int Dv, float scale, int causal,         \
-      const int *qpos, const int *kpos, double drop_rate, long drop_seed,      \
-      const float *drop_step, const float *drop_microbatch,                    \
+      const T *q, const T *k, const T *v, T *o, float *lse, float *entropy,   \
+      int B, int S, int Tk, int Hq, int Hkv, int D, int Dv, float scale,       \
+      int causal, const int *qpos, const int *kpos, double drop_rate,          \
+      long drop_seed, const float *drop_step, const float *drop_microbatch,    \
       long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,   \
       long drop_heads, long drop_seq) {                                        \
-    attention_forward(q, k, v, o, lse, B, S, Tk, Hq, Hkv, D, Dv, scale,       \
-                      causal, qpos, kpos, WEFT_ATTN_DROP_ARGS);                \
+    attention_forward(q, k, v, o, lse, entropy, B, S, Tk, Hq, Hkv, D, Dv,     \
+                      scale, causal, qpos, kpos, WEFT_ATTN_DROP_ARGS);         \
   }                                                                            \
   extern "C" __global__ void weft_attention_backward_dq##SUFFIX(              \
       const T *q, const T *k, const T *v, const T *o, const float *lse,        \

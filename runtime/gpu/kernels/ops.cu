@@ -509,10 +509,12 @@ extern "C" __global__ void weft_rope(const float *__restrict x,
 // log-sum-exp into lse_out and P = exp(x - lse); with lse_in, P from it.
 // P is written as `type` (WEFT_TYPE_F32 or WEFT_TYPE_BF16), 0 where masked;
 // with dropout (`drop`, as the forward and dV need them) each scaled by its
-// mask's factor.
+// mask's factor. With `entropy` (not null), the row's entropy of the
+// undropped P, -sum_t P_t (x_t - lse).
 extern "C" __global__ void weft_attention_probs(
     const float *__restrict scores, void *__restrict probs, int type,
-    const float *__restrict lse_in, float *__restrict lse_out, long S,
+    const float *__restrict lse_in, float *__restrict lse_out,
+    float *__restrict entropy, long S,
     long T, int causal, long heads, int drop, double drop_rate, long drop_seed,
     const float *drop_step, const float *drop_microbatch,
     long drop_microbatches, long drop_mb_step, long drop_b0, long drop_h0,
@@ -533,14 +535,23 @@ extern "C" __global__ void weft_attention_probs(
     if (threadIdx.x == 0)
       lse_out[row] = lse;
   }
+  double plogp = 0.0;
   for (long t = threadIdx.x; t < T; t += blockDim.x) {
     float p = t < visible ? expf(x[t] - lse) : 0.0f;
+    if (entropy && p > 0.0f)
+      plogp += (double)p * (x[t] - lse);
     if (drop)
       p *= weft_attn_dropout_factor(&dropout, b, h, s, S, t, T, 0, 0);
     if (type == WEFT_TYPE_F32)
       ((float *)probs)[row * T + t] = p;
     else
       weft_store(((weft_bf16 *)probs)[row * T + t], p);
+  }
+  if (entropy) {
+    // Every thread of the block takes part in the reduction.
+    double sum = weft_block_reduce(plogp, red, false);
+    if (threadIdx.x == 0)
+      entropy[row] = lse == -weft_inf() ? -weft_inf() : (float)-sum;
   }
 }
 

@@ -1428,6 +1428,24 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %e: !sched.buffer<1x2x3xf32>):
+  // expected-error @+1 {{'sched.attention' op entropy has shape [1, 2, 3], expected [1, 2, 2]}}
+  sched.attention %q, %k, %k -> %o, %lse entropy(%e : !sched.buffer<1x2x3xf32>) scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %e: !sched.buffer<1x2x2xbf16>):
+  // expected-error @+1 {{'sched.attention' op entropy must hold f32}}
+  sched.attention %q, %k, %k -> %o, %lse entropy(%e : !sched.buffer<1x2x2xbf16>) scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%q: !sched.buffer<1x2x2x4xbf16>, %k: !sched.buffer<1x3x1x4xbf16>, %o: !sched.buffer<1x2x2x4xbf16>, %lse: !sched.buffer<1x2x2xf32>, %s: !sched.buffer<12xf32>):
   // expected-error @+1 {{'sched.attention' op algorithm 'flash' takes no scratch forward}}
   sched.attention %q, %k, %k -> %o, %lse scratch(%s : !sched.buffer<12xf32>) scale 0.5 algorithm flash : !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x3x1x4xbf16>, !sched.buffer<1x3x1x4xbf16> -> !sched.buffer<1x2x2x4xbf16>, !sched.buffer<1x2x2xf32>

@@ -82,11 +82,13 @@ sched.program @ops arena(65536) align(256) events(0) streams ["compute"] {
   %o = sched.alloc offset(0) live(0, 1) : !sched.buffer<2x4x4x8xf32>
   %lse = sched.alloc offset(1024) live(0, 1) : !sched.buffer<2x4x4xf32>
   %s = sched.alloc offset(2048) live(0, 1) : !sched.buffer<1024xf32>
+  %e = sched.alloc offset(1536) live(0, 1) : !sched.buffer<2x4x4xf32>
   %dq = sched.alloc offset(8192) live(1, 1) : !sched.buffer<2x4x4x8xf32>
   %dk = sched.alloc offset(9216) live(1, 1) : !sched.buffer<2x4x2x8xf32>
   %dv = sched.alloc offset(9728) live(1, 1) : !sched.buffer<2x4x2x8xf32>
-  // CHECK: sched.attention {{.*}} scratch(%{{.*}} : !sched.buffer<1024xf32>) scale 3.535500e-01 causal algorithm gemm_softmax :
-  sched.attention %q, %k, %v -> %o, %lse scratch(%s : !sched.buffer<1024xf32>) scale 0.35355 causal algorithm gemm_softmax : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>
+  // With each row's entropy (the health probe) from the same pass.
+  // CHECK: sched.attention {{.*}} entropy(%{{.*}} : !sched.buffer<2x4x4xf32>) scratch(%{{.*}} : !sched.buffer<1024xf32>) scale 3.535500e-01 causal algorithm gemm_softmax :
+  sched.attention %q, %k, %v -> %o, %lse entropy(%e : !sched.buffer<2x4x4xf32>) scratch(%s : !sched.buffer<1024xf32>) scale 0.35355 causal algorithm gemm_softmax : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>
   // With dropout of the probabilities: its counters, rate, seed and block.
   // CHECK: sched.attention_grad {{.*}} step(%{{.*}} : !sched.buffer<f32>) microbatch(%{{.*}} : !sched.buffer<f32>) scale 3.535500e-01 causal algorithm flash {dropout = 1.000000e-01 : f64, microbatches = 2 : i64, seed = 5 : i64, split = {{\[}}["dp"], [], ["tp"], []]} :
   sched.attention_grad %q, %k, %v, %o, %lse, %o -> %dq, %dk, %dv step(%t : !sched.buffer<f32>) microbatch(%t : !sched.buffer<f32>) scale 0.35355 causal algorithm flash {dropout = 0.1, microbatches = 2, seed = 5, split = [["dp"], [], ["tp"], []]} : !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x4xf32>, !sched.buffer<2x4x4x8xf32> -> !sched.buffer<2x4x4x8xf32>, !sched.buffer<2x4x2x8xf32>, !sched.buffer<2x4x2x8xf32>

@@ -390,6 +390,30 @@ func.func @attention_positions_shape(%q: tensor<2x8x4x16xf32>, %k: tensor<2x4x4x
 
 // -----
 
+func.func @attention_entropy_lse(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{lse must be 'tensor<2x4x8xf32>' ([batch, heads, seq] of the query), got 'tensor<2x8x4xf32>'}}
+  %0 = weft.attention_entropy %q, %q, %lse scale = 1.0 causal : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_entropy_positions(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x4x8xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{positions only mask a causal attention}}
+  %0 = weft.attention_entropy %q, %q, %lse positions(%p, %p) scale = 1.0 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<8xi32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @attention_entropy_heads(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>, %lse: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{query heads 4 are not a multiple of key/value heads 3}}
+  %0 = weft.attention_entropy %q, %k, %lse scale = 1.0 causal : tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_grad_lse_grad(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x4x8xf32>, %g: tensor<2x8x4xf32>) {
   // expected-error @+1 {{lse_grad must have type 'tensor<2x4x8xf32>'}}
   %0:3 = weft.attention_grad %q, %q, %q, %q, %lse, %q lse_grad(%g : tensor<2x8x4xf32>) scale = 1.0 causal : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>

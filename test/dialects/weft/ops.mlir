@@ -178,6 +178,8 @@ func.func @gradient_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %ids: tensor
   // CHECK: weft.rope %{{.*}} inverse : tensor<2x8x4x16xf32>
   %6 = weft.rope %q inverse : tensor<2x8x4x16xf32>
   %o:2 = weft.attention %q, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  // CHECK: weft.attention_entropy %{{.*}}, %{{.*}}, %lse scale = 2.500000e-01 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>
+  %h = weft.attention_entropy %q, %kv, %o#1 scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>
   // CHECK: weft.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
   %7:3 = weft.attention_grad %q, %kv, %kv, %o#0, %o#1, %o#0 scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
   // CHECK: weft.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x256xf32>, tensor<2x8xi32>

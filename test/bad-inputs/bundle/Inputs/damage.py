@@ -223,6 +223,16 @@ elif kind == "attention-algorithm":
     instr(fwd, "attention")["algorithm"] = "magic"
 elif kind == "attention-positions":  # says it has positions, lists none
     instr(fwd, "attention")["has_positions"] = True
+elif kind == "attention-entropy":  # says it writes an entropy, lists none
+    instr(fwd, "attention")["has_entropy"] = True
+elif kind == "attention-entropy-shape":  # the entropy into q's buffer
+    a = instr(fwd, "attention")
+    a["has_entropy"] = True
+    a["operands"].insert(5, a["operands"][0])
+elif kind == "attention-grad-entropy":  # only the forward writes one
+    a = instr(step, "attention_grad")
+    a["has_entropy"] = True
+    a["operands"].insert(9, a["operands"][4])
 elif kind == "sequence-chunks":  # 3 chunks cannot pair up
     fwd["inputs"][0]["sequence_chunks"] = 3
 elif kind == "copy-sizes":  # copies more than its buffers hold

@@ -150,11 +150,10 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     stages.boundaries = plan.stages;
     pm.addPass(createAssignStages(stages));
   }
-  // weft-autodiff checks the loss scale's range.
-  if (options.lossScale > 0 && pipelined)
-    return llvm::createStringError(
-        "weft-train: loss scaling with pp is not supported yet (the scale "
-        "lives on the last stage's backward and every rank's step)");
+  // weft-autodiff checks the loss scale's range. Under pp the scale is a
+  // parameter of no stage: the last stage's backward seeds its gradient
+  // with it, and every rank's step keeps its own copy, which moves alike
+  // on every rank (the norm that decides it is summed over pp).
   AutodiffOptions autodiff;
   autodiff.lossScale = options.lossScale;
   autodiff.lossScaleWindow = options.lossScaleWindow;

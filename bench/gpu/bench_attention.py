@@ -55,7 +55,7 @@ def main():
                   np.int64(0), np.int64(0), np.int64(0), np.int64(H), np.int64(0))
 
     def weft_forward():
-        fwd(((S + 63) // 64, H, B), (64,), (cq, ck, cv, o, lse, *dims, *no_dropout))
+        fwd(((S + 63) // 64, H, B), (64,), (cq, ck, cv, o, lse, null, *dims, *no_dropout))  # null entropy
 
     def weft_both():
         weft_forward()

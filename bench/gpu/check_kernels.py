@@ -69,7 +69,7 @@ def check_attention(bundle, arch):
         o = cp.zeros((B, S, Hq, D), storage)
         lse = cp.zeros((B, Hq, S), cp.float32)
         module.get_function("weft_attention_forward" + suffix)(
-            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, *dims, *no_dropout))
+            ((S + 63) // 64, Hq, B), (64,), (q, k, v, o, lse, null, *dims, *no_dropout))  # null entropy
         dq = cp.zeros_like(q)
         dk = cp.zeros_like(k)
         dv = cp.zeros_like(v)

@@ -85,12 +85,16 @@ LogicalResult lowerAttention(AttentionOp op, ProgramLowering &l) {
                        /*grad=*/false, static_cast<bool>(qpos));
   if (failed(chosen))
     return failure();
-  // An entropy of these probabilities is computed in the same pass.
+  // An entropy of these probabilities is computed in the same pass (a
+  // second one of the same is the same buffer).
   Value entropy;
   for (Operation *user : op.getLse().getUsers())
     if (auto e = dyn_cast<AttentionEntropyOp>(user);
-        e && !entropy && e.getFusableAttention() == op) {
-      entropy = l.write(e, e.getResult());
+        e && e.getFusableAttention() == op) {
+      if (entropy)
+        l.bind(e.getResult(), entropy);
+      else
+        entropy = l.write(e, e.getResult());
       l.elide(e);
     }
   auto [step, microbatch] = counters(op, l);

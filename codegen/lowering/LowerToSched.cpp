@@ -52,8 +52,8 @@ bool SchedTarget::keepsStored(Operation *op, Value v, bool operand) const {
   if (!cuda || !elementTypeOf(v).isBF16())
     return false;
   // GEMMs and attention take their operands in the result's type.
-  if (isa<FusedOp, MatmulOp, MatmulEpilogueOp, AttentionOp, AttentionGradOp>(
-          op))
+  if (isa<FusedOp, MatmulOp, MatmulEpilogueOp, AttentionOp, AttentionGradOp,
+          AttentionEntropyOp>(op))
     return true;
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
     return operand;

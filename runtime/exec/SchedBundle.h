@@ -229,9 +229,9 @@ struct MaskBlockAttrs {
   bool hasMicrobatch = false;
   int64_t microbatches = 1;
 };
-/// attention: q, k, v, out, lse, [query_positions, key_positions], [step],
-/// [microbatch], [scratch]; attention_grad: q, k, v, out, lse, dout, dq,
-/// dk, dv, [query_positions, key_positions], [lse_grad], [step],
+/// attention: q, k, v, out, lse, [query_positions, key_positions],
+/// [entropy], [step], [microbatch], [scratch]; attention_grad: q, k, v, out,
+/// lse, dout, dq, dk, dv, [query_positions, key_positions], [lse_grad], [step],
 /// [microbatch], [scratch].
 struct AttentionAttrs {
   double scale = 0;

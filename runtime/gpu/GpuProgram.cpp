@@ -499,8 +499,9 @@ absl::Status Translator::gemmAttention(bool grad) {
   };
   planeOf(buf(0), buf(1), d, scale);
   if (!grad) { // q, k, v, out, lse, scratch.
-    sched::AttentionAttrs::Optional at = a.optionalOperands(false);
-    softmax(null(), buf(4), a.hasEntropy ? buf(at.entropy) : null(), drops);
+    sched::AttentionAttrs::Optional optional = a.optionalOperands(false);
+    softmax(null(), buf(4), a.hasEntropy ? buf(optional.entropy) : null(),
+            drops);
     rowsOf(buf(2), dv, buf(3));
     return absl::OkStatus();
   }

@@ -52,11 +52,12 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
       }
     size_t stashIn = scalars ? 0 : in.size() - rates;
     for (size_t i = rates; i < in.size() && !scalars; ++i)
-      if (in[i].type.dtype != DType::F32 && in[i].type.dtype != DType::I32)
+      if (DType d = in[i].type.dtype; d != DType::F32 && d != DType::I32 &&
+                                      d != DType::BF16 && d != DType::F16)
         return fail("program '" + p.name + "' takes stashed input " +
                     std::to_string(i - rates) + " of dtype " +
-                    sched::dtypeText(in[i].type.dtype) +
-                    "; stashes between programs are f32 or i32 only yet");
+                    sched::dtypeText(d) +
+                    "; stashes between programs are f32, bf16, f16 or i32");
     steps.takesTokens[run.programIndex] = ids;
     steps.takesRates[run.programIndex] = scalars;
     steps.stashInputs[run.programIndex] = static_cast<int64_t>(stashIn);

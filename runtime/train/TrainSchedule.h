@@ -20,6 +20,7 @@
 
 #include "runtime/exec/SchedBundle.h"
 #include "runtime/exec/SchedExecutor.h"
+#include "runtime/support/Float.h"
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -91,7 +92,8 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
     }
     std::pair<int64_t, int64_t> key{run.microbatch, run.chunk};
     std::vector<std::vector<float>> stash;
-    std::deque<std::vector<int32_t>> stashIds; // Stable for `inputs`.
+    std::deque<std::vector<int32_t>> stashIds;   // Stable for `inputs`.
+    std::deque<std::vector<uint8_t>> stashBytes; // Likewise.
     if (steps.stashInputs[p] > 0) {
       auto it = kept.find(key);
       if (it == kept.end() ||
@@ -107,8 +109,19 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
       size_t first = in.size() - stash.size();
       for (size_t i = 0; i < stash.size(); ++i) {
         const sched::TensorType &type = in[first + i].type;
-        if (type.dtype != DType::I32) {
+        if (type.dtype == DType::F32) {
           inputs.push_back({type.shape, DType::F32, stash[i].data()});
+          continue;
+        }
+        if (type.dtype != DType::I32) {
+          // A bf16 or f16 activation, decoded by the output that kept it:
+          // encoded back exactly.
+          size_t width = dtypeSize(type.dtype);
+          std::vector<uint8_t> &bytes =
+              stashBytes.emplace_back(stash[i].size() * width);
+          for (size_t j = 0; j < stash[i].size(); ++j)
+            encode(stash[i][j], type.dtype, bytes.data() + j * width);
+          inputs.push_back({type.shape, type.dtype, bytes.data()});
           continue;
         }
         // Routing positions and counts travel as the f32 the executor's

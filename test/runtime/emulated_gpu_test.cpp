@@ -805,51 +805,64 @@ TEST(EmulatedGpu, AttentionByPositionsWithAnLseGradientMatchesTheCpu) {
 // reference evaluator's -sum p log p in double: on the CPU (160 keys, so
 // the running sums are moved across its 64-key tiles), on the GPU's
 // FlashAttention kernel and on its GEMM path's softmax. A second entropy
-// of the same attention is not fused: it lowers to an attention of its
-// own, and must agree too.
+// of the same attention shares the first's buffer; one of an lse given
+// from outside is not fused: it lowers to an attention of its own, and
+// must agree too.
 TEST(EmulatedGpu, AttentionEntropyInItsAttentionsPassMatchesTheEvaluator) {
   const char *ir = R"mlir(
     func.func @run(%q: tensor<1x160x2x8xf32>, %k: tensor<1x160x1x8xf32>,
-                   %v: tensor<1x160x1x8xf32>)
+                   %v: tensor<1x160x1x8xf32>, %given: tensor<1x2x160xf32>)
         -> (tensor<1x160x2x8xf32> {weft.output = "out"},
             tensor<1x160x2x8xf32> {weft.output = "out_full"},
             tensor<1x2x160xf32> {weft.output = "entropy"},
             tensor<1x2x160xf32> {weft.output = "again"},
-            tensor<1x2x160xf32> {weft.output = "full"}) {
+            tensor<1x2x160xf32> {weft.output = "full"},
+            tensor<1x2x160xf32> {weft.output = "lse"},
+            tensor<1x2x160xf32> {weft.output = "unfused"}) {
       %o, %lse = weft.attention %q, %k, %v scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x160x1x8xf32>
       %h = weft.attention_entropy %q, %k, %lse scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
       %h2 = weft.attention_entropy %q, %k, %lse scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
       %o3, %lse3 = weft.attention %q, %k, %v scale = 0.35 : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x160x1x8xf32>
       %h3 = weft.attention_entropy %q, %k, %lse3 scale = 0.35 : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
-      return %o, %o3, %h, %h2, %h3 : tensor<1x160x2x8xf32>, tensor<1x160x2x8xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>
+      %h4 = weft.attention_entropy %q, %k, %given scale = 0.35 causal : tensor<1x160x2x8xf32>, tensor<1x160x1x8xf32>, tensor<1x2x160xf32>
+      return %o, %o3, %h, %h2, %h3, %lse, %h4 : tensor<1x160x2x8xf32>, tensor<1x160x2x8xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>, tensor<1x2x160xf32>
     }
   )mlir";
   std::mt19937 rng(12);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<std::vector<float>> inputs = {std::vector<float>(160 * 2 * 8),
-                                            std::vector<float>(160 * 8),
-                                            std::vector<float>(160 * 8)};
-  for (auto &in : inputs)
-    for (float &v : in)
+  std::vector<std::vector<float>> inputs = {
+      std::vector<float>(160 * 2 * 8), std::vector<float>(160 * 8),
+      std::vector<float>(160 * 8), std::vector<float>(2 * 160)};
+  for (size_t i = 0; i < 3; ++i)
+    for (float &v : inputs[i])
       v = normal(rng);
-  std::vector<runtime::HostTensor> in = {
-      {{1, 160, 2, 8}, runtime::DType::F32, inputs[0].data()},
-      {{1, 160, 1, 8}, runtime::DType::F32, inputs[1].data()},
-      {{1, 160, 1, 8}, runtime::DType::F32, inputs[2].data()}};
-  std::vector<reference::Tensor> refIn;
-  for (size_t i = 0; i < in.size(); ++i)
-    refIn.push_back(
-        {in[i].shape, std::vector<double>(inputs[i].begin(), inputs[i].end())});
   auto context = testutil::makeContext();
   auto module = testutil::parse(*context, ir);
   ASSERT_TRUE(module);
-  std::vector<reference::Tensor> want = testutil::run(*module, refIn);
-  ASSERT_EQ(want.size(), 5u);
-  // The evaluator's lse-based sum against the decomposition's
-  // lse - scale <q, P K> is Decompose.AttentionEntropy's; here the rows
-  // spread (the causal row 0 sees one key: entropy 0) and are not uniform.
+  auto evaluate = [&] {
+    std::vector<reference::Tensor> in;
+    for (auto [i, shape] : llvm::enumerate(std::vector<std::vector<int64_t>>{
+             {1, 160, 2, 8}, {1, 160, 1, 8}, {1, 160, 1, 8}, {1, 2, 160}}))
+      in.push_back(
+          {shape, std::vector<double>(inputs[i].begin(), inputs[i].end())});
+    return testutil::run(*module, in);
+  };
+  // The given lse is the attention's own (the op's precondition): the
+  // evaluator's, from a first evaluation.
+  std::vector<reference::Tensor> want = evaluate();
+  ASSERT_EQ(want.size(), 7u);
+  for (size_t i = 0; i < inputs[3].size(); ++i)
+    inputs[3][i] = static_cast<float>(want[5].data[i]);
+  want = evaluate();
+  // The rows spread (the causal row 0 sees one key: entropy 0) and are
+  // not uniform.
   EXPECT_NEAR(want[2].data[0], 0.0, 1e-12);
   EXPECT_GT(want[2].data[159], 1.0);
+  std::vector<runtime::HostTensor> in = {
+      {{1, 160, 2, 8}, runtime::DType::F32, inputs[0].data()},
+      {{1, 160, 1, 8}, runtime::DType::F32, inputs[1].data()},
+      {{1, 160, 1, 8}, runtime::DType::F32, inputs[2].data()},
+      {{1, 2, 160}, runtime::DType::F32, inputs[3].data()}};
   std::string cpuDir = handWrittenBundle(ir, "entropy", "cpu");
   ASSERT_FALSE(cpuDir.empty());
   for (int64_t scratchMb : {4096, 0}) {
@@ -862,7 +875,7 @@ TEST(EmulatedGpu, AttentionEntropyInItsAttentionsPassMatchesTheEvaluator) {
     if (HasFatalFailure())
       return;
     for (auto [index, name] :
-         {std::pair{2, "entropy"}, {3, "again"}, {4, "full"}}) {
+         {std::pair{2, "entropy"}, {3, "again"}, {4, "full"}, {6, "unfused"}}) {
       SCOPED_TRACE(name);
       std::vector<float> cpu = *runs.cpu->output("run", name),
                          gpu = *runs.gpu->output("run", name);

@@ -815,15 +815,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     for (Type t : op->getResultTypes())
       f16 |= getElementTypeOrSelf(t).isF16();
   });
-  // Not under pp yet, where weft-train refuses it: an f16 pipeline runs
-  // unscaled, and says so.
-  bool pipelined = plan.size("pp") > 1;
-  if (f16 && pipelined && !lossScale.getNumOccurrences())
-    errs() << "weftc: warning: an f16 model under pp trains without loss "
-              "scaling (not supported with pp yet): its small gradients may "
-              "underflow\n";
   options.lossScale = lossScale.getNumOccurrences() ? lossScale.getValue()
-                      : f16 && !pipelined           ? 65536.0
+                      : f16                         ? 65536.0
                                                     : 0.0;
   if (options.lossScale < 0 || !std::isfinite(options.lossScale))
     return fail("--loss-scale must be 0 (off) or a positive finite scale");

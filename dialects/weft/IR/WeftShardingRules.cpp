@@ -317,23 +317,24 @@ ShardingRule AttentionOp::getShardingRule() {
 }
 
 ShardingRule AttentionEntropyOp::getShardingRule() {
-  // As attention's without a ring: batch and heads split (kv heads with
-  // the query heads' factor), the sequences whole, so under context
-  // parallelism the partitioner gathers them and every rank of a cp group
-  // computes the whole sequence's rows (with the positions of the order
-  // the sequence is held in).
+  // As attention's: batch and heads split (kv heads with the query heads'
+  // factor). Each row needs every key, so the keys stay whole; with
+  // positions the queries (and their lse and positions) may split, each
+  // rank computing its own rows against all keys (context parallelism
+  // gathers the keys, not the queries).
   ShardingRule rule;
   ArrayRef<int64_t> q = shapeOf(getQuery());
   int64_t whole = ShardingRule::kWhole;
   int64_t b = rule.addFactor(q[0]), h = rule.addFactor(q[2]);
+  int64_t s = getQueryPositions() ? rule.addFactor(q[1]) : whole;
+  rule.operands.push_back({b, s, h, whole});
   rule.operands.push_back({b, whole, h, whole});
-  rule.operands.push_back({b, whole, h, whole});
-  rule.operands.push_back({b, h, whole}); // lse [B, Hq, S]
+  rule.operands.push_back({b, h, s}); // lse [B, Hq, S]
   if (getQueryPositions()) {
-    rule.operands.push_back({whole});
+    rule.operands.push_back({s});
     rule.operands.push_back({whole});
   }
-  rule.results.push_back({b, h, whole});
+  rule.results.push_back({b, h, s});
   return rule;
 }
 

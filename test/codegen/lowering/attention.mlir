@@ -39,9 +39,10 @@ func.func @unaligned(%q: tensor<1x7x2x16xbf16>) -> tensor<1x7x2x16xbf16> {
 // -----
 
 // An entropy of an attention's probabilities (the health probe) is written
-// by that attention's own instruction; one that reads another scale (or
-// another lse, or operands placed apart) is an attention of its own with
-// the keys as values, its output and lse thrown away.
+// by that attention's own instruction, and a second such entropy is the same
+// buffer; one that reads another scale (or another lse, or operands placed
+// apart) is an attention of its own with the keys as values, its output and
+// lse thrown away.
 // CHECK-LABEL: sched.program @entropy
 // CHECK: %[[O:.*]] = sched.alloc : <2x8x4x16xf32>
 // CHECK-NEXT: %[[L:.*]] = sched.alloc : <2x4x8xf32>
@@ -52,15 +53,16 @@ func.func @unaligned(%q: tensor<1x7x2x16xbf16>) -> tensor<1x7x2x16xbf16> {
 // CHECK-NEXT: %[[H2:.*]] = sched.alloc : <2x4x8xf32>
 // CHECK-NEXT: sched.attention %arg0, %arg1, %arg1 -> %{{.*}}, %{{.*}} entropy(%[[H2]] : !sched.buffer<2x4x8xf32>) scale 5.000000e-01 causal algorithm flash
 // CHECK-NOT: sched.attention
-// CHECK: sched.return ["result0", "result1", "result2"] %[[O]], %[[H]], %[[H2]]
+// CHECK: sched.return ["result0", "result1", "result2", "result3"] %[[O]], %[[H]], %[[H2]], %[[H]]
 // CUDA-LABEL: sched.program @entropy
 // CUDA: sched.attention {{.*}} entropy({{.*}}) scratch({{.*}}) scale 2.500000e-01 causal algorithm gemm_softmax
 // CUDA: sched.attention {{.*}} entropy({{.*}}) scratch({{.*}}) scale 5.000000e-01 causal algorithm gemm_softmax
 // FLASH-LABEL: sched.program @entropy
 // FLASH: sched.attention {{.*}} entropy({{.*}}) scale 2.500000e-01 causal algorithm flash
-func.func @entropy(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+func.func @entropy(%q: tensor<2x8x4x16xf32>, %kv: tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
   %o, %lse = weft.attention %q, %kv, %kv scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
   %h = weft.attention_entropy %q, %kv, %lse scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>
   %h2 = weft.attention_entropy %q, %kv, %lse scale = 0.5 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>
-  return %o, %h, %h2 : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %h3 = weft.attention_entropy %q, %kv, %lse scale = 0.25 causal : tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x4x8xf32>
+  return %o, %h, %h2, %h3 : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }

@@ -404,10 +404,10 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     // others once after the last (@step).
     if (c.zero >= 2)
       dp += double(m - 1) * gradSync;
-    // ZeRO-2's gradient norm: each tensor's partial sum of squares
-    // all-reduced on its own (a latency each).
+    // ZeRO-2's gradient norm: the shards' partial sums of squares add up
+    // locally and are all-reduced once (a latency).
     if (c.zero == 2)
-      dp += tensors * collectiveSeconds(Kind::all_reduce, 4, 4, c.dp, dpLink);
+      dp += collectiveSeconds(Kind::all_reduce, 4, 4, c.dp, dpLink);
     if (c.zero == 3) // Gathered forward and backward, each micro-batch.
       dp += double(2 * m - 1) * gather();
     // One micro-batch without a pipeline: the gradients' buckets reduce

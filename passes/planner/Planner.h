@@ -27,8 +27,8 @@
 //     dp x ep x cp; zero=0 and 1 reduce once after the last micro-batch
 //     (@step), 2 and 3 in each (@accumulate); ZeRO-1 and up all-gather the
 //     updated parameters per tensor, zero=3 also each micro-batch's
-//     forward and backward, zero=2 all-reduces each tensor's partial
-//     gradient norm; hidden under the backward only with one
+//     forward and backward, zero=2 all-reduces its partial gradient
+//     norm once; hidden under the backward only with one
 //     micro-batch, no pipeline and a stream for collectives (the GPU's);
 //   - memory per rank of each stage: parameters, gradients and optimizer
 //     state divided by ZeRO's stage, the activations of the micro-batches

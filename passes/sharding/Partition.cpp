@@ -667,6 +667,29 @@ private:
     mark->setAttr(kAmaxMeshAttr, meshRef);
   }
 
+  /// In a function nothing differentiates (the optimizer step), a sum or
+  /// difference of two terms partial over the same axes, laid out alike,
+  /// stays partial: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (and so for
+  /// means), so one all-reduce combines the whole chain where it is read
+  /// (the global norm's per-tensor squares under ZeRO-2: one all-reduce,
+  /// not one a tensor). Fails, changing nothing, for any other op.
+  LogicalResult keepPartial(Operation *op) {
+    if (differentiable || !isa<AddOp, SubOp>(op))
+      return failure();
+    const Layout &x = layout(op->getOperand(0)), &y = layout(op->getOperand(1));
+    if (x.partial.empty() || x.partial != y.partial ||
+        x.partialKind != y.partialKind || x.partialKind == ReduceKind::Max ||
+        x.dims != y.dims)
+      return failure();
+    AxisSet varying = x.varying;
+    varying.insert(y.varying.begin(), y.varying.end());
+    Layout both = x;
+    define(op->getResult(0), both.dims, varying);
+    layout(op->getResult(0)).partial = both.partial;
+    layout(op->getResult(0)).partialKind = both.partialKind;
+    return success();
+  }
+
   LogicalResult rewriteGeneric(Operation *op) {
     if (auto param = dyn_cast<ParamOp>(op))
       return rewriteParam(param);
@@ -677,6 +700,8 @@ private:
         return success();
     if (auto constant = dyn_cast<ConstantOp>(op))
       return rewriteConstant(constant);
+    if (succeeded(keepPartial(op)))
+      return success();
     ShardingRule rule;
     if (auto it = rules.find(op); it != rules.end()) {
       rule = it->second;

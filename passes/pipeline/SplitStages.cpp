@@ -565,6 +565,21 @@ LogicalResult splitStep(func::FuncOp step, const Layout &layout,
                                      : kFree;
     owner[&op] = s;
   }
+  // Every rank keeps a copy of the loss scale, seeded on the last stage
+  // and unscaled on each: its update may read only what every rank holds
+  // alike (sums over pp, unstaged values), or the copies would drift.
+  for (auto assign : body.getOps<AssignOp>()) {
+    if (assign.getName() != kLossScaleParam)
+      continue;
+    Operation *def = assign.getValue().getDefiningOp();
+    int64_t o = def ? owner.lookup(def) : kFree;
+    if (o != kReplicated && o != kFree)
+      return assign.emitError("weft-pipeline-split: the loss scale's update "
+                              "reads ")
+             << (o == kPartial ? "a sum of stages' shares not summed over pp"
+                               : "one stage's values")
+             << "; every pipeline rank must update its copy alike";
+  }
   for (int64_t r = 0; r < layout.ranks; ++r) {
     b.setInsertionPoint(step);
     auto copy = cast<func::FuncOp>(b.clone(*step));

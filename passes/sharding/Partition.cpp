@@ -676,17 +676,18 @@ private:
   LogicalResult keepPartial(Operation *op) {
     if (differentiable || !isa<AddOp, SubOp>(op))
       return failure();
-    const Layout &x = layout(op->getOperand(0)), &y = layout(op->getOperand(1));
+    // Copies: define() below adds to the map the references would be into.
+    Layout x = layout(op->getOperand(0)), y = layout(op->getOperand(1));
     if (x.partial.empty() || x.partial != y.partial ||
         x.partialKind != y.partialKind || x.partialKind == ReduceKind::Max ||
         x.dims != y.dims)
       return failure();
     AxisSet varying = x.varying;
     varying.insert(y.varying.begin(), y.varying.end());
-    Layout both = x;
-    define(op->getResult(0), both.dims, varying);
-    layout(op->getResult(0)).partial = both.partial;
-    layout(op->getResult(0)).partialKind = both.partialKind;
+    Value r = op->getResult(0);
+    define(r, x.dims, varying);
+    layout(r).partial = x.partial;
+    layout(r).partialKind = x.partialKind;
     return success();
   }
 

@@ -41,7 +41,7 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
     bool scalars = in.size() == rates + 2 && isScalar(in[rates].type) &&
                    isScalar(in[rates + 1].type);
     // Outputs stash.0, stash.1, ... in order, handed to the next program
-    // of the micro-batch; they are f32 (the pipeline's activations) here.
+    // of the micro-batch (f32, bf16, f16 or i32, as its input is).
     int64_t stashOut = 0;
     for (const sched::Output &o : p.outputs)
       if (o.name.rfind("stash.", 0) == 0) {

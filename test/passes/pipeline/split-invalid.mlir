@@ -2,6 +2,10 @@
 // RUN: not weft-opt %s -weft-pipeline-assign-stages=stages=2 -weft-autodiff -weft-accumulate-gradients=microbatches=2 -weft-optimizer-adamw=keep-func=false -weft-pipeline-split=schedule=zigzag 2>&1 | FileCheck %s --check-prefix=NAME
 // RUN: not weft-opt %s -weft-pipeline-assign-stages=stages=2 -weft-autodiff -weft-accumulate-gradients=microbatches=2 -weft-optimizer-adamw=keep-func=false '-weft-pipeline-split=schedule=interleaved chunks=2' 2>&1 | FileCheck %s --check-prefix=CHUNKS
 // RUN: not weft-opt %s -weft-pipeline-split 2>&1 | FileCheck %s --check-prefix=ORDER
+// The loss scale's copies must move alike on every pipeline rank: an
+// update that reads the stages' shares of the norm without their sum over
+// pp (the all-reduce taken out here) is refused.
+// RUN: weft-opt %s -weft-pipeline-assign-stages=stages=2 '-weft-autodiff=loss-scale=1024' -weft-accumulate-gradients=microbatches=2 -weft-optimizer-adamw=keep-func=false | sed 's/weft.all_reduce sum \(%[0-9]*\) over @mesh \["pp"\] :/weft.sqrt \1 :/' | not weft-opt -weft-pipeline-split=schedule=1f1b 2>&1 | FileCheck %s --check-prefix=SCALE
 
 // 1F1B keeps one micro-batch per stage in flight: fewer micro-batches than
 // pipeline ranks cannot fill it.
@@ -9,6 +13,7 @@
 // NAME: error: weft-pipeline-split: {{.*}}zigzag
 // CHUNKS: error: weft-pipeline-split: @accumulate is cut into 2 stages (weft-pipeline-assign-stages), but pp=2 with 2 virtual stages per rank needs 4
 // ORDER: error: weft-pipeline-split: needs @accumulate and @step (run weft-accumulate-gradients and the optimizer first)
+// SCALE: error: weft-pipeline-split: the loss scale's update reads a sum of stages' shares not summed over pp; every pipeline rank must update its copy alike
 weft.mesh @mesh axes ["pp"] sizes [2]
 func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
   %w0 = weft.param "w0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>

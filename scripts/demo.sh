@@ -39,9 +39,10 @@ TEXT=/usr/share/common-licenses/GPL-3
 rm -rf "$OUT/dataset"
 "$BIN/weft-data" prepare "$TEXT" -o "$OUT/dataset" --tokenizer bytes
 # --topology cpu:1 gives the metrics a peak to take MFU against; --probes
-# adds each layer's activation RMS and largest magnitude and gradient norm.
+# adds each layer's activation RMS and largest magnitude, attention entropy
+# (computed inside the attention's kernel) and gradient norm.
 "$BIN/weftc" compile --config examples/configs/gpt2-tiny.json --batch 16 --seq 64 \
-  --topology cpu:1 --probes activations,gradients -o "$OUT/bundle"
+  --topology cpu:1 --probes activations,attention,gradients -o "$OUT/bundle"
 rm -f "$OUT/metrics.jsonl"
 # Tiny GEMMs run faster on one BLAS thread than two.
 OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} "$BIN/weft-run" "$OUT/bundle" \

@@ -3,6 +3,7 @@
 #include "runtime/train/TrainSchedule.h"
 
 #include <algorithm>
+#include <map>
 
 namespace weft::runtime {
 
@@ -89,6 +90,30 @@ absl::StatusOr<TrainSteps> trainSteps(const sched::SchedBundle &bundle,
                   "' and the schedule's first take "
                   "tokens of different shapes");
     }
+  }
+  // Each stash is taken stored as it was made (an f32 value into a bf16
+  // input would be rounded): checked once, walking the schedule as
+  // runTrainSteps hands stashes on.
+  std::map<std::pair<int64_t, int64_t>, std::vector<DType>> made;
+  for (const sched::Run &run : steps.runs) {
+    const sched::Program &p = bundle.programs[run.programIndex];
+    std::pair<int64_t, int64_t> key{run.microbatch, run.chunk};
+    if (int64_t n = steps.stashInputs[run.programIndex]; n > 0) {
+      std::vector<DType> kept = std::move(made[key]);
+      made.erase(key);
+      for (int64_t i = 0; i < n && i < static_cast<int64_t>(kept.size()); ++i)
+        if (DType want = p.inputs[p.inputs.size() - n + i].type.dtype;
+            kept[i] != want)
+          return fail("program '" + p.name + "' takes stashed input " +
+                      std::to_string(i) + " as " + sched::dtypeText(want) +
+                      ", but the program before it for micro-batch " +
+                      std::to_string(run.microbatch) + " kept it as " +
+                      sched::dtypeText(kept[i]));
+    }
+    for (int64_t i = 0; i < steps.stashOutputs[run.programIndex]; ++i)
+      for (const sched::Output &o : p.outputs)
+        if (o.name == "stash." + std::to_string(i))
+          made[key].push_back(p.buffers[o.buffer].type.dtype);
   }
   // A pipeline's middle stages take no tokens; every other step does.
   if (!steps.tokens && !mine->axis)

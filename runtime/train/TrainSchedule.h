@@ -78,9 +78,6 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
   // Stashes by (micro-batch, chunk), from the run that made them to the
   // next that takes them.
   std::map<std::pair<int64_t, int64_t>, std::vector<std::vector<float>>> kept;
-  // The element type each was stored as, which its taker must store too
-  // (an f32 value into a bf16 input would be rounded).
-  std::map<std::pair<int64_t, int64_t>, std::vector<DType>> keptTypes;
   for (const sched::Run &run : steps.runs) {
     size_t offset = run.microbatch * steps.rows * steps.seq;
     int64_t p = run.programIndex;
@@ -108,24 +105,18 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
             it == kept.end() ? 0 : it->second.size()));
       stash = std::move(it->second);
       kept.erase(it);
-      std::vector<DType> made = std::move(keptTypes[key]);
-      keptTypes.erase(key);
       const auto &in = exec.bundle().programs[p].inputs;
       size_t first = in.size() - stash.size();
       for (size_t i = 0; i < stash.size(); ++i) {
         const sched::TensorType &type = in[first + i].type;
-        if (i < made.size() && made[i] != type.dtype)
-          return absl::FailedPreconditionError(
-              absl::StrCat("program '", run.program, "' takes stashed input ",
-                           i, " as ", sched::dtypeText(type.dtype),
-                           ", but it was kept as ", sched::dtypeText(made[i])));
         if (type.dtype == DType::F32) {
           inputs.push_back({type.shape, DType::F32, stash[i].data()});
           continue;
         }
         if (type.dtype != DType::I32) {
-          // A bf16 or f16 activation, decoded by the output that kept it:
-          // encoded back to the same bits (a NaN to the canonical NaN).
+          // A bf16 or f16 activation, decoded by the output that kept it
+          // (trainSteps checked it was stored so): encoded back to the same
+          // bits (a NaN to the canonical NaN).
           size_t width = dtypeSize(type.dtype);
           std::vector<uint8_t> &bytes =
               stashBytes.emplace_back(stash[i].size() * width);
@@ -162,10 +153,6 @@ absl::Status runTrainSteps(Exec &exec, const TrainSteps &steps,
       if (!v.ok())
         return v.status();
       kept[key].push_back(std::move(*v));
-      const sched::Program &made = exec.bundle().programs[p];
-      for (const sched::Output &o : made.outputs)
-        if (o.name == absl::StrCat("stash.", i))
-          keptTypes[key].push_back(made.buffers[o.buffer].type.dtype);
     }
   }
   if (steps.sends)

@@ -800,6 +800,25 @@ TEST(EmulatedGpu, AttentionByPositionsWithAnLseGradientMatchesTheCpu) {
   }
 }
 
+namespace {
+/// Output `name` of both runs against the reference evaluator's `want`:
+/// within `tolerance`, and equal where `want` is infinite.
+void expectBothNear(const BothRuns &runs, const char *name,
+                    const std::vector<double> &want, double tolerance) {
+  for (auto *exec : {runs.cpu.get(), runs.gpu.get()}) {
+    SCOPED_TRACE(exec == runs.cpu.get() ? "cpu" : "gpu");
+    std::vector<float> got = *exec->output("run", name);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isinf(want[i]))
+        EXPECT_EQ(got[i], want[i]) << i;
+      else
+        EXPECT_NEAR(got[i], want[i], tolerance) << i;
+    }
+  }
+}
+} // namespace
+
 // The health probes' attention entropy, computed in its attention's own
 // pass (a running sum of p (x - m) beside the softmax's), against the
 // reference evaluator's -sum p log p in double: on the CPU (160 keys, so
@@ -877,14 +896,7 @@ TEST(EmulatedGpu, AttentionEntropyInItsAttentionsPassMatchesTheEvaluator) {
     for (auto [index, name] :
          {std::pair{2, "entropy"}, {3, "again"}, {4, "full"}, {6, "unfused"}}) {
       SCOPED_TRACE(name);
-      std::vector<float> cpu = *runs.cpu->output("run", name),
-                         gpu = *runs.gpu->output("run", name);
-      ASSERT_EQ(cpu.size(), want[index].data.size());
-      ASSERT_EQ(gpu.size(), cpu.size());
-      for (size_t i = 0; i < cpu.size(); ++i) {
-        EXPECT_NEAR(cpu[i], want[index].data[i], 2e-5) << i;
-        EXPECT_NEAR(gpu[i], want[index].data[i], 2e-5) << i;
-      }
+      expectBothNear(runs, name, want[index].data, 2e-5);
     }
   }
 }
@@ -930,19 +942,7 @@ TEST(EmulatedGpu, AttentionEntropyByPositionsMatchesTheEvaluator) {
   runOnBoth(cpuDir, gpuDir, in, runs);
   if (HasFatalFailure())
     return;
-  std::vector<float> cpu = *runs.cpu->output("run", "entropy"),
-                     gpu = *runs.gpu->output("run", "entropy");
-  ASSERT_EQ(cpu.size(), want[0].data.size());
-  ASSERT_EQ(gpu.size(), cpu.size());
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    if (std::isinf(want[0].data[i])) {
-      EXPECT_EQ(cpu[i], -INFINITY) << i;
-      EXPECT_EQ(gpu[i], -INFINITY) << i;
-      continue;
-    }
-    EXPECT_NEAR(cpu[i], want[0].data[i], 1e-5) << i;
-    EXPECT_NEAR(gpu[i], want[0].data[i], 1e-5) << i;
-  }
+  expectBothNear(runs, "entropy", want[0].data, 1e-5);
 }
 
 // Sizes that overrun a buffer fail the step on the GPU as on the CPU: a

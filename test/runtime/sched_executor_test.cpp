@@ -16,6 +16,7 @@
 #include "runtime/exec/SchedExecutor.h"
 #include "test/runtime/TrainingJob.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -163,6 +164,39 @@ TEST(SchedExecutor, PipelineStagesTrainLikeOneRank) {
       checkPlacedTraining(c, 1e-5, 5e-5);
     }
 }
+// A stage's bf16 activations are handed to its backward as stored; a
+// bundle whose taker stores a stash otherwise than its maker (an f32 value
+// into a bf16 input would round) is refused when the schedule is read.
+TEST(SchedExecutor, PipelineStashesKeepTheirElementType) {
+  Case c("llama-tiny", "bf16", "pp=2,mb=2");
+  c.batch = 4;
+  auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(c));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  // Rank 0 runs stage 0's forward (making the stash) and its backward.
+  ASSERT_TRUE(runtime::trainSteps(*bundle, 0).ok());
+  runtime::sched::Program *forward = nullptr;
+  for (auto &p : bundle->programs)
+    if (p.name == "stage0.forward")
+      forward = &p;
+  ASSERT_NE(forward, nullptr);
+  int64_t retyped = 0;
+  for (const auto &o : forward->outputs)
+    if (o.name.rfind("stash.", 0) == 0 &&
+        forward->buffers[o.buffer].type.dtype == runtime::DType::BF16) {
+      forward->buffers[o.buffer].type.dtype = runtime::DType::F32;
+      ++retyped;
+    }
+  ASSERT_GT(retyped, 0) << "stage 0 stashes nothing in bf16";
+  auto steps = runtime::trainSteps(*bundle, 0);
+  ASSERT_FALSE(steps.ok());
+  EXPECT_THAT(std::string(steps.status().message()),
+              testing::HasSubstr("program 'stage0.backward' takes stashed "
+                                 "input"));
+  EXPECT_THAT(std::string(steps.status().message()),
+              testing::HasSubstr("as bf16, but the program before it for "
+                                 "micro-batch 0 kept it as f32"));
+}
+
 namespace {
 /// Four layers of `model`, batch 8, under each pipeline plan, against one
 /// rank.

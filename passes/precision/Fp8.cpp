@@ -118,6 +118,14 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// A GEMM the recipe may quantize: its two operands and the dimension of
+/// each that the GEMM contracts.
+struct Gemm {
+  Operation *op;
+  OpOperand *lhs, *rhs;
+  int64_t lhsK, rhsK;
+};
+
 struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
   using Fp8Base::Fp8Base;
 
@@ -174,18 +182,43 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     Type e4m3 = Float8E4M3FNType::get(ctx), f32 = Float32Type::get(ctx);
     int64_t gemms = 0, fp8Bytes = 0, bf16Bytes = 0;
     llvm::StringMap<int64_t> weightUses;
-    SmallVector<MatmulOp> matmuls;
-    func.walk([&](MatmulOp m) { matmuls.push_back(m); });
-    for (MatmulOp m : matmuls) {
-      ParamOp wl = paramBehind(m.getLhs()), wr = paramBehind(m.getRhs());
+    // One quantization per value and block: GEMMs reading the same input
+    // (q, k and v projections; an expert layer's gate and up) share it, so
+    // it is computed once and, for packed expert rows, sent to the
+    // experts' ranks once. Delayed scaling keeps one history per GEMM. The
+    // forward is one block, walked in order: a quantization made before
+    // the first GEMM that reads it dominates the later ones.
+    llvm::DenseMap<std::pair<Value, Attribute>, Value> quantized;
+    SmallVector<Gemm> candidates;
+    func.walk([&](Operation *op) {
+      if (auto m = dyn_cast<MatmulOp>(op)) {
+        auto lr = static_cast<int64_t>(shapeOf(m.getLhs()).size()),
+             rr = static_cast<int64_t>(shapeOf(m.getRhs()).size());
+        candidates.push_back({op, &m.getLhsMutable(), &m.getRhsMutable(),
+                              m.getTransposeLhs() ? lr - 2 : lr - 1,
+                              m.getTransposeRhs() ? rr - 1 : rr - 2});
+      } else if (auto g = dyn_cast<GroupedMatmulOp>(op)) {
+        // Expert GEMMs take per-row activation scales only (row-wise,
+        // block-wise, MXFP8), as torchao's scaled grouped GEMM does: the
+        // packed rows of one rank's buffer are no block of a tensor whose
+        // maximum the partitioner could combine across ranks, while a row's
+        // own scale goes with it to its expert's rank. Each expert's weight
+        // gets its own scales (blocks of one along the experts).
+        if (!blocks.perTensor())
+          candidates.push_back({op, &g.getInputMutable(), &g.getWeightMutable(),
+                                1, g.getTransposeRhs() ? 2 : 1});
+      }
+    });
+    for (const Gemm &gemm : candidates) {
+      Value lhs = gemm.lhs->get(), rhs = gemm.rhs->get();
+      ParamOp wl = paramBehind(lhs), wr = paramBehind(rhs);
       if ((!wl && !wr) || (wl && kept(wl)) || (wr && kept(wr)))
         continue;
-      ArrayRef<int64_t> ls = shapeOf(m.getLhs()), rs = shapeOf(m.getRhs()),
-                        ys = shapeOf(m.getResult());
+      ArrayRef<int64_t> ls = shapeOf(lhs), rs = shapeOf(rhs),
+                        ys = shapeOf(gemm.op->getResult(0));
       auto lr = static_cast<int64_t>(ls.size()),
            rr = static_cast<int64_t>(rs.size());
-      int64_t lhsK = m.getTransposeLhs() ? lr - 2 : lr - 1;
-      int64_t rhsK = m.getTransposeRhs() ? rr - 1 : rr - 2;
+      int64_t lhsK = gemm.lhsK, rhsK = gemm.rhsK;
       int64_t k = ls[lhsK], n = ys.back();
       if (!blocks.fits(k) || !blocks.fits(n) || k < minDim || n < minDim)
         continue;
@@ -195,8 +228,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
            (wr && !blocks.fits(rs[rhsK == rr - 1 ? rr - 2 : rr - 1]))))
         continue;
 
-      OpBuilder b(m);
-      Location loc = m.getLoc();
+      OpBuilder b(gemm.op);
+      Location loc = gemm.op->getLoc();
       // Delayed scaling's state: one amax history per quantized tensor,
       // named after the weight (and which of its GEMMs reads it), and the
       // largest of it (times 2^margin) as the block maxima of this step.
@@ -228,6 +261,12 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       };
       auto quantize = [&](Value v, ArrayRef<int64_t> block, Type format,
                           StringRef tensor) -> Value {
+        Value *shared = nullptr;
+        if (!blocks.delayed()) {
+          shared = &quantized[{v, b.getDenseI64ArrayAttr(block)}];
+          if (*shared)
+            return *shared;
+        }
         auto type = cast<RankedTensorType>(v.getType());
         Value wide = v;
         if (type.getElementType() != f32)
@@ -243,20 +282,20 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         }
         Value q =
             Fp8QuantizeOp::create(b, loc, wide, amax, format, blocks.pow2());
-        return wide == v ? q : CastOp::create(b, loc, type, q).getResult();
+        if (wide != v)
+          q = CastOp::create(b, loc, type, q);
+        return shared ? *shared = q : q;
       };
       SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
                            rhsBlock = blocks.of(rs, rhsK, wr != nullptr);
-      m.getLhsMutable().assign(
-          quantize(m.getLhs(), lhsBlock, e4m3, wl ? "weight" : "input"));
-      m.getRhsMutable().assign(
-          quantize(m.getRhs(), rhsBlock, e4m3, wr ? "weight" : "input"));
+      gemm.lhs->set(quantize(lhs, lhsBlock, e4m3, wl ? "weight" : "input"));
+      gemm.rhs->set(quantize(rhs, rhsBlock, e4m3, wr ? "weight" : "input"));
 
       // The output gradient is the dgrad's left operand, contracted along
       // its last dimension (n).
-      b.setInsertionPointAfter(m);
-      auto yType = cast<RankedTensorType>(m.getType());
-      Value y = m.getResult(), wide = y;
+      b.setInsertionPointAfter(gemm.op);
+      Value y = gemm.op->getResult(0), wide = y;
+      auto yType = cast<RankedTensorType>(y.getType());
       if (yType.getElementType() != f32)
         wide = CastOp::create(b, loc, yType.clone(f32), y);
       SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);

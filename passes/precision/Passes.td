@@ -10,7 +10,10 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
   let description = [{
     Runs on the forward (before partitioning and autodiff). Each
     `weft.matmul` that reads a parameter (directly or through a cast,
-    reshape or slice of it) becomes a GEMM of FP8 operands: each operand
+    reshape or slice of it), and each expert `weft.grouped_matmul` under a
+    recipe with per-row activation scales (rowwise, blockwise, mxfp8: the
+    scales go with the packed rows to their experts' ranks; each expert's
+    weight is scaled on its own), becomes a GEMM of FP8 operands: each operand
     goes through `weft.fp8_amax` and `weft.fp8_quantize` and the result
     through `weft.fp8_quantize_grad`, so the backward's two GEMMs read the
     same quantized operands and an FP8 output gradient. Partitioning then
@@ -44,7 +47,8 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     element and a whole dimension (blockwise, mxfp8) keep that dimension
     whole under placement: a tp split of it is gathered.
 
-    The function gets `weft.fp8` (the recipe), `weft.fp8_gemms` (how many
+    GEMMs reading one value share its quantization (not under delayed
+    scaling, whose histories are per GEMM). The function gets `weft.fp8` (the recipe), `weft.fp8_gemms` (how many
     GEMMs it quantized) and `weft.fp8_bytes`: the bytes those GEMMs' FP8
     operands (x, w and the output gradient, with their scales: f32, one
     byte under mxfp8) take, and the same operands in bf16.

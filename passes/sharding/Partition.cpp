@@ -50,6 +50,26 @@ using namespace weft::sharding;
 namespace {
 using AxisSet = llvm::SmallSetVector<StringAttr, 4>;
 
+/// Whether `op`, reading packed expert rows [N, D] (whose blocks are no
+/// blocks of a global shape), works on each row alone: elementwise ops,
+/// and FP8 maxima and quantizations with a scale per row or per tile of
+/// one (not one scale for the whole buffer, whose maxima have one row).
+/// Such rows stay at their experts' ranks through it.
+bool rowLocal(Operation *op) {
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return true;
+  auto manyRows = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getDimSize(0) > 1;
+  };
+  if (auto amax = dyn_cast<Fp8AmaxOp>(op))
+    return manyRows(amax.getResult());
+  if (auto q = dyn_cast<Fp8QuantizeOp>(op))
+    return manyRows(q.getAmax());
+  if (auto mark = dyn_cast<Fp8QuantizeGradOp>(op))
+    return !mark.getHistory() && mark.getBlock()[0] == 1;
+  return false;
+}
+
 struct Layout {
   DimAxes dims;
   Axes partial;
@@ -341,6 +361,7 @@ private:
         b.getI64IntegerAttr(bound));
     layouts[recv] = Layout{DimAxes(2), {}, ReduceKind::Sum, varying};
     exchanged[recv] = Exchange{axes, sizes, recvSizes, n};
+    packedRows.insert(recv);
     return cached = recv;
   }
 
@@ -359,6 +380,7 @@ private:
         b.getI64IntegerAttr(e.homeRows));
     Layout l = layout(v); // Copied first: inserting may move the map.
     layouts[home] = std::move(l);
+    packedRows.insert(home);
     return cached = home;
   }
 
@@ -421,6 +443,7 @@ private:
     result.setType(RankedTensorType::get({rows, type.getDimSize(1)},
                                          type.getElementType()));
     layouts[result] = Layout{DimAxes(2), {}, ReduceKind::Sum, varying};
+    packedRows.insert(result);
     return success();
   }
 
@@ -459,6 +482,7 @@ private:
         {cast<RankedTensorType>(x.getType()).getDimSize(0), type.getDimSize(1)},
         type.getElementType()));
     layouts[result] = Layout{DimAxes(2), {}, ReduceKind::Sum, varying};
+    packedRows.insert(result);
     if (away)
       exchanged[result] = *away;
     return success();
@@ -612,14 +636,15 @@ private:
                      [&](Value v) { return !layout(v).varying.empty(); }))
       return op->emitOpError("is not partitioned across ranks (autodiff "
                              "makes it from a partitioned forward)");
-    // Rows at their experts' ranks stay there through elementwise ops
-    // (SwiGLU between the expert matmuls); anything else takes them home.
+    // Rows at their experts' ranks stay there through ops on each row
+    // alone (SwiGLU between the expert matmuls, their FP8 quantizations);
+    // anything else takes them home.
     const Exchange *rowsAway = nullptr;
     for (OpOperand &operand : op->getOpOperands()) {
       auto it = exchanged.find(operand.get());
       if (it == exchanged.end())
         continue;
-      if (op->hasTrait<OpTrait::Elementwise>())
+      if (rowLocal(op))
         rowsAway = &it->second;
       else
         operand.set(bringHome(op, operand.get()));
@@ -632,15 +657,26 @@ private:
     Exchange away = rowsAway ? *rowsAway : Exchange();
     if (failed(rewriteGeneric(op)))
       return failure();
-    // An elementwise op's local shape is its operands' (packed expert rows
-    // are no block of a global shape the factors could divide).
-    if (op->hasTrait<OpTrait::Elementwise>() && op->getNumOperands() > 0)
+    // An elementwise op's local shape is its operand's; a row-local FP8
+    // op on packed expert rows has as many rows as they (they are no block
+    // of a global shape the factors could divide) and its other dimensions
+    // as placed.
+    bool elementwise = op->hasTrait<OpTrait::Elementwise>();
+    bool onPackedRows = op->getNumOperands() > 0 &&
+                        packedRows.contains(op->getOperand(0)) && rowLocal(op);
+    if ((elementwise || onPackedRows) && op->getNumOperands() > 0)
       for (Value r : op->getResults()) {
         auto type = cast<RankedTensorType>(r.getType());
-        r.setType(RankedTensorType::get(
-            cast<RankedTensorType>(op->getOperand(0).getType()).getShape(),
-            type.getElementType()));
+        auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+        SmallVector<int64_t> shape(in.getShape());
+        if (!elementwise) {
+          shape.assign(type.getShape().begin(), type.getShape().end());
+          shape[0] = in.getDimSize(0);
+        }
+        r.setType(RankedTensorType::get(shape, type.getElementType()));
       }
+    if (onPackedRows)
+      packedRows.insert(op->result_begin(), op->result_end());
     if (rowsAway)
       for (Value r : op->getResults())
         exchanged[r] = away;
@@ -988,6 +1024,9 @@ private:
       exchanges;
   llvm::DenseMap<Value, Exchange> exchanged; // Rows at their experts' ranks.
   llvm::DenseMap<Value, Value> homes;        // Such rows brought back.
+  // Packed expert rows, at home or away: dispatched, exchanged, grouped
+  // GEMMs' results and row-local ops' on them.
+  llvm::DenseSet<Value> packedRows;
   llvm::DenseSet<Operation *> created;
   llvm::StringMap<DimAxes> paramDims; // How each parameter is held.
 };

@@ -259,6 +259,10 @@ TEST(SchedExecutor, Fp8RecipesMatchTheReference) {
        {"tensorwise", "tensorwise-delayed", "rowwise", "mxfp8"})
     checkParity("gpt2-tiny", false, 2, 8, "f32", false, recipe);
   checkParity("llama-tiny", false, 2, 8, "f32", false, "rowwise");
+  // Expert GEMMs too (row-wise and MXFP8 scales: a scale per packed row,
+  // one per expert's column or block).
+  for (const char *recipe : {"rowwise", "mxfp8"})
+    checkParity("mixtral-tiny", false, 2, 8, "f32", false, recipe);
 }
 // Dropout from the config (embd_pdrop and resid_pdrop 0.1): both sides draw
 // the masks from the same counter-based stream, moved on by the step

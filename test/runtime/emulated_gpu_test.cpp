@@ -493,6 +493,12 @@ TEST(EmulatedGpu, MixtralWithCapacityDataParallelTrainsLikeOneCpuRank) {
 TEST(EmulatedGpu, ExpertParallelOnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("mixtral-tiny", "ep=2");
 }
+// FP8 expert GEMMs (MXFP8): the packed rows' block maxima and quantization
+// on the experts' ranks, per expert's weight blocks; the GPU's grouped
+// GEMMs read the dequantized values.
+TEST(EmulatedGpu, Fp8ExpertParallelOnTwoRanksTrainsLikeOneCpuRank) {
+  checkPlacedTraining("mixtral-tiny", "ep=2", 0, "mxfp8", 5e-2);
+}
 // Context parallelism: the sequence in load-balanced chunks, attention as
 // a ring whose blocks move by grouped exchanges (sched.ring_shift) on the
 // comm stream while the flash kernels attend by positions and merge by

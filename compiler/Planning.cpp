@@ -45,8 +45,8 @@ int64_t bytesOf(llvm::StringRef dtype) { return dtype == "f32" ? 4 : 2; }
 
 /// What a slice of two layers cut into two pipeline stages holds per rank:
 /// the stash one micro-batch leaves on the first stage (a layer's, the
-/// embedding's output aside), and each stage's arenas (its forward's,
-/// backward's and step's, allocated apart).
+/// embedding's output aside), and each stage's arena (the largest of its
+/// forward's, backward's and step's, which share it).
 struct StageMemory {
   double stash = 0, firstArena = 0, lastArena = 0;
 };

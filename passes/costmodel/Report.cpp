@@ -141,12 +141,15 @@ FailureOr<RankEstimate> estimateStep(func::FuncOp step, int64_t &parameters) {
 }
 
 /// A program's arena and its collectives' bytes, the latter `times` times.
+/// A rank's programs share one arena, the largest of theirs (the runtimes
+/// run one at a time; see SchedExecutor's arena_), so the estimate keeps
+/// the larger of the two; stashes are added after every program.
 LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e) {
   auto arena =
       f ? f->getAttrOfType<IntegerAttr>("weft.arena_bytes") : IntegerAttr();
   if (!arena)
     return failure();
-  e.activationBytes += arena.getInt();
+  e.activationBytes = std::max(e.activationBytes, arena.getInt());
   double once = 0;
   f.walk([&](Operation *op) {
     once += ringBytes(op);
@@ -192,7 +195,8 @@ int64_t meshRanks(ModuleOp module) {
 }
 
 /// The ranks of a pipelined module (weft-pipeline-split's programs and
-/// table): each rank's step, plus its stages' forward and backward arenas,
+/// table): each rank's step, and its stages' forward and backward arenas
+/// (the largest of them all: they share one),
 /// sends once per micro-batch, and the stash of the most micro-batches the
 /// schedule keeps in flight on it.
 FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
@@ -329,8 +333,8 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
   if (failed(estimate))
     return module.emitError("no planned @step to estimate"), failure();
   // Gradient accumulation (weft-accumulate-gradients): a step also runs
-  // @accumulate once per micro-batch, whose arena is resident beside
-  // @step's (each program has its own) and whose collectives run each time.
+  // @accumulate once per micro-batch, in the arena it shares with @step,
+  // and its collectives each time.
   if (auto accumulate = module.lookupSymbol<func::FuncOp>(kAccumulateFunc)) {
     auto m = accumulate->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
     if (!m || failed(addProgram(accumulate, m.getInt(), *estimate)))

@@ -16,11 +16,12 @@
 // by CostModel.h's collectiveSendBytes: an all-reduce sends 2(n-1)/n of its
 // bytes, an all-gather (n-1)/n of its result, a reduce-scatter and an
 // all-to-all (n-1)/n of their operand. With micro-batches the gradients are
-// their accumulators, the arenas those of @accumulate and @step, and
-// @accumulate's collectives count once per micro-batch. A pipelined step
-// (weft-pipeline-split) is estimated per pp rank from its own step and
-// stage programs: their arenas, sends once per micro-batch, and the
-// forward's stash times the micro-batches the schedule keeps in flight.
+// their accumulators, the arena the larger of @accumulate's and @step's (a
+// rank's programs share one), and @accumulate's collectives count once per
+// micro-batch. A pipelined step (weft-pipeline-split) is estimated per pp
+// rank from its own step and stage programs: the largest of their arenas,
+// sends once per micro-batch, and the forward's stash times the
+// micro-batches the schedule keeps in flight.
 //
 //===----------------------------------------------------------------------===//
 

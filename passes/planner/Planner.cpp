@@ -318,8 +318,8 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
                                             : 0;
     auto activationAt = [&](int64_t j) {
       // Under a pipeline, measured as stages: the micro-batches' stashes,
-      // the stage's own arenas (a first or a last stage's, and the
-      // weights' copies of its other layers).
+      // the stage's arena (a first or a last stage's, the largest of its
+      // programs'), and the weights' copies of its other layers.
       if (pp > 1 && base.pipelined)
         return heldLayers *
                    sum(j, [](const PartCost &x) { return x.stashBytes; }) +
@@ -330,7 +330,9 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
           heldLayers *
               sum(j, [](const PartCost &x) { return x.activationBytes; }) +
           working + n * l0.workingBytes + unreduced;
-      return forward + update;
+      // The forward and backward's arena and the update's are one (a
+      // rank's programs share the largest of theirs).
+      return std::max(forward, update);
     };
     int64_t steps = p.maxLevel - p.minLevel; // Ladder steps per layer.
     int64_t j = 0; // Uniform (not chosen): the profiles hold one level.

@@ -36,9 +36,9 @@
 //     those awaiting their W; under pp their stashes and the stage's
 //     arenas, from the slice placed as two stages), the slice's working
 //     set (the head's logits
-//     on the last stage only), the optimizer step's arena (each program
-//     has its own, as the runtimes allocate them) and the device's runtime
-//     reserve, against its memory;
+//     on the last stage only) or the optimizer step's arena, the larger
+//     (a rank's programs share one arena, as the runtimes allocate it),
+//     and the device's runtime reserve, against its memory;
 //   - recomputation per layer group: each stage takes the least of the
 //     ladder none → selective (layer by layer) → full (layer by layer) that
 //     fits, so the first stage, which holds the most micro-batches,
@@ -128,8 +128,9 @@ struct SliceProfile {
   /// residual stream of its sequences, a tp rank's part of it under sp).
   double boundaryBytes = 0;
   /// With SliceKey::pipelined: the arenas of a first stage (embedding and a
-  /// layer) and a last one (a layer and the head), each its forward's,
-  /// backward's and step's together; the stash is the layer's stashBytes.
+  /// layer) and a last one (a layer and the head), each the largest of its
+  /// forward's, backward's and step's (which share one); the stash is the
+  /// layer's stashBytes.
   bool pipelined = false;
   double firstStageArena = 0, lastStageArena = 0;
   /// Whether the lowered programs put collectives on a stream of their own

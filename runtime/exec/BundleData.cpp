@@ -16,6 +16,25 @@ MeshSpec meshSpecOf(const sched::SchedBundle &bundle) {
   return spec;
 }
 
+bool rankHolds(const MeshSpec &mesh, int64_t rank, const sched::Param &p) {
+  int axis = mesh.axisIndex("pp");
+  return !p.pipelineRank || axis < 0 ||
+         mesh.coords(rank)[axis] == *p.pipelineRank;
+}
+
+std::vector<bool> programsOfRank(const sched::SchedBundle &b, int64_t rank) {
+  std::vector<bool> mine(b.programs.size()), others(b.programs.size());
+  for (const sched::Schedule &schedule : b.schedules) {
+    const sched::Sequence &own = b.sequenceFor(schedule, rank);
+    for (const sched::Sequence &s : schedule.sequences)
+      for (const sched::Run &run : s.runs)
+        (&s == &own ? mine : others)[run.programIndex] = true;
+  }
+  for (size_t i = 0; i < mine.size(); ++i)
+    mine[i] = mine[i] || !others[i];
+  return mine;
+}
+
 std::vector<std::vector<std::string>>
 communicationGroups(const sched::SchedBundle &b) {
   std::vector<std::vector<std::string>> groups;

@@ -24,6 +24,18 @@ namespace weft::runtime {
 /// The bundle's mesh (empty: one rank).
 MeshSpec meshSpecOf(const sched::SchedBundle &bundle);
 
+/// Which of the bundle's programs rank `rank` runs, by index: those its own
+/// sequence of a schedule names, and those no schedule names (an
+/// evaluation forward, a bundle's only step). A pipeline stage's programs,
+/// which only other pp coordinates' sequences name, are not its: the
+/// runtimes bind, and hold memory for, its own only.
+std::vector<bool> programsOfRank(const sched::SchedBundle &bundle,
+                                 int64_t rank);
+
+/// Whether rank `rank` holds parameter `p`: a pipeline stage's tensor is
+/// only on the ranks of its pp coordinate (the others never read it).
+bool rankHolds(const MeshSpec &mesh, int64_t rank, const sched::Param &p);
+
 /// Every group of mesh axes the bundle communicates over (collectives,
 /// vocabulary-parallel instructions, the splits of parameters and outputs
 /// that gathering them uses), in bundle order.

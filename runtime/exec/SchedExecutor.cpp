@@ -77,7 +77,6 @@ private:
 /// A program bound to its storage.
 struct SchedExecutor::Bound {
   const sched::Program *spec = nullptr;
-  std::unique_ptr<Bytes> arena;
   std::vector<std::unique_ptr<Bytes>> inputs;
   std::vector<char *> ptr; // Per buffer.
   std::vector<Step> steps;
@@ -195,6 +194,7 @@ SchedExecutor::create(sched::SchedBundle bundle, Options options) {
   ex->options_ = options;
   ex->mesh_ = meshSpecOf(ex->bundle_);
   const sched::SchedBundle &b = ex->bundle_;
+  ex->mine_ = programsOfRank(b, ex->rank());
   for (const sched::Param &p : b.params) {
     absl::StatusOr<std::unique_ptr<Bytes>> bytes = Bytes::allocate(
         p.type.bytes(), absl::StrCat("parameter '", p.name, "'"));
@@ -253,10 +253,35 @@ SchedExecutor::create(sched::SchedBundle bundle, Options options) {
     ex->gpu_ = std::move(*backend);
     return ex;
   }
-  for (const sched::Program &p : b.programs)
-    if (absl::Status s = ex->bindProgram(p); !s.ok())
-      return s;
+  // One arena for the rank's programs, the largest's (see arenaHolder_).
+  const sched::Program *largest = nullptr;
+  for (size_t i = 0; i < b.programs.size(); ++i)
+    if (ex->mine_[i] && (!largest || b.programs[i].arena > largest->arena))
+      largest = &b.programs[i];
+  absl::StatusOr<std::unique_ptr<Bytes>> shared =
+      Bytes::allocate(largest ? largest->arena : 0,
+                      largest ? absl::StrCat("the programs' arena (program '",
+                                             largest->name, "''s, the largest)")
+                              : "the programs' arena");
+  if (!shared.ok())
+    return shared.status();
+  ex->arena_ = std::move(*shared);
+  ex->arenaBytes_ = largest ? largest->arena : 0;
+  for (size_t i = 0; i < b.programs.size(); ++i)
+    if (ex->mine_[i])
+      if (absl::Status s = ex->bindProgram(b.programs[i]); !s.ok())
+        return s;
   return ex;
+}
+
+int64_t SchedExecutor::arenaBytes() const { return arenaBytes_; }
+
+absl::Status SchedExecutor::checkRunnable(const sched::Program &p) const {
+  if (mine_[&p - bundle_.programs.data()])
+    return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("program '", p.name, "' is another pipeline rank's; rank ",
+                   rank(), " runs (and holds memory for) its own only"));
 }
 
 std::string SchedExecutor::device() const {
@@ -276,11 +301,6 @@ absl::Status SchedExecutor::syncHost() const {
 absl::Status SchedExecutor::bindProgram(const sched::Program &program) {
   auto bound = std::make_unique<Bound>();
   bound->spec = &program;
-  absl::StatusOr<std::unique_ptr<Bytes>> arena = Bytes::allocate(
-      program.arena, absl::StrCat("program '", program.name, "''s arena"));
-  if (!arena.ok())
-    return arena.status();
-  bound->arena = std::move(*arena);
   for (const sched::ProgramInput &in : program.inputs) {
     absl::StatusOr<std::unique_ptr<Bytes>> input =
         Bytes::allocate(in.type.bytes(), absl::StrCat("an input of program '",
@@ -303,7 +323,7 @@ absl::Status SchedExecutor::bindProgram(const sched::Program &program) {
               ->data;
       break;
     case Buffer::Kind::Alloc:
-      p = bound->arena->data + buf.offset;
+      p = arena_->data + buf.offset;
       break;
     case Buffer::Kind::View:
       p = bound->ptr[buf.of] + buf.offset;
@@ -1155,6 +1175,8 @@ absl::Status SchedExecutor::run(const std::string &name,
     return absl::NotFoundError(
         absl::StrCat(bundle_.dir, ": no program '", name, "'"));
   const sched::Program &spec = *program;
+  if (absl::Status s = checkRunnable(spec); !s.ok())
+    return s;
   if (inputs.size() != spec.inputs.size())
     return absl::InvalidArgumentError(
         absl::StrCat("program ", name, " takes ", spec.inputs.size(),
@@ -1178,8 +1200,10 @@ absl::Status SchedExecutor::run(const std::string &name,
       deviceStale_ = false;
     }
     hostStale_ |= spec.writesParams;
+    arenaHolder_ = &spec;
     return gpu_->run(name, data);
   }
+  arenaHolder_ = &spec;
   Bound &bound = *programs_.at(name);
   for (size_t i = 0; i < inputs.size(); ++i)
     std::memcpy(bound.inputs[i]->data, inputs[i].data,
@@ -1310,14 +1334,32 @@ absl::Status SchedExecutor::checkFinite(const sched::Program &program,
   return absl::OkStatus();
 }
 
+namespace {
+/// Whether buffer `id` of `p` lies in the arena: an alloc, or a view of one.
+bool inArena(const sched::Program &p, int64_t id) {
+  while (p.buffers[id].kind == Buffer::Kind::View)
+    id = p.buffers[id].of;
+  return p.buffers[id].kind == Buffer::Kind::Alloc;
+}
+} // namespace
+
 absl::StatusOr<std::vector<float>>
 SchedExecutor::output(const std::string &name, const std::string &out) const {
   const sched::Program *program = bundle_.program(name);
   if (!program)
     return absl::NotFoundError(absl::StrCat("no program '", name, "'"));
+  if (absl::Status s = checkRunnable(*program); !s.ok())
+    return s;
   for (const sched::Output &o : program->outputs)
     if (o.name == out) {
       const TensorType &t = program->buffers[o.buffer].type;
+      if (inArena(*program, o.buffer) && arenaHolder_ != program)
+        return absl::FailedPreconditionError(absl::StrCat(
+            "program ", name, "'s output '", out, "' is gone: ",
+            arenaHolder_ ? "program " + arenaHolder_->name + " ran since"
+                         : "it has not run",
+            ", in the arena the rank's programs share; read an output "
+            "before running another program"));
       if (!gpu_)
         return decodeAll(programs_.at(name)->ptr[o.buffer], t.numElements(),
                          t.dtype);

@@ -5,8 +5,8 @@
 // reads its typed attributes and calls OpenBLAS, the generated kernels, the
 // library kernels (CpuMath) or the Communicator. It owns what a run keeps
 // between programs (parameters and optimizer state, constants) and one
-// arena per program, aligned and sized as the program says. One CPU stream
-// runs every instruction in program order, a valid serialisation of the
+// arena its programs share, each from its start (arena_ says why). One CPU
+// stream runs every instruction in program order, a valid serialisation of the
 // program's streams, so record and wait do nothing. With a GPU, the
 // programs run on it instead (runtime/gpu/GpuBackend) and the host keeps
 // the parameters for initialising, checkpoints and gathering, copying them
@@ -18,6 +18,7 @@
 #define WEFT_RUNTIME_EXEC_SCHEDEXECUTOR_H
 
 #include "runtime/dist/Communicator.h"
+#include "runtime/exec/BundleData.h"
 #include "runtime/exec/ParamBlocks.h"
 #include "runtime/exec/SchedBundle.h"
 #include "runtime/gpu/GpuBackend.h"
@@ -152,15 +153,15 @@ public:
   std::string device() const;
   /// This process's rank in the job (0 without a communicator).
   int64_t rank() const { return options_.comm ? options_.comm->rank() : 0; }
+  /// The bytes of the arena this rank's programs share (on the CPU).
+  int64_t arenaBytes() const;
   /// The job's communicator (null on one rank).
   Communicator *communicator() const { return options_.comm; }
   /// Whether this rank's copy of `p` is current: a pipeline stage's tensor
   /// is only on the ranks of its pp coordinate (the others' copies are
   /// never read).
   bool holds(const sched::Param &p) const {
-    int axis = mesh_.axisIndex("pp");
-    return !p.pipelineRank || axis < 0 ||
-           mesh_.coords(rank())[axis] == *p.pipelineRank;
+    return rankHolds(mesh_, rank(), p);
   }
 
 private:
@@ -168,6 +169,8 @@ private:
   struct Bound;
   SchedExecutor() = default;
   absl::Status bindProgram(const sched::Program &program);
+  /// Whether this rank runs `p` (programsOfRank); an error naming it if not.
+  absl::Status checkRunnable(const sched::Program &p) const;
   /// Parameter k's block in f32: its own storage, or `wide` when it is
   /// narrower (then written back by narrow()).
   ParamFill blockOf(size_t k, std::vector<float> &wide);
@@ -188,6 +191,18 @@ private:
   void *library_ = nullptr; // dlopen handle of kernels.cpu.
   std::vector<std::unique_ptr<Bytes>> params_, constants_;
   std::map<std::string, std::unique_ptr<Bound>> programs_;
+  /// The programs this rank runs (programsOfRank), the only ones bound.
+  std::vector<bool> mine_;
+  /// One arena, the size of the largest of those programs', that each uses
+  /// from its start: a rank runs one program at a time (the GPU's too, each
+  /// run ending in a synchronisation), and the train loop takes a run's
+  /// stashes and outputs before the next, so a pipeline stage's forward,
+  /// backward and W and the rank's step need the largest of their arenas,
+  /// not their sum. arenaHolder_ is the program that ran last, whose
+  /// outputs in the arena are still there.
+  std::unique_ptr<Bytes> arena_;
+  int64_t arenaBytes_ = 0;
+  const sched::Program *arenaHolder_ = nullptr;
   /// Per expert_route instruction, pairs routed to each expert (a deque:
   /// the routes' steps keep pointers into it).
   std::deque<std::vector<int64_t>> routed_;

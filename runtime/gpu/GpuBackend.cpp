@@ -58,6 +58,12 @@ struct ProgramState {
   bool noGraph = false;
 };
 
+/// Devices hand out 256-byte-aligned memory; a program asking for a larger
+/// alignment is given this much more arena and starts further in.
+int64_t alignmentSlack(const sched::Program &p) {
+  return p.align > 256 ? p.align : 0;
+}
+
 /// The largest power of two (at most 256) dividing `address`.
 int64_t alignment(uint64_t address) {
   int64_t a = 256;
@@ -75,8 +81,13 @@ struct GpuBackend::Impl {
   std::unique_ptr<GemmEngine> blas; // Declared after the device: freed first.
   std::unique_ptr<GpuCollectives> nccl;  // Made by create(); freed first.
   std::map<std::string, void *> streams; // By the programs' stream names.
+  /// Another pipeline rank's parameters are left empty (rankHolds).
   std::vector<DeviceBuffer> params, constants;
+  /// The programs this rank runs (programsOfRank), the only ones bound;
+  /// they share one arena, the largest of theirs (SchedExecutor's
+  /// arena_ says why that is safe).
   std::map<std::string, ProgramState> programs;
+  DeviceBuffer arena;
 
   absl::StatusOr<void *> stream(const std::string &name);
   absl::Status bindProgram(const sched::Program &program, ProgramState &state);
@@ -230,15 +241,8 @@ absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
                  "the device\n",
                  program.name.c_str());
   }
-  // Devices hand out 256-byte-aligned memory; a larger alignment is met by
-  // allocating more and starting further in.
-  int64_t slack = program.align > 256 ? program.align : 0;
-  absl::StatusOr<DeviceBuffer> arena =
-      device->allocate(static_cast<size_t>(program.arena + slack));
-  if (!arena.ok())
-    return arena.status();
-  uint64_t base = arena->address;
-  if (slack)
+  uint64_t base = arena.address;
+  if (alignmentSlack(program))
     base = (base + program.align - 1) / program.align * program.align;
   for (const sched::ProgramInput &in : program.inputs) {
     absl::StatusOr<DeviceBuffer> b =
@@ -530,6 +534,10 @@ GpuBackend::createOn(const sched::SchedBundle &bundle, Options options,
   g.device = std::move(device);
   g.blas = std::move(gemm);
   for (const sched::Param &p : bundle.params) {
+    if (!rankHolds(g.mesh, options.rank, p)) {
+      g.params.emplace_back();
+      continue;
+    }
     absl::StatusOr<DeviceBuffer> b =
         g.device->allocate(static_cast<size_t>(p.type.bytes()));
     if (!b.ok())
@@ -546,9 +554,23 @@ GpuBackend::createOn(const sched::SchedBundle &bundle, Options options,
       return s;
     g.constants.push_back(*b);
   }
-  for (const sched::Program &p : bundle.programs)
-    if (absl::Status s = g.bindProgram(p, g.programs[p.name]); !s.ok())
-      return s;
+  std::vector<bool> mine = programsOfRank(bundle, options.rank);
+  int64_t arena = 0;
+  for (size_t i = 0; i < bundle.programs.size(); ++i)
+    if (mine[i])
+      arena = std::max(arena, bundle.programs[i].arena +
+                                  alignmentSlack(bundle.programs[i]));
+  absl::StatusOr<DeviceBuffer> shared =
+      g.device->allocate(static_cast<size_t>(arena));
+  if (!shared.ok())
+    return shared.status();
+  g.arena = *shared;
+  for (size_t i = 0; i < bundle.programs.size(); ++i)
+    if (mine[i])
+      if (absl::Status s = g.bindProgram(bundle.programs[i],
+                                         g.programs[bundle.programs[i].name]);
+          !s.ok())
+        return s;
   return backend;
 }
 
@@ -556,12 +578,17 @@ std::string GpuBackend::describe() const {
   return absl::StrCat(impl->device->name(), " (", impl->device->arch(), ")");
 }
 
+// Another pipeline rank's parameter has no device copy: nothing to move.
 absl::Status GpuBackend::uploadParam(size_t k, const void *bytes) {
+  if (impl->params.at(k).bytes == 0)
+    return absl::OkStatus();
   return impl->device->copyToDevice(impl->params.at(k), bytes,
                                     impl->params.at(k).bytes);
 }
 
 absl::Status GpuBackend::downloadParam(size_t k, void *bytes) {
+  if (impl->params.at(k).bytes == 0)
+    return absl::OkStatus();
   return impl->device->copyToHost(bytes, impl->params.at(k),
                                   impl->params.at(k).bytes);
 }

@@ -1,8 +1,9 @@
 //===- GpuBackend.h - run a bundle v2's programs on a GPU -------*- C++ -*-===//
 //
 // The device half of SchedExecutor when it runs on a GPU: parameters,
-// constants and one arena per program (the size and alignment the program
-// states) in device memory, one device stream per stream the programs
+// constants and one arena the rank's programs share (the largest size and
+// alignment they state; another pipeline rank's programs and parameters
+// are not held) in device memory, one device stream per stream the programs
 // name, each program's launches (GpuProgram) bound once to device
 // addresses and queued in program order on their streams, GEMMs through
 // cuBLASLt, and from the second run on the whole program replayed as a

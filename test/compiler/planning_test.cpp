@@ -17,8 +17,6 @@
 
 #include "gtest/gtest.h"
 
-#include <iostream>
-
 using namespace weft;
 
 namespace {
@@ -104,30 +102,19 @@ TEST(Planning, MegatronTable1WithinFifteenPercentAndTheSearchDoesNoWorse) {
         megatronFlops(row) / e->stepSeconds / double(row.gpus) / 1e12;
     EXPECT_NEAR(predicted, row.published, 0.15 * row.published)
         << e->candidate.plan();
-    // Whether it fits Weft's own memory is not the paper's claim. Under a
-    // pipeline Weft's stage programs each keep their own arena (the
-    // weights' compute-type copies among them) beside the stashes, which
-    // the 1T configuration cannot quite spare on 80 GB.
-    if (!e->fits)
-      std::cerr << row.billions << "B as published: " << e->why << "\n";
-    // The search, on the same model: a plan at least as fast as the
-    // published one wherever that fits (one that fits, at worst slower,
-    // where it does not), or none where nothing fits.
+    // It fits Weft's memory too (not the paper's claim, but the paper ran
+    // it). The 1T's first stage needed 75.4 of 74.5 GiB while each of a
+    // rank's programs had its own arena; sharing one, it needs 72.8.
+    EXPECT_TRUE(e->fits) << e->why;
+    // The search, on the same model: a plan at least as fast.
     planner::SearchOptions options;
     options.topK = 1;
     llvm::Expected<planner::SearchResult> found =
         planner::search(shape, *topology, options, profile);
-    if (!found) {
-      std::string error = llvm::toString(found.takeError());
-      EXPECT_FALSE(e->fits) << error;
-      EXPECT_NE(error.find("no plan fits"), std::string::npos) << error;
-      std::cerr << row.billions << "B: " << error.substr(0, 160) << "\n";
-      continue;
-    }
+    ASSERT_TRUE(static_cast<bool>(found)) << llvm::toString(found.takeError());
     EXPECT_TRUE(found->best.front().fits);
-    if (e->fits)
-      EXPECT_LE(found->best.front().stepSeconds, e->stepSeconds)
-          << found->best.front().candidate.plan();
+    EXPECT_LE(found->best.front().stepSeconds, e->stepSeconds)
+        << found->best.front().candidate.plan();
   }
 }
 

@@ -197,6 +197,60 @@ TEST(SchedExecutor, PipelineStashesKeepTheirElementType) {
                                  "micro-batch 0 kept it as f32"));
 }
 
+// A pipeline rank runs its own stages' programs (and its step) only: the
+// runtimes bind those, and hold no memory for the other ranks'.
+TEST(SchedExecutor, PipelineRanksHoldTheirOwnPrograms) {
+  Case c("gpt2-tiny", "f32", "pp=2,mb=2");
+  auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(c));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  std::vector<bool> first = runtime::programsOfRank(*bundle, 0),
+                    second = runtime::programsOfRank(*bundle, 1);
+  int own = 0;
+  for (size_t i = 0; i < bundle->programs.size(); ++i) {
+    const std::string &name = bundle->programs[i].name;
+    SCOPED_TRACE(name);
+    bool zero = name.rfind("stage0.", 0) == 0 || name.rfind("rank0.", 0) == 0;
+    bool one = name.rfind("stage1.", 0) == 0 || name.rfind("rank1.", 0) == 0;
+    own += zero || one;
+    EXPECT_EQ(first[i], !one);
+    EXPECT_EQ(second[i], !zero);
+  }
+  EXPECT_GE(own, 6); // Each rank's forward, backward and step.
+}
+
+// A rank's programs share one arena, the largest of theirs (they run one
+// at a time), not the sum: so an output is read before another program
+// runs, and one read after is refused, naming the program that ran since.
+TEST(SchedExecutor, ProgramsShareOneArena) {
+  Case c("gpt2-tiny", "f32", "mb=2");
+  std::string dir = testutil::compileCase(c);
+  auto bundle = runtime::sched::loadSchedBundle(dir);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  int64_t largest = 0, sum = 0;
+  for (const auto &p : bundle->programs) {
+    largest = std::max(largest, p.arena);
+    sum += p.arena;
+  }
+  auto exec = runtime::SchedExecutor::create(std::move(*bundle), {});
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  EXPECT_EQ((*exec)->arenaBytes(), largest);
+  EXPECT_LT(largest, sum);
+  Trace trace;
+  train(**exec, 0, c.batch, c.seq, {}, trace);
+  ASSERT_EQ(trace.failure, "");
+  // train() ends with the evaluation forward: its loss is there;
+  // @accumulate's outputs (it reports the step's loss) are not.
+  EXPECT_TRUE((*exec)->scalarOutput("forward", "loss").ok());
+  const runtime::sched::Program *accumulate =
+      (*exec)->bundle().program("accumulate");
+  ASSERT_NE(accumulate, nullptr);
+  ASSERT_FALSE(accumulate->outputs.empty());
+  auto stale = (*exec)->output("accumulate", accumulate->outputs[0].name);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_THAT(std::string(stale.status().message()),
+              testing::HasSubstr("is gone: program forward ran since"));
+}
+
 namespace {
 /// Four layers of `model`, batch 8, under each pipeline plan, against one
 /// rank.

@@ -1,7 +1,9 @@
 //===- Collectives.cpp - weft collectives as sched.collective ------------===//
 //
-// Collectives move f32 (a narrow value goes through an f32 copy, as the
-// bucket DDP reduces in is f32). A bucket of several all-reduced tensors is
+// Reductions move f32 (a narrow value goes through an f32 copy, as the
+// bucket DDP reduces in is f32); an all-gather, which only moves, moves a
+// bf16 or f16 value as stored (half the bytes, as FSDP's mixed precision
+// gathers). A bucket of several all-reduced tensors is
 // one f32 buffer: each member is copied into its place, the bucket is
 // reduced in place, and f32 results are views of it. A collective along an
 // inner dimension packs its blocks contiguously first (and unpacks after):
@@ -105,8 +107,9 @@ LogicalResult lowerAllReduce(AllReduceOp op, ProgramLowering &l) {
 }
 
 LogicalResult lowerAllGather(AllGatherOp op, ProgramLowering &l) {
-  gatherInto(l, op, l.read(op, op.getInput(), /*f32=*/true),
-             l.write(op, op.getResult(), /*f32=*/true));
+  // As stored where the target moves it so (SchedTarget::keepsStored).
+  gatherInto(l, op, l.read(op, op.getInput(), /*f32=*/false),
+             l.write(op, op.getResult(), /*f32=*/false));
   return success();
 }
 

@@ -903,11 +903,13 @@ SchedExecutor::bindInstruction(const sched::Program &program,
         return comm->allToAll(axes, in, out, n / g);
       });
     }
-    if (a.kind == sched::CollectiveKind::AllGather && isFp8(type(0).dtype)) {
-      // FP8 codes (weft-fp8-gather's quantized shards) move as bytes.
+    if (a.kind == sched::CollectiveKind::AllGather &&
+        type(0).dtype != DType::F32) {
+      // Moved as bytes: FP8 codes (weft-fp8-gather's quantized shards),
+      // bf16 and f16 values as stored.
       return Step([=, in = reinterpret_cast<const uint8_t *>(bound.ptr[ops[0]]),
                    out = reinterpret_cast<uint8_t *>(bound.ptr[ops[1]]),
-                   n = type(0).numElements()]() -> absl::Status {
+                   n = type(0).bytes()]() -> absl::Status {
         if (g == 1) {
           std::memmove(out, in, n);
           return absl::OkStatus();

@@ -374,6 +374,27 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
 TEST(SchedExecutor, Bf16TensorParallelOnTwoRanksTrainsLikeOneRank) {
   checkPlacedTraining(Case("llama-tiny", "bf16", "tp=2"), 1.0 / 32, 1e-1);
 }
+// ZeRO-3 in bf16: each parameter's bf16 copy is cast on its shard and
+// gathered as stored (two bytes an element, moved as bytes), so every rank
+// computes with the bf16 values one rank does; the gradients'
+// reduce-scatter sums partial bf16 sums in f32 as tp's all-reduce does.
+TEST(SchedExecutor, Bf16Zero3GathersBf16AndTrainsLikeOneRank) {
+  Case setup("llama-tiny", "bf16", "dp=2,zero=3");
+  checkPlacedTraining(setup, 1.0 / 32, 1e-1);
+  auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(setup));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  int bf16Gathers = 0, f32Gathers = 0;
+  for (const auto &p : bundle->programs)
+    for (const auto &ins : p.instructions)
+      if (ins.op == runtime::sched::Op::Collective &&
+          ins.as<runtime::sched::CollectiveAttrs>().kind ==
+              runtime::sched::CollectiveKind::AllGather)
+        ++(p.buffers[ins.operands[0]].type.dtype == runtime::DType::BF16
+               ? bf16Gathers
+               : f32Gathers);
+  EXPECT_GT(bf16Gathers, 0);
+  EXPECT_EQ(f32Gathers, 0);
+}
 
 // Delayed scaling keeps what it promises: after three steps each amax
 // history holds three maxima, newest first, and zeros after them; a weight's

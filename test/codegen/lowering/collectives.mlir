@@ -1,4 +1,5 @@
 // RUN: weft-opt %s -split-input-file -weft-lower-to-sched | FileCheck %s
+// RUN: weft-opt %s -split-input-file -weft-lower-to-sched=target=cuda | FileCheck %s --check-prefix=GPU
 
 weft.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
 
@@ -36,6 +37,27 @@ func.func @rows(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %g = weft.all_gather %x over @mesh ["tp"] dim 0 : tensor<8x4xf32> -> tensor<32x4xf32>
   %s = weft.reduce_scatter %g over @mesh ["tp"] dim 0 : tensor<32x4xf32> -> tensor<8x4xf32>
   return %s : tensor<8x4xf32>
+}
+
+// -----
+
+weft.mesh @mesh axes ["dp", "tp"] sizes [2, 4]
+
+// An all-gather only moves: bf16 goes as stored (half f32's bytes, as
+// FSDP's mixed precision gathers), on the CPU as bytes; the GPU moves
+// four-byte words, so a shard of an odd count of bf16 goes through f32.
+// CHECK-LABEL: sched.program @narrow
+// CHECK-NOT: sched.copy
+// CHECK: sched.collective all_gather none %{{.*}} -> %{{.*}} over @mesh ["tp"] : <8x4xbf16> -> <32x4xbf16>
+// CHECK: sched.collective all_gather none %{{.*}} -> %{{.*}} over @mesh ["tp"] : <3xbf16> -> <12xbf16>
+// GPU-LABEL: sched.program @narrow
+// GPU: sched.collective all_gather none %{{.*}} -> %{{.*}} over @mesh ["tp"] : <8x4xbf16> -> <32x4xbf16>
+// GPU: sched.copy %{{.*}} -> %{{.*}} sizes [3] {{.*}} : <3xbf16> -> <3xf32>
+// GPU: sched.collective all_gather none %{{.*}} -> %{{.*}} over @mesh ["tp"] : <3xf32> -> <12xf32>
+func.func @narrow(%x: tensor<8x4xbf16>, %y: tensor<3xbf16>) -> (tensor<32x4xbf16>, tensor<12xbf16>) {
+  %g = weft.all_gather %x over @mesh ["tp"] dim 0 : tensor<8x4xbf16> -> tensor<32x4xbf16>
+  %h = weft.all_gather %y over @mesh ["tp"] dim 0 : tensor<3xbf16> -> tensor<12xbf16>
+  return %g, %h : tensor<32x4xbf16>, tensor<12xbf16>
 }
 
 // -----

@@ -345,6 +345,12 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
           addGather(module.lookupSymbol<func::FuncOp>(kGatherFunc), *estimate)))
     return module.emitError("no planned @") << kGatherFunc << " to estimate",
            failure();
+  // The evaluation forward shares the arena too (weft-run's samples and
+  // evaluations run it between steps); its collectives are not the step's.
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+    if (auto arena = forward->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
+      estimate->activationBytes =
+          std::max(estimate->activationBytes, arena.getInt());
   // Every rank runs the same program on same-sized blocks.
   for (int64_t r = 0, ranks = meshRanks(module); r < ranks; ++r) {
     estimate->rank = r;

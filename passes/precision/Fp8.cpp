@@ -15,11 +15,13 @@
 #include "dialects/weft/IR/WeftEmitter.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace weft {
 #define GEN_PASS_DEF_FP8
@@ -189,6 +191,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     // forward is one block, walked in order: a quantization made before
     // the first GEMM that reads it dominates the later ones.
     llvm::DenseMap<std::pair<Value, Attribute>, Value> quantized;
+    llvm::DenseSet<Value> counted; // Quantizations whose bytes are counted.
     SmallVector<Gemm> candidates;
     func.walk([&](Operation *op) {
       if (auto m = dyn_cast<MatmulOp>(op)) {
@@ -288,8 +291,13 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       };
       SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
                            rhsBlock = blocks.of(rs, rhsK, wr != nullptr);
-      gemm.lhs->set(quantize(lhs, lhsBlock, e4m3, wl ? "weight" : "input"));
-      gemm.rhs->set(quantize(rhs, rhsBlock, e4m3, wr ? "weight" : "input"));
+      Value lq = quantize(lhs, lhsBlock, e4m3, wl ? "weight" : "input");
+      Value rq = quantize(rhs, rhsBlock, e4m3, wr ? "weight" : "input");
+      gemm.lhs->set(lq);
+      gemm.rhs->set(rq);
+      // A shared quantization's bytes count once.
+      bool newLhs = counted.insert(lq).second,
+           newRhs = counted.insert(rq).second;
 
       // The output gradient is the dgrad's left operand, contracted along
       // its last dimension (n).
@@ -330,10 +338,12 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         }
         return std::pair{elements + scaleBytes * scales, 2 * elements};
       };
-      for (auto [shape, block] :
-           {std::pair{ls, ArrayRef<int64_t>(lhsBlock)},
-            std::pair{rs, ArrayRef<int64_t>(rhsBlock)},
-            std::pair{ys, ArrayRef<int64_t>(gradBlock)}}) {
+      for (auto [shape, block, fresh] :
+           {std::tuple{ls, ArrayRef<int64_t>(lhsBlock), newLhs},
+            std::tuple{rs, ArrayRef<int64_t>(rhsBlock), newRhs},
+            std::tuple{ys, ArrayRef<int64_t>(gradBlock), true}}) {
+        if (!fresh)
+          continue;
         auto [f, h] = operandBytes(shape, block);
         fp8Bytes += f;
         bf16Bytes += h;

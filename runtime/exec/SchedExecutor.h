@@ -89,7 +89,8 @@ public:
             currentInstruction_.load(std::memory_order_relaxed)};
   }
 
-  /// Binds every program's instructions to their buffers; fails on an
+  /// Binds the programs this rank runs (programsOfRank) to their buffers,
+  /// in one arena they share; fails on an
   /// instruction the CPU cannot run (naming the program and instruction).
   static absl::StatusOr<std::unique_ptr<SchedExecutor>>
   create(sched::SchedBundle bundle, Options options);
@@ -117,10 +118,14 @@ public:
   /// send to us. The training loop calls this at the end of each step.
   absl::Status finishSends();
 
-  /// The first element of output `name` of the last run of `program`.
+  /// The first element of output `name` of the last run of `program`. The
+  /// outputs in the arena are there until another program runs (the rank's
+  /// programs share it): reading one after is an error, and so is reading
+  /// another pipeline rank's program's.
   absl::StatusOr<float> scalarOutput(const std::string &program,
                                      const std::string &name) const;
-  /// All elements of output `name` of the last run of `program`, as f32.
+  /// All elements of output `name` of the last run of `program`, as f32
+  /// (while it is the last program run, as scalarOutput).
   absl::StatusOr<std::vector<float>> output(const std::string &program,
                                             const std::string &name) const;
   /// This rank's block of parameter `name`, as f32.
@@ -138,7 +143,8 @@ public:
   /// (a collective: every rank calls it, in the same order).
   absl::StatusOr<std::vector<float>> gatherParam(const std::string &name);
   /// The whole of output `name` of the last run of `program`, gathered by
-  /// the output's `split` (a collective, as gatherParam).
+  /// the output's `split` (a collective, as gatherParam; while `program` is
+  /// the last run, as scalarOutput).
   absl::StatusOr<std::vector<float>> gatherOutput(const std::string &program,
                                                   const std::string &name);
 

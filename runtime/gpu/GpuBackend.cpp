@@ -88,6 +88,7 @@ struct GpuBackend::Impl {
   /// arena_ says why that is safe).
   std::map<std::string, ProgramState> programs;
   DeviceBuffer arena;
+  const ProgramState *lastRun = nullptr; // Whose values the arena holds.
 
   absl::StatusOr<void *> stream(const std::string &name);
   absl::Status bindProgram(const sched::Program &program, ProgramState &state);
@@ -257,9 +258,16 @@ absl::Status GpuBackend::Impl::bindProgram(const sched::Program &program,
     case sched::Buffer::Kind::Input:
       address = state.inputs[b.index].address;
       break;
-    case sched::Buffer::Kind::Param:
-      address = params[bundle->param(b.name) - bundle->params.data()].address;
+    case sched::Buffer::Kind::Param: {
+      const DeviceBuffer &param =
+          params[bundle->param(b.name) - bundle->params.data()];
+      if (param.bytes == 0 && b.type.bytes() > 0)
+        return absl::FailedPreconditionError(absl::StrCat(
+            "program '", program.name, "' reads parameter '", b.name,
+            "', which another pipeline rank holds, not rank ", options.rank));
+      address = param.address;
       break;
+    }
     case sched::Buffer::Kind::Constant:
       address = constants[bundle->constant(b.name) - bundle->constants.data()]
                     .address;
@@ -610,6 +618,7 @@ absl::Status GpuBackend::run(const std::string &name,
         !s.ok())
       return s;
   void *first = state.first;
+  g.lastRun = &state;
   // The first run goes launch by launch, so a failing launch is named; later
   // runs replay what the second recorded.
   if (state.ranOnce && g.options.graphs && !state.graph && !state.noGraph) {
@@ -651,6 +660,14 @@ GpuBackend::bufferBytes(const std::string &program, int64_t buffer) {
   if (buffer < 0 || buffer >= static_cast<int64_t>(state.address.size()))
     return absl::OutOfRangeError(
         absl::StrCat("program ", program, " has no buffer ", buffer));
+  // The programs share one arena: another's run since overwrote it.
+  const sched::Buffer *root = &state.spec->buffers[buffer];
+  while (root->kind == sched::Buffer::Kind::View)
+    root = &state.spec->buffers[root->of];
+  if (root->kind == sched::Buffer::Kind::Alloc && impl->lastRun != &state)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "program ", program, "'s buffer ", buffer,
+        " is gone: another program ran since, in the arena they share"));
   std::vector<uint8_t> bytes(
       static_cast<size_t>(state.spec->buffers[buffer].type.bytes()));
   if (absl::Status s = impl->device->copyToHost(

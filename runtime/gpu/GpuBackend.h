@@ -47,7 +47,8 @@ public:
   /// Opens the GPU (options.deviceOrdinal), loads the bundle's kernels (its
   /// cubin for the GPU's architecture, else its CUDA source through NVRTC)
   /// and the runtime's own (NVRTC), makes a placed bundle's NCCL
-  /// communicators, allocates the memory and binds every program. The
+  /// communicators, allocates the memory and binds the programs this rank
+  /// runs (programsOfRank), in one arena they share. The
   /// backend keeps referring to `bundle`, which must outlive it.
   static absl::StatusOr<std::unique_ptr<GpuBackend>>
   create(const sched::SchedBundle &bundle, Options options);
@@ -72,7 +73,8 @@ public:
   /// token id or label out of range).
   absl::Status run(const std::string &program,
                    const std::vector<const void *> &inputs);
-  /// The bytes of buffer `buffer` of `program` after its last run.
+  /// The bytes of buffer `buffer` of `program` after its last run; an
+  /// error for an arena buffer once another program has run since.
   absl::StatusOr<std::vector<uint8_t>> bufferBytes(const std::string &program,
                                                    int64_t buffer);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace weft::runtime {
@@ -158,11 +159,23 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   steps = n;
   StepReport report;
   report.step = n;
-  report.loss = *executor.scalarOutput(runs.reporter, "loss");
-  report.gradNorm = *executor.scalarOutput(runs.reporter, "grad_norm");
+  // The reporter ran last (trainSteps checked it is the schedule's last),
+  // so its outputs are still in the arena.
+  std::map<std::string, float> reported;
+  std::vector<const char *> names = {"loss", "grad_norm"};
+  if (runs.scalesLoss)
+    names.insert(names.end(), {"loss_scale", "skipped"});
+  for (const char *name : names) {
+    absl::StatusOr<float> value = executor.scalarOutput(runs.reporter, name);
+    if (!value.ok())
+      return value.status();
+    reported[name] = *value;
+  }
+  report.loss = reported["loss"];
+  report.gradNorm = reported["grad_norm"];
   if (runs.scalesLoss) {
-    report.lossScale = *executor.scalarOutput(runs.reporter, "loss_scale");
-    report.skipped = *executor.scalarOutput(runs.reporter, "skipped") != 0;
+    report.lossScale = reported["loss_scale"];
+    report.skipped = reported["skipped"] != 0;
   }
   report.lr = lr;
   report.seconds = seconds;

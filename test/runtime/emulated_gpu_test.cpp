@@ -495,9 +495,10 @@ TEST(EmulatedGpu, ExpertParallelOnTwoRanksTrainsLikeOneCpuRank) {
 }
 // FP8 expert GEMMs (MXFP8): the packed rows' block maxima and quantization
 // on the experts' ranks, per expert's weight blocks; the GPU's grouped
-// GEMMs read the dequantized values.
+// GEMMs read the dequantized values. Power-of-two scales leave the
+// products exact, so as close as f32 runs.
 TEST(EmulatedGpu, Fp8ExpertParallelOnTwoRanksTrainsLikeOneCpuRank) {
-  checkPlacedTraining("mixtral-tiny", "ep=2", 0, "mxfp8", 5e-2);
+  checkPlacedTraining("mixtral-tiny", "ep=2", 0, "mxfp8", 1e-4);
 }
 // Context parallelism: the sequence in load-balanced chunks, attention as
 // a ring whose blocks move by grouped exchanges (sched.ring_shift) on the

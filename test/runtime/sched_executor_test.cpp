@@ -216,6 +216,35 @@ TEST(SchedExecutor, PipelineRanksHoldTheirOwnPrograms) {
     EXPECT_EQ(second[i], !zero);
   }
   EXPECT_GE(own, 6); // Each rank's forward, backward and step.
+  // Each rank's executor binds its own: rank 0 refuses to run stage 1's
+  // forward or read its outputs, and its arena is the largest of its own
+  // programs'.
+  std::string dir = testutil::compileCase(c);
+  std::vector<Trace> traces = testutil::runJob(
+      c, runtime::meshSpecOf(*bundle),
+      [&](int64_t r, runtime::Communicator *comm, int64_t, int64_t,
+          Trace &trace) {
+        auto exec = testutil::openExecutor(dir, comm, trace);
+        if (!exec)
+          return;
+        std::vector<bool> mine = runtime::programsOfRank(exec->bundle(), r);
+        int64_t largest = 0;
+        for (size_t i = 0; i < mine.size(); ++i)
+          if (mine[i])
+            largest = std::max(largest, exec->bundle().programs[i].arena);
+        if (exec->arenaBytes() != largest)
+          trace.failure = "arena " + std::to_string(exec->arenaBytes()) +
+                          " bytes, not " + std::to_string(largest);
+        std::string other = r == 0 ? "stage1.forward" : "stage0.forward";
+        absl::Status ran = exec->run(other, {});
+        absl::StatusOr<float> read = exec->scalarOutput(other, "stash.0");
+        for (const absl::Status &s : {ran, read.status()})
+          if (std::string(s.message()).find("is another pipeline rank's") ==
+              std::string::npos)
+            trace.failure = other + ": " + std::string(s.message());
+      });
+  for (const Trace &t : traces)
+    EXPECT_EQ(t.failure, "");
 }
 
 // A rank's programs share one arena, the largest of theirs (they run one
@@ -235,11 +264,15 @@ TEST(SchedExecutor, ProgramsShareOneArena) {
   ASSERT_TRUE(exec.ok()) << exec.status();
   EXPECT_EQ((*exec)->arenaBytes(), largest);
   EXPECT_LT(largest, sum);
+  auto early = (*exec)->output("forward", "loss");
+  ASSERT_FALSE(early.ok());
+  EXPECT_THAT(std::string(early.status().message()),
+              testing::HasSubstr("is gone: it has not run"));
   Trace trace;
   train(**exec, 0, c.batch, c.seq, {}, trace);
   ASSERT_EQ(trace.failure, "");
   // train() ends with the evaluation forward: its loss is there;
-  // @accumulate's outputs (it reports the step's loss) are not.
+  // @accumulate's outputs are not.
   EXPECT_TRUE((*exec)->scalarOutput("forward", "loss").ok());
   const runtime::sched::Program *accumulate =
       (*exec)->bundle().program("accumulate");

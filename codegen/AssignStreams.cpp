@@ -18,13 +18,6 @@ namespace {
 // The stream collectives move to; the others stay on the program's first.
 constexpr const char *kComm = "comm";
 
-/// The buffer whose storage `v` is (through views).
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewOp>())
-    v = view.getSource();
-  return v;
-}
-
 struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
   void runOnOperation() override {
     ProgramOp program = getOperation();
@@ -51,7 +44,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
       // What it touches, by storage.
       llvm::SmallPtrSet<Value, 4> touched;
       for (Value v : collective->getOperands())
-        touched.insert(rootOf(v));
+        touched.insert(storageRoot(v));
       // Start once compute has written what it reads.
       b.setInsertionPoint(collective);
       int64_t ready = events++;
@@ -66,7 +59,7 @@ struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
         if (!instr || instr.getStreamName() == kComm)
           continue;
         for (Value v : op->getOperands())
-          if (touched.contains(rootOf(v)))
+          if (touched.contains(storageRoot(v)))
             consumer = op;
       }
       int64_t done = events++;

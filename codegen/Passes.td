@@ -49,6 +49,28 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::sched::SchedDialect"];
 }
 
+def PrefetchGathers : Pass<"weft-sched-prefetch-gathers",
+                            "::weft::sched::ProgramOp"> {
+  let summary = "Issue parameter all-gathers ahead of their readers";
+  let description = [{
+    Partitioning gathers a ZeRO-3 or tensor-parallel parameter just before
+    its first reader; on the GPU's comm stream (weft-sched-assign-streams,
+    which runs next) compute would then wait for each gather in turn. This
+    pass moves each parameter gather (an all-gather of a parameter's
+    buffer, or of a buffer one instruction made from parameters alone: the
+    master weight's shard narrowed to the compute type), with that
+    instruction and the buffers they name, to just before the first reader
+    of an earlier gather, so it moves while compute runs, as FSDP
+    prefetches the next layer's parameters. The earlier gather is the
+    earliest whose later gathers, up to this one, hold at most the largest
+    gather's bytes: about one weight's worth waits gathered ahead of its
+    reader, which the memory plan then keeps live. Gathers keep their
+    order, and none moves above an instruction that writes a parameter it
+    reads (the optimizer's update before ZeRO's gather of the new values).
+  }];
+  let dependentDialects = ["::weft::sched::SchedDialect"];
+}
+
 def AssignStreams : Pass<"weft-sched-assign-streams",
                           "::weft::sched::ProgramOp"> {
   let summary = "Put collectives on a communication stream, ordered by events";

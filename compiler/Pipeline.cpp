@@ -232,8 +232,11 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   lower.fp8Storage = options.fp8Storage;
   pm.addPass(createLowerToSched(lower));
   OpPassManager &schedPrograms = pm.nest<sched::ProgramOp>();
-  if (gpu)
+  if (gpu) {
+    if (options.prefetchGathers)
+      schedPrograms.addPass(createPrefetchGathers());
     schedPrograms.addPass(createAssignStreams());
+  }
   schedPrograms.addPass(createSchedPlanMemory());
   return llvm::Error::success();
 }
@@ -416,6 +419,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.target = options.cudaArchs.empty() ? "cpu" : "cuda";
   pipeline.bucketMb = options.bucketMb;
   pipeline.gemmEpilogues = options.gemmEpilogues;
+  pipeline.prefetchGathers = options.prefetchGathers;
   pipeline.beta1 = options.adamw.beta1;
   pipeline.beta2 = options.adamw.beta2;
   pipeline.eps = options.adamw.eps;

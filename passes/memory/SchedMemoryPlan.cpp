@@ -16,11 +16,7 @@ using namespace weft::sched;
 namespace {
 
 /// The alloc whose bytes `v` is (through views), or null.
-AllocOp rootAlloc(Value v) {
-  while (auto view = v.getDefiningOp<ViewOp>())
-    v = view.getSource();
-  return v.getDefiningOp<AllocOp>();
-}
+AllocOp rootAlloc(Value v) { return storageRoot(v).getDefiningOp<AllocOp>(); }
 
 struct SchedPlanMemoryPass
     : weft::impl::SchedPlanMemoryBase<SchedPlanMemoryPass> {

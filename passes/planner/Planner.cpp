@@ -410,8 +410,19 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     // locally and are all-reduced once (a latency).
     if (c.zero == 2)
       dp += collectiveSeconds(Kind::all_reduce, 4, 4, c.dp, dpLink);
-    if (c.zero == 3) // Gathered forward and backward, each micro-batch.
-      dp += double(2 * m - 1) * gather();
+    if (c.zero == 3) {
+      // Gathered in each micro-batch's forward and backward. With a stream
+      // for collectives (the GPU's), weft-sched-prefetch-gathers issues
+      // each gather ahead of its reader, so a pass waits for its first
+      // tensor's and for what its compute cannot cover.
+      double all = gather(), first = all / std::max(1.0, tensors);
+      auto exposed = [&](double compute) {
+        return base.overlapsCommunication
+                   ? first + std::max(0.0, all - first - compute)
+                   : all;
+      };
+      dp += double(m) * exposed(f) + double(m - 1) * exposed(bw);
+    }
     // One micro-batch without a pipeline: the gradients' buckets reduce
     // under the backward (on the GPU, the step program's comm stream).
     if (m == 1 && pp == 1 && base.overlapsCommunication)

@@ -27,9 +27,11 @@
 //     dp x ep x cp; zero=0 and 1 reduce once after the last micro-batch
 //     (@step), 2 and 3 in each (@accumulate); ZeRO-1 and up all-gather the
 //     updated parameters per tensor, zero=3 also each micro-batch's
-//     forward and backward, zero=2 all-reduces its partial gradient
-//     norm once; hidden under the backward only with one
-//     micro-batch, no pipeline and a stream for collectives (the GPU's);
+//     forward and backward (with a stream for collectives, prefetched:
+//     hidden under the pass's compute but for the first tensor's),
+//     zero=2 all-reduces its partial gradient norm once; the gradients'
+//     reduction is hidden under the backward only with one micro-batch,
+//     no pipeline and a stream for collectives (the GPU's);
 //   - memory per rank of each stage: parameters, gradients and optimizer
 //     state divided by ZeRO's stage, the activations of the micro-batches
 //     the schedule keeps in flight (1F1B: p - s on stage s; ZB-H1 also

@@ -439,6 +439,10 @@ TEST(EmulatedGpu, DropoutOnRanksAndMicrobatchesTrainsLikeOneCpuRank) {
 // reduce-scattered, optimizer state and masters in shards.
 TEST(EmulatedGpu, Zero3OnTwoRanksTrainsLikeOneCpuRank) {
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3");
+  // Gathered in each micro-batch's forward and backward, each gather
+  // issued ahead of its reader (weft-sched-prefetch-gathers) on the comm
+  // stream, which the emulated device runs as late as the events allow.
+  checkPlacedTraining("llama-tiny", "dp=2,zero=3,mb=2,gather=microbatch", 4);
 }
 // ZeRO-3 with per-tensor FP8 GEMMs: each weight shard is cast to FP8 by
 // the max all-reduced over dp and its codes gathered (one byte an

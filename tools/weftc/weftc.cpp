@@ -252,6 +252,12 @@ cl::opt<bool> gemmEpilogues(
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
              "gradient into cuBLASLt GEMM epilogues (default true)"),
     cl::init(true), cl::sub(compileCmd));
+cl::opt<bool> prefetchGathers(
+    "prefetch-gathers",
+    cl::desc("With --target cuda, issue ZeRO-3's and tensor parallelism's "
+             "parameter all-gathers ahead of their readers, so they move "
+             "under the compute before (default true)"),
+    cl::init(true), cl::sub(compileCmd));
 cl::opt<int64_t> vocabDivisibleBy(
     "make-vocab-size-divisible-by",
     cl::desc("With --config: pad the embedding and LM head to a multiple of "
@@ -792,6 +798,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
+  options.prefetchGathers = prefetchGathers;
   options.attentionScratchMb = attentionScratchMb;
   if (Expected<weft::RecomputeChoice> choice =
           weft::parseRecompute(recomputePolicy);

@@ -1781,3 +1781,9 @@ LogicalResult RingShiftOp::verify() {
                                   << getInput().getType();
   return success();
 }
+
+Value weft::sched::storageRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  return v;
+}

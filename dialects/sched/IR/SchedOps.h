@@ -29,6 +29,9 @@ class SequenceOp;
 #include "dialects/sched/IR/SchedOps.h.inc"
 
 namespace weft::sched {
+/// The buffer whose storage `v` is: `v` seen through its views.
+mlir::Value storageRoot(mlir::Value v);
+
 /// Registers the sched dialect.
 void registerSchedDialect(mlir::DialectRegistry &registry);
 } // namespace weft::sched

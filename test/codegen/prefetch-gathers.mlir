@@ -1,0 +1,72 @@
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(sched.program(weft-sched-prefetch-gathers))' | FileCheck %s
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.kernel @k inputs [!sched.buffer<64xf32>, !sched.buffer<64xf32>] outputs [!sched.buffer<64xf32>] scalars []
+sched.param @a init(zeros) : !sched.buffer<32xf32>
+sched.param @b init(zeros) : !sched.buffer<32xf32>
+sched.param @c init(zeros) : !sched.buffer<32xf32>
+
+// Three parameters gathered (64 floats each, the window) just before
+// their readers: b's gather moves before a's reader, c's before b's. A
+// gather stays where it would pass a write of its parameter.
+// CHECK-LABEL: sched.program @layers
+// CHECK: sched.collective all_gather none %{{.*}} -> %[[GA:[0-9]+]] over
+// CHECK: %[[B:.*]] = sched.get @b
+// CHECK-NEXT: %[[GB:.*]] = sched.alloc
+// CHECK-NEXT: sched.collective all_gather none %[[B]] -> %[[GB]] over
+// CHECK-NEXT: sched.launch @k {{.*}} ins(%{{.*}}, %[[GA]] :
+// CHECK: %[[C:.*]] = sched.get @c
+// CHECK-NEXT: %[[GC:.*]] = sched.alloc
+// CHECK-NEXT: sched.collective all_gather none %[[C]] -> %[[GC]] over
+// CHECK-NEXT: sched.launch @k {{.*}} ins(%{{.*}}, %[[GB]] :
+// CHECK: sched.launch @k {{.*}} ins(%{{.*}}, %[[GC]] :
+sched.program @layers align(64) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64xf32>):
+  %a = sched.get @a : !sched.buffer<32xf32>
+  %ga = sched.alloc : !sched.buffer<64xf32>
+  sched.collective all_gather none %a -> %ga over @mesh ["dp"] : !sched.buffer<32xf32> -> !sched.buffer<64xf32>
+  %y0 = sched.alloc : !sched.buffer<64xf32>
+  sched.launch @k grid [1, 1, 1] block 1 ins(%x, %ga : !sched.buffer<64xf32>, !sched.buffer<64xf32>) outs(%y0 : !sched.buffer<64xf32>) scalars []
+  %b = sched.get @b : !sched.buffer<32xf32>
+  %gb = sched.alloc : !sched.buffer<64xf32>
+  sched.collective all_gather none %b -> %gb over @mesh ["dp"] : !sched.buffer<32xf32> -> !sched.buffer<64xf32>
+  %y1 = sched.alloc : !sched.buffer<64xf32>
+  sched.launch @k grid [1, 1, 1] block 1 ins(%y0, %gb : !sched.buffer<64xf32>, !sched.buffer<64xf32>) outs(%y1 : !sched.buffer<64xf32>) scalars []
+  %c = sched.get @c : !sched.buffer<32xf32>
+  %gc = sched.alloc : !sched.buffer<64xf32>
+  sched.collective all_gather none %c -> %gc over @mesh ["dp"] : !sched.buffer<32xf32> -> !sched.buffer<64xf32>
+  %y2 = sched.alloc : !sched.buffer<64xf32>
+  sched.launch @k grid [1, 1, 1] block 1 ins(%y1, %gc : !sched.buffer<64xf32>, !sched.buffer<64xf32>) outs(%y2 : !sched.buffer<64xf32>) scalars []
+  sched.return ["y"] %y2 : !sched.buffer<64xf32>
+}
+
+// -----
+
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.kernel @k inputs [!sched.buffer<64xf32>, !sched.buffer<64xf32>] outputs [!sched.buffer<64xf32>] scalars []
+sched.kernel @u inputs [!sched.buffer<32xf32>] outputs [!sched.buffer<32xf32>] scalars []
+sched.param @a init(zeros) : !sched.buffer<32xf32>
+sched.param @b init(zeros) : !sched.buffer<32xf32>
+
+// b is updated in place before its gather: the gather stays after the
+// update, not before a's reader.
+// CHECK-LABEL: sched.program @updated
+// CHECK: sched.launch @k {{.*}} ins(%{{.*}}, %[[GA:[0-9]+]] :
+// CHECK: sched.launch @u {{.*}} outs(%[[B:.*]] : !sched.buffer<32xf32>)
+// CHECK-NEXT: %{{.*}} = sched.alloc
+// CHECK-NEXT: sched.collective all_gather none %[[B]]
+sched.program @updated align(64) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64xf32>, %x32: !sched.buffer<32xf32>):
+  %a = sched.get @a : !sched.buffer<32xf32>
+  %ga = sched.alloc : !sched.buffer<64xf32>
+  sched.collective all_gather none %a -> %ga over @mesh ["dp"] : !sched.buffer<32xf32> -> !sched.buffer<64xf32>
+  %y0 = sched.alloc : !sched.buffer<64xf32>
+  sched.launch @k grid [1, 1, 1] block 1 ins(%x, %ga : !sched.buffer<64xf32>, !sched.buffer<64xf32>) outs(%y0 : !sched.buffer<64xf32>) scalars []
+  %b = sched.get @b : !sched.buffer<32xf32>
+  sched.launch @u grid [1, 1, 1] block 1 ins(%x32 : !sched.buffer<32xf32>) outs(%b : !sched.buffer<32xf32>) scalars []
+  %gb = sched.alloc : !sched.buffer<64xf32>
+  sched.collective all_gather none %b -> %gb over @mesh ["dp"] : !sched.buffer<32xf32> -> !sched.buffer<64xf32>
+  %y1 = sched.alloc : !sched.buffer<64xf32>
+  sched.launch @k grid [1, 1, 1] block 1 ins(%y0, %gb : !sched.buffer<64xf32>, !sched.buffer<64xf32>) outs(%y1 : !sched.buffer<64xf32>) scalars []
+  sched.return ["y"] %y1 : !sched.buffer<64xf32>
+}

@@ -71,6 +71,25 @@ def PrefetchGathers : Pass<"weft-sched-prefetch-gathers",
   let dependentDialects = ["::weft::sched::SchedDialect"];
 }
 
+def DeferReductionReaders : Pass<"weft-sched-defer-reduction-readers",
+                                  "::weft::sched::ProgramOp"> {
+  let summary = "Read each reduction one reader later, under compute";
+  let description = [{
+    With micro-batches, ZeRO-2 and 3 reduce-scatter each micro-batch's
+    gradients as the backward makes them, and the kernel adding each shard
+    into its accumulator follows right after; on the GPU's comm stream
+    (weft-sched-assign-streams, which runs next, makes compute wait just
+    before a collective's first reader) compute would wait for every
+    reduction in turn. This pass moves the first reader of each
+    reduce-scatter or all-reduce, where that reader only updates parameters
+    in place (the accumulators), to just before the next such reader, so
+    each reduction runs under the next layer's backward (DDP's buckets'
+    overlap). A reader does not move past an instruction that touches what
+    it writes or writes what it reads.
+  }];
+  let dependentDialects = ["::weft::sched::SchedDialect"];
+}
+
 def AssignStreams : Pass<"weft-sched-assign-streams",
                           "::weft::sched::ProgramOp"> {
   let summary = "Put collectives on a communication stream, ordered by events";

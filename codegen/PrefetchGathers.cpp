@@ -29,15 +29,7 @@ namespace {
 
 /// The buffers `op` writes, by storage.
 llvm::SmallPtrSet<Value, 4> writtenBy(Operation *op) {
-  llvm::SmallPtrSet<Value, 4> written;
-  SmallVector<MemoryEffects::EffectInstance> effects;
-  if (auto e = dyn_cast<MemoryEffectOpInterface>(op))
-    e.getEffects(effects);
-  for (MemoryEffects::EffectInstance &effect : effects)
-    if (Value v = effect.getValue();
-        v && isa<MemoryEffects::Write>(effect.getEffect()))
-      written.insert(storageRoot(v));
-  return written;
+  return bufferAccess(op).writes;
 }
 
 /// A parameter gather and what moves with it.

@@ -233,8 +233,10 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createLowerToSched(lower));
   OpPassManager &schedPrograms = pm.nest<sched::ProgramOp>();
   if (gpu) {
-    if (options.prefetchGathers)
+    if (options.overlapCollectives) {
       schedPrograms.addPass(createPrefetchGathers());
+      schedPrograms.addPass(createDeferReductionReaders());
+    }
     schedPrograms.addPass(createAssignStreams());
   }
   schedPrograms.addPass(createSchedPlanMemory());
@@ -419,7 +421,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.target = options.cudaArchs.empty() ? "cpu" : "cuda";
   pipeline.bucketMb = options.bucketMb;
   pipeline.gemmEpilogues = options.gemmEpilogues;
-  pipeline.prefetchGathers = options.prefetchGathers;
+  pipeline.overlapCollectives = options.overlapCollectives;
   pipeline.beta1 = options.adamw.beta1;
   pipeline.beta2 = options.adamw.beta2;
   pipeline.eps = options.adamw.eps;

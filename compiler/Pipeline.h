@@ -29,10 +29,11 @@ struct TrainingOptions {
   /// With cudaArchs, fold linear layers' bias, GELU and GELU gradient into
   /// their GEMMs (weft-gemm-epilogue) for cuBLASLt's epilogues.
   bool gemmEpilogues = true;
-  /// With cudaArchs, issue parameter all-gathers (ZeRO-3's, tp's) ahead of
-  /// their readers (weft-sched-prefetch-gathers), so they move under the
-  /// compute before.
-  bool prefetchGathers = true;
+  /// With cudaArchs, overlap collectives with compute: issue parameter
+  /// all-gathers (ZeRO-3's, tp's) ahead of their readers
+  /// (weft-sched-prefetch-gathers) and read reductions (each micro-batch's
+  /// reduce-scatter) one later (weft-sched-defer-reduction-readers).
+  bool overlapCollectives = true;
   /// False: leave the programs before fusion and memory planning (tests
   /// run those rewrites themselves and compare values before and after).
   bool fuseAndPlan = true;
@@ -87,11 +88,13 @@ struct TrainingPipelineOptions
       llvm::cl::desc("With target=cuda, fold bias, GELU and GELU gradient "
                      "into GEMM epilogues"),
       llvm::cl::init(TrainingOptions().gemmEpilogues)};
-  Option<bool> prefetchGathers{
-      *this, "prefetch-gathers",
+  Option<bool> overlapCollectives{
+      *this, "overlap-collectives",
       llvm::cl::desc("With target=cuda, issue parameter all-gathers ahead "
-                     "of their readers (weft-sched-prefetch-gathers)"),
-      llvm::cl::init(TrainingOptions().prefetchGathers)};
+                     "of their readers and read reductions later "
+                     "(weft-sched-prefetch-gathers, "
+                     "weft-sched-defer-reduction-readers)"),
+      llvm::cl::init(TrainingOptions().overlapCollectives)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
                        llvm::cl::init(AdamWConfig().beta1)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),

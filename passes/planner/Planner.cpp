@@ -403,9 +403,16 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     if (c.zero >= 1) // The updated shards gathered back.
       dp += gather();
     // ZeRO-2 and 3 reduce-scatter in each micro-batch (@accumulate), the
-    // others once after the last (@step).
-    if (c.zero >= 2)
-      dp += double(m - 1) * gradSync;
+    // others once after the last (@step). With a stream for collectives,
+    // weft-sched-defer-reduction-readers reads each reduction one later,
+    // so a micro-batch's reductions run under its backward but for the
+    // last tensor's.
+    if (c.zero >= 2) {
+      double last = gradSync / std::max(1.0, tensors);
+      dp += double(m - 1) * (base.overlapsCommunication
+                                 ? last + std::max(0.0, gradSync - last - bw)
+                                 : gradSync);
+    }
     // ZeRO-2's gradient norm: the shards' partial sums of squares add up
     // locally and are all-reduced once (a latency).
     if (c.zero == 2)
@@ -424,9 +431,16 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
       dp += double(m) * exposed(f) + double(m - 1) * exposed(bw);
     }
     // One micro-batch without a pipeline: the gradients' buckets reduce
-    // under the backward (on the GPU, the step program's comm stream).
-    if (m == 1 && pp == 1 && base.overlapsCommunication)
-      gradSync = std::max(0.0, gradSync - bw);
+    // under the backward (on the GPU, the step program's comm stream);
+    // ZeRO-2 and 3's last micro-batch as the others above.
+    if (base.overlapsCommunication) {
+      if (c.zero >= 2) {
+        double last = gradSync / std::max(1.0, tensors);
+        gradSync = last + std::max(0.0, gradSync - last - bw);
+      } else if (m == 1 && pp == 1) {
+        gradSync = std::max(0.0, gradSync - bw);
+      }
+    }
     worstDp = std::max(worstDp, dp + gradSync);
     double optimizer = n * l0.optimizer + restShare * rest.optimizer;
     worstOptimizer = std::max(

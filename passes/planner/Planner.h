@@ -29,9 +29,11 @@
 //     updated parameters per tensor, zero=3 also each micro-batch's
 //     forward and backward (with a stream for collectives, prefetched:
 //     hidden under the pass's compute but for the first tensor's),
-//     zero=2 all-reduces its partial gradient norm once; the gradients'
-//     reduction is hidden under the backward only with one micro-batch,
-//     no pipeline and a stream for collectives (the GPU's);
+//     zero=2 all-reduces its partial gradient norm once; with a stream
+//     for collectives (the GPU's) zero=2 and 3's reduce-scatters hide
+//     under each micro-batch's backward but for the last tensor's, and
+//     zero=0 and 1's all-reduce under the backward only with one
+//     micro-batch and no pipeline;
 //   - memory per rank of each stage: parameters, gradients and optimizer
 //     state divided by ZeRO's stage, the activations of the micro-batches
 //     the schedule keeps in flight (1F1B: p - s on stage s; ZB-H1 also

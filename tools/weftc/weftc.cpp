@@ -252,11 +252,12 @@ cl::opt<bool> gemmEpilogues(
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
              "gradient into cuBLASLt GEMM epilogues (default true)"),
     cl::init(true), cl::sub(compileCmd));
-cl::opt<bool> prefetchGathers(
-    "prefetch-gathers",
+cl::opt<bool> overlapCollectives(
+    "overlap-collectives",
     cl::desc("With --target cuda, issue ZeRO-3's and tensor parallelism's "
-             "parameter all-gathers ahead of their readers, so they move "
-             "under the compute before (default true)"),
+             "parameter all-gathers ahead of their readers, and read each "
+             "micro-batch's gradient reduction one later, so they move "
+             "under compute (default true)"),
     cl::init(true), cl::sub(compileCmd));
 cl::opt<int64_t> vocabDivisibleBy(
     "make-vocab-size-divisible-by",
@@ -798,7 +799,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
   options.gemmEpilogues = gemmEpilogues;
-  options.prefetchGathers = prefetchGathers;
+  options.overlapCollectives = overlapCollectives;
   options.attentionScratchMb = attentionScratchMb;
   if (Expected<weft::RecomputeChoice> choice =
           weft::parseRecompute(recomputePolicy);

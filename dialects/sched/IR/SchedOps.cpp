@@ -1787,3 +1787,15 @@ Value weft::sched::storageRoot(Value v) {
     v = view.getSource();
   return v;
 }
+
+BufferAccess weft::sched::bufferAccess(Operation *op) {
+  BufferAccess a;
+  SmallVector<MemoryEffects::EffectInstance> effects;
+  if (auto e = dyn_cast<MemoryEffectOpInterface>(op))
+    e.getEffects(effects);
+  for (MemoryEffects::EffectInstance &effect : effects)
+    if (Value v = effect.getValue())
+      (isa<MemoryEffects::Write>(effect.getEffect()) ? a.writes : a.reads)
+          .insert(storageRoot(v));
+  return a;
+}

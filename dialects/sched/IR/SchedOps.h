@@ -11,6 +11,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include "dialects/sched/IR/SchedEnums.h.inc"
 
@@ -31,6 +32,13 @@ class SequenceOp;
 namespace weft::sched {
 /// The buffer whose storage `v` is: `v` seen through its views.
 mlir::Value storageRoot(mlir::Value v);
+
+/// The buffers an instruction reads and writes, by storage (storageRoot),
+/// from its operands' memory effects.
+struct BufferAccess {
+  llvm::SmallPtrSet<mlir::Value, 4> reads, writes;
+};
+BufferAccess bufferAccess(mlir::Operation *op);
 
 /// Registers the sched dialect.
 void registerSchedDialect(mlir::DialectRegistry &registry);

@@ -59,7 +59,8 @@ struct DeferReductionReadersPass
         continue;
       SmallVector<Operation *> chain;
       for (Operation *link = readerOf(c); link;) {
-        if (!chains.empty() && llvm::is_contained(chains.back(), link))
+        if (!isa<CopyOp, LaunchOp>(link) ||
+            (!chains.empty() && llvm::is_contained(chains.back(), link)))
           break;
         chain.push_back(link);
         BufferAccess a = bufferAccess(link);

@@ -108,8 +108,9 @@ struct PrefetchGathersPass
       if (auto collective = dyn_cast<CollectiveOp>(op))
         if (std::optional<Gather> g = parameterGather(collective))
           gathers.push_back(std::move(*g));
-    // The window: the largest gather's bytes, so about one layer's largest
-    // weight waits gathered ahead of its reader (FSDP keeps one unit).
+    // The window: the largest gather's bytes (often the embedding's), so
+    // about a layer's weights wait gathered ahead of their readers (FSDP
+    // keeps one unit ahead).
     int64_t window = 0;
     for (const Gather &g : gathers)
       window = std::max(window, g.bytes);
@@ -121,10 +122,17 @@ struct PrefetchGathersPass
            j > 0 && ahead + gathers[j].bytes <= window; --j)
         ahead += gathers[j].bytes;
       Operation *at = gathers[j].reader;
-      // Gathers keep their order (every rank issues them alike).
+      // Gathers keep their order (every rank issues them alike): not before
+      // the previous one, and at an instruction, after the buffers defined
+      // since it (one may be this gather's operand).
       Operation *previous = gathers[k - 1].op;
-      if (at->isBeforeInBlock(previous))
+      if (at->isBeforeInBlock(previous)) {
         at = previous->getNextNode();
+        while (at && !isa<InstructionOpInterface>(at))
+          at = at->getNextNode();
+        if (!at)
+          continue;
+      }
       Gather &g = gathers[k];
       if (!at->isBeforeInBlock(g.op))
         continue;

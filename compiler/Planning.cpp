@@ -287,6 +287,7 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
     // The CUDA lowering gives collectives their own stream; the CPU's run
     // in order on one.
     profile.overlapsCommunication = cuda;
+    profile.overlapsCollectives = cuda && base.overlapCollectives;
     if (key.recompute != "none" || key.fp8 != "none") {
       // Recomputation and FP8 change what a layer keeps and costs, not its
       // parameters (FP8's scales aside), its weights' copies or the rest.

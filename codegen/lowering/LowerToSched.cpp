@@ -49,12 +49,12 @@ bool SchedTarget::keepsStored(Operation *op, Value v, bool operand) const {
   if (!isNarrowFloat(elementTypeOf(v)))
     return true;
   // An all-gather only moves: its bytes as stored (the GPU moves whole
-  // four-byte words, so a shard of an odd number of 2-byte elements goes
-  // as f32).
-  if (auto gather = dyn_cast<AllGatherOp>(op))
+  // four-byte words, so a shard of another size goes as f32).
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    auto shard = cast<ShapedType>(gather.getInput().getType());
     return !cuda ||
-           cast<ShapedType>(gather.getInput().getType()).getNumElements() % 2 ==
-               0;
+           shard.getNumElements() * shard.getElementTypeBitWidth() % 32 == 0;
+  }
   // The CPU runtime's kernels compute in f32 only.
   if (!cuda || !elementTypeOf(v).isBF16())
     return false;

@@ -313,9 +313,12 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     // ZeRO-2 reduce-scatters a micro-batch's gradients together at its end:
     // the whole gradients are in its arena until then. ZeRO-3 holds a
     // layer's gathered parameters there instead.
-    double unreduced = c.zero == 2 && m > 1 ? grads
-                       : c.zero == 3        ? (n ? l0.paramBytes : 0)
-                                            : 0;
+    // (With the GPU's prefetch, about one more layer's waits gathered.)
+    double unreduced =
+        c.zero == 2 && m > 1 ? grads
+        : c.zero == 3
+            ? (n ? l0.paramBytes * (base.overlapsCollectives ? 2 : 1) : 0)
+            : 0;
     auto activationAt = [&](int64_t j) {
       // Under a pipeline, measured as stages: the micro-batches' stashes,
       // the stage's arena (a first or a last stage's, the largest of its
@@ -400,46 +403,37 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
       return count * collectiveSeconds(Kind::all_gather, params / c.dp / count,
                                        params / count, c.dp, dpLink);
     };
-    if (c.zero >= 1) // The updated shards gathered back.
+    // ZeRO-1 and 2 gather the updated shards back after the step; ZeRO-3
+    // keeps them sharded and gathers each micro-batch's parameters in its
+    // forward and again in its backward.
+    if (c.zero == 1 || c.zero == 2)
       dp += gather();
-    // ZeRO-2 and 3 reduce-scatter in each micro-batch (@accumulate), the
-    // others once after the last (@step). With a stream for collectives,
-    // weft-sched-defer-reduction-readers reads each reduction one later,
-    // so a micro-batch's reductions run under its backward but for the
-    // last tensor's.
-    if (c.zero >= 2) {
-      double last = gradSync / std::max(1.0, tensors);
-      dp += double(m - 1) * (base.overlapsCommunication
-                                 ? last + std::max(0.0, gradSync - last - bw)
-                                 : gradSync);
-    }
     // ZeRO-2's gradient norm: the shards' partial sums of squares add up
     // locally and are all-reduced once (a latency).
     if (c.zero == 2)
       dp += collectiveSeconds(Kind::all_reduce, 4, 4, c.dp, dpLink);
-    if (c.zero == 3) {
-      // Gathered in each micro-batch's forward and backward. With a stream
-      // for collectives (the GPU's), weft-sched-prefetch-gathers issues
-      // each gather ahead of its reader, so a pass waits for its first
-      // tensor's and for what its compute cannot cover.
-      double all = gather(), first = all / std::max(1.0, tensors);
-      auto exposed = [&](double compute) {
-        return base.overlapsCommunication
-                   ? first + std::max(0.0, all - first - compute)
-                   : all;
+    if (c.zero >= 2) {
+      // Each micro-batch reduce-scatters its gradients (@accumulate). With
+      // the GPU's overlap passes, the gathers move ahead of their readers
+      // (weft-sched-prefetch-gathers) and each reduction is read one later
+      // (weft-sched-defer-reduction-readers): a pass's collectives, one
+      // after another on the comm stream, hide under its compute but for
+      // the first tensor's gather and the last tensor's reduction.
+      double gathered = c.zero == 3 ? gather() : 0;
+      double first = gathered / std::max(1.0, tensors),
+             last = gradSync / std::max(1.0, tensors);
+      auto exposed = [&](double comm, double edges, double compute) {
+        return base.overlapsCollectives
+                   ? edges + std::max(0.0, comm - edges - compute)
+                   : comm;
       };
-      dp += double(m) * exposed(f) + double(m - 1) * exposed(bw);
-    }
-    // One micro-batch without a pipeline: the gradients' buckets reduce
-    // under the backward (on the GPU, the step program's comm stream);
-    // ZeRO-2 and 3's last micro-batch as the others above.
-    if (base.overlapsCommunication) {
-      if (c.zero >= 2) {
-        double last = gradSync / std::max(1.0, tensors);
-        gradSync = last + std::max(0.0, gradSync - last - bw);
-      } else if (m == 1 && pp == 1) {
-        gradSync = std::max(0.0, gradSync - bw);
-      }
+      dp += double(m) * (exposed(gathered, first, f) +
+                         exposed(gathered + gradSync, first + last, bw));
+      gradSync = 0; // Counted.
+    } else if (m == 1 && pp == 1 && base.overlapsCommunication) {
+      // One micro-batch without a pipeline: the gradients' buckets reduce
+      // under the backward (on the GPU, the step program's comm stream).
+      gradSync = std::max(0.0, gradSync - bw);
     }
     worstDp = std::max(worstDp, dp + gradSync);
     double optimizer = n * l0.optimizer + restShare * rest.optimizer;

@@ -141,6 +141,10 @@ struct SliceProfile {
   /// (the GPU's `comm`), so that the gradients' reduction can run under
   /// the backward; the CPU's run on the compute stream.
   bool overlapsCommunication = false;
+  /// Whether they also run weft-sched-prefetch-gathers and
+  /// weft-sched-defer-reduction-readers (--overlap-collectives): ZeRO-3's
+  /// gathers ahead of their readers, each reduction read one later.
+  bool overlapsCollectives = false;
 };
 
 /// Compiles and times a slice; an error says why the configuration cannot

@@ -59,6 +59,7 @@ ProfileFn toyProfiles(int *calls = nullptr) {
     p.rest.workingBytes = b * 0.25 * kGiB;
     p.boundaryBytes = b * (16 << 20);
     p.overlapsCommunication = true; // As the GPU's lowering.
+    p.overlapsCollectives = true;
     return p;
   };
 }
@@ -322,6 +323,51 @@ TEST(Planner, ZeroTwoReducesEveryMicrobatch) {
                 1e-12)
         << "zero=" << zero;
   }
+}
+
+// ZeRO-3 gathers each micro-batch's parameters in its forward and again in
+// its backward, and reduce-scatters its gradients there. With the GPU's
+// overlap passes a pass's collectives, one after another on the comm
+// stream, hide under its compute but for the first tensor's gather and the
+// last tensor's reduction; without them every one is waited for.
+TEST(Planner, ZeroThreeHidesItsCollectivesUnderCompute) {
+  Topology topology = toyTopology(1000);
+  using Kind = sched::CollectiveKind;
+  auto per = [&](Kind kind, double bytes, double out) {
+    return 36 *
+           collectiveSeconds(kind, bytes / 36, out / 36, 4, topology.intraNode);
+  };
+  double scatter = per(Kind::reduce_scatter, 9 * kGiB, 9 * kGiB / 4);
+  double gather = per(Kind::all_gather, 9 * kGiB / 4, 9 * kGiB);
+  // One sequence a micro-batch: 9 parts of 0.1 + 1 ms forward, 0.1 + 2 ms
+  // backward.
+  double forward = 9 * 1.1e-3, backward = 9 * 2.1e-3;
+  auto exposed = [](double comm, double edges, double compute) {
+    return edges + std::max(0.0, comm - edges - compute);
+  };
+  Candidate c;
+  c.dp = 4;
+  c.zero = 3;
+  c.microbatches = 4;
+  c.uniformRecompute = "none";
+  auto overlapped = evaluate(toyModel(), topology, c, toyProfiles());
+  ASSERT_TRUE(static_cast<bool>(overlapped))
+      << llvm::toString(overlapped.takeError());
+  EXPECT_NEAR(
+      overlapped->dpSeconds,
+      4 * (exposed(gather, gather / 36, forward) +
+           exposed(gather + scatter, gather / 36 + scatter / 36, backward)),
+      1e-12);
+  ProfileFn plain = [](const SliceKey &key) -> llvm::Expected<SliceProfile> {
+    llvm::Expected<SliceProfile> p = toyProfiles()(key);
+    if (p)
+      p->overlapsCollectives = false;
+    return p;
+  };
+  auto waited = evaluate(toyModel(), topology, c, plain);
+  ASSERT_TRUE(static_cast<bool>(waited)) << llvm::toString(waited.takeError());
+  EXPECT_NEAR(waited->dpSeconds, 4 * (2 * gather + scatter), 1e-12);
+  EXPECT_LT(overlapped->dpSeconds, waited->dpSeconds);
 }
 
 // A pipeline that spans nodes sends over the inter-node link; ZB-H1 also

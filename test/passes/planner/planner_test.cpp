@@ -288,6 +288,14 @@ TEST(Planner, SearchSkipsWhatCannotBuildAndNamesTheClosestMisfit) {
             "selective, full; selective is missing");
 }
 
+/// A collective over dp=4 of the toy's 36 tensors (9 parts of 4), each on
+/// its own: `bytes` in, `out` out, all of them together.
+double perTensor(const Topology &topology, sched::CollectiveKind kind,
+                 double bytes, double out) {
+  return 36 *
+         collectiveSeconds(kind, bytes / 36, out / 36, 4, topology.intraNode);
+}
+
 // As Weft's programs run them: ZeRO-1 all-reduces the gradients once after
 // the last micro-batch (@step); ZeRO-2 reduce-scatters each micro-batch's
 // (@accumulate), under its backward on the toy's comm stream (read one
@@ -298,8 +306,7 @@ TEST(Planner, ZeroTwoReducesEveryMicrobatch) {
   Topology topology = toyTopology(1000);
   using Kind = sched::CollectiveKind;
   auto per = [&](Kind kind, double bytes, double out) {
-    return 36 *
-           collectiveSeconds(kind, bytes / 36, out / 36, 4, topology.intraNode);
+    return perTensor(topology, kind, bytes, out);
   };
   double reduce = per(Kind::all_reduce, 9 * kGiB, 9 * kGiB);
   double scatter = per(Kind::reduce_scatter, 9 * kGiB, 9 * kGiB / 4);
@@ -334,8 +341,7 @@ TEST(Planner, ZeroThreeHidesItsCollectivesUnderCompute) {
   Topology topology = toyTopology(1000);
   using Kind = sched::CollectiveKind;
   auto per = [&](Kind kind, double bytes, double out) {
-    return 36 *
-           collectiveSeconds(kind, bytes / 36, out / 36, 4, topology.intraNode);
+    return perTensor(topology, kind, bytes, out);
   };
   double scatter = per(Kind::reduce_scatter, 9 * kGiB, 9 * kGiB / 4);
   double gather = per(Kind::all_gather, 9 * kGiB / 4, 9 * kGiB);

@@ -27,16 +27,6 @@ using namespace weft::sched;
 
 namespace {
 
-/// The first instruction after `c` that reads what it reduced.
-Operation *readerOf(CollectiveOp c) {
-  Value reduced = storageRoot(c.getOutput());
-  for (Operation *op = c->getNextNode(); op; op = op->getNextNode())
-    if (isa<InstructionOpInterface>(op) &&
-        bufferAccess(op).reads.contains(reduced))
-      return op;
-  return nullptr;
-}
-
 struct DeferReductionReadersPass
     : weft::impl::DeferReductionReadersBase<DeferReductionReadersPass> {
   void runOnOperation() override {
@@ -58,7 +48,7 @@ struct DeferReductionReadersPass
                  c.getKind() != CollectiveKind::all_reduce))
         continue;
       SmallVector<Operation *> chain;
-      for (Operation *link = readerOf(c); link;) {
+      for (Operation *link = nextReader(c, c.getOutput()); link;) {
         if (!isa<CopyOp, LaunchOp>(link) ||
             (!chains.empty() && llvm::is_contained(chains.back(), link)))
           break;

@@ -27,11 +27,6 @@ using namespace weft::sched;
 
 namespace {
 
-/// The buffers `op` writes, by storage.
-llvm::SmallPtrSet<Value, 4> writtenBy(Operation *op) {
-  return bufferAccess(op).writes;
-}
-
 /// A parameter gather and what moves with it.
 struct Gather {
   CollectiveOp op;
@@ -60,7 +55,8 @@ std::optional<Gather> parameterGather(CollectiveOp op) {
     // Its one writer before the gather.
     for (Operation *prev = op->getPrevNode(); prev && !g.maker;
          prev = prev->getPrevNode())
-      if (isa<InstructionOpInterface>(prev) && writtenBy(prev).contains(input))
+      if (isa<InstructionOpInterface>(prev) &&
+          bufferAccess(prev).writes.contains(input))
         g.maker = prev;
     if (!g.maker || !isa<CopyOp, LaunchOp>(g.maker))
       return std::nullopt;
@@ -68,25 +64,18 @@ std::optional<Gather> parameterGather(CollectiveOp op) {
       Value root = storageRoot(v);
       if (root == input)
         continue;
-      if (!root.getDefiningOp<GetOp>() || writtenBy(g.maker).contains(root))
+      if (!root.getDefiningOp<GetOp>() ||
+          bufferAccess(g.maker).writes.contains(root))
         return std::nullopt;
       g.sources.insert(root);
     }
     // Nothing else writes the made buffer between them.
     for (Operation *between = g.maker->getNextNode(); between != op;
          between = between->getNextNode())
-      if (writtenBy(between).contains(input))
+      if (bufferAccess(between).writes.contains(input))
         return std::nullopt;
   }
-  Value gathered = storageRoot(op.getOutput());
-  for (Operation *next = op->getNextNode(); next && !g.reader;
-       next = next->getNextNode()) {
-    if (!isa<InstructionOpInterface>(next))
-      continue;
-    for (Value v : next->getOperands())
-      if (storageRoot(v) == gathered)
-        g.reader = next;
-  }
+  g.reader = nextReader(op, op.getOutput());
   if (!g.reader)
     return std::nullopt;
   g.bytes = cast<BufferType>(op.getOutput().getType()).getBytes();
@@ -147,7 +136,7 @@ struct PrefetchGathersPass
       Value input = storageRoot(g.op.getInput());
       bool blocked = false;
       for (Operation *op = at; op != first && !blocked; op = op->getNextNode())
-        for (Value written : writtenBy(op))
+        for (Value written : bufferAccess(op).writes)
           blocked |= g.sources.contains(written) || written == input;
       if (blocked)
         continue;

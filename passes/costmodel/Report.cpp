@@ -347,10 +347,9 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
            failure();
   // The evaluation forward shares the arena too (weft-run's samples and
   // evaluations run it between steps); its collectives are not the step's.
-  if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
-    if (auto arena = forward->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
-      estimate->activationBytes =
-          std::max(estimate->activationBytes, arena.getInt());
+  if (auto forward = module.lookupSymbol<func::FuncOp>("forward");
+      forward && failed(addProgram(forward, /*times=*/0, *estimate)))
+    return forward.emitError("no planned @forward to estimate"), failure();
   // Every rank runs the same program on same-sized blocks.
   for (int64_t r = 0, ranks = meshRanks(module); r < ranks; ++r) {
     estimate->rank = r;

@@ -1799,3 +1799,12 @@ BufferAccess weft::sched::bufferAccess(Operation *op) {
           .insert(storageRoot(v));
   return a;
 }
+
+Operation *weft::sched::nextReader(Operation *op, Value buffer) {
+  Value root = storageRoot(buffer);
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
+    if (isa<InstructionOpInterface>(next) &&
+        bufferAccess(next).reads.contains(root))
+      return next;
+  return nullptr;
+}

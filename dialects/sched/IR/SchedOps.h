@@ -40,6 +40,9 @@ struct BufferAccess {
 };
 BufferAccess bufferAccess(mlir::Operation *op);
 
+/// The first instruction after `op` that reads `buffer`'s storage, or null.
+mlir::Operation *nextReader(mlir::Operation *op, mlir::Value buffer);
+
 /// Registers the sched dialect.
 void registerSchedDialect(mlir::DialectRegistry &registry);
 } // namespace weft::sched

@@ -2,8 +2,10 @@
 //
 // Rewrites the forward before autodiff, as torchao's Float8Linear swaps a
 // module: y = x @ w becomes q(x) @ q(w) with y passing through an identity
-// whose gradient is quantized, so autodiff's two backward GEMMs read the
-// forward's quantized operands and a quantized output gradient. Numerics
+// whose gradient is quantized, so autodiff's two backward GEMMs read FP8
+// operands and a quantized output gradient: the forward's quantizations
+// where their scales run along the backward GEMM's contraction, else ones
+// made again along it (each quantization's backward_block). Numerics
 // are emulated exactly in f32 (weft.fp8_quantize's definition); partitioning
 // then places the quantizations like any op, so a per-tensor amax of a
 // split tensor is taken over the whole tensor, as on one device.
@@ -87,6 +89,32 @@ struct Blocks {
     }
     return block;
   }
+  /// The blocks of a backward GEMM's re-quantization of `shape`, which it
+  /// contracts along `dims` (increasing, the last the innermost), when the
+  /// forward's `block` is one element thick along them all (else, or when
+  /// the recipe's tile does not divide the innermost, none: the GEMM reads
+  /// the forward's quantization). Row-wise: one scale over all of `dims`;
+  /// blockwise and MXFP8: tiles of 128 or 32 along the innermost of them
+  /// (DeepSeek-V3's 128 x 1 weight-gradient tiles), so no tile straddles
+  /// a sequence or a rank holding whole sequences.
+  std::optional<SmallVector<int64_t>> backward(ArrayRef<int64_t> shape,
+                                               ArrayRef<int64_t> block,
+                                               ArrayRef<int64_t> dims) const {
+    if (perTensor() || dims.empty() ||
+        llvm::any_of(dims, [&](int64_t d) { return block[d] != 1; }))
+      return std::nullopt;
+    SmallVector<int64_t> result(shape.size(), 1);
+    if (!along()) {
+      for (int64_t d : dims)
+        result[d] = shape[d];
+      return result;
+    }
+    if (shape[dims.back()] % along() != 0)
+      return std::nullopt;
+    result[dims.back()] = along();
+    return result;
+  }
+
   /// Whether `size` (a contraction or output dimension) can be cut.
   bool fits(int64_t size) const {
     return size % 16 == 0 && (!along() || size % along() == 0);
@@ -126,6 +154,11 @@ struct Gemm {
   Operation *op;
   OpOperand *lhs, *rhs;
   int64_t lhsK, rhsK;
+  /// What the backward GEMMs contract (MatmulOp's gradient rule): the
+  /// weight gradient op(A) and dC along m (and the batch, when B is shared
+  /// by it), the input gradient op(B) along n. None for expert GEMMs,
+  /// whose weight gradients sum over each expert's rows (no fixed block).
+  SmallVector<int64_t> lhsBackward, rhsBackward, gradBackward;
 };
 
 struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
@@ -190,16 +223,28 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     // experts' ranks once. Delayed scaling keeps one history per GEMM. The
     // forward is one block, walked in order: a quantization made before
     // the first GEMM that reads it dominates the later ones.
-    llvm::DenseMap<std::pair<Value, Attribute>, Value> quantized;
+    llvm::DenseMap<std::tuple<Value, Attribute, Attribute>, Value> quantized;
     llvm::DenseSet<Value> counted; // Quantizations whose bytes are counted.
     SmallVector<Gemm> candidates;
     func.walk([&](Operation *op) {
       if (auto m = dyn_cast<MatmulOp>(op)) {
         auto lr = static_cast<int64_t>(shapeOf(m.getLhs()).size()),
-             rr = static_cast<int64_t>(shapeOf(m.getRhs()).size());
-        candidates.push_back({op, &m.getLhsMutable(), &m.getRhsMutable(),
-                              m.getTransposeLhs() ? lr - 2 : lr - 1,
-                              m.getTransposeRhs() ? rr - 1 : rr - 2});
+             rr = static_cast<int64_t>(shapeOf(m.getRhs()).size()),
+             yr = static_cast<int64_t>(shapeOf(m.getResult()).size());
+        Gemm gemm{op,
+                  &m.getLhsMutable(),
+                  &m.getRhsMutable(),
+                  m.getTransposeLhs() ? lr - 2 : lr - 1,
+                  m.getTransposeRhs() ? rr - 1 : rr - 2,
+                  {},
+                  {m.getTransposeRhs() ? rr - 2 : rr - 1},
+                  {}};
+        if (rr == 2)
+          for (int64_t d = 0; d < yr - 2; ++d)
+            gemm.lhsBackward.push_back(d), gemm.gradBackward.push_back(d);
+        gemm.lhsBackward.push_back(m.getTransposeLhs() ? lr - 1 : lr - 2);
+        gemm.gradBackward.push_back(yr - 2);
+        candidates.push_back(gemm);
       } else if (auto g = dyn_cast<GroupedMatmulOp>(op)) {
         // Expert GEMMs take per-row activation scales only (row-wise,
         // block-wise, MXFP8), as torchao's scaled grouped GEMM does: the
@@ -208,8 +253,14 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         // own scale goes with it to its expert's rank. Each expert's weight
         // gets its own scales (blocks of one along the experts).
         if (!blocks.perTensor())
-          candidates.push_back({op, &g.getInputMutable(), &g.getWeightMutable(),
-                                1, g.getTransposeRhs() ? 2 : 1});
+          candidates.push_back({op,
+                                &g.getInputMutable(),
+                                &g.getWeightMutable(),
+                                1,
+                                g.getTransposeRhs() ? 2 : 1,
+                                {},
+                                {},
+                                {}});
       }
     });
     for (const Gemm &gemm : candidates) {
@@ -262,11 +313,16 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
               e.mul(largest, e.splatLike(largest, std::ldexp(1.0, margin)));
         return {name, largest};
       };
-      auto quantize = [&](Value v, ArrayRef<int64_t> block, Type format,
+      auto quantize = [&](Value v, ArrayRef<int64_t> block,
+                          ArrayRef<int64_t> backwardDims, Type format,
                           StringRef tensor) -> Value {
+        std::optional<SmallVector<int64_t>> backward =
+            blocks.backward(shapeOf(v), block, backwardDims);
+        DenseI64ArrayAttr backwardAttr =
+            backward ? b.getDenseI64ArrayAttr(*backward) : nullptr;
         Value *shared = nullptr;
         if (!blocks.delayed()) {
-          shared = &quantized[{v, b.getDenseI64ArrayAttr(block)}];
+          shared = &quantized[{v, b.getDenseI64ArrayAttr(block), backwardAttr}];
           if (*shared)
             return *shared;
         }
@@ -283,16 +339,18 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
           amaxOp->setAttr(kAmaxHistoryAttr, b.getStringAttr(name));
           amax = delayedAmax(b, loc, amax, largest);
         }
-        Value q =
-            Fp8QuantizeOp::create(b, loc, wide, amax, format, blocks.pow2());
+        Value q = Fp8QuantizeOp::create(b, loc, wide, amax, format,
+                                        blocks.pow2(), backwardAttr);
         if (wide != v)
           q = CastOp::create(b, loc, type, q);
         return shared ? *shared = q : q;
       };
       SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
                            rhsBlock = blocks.of(rs, rhsK, wr != nullptr);
-      Value lq = quantize(lhs, lhsBlock, e4m3, wl ? "weight" : "input");
-      Value rq = quantize(rhs, rhsBlock, e4m3, wr ? "weight" : "input");
+      Value lq = quantize(lhs, lhsBlock, gemm.lhsBackward, e4m3,
+                          wl ? "weight" : "input");
+      Value rq = quantize(rhs, rhsBlock, gemm.rhsBackward, e4m3,
+                          wr ? "weight" : "input");
       gemm.lhs->set(lq);
       gemm.rhs->set(rq);
       // A shared quantization's bytes count once.
@@ -313,9 +371,12 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         SmallVector<int64_t> grid(ys.size(), 1);
         std::tie(gradHistoryName, gradHistory) = historyOf("grad", grid);
       }
-      auto mark = Fp8QuantizeGradOp::create(b, loc, wide, gradHistory,
-                                            blocks.gradFormat(ctx), gradBlock,
-                                            blocks.pow2());
+      std::optional<SmallVector<int64_t>> gradBackward =
+          blocks.backward(ys, gradBlock, gemm.gradBackward);
+      auto mark = Fp8QuantizeGradOp::create(
+          b, loc, wide, gradHistory, blocks.gradFormat(ctx), gradBlock,
+          blocks.pow2(),
+          gradBackward ? b.getDenseI64ArrayAttr(*gradBackward) : nullptr);
       if (gradHistory)
         mark->setAttr(kAmaxHistoryAttr, b.getStringAttr(gradHistoryName));
       Value marked = mark;

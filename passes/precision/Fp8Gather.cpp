@@ -72,9 +72,9 @@ void moveAfterQuantization(AllGatherOp gather) {
   for (Operation *user : llvm::to_vector(gather.getResult().getUsers())) {
     auto q = cast<Fp8QuantizeOp>(user);
     OpBuilder b(q);
-    auto local = Fp8QuantizeOp::create(b, q.getLoc(), shard.getType(), shard,
-                                       q.getAmax(), q.getFormatAttr(),
-                                       q.getPow2ScalesAttr());
+    auto local = Fp8QuantizeOp::create(
+        b, q.getLoc(), shard.getType(), shard, q.getAmax(), q.getFormatAttr(),
+        q.getPow2ScalesAttr(), q.getBackwardBlockAttr());
     for (NamedAttribute a : q->getDiscardableAttrs())
       local->setAttr(a.getName(), a.getValue());
     auto whole = AllGatherOp::create(b, gather.getLoc(), q.getType(),

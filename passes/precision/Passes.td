@@ -15,8 +15,8 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     scales go with the packed rows to their experts' ranks; each expert's
     weight is scaled on its own), becomes a GEMM of FP8 operands: each operand
     goes through `weft.fp8_amax` and `weft.fp8_quantize` and the result
-    through `weft.fp8_quantize_grad`, so the backward's two GEMMs read the
-    same quantized operands and an FP8 output gradient. Partitioning then
+    through `weft.fp8_quantize_grad`, so the backward's two GEMMs read FP8
+    operands (see backward_block below) and an FP8 output gradient. Partitioning then
     splits the maxima with the tensors: a block that spans ranks (a
     per-tensor or per-row scale of a split tensor) takes its maximum by a
     max all-reduce over them, as Transformer Engine reduces amax over the
@@ -43,9 +43,20 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     layers: the LM head), `first`, `last`. Operands that are not f32 are
     cast to f32 around their quantization; a bf16 model's dequantized
     values are then rounded to bf16 again (2^-9 beside FP8's 2^-4; exact
-    under mxfp8, whose scales are powers of two). Blocks between one
-    element and a whole dimension (blockwise, mxfp8) keep that dimension
-    whole under placement: a tp split of it is gathered.
+    under mxfp8, whose scales are powers of two). Tiles (blockwise,
+    mxfp8) are never cut under placement: a tiled dimension splits only
+    between whole tiles, else it is gathered.
+
+    Each quantization also gets the `backward_block` its backward GEMM
+    re-quantizes it by, where the forward's blocks are one element thick
+    along that GEMM's contraction (autodiff's matmul rule reads it): x
+    and the output gradient along the tokens for the weight gradient
+    (row-wise: whole columns; blockwise and mxfp8: 128 x 1 and 32 x 1
+    tiles when the sequence is a multiple of them), a row-wise or MXFP8
+    weight along its output features for the input gradient. So every FP8
+    GEMM of the step has scales constant along its contraction, as a GPU's
+    scaled GEMM needs. Expert GEMMs' weight gradients sum over each
+    expert's rows, no fixed block: they read the forward's quantization.
 
     GEMMs reading one value share its quantization (not under delayed
     scaling, whose histories are per GEMM). The function gets `weft.fp8` (the recipe), `weft.fp8_gemms` (how many

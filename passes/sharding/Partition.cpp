@@ -683,24 +683,50 @@ private:
     return success();
   }
 
-  /// An FP8 gradient mark on a split value: a dimension whose one block
-  /// was the whole (global) dimension is now the local one, and its
-  /// gradient's maxima are taken over the axes that split it.
-  void recordAmaxAxes(Fp8QuantizeGradOp mark) {
-    SmallVector<int64_t> block(mark.getBlock());
-    ArrayRef<int64_t> local = mark.getType().getShape();
+  /// FP8 blocks of a split value: a dimension whose one block was the whole
+  /// (global) dimension is now the local one; returns the axes that split
+  /// such dimensions, over which the blocks' maxima are then taken. (Tiles
+  /// are never cut: the sharding rule's granules split between them.)
+  Axes localizeBlock(SmallVectorImpl<int64_t> &block, Value v) {
+    ArrayRef<int64_t> local = cast<RankedTensorType>(v.getType()).getShape();
     Axes axes;
-    for (auto [d, split] : llvm::enumerate(layout(mark.getResult()).dims)) {
-      if (split.empty() || block[d] == 1)
+    for (auto [d, split] : llvm::enumerate(layout(v).dims)) {
+      if (split.empty() || block[d] != local[d] * splitCount(mesh, split))
         continue;
       block[d] = local[d];
       axes.append(split.begin(), split.end());
     }
+    return axes;
+  }
+
+  /// An FP8 gradient mark on a split value: its gradient's blocks, and a
+  /// backward re-quantization's, localised (localizeBlock), their axes
+  /// recorded for the gradient's maxima.
+  void recordAmaxAxes(Fp8QuantizeGradOp mark) {
+    SmallVector<int64_t> block(mark.getBlock());
+    Axes axes = localizeBlock(block, mark.getResult());
     mark.setBlock(block);
+    recordBackwardAxes(mark);
     if (axes.empty())
       return;
     mark->setAttr(kAmaxAxesAttr, axesAttr(axes));
     mark->setAttr(kAmaxMeshAttr, meshRef);
+  }
+
+  /// A backward re-quantization's blocks (weft.fp8_quantize's or
+  /// weft.fp8_quantize_grad's backward_block) localised, their axes
+  /// recorded as kBackwardAmaxAxesAttr.
+  template <typename Fp8Op> void recordBackwardAxes(Fp8Op op) {
+    std::optional<ArrayRef<int64_t>> backward = op.getBackwardBlock();
+    if (!backward)
+      return;
+    SmallVector<int64_t> block(*backward);
+    Axes axes = localizeBlock(block, op.getResult());
+    op.setBackwardBlock(block);
+    if (axes.empty())
+      return;
+    op->setAttr(kBackwardAmaxAxesAttr, axesAttr(axes));
+    op->setAttr(kAmaxMeshAttr, meshRef);
   }
 
   /// In a function nothing differentiates (the optimizer step), a sum or
@@ -799,6 +825,8 @@ private:
     }
     if (auto mark = dyn_cast<Fp8QuantizeGradOp>(op))
       recordAmaxAxes(mark);
+    if (auto q = dyn_cast<Fp8QuantizeOp>(op))
+      recordBackwardAxes(q);
     // A split dropout draws its block of the global tensor's mask (an
     // attention's, of its probabilities: batch and heads as its result's).
     if (isa<DropoutOp>(op) ||

@@ -37,7 +37,7 @@ public:
             !s.dims[d].empty())
           continue;
         size = cast<RankedTensorType>(v.getType()).getDimSize(d);
-        if (size % splitCount(mesh, factors[f]) != 0 ||
+        if (!rule.splits(f, size, splitCount(mesh, factors[f])) ||
             llvm::any_of(factors[f], [&](StringAttr a) { return uses(s, a); }))
           continue;
         s.dims[d] = factors[f];

@@ -25,6 +25,10 @@ struct ShardingRule {
   static constexpr int64_t kWhole = -1;
 
   llvm::SmallVector<int64_t> factorSizes;
+  /// Per factor: a split must leave each rank a whole number of these
+  /// elements of every dimension of the factor's size (an FP8 tile of 128
+  /// is never cut across ranks); 1 for most.
+  llvm::SmallVector<int64_t> factorGranules;
   llvm::SmallVector<llvm::SmallVector<int64_t>> operands, results;
   /// The op averages over its reduction factors (reduce_mean, the mean
   /// cross-entropy) rather than summing, so partial results combine by mean.
@@ -42,8 +46,9 @@ struct ShardingRule {
   int64_t vocabFactor = kWhole;
 
   /// Adds a factor of `size` and returns its index.
-  int64_t addFactor(int64_t size) {
+  int64_t addFactor(int64_t size, int64_t granule = 1) {
     factorSizes.push_back(size);
+    factorGranules.push_back(granule);
     return static_cast<int64_t>(factorSizes.size()) - 1;
   }
   /// Adds one factor per size and returns their indices.
@@ -53,10 +58,19 @@ struct ShardingRule {
       factors.push_back(addFactor(size));
     return factors;
   }
+  /// Whether `count` ranks may split factor `f` where it is a dimension of
+  /// `size` elements: the size divides, and a dimension of the factor's
+  /// own size into whole granules.
+  bool splits(int64_t f, int64_t size, int64_t count) const {
+    if (size % count != 0)
+      return false;
+    return size != factorSizes[f] || (size / count) % factorGranules[f] == 0;
+  }
   /// A factor that appears in operands but in no result.
   bool isReduction(int64_t factor) const;
   /// "([i, j], [j, k]) -> ([i, k]) {i=8, j=64, k=256} reduction={j}", with
-  /// "-" for whole dimensions; factors are lettered i, j, k, ... in order.
+  /// "-" for whole dimensions; factors are lettered i, j, k, ... in order,
+  /// a granule after a slash ("j=256/128").
   std::string str() const;
 };
 

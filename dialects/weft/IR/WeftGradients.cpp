@@ -10,6 +10,8 @@
 #include "dialects/weft/IR/WeftEmitter.h"
 #include "dialects/weft/IR/WeftOps.h"
 
+#include "mlir/IR/IRMapping.h"
+
 using namespace mlir;
 using namespace weft;
 
@@ -24,6 +26,119 @@ Grads grads(std::initializer_list<Value> values) {
 /// The incoming gradient of a single-result op (never null: autodiff only
 /// asks ops that have at least one result gradient).
 Value single(ArrayRef<Value> resultGrads) { return resultGrads.front(); }
+
+/// Whether `op` precedes the builder's insertion point in its block (a
+/// value it defines can be read there).
+bool precedesInsertion(OpBuilder &b, Operation *op) {
+  return op->getBlock() == b.getInsertionBlock() &&
+         (b.getInsertionPoint() == b.getInsertionBlock()->end() ||
+          op->isBeforeInBlock(&*b.getInsertionPoint()));
+}
+
+/// A user of `v` that precedes the insertion point and computes what a
+/// clone of `like` reading `v` would (same op, attributes and types), or
+/// null. The backward's re-quantizations and what reads them are shared
+/// this way: autodiff builds each GEMM's gradient on its own.
+Operation *sameUser(OpBuilder &b, Value v, Operation *like) {
+  for (Operation *user : v.getUsers())
+    if (user != like && user->getName() == like->getName() &&
+        user->getNumOperands() == 1 &&
+        user->getAttrDictionary() == like->getAttrDictionary() &&
+        user->getResultTypes() == like->getResultTypes() &&
+        precedesInsertion(b, user))
+      return user;
+  return nullptr;
+}
+
+/// What a backward GEMM reads for `v`, a forward GEMM's operand or its
+/// output gradient, contracting it along `dims`: `v`, unless `v` is an FP8
+/// quantization with a backward_block whose blocks are one element thick
+/// along every one of `dims` (seen through casts, partitioning's
+/// copy_to_group and a gather of the quantized values). Its scales would
+/// then change along the contraction, which no scaled GEMM takes; the GEMM
+/// reads the quantization's input quantized again with backward_block
+/// instead, its maxima max-reduced over the axes partitioning recorded,
+/// then cast and gathered as the forward's was (a sequence-parallel
+/// activation is gathered again, as Megatron's weight gradient does). The
+/// input is read as the forward keeps it (a bf16 activation, widened
+/// again here). GEMMs reading one such re-quantization share it (the
+/// weight gradients of q, k and v read one of their input).
+Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
+                     ArrayRef<int64_t> dims) {
+  SmallVector<Operation *> chain; // From the quantization outwards.
+  Value quantized = v;
+  while (Operation *def = quantized.getDefiningOp()) {
+    if (!isa<CastOp, CopyToGroupOp, AllGatherOp>(def))
+      break;
+    chain.push_back(def);
+    quantized = def->getOperand(0);
+  }
+  std::reverse(chain.begin(), chain.end());
+  auto q = quantized.getDefiningOp<Fp8QuantizeOp>();
+  if (!q || !q.getBackwardBlock())
+    return v;
+  ArrayRef<int64_t> shape = q.getInput().getType().getShape(),
+                    grid = q.getAmax().getType().getShape();
+  // `dims` are v's; the chain's gathers change sizes, not dimensions.
+  if (llvm::any_of(dims, [&](int64_t d) { return shape[d] != grid[d]; }))
+    return v;
+  ArrayRef<int64_t> block = *q.getBackwardBlock();
+  auto f32 = q.getInput().getType();
+  auto amaxType = f32.clone(fp8Grid(shape, block));
+  Value stored = q.getInput();
+  if (auto widen = stored.getDefiningOp<CastOp>())
+    stored = widen.getInput();
+  Fp8QuantizeOp again;
+  auto findIn = [&](Value wide) {
+    for (Operation *user : wide.getUsers())
+      if (auto other = dyn_cast<Fp8QuantizeOp>(user);
+          other && other != q && other.getInput() == wide &&
+          other->hasAttr(kFp8BackwardAttr) &&
+          other.getAmax().getType() == amaxType &&
+          other.getFormat() == q.getFormat() &&
+          other.getPow2Scales() == q.getPow2Scales() &&
+          precedesInsertion(b, other))
+        again = other;
+  };
+  if (stored == q.getInput())
+    findIn(stored);
+  else
+    for (Operation *user : stored.getUsers())
+      if (auto widen = dyn_cast<CastOp>(user);
+          widen && widen.getType() == f32 && !again)
+        findIn(widen);
+  if (!again) {
+    Value wide = stored == q.getInput()
+                     ? stored
+                     : CastOp::create(b, loc, f32, stored).getResult();
+    Value amax = Fp8AmaxOp::create(b, loc, amaxType, wide);
+    auto axes = q->getAttrOfType<ArrayAttr>(kBackwardAmaxAxesAttr);
+    auto mesh = q->getAttrOfType<FlatSymbolRefAttr>(kAmaxMeshAttr);
+    if (axes && mesh && !axes.empty())
+      amax = AllReduceOp::create(
+                 b, loc, ReduceKindAttr::get(b.getContext(), ReduceKind::Max),
+                 ValueRange{amax}, mesh, axes)
+                 .getResult(0);
+    again = Fp8QuantizeOp::create(b, loc, wide, amax, q.getFormatAttr(),
+                                  q.getPow2ScalesAttr(), nullptr);
+    again->setAttr(kFp8BackwardAttr, b.getUnitAttr());
+  }
+  // The forward's casts and gathers again; copy_to_group is the identity
+  // (its gradient, an all-reduce, stays with the forward's).
+  Value result = again;
+  for (Operation *op : chain) {
+    if (isa<CopyToGroupOp>(op))
+      continue;
+    if (Operation *same = sameUser(b, result, op)) {
+      result = same->getResult(0);
+      continue;
+    }
+    IRMapping map;
+    map.map(op->getOperand(0), result);
+    result = b.clone(*op, map)->getResult(0);
+  }
+  return result;
+}
 
 /// Sums `g` over its leading `count` dimensions.
 Value sumLeading(Emitter &e, Value g, int64_t count) {
@@ -117,20 +232,22 @@ Grads MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 // Linear algebra and shapes
 //===----------------------------------------------------------------------===//
 
-Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  // C = op(A) op(B): d op(A) = dC op(B)^T and d op(B) = op(A)^T dC, written
-  // with transpose flags so no transpose is materialised.
-  Emitter e{b, getLoc()};
-  Value g = single(rg), lhs = getLhs(), rhs = getRhs();
-  bool ta = getTransposeLhs(), tb = getTransposeRhs();
-  int64_t batch = e.typeOf(g).getRank() - 2;
-  Value da = ta ? MatmulOp::create(b, getLoc(), rhs, g, tb, true).getResult()
-                : MatmulOp::create(b, getLoc(), g, rhs, false, !tb).getResult();
+/// MatmulOp's gradients, C = op(A) op(B): d op(A) = dC op(B)^T reading
+/// `gInput` and d op(B) = op(A)^T dC reading `gWeight` (the one output
+/// gradient, quantized for each GEMM under FP8), written with transpose
+/// flags so no transpose is materialised.
+static Grads matmulGradients(OpBuilder &b, Location loc, Value gInput,
+                             Value gWeight, Value lhs, Value rhs, bool ta,
+                             bool tb) {
+  Emitter e{b, loc};
+  int64_t batch = e.typeOf(gInput).getRank() - 2;
+  Value da = ta ? MatmulOp::create(b, loc, rhs, gInput, tb, true).getResult()
+                : MatmulOp::create(b, loc, gInput, rhs, false, !tb).getResult();
   // An operand without batch dims (a weight) was shared by every batch: its
   // gradient sums over them.
   if (e.typeOf(lhs).getRank() == 2)
     da = sumLeading(e, da, batch);
-  Value db;
+  Value db, g = gWeight;
   if (e.typeOf(rhs).getRank() == 2 && batch > 0 && !ta) {
     // Fold the batch into the rows ([B..., M, K] -> [B*M, K], a view) so one
     // GEMM both multiplies and sums over the batch.
@@ -142,15 +259,37 @@ Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
                               type.getElementType()));
     };
     Value a2 = fold(lhs), g2 = fold(g);
-    db = tb ? MatmulOp::create(b, getLoc(), g2, a2, true, false).getResult()
-            : MatmulOp::create(b, getLoc(), a2, g2, true, false).getResult();
+    db = tb ? MatmulOp::create(b, loc, g2, a2, true, false).getResult()
+            : MatmulOp::create(b, loc, a2, g2, true, false).getResult();
   } else {
-    db = tb ? MatmulOp::create(b, getLoc(), g, lhs, true, ta).getResult()
-            : MatmulOp::create(b, getLoc(), lhs, g, !ta, false).getResult();
+    db = tb ? MatmulOp::create(b, loc, g, lhs, true, ta).getResult()
+            : MatmulOp::create(b, loc, lhs, g, !ta, false).getResult();
     if (e.typeOf(rhs).getRank() == 2)
       db = sumLeading(e, db, batch);
   }
   return grads({da, db});
+}
+
+Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  Value g = single(rg), lhs = getLhs(), rhs = getRhs();
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  auto rank = [](Value v) { return cast<ShapedType>(v.getType()).getRank(); };
+  int64_t batch = rank(g) - 2, ra = rank(lhs), rb = rank(rhs);
+  // FP8 operands whose scales do not run along a backward GEMM's
+  // contraction are quantized again for it (fp8ForBackward): the input
+  // gradient contracts dC and op(B) along n; the weight gradient op(A) and
+  // dC along m, and along the batch too when B, a weight, is shared by it.
+  SmallVector<int64_t> lhsDims, gradDims;
+  if (rb == 2)
+    for (int64_t d = 0; d < batch; ++d)
+      lhsDims.push_back(d), gradDims.push_back(d);
+  lhsDims.push_back(ta ? ra - 1 : ra - 2);
+  gradDims.push_back(batch);
+  Value gInput = fp8ForBackward(b, getLoc(), g, {batch + 1}),
+        gWeight = fp8ForBackward(b, getLoc(), g, gradDims);
+  rhs = fp8ForBackward(b, getLoc(), rhs, {tb ? rb - 2 : rb - 1});
+  lhs = fp8ForBackward(b, getLoc(), lhs, lhsDims);
+  return matmulGradients(b, getLoc(), gInput, gWeight, lhs, rhs, ta, tb);
 }
 
 Grads ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
@@ -390,9 +529,15 @@ Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
                .getResult(0);
   if (getHistory())
     amax = delayedAmax(b, getLoc(), amax, getHistory());
-  return grads({Fp8QuantizeOp::create(b, getLoc(), g, amax, getFormatAttr(),
-                                      getPow2ScalesAttr()),
-                Value()});
+  // The weight gradient's GEMM reads g quantized again along the tokens
+  // (fp8ForBackward), with the maxima over the axes this op's backward
+  // blocks span.
+  auto q = Fp8QuantizeOp::create(b, getLoc(), g, amax, getFormatAttr(),
+                                 getPow2ScalesAttr(), getBackwardBlockAttr());
+  for (const char *name : {kBackwardAmaxAxesAttr, kAmaxMeshAttr})
+    if (Attribute a = (*this)->getAttr(name))
+      q->setAttr(name, a);
+  return grads({q, Value()});
 }
 
 Grads CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {

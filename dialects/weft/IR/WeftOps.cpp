@@ -790,8 +790,13 @@ LogicalResult Fp8AmaxOp::verify() {
 LogicalResult Fp8QuantizeOp::verify() {
   if (failed(verifyFp8Format(*this, getFormat())))
     return failure();
-  return verifyFp8Grid(*this, getInput().getType().getShape(),
-                       getAmax().getType().getShape(), "amax");
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  if (failed(
+          verifyFp8Grid(*this, shape, getAmax().getType().getShape(), "amax")))
+    return failure();
+  if (auto backward = getBackwardBlock())
+    return verifyFp8Grid(*this, shape, *backward, "backward_block");
+  return success();
 }
 
 LogicalResult Fp8QuantizeGradOp::verify() {
@@ -800,6 +805,10 @@ LogicalResult Fp8QuantizeGradOp::verify() {
   // The block sizes, read as a grid of the same rank, must divide too.
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   if (failed(verifyFp8Grid(*this, shape, getBlock(), "block")))
+    return failure();
+  if (auto backward = getBackwardBlock();
+      backward &&
+      failed(verifyFp8Grid(*this, shape, *backward, "backward_block")))
     return failure();
   if (Value history = getHistory()) {
     SmallVector<int64_t> grid = fp8Grid(shape, getBlock());

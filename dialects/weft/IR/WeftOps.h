@@ -110,6 +110,15 @@ inline constexpr const char *kLayerAttr = "weft.layer";
 /// max-reduce over them).
 inline constexpr const char *kAmaxAxesAttr = "weft.amax_axes";
 inline constexpr const char *kAmaxMeshAttr = "weft.amax_mesh";
+/// On a weft.fp8_quantize or weft.fp8_quantize_grad with a backward_block,
+/// after partitioning: the axes that split a dimension one of those blocks
+/// spans (the backward re-quantization's maxima max-reduce over them, on
+/// the mesh of kAmaxMeshAttr).
+inline constexpr const char *kBackwardAmaxAxesAttr = "weft.backward_amax_axes";
+/// On a weft.fp8_quantize that a backward GEMM's re-quantization made
+/// (weft-autodiff, from a backward_block): GEMMs that need the same one
+/// share it.
+inline constexpr const char *kFp8BackwardAttr = "weft.fp8_backward";
 /// Delayed scaling: on a weft.fp8_amax, the state parameter (an amax
 /// history) its value is recorded into after the step; on a
 /// weft.fp8_quantize_grad, the same for its gradient's maximum.

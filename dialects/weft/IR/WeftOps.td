@@ -1086,7 +1086,21 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
     with E = 8 (f8E4M3FN) or 15 (f8E5M2), its exponent clamped to
     [-127, 127]. A NaN or infinite a makes the block NaN. The gradient
     passes to `input` unchanged (straight-through), so the backward GEMMs
-    read these same quantized values; `amax` gets none.
+    read these same quantized values (unless `backward_block` says
+    otherwise); `amax` gets none.
+
+    With `backward_block` (one size per dimension, each dividing it), a
+    backward GEMM that contracts the result along dimensions its blocks
+    are one element thick on (a row-wise activation in the weight
+    gradient, which sums over the tokens; a row-wise weight in the input
+    gradient, which sums over its output features) reads `input` quantized
+    again with blocks of `backward_block` instead, so that every FP8 GEMM
+    has its scales constant along its contraction, as a GPU's scaled GEMM
+    needs (DeepSeek-V3's 128 x 1 weight-gradient tiles; torchao's
+    column-wise copies). Partitioning records, as
+    `weft.backward_amax_axes` and `weft.amax_mesh`, the axes that split a
+    dimension one such block spans; the re-quantization's maxima are
+    max-reduced over them.
 
     ```mlir
     %amax = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<8x2xf32>
@@ -1095,7 +1109,8 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
     ```
   }];
   let arguments = (ins TensorOf<[F32]>:$input, TensorOf<[F32]>:$amax,
-                       TypeAttr:$format, UnitAttr:$pow2_scales);
+                       TypeAttr:$format, UnitAttr:$pow2_scales,
+                       OptionalAttr<DenseI64ArrayAttr>:$backward_block);
   let results = (outs TensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $input `,` $amax attr-dict `:` type($input) `,` type($amax)
@@ -1124,6 +1139,10 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
     maximum's `weft.fp8_amax` carries this op's `weft.amax_history` (the
     history parameter's name) for weft-fp8-record-amax.
 
+    `backward_block` passes on to the gradient's `weft.fp8_quantize` (its
+    re-quantization for the weight gradient's GEMM, which contracts it
+    along the tokens), localised by partitioning as `block` is.
+
     ```mlir
     %y1 = weft.fp8_quantize_grad %y {format = f8E5M2, block = array<i64: 8, 256>}
         : tensor<8x256xf32>
@@ -1131,7 +1150,8 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
   }];
   let arguments = (ins TensorOf<[F32]>:$input,
                        Optional<TensorOf<[F32]>>:$history, TypeAttr:$format,
-                       DenseI64ArrayAttr:$block, UnitAttr:$pow2_scales);
+                       DenseI64ArrayAttr:$block, UnitAttr:$pow2_scales,
+                       OptionalAttr<DenseI64ArrayAttr>:$backward_block);
   let results = (outs TensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $input (`history` $history^ `:` type($history))? attr-dict `:`

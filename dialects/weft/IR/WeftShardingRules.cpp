@@ -36,8 +36,11 @@ std::string ShardingRule::str() const {
     return out + ")";
   };
   std::string out = list(operands) + " -> " + list(results) + " {";
-  for (auto [f, size] : llvm::enumerate(factorSizes))
+  for (auto [f, size] : llvm::enumerate(factorSizes)) {
     out += (f ? ", " : "") + letter(f) + "=" + std::to_string(size);
+    if (factorGranules[f] > 1) // Split only between whole granules.
+      out += "/" + std::to_string(factorGranules[f]);
+  }
   out += "}";
   SmallVector<std::string> reductions;
   for (int64_t f = 0; f < static_cast<int64_t>(factorSizes.size()); ++f)
@@ -141,19 +144,22 @@ ShardingRule ReduceMeanOp::getShardingRule() {
 
 /// FP8 blocks of `shape` laid out as `grid`: per dimension, the factor of
 /// the tensor and of its block maxima. One element per block (grid ==
-/// size) splits both alike; one block (grid == 1) splits the tensor only,
-/// its maximum combined over the split; blocks in between stay whole (a
-/// split could cut one).
+/// size) and blocks of several (tiles) split both alike, a tile never cut
+/// across ranks (the factor's granule); one block (grid == 1) splits the
+/// tensor only, its maximum combined over the split. `backward` (a
+/// backward re-quantization's block sizes, or none) keeps its tiles whole
+/// too.
 static std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
-fp8Factors(ShardingRule &rule, ArrayRef<int64_t> shape,
-           ArrayRef<int64_t> grid) {
+fp8Factors(ShardingRule &rule, ArrayRef<int64_t> shape, ArrayRef<int64_t> grid,
+           std::optional<ArrayRef<int64_t>> backward = std::nullopt) {
   SmallVector<int64_t> tensor, maxima;
-  for (auto [size, blocks] : llvm::zip(shape, grid)) {
-    int64_t f = (blocks == size || blocks == 1) && size > 1
-                    ? rule.addFactor(size)
-                    : ShardingRule::kWhole;
+  for (auto [d, size, blocks] : llvm::enumerate(shape, grid)) {
+    int64_t granule =
+        std::lcm(blocks > 1 ? size / blocks : 1,
+                 backward && (*backward)[d] < size ? (*backward)[d] : 1);
+    int64_t f = size > 1 ? rule.addFactor(size, granule) : ShardingRule::kWhole;
     tensor.push_back(f);
-    maxima.push_back(blocks == size ? f : ShardingRule::kWhole);
+    maxima.push_back(blocks > 1 ? f : ShardingRule::kWhole);
   }
   return {tensor, maxima};
 }
@@ -169,7 +175,8 @@ ShardingRule Fp8AmaxOp::getShardingRule() {
 
 ShardingRule Fp8QuantizeOp::getShardingRule() {
   ShardingRule rule;
-  auto [x, amax] = fp8Factors(rule, shapeOf(getInput()), shapeOf(getAmax()));
+  auto [x, amax] = fp8Factors(rule, shapeOf(getInput()), shapeOf(getAmax()),
+                              getBackwardBlock());
   rule.operands = {x, amax};
   rule.results.push_back(x);
   return rule;
@@ -181,7 +188,8 @@ ShardingRule Fp8QuantizeGradOp::getShardingRule() {
   // (one value per block, each a maximum over ranks) stays whole.
   ShardingRule rule;
   SmallVector<int64_t> grid = fp8Grid(shapeOf(getInput()), getBlock());
-  SmallVector<int64_t> dims = fp8Factors(rule, shapeOf(getInput()), grid).first;
+  SmallVector<int64_t> dims =
+      fp8Factors(rule, shapeOf(getInput()), grid, getBackwardBlock()).first;
   rule.operands.push_back(dims);
   if (getHistory())
     rule.operands.emplace_back(dims.size(), ShardingRule::kWhole);

@@ -1073,6 +1073,22 @@ func.func @block_divides(%x: tensor<8x200xf32>) -> tensor<8x200xf32> {
 
 // -----
 
+func.func @backward_block_divides(%x: tensor<8x200xf32>, %a: tensor<8x1xf32>) -> tensor<8x200xf32> {
+  // expected-error @+1 {{backward_block size 3 of dimension 0 must be at least 1 and divide its size 8}}
+  %q = weft.fp8_quantize %x, %a {backward_block = array<i64: 3, 1>, format = f8E4M3FN} : tensor<8x200xf32>, tensor<8x1xf32>
+  return %q : tensor<8x200xf32>
+}
+
+// -----
+
+func.func @backward_block_rank(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{backward_block [8] needs one size per dimension of [8, 256]}}
+  %q = weft.fp8_quantize_grad %x {backward_block = array<i64: 8>, block = array<i64: 1, 256>, format = f8E4M3FN} : tensor<8x256xf32>
+  return %q : tensor<8x256xf32>
+}
+
+// -----
+
 func.func @block_zero(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
   // expected-error @+1 {{block size 0 of dimension 0 must be at least 1}}
   %q = weft.fp8_quantize_grad %x {block = array<i64: 0, 256>, format = f8E4M3FN} : tensor<8x256xf32>

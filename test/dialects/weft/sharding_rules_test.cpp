@@ -162,3 +162,30 @@ TEST(ShardingRules, ShapesSoftmaxRopeAndLoss) {
     })"),
             "([i, -], [i, -]) -> ([i, -]) {i=2}");
 }
+
+TEST(ShardingRules, Fp8TilesSplitBetweenWholeTiles) {
+  // Row-wise maxima: the rows split with the tensor, the row's one block
+  // is a max over a split of the columns.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<8x256xf32>) -> tensor<8x1xf32> {
+      %0 = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<8x1xf32>
+      return %0 : tensor<8x1xf32>
+    })"),
+            "([i, j]) -> ([i, -]) {i=8, j=256} max={j}");
+  // 1 x 128 tiles: the columns split only between whole tiles (j's
+  // granule), the maxima with them.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<8x256xf32>, %a: tensor<8x2xf32>) -> tensor<8x256xf32> {
+      %0 = weft.fp8_quantize %x, %a {format = f8E4M3FN} : tensor<8x256xf32>, tensor<8x2xf32>
+      return %0 : tensor<8x256xf32>
+    })"),
+            "([i, j], [i, j]) -> ([i, j]) {i=8, j=256/128}");
+  // A backward re-quantization's 128 x 1 tiles of 256 tokens keep the
+  // tokens' split between them too.
+  EXPECT_EQ(ruleOf(R"(
+    func.func @f(%x: tensor<256x256xf32>, %a: tensor<256x2xf32>) -> tensor<256x256xf32> {
+      %0 = weft.fp8_quantize %x, %a {backward_block = array<i64: 128, 1>, format = f8E4M3FN} : tensor<256x256xf32>, tensor<256x2xf32>
+      return %0 : tensor<256x256xf32>
+    })"),
+            "([i, j], [i, j]) -> ([i, j]) {i=256/128, j=256/128}");
+}

@@ -78,12 +78,16 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // TENSOR: weft.fp8_quantize_grad %{{.*}} {block = array<i64: 8, 256>, format = f8E5M2} : tensor<8x256xf32>
 
 // Rowwise with keep=none: the head is FP8 too (64 is a multiple of 16),
-// x by rows, w by columns.
+// x by rows, w by columns; each with the blocks its backward GEMM
+// re-quantizes it by (x by columns for the weight gradient, w by rows for
+// the input gradient, the output gradient by columns for the weight's).
 // ROW-LABEL: func.func @forward
 // ROW-SAME: weft.fp8_gemms = 5 : i64
 // ROW: weft.fp8_amax %{{.*}} : tensor<8x128xf32> -> tensor<8x1xf32>
+// ROW: weft.fp8_quantize %{{.*}}, %{{.*}} {backward_block = array<i64: 8, 1>, format = f8E4M3FN} : tensor<8x128xf32>, tensor<8x1xf32>
 // ROW: weft.fp8_amax %{{.*}} : tensor<128x256xf32> -> tensor<1x256xf32>
-// ROW: weft.fp8_quantize_grad %{{.*}} {block = array<i64: 1, 256>, format = f8E4M3FN} : tensor<8x256xf32>
+// ROW: weft.fp8_quantize %{{.*}}, %{{.*}} {backward_block = array<i64: 1, 256>, format = f8E4M3FN} : tensor<128x256xf32>, tensor<1x256xf32>
+// ROW: weft.fp8_quantize_grad %{{.*}} {backward_block = array<i64: 8, 1>, block = array<i64: 1, 256>, format = f8E4M3FN} : tensor<8x256xf32>
 // ROW: weft.fp8_amax %{{.*}} : tensor<128x64xf32> -> tensor<1x64xf32>
 
 // MXFP8 with min-dim=256: only GEMMs whose contraction and output are both

@@ -3,7 +3,8 @@ every tensor of the saved weights (safetensors, f32), each as the largest
 absolute difference relative to the largest magnitude of the reference.
 
 usage: compare_runs.py REF.jsonl RUN.jsonl REF.safetensors RUN.safetensors TOL
-Prints one line per check and 'parity ok' or 'parity FAILED'; no numpy, so
+                       [PARAM_TOL]
+(PARAM_TOL, default TOL, bounds the weights.) Prints one line per check and 'parity ok' or 'parity FAILED'; no numpy, so
 it runs wherever lit does.
 """
 import json
@@ -33,6 +34,7 @@ def tensors(path):
 def main():
     ref_log, run_log, ref_w, run_w, tol = sys.argv[1:6]
     tol = float(tol)
+    param_tol = float(sys.argv[6]) if len(sys.argv) > 6 else tol
     ok = True
     for path in (ref_log, run_log, ref_w, run_w):
         try:
@@ -63,7 +65,7 @@ def main():
         if err > worst:
             worst, worst_name = err, name
     print("tensors %d, worst parameter error %.2e (%s)" % (len(ta), worst, worst_name))
-    ok &= worst <= tol
+    ok &= worst <= param_tol
     print("parity ok" if ok else "parity FAILED")
     return 0 if ok else 1
 

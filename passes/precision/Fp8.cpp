@@ -96,7 +96,9 @@ struct Blocks {
   /// the forward's quantization). Row-wise: one scale over all of `dims`;
   /// blockwise and MXFP8: tiles of 128 or 32 along the innermost of them
   /// (DeepSeek-V3's 128 x 1 weight-gradient tiles), so no tile straddles
-  /// a sequence or a rank holding whole sequences.
+  /// two sequences. (Under cp, which holds the sequence in its
+  /// load-balanced chunk order, a tile spans two chunks unless a chunk is a
+  /// multiple of it.)
   std::optional<SmallVector<int64_t>> backward(ArrayRef<int64_t> shape,
                                                ArrayRef<int64_t> block,
                                                ArrayRef<int64_t> dims) const {
@@ -239,7 +241,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
                   {},
                   {m.getTransposeRhs() ? rr - 2 : rr - 1},
                   {}};
-        if (rr == 2)
+        if (rr == 2 && !m.getTransposeLhs()) // The gradient rule's fold.
           for (int64_t d = 0; d < yr - 2; ++d)
             gemm.lhsBackward.push_back(d), gemm.gradBackward.push_back(d);
         gemm.lhsBackward.push_back(m.getTransposeLhs() ? lr - 1 : lr - 2);

@@ -1023,9 +1023,12 @@ private:
           return isResult ? readDims(v) : layout(v).dims;
         });
     for (auto [f, axes] : llvm::enumerate(factors))
-      if (!rule.isReduction(f) &&
-          !llvm::is_contained(rule.selfCombined, static_cast<int64_t>(f)) &&
-          !isResultSplit(op, rule, f))
+      if ((!rule.isReduction(f) &&
+           !llvm::is_contained(rule.selfCombined, static_cast<int64_t>(f)) &&
+           !isResultSplit(op, rule, f)) ||
+          // A split a neighbour's rule spread here that would cut the
+          // factor's granules (an FP8 tile): the operands are resharded.
+          !rule.splits(f, rule.factorSizes[f], splitCount(mesh, axes)))
         axes.clear();
     return factors;
   }

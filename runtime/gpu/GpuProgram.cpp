@@ -74,6 +74,7 @@ unsigned gridFor(int64_t n) {
 int typeCode(DType t) {
   return t == DType::F32    ? WEFT_TYPE_F32
          : t == DType::BF16 ? WEFT_TYPE_BF16
+         : t == DType::F16  ? WEFT_TYPE_F16
                             : WEFT_TYPE_I32;
 }
 
@@ -841,9 +842,11 @@ absl::Status Translator::copy() {
   size_t inW = dtypeSize(from), outW = dtypeSize(to);
   if (from != to) {
     for (DType t : {from, to})
-      if (t != DType::F32 && t != DType::BF16 && t != DType::I32)
-        return absl::UnimplementedError(absl::StrCat(
-            "GPU copies convert f32, bf16 and i32, not ", sched::dtypeText(t)));
+      if (t != DType::F32 && t != DType::BF16 && t != DType::F16 &&
+          t != DType::I32)
+        return absl::UnimplementedError(
+            absl::StrCat("GPU copies convert f32, bf16, f16 and i32, not ",
+                         sched::dtypeText(t)));
     if (!contiguous)
       return absl::UnimplementedError(
           "a converting copy on the GPU must be contiguous on both sides");

@@ -11,6 +11,8 @@
 #ifndef WEFT_RUNTIME_SUPPORT_FLOAT_H
 #define WEFT_RUNTIME_SUPPORT_FLOAT_H
 
+#include "runtime/support/HalfFloat.h"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -83,47 +85,9 @@ inline float bf16Value(uint16_t bits) {
 
 /// The same for f16: the bits of roundTo(x, F16) for a float `x` (round to
 /// nearest even on the bits; NaN as the canonical 0x7E00), and the float an
-/// f16 holds, exactly.
-inline uint16_t f16Bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof(u));
-  auto sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
-  u &= 0x7FFFFFFFu;
-  if (u > 0x7F800000u)
-    return 0x7E00; // NaN, as encode() writes it.
-  if (u >= 0x477FF000u)
-    return sign | 0x7C00; // 65520 and up (the tie with 65536) round to inf.
-  if (u < 0x38800000u) {
-    // Below 2^-14: subnormal, a count of 2^-24 quanta. x * 2^24 is exact
-    // and under 1024; nearbyint rounds it to nearest even (1024 carries
-    // into the smallest normal's bits).
-    float quanta = std::nearbyint(std::fabs(x) * 16777216.0f);
-    return sign | static_cast<uint16_t>(quanta);
-  }
-  // Normal: rebias the exponent (127 -> 15) and round the 13 bits dropped
-  // to nearest even; a carry moves into the exponent as it should.
-  u -= (127u - 15u) << 23;
-  u += 0xFFFu + ((u >> 13) & 1u);
-  return sign | static_cast<uint16_t>(u >> 13);
-}
-
-inline float f16Value(uint16_t bits) {
-  uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  uint32_t exp = (bits >> 10) & 0x1Fu, mant = bits & 0x3FFu;
-  uint32_t u;
-  if (exp == 0x1F) { // Infinity or NaN (payload kept).
-    u = sign | 0x7F800000u | (mant << 13);
-  } else if (exp == 0) { // Zero or subnormal: mant quanta of 2^-24.
-    float x = static_cast<float>(mant) * (1.0f / 16777216.0f);
-    std::memcpy(&u, &x, sizeof(u));
-    u |= sign;
-  } else {
-    u = sign | ((exp + 127u - 15u) << 23) | (mant << 13);
-  }
-  float x;
-  std::memcpy(&x, &u, sizeof(x));
-  return x;
-}
+/// f16 holds, exactly (HalfFloat.h, which the GPU kernels share).
+inline uint16_t f16Bits(float x) { return weft_f16_bits(x); }
+inline float f16Value(uint16_t bits) { return weft_f16_value(bits); }
 
 /// The FP8 formats the same way: the bits of roundTo(x, F8E4M3FN or
 /// F8E5M2) for a float `x`, on the bits (E4M3FN has no infinity: past 464,

@@ -217,6 +217,11 @@ TEST(EmulatedGpu, LlamaTinyF32TrainsLikeTheCpu) {
 TEST(EmulatedGpu, Gpt2TinyBf16TrainsLikeTheCpu) {
   checkTraining("gpt2-tiny", "bf16", 1e-2);
 }
+// f16 (dynamic loss scaling from 2^16): the GPU computes in f32 from
+// f16 as stored, as the CPU does.
+TEST(EmulatedGpu, Gpt2TinyF16TrainsLikeTheCpu) {
+  checkTraining("gpt2-tiny", "f16", 1e-2);
+}
 TEST(EmulatedGpu, LlamaTinyBf16TrainsLikeTheCpu) {
   checkTraining("llama-tiny", "bf16", 1e-2);
 }

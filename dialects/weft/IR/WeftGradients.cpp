@@ -89,11 +89,21 @@ Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
   if (auto widen = stored.getDefiningOp<CastOp>())
     stored = widen.getInput();
   Fp8QuantizeOp again;
+  // The axes a re-quantization's maxima were reduced over (for `other`),
+  // or are to be (for q): a shared one must have the same.
+  auto reducedOver = [&](Operation *op) -> Attribute {
+    if (op == q.getOperation())
+      return q->getAttr(kBackwardAmaxAxesAttr);
+    auto reduce =
+        cast<Fp8QuantizeOp>(op).getAmax().getDefiningOp<AllReduceOp>();
+    return reduce ? reduce.getAxesAttr() : Attribute();
+  };
   auto findIn = [&](Value wide) {
     for (Operation *user : wide.getUsers())
       if (auto other = dyn_cast<Fp8QuantizeOp>(user);
           other && other != q && other.getInput() == wide &&
           other->hasAttr(kFp8BackwardAttr) &&
+          reducedOver(other) == reducedOver(q.getOperation()) &&
           other.getAmax().getType() == amaxType &&
           other.getFormat() == q.getFormat() &&
           other.getPow2Scales() == q.getPow2Scales() &&
@@ -278,9 +288,10 @@ Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // FP8 operands whose scales do not run along a backward GEMM's
   // contraction are quantized again for it (fp8ForBackward): the input
   // gradient contracts dC and op(B) along n; the weight gradient op(A) and
-  // dC along m, and along the batch too when B, a weight, is shared by it.
+  // dC along m, and along the batch too when B, a weight shared by it, lets
+  // one GEMM sum over it (matmulGradients' fold).
   SmallVector<int64_t> lhsDims, gradDims;
-  if (rb == 2)
+  if (rb == 2 && !ta) // matmulGradients folds the batch into the rows.
     for (int64_t d = 0; d < batch; ++d)
       lhsDims.push_back(d), gradDims.push_back(d);
   lhsDims.push_back(ta ? ra - 1 : ra - 2);

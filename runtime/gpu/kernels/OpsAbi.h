@@ -35,6 +35,7 @@ struct WeftReduceIndex {
 #define WEFT_TYPE_F32 0
 #define WEFT_TYPE_BF16 1
 #define WEFT_TYPE_I32 2
+#define WEFT_TYPE_F16 3
 
 // What a kernel found wrong with its data, in the program's error word:
 // {code, step, position, value}. The first error wins.

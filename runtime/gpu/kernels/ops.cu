@@ -21,6 +21,7 @@ typedef long int64_t;
 #ifndef WEFT_RUNTIME_GPU_KERNELS_OPSABI_H // NVRTC gets both ahead of this file.
 #include "../../support/CounterRng.h"
 #include "../../support/Fp8Scaling.h"
+#include "../../support/HalfFloat.h"
 #include "Bf16.cuh"
 #include "OpsAbi.h"
 #endif
@@ -143,10 +144,12 @@ static __device__ inline double weft_read(const void *p, int type, long i) {
     return ((const float *)p)[i];
   if (type == WEFT_TYPE_I32)
     return ((const int *)p)[i];
+  if (type == WEFT_TYPE_F16)
+    return weft_f16_value(((const unsigned short *)p)[i]);
   return weft_load(((const weft_bf16 *)p)[i]);
 }
-// weft.cast, and the widening / rounding of bf16 values around the steps
-// that compute in f32.
+// weft.cast, and the widening / rounding of bf16 and f16 values around the
+// steps that compute in f32 (f16 is never kept as stored by a kernel).
 extern "C" __global__ void weft_convert(const void *in, int from, void *out,
                                         int to, long n) {
   for (long i = weft_thread(); i < n; i += weft_stride()) {
@@ -155,6 +158,8 @@ extern "C" __global__ void weft_convert(const void *in, int from, void *out,
       ((float *)out)[i] = (float)v;
     else if (to == WEFT_TYPE_I32)
       ((int *)out)[i] = (int)trunc(v);
+    else if (to == WEFT_TYPE_F16)
+      ((unsigned short *)out)[i] = weft_f16_bits((float)v);
     else
       weft_store(((weft_bf16 *)out)[i], (float)v);
   }

@@ -21,11 +21,8 @@ constexpr const char *kComm = "comm";
 struct AssignStreamsPass : weft::impl::AssignStreamsBase<AssignStreamsPass> {
   void runOnOperation() override {
     ProgramOp program = getOperation();
-    if (program.isPlanned()) {
-      program.emitOpError("weft-sched-assign-streams runs before memory "
-                          "planning (the program is planned)");
+    if (failed(requireUnplanned(program, "weft-sched-assign-streams")))
       return signalPassFailure();
-    }
     // Collectives and ring shifts (context parallelism's block exchanges).
     SmallVector<Operation *> collectives;
     for (Operation &op : program.getBody().front())

@@ -31,11 +31,8 @@ struct DeferReductionReadersPass
     : weft::impl::DeferReductionReadersBase<DeferReductionReadersPass> {
   void runOnOperation() override {
     ProgramOp program = getOperation();
-    if (program.isPlanned()) {
-      program.emitOpError("weft-sched-defer-reduction-readers runs before "
-                          "memory planning (the program is planned)");
+    if (failed(requireUnplanned(program, "weft-sched-defer-reduction-readers")))
       return signalPassFailure();
-    }
     Block &body = program.getBody().front();
     // Each reduction's readers: a chain of instructions ending in one that
     // only updates parameters in place (a narrowing copy of the reduced

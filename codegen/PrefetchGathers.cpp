@@ -86,11 +86,8 @@ struct PrefetchGathersPass
     : weft::impl::PrefetchGathersBase<PrefetchGathersPass> {
   void runOnOperation() override {
     ProgramOp program = getOperation();
-    if (program.isPlanned()) {
-      program.emitOpError("weft-sched-prefetch-gathers runs before memory "
-                          "planning (the program is planned)");
+    if (failed(requireUnplanned(program, "weft-sched-prefetch-gathers")))
       return signalPassFailure();
-    }
     Block &body = program.getBody().front();
     std::vector<Gather> gathers;
     for (Operation &op : body)

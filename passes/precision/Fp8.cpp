@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 namespace weft {
 #define GEN_PASS_DEF_FP8
@@ -156,11 +157,11 @@ struct Gemm {
   Operation *op;
   OpOperand *lhs, *rhs;
   int64_t lhsK, rhsK;
-  /// What the backward GEMMs contract (MatmulOp's gradient rule): the
-  /// weight gradient op(A) and dC along m (and the batch, when B is shared
-  /// by it), the input gradient op(B) along n. None for expert GEMMs,
-  /// whose weight gradients sum over each expert's rows (no fixed block).
-  SmallVector<int64_t> lhsBackward, rhsBackward, gradBackward;
+  /// What the backward GEMMs contract (matmulBackwardDims; its `grad` is
+  /// the input gradient's, along which the output gradient's forward blocks
+  /// already run). None for expert GEMMs, whose weight gradients sum over
+  /// each expert's rows (no fixed block).
+  MatmulBackwardDims backward;
 };
 
 struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
@@ -227,26 +228,15 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     // the first GEMM that reads it dominates the later ones.
     llvm::DenseMap<std::tuple<Value, Attribute, Attribute>, Value> quantized;
     llvm::DenseSet<Value> counted; // Quantizations whose bytes are counted.
-    SmallVector<Gemm> candidates;
+    std::vector<Gemm> candidates;
     func.walk([&](Operation *op) {
       if (auto m = dyn_cast<MatmulOp>(op)) {
         auto lr = static_cast<int64_t>(shapeOf(m.getLhs()).size()),
-             rr = static_cast<int64_t>(shapeOf(m.getRhs()).size()),
-             yr = static_cast<int64_t>(shapeOf(m.getResult()).size());
-        Gemm gemm{op,
-                  &m.getLhsMutable(),
-                  &m.getRhsMutable(),
-                  m.getTransposeLhs() ? lr - 2 : lr - 1,
-                  m.getTransposeRhs() ? rr - 1 : rr - 2,
-                  {},
-                  {m.getTransposeRhs() ? rr - 2 : rr - 1},
-                  {}};
-        if (rr == 2 && !m.getTransposeLhs()) // The gradient rule's fold.
-          for (int64_t d = 0; d < yr - 2; ++d)
-            gemm.lhsBackward.push_back(d), gemm.gradBackward.push_back(d);
-        gemm.lhsBackward.push_back(m.getTransposeLhs() ? lr - 1 : lr - 2);
-        gemm.gradBackward.push_back(yr - 2);
-        candidates.push_back(gemm);
+             rr = static_cast<int64_t>(shapeOf(m.getRhs()).size());
+        candidates.push_back({op, &m.getLhsMutable(), &m.getRhsMutable(),
+                              m.getTransposeLhs() ? lr - 2 : lr - 1,
+                              m.getTransposeRhs() ? rr - 1 : rr - 2,
+                              matmulBackwardDims(m)});
       } else if (auto g = dyn_cast<GroupedMatmulOp>(op)) {
         // Expert GEMMs take per-row activation scales only (row-wise,
         // block-wise, MXFP8), as torchao's scaled grouped GEMM does: the
@@ -260,8 +250,6 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
                                 &g.getWeightMutable(),
                                 1,
                                 g.getTransposeRhs() ? 2 : 1,
-                                {},
-                                {},
                                 {}});
       }
     });
@@ -349,9 +337,9 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       };
       SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
                            rhsBlock = blocks.of(rs, rhsK, wr != nullptr);
-      Value lq = quantize(lhs, lhsBlock, gemm.lhsBackward, e4m3,
+      Value lq = quantize(lhs, lhsBlock, gemm.backward.lhs, e4m3,
                           wl ? "weight" : "input");
-      Value rq = quantize(rhs, rhsBlock, gemm.rhsBackward, e4m3,
+      Value rq = quantize(rhs, rhsBlock, gemm.backward.rhs, e4m3,
                           wr ? "weight" : "input");
       gemm.lhs->set(lq);
       gemm.rhs->set(rq);
@@ -374,7 +362,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         std::tie(gradHistoryName, gradHistory) = historyOf("grad", grid);
       }
       std::optional<SmallVector<int64_t>> gradBackward =
-          blocks.backward(ys, gradBlock, gemm.gradBackward);
+          blocks.backward(ys, gradBlock, gemm.backward.weightGrad);
       auto mark = Fp8QuantizeGradOp::create(
           b, loc, wide, gradHistory, blocks.gradFormat(ctx), gradBlock,
           blocks.pow2(),

@@ -1808,3 +1808,10 @@ Operation *weft::sched::nextReader(Operation *op, Value buffer) {
       return next;
   return nullptr;
 }
+
+LogicalResult weft::sched::requireUnplanned(ProgramOp program, StringRef pass) {
+  if (!program.isPlanned())
+    return success();
+  return program.emitOpError(pass)
+         << " runs before memory planning (the program is planned)";
+}

@@ -43,6 +43,11 @@ BufferAccess bufferAccess(mlir::Operation *op);
 /// The first instruction after `op` that reads `buffer`'s storage, or null.
 mlir::Operation *nextReader(mlir::Operation *op, mlir::Value buffer);
 
+/// Fails with an error naming `pass` when `program` is already planned: the
+/// passes that reorder instructions or give them streams run before memory
+/// planning, which fixes where each buffer lives and for how long.
+mlir::LogicalResult requireUnplanned(ProgramOp program, llvm::StringRef pass);
+
 /// Registers the sched dialect.
 void registerSchedDialect(mlir::DialectRegistry &registry);
 } // namespace weft::sched

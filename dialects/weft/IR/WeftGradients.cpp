@@ -27,6 +27,21 @@ Grads grads(std::initializer_list<Value> values) {
 /// asks ops that have at least one result gradient).
 Value single(ArrayRef<Value> resultGrads) { return resultGrads.front(); }
 
+/// `amax` max-reduced over the axes `marked` records as `axesAttr` on the
+/// mesh of kAmaxMeshAttr (partitioning's record of the ranks one block
+/// spans), or `amax` itself when it records none.
+Value maxOverRecordedAxes(OpBuilder &b, Location loc, Value amax,
+                          Operation *marked, StringRef axesAttr) {
+  auto axes = marked->getAttrOfType<ArrayAttr>(axesAttr);
+  auto mesh = marked->getAttrOfType<FlatSymbolRefAttr>(kAmaxMeshAttr);
+  if (!axes || !mesh || axes.empty())
+    return amax;
+  return AllReduceOp::create(
+             b, loc, ReduceKindAttr::get(b.getContext(), ReduceKind::Max),
+             ValueRange{amax}, mesh, axes)
+      .getResult(0);
+}
+
 /// Whether `op` precedes the builder's insertion point in its block (a
 /// value it defines can be read there).
 bool precedesInsertion(OpBuilder &b, Operation *op) {
@@ -121,14 +136,9 @@ Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
     Value wide = stored == q.getInput()
                      ? stored
                      : CastOp::create(b, loc, f32, stored).getResult();
-    Value amax = Fp8AmaxOp::create(b, loc, amaxType, wide);
-    auto axes = q->getAttrOfType<ArrayAttr>(kBackwardAmaxAxesAttr);
-    auto mesh = q->getAttrOfType<FlatSymbolRefAttr>(kAmaxMeshAttr);
-    if (axes && mesh && !axes.empty())
-      amax = AllReduceOp::create(
-                 b, loc, ReduceKindAttr::get(b.getContext(), ReduceKind::Max),
-                 ValueRange{amax}, mesh, axes)
-                 .getResult(0);
+    Value amax =
+        maxOverRecordedAxes(b, loc, Fp8AmaxOp::create(b, loc, amaxType, wide),
+                            q, kBackwardAmaxAxesAttr);
     again = Fp8QuantizeOp::create(b, loc, wide, amax, q.getFormatAttr(),
                                   q.getPow2ScalesAttr(), nullptr);
     again->setAttr(kFp8BackwardAttr, b.getUnitAttr());
@@ -280,27 +290,34 @@ static Grads matmulGradients(OpBuilder &b, Location loc, Value gInput,
   return grads({da, db});
 }
 
-Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
-  Value g = single(rg), lhs = getLhs(), rhs = getRhs();
-  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+MatmulBackwardDims weft::matmulBackwardDims(MatmulOp op) {
   auto rank = [](Value v) { return cast<ShapedType>(v.getType()).getRank(); };
-  int64_t batch = rank(g) - 2, ra = rank(lhs), rb = rank(rhs);
-  // FP8 operands whose scales do not run along a backward GEMM's
-  // contraction are quantized again for it (fp8ForBackward): the input
-  // gradient contracts dC and op(B) along n; the weight gradient op(A) and
-  // dC along m, and along the batch too when B, a weight shared by it, lets
-  // one GEMM sum over it (matmulGradients' fold).
-  SmallVector<int64_t> lhsDims, gradDims;
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  int64_t batch = rank(op.getResult()) - 2, ra = rank(op.getLhs()),
+          rb = rank(op.getRhs());
+  MatmulBackwardDims dims;
   if (rb == 2 && !ta) // matmulGradients folds the batch into the rows.
     for (int64_t d = 0; d < batch; ++d)
-      lhsDims.push_back(d), gradDims.push_back(d);
-  lhsDims.push_back(ta ? ra - 1 : ra - 2);
-  gradDims.push_back(batch);
-  Value gInput = fp8ForBackward(b, getLoc(), g, {batch + 1}),
-        gWeight = fp8ForBackward(b, getLoc(), g, gradDims);
-  rhs = fp8ForBackward(b, getLoc(), rhs, {tb ? rb - 2 : rb - 1});
-  lhs = fp8ForBackward(b, getLoc(), lhs, lhsDims);
-  return matmulGradients(b, getLoc(), gInput, gWeight, lhs, rhs, ta, tb);
+      dims.lhs.push_back(d), dims.weightGrad.push_back(d);
+  dims.lhs.push_back(ta ? ra - 1 : ra - 2);
+  dims.weightGrad.push_back(batch);
+  dims.rhs.push_back(tb ? rb - 2 : rb - 1);
+  dims.grad.push_back(batch + 1);
+  return dims;
+}
+
+Grads MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
+  // FP8 operands whose scales do not run along a backward GEMM's
+  // contraction are quantized again for it (fp8ForBackward).
+  // One after another, so the backward's order is fixed.
+  MatmulBackwardDims dims = matmulBackwardDims(*this);
+  Value g = single(rg);
+  Value gInput = fp8ForBackward(b, getLoc(), g, dims.grad);
+  Value gWeight = fp8ForBackward(b, getLoc(), g, dims.weightGrad);
+  Value rhs = fp8ForBackward(b, getLoc(), getRhs(), dims.rhs);
+  Value lhs = fp8ForBackward(b, getLoc(), getLhs(), dims.lhs);
+  return matmulGradients(b, getLoc(), gInput, gWeight, lhs, rhs,
+                         getTransposeLhs(), getTransposeRhs());
 }
 
 Grads ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
@@ -531,13 +548,7 @@ Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Value amax = amaxOp;
   // Blocks that span ranks (partitioning recorded which) take the maximum
   // over them.
-  auto axes = (*this)->getAttrOfType<ArrayAttr>(kAmaxAxesAttr);
-  auto mesh = (*this)->getAttrOfType<FlatSymbolRefAttr>(kAmaxMeshAttr);
-  if (axes && mesh && !axes.empty())
-    amax = AllReduceOp::create(
-               b, getLoc(), ReduceKindAttr::get(getContext(), ReduceKind::Max),
-               ValueRange{amax}, mesh, axes)
-               .getResult(0);
+  amax = maxOverRecordedAxes(b, getLoc(), amax, *this, kAmaxAxesAttr);
   if (getHistory())
     amax = delayedAmax(b, getLoc(), amax, getHistory());
   // The weight gradient's GEMM reads g quantized again along the tokens

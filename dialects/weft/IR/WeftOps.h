@@ -133,6 +133,17 @@ inline llvm::SmallVector<int64_t> fp8Grid(llvm::ArrayRef<int64_t> shape,
   return grid;
 }
 
+/// The dimensions each backward GEMM of a weft.matmul contracts, as its
+/// gradient rule builds them: the input gradient dC op(B)^T contracts `rhs`
+/// and `grad` (dC) along n; the weight gradient op(A)^T dC contracts `lhs`
+/// and `weightGrad` (dC again) along m, and along the batch too when B, a
+/// weight shared by it, lets one GEMM sum over it. weft-fp8 gives each
+/// quantized operand the blocks these need (backward_block).
+struct MatmulBackwardDims {
+  llvm::SmallVector<int64_t> lhs, rhs, grad, weightGrad;
+};
+MatmulBackwardDims matmulBackwardDims(MatmulOp op);
+
 /// Delayed scaling's block maxima: `history` (the largest of earlier
 /// steps, 0 before any) where it is positive, else `current`.
 mlir::Value delayedAmax(mlir::OpBuilder &b, mlir::Location loc,

@@ -1,12 +1,14 @@
 //===- Fp8Storage.cpp - FP8 GEMM operands kept as FP8 codes ---------------===//
 //
 // weft-fp8 writes an FP8 GEMM as weft.matmul over weft.fp8_quantize's
-// dequantized f32 values, which the evaluator and the CPU compute exactly.
+// dequantized values (f32, or a bf16 model's bf16), which the evaluator
+// and the CPU compute exactly.
 // A GPU multiplies FP8 itself: cuBLASLt reads FP8 operands with one f32
 // scale each. Here a per-tensor quantization whose every reader is such a
 // GEMM (through reshapes) becomes sched.fp8_cast, writing one byte an
 // element and the factor 1 / s, and its GEMMs sched.gemm with FP8
-// operands and scales; the f32 values are never written. cuBLASLt reads
+// operands and scales; the values are never written (a bf16 input is read
+// as stored, with no widened copy). cuBLASLt reads
 // FP8 only with k contiguous in both operands (A [m, k], B [n, k]), so a
 // value is cast once per layout its GEMMs need, transposed where the
 // matmul reads it transposed the other way, as Transformer Engine keeps
@@ -147,7 +149,9 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
 LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
                            ProgramLowering &l) {
   OpBuilder &b = l.builder();
+  // On a GPU a bf16 input is read as stored (SchedTarget::keepsStored).
   Value x = l.read(op, op.getInput()), amax = l.read(op, op.getAmax());
+  Type stored = llvm::cast<sched::BufferType>(x.getType()).getElementType();
   Type format = op.getFormat();
   auto shapeOf = [](Value v) {
     return cast<ShapedType>(v.getType()).getShape();
@@ -162,9 +166,8 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
     o.codes = l.alloc(outShape, format);
     o.scaleInv = l.alloc({1}, b.getF32Type());
     sched::Fp8CastOp::create(
-        b, op.getLoc(), l.view(x, 0, shape, b.getF32Type()), amax, o.codes,
-        o.scaleInv, transpose ? b.getUnitAttr() : UnitAttr(),
-        b.getStringAttr("compute"));
+        b, op.getLoc(), l.view(x, 0, shape, stored), amax, o.codes, o.scaleInv,
+        transpose ? b.getUnitAttr() : UnitAttr(), b.getStringAttr("compute"));
     return o;
   };
   // The transposing copy of a gathered [..., R, C] into [..., C, R].

@@ -124,7 +124,8 @@ LogicalResult lowerFp8Amax(Fp8AmaxOp op, ProgramLowering &l) {
 LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
   if (const Fp8Plan *plan = l.fp8Plan(op))
     return lowerFp8Cast(op, *plan, l);
-  Value x = l.read(op, op.getInput()), amax = l.read(op, op.getAmax());
+  Value x = l.read(op, op.getInput(), /*f32=*/true),
+        amax = l.read(op, op.getAmax());
   OpBuilder &b = l.builder();
   sched::Fp8QuantizeOp::create(
       b, op.getLoc(), x, amax, l.write(op, op.getResult()),

@@ -72,6 +72,10 @@ bool SchedTarget::keepsStored(Operation *op, Value v, bool operand) const {
   }
   if (isa<LayerNormGradOp, RMSNormGradOp>(op))
     return allBf16(op);
+  // A maximum and an FP8 cast read the tensor they quantize as stored (the
+  // values path, sched.fp8_quantize, reads and writes f32: it asks so).
+  if (isa<Fp8AmaxOp, Fp8QuantizeOp>(op))
+    return operand && v == op->getOperand(0);
   return false;
 }
 

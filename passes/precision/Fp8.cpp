@@ -316,23 +316,19 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
           if (*shared)
             return *shared;
         }
+        // A bf16 operand is quantized as stored: no widened copy.
         auto type = cast<RankedTensorType>(v.getType());
-        Value wide = v;
-        if (type.getElementType() != f32)
-          wide = CastOp::create(b, loc, type.clone(f32), v);
         SmallVector<int64_t> grid = fp8Grid(type.getShape(), block);
         auto amaxOp =
-            Fp8AmaxOp::create(b, loc, RankedTensorType::get(grid, f32), wide);
+            Fp8AmaxOp::create(b, loc, RankedTensorType::get(grid, f32), v);
         Value amax = amaxOp;
         if (blocks.delayed()) {
           auto [name, largest] = historyOf(tensor, grid);
           amaxOp->setAttr(kAmaxHistoryAttr, b.getStringAttr(name));
           amax = delayedAmax(b, loc, amax, largest);
         }
-        Value q = Fp8QuantizeOp::create(b, loc, wide, amax, format,
-                                        blocks.pow2(), backwardAttr);
-        if (wide != v)
-          q = CastOp::create(b, loc, type, q);
+        Value q = Fp8QuantizeOp::create(b, loc, v, amax, format, blocks.pow2(),
+                                        backwardAttr);
         return shared ? *shared = q : q;
       };
       SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
@@ -350,10 +346,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       // The output gradient is the dgrad's left operand, contracted along
       // its last dimension (n).
       b.setInsertionPointAfter(gemm.op);
-      Value y = gemm.op->getResult(0), wide = y;
-      auto yType = cast<RankedTensorType>(y.getType());
-      if (yType.getElementType() != f32)
-        wide = CastOp::create(b, loc, yType.clone(f32), y);
+      Value y = gemm.op->getResult(0);
       SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);
       Value gradHistory;
       std::string gradHistoryName;
@@ -364,18 +357,12 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       std::optional<SmallVector<int64_t>> gradBackward =
           blocks.backward(ys, gradBlock, gemm.backward.weightGrad);
       auto mark = Fp8QuantizeGradOp::create(
-          b, loc, wide, gradHistory, blocks.gradFormat(ctx), gradBlock,
+          b, loc, y, gradHistory, blocks.gradFormat(ctx), gradBlock,
           blocks.pow2(),
           gradBackward ? b.getDenseI64ArrayAttr(*gradBackward) : nullptr);
       if (gradHistory)
         mark->setAttr(kAmaxHistoryAttr, b.getStringAttr(gradHistoryName));
-      Value marked = mark;
-      // The one op that reads y itself: the mark or the cast ahead of it.
-      Operation *reader =
-          wide == y ? marked.getDefiningOp() : wide.getDefiningOp();
-      if (wide != y)
-        marked = CastOp::create(b, loc, yType, marked);
-      y.replaceAllUsesExcept(marked, reader);
+      y.replaceAllUsesExcept(mark, mark);
 
       // FP8 bytes: one per element plus a scale per block (f32, or E8M0's
       // one byte under MXFP8); bf16: two per element.

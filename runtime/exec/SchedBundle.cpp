@@ -2022,8 +2022,8 @@ absl::Status checkOperands(const Check &c) {
     return in.op == Op::Fp8Amax ? absl::OkStatus() : c.sameShape(0, 2);
   }
   case Op::Fp8Cast: { // input, amax, out, scale_inv
-    if (c.dtype(0) != DType::F32)
-      return c.fail(absl::StrCat(c.name(0), " must hold f32, not ",
+    if (c.dtype(0) != DType::F32 && c.dtype(0) != DType::BF16)
+      return c.fail(absl::StrCat(c.name(0), " must hold f32 or bf16, not ",
                                  dtypeText(c.dtype(0))));
     if (!isFp8(c.dtype(2)))
       return c.fail(absl::StrCat(c.name(2),

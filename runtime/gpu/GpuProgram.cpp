@@ -1106,11 +1106,13 @@ absl::Status Translator::run() {
   case Op::Fp8Amax:
   case Op::Fp8Quantize: {
     bool amax = ins.op == Op::Fp8Amax;
-    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+    // A maximum reads bf16 as stored; the values path computes in f32.
+    if (absl::Status s = amax ? need(0, {DType::F32, DType::BF16})
+                              : needAll({{0, DType::F32}, {2, DType::F32}});
+        !s.ok())
       return s;
-    if (!amax)
-      if (absl::Status s = need(2, {DType::F32}); !s.ok())
-        return s;
+    if (absl::Status s = need(1, {DType::F32}); !s.ok())
+      return s;
     // Both kernels take 4 dims: leading ones pad a smaller rank.
     Shape sh = shape(0), grid = shape(1);
     if (sh.size() > 4)
@@ -1123,11 +1125,23 @@ absl::Status Translator::run() {
                                 i64(sh[3]),   i64(grid[0]), i64(grid[1]),
                                 i64(grid[2]), i64(grid[3])};
     if (amax) {
-      std::vector<GpuArg> args = {buf(0), buf(1)};
+      // Few blocks (a per-tensor or per-row maximum) are each split into
+      // parts, so the whole GPU reads them; the parts combine atomically
+      // into the zeroed maxima.
+      int64_t blocks = count(1), size = count(0) / std::max<int64_t>(blocks, 1);
+      int64_t parts = std::clamp<int64_t>(
+          std::min(kMaxBlocks / std::max<int64_t>(blocks, 1),
+                   (size + 4 * kThreads - 1) / (4 * kThreads)),
+          1, kMaxBlocks);
+      if (parts > 1)
+        zero(buf(1), blocks * 4);
+      std::vector<GpuArg> args = {buf(0), i32(dtype(0) == DType::BF16), buf(1)};
       args.insert(args.end(), dims.begin(), dims.end());
-      kernel("weft_fp8_amax",
-             static_cast<unsigned>(std::min<int64_t>(count(1), kMaxBlocks)),
-             args);
+      args.push_back(i64(parts));
+      kernel(
+          "weft_fp8_amax",
+          static_cast<unsigned>(std::min<int64_t>(blocks * parts, kMaxBlocks)),
+          args);
       return absl::OkStatus();
     }
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
@@ -1139,14 +1153,16 @@ absl::Status Translator::run() {
     return absl::OkStatus();
   }
   case Op::Fp8Cast: {
-    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::F32}}); !s.ok())
+    if (absl::Status s = need(0, {DType::F32, DType::BF16}); !s.ok())
+      return s;
+    if (absl::Status s = need(1, {DType::F32}); !s.ok())
       return s;
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
     const Shape &sh = shape(0);
     int64_t cols = sh.empty() ? 1 : sh.back(),
             rows = sh.size() < 2 ? 1 : sh[sh.size() - 2];
     kernel("weft_fp8_cast", gridFor(count(0)),
-           {buf(0), buf(1), buf(2), buf(3),
+           {buf(0), i32(dtype(0) == DType::BF16), buf(1), buf(2), buf(3),
             i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
             i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN)});
     return absl::OkStatus();

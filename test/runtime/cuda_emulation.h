@@ -69,6 +69,11 @@ inline float atomicAdd(float *at, float value) {
   *at = old + value;
   return old;
 }
+inline unsigned atomicMax(unsigned *at, unsigned value) {
+  unsigned old = *at;
+  *at = std::max(old, value);
+  return old;
+}
 
 namespace weft_emu {
 /// Kernels keep a few KiB of locals per thread (attention: four rows).

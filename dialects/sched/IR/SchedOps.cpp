@@ -1294,8 +1294,9 @@ LogicalResult Fp8QuantizeOp::verify() {
 
 LogicalResult Fp8CastOp::verify() {
   BufferType in = bufferOf(getInput()), out = bufferOf(getOut());
-  if (!in.getElementType().isF32())
-    return emitOpError("input must hold f32, not ") << in.getElementType();
+  if (!in.getElementType().isF32() && !in.getElementType().isBF16())
+    return emitOpError("input must hold f32 or bf16, not ")
+           << in.getElementType();
   if (!isa<Float8E4M3FNType, Float8E5M2Type>(out.getElementType()))
     return emitOpError("out must hold f8E4M3FN or f8E5M2, not ")
            << out.getElementType();

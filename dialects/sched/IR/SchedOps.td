@@ -746,7 +746,8 @@ def Sched_DropoutOp : Sched_LibraryOp<"dropout",
   }];
 }
 def Sched_Fp8AmaxOp : Sched_LibraryOp<"fp8_amax",
-    "the largest magnitude of each block (weft.fp8_amax)",
+    "the largest magnitude of each block (weft.fp8_amax); the GPU reads a bf16 "
+    "input as stored, the CPU f32 only",
     (ins Sched_In:$input, Sched_Out:$out)>;
 def Sched_Fp8QuantizeOp : Sched_LibraryOp<"fp8_quantize",
     "FP8 quantize-dequantize by block maxima (weft.fp8_quantize); `format` "
@@ -761,7 +762,8 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     Per-tensor FP8 quantization kept in FP8, where `fp8_quantize` writes
     the dequantized f32 values: with s the scale `fp8_quantize` derives
     from the one-element `amax` for `out`'s format (f8E4M3FN or f8E5M2),
-    each element x of `input` (f32) becomes the code of fp8(sat(x * s)),
+    each element x of `input` (f32, or on the GPU bf16 as stored) becomes
+    the code of fp8(sat(x * s)),
     and `scale_inv` (one f32) gets 1 / s, the factor a `gemm` with FP8
     operands takes as its scale. With `transpose`, `out` holds each matrix
     of the last two dimensions transposed ([..., C, R] for an input

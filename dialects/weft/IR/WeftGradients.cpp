@@ -75,9 +75,9 @@ Operation *sameUser(OpBuilder &b, Value v, Operation *like) {
 /// instead, its maxima max-reduced over the axes partitioning recorded,
 /// then cast and gathered as the forward's was (a sequence-parallel
 /// activation is gathered again, as Megatron's weight gradient does). The
-/// input is read as the forward keeps it (a bf16 activation, widened
-/// again here). GEMMs reading one such re-quantization share it (the
-/// weight gradients of q, k and v read one of their input).
+/// input is read as the forward keeps it (a bf16 activation as bf16).
+/// GEMMs reading one such re-quantization share it (the weight gradients
+/// of q, k and v read one of their input).
 Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
                      ArrayRef<int64_t> dims) {
   SmallVector<Operation *> chain; // From the quantization outwards.
@@ -98,11 +98,8 @@ Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
   if (llvm::any_of(dims, [&](int64_t d) { return shape[d] != grid[d]; }))
     return v;
   ArrayRef<int64_t> block = *q.getBackwardBlock();
-  auto f32 = q.getInput().getType();
-  auto amaxType = f32.clone(fp8Grid(shape, block));
+  auto amaxType = RankedTensorType::get(fp8Grid(shape, block), b.getF32Type());
   Value stored = q.getInput();
-  if (auto widen = stored.getDefiningOp<CastOp>())
-    stored = widen.getInput();
   Fp8QuantizeOp again;
   // The axes a re-quantization's maxima were reduced over (for `other`),
   // or are to be (for q): a shared one must have the same.
@@ -113,33 +110,21 @@ Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
         cast<Fp8QuantizeOp>(op).getAmax().getDefiningOp<AllReduceOp>();
     return reduce ? reduce.getAxesAttr() : Attribute();
   };
-  auto findIn = [&](Value wide) {
-    for (Operation *user : wide.getUsers())
-      if (auto other = dyn_cast<Fp8QuantizeOp>(user);
-          other && other != q && other.getInput() == wide &&
-          other->hasAttr(kFp8BackwardAttr) &&
-          reducedOver(other) == reducedOver(q.getOperation()) &&
-          other.getAmax().getType() == amaxType &&
-          other.getFormat() == q.getFormat() &&
-          other.getPow2Scales() == q.getPow2Scales() &&
-          precedesInsertion(b, other))
-        again = other;
-  };
-  if (stored == q.getInput())
-    findIn(stored);
-  else
-    for (Operation *user : stored.getUsers())
-      if (auto widen = dyn_cast<CastOp>(user);
-          widen && widen.getType() == f32 && !again)
-        findIn(widen);
+  for (Operation *user : stored.getUsers())
+    if (auto other = dyn_cast<Fp8QuantizeOp>(user);
+        other && other != q && other.getInput() == stored &&
+        other->hasAttr(kFp8BackwardAttr) &&
+        reducedOver(other) == reducedOver(q.getOperation()) &&
+        other.getAmax().getType() == amaxType &&
+        other.getFormat() == q.getFormat() &&
+        other.getPow2Scales() == q.getPow2Scales() &&
+        precedesInsertion(b, other))
+      again = other;
   if (!again) {
-    Value wide = stored == q.getInput()
-                     ? stored
-                     : CastOp::create(b, loc, f32, stored).getResult();
     Value amax =
-        maxOverRecordedAxes(b, loc, Fp8AmaxOp::create(b, loc, amaxType, wide),
+        maxOverRecordedAxes(b, loc, Fp8AmaxOp::create(b, loc, amaxType, stored),
                             q, kBackwardAmaxAxesAttr);
-    again = Fp8QuantizeOp::create(b, loc, wide, amax, q.getFormatAttr(),
+    again = Fp8QuantizeOp::create(b, loc, stored, amax, q.getFormatAttr(),
                                   q.getPow2ScalesAttr(), nullptr);
     again->setAttr(kFp8BackwardAttr, b.getUnitAttr());
   }
@@ -542,7 +527,10 @@ Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   Value g = single(rg);
   auto type = cast<RankedTensorType>(g.getType());
   auto amaxOp = Fp8AmaxOp::create(
-      b, getLoc(), type.clone(fp8Grid(type.getShape(), getBlock())), g);
+      b, getLoc(),
+      RankedTensorType::get(fp8Grid(type.getShape(), getBlock()),
+                            b.getF32Type()),
+      g);
   if (auto name = (*this)->getAttrOfType<StringAttr>(kAmaxHistoryAttr))
     amaxOp->setAttr(kAmaxHistoryAttr, name);
   Value amax = amaxOp;

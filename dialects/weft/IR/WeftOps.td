@@ -1052,7 +1052,9 @@ def Weft_Fp8AmaxOp : Weft_Op<"fp8_amax", [Pure,
     dimension d, blocks of input[d] / result[d] elements (which must
     divide). result[b] = max |x| over block b; a NaN in a block makes its
     maximum +infinity (which a max all-reduce keeps, where it may drop a
-    NaN), so the block quantizes to NaN. The scale an FP8 quantization derives from it is
+    NaN), so the block quantizes to NaN. `input` may be bf16 or f16 (a
+    narrow model's activation, read as stored: widening to f32 is exact);
+    the maxima are f32. The scale an FP8 quantization derives from it is
     `weft.fp8_quantize`'s. A dimension kept whole by the result (size 1)
     may be split across ranks: the partial maxima combine by a max
     all-reduce. It has no gradient (a scale is not differentiated).
@@ -1061,7 +1063,7 @@ def Weft_Fp8AmaxOp : Weft_Op<"fp8_amax", [Pure,
     %amax = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<8x2xf32>
     ```
   }];
-  let arguments = (ins TensorOf<[F32]>:$input);
+  let arguments = (ins TensorOf<[F32, BF16, F16]>:$input);
   let results = (outs TensorOf<[F32]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -1073,7 +1075,8 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
     DeclareOpInterfaceMethods<Weft_ShardingRuleOpInterface>]> {
   let summary = "FP8 quantize-dequantize with one scale per block";
   let description = [{
-    The values an FP8 GEMM would read, kept in f32. `input` is cut into
+    The values an FP8 GEMM would read, in `input`'s type (f32, or a narrow
+    model's bf16 or f16, so no widening copy is made). `input` is cut into
     blocks as `weft.fp8_amax` cuts it for `amax`'s shape (the whole tensor
     is one per-tensor scale, [M, 1] one scale per row of [M, K], [M, K/128]
     activation tiles, [K/128, N/128] weight blocks, [M, K/32] MXFP8
@@ -1081,7 +1084,8 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
       q = fp8(min(max(x * s, -F), F)),  result = q / s,
     where F is `format`'s largest finite value (448 for f8E4M3FN, 57344 for
     f8E5M2), fp8() rounds to nearest, ties to even (subnormals included),
-    and all arithmetic is f32. The scale s is F / max(a, 1e-12) or, with
+    and all arithmetic is f32 (x widened exactly); a bf16 or f16 result is
+    q / s rounded to nearest even, as a GEMM in that type reads it. The scale s is F / max(a, 1e-12) or, with
     `pow2_scales` (MXFP8's E8M0 scales), 2^(E - floor(log2 max(a, 1e-12)))
     with E = 8 (f8E4M3FN) or 15 (f8E5M2), its exponent clamped to
     [-127, 127]. A NaN or infinite a makes the block NaN. The gradient
@@ -1108,10 +1112,11 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
         : tensor<8x256xf32>, tensor<8x2xf32>
     ```
   }];
-  let arguments = (ins TensorOf<[F32]>:$input, TensorOf<[F32]>:$amax,
-                       TypeAttr:$format, UnitAttr:$pow2_scales,
+  let arguments = (ins TensorOf<[F32, BF16, F16]>:$input,
+                       TensorOf<[F32]>:$amax, TypeAttr:$format,
+                       UnitAttr:$pow2_scales,
                        OptionalAttr<DenseI64ArrayAttr>:$backward_block);
-  let results = (outs TensorOf<[F32]>:$result);
+  let results = (outs TensorOf<[F32, BF16, F16]>:$result);
   let assemblyFormat = [{
     $input `,` $amax attr-dict `:` type($input) `,` type($amax)
   }];
@@ -1126,7 +1131,8 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
   let description = [{
     Yields `input` unchanged; its gradient is the result's gradient
     through `weft.fp8_amax` (blocks of `block`, one size per dimension,
-    each dividing it) and `weft.fp8_quantize` with these attributes. Placed
+    each dividing it) and `weft.fp8_quantize` with these attributes, in
+    the gradient's type (f32, bf16 or f16, as `input`'s). Placed
     on an FP8 GEMM's output, it makes the backward GEMMs read an FP8 output
     gradient (f8E5M2 in Transformer Engine's hybrid format) without
     changing the forward. Partitioning records, as `weft.amax_axes` and
@@ -1148,11 +1154,11 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
         : tensor<8x256xf32>
     ```
   }];
-  let arguments = (ins TensorOf<[F32]>:$input,
+  let arguments = (ins TensorOf<[F32, BF16, F16]>:$input,
                        Optional<TensorOf<[F32]>>:$history, TypeAttr:$format,
                        DenseI64ArrayAttr:$block, UnitAttr:$pow2_scales,
                        OptionalAttr<DenseI64ArrayAttr>:$backward_block);
-  let results = (outs TensorOf<[F32]>:$result);
+  let results = (outs TensorOf<[F32, BF16, F16]>:$result);
   let assemblyFormat = [{
     $input (`history` $history^ `:` type($history))? attr-dict `:`
     type($result)

@@ -900,29 +900,34 @@ weft_dropout(const float *__restrict x, float *__restrict y, long n,
   }
 }
 
-// weft.fp8_amax of a tensor of up to 4 dims (d, leading ones added) under
-// a grid g of blocks: one thread block per FP8 block (grid-stride over
-// them) takes the largest magnitude, a NaN counting as infinity (which a
-// max all-reduce keeps, where it could drop a NaN).
-// A per-tensor maximum is one thread block over the whole tensor.
-extern "C" __global__ void weft_fp8_amax(const float *__restrict x,
-                                         float *__restrict amax, long d0,
-                                         long d1, long d2, long d3, long g0,
-                                         long g1, long g2, long g3) {
+// weft.fp8_amax of a tensor of up to 4 dims (d, leading ones added; f32,
+// or bf16 read as stored) under a grid g of blocks: `parts` thread blocks
+// per FP8 block (grid-stride over them) each take the largest magnitude of
+// their share, a NaN counting as infinity (which a max all-reduce keeps,
+// where it could drop a NaN). One part writes its maximum; several combine
+// theirs by atomicMax on the bits into a zeroed amax (non-negative floats
+// and +inf order as their unsigned bits), so a per-tensor maximum is
+// spread over the whole GPU rather than one thread block.
+extern "C" __global__ void
+weft_fp8_amax(const void *__restrict x, int bf16, float *__restrict amax,
+              long d0, long d1, long d2, long d3, long g0, long g1, long g2,
+              long g3, long parts) {
   __shared__ float red[WEFT_OPS_THREADS];
   long b0 = d0 / g0, b1 = d1 / g1, b2 = d2 / g2, b3 = d3 / g3;
-  long size = b0 * b1 * b2 * b3;
-  for (long blk = blockIdx.x; blk < g0 * g1 * g2 * g3; blk += gridDim.x) {
+  long size = b0 * b1 * b2 * b3, share = (size + parts - 1) / parts;
+  for (long t = blockIdx.x; t < g0 * g1 * g2 * g3 * parts; t += gridDim.x) {
+    long blk = t / parts, part = t % parts;
     // The block's first element; element j of the block lies at its
     // coordinates within the block from there.
     long c3 = blk % g3 * b3, c2 = blk / g3 % g2 * b2,
          c1 = blk / (g3 * g2) % g1 * b1, c0 = blk / (g3 * g2 * g1) * b0;
     long first = ((c0 * d1 + c1) * d2 + c2) * d3 + c3;
+    long end = min(size, (part + 1) * share);
     float m = 0.0f;
-    for (long j = threadIdx.x; j < size; j += blockDim.x) {
+    for (long j = part * share + threadIdx.x; j < end; j += blockDim.x) {
       long at = first + ((j / (b3 * b2 * b1) * d1 + j / (b3 * b2) % b1) * d2 +
                          j / b3 % b2) * d3 + j % b3;
-      float a = fabsf(x[at]);
+      float a = fabsf(weft_at(x, at, bf16));
       m = a != a ? __int_as_float(0x7f800000) : fmaxf(a, m);
     }
     red[threadIdx.x] = m;
@@ -932,8 +937,12 @@ extern "C" __global__ void weft_fp8_amax(const float *__restrict x,
         red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
       __syncthreads();
     }
-    if (threadIdx.x == 0)
-      amax[blk] = red[0];
+    if (threadIdx.x == 0) {
+      if (parts == 1)
+        amax[blk] = red[0];
+      else
+        atomicMax((unsigned *)&amax[blk], __float_as_uint(red[0]));
+    }
     __syncthreads();
   }
 }
@@ -956,14 +965,15 @@ extern "C" __global__ void weft_fp8_quantize(
   }
 }
 
-// sched.fp8_cast: the FP8 codes of x [batch, rows, cols] by the per-tensor
+// sched.fp8_cast: the FP8 codes of x [batch, rows, cols] (f32, or bf16 read
+// as stored) by the per-tensor
 // scale from amax[0], written as they are or, with `transpose`, each
 // matrix transposed ([batch, cols, rows]: cuBLASLt's FP8 GEMMs read k
 // contiguous); thread 0 writes 1 / scale. The transposed writes are
 // strided: a tiled cast-transpose through shared memory is the faster
 // form, left until a GPU measures it.
 extern "C" __global__ void
-weft_fp8_cast(const float *__restrict x, const float *__restrict amax,
+weft_fp8_cast(const void *__restrict x, int bf16, const float *__restrict amax,
               unsigned char *__restrict out, float *__restrict scaleInv,
               long batch, long rows, long cols, int transpose, int e4m3) {
   float scale = weft_fp8_scale(amax[0], e4m3, 0);
@@ -973,7 +983,7 @@ weft_fp8_cast(const float *__restrict x, const float *__restrict amax,
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long b = i / (rows * cols), r = i / cols % rows, c = i % cols;
     out[transpose ? (b * cols + c) * rows + r : i] =
-        weft_fp8_code(x[i], scale, e4m3);
+        weft_fp8_code(weft_at(x, i, bf16), scale, e4m3);
   }
 }
 

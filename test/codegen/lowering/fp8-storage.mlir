@@ -48,6 +48,38 @@ func.func @linear(%x: tensor<2x8x64xf32>, %w: tensor<64x32xf32>, %dy: tensor<2x8
 
 // -----
 
+// A bf16 model's quantizations (weft-fp8 quantizes bf16 as stored): on the
+// GPU the maxima and the casts read the bf16 tensors themselves, no copy
+// widening them; the values path (OFF) widens for sched.fp8_quantize,
+// which computes in f32, and the CPU widens for every reader.
+// CHECK-LABEL: sched.program @linear_bf16
+// CHECK-NOT: sched.copy
+// CHECK: sched.fp8_amax %arg0, %[[AX:.*]] : !sched.buffer<16x64xbf16>, !sched.buffer<1x1xf32>
+// CHECK-NOT: sched.copy
+// CHECK: sched.fp8_cast %arg0, %[[AX]], {{.*}} : !sched.buffer<16x64xbf16>, !sched.buffer<1x1xf32>, !sched.buffer<16x64xf8E4M3FN>, !sched.buffer<1xf32>
+// CHECK-NOT: sched.copy
+// CHECK: sched.fp8_amax %arg1, %[[AW:.*]] : !sched.buffer<64x32xbf16>, !sched.buffer<1x1xf32>
+// CHECK-NOT: sched.copy
+// CHECK: sched.fp8_cast %arg1, %[[AW]], {{.*}} {transpose} : !sched.buffer<64x32xbf16>, !sched.buffer<1x1xf32>, !sched.buffer<32x64xf8E4M3FN>, !sched.buffer<1xf32>
+// CHECK-NOT: sched.copy
+// CHECK: sched.return
+// OFF-LABEL: sched.program @linear_bf16
+// OFF: sched.copy %arg0 -> %{{.*}} sizes [1024] {{.*}} : <16x64xbf16> -> <16x64xf32>
+// OFF: sched.fp8_quantize %{{.*}} : !sched.buffer<16x64xf32>, !sched.buffer<1x1xf32>, !sched.buffer<16x64xf32>
+// CPU-LABEL: sched.program @linear_bf16
+// CPU: sched.copy %arg0 -> %[[X:.*]] sizes [1024] {{.*}} : <16x64xbf16> -> <16x64xf32>
+// CPU: sched.fp8_amax %[[X]]
+func.func @linear_bf16(%x: tensor<16x64xbf16>, %w: tensor<64x32xbf16>) -> tensor<16x32xbf16> {
+  %ax = weft.fp8_amax %x : tensor<16x64xbf16> -> tensor<1x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<16x64xbf16>, tensor<1x1xf32>
+  %aw = weft.fp8_amax %w : tensor<64x32xbf16> -> tensor<1x1xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<64x32xbf16>, tensor<1x1xf32>
+  %y = weft.matmul %qx, %qw : tensor<16x64xbf16>, tensor<64x32xbf16>
+  return %y : tensor<16x32xbf16>
+}
+
+// -----
+
 // What keeps the dequantized values: a quantization read by anything but
 // a GEMM (here returned), a GEMM whose other operand is not FP8 (so its
 // partner falls back too), blocked scales (rowwise), and a GEMM whose m is

@@ -2926,9 +2926,9 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xbf16>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<1xf32>):
-  // expected-error @+1 {{'sched.fp8_cast' op input must hold f32, not 'bf16'}}
-  sched.fp8_cast %x, %a, %q, %s : !sched.buffer<4x8xbf16>, !sched.buffer<1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<1xf32>
+^bb0(%x: !sched.buffer<4x8xf16>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op input must hold f32 or bf16, not 'f16'}}
+  sched.fp8_cast %x, %a, %q, %s : !sched.buffer<4x8xf16>, !sched.buffer<1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<1xf32>
   sched.return []
 }
 

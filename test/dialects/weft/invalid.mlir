@@ -1105,8 +1105,24 @@ func.func @grad_format(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
 
 // -----
 
-func.func @f32_only(%x: tensor<8x256xbf16>) -> tensor<1x1xf32> {
-  // expected-error @+1 {{operand #0 must be tensor of 32-bit float values}}
-  %a = weft.fp8_amax %x : tensor<8x256xbf16> -> tensor<1x1xf32>
+func.func @wide_or_narrow_float_only(%x: tensor<8x256xf8E4M3FN>) -> tensor<1x1xf32> {
+  // expected-error @+1 {{operand #0 must be tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  %a = weft.fp8_amax %x : tensor<8x256xf8E4M3FN> -> tensor<1x1xf32>
   return %a : tensor<1x1xf32>
+}
+
+// -----
+
+func.func @amax_is_f32(%x: tensor<8x256xbf16>) -> tensor<1x1xbf16> {
+  // expected-error @+1 {{result #0 must be tensor of 32-bit float values}}
+  %a = weft.fp8_amax %x : tensor<8x256xbf16> -> tensor<1x1xbf16>
+  return %a : tensor<1x1xbf16>
+}
+
+// -----
+
+func.func @quantize_keeps_type(%x: tensor<8x256xbf16>, %a: tensor<1x1xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{failed to verify that all of {input, result} have same type}}
+  %q = "weft.fp8_quantize"(%x, %a) {format = f8E4M3FN} : (tensor<8x256xbf16>, tensor<1x1xf32>) -> tensor<8x256xf32>
+  return %q : tensor<8x256xf32>
 }

@@ -80,6 +80,8 @@ const llvm::StringMap<Kind> &attributeKinds() {
       {"transpose", Kind::Unit},
       {"axis", Kind::Str},
       {"format", Kind::Str},
+      {"scale_mode", Kind::Str},
+      {"scale_modes", Kind::StrArray},
       {"axes", Kind::StrArray},
       {"vocab_axes", Kind::StrArray},
       {"token_axes", Kind::StrArray},
@@ -113,7 +115,7 @@ bool isStructural(StringRef name) {
 /// Optional attributes the format spells by leaving the field out.
 bool isOmittable(StringRef name) {
   return name == "split" || name == "microbatches" || name == "dropout" ||
-         name == "seed";
+         name == "seed" || name == "scale_mode" || name == "scale_modes";
 }
 
 std::string dtypeName(Type t) {

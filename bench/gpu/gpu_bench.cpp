@@ -1,7 +1,7 @@
 //===- gpu_bench.cpp - the GPU runtime's GEMMs and attention, timed -------===//
 //
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
-//   weft-gpu-bench gemm-fp8 M N K [iterations]
+//   weft-gpu-bench gemm-fp8 M N K [iterations] [tensor|rows|blockwise]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
@@ -10,11 +10,14 @@
 // weft.matmul_epilogue asks for one; its first rows are checked against a
 // host reference (Weft's tanh-form GELU) and the largest error relative to
 // the output's scale is printed ("max_error"; over 2e-2 fails).
-// gemm-fp8: the same for an FP8 GEMM as a per-tensor FP8 weft.matmul runs
-// it (sched.gemm with FP8 operands): A [M, K] and B [N, K] E4M3 codes of
-// normal draws (weft_fp8_code, the runtime's cast, per-tensor scales),
-// each scale's inverse behind cuBLASLt's scale pointer, C bf16; checked
-// against the decoded codes' product times the scales.
+// gemm-fp8: the same for an FP8 GEMM as an FP8 weft.matmul runs it
+// (sched.gemm with FP8 operands): A [M, K] and B [N, K] E4M3 codes of
+// normal draws (weft_fp8_code, the runtime's cast) by per-tensor scales,
+// per-row scales (cuBLASLt's outer vectors: rowwise) or 1 x 128 tiles of A
+// by 128 x 128 blocks of B (blockwise, DeepSeek-V3's), the inverses behind
+// cuBLASLt's scale pointers in the layouts of runtime/support/Fp8Scaling.h,
+// C bf16; checked against the decoded codes' partial sums times their
+// scales.
 // attention: one causal bf16 attention forward + backward (q, k, v
 // [B, S, H, D]) as the runtime runs it inside a training step: a
 // two-instruction sched program (attention, attention_grad) with the
@@ -294,6 +297,16 @@ int gemmFp8(int argc, char **argv) {
   g.n = std::atoll(argv[1]);
   g.k = std::atoll(argv[2]);
   int iterations = argc > 3 ? std::atoi(argv[3]) : 20;
+  std::string scaling = argc > 4 ? argv[4] : "tensor";
+  if (scaling == "tensor")
+    g.scaleModeA = g.scaleModeB = WEFT_FP8_SCALE_TENSOR;
+  else if (scaling == "rows")
+    g.scaleModeA = g.scaleModeB = WEFT_FP8_SCALE_ROWS;
+  else if (scaling == "blockwise")
+    g.scaleModeA = WEFT_FP8_SCALE_VEC128, g.scaleModeB = WEFT_FP8_SCALE_BLK128;
+  else
+    return fail(absl::InvalidArgumentError(
+        "gemm-fp8 scaling is tensor, rows or blockwise, not " + scaling));
   g.type = DType::BF16; // C.
   g.fp8A = g.fp8B = DType::F8E4M3FN;
   g.transB = true; // B [n, k]: cuBLASLt's FP8 layout.
@@ -303,21 +316,37 @@ int gemmFp8(int argc, char **argv) {
   CudaDevice &gpu = *rig->gpu;
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
-  // Each operand's codes by its per-tensor scale, and 1 / scale.
+  // Each operand [rows, k]: its codes by its blocks' scales (the mode's
+  // blocks, as sched.fp8_cast casts them), and their inverses in the
+  // mode's layout (Fp8Scaling.h).
   std::vector<uint8_t> codes[2];
-  float inverse[2];
+  std::vector<float> inverse[2];
+  int modes[2] = {g.scaleModeA, g.scaleModeB};
   DeviceBuffer buffers[5];
   for (int i = 0; i < 2; ++i) {
-    std::vector<float> x((i == 0 ? g.m : g.n) * g.k);
-    float amax = 0;
+    int64_t rows = i == 0 ? g.m : g.n, k = g.k;
+    int64_t blockRows = weft_fp8_scale_block_rows(modes[i], rows),
+            blockK = weft_fp8_scale_block_k(modes[i], k);
+    std::vector<float> x(rows * k);
     for (float &v : x)
-      amax = std::max(amax, std::fabs(v = normal(rng)));
-    float scale = weft_fp8_scale(amax, 1, 0);
-    inverse[i] = 1.0f / scale;
-    for (float v : x)
-      codes[i].push_back(weft_fp8_code(v, scale, 1));
+      v = normal(rng);
+    // The maxima by block, row-major over the grid.
+    int64_t gridK = k / blockK;
+    std::vector<float> amax((rows + blockRows - 1) / blockRows * gridK);
+    for (int64_t e = 0; e < rows * k; ++e) {
+      float &m = amax[e / k / blockRows * gridK + e % k / blockK];
+      m = std::max(m, std::fabs(x[e]));
+    }
+    inverse[i].assign(weft_fp8_scale_count(modes[i], rows, k), 0.0f);
+    for (int64_t e = 0; e < rows * k; ++e) {
+      int64_t r = e / k, c = e % k;
+      float scale =
+          weft_fp8_scale(amax[r / blockRows * gridK + c / blockK], 1, 0);
+      codes[i].push_back(weft_fp8_code(x[e], scale, 1));
+      inverse[i][weft_fp8_scale_index(modes[i], r, c, rows, k)] = 1.0f / scale;
+    }
     auto b = upload(gpu, codes[i].data(), codes[i].size());
-    auto sb = upload(gpu, &inverse[i], sizeof(float));
+    auto sb = upload(gpu, inverse[i].data(), inverse[i].size() * sizeof(float));
     if (!b.ok() || !sb.ok())
       return fail(b.ok() ? sb.status() : b.status());
     buffers[i] = *b, buffers[3 + i] = *sb;
@@ -329,8 +358,15 @@ int gemmFp8(int argc, char **argv) {
   GemmOperands operands{
       buffers[0].address, buffers[1].address, buffers[2].address, 0, 0,
       buffers[3].address, buffers[4].address};
+  // Each partial sum along k (the whole k, or each 128-element block) times
+  // its scales, as cuBLASLt promotes them.
+  int64_t step = g.scaleModeA == WEFT_FP8_SCALE_TENSOR ||
+                         g.scaleModeA == WEFT_FP8_SCALE_ROWS
+                     ? g.k
+                     : 128;
   return runGemm(
-      *rig, g, operands, iterations, "fp8", [&]() -> absl::StatusOr<double> {
+      *rig, g, operands, iterations, "fp8-" + scaling,
+      [&]() -> absl::StatusOr<double> {
         std::vector<uint16_t> out(g.m * g.n);
         if (absl::Status s =
                 gpu.copyToHost(out.data(), buffers[2], out.size() * 2);
@@ -340,10 +376,18 @@ int gemmFp8(int argc, char **argv) {
         for (int64_t i = 0; i < std::min<int64_t>(g.m, 4); ++i)
           for (int64_t j = 0; j < g.n; ++j) {
             double sum = 0;
-            for (int64_t p = 0; p < g.k; ++p)
-              sum += fp8Value(codes[0][i * g.k + p], DType::F8E4M3FN) *
-                     fp8Value(codes[1][j * g.k + p], DType::F8E4M3FN);
-            sum *= static_cast<double>(inverse[0]) * inverse[1];
+            for (int64_t first = 0; first < g.k; first += step) {
+              double partial = 0;
+              for (int64_t p = first; p < first + step; ++p)
+                partial += fp8Value(codes[0][i * g.k + p], DType::F8E4M3FN) *
+                           fp8Value(codes[1][j * g.k + p], DType::F8E4M3FN);
+              sum +=
+                  partial *
+                  inverse[0]
+                         [weft_fp8_scale_index(modes[0], i, first, g.m, g.k)] *
+                  inverse[1]
+                         [weft_fp8_scale_index(modes[1], j, first, g.n, g.k)];
+            }
             worst = std::max(worst, std::fabs(bf16At(out, i * g.n + j) - sum));
             scale = std::max(scale, std::fabs(sum));
           }
@@ -390,7 +434,8 @@ int main(int argc, char **argv) {
     return attention(argc - 2, argv + 2);
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
-                       "       weft-gpu-bench gemm-fp8 M N K [iterations]\n"
+                       "       weft-gpu-bench gemm-fp8 M N K [iterations] "
+                       "[tensor|rows|blockwise]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
                        "[iterations]\n");
   return 2;

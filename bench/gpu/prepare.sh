@@ -48,9 +48,12 @@ done
 # Per-tensor FP8 weight GEMMs: the GPU multiplies FP8 codes through
 # cuBLASLt's scale pointers (--fp8-storage auto), the CPU the dequantized
 # f32 values.
+# Row-wise: per-row scales as cuBLASLt's outer vectors.
 for target in cuda cpu; do
   "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
     --adam-eps 1e-4 --fp8 tensorwise --target "$target" -o "$DATA/parity-fp8-f32-$target"
+  "$WEFTC" compile --config examples/configs/gpt2-tiny.json --batch 2 --seq 16 \
+    --adam-eps 1e-4 --fp8 rowwise --target "$target" -o "$DATA/parity-fp8-rows-f32-$target"
 done
 "$WEFTC" compile --config examples/configs/gpt-1b.json --batch 8 --seq 1024 \
   --dtype bf16 --target cuda -o "$DATA/gpt-1b"

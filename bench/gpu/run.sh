@@ -21,10 +21,11 @@
 #   4. a GEMM-bound shape through Weft's GEMM path (cuBLASLt, the heuristic's
 #      algorithm) against torch.matmul; the 1B MLP's GEMM with each epilogue
 #      (checked against Weft's GELU) against PyTorch eager and PyTorch's
-#      cuBLASLt GELU epilogue (torch._addmm_activation); an FP8 GEMM (E4M3,
-#      per-tensor scales behind cuBLASLt's scale pointers, as a per-tensor
-#      FP8 weft.matmul runs) against torch._scaled_mm, each checked against
-#      its operands' decoded product;
+#      cuBLASLt GELU epilogue (torch._addmm_activation); FP8 GEMMs (E4M3,
+#      scales behind cuBLASLt's scale pointers as FP8 weft.matmuls run them:
+#      per tensor, per row as outer vectors, DeepSeek-V3's 1x128 tiles by
+#      128x128 blocks) against torch._scaled_mm with the same scalings,
+#      each checked against its operands' decoded product;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
 #      Weft against PyTorch eager and torch.compile.
 # Results go to stdout and, as markdown, to $OUT/results.md when OUT is set.
@@ -64,10 +65,12 @@ echo; echo "## 1. Parity: GPT-2-tiny (and Mixtral-tiny, moe-f32; FP8 GEMMs, fp8-
 # pointers on the GPU against the CPU's dequantized values; an element
 # that lands across an FP8 rounding point moves what follows (the emulated
 # GPU's test allows 5e-2 for the same reason).
-for dtype in f32 f32-plain bf16 moe-f32 fp8-f32; do
+# fp8-rows-f32: the same row-wise, per-row scales as cuBLASLt's outer
+# vectors (OUTER_VEC_32F).
+for dtype in f32 f32-plain bf16 moe-f32 fp8-f32 fp8-rows-f32; do
   case "$dtype" in
     bf16) tol="1e-2 1e-1" ;;
-    fp8-f32) tol="5e-2 5e-2" ;;
+    fp8-f32 | fp8-rows-f32) tol="5e-2 5e-2" ;;
     *) tol="1e-4 1e-4" ;;
   esac
   for dev in cpu cuda; do
@@ -139,27 +142,50 @@ print(json.dumps({"torch epilogue vs tanh gelu, max error / scale":
                   ((fused - ref).abs().max() / ref.abs().max()).item()}))
 PY
 
-echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, per-tensor scales, bf16 out)"
-"$RT/weft-gpu-bench" gemm-fp8 8192 8192 8192 20 || status=1
+echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, bf16 out): per-tensor, row-wise and 1x128 x 128x128 block scales"
+for scaling in tensor rows blockwise; do
+  "$RT/weft-gpu-bench" gemm-fp8 8192 8192 8192 20 "$scaling" || status=1
+done
 PYTHONPATH=bench/gpu python3 - <<'PY' || status=1
 import json, torch
 from torch_timing import median_ms
 m = n = k = 8192
 a = torch.randn(m, k, device="cuda")
 b = torch.randn(n, k, device="cuda")
-def quantize(x):
-    scale = 448.0 / x.abs().max().clamp(min=1e-12)
-    return (x * scale).clamp(-448, 448).to(torch.float8_e4m3fn), (1.0 / scale).float()
-qa, sa = quantize(a)
-qb, sb = quantize(b)
-def scaled():
-    out = torch._scaled_mm(qa, qb.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
-    return out[0] if isinstance(out, tuple) else out
-ref = (qa[:4].float() @ qb.float().t()) * sa * sb
-err = ((scaled()[:4].float() - ref).abs().max() / ref.abs().max()).item()
-ms = median_ms(scaled)
-print(json.dumps({"system": "torch._scaled_mm", "median_ms": ms,
-                  "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12, "max_error": err}))
+def quantize(x, rows, cols):
+    # Scales per block of rows x cols (the whole tensor, a row, a tile).
+    r, c = x.shape
+    blocks = x.reshape(r // rows, rows, c // cols, cols).abs().amax(dim=(1, 3))
+    scale = 448.0 / blocks.clamp(min=1e-12)
+    full = scale.repeat_interleave(rows, 0).repeat_interleave(cols, 1)
+    return (x * full).clamp(-448, 448).to(torch.float8_e4m3fn), (1.0 / scale).float()
+def run(name, qa, sa, qb, sb, ref):
+    def scaled():
+        out = torch._scaled_mm(qa, qb.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+        return out[0] if isinstance(out, tuple) else out
+    try:
+        err = ((scaled()[:4].float() - ref).abs().max() / ref.abs().max()).item()
+        ms = median_ms(scaled)
+        print(json.dumps({"system": "torch._scaled_mm", "scaling": name, "median_ms": ms,
+                          "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12, "max_error": err}))
+    except Exception as e:  # This PyTorch or cuBLAS may not take the mode.
+        print(json.dumps({"system": "torch._scaled_mm", "scaling": name,
+                          "unsupported": str(e).splitlines()[0][:200]}))
+# Per tensor.
+qa, sa = quantize(a, m, k); qb, sb = quantize(b, n, k)
+ref = (qa[:4].float() * sa) @ (qb.float() * sb).t()
+run("tensor", qa, sa.reshape(()), qb, sb.reshape(()), ref)
+# Row-wise: scale_a [m, 1], scale_b [1, n].
+qa, sa = quantize(a, 1, k); qb, sb = quantize(b, 1, k)
+ref = (qa[:4].float() * sa[:4]) @ (qb.float() * sb).t()
+run("rows", qa, sa, qb, sb.t(), ref)
+# DeepSeek-V3: 1x128 tiles of a (scale [m, k/128], outer-dim-major) by
+# 128x128 blocks of b (scale [n/128, k/128]).
+qa, sa = quantize(a, 1, 128); qb, sb = quantize(b, 128, 128)
+da = qa.float() * sa.repeat_interleave(128, 1)
+db = qb.float() * sb.repeat_interleave(128, 0).repeat_interleave(128, 1)
+ref = da[:4] @ db.t()
+run("blockwise", qa, sa.t().contiguous().t(), qb, sb.t(), ref)
 PY
 
 echo; echo "## 5. ~1B GPT training step (bf16, batch 8 x 1024, AdamW)"

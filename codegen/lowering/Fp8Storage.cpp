@@ -18,12 +18,19 @@
 // casts its shard and gathers the codes, one byte an element; GEMMs that
 // read the gathered tensor transposed get a transposing copy of them.
 //
-// Quantizations with blocks (rowwise, blockwise, mxfp8) keep the values
-// path: their scale modes are not cuBLASLt's per-tensor pointers.
+// Quantizations with blocks are kept as FP8 too where cuBLASLt has a
+// scale mode for them in the layout a GEMM reads (Fp8Scaling.h): row-wise
+// scales as outer vectors, DeepSeek-V3's 1 x 128 tiles and 128 x 128
+// blocks as VEC128 / BLK128x128 (cuBLASLt 12.9+ on Hopper), one GEMM at a
+// time, paired as cuBLASLt pairs them. MXFP8's E8M0 scales (VEC32_UE8M0)
+// are Blackwell's only, so on the H200 it keeps the values path, as does a
+// layout no mode has (a block along the rows of a 3-D operand read
+// transposed).
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/lowering/Lowering.h"
+#include "runtime/support/Fp8Scaling.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SetVector.h"
@@ -69,12 +76,44 @@ bool fitsFp8Gemm(Operation *op, const GemmOperands &g) {
          (out.isF32() || out.isBF16());
 }
 
+/// One GEMM, not a batch of them (block scales take one matrix).
+bool singleGemm(const GemmOperands &g) {
+  auto rank = [](Value v) { return cast<ShapedType>(v.getType()).getRank(); };
+  return rank(g.rhs) == 2 && (rank(g.lhs) == 2 || !g.transLhs);
+}
+
+/// The scale modes (a mask of WEFT_FP8_SCALE_* bits) cuBLASLt could read
+/// quantization `q` in as GEMM operand `v` (a view of it) in layout
+/// `transposed`: the operand is [rows, k] with k contiguous, v's last
+/// dimension as stored, its first of two transposed. 0 when none can.
+int scaleModesOf(Fp8QuantizeOp q, Value v, bool transposed) {
+  ArrayRef<int64_t> shape = q.getResult().getType().getShape(),
+                    grid = q.getAmax().getType().getShape(),
+                    view = cast<ShapedType>(v.getType()).getShape();
+  // One scale fits any layout (a batch read transposed too); the blocks
+  // of a matrix may fit more modes as well (a 128 x 128 weight is one
+  // 128 x 128 block).
+  int tensor =
+      ShapedType::getNumElements(grid) == 1 ? 1 << WEFT_FP8_SCALE_TENSOR : 0;
+  long blockRows = 0, blockCols = 0;
+  if (shape.empty() || view.empty() || view.back() != shape.back() ||
+      !weft_fp8_matrix_blocks(shape.data(), grid.data(),
+                              static_cast<int>(shape.size()), &blockRows,
+                              &blockCols))
+    return tensor;
+  int64_t cols = shape.back(), rows = ShapedType::getNumElements(shape) / cols;
+  if (!transposed)
+    return tensor | weft_fp8_scale_modes_of(rows, cols, blockRows, blockCols);
+  if (view.size() != 2)
+    return tensor;
+  return tensor | weft_fp8_scale_modes_of(cols, rows, blockCols, blockRows);
+}
+
 /// Appends the GEMMs reading `v` (through reshapes, casts between float
 /// types, and at most one gather, `gather` once past it, which it records
-/// in `views`) to `uses`; false if anything else reads it. A bf16 model
-/// casts the quantized f32 values to bf16 for its GEMM: the codes and the
-/// scale stand for them exactly, so the GEMM reads them instead. A GPU
-/// gathers FP8 codes as 4-byte words: a shard of another size keeps f32.
+/// in `views`) to `uses`; false if anything else reads it. A GEMM reading a
+/// float cast of the values reads the codes and scales instead. A GPU gathers
+/// FP8 codes as 4-byte words: a shard of another size keeps its values.
 bool collectGemmUses(Value v,
                      SmallVectorImpl<std::pair<Value, Fp8GemmUse>> &uses,
                      SmallVectorImpl<Operation *> &views,
@@ -110,37 +149,112 @@ bool collectGemmUses(Value v,
 } // namespace
 
 void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
-  // Candidates: per-tensor quantizations only GEMMs read; then, until
-  // nothing changes, drop those with a GEMM whose other operand is not a
-  // candidate (cuBLASLt multiplies FP8 by FP8) or is E5M2 as well.
+  // Candidates: quantizations only GEMMs read, each in a layout some
+  // cuBLASLt scale mode reads (block scales: one GEMM, not through a
+  // gather). A layout (the value as stored, or one transposed shape) is
+  // cast once, so it has one mode for all its GEMMs.
   llvm::MapVector<Operation *, Fp8Plan> plans;
+  using Layout = std::pair<Operation *, SmallVector<int64_t>>; // {} stored.
+  std::map<Layout, int> modes; // The modes each layout may still take.
+  auto layoutOf = [](Operation *q, Value v, const Fp8GemmUse &use) {
+    return Layout{
+        q, use.transposed
+               ? SmallVector<int64_t>(cast<ShapedType>(v.getType()).getShape())
+               : SmallVector<int64_t>()};
+  };
   f.walk([&](Fp8QuantizeOp q) {
-    if (!perTensorQuantizationOf(q.getResult()))
+    if (!fp8GemmOperandOf(q.getResult()))
       return;
     Fp8Plan plan;
-    if (collectGemmUses(q.getResult(), plan.uses, plan.views) &&
-        !plan.uses.empty())
-      plans.insert({q, std::move(plan)});
+    if (!collectGemmUses(q.getResult(), plan.uses, plan.views) ||
+        plan.uses.empty())
+      return;
+    std::map<Layout, int> mine;
+    for (auto &[v, use] : plan.uses) {
+      int allowed = scaleModesOf(q, v, use.transposed);
+      if (use.gather || !singleGemm(*gemmOperands(use.matmul)))
+        allowed &= 1 << WEFT_FP8_SCALE_TENSOR;
+      auto [it, fresh] = mine.insert({layoutOf(q, v, use), allowed});
+      it->second &= allowed;
+      if (!it->second)
+        return;
+    }
+    modes.insert(mine.begin(), mine.end());
+    plans.insert({q, std::move(plan)});
   });
   auto e5m2 = [](Fp8QuantizeOp q) {
     return isa<Float8E5M2Type>(q.getFormat());
   };
+  // The layout in which quantization `other` is operand `lhs` of `matmul`.
+  auto partnerLayout = [&](Fp8QuantizeOp other, Operation *matmul,
+                           bool lhs) -> std::optional<Layout> {
+    auto it = plans.find(other);
+    if (it == plans.end())
+      return std::nullopt;
+    for (const auto &[v, use] : it->second.uses)
+      if (use.matmul == matmul && use.lhs == lhs)
+        return layoutOf(other, v, use);
+    return std::nullopt;
+  };
+  // The modes in `mine` that some mode in `theirs` pairs with.
+  auto pairing = [](int mine, int theirs, bool lhs) {
+    int kept = 0;
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        if ((mine >> a & 1) && (theirs >> b & 1) &&
+            weft_fp8_scale_modes_pair(lhs ? a : b, lhs ? b : a))
+          kept |= 1 << a;
+    return kept;
+  };
+  // Until nothing changes: narrow each layout to the modes its GEMMs'
+  // other operands can pair with, and drop the quantizations with a GEMM
+  // whose other operand is no candidate (cuBLASLt multiplies FP8 by FP8),
+  // is E5M2 as well, or pairs with none of its modes. Then each layout
+  // takes its first mode left; a GEMM those do not pair (a choice between
+  // two that each paired) drops its operands, and the search goes on.
   for (bool changed = true; changed;) {
     changed = false;
-    for (auto it = plans.begin(); it != plans.end(); ++it) {
+    for (auto it = plans.begin(); it != plans.end() && !changed; ++it) {
       auto q = cast<Fp8QuantizeOp>(it->first);
-      bool keep = llvm::all_of(it->second.uses, [&](const auto &use) {
-        GemmOperands g = *gemmOperands(use.second.matmul);
-        Fp8QuantizeOp other =
-            perTensorQuantizationOf(use.second.lhs ? g.rhs : g.lhs);
-        return other && plans.count(other) && !(e5m2(q) && e5m2(other));
-      });
-      if (!keep) {
-        plans.erase(it);
+      for (const auto &[v, use] : it->second.uses) {
+        GemmOperands g = *gemmOperands(use.matmul);
+        Fp8QuantizeOp other = fp8GemmOperandOf(use.lhs ? g.rhs : g.lhs);
+        std::optional<Layout> theirs =
+            other ? partnerLayout(other, use.matmul, !use.lhs) : std::nullopt;
+        int &mine = modes[layoutOf(q, v, use)];
+        int kept = theirs && !(e5m2(q) && e5m2(other))
+                       ? pairing(mine, modes[*theirs], use.lhs)
+                       : 0;
+        if (kept == mine)
+          continue;
+        mine = kept;
+        if (!kept)
+          plans.erase(it);
         changed = true;
         break;
       }
     }
+    if (changed)
+      continue;
+    auto first = [](int mask) {
+      for (int m = 0; m < 4; ++m)
+        if (mask >> m & 1)
+          return m;
+      return -1;
+    };
+    for (auto it = plans.begin(); it != plans.end() && !changed; ++it)
+      for (auto &[v, use] : it->second.uses) {
+        GemmOperands g = *gemmOperands(use.matmul);
+        auto other = fp8GemmOperandOf(use.lhs ? g.rhs : g.lhs);
+        int a = first(modes[layoutOf(it->first, v, use)]),
+            b = first(modes[*partnerLayout(other, use.matmul, !use.lhs)]);
+        if (!weft_fp8_scale_modes_pair(use.lhs ? a : b, use.lhs ? b : a)) {
+          plans.erase(it);
+          changed = true;
+          break;
+        }
+        use.scaleMode = a;
+      }
   }
   for (auto &[op, plan] : plans)
     l.planFp8Cast(op, std::move(plan));
@@ -157,17 +271,39 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
     return cast<ShapedType>(v.getType()).getShape();
   };
   // One cast per layout: the value's own (any reshape views it), and each
-  // transposed shape a GEMM reads.
-  auto cast = [&](ArrayRef<int64_t> shape, bool transpose) -> Fp8Operand {
-    SmallVector<int64_t> outShape(shape);
+  // transposed shape a GEMM reads. Block scales cast the value as its
+  // matrix [rows, k] (k its last dimension; a transposed one is that
+  // matrix), with the maxima viewed to match: their grid's leading
+  // dimensions flatten as the value's do (weft_fp8_matrix_blocks).
+  ArrayRef<int64_t> grid = shapeOf(op.getAmax());
+  int64_t k = shapeOf(op.getResult()).back();
+  int64_t rows = ShapedType::getNumElements(shapeOf(op.getResult())) / k;
+  auto cast = [&](ArrayRef<int64_t> shape, bool transpose,
+                  int mode) -> Fp8Operand {
+    SmallVector<int64_t> inShape(shape), gridShape(grid);
+    if (mode != WEFT_FP8_SCALE_TENSOR) {
+      inShape = {rows, k};
+      gridShape = {ShapedType::getNumElements(grid) / grid.back(), grid.back()};
+    }
+    SmallVector<int64_t> outShape(inShape);
     if (transpose)
       std::swap(outShape[outShape.size() - 2], outShape.back());
+    int64_t operandRows =
+        ShapedType::getNumElements(outShape) / outShape.back();
     Fp8Operand o;
     o.codes = l.alloc(outShape, format);
-    o.scaleInv = l.alloc({1}, b.getF32Type());
+    o.scaleInv =
+        l.alloc({weft_fp8_scale_count(mode, operandRows, outShape.back())},
+                b.getF32Type());
+    o.scaleMode = mode;
     sched::Fp8CastOp::create(
-        b, op.getLoc(), l.view(x, 0, shape, stored), amax, o.codes, o.scaleInv,
-        transpose ? b.getUnitAttr() : UnitAttr(), b.getStringAttr("compute"));
+        b, op.getLoc(), l.view(x, 0, inShape, stored),
+        l.view(amax, 0, gridShape, b.getF32Type()), o.codes, o.scaleInv,
+        transpose ? b.getUnitAttr() : UnitAttr(),
+        mode == WEFT_FP8_SCALE_TENSOR
+            ? StringAttr()
+            : b.getStringAttr(sched::fp8ScaleModeName(mode)),
+        b.getStringAttr("compute"));
     return o;
   };
   // The transposing copy of a gathered [..., R, C] into [..., C, R].
@@ -184,10 +320,11 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
         ArrayAttr(), IntegerAttr(), b.getStringAttr("compute"));
     return to;
   };
+  // Every layout as stored has the same blocks, so one mode.
   std::optional<Fp8Operand> plain;
-  auto plainCodes = [&] {
+  auto plainCodes = [&](int mode) {
     if (!plain)
-      plain = cast(shapeOf(op.getResult()), false);
+      plain = cast(shapeOf(op.getResult()), false, mode);
     return *plain;
   };
   llvm::SmallDenseMap<ArrayRef<int64_t>, Fp8Operand> transposed;
@@ -199,7 +336,7 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
     if (AllGatherOp gather = use.gather) {
       // The shard's codes gathered (once per gather), viewed or transposed
       // as the GEMM reads them; every rank's scale is the same.
-      Fp8Operand shard = plainCodes();
+      Fp8Operand shard = plainCodes(WEFT_FP8_SCALE_TENSOR);
       Value &whole = gathered[gather];
       if (!whole) {
         whole = l.alloc(shapeOf(gather.getResult()), format);
@@ -219,14 +356,15 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
       continue;
     }
     if (!use.transposed) {
-      Fp8Operand o = plainCodes();
-      l.setFp8Operand(v, false,
-                      {l.view(o.codes, 0, shape, format), o.scaleInv});
+      Fp8Operand o = plainCodes(use.scaleMode);
+      l.setFp8Operand(
+          v, false,
+          {l.view(o.codes, 0, shape, format), o.scaleInv, o.scaleMode});
       continue;
     }
     auto it = transposed.find(shape);
     if (it == transposed.end())
-      it = transposed.insert({shape, cast(shape, true)}).first;
+      it = transposed.insert({shape, cast(shape, true, use.scaleMode)}).first;
     l.setFp8Operand(v, true, it->second);
   }
   return success();

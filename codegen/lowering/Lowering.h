@@ -33,8 +33,8 @@ struct SchedTarget {
   /// Attention materialises its scores when they take at most this many
   /// bytes of scratch (gemm_softmax), else runs FlashAttention's kernels.
   int64_t attentionScratchBytes = int64_t(4) << 30;
-  /// Per-tensor FP8 GEMM operands kept as FP8 codes (Fp8Storage.cpp), as
-  /// cuBLASLt multiplies them; else as their dequantized f32 values.
+  /// FP8 GEMM operands kept as FP8 codes and scales (Fp8Storage.cpp), as
+  /// cuBLASLt multiplies them; else as their dequantized values.
   bool fp8Storage = false;
 
   /// Arena offsets are multiples of this (cuBLASLt wants 256-byte
@@ -52,6 +52,9 @@ struct SchedTarget {
 /// operand's layout or transposed, and the one-f32 factor 1 / s.
 struct Fp8Operand {
   mlir::Value codes, scaleInv;
+  /// How scaleInv scales the operand (WEFT_FP8_SCALE_* of
+  /// runtime/support/Fp8Scaling.h): one f32, per row, 1 x 128 or 128 x 128.
+  int scaleMode = 0;
 };
 
 /// A GEMM reading an FP8-stored value: which, as its lhs or rhs, and
@@ -63,9 +66,11 @@ struct Fp8GemmUse {
   /// The weft.all_gather between the quantization and the GEMM, if any
   /// (weft-fp8-gather's): the codes are gathered, not the values.
   weft::AllGatherOp gather;
+  /// How the operand's scales go to cuBLASLt (WEFT_FP8_SCALE_*).
+  int scaleMode = 0;
 };
 
-/// How a per-tensor weft.fp8_quantize lowers to FP8 codes: each GEMM
+/// How a weft.fp8_quantize lowers to FP8 codes: each GEMM
 /// operand reading it (the quantization's result, a reshape of it, or a
 /// gather of that) and the reshapes and gathers between, which the
 /// quantization's lowering stands in for.

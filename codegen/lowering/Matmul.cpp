@@ -64,6 +64,12 @@ LogicalResult emitGemm(Operation *op, ProgramLowering &l, Value lhs, Value rhs,
   }
   Value c = l.write(op, result);
   OpBuilder &builder = l.builder();
+  // Block scales say how (per tensor is the default).
+  ArrayAttr scaleModes;
+  if (fa && (fa->scaleMode || fb->scaleMode))
+    scaleModes =
+        builder.getStrArrayAttr({sched::fp8ScaleModeName(fa->scaleMode),
+                                 sched::fp8ScaleModeName(fb->scaleMode)});
   int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
   sched::GemmOp::create(
       builder, op->getLoc(), a, b, c, bias, aux, scaleA, scaleB,
@@ -73,7 +79,7 @@ LogicalResult emitGemm(Operation *op, ProgramLowering &l, Value lhs, Value rhs,
       builder.getDenseI64ArrayAttr({g.strideA, g.strideB, g.strideC}),
       sched::EpilogueAttr::get(builder.getContext(), epilogue),
       g.transA ? builder.getUnitAttr() : UnitAttr(),
-      g.transB ? builder.getUnitAttr() : UnitAttr(), UnitAttr(),
+      g.transB ? builder.getUnitAttr() : UnitAttr(), UnitAttr(), scaleModes,
       builder.getStringAttr("compute"));
   return success();
 }

@@ -76,11 +76,10 @@ MatmulEpilogueOp build(Operation *at, MatmulOp mm, Epilogue kind, Value bias,
 
 /// Rewrites the pattern around `mm`, if any; true when it did.
 bool fold(MatmulOp mm) {
-  // A GEMM of per-tensor FP8 operands stays plain: FP8 storage multiplies
-  // it as FP8, and cuBLASLt's epilogues with FP8 operands (bias types, the
-  // GELU aux) are not checked on a GPU yet.
-  if (perTensorQuantizationOf(mm.getLhs()) ||
-      perTensorQuantizationOf(mm.getRhs()))
+  // A GEMM of FP8 operands stays plain: FP8 storage multiplies it as FP8,
+  // and cuBLASLt's epilogues with FP8 operands (bias types, the GELU aux)
+  // are not checked on a GPU yet.
+  if (fp8GemmOperandOf(mm.getLhs()) || fp8GemmOperandOf(mm.getRhs()))
     return false;
   std::optional<int64_t> width = epilogueWidth(mm);
   if (!width)

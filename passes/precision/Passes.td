@@ -40,9 +40,9 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     contraction or output dimension is not a multiple of 16 (cuBLASLt's
     FP8 rule) or of the recipe's block, is below `min-dim`, or reads a
     parameter of a layer `keep` names: `head` (parameters outside the
-    layers: the LM head), `first`, `last`. Operands that are not f32 are
-    cast to f32 around their quantization; a bf16 model's dequantized
-    values are then rounded to bf16 again (2^-9 beside FP8's 2^-4; exact
+    layers: the LM head), `first`, `last`. A bf16 model's operands are
+    quantized as stored (no f32 copy): the maxima read bf16 and the
+    dequantized values are bf16, rounded (2^-9 beside FP8's 2^-4; exact
     under mxfp8, whose scales are powers of two). Tiles (blockwise,
     mxfp8) are never cut under placement: a tiled dimension splits only
     between whole tiles, else it is gathered.

@@ -25,8 +25,14 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
     return 0;
   int64_t count = 0;
   for (AllGatherOp gather : llvm::to_vector(body.getOps<AllGatherOp>())) {
-    // A stored block of a parameter (or of its compute-type cast).
+    // A stored block of a parameter (or of its compute-type cast, or that
+    // quantized to FP8 per tensor: weft-fp8-gather quantizes a shard
+    // before its gather, and the backward gathers the quantized shard
+    // again).
     Value stored = gather.getInput();
+    if (auto q = stored.getDefiningOp<Fp8QuantizeOp>();
+        q && q.getAmax().getType().getNumElements() == 1)
+      stored = q.getInput();
     if (auto castOp = stored.getDefiningOp<CastOp>())
       stored = castOp.getInput();
     if (!stored.getDefiningOp<ParamOp>() || !gather->isBeforeInBlock(boundary))
@@ -36,8 +42,9 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
     // go back to the parameter's stage in the backward (a tied embedding's
     // head on the last stage). The split passes the stored block forward.
     // A late use may read the gathered value through forward views of it
-    // (GPT-2's c_attn as q, k and v slices): those views are made again
-    // from the new gather, so no gathered copy lives across the two.
+    // (GPT-2's c_attn as q, k and v slices) or its FP8 quantization: those
+    // are made again from the new gather, so no gathered copy lives across
+    // the two.
     struct Late {
       OpOperand *use;
       SmallVector<Operation *, 2> views; // From the gather to the use.
@@ -56,6 +63,18 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
             SmallVector<Operation *, 2> longer = views;
             longer.push_back(user);
             work.push_back({user->getResult(0), std::move(longer)});
+          }
+          // An FP8 quantization of the gathered value by its own maxima
+          // (a block-scaled weight the backward reads as the forward
+          // quantized it) is made again too, maxima first.
+          auto q = dyn_cast<Fp8QuantizeOp>(user);
+          auto amax = q ? q.getAmax().getDefiningOp<Fp8AmaxOp>() : nullptr;
+          if (q && use.getOperandNumber() == 0 && amax &&
+              amax.getInput() == value) {
+            SmallVector<Operation *, 2> longer = views;
+            longer.push_back(amax);
+            longer.push_back(q);
+            work.push_back({q.getResult(), std::move(longer)});
           }
           continue;
         }

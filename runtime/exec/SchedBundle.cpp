@@ -14,6 +14,7 @@
 #include "runtime/dist/Mesh.h"
 
 #include "runtime/support/Files.h"
+#include "runtime/support/Fp8Scaling.h"
 
 #include "runtime/support/Json.h"
 #include "runtime/support/Status.h"
@@ -124,6 +125,10 @@ constexpr Spelling<ScalarType> kScalarTypes[] = {{"i64", ScalarType::I64},
                                                  {"i32", ScalarType::I32},
                                                  {"f32", ScalarType::F32},
                                                  {"f64", ScalarType::F64}};
+constexpr Spelling<int> kScaleModes[] = {{"tensor", WEFT_FP8_SCALE_TENSOR},
+                                         {"rows", WEFT_FP8_SCALE_ROWS},
+                                         {"vec128", WEFT_FP8_SCALE_VEC128},
+                                         {"blk128", WEFT_FP8_SCALE_BLK128}};
 constexpr Spelling<Epilogue> kEpilogues[] = {{"none", Epilogue::None},
                                              {"bias", Epilogue::Bias},
                                              {"gelu", Epilogue::Gelu},
@@ -857,6 +862,23 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.hasBias, o.flag("has_bias"));
     WEFT_ASSIGN(a.hasAux, o.flag("has_aux"));
     WEFT_ASSIGN(a.hasScales, o.flag("has_scales"));
+    if (o.has("scale_modes")) {
+      std::vector<std::string> modes;
+      WEFT_ASSIGN(modes, o.strs("scale_modes"));
+      if (modes.size() != 2)
+        return o.fail(absl::StrCat("field 'scale_modes' must have 2 entries "
+                                   "(A's and B's), has ",
+                                   modes.size()));
+      int *to[] = {&a.scaleModeA, &a.scaleModeB};
+      for (int i = 0; i < 2; ++i) {
+        std::optional<int> mode = lookup(kScaleModes, modes[i]);
+        if (!mode)
+          return o.fail(absl::StrCat("field 'scale_modes' entry ", i, " is \"",
+                                     modes[i], "\", not one of ",
+                                     spellings(kScaleModes)));
+        *to[i] = *mode;
+      }
+    }
     return a;
   }
   case Op::Attention:
@@ -946,6 +968,8 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::Fp8Cast: {
     Fp8QuantizeAttrs a; // The format is checked from out's type.
     WEFT_ASSIGN(a.transpose, o.flag("transpose"));
+    if (o.has("scale_mode"))
+      WEFT_ASSIGN(a.scaleMode, o.choice("scale_mode", kScaleModes));
     return a;
   }
   case Op::LayerNormGrad:
@@ -1449,6 +1473,44 @@ absl::Status checkLaunch(const Check &c, const LaunchAttrs &a) {
   return absl::OkStatus();
 }
 
+/// An FP8 GEMM's scales (operands `at` and `at + 1`): one f32 each, or
+/// blocks of A [m, k] and B [n, k] in a pairing cuBLASLt multiplies
+/// (row-wise by row-wise; DeepSeek-V3's 1 x 128 by 128 x 128 either way
+/// round, or 1 x 128 by 1 x 128), one matrix, each buffer holding its
+/// mode's scales.
+absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
+  int ma = a.scaleModeA, mb = a.scaleModeB;
+  if (ma == WEFT_FP8_SCALE_TENSOR && mb == WEFT_FP8_SCALE_TENSOR) {
+    WEFT_RETURN_IF_ERROR(c.isF32Scalar(at));
+    return c.isF32Scalar(at + 1);
+  }
+  if (!weft_fp8_scale_modes_pair(ma, mb))
+    return c.fail(absl::StrCat("field 'scale_modes': cuBLASLt scales no \"",
+                               spell(kScaleModes, ma), "\" A by a \"",
+                               spell(kScaleModes, mb), "\" B"));
+  int64_t m = a.mnk[0], n = a.mnk[1], k = a.mnk[2];
+  if (a.transposeA || !a.transposeB)
+    return c.fail("field 'scale_modes': block scales read A [m, k] and B "
+                  "[n, k] (transpose_b, not transpose_a)");
+  if (a.batch != 1)
+    return c.fail(absl::StrCat("field 'scale_modes': block scales take one "
+                               "matrix, not a batch of ",
+                               a.batch));
+  if (ma != WEFT_FP8_SCALE_ROWS && k % 128 != 0)
+    return c.fail(absl::StrCat("field 'scale_modes': 128-element blocks need "
+                               "k a multiple of 128, not ",
+                               k));
+  for (auto [i, mode, rows] :
+       {std::tuple{at, ma, m}, std::tuple{at + 1, mb, n}}) {
+    int64_t count = weft_fp8_scale_count(mode, rows, k);
+    if (c.dtype(i) != DType::F32 || c.elements(i) != count)
+      return c.fail(absl::StrCat(c.name(i), " must hold ", count, " f32 (\"",
+                                 spell(kScaleModes, mode), "\" of ", rows,
+                                 " x ", k, "), not ", typeText(c.type(i))));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status checkGemm(const Check &c, const GemmAttrs &a) {
   if (std::any_of(a.mnk.begin(), a.mnk.end(),
                   [](int64_t d) { return d < 1; }) ||
@@ -1499,10 +1561,11 @@ absl::Status checkGemm(const Check &c, const GemmAttrs &a) {
   size_t next = 3;
   size_t bias = a.hasBias ? next++ : 0;
   size_t aux = a.hasAux ? next++ : 0;
-  if (fp8) {
-    WEFT_RETURN_IF_ERROR(c.isF32Scalar(next));
-    WEFT_RETURN_IF_ERROR(c.isF32Scalar(next + 1));
-  }
+  if (fp8)
+    WEFT_RETURN_IF_ERROR(checkGemmScales(c, a, next));
+  else if (a.scaleModeA != WEFT_FP8_SCALE_TENSOR ||
+           a.scaleModeB != WEFT_FP8_SCALE_TENSOR)
+    return c.fail("field 'scale_modes': takes modes only for FP8 operands");
   Epilogue e = a.epilogue;
   bool wantsBias = e == Epilogue::Bias || e == Epilogue::BiasGelu;
   bool wantsAux =
@@ -1741,6 +1804,55 @@ absl::Status logitsAndLabels(const Check &c) {
   WEFT_RETURN_IF_ERROR(c.isInt(1));
   std::vector<int64_t> rows(c.shape(0).begin(), c.shape(0).end() - 1);
   return c.hasShape(1, rows);
+}
+
+/// The block maxima (operand 1: fp8_amax's out, fp8_quantize's and
+/// fp8_cast's amax) divide the input's (operand 0's) shape.
+absl::Status checkFp8Grid(const Check &c) {
+  const std::vector<int64_t> &shape = c.shape(0), &grid = c.shape(1);
+  if (grid.size() != shape.size())
+    return c.fail(absl::StrCat("the block maxima have rank ", grid.size(),
+                               ", the input ", shape.size()));
+  for (size_t d = 0; d < grid.size(); ++d)
+    if (grid[d] < 1 || shape[d] % grid[d] != 0)
+      return c.fail(absl::StrCat("the block maxima's dimension ", d, " (",
+                                 grid[d], ") does not divide the input's (",
+                                 shape[d], ")"));
+  return absl::OkStatus();
+}
+
+/// A block-scaled fp8_cast: its blocks, read in out's matrix [rows, k] (a
+/// transposed one has one matrix), are `scale_mode`'s, and scale_inv holds
+/// that mode's scales.
+absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a) {
+  WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
+  if (c.dtype(1) != DType::F32 || c.dtype(3) != DType::F32)
+    return c.fail("amax and scale_inv must hold f32");
+  const std::vector<int64_t> &shape = c.shape(0), &out = c.shape(2);
+  long rows = 0, cols = 0;
+  if (!weft_fp8_matrix_blocks(shape.data(), c.shape(1).data(),
+                              static_cast<int>(shape.size()), &rows, &cols))
+    return c.fail("the block maxima cut the input into blocks that are no "
+                  "rectangles of its matrix (last dimension the columns)");
+  int64_t k = out.back(), operandRows = c.elements(2) / std::max<int64_t>(k, 1);
+  if (a.transpose) {
+    if (c.elements(0) != shape[shape.size() - 2] * shape.back())
+      return c.fail("field 'transpose': a block-scaled cast transposes one "
+                    "matrix, not a batch");
+    std::swap(rows, cols);
+  }
+  int mode = a.scaleMode;
+  if (!(weft_fp8_scale_modes_of(operandRows, k, rows, cols) >> mode & 1))
+    return c.fail(absl::StrCat("field 'scale_mode' is \"",
+                               spell(kScaleModes, mode),
+                               "\", but the blocks are ", rows, " x ", cols,
+                               " of ", operandRows, " x ", k));
+  int64_t count = weft_fp8_scale_count(mode, operandRows, k);
+  if (c.elements(3) != count)
+    return c.fail(absl::StrCat(c.name(3), " holds ", c.elements(3),
+                               " scales; \"", spell(kScaleModes, mode),
+                               "\" keeps ", count));
+  return absl::OkStatus();
 }
 
 absl::Status checkNormGrad(const Check &c, double epsilon, bool bias) {
@@ -2007,20 +2119,9 @@ absl::Status checkOperands(const Check &c) {
     return c.sameShape(0, 1);
   }
   case Op::Fp8Amax:
-  case Op::Fp8Quantize: {
-    // The block maxima (the out of fp8_amax, the amax of fp8_quantize)
-    // divide the input's shape.
-    const std::vector<int64_t> &shape = c.shape(0), &grid = c.shape(1);
-    if (grid.size() != shape.size())
-      return c.fail(absl::StrCat("the block maxima have rank ", grid.size(),
-                                 ", the input ", shape.size()));
-    for (size_t d = 0; d < grid.size(); ++d)
-      if (grid[d] < 1 || shape[d] % grid[d] != 0)
-        return c.fail(absl::StrCat("the block maxima's dimension ", d, " (",
-                                   grid[d], ") does not divide the input's (",
-                                   shape[d], ")"));
+  case Op::Fp8Quantize:
+    WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
     return in.op == Op::Fp8Amax ? absl::OkStatus() : c.sameShape(0, 2);
-  }
   case Op::Fp8Cast: { // input, amax, out, scale_inv
     if (c.dtype(0) != DType::F32 && c.dtype(0) != DType::BF16)
       return c.fail(absl::StrCat(c.name(0), " must hold f32 or bf16, not ",
@@ -2030,15 +2131,19 @@ absl::Status checkOperands(const Check &c) {
                                  " must hold f8e4m3fn or f8e5m2, "
                                  "not ",
                                  dtypeText(c.dtype(2))));
-    WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
-    WEFT_RETURN_IF_ERROR(c.isF32Scalar(3));
+    const auto &a = in.as<Fp8QuantizeAttrs>();
     std::vector<int64_t> want = c.shape(0);
-    if (in.as<Fp8QuantizeAttrs>().transpose) {
+    if (a.transpose) {
       if (want.size() < 2)
         return c.fail("field 'transpose': the input has rank below 2");
       std::swap(want[want.size() - 2], want.back());
     }
-    return c.hasShape(2, want);
+    WEFT_RETURN_IF_ERROR(c.hasShape(2, want));
+    if (a.scaleMode == WEFT_FP8_SCALE_TENSOR) {
+      WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
+      return c.isF32Scalar(3);
+    }
+    return checkFp8CastBlocks(c, a);
   }
   case Op::LayerNormGrad:
     return checkNormGrad(c, in.as<NormGradAttrs>().epsilon, true);
@@ -3233,6 +3338,14 @@ parseSchedManifest(std::string_view text,
   // reach every check above without a bundle directory.
   WEFT_RETURN_IF_ERROR(checkKernelFiles(b));
   return b;
+}
+
+std::pair<int64_t, int64_t> fp8CastBlocks(const std::vector<int64_t> &input,
+                                          const std::vector<int64_t> &amax) {
+  long rows = 1, cols = 1;
+  weft_fp8_matrix_blocks(input.data(), amax.data(),
+                         static_cast<int>(input.size()), &rows, &cols);
+  return {rows, cols};
 }
 
 absl::StatusOr<SchedBundle> loadSchedBundle(const std::string &dir) {

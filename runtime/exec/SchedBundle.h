@@ -220,6 +220,9 @@ struct GemmAttrs {
   Epilogue epilogue = Epilogue::None;
   bool transposeA = false, transposeB = false, accumulate = false;
   bool hasBias = false, hasAux = false, hasScales = false;
+  /// How scale_a and scale_b scale A [m, k] and B [n, k]
+  /// (WEFT_FP8_SCALE_*: one f32, per row, 1 x 128 or 128 x 128 blocks).
+  int scaleModeA = 0, scaleModeB = 0;
 };
 /// A dropout mask's place in the global tensor it is drawn for: its input
 /// cut per dimension over `split`'s axes (empty: unsplit), and dimension 0
@@ -310,7 +313,16 @@ struct Fp8QuantizeAttrs {
   bool e4m3 = true; // Else f8e5m2.
   bool pow2 = false;
   bool transpose = false; // fp8_cast: out holds the last two dims swapped.
+  /// fp8_cast: where scale_inv keeps its blocks' scales (WEFT_FP8_SCALE_*
+  /// of runtime/support/Fp8Scaling.h); fp8CastBlocks says the blocks.
+  int scaleMode = 0;
 };
+
+/// An fp8_cast's blocks as a matrix of its input (the last dimension the
+/// columns, the others rows), from the input's and amax's shapes; the
+/// loader checked they are such blocks.
+std::pair<int64_t, int64_t> fp8CastBlocks(const std::vector<int64_t> &input,
+                                          const std::vector<int64_t> &amax);
 /// layer_norm_grad, rms_norm_grad.
 struct NormGradAttrs {
   double epsilon = 0;

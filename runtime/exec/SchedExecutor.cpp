@@ -445,7 +445,9 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     // FP8 operands (the loader checked both are, with scales) are read as
     // f32 copies of their codes' values, exact, and the product is scaled
     // by scale_a * scale_b before the epilogue, as cuBLASLt applies its
-    // scale pointers.
+    // scale pointers; block scales (A [m, k], B [n, k], one matrix)
+    // multiply each element before the sum instead, where cuBLASLt scales
+    // each row's or 128-element block's partial sum.
     bool fp8 = a.hasScales;
     for (size_t i = fp8 ? 2 : 0; i < ops.size(); ++i)
       if (absl::Status s = need(i, F); !s.ok())
@@ -460,6 +462,7 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       DType formatA, formatB;
       std::vector<float> a, b;
       const float *scaleA, *scaleB;
+      int modeA, modeB;
     };
     std::shared_ptr<Fp8Operands> wide;
     if (fp8) {
@@ -470,6 +473,7 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       wide->a.resize(static_cast<size_t>(type(0).numElements()));
       wide->b.resize(static_cast<size_t>(type(1).numElements()));
       wide->scaleA = f(next), wide->scaleB = f(next + 1);
+      wide->modeA = a.scaleModeA, wide->modeB = a.scaleModeB;
       A = wide->a.data(), B = wide->b.data();
     }
     int64_t m = a.mnk[0], n = a.mnk[1], k = a.mnk[2];
@@ -483,11 +487,25 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     return Step([=] {
       float alpha = 1.0f;
       if (wide) {
-        for (size_t e = 0; e < wide->a.size(); ++e)
-          wide->a[e] = fp8Value(wide->codesA[e], wide->formatA);
-        for (size_t e = 0; e < wide->b.size(); ++e)
-          wide->b[e] = fp8Value(wide->codesB[e], wide->formatB);
-        alpha = *wide->scaleA * *wide->scaleB;
+        // Element e of an operand [rows, k] times its block's scale.
+        auto widen = [&](std::vector<float> &to, const uint8_t *codes,
+                         DType format, int mode, const float *scale,
+                         int64_t rows) {
+          for (size_t e = 0; e < to.size(); ++e) {
+            int64_t r = static_cast<int64_t>(e) / k,
+                    c = static_cast<int64_t>(e) % k;
+            to[e] = fp8Value(codes[e], format) *
+                    (mode == WEFT_FP8_SCALE_TENSOR
+                         ? 1.0f
+                         : scale[weft_fp8_scale_index(mode, r, c, rows, k)]);
+          }
+        };
+        widen(wide->a, wide->codesA, wide->formatA, wide->modeA, wide->scaleA,
+              m);
+        widen(wide->b, wide->codesB, wide->formatB, wide->modeB, wide->scaleB,
+              n);
+        if (wide->modeA == WEFT_FP8_SCALE_TENSOR)
+          alpha = *wide->scaleA * *wide->scaleB;
       }
       for (int64_t i = 0; i < batch; ++i) {
         float *c = C + i * sc;
@@ -725,18 +743,17 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     const std::vector<int64_t> &shape = type(0).shape;
     int64_t cols = shape.empty() ? 1 : shape.back(),
             rows = shape.size() < 2 ? 1 : shape[shape.size() - 2];
-    int64_t n = type(0).numElements();
+    int64_t n = type(0).numElements(),
+            batch = n / std::max<int64_t>(rows * cols, 1);
+    auto [blockRows, blockCols] = sched::fp8CastBlocks(shape, type(1).shape);
     bool e4m3 = type(2).dtype == DType::F8E4M3FN, transpose = a.transpose;
+    int mode = a.scaleMode;
     return Step([=, x = f(0), amax = f(1),
                  codes = reinterpret_cast<uint8_t *>(bound.ptr[ops[2]]),
                  scaleInv = f(3)] {
-      float scale = weft_fp8_scale(*amax, e4m3, 0);
-      *scaleInv = 1.0f / scale;
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t b = i / (rows * cols), r = i / cols % rows, c = i % cols;
-        codes[transpose ? (b * cols + c) * rows + r : i] =
-            weft_fp8_code(x[i], scale, e4m3);
-      }
+      for (int64_t i = 0; i < n; ++i)
+        weft_fp8_cast_element(x[i], i, amax, codes, scaleInv, batch, rows, cols,
+                              transpose, e4m3, mode, blockRows, blockCols);
       return absl::OkStatus();
     });
   }

@@ -30,7 +30,11 @@ constexpr int kComputeF32 = 68; // CUBLAS_COMPUTE_32F
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
               kDescBiasPointer = 8, kDescAuxPointer = 11, kDescAuxLd = 12,
               kDescAuxBatchStride = 13, kDescAScalePointer = 17,
-              kDescBScalePointer = 18;
+              kDescBScalePointer = 18, kDescAScaleMode = 31,
+              kDescBScaleMode = 32;
+/// cublasLtMatmulMatrixScale_t of each WEFT_FP8_SCALE_* (Fp8Scaling.h):
+/// SCALAR_32F, OUTER_VEC_32F, VEC128_32F, BLK128x128_32F.
+constexpr int32_t kScaleModes[] = {0, 3, 4, 5};
 // cublasLtEpilogue_t: BIAS, GELU_AUX, GELU_AUX_BIAS, DGELU.
 constexpr int32_t kEpilogueBias = 4, kEpilogueGeluAux = 32 | 128,
                   kEpilogueGeluAuxBias = kEpilogueGeluAux | 4,
@@ -229,6 +233,15 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   if (s.ok()) {
     l.descSet(plan->desc, kDescTransA, &opA, sizeof(opA));
     l.descSet(plan->desc, kDescTransB, &opB, sizeof(opB));
+    // Block scales (cuBLASLt 12.9+ on Hopper), swapped with the operands:
+    // our A's per-row scales are its B's outer vector of N. Per-tensor
+    // scales keep the default mode.
+    if (g.fp8() && (g.scaleModeA != 0 || g.scaleModeB != 0)) {
+      int32_t modeA = kScaleModes[g.scaleModeB],
+              modeB = kScaleModes[g.scaleModeA];
+      l.descSet(plan->desc, kDescAScaleMode, &modeA, sizeof(modeA));
+      l.descSet(plan->desc, kDescBScaleMode, &modeB, sizeof(modeB));
+    }
     s = setEpilogue(l, plan->desc, g);
   }
   if (s.ok())

@@ -90,6 +90,10 @@ struct GemmShape {
   DType type = DType::F32;
   bool f32Out = false;
   DType fp8A = DType::F32, fp8B = DType::F32; // FP8 formats, or F32: none.
+  /// How the FP8 scales scale A and B (WEFT_FP8_SCALE_* of
+  /// runtime/support/Fp8Scaling.h: one f32, per row, 1 x 128 or 128 x 128
+  /// blocks, in the layouts it gives).
+  int scaleModeA = 0, scaleModeB = 0;
   /// The largest power of two (at most 256) dividing each matrix's address:
   /// cuBLASLt's heuristic otherwise assumes 256-byte-aligned pointers.
   int64_t alignA = 256, alignB = 256, alignC = 256;
@@ -98,11 +102,11 @@ struct GemmShape {
   float alpha = 1, beta = 0; // Passed per call: not part of the plan.
 
   auto key() const {
-    return std::make_tuple(transA, transB, m, n, k, batch, strideA, strideB,
-                           strideC, lda, ldb, ldc, static_cast<int>(type),
-                           f32Out, static_cast<int>(fp8A),
-                           static_cast<int>(fp8B), alignA, alignB, alignC,
-                           static_cast<int>(epilogue), alignBias, alignAux);
+    return std::make_tuple(
+        transA, transB, m, n, k, batch, strideA, strideB, strideC, lda, ldb,
+        ldc, static_cast<int>(type), f32Out, static_cast<int>(fp8A),
+        static_cast<int>(fp8B), scaleModeA, scaleModeB, alignA, alignB, alignC,
+        static_cast<int>(epilogue), alignBias, alignAux);
   }
   bool hasBias() const { return epilogueHasBias(epilogue); }
   bool fp8() const { return isFp8(fp8A); }

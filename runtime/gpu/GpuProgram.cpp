@@ -300,6 +300,7 @@ absl::Status Translator::gemmInstruction() {
   g.strideA = a.strides[0], g.strideB = a.strides[1], g.strideC = a.strides[2];
   if (a.hasScales) {
     g.fp8A = dtype(0), g.fp8B = dtype(1);
+    g.scaleModeA = a.scaleModeA, g.scaleModeB = a.scaleModeB;
     g.type = dtype(2);
   } else {
     g.type = dtype(0);
@@ -1161,10 +1162,12 @@ absl::Status Translator::run() {
     const Shape &sh = shape(0);
     int64_t cols = sh.empty() ? 1 : sh.back(),
             rows = sh.size() < 2 ? 1 : sh[sh.size() - 2];
+    auto [blockRows, blockCols] = sched::fp8CastBlocks(sh, shape(1));
     kernel("weft_fp8_cast", gridFor(count(0)),
            {buf(0), i32(dtype(0) == DType::BF16), buf(1), buf(2), buf(3),
             i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
-            i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN)});
+            i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN),
+            i32(a.scaleMode), i64(blockRows), i64(blockCols)});
     return absl::OkStatus();
   }
   case Op::LayerNormGrad:

@@ -135,4 +135,150 @@ WEFT_FP8_FN unsigned char weft_fp8_code(float x, float scale, int e4m3) {
   return (unsigned char)(sign | (exponent << mantissa) | fraction);
 }
 
+/// How an FP8 GEMM operand is scaled, and where its scales are: the
+/// operand is a matrix [rows, k] with k contiguous (the layout cuBLASLt's
+/// FP8 GEMMs read, A [m, k] and B [n, k]), and its scale buffer holds the
+/// inverse scales (1 / s) of its blocks in cuBLASLt's layout for the mode
+/// (as torch._scaled_mm takes them):
+///  - TENSOR, one block: one f32 (CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
+///  - ROWS, 1 x k blocks (row-wise): one per row, [rows] (OUTER_VEC_32F);
+///  - VEC128, 1 x 128 tiles (DeepSeek-V3's activations): [k/128][rows],
+///    rows contiguous ("outer-dim-major", VEC128_32F);
+///  - BLK128, 128 x 128 blocks (its weights): [ceil(rows/128)][ld] with ld
+///    = k/128 rounded up to a multiple of 4, so each row of scales starts
+///    16-byte aligned (BLK128x128_32F); the padding is never read.
+/// VEC128 and BLK128 need k % 128 == 0.
+enum {
+  WEFT_FP8_SCALE_TENSOR = 0,
+  WEFT_FP8_SCALE_ROWS = 1,
+  WEFT_FP8_SCALE_VEC128 = 2,
+  WEFT_FP8_SCALE_BLK128 = 3
+};
+
+/// The block extent of `mode` along rows and along k of an operand [rows, k].
+WEFT_FP8_FN long weft_fp8_scale_block_rows(int mode, long rows) {
+  return mode == WEFT_FP8_SCALE_TENSOR   ? rows
+         : mode == WEFT_FP8_SCALE_BLK128 ? 128
+                                         : 1;
+}
+WEFT_FP8_FN long weft_fp8_scale_block_k(int mode, long k) {
+  return mode == WEFT_FP8_SCALE_TENSOR || mode == WEFT_FP8_SCALE_ROWS ? k : 128;
+}
+
+/// Where the scale of element (r, c) of an operand [rows, k] is.
+WEFT_FP8_FN long weft_fp8_scale_index(int mode, long r, long c, long rows,
+                                      long k) {
+  switch (mode) {
+  case WEFT_FP8_SCALE_ROWS:
+    return r;
+  case WEFT_FP8_SCALE_VEC128:
+    return c / 128 * rows + r;
+  case WEFT_FP8_SCALE_BLK128:
+    return r / 128 * ((k / 128 + 3) / 4 * 4) + c / 128;
+  default:
+    return 0;
+  }
+}
+
+/// How many f32 a scale buffer of `mode` for an operand [rows, k] holds.
+WEFT_FP8_FN long weft_fp8_scale_count(int mode, long rows, long k) {
+  switch (mode) {
+  case WEFT_FP8_SCALE_ROWS:
+    return rows;
+  case WEFT_FP8_SCALE_VEC128:
+    return k / 128 * rows;
+  case WEFT_FP8_SCALE_BLK128:
+    return (rows + 127) / 128 * ((k / 128 + 3) / 4 * 4);
+  default:
+    return 1;
+  }
+}
+
+/// The blocks of a tensor `shape` (rank n >= 1) cut by `grid` (its block
+/// maxima's shape: shape[d] / grid[d] elements a block along d) as a
+/// matrix [rows, cols]: the last dimension is cols, the others flattened
+/// into rows. Sets the block extents and returns 1 when every block is a
+/// rectangle of that matrix (the leading dimensions cut one element
+/// thick, then one cut anyhow, then whole ones), else 0.
+WEFT_FP8_FN int weft_fp8_matrix_blocks(const long *shape, const long *grid,
+                                       int rank, long *blockRows,
+                                       long *blockCols) {
+  if (rank < 1)
+    return 0;
+  *blockCols = shape[rank - 1] / grid[rank - 1];
+  // From the innermost leading dimension out: whole ones, then at most one
+  // cut anyhow, then one element thick.
+  long extent = 1;
+  int d = rank - 2;
+  for (; d >= 0 && grid[d] == 1; --d)
+    extent *= shape[d];
+  if (d >= 0) {
+    extent *= shape[d] / grid[d];
+    for (--d; d >= 0; --d)
+      if (grid[d] != shape[d])
+        return 0;
+  }
+  *blockRows = extent;
+  return 1;
+}
+
+/// The scale modes whose blocks in an operand [rows, k] are [blockRows,
+/// blockK], as a mask (bit WEFT_FP8_SCALE_*): several where blocks
+/// coincide (a 128 x 128 tensor is one block and one 128 x 128 block; a
+/// row of 128 is one 1 x 128 tile), none when no cuBLASLt mode has them.
+WEFT_FP8_FN int weft_fp8_scale_modes_of(long rows, long k, long blockRows,
+                                        long blockK) {
+  int modes = 0;
+  if (blockRows == rows && blockK == k)
+    modes |= 1 << WEFT_FP8_SCALE_TENSOR;
+  if (blockRows == 1 && blockK == k)
+    modes |= 1 << WEFT_FP8_SCALE_ROWS;
+  if (k % 128 == 0 && blockK == 128) {
+    if (blockRows == 1)
+      modes |= 1 << WEFT_FP8_SCALE_VEC128;
+    if (blockRows == 128 || (blockRows == rows && rows < 128))
+      modes |= 1 << WEFT_FP8_SCALE_BLK128;
+  }
+  return modes;
+}
+
+/// Whether cuBLASLt multiplies an A scaled by `a` by a B scaled by `b`:
+/// per tensor by per tensor, rows by rows, DeepSeek-V3's 1 x 128 by
+/// 128 x 128 either way round, or 1 x 128 by 1 x 128 (its weight
+/// gradient).
+WEFT_FP8_FN int weft_fp8_scale_modes_pair(int a, int b) {
+  return (a == WEFT_FP8_SCALE_TENSOR && b == WEFT_FP8_SCALE_TENSOR) ||
+         (a == WEFT_FP8_SCALE_ROWS && b == WEFT_FP8_SCALE_ROWS) ||
+         (a == WEFT_FP8_SCALE_VEC128 &&
+          (b == WEFT_FP8_SCALE_VEC128 || b == WEFT_FP8_SCALE_BLK128)) ||
+         (a == WEFT_FP8_SCALE_BLK128 && b == WEFT_FP8_SCALE_VEC128);
+}
+
+/// sched.fp8_cast of element i of x (viewed [batch, rows, cols], its
+/// blocks [blockRows, blockCols] of the matrix [batch * rows, cols], their
+/// maxima row-major in amax): its code at i or, with `transpose`, at its
+/// place in [batch, cols, rows]; the first element of a block in the
+/// operand's layout (out's matrix) writes 1 / scale where `mode` keeps it.
+WEFT_FP8_FN void weft_fp8_cast_element(float x, long i, const float *amax,
+                                       unsigned char *out, float *scaleInv,
+                                       long batch, long rows, long cols,
+                                       int transpose, int e4m3, int mode,
+                                       long blockRows, long blockCols) {
+  long b = i / (rows * cols), r = i / cols % rows, c = i % cols;
+  long row = b * rows + r;
+  float scale = weft_fp8_scale(
+      amax[row / blockRows * (cols / blockCols) + c / blockCols], e4m3, 0);
+  out[transpose ? (b * cols + c) * rows + r : i] =
+      weft_fp8_code(x, scale, e4m3);
+  // The operand [operandRows, k]: out's matrix.
+  long operandRow = transpose ? b * cols + c : row, column = transpose ? r : c,
+       operandRows = batch * (transpose ? cols : rows),
+       k = transpose ? rows : cols;
+  long alongRows = transpose ? blockCols : blockRows,
+       alongK = transpose ? blockRows : blockCols;
+  if (operandRow % alongRows == 0 && column % alongK == 0)
+    scaleInv[weft_fp8_scale_index(mode, operandRow, column, operandRows, k)] =
+        1.0f / scale;
+}
+
 #endif // WEFT_RUNTIME_SUPPORT_FP8SCALING_H

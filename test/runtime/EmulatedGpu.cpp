@@ -2,6 +2,7 @@
 
 #include "test/runtime/EmulatedGpu.h"
 
+#include "runtime/support/Fp8Scaling.h"
 #include "runtime/support/ScalarMath.h"
 
 #include "absl/strings/str_cat.h"
@@ -345,31 +346,44 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
         runtime::encode(static_cast<float>(value), out,
                         reinterpret_cast<uint8_t *>(base) + 2 * at);
     };
-    // FP8 operands: their codes' values, the product times both scales.
+    // FP8 operands: their codes' values, each partial sum along k times
+    // both operands' scales for it, as cuBLASLt promotes them: the whole
+    // sum per tensor or row, each 128-element block's under 1 x 128 and
+    // 128 x 128 blocks (A [m, k], B [n, k]: Fp8Scaling.h's layouts).
     runtime::DType typeA = g.fp8() ? g.fp8A : g.type,
                    typeB = g.fp8() ? g.fp8B : g.type;
-    double scale = g.alpha;
-    if (g.fp8())
-      scale *=
-          static_cast<double>(*reinterpret_cast<const float *>(ops.scaleA)) *
-          *reinterpret_cast<const float *>(ops.scaleB);
+    bool blocks = g.fp8() && (g.scaleModeA == WEFT_FP8_SCALE_VEC128 ||
+                              g.scaleModeA == WEFT_FP8_SCALE_BLK128);
+    int64_t step = blocks ? 128 : std::max<int64_t>(g.k, 1);
+    auto scaleOf = [&](uint64_t scales, int mode, int64_t row, int64_t p,
+                       int64_t rows) {
+      return static_cast<double>(reinterpret_cast<const float *>(
+          scales)[weft_fp8_scale_index(mode, row, p, rows, g.k)]);
+    };
     for (int64_t t = 0; t < g.batch; ++t)
       for (int64_t i = 0; i < g.m; ++i)
         for (int64_t j = 0; j < g.n; ++j) {
           double sum = 0;
-          for (int64_t p = 0; p < g.k; ++p)
-            sum += load(ops.a,
-                        t * g.strideA +
-                            (g.transA ? p * g.rowA() + i : i * g.rowA() + p),
-                        typeA) *
-                   load(ops.b,
-                        t * g.strideB +
-                            (g.transB ? j * g.rowB() + p : p * g.rowB() + j),
-                        typeB);
+          for (int64_t first = 0; first < g.k; first += step) {
+            double partial = 0;
+            for (int64_t p = first; p < std::min(g.k, first + step); ++p)
+              partial += load(ops.a,
+                              t * g.strideA + (g.transA ? p * g.rowA() + i
+                                                        : i * g.rowA() + p),
+                              typeA) *
+                         load(ops.b,
+                              t * g.strideB + (g.transB ? j * g.rowB() + p
+                                                        : p * g.rowB() + j),
+                              typeB);
+            if (g.fp8())
+              partial *= scaleOf(ops.scaleA, g.scaleModeA, i, first, g.m) *
+                         scaleOf(ops.scaleB, g.scaleModeB, j, first, g.n);
+            sum += partial;
+          }
           int64_t at = t * g.strideC + i * g.rowC() + j;
           // Rounded to f32 first, as cuBLASLt's f32 accumulator is; the
           // epilogue works on f32 values too.
-          double value = static_cast<float>(scale * sum);
+          double value = static_cast<float>(g.alpha * sum);
           if (g.beta != 0)
             value = static_cast<float>(value + g.beta * load(ops.c, at, out));
           double aux = 0;

@@ -18,6 +18,7 @@
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
+#include "runtime/support/Fp8Scaling.h"
 #include "test/runtime/EmulatedGpu.h"
 #include "test/runtime/TrainingJob.h"
 
@@ -259,6 +260,12 @@ TEST(EmulatedGpu, Gpt2TinyMxfp8TrainsLikeTheCpu) {
 // scales multiply after the sum here and before it there.
 TEST(EmulatedGpu, Gpt2TinyTensorwiseFp8GemmsTrainLikeTheCpu) {
   checkTraining("gpt2-tiny", "f32", 5e-2, false, false, "tensorwise");
+}
+// Row-wise FP8 on the GPU multiplies FP8 too: per-row scales as
+// cuBLASLt's outer vectors, every weight GEMM's operands re-quantized
+// along its contraction (the weight gradient's by columns).
+TEST(EmulatedGpu, LlamaTinyRowwiseFp8GemmsTrainLikeTheCpu) {
+  checkTraining("llama-tiny", "f32", 5e-2, false, false, "rowwise");
 }
 TEST(EmulatedGpu, LlamaTinyDelayedFp8GemmsTrainLikeTheCpu) {
   checkTraining("llama-tiny", "f32", 5e-2, false, false, "tensorwise-delayed");
@@ -524,10 +531,11 @@ TEST(EmulatedGpu, Zero3GathersFp8CodesAndTrainsLikeOneCpuRank) {
       ++(runtime::isFp8(step.buffers[ins.operands[0]].type.dtype) ? fp8Gathers
                                                                   : f32Gathers);
   // Three weights a layer (c_proj, c_fc, the MLP's c_proj) gather as
-  // FP8; c_attn is gathered whole in f32 and sliced into q, k and v
-  // before their quantizations (a slice is not moved yet), as are the
-  // embeddings, norms and biases.
-  EXPECT_EQ(fp8Gathers, 2 * 3);
+  // FP8, in the forward and again in the backward (the quantized shard,
+  // weft-reshard-after-forward); c_attn is gathered whole in f32 and
+  // sliced into q, k and v before their quantizations (a slice is not
+  // moved yet), as are the embeddings, norms and biases.
+  EXPECT_EQ(fp8Gathers, 2 * 3 * 2);
   EXPECT_GT(f32Gathers, 0);
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3", 4, "tensorwise", 5e-2);
 }
@@ -900,6 +908,112 @@ TEST(EmulatedGpu, Fp8MaximaAndCastsReadBf16AsStoredAndMatchTheCpu) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], std::fabs(want[i]) / 128 + 1e-3) << i;
+}
+
+// Block-scaled FP8 GEMMs in every form a training step has, with scales
+// that differ from block to block (so a scale read from the wrong block
+// shows): DeepSeek-V3's forward (1 x 128 tiles of x by 128 x 128 blocks
+// of w, read transposed), input gradient (tiles of dy by w's blocks as
+// stored) and weight gradient (x and dy in 128 x 1 tiles along the
+// tokens, both read transposed: 1 x 128 by 1 x 128), and row-wise (outer
+// vectors). The CPU's FP8 GEMMs on codes and scales (fp8-storage on) and
+// the emulated GPU's (cuBLASLt's scale modes, HostGemm) against the CPU's
+// dequantized values: the same products, rounded in another order.
+TEST(EmulatedGpu, BlockScaledFp8GemmsMatchTheDequantizedValues) {
+  const char *ir = R"mlir(
+    func.func @run(%x: tensor<256x256xf32>, %w: tensor<256x384xf32>,
+                   %dy: tensor<256x384xf32>)
+        -> (tensor<256x384xf32> {weft.output = "y"},
+            tensor<256x256xf32> {weft.output = "dx"},
+            tensor<256x384xf32> {weft.output = "dw"},
+            tensor<256x384xf32> {weft.output = "rows"}) {
+      %ax = weft.fp8_amax %x : tensor<256x256xf32> -> tensor<256x2xf32>
+      %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<256x256xf32>, tensor<256x2xf32>
+      %aw = weft.fp8_amax %w : tensor<256x384xf32> -> tensor<2x3xf32>
+      %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<256x384xf32>, tensor<2x3xf32>
+      %y = weft.matmul %qx, %qw : tensor<256x256xf32>, tensor<256x384xf32>
+      %ad = weft.fp8_amax %dy : tensor<256x384xf32> -> tensor<256x3xf32>
+      %qd = weft.fp8_quantize %dy, %ad {format = f8E4M3FN} : tensor<256x384xf32>, tensor<256x3xf32>
+      %dx = weft.matmul %qd, %qw transpose_rhs : tensor<256x384xf32>, tensor<256x384xf32>
+      %atx = weft.fp8_amax %x : tensor<256x256xf32> -> tensor<2x256xf32>
+      %qtx = weft.fp8_quantize %x, %atx {format = f8E4M3FN} : tensor<256x256xf32>, tensor<2x256xf32>
+      %atd = weft.fp8_amax %dy : tensor<256x384xf32> -> tensor<2x384xf32>
+      %qtd = weft.fp8_quantize %dy, %atd {format = f8E4M3FN} : tensor<256x384xf32>, tensor<2x384xf32>
+      %dw = weft.matmul %qtx, %qtd transpose_lhs : tensor<256x256xf32>, tensor<256x384xf32>
+      %arx = weft.fp8_amax %x : tensor<256x256xf32> -> tensor<256x1xf32>
+      %qrx = weft.fp8_quantize %x, %arx {format = f8E4M3FN} : tensor<256x256xf32>, tensor<256x1xf32>
+      %arw = weft.fp8_amax %w : tensor<256x384xf32> -> tensor<1x384xf32>
+      %qrw = weft.fp8_quantize %w, %arw {format = f8E4M3FN} : tensor<256x384xf32>, tensor<1x384xf32>
+      %r = weft.matmul %qrx, %qrw : tensor<256x256xf32>, tensor<256x384xf32>
+      return %y, %dx, %dw, %r : tensor<256x384xf32>, tensor<256x256xf32>, tensor<256x384xf32>, tensor<256x384xf32>
+    }
+  )mlir";
+  std::string valuesDir = handWrittenBundle(ir, "fp8-blocks-values", "cpu",
+                                            4096, "off"),
+              storedDir =
+                  handWrittenBundle(ir, "fp8-blocks-stored", "cpu", 4096, "on"),
+              gpuDir = handWrittenBundle(ir, "fp8-blocks", "cuda");
+  ASSERT_FALSE(valuesDir.empty() || storedDir.empty() || gpuDir.empty());
+  // Every product is an FP8 GEMM in the stored bundles, by the modes above.
+  for (const std::string &dir : {storedDir, gpuDir}) {
+    absl::StatusOr<rs::SchedBundle> bundle = rs::loadSchedBundle(dir);
+    ASSERT_TRUE(bundle.ok()) << bundle.status();
+    std::vector<std::pair<int, int>> modes;
+    for (const rs::Instruction &ins : bundle->program("run")->instructions)
+      if (ins.op == rs::Op::Gemm) {
+        const auto &g = ins.as<rs::GemmAttrs>();
+        EXPECT_TRUE(g.hasScales) << dir;
+        modes.push_back({g.scaleModeA, g.scaleModeB});
+      }
+    EXPECT_EQ(modes, (std::vector<std::pair<int, int>>{
+                         {WEFT_FP8_SCALE_VEC128, WEFT_FP8_SCALE_BLK128},
+                         {WEFT_FP8_SCALE_VEC128, WEFT_FP8_SCALE_BLK128},
+                         {WEFT_FP8_SCALE_VEC128, WEFT_FP8_SCALE_VEC128},
+                         {WEFT_FP8_SCALE_ROWS, WEFT_FP8_SCALE_ROWS}}))
+        << dir;
+  }
+  // Magnitudes that change by row, by 128-column tile and by 128 x 128
+  // block: each block's scale is its own.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto fill = [&](std::vector<float> &t, int64_t cols) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      int64_t r = static_cast<int64_t>(i) / cols,
+              c = static_cast<int64_t>(i) % cols;
+      t[i] = normal(rng) * static_cast<float>(1 + r % 5) *
+             static_cast<float>(1 + 3 * (c / 128) + 7 * (r / 128));
+    }
+  };
+  std::vector<float> x(256 * 256), w(256 * 384), dy(256 * 384);
+  fill(x, 256);
+  fill(w, 384);
+  fill(dy, 384);
+  std::vector<runtime::HostTensor> in = {
+      {{256, 256}, runtime::DType::F32, x.data()},
+      {{256, 384}, runtime::DType::F32, w.data()},
+      {{256, 384}, runtime::DType::F32, dy.data()}};
+  Emulation emulation;
+  auto values = open(valuesDir, nullptr, nullptr);
+  auto stored = open(storedDir, nullptr, nullptr);
+  auto gpu = open(gpuDir, nullptr, &emulation);
+  ASSERT_TRUE(values.ok() && stored.ok() && gpu.ok());
+  for (auto *exec : {values->get(), stored->get(), gpu->get()})
+    ASSERT_TRUE(exec->run("run", in).ok());
+  for (const char *name : {"y", "dx", "dw", "rows"}) {
+    std::vector<float> want = *(*values)->output("run", name);
+    double largest = 0;
+    for (float v : want)
+      largest = std::max<double>(largest, std::fabs(v));
+    for (auto *exec : {stored->get(), gpu->get()}) {
+      std::vector<float> got = *exec->output("run", name);
+      ASSERT_EQ(got.size(), want.size());
+      double worst = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max<double>(worst, std::fabs(got[i] - want[i]));
+      EXPECT_LE(worst, 1e-5 * largest)
+          << name << (exec == gpu->get() ? " (GPU)" : " (CPU)");
+    }
+  }
 }
 
 // Ring attention's block kernels (context parallelism): rope at positions,

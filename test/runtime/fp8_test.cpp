@@ -233,3 +233,59 @@ TEST(Fp8Scaling, ScalesMapTheAmaxToTheLargestValue) {
   EXPECT_EQ(amax[0], INFINITY);
   EXPECT_EQ(amax[1], 3.0f);
 }
+
+// Where each block's scale sits, as cuBLASLt's scale modes read them and
+// torch._scaled_mm lays them out (a GPU is the final word: bench/gpu/run.sh
+// multiplies these layouts against torch._scaled_mm): per row, [rows];
+// 1 x 128 tiles outer-dim-major, [k/128][rows]; 128 x 128 blocks
+// row-major with each row of scales padded to a multiple of 4 f32.
+TEST(Fp8Scaling, BlockScaleLayoutsAreCublasLts) {
+  EXPECT_EQ(weft_fp8_scale_index(WEFT_FP8_SCALE_TENSOR, 200, 300, 256, 512), 0);
+  EXPECT_EQ(weft_fp8_scale_index(WEFT_FP8_SCALE_ROWS, 200, 300, 256, 512), 200);
+  // Tile (row 200, k block 2) of a 256 x 512 operand: 2 * 256 + 200.
+  EXPECT_EQ(weft_fp8_scale_index(WEFT_FP8_SCALE_VEC128, 200, 300, 256, 512),
+            712);
+  EXPECT_EQ(weft_fp8_scale_count(WEFT_FP8_SCALE_VEC128, 256, 512), 1024);
+  // Block (1, 2) of 256 x 640 (5 blocks of k, a row of scales padded to
+  // 8): 1 * 8 + 2; 2 rows of 8.
+  EXPECT_EQ(weft_fp8_scale_index(WEFT_FP8_SCALE_BLK128, 200, 300, 256, 640),
+            10);
+  EXPECT_EQ(weft_fp8_scale_count(WEFT_FP8_SCALE_BLK128, 256, 640), 16);
+  EXPECT_EQ(weft_fp8_scale_count(WEFT_FP8_SCALE_BLK128, 100, 128), 4);
+}
+
+// Which modes a block shape is: one where blocks are distinct, several
+// where they coincide (a 128 x 128 tensor is one block and one 128 x 128
+// block; rows of 128 are 1 x 128 tiles), none for blocks no mode has.
+TEST(Fp8Scaling, BlocksNameTheirScaleModes) {
+  auto bit = [](int mode) { return 1 << mode; };
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 256, 512),
+            bit(WEFT_FP8_SCALE_TENSOR));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 1, 512),
+            bit(WEFT_FP8_SCALE_ROWS));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 1, 128),
+            bit(WEFT_FP8_SCALE_VEC128));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 128, 128),
+            bit(WEFT_FP8_SCALE_BLK128));
+  EXPECT_EQ(weft_fp8_scale_modes_of(128, 128, 128, 128),
+            bit(WEFT_FP8_SCALE_TENSOR) | bit(WEFT_FP8_SCALE_BLK128));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 128, 1, 128),
+            bit(WEFT_FP8_SCALE_ROWS) | bit(WEFT_FP8_SCALE_VEC128));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 1, 32), 0); // MXFP8's.
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 128, 1), 0);
+  // A [2, 8, 64] tensor cut per row: rows of the [16, 64] matrix; cut in
+  // 4-row groups of its middle dimension: 4 x 64 blocks; cut along its
+  // first dimension only: 8-row blocks; a cut first dimension with its
+  // middle cut too is no rectangle.
+  long shape[] = {2, 8, 64}, rows = 0, cols = 0;
+  long perRow[] = {2, 8, 1}, groups[] = {2, 2, 1}, outer[] = {2, 1, 1},
+       mixed[] = {1, 2, 1};
+  ASSERT_TRUE(weft_fp8_matrix_blocks(shape, perRow, 3, &rows, &cols));
+  EXPECT_EQ(rows, 1);
+  EXPECT_EQ(cols, 64);
+  ASSERT_TRUE(weft_fp8_matrix_blocks(shape, groups, 3, &rows, &cols));
+  EXPECT_EQ(rows, 4);
+  ASSERT_TRUE(weft_fp8_matrix_blocks(shape, outer, 3, &rows, &cols));
+  EXPECT_EQ(rows, 8);
+  EXPECT_FALSE(weft_fp8_matrix_blocks(shape, mixed, 3, &rows, &cols));
+}

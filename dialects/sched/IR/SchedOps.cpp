@@ -12,6 +12,7 @@
 #include "dialects/common/AttentionDropout.h"
 #include "dialects/common/MeshAxes.h"
 #include "dialects/sched/IR/ScratchLayout.h"
+#include "runtime/support/Fp8Scaling.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -956,8 +957,7 @@ LogicalResult GemmOp::verify() {
   if (fp8 != (getScaleA() != nullptr) || !getScaleA() != !getScaleB())
     return emitOpError(fp8 ? "FP8 operands need scales for A and B"
                            : "takes scales only for FP8 operands");
-  if (fp8 && (failed(isF32Scalar(*this, getScaleA(), "scale of A")) ||
-              failed(isF32Scalar(*this, getScaleB(), "scale of B"))))
+  if (failed(verifyScaleModes()))
     return failure();
   Epilogue e = getEpilogue();
   bool wantsBias = e == Epilogue::bias || e == Epilogue::bias_gelu;
@@ -1292,6 +1292,83 @@ LogicalResult Fp8QuantizeOp::verify() {
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 
+std::optional<int> weft::sched::parseFp8ScaleMode(StringRef name) {
+  return llvm::StringSwitch<std::optional<int>>(name)
+      .Case("tensor", WEFT_FP8_SCALE_TENSOR)
+      .Case("rows", WEFT_FP8_SCALE_ROWS)
+      .Case("vec128", WEFT_FP8_SCALE_VEC128)
+      .Case("blk128", WEFT_FP8_SCALE_BLK128)
+      .Default(std::nullopt);
+}
+
+StringRef weft::sched::fp8ScaleModeName(int mode) {
+  switch (mode) {
+  case WEFT_FP8_SCALE_ROWS:
+    return "rows";
+  case WEFT_FP8_SCALE_VEC128:
+    return "vec128";
+  case WEFT_FP8_SCALE_BLK128:
+    return "blk128";
+  default:
+    return "tensor";
+  }
+}
+
+/// A scale mode attribute's value, or failure with an error on `op`.
+static FailureOr<int> scaleModeOf(Operation *op, StringRef name) {
+  std::optional<int> mode = parseFp8ScaleMode(name);
+  if (!mode)
+    return op->emitOpError("scale mode '")
+           << name << "' is not tensor, rows, vec128 or blk128";
+  return *mode;
+}
+
+LogicalResult GemmOp::verifyScaleModes() {
+  int modes[2] = {WEFT_FP8_SCALE_TENSOR, WEFT_FP8_SCALE_TENSOR};
+  if (std::optional<ArrayAttr> names = getScaleModes()) {
+    if (!getScaleA())
+      return emitOpError("takes scale_modes only with FP8 scales");
+    if (names->size() != 2)
+      return emitOpError("scale_modes needs A's and B's, has ")
+             << names->size();
+    for (int i = 0; i < 2; ++i) {
+      FailureOr<int> mode =
+          scaleModeOf(*this, cast<StringAttr>((*names)[i]).getValue());
+      if (failed(mode))
+        return failure();
+      modes[i] = *mode;
+    }
+  }
+  if (!getScaleA())
+    return success();
+  if (modes[0] == WEFT_FP8_SCALE_TENSOR && modes[1] == WEFT_FP8_SCALE_TENSOR)
+    return failure(failed(isF32Scalar(*this, getScaleA(), "scale of A")) ||
+                   failed(isF32Scalar(*this, getScaleB(), "scale of B")));
+  if (!weft_fp8_scale_modes_pair(modes[0], modes[1]))
+    return emitOpError("cuBLASLt scales no ")
+           << fp8ScaleModeName(modes[0]) << " A by a "
+           << fp8ScaleModeName(modes[1]) << " B";
+  if (getTransposeA() || !getTransposeB() || getBatch() != 1)
+    return emitOpError("block scales read one A [m, k] and B [n, k] "
+                       "(transpose_b, not transpose_a, batch 1)");
+  ArrayRef<int64_t> mnk = getMnk();
+  if (modes[0] != WEFT_FP8_SCALE_ROWS && mnk[2] % 128 != 0)
+    return emitOpError("128-element blocks need k a multiple of 128, not ")
+           << mnk[2];
+  for (auto [scale, mode, rows, name] :
+       {std::tuple{getScaleA(), modes[0], mnk[0], "A"},
+        std::tuple{getScaleB(), modes[1], mnk[1], "B"}}) {
+    BufferType type = bufferOf(scale);
+    int64_t count = weft_fp8_scale_count(mode, rows, mnk[2]);
+    if (!type.getElementType().isF32() || type.getNumElements() != count)
+      return emitOpError("scale of ")
+             << name << " must hold " << count << " f32 ("
+             << fp8ScaleModeName(mode) << " of " << rows << " x " << mnk[2]
+             << "), not " << type;
+  }
+  return success();
+}
+
 LogicalResult Fp8CastOp::verify() {
   BufferType in = bufferOf(getInput()), out = bufferOf(getOut());
   if (!in.getElementType().isF32() && !in.getElementType().isBF16())
@@ -1300,12 +1377,23 @@ LogicalResult Fp8CastOp::verify() {
   if (!isa<Float8E4M3FNType, Float8E5M2Type>(out.getElementType()))
     return emitOpError("out must hold f8E4M3FN or f8E5M2, not ")
            << out.getElementType();
-  if (!bufferOf(getAmax()).getElementType().isF32() ||
-      bufferOf(getAmax()).getNumElements() != 1)
-    return emitOpError("amax must be one f32 (a per-tensor scale), not ")
-           << bufferOf(getAmax());
-  if (failed(isF32Scalar(*this, getScaleInv(), "scale_inv")))
+  int mode = WEFT_FP8_SCALE_TENSOR;
+  if (std::optional<StringRef> name = getScaleMode()) {
+    FailureOr<int> parsed = scaleModeOf(*this, *name);
+    if (failed(parsed))
+      return failure();
+    mode = *parsed;
+  }
+  if (mode == WEFT_FP8_SCALE_TENSOR) {
+    if (!bufferOf(getAmax()).getElementType().isF32() ||
+        bufferOf(getAmax()).getNumElements() != 1)
+      return emitOpError("amax must be one f32 (a per-tensor scale), not ")
+             << bufferOf(getAmax());
+    if (failed(isF32Scalar(*this, getScaleInv(), "scale_inv")))
+      return failure();
+  } else if (failed(verifyBlocks(mode))) {
     return failure();
+  }
   SmallVector<int64_t> want(in.getShape());
   if (getTranspose()) {
     if (want.size() < 2)
@@ -1317,6 +1405,43 @@ LogicalResult Fp8CastOp::verify() {
     return emitOpError("out must have shape [")
            << want << "]" << (getTranspose() ? " (input's, transposed)" : "")
            << ", not [" << out.getShape() << "]";
+  return success();
+}
+
+LogicalResult Fp8CastOp::verifyBlocks(int mode) {
+  BufferType in = bufferOf(getInput()), amax = bufferOf(getAmax()),
+             out = bufferOf(getOut());
+  if (!amax.getElementType().isF32() ||
+      !bufferOf(getScaleInv()).getElementType().isF32())
+    return emitOpError("amax and scale_inv must hold f32");
+  if (failed(verifyFp8Grid(*this, in.getShape(), amax.getShape())))
+    return failure();
+  long rows = 0, cols = 0;
+  if (!weft_fp8_matrix_blocks(in.getShape().data(), amax.getShape().data(),
+                              static_cast<int>(in.getShape().size()), &rows,
+                              &cols))
+    return emitOpError("block maxima [")
+           << amax.getShape() << "] cut [" << in.getShape()
+           << "] into blocks that are no rectangles of its matrix";
+  int64_t k = out.getShape().empty() ? 1 : out.getShape().back();
+  int64_t operandRows = out.getNumElements() / std::max<int64_t>(k, 1);
+  if (getTranspose()) {
+    if (in.getShape().size() < 2 ||
+        in.getNumElements() !=
+            in.getShape()[in.getShape().size() - 2] * in.getShape().back())
+      return emitOpError("a block-scaled cast transposes one matrix, not a "
+                         "batch");
+    std::swap(rows, cols);
+  }
+  if (!(weft_fp8_scale_modes_of(operandRows, k, rows, cols) >> mode & 1))
+    return emitOpError("blocks ")
+           << rows << " x " << cols << " of " << operandRows << " x " << k
+           << " are not scale mode '" << fp8ScaleModeName(mode) << "''s";
+  int64_t count = weft_fp8_scale_count(mode, operandRows, k);
+  if (bufferOf(getScaleInv()).getNumElements() != count)
+    return emitOpError("scale_inv must hold ")
+           << count << " f32 (" << fp8ScaleModeName(mode) << " of "
+           << operandRows << " x " << k << "), not " << bufferOf(getScaleInv());
   return success();
 }
 

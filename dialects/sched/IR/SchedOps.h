@@ -48,6 +48,11 @@ mlir::Operation *nextReader(mlir::Operation *op, mlir::Value buffer);
 /// planning, which fixes where each buffer lives and for how long.
 mlir::LogicalResult requireUnplanned(ProgramOp program, llvm::StringRef pass);
 
+/// The FP8 scale modes' names ("tensor", "rows", "vec128", "blk128") and
+/// their WEFT_FP8_SCALE_* (runtime/support/Fp8Scaling.h).
+std::optional<int> parseFp8ScaleMode(llvm::StringRef name);
+llvm::StringRef fp8ScaleModeName(int mode);
+
 /// Registers the sched dialect.
 void registerSchedDialect(mlir::DialectRegistry &registry);
 } // namespace weft::sched

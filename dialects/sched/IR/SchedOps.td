@@ -479,7 +479,13 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
     and applies GELU (tanh form); `bias_gelu` adds bias[j], writes that sum
     to `aux` and applies GELU; `dgelu` multiplies by GELU'(aux[i, j]) (the
     backward of the other two: aux is read). FP8 operands (f8E4M3FN / f8E5M2) need `scales`: one f32
-    each for A and B, which multiply the product before the epilogue.
+    each for A and B, which multiply the product before the epilogue, or
+    with `scale_modes` (A's and B's: "tensor", "rows", "vec128",
+    "blk128"; `fp8_cast`'s) block scales of A [m, k] and B [n, k]
+    (`transpose_b`, one matrix), paired as cuBLASLt takes them: rows by
+    rows, vec128 by blk128 either way round, or vec128 by vec128. Each
+    row's or 128-element block's partial sum along k is multiplied by its
+    scales.
 
     ```mlir
     sched.gemm %x, %w -> %y bias(%b : !sched.buffer<64xf32>) mnk [8, 64, 32]
@@ -494,6 +500,7 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
                        DenseI64ArrayAttr:$ld, DenseI64ArrayAttr:$strides,
                        Sched_Epilogue:$epilogue, UnitAttr:$transpose_a,
                        UnitAttr:$transpose_b, UnitAttr:$accumulate,
+                       OptionalAttr<StrArrayAttr>:$scale_modes,
                        Sched_Stream:$stream);
   let assemblyFormat = [{
     $a `,` $b `->` $c (`bias` `(` $bias^ `:` type($bias) `)`)?
@@ -506,6 +513,10 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
     (`on` $stream^)? attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// FP8 scales against `scale_modes`.
+    ::mlir::LogicalResult verifyScaleModes();
+  }];
 }
 
 def Sched_AttentionOp : Sched_Instr<"attention",
@@ -757,11 +768,11 @@ def Sched_Fp8QuantizeOp : Sched_LibraryOp<"fp8_quantize",
 def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     "FP8 codes of a tensor and its inverse scale, for an FP8 GEMM",
     (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out, Sched_Out:$scale_inv,
-         UnitAttr:$transpose)> {
+         UnitAttr:$transpose, OptionalAttr<StrAttr>:$scale_mode)> {
   let description = [{
-    Per-tensor FP8 quantization kept in FP8, where `fp8_quantize` writes
-    the dequantized f32 values: with s the scale `fp8_quantize` derives
-    from the one-element `amax` for `out`'s format (f8E4M3FN or f8E5M2),
+    FP8 quantization kept in FP8, where `fp8_quantize` writes the
+    dequantized f32 values: with s the scale `fp8_quantize` derives from
+    `amax` for `out`'s format (f8E4M3FN or f8E5M2),
     each element x of `input` (f32, or on the GPU bf16 as stored) becomes
     the code of fp8(sat(x * s)),
     and `scale_inv` (one f32) gets 1 / s, the factor a `gemm` with FP8
@@ -772,11 +783,23 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     need, as Transformer Engine keeps a tensor's row- and column-wise FP8
     data.
 
+    Without `scale_mode` (or "tensor") `amax` and `scale_inv` are one f32.
+    With "rows", "vec128" or "blk128" `amax` holds the maxima of blocks
+    (as `fp8_amax` cuts them) that are, in `out`'s matrix [rows, k] (its
+    last dimension k), one row each, 1 x 128 tiles or 128 x 128 blocks,
+    and `scale_inv` holds each block's 1 / s in cuBLASLt's layout for that
+    mode (runtime/support/Fp8Scaling.h), what `gemm`'s `scale_modes` read;
+    a transposed block-scaled cast has one matrix.
+
     ```mlir
     sched.fp8_cast %x, %amax, %codes, %scale_inv transpose
         : !sched.buffer<16x64xf32>, !sched.buffer<1x1xf32>,
           !sched.buffer<64x16xf8E4M3FN>, !sched.buffer<1xf32>
     ```
+  }];
+  let extraClassDeclaration = [{
+    /// A block-scaled cast's blocks and scales against `mode`.
+    ::mlir::LogicalResult verifyBlocks(int mode);
   }];
 }
 def Sched_LayerNormGradOp : Sched_ScratchLibraryOp<"layer_norm_grad",

@@ -62,11 +62,11 @@ ParamOp weft::inPlaceParam(OpResult result, bool readsChecked) {
   return param;
 }
 
-Fp8QuantizeOp weft::perTensorQuantizationOf(Value v) {
+Fp8QuantizeOp weft::fp8GemmOperandOf(Value v) {
   while (isa_and_nonnull<ReshapeOp, CastOp, AllGatherOp>(v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);
   auto q = v.getDefiningOp<Fp8QuantizeOp>();
-  if (!q || q.getPow2Scales() || q.getAmax().getType().getNumElements() != 1)
+  if (!q || q.getPow2Scales())
     return Fp8QuantizeOp();
   return q;
 }

@@ -228,10 +228,11 @@ void setSharding(mlir::Value value, ShardingAttr sharding);
 /// Returns true if `type` is an element type weft computes in floating point.
 bool isWeftFloat(mlir::Type type);
 
-/// The per-tensor (one-scale) `weft.fp8_quantize` that `v` is, or is read
-/// from through reshapes, casts and all-gathers; null if none. Such an
-/// operand is what FP8 storage keeps as FP8 codes (codegen's Fp8Storage).
-Fp8QuantizeOp perTensorQuantizationOf(mlir::Value v);
+/// The `weft.fp8_quantize` with f32 scales (not MXFP8's powers of two)
+/// that `v` is, or is read from through reshapes, casts and all-gathers;
+/// null if none. Such an operand is what FP8 storage may keep as FP8 codes
+/// and scales (codegen's Fp8Storage), when its blocks are a scale mode's.
+Fp8QuantizeOp fp8GemmOperandOf(mlir::Value v);
 
 /// Whether `func` reads an integer tensor (token ids, labels, routing
 /// positions): values the device checks as it runs, so that a step they

@@ -966,25 +966,22 @@ extern "C" __global__ void weft_fp8_quantize(
 }
 
 // sched.fp8_cast: the FP8 codes of x [batch, rows, cols] (f32, or bf16 read
-// as stored) by the per-tensor
-// scale from amax[0], written as they are or, with `transpose`, each
-// matrix transposed ([batch, cols, rows]: cuBLASLt's FP8 GEMMs read k
-// contiguous); thread 0 writes 1 / scale. The transposed writes are
-// strided: a tiled cast-transpose through shared memory is the faster
-// form, left until a GPU measures it.
+// as stored) by its blocks' scales from amax, written as they are or,
+// with `transpose`, each matrix transposed ([batch, cols, rows]: cuBLASLt's
+// FP8 GEMMs read k contiguous), and each block's 1 / scale where `mode`
+// keeps it (Fp8Scaling.h). The transposed writes are strided: a tiled
+// cast-transpose through shared memory is the faster form, left until a
+// GPU measures it.
 extern "C" __global__ void
 weft_fp8_cast(const void *__restrict x, int bf16, const float *__restrict amax,
               unsigned char *__restrict out, float *__restrict scaleInv,
-              long batch, long rows, long cols, int transpose, int e4m3) {
-  float scale = weft_fp8_scale(amax[0], e4m3, 0);
-  if (weft_thread() == 0)
-    scaleInv[0] = 1.0f / scale;
+              long batch, long rows, long cols, int transpose, int e4m3,
+              int mode, long blockRows, long blockCols) {
   long n = batch * rows * cols;
-  for (long i = weft_thread(); i < n; i += weft_stride()) {
-    long b = i / (rows * cols), r = i / cols % rows, c = i % cols;
-    out[transpose ? (b * cols + c) * rows + r : i] =
-        weft_fp8_code(weft_at(x, i, bf16), scale, e4m3);
-  }
+  for (long i = weft_thread(); i < n; i += weft_stride())
+    weft_fp8_cast_element(weft_at(x, i, bf16), i, amax, out, scaleInv, batch,
+                          rows, cols, transpose, e4m3, mode, blockRows,
+                          blockCols);
 }
 
 // weft.one_hot: y[i, c] = 1 where ids[i] == c.

@@ -2985,3 +2985,75 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.fp8_amax %x, %a : !sched.buffer<4x8xf32>, !sched.buffer<32xf32>
   sched.return []
 }
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x256xf32>, %a: !sched.buffer<16x2xf32>, %q: !sched.buffer<16x256xf8E4M3FN>, %s: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op scale mode 'tiles' is not tensor, rows, vec128 or blk128}}
+  sched.fp8_cast %x, %a, %q, %s {scale_mode = "tiles"} : !sched.buffer<16x256xf32>, !sched.buffer<16x2xf32>, !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x256xf32>, %a: !sched.buffer<16x2xf32>, %q: !sched.buffer<16x256xf8E4M3FN>, %s: !sched.buffer<16xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op blocks 1 x 128 of 16 x 256 are not scale mode 'rows''s}}
+  sched.fp8_cast %x, %a, %q, %s {scale_mode = "rows"} : !sched.buffer<16x256xf32>, !sched.buffer<16x2xf32>, !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x256xf32>, %a: !sched.buffer<16x2xf32>, %q: !sched.buffer<16x256xf8E4M3FN>, %s: !sched.buffer<16xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op scale_inv must hold 32 f32 (vec128 of 16 x 256), not '!sched.buffer<16xf32>'}}
+  sched.fp8_cast %x, %a, %q, %s {scale_mode = "vec128"} : !sched.buffer<16x256xf32>, !sched.buffer<16x2xf32>, !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2x16x256xf32>, %a: !sched.buffer<2x1x2xf32>, %q: !sched.buffer<2x256x16xf8E4M3FN>, %s: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op a block-scaled cast transposes one matrix, not a batch}}
+  sched.fp8_cast %x, %a, %q, %s {transpose, scale_mode = "blk128"} : !sched.buffer<2x16x256xf32>, !sched.buffer<2x1x2xf32>, !sched.buffer<2x256x16xf8E4M3FN>, !sched.buffer<8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<16x256xf8E4M3FN>, %b: !sched.buffer<128x256xf8E4M3FN>, %c: !sched.buffer<16x128xf32>, %sa: !sched.buffer<16xf32>, %sb: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.gemm' op cuBLASLt scales no rows A by a blk128 B}}
+  sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<16xf32>, !sched.buffer<4xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "blk128"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<16x256xf8E4M3FN>, %b: !sched.buffer<256x128xf8E4M3FN>, %c: !sched.buffer<16x128xf32>, %sa: !sched.buffer<16xf32>, %sb: !sched.buffer<128xf32>):
+  // expected-error @+1 {{'sched.gemm' op block scales read one A [m, k] and B [n, k] (transpose_b, not transpose_a, batch 1)}}
+  sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<16xf32>, !sched.buffer<128xf32>) mnk [16, 128, 256] batch 1 ld [256, 128, 128] strides [0, 0, 0] epilogue none {scale_modes = ["rows", "rows"]} : <16x256xf8E4M3FN>, <256x128xf8E4M3FN> -> <16x128xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<16x256xf8E4M3FN>, %b: !sched.buffer<128x256xf8E4M3FN>, %c: !sched.buffer<16x128xf32>, %sa: !sched.buffer<16xf32>, %sb: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.gemm' op scale of B must hold 128 f32 (rows of 128 x 256), not '!sched.buffer<4xf32>'}}
+  sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<16xf32>, !sched.buffer<4xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "rows"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<16x256xf32>, %b: !sched.buffer<128x256xf32>, %c: !sched.buffer<16x128xf32>):
+  // expected-error @+1 {{'sched.gemm' op takes scale_modes only with FP8 scales}}
+  sched.gemm %a, %b -> %c mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "rows"]} : <16x256xf32>, <128x256xf32> -> <16x128xf32>
+  sched.return []
+}

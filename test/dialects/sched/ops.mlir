@@ -177,6 +177,33 @@ sched.program @fp8 arena(160) align(16) events(0) streams ["compute"] {
 
 // FP8 codes for a GEMM: as stored and transposed, each with 1/s, and the
 // GEMM reading them with their scales.
+// Block scales: 1 x 128 tiles of x [16, 256] (outer-dim-major, 2 x 16
+// scales) by 128 x 128 blocks of w read as B [128, 256] (one row of 2
+// scales, padded to 4); row-wise x by row-wise w (outer vectors).
+// CHECK-LABEL: sched.program @fp8_block_gemm
+sched.program @fp8_block_gemm arena(45776) align(16) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x256xbf16>, %ax: !sched.buffer<16x2xf32>, %w: !sched.buffer<256x128xf32>, %aw: !sched.buffer<2x1xf32>, %rx: !sched.buffer<16x1xf32>, %rw: !sched.buffer<1x128xf32>):
+  %qx = sched.alloc offset(0) live(0, 5) : !sched.buffer<16x256xf8E4M3FN>
+  %sx = sched.alloc offset(4096) live(0, 2) : !sched.buffer<32xf32>
+  %qw = sched.alloc offset(4224) live(1, 5) : !sched.buffer<128x256xf8E4M3FN>
+  %sw = sched.alloc offset(36992) live(1, 2) : !sched.buffer<4xf32>
+  %y = sched.alloc offset(37008) live(2, 6) : !sched.buffer<16x128xf32>
+  // CHECK: sched.fp8_cast %{{.*}} {scale_mode = "vec128"} : !sched.buffer<16x256xbf16>, !sched.buffer<16x2xf32>
+  sched.fp8_cast %x, %ax, %qx, %sx {scale_mode = "vec128"} : !sched.buffer<16x256xbf16>, !sched.buffer<16x2xf32>, !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<32xf32>
+  // CHECK: sched.fp8_cast %{{.*}} {scale_mode = "blk128", transpose}
+  sched.fp8_cast %w, %aw, %qw, %sw {transpose, scale_mode = "blk128"} : !sched.buffer<256x128xf32>, !sched.buffer<2x1xf32>, !sched.buffer<128x256xf8E4M3FN>, !sched.buffer<4xf32>
+  // CHECK: sched.gemm {{.*}} transpose_b {scale_modes = ["vec128", "blk128"]}
+  sched.gemm %qx, %qw -> %y scales(%sx, %sw : !sched.buffer<32xf32>, !sched.buffer<4xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["vec128", "blk128"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
+  %rsx = sched.alloc offset(45200) live(3, 5) : !sched.buffer<16xf32>
+  %rsw = sched.alloc offset(45264) live(4, 5) : !sched.buffer<128xf32>
+  // CHECK: sched.fp8_cast %{{.*}} {scale_mode = "rows"}
+  sched.fp8_cast %x, %rx, %qx, %rsx {scale_mode = "rows"} : !sched.buffer<16x256xbf16>, !sched.buffer<16x1xf32>, !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<16xf32>
+  sched.fp8_cast %w, %rw, %qw, %rsw {transpose, scale_mode = "rows"} : !sched.buffer<256x128xf32>, !sched.buffer<1x128xf32>, !sched.buffer<128x256xf8E4M3FN>, !sched.buffer<128xf32>
+  // CHECK: sched.gemm {{.*}} {scale_modes = ["rows", "rows"]}
+  sched.gemm %qx, %qw -> %y scales(%rsx, %rsw : !sched.buffer<16xf32>, !sched.buffer<128xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "rows"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
+  sched.return ["y"] %y : !sched.buffer<16x128xf32>
+}
+
 // CHECK-LABEL: sched.program @fp8_gemm
 sched.program @fp8_gemm arena(2304) align(16) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<16x32xf32>, %w: !sched.buffer<16x32xf32>, %a: !sched.buffer<1xf32>):

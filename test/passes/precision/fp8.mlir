@@ -10,6 +10,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRO
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=blockwise fuse-and-plan=false})' | FileCheck %s --check-prefix=ZBLOCK
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=0}))' 2>&1 | FileCheck %s --check-prefix=HIST
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed margin=-2}))' 2>&1 | FileCheck %s --check-prefix=MARGIN
@@ -165,6 +166,13 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // ZeRO leaves the histories whole (a split one would roll per shard).
 // ZERO-LABEL: func.func @step
 // ZERO: weft.param "l1.down.fp8.grad_amax_history" init(zeros) state {{.*}}: tensor<16xf32>
+// Each weight shard is quantized, then gathered (weft-fp8-gather), and
+// the backward gathers the quantized shard again rather than keeping the
+// whole FP8 weight from the forward (weft-reshard-after-forward).
+// ZERO: %[[Q:.*]] = weft.fp8_quantize %{{.*}} : tensor<64x256xf32>, tensor<1x1xf32>
+// ZERO-NEXT: %[[G:.*]] = weft.all_gather %[[Q]] over @mesh ["dp"] dim 0 : tensor<64x256xf32> -> tensor<128x256xf32>
+// ZERO: weft.cross_entropy
+// ZERO: weft.all_gather %[[Q]] over @mesh ["dp"] dim 0 : tensor<64x256xf32> -> tensor<128x256xf32>
 
 // Delayed scaling (Transformer Engine's DelayedScaling): each quantized
 // tensor has an amax history (a state parameter of `history` steps); its
@@ -202,3 +210,17 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // RECORD-NEXT: weft.assign "l1.down.fp8.grad_amax_history", %[[ROLL]] : tensor<16xf32>
 // KEEP: the FP8 keep list names 'middle'; it takes head, first, last or none
 // MIN: min-dim must be at least 0, not -1
+
+// A 128 x 128-blocked weight under ZeRO-3 (no per-tensor scale, so no
+// gather of quantized shards): the backward gathers the shard again and
+// quantizes it again by its own maxima, rather than keeping the whole
+// quantized weight from the forward.
+// ZBLOCK-LABEL: func.func @step
+// ZBLOCK: %[[P:.*]] = weft.param "l1.down"
+// ZBLOCK-NEXT: %[[G:.*]] = weft.all_gather %[[P]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
+// ZBLOCK: %[[A:.*]] = weft.fp8_amax %[[G]] : tensor<256x128xf32> -> tensor<2x1xf32>
+// ZBLOCK-NEXT: weft.fp8_quantize %[[G]], %[[A]]
+// ZBLOCK: weft.cross_entropy
+// ZBLOCK: %[[G2:.*]] = weft.all_gather %[[P]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
+// ZBLOCK-NEXT: %[[A2:.*]] = weft.fp8_amax %[[G2]] : tensor<256x128xf32> -> tensor<2x1xf32>
+// ZBLOCK-NEXT: weft.fp8_quantize %[[G2]], %[[A2]]

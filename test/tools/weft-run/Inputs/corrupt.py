@@ -43,6 +43,14 @@ elif kind == "fp8-gemm-unscaled":
     gemm = first(step["instructions"], lambda i: i["op"] == "gemm" and i["has_scales"])
     gemm["has_scales"] = False
     gemm["operands"] = gemm["operands"][:3]
+elif kind == "fp8-scale-mode":
+    # A row-wise cast that says its scales are 1 x 128 tiles.
+    first(step["instructions"], lambda i: i["op"] == "fp8_cast" and i.get("scale_mode") == "rows")["scale_mode"] = "vec128"
+elif kind == "fp8-gemm-modes":
+    # A row-wise GEMM that pairs its A's rows with 128 x 128 blocks of B.
+    first(step["instructions"], lambda i: i["op"] == "gemm" and "scale_modes" in i)["scale_modes"] = ["rows", "blk128"]
+elif kind == "fp8-gemm-mode-name":
+    first(step["instructions"], lambda i: i["op"] == "gemm" and "scale_modes" in i)["scale_modes"] = ["rows", "tiles"]
 elif kind == "op":
     step["instructions"][0]["op"] = "frobnicate"
 elif kind == "inputs":  # A valid bundle whose 'step' takes forward's inputs.

@@ -15,7 +15,8 @@
 #
 # Env: STEPS (300), BATCH (4), SEQ (128), LR (3e-3), SEEDS ("1 2 3");
 # ONLY="label ..." reruns just those runs (the table reads every run's
-# metrics); BIN (the build's bin/) the weftc and weft-run to use.
+# metrics); BIN (the build's bin/) the weftc and weft-run to use; TEXT
+# (base-files' GPL-3) the training text.
 set -euo pipefail
 BUILD=${1:-build}
 OUT="$BUILD/bench-fp8"
@@ -28,8 +29,11 @@ CONFIG=bench/gpt-fp8.json
 BIN=${BIN:-$BUILD/bin}
 source "$(dirname "$0")/common.sh"
 bench_setup "$BUILD" "$OUT"
-TEXT=/usr/share/common-licenses/GPL-3
-[ -f "$TEXT" ] || TEXT=README.md
+# Runs from different texts are not comparable (the seeds' tables are
+# combined across invocations), so the text is fixed and its hash printed.
+TEXT=${TEXT:-/usr/share/common-licenses/GPL-3}
+[ -f "$TEXT" ] || { echo "cpu_fp8.sh: no $TEXT (base-files' GPL-3; set TEXT)" >&2; exit 1; }
+echo "text: $TEXT sha256 $(sha256sum "$TEXT" | cut -c1-16)"
 
 # run LABEL SEED [weftc compile flags]
 run() {

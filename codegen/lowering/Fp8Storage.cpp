@@ -156,9 +156,10 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   llvm::MapVector<Operation *, Fp8Plan> plans;
   using Layout = std::pair<Operation *, SmallVector<int64_t>>; // {} stored.
   std::map<Layout, int> modes; // The modes each layout may still take.
+  // A gathered use reads the shard's codes as stored, whatever its layout.
   auto layoutOf = [](Operation *q, Value v, const Fp8GemmUse &use) {
     return Layout{
-        q, use.transposed
+        q, use.transposed && !use.gather
                ? SmallVector<int64_t>(cast<ShapedType>(v.getType()).getShape())
                : SmallVector<int64_t>()};
   };
@@ -214,6 +215,7 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   // two that each paired) drops its operands, and the search goes on.
   for (bool changed = true; changed;) {
     changed = false;
+    Operation *dropped = nullptr; // Erased once no iterator points at it.
     for (auto it = plans.begin(); it != plans.end() && !changed; ++it) {
       auto q = cast<Fp8QuantizeOp>(it->first);
       for (const auto &[v, use] : it->second.uses) {
@@ -229,11 +231,13 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
           continue;
         mine = kept;
         if (!kept)
-          plans.erase(it);
+          dropped = q;
         changed = true;
         break;
       }
     }
+    if (dropped)
+      plans.erase(dropped);
     if (changed)
       continue;
     auto first = [](int mask) {
@@ -249,12 +253,14 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
         int a = first(modes[layoutOf(it->first, v, use)]),
             b = first(modes[*partnerLayout(other, use.matmul, !use.lhs)]);
         if (!weft_fp8_scale_modes_pair(use.lhs ? a : b, use.lhs ? b : a)) {
-          plans.erase(it);
+          dropped = it->first;
           changed = true;
           break;
         }
         use.scaleMode = a;
       }
+    if (dropped)
+      plans.erase(dropped);
   }
   for (auto &[op, plan] : plans)
     l.planFp8Cast(op, std::move(plan));

@@ -3342,10 +3342,19 @@ parseSchedManifest(std::string_view text,
 
 std::pair<int64_t, int64_t> fp8CastBlocks(const std::vector<int64_t> &input,
                                           const std::vector<int64_t> &amax) {
-  long rows = 1, cols = 1;
+  int64_t elements = 1, scales = 1;
+  for (int64_t d : input)
+    elements *= d;
+  for (int64_t d : amax)
+    scales *= d;
+  int64_t cols = input.empty() ? 1 : input.back();
+  // One scale (a per-tensor cast's amax may have any shape): one block.
+  if (scales == 1 || amax.size() != input.size())
+    return {elements / std::max<int64_t>(cols, 1), cols};
+  long rows = 1, width = 1;
   weft_fp8_matrix_blocks(input.data(), amax.data(),
-                         static_cast<int>(input.size()), &rows, &cols);
-  return {rows, cols};
+                         static_cast<int>(input.size()), &rows, &width);
+  return {rows, width};
 }
 
 absl::StatusOr<SchedBundle> loadSchedBundle(const std::string &dir) {

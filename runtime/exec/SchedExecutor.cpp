@@ -488,22 +488,23 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       float alpha = 1.0f;
       if (wide) {
         // Element e of an operand [rows, k] times its block's scale.
+        // Rows `ld` apart; what lies past the matrix is not read.
         auto widen = [&](std::vector<float> &to, const uint8_t *codes,
                          DType format, int mode, const float *scale,
-                         int64_t rows) {
+                         int64_t rows, int64_t ld) {
           for (size_t e = 0; e < to.size(); ++e) {
-            int64_t r = static_cast<int64_t>(e) / k,
-                    c = static_cast<int64_t>(e) % k;
+            int64_t r = static_cast<int64_t>(e) / ld,
+                    c = static_cast<int64_t>(e) % ld;
+            bool scaled = mode != WEFT_FP8_SCALE_TENSOR && r < rows && c < k;
             to[e] = fp8Value(codes[e], format) *
-                    (mode == WEFT_FP8_SCALE_TENSOR
-                         ? 1.0f
-                         : scale[weft_fp8_scale_index(mode, r, c, rows, k)]);
+                    (scaled ? scale[weft_fp8_scale_index(mode, r, c, rows, k)]
+                            : 1.0f);
           }
         };
         widen(wide->a, wide->codesA, wide->formatA, wide->modeA, wide->scaleA,
-              m);
+              m, lda);
         widen(wide->b, wide->codesB, wide->formatB, wide->modeB, wide->scaleB,
-              n);
+              n, ldb);
         if (wide->modeA == WEFT_FP8_SCALE_TENSOR)
           alpha = *wide->scaleA * *wide->scaleB;
       }

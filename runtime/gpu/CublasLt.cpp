@@ -239,10 +239,16 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
     if (g.fp8() && (g.scaleModeA != 0 || g.scaleModeB != 0)) {
       int32_t modeA = kScaleModes[g.scaleModeB],
               modeB = kScaleModes[g.scaleModeA];
-      l.descSet(plan->desc, kDescAScaleMode, &modeA, sizeof(modeA));
-      l.descSet(plan->desc, kDescBScaleMode, &modeB, sizeof(modeB));
+      // A cuBLASLt without them (before 12.8) would read one scale each:
+      // refused, not wrong.
+      for (auto [attribute, mode] : {std::pair{kDescAScaleMode, &modeA},
+                                     std::pair{kDescBScaleMode, &modeB}})
+        if (s.ok())
+          s = check(l, l.descSet(plan->desc, attribute, mode, sizeof(*mode)),
+                    "FP8 block scale mode (cuBLASLt 12.9+)");
     }
-    s = setEpilogue(l, plan->desc, g);
+    if (s.ok())
+      s = setEpilogue(l, plan->desc, g);
   }
   if (s.ok())
     s = layout(&plan->a, typeOfA, g.transB ? g.k : g.n, g.transB ? g.n : g.k,

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/exec/CpuMath.h"
+#include "runtime/exec/SchedBundle.h"
 #include "runtime/support/Float.h"
 #include "runtime/support/Fp8Scaling.h"
 
@@ -288,4 +289,19 @@ TEST(Fp8Scaling, BlocksNameTheirScaleModes) {
   ASSERT_TRUE(weft_fp8_matrix_blocks(shape, outer, 3, &rows, &cols));
   EXPECT_EQ(rows, 8);
   EXPECT_FALSE(weft_fp8_matrix_blocks(shape, mixed, 3, &rows, &cols));
+}
+
+// An fp8_cast's blocks as a matrix of its input: a per-tensor cast's one
+// f32 may have any shape (one block: the whole [batch * rows, cols]); the
+// block maxima of a blocked one have the input's rank.
+TEST(Fp8Scaling, CastBlocksOfPerTensorAndBlockedMaxima) {
+  using weft::runtime::sched::fp8CastBlocks;
+  EXPECT_EQ(fp8CastBlocks({2, 16, 32}, {1}),
+            (std::pair<int64_t, int64_t>{32, 32}));
+  EXPECT_EQ(fp8CastBlocks({16, 32}, {1, 1}),
+            (std::pair<int64_t, int64_t>{16, 32}));
+  EXPECT_EQ(fp8CastBlocks({2, 16, 256}, {2, 16, 2}),
+            (std::pair<int64_t, int64_t>{1, 128}));
+  EXPECT_EQ(fp8CastBlocks({256, 384}, {2, 3}),
+            (std::pair<int64_t, int64_t>{128, 128}));
 }

@@ -772,11 +772,11 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
   let description = [{
     FP8 quantization kept in FP8, where `fp8_quantize` writes the
     dequantized f32 values: with s the scale `fp8_quantize` derives from
-    `amax` for `out`'s format (f8E4M3FN or f8E5M2),
-    each element x of `input` (f32, or on the GPU bf16 as stored) becomes
-    the code of fp8(sat(x * s)),
-    and `scale_inv` (one f32) gets 1 / s, the factor a `gemm` with FP8
-    operands takes as its scale. With `transpose`, `out` holds each matrix
+    its block's maximum in `amax` for `out`'s format (f8E4M3FN or
+    f8E5M2), each element x of `input` (f32, or on the GPU bf16 as stored)
+    becomes the code of fp8(sat(x * s)), and `scale_inv` gets each
+    block's 1 / s, the factors a `gemm` with FP8 operands takes as its
+    scales. With `transpose`, `out` holds each matrix
     of the last two dimensions transposed ([..., C, R] for an input
     [..., R, C]): cuBLASLt's FP8 GEMMs read both operands with k
     contiguous, so the compiler casts a value once per layout its GEMMs

@@ -223,4 +223,5 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // ZBLOCK: weft.cross_entropy
 // ZBLOCK: %[[G2:.*]] = weft.all_gather %[[P]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
 // ZBLOCK-NEXT: %[[A2:.*]] = weft.fp8_amax %[[G2]] : tensor<256x128xf32> -> tensor<2x1xf32>
-// ZBLOCK-NEXT: weft.fp8_quantize %[[G2]], %[[A2]]
+// ZBLOCK-NEXT: %[[Q2:.*]] = weft.fp8_quantize %[[G2]], %[[A2]]
+// ZBLOCK: weft.matmul %{{.*}}, %[[Q2]] transpose_rhs

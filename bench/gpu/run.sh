@@ -146,6 +146,12 @@ echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, bf16 out): per-tensor, 
 for scaling in tensor rows blockwise; do
   "$RT/weft-gpu-bench" gemm-fp8 8192 8192 8192 20 "$scaling" || status=1
 done
+# Correctness where a mistake would hide at 8192^3: m != n (a per-row
+# vector swapped between A and B has the wrong length), and k = 640 (five
+# 128-blocks, so each row of 128 x 128 scales is padded to 8).
+for scaling in rows blockwise; do
+  "$RT/weft-gpu-bench" gemm-fp8 1024 2048 640 3 "$scaling" || status=1
+done
 PYTHONPATH=bench/gpu python3 - <<'PY' || status=1
 import json, torch
 from torch_timing import median_ms

@@ -289,8 +289,8 @@ public:
         return failure();
       module->removeAttr(kPipelineScheduleAttr);
     } else if (microbatches > 0)
-      addSchedule("train", {kAccumulateFunc, "step"}, microbatches,
-                  kGatherFunc);
+      addSchedule("train", {kAccumulateFunc, "step"}, microbatches, kGatherFunc,
+                  kAccumulateLastFunc);
     else
       addSchedule("train", {"step"}, 1);
     addSchedule("eval", {"forward"}, 1);
@@ -510,8 +510,11 @@ private:
   /// `first` once if the module has it, then every program of `programs`
   /// but the last once per micro-batch, in order, then the last once (all
   /// of them once for 1). Nothing if a program of `programs` is missing.
+  /// Program `lastMicrobatch`, if the module has it, stands in for the
+  /// first of `programs` on the last micro-batch.
   void addSchedule(StringRef name, ArrayRef<StringRef> programs,
-                   int64_t microbatches, StringRef first = "") {
+                   int64_t microbatches, StringRef first = "",
+                   StringRef lastMicrobatch = "") {
     if (llvm::any_of(programs, [&](StringRef p) {
           return !module.lookupSymbol<sched::ProgramOp>(p);
         }))
@@ -526,9 +529,14 @@ private:
     b.setInsertionPointToEnd(&seq.getBody().emplaceBlock());
     if (!first.empty() && module.lookupSymbol<sched::ProgramOp>(first))
       sched::RunOp::create(b, module.getLoc(), first, 0, 0);
+    bool substitute = !lastMicrobatch.empty() &&
+                      module.lookupSymbol<sched::ProgramOp>(lastMicrobatch);
     for (int64_t i = 0; i < microbatches; ++i)
-      for (StringRef p : programs.drop_back())
-        sched::RunOp::create(b, module.getLoc(), p, i, 0);
+      for (auto [k, p] : llvm::enumerate(programs.drop_back()))
+        sched::RunOp::create(
+            b, module.getLoc(),
+            k == 0 && substitute && i == microbatches - 1 ? lastMicrobatch : p,
+            i, 0);
     sched::RunOp::create(b, module.getLoc(), programs.back(), microbatches - 1,
                          0);
   }

@@ -335,9 +335,15 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
   // Gradient accumulation (weft-accumulate-gradients): a step also runs
   // @accumulate once per micro-batch, in the arena it shares with @step,
   // and its collectives each time.
+  // The last micro-batch's copy that reduces as it goes, if any, runs in
+  // its place once.
   if (auto accumulate = module.lookupSymbol<func::FuncOp>(kAccumulateFunc)) {
     auto m = accumulate->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
-    if (!m || failed(addProgram(accumulate, m.getInt(), *estimate)))
+    auto last = module.lookupSymbol<func::FuncOp>(kAccumulateLastFunc);
+    if (!m ||
+        failed(
+            addProgram(accumulate, m.getInt() - (last ? 1 : 0), *estimate)) ||
+        (last && failed(addProgram(last, 1, *estimate))))
       return accumulate.emitError("no planned @accumulate to estimate"),
              failure();
   }

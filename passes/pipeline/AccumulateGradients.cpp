@@ -38,13 +38,20 @@ ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
 
 /// The all-reduce that makes gradient `g` of `param`, if the accumulator
 /// can take its input instead and the step reduce once: a sum of one
-/// tensor that only the return reads. ZeRO-2's (weft.grad_shard) stays,
-/// as weft-partition-optimizer makes it the per-micro-batch reduce-scatter
-/// into its block accumulator.
-AllReduceOp deferrableReduction(Value g, ParamOp param) {
-  auto sum = g.getDefiningOp<AllReduceOp>();
+/// tensor that only the return reads, or that only a widening cast to the
+/// gradient's type reads (a bf16 model's gradient, reduced in bf16 and
+/// widened for its f32 master: the accumulator then adds the widened
+/// local gradient, and the one reduction is of the f32 sum, as Megatron
+/// reduces its f32 main_grad once). `widen` is set to that cast.
+/// ZeRO-2's (weft.grad_shard) stays, as weft-partition-optimizer makes it
+/// the per-micro-batch reduce-scatter into its block accumulator.
+AllReduceOp deferrableReduction(Value g, ParamOp param, CastOp &widen) {
+  widen = g.getDefiningOp<CastOp>();
+  Value reduced = widen ? widen.getInput() : g;
+  auto sum = reduced.getDefiningOp<AllReduceOp>();
   if (!sum || param->hasAttr(kGradShardAttr) || !g.hasOneUse() ||
-      sum.getInputs().size() != 1 || sum.getReduction() != ReduceKind::Sum ||
+      !reduced.hasOneUse() || sum.getInputs().size() != 1 ||
+      sum.getReduction() != ReduceKind::Sum ||
       !isa<func::ReturnOp>(*g.getUsers().begin()))
     return AllReduceOp();
   return sum;
@@ -170,17 +177,23 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     AssignOp::create(b, loc, lossAcc.getNameAttr(),
                      e.add(lossAcc.getResult(), loss));
     placeOnStage(before, ret, lossStage);
-    SmallVector<AllReduceOp> reduced;
+    SmallVector<Operation *> reduced; // Each sum after its widening.
     for (auto [param, acc, g] :
          llvm::zip(gradOf, accs, ret.getOperands().drop_front())) {
       // The data-parallel sum, once per step in the step rather than once
       // per micro-batch (sums commute): the accumulator adds this rank's
       // own gradient (Megatron reduces after the last micro-batch).
       Value part = g;
-      if (AllReduceOp sum = deferrableReduction(g, param)) {
+      CastOp widen;
+      if (AllReduceOp sum = deferrableReduction(g, param, widen)) {
         deferred[acc.getName()] = {sum.getMeshAttr(), sum.getAxesAttr()};
-        reduced.push_back(sum);
         part = sum.getInputs()[0];
+        if (widen) {
+          OpBuilder at(widen);
+          part = CastOp::create(at, widen.getLoc(), widen.getType(), part);
+          reduced.push_back(widen);
+        }
+        reduced.push_back(sum);
       }
       before = ret->getPrevNode();
       AssignOp::create(b, loc, acc.getNameAttr(), e.add(acc.getResult(), part));
@@ -190,12 +203,49 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, loc, ValueRange{loss});
     ret.erase();
-    for (AllReduceOp sum : reduced)
-      sum.erase();
+    for (Operation *op : reduced)
+      op->erase();
     accumulate.setFunctionType(
         b.getFunctionType(body.getArgumentTypes(), {loss.getType()}));
     accumulate.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
     accumulate.setResultAttr(0, "weft.output", b.getStringAttr("loss"));
+  }
+
+  // Under ZeRO-0/1 without a pipeline, the last micro-batch reduces each
+  // accumulator right after adding its gradient (@accumulate_last), so the
+  // reductions overlap its backward; the step then reads global sums. The
+  // sum is the same: each rank's micro-batches first, then the ranks.
+  // ZeRO-2/3's gradients are reduce-scattered per micro-batch already.
+  bool reduceLast =
+      !staged && !deferred.empty() && llvm::none_of(gradOf, [](ParamOp p) {
+        return p->hasAttr(kGradShardAttr);
+      });
+  if (reduceLast) {
+    b.setInsertionPointAfter(accumulate);
+    auto last = cast<func::FuncOp>(b.clone(*accumulate));
+    last.setSymName(kAccumulateLastFunc);
+    last.walk([&](AssignOp assign) {
+      auto it = deferred.find(assign.getName());
+      if (it == deferred.end())
+        return;
+      // The sum moves up to where the micro-batch's gradient is made, so
+      // its reduction is issued there, under the rest of the backward
+      // (and buckets with its neighbours); the state is written at the end.
+      OpBuilder at(assign);
+      auto add = assign.getValue().getDefiningOp<AddOp>();
+      Operation *made = add ? add.getRhs().getDefiningOp() : nullptr;
+      if (made && add.getLhs().getDefiningOp<ParamOp>()) {
+        add->moveAfter(made);
+        at.setInsertionPointAfter(add);
+      }
+      assign.getValueMutable().assign(
+          AllReduceOp::create(
+              at, assign.getLoc(),
+              ReduceKindAttr::get(at.getContext(), ReduceKind::Sum),
+              ValueRange{assign.getValue()}, it->second.first,
+              it->second.second)
+              .getResult(0));
+    });
   }
 
   // The gradient function again, as the accumulators' mean: no inputs, the
@@ -221,7 +271,8 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   auto average = [&](ParamOp acc) {
     auto type = cast<RankedTensorType>(acc.getType());
     Value sum = acc.getResult();
-    if (auto it = deferred.find(acc.getName()); it != deferred.end())
+    if (auto it = deferred.find(acc.getName());
+        it != deferred.end() && !reduceLast)
       sum = AllReduceOp::create(
                 b, loc, ReduceKindAttr::get(b.getContext(), ReduceKind::Sum),
                 ValueRange{sum}, it->second.first, it->second.second)

@@ -14,6 +14,12 @@ namespace weft {
 
 /// The per-micro-batch program weft-accumulate-gradients makes.
 inline constexpr const char *kAccumulateFunc = "accumulate";
+/// Its copy for a step's last micro-batch under ZeRO-0/1 data parallelism:
+/// it all-reduces each accumulator as soon as that micro-batch's gradient
+/// is added, so the reductions run under its backward (Megatron's
+/// overlap_grad_reduce with gradient accumulation) instead of after it in
+/// the step. The train schedule runs @accumulate for the others.
+inline constexpr const char *kAccumulateLastFunc = "accumulate_last";
 /// Its attribute: how many micro-batches one step runs it for.
 inline constexpr const char *kMicrobatchesAttr = "weft.microbatches";
 /// The suffix of a parameter's gradient accumulator.

@@ -380,10 +380,13 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     auto reduce = [&](double bytes, double tensors, int64_t group) {
       if (bytes <= 0 || group <= 1)
         return 0.0;
-      // Only all-reduces are bucketed (weft-bucket-all-reduce).
-      double count = m > 1 || c.zero >= 2
-                         ? std::max(1.0, tensors)
-                         : std::max(1.0, std::ceil(bytes / (25.0 * (1 << 20))));
+      // Only all-reduces are bucketed (weft-bucket-all-reduce): in the step
+      // program, or in @accumulate_last (ZeRO-0/1 with micro-batches and no
+      // pipeline); a pipeline's stages reduce tensor by tensor.
+      bool bucketed = c.zero <= 1 && (m == 1 || pp == 1);
+      double count = bucketed
+                         ? std::max(1.0, std::ceil(bytes / (25.0 * (1 << 20))))
+                         : std::max(1.0, tensors);
       // ZeRO-1 all-reduces the whole gradient too, then updates its part.
       Kind kind = c.zero <= 1 ? Kind::all_reduce : Kind::reduce_scatter;
       double each = bytes / count;
@@ -430,9 +433,10 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
       dp += double(m) * (exposed(gathered, first, f) +
                          exposed(gathered + gradSync, first + last, bw));
       gradSync = 0; // Counted.
-    } else if (m == 1 && pp == 1 && base.overlapsCommunication) {
-      // One micro-batch without a pipeline: the gradients' buckets reduce
-      // under the backward (on the GPU, the step program's comm stream).
+    } else if (pp == 1 && base.overlapsCommunication) {
+      // Without a pipeline the gradients' buckets reduce under the (last
+      // micro-batch's) backward: on the GPU, the step program's or
+      // @accumulate_last's comm stream.
       gradSync = std::max(0.0, gradSync - bw);
     }
     worstDp = std::max(worstDp, dp + gradSync);

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace weft {
@@ -47,6 +48,12 @@ ParamOp declareAccumulator(OpBuilder &b, Location loc, Type type,
 /// the per-micro-batch reduce-scatter into its block accumulator.
 AllReduceOp deferrableReduction(Value g, ParamOp param, CastOp &widen) {
   widen = g.getDefiningOp<CastOp>();
+  if (widen) {
+    auto from = dyn_cast<FloatType>(getElementTypeOrSelf(widen.getInput()));
+    auto to = dyn_cast<FloatType>(getElementTypeOrSelf(widen.getType()));
+    if (!from || !to || from.getWidth() >= to.getWidth())
+      return AllReduceOp();
+  }
   Value reduced = widen ? widen.getInput() : g;
   auto sum = reduced.getDefiningOp<AllReduceOp>();
   if (!sum || param->hasAttr(kGradShardAttr) || !g.hasOneUse() ||
@@ -215,10 +222,13 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   // accumulator right after adding its gradient (@accumulate_last), so the
   // reductions overlap its backward; the step then reads global sums. The
   // sum is the same: each rank's micro-batches first, then the ranks.
-  // ZeRO-2/3's gradients are reduce-scattered per micro-batch already.
+  // ZeRO-2/3's gradients are reduce-scattered per micro-batch already (and
+  // ZeRO-3's gathers, which weft-gather-per-step moves out of @accumulate,
+  // must not stay in a second copy), as are a narrow model's ZeRO-1
+  // masters' (stored split).
   bool reduceLast =
       !staged && !deferred.empty() && llvm::none_of(gradOf, [](ParamOp p) {
-        return p->hasAttr(kGradShardAttr);
+        return p->hasAttr(kGradShardAttr) || p->hasAttr(kZeroShardAttr);
       });
   if (reduceLast) {
     b.setInsertionPointAfter(accumulate);

@@ -14,7 +14,8 @@ namespace weft {
 
 /// The per-micro-batch program weft-accumulate-gradients makes.
 inline constexpr const char *kAccumulateFunc = "accumulate";
-/// Its copy for a step's last micro-batch under ZeRO-0/1 data parallelism:
+/// Its copy for a step's last micro-batch under ZeRO-0 data parallelism (or
+/// an f32 model's ZeRO-1; no pipeline):
 /// it all-reduces each accumulator as soon as that micro-batch's gradient
 /// is added, so the reductions run under its backward (Megatron's
 /// overlap_grad_reduce with gradient accumulation) instead of after it in

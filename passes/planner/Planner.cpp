@@ -377,22 +377,26 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     // gradients reduce over dp alone, the others over dp x ep x cp; ZeRO
     // shards over dp.
     using Kind = sched::CollectiveKind;
+    // Gradients reduce-scattered each micro-batch (@accumulate): ZeRO-2/3,
+    // and ZeRO-1 of a narrow model with micro-batches, whose f32 masters
+    // are stored split, so each micro-batch's gradient is reduced onto them.
+    bool scattered = c.zero >= 2 || (c.zero == 1 && model.narrow && m > 1);
     auto reduce = [&](double bytes, double tensors, int64_t group) {
       if (bytes <= 0 || group <= 1)
         return 0.0;
       // Only all-reduces are bucketed (weft-bucket-all-reduce): in the step
       // program, or in @accumulate_last (ZeRO-0/1 with micro-batches and no
       // pipeline); a pipeline's stages reduce tensor by tensor.
-      bool bucketed = c.zero <= 1 && (m == 1 || pp == 1);
+      bool bucketed = !scattered && (m == 1 || pp == 1);
       double count = bucketed
                          ? std::max(1.0, std::ceil(bytes / (25.0 * (1 << 20))))
                          : std::max(1.0, tensors);
       // ZeRO-1 all-reduces the whole gradient too, then updates its part.
-      Kind kind = c.zero <= 1 ? Kind::all_reduce : Kind::reduce_scatter;
+      Kind kind = scattered ? Kind::reduce_scatter : Kind::all_reduce;
       double each = bytes / count;
-      return count * collectiveSeconds(
-                         kind, each, c.zero <= 1 ? each : each / double(group),
-                         group, dpLink);
+      return count * collectiveSeconds(kind, each,
+                                       scattered ? each / double(group) : each,
+                                       group, dpLink);
     };
     double expertGrads = n * l0.expertGradBytes,
            expertTensors = n * l0.expertTensors;
@@ -415,7 +419,7 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     // locally and are all-reduced once (a latency).
     if (c.zero == 2)
       dp += collectiveSeconds(Kind::all_reduce, 4, 4, c.dp, dpLink);
-    if (c.zero >= 2) {
+    if (scattered) {
       // Each micro-batch reduce-scatters its gradients (@accumulate). With
       // the GPU's overlap passes, the gathers move ahead of their readers
       // (weft-sched-prefetch-gathers) and each reduction is read one later

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/pipeline/Names.h"
 #include "passes/precision/Passes.h"
 
 #include "dialects/weft/IR/WeftEmitter.h"
@@ -132,21 +133,37 @@ struct Fp8RecordAmaxPass
     if (!accumulate || accumulate == step)
       return;
     auto scalar = RankedTensorType::get({}, b.getF32Type());
-    OpBuilder inAcc =
-        OpBuilder::atBlockTerminator(&accumulate.getBody().front());
-    // Per step maximum, its value so far in @accumulate and its assign (a
+    // The last micro-batch's copy (@accumulate_last, ZeRO-0/1's overlapped
+    // reduction) folds its maxima the same way.
+    for (func::FuncOp acc :
+         {accumulate,
+          getOperation().lookupSymbol<func::FuncOp>(kAccumulateLastFunc)}) {
+      if (acc && failed(foldMaxima(acc, step, b, scalar, historyOf, pushed)))
+        return signalPassFailure();
+    }
+  }
+
+  /// Folds each micro-batch maximum of `acc` into its step maximum (a
+  /// state parameter), which `step` pushes once onto its history and
+  /// resets.
+  LogicalResult foldMaxima(func::FuncOp acc, func::FuncOp step, OpBuilder &b,
+                           RankedTensorType scalar,
+                           llvm::function_ref<ParamOp(Fp8AmaxOp)> historyOf,
+                           llvm::StringSet<> &pushed) {
+    OpBuilder inAcc = OpBuilder::atBlockTerminator(&acc.getBody().front());
+    // Per step maximum, its value so far in `acc` and its assign (a
     // history's maximum taken twice, as recomputation clones it, folds
     // both into one assign).
     llvm::StringMap<std::pair<Value, AssignOp>> folds;
-    Block &accBody = accumulate.getBody().front();
-    for (Fp8AmaxOp a : recordedMaxima(accumulate)) {
+    Block &accBody = acc.getBody().front();
+    for (Fp8AmaxOp a : recordedMaxima(acc)) {
       ParamOp history = historyOf(a);
       if (!history)
-        return signalPassFailure();
+        return failure();
       // Under a pipeline, the history's stage: the fold runs there.
       auto stage = history->getAttrOfType<IntegerAttr>(kStageAttr);
       std::string name = (history.getName() + kStepMaxSuffix).str();
-      ParamOp stepMax = stateParam(accumulate, name, scalar, stage);
+      ParamOp stepMax = stateParam(acc, name, scalar, stage);
       auto &[sofar, assign] = folds[name];
       if (!sofar)
         sofar = stepMax.getResult();
@@ -167,6 +184,7 @@ struct Fp8RecordAmaxPass
       AssignOp::create(b, a.getLoc(), seen.getNameAttr(),
                        reset.splat(scalar, 0.0));
     }
+    return success();
   }
 };
 } // namespace

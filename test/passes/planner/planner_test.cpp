@@ -295,9 +295,10 @@ double perTensor(const Topology &topology, sched::CollectiveKind kind,
          collectiveSeconds(kind, bytes / 36, out / 36, 4, topology.intraNode);
 }
 
-// As Weft's programs run them: ZeRO-1 all-reduces the gradients once, in
-// buckets under the last micro-batch's backward (@accumulate_last);
-// ZeRO-2 reduce-scatters each micro-batch's
+// As Weft's programs run them, for this bf16 toy: ZeRO-1's f32 masters are
+// stored split, so it reduce-scatters each micro-batch's gradients onto
+// them as ZeRO-2 does (an f32 model's ZeRO-1 would all-reduce once, under
+// the last micro-batch's backward); ZeRO-2 reduce-scatters each micro-batch's
 // (@accumulate), under its backward on the toy's comm stream (read one
 // later: all but what the backward, 9 parts of 0.1 + 2 ms, cannot cover),
 // and all-reduces each tensor's partial norm; both gather the updated
@@ -308,10 +309,6 @@ TEST(Planner, ZeroTwoReducesEveryMicrobatch) {
   auto per = [&](Kind kind, double bytes, double out) {
     return perTensor(topology, kind, bytes, out);
   };
-  double buckets = std::ceil(9 * 1024 / 25.0);
-  double reduce =
-      buckets * collectiveSeconds(Kind::all_reduce, 9 * kGiB / buckets,
-                                  9 * kGiB / buckets, 4, topology.intraNode);
   double scatter = per(Kind::reduce_scatter, 9 * kGiB, 9 * kGiB / 4);
   double gather = per(Kind::all_gather, 9 * kGiB / 4, 9 * kGiB);
   // The norm's partial sums of squares add up locally: one all-reduce.
@@ -328,11 +325,26 @@ TEST(Planner, ZeroTwoReducesEveryMicrobatch) {
     auto e = evaluate(toyModel(), topology, c, toyProfiles());
     ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
     EXPECT_NEAR(e->dpSeconds,
-                zero == 2 ? 4 * (scatter - backward) + norms + gather
-                          : reduce - backward + gather,
+                4 * (scatter - backward) + (zero == 2 ? norms : 0) + gather,
                 1e-9)
         << "zero=" << zero;
   }
+  // An f32 model's ZeRO-1 keeps whole gradients: one bucketed all-reduce,
+  // under the last micro-batch's backward (@accumulate_last).
+  ModelShape f32 = toyModel();
+  f32.narrow = false;
+  Candidate c;
+  c.dp = 4;
+  c.zero = 1;
+  c.microbatches = 4;
+  c.uniformRecompute = "none";
+  auto e = evaluate(f32, topology, c, toyProfiles());
+  ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+  double buckets = std::ceil(9 * 1024 / 25.0);
+  double reduce =
+      buckets * collectiveSeconds(Kind::all_reduce, 9 * kGiB / buckets,
+                                  9 * kGiB / buckets, 4, topology.intraNode);
+  EXPECT_NEAR(e->dpSeconds, reduce - backward + gather, 1e-9);
 }
 
 // ZeRO-3 gathers each micro-batch's parameters in its forward and again in

@@ -8,6 +8,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRO
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=dp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRODP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=blockwise fuse-and-plan=false})' | FileCheck %s --check-prefix=ZBLOCK
@@ -225,3 +226,12 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // ZBLOCK-NEXT: %[[A2:.*]] = weft.fp8_amax %[[G2]] : tensor<256x128xf32> -> tensor<2x1xf32>
 // ZBLOCK-NEXT: %[[Q2:.*]] = weft.fp8_quantize %[[G2]], %[[A2]]
 // ZBLOCK: weft.matmul %{{.*}}, %[[Q2]] transpose_rhs
+
+// Under dp the last micro-batch runs @accumulate_last (its gradients'
+// all-reduce under its backward): its maxima fold into the step's too, so
+// the history sees every micro-batch.
+// MICRODP-LABEL: func.func @accumulate_last
+// MICRODP: %[[SM:.*]] = weft.param "l1.down.fp8.grad_amax_history.step_max" init(zeros) state {weft.transient} : tensor<f32>
+// MICRODP: %[[M:.*]] = weft.max %[[SM]], %{{.*}} : tensor<f32>
+// MICRODP-NEXT: weft.assign "l1.down.fp8.grad_amax_history.step_max", %[[M]] : tensor<f32>
+// MICRODP-LABEL: func.func @step

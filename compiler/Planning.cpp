@@ -163,7 +163,12 @@ compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
         func ? func->getAttrOfType<IntegerAttr>("weft.arena_bytes") : nullptr;
     return bytes ? double(bytes.getInt()) : double(rank.activationBytes);
   };
-  cost.workingBytes = arena("accumulate") - cost.activationBytes;
+  // The last micro-batch's copy (@accumulate_last) may hold more: its
+  // reductions' buckets live to the end of its backward.
+  double working = arena("accumulate");
+  if (placed->lookupSymbol<func::FuncOp>(kAccumulateLastFunc))
+    working = std::max(working, arena(kAccumulateLastFunc));
+  cost.workingBytes = working - cost.activationBytes;
   cost.updateBytes = arena("step");
   cost.flops = flops("accumulate");
   cost.modelFlops = 3 * flops("forward");

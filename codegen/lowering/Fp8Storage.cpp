@@ -210,9 +210,7 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   // Until nothing changes: narrow each layout to the modes its GEMMs'
   // other operands can pair with, and drop the quantizations with a GEMM
   // whose other operand is no candidate (cuBLASLt multiplies FP8 by FP8),
-  // is E5M2 as well, or pairs with none of its modes. Then each layout
-  // takes its first mode left; a GEMM those do not pair (a choice between
-  // two that each paired) drops its operands, and the search goes on.
+  // is E5M2 as well, or pairs with none of its modes.
   for (bool changed = true; changed;) {
     changed = false;
     Operation *dropped = nullptr; // Erased once no iterator points at it.
@@ -238,30 +236,16 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
     }
     if (dropped)
       plans.erase(dropped);
-    if (changed)
-      continue;
-    auto first = [](int mask) {
-      for (int m = 0; m < 4; ++m)
-        if (mask >> m & 1)
-          return m;
-      return -1;
-    };
-    for (auto it = plans.begin(); it != plans.end() && !changed; ++it)
-      for (auto &[v, use] : it->second.uses) {
-        GemmOperands g = *gemmOperands(use.matmul);
-        auto other = fp8GemmOperandOf(use.lhs ? g.rhs : g.lhs);
-        int a = first(modes[layoutOf(it->first, v, use)]),
-            b = first(modes[*partnerLayout(other, use.matmul, !use.lhs)]);
-        if (!weft_fp8_scale_modes_pair(use.lhs ? a : b, use.lhs ? b : a)) {
-          dropped = it->first;
-          changed = true;
-          break;
-        }
-        use.scaleMode = a;
-      }
-    if (dropped)
-      plans.erase(dropped);
   }
+  // Each layout takes its first mode left. The modes are ordered (tensor,
+  // rows, 1 x 128, 128 x 128) so that two layouts whose every mode pairs
+  // with one of the other's have first modes that pair: a tensor pairs only
+  // with a tensor, rows only with rows, and of two masks holding block
+  // modes only, one that is 128 x 128 alone faces one holding 1 x 128.
+  auto first = [](int mask) { return llvm::countr_zero(unsigned(mask)); };
+  for (auto &[q, plan] : plans)
+    for (auto &[v, use] : plan.uses)
+      use.scaleMode = first(modes[layoutOf(q, v, use)]);
   for (auto &[op, plan] : plans)
     l.planFp8Cast(op, std::move(plan));
 }

@@ -492,14 +492,14 @@ SchedExecutor::bindInstruction(const sched::Program &program,
         auto widen = [&](std::vector<float> &to, const uint8_t *codes,
                          DType format, int mode, const float *scale,
                          int64_t rows, int64_t ld) {
-          for (size_t e = 0; e < to.size(); ++e) {
-            int64_t r = static_cast<int64_t>(e) / ld,
-                    c = static_cast<int64_t>(e) % ld;
-            bool scaled = mode != WEFT_FP8_SCALE_TENSOR && r < rows && c < k;
-            to[e] = fp8Value(codes[e], format) *
-                    (scaled ? scale[weft_fp8_scale_index(mode, r, c, rows, k)]
-                            : 1.0f);
-          }
+          for (size_t e = 0; e < to.size(); ++e)
+            to[e] = fp8Value(codes[e], format);
+          if (mode == WEFT_FP8_SCALE_TENSOR)
+            return;
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < k; ++c)
+              to[r * ld + c] *=
+                  scale[weft_fp8_scale_index(mode, r, c, rows, k)];
         };
         widen(wide->a, wide->codesA, wide->formatA, wide->modeA, wide->scaleA,
               m, lda);

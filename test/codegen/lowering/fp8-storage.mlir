@@ -80,6 +80,25 @@ func.func @linear_bf16(%x: tensor<16x64xbf16>, %w: tensor<64x32xbf16>) -> tensor
 
 // -----
 
+// Blocks that coincide: x's rows of 128 are 1 x 128 tiles too, and a
+// 128 x 128 weight is one block and one 128 x 128 block. The planner
+// narrows each to what its partner pairs with: 1 x 128 by 128 x 128 (not
+// rows by a tensor, which cuBLASLt does not pair).
+// CHECK-LABEL: sched.program @coinciding_blocks
+// CHECK: sched.fp8_cast {{.*}} {scale_mode = "vec128"} : !sched.buffer<256x128xbf16>, !sched.buffer<256x1xf32>
+// CHECK: sched.fp8_cast {{.*}} {scale_mode = "blk128"} : !sched.buffer<128x128xbf16>, !sched.buffer<1x1xf32>, !sched.buffer<128x128xf8E4M3FN>, !sched.buffer<4xf32>
+// CHECK: sched.gemm {{.*}} {scale_modes = ["vec128", "blk128"]}
+func.func @coinciding_blocks(%x: tensor<2x128x128xbf16>, %w: tensor<128x128xbf16>) -> tensor<2x128x128xbf16> {
+  %ax = weft.fp8_amax %x : tensor<2x128x128xbf16> -> tensor<2x128x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<2x128x128xbf16>, tensor<2x128x1xf32>
+  %aw = weft.fp8_amax %w : tensor<128x128xbf16> -> tensor<1x1xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<128x128xbf16>, tensor<1x1xf32>
+  %y = weft.matmul %qx, %qw transpose_rhs : tensor<2x128x128xbf16>, tensor<128x128xbf16>
+  return %y : tensor<2x128x128xbf16>
+}
+
+// -----
+
 // What keeps the dequantized values: a quantization read by anything but
 // a GEMM (here returned), a GEMM whose other operand is not FP8 (so its
 // partner falls back too), blocked scales (rowwise), and a GEMM whose m is

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 using namespace weft;
@@ -427,6 +428,44 @@ TEST(SchedExecutor, Bf16Zero3GathersBf16AndTrainsLikeOneRank) {
                : f32Gathers);
   EXPECT_GT(bf16Gathers, 0);
   EXPECT_EQ(f32Gathers, 0);
+}
+
+// A bf16 model's gradients with data parallelism and micro-batches
+// (ZeRO-0): each micro-batch adds its widened local gradient to an f32
+// accumulator, and the last micro-batch's program (@accumulate_last)
+// all-reduces each f32 sum once, under the rest of its backward; the
+// update reduces nothing. One rank rounds its whole batch's gradient to
+// bf16 once where these round each micro-batch's: a few bf16 ulps, as tp.
+TEST(SchedExecutor, Bf16MicrobatchGradientsAreReducedOnceInF32) {
+  Case setup("llama-tiny", "bf16", "dp=2,mb=2");
+  setup.batch = 4;
+  checkPlacedTraining(setup, 1.0 / 32, 1e-1);
+  auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(setup));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  std::map<std::string, std::pair<int, int>> reduces; // f32, other
+  for (const auto &p : bundle->programs)
+    for (const auto &ins : p.instructions)
+      if (ins.op == runtime::sched::Op::Collective &&
+          ins.as<runtime::sched::CollectiveAttrs>().kind ==
+              runtime::sched::CollectiveKind::AllReduce) {
+        auto &[f32, other] = reduces[p.name];
+        ++(p.buffers[ins.operands[0]].type.dtype == runtime::DType::F32
+               ? f32
+               : other);
+      }
+  // Every gradient's reduction (a sum of widened bf16 gradients) is f32
+  // and in the last micro-batch's program; the loss's and norm's too are
+  // f32, so the other programs reduce at most a few scalars.
+  auto last = reduces.find("accumulate_last");
+  ASSERT_NE(last, reduces.end()) << "no @accumulate_last all-reduces";
+  EXPECT_GT(last->second.first, 0);
+  EXPECT_EQ(last->second.second, 0);
+  for (const auto &[name, counts] : reduces) {
+    EXPECT_EQ(counts.second, 0) << name << " all-reduces bf16";
+    if (name != "accumulate_last")
+      EXPECT_LT(counts.first, last->second.first) << name;
+  }
+  EXPECT_EQ(reduces.count("step"), 0u) << "the update reduces gradients";
 }
 
 // Delayed scaling keeps what it promises: after three steps each amax

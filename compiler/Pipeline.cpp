@@ -98,8 +98,12 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
         "compiles candidates to find it; pass the per-layer choice it made "
         "(the report's recompute=...)");
   // On the whole forward, before partitioning places the quantizations.
-  bool delayedFp8 = options.fp8 == "tensorwise-delayed";
-  if (options.fp8 != "none") {
+  llvm::Expected<Fp8Choice> fp8Choice = parseFp8(options.fp8);
+  if (!fp8Choice)
+    return llvm::createStringError("weft-train: " +
+                                   llvm::toString(fp8Choice.takeError()));
+  bool delayedFp8 = fp8Choice->anyDelayed();
+  if (fp8Choice->any()) {
     Fp8Options fp8;
     fp8.recipe = options.fp8;
     fp8.keep = options.fp8Keep;
@@ -135,7 +139,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     // Per-tensor FP8 tensors gathered for their scale move quantized; not
     // parameters ZeRO-3 gathers once a step for its micro-batches
     // (weft-gather-per-step, below), which that would undo.
-    if (options.fp8 != "none") {
+    if (fp8Choice->any()) {
       Fp8GatherOptions gather;
       gather.params = !gatherPerStep;
       forward.addPass(createFp8Gather(gather));

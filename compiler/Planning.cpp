@@ -359,6 +359,10 @@ llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
     return fail("a plan is predicted with one --recompute for every layer "
                 "(none, selective or full), not '" +
                 recompute + "'");
+  if (fp8.find_first_of(",*") != std::string::npos)
+    return fail("a plan is predicted with one --fp8 recipe for every layer, "
+                "not '" +
+                fp8 + "'");
   planner::Candidate c;
   c.tp = plan.size("tp");
   c.pp = plan.size("pp");

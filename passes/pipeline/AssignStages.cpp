@@ -97,14 +97,17 @@ weft::parseStageBoundaries(llvm::StringRef spec, int64_t layers,
 
 std::vector<std::pair<int64_t, int64_t>>
 weft::balanceStages(llvm::ArrayRef<double> layerCosts, double before,
-                    double after, int64_t stages) {
+                    double after, int64_t stages,
+                    llvm::ArrayRef<double> stageScales) {
   // best[k][i]: the least largest stage of the first i layers in k stages.
   int64_t n = static_cast<int64_t>(layerCosts.size());
   std::vector<double> prefix(n + 1, 0);
   for (int64_t i = 0; i < n; ++i)
     prefix[i + 1] = prefix[i] + layerCosts[i];
-  auto cost = [&](int64_t from, int64_t to) { // Layers [from, to).
-    return prefix[to] - prefix[from] + (from == 0 ? before : 0) +
+  // Layers [from, to) as stage k (from 1).
+  auto cost = [&](int64_t from, int64_t to, int64_t k) {
+    double scale = stageScales.empty() ? 1.0 : stageScales[k - 1];
+    return scale * (prefix[to] - prefix[from]) + (from == 0 ? before : 0) +
            (to == n ? after : 0);
   };
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -116,7 +119,7 @@ weft::balanceStages(llvm::ArrayRef<double> layerCosts, double before,
   for (int64_t k = 1; k <= stages; ++k)
     for (int64_t i = k; i <= n; ++i)
       for (int64_t j = k - 1; j < i; ++j) {
-        double v = std::max(best[k - 1][j], cost(j, i));
+        double v = std::max(best[k - 1][j], cost(j, i, k));
         // Ties go to the later cut: earlier stages get fewer layers, as
         // they hold more micro-batches' activations in flight.
         if (v <= best[k][i]) {

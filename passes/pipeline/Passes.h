@@ -31,10 +31,12 @@ mlir::LogicalResult assignStages(mlir::func::FuncOp forward, int64_t stages,
 
 /// The layer ranges [first, last] of `stages` contiguous stages of layers
 /// costing `layerCosts`, the first stage also costing `before` and the
-/// last `after`, whose largest stage costs least.
+/// last `after`, whose largest stage costs least. With `stageScales` (one
+/// per stage), stage k's layers cost that many times theirs (a stage on
+/// faster kernels, e.g. another FP8 recipe).
 std::vector<std::pair<int64_t, int64_t>>
 balanceStages(llvm::ArrayRef<double> layerCosts, double before, double after,
-              int64_t stages);
+              int64_t stages, llvm::ArrayRef<double> stageScales = {});
 
 /// Reads pinned stage boundaries ("0-7,8-15"): `stages` ranges covering
 /// layers 0 to layers - 1 in order, without gaps or overlaps.

@@ -3,6 +3,7 @@
 #include "passes/planner/Planner.h"
 
 #include "dialects/sched/IR/SchedOps.h"
+#include "passes/LayerRuns.h"
 #include "passes/costmodel/CostModel.h"
 #include "passes/pipeline/Passes.h"
 #include "passes/pipeline/Schedule.h"
@@ -49,6 +50,7 @@ struct Profiles {
   /// selective), 2 (up to full).
   int maxLevel = 0;
   int minLevel = 0;
+  std::string fp8 = "none"; // The FP8 recipe of the slices.
 };
 
 /// A layer at ladder level `level` (0 none, 1 selective, 2 full).
@@ -149,6 +151,7 @@ public:
   Expected<Profiles> profiles(const Candidate &c,
                               const std::vector<std::string> &levels) {
     Profiles out;
+    out.fp8 = c.fp8;
     out.minLevel = 3;
     out.maxLevel = -1;
     for (int level = 0; level < 3; ++level) {
@@ -184,8 +187,21 @@ public:
                balanceStages(costs, 0, double(restInLayers) / 4, stages);
   }
 
-  Expected<Estimate> estimate(Candidate c, const Profiles &p,
-                              bool chooseLadder);
+  /// `c` with each pipeline rank's layers in the FP8 recipe of the
+  /// `choices` (each its recipe's profiles) that is fastest on that rank,
+  /// fitting if any does, or in the one `fixed` names for it (an index of
+  /// `choices` per rank); one choice: that recipe everywhere.
+  Expected<Estimate> estimate(Candidate c, ArrayRef<Profiles> choices,
+                              bool chooseLadder, ArrayRef<size_t> fixed = {});
+
+  /// Layer ranges of `stages` stages over uniform layers, stage k's
+  /// costing `scales[k]` each and the last also paying `rest` (in
+  /// layers).
+  std::vector<std::pair<int64_t, int64_t>>
+  cutScaled(int64_t stages, ArrayRef<double> scales, double rest) {
+    std::vector<double> costs(model.layers, 1.0);
+    return balanceStages(costs, 0, rest, stages, scales);
+  }
 
   int64_t profiledCount() const { return profiled; }
   const std::map<SliceKey, std::string> &failed() const { return failures; }
@@ -209,16 +225,16 @@ bool spansNodes(int64_t stride, int64_t size, int64_t devicesPerNode) {
   return size > 1 && stride * size > devicesPerNode;
 }
 
-Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
-                                       bool chooseLadder) {
+Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
+                                       bool chooseLadder,
+                                       ArrayRef<size_t> fixed) {
   const int64_t pp = c.pp, v = c.chunks, b = c.microbatchSize;
-  const Profiles &p = atOne;
   const int64_t m = c.microbatches;
-  const SliceProfile &base = p.byLevel.at(kLevels[p.minLevel]);
   const DeviceSpec &device = topology.device;
-  const PartCost &rest = base.rest;
-  // Stage cuts on the cheapest level's time (the ladder moves it little).
-  const PartCost &l0 = base.layer;
+  // Stage cuts on the first recipe's cheapest level's time (the ladder
+  // moves it little; a recipe moves every layer alike).
+  const SliceProfile &cutBase =
+      choices.front().byLevel.at(kLevels[choices.front().minLevel]);
   // Interleaved, the last rank's chunks are every pp-th stage, not the
   // last ones: chunks as even as the layers allow (the head's time lands on
   // that rank either way).
@@ -230,7 +246,8 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
   } else if (c.stageRanges.empty()) {
     c.stageRanges =
         pp > 1
-            ? cut(pp, l0.forward + l0.backward, rest.forward + rest.backward)
+            ? cut(pp, cutBase.layer.forward + cutBase.layer.backward,
+                  cutBase.rest.forward + cutBase.rest.backward)
             : std::vector<std::pair<int64_t, int64_t>>{{0, model.layers - 1}};
   }
   if (int64_t(c.stageRanges.size()) != pp * v)
@@ -258,13 +275,17 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
   const LinkSpec &dpLink = spansNodes(c.tp, reducers, topology.devicesPerNode)
                                ? topology.interNode
                                : topology.intraNode;
-  double slowest = 0, worstOptimizer = 0, worstDp = 0, p2p = 0;
-  double hardwareFlops = 0, modelFlops = 0;
-  bool fits = true;
-  std::string over;
-  c.ladder.assign(pp, 0);
-  c.ladderBase = p.minLevel;
-  for (int64_t r = 0; r < pp; ++r) {
+  // What pipeline rank r costs with the profiles `p` (its recipe's).
+  struct RankEstimate {
+    StageMemory mem;
+    int64_t ladder = 0;
+    double compute = 0, send = 0, hardwareFlops = 0, modelFlops = 0;
+    double dp = 0, optimizer = 0;
+  };
+  auto rankWith = [&](int64_t r, const Profiles &p) {
+    RankEstimate out;
+    const SliceProfile &base = p.byLevel.at(kLevels[p.minLevel]);
+    const PartCost &rest = base.rest, &l0 = base.layer;
     const int64_t n = layersOn[r];
     const bool first = r == 0, last = r == pp - 1;
     // The model outside the layers: its parameters half on the first rank
@@ -343,17 +364,9 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
       while (j < steps * n &&
              mem.total() + activationAt(j) > double(device.memoryBytes))
         ++j;
-    c.ladder[r] = j;
+    out.ladder = j;
     mem.activationBytes = activationAt(j);
-    if (device.memoryBytes > 0 && mem.total() > double(device.memoryBytes)) {
-      if (fits)
-        over = formatv("pipeline rank {0} needs {1:F1} GiB, more than the "
-                       "{2:F1} GiB of a {3}",
-                       r, mem.total() / kGiB, device.memoryBytes / kGiB,
-                       device.name);
-      fits = false;
-    }
-    e.stages.push_back(mem);
+    out.mem = mem;
     double f = sum(j, [](const PartCost &x) { return x.forward; }) +
                (last ? rest.forward : 0);
     double bw = sum(j, [](const PartCost &x) { return x.backward; }) +
@@ -363,12 +376,12 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
     if (pp > 1)
       send =
           double(v) * (base.boundaryBytes / ppLink.bandwidth + ppLink.latency);
-    p2p = std::max(p2p, 2 * send);
-    slowest = std::max(slowest, f + bw + 2 * send);
-    hardwareFlops += double(inner) * m *
-                     (sum(j, [](const PartCost &x) { return x.flops; }) +
-                      (last ? rest.flops : 0));
-    modelFlops +=
+    out.send = send;
+    out.compute = f + bw + 2 * send;
+    out.hardwareFlops = double(inner) * m *
+                        (sum(j, [](const PartCost &x) { return x.flops; }) +
+                         (last ? rest.flops : 0));
+    out.modelFlops =
         double(inner) * m * (n * l0.modelFlops + (last ? rest.modelFlops : 0));
     // Data parallelism: what this rank's gradients and parameters move.
     // Each tensor's collective pays the ring's latencies; with one
@@ -443,11 +456,64 @@ Expected<Estimate> Evaluator::estimate(Candidate c, const Profiles &atOne,
       // @accumulate_last's comm stream.
       gradSync = std::max(0.0, gradSync - bw);
     }
-    worstDp = std::max(worstDp, dp + gradSync);
+    out.dp = dp + gradSync;
     double optimizer = n * l0.optimizer + restShare * rest.optimizer;
-    worstOptimizer = std::max(
-        worstOptimizer, c.zero >= 1 ? optimizer / double(c.dp) : optimizer);
+    out.optimizer = c.zero >= 1 ? optimizer / double(c.dp) : optimizer;
+    return out;
+  };
+
+  double slowest = 0, worstOptimizer = 0, worstDp = 0, p2p = 0;
+  double hardwareFlops = 0, modelFlops = 0;
+  bool fits = true;
+  std::string over;
+  c.ladder.assign(pp, 0);
+  c.ladderBase = choices.front().minLevel;
+  c.rankFp8.assign(pp, choices.front().fp8);
+  auto fitsDevice = [&](const StageMemory &mem) {
+    return device.memoryBytes <= 0 || mem.total() <= double(device.memoryBytes);
+  };
+  for (int64_t r = 0; r < pp; ++r) {
+    // The fastest recipe that fits (the least memory if none does). The
+    // ladder's base level is the search's, the same in every choice.
+    std::optional<RankEstimate> best;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (!fixed.empty() && fixed[r] != i)
+        continue;
+      const Profiles &p = choices[i];
+      RankEstimate got = rankWith(r, p);
+      bool better =
+          !best ||
+          (fitsDevice(got.mem) != fitsDevice(best->mem)
+               ? fitsDevice(got.mem)
+               : (fitsDevice(got.mem) ? got.compute < best->compute
+                                      : got.mem.total() < best->mem.total()));
+      if (better) {
+        best = got;
+        c.rankFp8[r] = p.fp8;
+      }
+    }
+    const StageMemory &mem = best->mem;
+    c.ladder[r] = best->ladder;
+    if (!fitsDevice(mem)) {
+      if (fits)
+        over = formatv("pipeline rank {0} needs {1:F1} GiB, more than the "
+                       "{2:F1} GiB of a {3}",
+                       r, mem.total() / kGiB, device.memoryBytes / kGiB,
+                       device.name);
+      fits = false;
+    }
+    e.stages.push_back(mem);
+    p2p = std::max(p2p, 2 * best->send);
+    slowest = std::max(slowest, best->compute);
+    hardwareFlops += best->hardwareFlops;
+    modelFlops += best->modelFlops;
+    worstDp = std::max(worstDp, best->dp);
+    worstOptimizer = std::max(worstOptimizer, best->optimizer);
   }
+  // One recipe on every rank is that recipe's plan.
+  c.fp8 = c.rankFp8.front();
+  if (llvm::all_equal(c.rankFp8))
+    c.rankFp8.clear();
   double bubble = 0;
   if (pp > 1) {
     Expected<pipeline::ScheduleKind> kind =
@@ -530,6 +596,14 @@ Plan Candidate::toPlan() const {
 
 std::string Candidate::plan() const { return toPlan().str(); }
 
+std::vector<int64_t> Candidate::layersOf(int64_t rank) const {
+  std::vector<int64_t> mine;
+  for (size_t s = rank; s < stageRanges.size(); s += pp)
+    for (int64_t l = stageRanges[s].first; l <= stageRanges[s].second; ++l)
+      mine.push_back(l);
+  return mine;
+}
+
 std::string Candidate::recompute(int64_t layers) const {
   if (!uniformRecompute.empty())
     return uniformRecompute;
@@ -537,10 +611,7 @@ std::string Candidate::recompute(int64_t layers) const {
   std::vector<std::string> policy(layers, "none");
   int64_t ranks = int64_t(ladder.size());
   for (int64_t r = 0; r < ranks; ++r) {
-    std::vector<int64_t> mine;
-    for (size_t s = r; s < stageRanges.size(); s += ranks)
-      for (int64_t l = stageRanges[s].first; l <= stageRanges[s].second; ++l)
-        mine.push_back(l);
+    std::vector<int64_t> mine = layersOf(r);
     auto [none, sel, full] =
         ladderCounts(int64_t(mine.size()), ladder[r], ladderBase);
     for (size_t k = 0; k < mine.size(); ++k)
@@ -549,17 +620,19 @@ std::string Candidate::recompute(int64_t layers) const {
                                                   : "none";
     (void)none;
   }
-  // Runs collapsed: "full*2,none*6".
-  std::vector<std::string> runs;
-  for (int64_t l = 0; l < layers;) {
-    int64_t k = l;
-    while (k < layers && policy[k] == policy[l])
-      ++k;
-    runs.push_back(k - l == layers ? policy[l]
-                                   : policy[l] + "*" + std::to_string(k - l));
-    l = k;
-  }
-  return join(runs, ",");
+  // Runs collapsed: "full*2,none*6"; one run is the uniform policy.
+  std::string runs = printLayerRuns(policy);
+  return llvm::is_contained(runs, ',') ? runs : policy.front();
+}
+
+std::string Candidate::fp8Choice(int64_t layers) const {
+  if (rankFp8.empty())
+    return fp8;
+  std::vector<std::string> recipe(layers, fp8);
+  for (int64_t r = 0; r < int64_t(rankFp8.size()); ++r)
+    for (int64_t l : layersOf(r))
+      recipe[l] = rankFp8[r];
+  return printLayerRuns(recipe);
 }
 
 double Estimate::peakBytes() const {
@@ -580,7 +653,7 @@ json::Object Estimate::toJSON(int64_t layers) const {
                                   {"in_flight", s.inFlight}});
   return json::Object{{"plan", candidate.plan()},
                       {"recompute", candidate.recompute(layers)},
-                      {"fp8", candidate.fp8},
+                      {"fp8", candidate.fp8Choice(layers)},
                       {"step_seconds", stepSeconds},
                       {"tokens_per_second", tokensPerSecond},
                       {"mfu", mfu},
@@ -604,7 +677,8 @@ Expected<Estimate> evaluate(const ModelShape &model, const Topology &topology,
   Expected<Profiles> p = evaluator.profiles(candidate, levels);
   if (!p)
     return p.takeError();
-  return evaluator.estimate(std::move(candidate), *p, /*chooseLadder=*/false);
+  return evaluator.estimate(std::move(candidate), ArrayRef<Profiles>(*p),
+                            /*chooseLadder=*/false);
 }
 
 Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
@@ -746,7 +820,8 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
                 c.microbatches = m;
                 c.schedule = schedule;
                 c.chunks = v;
-                Expected<Estimate> e = evaluator.estimate(c, *atB, true);
+                Expected<Estimate> e =
+                    evaluator.estimate(c, ArrayRef<Profiles>(*atB), true);
                 if (!e)
                   return e.takeError();
                 ++result.evaluated;
@@ -755,6 +830,71 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
                 } else if (!closest || e->peakBytes() < closest->peakBytes()) {
                   closest = std::move(*e);
                 }
+                // With the last recipe's, each pipeline rank's layers
+                // in the recipe fastest there: the first stage, holding
+                // the most micro-batches, may keep one whose copies take
+                // less memory. Kept when the ranks differ (otherwise it
+                // is one of the plans above).
+                if (pp == 1 || options.fp8.size() < 2 ||
+                    fp8 != options.fp8.back())
+                  continue;
+                std::vector<Profiles> each;
+                for (const std::string &recipe : options.fp8) {
+                  Candidate other = sized;
+                  other.fp8 = recipe;
+                  Expected<Profiles> q =
+                      evaluator.profiles(other, options.recompute);
+                  if (!q) {
+                    consumeError(q.takeError());
+                    continue;
+                  }
+                  each.push_back(std::move(*q));
+                }
+                if (each.size() < 2)
+                  continue;
+                Expected<Estimate> mixed = evaluator.estimate(c, each, true);
+                if (!mixed)
+                  return mixed.takeError();
+                if (mixed->candidate.rankFp8.empty())
+                  continue;
+                // The stages were cut for the first recipe's layers: cut
+                // again for each rank's recipe's (a faster rank takes more
+                // layers), the recipes kept; kept if it fits and is faster.
+                if (v == 1 &&
+                    each.front().byLevel.begin()->second.layer.forward > 0) {
+                  std::vector<size_t> pick;
+                  std::vector<double> scales;
+                  auto layerTime = [](const Profiles &q) {
+                    const PartCost &l = q.byLevel.at(kLevels[q.minLevel]).layer;
+                    return l.forward + l.backward;
+                  };
+                  const Profiles &first = each.front();
+                  for (const std::string &recipe : mixed->candidate.rankFp8) {
+                    size_t i = 0;
+                    while (each[i].fp8 != recipe)
+                      ++i;
+                    pick.push_back(i);
+                    scales.push_back(layerTime(each[i]) / layerTime(first));
+                  }
+                  const PartCost &rest =
+                      first.byLevel.at(kLevels[first.minLevel]).rest;
+                  Candidate again = c;
+                  again.stageRanges = evaluator.cutScaled(
+                      pp, scales,
+                      (rest.forward + rest.backward) / layerTime(first));
+                  Expected<Estimate> rebalanced =
+                      evaluator.estimate(again, each, true, pick);
+                  if (!rebalanced)
+                    return rebalanced.takeError();
+                  if (rebalanced->fits &&
+                      rebalanced->stepSeconds < mixed->stepSeconds)
+                    mixed = std::move(rebalanced);
+                }
+                ++result.evaluated;
+                if (mixed->fits)
+                  fitting.push_back(std::move(*mixed));
+                else if (!closest || mixed->peakBytes() < closest->peakBytes())
+                  closest = std::move(*mixed);
               }
           }
         }
@@ -832,7 +972,8 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
        [](auto &a, auto &b) {
          return a.schedule != b.schedule || a.chunks != b.chunks;
        }},
-      {"fp8", [](auto &a, auto &b) { return a.fp8 != b.fp8; }},
+      {"fp8", [](auto &a,
+                 auto &b) { return a.fp8 != b.fp8 || a.rankFp8 != b.rankFp8; }},
       {"recompute", [](auto &a, auto &b) { return a.ladder != b.ladder; }},
   };
   std::set<std::string> shown;
@@ -878,8 +1019,8 @@ std::string table(const std::vector<Estimate> &estimates,
     out += formatv("| {0} | {1} | {2} | {3} | {4:F1} | {5:F0} | {6:F1}% | "
                    "{7} of {8} | {9} |\n",
                    ++i, e.candidate.plan(), e.candidate.recompute(model.layers),
-                   e.candidate.fp8, 1e3 * e.stepSeconds, e.tokensPerSecond,
-                   100 * e.mfu, gib(e.peakBytes()),
+                   e.candidate.fp8Choice(model.layers), 1e3 * e.stepSeconds,
+                   e.tokensPerSecond, 100 * e.mfu, gib(e.peakBytes()),
                    gib(double(topology.device.memoryBytes)), e.why)
                .str();
   return out;

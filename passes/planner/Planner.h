@@ -46,7 +46,12 @@
 //   - recomputation per layer group: each stage takes the least of the
 //     ladder none → selective (layer by layer) → full (layer by layer) that
 //     fits, so the first stage, which holds the most micro-batches,
-//     recomputes more than the last.
+//     recomputes more than the last;
+//   - FP8 per layer group: with a pipeline and several recipes searched,
+//     each pipeline rank also takes the recipe fastest on it that fits
+//     (its own ladder under each), and the stages are cut again with each
+//     rank's layers at its recipe's speed (balanceStages' stage scales),
+//     kept when that fits and is faster.
 // Each slice is compiled at the micro-batch size it is asked for.
 //
 //===----------------------------------------------------------------------===//
@@ -186,6 +191,9 @@ struct Candidate {
   std::string schedule = "1f1b";
   int64_t chunks = 1;
   std::string fp8 = "none";
+  /// Per pipeline rank, its layers' FP8 recipe when the ranks differ
+  /// (empty: `fp8` everywhere). `fp8` is then the first rank's.
+  std::vector<std::string> rankFp8;
   /// Per pipeline rank: the ladder step (see the file comment) from
   /// `ladderBase` (0 none, 1 selective, 2 full); per stage: its layers.
   std::vector<int64_t> ladder;
@@ -205,6 +213,10 @@ struct Candidate {
   int64_t stageRanks() const { return dp * ep * cp * tp; }
   /// --recompute text: per layer ("selective*3,none*9,...") or uniform.
   std::string recompute(int64_t layers) const;
+  /// --fp8 text: one recipe, or per layer ("none*4,tensorwise*28").
+  std::string fp8Choice(int64_t layers) const;
+  /// The layers pipeline rank `rank` holds (its chunks'), in order.
+  std::vector<int64_t> layersOf(int64_t rank) const;
 };
 
 struct StageMemory {

@@ -14,6 +14,8 @@
 
 #include "passes/precision/Passes.h"
 
+#include "passes/LayerRuns.h"
+
 #include "dialects/weft/IR/WeftEmitter.h"
 
 #include "mlir/IR/Builders.h"
@@ -162,6 +164,9 @@ struct Gemm {
   /// already run). None for expert GEMMs, whose weight gradients sum over
   /// each expert's rows (no fixed block).
   MatmulBackwardDims backward;
+  /// An expert layer's weft.grouped_matmul: quantized by per-row recipes
+  /// only (see below).
+  bool grouped = false;
 };
 
 struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
@@ -188,8 +193,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
           << static_cast<int64_t>(margin);
       return signalPassFailure();
     }
-    Recipe parsed = *parseRecipe(recipe);
-    if (parsed == Recipe::None)
+    Fp8Choice choice = *parseFp8(recipe);
+    if (!choice.any())
       return;
     SmallVector<StringRef> names;
     StringRef(keep).split(names, ',', -1, /*KeepEmpty=*/false);
@@ -207,6 +212,18 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         lastLayer = std::max(lastLayer, layer.getInt());
       }
     });
+    int64_t layers = lastLayer < 0 ? 0 : lastLayer - firstLayer + 1;
+    if (!choice.layers.empty() &&
+        static_cast<int64_t>(choice.layers.size()) != layers) {
+      func.emitError("weft-fp8: the recipe names ")
+          << choice.layers.size() << " layers, but the model has " << layers;
+      return signalPassFailure();
+    }
+    // The recipe of a GEMM reading parameter `p`.
+    auto recipeOf = [&](ParamOp p) -> const std::string & {
+      auto layer = p->getAttrOfType<IntegerAttr>(kLayerAttr);
+      return layer ? choice.of(layer.getInt() - firstLayer) : choice.outside();
+    };
     auto kept = [&](ParamOp p) {
       auto layer = p->getAttrOfType<IntegerAttr>(kLayerAttr);
       if (!layer)
@@ -215,7 +232,6 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
              (keepLast && layer.getInt() == lastLayer);
     };
 
-    Blocks blocks{parsed};
     MLIRContext *ctx = &getContext();
     Type e4m3 = Float8E4M3FNType::get(ctx), f32 = Float32Type::get(ctx);
     int64_t gemms = 0, fp8Bytes = 0, bf16Bytes = 0;
@@ -226,7 +242,11 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     // experts' ranks once. Delayed scaling keeps one history per GEMM. The
     // forward is one block, walked in order: a quantization made before
     // the first GEMM that reads it dominates the later ones.
-    llvm::DenseMap<std::tuple<Value, Attribute, Attribute>, Value> quantized;
+    // Keyed by the recipe's power-of-two scaling too: with a recipe per
+    // layer, MXFP8's 32-blocks are another quantization than a row-wise
+    // recipe's rows of 32.
+    llvm::DenseMap<std::tuple<Value, Attribute, Attribute, Attribute>, Value>
+        quantized;
     llvm::DenseSet<Value> counted; // Quantizations whose bytes are counted.
     std::vector<Gemm> candidates;
     func.walk([&](Operation *op) {
@@ -244,19 +264,22 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         // maximum the partitioner could combine across ranks, while a row's
         // own scale goes with it to its expert's rank. Each expert's weight
         // gets its own scales (blocks of one along the experts).
-        if (!blocks.perTensor())
-          candidates.push_back({op,
-                                &g.getInputMutable(),
-                                &g.getWeightMutable(),
-                                1,
-                                g.getTransposeRhs() ? 2 : 1,
-                                {}});
+        candidates.push_back({op,
+                              &g.getInputMutable(),
+                              &g.getWeightMutable(),
+                              1,
+                              g.getTransposeRhs() ? 2 : 1,
+                              {},
+                              /*grouped=*/true});
       }
     });
     for (const Gemm &gemm : candidates) {
       Value lhs = gemm.lhs->get(), rhs = gemm.rhs->get();
       ParamOp wl = paramBehind(lhs), wr = paramBehind(rhs);
       if ((!wl && !wr) || (wl && kept(wl)) || (wr && kept(wr)))
+        continue;
+      Blocks blocks{*parseRecipe(recipeOf(wl ? wl : wr))};
+      if (blocks.recipe == Recipe::None || (gemm.grouped && blocks.perTensor()))
         continue;
       ArrayRef<int64_t> ls = shapeOf(lhs), rs = shapeOf(rhs),
                         ys = shapeOf(gemm.op->getResult(0));
@@ -312,7 +335,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
             backward ? b.getDenseI64ArrayAttr(*backward) : nullptr;
         Value *shared = nullptr;
         if (!blocks.delayed()) {
-          shared = &quantized[{v, b.getDenseI64ArrayAttr(block), backwardAttr}];
+          shared = &quantized[{v, b.getDenseI64ArrayAttr(block), backwardAttr,
+                               b.getBoolAttr(blocks.pow2())}];
           if (*shared)
             return *shared;
         }
@@ -396,12 +420,41 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
 };
 } // namespace
 
-llvm::Error weft::checkFp8Options(StringRef recipe, StringRef keep) {
-  if (!parseRecipe(recipe))
+bool weft::Fp8Choice::any() const {
+  return uniform != "none" ||
+         llvm::any_of(layers, [](const std::string &r) { return r != "none"; });
+}
+
+bool weft::Fp8Choice::anyDelayed() const {
+  auto delayed = [](const std::string &r) { return r == "tensorwise-delayed"; };
+  return delayed(uniform) || llvm::any_of(layers, delayed);
+}
+
+llvm::Expected<Fp8Choice> weft::parseFp8(StringRef text) {
+  auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError(
-        "unknown FP8 recipe '" + recipe +
-        "' (supported: none, tensorwise, tensorwise-delayed, rowwise, "
-        "blockwise, mxfp8)");
+        "FP8 recipe '" + text.str() + "': " + why.str() +
+        " (supported: none, tensorwise, tensorwise-delayed, rowwise, "
+        "blockwise, mxfp8, or a recipe per layer such as "
+        "none,tensorwise*30,none)");
+  };
+  Fp8Choice choice;
+  if (parseRecipe(text)) {
+    choice.uniform = text.str();
+    return choice;
+  }
+  llvm::Expected<std::vector<std::string>> layers = parseLayerRuns(
+      text, [](StringRef name) { return parseRecipe(name).has_value(); },
+      "recipe");
+  if (!layers)
+    return fail(llvm::toString(layers.takeError()));
+  choice.layers = std::move(*layers);
+  return choice;
+}
+
+llvm::Error weft::checkFp8Options(StringRef recipe, StringRef keep) {
+  if (llvm::Expected<Fp8Choice> choice = parseFp8(recipe); !choice)
+    return choice.takeError();
   SmallVector<StringRef> names;
   keep.split(names, ',', -1, /*KeepEmpty=*/false);
   for (StringRef name : names)

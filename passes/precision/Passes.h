@@ -8,12 +8,40 @@
 #include "mlir/Pass/Pass.h"
 #include "llvm/Support/Error.h"
 
+#include <string>
+#include <vector>
+
 namespace weft {
 #define GEN_PASS_DECL
 #include "passes/precision/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "passes/precision/Passes.h.inc"
+
+/// An FP8 choice as `--fp8` spells it: one recipe for every layer
+/// ("tensorwise"), or one per layer in order with runs
+/// ("none,tensorwise*30,none"; passes/LayerRuns.h), as the planner chooses
+/// a recipe per pipeline rank. GEMMs outside the layers (the LM head)
+/// take the last layer's recipe unless the keep list names head.
+struct Fp8Choice {
+  std::string uniform = "none";
+  std::vector<std::string> layers; // Empty: `uniform` for every layer.
+
+  /// The recipe of the `l`-th layer (counted from the model's first).
+  const std::string &of(int64_t l) const {
+    return layers.empty() ? uniform : layers[l];
+  }
+  /// The recipe of GEMMs outside the layers (not kept).
+  const std::string &outside() const {
+    return layers.empty() ? uniform : layers.back();
+  }
+  /// Whether some layer quantizes, and with delayed scaling.
+  bool any() const;
+  bool anyDelayed() const;
+};
+
+/// Parses `text` (see Fp8Choice), or an error that says what it accepts.
+llvm::Expected<Fp8Choice> parseFp8(llvm::StringRef text);
 
 /// Checks weft-fp8's recipe and keep list (see its description): an error
 /// that says what each accepts.

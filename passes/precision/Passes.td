@@ -76,7 +76,9 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"recipe", "recipe", "std::string", /*default=*/"\"none\"",
-           "none, tensorwise, rowwise, blockwise or mxfp8">,
+           "none, tensorwise, tensorwise-delayed, rowwise, blockwise or "
+           "mxfp8, or one per layer with runs (none*4,tensorwise*28; GEMMs "
+           "outside the layers take the last layer's)">,
     Option<"keep", "keep", "std::string", /*default=*/"\"head\"",
            "Layers whose GEMMs stay in the model's precision: a comma list "
            "of head, first, last (or none)">,

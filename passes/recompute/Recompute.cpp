@@ -15,6 +15,8 @@
 
 #include "passes/recompute/Layers.h"
 
+#include "passes/LayerRuns.h"
+
 #include "passes/memory/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -324,19 +326,10 @@ std::string RecomputeChoice::str() const {
   }
   if (layers.empty())
     return policyName(uniform);
-  std::string out;
-  for (size_t i = 0; i < layers.size();) {
-    size_t j = i;
-    while (j < layers.size() && layers[j] == layers[i])
-      ++j;
-    if (!out.empty())
-      out += ",";
-    out += policyName(layers[i]);
-    if (j - i > 1)
-      out += "*" + std::to_string(j - i);
-    i = j;
-  }
-  return out;
+  std::vector<std::string> names;
+  for (RecomputePolicy p : layers)
+    names.push_back(policyName(p));
+  return printLayerRuns(names);
 }
 
 llvm::Expected<RecomputeChoice> weft::parseRecompute(StringRef text) {
@@ -367,20 +360,13 @@ llvm::Expected<RecomputeChoice> weft::parseRecompute(StringRef text) {
     choice.uniform = *one;
     return choice;
   }
-  SmallVector<StringRef> items;
-  text.split(items, ',');
-  for (StringRef item : items) {
-    auto [name, count] = item.split('*');
-    std::optional<RecomputePolicy> policy = policyNamed(name);
-    if (!policy)
-      return fail("unknown policy '" + name + "'");
-    int64_t n = 1;
-    if (!count.empty() && (count.getAsInteger(10, n) || n < 1 || n > 4096))
-      return fail("'" + count + "' is not a layer count from 1 to 4096");
-    choice.layers.insert(choice.layers.end(), n, *policy);
-    if (choice.layers.size() > 4096)
-      return fail("more than 4096 layers");
-  }
+  llvm::Expected<std::vector<std::string>> names = parseLayerRuns(
+      text, [&](StringRef name) { return policyNamed(name).has_value(); },
+      "policy");
+  if (!names)
+    return fail(llvm::toString(names.takeError()));
+  for (const std::string &name : *names)
+    choice.layers.push_back(*policyNamed(name));
   return choice;
 }
 

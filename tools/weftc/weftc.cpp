@@ -876,8 +876,11 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     // The peak weft-run's MFU is against: the device's dense peak for the
     // model's compute type (bf16's for bf16, f16 and FP8, as MFU is usually
     // quoted), per rank.
-    std::string type =
-        dtypeName == "f32" && fp8Recipe == "none" ? "f32" : "bf16";
+    Expected<weft::Fp8Choice> fp8 = weft::parseFp8(fp8Recipe);
+    bool quantizes = fp8 && fp8->any();
+    if (!fp8)
+      consumeError(fp8.takeError()); // Checked when the options were read.
+    std::string type = dtypeName == "f32" && !quantizes ? "f32" : "bf16";
     if (auto peak = t->device.peakFlops.find(type);
         peak != t->device.peakFlops.end())
       meta["peak_flops_per_rank"] = peak->second;
@@ -1293,8 +1296,15 @@ autoPlan(MLIRContext &context,
     }
     options->recompute = {recomputePolicy};
   }
-  if (fp8Recipe.getNumOccurrences())
+  if (fp8Recipe.getNumOccurrences()) {
+    if (fp8Recipe.find_first_of(",*") != std::string::npos) {
+      fail("--plan auto chooses the FP8 recipe per pipeline rank; give one "
+           "recipe (--fp8) or --search-fp8, not '" +
+           fp8Recipe + "'");
+      return failure();
+    }
     options->fp8 = {fp8Recipe};
+  }
   weft::TrainingOptions slices = setup->options;
   slices.fp8Keep = fp8Keep;
   // As weftc plan: slices for the topology's devices, whatever the bundle
@@ -1317,15 +1327,14 @@ autoPlan(MLIRContext &context,
   const weft::planner::Estimate &best = result->best.front();
   int64_t layers = setup->shape.layers;
   recomputePolicy = best.candidate.recompute(layers);
-  fp8Recipe = best.candidate.fp8;
+  fp8Recipe = best.candidate.fp8Choice(layers);
   WithColor::note(errs(), "weftc") << formatv(
       "--plan auto chose {0} with --recompute {1}{2}: predicted "
       "{3:F1} ms a step, {4:F0} tokens/s, MFU {5:F1}% on {6} "
       "(weftc plan lists the runners-up)\n",
       best.candidate.plan().empty() ? "one rank" : best.candidate.plan(),
       recomputePolicy.getValue(),
-      best.candidate.fp8 == "none" ? std::string()
-                                   : ", --fp8 " + best.candidate.fp8,
+      fp8Recipe == "none" ? std::string() : ", --fp8 " + fp8Recipe,
       1e3 * best.stepSeconds, best.tokensPerSecond, 100 * best.mfu,
       setup->topology.name);
   auto add = [&](const weft::planner::Estimate &e) {

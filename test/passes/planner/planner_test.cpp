@@ -218,20 +218,31 @@ TEST(Planner, PipelineBubbleAndInFlightFollowTheSchedule) {
             "pp=4,microbatches=8,schedule=zb-h1,stages=0-1,2-3,4-5,6-7");
 }
 
+/// The toy with one head (no tp) and a batch of 4.
+ModelShape oneHeadModel() {
+  ModelShape m = toyModel();
+  m.heads = m.kvHeads = 1;
+  m.batch = 4;
+  return m;
+}
+
+/// 1F1B, micro-batches of one sequence, no ZeRO.
+SearchOptions oneScheduleOptions() {
+  SearchOptions options;
+  options.schedules = {"1f1b"};
+  options.maxMicrobatchSize = 1;
+  options.zero = {0};
+  return options;
+}
+
 TEST(Planner, EachStageRecomputesOnlyWhatItMustToFit) {
   // Two devices of 27 GiB and one head (no tp): dp=2 cannot hold the
   // state, so pp=2. Stage 0 holds layers 0-4 (the head's time on stage 1)
   // and two micro-batches in flight, stage 1 layers 5-7 and one.
   Topology topology = toyTopology(27);
   topology.devicesPerNode = 2;
-  SearchOptions options;
-  options.schedules = {"1f1b"};
-  options.maxMicrobatchSize = 1;
-  options.zero = {0};
-  ModelShape m = toyModel();
-  m.heads = m.kvHeads = 1;
-  m.batch = 4;
-  auto result = search(m, topology, options, toyProfiles());
+  auto result =
+      search(oneHeadModel(), topology, oneScheduleOptions(), toyProfiles());
   ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
   const Estimate &best = result->best.front();
   ASSERT_EQ(best.candidate.pp, 2);
@@ -245,6 +256,56 @@ TEST(Planner, EachStageRecomputesOnlyWhatItMustToFit) {
   EXPECT_EQ(best.candidate.recompute(8), "selective*3,none*5");
   EXPECT_TRUE(best.fits);
   EXPECT_LE(best.peakBytes(), 27 * kGiB);
+}
+
+// An FP8 recipe per layer group: the toy's tensorwise halves a layer's
+// time and keeps half again as much for the backward (the FP8 copies
+// beside the bf16 values). Two devices of 29 GiB, pp=2, 1F1B over four
+// micro-batches: stage 0 (two in flight) fits its five layers only in
+// bf16, stage 1 takes FP8, and the stages are cut again for the ranks'
+// speeds: stage 0 three layers (9.6 ms), stage 1 five at half time and
+// the rest (5 x 1.6 + 3.2 = 11.2 ms), where bf16 everywhere is bound by
+// stage 0's 16 ms and FP8 everywhere does not fit.
+TEST(Planner, EachPipelineRankTakesTheFastestFp8RecipeThatFits) {
+  ProfileFn toy = toyProfiles();
+  ProfileFn profile =
+      [toy](const SliceKey &key) -> llvm::Expected<SliceProfile> {
+    llvm::Expected<SliceProfile> p = toy(key);
+    if (p && key.fp8 == "tensorwise") {
+      p->layer.forward /= 2;
+      p->layer.backward /= 2;
+      p->layer.activationBytes *= 1.5;
+    }
+    return p;
+  };
+  Topology topology = toyTopology(29);
+  topology.devicesPerNode = 2;
+  SearchOptions options = oneScheduleOptions();
+  options.recompute = {"none"};
+  options.fp8 = {"none", "tensorwise"};
+  auto result = search(oneHeadModel(), topology, options, profile);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+  const Estimate &best = result->best.front();
+  ASSERT_EQ(best.candidate.pp, 2);
+  EXPECT_EQ(best.candidate.rankFp8,
+            (std::vector<std::string>{"none", "tensorwise"}));
+  EXPECT_EQ(best.candidate.fp8Choice(8), "none*3,tensorwise*5");
+  EXPECT_EQ(best.candidate.stageRanges,
+            (std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {3, 7}}));
+  double send = 16.0 * (1 << 20) / topology.intraNode.bandwidth +
+                topology.intraNode.latency;
+  EXPECT_NEAR(best.computeSeconds, 4 * (11.2e-3 + 2 * send), 1e-9);
+  EXPECT_TRUE(best.fits);
+  // Stage 1: 22 GiB of state, the reserve, five FP8 layers' 0.75 GiB and
+  // the working set.
+  ASSERT_EQ(best.stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(best.stages[1].activationBytes, (5 * 0.75 + 0.25) * kGiB);
+  // bf16 everywhere is among the plans, slower by stage 0's 16 ms.
+  auto bf16 = llvm::find_if(result->best, [](const Estimate &e) {
+    return e.candidate.fp8Choice(8) == "none";
+  });
+  ASSERT_NE(bf16, result->best.end());
+  EXPECT_NEAR(bf16->computeSeconds, 4 * (16e-3 + 2 * send), 1e-9);
 }
 
 TEST(Planner, SearchSkipsWhatCannotBuildAndNamesTheClosestMisfit) {
@@ -437,7 +498,7 @@ TEST(Planner, InterleavedChunksAreEvenAndTheRecomputationFollowsTheRanks) {
   laddered.uniformRecompute.clear();
   laddered.ladder = {3, 0};
   laddered.ladderBase = 0;
-  EXPECT_EQ(laddered.recompute(8), "selective*2,none*2,selective*1,none*3");
+  EXPECT_EQ(laddered.recompute(8), "selective*2,none*2,selective,none*3");
 }
 
 } // namespace

@@ -12,7 +12,12 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=blockwise fuse-and-plan=false})' | FileCheck %s --check-prefix=ZBLOCK
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise,tensorwise keep=none}))' | FileCheck %s --check-prefix=MIXED
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=none,tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=MIXRECORD
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=delayed}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise*3}))' 2>&1 | FileCheck %s --check-prefix=LAYERS
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none,fast}))' 2>&1 | FileCheck %s --check-prefix=BADLIST
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none*0,tensorwise}))' 2>&1 | FileCheck %s --check-prefix=BADCOUNT
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=0}))' 2>&1 | FileCheck %s --check-prefix=HIST
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed margin=-2}))' 2>&1 | FileCheck %s --check-prefix=MARGIN
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=head,middle}))' 2>&1 | FileCheck %s --check-prefix=KEEP
@@ -127,7 +132,33 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // PLACED-NEXT: weft.all_reduce max %{{.*}} over @mesh ["dp"] : tensor<1x1xf32>
 
 // NONE-NOT: weft.fp8
-// BAD: unknown FP8 recipe 'delayed' (supported: none, tensorwise, tensorwise-delayed, rowwise, blockwise, mxfp8)
+// BAD: FP8 recipe 'delayed': unknown recipe 'delayed' (supported: none, tensorwise, tensorwise-delayed, rowwise, blockwise, mxfp8, or a recipe per layer such as none,tensorwise*30,none)
+// LAYERS: error: weft-fp8: the recipe names 3 layers, but the model has 2
+// BADLIST: FP8 recipe 'none,fast': unknown recipe 'fast'
+// BADCOUNT: FP8 recipe 'none*0,tensorwise': '0' is not a layer count from 1 to 4096
+
+// A recipe per layer (the planner's per-pipeline-rank choice): layer 0
+// row-wise, layer 1 per-tensor, and the head, not kept, the last layer's.
+// MIXED-LABEL: func.func @forward
+// MIXED-SAME: weft.fp8 = "rowwise,tensorwise"
+// MIXED-SAME: weft.fp8_gemms = 5 : i64
+// MIXED: weft.fp8_amax %{{.*}} : tensor<8x128xf32> -> tensor<8x1xf32>
+// MIXED: weft.fp8_amax %{{.*}} : tensor<128x256xf32> -> tensor<1x256xf32>
+// MIXED: weft.fp8_quantize_grad %{{.*}} {backward_block = array<i64: 8, 1>, block = array<i64: 1, 256>, format = f8E4M3FN} : tensor<8x256xf32>
+// MIXED: weft.param "l1.norm"
+// MIXED: weft.fp8_amax %{{.*}} : tensor<8x128xf32> -> tensor<1x1xf32>
+// MIXED: weft.fp8_amax %{{.*}} : tensor<128x256xf32> -> tensor<1x1xf32>
+// MIXED: weft.fp8_quantize_grad %{{.*}} {block = array<i64: 8, 256>, format = f8E5M2} : tensor<8x256xf32>
+// MIXED: weft.param "head"
+// MIXED: weft.fp8_amax %{{.*}} : tensor<128x64xf32> -> tensor<1x1xf32>
+
+// Delayed scaling in one layer only: its histories are recorded (the step
+// pushes them), and the other layer has none.
+// MIXRECORD-LABEL: func.func @step
+// MIXRECORD-NOT: "l0.{{.*}}amax_history"
+// MIXRECORD: weft.param "l1.down.fp8.grad_amax_history"
+// MIXRECORD-NOT: "l0.{{.*}}amax_history"
+// MIXRECORD: weft.concat %{{.*}}, %{{.*}} dim 0 : tensor<1xf32>, tensor<15xf32>
 // HIST: history must be in [1, 2^20] steps, not 0
 // MARGIN: margin must be in [0, 32], not -2
 // Under micro-batches each micro-batch's maximum folds into the step's

@@ -1,4 +1,5 @@
-//===- LayerRuns.h - a choice per layer, spelled as runs ---------*- C++ -*-===//
+//===- LayerRuns.h - a choice per layer, spelled as runs ---------*- C++
+//-*-===//
 //
 // `--recompute` and `--fp8` take one choice for every layer or one per
 // layer, in the layers' order, with runs collapsed: "full*2,selective*30"
@@ -28,7 +29,8 @@ inline constexpr int64_t kMaxLayerRuns = 4096;
 /// accepts; an error says what is wrong, calling a name a `what` ("policy",
 /// "recipe").
 inline llvm::Expected<std::vector<std::string>>
-parseLayerRuns(llvm::StringRef text, llvm::function_ref<bool(llvm::StringRef)> known,
+parseLayerRuns(llvm::StringRef text,
+               llvm::function_ref<bool(llvm::StringRef)> known,
                llvm::StringRef what) {
   std::vector<std::string> layers;
   llvm::SmallVector<llvm::StringRef> items;

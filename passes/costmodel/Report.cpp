@@ -196,7 +196,8 @@ int64_t meshRanks(ModuleOp module) {
 
 /// The ranks of a pipelined module (weft-pipeline-split's programs and
 /// table): each rank's step, and its stages' forward and backward arenas
-/// (the largest of them all: they share one),
+/// (the largest of them all, the last micro-batch's copies too: they share
+/// one),
 /// sends once per micro-batch, and the stash of the most micro-batches the
 /// schedule keeps in flight on it.
 FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
@@ -252,7 +253,12 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
         auto f = module.lookupSymbol<func::FuncOp>(program);
         if (!f && StringRef(part) == ".wgrad" && !built->splitBackward)
           continue;
-        if (failed(addProgram(f, pipe.microbatches, *estimate)))
+        // The last micro-batch's copy that reduces the stage's gradients
+        // (ZeRO-0/1 with dp), if any, runs in its place once.
+        auto last = module.lookupSymbol<func::FuncOp>(program + kLastSuffix);
+        if (failed(
+                addProgram(f, pipe.microbatches - (last ? 1 : 0), *estimate)) ||
+            (last && failed(addProgram(last, 1, *estimate))))
           return module.emitError("no planned @") << program << " to estimate",
                  failure();
         if (StringRef(part) == ".forward")

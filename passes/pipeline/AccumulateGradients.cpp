@@ -218,7 +218,7 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
     accumulate.setResultAttr(0, "weft.output", b.getStringAttr("loss"));
   }
 
-  // Under ZeRO-0/1 without a pipeline, the last micro-batch reduces each
+  // Under ZeRO-0/1, the last micro-batch reduces each
   // accumulator right after adding its gradient (@accumulate_last), so the
   // reductions overlap its backward; the step then reads global sums. The
   // sum is the same: each rank's micro-batches first, then the ranks.
@@ -226,10 +226,12 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   // ZeRO-3's gathers, which weft-gather-per-step moves out of @accumulate,
   // must not stay in a second copy), as are a narrow model's ZeRO-1
   // masters' (stored split).
-  bool reduceLast =
-      !staged && !deferred.empty() && llvm::none_of(gradOf, [](ParamOp p) {
-        return p->hasAttr(kGradShardAttr) || p->hasAttr(kZeroShardAttr);
-      });
+  // With a pipeline each stage reduces its own accumulators in its last
+  // backward (weft-pipeline-split), and the stages that finish early
+  // reduce while the others still work.
+  bool reduceLast = !deferred.empty() && llvm::none_of(gradOf, [](ParamOp p) {
+    return p->hasAttr(kGradShardAttr) || p->hasAttr(kZeroShardAttr);
+  });
   if (reduceLast) {
     b.setInsertionPointAfter(accumulate);
     auto last = cast<func::FuncOp>(b.clone(*accumulate));
@@ -248,13 +250,15 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
         add->moveAfter(made);
         at.setInsertionPointAfter(add);
       }
-      assign.getValueMutable().assign(
-          AllReduceOp::create(
-              at, assign.getLoc(),
-              ReduceKindAttr::get(at.getContext(), ReduceKind::Sum),
-              ValueRange{assign.getValue()}, it->second.first,
-              it->second.second)
-              .getResult(0));
+      auto reduce = AllReduceOp::create(
+          at, assign.getLoc(),
+          ReduceKindAttr::get(at.getContext(), ReduceKind::Sum),
+          ValueRange{assign.getValue()}, it->second.first, it->second.second);
+      reduce->setAttr(kLastReductionAttr, at.getUnitAttr());
+      if (Operation *sum = assign.getValue().getDefiningOp())
+        if (Attribute stage = sum->getAttr(kStageAttr))
+          reduce->setAttr(kStageAttr, stage);
+      assign.getValueMutable().assign(reduce.getResult(0));
     });
   }
 

@@ -15,12 +15,20 @@ namespace weft {
 /// The per-micro-batch program weft-accumulate-gradients makes.
 inline constexpr const char *kAccumulateFunc = "accumulate";
 /// Its copy for a step's last micro-batch under ZeRO-0 data parallelism (or
-/// an f32 model's ZeRO-1; no pipeline):
+/// an f32 model's ZeRO-1):
 /// it all-reduces each accumulator as soon as that micro-batch's gradient
 /// is added, so the reductions run under its backward (Megatron's
 /// overlap_grad_reduce with gradient accumulation) instead of after it in
-/// the step. The train schedule runs @accumulate for the others.
+/// the step. The train schedule runs @accumulate for the others; with a
+/// pipeline, weft-pipeline-split cuts it into each stage's
+/// `stage<s>.backward_last` (or `.wgrad_last`), which the schedule runs
+/// for the last micro-batch.
 inline constexpr const char *kAccumulateLastFunc = "accumulate_last";
+/// On @accumulate_last's all-reduces of accumulators: which programs of a
+/// pipeline stage need a last-micro-batch copy.
+inline constexpr const char *kLastReductionAttr = "weft.last_reduction";
+/// The name suffix of those copies.
+inline constexpr const char *kLastSuffix = "_last";
 /// Its attribute: how many micro-batches one step runs it for.
 inline constexpr const char *kMicrobatchesAttr = "weft.microbatches";
 /// The suffix of a parameter's gradient accumulator.

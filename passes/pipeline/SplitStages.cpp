@@ -13,6 +13,13 @@
 //   stage<s>.wgrad     with zb-h1, W: the rest (the weight gradients and
 //                      their accumulation), taking what it needs from B's
 //                      stash (B passes on what W needs of the forward's);
+//   stage<s>.backward_last (or .wgrad_last, the one that adds to the
+//                      stage's accumulators) with ZeRO-0/1 data
+//                      parallelism: cut from @accumulate_last, it
+//                      all-reduces each accumulator over dp as its last
+//                      gradient is added; the table runs it for the last
+//                      micro-batch. It takes the same stashes (ordered by
+//                      where their values are made, so both cuts agree);
 //   rank<r>.step       the optimizer step of the stages rank r holds;
 //   rank<r>.gather     with weft-gather-per-step, the ZeRO-3 gathers of
 //                      rank r's stages, run once before its micro-batches.
@@ -53,6 +60,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <map>
+#include <set>
 
 namespace weft {
 #define GEN_PASS_DEF_SPLITSTAGES
@@ -89,9 +97,10 @@ std::string gatherProgramName(int64_t rank) {
   return "rank" + std::to_string(rank) + "." + kGatherFunc;
 }
 
-std::string programName(int64_t stage, Phase phase) {
+std::string programName(int64_t stage, Phase phase, bool last = false) {
   const char *suffix[] = {".forward", ".backward", ".wgrad"};
-  return "stage" + std::to_string(stage) + suffix[phase];
+  return "stage" + std::to_string(stage) + suffix[phase] +
+         (last ? kLastSuffix : "");
 }
 
 const char *phaseText(Phase phase) {
@@ -138,10 +147,17 @@ stagesOf(Block &body, StringRef pass, bool strict) {
 
 class AccumulateSplit {
 public:
+  /// With `last`, `acc` is @accumulate_last: only the backward (and W)
+  /// programs that reduce an accumulator are built, as `<name>_last`, each
+  /// taking and handing on what @accumulate's program of its stage and
+  /// phase does (the same forward ops, cut the same way).
   AccumulateSplit(func::FuncOp acc, const Layout &layout,
-                  FlatSymbolRefAttr mesh, bool splitBackward)
+                  FlatSymbolRefAttr mesh, bool splitBackward, bool last = false)
       : acc(acc), layout(layout), mesh(mesh), splitBackward(splitBackward),
-        b(acc) {}
+        last(last), b(acc) {}
+
+  /// The programs built.
+  const llvm::StringSet<> &built() const { return names; }
 
   LogicalResult run() {
     Block &body = acc.getBody().front();
@@ -334,9 +350,33 @@ private:
     return map.lookup(v);
   }
 
+  /// Each stage's stashes in the order their values are made (route()
+  /// finds them in the order of their readers): @accumulate_last's
+  /// programs, whose readers differ in order, take the same stashes.
+  void orderStashes(Block &body) {
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(body))
+      position[&op] = static_cast<int64_t>(i);
+    auto where = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return std::pair<int64_t, int64_t>{-1, arg.getArgNumber()};
+      return std::pair<int64_t, int64_t>{position.lookup(v.getDefiningOp()),
+                                         cast<OpResult>(v).getResultNumber()};
+    };
+    for (auto *sets : {&stashes, &weightStashes})
+      for (auto &[s, values] : *sets) {
+        SmallVector<Value> sorted(values.begin(), values.end());
+        llvm::stable_sort(
+            sorted, [&](Value x, Value y) { return where(x) < where(y); });
+        values.clear();
+        values.insert(sorted.begin(), sorted.end());
+      }
+  }
+
   LogicalResult build() {
     Block &body = acc.getBody().front();
     MLIRContext *ctx = acc.getContext();
+    orderStashes(body);
     SmallVector<Phase, 3> phases = {Forward, Backward};
     if (splitBackward)
       phases.push_back(WeightGrad);
@@ -344,6 +384,10 @@ private:
       for (Phase phase : phases) {
         Key key{s, phase};
         const SmallVector<Operation *> &ops = programs[key];
+        if (last && (phase == Forward || llvm::none_of(ops, [](Operation *op) {
+                       return op->hasAttr(kLastReductionAttr);
+                     })))
+          continue;
         // Inputs: the step's (tokens, labels) when the program reads them,
         // itself or through unstaged ops it copies in, then the backward's
         // stash.
@@ -370,7 +414,9 @@ private:
                          b.getStringAttr("stash." + std::to_string(i)))}));
           }
         b.setInsertionPoint(acc);
-        auto f = func::FuncOp::create(b, acc.getLoc(), programName(s, phase),
+        std::string name = programName(s, phase, last);
+        names.insert(name);
+        auto f = func::FuncOp::create(b, acc.getLoc(), name,
                                       b.getFunctionType(inputs, {}));
         f->setAttr(kStageAttr, b.getI64IntegerAttr(s));
         Block *entry = f.addEntryBlock();
@@ -419,7 +465,7 @@ private:
         for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
           if (isOpTriviallyDead(&op))
             op.erase();
-        countRuns(f);
+        countRuns(f, programName(s, phase));
       }
     }
     if (broken)
@@ -434,7 +480,9 @@ private:
   /// (splitStages checks the table), but interleaved with each other, so
   /// each program that drops counts its own runs: its own counter, moved
   /// on at its end and wrapped at M, which needs no reset.
-  void countRuns(func::FuncOp f) {
+  /// `name` is the program's without the last micro-batch's suffix: the
+  /// copy counts on the same counter.
+  void countRuns(func::FuncOp f, StringRef name) {
     Block &entry = f.getBody().front();
     ParamOp counter;
     for (ParamOp p : entry.getOps<ParamOp>())
@@ -447,7 +495,7 @@ private:
       if (auto m = user->getAttrOfType<IntegerAttr>("microbatches"))
         microbatches = m.getInt();
     counter.setNameAttr(
-        b.getStringAttr(Twine(kDropoutMicrobatchParam) + "." + f.getSymName()));
+        b.getStringAttr(Twine(kDropoutMicrobatchParam) + "." + name));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(entry.getTerminator());
     weft::detail::Emitter e{b, f.getLoc()};
@@ -489,8 +537,9 @@ private:
   func::FuncOp acc;
   Layout layout;
   FlatSymbolRefAttr mesh;
-  bool splitBackward;
+  bool splitBackward, last;
   OpBuilder b;
+  llvm::StringSet<> names;
   llvm::DenseMap<Operation *, int64_t> stage;
   llvm::DenseSet<Operation *> forward, inputGradient;
   /// Parameters the step assigns (accumulators, counters).
@@ -737,6 +786,42 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
           AccumulateSplit(acc, layout, meshRef, table->splitBackward).run()) ||
       failed(splitStep(step, layout, meshRef)))
     return failure();
+  // ZeRO-0/1's reductions under the last micro-batch: each stage's copies
+  // of the programs that add to its accumulators.
+  llvm::StringSet<> lastCopies;
+  if (auto accLast = module.lookupSymbol<func::FuncOp>(kAccumulateLastFunc)) {
+    // The copy must be each program's last run: its reductions read the
+    // accumulators complete. Weft's tables run a program's micro-batches
+    // in order; a table that did not would reduce too early.
+    for (int64_t r = 0; r < ranks; ++r) {
+      std::set<std::pair<int64_t, int>> done;
+      for (const pipeline::Action &a : table->actions[r]) {
+        std::pair<int64_t, int> key{a.chunk, static_cast<int>(a.phase)};
+        if (done.count(key))
+          return fail("schedule '" + scheduleName + "' runs a program of rank " +
+                      Twine(r) + " after its last micro-batch, whose copy " +
+                      "reduces the gradients");
+        if (a.microbatch == m - 1)
+          done.insert(key);
+      }
+    }
+    AccumulateSplit split(accLast, layout, meshRef, table->splitBackward,
+                          /*last=*/true);
+    if (failed(split.run()))
+      return failure();
+    for (const auto &name : split.built()) {
+      // A copy must take and hand on what its program does: the runtime
+      // passes the same stashes to either.
+      StringRef copy = name.getKey();
+      auto mine = module.lookupSymbol<func::FuncOp>(copy);
+      auto base = module.lookupSymbol<func::FuncOp>(
+          copy.drop_back(StringRef(kLastSuffix).size()));
+      if (!base || base.getFunctionType() != mine.getFunctionType())
+        return fail("@" + copy + " does not take and return what @" +
+                    copy.drop_back(StringRef(kLastSuffix).size()) + " does");
+      lastCopies.insert(copy);
+    }
+  }
   llvm::SmallSet<int64_t, 8> gathers;
   if (auto gather = module.lookupSymbol<func::FuncOp>(kGatherFunc)) {
     FailureOr<llvm::SmallSet<int64_t, 8>> split = splitGather(gather, layout);
@@ -764,7 +849,12 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
       Phase phase = a.phase == pipeline::Phase::Forward    ? Forward
                     : a.phase == pipeline::Phase::Backward ? Backward
                                                            : WeightGrad;
-      entries.push_back(b.getArrayAttr({b.getStringAttr(programName(s, phase)),
+      // The last micro-batch's copy where there is one.
+      std::string name = programName(s, phase);
+      if (a.microbatch == m - 1 &&
+          lastCopies.contains(programName(s, phase, /*last=*/true)))
+        name = programName(s, phase, /*last=*/true);
+      entries.push_back(b.getArrayAttr({b.getStringAttr(name),
                                         b.getI64IntegerAttr(a.microbatch),
                                         b.getI64IntegerAttr(a.chunk)}));
     }

@@ -398,9 +398,9 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
       if (bytes <= 0 || group <= 1)
         return 0.0;
       // Only all-reduces are bucketed (weft-bucket-all-reduce): in the step
-      // program, or in @accumulate_last (ZeRO-0/1 with micro-batches and no
-      // pipeline); a pipeline's stages reduce tensor by tensor.
-      bool bucketed = !scattered && (m == 1 || pp == 1);
+      // program, or in @accumulate_last (ZeRO-0/1 with micro-batches; with
+      // a pipeline, each stage's last backward).
+      bool bucketed = !scattered;
       double count = bucketed
                          ? std::max(1.0, std::ceil(bytes / (25.0 * (1 << 20))))
                          : std::max(1.0, tensors);
@@ -450,10 +450,11 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
       dp += double(m) * (exposed(gathered, first, f) +
                          exposed(gathered + gradSync, first + last, bw));
       gradSync = 0; // Counted.
-    } else if (pp == 1 && base.overlapsCommunication) {
-      // Without a pipeline the gradients' buckets reduce under the (last
-      // micro-batch's) backward: on the GPU, the step program's or
-      // @accumulate_last's comm stream.
+    } else if (base.overlapsCommunication) {
+      // The gradients' buckets reduce under the (last micro-batch's)
+      // backward: on the GPU, the step program's, @accumulate_last's or
+      // the stage's backward_last's comm stream. (A later pipeline stage
+      // finishes early and could hide more in the cool-down; not counted.)
       gradSync = std::max(0.0, gradSync - bw);
     }
     out.dp = dp + gradSync;

@@ -21,19 +21,20 @@
 //     the step M + (p - 1)/v stage-times long for 1F1B and interleaved, a
 //     third of that bubble for ZB-H1, the boundary activation sent and its
 //     gradient received per micro-batch over the link between stages;
-//   - data parallelism and ZeRO: one collective per gradient tensor (in
-//     25 MiB buckets with one micro-batch), all-reduced (zero=0, 1) or
+//   - data parallelism and ZeRO: one collective per gradient tensor (the
+//     all-reduces in 25 MiB buckets), all-reduced (zero=0, 1) or
 //     reduce-scattered (2, 3), the experts' over dp and the others over
-//     dp x ep x cp; zero=0 and 1 reduce once after the last micro-batch
-//     (@step), 2 and 3 in each (@accumulate); ZeRO-1 and up all-gather the
+//     dp x ep x cp; zero=0 and 1 reduce once, in the last micro-batch
+//     (@accumulate_last, a stage's backward_last), 2 and 3 in each
+//     (@accumulate); ZeRO-1 and up all-gather the
 //     updated parameters per tensor, zero=3 also each micro-batch's
 //     forward and backward (with a stream for collectives, prefetched:
 //     hidden under the pass's compute but for the first tensor's),
 //     zero=2 all-reduces its partial gradient norm once; with a stream
 //     for collectives (the GPU's) zero=2 and 3's reduce-scatters hide
 //     under each micro-batch's backward but for the last tensor's, and
-//     zero=0 and 1's all-reduce under the backward only with one
-//     micro-batch and no pipeline;
+//     zero=0 and 1's all-reduce under the last micro-batch's backward
+//     (each pipeline stage its own, in its backward_last);
 //   - memory per rank of each stage: parameters, gradients and optimizer
 //     state divided by ZeRO's stage, the activations of the micro-batches
 //     the schedule keeps in flight (1F1B: p - s on stage s; ZB-H1 also

@@ -16,11 +16,11 @@
 // CHECK-DAG: %[[VACC:.*]] = weft.param "v.grad_acc"
 // CHECK: %[[GW:.*]] = weft.reduce_sum %arg0 dims [0] : tensor<2x3xf32>
 // CHECK-NEXT: %[[SW:.*]] = weft.add %[[WACC]], %[[GW]] : tensor<3xf32>
-// CHECK-NEXT: %[[RW:.*]] = weft.all_reduce sum %[[SW]] over @mesh ["dp"] : tensor<3xf32>
+// CHECK-NEXT: %[[RW:.*]] = weft.all_reduce sum %[[SW]] over @mesh ["dp"] {weft.last_reduction} : tensor<3xf32>
 // CHECK: %[[GV:.*]] = weft.mul %arg0, %arg0 : tensor<2x3xf32>
 // CHECK-NEXT: %[[PV:.*]] = weft.reduce_sum %[[GV]] dims [0] : tensor<2x3xf32>
 // CHECK-NEXT: %[[SV:.*]] = weft.add %[[VACC]], %[[PV]] : tensor<3xf32>
-// CHECK-NEXT: %[[RV:.*]] = weft.all_reduce sum %[[SV]] over @mesh ["dp"] : tensor<3xf32>
+// CHECK-NEXT: %[[RV:.*]] = weft.all_reduce sum %[[SV]] over @mesh ["dp"] {weft.last_reduction} : tensor<3xf32>
 // CHECK: weft.assign "w.grad_acc", %[[RW]]
 // CHECK-NEXT: weft.assign "v.grad_acc", %[[RV]]
 // CHECK-LABEL: func.func @train_step
@@ -56,7 +56,7 @@ func.func @train_step(%x: tensor<2x3xf32>) -> (tensor<f32> {weft.output = "loss"
 // CHECK: weft.add %{{.*}}, %[[W]] : tensor<3xf32>
 // CHECK-LABEL: func.func @accumulate_last
 // CHECK: %[[S:.*]] = weft.add %{{.*}}, %{{.*}} : tensor<3xf32>
-// CHECK-NEXT: weft.all_reduce sum %[[S]] over @mesh ["dp"] : tensor<3xf32>
+// CHECK-NEXT: weft.all_reduce sum %[[S]] over @mesh ["dp"] {weft.last_reduction} : tensor<3xf32>
 weft.mesh @mesh axes ["dp"] sizes [2]
 func.func @train_step(%x: tensor<2x3xbf16>) -> (tensor<f32> {weft.output = "loss"}, tensor<3xf32> {weft.grad = "w"}) {
   %w = weft.param "w" init(zeros) : tensor<3xf32>

@@ -91,6 +91,15 @@ Topology toyTopology(double memoryGiB, int64_t nodes = 1) {
   return t;
 }
 
+/// `microbatches` micro-batches of one sequence, no recomputation.
+Candidate oneSequenceMicrobatches(int64_t microbatches) {
+  Candidate c;
+  c.microbatchSize = 1;
+  c.microbatches = microbatches;
+  c.uniformRecompute = "none";
+  return c;
+}
+
 TEST(Planner, OneRankIsItsSlicesSummed) {
   Candidate c;
   c.microbatchSize = 2;
@@ -145,6 +154,20 @@ TEST(Planner, DataParallelGradientsReduceInBucketsUnderTheLastBackward) {
   ASSERT_TRUE(static_cast<bool>(zero));
   EXPECT_DOUBLE_EQ(zero->stages[0].optimizerBytes, 18 * kGiB / 4);
   EXPECT_NEAR(zero->optimizerSeconds, 9e-3 / 4, 1e-12);
+  // Under a pipeline each stage reduces its own 4.5 GiB (four layers and
+  // half the rest) in buckets over dp=2 in its last backward: stage 0's
+  // (4 layers of 0.1 + 2 ms) hides the least.
+  Candidate piped = oneSequenceMicrobatches(4);
+  piped.pp = 2;
+  piped.dp = 2;
+  piped.stageRanges = {{0, 3}, {4, 7}};
+  auto staged = evaluate(toyModel(), topology, piped, toyProfiles());
+  ASSERT_TRUE(static_cast<bool>(staged)) << llvm::toString(staged.takeError());
+  double stageBuckets = std::ceil(4.5 * 1024 / 25.0);
+  double stageBucket = collectiveSeconds(
+      sched::CollectiveKind::all_reduce, 4.5 * kGiB / stageBuckets,
+      4.5 * kGiB / stageBuckets, 2, topology.intraNode);
+  EXPECT_NEAR(staged->dpSeconds, stageBuckets * stageBucket - 4 * 2.1e-3, 1e-9);
 }
 
 // Expert parallelism: the experts' gradients reduce over dp alone, the
@@ -157,12 +180,9 @@ TEST(Planner, ExpertGradientsReduceOverDataParallelRanksOnly) {
       p->layer.expertTensors = 2;
     return p;
   };
-  Candidate c;
+  Candidate c = oneSequenceMicrobatches(8);
   c.dp = 2;
   c.ep = 2;
-  c.microbatchSize = 1;
-  c.microbatches = 8;
-  c.uniformRecompute = "none";
   Topology topology = toyTopology(1000);
   auto e = evaluate(toyModel(), topology, c, experts);
   ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());

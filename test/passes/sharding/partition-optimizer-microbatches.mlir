@@ -19,7 +19,7 @@
 
 // ZERO1-LABEL: func.func @accumulate
 // ZERO1: weft.param "w.grad_acc" init(zeros) state {weft.transient} : tensor<4x6xf32>
-// ZERO1: weft.all_reduce sum %{{.*}} over @mesh ["dp"] : tensor<4x6xf32>
+// ZERO1: weft.all_reduce sum %{{.*}} over @mesh ["dp"] {{.*}}: tensor<4x6xf32>
 // ZERO1-NOT: weft.reduce_scatter
 // ZERO1-LABEL: func.func @step
 func.func @forward(%x: tensor<4x4xf32> {weft.input = "tokens"}) -> (tensor<f32> {weft.output = "loss"}) {

@@ -198,6 +198,9 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
         if (widen) {
           OpBuilder at(widen);
           part = CastOp::create(at, widen.getLoc(), widen.getType(), part);
+          // On the widening's pipeline stage (it is made before `before`).
+          if (Attribute stage = widen->getAttr(kStageAttr))
+            part.getDefiningOp()->setAttr(kStageAttr, stage);
           reduced.push_back(widen);
         }
         reduced.push_back(sum);

@@ -903,6 +903,8 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
     }
   }
   result.profiles = evaluator.profiledCount();
+  for (const auto &[key, error] : evaluator.failed())
+    result.unbuilt.push_back(key.str() + ": " + error);
   if (fitting.empty()) {
     if (closest)
       return fail(

@@ -254,6 +254,9 @@ struct SearchResult {
   std::vector<Estimate> best;      // Fastest first, fitting.
   std::vector<Estimate> runnersUp; // Each a different kind of loser.
   int64_t evaluated = 0, pruned = 0, profiles = 0;
+  /// The slice configurations that did not build, each with why: the
+  /// plans needing them were not searched.
+  std::vector<std::string> unbuilt;
 };
 
 /// Predicts `candidate` (its recomputation: uniformRecompute for every

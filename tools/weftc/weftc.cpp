@@ -1269,6 +1269,16 @@ int runPlan(MLIRContext &context) {
                     "slices compiled, in {3:F2} s\n",
                     result->evaluated, result->pruned, result->profiles,
                     seconds());
+  // Plans whose slices did not build were left out: say which, so a
+  // compiler failure is not mistaken for a worse plan.
+  if (!result->unbuilt.empty()) {
+    WithColor::note(errs(), "weftc")
+        << result->unbuilt.size()
+        << " slice configuration(s) did not build; plans needing them were "
+           "not searched:\n";
+    for (const std::string &why : result->unbuilt)
+      errs() << "  " << why << "\n";
+  }
   return 0;
 }
 

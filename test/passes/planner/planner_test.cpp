@@ -359,6 +359,21 @@ TEST(Planner, SearchSkipsWhatCannotBuildAndNamesTheClosestMisfit) {
     EXPECT_GE(e.stepSeconds, found->best.front().stepSeconds);
     EXPECT_NE(e.why.find("best other "), std::string::npos) << e.why;
   }
+  EXPECT_TRUE(found->unbuilt.empty());
+  // On nodes of 6 with room, the tp=3 slices that did not build are named
+  // with why (weftc plan prints them): their plans were not searched.
+  Topology roomy = toyTopology(1000);
+  roomy.devicesPerNode = 6;
+  auto without = search(m, roomy, options, toyProfiles());
+  ASSERT_TRUE(static_cast<bool>(without))
+      << llvm::toString(without.takeError());
+  ASSERT_FALSE(without->unbuilt.empty());
+  EXPECT_NE(without->unbuilt.front().find(
+                "tp=3 recompute=none: tp=3 does not divide the heads"),
+            std::string::npos)
+      << without->unbuilt.front();
+  for (const Estimate &e : without->best)
+    EXPECT_NE(e.candidate.tp, 3);
   // Policies that skip a level are not a ladder.
   options.recompute = {"none", "full"};
   auto gap = search(m, toyTopology(1000), options, toyProfiles());

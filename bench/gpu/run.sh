@@ -27,7 +27,9 @@
 #      128x128 blocks) against torch._scaled_mm with the same scalings,
 #      each checked against its operands' decoded product;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
-#      Weft against PyTorch eager and torch.compile.
+#      Weft against PyTorch eager and torch.compile;
+#   6. a measured profile for the cost model: bf16 GEMMs of 256^3 to 8192^3
+#      and a device copy, fitted (fit_profile.py) into a topology file.
 # Results go to stdout and, as markdown, to $OUT/results.md when OUT is set.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -224,5 +226,36 @@ for name, t in rows:
     print("| %s | %.0f | %.1f%% | %s |" % (name, t, 100 * t * flops_per_token / peak,
                                          "%.2fx" % (t / eager) if eager else "-"))
 PY
+
+echo; echo "## 6. A measured profile for the cost model (GEMM curve, HBM bandwidth)"
+# Square bf16 GEMMs through Weft's path and a device copy: fit_profile.py
+# fits the cost model's GEMM curve and writes $OUT/h200-measured.json, for
+# `weftc compile|plan --topology` here (BENCHMARKS.md: the 1B step
+# predicted with it against section 5's measured one).
+for n in 256 512 1024 2048 4096 8192; do
+  "$RT/weft-gpu-bench" gemm $n $n $n 20 > "$OUT/gemm-$n.json" || status=1
+done
+PYTHONPATH=bench/gpu python3 - "$OUT" <<'PY' || status=1
+import json, sys, torch
+from torch_timing import median_ms
+out = sys.argv[1]
+gemm = []
+for n in (256, 512, 1024, 2048, 4096, 8192):
+    try:
+        r = json.loads(open("%s/gemm-%d.json" % (out, n)).read().strip().splitlines()[-1])
+        gemm.append({"m": n, "n": n, "k": n, "tflops": r["tflops"]})
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+x = torch.empty(1 << 30, device="cuda", dtype=torch.uint8)
+y = torch.empty_like(x)
+ms = median_ms(lambda: y.copy_(x))
+props = torch.cuda.get_device_properties(0)
+json.dump({"name": "h200-measured", "device": props.name,
+           "peak_tflops": {"bf16": 989, "fp8": 1979, "f32": 67},
+           "memory_gb": round(props.total_memory / 1e9, 1),
+           "memory_bandwidth_gbps": 2 * (1 << 30) / (ms * 1e-3) / 1e9,
+           "gemm": gemm}, open(out + "/measured.json", "w"))
+PY
+python3 bench/gpu/fit_profile.py "$OUT/measured.json" "$OUT/h200-measured.json" || status=1
 } 2>&1 | tee "$OUT/results.md"
 exit $status

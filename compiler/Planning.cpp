@@ -9,6 +9,7 @@
 #include "passes/costmodel/Report.h"
 #include "passes/pipeline/Passes.h"
 #include "passes/pipeline/Schedule.h"
+#include "passes/precision/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -359,7 +360,10 @@ llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,
     return fail("a plan is predicted with one --recompute for every layer "
                 "(none, selective or full), not '" +
                 recompute + "'");
-  if (fp8.find_first_of(",*") != std::string::npos)
+  llvm::Expected<Fp8Choice> choice = parseFp8(fp8);
+  if (!choice)
+    return choice.takeError();
+  if (!choice->layers.empty())
     return fail("a plan is predicted with one --fp8 recipe for every layer, "
                 "not '" +
                 fp8 + "'");

@@ -104,6 +104,9 @@ weft::balanceStages(llvm::ArrayRef<double> layerCosts, double before,
   std::vector<double> prefix(n + 1, 0);
   for (int64_t i = 0; i < n; ++i)
     prefix[i + 1] = prefix[i] + layerCosts[i];
+  assert((stageScales.empty() ||
+          static_cast<int64_t>(stageScales.size()) == stages) &&
+         "one scale per stage");
   // Layers [from, to) as stage k (from 1).
   auto cost = [&](int64_t from, int64_t to, int64_t k) {
     double scale = stageScales.empty() ? 1.0 : stageScales[k - 1];

@@ -60,7 +60,6 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <map>
-#include <set>
 
 namespace weft {
 #define GEN_PASS_DEF_SPLITSTAGES
@@ -101,6 +100,13 @@ std::string programName(int64_t stage, Phase phase, bool last = false) {
   const char *suffix[] = {".forward", ".backward", ".wgrad"};
   return "stage" + std::to_string(stage) + suffix[phase] +
          (last ? kLastSuffix : "");
+}
+
+/// The program phase of a schedule table's action.
+Phase phaseOf(pipeline::Phase phase) {
+  return phase == pipeline::Phase::Forward    ? Forward
+         : phase == pipeline::Phase::Backward ? Backward
+                                              : WeightGrad;
 }
 
 const char *phaseText(Phase phase) {
@@ -761,23 +767,29 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
     return fail(llvm::toString(table.takeError()));
   if (llvm::Error e = pipeline::checkSchedule(*table))
     return fail(llvm::toString(std::move(e)));
-  // Dropout counts each program's runs as its micro-batch (countRuns):
-  // every stage's programs must run the micro-batches in order.
+  // Dropout counts each program's runs as its micro-batch (countRuns),
+  // and the last micro-batch's copies reduce what every run added: both
+  // need every stage's programs to run the micro-batches in order.
   bool drops =
       llvm::any_of(acc.getBody().front().getOps<ParamOp>(), [](ParamOp p) {
         return p.getName() == kDropoutMicrobatchParam;
       });
-  if (drops)
+  auto accLast = module.lookupSymbol<func::FuncOp>(kAccumulateLastFunc);
+  if (drops || accLast)
     for (int64_t r = 0; r < ranks; ++r) {
       std::map<std::pair<int64_t, int>, int64_t> next;
       for (const pipeline::Action &a : table->actions[r]) {
         int64_t &want = next[{a.chunk, static_cast<int>(a.phase)}];
         if (a.microbatch != want++)
-          return fail("schedule '" + scheduleName + "' runs micro-batch " +
-                      Twine(a.microbatch) + " of a program of rank " +
-                      Twine(r) +
-                      " out of order; dropout counts each "
-                      "program's runs as its micro-batch");
+          return fail(
+              "schedule '" + scheduleName + "' runs micro-batch " +
+              Twine(a.microbatch) + " of " +
+              programName(table->stageOf(r, a.chunk), phaseOf(a.phase)) +
+              " out of order; " +
+              (drops ? "dropout counts each program's runs as its "
+                       "micro-batch"
+                     : "the last micro-batch's copy reduces the "
+                       "gradients"));
       }
     }
 
@@ -789,36 +801,42 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
   // ZeRO-0/1's reductions under the last micro-batch: each stage's copies
   // of the programs that add to its accumulators.
   llvm::StringSet<> lastCopies;
-  if (auto accLast = module.lookupSymbol<func::FuncOp>(kAccumulateLastFunc)) {
-    // The copy must be each program's last run: its reductions read the
-    // accumulators complete. Weft's tables run a program's micro-batches
-    // in order; a table that did not would reduce too early.
-    for (int64_t r = 0; r < ranks; ++r) {
-      std::set<std::pair<int64_t, int>> done;
-      for (const pipeline::Action &a : table->actions[r]) {
-        std::pair<int64_t, int> key{a.chunk, static_cast<int>(a.phase)};
-        if (done.count(key))
-          return fail("schedule '" + scheduleName + "' runs a program of rank " +
-                      Twine(r) + " after its last micro-batch, whose copy " +
-                      "reduces the gradients");
-        if (a.microbatch == m - 1)
-          done.insert(key);
-      }
-    }
+  if (accLast) {
     AccumulateSplit split(accLast, layout, meshRef, table->splitBackward,
                           /*last=*/true);
     if (failed(split.run()))
       return failure();
+    // The transfers a program posts, in order: what its neighbours'
+    // programs match, whichever of a pair runs.
+    auto transfers = [](func::FuncOp f) {
+      SmallVector<std::tuple<bool, int64_t, int64_t, Type>> out;
+      f.walk([&](Operation *op) {
+        if (auto send = dyn_cast<SendOp>(op))
+          out.push_back({true, send.getOffset(), send.getTag(),
+                         send.getInput().getType()});
+        else if (auto recv = dyn_cast<RecvOp>(op))
+          out.push_back(
+              {false, recv.getOffset(), recv.getTag(), recv.getType()});
+      });
+      return out;
+    };
     for (const auto &name : split.built()) {
-      // A copy must take and hand on what its program does: the runtime
-      // passes the same stashes to either.
+      // A copy must take, hand on and exchange what its program does: the
+      // runtime passes the same stashes to either, and the neighbours'
+      // programs match its sends and receives.
       StringRef copy = name.getKey();
+      StringRef baseName = copy.drop_back(StringRef(kLastSuffix).size());
       auto mine = module.lookupSymbol<func::FuncOp>(copy);
-      auto base = module.lookupSymbol<func::FuncOp>(
-          copy.drop_back(StringRef(kLastSuffix).size()));
+      auto base = module.lookupSymbol<func::FuncOp>(baseName);
       if (!base || base.getFunctionType() != mine.getFunctionType())
-        return fail("@" + copy + " does not take and return what @" +
-                    copy.drop_back(StringRef(kLastSuffix).size()) + " does");
+        return fail("@" + copy + " (the last micro-batch's) takes or returns ")
+               << mine.getFunctionType() << ", but @" << baseName << " "
+               << (base ? base.getFunctionType() : FunctionType());
+      if (transfers(base) != transfers(mine))
+        return fail("@" + copy +
+                    " (the last micro-batch's) sends or "
+                    "receives otherwise than @" +
+                    baseName);
       lastCopies.insert(copy);
     }
   }
@@ -846,9 +864,7 @@ LogicalResult weft::splitStages(ModuleOp module, llvm::StringRef scheduleName,
                           b.getI64IntegerAttr(0), b.getI64IntegerAttr(0)}));
     for (const pipeline::Action &a : table->actions[r]) {
       int64_t s = table->stageOf(r, a.chunk);
-      Phase phase = a.phase == pipeline::Phase::Forward    ? Forward
-                    : a.phase == pipeline::Phase::Backward ? Backward
-                                                           : WeightGrad;
+      Phase phase = phaseOf(a.phase);
       // The last micro-batch's copy where there is one.
       std::string name = programName(s, phase);
       if (a.microbatch == m - 1 &&

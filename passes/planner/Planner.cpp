@@ -173,18 +173,22 @@ public:
   }
 
   /// Layer ranges of `stages` stages over uniform layers of cost `layer`,
-  /// the last stage also paying `rest`.
-  const std::vector<std::pair<int64_t, int64_t>> &
-  cut(int64_t stages, double layer, double rest) {
-    // Uniform layers: only the head's weight in layers matters.
+  /// the last stage also paying `rest`; with `scales`, stage k's layers
+  /// cost that many times `layer` (its recipe's speed).
+  std::vector<std::pair<int64_t, int64_t>>
+  cut(int64_t stages, double layer, double rest, ArrayRef<double> scales = {}) {
+    // Uniform layers: only the head's weight in layers matters, to a
+    // quarter of a layer.
     int64_t restInLayers = layer > 0 ? std::lround(4 * rest / layer) : 0;
     auto key = std::make_pair(stages, restInLayers);
-    auto it = cuts.find(key);
-    if (it != cuts.end())
+    if (auto it = cuts.find(key); scales.empty() && it != cuts.end())
       return it->second;
     std::vector<double> costs(model.layers, 1.0);
-    return cuts[key] =
-               balanceStages(costs, 0, double(restInLayers) / 4, stages);
+    auto ranges =
+        balanceStages(costs, 0, double(restInLayers) / 4, stages, scales);
+    if (scales.empty())
+      cuts[key] = ranges;
+    return ranges;
   }
 
   /// `c` with each pipeline rank's layers in the FP8 recipe of the
@@ -194,14 +198,14 @@ public:
   Expected<Estimate> estimate(Candidate c, ArrayRef<Profiles> choices,
                               bool chooseLadder, ArrayRef<size_t> fixed = {});
 
-  /// Layer ranges of `stages` stages over uniform layers, stage k's
-  /// costing `scales[k]` each and the last also paying `rest` (in
-  /// layers).
-  std::vector<std::pair<int64_t, int64_t>>
-  cutScaled(int64_t stages, ArrayRef<double> scales, double rest) {
-    std::vector<double> costs(model.layers, 1.0);
-    return balanceStages(costs, 0, rest, stages, scales);
-  }
+  /// `c` (its micro-batch size and pipeline set) with each pipeline
+  /// rank's layers in the recipe of `options.fp8` fastest there that fits
+  /// (the first stage, holding the most micro-batches, may keep one whose
+  /// copies take less memory), its stages cut again for the ranks' speeds;
+  /// none when every rank takes the same recipe (one of the uniform
+  /// plans) or fewer than two recipes build.
+  Expected<std::optional<Estimate>> mixedRecipes(const Candidate &c,
+                                                 const SearchOptions &options);
 
   int64_t profiledCount() const { return profiled; }
   const std::map<SliceKey, std::string> &failed() const { return failures; }
@@ -218,6 +222,59 @@ private:
   InFlight inFlight;
   int64_t profiled = 0;
 };
+
+Expected<std::optional<Estimate>>
+Evaluator::mixedRecipes(const Candidate &c, const SearchOptions &options) {
+  std::vector<Profiles> each;
+  for (const std::string &recipe : options.fp8) {
+    Candidate other = c;
+    other.fp8 = recipe;
+    Expected<Profiles> q = profiles(other, options.recompute);
+    if (!q) {
+      consumeError(q.takeError());
+      continue;
+    }
+    each.push_back(std::move(*q));
+  }
+  if (each.size() < 2)
+    return std::nullopt;
+  Expected<Estimate> mixed = estimate(c, each, true);
+  if (!mixed)
+    return mixed.takeError();
+  if (mixed->candidate.rankFp8.empty())
+    return std::nullopt;
+  // The stages were cut for the first recipe's layers: cut again for each
+  // rank's recipe's (a faster rank takes more layers), the recipes kept;
+  // that plan wins if it fits and is faster, or fits where the first cut
+  // does not.
+  auto layerTime = [](const Profiles &q) {
+    const PartCost &l = q.byLevel.at(kLevels[q.minLevel]).layer;
+    return l.forward + l.backward;
+  };
+  const Profiles &first = each.front();
+  if (c.chunks > 1 || layerTime(first) <= 0)
+    return std::optional<Estimate>(std::move(*mixed));
+  std::vector<size_t> pick;
+  std::vector<double> scales;
+  for (const std::string &recipe : mixed->candidate.rankFp8) {
+    size_t i = 0;
+    while (each[i].fp8 != recipe)
+      ++i;
+    pick.push_back(i);
+    scales.push_back(layerTime(each[i]) / layerTime(first));
+  }
+  const PartCost &rest = first.byLevel.at(kLevels[first.minLevel]).rest;
+  Candidate again = c;
+  again.stageRanges =
+      cut(c.pp, layerTime(first), rest.forward + rest.backward, scales);
+  Expected<Estimate> rebalanced = estimate(again, each, true, pick);
+  if (!rebalanced)
+    return rebalanced.takeError();
+  if (rebalanced->fits &&
+      (!mixed->fits || rebalanced->stepSeconds < mixed->stepSeconds))
+    return std::optional<Estimate>(std::move(*rebalanced));
+  return std::optional<Estimate>(std::move(*mixed));
+}
 
 /// Does a group of `size` ranks `stride` apart (consecutive ranks share a
 /// node, devices_per_node of them) cross a node boundary?
@@ -455,7 +512,10 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
       // backward: on the GPU, the step program's, @accumulate_last's or
       // the stage's backward_last's comm stream. (A later pipeline stage
       // finishes early and could hide more in the cool-down; not counted.)
-      gradSync = std::max(0.0, gradSync - bw);
+      // Under ZB-H1 they are W's (wgrad_last), which is about the weight
+      // gradients' half of the backward.
+      double under = pp > 1 && c.schedule == "zb-h1" ? bw / 2 : bw;
+      gradSync = std::max(0.0, gradSync - under);
     }
     out.dp = dp + gradSync;
     double optimizer = n * l0.optimizer + restShare * rest.optimizer;
@@ -568,6 +628,8 @@ std::string SliceKey::str() const {
     s += " fp8=" + fp8;
   if (microbatch != 1)
     s += " micro-batch=" + std::to_string(microbatch);
+  if (pipelined)
+    s += " (as pipeline stages)";
   return s;
 }
 
@@ -704,6 +766,7 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
   const int64_t world = topology.worldSize();
   std::vector<Estimate> fitting;
   std::optional<Estimate> closest; // The least memory among misfits.
+  std::set<std::string> mixedDone; // Plans whose recipe mix was tried.
   // The least state per rank among pruned placements.
   double leastState = std::numeric_limits<double>::infinity();
   // Expert parallelism for a mixture of experts (dividing the experts);
@@ -831,71 +894,24 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
                 } else if (!closest || e->peakBytes() < closest->peakBytes()) {
                   closest = std::move(*e);
                 }
-                // With the last recipe's, each pipeline rank's layers
-                // in the recipe fastest there: the first stage, holding
-                // the most micro-batches, may keep one whose copies take
-                // less memory. Kept when the ranks differ (otherwise it
-                // is one of the plans above).
+                // Each pipeline rank's layers in the recipe fastest there
+                // (once per plan, whichever recipe's loop gets here: one
+                // whose slices fail must not keep the others' mix out).
                 if (pp == 1 || options.fp8.size() < 2 ||
-                    fp8 != options.fp8.back())
+                    !mixedDone.insert(c.plan()).second)
                   continue;
-                std::vector<Profiles> each;
-                for (const std::string &recipe : options.fp8) {
-                  Candidate other = sized;
-                  other.fp8 = recipe;
-                  Expected<Profiles> q =
-                      evaluator.profiles(other, options.recompute);
-                  if (!q) {
-                    consumeError(q.takeError());
-                    continue;
-                  }
-                  each.push_back(std::move(*q));
-                }
-                if (each.size() < 2)
-                  continue;
-                Expected<Estimate> mixed = evaluator.estimate(c, each, true);
+                Expected<std::optional<Estimate>> mixed =
+                    evaluator.mixedRecipes(c, options);
                 if (!mixed)
                   return mixed.takeError();
-                if (mixed->candidate.rankFp8.empty())
+                if (!*mixed)
                   continue;
-                // The stages were cut for the first recipe's layers: cut
-                // again for each rank's recipe's (a faster rank takes more
-                // layers), the recipes kept; kept if it fits and is faster.
-                if (v == 1 &&
-                    each.front().byLevel.begin()->second.layer.forward > 0) {
-                  std::vector<size_t> pick;
-                  std::vector<double> scales;
-                  auto layerTime = [](const Profiles &q) {
-                    const PartCost &l = q.byLevel.at(kLevels[q.minLevel]).layer;
-                    return l.forward + l.backward;
-                  };
-                  const Profiles &first = each.front();
-                  for (const std::string &recipe : mixed->candidate.rankFp8) {
-                    size_t i = 0;
-                    while (each[i].fp8 != recipe)
-                      ++i;
-                    pick.push_back(i);
-                    scales.push_back(layerTime(each[i]) / layerTime(first));
-                  }
-                  const PartCost &rest =
-                      first.byLevel.at(kLevels[first.minLevel]).rest;
-                  Candidate again = c;
-                  again.stageRanges = evaluator.cutScaled(
-                      pp, scales,
-                      (rest.forward + rest.backward) / layerTime(first));
-                  Expected<Estimate> rebalanced =
-                      evaluator.estimate(again, each, true, pick);
-                  if (!rebalanced)
-                    return rebalanced.takeError();
-                  if (rebalanced->fits &&
-                      rebalanced->stepSeconds < mixed->stepSeconds)
-                    mixed = std::move(rebalanced);
-                }
                 ++result.evaluated;
-                if (mixed->fits)
-                  fitting.push_back(std::move(*mixed));
-                else if (!closest || mixed->peakBytes() < closest->peakBytes())
-                  closest = std::move(*mixed);
+                if ((*mixed)->fits)
+                  fitting.push_back(std::move(**mixed));
+                else if (!closest ||
+                         (*mixed)->peakBytes() < closest->peakBytes())
+                  closest = std::move(**mixed);
               }
           }
         }
@@ -906,26 +922,33 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
   for (const auto &[key, error] : evaluator.failed())
     result.unbuilt.push_back(key.str() + ": " + error);
   if (fitting.empty()) {
+    // What did not build, after whatever else is said: a compiler failure
+    // must not pass for a plan that does not fit.
+    std::string unbuilt;
+    for (const std::string &why : result.unbuilt)
+      unbuilt += "\n  " + why;
+    if (!unbuilt.empty())
+      unbuilt = "\nslice configurations that did not build (their plans "
+                "were not searched):" +
+                unbuilt;
     if (closest)
-      return fail(
-          "no plan fits " + topology.name + " (" +
-          std::to_string(result.evaluated) + " evaluated); the closest, " +
-          closest->candidate.plan() + " with --recompute " +
-          closest->candidate.recompute(model.layers) + ": " + closest->why);
+      return fail("no plan fits " + topology.name + " (" +
+                  std::to_string(result.evaluated) +
+                  " evaluated); the closest, " + closest->candidate.plan() +
+                  " with --recompute " +
+                  closest->candidate.recompute(model.layers) + ": " +
+                  closest->why + unbuilt);
     if (result.pruned > 0)
       return fail(formatv("no plan fits {0}: the parameters, gradients and "
                           "optimizer state alone need at least {1} a device "
                           "however they are split ({2} placements pruned); "
-                          "a device has {3}",
+                          "a device has {3}{4}",
                           topology.name, gib(leastState), result.pruned,
-                          gib(double(topology.device.memoryBytes))));
-    std::string why;
-    for (const auto &[key, error] : evaluator.failed())
-      why += "\n  " + key.str() + ": " + error;
+                          gib(double(topology.device.memoryBytes)), unbuilt));
     return fail("no plan could be built for " + topology.name +
-                (why.empty() ? std::string(" (no tp divides the heads and "
-                                           "the node's devices)")
-                             : ":" + why));
+                (unbuilt.empty() ? std::string(" (no tp divides the heads and "
+                                               "the node's devices)")
+                                 : unbuilt));
   }
   // Equally fast: the one that leaves more memory free.
   llvm::stable_sort(fitting, [](const Estimate &a, const Estimate &b) {

@@ -216,7 +216,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     if (!choice.layers.empty() &&
         static_cast<int64_t>(choice.layers.size()) != layers) {
       func.emitError("weft-fp8: the recipe names ")
-          << choice.layers.size() << " layers, but the model has " << layers;
+          << choice.layers.size() << " layers, but the model has " << layers
+          << " (e.g. " << choice.layers.front() << "*" << layers << ")";
       return signalPassFailure();
     }
     // The recipe of a GEMM reading parameter `p`.

@@ -306,7 +306,9 @@ TEST(SchedExecutor, DeeperAndInterleavedPipelinesTrainLikeOneRank) {
       "llama-tiny",
       {"pp=4,mb=4,schedule=1f1b", "pp=4,mb=4,schedule=gpipe",
        "pp=4,mb=4,schedule=zb-h1", "pp=2,mb=4,schedule=interleaved,virtual=2",
-       "pp=2,dp=2,mb=2,schedule=zb-h1"});
+       "pp=2,dp=2,mb=2,schedule=zb-h1",
+       // Each rank's two chunks reduce in their own backward_last.
+       "pp=2,dp=2,mb=4,schedule=interleaved,virtual=2"});
   // Interleaved on four ranks: eight stages of one layer each.
   Case c("llama-tiny", "f32", "pp=4,mb=4,schedule=interleaved,virtual=2");
   c.batch = 8;

@@ -876,10 +876,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     // The peak weft-run's MFU is against: the device's dense peak for the
     // model's compute type (bf16's for bf16, f16 and FP8, as MFU is usually
     // quoted), per rank.
-    Expected<weft::Fp8Choice> fp8 = weft::parseFp8(fp8Recipe);
-    bool quantizes = fp8 && fp8->any();
-    if (!fp8)
-      consumeError(fp8.takeError()); // Checked when the options were read.
+    // --fp8 was checked when the options were read.
+    bool quantizes = cantFail(weft::parseFp8(fp8Recipe)).any();
     std::string type = dtypeName == "f32" && !quantizes ? "f32" : "bf16";
     if (auto peak = t->device.peakFlops.find(type);
         peak != t->device.peakFlops.end())
@@ -1186,6 +1184,19 @@ bool plansForCuda(const weft::Topology &topology) {
   return !StringRef(topology.device.name).contains_insensitive("cpu");
 }
 
+/// Plans whose slices did not build were left out of the search: says
+/// which, so a compiler failure is not mistaken for a worse plan.
+void noteUnbuilt(const weft::planner::SearchResult &result) {
+  if (result.unbuilt.empty())
+    return;
+  WithColor::note(errs(), "weftc")
+      << result.unbuilt.size()
+      << " slice configuration(s) did not build; plans needing them were "
+         "not searched:\n";
+  for (const std::string &why : result.unbuilt)
+    errs() << "  " << why << "\n";
+}
+
 /// `weftc plan`: the fastest plans that fit (or --evaluate: one plan's
 /// prediction).
 int runPlan(MLIRContext &context) {
@@ -1252,7 +1263,8 @@ int runPlan(MLIRContext &context) {
                                    {"runners_up", std::move(others)},
                                    {"evaluated", result->evaluated},
                                    {"pruned", result->pruned},
-                                   {"slices", result->profiles}}))
+                                   {"slices", result->profiles},
+                                   {"unbuilt", json::Array(result->unbuilt)}}))
            << "\n";
   } else {
     outs() << formatv("{0}, batch {1} x {2} ({3}) on {4}: the fastest plans "
@@ -1269,16 +1281,7 @@ int runPlan(MLIRContext &context) {
                     "slices compiled, in {3:F2} s\n",
                     result->evaluated, result->pruned, result->profiles,
                     seconds());
-  // Plans whose slices did not build were left out: say which, so a
-  // compiler failure is not mistaken for a worse plan.
-  if (!result->unbuilt.empty()) {
-    WithColor::note(errs(), "weftc")
-        << result->unbuilt.size()
-        << " slice configuration(s) did not build; plans needing them were "
-           "not searched:\n";
-    for (const std::string &why : result->unbuilt)
-      errs() << "  " << why << "\n";
-  }
+  noteUnbuilt(*result);
   return 0;
 }
 
@@ -1307,7 +1310,11 @@ autoPlan(MLIRContext &context,
     options->recompute = {recomputePolicy};
   }
   if (fp8Recipe.getNumOccurrences()) {
-    if (fp8Recipe.find_first_of(",*") != std::string::npos) {
+    if (Error e = weft::checkFp8Options(fp8Recipe, fp8Keep)) {
+      fail("--fp8: " + toString(std::move(e)));
+      return failure();
+    }
+    if (!cantFail(weft::parseFp8(fp8Recipe)).layers.empty()) {
       fail("--plan auto chooses the FP8 recipe per pipeline rank; give one "
            "recipe (--fp8) or --search-fp8, not '" +
            fp8Recipe + "'");
@@ -1334,6 +1341,7 @@ autoPlan(MLIRContext &context,
     fail("--plan auto: " + toString(result.takeError()));
     return failure();
   }
+  noteUnbuilt(*result);
   const weft::planner::Estimate &best = result->best.front();
   int64_t layers = setup->shape.layers;
   recomputePolicy = best.candidate.recompute(layers);

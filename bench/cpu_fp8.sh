@@ -25,9 +25,10 @@ BATCH=${BATCH:-4}
 SEQ=${SEQ:-128}
 LR=${LR:-3e-3}
 SEEDS=${SEEDS:-1 2 3}
-CONFIG=bench/gpt-fp8.json
 BIN=${BIN:-$BUILD/bin}
 source "$(dirname "$0")/common.sh"
+# After common.sh, which sets the other benchmarks' model.
+CONFIG=bench/gpt-fp8.json
 bench_setup "$BUILD" "$OUT"
 # Runs from different texts are not comparable (the seeds' tables are
 # combined across invocations), so the text is fixed and its hash printed.

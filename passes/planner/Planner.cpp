@@ -542,12 +542,12 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
         continue;
       const Profiles &p = choices[i];
       RankEstimate got = rankWith(r, p);
-      bool better =
-          !best ||
-          (fitsDevice(got.mem) != fitsDevice(best->mem)
-               ? fitsDevice(got.mem)
-               : (fitsDevice(got.mem) ? got.compute < best->compute
-                                      : got.mem.total() < best->mem.total()));
+      // Fitting before not, then the faster; among misfits the smaller.
+      auto rankKey = [&](const RankEstimate &e) {
+        bool fit = fitsDevice(e.mem);
+        return std::pair{!fit, fit ? e.compute : e.mem.total()};
+      };
+      bool better = !best || rankKey(got) < rankKey(*best);
       if (better) {
         best = got;
         c.rankFp8[r] = p.fp8;

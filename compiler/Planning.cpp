@@ -44,6 +44,58 @@ struct Captured {
 
 int64_t bytesOf(llvm::StringRef dtype) { return dtype == "f32" ? 4 : 2; }
 
+/// The sequences of the micro-batch a model read from .mlir is written at
+/// (@forward's tokens: [batch, seq]).
+int64_t modelBatch(ModuleOp model) {
+  auto forward = model.lookupSymbol<func::FuncOp>("forward");
+  return cast<ShapedType>(forward.getArgumentTypes().front()).getDimSize(0);
+}
+
+/// Where the slices come from: a config, which the frontends build with any
+/// number of layers at any batch, or a model read from .mlir, which is cut
+/// to the layers (weft-slice-layers) and whose batch, the step's
+/// micro-batch over all ranks, is split over data parallelism.
+struct SliceSource {
+  const ModelConfig *config = nullptr;
+  mutable ModuleOp module; // An op handle: cloning it is not a change.
+  int64_t seq = 0;
+  std::string dtype;
+  /// The residual stream's width and element size (the pipeline's
+  /// boundary).
+  int64_t hidden = 0, elementBytes = 4;
+
+  /// The model with `layers` layers at `sequences` sequences a
+  /// micro-batch, and the data parallelism that splits it into them (1: it
+  /// is built at that size).
+  llvm::Expected<std::pair<OwningOpRef<ModuleOp>, int64_t>>
+  build(MLIRContext &context, int64_t layers, int64_t sequences,
+        int64_t vocabMultiple) const {
+    if (config) {
+      ModelConfig cut = *config;
+      cut.numLayers = layers;
+      ModelBuildOptions build{sequences, seq, dtype};
+      build.masterWeights = true;
+      build.vocabMultiple = vocabMultiple;
+      auto built = buildModel(context, cut, build);
+      if (!built)
+        return built.takeError();
+      return std::make_pair(std::move(*built), int64_t(1));
+    }
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    int64_t batch = modelBatch(module);
+    if (batch % sequences != 0)
+      return fail(llvm::formatv(
+          "the model's micro-batch of {0} sequences does not split into "
+          "{1}-sequence parts",
+          batch, sequences));
+    OwningOpRef<ModuleOp> cut = module.clone();
+    if (failed(sliceLayers(cut->lookupSymbol<func::FuncOp>("forward"), layers)))
+      return fail("cannot cut @" + forward.getSymName() + " to " +
+                  llvm::Twine(layers) + " layer(s)");
+    return std::make_pair(std::move(cut), batch / sequences);
+  }
+};
+
 /// What a slice of two layers cut into two pipeline stages holds per rank:
 /// the stash one micro-batch leaves on the first stage (a layer's, the
 /// embedding's output aside), and each stage's arena (the largest of its
@@ -55,22 +107,22 @@ struct StageMemory {
 /// A slice of `layers` layers compiled for `key`: what one rank of it
 /// costs for a micro-batch of one sequence. With `stages`, placed only (as
 /// two pipeline stages, for StageMemory), not timed.
-llvm::Expected<PartCost>
-compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
-             int64_t batch, int64_t seq, const std::string &dtype,
-             const Topology &topology, const TrainingOptions &base, bool cuda,
-             const planner::SliceKey &key, StageMemory *stages = nullptr) {
-  config.numLayers = layers;
+llvm::Expected<PartCost> compileSlice(MLIRContext &context,
+                                      const SliceSource &source, int64_t layers,
+                                      int64_t batch, const Topology &topology,
+                                      const TrainingOptions &base, bool cuda,
+                                      const planner::SliceKey &key,
+                                      StageMemory *stages = nullptr) {
+  Captured errors(context);
   // Each ep rank routes its own sequences: the micro-batch is ep times one
   // rank's.
-  ModelBuildOptions build{batch * key.ep, seq, dtype};
-  build.masterWeights = true;
-  build.vocabMultiple = key.tp;
-  Captured errors(context);
-  auto built = buildModel(context, config, build);
+  auto built = source.build(context, layers, batch * key.ep, key.tp);
   if (!built)
     return built.takeError();
+  int64_t split = built->second;
   std::string planText = stages ? "pp=2," : "";
+  if (split > 1)
+    planText += "dp=" + std::to_string(split) + ",";
   if (key.ep > 1)
     planText += "ep=" + std::to_string(key.ep) + ",";
   if (key.cp > 1)
@@ -99,7 +151,7 @@ compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
   };
   // The memory report reads the placed weft programs; the times the sched
   // ones.
-  OwningOpRef<ModuleOp> placed = (*built)->clone();
+  OwningOpRef<ModuleOp> placed = built->first->clone();
   options.sched = false;
   if (mlir::failed(buildTrainingPrograms(*placed, options)))
     return failed("placing");
@@ -121,7 +173,7 @@ compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
     return PartCost();
   }
   options.sched = true;
-  OwningOpRef<ModuleOp> lowered = std::move(*built);
+  OwningOpRef<ModuleOp> lowered = std::move(built->first);
   if (mlir::failed(buildTrainingPrograms(*lowered, options)))
     return failed("lowering");
   std::map<std::string, ProgramEstimate> programs;
@@ -134,6 +186,14 @@ compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
   for (const char *name : {"forward", "accumulate", "step"})
     if (!programs.count(name))
       return fail(llvm::Twine("the slice has no program @") + name);
+  // A model split over dp to its micro-batch all-reduces the loss over dp
+  // in each pass, which a slice built at that size does not: not the
+  // slice's cost (the planner times the plan's own reductions).
+  if (split > 1)
+    for (const char *name : {"forward", "accumulate"})
+      for (const ProgramEstimate::Row &row : programs[name].rows)
+        if (llvm::StringRef(row.category).ends_with(" over dp"))
+          programs[name].seconds -= row.seconds;
   auto flops = [&](const char *name) {
     double sum = 0;
     for (const ProgramEstimate::Row &row : programs[name].rows)
@@ -166,6 +226,8 @@ compileSlice(MLIRContext &context, ModelConfig config, int64_t layers,
   };
   // The last micro-batch's copy (@accumulate_last) may hold more: its
   // reductions' buckets live to the end of its backward.
+  // (A model split over dp reduces its gradients there: the plan's own
+  // buckets, which a slice built at its size does not hold.)
   double working = arena("accumulate");
   if (placed->lookupSymbol<func::FuncOp>(kAccumulateLastFunc))
     working = std::max(working, arena(kAccumulateLastFunc));
@@ -231,11 +293,10 @@ planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
   return shape;
 }
 
-planner::ProfileFn sliceProfiler(MLIRContext &context,
-                                 const ModelConfig &config, int64_t seq,
-                                 const std::string &dtype,
-                                 const Topology &topology,
-                                 const TrainingOptions &base, bool cuda) {
+namespace {
+planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
+                              const Topology &topology,
+                              const TrainingOptions &base, bool cuda) {
   // Per (tp, sp, micro-batch): the plain layer and the rest.
   using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t>;
   struct Plain {
@@ -250,13 +311,13 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
   // it lives in `fn`, which the returned wrapper owns.
   auto fn = std::make_shared<planner::ProfileFn>();
   planner::ProfileFn *selfFn = fn.get();
-  *fn = [&context, &config, seq, &dtype, &topology, &base, cuda, plain,
+  *fn = [&context, source, &topology, &base, cuda, plain,
          selfFn](const planner::SliceKey &key)
       -> llvm::Expected<planner::SliceProfile> {
     auto self = [&](const planner::SliceKey &k) { return (*selfFn)(k); };
     auto compile = [&](int64_t layers, const planner::SliceKey &k) {
-      return compileSlice(context, config, layers, k.microbatch, seq, dtype,
-                          topology, base, cuda, k);
+      return compileSlice(context, source, layers, k.microbatch, topology, base,
+                          cuda, k);
     };
     Key at{key.tp, key.sequenceParallel, key.ep, key.cp, key.microbatch};
     // A layout that does not build fails once, for every policy and recipe.
@@ -311,11 +372,14 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
       // micro-batch; larger ones scale them as the one-layer slice's arena
       // grows (placing once per size would double the search's compiles).
       planner::SliceKey one = key;
-      one.microbatch = 1;
+      // (A graph's is measured at the key's own size: at one sequence it
+      // would be split over more ranks than the plan has.)
+      if (!source.module)
+        one.microbatch = 1;
       auto [it, fresh] = plain->stages.try_emplace(one);
       if (fresh) {
         llvm::Expected<PartCost> placed =
-            compileSlice(context, config, 2, 1, seq, dtype, topology, base,
+            compileSlice(context, source, 2, one.microbatch, topology, base,
                          cuda, one, &it->second.first);
         if (!placed) {
           plain->stages.erase(it);
@@ -327,8 +391,9 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
                p.layer.activationBytes;
       };
       if (fresh)
-        it->second.second = key.microbatch == 1 ? arena(profile) : 0;
-      if (it->second.second == 0 && key.microbatch != 1) {
+        it->second.second =
+            key.microbatch == one.microbatch ? arena(profile) : 0;
+      if (it->second.second == 0 && key.microbatch != one.microbatch) {
         llvm::Expected<planner::SliceProfile> single = self(one);
         if (!single)
           return single.takeError();
@@ -338,18 +403,97 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
       double grow = it->second.second > 0
                         ? std::max(1.0, arena(profile) / it->second.second)
                         : double(key.microbatch);
-      profile.layer.stashBytes = stages.stash * double(key.microbatch);
+      profile.layer.stashBytes =
+          stages.stash * double(key.microbatch / one.microbatch);
       profile.firstStageArena = stages.firstArena * grow;
       profile.lastStageArena = stages.lastArena * grow;
       profile.pipelined = true;
     }
-    profile.boundaryBytes = double(key.microbatch) * double(seq) *
-                            double(config.hiddenSize) * double(bytesOf(dtype)) /
-                            double(key.sequenceParallel ? key.tp : 1) /
-                            double(key.cp);
+    profile.boundaryBytes =
+        double(key.microbatch) * double(source.seq) * double(source.hidden) *
+        double(source.elementBytes) /
+        double(key.sequenceParallel ? key.tp : 1) / double(key.cp);
     return profile;
   };
   return [fn](const planner::SliceKey &key) { return (*fn)(key); };
+}
+} // namespace
+
+llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
+  auto forward = model.lookupSymbol<func::FuncOp>("forward");
+  auto tokens = forward && !forward.isExternal() && forward.getNumArguments()
+                    ? dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0])
+                    : RankedTensorType();
+  if (!tokens || tokens.getRank() != 2 || !tokens.hasStaticShape())
+    return fail("the planner needs @forward taking [batch, seq] token ids "
+                "first");
+  planner::ModelShape shape;
+  int64_t micro = tokens.getDimSize(0);
+  shape.seq = tokens.getDimSize(1);
+  if (batch % micro != 0)
+    return fail(llvm::formatv(
+        "a step of {0} sequences is not a whole number of the model's "
+        "micro-batches of {1} (a model read from .mlir is written at its "
+        "micro-batch; --batch counts the step's sequences)",
+        batch, micro));
+  shape.batch = batch;
+  shape.layers = 0;
+  shape.narrow = false;
+  forward.walk([&](Operation *op) {
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr))
+        shape.layers = std::max(shape.layers, l.getInt() + 1);
+    } else if (auto att = dyn_cast<AttentionOp>(op); att && shape.heads == 1) {
+      // q: [B, S, H, D], k: [B, T, Hkv, D].
+      shape.heads = cast<ShapedType>(att.getQuery().getType()).getDimSize(2);
+      shape.kvHeads = cast<ShapedType>(att.getKey().getType()).getDimSize(2);
+    } else if (auto e = dyn_cast<EmbeddingOp>(op); e && shape.hidden == 1) {
+      auto table = cast<ShapedType>(e.getTable().getType());
+      shape.vocab = table.getDimSize(0);
+      shape.hidden = table.getDimSize(1);
+    } else if (auto route = dyn_cast<ExpertRouteOp>(op)) {
+      shape.experts = route.getNumExperts();
+    } else if (auto mm = dyn_cast<MatmulOp>(op)) {
+      shape.narrow |= !mm.getLhs().getType().getElementType().isF32();
+    }
+  });
+  if (shape.layers == 0)
+    return fail("no parameter of @forward carries weft.layer: the planner "
+                "times a model by its layers");
+  return shape;
+}
+
+planner::ProfileFn sliceProfiler(MLIRContext &context,
+                                 const ModelConfig &config, int64_t seq,
+                                 const std::string &dtype,
+                                 const Topology &topology,
+                                 const TrainingOptions &base, bool cuda) {
+  SliceSource source;
+  source.config = &config;
+  source.seq = seq;
+  source.dtype = dtype;
+  source.hidden = config.hiddenSize;
+  source.elementBytes = bytesOf(dtype);
+  return profilerOf(context, std::move(source), topology, base, cuda);
+}
+
+planner::ProfileFn sliceProfiler(MLIRContext &context, ModuleOp model,
+                                 const Topology &topology,
+                                 const TrainingOptions &base, bool cuda) {
+  SliceSource source;
+  source.module = model;
+  auto forward = model.lookupSymbol<func::FuncOp>("forward");
+  source.seq =
+      cast<ShapedType>(forward.getArgumentTypes().front()).getDimSize(1);
+  // The stream's width and type: what the first embedding gathers.
+  forward.walk([&](EmbeddingOp op) {
+    if (source.hidden)
+      return;
+    auto table = cast<ShapedType>(op.getTable().getType());
+    source.hidden = table.getShape().back();
+    source.elementBytes = table.getElementTypeBitWidth() / 8;
+  });
+  return profilerOf(context, std::move(source), topology, base, cuda);
 }
 
 llvm::Expected<planner::Candidate> candidateFor(const Plan &plan, int64_t batch,

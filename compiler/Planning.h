@@ -10,7 +10,9 @@
 // @accumulate (forward and backward of one micro-batch) and @step (the
 // update). Two layers minus one is a layer; one layer minus that is the
 // rest of the model. The rest is compiled once per (tp, sp, micro-batch),
-// without recomputation or FP8, which leave it as it is.
+// without recomputation or FP8, which leave it as it is. A model read from
+// .mlir is cut to one and two layers instead (weft-slice-layers), and its
+// batch (one micro-batch over all ranks) split over dp to the slice's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,14 @@ namespace weft {
 planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
                                int64_t seq, llvm::StringRef dtype);
 
+/// The planner's view of a model read from .mlir, trained in steps of
+/// `batch` sequences: its @forward's tokens are one micro-batch of the step
+/// over all ranks ([micro-batch, seq]), its layers its parameters'
+/// `weft.layer`; an error for a batch that is not a whole number of
+/// micro-batches, or a model without layers.
+llvm::Expected<planner::ModelShape> modelShape(mlir::ModuleOp model,
+                                               int64_t batch);
+
 /// Compiles slices of `config` (sequences of `seq` in `dtype`) with the
 /// settings of `base` (AdamW, buckets; its plan, recomputation and FP8 are
 /// the slice's), for CUDA kernels when `cuda`, timed on `topology`. The
@@ -37,6 +47,15 @@ planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
                                  const ModelConfig &config, int64_t seq,
                                  const std::string &dtype,
                                  const Topology &topology,
+                                 const TrainingOptions &base, bool cuda);
+
+/// Compiles slices of `model` (read from .mlir, checked by modelShape):
+/// it is cut to one and two layers (weft-slice-layers), and its
+/// micro-batch split over data parallelism into the slice's (a plan's
+/// micro-batch over dp x ep is the model's). Keeps `model` by reference,
+/// as the other overload.
+planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
+                                 mlir::ModuleOp model, const Topology &topology,
                                  const TrainingOptions &base, bool cuda);
 
 /// `plan` as the planner's candidate for a step of `batch` sequences, with

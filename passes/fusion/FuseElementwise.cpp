@@ -77,10 +77,25 @@ bool fusible(Operation *op, bool singleOps) {
 }
 
 /// Ops without operands (parameters, constants) depend on nothing, so a
-/// group may use them wherever they are declared.
+/// group may use them wherever they are declared; so does a parameter's
+/// copy into a data-parallel region (copy_to_group: the identity in the
+/// forward), or data parallelism would keep a norm's weight from the add
+/// before it.
 bool isLeaf(Value v) {
   Operation *def = v.getDefiningOp();
-  return def && def->getNumOperands() == 0;
+  return def && (def->getNumOperands() == 0 ||
+                 (isa<weft::CopyToGroupOp>(def) && isLeaf(def->getOperand(0))));
+}
+
+/// Moves the leaf `v` (and what it is computed from) before `op` if it is
+/// declared after it.
+void hoistLeaf(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  if (!op->isBeforeInBlock(def))
+    return;
+  for (Value operand : def->getOperands())
+    hoistLeaf(operand, op);
+  def->moveBefore(op);
 }
 
 struct Group {
@@ -251,8 +266,8 @@ int64_t weft::fuseElementwise(func::FuncOp func, bool singleOps) {
       continue;
     // Leaf inputs declared after the group's first op move up to it.
     for (Value in : inputs)
-      if (isLeaf(in) && group.ops.front()->isBeforeInBlock(in.getDefiningOp()))
-        in.getDefiningOp()->moveBefore(group.ops.front());
+      if (isLeaf(in))
+        hoistLeaf(in, group.ops.front());
     OpBuilder builder(group.ops.front());
     auto fused =
         FusedOp::create(builder, group.ops.front()->getLoc(),

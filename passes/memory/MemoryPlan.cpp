@@ -27,6 +27,17 @@ bool planned(Operation *op) {
          op->getNumResults() > 0;
 }
 
+/// Whether `v` is stored outside the arena: a parameter or a constant, or a
+/// view of one (a replicated parameter's copy_to_group under data
+/// parallelism), as the sched lowering aliases it.
+bool outsideArena(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  return isa<weft::ParamOp, weft::ConstantOp>(def) ||
+         (weft::isViewOp(def) && outsideArena(def->getOperand(0)));
+}
+
 /// A buffer: one or more values that share storage (a value and its views).
 struct Buffer {
   int64_t bytes = 0;
@@ -43,7 +54,7 @@ FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
     position[&op] = index++;
 
   // Views share their operand's buffer; a result computed into its
-  // parameter in place (inPlaceParam) has none.
+  // parameter in place (inPlaceParam), or a view of a parameter, has none.
   bool readsChecked = readsCheckedData(func);
   llvm::EquivalenceClasses<Value> classes;
   SmallVector<Value> values;
@@ -51,13 +62,14 @@ FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
     if (!planned(&op))
       continue;
     for (OpResult r : op.getResults()) {
-      if (inPlaceParam(r, readsChecked))
+      if (inPlaceParam(r, readsChecked) || outsideArena(r))
         continue;
       classes.insert(r);
       values.push_back(r);
     }
     if (isViewOp(&op) && op.getOperand(0).getDefiningOp() &&
-        planned(op.getOperand(0).getDefiningOp()))
+        planned(op.getOperand(0).getDefiningOp()) &&
+        !outsideArena(op.getResult(0)))
       classes.unionSets(op.getResult(0), op.getOperand(0));
   }
 
@@ -102,7 +114,7 @@ FailureOr<int64_t> weft::planMemory(func::FuncOp func) {
   for (Operation &op : body) {
     if (!planned(&op))
       continue;
-    // -1: the result is its parameter's storage.
+    // -1: the result is its parameter's storage (or a view of it).
     SmallVector<int64_t> offsets;
     for (Value r : op.getResults())
       offsets.push_back(

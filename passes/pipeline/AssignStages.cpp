@@ -136,6 +136,37 @@ weft::balanceStages(llvm::ArrayRef<double> layerCosts, double before,
   return ranges;
 }
 
+FailureOr<int64_t> weft::countLayers(Block &body, StringRef pass) {
+  int64_t layers = 0;
+  for (ParamOp p : body.getOps<ParamOp>())
+    if (auto layer = p->getAttrOfType<IntegerAttr>(kLayerAttr)) {
+      if (layer.getInt() < 0)
+        return p.emitError(pass) << ": parameter '" << p.getName()
+                                 << "' has a negative weft.layer";
+      layers = std::max(layers, layer.getInt() + 1);
+    }
+  return layers;
+}
+
+llvm::DenseMap<Value, int64_t> weft::valueLayers(Block &body) {
+  llvm::DenseMap<Value, int64_t> layerOf;
+  for (Operation &op : body.without_terminator()) {
+    int64_t layer = -1;
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr))
+        layer = l.getInt();
+    } else {
+      for (Value v : op.getOperands())
+        if (auto it = layerOf.find(v); it != layerOf.end())
+          layer = std::max(layer, it->second);
+    }
+    if (layer >= 0)
+      for (Value r : op.getResults())
+        layerOf[r] = layer;
+  }
+  return layerOf;
+}
+
 LogicalResult weft::assignStages(func::FuncOp forward, int64_t stages,
                                  llvm::StringRef boundaries) {
   auto fail = [&](const Twine &message) {
@@ -144,14 +175,10 @@ LogicalResult weft::assignStages(func::FuncOp forward, int64_t stages,
   if (stages < 1)
     return fail("stages must be at least 1, got " + Twine(stages));
   Block &body = forward.getBody().front();
-  int64_t layers = 0;
-  for (ParamOp p : body.getOps<ParamOp>())
-    if (auto layer = p->getAttrOfType<IntegerAttr>(kLayerAttr)) {
-      if (layer.getInt() < 0)
-        return p.emitError("weft-pipeline-assign-stages: parameter '")
-               << p.getName() << "' has a negative weft.layer";
-      layers = std::max(layers, layer.getInt() + 1);
-    }
+  FailureOr<int64_t> counted = countLayers(body, "weft-pipeline-assign-stages");
+  if (failed(counted))
+    return failure();
+  int64_t layers = *counted;
   if (layers == 0)
     return fail("no parameter of @" + forward.getSymName() +
                 " carries weft.layer; pipeline stages are cut between "
@@ -161,24 +188,14 @@ LogicalResult weft::assignStages(func::FuncOp forward, int64_t stages,
                 " layers, fewer than the " + Twine(stages) +
                 " pipeline stages");
 
-  // Each op's layer: the latest layer among its operands (none: before or
-  // after the layers, by position).
-  llvm::DenseMap<Value, int64_t> layerOf;
+  // Each op's layer (none: before or after the layers, by position).
+  llvm::DenseMap<Value, int64_t> layerOf = valueLayers(body);
   SmallVector<Operation *> ops;
   int64_t firstLayered = -1;
   for (Operation &op : body.without_terminator()) {
-    int64_t layer = -1;
-    if (auto p = dyn_cast<ParamOp>(op)) {
-      if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr))
-        layer = l.getInt();
-    } else {
-      for (Value v : op.getOperands())
-        layer = std::max(layer, layerOf.lookup(v) - 1);
-    }
-    if (layer >= 0 && firstLayered < 0 && !isa<ParamOp>(op))
+    if (firstLayered < 0 && !isa<ParamOp>(op) && op.getNumResults() &&
+        layerOf.count(op.getResult(0)))
       firstLayered = static_cast<int64_t>(ops.size());
-    for (Value r : op.getResults())
-      layerOf[r] = layer + 1; // 0: none (DenseMap's default).
     ops.push_back(&op);
   }
   std::vector<double> layerCosts(layers, 0);
@@ -186,7 +203,9 @@ LogicalResult weft::assignStages(func::FuncOp forward, int64_t stages,
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (isa<ParamOp>(op))
       continue;
-    int64_t layer = op->getNumResults() ? layerOf[op->getResult(0)] - 1 : -1;
+    int64_t layer = op->getNumResults()
+                        ? layerOf.lookup_or(op->getResult(0), int64_t(-1))
+                        : -1;
     double c = opCost(op);
     if (layer >= 0)
       layerCosts[layer] += c;

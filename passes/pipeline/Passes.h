@@ -23,6 +23,21 @@ namespace weft {
 mlir::LogicalResult accumulateGradients(mlir::func::FuncOp grad,
                                         int64_t microbatches);
 
+/// How many layers `body`'s parameters name (`weft.layer`, from 0; 0 when
+/// none does); an error from `pass` at a parameter with a negative one.
+mlir::FailureOr<int64_t> countLayers(mlir::Block &body, llvm::StringRef pass);
+
+/// Each value of `body` computed from a layer's parameters (`weft.layer`),
+/// with the latest layer it is computed from (the residual stream moves
+/// forward only, so this is the layer it belongs to); values computed from
+/// no layer's parameters (embeddings, positions) are absent.
+llvm::DenseMap<mlir::Value, int64_t> valueLayers(mlir::Block &body);
+
+/// Cuts `forward` to its first `keep` layers: the ops of the later ones
+/// and their parameters go, and what read the last layer's output (the
+/// final norm, the head) reads layer keep - 1's (see weft-slice-layers).
+mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward, int64_t keep);
+
 /// Cuts @forward's layers into `stages` contiguous stages (balanced by
 /// cost, or as `boundaries` pins them: "0-7,8-15") and marks every
 /// parameter and op with its stage (see weft-pipeline-assign-stages).

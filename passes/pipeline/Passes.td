@@ -76,6 +76,36 @@ def AssignStages : Pass<"weft-pipeline-assign-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }
 
+def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
+  let summary = "Cut a model to its first layers";
+  let description = [{
+    What the planner times a layer by (passes/planner/Planner.h): the model
+    with two layers against the model with one. A config builds those
+    itself; a model read from .mlir is cut by this pass. On the forward
+    function `func` (before autodiff), it keeps the first `layers` layers
+    (parameters' `weft.layer`): the ops of the later layers and their
+    parameters go, and what read the last layer's output (the final norm,
+    the head) reads layer `layers - 1`'s instead. The result is the graph a
+    frontend builds for the same model with that many layers.
+
+    A layer's output is found in program order: after the last op that
+    reads one of the layer's parameters, the first point at which a single
+    value computed from the inputs or the layers is live (the residual
+    stream; parameters, and values computed from constants alone, as
+    positions or rotary tables, do not count).
+    A model whose layers pass more than one value on (a second stream, a
+    skip connection across layers), or whose layers change the stream's
+    type, cannot be cut and is an error naming the layer.
+  }];
+  let options = [
+    Option<"layers", "layers", "int64_t", /*default=*/"1",
+           "Layers to keep, from the first">,
+    Option<"func", "func", "std::string", /*default=*/"\"forward\"",
+           "Forward function to cut">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
 def SplitStages : Pass<"weft-pipeline-split", "::mlir::ModuleOp"> {
   let summary = "Cut the staged training step into per-stage programs with "
                 "send/recv and a checked schedule table";

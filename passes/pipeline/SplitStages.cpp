@@ -300,7 +300,8 @@ private:
   }
 
   /// Whether `v` is stage `s`'s parameters, or them cast, reshaped,
-  /// transposed, broadcast or sliced (with constants): what the stage's later
+  /// transposed, broadcast, sliced (with constants) or copied into a
+  /// data-parallel region (copy_to_group): what the stage's later
   /// programs make again from its parameters instead of taking it in the
   /// stash. Stashed, a layer's compute-type weights would be held once per
   /// micro-batch in flight.
@@ -316,7 +317,8 @@ private:
              (direct || !assigned.contains(param.getName()));
     if (isa<ConstantOp>(def))
       return stage.lookup(def) == s || stage.lookup(def) == kFree;
-    if (!isa<CastOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp>(def) ||
+    if (!isa<CastOp, ReshapeOp, TransposeOp, BroadcastOp, SliceOp,
+             CopyToGroupOp>(def) ||
         stage.lookup(def) != s)
       return false;
     return llvm::all_of(def->getOperands(), [&](Value operand) {

@@ -158,7 +158,8 @@ cl::opt<bool> printSummary("summary",
                            cl::sub(importCmd));
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
-                               cl::sub(evalCmd), cl::sub(compileCmd));
+                               cl::sub(evalCmd), cl::sub(compileCmd),
+                               cl::sub(planCmd));
 cl::opt<std::string> emit("emit",
                           cl::desc("Stop early and print: 'mlir' (the planned "
                                    "step and forward programs), 'sched' (them "
@@ -1078,32 +1079,86 @@ weft::TrainingOptions sliceOptions() {
   return options;
 }
 
-/// What a planner run needs: the model's config, the topology, and the
-/// slices' compiler (which keeps references to the first two).
+/// What a planner run needs: the model (its config, or the graph read from
+/// .mlir), the topology, and the slices' compiler (which keeps references
+/// to them).
 struct PlannerSetup {
   weft::ModelConfig config;
+  OwningOpRef<ModuleOp> model; // A .mlir model; else the config's.
   weft::Topology topology;
   weft::planner::ModelShape shape;
   weft::TrainingOptions options;
   std::string dtype;
   int64_t seq = 0;
+
+  weft::planner::ProfileFn profiler(MLIRContext &context,
+                                    const weft::TrainingOptions &slices,
+                                    bool cuda) const {
+    return model ? weft::sliceProfiler(context, *model, topology, slices, cuda)
+                 : weft::sliceProfiler(context, config, seq, dtype, topology,
+                                       slices, cuda);
+  }
+  /// The micro-batch every plan runs over dp x ep: a .mlir model's own
+  /// (0: the search chooses).
+  int64_t microbatch = 0;
 };
 
-/// --config, --topology, --batch, --seq and --dtype read for the planner
-/// (`what` names the command in errors).
-std::unique_ptr<PlannerSetup> plannerSetup(const Twine &what) {
-  if (configPath.empty()) {
-    fail(what + " needs --config (the planner compiles slices of the model "
-                "from its config)");
+/// A .mlir model for the planner: its shape from the graph, --batch
+/// defaulting to one micro-batch, and --seq and --dtype refused where they
+/// disagree with it.
+bool plannerModel(MLIRContext &context, PlannerSetup &setup) {
+  SourceMgr sources;
+  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  setup.model = loadModel(context, sources, 0, 0);
+  if (!setup.model)
+    return false;
+  auto forward = setup.model->lookupSymbol<func::FuncOp>("forward");
+  if (forward && failed(weft::checkForwardOps(forward)))
+    return false;
+  auto tokens = forward && !forward.isExternal() && forward.getNumArguments()
+                    ? dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0])
+                    : RankedTensorType();
+  int64_t batch =
+      batchSize.getNumOccurrences() || !tokens || tokens.getRank() != 2
+          ? batchSize.getValue()
+          : tokens.getDimSize(0);
+  Expected<weft::planner::ModelShape> shape =
+      weft::modelShape(*setup.model, batch);
+  if (!shape) {
+    fail(modelPath + ": " + toString(shape.takeError()));
+    return false;
+  }
+  setup.shape = std::move(*shape);
+  setup.microbatch = tokens.getDimSize(0);
+  setup.seq = setup.shape.seq;
+  setup.dtype = setup.shape.narrow ? "bf16" : "f32";
+  if (seqLen.getNumOccurrences() && seqLen != setup.seq) {
+    fail(formatv("--seq {0} disagrees with {1}, whose sequences are {2} "
+                 "tokens (the model's shape decides; drop the flag)",
+                 seqLen.getValue(), modelPath, setup.seq)
+             .str());
+    return false;
+  }
+  if (dtypeName.getNumOccurrences()) {
+    fail("--dtype: " + modelPath +
+         " has its own types (the planner reads them); drop the flag");
+    return false;
+  }
+  setup.shape.name = sys::path::filename(modelPath).str();
+  return true;
+}
+
+/// The model (--config or a .mlir), --topology, --batch, --seq and --dtype
+/// read for the planner (`what` names the command in errors).
+std::unique_ptr<PlannerSetup> plannerSetup(MLIRContext &context,
+                                           const Twine &what) {
+  if (configPath.empty() && modelPath.empty()) {
+    fail(what + " needs --config or a model.mlir (the planner compiles "
+                "slices of the model)");
     return nullptr;
   }
   if (topologySpec.empty()) {
     fail(what + " needs --topology (the devices to plan for)");
-    return nullptr;
-  }
-  Expected<weft::ModelConfig> config = loadConfig();
-  if (!config) {
-    fail(toString(config.takeError()));
     return nullptr;
   }
   Expected<weft::Topology> topology = weft::Topology::load(topologySpec);
@@ -1111,17 +1166,25 @@ std::unique_ptr<PlannerSetup> plannerSetup(const Twine &what) {
     fail(toString(topology.takeError()));
     return nullptr;
   }
-  if (dtypeName != "f32" && dtypeName != "bf16" && dtypeName != "f16") {
-    fail("--dtype must be f32, bf16 or f16, got '" + dtypeName + "'");
-    return nullptr;
-  }
   if (batchSize < 1) {
     fail("--batch must be positive, got " + Twine(batchSize.getValue()));
     return nullptr;
   }
   auto setup = std::make_unique<PlannerSetup>();
-  setup->config = std::move(*config);
   setup->topology = std::move(*topology);
+  setup->options = sliceOptions();
+  if (!modelPath.empty())
+    return plannerModel(context, *setup) ? std::move(setup) : nullptr;
+  Expected<weft::ModelConfig> config = loadConfig();
+  if (!config) {
+    fail(toString(config.takeError()));
+    return nullptr;
+  }
+  if (dtypeName != "f32" && dtypeName != "bf16" && dtypeName != "f16") {
+    fail("--dtype must be f32, bf16 or f16, got '" + dtypeName + "'");
+    return nullptr;
+  }
+  setup->config = std::move(*config);
   setup->seq = seqLen > 0 ? seqLen.getValue() : setup->config.maxPositions;
   if (setup->seq > setup->config.maxPositions) {
     fail(formatv("--seq {0} is more than the model's {1} positions", setup->seq,
@@ -1133,7 +1196,6 @@ std::unique_ptr<PlannerSetup> plannerSetup(const Twine &what) {
   setup->shape =
       weft::modelShape(setup->config, batchSize, setup->seq, dtypeName);
   setup->shape.name = sys::path::filename(configPath).str();
-  setup->options = sliceOptions();
   return setup;
 }
 
@@ -1200,13 +1262,12 @@ void noteUnbuilt(const weft::planner::SearchResult &result) {
 /// `weftc plan`: the fastest plans that fit (or --evaluate: one plan's
 /// prediction).
 int runPlan(MLIRContext &context) {
-  std::unique_ptr<PlannerSetup> setup = plannerSetup("plan");
+  std::unique_ptr<PlannerSetup> setup = plannerSetup(context, "plan");
   if (!setup)
     return 1;
   bool cuda = plansForCuda(setup->topology);
   weft::planner::ProfileFn profile =
-      weft::sliceProfiler(context, setup->config, setup->seq, setup->dtype,
-                          setup->topology, setup->options, cuda);
+      setup->profiler(context, setup->options, cuda);
   auto started = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -1221,9 +1282,17 @@ int runPlan(MLIRContext &context) {
     if (Error e = setup->topology.checkMesh(plan->axes))
       return fail("--evaluate: " + toString(std::move(e)));
     Expected<weft::planner::Candidate> candidate = weft::candidateFor(
-        *plan, batchSize, setup->shape.layers, recomputePolicy, planFp8);
+        *plan, shape.batch, shape.layers, recomputePolicy, planFp8);
     if (!candidate)
       return fail("--evaluate: " + toString(candidate.takeError()));
+    if (int64_t micro = setup->microbatch;
+        micro &&
+        candidate->microbatchSize * candidate->dp * candidate->ep != micro)
+      return fail(formatv("--evaluate: {0} is written at micro-batches of "
+                          "{1} sequences; a step of {2} makes them "
+                          "microbatches={3}",
+                          modelPath, micro, shape.batch, shape.batch / micro)
+                      .str());
     Expected<weft::planner::Estimate> estimate =
         weft::planner::evaluate(shape, setup->topology, *candidate, profile);
     if (!estimate)
@@ -1248,10 +1317,12 @@ int runPlan(MLIRContext &context) {
   FailureOr<weft::planner::SearchOptions> options = searchOptions();
   if (failed(options))
     return 1;
+  options->microbatchSequences = setup->microbatch;
   Expected<weft::planner::SearchResult> result =
       weft::planner::search(shape, setup->topology, *options, profile);
   if (!result)
-    return fail(configPath + ": " + toString(result.takeError()));
+    return fail((modelPath.empty() ? configPath : modelPath) + ": " +
+                toString(result.takeError()));
   if (planFormat == "json") {
     json::Array best, others;
     for (const auto &e : result->best)
@@ -1291,12 +1362,16 @@ int runPlan(MLIRContext &context) {
 FailureOr<std::string>
 autoPlan(MLIRContext &context,
          std::vector<weft::ExplainAlternative> &alternatives) {
-  std::unique_ptr<PlannerSetup> setup = plannerSetup("--plan auto");
+  std::unique_ptr<PlannerSetup> setup = plannerSetup(context, "--plan auto");
   if (!setup)
     return failure();
   FailureOr<weft::planner::SearchOptions> options = searchOptions();
   if (failed(options))
     return failure();
+  options->microbatchSequences = setup->microbatch;
+  // A .mlir model's step defaults to one of its micro-batches; the bundle
+  // is compiled for the step searched.
+  batchSize = setup->shape.batch;
   // A policy or recipe given on the command line is kept, not searched.
   if (recomputePolicy.getNumOccurrences()) {
     if (recomputePolicy != "none" && recomputePolicy != "selective" &&
@@ -1332,9 +1407,7 @@ autoPlan(MLIRContext &context,
         << "--plan auto plans for " << setup->topology.name << "'s "
         << (cuda ? "GPUs" : "CPUs") << " but the bundle is built for --target "
         << target << "\n";
-  weft::planner::ProfileFn profile =
-      weft::sliceProfiler(context, setup->config, setup->seq, setup->dtype,
-                          setup->topology, slices, cuda);
+  weft::planner::ProfileFn profile = setup->profiler(context, slices, cuda);
   Expected<weft::planner::SearchResult> result =
       weft::planner::search(setup->shape, setup->topology, *options, profile);
   if (!result) {

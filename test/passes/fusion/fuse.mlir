@@ -162,3 +162,25 @@ func.func @widening_casts(%g: tensor<8xbf16>, %m: tensor<8xf32>, %s: tensor<f32>
   %r = weft.reduce_sum %w dims [0] : tensor<8xf32>
   return %n, %v, %r : tensor<f32>, tensor<8xf32>, tensor<f32>
 }
+
+// -----
+
+// Data parallelism reads the norm's replicated weight through its
+// copy_to_group, declared after the residual add: like the parameter
+// itself it depends on nothing computed, so it moves up (with its
+// parameter) and the add and the norm still fuse.
+weft.mesh @mesh axes ["dp"] sizes [2]
+// CHECK-LABEL: func.func @replicated_norm
+func.func @replicated_norm(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: %[[W:.*]] = weft.param "norm"
+  // CHECK-NEXT: %[[C:.*]] = weft.copy_to_group %[[W]]
+  // CHECK-NEXT: %{{.*}}:2 = weft.fused(%{{.*}}, %{{.*}}, %[[C]])
+  // CHECK: weft.add
+  // CHECK-NEXT: weft.rms_norm
+  // CHECK-NEXT: weft.yield
+  %s = weft.add %x, %y : tensor<4x8xf32>
+  %w = weft.param "norm" init(ones) : tensor<8xf32>
+  %c = weft.copy_to_group %w over @mesh ["dp"] : tensor<8xf32>
+  %n = weft.rms_norm %s, %c {epsilon = 1.0e-05 : f64} : tensor<4x8xf32>, tensor<8xf32>
+  return %s, %n : tensor<4x8xf32>, tensor<4x8xf32>
+}

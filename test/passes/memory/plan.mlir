@@ -41,3 +41,23 @@ func.func @views(%x: tensor<32x32xf32>) -> tensor<f32> {
   %l = weft.reduce_sum %m dims [0] : tensor<16xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Under data parallelism a replicated parameter is read through its
+// copy_to_group (the identity in the forward): a view of the parameter,
+// as the sched lowering makes it, so neither it nor a reshape of it takes
+// arena bytes (offset -1); only the product does.
+weft.mesh @mesh axes ["dp"] sizes [2]
+// CHECK-LABEL: func.func @replicated
+// CHECK-SAME: weft.arena_bytes = 64 : i64
+func.func @replicated(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %w = weft.param "w" init(ones) : tensor<16xf32>
+  // CHECK: weft.copy_to_group %{{.*}} {weft.offsets = array<i64: -1>}
+  %c = weft.copy_to_group %w over @mesh ["dp"] : tensor<16xf32>
+  // CHECK: weft.reshape %{{.*}} {weft.offsets = array<i64: -1>}
+  %r = weft.reshape %c : tensor<16xf32> -> tensor<4x4xf32>
+  // CHECK: weft.mul %{{.*}}, %{{.*}} {weft.offsets = array<i64: 0>}
+  %m = weft.mul %x, %r : tensor<4x4xf32>
+  return %m : tensor<4x4xf32>
+}

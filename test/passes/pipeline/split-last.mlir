@@ -10,12 +10,17 @@
 // for. With ZB-H1 the accumulators are added in W: the copy is W's.
 
 // CHECK: weft.pipeline = {microbatches = 2 : i64, ranks = {{\[}}{{\[}}["stage0.forward", 0, 0], ["stage0.forward", 1, 0], ["stage0.backward", 0, 0], ["stage0.backward_last", 1, 0], ["rank0.step", 1, 0]], {{\[}}["stage1.forward", 0, 0], ["stage1.backward", 0, 0], ["stage1.forward", 1, 0], ["stage1.backward_last", 1, 0], ["rank1.step", 1, 0]]], schedule = "1f1b"}
+// The stashes are activations only: a replicated weight read through its
+// copy_to_group over dp is made again in the backward, not held once per
+// micro-batch in flight.
+// CHECK-LABEL: func.func @stage0.forward(
+// CHECK-SAME: -> (tensor<4x128xf32> {weft.output = "stash.0"}, tensor<4x256xf32> {weft.output = "stash.1"}, tensor<4x256xf32> {weft.output = "stash.2"})
 // CHECK-LABEL: func.func @stage0.backward(
-// CHECK-SAME: %{{.*}}: tensor<4x128xf32> {weft.input = "x", {{.*}}, %{{.*}}: tensor<4xi32> {weft.input = "labels", {{.*}}, %[[S0:.*]]: tensor<128xf32> {weft.input = "stash.0"}
+// CHECK-SAME: %{{.*}}: tensor<4x128xf32> {weft.input = "x", {{.*}}, %{{.*}}: tensor<4xi32> {weft.input = "labels", {{.*}}, %[[S0:.*]]: tensor<4x128xf32> {weft.input = "stash.0"}
 // CHECK-NOT: weft.all_reduce
 // CHECK: weft.assign "l0.down.grad_acc"
 // CHECK-LABEL: func.func @stage0.backward_last(
-// CHECK-SAME: %{{.*}}: tensor<128xf32> {weft.input = "stash.0"}
+// CHECK-SAME: %{{.*}}: tensor<4x128xf32> {weft.input = "stash.0"}
 // CHECK: %[[R:.*]]:3 = weft.all_reduce sum %{{.*}}, %{{.*}}, %{{.*}} over @mesh ["dp"] : tensor<256x128xf32>, tensor<128x256xf32>, tensor<128xf32>
 // CHECK: weft.assign "l0.down.grad_acc", %[[R]]#0
 // CHECK-LABEL: func.func @stage1.backward_last(

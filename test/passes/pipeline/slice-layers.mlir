@@ -1,0 +1,52 @@
+// RUN: weft-opt %s -weft-slice-layers=layers=2 | FileCheck %s
+// RUN: weft-opt %s -weft-slice-layers=layers=1 | FileCheck %s --check-prefix=ONE
+// RUN: weft-opt %s -weft-slice-layers=layers=3 | FileCheck %s --check-prefix=ALL
+
+// An embedding's place (%e, from the input), three residual layers, each
+// declaring its weight where it reads it, then a final weight without a
+// layer (the head's place). Each layer's output is the residual add: the
+// one value of the stream live after the layer's last read of its
+// parameters (%e counts: layer 0's output is not its branch %b0; the
+// rotary-like %pos, from a constant, does not). Cut to two layers, the
+// head reads layer 1's output, and layer 2's weight and ops are gone.
+// CHECK-LABEL: func.func @forward
+// CHECK: weft.param "w0"
+// CHECK: weft.param "w1"
+// CHECK: %[[H1:.*]] = weft.add %{{.*}}, %{{.*}} : tensor<2x4xf32>
+// CHECK-NOT: "w2"
+// CHECK: %[[HEAD:.*]] = weft.param "head"
+// CHECK-NEXT: %[[Y:.*]] = weft.matmul %[[H1]], %[[HEAD]]
+// CHECK-NEXT: %[[L:.*]] = weft.reduce_sum %[[Y]]
+// CHECK-NEXT: return %[[L]]
+
+// ONE: %[[E:.*]] = weft.tanh
+// ONE: weft.param "w0"
+// ONE: %[[H0:.*]] = weft.add %[[E]], %{{.*}} : tensor<2x4xf32>
+// ONE-NOT: "w1"
+// ONE-NOT: "w2"
+// ONE: %[[HEAD0:.*]] = weft.param "head"
+// ONE-NEXT: weft.matmul %[[H0]], %[[HEAD0]]
+
+// All three kept: nothing changes.
+// ALL: weft.param "w2"
+// ALL: weft.param "head"
+func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
+  %pos = weft.constant dense<1.0> : tensor<2x4xf32>
+  %e = weft.tanh %x : tensor<2x4xf32>
+  %w0 = weft.param "w0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>
+  %a0 = weft.matmul %e, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %b0 = weft.mul %a0, %pos : tensor<2x4xf32>
+  %h0 = weft.add %e, %b0 : tensor<2x4xf32>
+  %w1 = weft.param "w1" init(ones) {weft.layer = 1 : i64} : tensor<4x4xf32>
+  %a1 = weft.matmul %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %b1 = weft.mul %a1, %pos : tensor<2x4xf32>
+  %h1 = weft.add %h0, %b1 : tensor<2x4xf32>
+  %w2 = weft.param "w2" init(ones) {weft.layer = 2 : i64} : tensor<4x4xf32>
+  %a2 = weft.matmul %h1, %w2 : tensor<2x4xf32>, tensor<4x4xf32>
+  %b2 = weft.mul %a2, %pos : tensor<2x4xf32>
+  %h2 = weft.add %h1, %b2 : tensor<2x4xf32>
+  %head = weft.param "head" init(ones) : tensor<4x4xf32>
+  %y = weft.matmul %h2, %head : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = weft.reduce_sum %y dims [0, 1] : tensor<2x4xf32>
+  return %loss : tensor<f32>
+}

@@ -460,6 +460,15 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
   if (shape.layers == 0)
     return fail("no parameter of @forward carries weft.layer: the planner "
                 "times a model by its layers");
+  FailureOr<int64_t> unlike = firstUnlikeLayer(forward);
+  if (failed(unlike))
+    return fail("cannot find where one layer ends and the next begins");
+  if (*unlike >= 0)
+    return fail(llvm::formatv(
+        "layer {0} is not like layer 0 (other ops or shapes): the planner "
+        "times one layer for all of them, so a model whose layers differ "
+        "cannot be planned from its graph",
+        *unlike));
   return shape;
 }
 

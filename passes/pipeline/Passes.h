@@ -38,6 +38,12 @@ llvm::DenseMap<mlir::Value, int64_t> valueLayers(mlir::Block &body);
 /// final norm, the head) reads layer keep - 1's (see weft-slice-layers).
 mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward, int64_t keep);
 
+/// The first layer of `forward` whose ops (by name and result types, from
+/// after the previous layer's output to its own) differ from layer 0's, or
+/// -1 when all are alike: the planner times one layer for all. Fails (with
+/// an error) where sliceLayers would find no layer output.
+mlir::FailureOr<int64_t> firstUnlikeLayer(mlir::func::FuncOp forward);
+
 /// Cuts @forward's layers into `stages` contiguous stages (balanced by
 /// cost, or as `boundaries` pins them: "0-7,8-15") and marks every
 /// parameter and op with its stage (see weft-pipeline-assign-stages).

@@ -93,9 +93,16 @@ def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
     value computed from the inputs or the layers is live (the residual
     stream; parameters, and values computed from constants alone, as
     positions or rotary tables, do not count).
-    A model whose layers pass more than one value on (a second stream, a
-    skip connection across layers), or whose layers change the stream's
-    type, cannot be cut and is an error naming the layer.
+    The stream is the one live value that still reaches a later layer's
+    parameters (or those after the layers: the final norm's, the head's);
+    failing that (no parameter follows the layers), the one live value. A
+    layer's side outputs, values it makes before its output that only what
+    follows the layers reads (a mixture of experts' auxiliary losses), are
+    read as the kept last layer's where a dropped layer's were. A model
+    whose layers pass more than one value on (a second stream, a skip
+    connection across layers), whose layers change the stream's type, or
+    whose layers leave different side outputs, cannot be cut and is an
+    error naming the layer.
   }];
   let options = [
     Option<"layers", "layers", "int64_t", /*default=*/"1",

@@ -14,6 +14,7 @@
 #include "passes/costmodel/Report.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include "gtest/gtest.h"
@@ -279,7 +280,7 @@ TEST(Planning, SlicesCutFromAGraphCostAsAConfigsSlices) {
 }
 
 /// What the planner refuses of a graph: a step that is not a whole number
-/// of its micro-batches, and a model without layers.
+/// of its micro-batches, layers that differ, and a model without layers.
 TEST(Planning, AGraphsShapeIsCheckedForThePlanner) {
   llvm::Expected<ModelConfig> config = ModelConfig::load(
       std::string(WEFT_SOURCE_DIR) + "/examples/configs/llama-tiny.json");
@@ -292,6 +293,41 @@ TEST(Planning, AGraphsShapeIsCheckedForThePlanner) {
             "a step of 6 sequences is not a whole number of the model's "
             "micro-batches of 4 (a model read from .mlir is written at its "
             "micro-batch; --batch counts the step's sequences)");
+  // Layers that differ: the planner's one layer would stand for both.
+  mlir::OwningOpRef<mlir::ModuleOp> unlike =
+      mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
+    func.func @forward(%tokens: tensor<2x4xi32> {weft.input = "tokens"},
+                       %labels: tensor<2x4xi32> {weft.input = "labels"})
+        -> (tensor<f32> {weft.output = "loss"}) {
+      %e = weft.param "embed" init(ones) : tensor<16x8xf32>
+      %x = weft.embedding %e, %tokens : tensor<16x8xf32>, tensor<2x4xi32>
+      %w0 = weft.param "w0" init(ones) {weft.layer = 0 : i64} : tensor<8x8xf32>
+      %a0 = weft.matmul %x, %w0 : tensor<2x4x8xf32>, tensor<8x8xf32>
+      %h0 = weft.add %x, %a0 : tensor<2x4x8xf32>
+      %w1 = weft.param "w1" init(ones) {weft.layer = 1 : i64} : tensor<8x8xf32>
+      %a1 = weft.matmul %h0, %w1 : tensor<2x4x8xf32>, tensor<8x8xf32>
+      %g1 = weft.gelu %a1 : tensor<2x4x8xf32>
+      %h1 = weft.add %h0, %g1 : tensor<2x4x8xf32>
+      %head = weft.param "head" init(ones) : tensor<8x16xf32>
+      %y = weft.matmul %h1, %head : tensor<2x4x8xf32>, tensor<8x16xf32>
+      %loss = weft.cross_entropy %y, %labels : tensor<2x4x16xf32>, tensor<2x4xi32>
+      return %loss : tensor<f32>
+    })mlir",
+                                              &context());
+  ASSERT_TRUE(unlike);
+  llvm::Expected<planner::ModelShape> mixed = modelShape(*unlike, 2);
+  ASSERT_FALSE(static_cast<bool>(mixed));
+  EXPECT_EQ(llvm::toString(mixed.takeError()),
+            "layer 1 is not like layer 0 (other ops or shapes): the planner "
+            "times one layer for all of them, so a model whose layers differ "
+            "cannot be planned from its graph");
+  // The same without the GELU: alike.
+  (*unlike).walk([](GeluOp g) {
+    g.getResult().replaceAllUsesWith(g.getOperand());
+    g.erase();
+  });
+  EXPECT_TRUE(static_cast<bool>(modelShape(*unlike, 2)));
+
   (**graph).walk([](ParamOp p) { p->removeAttr("weft.layer"); });
   llvm::Expected<planner::ModelShape> flat = modelShape(**graph, 8);
   ASSERT_FALSE(static_cast<bool>(flat));

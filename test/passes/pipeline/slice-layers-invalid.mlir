@@ -42,7 +42,9 @@ func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) 
   %w1 = weft.param "w1" init(ones) {weft.layer = 1 : i64} : tensor<4x4xf32>
   %a1 = weft.matmul %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
   %h1 = weft.add %a0, %a1 : tensor<2x4xf32>
-  %loss = weft.reduce_sum %h1 dims [0, 1] : tensor<2x4xf32>
+  %head = weft.param "head" init(ones) : tensor<4x4xf32>
+  %y = weft.matmul %h1, %head : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = weft.reduce_sum %y dims [0, 1] : tensor<2x4xf32>
   return %loss : tensor<f32>
 }
 

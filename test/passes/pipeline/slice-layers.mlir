@@ -1,6 +1,7 @@
 // RUN: weft-opt %s -weft-slice-layers=layers=2 | FileCheck %s
 // RUN: weft-opt %s -weft-slice-layers=layers=1 | FileCheck %s --check-prefix=ONE
 // RUN: weft-opt %s -weft-slice-layers=layers=3 | FileCheck %s --check-prefix=ALL
+// RUN: weft-opt %s '-weft-slice-layers=layers=1 func=aux' | FileCheck %s --check-prefix=AUX
 
 // An embedding's place (%e, from the input), three residual layers, each
 // declaring its weight where it reads it, then a final weight without a
@@ -48,5 +49,37 @@ func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) 
   %head = weft.param "head" init(ones) : tensor<4x4xf32>
   %y = weft.matmul %h2, %head : tensor<2x4xf32>, tensor<4x4xf32>
   %loss = weft.reduce_sum %y dims [0, 1] : tensor<2x4xf32>
+  return %loss : tensor<f32>
+}
+
+// A layer may also leave values only what follows the layers reads (a
+// mixture of experts' auxiliary losses, summed into the loss; made before
+// the layer's output, as the frontends make them): its side outputs. The stream is the one value that reaches a later layer's
+// parameters (or the head's); cut to one layer, each dropped layer's side
+// output is read as the kept last layer's, and the dropped layers go.
+// AUX-LABEL: func.func @aux
+// AUX: %[[S0:.*]] = weft.reduce_sum %{{.*}} dims [0, 1]
+// AUX: %[[H0:.*]] = weft.add %{{.*}}, %{{.*}} : tensor<2x4xf32>
+// AUX-NOT: "v1"
+// AUX: weft.param "head"
+// AUX-NEXT: weft.matmul %[[H0]],
+// AUX: %[[L:.*]] = weft.reduce_sum
+// AUX-NEXT: %[[T:.*]] = weft.add %[[S0]], %[[S0]] : tensor<f32>
+// AUX-NEXT: weft.add %[[L]], %[[T]] : tensor<f32>
+func.func @aux(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
+  %e = weft.tanh %x : tensor<2x4xf32>
+  %v0 = weft.param "v0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>
+  %a0 = weft.matmul %e, %v0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %s0 = weft.reduce_sum %a0 dims [0, 1] : tensor<2x4xf32>
+  %h0 = weft.add %e, %a0 : tensor<2x4xf32>
+  %v1 = weft.param "v1" init(ones) {weft.layer = 1 : i64} : tensor<4x4xf32>
+  %a1 = weft.matmul %h0, %v1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %s1 = weft.reduce_sum %a1 dims [0, 1] : tensor<2x4xf32>
+  %h1 = weft.add %h0, %a1 : tensor<2x4xf32>
+  %head = weft.param "head" init(ones) : tensor<4x4xf32>
+  %y = weft.matmul %h1, %head : tensor<2x4xf32>, tensor<4x4xf32>
+  %l = weft.reduce_sum %y dims [0, 1] : tensor<2x4xf32>
+  %t = weft.add %s0, %s1 : tensor<f32>
+  %loss = weft.add %l, %t : tensor<f32>
   return %loss : tensor<f32>
 }

@@ -45,7 +45,7 @@ struct Captured {
 int64_t bytesOf(llvm::StringRef dtype) { return dtype == "f32" ? 4 : 2; }
 
 /// The sequences of the micro-batch a model read from .mlir is written at
-/// (@forward's tokens: [batch, seq]).
+/// (@forward's tokens: [batch, seq], as modelShape checked).
 int64_t modelBatch(ModuleOp model) {
   auto forward = model.lookupSymbol<func::FuncOp>("forward");
   return cast<ShapedType>(forward.getArgumentTypes().front()).getDimSize(0);
@@ -69,7 +69,7 @@ struct SliceSource {
   /// is built at that size).
   llvm::Expected<std::pair<OwningOpRef<ModuleOp>, int64_t>>
   build(MLIRContext &context, int64_t layers, int64_t sequences,
-        int64_t vocabMultiple) const {
+        int64_t vocabMultiple, llvm::function_ref<std::string()> why) const {
     if (config) {
       ModelConfig cut = *config;
       cut.numLayers = layers;
@@ -91,7 +91,7 @@ struct SliceSource {
     OwningOpRef<ModuleOp> cut = module.clone();
     if (failed(sliceLayers(cut->lookupSymbol<func::FuncOp>("forward"), layers)))
       return fail("cannot cut @" + forward.getSymName() + " to " +
-                  llvm::Twine(layers) + " layer(s)");
+                  llvm::Twine(layers) + " layer(s)" + why());
     return std::make_pair(std::move(cut), batch / sequences);
   }
 };
@@ -116,7 +116,9 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context,
   Captured errors(context);
   // Each ep rank routes its own sequences: the micro-batch is ep times one
   // rank's.
-  auto built = source.build(context, layers, batch * key.ep, key.tp);
+  auto built = source.build(context, layers, batch * key.ep, key.tp, [&] {
+    return errors.text.empty() ? std::string() : ": " + errors.text;
+  });
   if (!built)
     return built.takeError();
   int64_t split = built->second;
@@ -419,17 +421,21 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
 }
 } // namespace
 
-llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
+llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch,
+                                               int64_t *microbatch) {
   auto forward = model.lookupSymbol<func::FuncOp>("forward");
   auto tokens = forward && !forward.isExternal() && forward.getNumArguments()
                     ? dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0])
                     : RankedTensorType();
-  if (!tokens || tokens.getRank() != 2 || !tokens.hasStaticShape())
-    return fail("the planner needs @forward taking [batch, seq] token ids "
-                "first");
+  if (!tokens || tokens.getRank() != 2 || !tokens.hasStaticShape() ||
+      !tokens.getElementType().isInteger() || tokens.getNumElements() == 0)
+    return fail("the planner needs @forward taking [batch, seq] integer "
+                "token ids first, neither empty");
   planner::ModelShape shape;
   int64_t micro = tokens.getDimSize(0);
   shape.seq = tokens.getDimSize(1);
+  if (batch == 0)
+    batch = micro;
   if (batch % micro != 0)
     return fail(llvm::formatv(
         "a step of {0} sequences is not a whole number of the model's "
@@ -437,17 +443,19 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
         "micro-batch; --batch counts the step's sequences)",
         batch, micro));
   shape.batch = batch;
-  shape.layers = 0;
+  FailureOr<int64_t> layers =
+      countLayers(forward.getBody().front(), "the planner");
+  if (failed(layers))
+    return fail("a parameter has a negative weft.layer");
+  shape.layers = *layers;
   shape.narrow = false;
+  shape.hidden = 0;
   forward.walk([&](Operation *op) {
-    if (auto p = dyn_cast<ParamOp>(op)) {
-      if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr))
-        shape.layers = std::max(shape.layers, l.getInt() + 1);
-    } else if (auto att = dyn_cast<AttentionOp>(op); att && shape.heads == 1) {
+    if (auto att = dyn_cast<AttentionOp>(op); att && shape.heads == 1) {
       // q: [B, S, H, D], k: [B, T, Hkv, D].
       shape.heads = cast<ShapedType>(att.getQuery().getType()).getDimSize(2);
       shape.kvHeads = cast<ShapedType>(att.getKey().getType()).getDimSize(2);
-    } else if (auto e = dyn_cast<EmbeddingOp>(op); e && shape.hidden == 1) {
+    } else if (auto e = dyn_cast<EmbeddingOp>(op); e && !shape.hidden) {
       auto table = cast<ShapedType>(e.getTable().getType());
       shape.vocab = table.getDimSize(0);
       shape.hidden = table.getDimSize(1);
@@ -460,6 +468,10 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
   if (shape.layers == 0)
     return fail("no parameter of @forward carries weft.layer: the planner "
                 "times a model by its layers");
+  if (!shape.hidden)
+    return fail("@forward embeds no tokens (weft.embedding): the planner "
+                "reads the residual stream's width from the table");
+  // Where weft-slice-layers fails (its error printed), every slice would.
   FailureOr<int64_t> unlike = firstUnlikeLayer(forward);
   if (failed(unlike))
     return fail("cannot find where one layer ends and the next begins");
@@ -469,6 +481,13 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
         "times one layer for all of them, so a model whose layers differ "
         "cannot be planned from its graph",
         *unlike));
+  if (shape.layers > 1) {
+    OwningOpRef<ModuleOp> trial = model.clone();
+    if (failed(sliceLayers(trial->lookupSymbol<func::FuncOp>("forward"), 1)))
+      return fail("cannot cut @forward to one layer");
+  }
+  if (microbatch)
+    *microbatch = micro;
   return shape;
 }
 

@@ -32,12 +32,14 @@ planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
                                int64_t seq, llvm::StringRef dtype);
 
 /// The planner's view of a model read from .mlir, trained in steps of
-/// `batch` sequences: its @forward's tokens are one micro-batch of the step
-/// over all ranks ([micro-batch, seq]), its layers its parameters'
-/// `weft.layer`; an error for a batch that is not a whole number of
-/// micro-batches, or a model without layers.
-llvm::Expected<planner::ModelShape> modelShape(mlir::ModuleOp model,
-                                               int64_t batch);
+/// `batch` sequences (0: one micro-batch): its @forward's tokens are one
+/// micro-batch of the step over all ranks ([micro-batch, seq], its size
+/// into `microbatch`), its layers its parameters' `weft.layer`; an error
+/// for a batch that is not a whole number of micro-batches, a model
+/// without layers or an embedding, layers that differ (the planner times
+/// one for all) or that weft-slice-layers cannot cut.
+llvm::Expected<planner::ModelShape>
+modelShape(mlir::ModuleOp model, int64_t batch, int64_t *microbatch = nullptr);
 
 /// Compiles slices of `config` (sequences of `seq` in `dtype`) with the
 /// settings of `base` (AdamW, buckets; its plan, recomputation and FP8 are
@@ -49,7 +51,7 @@ planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
                                  const Topology &topology,
                                  const TrainingOptions &base, bool cuda);
 
-/// Compiles slices of `model` (read from .mlir, checked by modelShape):
+/// Compiles slices of `model` (read from .mlir; modelShape must accept it):
 /// it is cut to one and two layers (weft-slice-layers), and its
 /// micro-batch split over data parallelism into the slice's (a plan's
 /// micro-batch over dp x ep is the model's). Keeps `model` by reference,

@@ -86,19 +86,23 @@ def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
     (parameters' `weft.layer`): the ops of the later layers and their
     parameters go, and what read the last layer's output (the final norm,
     the head) reads layer `layers - 1`'s instead. The result is the graph a
-    frontend builds for the same model with that many layers.
+    frontend builds for the same model with that many layers, but for what
+    combines the layers' side outputs (below), which reads the kept last
+    layer's in the dropped layers' place (Mixtral's auxiliary loss keeps
+    its mean over the original layer count: the same ops, other values).
 
     A layer's output is found in program order: after the last op that
-    reads one of the layer's parameters, the first point at which a single
-    value computed from the inputs or the layers is live (the residual
-    stream; parameters, and values computed from constants alone, as
-    positions or rotary tables, do not count).
-    The stream is the one live value that still reaches a later layer's
-    parameters (or those after the layers: the final norm's, the head's);
-    failing that (no parameter follows the layers), the one live value. A
-    layer's side outputs, values it makes before its output that only what
-    follows the layers reads (a mixture of experts' auxiliary losses), are
-    read as the kept last layer's where a dropped layer's were. A model
+    reads the activations with one of the layer's weights (its parameters,
+    or what is computed from them alone, as their compute-type casts), the
+    first point at which a single live activation (a value computed from
+    the function's inputs) is still read with a later layer's weights or
+    those after the layers; parameters, and values computed from constants
+    alone, as positions or rotary tables, do not count. Failing that (no
+    weight follows the layers), the one live activation made in the
+    function. A layer's side outputs, activations it makes before its
+    output that only what follows the layers reads (a mixture of experts'
+    auxiliary losses), are read as the kept last layer's where a dropped
+    layer's were. A model
     whose layers pass more than one value on (a second stream, a skip
     connection across layers), whose layers change the stream's type, or
     whose layers leave different side outputs, cannot be cut and is an

@@ -1,5 +1,4 @@
-//===- SliceLayers.cpp - a model cut to its first layers
-//-------------------===//
+//===- SliceLayers.cpp - a model cut to its first layers ------*- C++ -*-===//
 //
 // The planner (passes/planner/Planner.h) times a layer as the difference of
 // the model with two layers and with one. The frontends build those from a
@@ -9,10 +8,11 @@
 // Layers are found as weft-pipeline-assign-stages finds them (valueLayers:
 // a value belongs to the latest layer it is computed from), and a layer's
 // output by liveness in program order: between two layers, the residual
-// stream is the one value computed from the inputs or the layers that is
-// live. Cutting to k
-// layers makes the ops that read layer L-1's output read layer k-1's, and
-// drops what no longer feeds the function's results.
+// stream is the one live activation that later layers' weights (or the
+// head's) still read. Cutting to k layers makes what follows the layers
+// read layer k-1's output for layer L-1's (and its side outputs, as
+// auxiliary losses, for the dropped layers'), and drops what no longer
+// feeds the function's results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,43 +33,50 @@ using namespace mlir;
 using namespace weft;
 
 namespace {
-/// Where each op of a block is, where each value of the stream is last
-/// read (the terminator reads at the block's end), and how far it goes.
-/// The stream: what is computed from the layers' parameters or from the
-/// function's inputs (the embeddings' output is the stream before the
-/// first layer); not the parameters, nor what is computed from constants
-/// alone (positions, rotary tables), which every layer may read.
+/// What the sweep needs of a block: where each op is; the stream (what is
+/// computed from the function's inputs: its arguments, the embeddings'
+/// output, every activation) with where each value is last read (the
+/// terminator reads at the block's end); the weights (what is computed
+/// from parameters and constants alone: a parameter, its compute-type
+/// cast, its transpose) with the latest layer they come from (a parameter
+/// outside the layers, as the final norm's or the head's, counts as after
+/// them); and how far each op reaches: the latest layer whose weights it or
+/// what it feeds reads. Values computed from constants alone (positions,
+/// rotary tables) are neither: every layer may read them.
 struct Positions {
-  Positions(Block &body, const llvm::DenseMap<Value, int64_t> &layerOf,
-            int64_t layers) {
-    llvm::DenseSet<Value> fromInputs;
+  Positions(Block &body, int64_t layers) {
+    for (BlockArgument arg : body.getArguments())
+      lastRead[arg] = -1;
     for (Operation &op : body) {
       int64_t here = static_cast<int64_t>(ops.size());
       position[&op] = here;
       ops.push_back(&op);
       bool input = false;
-      for (Value operand : op.getOperands()) {
-        input |= isa<BlockArgument>(operand) || fromInputs.count(operand);
-        if (!isa<BlockArgument>(operand) && !isa<ParamOp>(op) &&
-            !isa<ParamOp>(operand.getDefiningOp()) &&
-            (layerOf.count(operand) || fromInputs.count(operand)))
-          lastRead[operand] = std::max(lastRead.lookup(operand), here);
+      int64_t weight = -1;
+      if (auto p = dyn_cast<ParamOp>(op)) {
+        auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr);
+        weight = l ? l.getInt() : layers;
       }
-      if (input)
-        fromInputs.insert(op.getResults().begin(), op.getResults().end());
+      for (Value operand : op.getOperands()) {
+        if (auto it = lastRead.find(operand); it != lastRead.end()) {
+          input = true;
+          it->second = std::max(it->second, here);
+        }
+        weight = std::max(weight, weights.lookup_or(operand, int64_t(-1)));
+      }
+      for (Value r : op.getResults()) {
+        if (input)
+          lastRead[r] = -1;
+        else if (weight >= 0)
+          weights[r] = weight;
+      }
     }
-    // Backwards: the latest layer whose parameters each value is read
-    // with, directly or through what it feeds (a parameter outside the
-    // layers, as the final norm's or the head's, counts as after them).
     for (Operation *op : llvm::reverse(ops)) {
       int64_t reach = -1;
       for (Value r : op->getResults())
         reach = std::max(reach, reaches.lookup_or(r, int64_t(-1)));
       for (Value operand : op->getOperands())
-        if (auto p = operand.getDefiningOp<ParamOp>()) {
-          auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr);
-          reach = std::max(reach, l ? l.getInt() : layers);
-        }
+        reach = std::max(reach, weights.lookup_or(operand, int64_t(-1)));
       opReach[op] = reach;
       for (Value operand : op->getOperands())
         if (lastRead.count(operand))
@@ -77,47 +84,55 @@ struct Positions {
               std::max(reaches.lookup_or(operand, int64_t(-1)), reach);
     }
   }
-  /// Whether `v`, read after op `p`, reaches a parameter of a layer after
+  /// Whether `v`, read after op `p`, reaches a weight of a layer after
   /// `layer` (or of none).
   bool goesOn(Value v, int64_t p, int64_t layer) const {
     return llvm::any_of(v.getUsers(), [&](Operation *user) {
       return position.lookup(user) > p && opReach.lookup(user) > layer;
     });
   }
+  /// Where `v` is made: its op's position, -1 for an argument.
+  int64_t madeAt(Value v) const {
+    Operation *def = v.getDefiningOp();
+    return def ? position.lookup(def) : -1;
+  }
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> position, opReach;
-  llvm::DenseMap<Value, int64_t> lastRead, reaches;
+  llvm::DenseMap<Value, int64_t> lastRead, weights, reaches;
 };
 } // namespace
 
-/// Layer `layer`'s output: after the last op that reads one of its
-/// parameters, the first point at which exactly one live value of the
-/// stream reaches a later layer's (or no layer's) parameters and that value
-/// is the layer's; failing that (a model whose layers are followed by no
-/// parameter), at which exactly one value of the stream is live. A null
-/// output if there is none.
+/// Layer `layer`'s output: after the last op that reads the stream with one
+/// of the layer's weights, the first point at which exactly one live value
+/// of the stream reaches a later layer's weights (or those after the
+/// layers) and that value is the layer's; failing that (a model whose
+/// layers are followed by no weight), at which exactly one value made in
+/// the body is live. A null output if there is none.
 static Value layerOutput(int64_t layer, const Positions &at,
                          const llvm::DenseMap<Value, int64_t> &layerOf,
                          bool anyValue = false) {
   int64_t start = -1;
-  for (auto [i, op] : llvm::enumerate(at.ops))
-    for (Value operand : op->getOperands())
-      if (auto p = operand.getDefiningOp<ParamOp>())
-        if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr);
-            l && l.getInt() == layer)
-          start = static_cast<int64_t>(i);
+  for (auto [i, op] : llvm::enumerate(at.ops)) {
+    bool stream = false, mine = false;
+    for (Value operand : op->getOperands()) {
+      stream |= at.lastRead.count(operand) > 0;
+      mine |= at.weights.lookup_or(operand, int64_t(-1)) == layer;
+    }
+    if (stream && mine)
+      start = static_cast<int64_t>(i);
+  }
   if (start < 0)
     return nullptr;
   // The live set after op `start`, then kept as the sweep moves on (a few
   // ops, to the layer's end).
   llvm::SetVector<Value> live;
   for (auto [value, last] : at.lastRead)
-    if (at.position.lookup(value.getDefiningOp()) <= start && last > start)
+    if (at.madeAt(value) <= start && last > start)
       live.insert(value);
   for (int64_t p = start;; ++p) {
     SmallVector<Value> onward;
     for (Value v : live)
-      if (anyValue || at.goesOn(v, p, layer))
+      if (anyValue ? !isa<BlockArgument>(v) : at.goesOn(v, p, layer))
         onward.push_back(v);
     if (onward.size() == 1 &&
         layerOf.lookup_or(onward.front(), int64_t(-1)) == layer)
@@ -126,7 +141,7 @@ static Value layerOutput(int64_t layer, const Positions &at,
       return anyValue ? Value() : layerOutput(layer, at, layerOf, true);
     Operation *next = at.ops[p + 1];
     for (Value r : next->getResults())
-      if (at.lastRead.lookup(r) > p + 1)
+      if (at.lastRead.lookup_or(r, -1) > p + 1)
         live.insert(r);
     live.remove_if([&](Value v) { return at.lastRead.lookup(v) <= p + 1; });
   }
@@ -137,22 +152,27 @@ static LogicalResult noOutput(func::FuncOp forward, int64_t layer,
                               StringRef pass) {
   return forward.emitError(pass)
          << ": layer " << layer
-         << " has no single output: after the last op reading its "
-            "parameters, no point has exactly one value computed from the "
-            "inputs or the layers live (a second stream, or a value passed "
+         << " has no single output: after the last op reading its weights, "
+            "no point has exactly one live value of the layer's that later "
+            "layers (or the head) read (a second stream, or a value passed "
             "across layers, cannot be cut)";
 }
 
 FailureOr<int64_t> weft::firstUnlikeLayer(func::FuncOp forward) {
+  if (forward.isExternal())
+    return forward.emitError("weft-slice-layers: @")
+           << forward.getSymName() << " has no body";
   Block &body = forward.getBody().front();
   FailureOr<int64_t> layers = countLayers(body, "weft-slice-layers");
   if (failed(layers))
     return failure();
   llvm::DenseMap<Value, int64_t> layerOf = valueLayers(body);
-  Positions at(body, layerOf, *layers);
-  // A layer's ops: those of the layer from after the previous layer's
-  // output to its own (what follows the last layer reads it, and so counts
-  // as the last layer's), printed by name and result types.
+  Positions at(body, *layers);
+  // A layer's ops: its parameters, and its ops from after the previous
+  // layer's output to its own, printed by name and result types (not
+  // attributes: each layer's dropout draws its own; what follows the
+  // layers, and a layer's ops before its first weight read, which count as
+  // the layer before's, are not compared).
   std::vector<std::string> kinds(*layers);
   int64_t from = -1;
   for (int64_t layer = 0; layer < *layers; ++layer) {
@@ -204,7 +224,7 @@ LogicalResult weft::sliceLayers(func::FuncOp forward, int64_t keep) {
     return success();
 
   llvm::DenseMap<Value, int64_t> layerOf = valueLayers(body);
-  Positions at(body, layerOf, layers);
+  Positions at(body, layers);
   std::vector<Value> outputs;
   for (int64_t layer = keep - 1; layer < layers; ++layer) {
     outputs.push_back(layerOutput(layer, at, layerOf));
@@ -220,15 +240,15 @@ LogicalResult weft::sliceLayers(func::FuncOp forward, int64_t keep) {
   for (Operation *op : at.ops)
     for (Value v : op->getResults()) {
       int64_t layer = layerOf.lookup_or(v, int64_t(-1));
-      if (layer >= keep - 1 && v != last && !isa<ParamOp>(op) &&
+      if (layer >= keep - 1 && v != last && at.lastRead.count(v) &&
           at.position.lookup(op) <= after &&
           llvm::any_of(v.getUsers(), [&](Operation *user) {
             return at.position.lookup(user) > after;
           }))
         sides[layer - keep + 1].push_back(v);
     }
-  auto mismatch = [&](int64_t layer, Value from, Value to) {
-    return fail("layer " + Twine(keep - 1) + "'s output is " +
+  auto mismatch = [&](StringRef what, int64_t layer, Value from, Value to) {
+    return fail("layer " + Twine(keep - 1) + "'s " + what + " is " +
                 llvm::formatv("{0}", to.getType()).str() + " but layer " +
                 Twine(layer) + "'s is " +
                 llvm::formatv("{0}", from.getType()).str() +
@@ -236,7 +256,7 @@ LogicalResult weft::sliceLayers(func::FuncOp forward, int64_t keep) {
                 "other");
   };
   if (last.getType() != cut.getType())
-    return mismatch(layers - 1, last, cut);
+    return mismatch("output", layers - 1, last, cut);
   // What follows the layers reads the kept last layer's output for the
   // last layer's, and its side outputs for each dropped layer's.
   for (size_t i = 1; i < sides.size(); ++i) {
@@ -247,24 +267,24 @@ LogicalResult weft::sliceLayers(func::FuncOp forward, int64_t keep) {
                   " value(s) for what follows the layers besides its "
                   "output, layer " +
                   Twine(keep - 1) + " " + Twine(sides[0].size()));
-    for (auto [from, to] : llvm::zip(sides[i], sides[0])) {
+    for (auto [j, pair] : llvm::enumerate(llvm::zip(sides[i], sides[0]))) {
+      auto [from, to] = pair;
       if (from.getType() != to.getType())
-        return mismatch(layer, from, to);
+        return mismatch("side output " + std::to_string(j), layer, from, to);
       from.replaceAllUsesWith(to);
     }
   }
   last.replaceAllUsesWith(cut);
-  // Drop what fed only the later layers: the ops after the cut that no
-  // longer feed the results, and the later layers' parameters wherever the
-  // model declares them.
-  int64_t from = at.position.lookup(cut.getDefiningOp());
+  // Drop what fed only the later layers: the ops without effects that no
+  // longer feed the results (the later layers', and their weights' casts
+  // wherever they are made), and the later layers' parameters.
   for (Operation *op : llvm::reverse(at.ops)) {
-    if (op->hasTrait<OpTrait::IsTerminator>() || !op->use_empty())
+    if (!op->use_empty())
       continue;
     auto param = dyn_cast<ParamOp>(op);
     auto layer =
         param ? param->getAttrOfType<IntegerAttr>(kLayerAttr) : IntegerAttr();
-    if (at.position.lookup(op) > from || (layer && layer.getInt() >= keep))
+    if (param ? layer && layer.getInt() >= keep : wouldOpBeTriviallyDead(op))
       op->erase();
   }
   return success();

@@ -1115,21 +1115,14 @@ bool plannerModel(MLIRContext &context, PlannerSetup &setup) {
   auto forward = setup.model->lookupSymbol<func::FuncOp>("forward");
   if (forward && failed(weft::checkForwardOps(forward)))
     return false;
-  auto tokens = forward && !forward.isExternal() && forward.getNumArguments()
-                    ? dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0])
-                    : RankedTensorType();
-  int64_t batch =
-      batchSize.getNumOccurrences() || !tokens || tokens.getRank() != 2
-          ? batchSize.getValue()
-          : tokens.getDimSize(0);
-  Expected<weft::planner::ModelShape> shape =
-      weft::modelShape(*setup.model, batch);
+  Expected<weft::planner::ModelShape> shape = weft::modelShape(
+      *setup.model, batchSize.getNumOccurrences() ? batchSize.getValue() : 0,
+      &setup.microbatch);
   if (!shape) {
     fail(modelPath + ": " + toString(shape.takeError()));
     return false;
   }
   setup.shape = std::move(*shape);
-  setup.microbatch = tokens.getDimSize(0);
   setup.seq = setup.shape.seq;
   setup.dtype = setup.shape.narrow ? "bf16" : "f32";
   if (seqLen.getNumOccurrences() && seqLen != setup.seq) {
@@ -1362,6 +1355,11 @@ int runPlan(MLIRContext &context) {
 FailureOr<std::string>
 autoPlan(MLIRContext &context,
          std::vector<weft::ExplainAlternative> &alternatives) {
+  if (modelPath == "-") {
+    fail("--plan auto reads the model twice (to plan, then to compile): "
+         "give a file, not stdin");
+    return failure();
+  }
   std::unique_ptr<PlannerSetup> setup = plannerSetup(context, "--plan auto");
   if (!setup)
     return failure();
@@ -1719,9 +1717,10 @@ int main(int argc, char **argv) {
       "  weftc inspect bundle/\n"
       "  weftc export checkpoints/ --hf out/ [--config config.json]\n"
       "  weftc schedule --pp P --microbatches M --schedule 1f1b\n"
-      "  weftc plan --config config.json --batch B --seq S --topology T\n"
-      "  weftc explain --config config.json --plan auto|PLAN --topology T "
-      "-o page.html\n\n"
+      "  weftc plan model.mlir|--config config.json --batch B --seq S "
+      "--topology T\n"
+      "  weftc explain model.mlir|--config config.json --plan auto|PLAN "
+      "--topology T -o page.html\n\n"
       "Run 'weftc <subcommand> --help' for a subcommand's options.\n");
   // A flag given twice (--plan dp=2 --plan tp=2) would silently keep the
   // last; list options (cl::list) are meant to repeat.

@@ -33,7 +33,7 @@ func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) 
 
 // Layer 0's output and a value inside it both reach layer 1 (a skip
 // connection across layers): there is no single stream to cut at.
-// expected-error @below {{weft-slice-layers: layer 0 has no single output: after the last op reading its parameters, no point has exactly one value computed from the inputs or the layers live (a second stream, or a value passed across layers, cannot be cut)}}
+// expected-error @below {{weft-slice-layers: layer 0 has no single output: after the last op reading its weights, no point has exactly one live value of the layer's that later layers (or the head) read (a second stream, or a value passed across layers, cannot be cut)}}
 func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
   %e = weft.tanh %x : tensor<2x4xf32>
   %w0 = weft.param "w0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>

@@ -2,6 +2,8 @@
 // RUN: weft-opt %s -weft-slice-layers=layers=1 | FileCheck %s --check-prefix=ONE
 // RUN: weft-opt %s -weft-slice-layers=layers=3 | FileCheck %s --check-prefix=ALL
 // RUN: weft-opt %s '-weft-slice-layers=layers=1 func=aux' | FileCheck %s --check-prefix=AUX
+// RUN: weft-opt %s '-weft-slice-layers=layers=1 func=direct' | FileCheck %s --check-prefix=DIRECT
+// RUN: weft-opt %s '-weft-slice-layers=layers=1 func=cast' | FileCheck %s --check-prefix=CAST
 
 // An embedding's place (%e, from the input), three residual layers, each
 // declaring its weight where it reads it, then a final weight without a
@@ -81,5 +83,51 @@ func.func @aux(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
   %l = weft.reduce_sum %y dims [0, 1] : tensor<2x4xf32>
   %t = weft.add %s0, %s1 : tensor<f32>
   %loss = weft.add %l, %t : tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// The stream may be the function's argument itself: layer 0's output is
+// the residual add, not the branch before it (the argument is live too).
+// DIRECT-LABEL: func.func @direct
+// DIRECT: %[[H0:.*]] = weft.add %{{.*}}, %{{.*}} : tensor<2x4xf32>
+// DIRECT-NOT: "u1"
+// DIRECT: weft.param "head"
+// DIRECT-NEXT: weft.matmul %[[H0]],
+func.func @direct(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
+  %u0 = weft.param "u0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>
+  %a0 = weft.matmul %x, %u0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %h0 = weft.add %x, %a0 : tensor<2x4xf32>
+  %u1 = weft.param "u1" init(ones) {weft.layer = 1 : i64} : tensor<4x4xf32>
+  %a1 = weft.matmul %h0, %u1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %h1 = weft.add %h0, %a1 : tensor<2x4xf32>
+  %head = weft.param "head" init(ones) : tensor<4x4xf32>
+  %y = weft.matmul %h1, %head : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = weft.reduce_sum %y dims [0, 1] : tensor<2x4xf32>
+  return %loss : tensor<f32>
+}
+
+// Weights read through their compute-type casts, all made up front (f32
+// master weights, bf16 GEMMs): the casts are weights, not activations, and
+// the dropped layer's cast goes with its parameter.
+// CAST-LABEL: func.func @cast
+// CAST-NOT: "c1"
+// CAST: %[[H0:.*]] = weft.add %{{.*}}, %{{.*}} : tensor<2x4xbf16>
+// CAST: weft.matmul %[[H0]],
+// CAST-NOT: weft.matmul
+func.func @cast(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
+  %c0 = weft.param "c0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>
+  %c1 = weft.param "c1" init(ones) {weft.layer = 1 : i64} : tensor<4x4xf32>
+  %head = weft.param "head" init(ones) : tensor<4x4xf32>
+  %b0 = weft.cast %c0 : tensor<4x4xf32> to tensor<4x4xbf16>
+  %b1 = weft.cast %c1 : tensor<4x4xf32> to tensor<4x4xbf16>
+  %bh = weft.cast %head : tensor<4x4xf32> to tensor<4x4xbf16>
+  %e = weft.cast %x : tensor<2x4xf32> to tensor<2x4xbf16>
+  %a0 = weft.matmul %e, %b0 : tensor<2x4xbf16>, tensor<4x4xbf16>
+  %h0 = weft.add %e, %a0 : tensor<2x4xbf16>
+  %a1 = weft.matmul %h0, %b1 : tensor<2x4xbf16>, tensor<4x4xbf16>
+  %h1 = weft.add %h0, %a1 : tensor<2x4xbf16>
+  %y = weft.matmul %h1, %bh : tensor<2x4xbf16>, tensor<4x4xbf16>
+  %yf = weft.cast %y : tensor<2x4xbf16> to tensor<2x4xf32>
+  %loss = weft.reduce_sum %yf dims [0, 1] : tensor<2x4xf32>
   return %loss : tensor<f32>
 }

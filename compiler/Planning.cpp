@@ -63,16 +63,28 @@ struct SliceSource {
   /// The residual stream's width and element size (the pipeline's
   /// boundary).
   int64_t hidden = 0, elementBytes = 4;
+  /// A graph's layer kinds when its layers differ (ModelShape::layerKinds).
+  std::vector<int64_t> kinds;
 
-  /// The model with `layers` layers at `sequences` sequences a
-  /// micro-batch, and the data parallelism that splits it into them (1: it
-  /// is built at that size).
+  /// The first layer of kind `kind` after layer `after`.
+  int64_t next(int64_t kind, int64_t after) const {
+    for (int64_t l = after + 1; l < static_cast<int64_t>(kinds.size()); ++l)
+      if (kinds[l] == kind)
+        return l;
+    return after + 1; // Alike layers: the next.
+  }
+
+  /// The model with the layers `keep` (rising from 0; a config's: the
+  /// first ones) at `sequences` sequences a micro-batch, and the data
+  /// parallelism that splits it into them (1: it is built at that size).
   llvm::Expected<std::pair<OwningOpRef<ModuleOp>, int64_t>>
-  build(MLIRContext &context, int64_t layers, int64_t sequences,
+  build(MLIRContext &context, ArrayRef<int64_t> keep, int64_t sequences,
         int64_t vocabMultiple, llvm::function_ref<std::string()> why) const {
     if (config) {
+      assert(keep.back() + 1 == static_cast<int64_t>(keep.size()) &&
+             "a config's slices are its first layers");
       ModelConfig cut = *config;
-      cut.numLayers = layers;
+      cut.numLayers = static_cast<int64_t>(keep.size());
       ModelBuildOptions build{sequences, seq, dtype};
       build.masterWeights = true;
       build.vocabMultiple = vocabMultiple;
@@ -89,9 +101,9 @@ struct SliceSource {
           "{1}-sequence parts",
           batch, sequences));
     OwningOpRef<ModuleOp> cut = module.clone();
-    if (failed(sliceLayers(cut->lookupSymbol<func::FuncOp>("forward"), layers)))
+    if (failed(sliceLayers(cut->lookupSymbol<func::FuncOp>("forward"), keep)))
       return fail("cannot cut @" + forward.getSymName() + " to " +
-                  llvm::Twine(layers) + " layer(s)" + why());
+                  llvm::Twine(keep.size()) + " layer(s)" + why());
     return std::make_pair(std::move(cut), batch / sequences);
   }
 };
@@ -104,19 +116,18 @@ struct StageMemory {
   double stash = 0, firstArena = 0, lastArena = 0;
 };
 
-/// A slice of `layers` layers compiled for `key`: what one rank of it
-/// costs for a micro-batch of one sequence. With `stages`, placed only (as
-/// two pipeline stages, for StageMemory), not timed.
-llvm::Expected<PartCost> compileSlice(MLIRContext &context,
-                                      const SliceSource &source, int64_t layers,
-                                      int64_t batch, const Topology &topology,
-                                      const TrainingOptions &base, bool cuda,
-                                      const planner::SliceKey &key,
-                                      StageMemory *stages = nullptr) {
+/// A slice of the layers `keep` compiled for `key`: what one rank of it
+/// costs for a micro-batch of `batch` sequences. With `stages`, placed only
+/// (as two pipeline stages, for StageMemory), not timed.
+llvm::Expected<PartCost>
+compileSlice(MLIRContext &context, const SliceSource &source,
+             ArrayRef<int64_t> keep, int64_t batch, const Topology &topology,
+             const TrainingOptions &base, bool cuda,
+             const planner::SliceKey &key, StageMemory *stages = nullptr) {
   Captured errors(context);
   // Each ep rank routes its own sequences: the micro-batch is ep times one
   // rank's.
-  auto built = source.build(context, layers, batch * key.ep, key.tp, [&] {
+  auto built = source.build(context, keep, batch * key.ep, key.tp, [&] {
     return errors.text.empty() ? std::string() : ": " + errors.text;
   });
   if (!built)
@@ -214,10 +225,9 @@ llvm::Expected<PartCost> compileSlice(MLIRContext &context,
   cost.paramBytes = double(rank.paramBytes);
   cost.gradBytes = double(rank.gradBytes);
   cost.optimizerBytes = double(rank.optimizerBytes);
-  double perLayer = report->layerActivationBytes.empty()
-                        ? 0
-                        : double(report->layerActivationBytes.front());
-  cost.activationBytes = perLayer * double(layers);
+  // The kept layers' (a dropped one's entry is 0).
+  for (int64_t bytes : report->layerActivationBytes)
+    cost.activationBytes += double(bytes);
   // The arenas of the placed programs (the memory plan's), apart: the
   // forward and backward's and the update's peak at different times.
   auto arena = [&](const char *name) {
@@ -302,7 +312,8 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
   // Per (tp, sp, micro-batch): the plain layer and the rest.
   using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t>;
   struct Plain {
-    std::map<Key, std::pair<PartCost, PartCost>> parts;
+    /// The layer, the rest, and with layer kinds a layer of each.
+    std::map<Key, std::tuple<PartCost, PartCost, std::vector<PartCost>>> parts;
     std::map<Key, std::string> failures;
     /// Per pipelined key at one sequence: the two-stage slice's memory and
     /// the one-layer slice's arena it was measured beside.
@@ -317,10 +328,17 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
          selfFn](const planner::SliceKey &key)
       -> llvm::Expected<planner::SliceProfile> {
     auto self = [&](const planner::SliceKey &k) { return (*selfFn)(k); };
-    auto compile = [&](int64_t layers, const planner::SliceKey &k) {
-      return compileSlice(context, source, layers, k.microbatch, topology, base,
+    auto compile = [&](ArrayRef<int64_t> keep, const planner::SliceKey &k) {
+      return compileSlice(context, source, keep, k.microbatch, topology, base,
                           cuda, k);
     };
+    // Layer 0 and another of kind `kind` (its first after layer 0): what
+    // that slice adds to layer 0 alone is a layer of the kind.
+    auto pair = [&](int64_t kind) {
+      return std::vector<int64_t>{0, source.next(kind, 0)};
+    };
+    const int64_t kindCount =
+        source.kinds.empty() ? 1 : *llvm::max_element(source.kinds) + 1;
     Key at{key.tp, key.sequenceParallel, key.ep, key.cp, key.microbatch};
     // A layout that does not build fails once, for every policy and recipe.
     if (auto failed = plain->failures.find(at); failed != plain->failures.end())
@@ -335,24 +353,32 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
         plain->failures[at] = text;
         return fail(text);
       };
-      llvm::Expected<PartCost> one = compile(1, none);
+      llvm::Expected<PartCost> one = compile({0}, none);
       if (!one)
         return remember(one.takeError());
-      llvm::Expected<PartCost> two = compile(2, none);
-      if (!two)
-        return remember(two.takeError());
       // A layer is what the second adds, its working set included (the
       // weights' compute-type copies grow with layers); the rest is the
       // remainder of the one-layer slice.
-      PartCost layer = minus(*two, *one);
-      found =
-          plain->parts.emplace(at, std::make_pair(layer, minus(*one, layer)))
-              .first;
+      std::vector<PartCost> kinds;
+      for (int64_t kind = 0; kind < kindCount; ++kind) {
+        llvm::Expected<PartCost> two = compile(pair(kind), none);
+        if (!two)
+          return remember(two.takeError());
+        kinds.push_back(minus(*two, *one));
+      }
+      PartCost layer = kinds.front();
+      if (source.kinds.empty())
+        kinds.clear();
+      found = plain->parts
+                  .emplace(at, std::make_tuple(layer, minus(*one, layer),
+                                               std::move(kinds)))
+                  .first;
     }
-    const auto &[layer, rest] = found->second;
+    const auto &[layer, rest, plainKinds] = found->second;
     planner::SliceProfile profile;
     profile.layer = layer;
     profile.rest = rest;
+    profile.kinds = plainKinds;
     // The CUDA lowering gives collectives their own stream; the CPU's run
     // in order on one.
     profile.overlapsCommunication = cuda;
@@ -360,13 +386,25 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
     if (key.recompute != "none" || key.fp8 != "none") {
       // Recomputation and FP8 change what a layer keeps and costs, not its
       // parameters (FP8's scales aside), its weights' copies or the rest.
-      llvm::Expected<PartCost> one = compile(1, key);
+      llvm::Expected<PartCost> one = compile({0}, key);
       if (!one)
         return one.takeError();
       profile.layer = minus(*one, rest);
       profile.layer.activationBytes = one->activationBytes;
       profile.layer.workingBytes = layer.workingBytes;
       profile.layer.updateBytes = layer.updateBytes;
+      for (int64_t kind = 1; kind < static_cast<int64_t>(plainKinds.size());
+           ++kind) {
+        llvm::Expected<PartCost> two = compile(pair(kind), key);
+        if (!two)
+          return two.takeError();
+        PartCost &k = profile.kinds[kind];
+        k = minus(*two, *one);
+        k.workingBytes = plainKinds[kind].workingBytes;
+        k.updateBytes = plainKinds[kind].updateBytes;
+      }
+      if (!profile.kinds.empty())
+        profile.kinds.front() = profile.layer;
     }
     if (key.pipelined) {
       // The stash and the stages' arenas, from the two layers as two
@@ -381,8 +419,8 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
       auto [it, fresh] = plain->stages.try_emplace(one);
       if (fresh) {
         llvm::Expected<PartCost> placed =
-            compileSlice(context, source, 2, one.microbatch, topology, base,
-                         cuda, one, &it->second.first);
+            compileSlice(context, source, pair(0), one.microbatch, topology,
+                         base, cuda, one, &it->second.first);
         if (!placed) {
           plain->stages.erase(it);
           return placed.takeError();
@@ -407,6 +445,12 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
                         : double(key.microbatch);
       profile.layer.stashBytes =
           stages.stash * double(key.microbatch / one.microbatch);
+      // Another kind's stash: the first's, as their activations compare.
+      for (planner::PartCost &k : profile.kinds)
+        k.stashBytes = profile.layer.activationBytes > 0
+                           ? profile.layer.stashBytes * k.activationBytes /
+                                 profile.layer.activationBytes
+                           : profile.layer.stashBytes;
       profile.firstStageArena = stages.firstArena * grow;
       profile.lastStageArena = stages.lastArena * grow;
       profile.pipelined = true;
@@ -472,15 +516,18 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch,
     return fail("@forward embeds no tokens (weft.embedding): the planner "
                 "reads the residual stream's width from the table");
   // Where weft-slice-layers fails (its error printed), every slice would.
-  FailureOr<int64_t> unlike = firstUnlikeLayer(forward);
-  if (failed(unlike))
+  FailureOr<std::vector<int64_t>> kinds = layerKinds(forward);
+  if (failed(kinds))
     return fail("cannot find where one layer ends and the next begins");
-  if (*unlike >= 0)
-    return fail(llvm::formatv(
-        "layer {0} is not like layer 0 (other ops or shapes): the planner "
-        "times one layer for all of them, so a model whose layers differ "
-        "cannot be planned from its graph",
-        *unlike));
+  if (llvm::any_of(*kinds, [](int64_t k) { return k != 0; })) {
+    // A layer of each kind is timed against layer 0 alone, and layer 0's
+    // kind against another of it.
+    if (llvm::count(*kinds, 0) < 2)
+      return fail("layer 0 is the only one of its kind (its ops or shapes): "
+                  "the planner cannot tell its cost from the embedding's "
+                  "and the head's");
+    shape.layerKinds = std::move(*kinds);
+  }
   if (shape.layers > 1) {
     OwningOpRef<ModuleOp> trial = model.clone();
     if (failed(sliceLayers(trial->lookupSymbol<func::FuncOp>("forward"), 1)))
@@ -506,20 +553,19 @@ planner::ProfileFn sliceProfiler(MLIRContext &context,
 }
 
 planner::ProfileFn sliceProfiler(MLIRContext &context, ModuleOp model,
+                                 const planner::ModelShape &shape,
                                  const Topology &topology,
                                  const TrainingOptions &base, bool cuda) {
   SliceSource source;
   source.module = model;
-  auto forward = model.lookupSymbol<func::FuncOp>("forward");
-  source.seq =
-      cast<ShapedType>(forward.getArgumentTypes().front()).getDimSize(1);
-  // The stream's width and type: what the first embedding gathers.
-  forward.walk([&](EmbeddingOp op) {
-    if (source.hidden)
-      return;
-    auto table = cast<ShapedType>(op.getTable().getType());
-    source.hidden = table.getShape().back();
-    source.elementBytes = table.getElementTypeBitWidth() / 8;
+  source.seq = shape.seq;
+  source.hidden = shape.hidden;
+  source.kinds = shape.layerKinds;
+  // The stream's type: what the first embedding gathers.
+  model.walk([&](EmbeddingOp op) {
+    source.elementBytes =
+        cast<ShapedType>(op.getTable().getType()).getElementTypeBitWidth() / 8;
+    return WalkResult::interrupt();
   });
   return profilerOf(context, std::move(source), topology, base, cuda);
 }

@@ -34,10 +34,10 @@ planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
 /// The planner's view of a model read from .mlir, trained in steps of
 /// `batch` sequences (0: one micro-batch): its @forward's tokens are one
 /// micro-batch of the step over all ranks ([micro-batch, seq], its size
-/// into `microbatch`), its layers its parameters' `weft.layer`; an error
-/// for a batch that is not a whole number of micro-batches, a model
-/// without layers or an embedding, layers that differ (the planner times
-/// one for all) or that weft-slice-layers cannot cut.
+/// into `microbatch`), its layers its parameters' `weft.layer` (their
+/// kinds where they differ); an error for a batch that is not a whole
+/// number of micro-batches, a model without layers or an embedding, a
+/// layer 0 unlike every other, or layers weft-slice-layers cannot cut.
 llvm::Expected<planner::ModelShape>
 modelShape(mlir::ModuleOp model, int64_t batch, int64_t *microbatch = nullptr);
 
@@ -51,13 +51,15 @@ planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
                                  const Topology &topology,
                                  const TrainingOptions &base, bool cuda);
 
-/// Compiles slices of `model` (read from .mlir; modelShape must accept it):
-/// it is cut to one and two layers (weft-slice-layers), and its
-/// micro-batch split over data parallelism into the slice's (a plan's
-/// micro-batch over dp x ep is the model's). Keeps `model` by reference,
-/// as the other overload.
+/// Compiles slices of `model` (read from .mlir; `shape` is its modelShape):
+/// it is cut to layer 0 and to layer 0 with another (weft-slice-layers:
+/// of each kind when its layers differ), and its micro-batch split over
+/// data parallelism into the slice's (a plan's micro-batch over dp x ep is
+/// the model's). Keeps `model` by reference, as the other overload.
 planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
-                                 mlir::ModuleOp model, const Topology &topology,
+                                 mlir::ModuleOp model,
+                                 const planner::ModelShape &shape,
+                                 const Topology &topology,
                                  const TrainingOptions &base, bool cuda);
 
 /// `plan` as the planner's candidate for a step of `batch` sequences, with

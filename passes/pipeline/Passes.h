@@ -38,11 +38,17 @@ llvm::DenseMap<mlir::Value, int64_t> valueLayers(mlir::Block &body);
 /// final norm, the head) reads layer keep - 1's (see weft-slice-layers).
 mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward, int64_t keep);
 
-/// The first layer of `forward` whose ops (by name and result types, from
-/// after the previous layer's output to its own) differ from layer 0's, or
-/// -1 when all are alike: the planner times one layer for all. Fails (with
-/// an error) where sliceLayers would find no layer output.
-mlir::FailureOr<int64_t> firstUnlikeLayer(mlir::func::FuncOp forward);
+/// Cuts `forward` to the layers `keep` (rising, from 0): what read a
+/// dropped layer's output reads the kept layer's before it.
+mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward,
+                                llvm::ArrayRef<int64_t> keep);
+
+/// Each layer's kind in `forward`: layers whose ops (by name and result
+/// types, from after the previous layer's output to its own) are alike
+/// share one, numbered from 0 in the order they first appear (a uniform
+/// model: all 0). Fails (with an error) where sliceLayers would find no
+/// layer output.
+mlir::FailureOr<std::vector<int64_t>> layerKinds(mlir::func::FuncOp forward);
 
 /// Cuts @forward's layers into `stages` contiguous stages (balanced by
 /// cost, or as `boundaries` pins them: "0-7,8-15") and marks every

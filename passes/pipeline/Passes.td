@@ -111,6 +111,9 @@ def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
   let options = [
     Option<"layers", "layers", "int64_t", /*default=*/"1",
            "Layers to keep, from the first">,
+    ListOption<"keep", "keep", "int64_t",
+               "The layers to keep instead (rising, from 0): what read a "
+               "dropped layer's output reads the kept one's before it">,
     Option<"func", "func", "std::string", /*default=*/"\"forward\"",
            "Forward function to cut">
   ];

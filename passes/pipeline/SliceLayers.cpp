@@ -24,6 +24,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <optional>
+
 namespace weft {
 #define GEN_PASS_DEF_SLICELAYERS
 #include "passes/pipeline/Passes.h.inc"
@@ -158,7 +160,7 @@ static LogicalResult noOutput(func::FuncOp forward, int64_t layer,
             "across layers, cannot be cut)";
 }
 
-FailureOr<int64_t> weft::firstUnlikeLayer(func::FuncOp forward) {
+FailureOr<std::vector<int64_t>> weft::layerKinds(func::FuncOp forward) {
   if (forward.isExternal())
     return forward.emitError("weft-slice-layers: @")
            << forward.getSymName() << " has no body";
@@ -173,14 +175,16 @@ FailureOr<int64_t> weft::firstUnlikeLayer(func::FuncOp forward) {
   // attributes: each layer's dropout draws its own; what follows the
   // layers, and a layer's ops before its first weight read, which count as
   // the layer before's, are not compared).
-  std::vector<std::string> kinds(*layers);
+  std::vector<std::string> seen;
+  std::vector<int64_t> kinds;
   int64_t from = -1;
   for (int64_t layer = 0; layer < *layers; ++layer) {
     Value output = layerOutput(layer, at, layerOf);
     if (!output)
       return noOutput(forward, layer, "weft-slice-layers");
     int64_t to = at.position.lookup(output.getDefiningOp());
-    llvm::raw_string_ostream kind(kinds[layer]);
+    std::string text;
+    llvm::raw_string_ostream kind(text);
     for (Operation *op : at.ops) {
       auto param = dyn_cast<ParamOp>(op);
       auto l =
@@ -196,13 +200,21 @@ FailureOr<int64_t> weft::firstUnlikeLayer(func::FuncOp forward) {
         kind << t << ";";
     }
     from = to;
-    if (kinds[layer] != kinds[0])
-      return layer;
+    kinds.push_back(llvm::find(seen, text) - seen.begin());
+    if (kinds.back() == static_cast<int64_t>(seen.size()))
+      seen.push_back(std::move(text));
   }
-  return -1;
+  return kinds;
 }
 
 LogicalResult weft::sliceLayers(func::FuncOp forward, int64_t keep) {
+  std::vector<int64_t> first;
+  for (int64_t i = 0; i < keep; ++i)
+    first.push_back(i);
+  return sliceLayers(forward, ArrayRef<int64_t>(first));
+}
+
+LogicalResult weft::sliceLayers(func::FuncOp forward, ArrayRef<int64_t> keep) {
   auto fail = [&](const Twine &message) {
     return forward.emitError("weft-slice-layers: ") << message;
   };
@@ -216,75 +228,103 @@ LogicalResult weft::sliceLayers(func::FuncOp forward, int64_t keep) {
   if (layers == 0)
     return fail("no parameter of @" + forward.getSymName() +
                 " carries weft.layer; a model is cut between layers");
-  if (keep < 1 || keep > layers)
-    return fail("cannot keep " + Twine(keep) + " layers of @" +
+  if (keep.empty() || static_cast<int64_t>(keep.size()) > layers)
+    return fail("cannot keep " + Twine(keep.size()) + " layers of @" +
                 forward.getSymName() + "'s " + Twine(layers) +
                 " (from 1 to all of them)");
-  if (keep == layers)
+  for (auto [i, layer] : llvm::enumerate(keep))
+    if ((i == 0 && layer != 0) || (i && layer <= keep[i - 1]) ||
+        layer >= layers)
+      return fail("the layers kept must rise from 0 and stay below " +
+                  Twine(layers) + "; got layer " + Twine(layer) + " in place " +
+                  Twine(i));
+  if (static_cast<int64_t>(keep.size()) == layers)
     return success();
 
   llvm::DenseMap<Value, int64_t> layerOf = valueLayers(body);
   Positions at(body, layers);
   std::vector<Value> outputs;
-  for (int64_t layer = keep - 1; layer < layers; ++layer) {
+  for (int64_t layer = 0; layer < layers; ++layer) {
     outputs.push_back(layerOutput(layer, at, layerOf));
     if (!outputs.back())
       return noOutput(forward, layer, "weft-slice-layers");
   }
+  std::vector<bool> kept(layers, false);
+  for (int64_t layer : keep)
+    kept[layer] = true;
   // Each layer's side outputs: its values that what follows the layers
   // reads besides the last output (a mixture of experts' auxiliary losses),
   // in the order they are made.
-  Value last = outputs.back(), cut = outputs.front();
+  Value last = outputs.back();
   int64_t after = at.position.lookup(last.getDefiningOp());
-  std::vector<SmallVector<Value>> sides(outputs.size());
+  std::vector<SmallVector<Value>> sides(layers);
   for (Operation *op : at.ops)
     for (Value v : op->getResults()) {
       int64_t layer = layerOf.lookup_or(v, int64_t(-1));
-      if (layer >= keep - 1 && v != last && at.lastRead.count(v) &&
+      if (layer >= 0 && v != last && at.lastRead.count(v) &&
           at.position.lookup(op) <= after &&
           llvm::any_of(v.getUsers(), [&](Operation *user) {
             return at.position.lookup(user) > after;
           }))
-        sides[layer - keep + 1].push_back(v);
+        sides[layer].push_back(v);
     }
-  auto mismatch = [&](StringRef what, int64_t layer, Value from, Value to) {
-    return fail("layer " + Twine(keep - 1) + "'s " + what + " is " +
-                llvm::formatv("{0}", to.getType()).str() + " but layer " +
-                Twine(layer) + "'s is " +
-                llvm::formatv("{0}", from.getType()).str() +
-                "; what follows the layers cannot read the one for the "
-                "other");
+  auto mismatch = [&](int64_t to, int64_t from) {
+    return fail("layer " + Twine(to) + "'s output is " +
+                llvm::formatv("{0}", outputs[to].getType()).str() +
+                " but layer " + Twine(from) + "'s is " +
+                llvm::formatv("{0}", outputs[from].getType()).str() +
+                "; what reads the one cannot read the other");
   };
-  if (last.getType() != cut.getType())
-    return mismatch("output", layers - 1, last, cut);
-  // What follows the layers reads the kept last layer's output for the
-  // last layer's, and its side outputs for each dropped layer's.
-  for (size_t i = 1; i < sides.size(); ++i) {
-    int64_t layer = keep - 1 + static_cast<int64_t>(i);
-    if (sides[i].size() != sides[0].size())
-      return fail("layer " + Twine(layer) + " leaves " +
-                  Twine(sides[i].size()) +
-                  " value(s) for what follows the layers besides its "
-                  "output, layer " +
-                  Twine(keep - 1) + " " + Twine(sides[0].size()));
-    for (auto [j, pair] : llvm::enumerate(llvm::zip(sides[i], sides[0]))) {
-      auto [from, to] = pair;
-      if (from.getType() != to.getType())
-        return mismatch("side output " + std::to_string(j), layer, from, to);
-      from.replaceAllUsesWith(to);
+  // What read a dropped layer's output (the next kept layer, or what
+  // follows the layers) reads the kept layer's before it.
+  for (int64_t layer = 1, before = 0; layer <= layers; ++layer) {
+    if (layer < layers && !kept[layer])
+      continue;
+    if (!kept[layer - 1]) {
+      if (outputs[layer - 1].getType() != outputs[before].getType())
+        return mismatch(before, layer - 1);
+      outputs[layer - 1].replaceAllUsesWith(outputs[before]);
     }
+    before = layer;
   }
-  last.replaceAllUsesWith(cut);
-  // Drop what fed only the later layers: the ops without effects that no
-  // longer feed the results (the later layers', and their weights' casts
-  // wherever they are made), and the later layers' parameters.
+  // What follows the layers reads a dropped layer's side outputs as those
+  // of the nearest kept layer (before it first) that leaves the same ones.
+  auto alike = [&](int64_t a, int64_t b) {
+    return sides[a].size() == sides[b].size() &&
+           llvm::all_of(llvm::zip(sides[a], sides[b]), [](auto pair) {
+             return std::get<0>(pair).getType() == std::get<1>(pair).getType();
+           });
+  };
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    if (kept[layer] || sides[layer].empty())
+      continue;
+    std::optional<int64_t> like;
+    for (int64_t k : llvm::reverse(keep))
+      if (k < layer && alike(k, layer)) {
+        like = k;
+        break;
+      }
+    for (int64_t k : keep)
+      if (!like && k > layer && alike(k, layer))
+        like = k;
+    if (!like)
+      return fail("layer " + Twine(layer) + " leaves " +
+                  Twine(sides[layer].size()) +
+                  " value(s) for what follows the layers besides its "
+                  "output, and no layer kept leaves the same");
+    for (auto [from, to] : llvm::zip(sides[layer], sides[*like]))
+      from.replaceAllUsesWith(to);
+  }
+  // Drop what fed only the dropped layers: the ops without effects that no
+  // longer feed the results (the dropped layers', and their weights' casts
+  // wherever they are made), and the dropped layers' parameters.
   for (Operation *op : llvm::reverse(at.ops)) {
     if (!op->use_empty())
       continue;
     auto param = dyn_cast<ParamOp>(op);
     auto layer =
         param ? param->getAttrOfType<IntegerAttr>(kLayerAttr) : IntegerAttr();
-    if (param ? layer && layer.getInt() >= keep : wouldOpBeTriviallyDead(op))
+    if (param ? layer && !kept[layer.getInt()] : wouldOpBeTriviallyDead(op))
       op->erase();
   }
   return success();
@@ -301,7 +341,8 @@ struct SliceLayersPass : weft::impl::SliceLayersBase<SliceLayersPass> {
           << func;
       return signalPassFailure();
     }
-    if (failed(sliceLayers(forward, layers)))
+    if (failed(keep.empty() ? sliceLayers(forward, layers)
+                            : sliceLayers(forward, ArrayRef<int64_t>(keep))))
       signalPassFailure();
   }
 };

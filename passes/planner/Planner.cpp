@@ -53,9 +53,23 @@ struct Profiles {
   std::string fp8 = "none"; // The FP8 recipe of the slices.
 };
 
-/// A layer at ladder level `level` (0 none, 1 selective, 2 full).
-const PartCost &layerAt(const Profiles &p, int level) {
-  return p.byLevel.at(kLevels[level]).layer;
+/// A layer of kind `kind` (ModelShape::layerKinds) at ladder level
+/// `level` (0 none, 1 selective, 2 full).
+const PartCost &layerAt(const Profiles &p, int level, int64_t kind = 0) {
+  const SliceProfile &s = p.byLevel.at(kLevels[level]);
+  return kind && !s.kinds.empty() ? s.kinds[kind] : s.layer;
+}
+
+/// Of every layer of `model` (at its profile's cheapest level), `field`
+/// summed.
+template <typename Field>
+double allLayers(const ModelShape &model, const Profiles &p, Field field) {
+  if (model.layerKinds.empty())
+    return double(model.layers) * field(layerAt(p, p.minLevel));
+  double sum = 0;
+  for (int64_t kind : model.layerKinds)
+    sum += field(layerAt(p, p.minLevel, kind));
+  return sum;
 }
 
 /// How many of a rank's `n` layers sit at each level for ladder step `j`
@@ -172,11 +186,19 @@ public:
     return out;
   }
 
-  /// Layer ranges of `stages` stages over uniform layers of cost `layer`,
-  /// the last stage also paying `rest`; with `scales`, stage k's layers
-  /// cost that many times `layer` (its recipe's speed).
+  /// Layer ranges of `stages` stages over layers of cost `layer` (with
+  /// `kindTimes`, each layer its kind's), the last stage also paying
+  /// `rest`; with `scales`, stage k's layers cost that many times theirs
+  /// (its recipe's speed).
   std::vector<std::pair<int64_t, int64_t>>
-  cut(int64_t stages, double layer, double rest, ArrayRef<double> scales = {}) {
+  cut(int64_t stages, double layer, double rest, ArrayRef<double> scales = {},
+      ArrayRef<double> kindTimes = {}) {
+    if (!kindTimes.empty() && layer > 0) {
+      std::vector<double> costs;
+      for (int64_t kind : model.layerKinds)
+        costs.push_back(kindTimes[kind] / layer);
+      return balanceStages(costs, 0, rest / layer, stages, scales);
+    }
     // Uniform layers: only the head's weight in layers matters, to a
     // quarter of a layer.
     int64_t restInLayers = layer > 0 ? std::lround(4 * rest / layer) : 0;
@@ -301,10 +323,13 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
       c.stageRanges.push_back(
           {k * model.layers / stages, (k + 1) * model.layers / stages - 1});
   } else if (c.stageRanges.empty()) {
+    std::vector<double> kindTimes;
+    for (const PartCost &k : cutBase.kinds)
+      kindTimes.push_back(k.forward + k.backward);
     c.stageRanges =
         pp > 1
             ? cut(pp, cutBase.layer.forward + cutBase.layer.backward,
-                  cutBase.rest.forward + cutBase.rest.backward)
+                  cutBase.rest.forward + cutBase.rest.backward, {}, kindTimes)
             : std::vector<std::pair<int64_t, int64_t>>{{0, model.layers - 1}};
   }
   if (int64_t(c.stageRanges.size()) != pp * v)
@@ -344,14 +369,39 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
     const SliceProfile &base = p.byLevel.at(kLevels[p.minLevel]);
     const PartCost &rest = base.rest, &l0 = base.layer;
     const int64_t n = layersOn[r];
+    // The rank's layers in order, by kind (one kind: all of them).
+    std::vector<int64_t> kindsHere;
+    if (!model.layerKinds.empty())
+      for (int64_t layer : c.layersOf(r))
+        kindsHere.push_back(model.kindOf(layer));
+    // Of the rank's layers after the first `skip`, `field` summed at the
+    // cheapest level.
+    auto layers = [&](auto field, int64_t skip = 0) {
+      if (kindsHere.empty())
+        return double(std::max<int64_t>(n - skip, 0)) * field(l0);
+      double t = 0;
+      for (size_t k = skip; k < kindsHere.size(); ++k)
+        t += field(layerAt(p, p.minLevel, kindsHere[k]));
+      return t;
+    };
+    // The largest of the rank's layers' `field`.
+    auto largest = [&](auto field) {
+      double most = field(l0);
+      for (int64_t kind : kindsHere)
+        most = std::max(most, field(layerAt(p, p.minLevel, kind)));
+      return most;
+    };
     const bool first = r == 0, last = r == pp - 1;
     // The model outside the layers: its parameters half on the first rank
     // (embedding) and half on the last (head), both on one without pp; its
     // time (the head and the loss) on the last.
     double restShare = pp == 1 ? 1.0 : (first || last ? 0.5 : 0.0);
-    double params = n * l0.paramBytes + restShare * rest.paramBytes;
-    double grads = n * l0.gradBytes + restShare * rest.gradBytes;
-    double states = n * l0.optimizerBytes + restShare * rest.optimizerBytes;
+    double params = layers([](const PartCost &x) { return x.paramBytes; }) +
+                    restShare * rest.paramBytes;
+    double grads = layers([](const PartCost &x) { return x.gradBytes; }) +
+                   restShare * rest.gradBytes;
+    double states = layers([](const PartCost &x) { return x.optimizerBytes; }) +
+                    restShare * rest.optimizerBytes;
     StageMemory mem;
     mem.inFlight = held->inFlight[r];
     mem.paramBytes = c.zero == 3 ? params / c.dp : params;
@@ -371,19 +421,28 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
                          double(c.cp) * double(model.vocab) / double(c.tp);
     double working = last ? rest.workingBytes
                           : std::max(rest.workingBytes - headWorking, 0.0);
-    // A field summed over the rank's layers at ladder step `j`.
+    // A field summed over the rank's layers at ladder step `j` (its first
+    // layers the most recomputed, as Candidate::recompute spreads them).
     auto sum = [&](int64_t j, auto field) {
       std::array<int64_t, 3> counts = ladderCounts(n, j, p.minLevel);
       double t = 0;
-      for (int level = 0; level < 3; ++level)
-        if (counts[level])
-          t += double(counts[level]) * field(layerAt(p, level));
+      if (kindsHere.empty()) {
+        for (int level = 0; level < 3; ++level)
+          if (counts[level])
+            t += double(counts[level]) * field(layerAt(p, level));
+        return t;
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        int level = k < counts[2] ? 2 : k < counts[2] + counts[1] ? 1 : 0;
+        t += field(layerAt(p, level, kindsHere[k]));
+      }
       return t;
     };
     // The optimizer step's arena, sharded with the state from ZeRO-1, and
     // with gradients all-reduced over ranks (zero=0, 1), the reduced
     // gradients: the global norm needs every one before any update.
-    double update = n * l0.updateBytes + restShare * rest.updateBytes;
+    double update = layers([](const PartCost &x) { return x.updateBytes; }) +
+                    restShare * rest.updateBytes;
     if (c.zero >= 1)
       update /= double(c.dp);
     double reduced = c.zero <= 1 && reducers > 1 ? grads : 0;
@@ -392,11 +451,13 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
     // the whole gradients are in its arena until then. ZeRO-3 holds a
     // layer's gathered parameters there instead.
     // (With the GPU's prefetch, about one more layer's waits gathered.)
-    double unreduced =
-        c.zero == 2 && m > 1 ? grads
-        : c.zero == 3
-            ? (n ? l0.paramBytes * (base.overlapsCollectives ? 2 : 1) : 0)
-            : 0;
+    double unreduced = c.zero == 2 && m > 1 ? grads
+                       : c.zero == 3
+                           ? (n ? largest([](const PartCost &x) {
+                                    return x.paramBytes;
+                                  }) * (base.overlapsCollectives ? 2 : 1)
+                                : 0)
+                           : 0;
     auto activationAt = [&](int64_t j) {
       // Under a pipeline, measured as stages: the micro-batches' stashes,
       // the stage's arena (a first or a last stage's, the largest of its
@@ -405,12 +466,13 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
         return heldLayers *
                    sum(j, [](const PartCost &x) { return x.stashBytes; }) +
                (last ? base.lastStageArena : base.firstStageArena) +
-               double(std::max<int64_t>(n - 1, 0)) * l0.workingBytes +
+               layers([](const PartCost &x) { return x.workingBytes; }, 1) +
                unreduced + reduced;
       double forward =
           heldLayers *
               sum(j, [](const PartCost &x) { return x.activationBytes; }) +
-          working + n * l0.workingBytes + unreduced;
+          working + layers([](const PartCost &x) { return x.workingBytes; }) +
+          unreduced;
       // The forward and backward's arena and the update's are one (a
       // rank's programs share the largest of theirs).
       return std::max(forward, update);
@@ -438,8 +500,9 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
     out.hardwareFlops = double(inner) * m *
                         (sum(j, [](const PartCost &x) { return x.flops; }) +
                          (last ? rest.flops : 0));
-    out.modelFlops =
-        double(inner) * m * (n * l0.modelFlops + (last ? rest.modelFlops : 0));
+    out.modelFlops = double(inner) * m *
+                     (layers([](const PartCost &x) { return x.modelFlops; }) +
+                      (last ? rest.modelFlops : 0));
     // Data parallelism: what this rank's gradients and parameters move.
     // Each tensor's collective pays the ring's latencies; with one
     // micro-batch all-reduced gradients go in buckets
@@ -468,9 +531,12 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
                                        scattered ? each / double(group) : each,
                                        group, dpLink);
     };
-    double expertGrads = n * l0.expertGradBytes,
-           expertTensors = n * l0.expertTensors;
-    double tensors = n * l0.tensors + restShare * rest.tensors;
+    double expertGrads =
+               layers([](const PartCost &x) { return x.expertGradBytes; }),
+           expertTensors =
+               layers([](const PartCost &x) { return x.expertTensors; });
+    double tensors = layers([](const PartCost &x) { return x.tensors; }) +
+                     restShare * rest.tensors;
     double gradSync =
         reduce(grads - expertGrads, tensors - expertTensors, reducers) +
         reduce(expertGrads, expertTensors, c.dp);
@@ -518,7 +584,8 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
       gradSync = std::max(0.0, gradSync - under);
     }
     out.dp = dp + gradSync;
-    double optimizer = n * l0.optimizer + restShare * rest.optimizer;
+    double optimizer = layers([](const PartCost &x) { return x.optimizer; }) +
+                       restShare * rest.optimizer;
     out.optimizer = c.zero >= 1 ? optimizer / double(c.dp) : optimizer;
     return out;
   };
@@ -836,12 +903,13 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             continue;
           // What no recomputation or micro-batch size can shrink: skip the
           // placement if even ZeRO's most sharded state does not fit.
-          const PartCost &l0 = p->byLevel.begin()->second.layer;
           const PartCost &r0 = p->byLevel.begin()->second.rest;
           double perRank =
-              (double(model.layers) / double(pp)) *
-                  (l0.paramBytes + l0.gradBytes + l0.optimizerBytes) /
-                  double(dp) +
+              allLayers(model, *p,
+                        [](const PartCost &l) {
+                          return l.paramBytes + l.gradBytes + l.optimizerBytes;
+                        }) /
+                  double(pp) / double(dp) +
               (pp == 1 ? 1.0 : 0.5) *
                   (r0.paramBytes + r0.gradBytes + r0.optimizerBytes) /
                   double(dp);

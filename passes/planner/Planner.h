@@ -53,7 +53,10 @@
 //     (its own ladder under each), and the stages are cut again with each
 //     rank's layers at its recipe's speed (balanceStages' stage scales),
 //     kept when that fits and is faster.
-// Each slice is compiled at the micro-batch size it is asked for.
+// Each slice is compiled at the micro-batch size it is asked for. Layers
+// that differ (ModelShape::layerKinds, a graph's) are timed by kind
+// (SliceProfile::kinds), and every per-rank sum above runs over the
+// rank's own layers, each at its kind's cost.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +154,10 @@ struct SliceProfile {
   /// weft-sched-defer-reduction-readers (--overlap-collectives): ZeRO-3's
   /// gathers ahead of their readers, each reduction read one later.
   bool overlapsCollectives = false;
+  /// With ModelShape::layerKinds: a layer of each kind (kinds[0] is
+  /// `layer`); its stash under a pipeline is `layer`'s scaled by the
+  /// kinds' activations (measured on the first kind's two stages).
+  std::vector<PartCost> kinds;
 };
 
 /// Compiles and times a slice; an error says why the configuration cannot
@@ -165,6 +172,13 @@ struct ModelShape {
   int64_t experts = 0;        // A mixture of experts' experts per layer (ep).
   int64_t batch = 1, seq = 1; // The step's global batch, in sequences.
   bool narrow = true;         // bf16/f16 compute (FP8 applies).
+  /// When the layers differ (a graph's dense and expert layers): each
+  /// layer's kind, from 0 (SliceProfile::kinds holds a layer of each);
+  /// empty when they are alike.
+  std::vector<int64_t> layerKinds;
+  int64_t kindOf(int64_t layer) const {
+    return layerKinds.empty() ? 0 : layerKinds[layer];
+  }
 };
 
 /// What the search may choose, and limits a user can set.

@@ -234,7 +234,7 @@ TEST(Planning, SlicesCutFromAGraphCostAsAConfigsSlices) {
     planner::ProfileFn fromConfig =
         sliceProfiler(context(), *config, seq, dtype, *topology, base, false);
     planner::ProfileFn fromGraph =
-        sliceProfiler(context(), **graph, *topology, base, false);
+        sliceProfiler(context(), **graph, *shape, *topology, base, false);
     std::vector<planner::SliceKey> keys(4);
     keys[1].microbatch = 2;
     keys[2].tp = 2;
@@ -280,7 +280,8 @@ TEST(Planning, SlicesCutFromAGraphCostAsAConfigsSlices) {
 }
 
 /// What the planner refuses of a graph: a step that is not a whole number
-/// of its micro-batches, layers that differ, and a model without layers.
+/// of its micro-batches, a layer 0 unlike the others, and a model without
+/// layers.
 TEST(Planning, AGraphsShapeIsCheckedForThePlanner) {
   llvm::Expected<ModelConfig> config = ModelConfig::load(
       std::string(WEFT_SOURCE_DIR) + "/examples/configs/llama-tiny.json");
@@ -293,7 +294,7 @@ TEST(Planning, AGraphsShapeIsCheckedForThePlanner) {
             "a step of 6 sequences is not a whole number of the model's "
             "micro-batches of 4 (a model read from .mlir is written at its "
             "micro-batch; --batch counts the step's sequences)");
-  // Layers that differ: the planner's one layer would stand for both.
+  // Layer 0 unlike the other: its cost cannot be told from the rest's.
   mlir::OwningOpRef<mlir::ModuleOp> unlike =
       mlir::parseSourceString<mlir::ModuleOp>(R"mlir(
     func.func @forward(%tokens: tensor<2x4xi32> {weft.input = "tokens"},
@@ -318,9 +319,9 @@ TEST(Planning, AGraphsShapeIsCheckedForThePlanner) {
   llvm::Expected<planner::ModelShape> mixed = modelShape(*unlike, 2);
   ASSERT_FALSE(static_cast<bool>(mixed));
   EXPECT_EQ(llvm::toString(mixed.takeError()),
-            "layer 1 is not like layer 0 (other ops or shapes): the planner "
-            "times one layer for all of them, so a model whose layers differ "
-            "cannot be planned from its graph");
+            "layer 0 is the only one of its kind (its ops or shapes): the "
+            "planner cannot tell its cost from the embedding's and the "
+            "head's");
   // The same without the GELU: alike.
   (*unlike).walk([](GeluOp g) {
     g.getResult().replaceAllUsesWith(g.getOperand());
@@ -334,6 +335,99 @@ TEST(Planning, AGraphsShapeIsCheckedForThePlanner) {
   EXPECT_EQ(llvm::toString(flat.takeError()),
             "no parameter of @forward carries weft.layer: the planner times "
             "a model by its layers");
+}
+
+/// A residual MLP model whose layers' widths are `widths` (norm, up,
+/// SiLU, down, add), its embedding and head 64 wide: layers that differ.
+mlir::OwningOpRef<mlir::ModuleOp> mlpModel(llvm::ArrayRef<int64_t> widths) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << R"(func.func @forward(%tokens: tensor<4x32xi32> {weft.input = "tokens"},
+                   %labels: tensor<4x32xi32> {weft.input = "labels"})
+    -> (tensor<f32> {weft.output = "loss"}) {
+  %e = weft.param "embed" init(normal, 0.02) : tensor<256x64xf32>
+  %h = weft.embedding %e, %tokens : tensor<256x64xf32>, tensor<4x32xi32>
+)";
+  std::string x = "%h";
+  for (auto [l, f] : llvm::enumerate(widths)) {
+    os << llvm::formatv(
+        R"(  %n{0}w = weft.param "l{0}.norm" init(ones) {{weft.layer = {0} : i64} : tensor<64xf32>
+  %up{0} = weft.param "l{0}.up" init(normal, 0.02) {{weft.layer = {0} : i64} : tensor<64x{1}xf32>
+  %dn{0} = weft.param "l{0}.down" init(normal, 0.02) {{weft.layer = {0} : i64} : tensor<{1}x64xf32>
+  %n{0} = weft.rms_norm {2}, %n{0}w {{epsilon = 1.0e-05 : f64} : tensor<4x32x64xf32>, tensor<64xf32>
+  %u{0} = weft.matmul %n{0}, %up{0} : tensor<4x32x64xf32>, tensor<64x{1}xf32>
+  %a{0} = weft.silu %u{0} : tensor<4x32x{1}xf32>
+  %d{0} = weft.matmul %a{0}, %dn{0} : tensor<4x32x{1}xf32>, tensor<{1}x64xf32>
+  %r{0} = weft.add {2}, %d{0} : tensor<4x32x64xf32>
+)",
+        l, f, x);
+    x = "%r" + std::to_string(l);
+  }
+  os << "  %head = weft.param \"head\" init(normal, 0.02) : "
+        "tensor<64x256xf32>\n"
+     << "  %y = weft.matmul " << x
+     << ", %head : tensor<4x32x64xf32>, tensor<64x256xf32>\n"
+     << "  %loss = weft.cross_entropy %y, %labels : tensor<4x32x256xf32>, "
+        "tensor<4x32xi32>\n  return %loss : tensor<f32>\n}\n";
+  return mlir::parseSourceString<mlir::ModuleOp>(text, &context());
+}
+
+/// Layers that differ are timed by kind: layer 0 alone, and with the next
+/// layer of each kind. The prediction of [wide, wide, narrow, narrow]
+/// tracks the whole program's estimate (within 5%) where one layer
+/// standing for all (the second, wide) does not, and the pipeline's
+/// stages are cut by the kinds' times: the narrow layers share a stage
+/// with a wide one (by count, two and two).
+TEST(Planning, LayersOfDifferentKindsAreTimedEachAndCutByTheirTimes) {
+  llvm::Expected<Topology> topology = Topology::preset("cpu:2");
+  ASSERT_TRUE(static_cast<bool>(topology));
+  mlir::OwningOpRef<mlir::ModuleOp> graph = mlpModel({1024, 1024, 32, 32});
+  ASSERT_TRUE(graph);
+  TrainingOptions base;
+  llvm::Expected<planner::ModelShape> shape = modelShape(*graph, 8);
+  ASSERT_TRUE(static_cast<bool>(shape)) << llvm::toString(shape.takeError());
+  EXPECT_EQ(shape->layerKinds, (std::vector<int64_t>{0, 0, 1, 1}));
+  planner::ProfileFn kinds =
+      sliceProfiler(context(), *graph, *shape, *topology, base, false);
+  planner::ModelShape alike = *shape;
+  alike.layerKinds.clear();
+  planner::ProfileFn one =
+      sliceProfiler(context(), *graph, alike, *topology, base, false);
+
+  // One rank, two micro-batches of the graph's 4 sequences.
+  llvm::Expected<Plan> plan = parsePlan("mb=2");
+  ASSERT_TRUE(static_cast<bool>(plan));
+  llvm::Expected<planner::Candidate> candidate =
+      candidateFor(*plan, 8, 4, "none", "none");
+  ASSERT_TRUE(static_cast<bool>(candidate));
+  auto byKind = planner::evaluate(*shape, *topology, *candidate, kinds);
+  auto byOne = planner::evaluate(alike, *topology, *candidate, one);
+  ASSERT_TRUE(static_cast<bool>(byKind)) << llvm::toString(byKind.takeError());
+  ASSERT_TRUE(static_cast<bool>(byOne)) << llvm::toString(byOne.takeError());
+  TrainingOptions options;
+  options.plan = *plan;
+  options.sched = true;
+  mlir::OwningOpRef<mlir::ModuleOp> whole = graph->clone();
+  ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(*whole, options)));
+  double compute = 0;
+  for (auto program : whole->getOps<sched::ProgramOp>()) {
+    mlir::FailureOr<ProgramEstimate> p = estimateProgram(program, *topology);
+    ASSERT_TRUE(mlir::succeeded(p));
+    if (p->program == "accumulate")
+      compute += 2 * p->seconds;
+  }
+  EXPECT_NEAR(byKind->computeSeconds / compute, 1.0, 0.05);
+  EXPECT_GT(byOne->computeSeconds / compute, 1.3);
+
+  // Two stages: by the kinds' times the first takes one wide layer.
+  llvm::Expected<Plan> piped = parsePlan("pp=2,mb=2");
+  ASSERT_TRUE(static_cast<bool>(piped));
+  candidate = candidateFor(*piped, 8, 4, "none", "none");
+  ASSERT_TRUE(static_cast<bool>(candidate));
+  auto staged = planner::evaluate(*shape, *topology, *candidate, kinds);
+  ASSERT_TRUE(static_cast<bool>(staged)) << llvm::toString(staged.takeError());
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(staged->candidate.stageRanges, (Ranges{{0, 0}, {1, 3}}));
 }
 
 } // namespace

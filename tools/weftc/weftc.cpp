@@ -1094,7 +1094,8 @@ struct PlannerSetup {
   weft::planner::ProfileFn profiler(MLIRContext &context,
                                     const weft::TrainingOptions &slices,
                                     bool cuda) const {
-    return model ? weft::sliceProfiler(context, *model, topology, slices, cuda)
+    return model ? weft::sliceProfiler(context, *model, shape, topology, slices,
+                                       cuda)
                  : weft::sliceProfiler(context, config, seq, dtype, topology,
                                        slices, cuda);
   }

@@ -2,6 +2,10 @@
 // RUN: not weft-opt %s -split-input-file -weft-slice-layers=layers=0 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: not weft-opt %s -split-input-file -weft-slice-layers=layers=5 2>&1 | FileCheck %s --check-prefix=MORE
 // RUN: not weft-opt %s -split-input-file -weft-slice-layers=func=missing 2>&1 | FileCheck %s --check-prefix=FUNC
+// RUN: not weft-opt %s -split-input-file -weft-slice-layers=keep=1 2>&1 | FileCheck %s --check-prefix=FROM0
+// RUN: not weft-opt %s -split-input-file -weft-slice-layers=keep=0,0 2>&1 | FileCheck %s --check-prefix=RISE
+// FROM0: weft-slice-layers: the layers kept must rise from 0 and stay below 2; got layer 1 in place 0
+// RISE: weft-slice-layers: the layers kept must rise from 0 and stay below 2; got layer 0 in place 1
 // ZERO: weft-slice-layers: cannot keep 0 layers of @forward's 2 (from 1 to all of them)
 // MORE: weft-slice-layers: cannot keep 5 layers of @forward's 2 (from 1 to all of them)
 // FUNC: weft-slice-layers: no function named @missing
@@ -51,7 +55,7 @@ func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) 
 // -----
 
 // The layers widen the stream: what follows layer 1 cannot read layer 0's.
-// expected-error @below {{weft-slice-layers: layer 0's output is tensor<2x4xf32> but layer 1's is tensor<2x8xf32>; what follows the layers cannot read the one for the other}}
+// expected-error @below {{weft-slice-layers: layer 0's output is tensor<2x4xf32> but layer 1's is tensor<2x8xf32>; what reads the one cannot read the other}}
 func.func @forward(%x: tensor<2x4xf32>) -> (tensor<f32> {weft.output = "loss"}) {
   %w0 = weft.param "w0" init(ones) {weft.layer = 0 : i64} : tensor<4x4xf32>
   %a0 = weft.matmul %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>

@@ -2,6 +2,7 @@
 // RUN: weft-opt %s -weft-slice-layers=layers=1 | FileCheck %s --check-prefix=ONE
 // RUN: weft-opt %s -weft-slice-layers=layers=3 | FileCheck %s --check-prefix=ALL
 // RUN: weft-opt %s '-weft-slice-layers=layers=1 func=aux' | FileCheck %s --check-prefix=AUX
+// RUN: weft-opt %s -weft-slice-layers=keep=0,2 | FileCheck %s --check-prefix=GAP
 // RUN: weft-opt %s '-weft-slice-layers=layers=1 func=direct' | FileCheck %s --check-prefix=DIRECT
 // RUN: weft-opt %s '-weft-slice-layers=layers=1 func=cast' | FileCheck %s --check-prefix=CAST
 
@@ -29,6 +30,15 @@
 // ONE-NOT: "w2"
 // ONE: %[[HEAD0:.*]] = weft.param "head"
 // ONE-NEXT: weft.matmul %[[H0]], %[[HEAD0]]
+
+// Layers 0 and 2 kept (how the planner times a layer of another kind):
+// layer 2 reads layer 0's output where it read layer 1's.
+// GAP: %[[E2:.*]] = weft.tanh
+// GAP: %[[G0:.*]] = weft.add %[[E2]], %{{.*}} : tensor<2x4xf32>
+// GAP-NOT: "w1"
+// GAP: %[[W2:.*]] = weft.param "w2"
+// GAP-NEXT: weft.matmul %[[G0]], %[[W2]]
+// GAP: weft.param "head"
 
 // All three kept: nothing changes.
 // ALL: weft.param "w2"

@@ -156,6 +156,12 @@ cl::opt<bool> printSummary("summary",
                            cl::desc("Print the parameter count and op count "
                                     "to stderr"),
                            cl::sub(importCmd));
+cl::opt<bool> importMasterWeights(
+    "master-weights",
+    cl::desc("With a narrow --dtype: keep the parameters in f32 and cast them "
+             "where they are used (mixed precision, as weftc compile --config "
+             "trains), so the model.mlir trains and plans"),
+    cl::sub(importCmd));
 
 cl::opt<std::string> modelPath(cl::Positional, cl::desc("[model.mlir]"),
                                cl::sub(evalCmd), cl::sub(compileCmd),
@@ -373,6 +379,10 @@ int runImport(MLIRContext &context) {
     return fail(toString(config.takeError()));
   weft::ModelBuildOptions options{
       batchSize, seqLen > 0 ? seqLen : config->maxPositions, dtypeName};
+  if (importMasterWeights && dtypeName == "f32")
+    return fail("--master-weights keeps f32 parameters for a narrow --dtype "
+                "(bf16 or f16); the model is f32");
+  options.masterWeights = importMasterWeights;
   auto module = weft::buildModel(context, *config, options);
   if (!module)
     return fail(configPath + ": " + toString(module.takeError()));

@@ -787,12 +787,22 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     return forward.emitError("@forward declares no weft.param: a model "
                              "without parameters has nothing to train"),
            1;
+  // A .mlir model computes in its GEMMs' type, whatever --dtype says.
+  std::string dtype = dtypeName;
+  if (!modelPath.empty()) {
+    dtype = "f32";
+    forward.walk([&](weft::MatmulOp mm) {
+      Type t = mm.getLhs().getType().getElementType();
+      dtype = t.isBF16() ? "bf16" : t.isF16() ? "f16" : "f32";
+      return WalkResult::interrupt();
+    });
+  }
   // The step's batch: every micro-batch's sequences.
   llvm::json::Object meta{{"batch", tokens.getDimSize(0) * plan.microbatches},
                           {"microbatches", plan.microbatches},
                           {"seq", tokens.getDimSize(1)},
                           {"vocab", vocabOf(forward)},
-                          {"dtype", dtypeName.getValue()}};
+                          {"dtype", dtype}};
   if (!configPath.empty())
     if (auto buffer = MemoryBuffer::getFile(configPath))
       if (auto config = llvm::json::parse((*buffer)->getBuffer()))
@@ -889,7 +899,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     // quoted), per rank.
     // --fp8 was checked when the options were read.
     bool quantizes = cantFail(weft::parseFp8(fp8Recipe)).any();
-    std::string type = dtypeName == "f32" && !quantizes ? "f32" : "bf16";
+    std::string type = dtype == "f32" && !quantizes ? "f32" : "bf16";
     if (auto peak = t->device.peakFlops.find(type);
         peak != t->device.peakFlops.end())
       meta["peak_flops_per_rank"] = peak->second;

@@ -60,6 +60,15 @@ const PartCost &layerAt(const Profiles &p, int level, int64_t kind = 0) {
   return kind && !s.kinds.empty() ? s.kinds[kind] : s.layer;
 }
 
+/// Each layer kind's forward and backward time (none when the layers are
+/// alike).
+std::vector<double> kindTimes(const SliceProfile &s) {
+  std::vector<double> times;
+  for (const PartCost &k : s.kinds)
+    times.push_back(k.forward + k.backward);
+  return times;
+}
+
 /// Of every layer of `model` (at its profile's cheapest level), `field`
 /// summed.
 template <typename Field>
@@ -288,7 +297,8 @@ Evaluator::mixedRecipes(const Candidate &c, const SearchOptions &options) {
   const PartCost &rest = first.byLevel.at(kLevels[first.minLevel]).rest;
   Candidate again = c;
   again.stageRanges =
-      cut(c.pp, layerTime(first), rest.forward + rest.backward, scales);
+      cut(c.pp, layerTime(first), rest.forward + rest.backward, scales,
+          kindTimes(first.byLevel.at(kLevels[first.minLevel])));
   Expected<Estimate> rebalanced = estimate(again, each, true, pick);
   if (!rebalanced)
     return rebalanced.takeError();
@@ -323,13 +333,11 @@ Expected<Estimate> Evaluator::estimate(Candidate c, ArrayRef<Profiles> choices,
       c.stageRanges.push_back(
           {k * model.layers / stages, (k + 1) * model.layers / stages - 1});
   } else if (c.stageRanges.empty()) {
-    std::vector<double> kindTimes;
-    for (const PartCost &k : cutBase.kinds)
-      kindTimes.push_back(k.forward + k.backward);
     c.stageRanges =
         pp > 1
             ? cut(pp, cutBase.layer.forward + cutBase.layer.backward,
-                  cutBase.rest.forward + cutBase.rest.backward, {}, kindTimes)
+                  cutBase.rest.forward + cutBase.rest.backward, {},
+                  kindTimes(cutBase))
             : std::vector<std::pair<int64_t, int64_t>>{{0, model.layers - 1}};
   }
   if (int64_t(c.stageRanges.size()) != pp * v)

@@ -1,18 +1,19 @@
-//===- SliceLayers.cpp - a model cut to its first layers ------*- C++ -*-===//
+//===- SliceLayers.cpp - a model cut to some of its layers -----*- C++ -*-===//
 //
 // The planner (passes/planner/Planner.h) times a layer as the difference of
 // the model with two layers and with one. The frontends build those from a
 // config; a model read from .mlir is cut here, so the planner can plan any
-// graph whose parameters carry `weft.layer`.
+// graph whose parameters carry `weft.layer` (and, where its layers differ,
+// time layer 0 with a layer of each kind: layerKinds).
 //
 // Layers are found as weft-pipeline-assign-stages finds them (valueLayers:
 // a value belongs to the latest layer it is computed from), and a layer's
 // output by liveness in program order: between two layers, the residual
 // stream is the one live activation that later layers' weights (or the
-// head's) still read. Cutting to k layers makes what follows the layers
-// read layer k-1's output for layer L-1's (and its side outputs, as
-// auxiliary losses, for the dropped layers'), and drops what no longer
-// feeds the function's results.
+// head's) still read. Dropping layers makes what read a dropped layer's
+// output read the kept layer's before it (what follows the layers: the
+// last kept layer's), a dropped layer's side outputs (auxiliary losses)
+// read as a kept layer's, and drops what no longer feeds the results.
 //
 //===----------------------------------------------------------------------===//
 

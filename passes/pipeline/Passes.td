@@ -77,7 +77,7 @@ def AssignStages : Pass<"weft-pipeline-assign-stages", "::mlir::ModuleOp"> {
 }
 
 def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
-  let summary = "Cut a model to its first layers";
+  let summary = "Cut a model to its first layers, or to chosen ones";
   let description = [{
     What the planner times a layer by (passes/planner/Planner.h): the model
     with two layers against the model with one. A config builds those
@@ -90,6 +90,11 @@ def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
     combines the layers' side outputs (below), which reads the kept last
     layer's in the dropped layers' place (Mixtral's auxiliary loss keeps
     its mean over the original layer count: the same ops, other values).
+    With `keep` (rising from 0, e.g. `keep=0,3`) it keeps those layers
+    instead: what read a dropped layer's output reads the kept layer's
+    before it (how the planner times a layer of another kind against layer
+    0 alone), and a dropped layer's side outputs are read as those of the
+    nearest kept layer that leaves the same ones.
 
     A layer's output is found in program order: after the last op that
     reads the activations with one of the layer's weights (its parameters,

@@ -74,6 +74,8 @@ struct Positions {
           weights[r] = weight;
       }
     }
+    // What each activation reaches, only while the ops' reach is found.
+    llvm::DenseMap<Value, int64_t> reaches;
     for (Operation *op : llvm::reverse(ops)) {
       int64_t reach = -1;
       for (Value r : op->getResults())
@@ -101,7 +103,7 @@ struct Positions {
   }
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> position, opReach;
-  llvm::DenseMap<Value, int64_t> lastRead, weights, reaches;
+  llvm::DenseMap<Value, int64_t> lastRead, weights;
 };
 } // namespace
 

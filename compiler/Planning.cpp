@@ -44,17 +44,10 @@ struct Captured {
 
 int64_t bytesOf(llvm::StringRef dtype) { return dtype == "f32" ? 4 : 2; }
 
-/// The sequences of the micro-batch a model read from .mlir is written at
-/// (@forward's tokens: [batch, seq], as modelShape checked).
-int64_t modelBatch(ModuleOp model) {
-  auto forward = model.lookupSymbol<func::FuncOp>("forward");
-  return cast<ShapedType>(forward.getArgumentTypes().front()).getDimSize(0);
-}
-
 /// Where the slices come from: a config, which the frontends build with any
 /// number of layers at any batch, or a model read from .mlir, which is cut
-/// to the layers (weft-slice-layers) and whose batch, the step's
-/// micro-batch over all ranks, is split over data parallelism.
+/// to the layers (weft-slice-layers) and rewritten at the batch
+/// (weft-rebatch).
 struct SliceSource {
   const ModelConfig *config = nullptr;
   mutable ModuleOp module; // An op handle: cloning it is not a change.
@@ -75,9 +68,8 @@ struct SliceSource {
   }
 
   /// The model with the layers `keep` (rising from 0; a config's: the
-  /// first ones) at `sequences` sequences a micro-batch, and the data
-  /// parallelism that splits it into them (1: it is built at that size).
-  llvm::Expected<std::pair<OwningOpRef<ModuleOp>, int64_t>>
+  /// first ones) at `sequences` sequences a micro-batch.
+  llvm::Expected<OwningOpRef<ModuleOp>>
   build(MLIRContext &context, ArrayRef<int64_t> keep, int64_t sequences,
         int64_t vocabMultiple, llvm::function_ref<std::string()> why) const {
     if (config) {
@@ -88,23 +80,17 @@ struct SliceSource {
       ModelBuildOptions build{sequences, seq, dtype};
       build.masterWeights = true;
       build.vocabMultiple = vocabMultiple;
-      auto built = buildModel(context, cut, build);
-      if (!built)
-        return built.takeError();
-      return std::make_pair(std::move(*built), int64_t(1));
+      return buildModel(context, cut, build);
     }
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
-    int64_t batch = modelBatch(module);
-    if (batch % sequences != 0)
-      return fail(llvm::formatv(
-          "the model's micro-batch of {0} sequences does not split into "
-          "{1}-sequence parts",
-          batch, sequences));
     OwningOpRef<ModuleOp> cut = module.clone();
-    if (failed(sliceLayers(cut->lookupSymbol<func::FuncOp>("forward"), keep)))
-      return fail("cannot cut @" + forward.getSymName() + " to " +
-                  llvm::Twine(keep.size()) + " layer(s)" + why());
-    return std::make_pair(std::move(cut), batch / sequences);
+    auto forward = cut->lookupSymbol<func::FuncOp>("forward");
+    if (failed(sliceLayers(forward, keep)))
+      return fail("cannot cut @forward to " + llvm::Twine(keep.size()) +
+                  " layer(s)" + why());
+    if (failed(rebatch(forward, sequences)))
+      return fail("cannot rewrite @forward at " + llvm::Twine(sequences) +
+                  " sequence(s)" + why());
+    return std::move(cut);
   }
 };
 
@@ -132,10 +118,7 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   });
   if (!built)
     return built.takeError();
-  int64_t split = built->second;
   std::string planText = stages ? "pp=2," : "";
-  if (split > 1)
-    planText += "dp=" + std::to_string(split) + ",";
   if (key.ep > 1)
     planText += "ep=" + std::to_string(key.ep) + ",";
   if (key.cp > 1)
@@ -164,7 +147,7 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   };
   // The memory report reads the placed weft programs; the times the sched
   // ones.
-  OwningOpRef<ModuleOp> placed = built->first->clone();
+  OwningOpRef<ModuleOp> placed = (*built)->clone();
   options.sched = false;
   if (mlir::failed(buildTrainingPrograms(*placed, options)))
     return failed("placing");
@@ -186,7 +169,7 @@ compileSlice(MLIRContext &context, const SliceSource &source,
     return PartCost();
   }
   options.sched = true;
-  OwningOpRef<ModuleOp> lowered = std::move(built->first);
+  OwningOpRef<ModuleOp> lowered = std::move(*built);
   if (mlir::failed(buildTrainingPrograms(*lowered, options)))
     return failed("lowering");
   std::map<std::string, ProgramEstimate> programs;
@@ -199,14 +182,6 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   for (const char *name : {"forward", "accumulate", "step"})
     if (!programs.count(name))
       return fail(llvm::Twine("the slice has no program @") + name);
-  // A model split over dp to its micro-batch all-reduces the loss over dp
-  // in each pass, which a slice built at that size does not: not the
-  // slice's cost (the planner times the plan's own reductions).
-  if (split > 1)
-    for (const char *name : {"forward", "accumulate"})
-      for (const ProgramEstimate::Row &row : programs[name].rows)
-        if (llvm::StringRef(row.category).ends_with(" over dp"))
-          programs[name].seconds -= row.seconds;
   auto flops = [&](const char *name) {
     double sum = 0;
     for (const ProgramEstimate::Row &row : programs[name].rows)
@@ -238,8 +213,6 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   };
   // The last micro-batch's copy (@accumulate_last) may hold more: its
   // reductions' buckets live to the end of its backward.
-  // (A model split over dp reduces its gradients there: the plan's own
-  // buckets, which a slice built at its size does not hold.)
   double working = arena("accumulate");
   if (placed->lookupSymbol<func::FuncOp>(kAccumulateLastFunc))
     working = std::max(working, arena(kAccumulateLastFunc));
@@ -412,10 +385,7 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
       // micro-batch; larger ones scale them as the one-layer slice's arena
       // grows (placing once per size would double the search's compiles).
       planner::SliceKey one = key;
-      // (A graph's is measured at the key's own size: at one sequence it
-      // would be split over more ranks than the plan has.)
-      if (!source.module)
-        one.microbatch = 1;
+      one.microbatch = 1;
       auto [it, fresh] = plain->stages.try_emplace(one);
       if (fresh) {
         llvm::Expected<PartCost> placed =
@@ -465,8 +435,7 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
 }
 } // namespace
 
-llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch,
-                                               int64_t *microbatch) {
+llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
   auto forward = model.lookupSymbol<func::FuncOp>("forward");
   auto tokens = forward && !forward.isExternal() && forward.getNumArguments()
                     ? dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0])
@@ -478,15 +447,7 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch,
   planner::ModelShape shape;
   int64_t micro = tokens.getDimSize(0);
   shape.seq = tokens.getDimSize(1);
-  if (batch == 0)
-    batch = micro;
-  if (batch % micro != 0)
-    return fail(llvm::formatv(
-        "a step of {0} sequences is not a whole number of the model's "
-        "micro-batches of {1} (a model read from .mlir is written at its "
-        "micro-batch; --batch counts the step's sequences)",
-        batch, micro));
-  shape.batch = batch;
+  shape.batch = batch ? batch : micro;
   FailureOr<int64_t> layers =
       countLayers(forward.getBody().front(), "the planner");
   if (failed(layers))
@@ -528,13 +489,14 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch,
                   "and the head's");
     shape.layerKinds = std::move(*kinds);
   }
-  if (shape.layers > 1) {
-    OwningOpRef<ModuleOp> trial = model.clone();
-    if (failed(sliceLayers(trial->lookupSymbol<func::FuncOp>("forward"), 1)))
-      return fail("cannot cut @forward to one layer");
-  }
-  if (microbatch)
-    *microbatch = micro;
+  // Where weft-rebatch fails (its error printed), every slice at another
+  // micro-batch would.
+  OwningOpRef<ModuleOp> trial = model.clone();
+  auto cut = trial->lookupSymbol<func::FuncOp>("forward");
+  if (shape.layers > 1 && failed(sliceLayers(cut, 1)))
+    return fail("cannot cut @forward to one layer");
+  if (failed(rebatch(cut, micro == 1 ? 2 : 1)))
+    return fail("cannot rewrite @forward at another micro-batch size");
   return shape;
 }
 

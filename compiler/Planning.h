@@ -32,14 +32,14 @@ planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
                                int64_t seq, llvm::StringRef dtype);
 
 /// The planner's view of a model read from .mlir, trained in steps of
-/// `batch` sequences (0: one micro-batch): its @forward's tokens are one
-/// micro-batch of the step over all ranks ([micro-batch, seq], its size
-/// into `microbatch`), its layers its parameters' `weft.layer` (their
-/// kinds where they differ); an error for a batch that is not a whole
-/// number of micro-batches, a model without layers or an embedding, a
-/// layer 0 unlike every other, or layers weft-slice-layers cannot cut.
-llvm::Expected<planner::ModelShape>
-modelShape(mlir::ModuleOp model, int64_t batch, int64_t *microbatch = nullptr);
+/// `batch` sequences (0: as many as its @forward's tokens, [batch, seq]),
+/// its layers its parameters' `weft.layer` (their kinds where they
+/// differ); the slices are cut from it (weft-slice-layers) at each
+/// micro-batch the search tries (weft-rebatch). An error for a model
+/// without layers or an embedding, a layer 0 unlike every other, or one
+/// those passes cannot cut or rewrite.
+llvm::Expected<planner::ModelShape> modelShape(mlir::ModuleOp model,
+                                               int64_t batch);
 
 /// Compiles slices of `config` (sequences of `seq` in `dtype`) with the
 /// settings of `base` (AdamW, buckets; its plan, recomputation and FP8 are

@@ -43,6 +43,11 @@ mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward, int64_t keep);
 mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward,
                                 llvm::ArrayRef<int64_t> keep);
 
+/// Rewrites `forward` (taking [B, S] token ids first) at `batch` sequences
+/// a micro-batch, as a frontend would build it (see weft-rebatch); fails
+/// with an error naming the op it cannot follow.
+mlir::LogicalResult rebatch(mlir::func::FuncOp forward, int64_t batch);
+
 /// Each layer's kind in `forward`: layers whose ops (by name and result
 /// types, from after the previous layer's output to its own) are alike
 /// share one, numbered from 0 in the order they first appear (a uniform

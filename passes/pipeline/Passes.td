@@ -125,6 +125,44 @@ def SliceLayers : Pass<"weft-slice-layers", "::mlir::ModuleOp"> {
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }
 
+def Rebatch : Pass<"weft-rebatch", "::mlir::ModuleOp"> {
+  let summary = "Rewrite a model at another micro-batch size";
+  let description = [{
+    A model read from .mlir is written at one micro-batch: its forward
+    function `func` (before autodiff) takes [B, S] token ids first. This
+    rewrites it at `batch` sequences, as a frontend builds the same model at
+    that size, so the planner can choose the micro-batch and weftc compile
+    can take a step's --batch. Every argument with dimensions is data whose
+    first dimension is the batch (a 0-d one, as a step counter, is kept).
+
+    The batch is followed through the ops: a value holding it has one
+    dimension of outer * B * inner elements (a reshape to [B*S, H] merges it
+    with the sequence), which becomes outer * batch * inner. Ops that infer
+    their result types are re-inferred; elementwise ops, norms, rope and
+    dropout take their input's new shape; a reshape puts the batch where the
+    same elements precede it. A broadcast or splat constant that an
+    elementwise op pairs with a batched value (a position embedding
+    broadcast over the batch, an epsilon) is rebuilt at the new shape; from
+    one sequence, any such value is broadcast to the batch. An expert's
+    capacity grows or shrinks with the tokens, rounded up
+    (ceil(capacity * batch / B)), and the packed rows stay min(pairs,
+    experts * capacity).
+
+    A model it cannot follow is an error naming the op: a reshape that
+    splits the batch over dimensions, a value paired with the batch that
+    is computed from no input and is not a broadcast or splat constant, an
+    op already placed (`split`, `microbatches`), fused ops, an argument
+    whose first dimension is not the batch, or an op it has no rule for.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "Sequences per micro-batch to rewrite the model at (at least 1)">,
+    Option<"func", "func", "std::string", /*default=*/"\"forward\"",
+           "Forward function to rewrite">
+  ];
+  let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
+}
+
 def SplitStages : Pass<"weft-pipeline-split", "::mlir::ModuleOp"> {
   let summary = "Cut the staged training step into per-stage programs with "
                 "send/recv and a checked schedule table";

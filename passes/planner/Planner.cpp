@@ -882,20 +882,6 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
         shape.ep = ep;
         shape.cp = cp;
         shape.fp8 = fp8;
-        // The first profile (for pruning: the state does not depend on
-        // the micro-batch) at the smallest size a fixed micro-batch splits
-        // into on this layout's ranks.
-        if (int64_t micro = options.microbatchSequences) {
-          shape.microbatchSize = 0;
-          for (int64_t b : divisorsOf(micro))
-            if (micro % (b * ep) == 0 &&
-                micro / (b * ep) * tp * ep * cp <= world) {
-              shape.microbatchSize = b;
-              break;
-            }
-          if (shape.microbatchSize == 0)
-            continue;
-        }
         Expected<Profiles> p = evaluator.profiles(shape, options.recompute);
         if (!p) {
           consumeError(p.takeError());
@@ -929,14 +915,9 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             continue;
           }
           for (int64_t b : divisorsOf(model.batch / groups)) {
-            if (int64_t micro = options.microbatchSequences) {
-              if (b * groups != micro)
-                continue;
-            } else if (b > options.maxMicrobatchSize ||
-                       (b > 1 &&
-                        b * model.seq / cp > options.maxMicrobatchTokens)) {
+            if (b > options.maxMicrobatchSize ||
+                (b > 1 && b * model.seq / cp > options.maxMicrobatchTokens))
               break;
-            }
             int64_t m = model.batch / (groups * b);
             // The slices at this micro-batch (one size may not build where
             // another does, e.g. an attention scratch past its limit).

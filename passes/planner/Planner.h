@@ -195,10 +195,6 @@ struct SearchOptions {
   /// Context parallelism is tried for sequences of at least this many
   /// tokens per cp rank (it pays a ring of key and value exchanges).
   int64_t minContextPerRank = 8192;
-  /// When set, every plan's micro-batch over dp x ep is this many
-  /// sequences (a model read from .mlir is written at its micro-batch), so
-  /// dp x ep decides the micro-batch size and the batch their number.
-  int64_t microbatchSequences = 0;
 };
 
 /// One plan: where everything goes and in what order.

@@ -25,6 +25,7 @@
 #include "passes/costmodel/Report.h"
 #include "passes/costmodel/Topology.h"
 #include "passes/health/Passes.h"
+#include "passes/pipeline/Passes.h"
 #include "passes/pipeline/Schedule.h"
 #include "passes/precision/Passes.h"
 #include "passes/recompute/Passes.h"
@@ -408,7 +409,8 @@ int runImport(MLIRContext &context) {
 }
 
 /// Loads the graph named by the positional file or built from --config
-/// with `batch` sequences (a .mlir model's batch is its own).
+/// with `batch` sequences (a .mlir model is rewritten at that many, or with
+/// 0 kept at its own: weft-rebatch).
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
                                 int64_t seq, int64_t batch,
                                 int64_t vocabMultiple = 1) {
@@ -428,7 +430,16 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
       return nullptr;
     }
     sources.AddNewSourceBuffer(std::move(*buffer), SMLoc());
-    return parseSourceFile<ModuleOp>(sources, &context);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
+    if (!module || batch <= 0)
+      return module;
+    // The function compiled (@forward) or evaluated (the first).
+    auto func = module->lookupSymbol<func::FuncOp>("forward");
+    if (!func && !module->getOps<func::FuncOp>().empty())
+      func = *module->getOps<func::FuncOp>().begin();
+    if (func && failed(weft::rebatch(func, batch)))
+      return nullptr;
+    return module;
   }
   if (configPath.empty()) {
     fail("eval needs a model.mlir or --config");
@@ -727,34 +738,18 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     if (!givenBatch)
       batchSize = plan.size("dp") * plan.size("ep") * plan.microbatches;
   }
-  // The programs run on one micro-batch: the model is built at its size
-  // (a .mlir model is written at it).
-  if (batchSize % plan.microbatches != 0)
+  // The programs run on one micro-batch: the model is built (a .mlir one
+  // rewritten) at its size. Without --batch, a .mlir model's own is it.
+  bool ownBatch = !modelPath.empty() && !givenBatch;
+  if (!ownBatch && batchSize % plan.microbatches != 0)
     return fail(formatv("--batch {0} does not split into microbatches={1} "
                         "equal micro-batches",
                         batchSize, plan.microbatches)
                     .str());
-  if (int64_t groups = plan.size("dp") * plan.size("ep");
-      plan.microbatches > 1 && (batchSize / plan.microbatches) % groups != 0)
-    return fail(
-        formatv("--batch {0} in microbatches={1} makes micro-batches "
-                "of {2} sequence(s), which {3} does not divide",
-                batchSize, plan.microbatches, batchSize / plan.microbatches,
-                plan.size("ep") > 1 ? formatv("dp x ep = {0}", groups).str()
-                                    : formatv("dp={0}", groups).str())
-            .str());
-  SmallVector<ElasticVariant> variants;
-  if (elastic) {
-    if (!emit.empty() || outputPath == "-" ||
-        reportFormat.getNumOccurrences() || !timelinePath.empty())
-      return fail("--elastic adds bundles to a bundle: it needs -o bundle/ "
-                  "and no --emit, --report or --timeline");
-    FailureOr<SmallVector<ElasticVariant>> found =
-        elasticVariants(plan, batchSize, elastic);
-    if (failed(found))
-      return 1;
-    variants = std::move(*found);
-  }
+  if (elastic && (!emit.empty() || outputPath == "-" ||
+                  reportFormat.getNumOccurrences() || !timelinePath.empty()))
+    return fail("--elastic adds bundles to a bundle: it needs -o bundle/ "
+                "and no --emit, --report or --timeline");
   // At most 2^20: a multiple past any vocabulary is a typo.
   if (vocabDivisibleBy < 1 || vocabDivisibleBy > (1 << 20))
     return fail(formatv("--make-vocab-size-divisible-by must be from 1 to "
@@ -763,9 +758,9 @@ int compileBundle(MLIRContext &context, const std::string &planText,
                     .str());
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
-  OwningOpRef<ModuleOp> module =
-      loadModel(context, sources, seqLen, batchSize / plan.microbatches,
-                vocabDivisibleBy * plan.size("tp"));
+  OwningOpRef<ModuleOp> module = loadModel(
+      context, sources, seqLen, ownBatch ? 0 : batchSize / plan.microbatches,
+      vocabDivisibleBy * plan.size("tp"));
   if (!module)
     return 1;
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
@@ -781,6 +776,24 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     return forward.emitError("@forward must take [batch, seq] integer token "
                              "ids first"),
            1;
+  batchSize = tokens.getDimSize(0) * plan.microbatches;
+  if (int64_t groups = plan.size("dp") * plan.size("ep");
+      plan.microbatches > 1 && (batchSize / plan.microbatches) % groups != 0)
+    return fail(
+        formatv("--batch {0} in microbatches={1} makes micro-batches "
+                "of {2} sequence(s), which {3} does not divide",
+                batchSize, plan.microbatches, batchSize / plan.microbatches,
+                plan.size("ep") > 1 ? formatv("dp x ep = {0}", groups).str()
+                                    : formatv("dp={0}", groups).str())
+            .str());
+  SmallVector<ElasticVariant> variants;
+  if (elastic) {
+    FailureOr<SmallVector<ElasticVariant>> found =
+        elasticVariants(plan, batchSize, elastic);
+    if (failed(found))
+      return 1;
+    variants = std::move(*found);
+  }
   if (failed(weft::checkForwardOps(forward)))
     return 1;
   if (forward.isExternal() || forward.getBody().getOps<weft::ParamOp>().empty())
@@ -1119,13 +1132,10 @@ struct PlannerSetup {
                  : weft::sliceProfiler(context, config, seq, dtype, topology,
                                        slices, cuda);
   }
-  /// The micro-batch every plan runs over dp x ep: a .mlir model's own
-  /// (0: the search chooses).
-  int64_t microbatch = 0;
 };
 
 /// A .mlir model for the planner: its shape from the graph, --batch
-/// defaulting to one micro-batch, and --seq and --dtype refused where they
+/// defaulting to its own batch, and --seq and --dtype refused where they
 /// disagree with it.
 bool plannerModel(MLIRContext &context, PlannerSetup &setup) {
   SourceMgr sources;
@@ -1137,8 +1147,7 @@ bool plannerModel(MLIRContext &context, PlannerSetup &setup) {
   if (forward && failed(weft::checkForwardOps(forward)))
     return false;
   Expected<weft::planner::ModelShape> shape = weft::modelShape(
-      *setup.model, batchSize.getNumOccurrences() ? batchSize.getValue() : 0,
-      &setup.microbatch);
+      *setup.model, batchSize.getNumOccurrences() ? batchSize.getValue() : 0);
   if (!shape) {
     fail(modelPath + ": " + toString(shape.takeError()));
     return false;
@@ -1299,14 +1308,6 @@ int runPlan(MLIRContext &context) {
         *plan, shape.batch, shape.layers, recomputePolicy, planFp8);
     if (!candidate)
       return fail("--evaluate: " + toString(candidate.takeError()));
-    if (int64_t micro = setup->microbatch;
-        micro &&
-        candidate->microbatchSize * candidate->dp * candidate->ep != micro)
-      return fail(formatv("--evaluate: {0} is written at micro-batches of "
-                          "{1} sequences; a step of {2} makes them "
-                          "microbatches={3}",
-                          modelPath, micro, shape.batch, shape.batch / micro)
-                      .str());
     Expected<weft::planner::Estimate> estimate =
         weft::planner::evaluate(shape, setup->topology, *candidate, profile);
     if (!estimate)
@@ -1331,7 +1332,6 @@ int runPlan(MLIRContext &context) {
   FailureOr<weft::planner::SearchOptions> options = searchOptions();
   if (failed(options))
     return 1;
-  options->microbatchSequences = setup->microbatch;
   Expected<weft::planner::SearchResult> result =
       weft::planner::search(shape, setup->topology, *options, profile);
   if (!result)
@@ -1387,9 +1387,8 @@ autoPlan(MLIRContext &context,
   FailureOr<weft::planner::SearchOptions> options = searchOptions();
   if (failed(options))
     return failure();
-  options->microbatchSequences = setup->microbatch;
-  // A .mlir model's step defaults to one of its micro-batches; the bundle
-  // is compiled for the step searched.
+  // A .mlir model's step defaults to its own batch; the bundle is compiled
+  // for the step searched.
   batchSize = setup->shape.batch;
   // A policy or recipe given on the command line is kept, not searched.
   if (recomputePolicy.getNumOccurrences()) {
@@ -1566,7 +1565,11 @@ int runEval(MLIRContext &context) {
 
   SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &context);
-  OwningOpRef<ModuleOp> module = loadModel(context, sources, seq, batchSize);
+  // A .mlir model is evaluated at its own batch unless --batch says.
+  OwningOpRef<ModuleOp> module = loadModel(
+      context, sources, seq,
+      modelPath.empty() || batchSize.getNumOccurrences() ? batchSize.getValue()
+                                                         : int64_t(0));
   if (!module)
     return 1;
   auto funcs = module->getOps<func::FuncOp>();
@@ -1590,20 +1593,14 @@ int runEval(MLIRContext &context) {
                << " first, not a scalar loss",
            1;
   int64_t b = argType(0).getDimSize(0), s = argType(0).getDimSize(1);
-  // A model read from .mlir has its shape; flags that say otherwise are
-  // refused rather than ignored.
-  if (!modelPath.empty())
-    for (auto [given, flag, has] :
-         {std::tuple{int64_t(batchSize), "--batch", b},
-          std::tuple{int64_t(seqLen), "--seq", s}})
-      if ((StringRef(flag) == "--batch" ? batchSize.getNumOccurrences()
-                                        : seqLen.getNumOccurrences()) > 0 &&
-          given != has)
-        return fail(formatv("{0} {1} disagrees with {2}, whose inputs are "
-                            "[{3}, {4}] (the model's shape decides; drop the "
-                            "flag)",
-                            flag, given, modelPath, b, s)
-                        .str());
+  // A model read from .mlir has its sequence length (--batch rewrites its
+  // batch); a --seq that says otherwise is refused rather than ignored.
+  if (!modelPath.empty() && seqLen.getNumOccurrences() && seqLen != s)
+    return fail(formatv("--seq {0} disagrees with {1}, whose inputs are "
+                        "[{2}, {3}] (the model's shape decides; drop the "
+                        "flag)",
+                        seqLen.getValue(), modelPath, b, s)
+                    .str());
   if (static_cast<int64_t>(tokens->size()) < b * s + 1)
     return fail(tokensPath + ": has " + Twine(tokens->size()) +
                 " tokens; one batch of " + Twine(b) + " x " + Twine(s) +

@@ -58,6 +58,10 @@ struct SliceSource {
   int64_t hidden = 0, elementBytes = 4;
   /// A graph's layer kinds when its layers differ (ModelShape::layerKinds).
   std::vector<int64_t> kinds;
+  /// A graph cut to each set of layers, at its own batch: a slice clones
+  /// the cut (a few layers), not the whole model.
+  std::shared_ptr<std::map<std::vector<int64_t>, OwningOpRef<ModuleOp>>> cuts =
+      std::make_shared<std::map<std::vector<int64_t>, OwningOpRef<ModuleOp>>>();
 
   /// The first layer of kind `kind` after layer `after`.
   int64_t next(int64_t kind, int64_t after) const {
@@ -82,11 +86,16 @@ struct SliceSource {
       build.vocabMultiple = vocabMultiple;
       return buildModel(context, cut, build);
     }
-    OwningOpRef<ModuleOp> cut = module.clone();
+    OwningOpRef<ModuleOp> &layers = (*cuts)[keep.vec()];
+    if (!layers) {
+      OwningOpRef<ModuleOp> cut = module.clone();
+      if (failed(sliceLayers(cut->lookupSymbol<func::FuncOp>("forward"), keep)))
+        return fail("cannot cut @forward to " + llvm::Twine(keep.size()) +
+                    " layer(s)" + why());
+      layers = std::move(cut);
+    }
+    OwningOpRef<ModuleOp> cut = layers->clone();
     auto forward = cut->lookupSymbol<func::FuncOp>("forward");
-    if (failed(sliceLayers(forward, keep)))
-      return fail("cannot cut @forward to " + llvm::Twine(keep.size()) +
-                  " layer(s)" + why());
     if (failed(rebatch(forward, sequences)))
       return fail("cannot rewrite @forward at " + llvm::Twine(sequences) +
                   " sequence(s)" + why());

@@ -498,8 +498,8 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
                   "and the head's");
     shape.layerKinds = std::move(*kinds);
   }
-  // Where weft-rebatch fails (its error printed), every slice at another
-  // micro-batch would.
+  // A graph weft-rebatch cannot rewrite at another size (its error
+  // printed) is refused before the search, not slice by slice.
   OwningOpRef<ModuleOp> trial = model.clone();
   auto cut = trial->lookupSymbol<func::FuncOp>("forward");
   if (shape.layers > 1 && failed(sliceLayers(cut, 1)))

@@ -11,8 +11,8 @@
 // update). Two layers minus one is a layer; one layer minus that is the
 // rest of the model. The rest is compiled once per (tp, sp, micro-batch),
 // without recomputation or FP8, which leave it as it is. A model read from
-// .mlir is cut to one and two layers instead (weft-slice-layers), and its
-// batch (one micro-batch over all ranks) split over dp to the slice's.
+// .mlir is cut to one and two layers instead (weft-slice-layers) and
+// rewritten at the slice's micro-batch (weft-rebatch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,9 +53,9 @@ planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
 
 /// Compiles slices of `model` (read from .mlir; `shape` is its modelShape):
 /// it is cut to layer 0 and to layer 0 with another (weft-slice-layers:
-/// of each kind when its layers differ), and its micro-batch split over
-/// data parallelism into the slice's (a plan's micro-batch over dp x ep is
-/// the model's). Keeps `model` by reference, as the other overload.
+/// of each kind when its layers differ), each cut kept, and a copy of the
+/// cut rewritten at the slice's micro-batch (weft-rebatch). Keeps `model`
+/// by reference, as the other overload.
 planner::ProfileFn sliceProfiler(mlir::MLIRContext &context,
                                  mlir::ModuleOp model,
                                  const planner::ModelShape &shape,

@@ -105,6 +105,11 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
         rows = std::min(rows, e * *capacity);
       }
       auto [positions, counts] = g.expertRoute(experts, e, capacity);
+      if (capacity && positions)
+        positions.getDefiningOp()->setAttr(
+            kCapacityFactorAttr,
+            FloatAttr::get(Float64Type::get(positions.getContext()),
+                           c.capacityFactor));
       Value slots = g.expertDispatch(flat, positions, rows);
       // Each weight of the experts is one parameter [E, out, in] that
       // expert parallelism splits along E (weft.expert_dim); checkpoints

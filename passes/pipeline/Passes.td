@@ -143,16 +143,20 @@ def Rebatch : Pass<"weft-rebatch", "::mlir::ModuleOp"> {
     same elements precede it. A broadcast or splat constant that an
     elementwise op pairs with a batched value (a position embedding
     broadcast over the batch, an epsilon) is rebuilt at the new shape; from
-    one sequence, any such value is broadcast to the batch. An expert's
-    capacity grows or shrinks with the tokens, rounded up
-    (ceil(capacity * batch / B)), and the packed rows stay min(pairs,
-    experts * capacity).
+    one sequence, any such value is broadcast to the batch. A slice that
+    keeps the whole batch grows with it. An expert's capacity is the
+    frontend's at the new size where the route carries its
+    `weft.capacity_factor` (max(1, ceil(factor * pairs / experts))), else
+    scaled with the tokens and rounded up (ceil(capacity * batch / B)); the
+    packed rows stay min(pairs, experts * capacity), and what reads them
+    follows their count.
 
     A model it cannot follow is an error naming the op: a reshape that
-    splits the batch over dimensions, a value paired with the batch that
-    is computed from no input and is not a broadcast or splat constant, an
-    op already placed (`split`, `microbatches`), fused ops, an argument
-    whose first dimension is not the batch, or an op it has no rule for.
+    splits the batch over dimensions, a slice that cuts it, a concat along
+    it, a value paired with the batch that is computed from no input and is
+    not a broadcast or splat constant (from B > 1), an op already placed
+    (`split`, `microbatches`), fused ops, an argument whose first dimension
+    is not the batch, a size past 64 bits, or an op it has no rule for.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",

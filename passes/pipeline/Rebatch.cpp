@@ -14,8 +14,15 @@
 // the batch where the same elements precede it and one sequence's step
 // spans the same elements. A broadcast or splat constant that an op pairs
 // with a batched value (the position embedding broadcast over the batch,
-// an epsilon) is rebuilt at the new shape; a mixture of experts' capacity
-// and packed rows follow the tokens.
+// an epsilon) is rebuilt at the new shape. A mixture of experts' capacity
+// follows the tokens (from the frontend's capacity factor where the route
+// carries it), and its packed rows, which a capacity rounds, are their own
+// count, not a multiple of the batch.
+//
+// With B > 1 where the batch sits is determined; from one sequence it is
+// not (a dimension of one may be anywhere), so a reshape prefers the
+// dimension that is the batch alone, and an argument of rank one or more
+// is data: a packed [1, B*S] layout is read as one sequence of B*S.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +31,11 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <optional>
 
 namespace weft {
@@ -42,6 +52,10 @@ namespace {
 /// before, `inner` elements in each of its steps).
 struct Batched {
   int64_t dim = 0, outer = 1, inner = 1;
+  /// Non-zero: the dimension is an expert buffer's packed rows, which the
+  /// tokens decide but not in proportion (a capacity rounds), this many at
+  /// N sequences.
+  int64_t packed = 0;
 };
 
 class Rebatcher {
@@ -55,11 +69,19 @@ private:
   InFlightDiagnostic fail(Operation *op, const Twine &message) {
     return op->emitError("weft-rebatch: ") << message;
   }
-  /// `type` with the batch of `b` at N sequences.
-  RankedTensorType resized(Type type, Batched b) const {
+  /// `type` with the batch of `b` at N sequences (a size past 64 bits is
+  /// noted in `overflow` and left as it was).
+  RankedTensorType resized(Type type, Batched b) {
     auto t = cast<RankedTensorType>(type);
     SmallVector<int64_t> shape(t.getShape());
-    shape[b.dim] = b.outer * to * b.inner;
+    int64_t part, size;
+    if (b.packed)
+      shape[b.dim] = b.packed;
+    else if (llvm::MulOverflow(b.outer, to, part) ||
+             llvm::MulOverflow(part, b.inner, size))
+      overflow = true;
+    else
+      shape[b.dim] = size;
     return t.clone(shape);
   }
   LogicalResult visit(Operation *op);
@@ -83,9 +105,11 @@ private:
   llvm::DenseMap<Value, Batched> where;
   /// The types values had at B sequences (only those that changed).
   llvm::DenseMap<Value, Type> before;
-  llvm::DenseMap<Value, Value> rebuilt;
+  /// Broadcasts and constants rebuilt, by the value and the type wanted.
+  llvm::DenseMap<std::pair<Value, Type>, Value> rebuilt;
   /// Each expert_route's capacity at B sequences.
   llvm::DenseMap<Operation *, int64_t> capacityOf;
+  bool overflow = false;
 
   Type oldType(Value v) const { return before.lookup_or(v, v.getType()); }
   void retype(Value v, Type t) {
@@ -127,9 +151,9 @@ std::optional<Batched> Rebatcher::reshaped(ArrayRef<int64_t> in, Batched b,
 }
 
 FailureOr<Value> Rebatcher::widened(Value v, Batched b, Operation *user) {
-  if (Value done = rebuilt.lookup(v))
-    return done;
   RankedTensorType type = resized(v.getType(), b);
+  if (Value done = rebuilt.lookup({v, type}))
+    return done;
   // In the old one's place (as a frontend orders them), or before `user`.
   OpBuilder builder(v.getDefiningOp() ? v.getDefiningOp() : user);
   Value made;
@@ -164,7 +188,7 @@ FailureOr<Value> Rebatcher::widened(Value v, Batched b, Operation *user) {
                           "input (only a broadcast or a splat constant is "
                           "rebuilt at another batch)");
   }
-  rebuilt[v] = made;
+  rebuilt[{v, type}] = made;
   return made;
 }
 
@@ -182,7 +206,8 @@ FailureOr<int64_t> Rebatcher::packedRows(Operation *op, Value positions,
     return newPairs;
   }
   int64_t experts = route.getNumExperts();
-  auto oldCapacity = capacityOf.lookup(route.getOperation());
+  int64_t oldCapacity =
+      capacityOf.lookup_or(route.getOperation(), *route.getCapacity());
   if (rows != std::min(oldPairs, experts * oldCapacity))
     return fail(op, "its " + Twine(rows) +
                         " rows are not min(pairs, experts x capacity) = " +
@@ -231,9 +256,11 @@ LogicalResult Rebatcher::visit(Operation *op) {
 
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
     Type in = oldType(reshape.getInput());
-    std::optional<Batched> r =
-        reshaped(cast<ShapedType>(in).getShape(), where[reshape.getInput()],
-                 reshape.getType().getShape());
+    Batched b = where[reshape.getInput()];
+    std::optional<Batched> r = b.packed
+                                   ? std::nullopt
+                                   : reshaped(cast<ShapedType>(in).getShape(),
+                                              b, reshape.getType().getShape());
     if (!r)
       return fail(op, "the reshape from " + shape(in) + " to " +
                           shape(reshape.getType()) +
@@ -248,7 +275,8 @@ LogicalResult Rebatcher::visit(Operation *op) {
     if (cast<ShapedType>(oldType(broadcast.getInput())).getDimSize(b.dim) !=
         broadcast.getType().getDimSize(dim))
       return fail(op, "the broadcast repeats the batch's dimension");
-    Batched r{dim, b.outer, b.inner};
+    Batched r = b;
+    r.dim = dim;
     where[broadcast.getResult()] = r;
     retype(broadcast.getResult(), resized(broadcast.getType(), r));
     return success();
@@ -278,10 +306,53 @@ LogicalResult Rebatcher::visit(Operation *op) {
   // A capacity-limited expert keeps as many pairs in the same proportion
   // to the tokens (rounded up: the capacity factor's ceiling), and the
   // packed buffer follows.
+  // The frontend's capacity factor gives it as a frontend would at N.
   if (auto route = dyn_cast<ExpertRouteOp>(op); route && route.getCapacity()) {
-    int64_t capacity = *route.getCapacity();
+    int64_t capacity = *route.getCapacity(), scaled;
     capacityOf[op] = capacity;
-    route.setCapacity(std::max<int64_t>(1, (capacity * to + from - 1) / from));
+    auto pairs = cast<ShapedType>(route.getIndices().getType());
+    if (auto factor = op->getAttrOfType<FloatAttr>(kCapacityFactorAttr))
+      scaled = static_cast<int64_t>(
+          std::ceil(factor.getValueAsDouble() * double(pairs.getNumElements()) /
+                    double(route.getNumExperts())));
+    else if (llvm::MulOverflow(capacity, to, scaled))
+      return fail(op,
+                  "its capacity at " + Twine(to) + " sequences passes 64 bits");
+    else
+      scaled = (scaled + from - 1) / from;
+    route.setCapacity(std::max<int64_t>(1, scaled));
+  }
+  // A slice may keep the whole batch (and grows with it), not cut it.
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    Batched b = where[slice.getInput()];
+    int64_t was = cast<ShapedType>(oldType(slice.getInput())).getDimSize(b.dim);
+    if (slice.getStarts()[b.dim] != 0 || slice.getLimits()[b.dim] != was)
+      return fail(op, "the slice cuts the batch's dimension " + Twine(b.dim) +
+                          " (it keeps [" + Twine(slice.getStarts()[b.dim]) +
+                          ", " + Twine(slice.getLimits()[b.dim]) + ") of " +
+                          Twine(was) + ")");
+    SmallVector<int64_t> limits(slice.getLimits());
+    limits[b.dim] = resized(oldType(slice.getInput()), b).getDimSize(b.dim);
+    slice.setLimits(limits);
+  }
+  // Values joined beside the batch hold it alike (an unbatched one is
+  // rebuilt as an elementwise partner is); joined along it, they would
+  // interleave sequences.
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    Batched b = where[*llvm::find_if(
+        concat.getInputs(), [&](Value v) { return where.count(v) > 0; })];
+    if (b.dim == concat.getDim())
+      return fail(op, "it joins values along the batch's dimension " +
+                          Twine(b.dim));
+    for (OpOperand &input : op->getOpOperands()) {
+      if (where.count(input.get()))
+        continue;
+      FailureOr<Value> wide = widened(input.get(), b, op);
+      if (failed(wide))
+        return failure();
+      where[*wide] = b;
+      input.set(*wide);
+    }
   }
   auto repack = [&](auto packing) {
     FailureOr<int64_t> rows =
@@ -305,6 +376,12 @@ LogicalResult Rebatcher::visit(Operation *op) {
           op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
           op->getRegions(), types)))
     return failure();
+  // An expert buffer's rows: from the routing, or from rows before.
+  bool packs = isa<ExpertDispatchOp, ExpertScatterOp>(op) ||
+               llvm::any_of(op->getOperands(), [&](Value v) {
+                 auto it = where.find(v);
+                 return it != where.end() && it->second.packed;
+               });
   for (auto [i, result, type] : llvm::enumerate(op->getResults(), types)) {
     auto was = cast<ShapedType>(result.getType());
     auto now = cast<ShapedType>(type);
@@ -316,8 +393,15 @@ LogicalResult Rebatcher::visit(Operation *op) {
     if (was.getRank() == now.getRank() && changed.empty())
       continue; // Not batched: a weight's gradient, a count per expert.
     int64_t d = changed.size() == 1 ? changed.front() : -1;
-    if (d < 0 || was.getDimSize(d) * to != now.getDimSize(d) * from ||
-        was.getDimSize(d) % from != 0)
+    bool proportional = d >= 0 &&
+                        was.getDimSize(d) * to == now.getDimSize(d) * from &&
+                        was.getDimSize(d) % from == 0;
+    if (d >= 0 && !proportional && packs) {
+      where[result] = Batched{d, 1, 1, now.getDimSize(d)};
+      retype(result, type);
+      continue;
+    }
+    if (!proportional)
       return fail(op, "its result #" + Twine(i) + " would change from " +
                           shape(was) + " to " + shape(now) +
                           ", not as the batch does in one dimension");
@@ -326,7 +410,7 @@ LogicalResult Rebatcher::visit(Operation *op) {
     Batched r{d, 1, was.getDimSize(d) / from};
     for (Value operand : op->getOperands())
       if (auto it = where.find(operand);
-          it != where.end() &&
+          it != where.end() && !it->second.packed &&
           cast<ShapedType>(oldType(operand)).getDimSize(it->second.dim) ==
               was.getDimSize(d)) {
         r = {d, it->second.outer, it->second.inner};
@@ -352,13 +436,24 @@ LogicalResult Rebatcher::run() {
     where[arg] = Batched{};
     retype(arg, resized(t, Batched{}));
   }
-  for (Operation &op : llvm::make_early_inc_range(body.without_terminator()))
+  if (overflow)
+    return forward.emitError("weft-rebatch: at ")
+           << to << " sequences an argument's size passes 64 bits";
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     if (failed(visit(&op)))
       return failure();
+    if (overflow)
+      return fail(&op, "at " + Twine(to) +
+                           " sequences a result's size passes 64 bits");
+  }
   // What the rebuilt broadcasts and constants replaced, if nothing else
   // reads it.
+  llvm::SetVector<Operation *> replaced;
   for (auto [old, made] : rebuilt)
-    if (Operation *def = old.getDefiningOp(); def && isOpTriviallyDead(def))
+    if (Operation *def = old.first.getDefiningOp())
+      replaced.insert(def);
+  for (Operation *def : replaced)
+    if (isOpTriviallyDead(def))
       def->erase();
   forward.setFunctionType(
       FunctionType::get(forward.getContext(), body.getArgumentTypes(),

@@ -134,7 +134,9 @@ cl::opt<std::string> configPath("config", cl::desc("Hugging Face config.json"),
                                 cl::value_desc("file"), cl::sub(importCmd),
                                 cl::sub(evalCmd), cl::sub(compileCmd),
                                 cl::sub(planCmd));
-cl::opt<int64_t> batchSize("batch", cl::desc("Batch size (default 1)"),
+cl::opt<int64_t> batchSize("batch",
+                           cl::desc("Batch size: the step's sequences (default "
+                                    "1, or a .mlir model's own)"),
                            cl::init(1), cl::sub(importCmd), cl::sub(evalCmd),
                            cl::sub(compileCmd), cl::sub(planCmd));
 cl::opt<int64_t> seqLen("seq",
@@ -409,11 +411,12 @@ int runImport(MLIRContext &context) {
 }
 
 /// Loads the graph named by the positional file or built from --config
-/// with `batch` sequences (a .mlir model is rewritten at that many, or with
-/// 0 kept at its own: weft-rebatch).
+/// with `batch` sequences (a .mlir model's @forward, or with `first` its
+/// first function, is rewritten at that many, or with 0 kept at its own:
+/// weft-rebatch).
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
                                 int64_t seq, int64_t batch,
-                                int64_t vocabMultiple = 1) {
+                                int64_t vocabMultiple = 1, bool first = false) {
   if (!modelPath.empty()) {
     if (!configPath.empty()) {
       fail("give either a model.mlir or --config, not both");
@@ -433,10 +436,11 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, SourceMgr &sources,
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
     if (!module || batch <= 0)
       return module;
-    // The function compiled (@forward) or evaluated (the first).
-    auto func = module->lookupSymbol<func::FuncOp>("forward");
-    if (!func && !module->getOps<func::FuncOp>().empty())
-      func = *module->getOps<func::FuncOp>().begin();
+    // The function compiled (@forward) or evaluated (the first); a model
+    // without it is refused by the caller.
+    auto funcs = module->getOps<func::FuncOp>();
+    auto func = first ? (funcs.empty() ? func::FuncOp() : *funcs.begin())
+                      : module->lookupSymbol<func::FuncOp>("forward");
     if (func && failed(weft::rebatch(func, batch)))
       return nullptr;
     return module;
@@ -741,6 +745,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   // The programs run on one micro-batch: the model is built (a .mlir one
   // rewritten) at its size. Without --batch, a .mlir model's own is it.
   bool ownBatch = !modelPath.empty() && !givenBatch;
+  if (!modelPath.empty() && givenBatch && *givenBatch < 1)
+    return fail("--batch must be positive, got " + Twine(*givenBatch));
   if (!ownBatch && batchSize % plan.microbatches != 0)
     return fail(formatv("--batch {0} does not split into microbatches={1} "
                         "equal micro-batches",
@@ -793,6 +799,15 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     if (failed(found))
       return 1;
     variants = std::move(*found);
+    // A .mlir model is rewritten for each variant's micro-batch: one that
+    // cannot be fails before any bundle is written.
+    if (!modelPath.empty())
+      for (const ElasticVariant &v : variants) {
+        OwningOpRef<ModuleOp> trial = module->clone();
+        if (failed(weft::rebatch(trial->lookupSymbol<func::FuncOp>("forward"),
+                                 batchSize / v.plan.microbatches)))
+          return 1;
+      }
   }
   if (failed(weft::checkForwardOps(forward)))
     return 1;
@@ -1569,7 +1584,8 @@ int runEval(MLIRContext &context) {
   OwningOpRef<ModuleOp> module = loadModel(
       context, sources, seq,
       modelPath.empty() || batchSize.getNumOccurrences() ? batchSize.getValue()
-                                                         : int64_t(0));
+                                                         : int64_t(0),
+      /*vocabMultiple=*/1, /*first=*/true);
   if (!module)
     return 1;
   auto funcs = module->getOps<func::FuncOp>();

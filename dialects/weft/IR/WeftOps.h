@@ -79,6 +79,10 @@ inline constexpr const char *kTpDimAttr = "weft.tp_dim";
 /// splits over ep (the frontends set it on stacked expert weights).
 inline constexpr const char *kExpertDimAttr = "weft.expert_dim";
 inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
+/// On a weft.expert_route with a capacity: the capacity factor the frontend
+/// derived it from (capacity = max(1, ceil(factor * pairs / experts))), so
+/// weft-rebatch gives the capacity a frontend gives at another batch.
+inline constexpr const char *kCapacityFactorAttr = "weft.capacity_factor";
 inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 /// On a weft.param: checkpoints (Hugging Face's shapes) hold only its first

@@ -85,3 +85,21 @@ func.func @forward(%tokens: tensor<2x2xi32>) -> tensor<4x1xf32> {
   %d = weft.expert_dispatch %flat, %pos rows = 9 : tensor<4x1xf32>, tensor<4x2xi32>
   return %flat : tensor<4x1xf32>
 }
+
+// -----
+
+// A slice that keeps part of the batch.
+func.func @forward(%tokens: tensor<2x8xi32>) -> tensor<1x8xi32> {
+  // expected-error @+1 {{weft-rebatch: the slice cuts the batch's dimension 0 (it keeps [0, 1) of 2)}}
+  %s = weft.slice %tokens [0, 0] to [1, 8] : tensor<2x8xi32>
+  return %s : tensor<1x8xi32>
+}
+
+// -----
+
+// Joining along the batch would interleave sequences.
+func.func @forward(%tokens: tensor<2x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{weft-rebatch: it joins values along the batch's dimension 0}}
+  %j = weft.concat %tokens, %tokens dim 0 : tensor<2x8xi32>, tensor<2x8xi32>
+  return %j : tensor<4x8xi32>
+}

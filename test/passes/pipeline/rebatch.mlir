@@ -3,6 +3,7 @@
 // RUN: weft-opt %s '-weft-rebatch=batch=4 func=one' | FileCheck %s --check-prefix=ONE
 // RUN: weft-opt %s '-weft-rebatch=batch=1 func=experts' | FileCheck %s --check-prefix=MOE
 // RUN: weft-opt %s '-weft-rebatch=batch=4 func=inner' | FileCheck %s --check-prefix=INNER
+// RUN: weft-opt %s '-weft-rebatch=batch=3 func=shifted' | FileCheck %s --check-prefix=SHIFT
 
 // A GPT-like forward at 2 sequences rewritten at 3: the arguments, the
 // embedding, the position table broadcast over the batch and the splat
@@ -25,6 +26,7 @@
 // CHECK: weft.reshape %{{.*}} : tensor<24x16xf32> -> tensor<3x8x16xf32>
 // CHECK: weft.cross_entropy %{{.*}}, %[[L]] : tensor<3x8x16xf32>, tensor<3x8xi32>
 // CHECK-NOT: tensor<2x
+// CHECK-LABEL: func.func @one(
 // SAME: func.func @forward(%{{.*}}: tensor<2x8xi32>, %{{.*}}: tensor<2x8xi32>)
 // SAME: weft.constant dense<9.99999974E-6> : tensor<2x8x4xf32>
 func.func @forward(%tokens: tensor<2x8xi32>, %labels: tensor<2x8xi32>) -> (tensor<f32> {weft.output = "loss"}) {
@@ -106,4 +108,14 @@ func.func @inner(%tokens: tensor<1x8xi32>) -> tensor<8x1x2x2xf32> {
   %t = weft.transpose %h [1, 0, 2] : tensor<1x8x4xf32>
   %r = weft.reshape %t : tensor<8x1x4xf32> -> tensor<8x1x2x2xf32>
   return %r : tensor<8x1x2x2xf32>
+}
+
+// A slice that keeps the whole batch (the shifted inputs of a language
+// model) grows with it.
+// SHIFT-LABEL: func.func @shifted(
+// SHIFT: weft.slice %{{.*}} [0, 0] to [3, 7] : tensor<3x8xi32>
+// SHIFT-NEXT: return %{{.*}} : tensor<3x7xi32>
+func.func @shifted(%tokens: tensor<2x8xi32>) -> tensor<2x7xi32> {
+  %s = weft.slice %tokens [0, 0] to [2, 7] : tensor<2x8xi32>
+  return %s : tensor<2x7xi32>
 }

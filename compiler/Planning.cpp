@@ -73,9 +73,12 @@ struct SliceSource {
 
   /// The model with the layers `keep` (rising from 0; a config's: the
   /// first ones) at `sequences` sequences a micro-batch.
+  /// A capacity-limited expert's capacity is that of `routing` times the
+  /// sequences (ModelBuildOptions::capacityGroup).
   llvm::Expected<OwningOpRef<ModuleOp>>
   build(MLIRContext &context, ArrayRef<int64_t> keep, int64_t sequences,
-        int64_t vocabMultiple, llvm::function_ref<std::string()> why) const {
+        int64_t vocabMultiple, int64_t routing,
+        llvm::function_ref<std::string()> why) const {
     if (config) {
       assert(keep.back() + 1 == static_cast<int64_t>(keep.size()) &&
              "a config's slices are its first layers");
@@ -84,6 +87,7 @@ struct SliceSource {
       ModelBuildOptions build{sequences, seq, dtype};
       build.masterWeights = true;
       build.vocabMultiple = vocabMultiple;
+      build.capacityGroup = routing;
       return buildModel(context, cut, build);
     }
     OwningOpRef<ModuleOp> &layers = (*cuts)[keep.vec()];
@@ -96,7 +100,7 @@ struct SliceSource {
     }
     OwningOpRef<ModuleOp> cut = layers->clone();
     auto forward = cut->lookupSymbol<func::FuncOp>("forward");
-    if (failed(rebatch(forward, sequences)))
+    if (failed(rebatch(forward, sequences, routing)))
       return fail("cannot rewrite @forward at " + llvm::Twine(sequences) +
                   " sequence(s)" + why());
     return std::move(cut);
@@ -122,9 +126,10 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   Captured errors(context);
   // Each ep rank routes its own sequences: the micro-batch is ep times one
   // rank's.
-  auto built = source.build(context, keep, batch * key.ep, key.tp, [&] {
-    return errors.text.empty() ? std::string() : ": " + errors.text;
-  });
+  auto built =
+      source.build(context, keep, batch * key.ep, key.tp, key.routing, [&] {
+        return errors.text.empty() ? std::string() : ": " + errors.text;
+      });
   if (!built)
     return built.takeError();
   std::string planText = stages ? "pp=2," : "";
@@ -281,6 +286,7 @@ planner::ModelShape modelShape(const ModelConfig &config, int64_t batch,
   shape.hidden = config.hiddenSize;
   shape.vocab = config.vocabSize;
   shape.experts = config.numExperts;
+  shape.capacityLimited = config.numExperts > 1 && config.capacityFactor > 0;
   shape.batch = batch;
   shape.seq = seq;
   shape.narrow = dtype != "f32";
@@ -291,8 +297,9 @@ namespace {
 planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
                               const Topology &topology,
                               const TrainingOptions &base, bool cuda) {
-  // Per (tp, sp, micro-batch): the plain layer and the rest.
-  using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t>;
+  // Per (tp, sp, ep, cp, micro-batch, routing): the plain layer and the
+  // rest.
+  using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t, int64_t>;
   struct Plain {
     /// The layer, the rest, and with layer kinds a layer of each.
     std::map<Key, std::tuple<PartCost, PartCost, std::vector<PartCost>>> parts;
@@ -321,7 +328,8 @@ planner::ProfileFn profilerOf(MLIRContext &context, SliceSource source,
     };
     const int64_t kindCount =
         source.kinds.empty() ? 1 : *llvm::max_element(source.kinds) + 1;
-    Key at{key.tp, key.sequenceParallel, key.ep, key.cp, key.microbatch};
+    Key at{key.tp, key.sequenceParallel, key.ep,
+           key.cp, key.microbatch,       key.routing};
     // A layout that does not build fails once, for every policy and recipe.
     if (auto failed = plain->failures.find(at); failed != plain->failures.end())
       return fail(failed->second);
@@ -475,6 +483,7 @@ llvm::Expected<planner::ModelShape> modelShape(ModuleOp model, int64_t batch) {
       shape.hidden = table.getDimSize(1);
     } else if (auto route = dyn_cast<ExpertRouteOp>(op)) {
       shape.experts = route.getNumExperts();
+      shape.capacityLimited |= route.getCapacity().has_value();
     } else if (auto mm = dyn_cast<MatmulOp>(op)) {
       shape.narrow |= !mm.getLhs().getType().getElementType().isF32();
     }

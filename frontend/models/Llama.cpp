@@ -101,7 +101,8 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
       if (c.capacityFactor > 0) {
         capacity = std::max<int64_t>(
             1, static_cast<int64_t>(
-                   std::ceil(c.capacityFactor * double(rows) / double(e))));
+                   std::ceil(c.capacityFactor * double(rows * o.capacityGroup) /
+                             double(e))));
         rows = std::min(rows, e * *capacity);
       }
       auto [positions, counts] = g.expertRoute(experts, e, capacity);

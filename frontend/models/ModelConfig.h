@@ -87,6 +87,11 @@ struct ModelBuildOptions {
   /// the rows past the config's vocabulary are padding, their logits
   /// masked out of the loss, and checkpoints hold only the real rows.
   int64_t vocabMultiple = 1;
+  /// A capacity-limited mixture of experts routes this many times the
+  /// built batch's tokens as one group (a rank of dp ranks: the planner's
+  /// slice of one): the capacity is the group's, and the packed rows at most
+  /// all of the built tokens' pairs.
+  int64_t capacityGroup = 1;
 };
 
 /// Builds `forward(tokens: [B,S] i32, labels: [B,S] i32) -> (loss, logits)`.

@@ -45,8 +45,12 @@ mlir::LogicalResult sliceLayers(mlir::func::FuncOp forward,
 
 /// Rewrites `forward` (taking [B, S] token ids first) at `batch` sequences
 /// a micro-batch, as a frontend would build it (see weft-rebatch); fails
-/// with an error naming the op it cannot follow.
-mlir::LogicalResult rebatch(mlir::func::FuncOp forward, int64_t batch);
+/// with an error naming the op it cannot follow. With `capacityGroup`, a
+/// capacity-limited expert routes that many times the batch's tokens as
+/// one group (ModelBuildOptions::capacityGroup): its capacity is the
+/// group's.
+mlir::LogicalResult rebatch(mlir::func::FuncOp forward, int64_t batch,
+                            int64_t capacityGroup = 1);
 
 /// Each layer's kind in `forward`: layers whose ops (by name and result
 /// types, from after the previous layer's output to its own) are alike

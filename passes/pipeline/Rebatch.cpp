@@ -60,8 +60,8 @@ struct Batched {
 
 class Rebatcher {
 public:
-  Rebatcher(func::FuncOp forward, int64_t from, int64_t to)
-      : forward(forward), from(from), to(to) {}
+  Rebatcher(func::FuncOp forward, int64_t from, int64_t to, int64_t group)
+      : forward(forward), from(from), to(to), group(group) {}
 
   LogicalResult run();
 
@@ -101,7 +101,7 @@ private:
   FailureOr<int64_t> packedRows(Operation *op, Value positions, int64_t rows);
 
   func::FuncOp forward;
-  int64_t from, to;
+  int64_t from, to, group;
   llvm::DenseMap<Value, Batched> where;
   /// The types values had at B sequences (only those that changed).
   llvm::DenseMap<Value, Type> before;
@@ -313,9 +313,10 @@ LogicalResult Rebatcher::visit(Operation *op) {
     auto pairs = cast<ShapedType>(route.getIndices().getType());
     if (auto factor = op->getAttrOfType<FloatAttr>(kCapacityFactorAttr))
       scaled = static_cast<int64_t>(
-          std::ceil(factor.getValueAsDouble() * double(pairs.getNumElements()) /
-                    double(route.getNumExperts())));
-    else if (llvm::MulOverflow(capacity, to, scaled))
+          std::ceil(factor.getValueAsDouble() * double(pairs.getNumElements()) *
+                    double(group) / double(route.getNumExperts())));
+    else if (llvm::MulOverflow(capacity, to, scaled) ||
+             llvm::MulOverflow(scaled, group, scaled))
       return fail(op,
                   "its capacity at " + Twine(to) + " sequences passes 64 bits");
     else
@@ -461,7 +462,8 @@ LogicalResult Rebatcher::run() {
   return verify(forward);
 }
 
-LogicalResult weft::rebatch(func::FuncOp forward, int64_t batch) {
+LogicalResult weft::rebatch(func::FuncOp forward, int64_t batch,
+                            int64_t capacityGroup) {
   if (forward.isExternal())
     return forward.emitError("weft-rebatch: @")
            << forward.getSymName() << " has no body to rebatch";
@@ -478,9 +480,9 @@ LogicalResult weft::rebatch(func::FuncOp forward, int64_t batch) {
     return forward.emitError("weft-rebatch: a micro-batch of ")
            << batch << " sequences; it takes at least 1";
   int64_t from = tokens.getDimSize(0);
-  if (batch == from)
+  if (batch == from && capacityGroup == 1)
     return success();
-  return Rebatcher(forward, from, batch).run();
+  return Rebatcher(forward, from, batch, capacityGroup).run();
 }
 
 namespace {

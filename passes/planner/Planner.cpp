@@ -182,7 +182,7 @@ public:
         continue;
       Expected<const SliceProfile *> p =
           slice({c.tp, c.sequenceParallel, c.ep, c.cp, kLevels[level], c.fp8,
-                 c.microbatchSize, c.pp > 1});
+                 c.microbatchSize, c.pp > 1, model.capacityLimited ? c.dp : 1});
       if (!p)
         return p.takeError();
       out.byLevel[kLevels[level]] = **p;
@@ -703,6 +703,8 @@ std::string SliceKey::str() const {
     s += " fp8=" + fp8;
   if (microbatch != 1)
     s += " micro-batch=" + std::to_string(microbatch);
+  if (routing != 1)
+    s += " routed over " + std::to_string(routing) + " dp ranks";
   if (pipelined)
     s += " (as pipeline stages)";
   return s;
@@ -924,8 +926,10 @@ Expected<SearchResult> search(const ModelShape &model, const Topology &topology,
             Candidate sized = shape;
             sized.microbatchSize = b;
             sized.pp = pp;
+            sized.dp = dp; // A capacity's routing group.
             Expected<Profiles> atB =
-                b == shape.microbatchSize && pp == 1
+                b == shape.microbatchSize && pp == 1 &&
+                        (dp == 1 || !model.capacityLimited)
                     ? Expected<Profiles>(*p)
                     : evaluator.profiles(sized, options.recompute);
             if (!atB) {

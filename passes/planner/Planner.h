@@ -125,12 +125,17 @@ struct SliceKey {
   /// Also measure the slice as two pipeline stages (SliceProfile's stash
   /// and stage arenas), for plans with pp.
   bool pipelined = false;
+  /// A capacity-limited mixture of experts: the data-parallel ranks whose
+  /// tokens one routing decision spans (a capacity is the group's, so each
+  /// rank's expert buffers hold more than its own tokens' capacity); 1
+  /// otherwise.
+  int64_t routing = 1;
 
   bool operator<(const SliceKey &o) const {
     return std::tie(tp, sequenceParallel, ep, cp, recompute, fp8, microbatch,
-                    pipelined) < std::tie(o.tp, o.sequenceParallel, o.ep, o.cp,
-                                          o.recompute, o.fp8, o.microbatch,
-                                          o.pipelined);
+                    pipelined, routing) <
+           std::tie(o.tp, o.sequenceParallel, o.ep, o.cp, o.recompute, o.fp8,
+                    o.microbatch, o.pipelined, o.routing);
   }
   std::string str() const;
 };
@@ -169,7 +174,9 @@ using ProfileFn = std::function<llvm::Expected<SliceProfile>(const SliceKey &)>;
 struct ModelShape {
   std::string name;
   int64_t layers = 1, heads = 1, kvHeads = 1, hidden = 1, vocab = 1;
-  int64_t experts = 0;        // A mixture of experts' experts per layer (ep).
+  int64_t experts = 0; // A mixture of experts' experts per layer (ep).
+  /// Its experts keep at most a capacity of pairs (routed per dp group).
+  bool capacityLimited = false;
   int64_t batch = 1, seq = 1; // The step's global batch, in sequences.
   bool narrow = true;         // bf16/f16 compute (FP8 applies).
   /// When the layers differ (a graph's dense and expert layers): each

@@ -122,7 +122,8 @@ TEST(Planning, MegatronTable1WithinFifteenPercentAndTheSearchDoesNoWorse) {
 
 /// The planner composes slices; the whole program, compiled and lowered,
 /// is what runs. On small models and cpu:4 they agree within 25% in time
-/// and memory, with dp, tp, sp, cp, ep and ZeRO (the slices miss what only
+/// and memory, with dp, tp, sp, cp, ep (dropless and capacity-limited) and
+/// ZeRO (the slices miss what only
 /// the whole has: the dp collectives' staging in the step's arena, tensor
 /// sizes that differ by layer).
 TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
@@ -142,6 +143,10 @@ TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
       {"llama-tiny", "dp=4,zero=3"},
       {"mixtral-tiny", "dp=2,ep=2,mb=2"},
       {"mixtral-tiny", "ep=4,mb=2"},
+      // A capacity (0.75) is the routing group's, all dp x ep ranks': each
+      // rank's buffer holds up to all its pairs, not 0.75 of them.
+      {"mixtral-tiny-capacity", "dp=4"},
+      {"mixtral-tiny-capacity", "dp=2,ep=2,mb=2"},
       {"llama-tiny", "pp=2,dp=2,mb=4"},
       {"llama-tiny", "pp=2,tp=2,mb=4,schedule=zb-h1"}};
   for (const auto &[model, text] : cases) {
@@ -200,16 +205,18 @@ TEST(Planning, PredictionsTrackTheWholeProgramsEstimate) {
 /// (weft-slice-layers) and rewritten at each micro-batch (weft-rebatch);
 /// a config's are built at each size. For the same model they are the
 /// same programs, so every field of the layer and the rest agrees, for a
-/// dense and an expert model, tensor and expert parallelism, micro-batch
-/// sizes the graph is not written at (2 and 3 against its 4), and the
-/// two-stage slice's memory.
+/// dense, an expert and a capacity-limited expert model (its capacity
+/// routed over two dp ranks too), tensor and expert parallelism,
+/// micro-batch sizes the graph is not written at (2 and 3 against its 4),
+/// and the two-stage slice's memory.
 TEST(Planning, SlicesCutFromAGraphCostAsAConfigsSlices) {
   llvm::Expected<Topology> topology = Topology::preset("cpu:4");
   ASSERT_TRUE(static_cast<bool>(topology));
   const int64_t seq = 32, micro = 4;
   std::string dtype = "f32";
   TrainingOptions base;
-  for (const char *model : {"llama-tiny", "mixtral-tiny"}) {
+  for (const char *model :
+       {"llama-tiny", "mixtral-tiny", "mixtral-tiny-capacity"}) {
     SCOPED_TRACE(model);
     llvm::Expected<ModelConfig> config = ModelConfig::load(
         std::string(WEFT_SOURCE_DIR) + "/examples/configs/" + model + ".json");
@@ -233,6 +240,7 @@ TEST(Planning, SlicesCutFromAGraphCostAsAConfigsSlices) {
         sliceProfiler(context(), **graph, *shape, *topology, base, false);
     std::vector<planner::SliceKey> keys(4);
     keys[1].microbatch = 3;
+    keys[1].routing = 2; // A capacity routed over two dp ranks.
     keys[2].tp = 2;
     keys[2].microbatch = 2;
     keys[3].pipelined = true;

@@ -99,10 +99,7 @@ ModelOutputs buildLlama(GraphBuilder &g, const ModelConfig &c,
       std::optional<int64_t> capacity;
       int64_t rows = tokens * choices;
       if (c.capacityFactor > 0) {
-        capacity = std::max<int64_t>(
-            1, static_cast<int64_t>(
-                   std::ceil(c.capacityFactor * double(rows * o.capacityGroup) /
-                             double(e))));
+        capacity = expertCapacity(c.capacityFactor, rows * o.capacityGroup, e);
         rows = std::min(rows, e * *capacity);
       }
       auto [positions, counts] = g.expertRoute(experts, e, capacity);

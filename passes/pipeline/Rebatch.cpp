@@ -35,7 +35,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
-#include <cmath>
 #include <optional>
 
 namespace weft {
@@ -312,9 +311,9 @@ LogicalResult Rebatcher::visit(Operation *op) {
     capacityOf[op] = capacity;
     auto pairs = cast<ShapedType>(route.getIndices().getType());
     if (auto factor = op->getAttrOfType<FloatAttr>(kCapacityFactorAttr))
-      scaled = static_cast<int64_t>(
-          std::ceil(factor.getValueAsDouble() * double(pairs.getNumElements()) *
-                    double(group) / double(route.getNumExperts())));
+      scaled =
+          expertCapacity(factor.getValueAsDouble(),
+                         pairs.getNumElements() * group, route.getNumExperts());
     else if (llvm::MulOverflow(capacity, to, scaled) ||
              llvm::MulOverflow(scaled, group, scaled))
       return fail(op,

@@ -12,6 +12,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "dialects/weft/IR/ShardingRule.h"
 
 #include "dialects/weft/IR/WeftEnums.h.inc"
@@ -83,6 +86,13 @@ inline constexpr const char *kTpUnitAttr = "weft.tp_unit";
 /// derived it from (capacity = max(1, ceil(factor * pairs / experts))), so
 /// weft-rebatch gives the capacity a frontend gives at another batch.
 inline constexpr const char *kCapacityFactorAttr = "weft.capacity_factor";
+/// The capacity `factor` gives `pairs` routing pairs over `experts`
+/// (Switch / GShard): max(1, ceil(factor * pairs / experts)). The frontend
+/// and weft-rebatch both compute it here, so they round alike.
+inline int64_t expertCapacity(double factor, int64_t pairs, int64_t experts) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                  factor * double(pairs) / double(experts))));
+}
 inline constexpr const char *kOptimizerShardAttr = "weft.optimizer_shard";
 inline constexpr const char *kGradShardAttr = "weft.grad_shard";
 /// On a weft.param: checkpoints (Hugging Face's shapes) hold only its first

@@ -107,6 +107,9 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     Fp8Options fp8;
     fp8.recipe = options.fp8;
     fp8.keep = options.fp8Keep;
+    fp8.minDim = options.fp8MinDim;
+    fp8.history = options.fp8History;
+    fp8.margin = options.fp8Margin;
     pm.addNestedPass<func::FuncOp>(createFp8(fp8));
   }
   bool pipelined = plan.size("pp") > 1;
@@ -440,6 +443,9 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.lossScaleWindow = options.lossScaleWindow;
   pipeline.fp8 = options.fp8;
   pipeline.fp8Keep = options.fp8Keep;
+  pipeline.fp8MinDim = options.fp8MinDim;
+  pipeline.fp8History = options.fp8History;
+  pipeline.fp8Margin = options.fp8Margin;
   pipeline.fp8Storage = options.fp8Storage;
   pipeline.probes = options.probes;
   PassManager pm(module.getContext());

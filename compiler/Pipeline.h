@@ -57,6 +57,12 @@ struct TrainingOptions {
   /// the model's precision (weft-fp8's recipe and keep).
   std::string fp8 = "none";
   std::string fp8Keep = "head";
+  /// GEMMs with a contraction or output dimension below this stay in the
+  /// model's precision; delayed scaling's amax history (steps) and margin
+  /// (scales divided by 2^margin) (weft-fp8's min-dim, history, margin).
+  int64_t fp8MinDim = 0;
+  int64_t fp8History = 16;
+  int64_t fp8Margin = 0;
   /// Per-tensor FP8 GEMM operands as FP8 codes and FP8 GEMMs (auto: on
   /// for cuda), else their dequantized f32 values (weft-lower-to-sched's
   /// fp8-storage).
@@ -154,6 +160,19 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Layers whose GEMMs stay out of FP8: head, first, last "
                      "(comma list) or none"),
       llvm::cl::init(TrainingOptions().fp8Keep)};
+  Option<int64_t> fp8MinDim{
+      *this, "fp8-min-dim",
+      llvm::cl::desc("GEMMs with a contraction or output dimension below "
+                     "this stay out of FP8"),
+      llvm::cl::init(TrainingOptions().fp8MinDim)};
+  Option<int64_t> fp8History{
+      *this, "fp8-history",
+      llvm::cl::desc("tensorwise-delayed: the steps of amax history"),
+      llvm::cl::init(TrainingOptions().fp8History)};
+  Option<int64_t> fp8Margin{
+      *this, "fp8-margin",
+      llvm::cl::desc("tensorwise-delayed: scales divided by 2^margin"),
+      llvm::cl::init(TrainingOptions().fp8Margin)};
   Option<std::string> fp8Storage{
       *this, "fp8-storage",
       llvm::cl::desc("Per-tensor FP8 GEMM operands as FP8 codes: auto (on "

@@ -22,6 +22,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <limits>
@@ -174,23 +175,14 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (llvm::Error e = checkFp8Options(recipe, keep)) {
+    Fp8Options options;
+    options.recipe = recipe;
+    options.keep = keep;
+    options.minDim = minDim;
+    options.history = history;
+    options.margin = margin;
+    if (llvm::Error e = checkFp8Options(options)) {
       func.emitError("weft-fp8: ") << llvm::toString(std::move(e));
-      return signalPassFailure();
-    }
-    if (minDim < 0) {
-      func.emitError("weft-fp8: min-dim must be at least 0, not ")
-          << static_cast<int64_t>(minDim);
-      return signalPassFailure();
-    }
-    if (history < 1 || history > 1 << 20) {
-      func.emitError("weft-fp8: history must be in [1, 2^20] steps, not ")
-          << static_cast<int64_t>(history);
-      return signalPassFailure();
-    }
-    if (margin < 0 || margin > 32) {
-      func.emitError("weft-fp8: margin must be in [0, 32], not ")
-          << static_cast<int64_t>(margin);
       return signalPassFailure();
     }
     Fp8Choice choice = *parseFp8(recipe);
@@ -453,14 +445,34 @@ llvm::Expected<Fp8Choice> weft::parseFp8(StringRef text) {
   return choice;
 }
 
-llvm::Error weft::checkFp8Options(StringRef recipe, StringRef keep) {
-  if (llvm::Expected<Fp8Choice> choice = parseFp8(recipe); !choice)
-    return choice.takeError();
+llvm::Error weft::checkFp8Options(const Fp8Options &options, StringRef flag) {
+  // The pass's message names its option ("history must be ..."); weftc's
+  // names its flag ("--fp8-history: must be ...").
+  auto bad = [&](StringRef suffix, StringRef option, const Twine &body) {
+    std::string text =
+        flag.empty()
+            ? (option.empty() ? body.str() : (option + " " + body).str())
+            : (flag + suffix + ": " + body).str();
+    return llvm::createStringError(text);
+  };
+  if (llvm::Expected<Fp8Choice> choice = parseFp8(options.recipe); !choice)
+    return bad("", "", llvm::toString(choice.takeError()));
   SmallVector<StringRef> names;
-  keep.split(names, ',', -1, /*KeepEmpty=*/false);
+  StringRef(options.keep).split(names, ',', -1, /*KeepEmpty=*/false);
   for (StringRef name : names)
     if (!llvm::is_contained({"head", "first", "last", "none"}, name.trim()))
-      return llvm::createStringError("the FP8 keep list names '" + name.trim() +
-                                     "'; it takes head, first, last or none");
+      return bad("-keep", "",
+                 "the FP8 keep list names '" + name.trim() +
+                     "'; it takes head, first, last or none");
+  if (options.minDim < 0)
+    return bad("-min-dim", "min-dim",
+               llvm::formatv("must be at least 0, not {0}", options.minDim));
+  if (options.history < 1 || options.history > 1 << 20)
+    return bad(
+        "-history", "history",
+        llvm::formatv("must be in [1, 2^20] steps, not {0}", options.history));
+  if (options.margin < 0 || options.margin > 32)
+    return bad("-margin", "margin",
+               llvm::formatv("must be in [0, 32], not {0}", options.margin));
   return llvm::Error::success();
 }

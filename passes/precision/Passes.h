@@ -43,9 +43,11 @@ struct Fp8Choice {
 /// Parses `text` (see Fp8Choice), or an error that says what it accepts.
 llvm::Expected<Fp8Choice> parseFp8(llvm::StringRef text);
 
-/// Checks weft-fp8's recipe and keep list (see its description): an error
-/// that says what each accepts.
-llvm::Error checkFp8Options(llvm::StringRef recipe, llvm::StringRef keep);
+/// Checks weft-fp8's options (see its description): an error that names
+/// the option and says what it accepts. With `flag` ("--fp8"), the error
+/// names weftc's flag for it instead (--fp8, --fp8-keep, --fp8-history).
+llvm::Error checkFp8Options(const Fp8Options &options,
+                            llvm::StringRef flag = "");
 
 /// weft-fp8 sets kFp8Attr, kFp8GemmsAttr and kFp8BytesAttr (WeftOps.h) on
 /// the function it rewrites.

@@ -242,6 +242,22 @@ cl::opt<std::string>
                      "precision: a comma list of head, first, last, or none "
                      "(default head)"),
             cl::init("head"), cl::sub(compileCmd));
+cl::opt<int64_t> fp8MinDim(
+    "fp8-min-dim",
+    cl::desc("With --fp8, GEMMs whose contraction or output dimension is "
+             "below this stay in the model's precision, as too small to gain "
+             "from FP8 (default 0: only the multiple-of-16 rule)"),
+    cl::init(weft::TrainingOptions().fp8MinDim), cl::sub(compileCmd));
+cl::opt<int64_t> fp8History(
+    "fp8-history",
+    cl::desc("With --fp8 tensorwise-delayed, the steps of amax history a "
+             "scale is taken from (default 16)"),
+    cl::init(weft::TrainingOptions().fp8History), cl::sub(compileCmd));
+cl::opt<int64_t>
+    fp8Margin("fp8-margin",
+              cl::desc("With --fp8 tensorwise-delayed, scales are divided by "
+                       "2^margin for headroom (default 0)"),
+              cl::init(weft::TrainingOptions().fp8Margin), cl::sub(compileCmd));
 cl::opt<std::string> probes(
     "probes",
     cl::desc("Health probes logged every step in weft-run's --metrics: a "
@@ -719,6 +735,25 @@ elasticVariants(const weft::Plan &plan, int64_t batch, int64_t min) {
   return out;
 }
 
+/// Sets `options`' FP8 fields from --fp8, --fp8-keep, --fp8-min-dim,
+/// --fp8-history and --fp8-margin, or an error naming the flag at fault.
+Error setFp8Options(weft::TrainingOptions &options) {
+  weft::Fp8Options fp8;
+  fp8.recipe = fp8Recipe;
+  fp8.keep = fp8Keep;
+  fp8.minDim = fp8MinDim;
+  fp8.history = fp8History;
+  fp8.margin = fp8Margin;
+  if (Error e = weft::checkFp8Options(fp8, "--fp8"))
+    return e;
+  options.fp8 = fp8Recipe;
+  options.fp8Keep = fp8Keep;
+  options.fp8MinDim = fp8MinDim;
+  options.fp8History = fp8History;
+  options.fp8Margin = fp8Margin;
+  return Error::success();
+}
+
 int compileBundle(MLIRContext &context, const std::string &planText,
                   std::optional<int64_t> givenBatch,
                   const std::string &outputPath, int64_t elastic) {
@@ -855,10 +890,8 @@ int compileBundle(MLIRContext &context, const std::string &planText,
       !choice)
     return fail("--recompute: " + toString(choice.takeError()));
   options.recompute = recomputePolicy;
-  if (Error e = weft::checkFp8Options(fp8Recipe, fp8Keep))
-    return fail("--fp8: " + toString(std::move(e)));
-  options.fp8 = fp8Recipe;
-  options.fp8Keep = fp8Keep;
+  if (Error e = setFp8Options(options))
+    return fail(toString(std::move(e)));
   if (fp8Storage != "auto" && fp8Storage != "on" && fp8Storage != "off")
     return fail("--fp8-storage: '" + fp8Storage + "' is not auto, on or off");
   options.fp8Storage = fp8Storage;
@@ -1267,8 +1300,8 @@ FailureOr<weft::planner::SearchOptions> searchOptions() {
     }
   for (const std::string &f : options.fp8)
     if (f != "none")
-      if (Error e = weft::checkFp8Options(f, "head")) {
-        fail("--search-fp8: " + toString(std::move(e)));
+      if (Expected<weft::Fp8Choice> choice = weft::parseFp8(f); !choice) {
+        fail("--search-fp8: " + toString(choice.takeError()));
         return failure();
       }
   if (options.recompute.empty() || options.fp8.empty()) {
@@ -1417,11 +1450,12 @@ autoPlan(MLIRContext &context,
     }
     options->recompute = {recomputePolicy};
   }
+  weft::TrainingOptions slices = setup->options;
+  if (Error e = setFp8Options(slices)) {
+    fail(toString(std::move(e)));
+    return failure();
+  }
   if (fp8Recipe.getNumOccurrences()) {
-    if (Error e = weft::checkFp8Options(fp8Recipe, fp8Keep)) {
-      fail("--fp8: " + toString(std::move(e)));
-      return failure();
-    }
     if (!cantFail(weft::parseFp8(fp8Recipe)).layers.empty()) {
       fail("--plan auto chooses the FP8 recipe per pipeline rank; give one "
            "recipe (--fp8) or --search-fp8, not '" +
@@ -1430,8 +1464,8 @@ autoPlan(MLIRContext &context,
     }
     options->fp8 = {fp8Recipe};
   }
-  weft::TrainingOptions slices = setup->options;
-  slices.fp8Keep = fp8Keep;
+  // The slices quantize as the bundle will (keep list, sizes, history);
+  // the search sets their recipe.
   // As weftc plan: slices for the topology's devices, whatever the bundle
   // is built for.
   bool cuda = plansForCuda(setup->topology);

@@ -7,6 +7,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none}))' | FileCheck %s --check-prefix=NONE
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fp8-history=4 fp8-margin=1 fuse-and-plan=false})' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRO
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=dp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRODP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP
@@ -205,7 +206,8 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // DELAYED-NEXT: %[[CUR:.*]] = weft.fp8_amax %[[N0]] {weft.amax_history = "l0.up.fp8.input_amax_history"} : tensor<8x128xf32> -> tensor<1x1xf32>
 // DELAYED-NEXT: %[[R:.*]] = weft.reduce_max %[[H]] dims [0]
 // DELAYED-NEXT: %[[R2:.*]] = weft.reshape %[[R]]
-// DELAYED: %[[M:.*]] = weft.mul %[[R2]], %{{.*}} : tensor<1x1xf32>
+// DELAYED-NEXT: %[[TWO:.*]] = weft.constant dense<2.000000e+00> : tensor<1x1xf32>
+// DELAYED-NEXT: %[[M:.*]] = weft.mul %[[R2]], %[[TWO]] : tensor<1x1xf32>
 // DELAYED: %[[FRESH:.*]] = weft.ge %{{.*}}, %[[M]] : tensor<1x1xf32>
 // DELAYED-NEXT: %[[USED:.*]] = weft.select %[[FRESH]], %[[CUR]], %[[M]] : tensor<1x1xf32>
 // DELAYED-NEXT: weft.fp8_quantize %[[N0]], %[[USED]] {format = f8E4M3FN}

@@ -36,8 +36,18 @@ Batch randomBatch(std::mt19937 &rng, int64_t b, int64_t s, int64_t vocab) {
   return batch;
 }
 
-/// An FP8 run's gradient tensors against the evaluator's, in relative L2.
-constexpr double kFp8Gradient = 5e-2;
+/// An FP8 run's gradient tensors against the evaluator's, in relative L2,
+/// and its gradient norm, relative: block-wise (E4M3 gradient tiles, where
+/// the other recipes' per-tensor or per-row gradients are E5M2 or scaled
+/// by a whole row) flips more roundings, and the 4-layer model it needs
+/// (128-wide GEMMs) carries them further back.
+struct Fp8Tolerance {
+  double gradient, gradNorm;
+};
+Fp8Tolerance fp8Tolerance(const std::string &recipe) {
+  return recipe == "blockwise" ? Fp8Tolerance{1.5e-1, 5e-3}
+                               : Fp8Tolerance{5e-2, 1e-3};
+}
 
 bool close(double a, double b, double rtol, double atol) {
   return std::fabs(a - b) <= atol + rtol * std::max(std::fabs(a), std::fabs(b));
@@ -52,13 +62,15 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   // f32 values (summed in other orders) straddle a rounding midpoint, an
   // element moves by an FP8 step, and the quantizations downstream see
   // inputs that differ by that much. A small block's scale magnifies the
-  // f32 noise of its elements, so this grows through the backward: the
-  // last layer's gradients agree to 1e-7, the first's to 0.5% (tensorwise)
-  // - 2.5% (MXFP8) in relative L2. A quantization that differs (MXFP8
+  // f32 noise of its elements, so this grows through the backward, and
+  // with the host's GEMM kernels (their summation order): the worst
+  // gradient on a 2-core EPYC (2026-12-04) was 1e-6 (tensorwise, MXFP8),
+  // 2e-3 (row-wise) and 5e-2 (block-wise, 4 layers) in relative L2; an
+  // earlier Xeon saw 0.5% to 2.5%. A quantization that differs (MXFP8
   // scales taken as plain amax scales) moves them by 5-10%. The op itself
   // is checked bit for bit (fp8_test.cpp, Fp8QuantizeMatchesTheRuntime);
-  // here each gradient tensor must agree to kFp8Gradient and the loss to
-  // 1e-4. Parameters, which Adam's sign-like step makes as sensitive, are
+  // here each gradient tensor must agree to fp8Tolerance's and the loss
+  // to 1e-4. Parameters, which Adam's sign-like step makes as sensitive, are
   // compared through the loss and norm.
   bool quantized = fp8 != "none";
   SCOPED_TRACE(name + " fp8=" + fp8);
@@ -79,6 +91,12 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   // they are lowered to sched (which replaces them).
   mlir::OwningOpRef<mlir::ModuleOp> programs = (*module)->clone();
   ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(*programs, training)));
+  // A recipe whose blocks no GEMM admits would test nothing.
+  if (quantized) {
+    auto gemms = programs->lookupSymbol<mlir::func::FuncOp>("step")
+                     ->getAttrOfType<mlir::IntegerAttr>(kFp8GemmsAttr);
+    ASSERT_TRUE(gemms && gemms.getInt() > 0) << "no FP8 GEMM";
+  }
   ASSERT_TRUE(mlir::succeeded(
       compileSchedBundle(**module, dir, training, llvm::json::Object{})));
 
@@ -139,7 +157,7 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
         }
         double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
         worstRelative = std::max(worstRelative, relative);
-        EXPECT_LE(relative, kFp8Gradient)
+        EXPECT_LE(relative, fp8Tolerance(fp8).gradient)
             << "step " << step << " grad of " << pname;
         continue;
       }
@@ -175,7 +193,7 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
         << loss << " vs " << expected->loss;
     EXPECT_TRUE(close(norm, expected->gradNorm,
                       narrow      ? 2e-2
-                      : quantized ? 1e-3
+                      : quantized ? fp8Tolerance(fp8).gradNorm
                                   : 1e-4,
                       0))
         << norm << " vs " << expected->gradNorm;
@@ -251,9 +269,8 @@ TEST(SchedExecutor, GpuBundleWithGemmEpiloguesMatchesTheReference) {
 }
 // FP8 weight GEMMs (weft-fp8), emulated: the runtime's quantization
 // (Fp8Scaling.h on the bits) against the evaluator's (APFloat) under each
-// recipe whose blocks the tiny models' 64-wide GEMMs admit (blockwise needs
-// multiples of 128; its blocks are the same op's, checked bit for bit in
-// fp8_test.cpp).
+// recipe, on the tiny models' 64-wide GEMMs, and block-wise (which needs
+// multiples of 128) on a 128-wide GPT over 128-token rows.
 TEST(SchedExecutor, Fp8RecipesMatchTheReference) {
   for (const char *recipe :
        {"tensorwise", "tensorwise-delayed", "rowwise", "mxfp8"})
@@ -263,6 +280,7 @@ TEST(SchedExecutor, Fp8RecipesMatchTheReference) {
   // one per expert's column or block).
   for (const char *recipe : {"rowwise", "mxfp8"})
     checkParity("mixtral-tiny", false, 2, 8, "f32", false, recipe);
+  checkParity("gpt2-demo", false, 1, 128, "f32", false, "blockwise");
 }
 // Dropout from the config (embd_pdrop and resid_pdrop 0.1): both sides draw
 // the masks from the same counter-based stream, moved on by the step

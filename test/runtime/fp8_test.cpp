@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -304,4 +305,120 @@ TEST(Fp8Scaling, CastBlocksOfPerTensorAndBlockedMaxima) {
             (std::pair<int64_t, int64_t>{1, 128}));
   EXPECT_EQ(fp8CastBlocks({256, 384}, {2, 3}),
             (std::pair<int64_t, int64_t>{128, 128}));
+}
+
+namespace {
+/// A recipe's blocks for y = x [m, k] @ w [k, n], both E4M3 (the forward).
+struct GemmRecipe {
+  const char *name;
+  int64_t xRows, xCols, wRows, wCols; // One block of x, one of w.
+  bool pow2;
+};
+
+/// The stated error of one element quantized by E4M3 in a block whose
+/// scale is `scale` (stored value = round(a * scale) / scale):
+///  - in the normal range, half a unit in the last place, at most 2^-4 |a|
+///    (3 mantissa bits);
+///  - among subnormals (|a * scale| < 2^-6), half their spacing, 2^-10 /
+///    scale;
+///  - above the largest finite value (only MXFP8's power-of-two scales put
+///    a block's maximum past 448, up to 512), the saturation |a| - 448 /
+///    scale.
+double e4m3Bound(double a, double scale) {
+  double m = std::fabs(a);
+  return std::max(
+      {std::ldexp(m, -4), std::ldexp(1.0, -10) / scale, m - 448.0 / scale});
+}
+
+/// The recipe's scale of a block with largest magnitude `amax`, written
+/// from the recipes' definitions (not from Fp8Scaling.h).
+double recipeScale(double amax, bool pow2) {
+  return pow2 ? std::ldexp(1.0,
+                           8 - static_cast<int>(std::floor(std::log2(amax))))
+              : 448.0 / amax;
+}
+} // namespace
+
+// What each recipe promises for a GEMM: every output element of x @ w over
+// the quantized operands (the runtime's quantization, the product summed in
+// float64) lies within the bound its operands' element errors give,
+//   |y'_ij - y_ij| <= sum_k e(x_ik) |w_kj| + |x_ik| e(w_kj) + e(x_ik) e(w_kj),
+// with e the E4M3 bound above at each block's scale (each element is
+// checked against it too). Some rows of x are 2^12 larger than the rest
+// and some columns of w 2^8 larger than the rest (activation and weight
+// outliers), so the blocks of one operand have different scales and
+// per-tensor scaling puts the small values near E4M3's subnormals. Each
+// GEMM's worst error is about a tenth of its bound (random signs: the
+// element errors partly cancel in the sum), so a bound far too loose
+// would show.
+TEST(Fp8Scaling, GemmsStayWithinTheRecipesStatedError) {
+  const int64_t m = 16, k = 256, n = 128;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(m * k), w(k * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      x[i * k + j] = std::ldexp(normal(rng), i % 5 == 0 ? 12 : 0);
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      w[i * n + j] = std::ldexp(normal(rng), j % 7 == 0 ? 4 : -4);
+
+  const GemmRecipe recipes[] = {
+      {"tensorwise", m, k, k, n, false},
+      {"rowwise", 1, k, k, 1, false},
+      {"blockwise", 1, 128, 128, 128, false},
+      {"mxfp8", 1, 32, 32, 1, true},
+  };
+  for (const GemmRecipe &r : recipes) {
+    SCOPED_TRACE(r.name);
+    // The runtime's quantization.
+    auto quantize = [&](const std::vector<float> &v, int64_t rows, int64_t cols,
+                        int64_t br, int64_t bc) {
+      weft::runtime::cpu::Shape shape = {rows, cols},
+                                grid = {rows / br, cols / bc};
+      std::vector<float> amax(grid[0] * grid[1]), q(v.size());
+      weft::runtime::cpu::fp8Amax(v.data(), amax.data(), shape, grid);
+      weft::runtime::cpu::fp8Quantize(v.data(), amax.data(), q.data(), shape,
+                                      grid, /*e4m3=*/true, r.pow2);
+      // Each element's stated error, at its block's scale from the
+      // definition.
+      std::vector<double> bound(v.size());
+      int outside = 0;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          double blockMax = 0;
+          for (int64_t a = i / br * br; a < (i / br + 1) * br; ++a)
+            for (int64_t b = j / bc * bc; b < (j / bc + 1) * bc; ++b)
+              blockMax = std::max(blockMax, std::fabs(double(v[a * cols + b])));
+          bound[i * cols + j] =
+              e4m3Bound(v[i * cols + j], recipeScale(blockMax, r.pow2));
+          outside += std::fabs(double(q[i * cols + j]) - v[i * cols + j]) >
+                     bound[i * cols + j];
+        }
+      EXPECT_EQ(outside, 0) << "elements quantized outside their bound";
+      return std::pair{q, bound};
+    };
+    auto [xq, ex] = quantize(x, m, k, r.xRows, r.xCols);
+    auto [wq, ew] = quantize(w, k, n, r.wRows, r.wCols);
+    double worstShare = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double exact = 0, got = 0, allowed = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          double a = x[i * k + l], b = w[l * n + j];
+          exact += a * b;
+          got += double(xq[i * k + l]) * wq[l * n + j];
+          allowed += ex[i * k + l] * std::fabs(b) +
+                     std::fabs(a) * ew[l * n + j] +
+                     ex[i * k + l] * ew[l * n + j];
+        }
+        double error = std::fabs(got - exact);
+        // float64 sums of 256 products: 1e-12 of the terms is ample.
+        ASSERT_LE(error, allowed * (1 + 1e-12))
+            << "y[" << i << ", " << j << "]: " << got << " vs " << exact;
+        worstShare = std::max(worstShare, error / allowed);
+      }
+    // The bound is not slack to the point of testing nothing.
+    EXPECT_GT(worstShare, 0.05);
+  }
 }

@@ -76,14 +76,16 @@ Run runCase(const Case &setup) {
   return run;
 }
 
-/// `setup` with each policy against no recomputation: equal bits.
+/// `setup` with each policy against no recomputation: equal bits. The
+/// policies: full, selective, and a policy per layer (the tiny models
+/// have two), as a budget resolves to.
 void checkPolicies(Case setup) {
   setup.adamEps = 1e-4;
   Run none = runCase(setup);
   ASSERT_FALSE(none.traces.empty());
   if (setup.keepGradients)
     EXPECT_GT(none.gradients.size(), 10u);
-  for (const char *policy : {"full", "selective"}) {
+  for (const char *policy : {"full", "selective", "full*1,selective*1"}) {
     SCOPED_TRACE(setup.label() + " recompute=" + policy);
     Case recomputed = setup;
     recomputed.recompute = policy;
@@ -155,6 +157,19 @@ TEST(Recompute, Gpt2TinyOnDataAndTensorParallelRanks) {
 }
 TEST(Recompute, LlamaTinyOnDataAndTensorParallelRanks) {
   checkPolicies(Case("llama-tiny", "f32", "dp=2,tp=2"));
+}
+TEST(Recompute, MixtralTinyOnDataAndTensorParallelRanks) {
+  checkPolicies(Case("mixtral-tiny", "f32", "dp=2,tp=2"));
+}
+// Dropout under placement: each rank draws its own part of the mask (the
+// counter covers the global element), and its recomputation draws it
+// again; Llama's attention dropout too.
+TEST(Recompute, DropoutOnDataAndTensorParallelRanks) {
+  checkPolicies(Case("gpt2-tiny-dropout", "f32", "dp=2,tp=2"));
+  Case llama("llama-tiny-dropout");
+  llama.keepGradients = true;
+  checkPolicies(llama);
+  checkPolicies(Case("llama-tiny-dropout", "f32", "dp=2,tp=2"));
 }
 // Every other placement: sequence parallelism's all-gathers and
 // reduce-scatters stay; ZeRO-3 gathers again what a recomputation reads;

@@ -28,6 +28,8 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 
 using namespace mlir;
 
@@ -272,21 +274,36 @@ void registerTrainingPipeline() {
 namespace {
 /// What a candidate recomputation costs once planned: the largest arena
 /// among `module`'s programs that run a backward (weft-recompute marked
-/// them: the step, or @accumulate with micro-batches; 0 if none), and the
-/// FLOPs their recomputation adds.
+/// them: the step, or @accumulate with micro-batches; 0 if none), the
+/// FLOPs their recomputation adds, and, of the program with that arena,
+/// what each layer keeps for the backward (bytes) and computes again
+/// (FLOPs).
 struct RecomputeCost {
   int64_t arena = 0;
   double flops = 0;
+  std::vector<int64_t> layerBytes;
+  std::vector<double> layerFlops;
 };
 RecomputeCost recomputeCost(ModuleOp module) {
   RecomputeCost cost;
+  bool first = true;
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     if (!f->hasAttr(kRecomputeAttr))
       continue;
-    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
-      cost.arena = std::max(cost.arena, arena.getInt());
     if (auto flops = f->getAttrOfType<FloatAttr>(kRecomputeFlopsAttr))
       cost.flops += flops.getValueAsDouble();
+    auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes");
+    if (!arena || (!first && arena.getInt() <= cost.arena))
+      continue;
+    first = false;
+    cost.arena = arena.getInt();
+    if (auto bytes = f->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr))
+      cost.layerBytes.assign(bytes.asArrayRef().begin(),
+                             bytes.asArrayRef().end());
+    if (auto flops =
+            f->getAttrOfType<DenseF64ArrayAttr>(kRecomputeLayerFlopsAttr))
+      cost.layerFlops.assign(flops.asArrayRef().begin(),
+                             flops.asArrayRef().end());
   }
   return cost;
 }
@@ -305,18 +322,68 @@ int64_t layersOf(ModuleOp module) {
   return layers;
 }
 
+/// One step of the many-layer search: layer `layer` moves to `policy`,
+/// freeing `bytes` more of the arena (in the model) for `flops` more.
+struct Increment {
+  int64_t layer;
+  RecomputePolicy policy;
+  double bytes, flops;
+  /// Bytes freed per FLOP (infinite when it frees memory for nothing).
+  double efficiency() const {
+    return flops > 0 ? bytes / flops : std::numeric_limits<double>::infinity();
+  }
+};
+
+/// The increments of one layer: from none, the options on the upper convex
+/// hull of (FLOPs, bytes freed), each step freeing less per FLOP than the
+/// one before. An option that frees nothing, or less than one already
+/// taken, is never a step.
+SmallVector<Increment> layerIncrements(int64_t layer, ArrayRef<double> freed,
+                                       ArrayRef<double> flops) {
+  SmallVector<Increment> steps;
+  const RecomputePolicy policies[] = {
+      RecomputePolicy::None, RecomputePolicy::Selective, RecomputePolicy::Full};
+  int at = 0; // The option taken so far: none.
+  while (true) {
+    std::optional<Increment> best;
+    for (int p = 1; p < 3; ++p) {
+      if (freed[p] <= freed[at])
+        continue;
+      Increment step{layer, policies[p], freed[p] - freed[at],
+                     std::max(0.0, flops[p] - flops[at])};
+      if (!best || step.efficiency() > best->efficiency() ||
+          (step.efficiency() == best->efficiency() && step.bytes > best->bytes))
+        best = step;
+    }
+    if (!best)
+      return steps;
+    steps.push_back(*best);
+    at = best->policy == RecomputePolicy::Selective ? 1 : 2;
+  }
+}
+
 /// Resolves `--recompute budget=G`: a per-layer choice whose largest arena
 /// among the programs that run the backward (the memory plan's peak,
-/// planned as the report plans it) fits G GiB. With 3^L <= 81 choices (L
-/// layers) every one is planned and the one adding the fewest FLOPs wins
-/// (the smaller arena on a tie): exact over per-layer policies, where
-/// Checkmate solves over every tensor. Otherwise a ladder: step j, for L
-/// layers, recomputes selectively the first j layers (j <= L), then all
-/// selectively and the first j - L fully; each step adds FLOPs and, as a
-/// rule, frees memory, so bisection finds the first that fits in about
-/// log2(2L) plannings. The step found is checked, not assumed; its extra
-/// FLOPs are at most those of the first ladder step that fits, with no
-/// bound against the optimum.
+/// planned as the report plans it) fits G GiB, adding as few FLOPs as the
+/// method can tell (docs/recompute.md).
+///  - With 3^L <= 81 choices (L layers) every one is planned and the one
+///    adding the fewest FLOPs wins (the smaller arena on a tie): exact over
+///    per-layer policies, where Checkmate solves over every tensor.
+///  - With more, a greedy on a model planned three times (every layer none,
+///    selective, full): a layer's policy frees what the layer keeps less
+///    than under none (weft.activation_bytes) and costs its clones' FLOPs
+///    (weft.recompute_layer_flops); the arena is none's less what is freed,
+///    plus a working set (the recomputed values alive while a layer's
+///    backward runs): for each policy, the gap its uniform planning shows,
+///    and for a choice, the largest of its policies'.
+///    Choosing a policy per layer is then a multiple-choice knapsack;
+///    taking its layers' hull increments in order of bytes freed per FLOP
+///    until the model fits solves its linear relaxation but for the last
+///    increment, so the extra FLOPs exceed the model's best per-layer
+///    choice by at most that increment: at most one layer's full
+///    recomputation. The choice is planned, not assumed to fit; while it
+///    misses, the next increment is taken (every layer full, which fits,
+///    ends it).
 FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                            const TrainingOptions &options,
                                            double gib) {
@@ -326,48 +393,39 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
                << options.recompute
                << ": the model has no layers (weft.layer) to recompute",
            failure();
-  auto ladder = [&](int64_t j) {
+  auto uniform = [&](RecomputePolicy p) {
     RecomputeChoice c;
-    c.layers.assign(layers, RecomputePolicy::None);
-    for (int64_t l = 0; l < layers; ++l)
-      c.layers[l] = j <= layers ? (l < j ? RecomputePolicy::Selective
-                                         : RecomputePolicy::None)
-                                : (l < j - layers ? RecomputePolicy::Full
-                                                  : RecomputePolicy::Selective);
-    return c.str();
+    c.layers.assign(layers, p);
+    return c;
   };
-  auto costOf = [&](const std::string &choice) -> FailureOr<RecomputeCost> {
+  auto costOf = [&](const RecomputeChoice &choice) -> FailureOr<RecomputeCost> {
     OwningOpRef<ModuleOp> trial = module.clone();
     TrainingOptions t = options;
-    t.recompute = choice;
+    t.recompute = choice.str();
     t.sched = false;
     t.fuseAndPlan = true;
     if (failed(buildTrainingPrograms(*trial, t)))
       return failure();
     return recomputeCost(*trial);
   };
-  auto arenaOf = [&](int64_t j) -> FailureOr<int64_t> {
-    FailureOr<RecomputeCost> cost = costOf(ladder(j));
-    return failed(cost) ? FailureOr<int64_t>(failure())
-                        : FailureOr<int64_t>(cost->arena);
-  };
   auto budget = static_cast<int64_t>(gib * double(int64_t(1) << 30));
-  FailureOr<int64_t> least = arenaOf(2 * layers);
-  if (failed(least))
+  FailureOr<RecomputeCost> full = costOf(uniform(RecomputePolicy::Full));
+  if (failed(full))
     return failure();
-  if (*least > budget)
+  if (full->arena > budget)
     return module.emitError("--recompute ")
                << options.recompute
                << ": even recomputing every layer fully needs "
-               << llvm::formatv("{0:F2}", *least / double(int64_t(1) << 30))
+               << llvm::formatv("{0:F2}",
+                                full->arena / double(int64_t(1) << 30))
                << " GiB of activations (the memory plan's largest arena); "
                   "raise the budget or split the model over more ranks",
            failure();
-  FailureOr<int64_t> most = arenaOf(0);
-  if (failed(most))
+  FailureOr<RecomputeCost> none = costOf(uniform(RecomputePolicy::None));
+  if (failed(none))
     return failure();
-  if (*most <= budget)
-    return ladder(0);
+  if (none->arena <= budget)
+    return uniform(RecomputePolicy::None).str();
   int64_t candidates = 1;
   for (int64_t l = 0; l < layers && candidates <= kExactCandidates; ++l)
     candidates *= 3;
@@ -380,7 +438,7 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
         c.layers.push_back(std::array{RecomputePolicy::None,
                                       RecomputePolicy::Selective,
                                       RecomputePolicy::Full}[rest % 3]);
-      FailureOr<RecomputeCost> cost = costOf(c.str());
+      FailureOr<RecomputeCost> cost = costOf(c);
       if (failed(cost))
         return failure();
       if (cost->arena > budget)
@@ -392,15 +450,71 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     if (best) // Full everywhere fits, checked above.
       return best->second;
   }
-  int64_t fits = 2 * layers, misses = 0;
-  while (fits - misses > 1) {
-    int64_t mid = (fits + misses) / 2;
-    FailureOr<int64_t> arena = arenaOf(mid);
-    if (failed(arena))
-      return failure();
-    (*arena <= budget ? fits : misses) = mid;
+
+  FailureOr<RecomputeCost> selective =
+      costOf(uniform(RecomputePolicy::Selective));
+  if (failed(selective))
+    return failure();
+  const RecomputeCost *planned[] = {&*none, &*selective, &*full};
+  for (const RecomputeCost *c : planned)
+    if (static_cast<int64_t>(c->layerBytes.size()) != layers ||
+        static_cast<int64_t>(c->layerFlops.size()) != layers)
+      return module.emitError("--recompute ")
+                 << options.recompute
+                 << ": the step records no per-layer activations to search "
+                    "over; give a policy per layer",
+             failure();
+  // The model: what each layer's policy frees and costs, and the working
+  // set each policy's uniform planning shows beyond none's arena less what
+  // it frees.
+  SmallVector<Increment> increments;
+  double freedBy[3] = {0, 0, 0};
+  for (int64_t l = 0; l < layers; ++l) {
+    double freed[3], flops[3];
+    for (int p = 0; p < 3; ++p) {
+      freed[p] = double(none->layerBytes[l] - planned[p]->layerBytes[l]);
+      flops[p] = planned[p]->layerFlops[l];
+      freedBy[p] += freed[p];
+    }
+    llvm::append_range(increments, layerIncrements(l, freed, flops));
   }
-  return ladder(fits);
+  double workingSet[3] = {0, 0, 0};
+  for (int p = 1; p < 3; ++p)
+    workingSet[p] =
+        std::max(0.0, planned[p]->arena - (none->arena - freedBy[p]));
+  auto modelled = [&](const RecomputeChoice &c, double freed) {
+    double set = 0;
+    for (RecomputePolicy p : c.layers)
+      set = std::max(set, workingSet[p == RecomputePolicy::None        ? 0
+                                     : p == RecomputePolicy::Selective ? 1
+                                                                       : 2]);
+    return none->arena - freed + set;
+  };
+  // Most bytes per FLOP first; a layer's own increments are in that order
+  // already, and a stable sort keeps them so on ties.
+  llvm::stable_sort(increments, [](const Increment &a, const Increment &b) {
+    return a.efficiency() > b.efficiency();
+  });
+  RecomputeChoice choice = uniform(RecomputePolicy::None);
+  double freed = 0;
+  size_t taken = 0;
+  while (taken < increments.size() &&
+         modelled(choice, freed) > double(budget)) {
+    choice.layers[increments[taken].layer] = increments[taken].policy;
+    freed += increments[taken++].bytes;
+  }
+  // Planned: while it misses, one increment more.
+  while (true) {
+    FailureOr<RecomputeCost> cost = costOf(choice);
+    if (failed(cost))
+      return failure();
+    if (cost->arena <= budget)
+      return choice.str();
+    if (taken == increments.size())
+      return uniform(RecomputePolicy::Full).str();
+    choice.layers[increments[taken].layer] = increments[taken].policy;
+    ++taken;
+  }
 }
 } // namespace
 

@@ -130,12 +130,15 @@ public:
                  << static_cast<int64_t>(choice.layers.size())
                  << " layers' policies; the step has " << layers << " layers",
              failure();
+    layerFlops.assign(layers, 0.0);
     rewrite();
     // The budget search reads this to find the programs with a backward.
     func->setAttr(kRecomputeAttr,
                   StringAttr::get(func.getContext(), choice.str()));
     func->setAttr(kRecomputeFlopsAttr,
                   FloatAttr::get(Float64Type::get(func.getContext()), flops));
+    func->setAttr(kRecomputeLayerFlopsAttr,
+                  DenseF64ArrayAttr::get(func.getContext(), layerFlops));
     recordActivationBytes();
     return cloned;
   }
@@ -208,7 +211,10 @@ private:
     OpBuilder b(before);
     b.clone(*def, clones);
     ++cloned;
-    flops += recomputeFlops(def);
+    double f = recomputeFlops(def);
+    flops += f;
+    if (int64_t l = layer.lookup(def); inLayers(l))
+      layerFlops[l] += f;
     return clones.lookup(value);
   }
 
@@ -314,7 +320,8 @@ private:
   llvm::DenseSet<Value> readByBackward; // Before the rewrite.
   IRMapping clones;
   int64_t cloned = 0;
-  double flops = 0; // What the clones compute.
+  double flops = 0;               // What the clones compute.
+  SmallVector<double> layerFlops; // The same by the clone's layer.
 };
 } // namespace
 

@@ -203,6 +203,10 @@ inline constexpr const char *kRecomputeAttr = "weft.recompute";
 /// On a training step (weft-recompute): the FLOPs its recomputation adds
 /// (f64; matrix FLOPs of GEMMs and attention, one per element elsewhere).
 inline constexpr const char *kRecomputeFlopsAttr = "weft.recompute_flops";
+/// The same per layer (array<f64>, a layer's ops' clones), what the
+/// budget search adds up.
+inline constexpr const char *kRecomputeLayerFlopsAttr =
+    "weft.recompute_layer_flops";
 /// On a weft.constant [S] of i32: the positions of the sequence the program
 /// holds, which context parallelism reorders (weft-apply-plan).
 inline constexpr const char *kPositionsAttr = "weft.positions";

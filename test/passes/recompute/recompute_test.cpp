@@ -19,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace weft;
 using testutil::Case;
 using testutil::Trace;
@@ -200,7 +202,9 @@ namespace {
 struct Planned {
   int64_t arena = 0;
   std::string recompute;
-  double flops = 0; // What the recomputation adds.
+  double flops = 0;                // What the recomputation adds.
+  std::vector<int64_t> layerBytes; // What each layer keeps.
+  std::vector<double> layerFlops;  // What each layer computes again.
 };
 Planned planStep(const std::string &policy, int64_t layers) {
   auto context = testutil::makeContext();
@@ -222,6 +226,14 @@ Planned planStep(const std::string &policy, int64_t layers) {
     planned.recompute = choice.str();
   if (auto flops = step->getAttrOfType<mlir::FloatAttr>(kRecomputeFlopsAttr))
     planned.flops = flops.getValueAsDouble();
+  if (auto bytes =
+          step->getAttrOfType<mlir::DenseI64ArrayAttr>(kActivationBytesAttr))
+    planned.layerBytes.assign(bytes.asArrayRef().begin(),
+                              bytes.asArrayRef().end());
+  if (auto flops = step->getAttrOfType<mlir::DenseF64ArrayAttr>(
+          kRecomputeLayerFlopsAttr))
+    planned.layerFlops.assign(flops.asArrayRef().begin(),
+                              flops.asArrayRef().end());
   return planned;
 }
 int64_t stepArena(const std::string &policy, int64_t layers) {
@@ -229,36 +241,93 @@ int64_t stepArena(const std::string &policy, int64_t layers) {
 }
 } // namespace
 
-// A budget between no recomputation's arena and full recomputation's is
-// met by the first step of the ladder (more layers selective, then full)
-// that fits: the step before it does not fit. One above no recomputation's
-// arena needs none; one below full recomputation's is an error.
-TEST(Recompute, ABudgetTakesTheFirstLadderStepThatFits) {
-  int64_t none = stepArena("none", 8), full = stepArena("full", 8);
+// Over many layers (8 here; 3^8 choices are too many to plan) a budget
+// between no recomputation's arena and full recomputation's is met by a
+// greedy on a model of the arena (Pipeline.cpp, chooseRecomputation): the
+// choice fits once planned, and its FLOPs are within one layer's full
+// recomputation of the best choice the model admits, found here by
+// enumerating all 6561 on the model's numbers (the three uniform
+// plannings' per-layer bytes and FLOPs, and the working set they show).
+// Each layer's recomputed FLOPs add up as the model says, and so do its
+// stored bytes: a mixed choice's layers keep what their policy keeps
+// uniformly. One above no recomputation's arena needs none; one below
+// full recomputation's is an error.
+TEST(Recompute, AManyLayersBudgetIsWithinOneLayerOfTheModelsBest) {
+  constexpr int64_t kLayers = 8;
+  Planned uniform[3] = {planStep("none", kLayers),
+                        planStep("selective", kLayers),
+                        planStep("full", kLayers)};
+  for (const Planned &p : uniform) {
+    ASSERT_EQ(p.layerBytes.size(), size_t(kLayers)) << p.recompute;
+    ASSERT_EQ(p.layerFlops.size(), size_t(kLayers)) << p.recompute;
+  }
+  int64_t none = uniform[0].arena, full = uniform[2].arena;
   ASSERT_GT(none, full);
   double gib = double(int64_t(1) << 30);
   double budget = (none + full) / 2 / gib;
-  Planned chosen = planStep("budget=" + std::to_string(budget), 8);
+  Planned chosen = planStep("budget=" + std::to_string(budget), kLayers);
   EXPECT_GT(chosen.arena, 0);
   EXPECT_LE(chosen.arena, budget * gib);
-  // The choice is a ladder step: selective on a prefix, or all selective
-  // and full on a prefix; one step less does not fit.
   llvm::Expected<RecomputeChoice> parsed = parseRecompute(chosen.recompute);
   ASSERT_TRUE(static_cast<bool>(parsed)) << chosen.recompute;
-  ASSERT_EQ(parsed->layers.size(), 8u) << chosen.recompute;
-  int64_t selective = 0, fullLayers = 0;
-  for (RecomputePolicy p : parsed->layers) {
-    selective += p != RecomputePolicy::None;
-    fullLayers += p == RecomputePolicy::Full;
+  ASSERT_EQ(parsed->layers.size(), size_t(kLayers)) << chosen.recompute;
+  auto index = [](RecomputePolicy p) {
+    return p == RecomputePolicy::None        ? 0
+           : p == RecomputePolicy::Selective ? 1
+                                             : 2;
+  };
+  double modelled = 0;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    const Planned &u = uniform[index(parsed->layers[l])];
+    modelled += u.layerFlops[l];
+    EXPECT_EQ(chosen.layerBytes[l], u.layerBytes[l]) << "layer " << l;
   }
-  ASSERT_GT(selective, 0) << chosen.recompute;
-  RecomputeChoice before = *parsed;
-  if (fullLayers > 0)
-    before.layers[fullLayers - 1] = RecomputePolicy::Selective;
-  else
-    before.layers[selective - 1] = RecomputePolicy::None;
-  EXPECT_GT(stepArena(before.str(), 8), budget * gib)
-      << chosen.recompute << " vs " << before.str();
+  EXPECT_NEAR(chosen.flops, modelled, 1e-9 * modelled);
+
+  // The model's best over every per-layer choice: none's arena less what
+  // the layers' policies free, plus the largest working set among them.
+  double workingSet[3] = {0, 0, 0}, largestLayer = 0;
+  for (int p = 1; p < 3; ++p) {
+    double freed = 0;
+    for (int64_t l = 0; l < kLayers; ++l)
+      freed += uniform[0].layerBytes[l] - uniform[p].layerBytes[l];
+    workingSet[p] = std::max(0.0, uniform[p].arena - (none - freed));
+  }
+  for (int64_t l = 0; l < kLayers; ++l)
+    largestLayer = std::max(largestLayer, uniform[2].layerFlops[l]);
+  auto modelsBest = [&](double budgetBytes) {
+    double best = std::numeric_limits<double>::infinity();
+    int64_t choices = 1;
+    for (int64_t l = 0; l < kLayers; ++l)
+      choices *= 3;
+    for (int64_t i = 0; i < choices; ++i) {
+      double arena = none, set = 0, flops = 0;
+      for (int64_t l = 0, rest = i; l < kLayers; ++l, rest /= 3) {
+        arena -= uniform[0].layerBytes[l] - uniform[rest % 3].layerBytes[l];
+        set = std::max(set, workingSet[rest % 3]);
+        flops += uniform[rest % 3].layerFlops[l];
+      }
+      if (arena + set <= budgetBytes)
+        best = std::min(best, flops);
+    }
+    return best;
+  };
+  double best = modelsBest(budget * gib);
+  ASSERT_LT(best, std::numeric_limits<double>::infinity());
+  EXPECT_LE(chosen.flops, best + largestLayer)
+      << chosen.recompute << " against the model's best " << best;
+  EXPECT_GT(chosen.flops, 0);
+
+  // Between selective everywhere's arena and none's, the layers being
+  // alike, the greedy recomputes selectively as many layers as the model
+  // needs and no more: its best exactly (a greedy that took a layer fully
+  // first would add a full layer's FLOPs).
+  double between = (none + uniform[1].arena) / 2 / gib;
+  Planned light = planStep("budget=" + std::to_string(between), kLayers);
+  EXPECT_LE(light.arena, between * gib);
+  EXPECT_NEAR(light.flops, modelsBest(between * gib), 1e-9 * light.flops)
+      << light.recompute;
+  EXPECT_GT(light.flops, 0);
 
   EXPECT_EQ(planStep("budget=" + std::to_string(2.0 * none / gib), 8).recompute,
             "none*8");

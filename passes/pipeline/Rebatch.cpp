@@ -341,7 +341,7 @@ LogicalResult Rebatcher::visit(Operation *op) {
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     Batched b = where[*llvm::find_if(
         concat.getInputs(), [&](Value v) { return where.count(v) > 0; })];
-    if (b.dim == concat.getDim())
+    if (b.dim == static_cast<int64_t>(concat.getDim()))
       return fail(op, "it joins values along the batch's dimension " +
                           Twine(b.dim));
     for (OpOperand &input : op->getOpOperands()) {

@@ -12,6 +12,7 @@
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/recompute/Budget.h"
 #include "passes/recompute/Passes.h"
 #include "passes/sharding/Passes.h"
 
@@ -100,18 +101,18 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
         "compiles candidates to find it; pass the per-layer choice it made "
         "(the report's recompute=...)");
   // On the whole forward, before partitioning places the quantizations.
-  llvm::Expected<Fp8Choice> fp8Choice = parseFp8(options.fp8);
-  if (!fp8Choice)
+  Fp8Options fp8;
+  fp8.recipe = options.fp8;
+  fp8.keep = options.fp8Keep;
+  fp8.minDim = options.fp8MinDim;
+  fp8.history = options.fp8History;
+  fp8.margin = options.fp8Margin;
+  if (llvm::Error e = checkFp8Options(fp8, "fp8"))
     return llvm::createStringError("weft-train: " +
-                                   llvm::toString(fp8Choice.takeError()));
-  bool delayedFp8 = fp8Choice->anyDelayed();
-  if (fp8Choice->any()) {
-    Fp8Options fp8;
-    fp8.recipe = options.fp8;
-    fp8.keep = options.fp8Keep;
-    fp8.minDim = options.fp8MinDim;
-    fp8.history = options.fp8History;
-    fp8.margin = options.fp8Margin;
+                                   llvm::toString(std::move(e)));
+  Fp8Choice fp8Choice = cantFail(parseFp8(options.fp8));
+  bool delayedFp8 = fp8Choice.anyDelayed();
+  if (fp8Choice.any()) {
     pm.addNestedPass<func::FuncOp>(createFp8(fp8));
   }
   bool pipelined = plan.size("pp") > 1;
@@ -144,7 +145,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     // Per-tensor FP8 tensors gathered for their scale move quantized; not
     // parameters ZeRO-3 gathers once a step for its micro-batches
     // (weft-gather-per-step, below), which that would undo.
-    if (fp8Choice->any()) {
+    if (fp8Choice.any()) {
       Fp8GatherOptions gather;
       gather.params = !gatherPerStep;
       forward.addPass(createFp8Gather(gather));
@@ -274,10 +275,10 @@ void registerTrainingPipeline() {
 namespace {
 /// What a candidate recomputation costs once planned: the largest arena
 /// among `module`'s programs that run a backward (weft-recompute marked
-/// them: the step, or @accumulate with micro-batches; 0 if none), the
-/// FLOPs their recomputation adds, and, of the program with that arena,
-/// what each layer keeps for the backward (bytes) and computes again
-/// (FLOPs).
+/// them: the step, or @accumulate with micro-batches, whose marks the
+/// optimizer's @step copies; 0 if none), and of the backward the FLOPs its
+/// recomputation adds and, per layer, what it keeps for the backward
+/// (bytes) and computes again (FLOPs).
 struct RecomputeCost {
   int64_t arena = 0;
   double flops = 0;
@@ -286,25 +287,29 @@ struct RecomputeCost {
 };
 RecomputeCost recomputeCost(ModuleOp module) {
   RecomputeCost cost;
-  bool first = true;
+  func::FuncOp backward;
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     if (!f->hasAttr(kRecomputeAttr))
       continue;
-    if (auto flops = f->getAttrOfType<FloatAttr>(kRecomputeFlopsAttr))
-      cost.flops += flops.getValueAsDouble();
-    auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes");
-    if (!arena || (!first && arena.getInt() <= cost.arena))
-      continue;
-    first = false;
-    cost.arena = arena.getInt();
-    if (auto bytes = f->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr))
-      cost.layerBytes.assign(bytes.asArrayRef().begin(),
-                             bytes.asArrayRef().end());
-    if (auto flops =
-            f->getAttrOfType<DenseF64ArrayAttr>(kRecomputeLayerFlopsAttr))
-      cost.layerFlops.assign(flops.asArrayRef().begin(),
-                             flops.asArrayRef().end());
+    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
+      cost.arena = std::max(cost.arena, arena.getInt());
+    // The program the marks come from, by name, so every planning reads
+    // the same one.
+    if (!backward || f.getSymName() == "accumulate")
+      backward = f;
   }
+  if (!backward)
+    return cost;
+  if (auto flops = backward->getAttrOfType<FloatAttr>(kRecomputeFlopsAttr))
+    cost.flops = flops.getValueAsDouble();
+  if (auto bytes =
+          backward->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr))
+    cost.layerBytes.assign(bytes.asArrayRef().begin(),
+                           bytes.asArrayRef().end());
+  if (auto flops =
+          backward->getAttrOfType<DenseF64ArrayAttr>(kRecomputeLayerFlopsAttr))
+    cost.layerFlops.assign(flops.asArrayRef().begin(),
+                           flops.asArrayRef().end());
   return cost;
 }
 
@@ -322,46 +327,6 @@ int64_t layersOf(ModuleOp module) {
   return layers;
 }
 
-/// One step of the many-layer search: layer `layer` moves to `policy`,
-/// freeing `bytes` more of the arena (in the model) for `flops` more.
-struct Increment {
-  int64_t layer;
-  RecomputePolicy policy;
-  double bytes, flops;
-  /// Bytes freed per FLOP (infinite when it frees memory for nothing).
-  double efficiency() const {
-    return flops > 0 ? bytes / flops : std::numeric_limits<double>::infinity();
-  }
-};
-
-/// The increments of one layer: from none, the options on the upper convex
-/// hull of (FLOPs, bytes freed), each step freeing less per FLOP than the
-/// one before. An option that frees nothing, or less than one already
-/// taken, is never a step.
-SmallVector<Increment> layerIncrements(int64_t layer, ArrayRef<double> freed,
-                                       ArrayRef<double> flops) {
-  SmallVector<Increment> steps;
-  const RecomputePolicy policies[] = {
-      RecomputePolicy::None, RecomputePolicy::Selective, RecomputePolicy::Full};
-  int at = 0; // The option taken so far: none.
-  while (true) {
-    std::optional<Increment> best;
-    for (int p = 1; p < 3; ++p) {
-      if (freed[p] <= freed[at])
-        continue;
-      Increment step{layer, policies[p], freed[p] - freed[at],
-                     std::max(0.0, flops[p] - flops[at])};
-      if (!best || step.efficiency() > best->efficiency() ||
-          (step.efficiency() == best->efficiency() && step.bytes > best->bytes))
-        best = step;
-    }
-    if (!best)
-      return steps;
-    steps.push_back(*best);
-    at = best->policy == RecomputePolicy::Selective ? 1 : 2;
-  }
-}
-
 /// Resolves `--recompute budget=G`: a per-layer choice whose largest arena
 /// among the programs that run the backward (the memory plan's peak,
 /// planned as the report plans it) fits G GiB, adding as few FLOPs as the
@@ -369,21 +334,15 @@ SmallVector<Increment> layerIncrements(int64_t layer, ArrayRef<double> freed,
 ///  - With 3^L <= 81 choices (L layers) every one is planned and the one
 ///    adding the fewest FLOPs wins (the smaller arena on a tie): exact over
 ///    per-layer policies, where Checkmate solves over every tensor.
-///  - With more, a greedy on a model planned three times (every layer none,
-///    selective, full): a layer's policy frees what the layer keeps less
-///    than under none (weft.activation_bytes) and costs its clones' FLOPs
-///    (weft.recompute_layer_flops); the arena is none's less what is freed,
-///    plus a working set (the recomputed values alive while a layer's
-///    backward runs): for each policy, the gap its uniform planning shows,
-///    and for a choice, the largest of its policies'.
-///    Choosing a policy per layer is then a multiple-choice knapsack;
-///    taking its layers' hull increments in order of bytes freed per FLOP
-///    until the model fits solves its linear relaxation but for the last
-///    increment, so the extra FLOPs exceed the model's best per-layer
-///    choice by at most that increment: at most one layer's full
-///    recomputation. The choice is planned, not assumed to fit; while it
-///    misses, the next increment is taken (every layer full, which fits,
-///    ends it).
+///  - With more, three uniform plannings (every layer none, selective,
+///    full) give the model of passes/recompute/Budget.h: what each layer's
+///    policy frees (weft.activation_bytes) and costs
+///    (weft.recompute_layer_flops), and each policy's working set.
+///    orderBudgetSteps orders per-layer steps and picks the first the model
+///    says fits, within one layer's costliest option of the model's best.
+///    That candidate is planned; if it misses, the later candidates are
+///    bisected for the first that fits (every layer full, which fits, if
+///    none does): at most 4 + log2(2L) plannings beyond the uniform ones.
 FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                            const TrainingOptions &options,
                                            double gib) {
@@ -455,66 +414,67 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
       costOf(uniform(RecomputePolicy::Selective));
   if (failed(selective))
     return failure();
-  const RecomputeCost *planned[] = {&*none, &*selective, &*full};
-  for (const RecomputeCost *c : planned)
-    if (static_cast<int64_t>(c->layerBytes.size()) != layers ||
-        static_cast<int64_t>(c->layerFlops.size()) != layers)
+  const RecomputeCost *planned[kBudgetOptions] = {&*none, &*selective, &*full};
+  const char *names[kBudgetOptions] = {"none", "selective", "full"};
+  for (int o = 0; o < kBudgetOptions; ++o)
+    if (static_cast<int64_t>(planned[o]->layerBytes.size()) != layers ||
+        static_cast<int64_t>(planned[o]->layerFlops.size()) != layers)
       return module.emitError("--recompute ")
-                 << options.recompute
-                 << ": the step records no per-layer activations to search "
-                    "over; give a policy per layer",
+                 << options.recompute << ": under " << names[o]
+                 << " the backward records "
+                 << static_cast<int64_t>(planned[o]->layerBytes.size())
+                 << " layers' activations and "
+                 << static_cast<int64_t>(planned[o]->layerFlops.size())
+                 << " layers' FLOPs, but the model has " << layers
+                 << " layers; give a policy per layer",
              failure();
-  // The model: what each layer's policy frees and costs, and the working
-  // set each policy's uniform planning shows beyond none's arena less what
-  // it frees.
-  SmallVector<Increment> increments;
-  double freedBy[3] = {0, 0, 0};
-  for (int64_t l = 0; l < layers; ++l) {
-    double freed[3], flops[3];
-    for (int p = 0; p < 3; ++p) {
-      freed[p] = double(none->layerBytes[l] - planned[p]->layerBytes[l]);
-      flops[p] = planned[p]->layerFlops[l];
-      freedBy[p] += freed[p];
+  BudgetModel model;
+  model.noneArena = double(none->arena);
+  model.layers.resize(layers);
+  double freedBy[kBudgetOptions] = {0, 0, 0};
+  for (int64_t l = 0; l < layers; ++l)
+    for (int o = 0; o < kBudgetOptions; ++o) {
+      model.layers[l].freed[o] =
+          double(none->layerBytes[l] - planned[o]->layerBytes[l]);
+      model.layers[l].flops[o] = planned[o]->layerFlops[l];
+      freedBy[o] += model.layers[l].freed[o];
     }
-    llvm::append_range(increments, layerIncrements(l, freed, flops));
-  }
-  double workingSet[3] = {0, 0, 0};
-  for (int p = 1; p < 3; ++p)
-    workingSet[p] =
-        std::max(0.0, planned[p]->arena - (none->arena - freedBy[p]));
-  auto modelled = [&](const RecomputeChoice &c, double freed) {
-    double set = 0;
-    for (RecomputePolicy p : c.layers)
-      set = std::max(set, workingSet[p == RecomputePolicy::None        ? 0
-                                     : p == RecomputePolicy::Selective ? 1
-                                                                       : 2]);
-    return none->arena - freed + set;
+  for (int o = 1; o < kBudgetOptions; ++o)
+    model.workingSet[o] =
+        std::max(0.0, planned[o]->arena - (model.noneArena - freedBy[o]));
+  BudgetSteps order = orderBudgetSteps(model, double(budget));
+  auto candidate = [&](size_t k) {
+    RecomputeChoice c;
+    for (int option : order.choice(layers, k))
+      c.layers.push_back(budgetPolicy(option));
+    return c;
   };
-  // Most bytes per FLOP first; a layer's own increments are in that order
-  // already, and a stable sort keeps them so on ties.
-  llvm::stable_sort(increments, [](const Increment &a, const Increment &b) {
-    return a.efficiency() > b.efficiency();
-  });
-  RecomputeChoice choice = uniform(RecomputePolicy::None);
-  double freed = 0;
-  size_t taken = 0;
-  while (taken < increments.size() &&
-         modelled(choice, freed) > double(budget)) {
-    choice.layers[increments[taken].layer] = increments[taken].policy;
-    freed += increments[taken++].bytes;
-  }
-  // Planned: while it misses, one increment more.
-  while (true) {
-    FailureOr<RecomputeCost> cost = costOf(choice);
+  auto fits = [&](size_t k) -> FailureOr<bool> {
+    FailureOr<RecomputeCost> cost = costOf(candidate(k));
     if (failed(cost))
       return failure();
-    if (cost->arena <= budget)
-      return choice.str();
-    if (taken == increments.size())
-      return uniform(RecomputePolicy::Full).str();
-    choice.layers[increments[taken].layer] = increments[taken].policy;
-    ++taken;
+    return cost->arena <= budget;
+  };
+  // The model's pick, then the first later candidate that fits.
+  size_t misses = order.fits, last = order.steps.size();
+  FailureOr<bool> picked = fits(misses);
+  if (failed(picked))
+    return failure();
+  if (*picked)
+    return candidate(misses).str();
+  FailureOr<bool> lastFits = fits(last);
+  if (failed(lastFits))
+    return failure();
+  if (!*lastFits)
+    return uniform(RecomputePolicy::Full).str();
+  while (last - misses > 1) {
+    size_t mid = misses + (last - misses) / 2;
+    FailureOr<bool> midFits = fits(mid);
+    if (failed(midFits))
+      return failure();
+    (*midFits ? last : misses) = mid;
   }
+  return candidate(last).str();
 }
 } // namespace
 
@@ -529,6 +489,14 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
     if (!options.fuseAndPlan)
       return module.emitError("--recompute budget= needs the memory plan "
                               "(fuse-and-plan)");
+    // A pipeline's stages run their backward in programs of their own,
+    // each with its own micro-batches in flight; the search reads one
+    // backward's arena.
+    if (options.plan.size("pp") > 1)
+      return module.emitError("--recompute ")
+             << options.recompute
+             << " is not supported with pp: give a policy per layer, or "
+                "--plan auto, which chooses one per pipeline rank";
     FailureOr<std::string> chosen =
         chooseRecomputation(module, options, *choice->budgetGiB);
     if (failed(chosen))

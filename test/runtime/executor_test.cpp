@@ -67,7 +67,9 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   // gradient on a 2-core EPYC (2026-12-04) was 1e-6 (tensorwise, MXFP8),
   // 2e-3 (row-wise) and 5e-2 (block-wise, 4 layers) in relative L2; an
   // earlier Xeon saw 0.5% to 2.5%. A quantization that differs (MXFP8
-  // scales taken as plain amax scales) moves them by 5-10%. The op itself
+  // scales taken as plain amax scales) moves them by 5-10%, which the 5%
+  // tolerance catches; block-wise's 15% would not, so block-wise rests on
+  // the loss (1e-4) and, per block, on fp8_test.cpp. The op itself
   // is checked bit for bit (fp8_test.cpp, Fp8QuantizeMatchesTheRuntime);
   // here each gradient tensor must agree to fp8Tolerance's and the loss
   // to 1e-4. Parameters, which Adam's sign-like step makes as sensitive, are
@@ -93,8 +95,9 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   ASSERT_TRUE(mlir::succeeded(buildTrainingPrograms(*programs, training)));
   // A recipe whose blocks no GEMM admits would test nothing.
   if (quantized) {
-    auto gemms = programs->lookupSymbol<mlir::func::FuncOp>("step")
-                     ->getAttrOfType<mlir::IntegerAttr>(kFp8GemmsAttr);
+    auto step = programs->lookupSymbol<mlir::func::FuncOp>("step");
+    ASSERT_TRUE(step);
+    auto gemms = step->getAttrOfType<mlir::IntegerAttr>(kFp8GemmsAttr);
     ASSERT_TRUE(gemms && gemms.getInt() > 0) << "no FP8 GEMM";
   }
   ASSERT_TRUE(mlir::succeeded(

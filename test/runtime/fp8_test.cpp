@@ -347,7 +347,11 @@ double recipeScale(double amax, bool pow2) {
 // checked against it too). Some rows of x are 2^12 larger than the rest
 // and some columns of w 2^8 larger than the rest (activation and weight
 // outliers), so the blocks of one operand have different scales and
-// per-tensor scaling puts the small values near E4M3's subnormals. Each
+// per-tensor scaling puts the small values near E4M3's subnormals. In
+// E4M3's normal range the relative error does not depend on the scale, so
+// a scale too small shows only where it pushes values into subnormals
+// (here the per-tensor case's small rows); too large, in any recipe, as
+// saturation. Each
 // GEMM's worst error is about a tenth of its bound (random signs: the
 // element errors partly cancel in the sum), so a bound far too loose
 // would show.

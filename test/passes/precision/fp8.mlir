@@ -8,6 +8,10 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fp8-history=4 fp8-margin=1 fuse-and-plan=false})' | FileCheck %s --check-prefix=DELAYED
+// weft-train checks the FP8 options as it builds the pipeline, naming its
+// own (there is no IR yet to place the error on, so it is text).
+// RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fp8-history=0})' 2>&1 | FileCheck %s --check-prefix=TRAINHIST
+// TRAINHIST: weft-train: fp8-history: must be in [1, 2^20] steps, not 0
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRO
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=dp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=MICRODP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP

@@ -12,6 +12,7 @@
 
 #include "compiler/Pipeline.h"
 #include "frontend/models/ModelConfig.h"
+#include "passes/recompute/Budget.h"
 #include "passes/recompute/Passes.h"
 #include "runtime/exec/BundleData.h"
 #include "runtime/exec/SchedExecutor.h"
@@ -243,15 +244,13 @@ int64_t stepArena(const std::string &policy, int64_t layers) {
 
 // Over many layers (8 here; 3^8 choices are too many to plan) a budget
 // between no recomputation's arena and full recomputation's is met by a
-// greedy on a model of the arena (Pipeline.cpp, chooseRecomputation): the
-// choice fits once planned, and its FLOPs are within one layer's full
-// recomputation of the best choice the model admits, found here by
-// enumerating all 6561 on the model's numbers (the three uniform
-// plannings' per-layer bytes and FLOPs, and the working set they show).
-// Each layer's recomputed FLOPs add up as the model says, and so do its
-// stored bytes: a mixed choice's layers keep what their policy keeps
-// uniformly. One above no recomputation's arena needs none; one below
-// full recomputation's is an error.
+// greedy on a model of the arena (passes/recompute/Budget.h, tested on
+// made-up models in budget_test.cpp): here, on a real model, the choice
+// fits once planned, a mixed choice's layers keep and recompute what
+// their policy does uniformly (the model's premise, as planned), and its
+// FLOPs are within one layer's costliest option of the best choice the
+// model admits, found by enumerating all 6561. One above no recomputation's
+// arena needs none; one below full recomputation's is an error.
 TEST(Recompute, AManyLayersBudgetIsWithinOneLayerOfTheModelsBest) {
   constexpr int64_t kLayers = 8;
   Planned uniform[3] = {planStep("none", kLayers),
@@ -271,44 +270,43 @@ TEST(Recompute, AManyLayersBudgetIsWithinOneLayerOfTheModelsBest) {
   llvm::Expected<RecomputeChoice> parsed = parseRecompute(chosen.recompute);
   ASSERT_TRUE(static_cast<bool>(parsed)) << chosen.recompute;
   ASSERT_EQ(parsed->layers.size(), size_t(kLayers)) << chosen.recompute;
-  auto index = [](RecomputePolicy p) {
-    return p == RecomputePolicy::None        ? 0
-           : p == RecomputePolicy::Selective ? 1
-                                             : 2;
-  };
   double modelled = 0;
   for (int64_t l = 0; l < kLayers; ++l) {
-    const Planned &u = uniform[index(parsed->layers[l])];
+    const Planned &u = uniform[budgetOption(parsed->layers[l])];
     modelled += u.layerFlops[l];
     EXPECT_EQ(chosen.layerBytes[l], u.layerBytes[l]) << "layer " << l;
   }
   EXPECT_NEAR(chosen.flops, modelled, 1e-9 * modelled);
 
-  // The model's best over every per-layer choice: none's arena less what
-  // the layers' policies free, plus the largest working set among them.
-  double workingSet[3] = {0, 0, 0}, largestLayer = 0;
-  for (int p = 1; p < 3; ++p) {
+  // The model (passes/recompute/Budget.h) from the uniform plannings, and
+  // its best over every per-layer choice.
+  BudgetModel model;
+  model.noneArena = double(none);
+  model.layers.resize(kLayers);
+  double largestLayer = 0;
+  for (int o = 0; o < kBudgetOptions; ++o) {
     double freed = 0;
-    for (int64_t l = 0; l < kLayers; ++l)
-      freed += uniform[0].layerBytes[l] - uniform[p].layerBytes[l];
-    workingSet[p] = std::max(0.0, uniform[p].arena - (none - freed));
+    for (int64_t l = 0; l < kLayers; ++l) {
+      model.layers[l].freed[o] =
+          double(uniform[0].layerBytes[l] - uniform[o].layerBytes[l]);
+      model.layers[l].flops[o] = uniform[o].layerFlops[l];
+      freed += model.layers[l].freed[o];
+      largestLayer = std::max(largestLayer, uniform[o].layerFlops[l]);
+    }
+    if (o > 0)
+      model.workingSet[o] = std::max(0.0, uniform[o].arena - (none - freed));
   }
-  for (int64_t l = 0; l < kLayers; ++l)
-    largestLayer = std::max(largestLayer, uniform[2].layerFlops[l]);
   auto modelsBest = [&](double budgetBytes) {
     double best = std::numeric_limits<double>::infinity();
+    std::vector<int> choice(kLayers);
     int64_t choices = 1;
     for (int64_t l = 0; l < kLayers; ++l)
-      choices *= 3;
+      choices *= kBudgetOptions;
     for (int64_t i = 0; i < choices; ++i) {
-      double arena = none, set = 0, flops = 0;
-      for (int64_t l = 0, rest = i; l < kLayers; ++l, rest /= 3) {
-        arena -= uniform[0].layerBytes[l] - uniform[rest % 3].layerBytes[l];
-        set = std::max(set, workingSet[rest % 3]);
-        flops += uniform[rest % 3].layerFlops[l];
-      }
-      if (arena + set <= budgetBytes)
-        best = std::min(best, flops);
+      for (int64_t l = 0, rest = i; l < kLayers; ++l, rest /= kBudgetOptions)
+        choice[l] = static_cast<int>(rest % kBudgetOptions);
+      if (model.arena(choice) <= budgetBytes)
+        best = std::min(best, model.flops(choice));
     }
     return best;
   };
@@ -350,8 +348,9 @@ TEST(Recompute, AManyLayersBudgetIsWithinOneLayerOfTheModelsBest) {
 // With few layers (3^L per-layer choices, at most 81) the budget is met
 // exactly: the choice fits, and every choice that adds fewer FLOPs does
 // not. Three layers (27 choices) at a budget half-way between no recomputation
-// and full: the ladder would recompute the layers in order; the exact choice
-// need not. Full adds more FLOPs than selective, and none adds none.
+// and full: a greedy over the layers in order would recompute the first
+// ones; the exact choice need not. Full adds more FLOPs than selective, and
+// none adds none.
 TEST(Recompute, AFewLayersBudgetTakesTheFewestExtraFlopsThatFit) {
   constexpr int64_t kLayers = 3;
   int64_t none = stepArena("none", kLayers), full = stepArena("full", kLayers);

@@ -380,6 +380,50 @@ int fail(const absl::Status &status) {
   return fail(std::string(status.message()));
 }
 
+/// weftc's diagnostics: one with a place in a file as the source manager
+/// prints it (file:line:col, the line and a caret); one with none (about
+/// the whole model or a flag, or an op of a model built from a config,
+/// whose place is its scope's name) as weftc's own error, naming the
+/// scope, rather than at "<unknown>:0". The pass manager's note that dumps
+/// the failing op is left out there: with no file to point into, it would
+/// print the model.
+class Diagnostics {
+public:
+  Diagnostics(SourceMgr &sources, MLIRContext &context)
+      : inFiles(sources, &context), context(context) {
+    // Registered after the source manager's, so asked first.
+    id = context.getDiagEngine().registerHandler(
+        [](Diagnostic &d) { return placeless(d); });
+  }
+  ~Diagnostics() { context.getDiagEngine().eraseHandler(id); }
+
+private:
+  static LogicalResult placeless(Diagnostic &d) {
+    if (d.getLocation()->findInstanceOf<FileLineColLoc>())
+      return failure();
+    auto print = [](DiagnosticSeverity severity, Location loc,
+                    const std::string &message) {
+      raw_ostream &os = severity == DiagnosticSeverity::Error
+                            ? WithColor::error(errs(), "weftc")
+                        : severity == DiagnosticSeverity::Warning
+                            ? WithColor::warning(errs(), "weftc")
+                            : WithColor::note(errs(), "weftc");
+      if (auto scope = loc->findInstanceOf<NameLoc>())
+        os << "at " << scope.getName() << ": ";
+      os << message << "\n";
+    };
+    print(d.getSeverity(), d.getLocation(), d.str());
+    for (Diagnostic &note : d.getNotes())
+      if (!StringRef(note.str()).starts_with("see current operation"))
+        print(note.getSeverity(), note.getLocation(), note.str());
+    return success();
+  }
+
+  SourceMgrDiagnosticHandler inFiles;
+  MLIRContext &context;
+  DiagnosticEngine::HandlerID id;
+};
+
 /// --config read, with what the reader noticed printed as warnings.
 Expected<weft::ModelConfig> loadConfig() {
   Expected<weft::ModelConfig> config = weft::ModelConfig::load(configPath);
@@ -798,7 +842,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
                         vocabDivisibleBy.getValue())
                     .str());
   SourceMgr sources;
-  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  Diagnostics diagnostics(sources, context);
   OwningOpRef<ModuleOp> module = loadModel(
       context, sources, seqLen, ownBatch ? 0 : batchSize / plan.microbatches,
       vocabDivisibleBy * plan.size("tp"));
@@ -1187,7 +1231,7 @@ struct PlannerSetup {
 /// disagree with it.
 bool plannerModel(MLIRContext &context, PlannerSetup &setup) {
   SourceMgr sources;
-  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  Diagnostics diagnostics(sources, context);
   setup.model = loadModel(context, sources, 0, 0);
   if (!setup.model)
     return false;
@@ -1568,7 +1612,7 @@ int runInspect(MLIRContext &context) {
     return fail("cannot read '" + manifestPath +
                 "': " + buffer.getError().message());
   SourceMgr sources;
-  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  Diagnostics diagnostics(sources, context);
   OwningOpRef<ModuleOp> module = weft::codegen::readSchedManifest(
       (*buffer)->getBuffer(), manifestPath, &context);
   if (!module)
@@ -1613,7 +1657,7 @@ int runEval(MLIRContext &context) {
                     : (static_cast<int64_t>(tokens->size()) - 1) / batchSize;
 
   SourceMgr sources;
-  SourceMgrDiagnosticHandler diagnostics(sources, &context);
+  Diagnostics diagnostics(sources, context);
   // A .mlir model is evaluated at its own batch unless --batch says.
   OwningOpRef<ModuleOp> module = loadModel(
       context, sources, seq,

@@ -87,7 +87,8 @@ def last20(label, seed):  # The last 20 steps' mean: one batch is noisy.
     return sum(r["loss"] for r in rows(label, seed)[-20:]) / 20
 def heldout(label, seed):  # weftc eval's "loss L over N tokens".
     path = os.path.join(out, f"{label}-s{seed}.eval")
-    return float(open(path).read().split()[1]) if os.path.exists(path) else None
+    words = open(path).read().split() if os.path.exists(path) else []
+    return float(words[1]) if len(words) > 1 else None  # None: not run yet
 # Student's t for a two-sided 95% interval, by degrees of freedom.
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36,
        8: 2.31, 9: 2.26, 10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14}

@@ -948,14 +948,29 @@ Tensor Interpreter::evalMatmul(Value lhs, Value rhs, bool ta, bool tb,
   for (int64_t bt = 0; bt < batches; ++bt) {
     const double *pa = &a.data[bt * aStep], *pb = &b.data[bt * bStep];
     double *po = &out.data[bt * m * n];
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = 0.0;
-        for (int64_t l = 0; l < k; ++l)
-          sum +=
-              pa[ta ? l * m + i : i * k + l] * pb[tb ? j * k + l : l * n + j];
-        po[i * n + j] = sum;
+    // Each output element sums its products in order of l from 0.0, as
+    // sum_l a[i][l] * b[l][j] says. With b's rows contiguous (no transpose)
+    // the sums of a row of the output advance together over l, so the
+    // inner loop walks rows of b and the output instead of a column of b;
+    // the sums, and their rounding, are the same.
+    for (int64_t i = 0; i < m; ++i) {
+      double *row = po + i * n;
+      if (tb) {
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0.0;
+          for (int64_t l = 0; l < k; ++l)
+            sum += pa[ta ? l * m + i : i * k + l] * pb[j * k + l];
+          row[j] = sum;
+        }
+        continue;
       }
+      for (int64_t l = 0; l < k; ++l) {
+        double x = pa[ta ? l * m + i : i * k + l];
+        const double *bRow = pb + l * n;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += x * bRow[j];
+      }
+    }
   }
   return out;
 }

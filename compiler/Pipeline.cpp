@@ -101,12 +101,8 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
         "compiles candidates to find it; pass the per-layer choice it made "
         "(the report's recompute=...)");
   // On the whole forward, before partitioning places the quantizations.
-  Fp8Options fp8;
-  fp8.recipe = options.fp8;
-  fp8.keep = options.fp8Keep;
-  fp8.minDim = options.fp8MinDim;
-  fp8.history = options.fp8History;
-  fp8.margin = options.fp8Margin;
+  Fp8Options fp8{options.fp8, options.fp8Keep, options.fp8MinDim,
+                 options.fp8History, options.fp8Margin};
   if (llvm::Error e = checkFp8Options(fp8, "fp8"))
     return llvm::createStringError("weft-train: " +
                                    llvm::toString(std::move(e)));
@@ -523,11 +519,11 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   pipeline.recompute = options.recompute;
   pipeline.lossScale = options.lossScale;
   pipeline.lossScaleWindow = options.lossScaleWindow;
-  pipeline.fp8 = options.fp8;
-  pipeline.fp8Keep = options.fp8Keep;
-  pipeline.fp8MinDim = options.fp8MinDim;
-  pipeline.fp8History = options.fp8History;
-  pipeline.fp8Margin = options.fp8Margin;
+  pipeline.fp8 = options.fp8.recipe;
+  pipeline.fp8Keep = options.fp8.keep;
+  pipeline.fp8MinDim = options.fp8.minDim;
+  pipeline.fp8History = options.fp8.history;
+  pipeline.fp8Margin = options.fp8.margin;
   pipeline.fp8Storage = options.fp8Storage;
   pipeline.probes = options.probes;
   PassManager pm(module.getContext());

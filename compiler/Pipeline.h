@@ -4,6 +4,7 @@
 #define WEFT_COMPILER_PIPELINE_H
 
 #include "passes/optimizer/Passes.h"
+#include "passes/precision/Passes.h"
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -53,16 +54,11 @@ struct TrainingOptions {
   double lossScale = 0;
   int64_t lossScaleWindow = 2000;
   /// The FP8 recipe of the weight GEMMs (none, tensorwise,
-  /// tensorwise-delayed, rowwise, blockwise, mxfp8) and the layers that keep
-  /// the model's precision (weft-fp8's recipe and keep).
-  std::string fp8 = "none";
-  std::string fp8Keep = "head";
-  /// GEMMs with a contraction or output dimension below this stay in the
-  /// model's precision; delayed scaling's amax history (steps) and margin
-  /// (scales divided by 2^margin) (weft-fp8's min-dim, history, margin).
-  int64_t fp8MinDim = 0;
-  int64_t fp8History = 16;
-  int64_t fp8Margin = 0;
+  /// tensorwise-delayed, rowwise, blockwise, mxfp8), the layers that keep
+  /// the model's precision, the smallest GEMM dimension quantized, and
+  /// delayed scaling's amax history and margin: weft-fp8's options, checked
+  /// by checkFp8Options.
+  Fp8Options fp8;
   /// Per-tensor FP8 GEMM operands as FP8 codes and FP8 GEMMs (auto: on
   /// for cuda), else their dequantized f32 values (weft-lower-to-sched's
   /// fp8-storage).
@@ -154,25 +150,25 @@ struct TrainingPipelineOptions
       *this, "fp8",
       llvm::cl::desc("FP8 recipe of the weight GEMMs: none, tensorwise, "
                      "tensorwise-delayed, rowwise, blockwise or mxfp8"),
-      llvm::cl::init(TrainingOptions().fp8)};
+      llvm::cl::init(Fp8Options().recipe)};
   Option<std::string> fp8Keep{
       *this, "fp8-keep",
       llvm::cl::desc("Layers whose GEMMs stay out of FP8: head, first, last "
                      "(comma list) or none"),
-      llvm::cl::init(TrainingOptions().fp8Keep)};
+      llvm::cl::init(Fp8Options().keep)};
   Option<int64_t> fp8MinDim{
       *this, "fp8-min-dim",
       llvm::cl::desc("GEMMs with a contraction or output dimension below "
                      "this stay out of FP8"),
-      llvm::cl::init(TrainingOptions().fp8MinDim)};
+      llvm::cl::init(Fp8Options().minDim)};
   Option<int64_t> fp8History{
       *this, "fp8-history",
       llvm::cl::desc("tensorwise-delayed: the steps of amax history"),
-      llvm::cl::init(TrainingOptions().fp8History)};
+      llvm::cl::init(Fp8Options().history)};
   Option<int64_t> fp8Margin{
       *this, "fp8-margin",
       llvm::cl::desc("tensorwise-delayed: scales divided by 2^margin"),
-      llvm::cl::init(TrainingOptions().fp8Margin)};
+      llvm::cl::init(Fp8Options().margin)};
   Option<std::string> fp8Storage{
       *this, "fp8-storage",
       llvm::cl::desc("Per-tensor FP8 GEMM operands as FP8 codes: auto (on "

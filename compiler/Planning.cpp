@@ -148,7 +148,7 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   TrainingOptions options = base;
   options.plan = *plan;
   options.recompute = key.recompute;
-  options.fp8 = key.fp8;
+  options.fp8.recipe = key.fp8;
   options.keepGradients = false;
   options.probes.clear();
   if (cuda && options.cudaArchs.empty())

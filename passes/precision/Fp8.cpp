@@ -175,12 +175,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    Fp8Options options;
-    options.recipe = recipe;
-    options.keep = keep;
-    options.minDim = minDim;
-    options.history = history;
-    options.margin = margin;
+    Fp8Options options{recipe, keep, minDim, history, margin};
     if (llvm::Error e = checkFp8Options(options)) {
       func.emitError("weft-fp8: ") << llvm::toString(std::move(e));
       return signalPassFailure();

@@ -62,7 +62,7 @@ struct Case {
     o.attentionScratchMb = attentionScratchMb;
     o.keepGradients = keepGradients;
     o.recompute = recompute;
-    o.fp8 = fp8;
+    o.fp8.recipe = fp8;
     o.fp8Storage = fp8Storage;
     if (adamEps > 0)
       o.adamw.eps = adamEps;

@@ -86,7 +86,7 @@ void checkParity(const std::string &name, bool poison, int64_t b = 2,
   std::string dir = testutil::uniqueTempPath(name + "-bundle");
   TrainingOptions training;
   training.keepGradients = true;
-  training.fp8 = fp8;
+  training.fp8.recipe = fp8;
   if (gpuBundle) // Also GPU kernels and, so, GEMM epilogues.
     training.cudaArchs = {"sm_90"};
   // The reference runs the weft programs the same pipeline makes, before

@@ -241,23 +241,23 @@ cl::opt<std::string>
             cl::desc("With --fp8, the layers whose GEMMs stay in the model's "
                      "precision: a comma list of head, first, last, or none "
                      "(default head)"),
-            cl::init("head"), cl::sub(compileCmd));
+            cl::init(weft::Fp8Options().keep), cl::sub(compileCmd));
 cl::opt<int64_t> fp8MinDim(
     "fp8-min-dim",
     cl::desc("With --fp8, GEMMs whose contraction or output dimension is "
              "below this stay in the model's precision, as too small to gain "
              "from FP8 (default 0: only the multiple-of-16 rule)"),
-    cl::init(weft::TrainingOptions().fp8MinDim), cl::sub(compileCmd));
+    cl::init(weft::Fp8Options().minDim), cl::sub(compileCmd));
 cl::opt<int64_t> fp8History(
     "fp8-history",
     cl::desc("With --fp8 tensorwise-delayed, the steps of amax history a "
              "scale is taken from (default 16)"),
-    cl::init(weft::TrainingOptions().fp8History), cl::sub(compileCmd));
+    cl::init(weft::Fp8Options().history), cl::sub(compileCmd));
 cl::opt<int64_t>
     fp8Margin("fp8-margin",
               cl::desc("With --fp8 tensorwise-delayed, scales are divided by "
                        "2^margin for headroom (default 0)"),
-              cl::init(weft::TrainingOptions().fp8Margin), cl::sub(compileCmd));
+              cl::init(weft::Fp8Options().margin), cl::sub(compileCmd));
 cl::opt<std::string> probes(
     "probes",
     cl::desc("Health probes logged every step in weft-run's --metrics: a "
@@ -782,20 +782,8 @@ elasticVariants(const weft::Plan &plan, int64_t batch, int64_t min) {
 /// Sets `options`' FP8 fields from --fp8, --fp8-keep, --fp8-min-dim,
 /// --fp8-history and --fp8-margin, or an error naming the flag at fault.
 Error setFp8Options(weft::TrainingOptions &options) {
-  weft::Fp8Options fp8;
-  fp8.recipe = fp8Recipe;
-  fp8.keep = fp8Keep;
-  fp8.minDim = fp8MinDim;
-  fp8.history = fp8History;
-  fp8.margin = fp8Margin;
-  if (Error e = weft::checkFp8Options(fp8, "--fp8"))
-    return e;
-  options.fp8 = fp8Recipe;
-  options.fp8Keep = fp8Keep;
-  options.fp8MinDim = fp8MinDim;
-  options.fp8History = fp8History;
-  options.fp8Margin = fp8Margin;
-  return Error::success();
+  options.fp8 = {fp8Recipe, fp8Keep, fp8MinDim, fp8History, fp8Margin};
+  return weft::checkFp8Options(options.fp8, "--fp8");
 }
 
 int compileBundle(MLIRContext &context, const std::string &planText,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/recompute/Budget.h"
+#include "test/passes/recompute/BudgetBruteForce.h"
 
 #include <gtest/gtest.h>
 
@@ -19,19 +20,6 @@
 using namespace weft;
 
 namespace {
-/// Every per-layer choice of `model`, layer 0 the lowest base-3 digit.
-template <typename Visit> void forEachChoice(size_t layers, Visit visit) {
-  int64_t count = 1;
-  for (size_t l = 0; l < layers; ++l)
-    count *= kBudgetOptions;
-  std::vector<int> choice(layers);
-  for (int64_t i = 0; i < count; ++i) {
-    for (size_t l = 0, rest = i; l < layers; ++l, rest /= kBudgetOptions)
-      choice[l] = static_cast<int>(rest % kBudgetOptions);
-    visit(choice);
-  }
-}
-
 BudgetModel randomModel(std::mt19937 &rng, size_t layers) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   BudgetModel m;
@@ -62,7 +50,7 @@ TEST(RecomputeBudget, PicksWithinOneLayerOfTheModelsBest) {
     size_t layers = 1 + trial % 6;
     BudgetModel model = randomModel(rng, layers);
     double lowest = std::numeric_limits<double>::infinity(), costliest = 0;
-    forEachChoice(layers, [&](const std::vector<int> &c) {
+    testutil::forEachBudgetChoice(layers, [&](const std::vector<int> &c) {
       lowest = std::min(lowest, model.arena(c));
     });
     for (const BudgetModel::Layer &l : model.layers)
@@ -70,11 +58,7 @@ TEST(RecomputeBudget, PicksWithinOneLayerOfTheModelsBest) {
     double budget =
         lowest + std::uniform_real_distribution<double>(0.0, 1.0)(rng) *
                      (model.noneArena - lowest);
-    double best = std::numeric_limits<double>::infinity();
-    forEachChoice(layers, [&](const std::vector<int> &c) {
-      if (model.arena(c) <= budget)
-        best = std::min(best, model.flops(c));
-    });
+    double best = testutil::budgetModelsBest(model, budget);
     BudgetSteps order = orderBudgetSteps(model, budget);
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     ASSERT_LT(best, std::numeric_limits<double>::infinity());

@@ -16,6 +16,7 @@
 #include "passes/recompute/Passes.h"
 #include "runtime/exec/BundleData.h"
 #include "runtime/exec/SchedExecutor.h"
+#include "test/passes/recompute/BudgetBruteForce.h"
 #include "test/runtime/TrainingJob.h"
 
 #include <gtest/gtest.h>
@@ -297,18 +298,7 @@ TEST(Recompute, AManyLayersBudgetIsWithinOneLayerOfTheModelsBest) {
       model.workingSet[o] = std::max(0.0, uniform[o].arena - (none - freed));
   }
   auto modelsBest = [&](double budgetBytes) {
-    double best = std::numeric_limits<double>::infinity();
-    std::vector<int> choice(kLayers);
-    int64_t choices = 1;
-    for (int64_t l = 0; l < kLayers; ++l)
-      choices *= kBudgetOptions;
-    for (int64_t i = 0; i < choices; ++i) {
-      for (int64_t l = 0, rest = i; l < kLayers; ++l, rest /= kBudgetOptions)
-        choice[l] = static_cast<int>(rest % kBudgetOptions);
-      if (model.arena(choice) <= budgetBytes)
-        best = std::min(best, model.flops(choice));
-    }
-    return best;
+    return testutil::budgetModelsBest(model, budgetBytes);
   };
   double best = modelsBest(budget * gib);
   ASSERT_LT(best, std::numeric_limits<double>::infinity());

@@ -342,10 +342,14 @@ WindowRef ShuffledWindows::at(int64_t position) const {
         static_cast<int64_t>(order(static_cast<uint64_t>(first + v / chunk)));
     window = c * chunk + v % chunk;
   }
+  return inOrder(window);
+}
+
+WindowRef ShuffledWindows::inOrder(int64_t index) const {
   int64_t shard =
-      std::upper_bound(firstWindow.begin(), firstWindow.end(), window) -
+      std::upper_bound(firstWindow.begin(), firstWindow.end(), index) -
       firstWindow.begin() - 1;
-  return {shard, (window - firstWindow[shard]) * seq};
+  return {shard, (index - firstWindow[shard]) * seq};
 }
 
 absl::StatusOr<std::vector<uint32_t>>

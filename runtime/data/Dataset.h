@@ -122,6 +122,10 @@ public:
   /// partial chunk come last, shuffled among themselves. A dataset of one
   /// partial chunk is one keyed permutation of its windows.
   WindowRef at(int64_t position) const;
+  /// The window `index` (from 0, below size()) in file order: shards in
+  /// the index's order, each cut into consecutive windows of seq tokens
+  /// (and the next as the last label), as a held-out set is read.
+  WindowRef inOrder(int64_t index) const;
   /// Reads `window` into `tokens` (its first seq) and `labels` (the next
   /// seq) from its chunk, which is read whole (a read per shard it spans)
   /// unless one of the last `group` + 1 chunks read. An id outside the

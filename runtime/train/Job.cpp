@@ -186,6 +186,9 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
       {"--sdc-check",
        absl::StrCat(options.sdcEvery, options.sdcReplay ? ",replay" : "")},
       {"--metrics", given(options.metrics)},
+      {"--eval-data", given(options.evalData)},
+      {"--eval-every", absl::StrCat(options.evalEvery)},
+      {"--eval-batches", absl::StrCat(options.evalBatches)},
       {"--sample", absl::StrCat(options.sample)},
       {"--temperature", absl::StrCat(options.temperature)},
       {"--device", options.device},
@@ -282,6 +285,9 @@ absl::StatusOr<JobResult> runJob(const JobOptions &options,
     return bundle.status();
   if (absl::Status s = TrainLoop::check(*bundle); !s.ok())
     return s;
+  if (!options.evalData.empty())
+    if (absl::Status s = TrainLoop::checkEvaluate(*bundle); !s.ok())
+      return s;
   if (options.sample > 0 && !bundle->program("forward"))
     return absl::InvalidArgumentError(absl::StrCat(
         options.bundle,
@@ -416,6 +422,28 @@ absl::StatusOr<DataMixture> openTrainingData(const JobOptions &options,
                              options.seed);
 }
 
+absl::StatusOr<std::vector<ShuffledWindows>>
+openHeldOutData(const JobOptions &options, int64_t seq, int64_t vocab) {
+  absl::StatusOr<std::vector<DataSource>> sources =
+      dataSources(options.evalData);
+  if (!sources.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("--eval-data: ", sources.status().message()));
+  std::vector<ShuffledWindows> windows;
+  for (const DataSource &source : *sources) {
+    if (source.weight != 1)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--eval-data: ", source.path, ": a weight (:", source.weight,
+          ") means nothing here: held-out data is read whole, in order"));
+    absl::StatusOr<ShuffledWindows> w =
+        openSource(source.path, options, seq, vocab);
+    if (!w.ok())
+      return w.status();
+    windows.push_back(std::move(*w));
+  }
+  return windows;
+}
+
 absl::Status checkJobOptions(const JobOptions &options) {
   auto number = [](double v) { return absl::StrCat(v); };
   if (!options.inject.empty())
@@ -441,6 +469,16 @@ absl::Status checkJobOptions(const JobOptions &options) {
     return invalid("--sample must be non-negative");
   if (options.steps < 0)
     return invalid("--steps must be non-negative");
+  if (options.evalEvery < 0 || options.evalBatches < 0)
+    return invalid(
+        absl::StrCat(options.evalEvery < 0 ? "--eval-every" : "--eval-batches",
+                     " must be 0 or more, got ",
+                     std::min(options.evalEvery, options.evalBatches)));
+  if (options.evalData.empty() &&
+      (options.evalEvery > 0 || options.evalBatches > 0))
+    return invalid(
+        absl::StrCat(options.evalEvery > 0 ? "--eval-every" : "--eval-batches",
+                     " needs --eval-data (the held-out data)"));
   if (options.tokenBytes != 2 && options.tokenBytes != 4)
     return invalid("--token-bytes must be 2 or 4, got " +
                    std::to_string(options.tokenBytes));
@@ -527,6 +565,15 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
   absl::StatusOr<DataMixture> windows = openTrainingData(options, seq, vocab);
   if (!windows.ok())
     return windows.status();
+  // Opened before training, so a bad file fails before the first step.
+  std::vector<ShuffledWindows> heldOut;
+  if (!options.evalData.empty()) {
+    absl::StatusOr<std::vector<ShuffledWindows>> opened =
+        openHeldOutData(options, seq, vocab);
+    if (!opened.ok())
+      return opened.status();
+    heldOut = std::move(*opened);
+  }
   JobResult result;
   result.leader = !comm || comm->rank() == 0;
   // The sample continues a window from a third of the way into the data
@@ -543,6 +590,11 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                       options.warmup >= 0 ? options.warmup : options.steps / 10,
                       options.steps, options.minLrRatio};
   TrainLoop loop(ex, std::move(*windows), schedule);
+  if (!heldOut.empty())
+    if (absl::StatusOr<int64_t> batches =
+            loop.evalBatches(heldOut, options.evalBatches);
+        !batches.ok())
+      return batches.status();
   // The batches are drawn from the data by the seed and the step, and the
   // learning rate follows the schedule's flags: a resumed run needs them
   // as they were (the rendezvous' facts of those flags).
@@ -759,6 +811,16 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
         nextAutoSave = s + 1 + static_cast<int64_t>(steps);
       }
     }
+    // The held-out loss, on every rank (the forward has collectives).
+    std::optional<EvalReport> evaluated;
+    if (!heldOut.empty() && options.evalEvery > 0 &&
+        (s + 1) % options.evalEvery == 0) {
+      absl::StatusOr<EvalReport> e =
+          loop.evaluate(heldOut, options.evalBatches);
+      if (!e.ok())
+        return e.status();
+      evaluated = result.eval = *e;
+    }
     // Every rank's peak memory, gathered to all — a collective every rank
     // runs, so only when metrics are written (the same on every rank).
     std::vector<int64_t> peaks;
@@ -775,8 +837,26 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
       log.write(text);
     if (metrics.is_open())
       metrics << metricsLine(*report, ranks, peaks, peakFlops) << "\n";
+    if (evaluated) {
+      log.write(evalText(*evaluated));
+      if (metrics.is_open())
+        metrics << evalLine(*evaluated) << "\n";
+    }
   }
   result.steps = loop.stepsDone();
+  // After the last step, unless --eval-every just measured it.
+  if (!heldOut.empty() &&
+      (!result.eval || result.eval->step != loop.stepsDone())) {
+    absl::StatusOr<EvalReport> e = loop.evaluate(heldOut, options.evalBatches);
+    if (!e.ok())
+      return e.status();
+    result.eval = *e;
+    if (result.leader) {
+      log.write(evalText(*e));
+      if (metrics.is_open())
+        metrics << evalLine(*e) << "\n";
+    }
+  }
   if (trace) {
     ex.setInstructionHook(nullptr);
     if (absl::Status s = trace->write(); !s.ok())

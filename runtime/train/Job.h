@@ -18,6 +18,7 @@
 #include "runtime/exec/SchedExecutor.h"
 #include "runtime/support/Log.h"
 #include "runtime/train/LossSpike.h"
+#include "runtime/train/TrainLoop.h"
 
 #include "absl/status/statusor.h"
 
@@ -90,6 +91,13 @@ struct JobOptions {
   /// --peak-tflops: each rank's dense peak for MFU (0: the bundle's meta
   /// peak_flops_per_rank, from weftc compile --topology, else no MFU).
   double peakTflops = 0;
+  /// Held-out data (--eval-data: sources as --data's, without weights, read
+  /// with its tokenizer) whose loss the forward program measures every
+  /// `evalEvery` steps (0: only after the last) over its first
+  /// `evalBatches` batches in file order (0: every whole batch), the batch
+  /// being a micro-batch of the job's rows (TrainLoop::evaluate).
+  std::string evalData;
+  int64_t evalEvery = 0, evalBatches = 0;
   /// Tokens to generate after training, and their temperature.
   int64_t sample = 0;
   double temperature = 0.8;
@@ -105,6 +113,8 @@ struct JobResult {
   int64_t steps = 0;
   /// Rank 0: the one that prints, writes metrics and saves.
   bool leader = true;
+  /// With `evalData`: the last evaluation (after the last step).
+  std::optional<EvalReport> eval;
   /// With `sample`: the prompt (a window from a third of the way into the
   /// data) and the tokens generated after it.
   std::vector<uint32_t> prompt, generated;
@@ -123,6 +133,12 @@ absl::Status checkJobOptions(const JobOptions &options);
 /// file or text, with an optional ":WEIGHT" (default 1) in the mixture.
 absl::StatusOr<DataMixture> openTrainingData(const JobOptions &options,
                                              int64_t seq, int64_t vocab);
+
+/// --eval-data's sources, each opened as windows of `seq` tokens for a
+/// model of vocabulary `vocab`, in the order given; a weight is an error
+/// (a held-out set is read whole, once).
+absl::StatusOr<std::vector<ShuffledWindows>>
+openHeldOutData(const JobOptions &options, int64_t seq, int64_t vocab);
 
 /// What every rank of the job must agree on at rendezvous: the bundle's
 /// hash and the flags that change the step (see Communicator::create).

@@ -102,4 +102,20 @@ std::string metricsLine(const StepReport &r, int64_t ranks,
   return line.dump();
 }
 
+std::string evalText(const EvalReport &r) {
+  return absl::StrFormat("eval after step %lld: loss %.6f over %lld held-out "
+                         "tokens (%lld batches)\n",
+                         static_cast<long long>(r.step), r.loss,
+                         static_cast<long long>(r.tokens),
+                         static_cast<long long>(r.batches));
+}
+
+std::string evalLine(const EvalReport &r) {
+  return nlohmann::json{{"step", r.step},
+                        {"eval_loss", r.loss},
+                        {"eval_tokens", r.tokens},
+                        {"eval_s", r.seconds}}
+      .dump();
+}
+
 } // namespace weft::runtime

@@ -44,6 +44,12 @@ std::string metricsLine(const StepReport &report, int64_t ranks,
                         const std::vector<int64_t> &peakMemoryBytes,
                         double peakFlops = 0);
 
+/// A held-out evaluation as a line of text ("eval after step N: loss L over
+/// T tokens (B batches)") and as the metrics file's JSON object (step,
+/// eval_loss, eval_tokens, eval_s; no newline).
+std::string evalText(const EvalReport &report);
+std::string evalLine(const EvalReport &report);
+
 } // namespace weft::runtime
 
 #endif // WEFT_RUNTIME_TRAIN_METRICS_H

@@ -83,22 +83,53 @@ TrainLoop::TrainLoop(SchedExecutor &executor, DataMixture data,
   }
 }
 
-absl::StatusOr<TrainLoop::Rows> TrainLoop::readRows(int64_t n) const {
-  Rows out;
-  out.tokens.resize(globalBatch * globalSeq);
-  out.labels.resize(globalBatch * globalSeq);
+absl::StatusOr<TrainLoop::Rows>
+TrainLoop::readOwnRows(int64_t count, const ReadRow &read) const {
   int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
+  Rows out;
+  out.tokens.resize(count * globalRows * globalSeq);
+  out.labels.resize(count * globalRows * globalSeq);
   // The rows this rank feeds its programs: its block of each micro-batch.
-  for (int64_t j = 0; j < m; ++j)
+  for (int64_t j = 0; j < count; ++j)
     for (int64_t r = 0; r < rows; ++r) {
       int64_t row = j * globalRows + start[0] / m + r;
-      MixedRef window = data.at((n - 1) * globalBatch + row);
-      if (absl::Status s = data.read(window, &out.tokens[row * globalSeq],
-                                     &out.labels[row * globalSeq]);
+      if (absl::Status s = read(row, &out.tokens[row * globalSeq],
+                                &out.labels[row * globalSeq]);
           !s.ok())
         return s;
     }
   return out;
+}
+
+absl::StatusOr<TrainLoop::Rows> TrainLoop::readRows(int64_t n) const {
+  return readOwnRows(
+      runs.microbatches, [&](int64_t row, int32_t *tokens, int32_t *labels) {
+        return data.read(data.at((n - 1) * globalBatch + row), tokens, labels);
+      });
+}
+
+void TrainLoop::cutOwnBlock(Rows &rows, int64_t count) {
+  int64_t m = runs.microbatches, local = batch / m,
+          globalRows = globalBatch / m;
+  // Under context parallelism the program holds each sequence as chunks
+  // 0, 2N-1, 1, 2N-2, ...: reorder before the blocks are cut.
+  if (sequenceChunks > 0)
+    for (std::vector<int32_t> *data : {&rows.tokens, &rows.labels})
+      for (int64_t r = 0; r < count * globalRows; ++r)
+        reorderChunks(data->data() + r * globalSeq, globalSeq, sequenceChunks,
+                      reordered);
+  // Micro-batch j is rows [j B/M, (j+1) B/M) of the step's global batch on
+  // every plan, each rank taking its block of it: the same tokens meet in
+  // one micro-batch whatever the ranks (a MoE model routes, and caps, each
+  // micro-batch on its own).
+  for (int64_t j = 0; j < count; ++j)
+    forEachInBlock({local, seq}, {globalRows, globalSeq},
+                   {start[0] / m, start[1]}, [&](int64_t i, int64_t g) {
+                     tokens[j * local * seq + i] =
+                         rows.tokens[j * globalRows * globalSeq + g];
+                     labels[j * local * seq + i] =
+                         rows.labels[j * globalRows * globalSeq + g];
+                   });
 }
 
 void TrainLoop::resumeAt(int64_t done) {
@@ -124,28 +155,7 @@ absl::StatusOr<StepReport> TrainLoop::step() {
   aheadStep = n + 1;
   ahead = std::async(std::launch::async,
                      [this, next = n + 1] { return readRows(next); });
-  std::vector<int32_t> &globalTokens = global.tokens,
-                       &globalLabels = global.labels;
-  int64_t m = runs.microbatches, rows = batch / m, globalRows = globalBatch / m;
-  // Under context parallelism the program holds each sequence as chunks
-  // 0, 2N-1, 1, 2N-2, ...: reorder before the blocks are cut.
-  if (sequenceChunks > 0)
-    for (std::vector<int32_t> *data : {&globalTokens, &globalLabels})
-      for (int64_t r = 0; r < globalBatch; ++r)
-        reorderChunks(data->data() + r * globalSeq, globalSeq, sequenceChunks,
-                      reordered);
-  // Micro-batch j is rows [j B/M, (j+1) B/M) of the step's global batch on
-  // every plan, each rank taking its block of it: the same tokens meet in
-  // one micro-batch whatever the ranks (a MoE model routes, and caps, each
-  // micro-batch on its own).
-  for (int64_t j = 0; j < m; ++j)
-    forEachInBlock({rows, seq}, {globalRows, globalSeq},
-                   {start[0] / m, start[1]}, [&](int64_t i, int64_t g) {
-                     tokens[j * rows * seq + i] =
-                         globalTokens[j * globalRows * globalSeq + g];
-                     labels[j * rows * seq + i] =
-                         globalLabels[j * globalRows * globalSeq + g];
-                   });
+  cutOwnBlock(global, runs.microbatches);
   float lr = static_cast<float>(schedule.at(n)),
         stepNumber = static_cast<float>(n);
   auto start = std::chrono::steady_clock::now();
@@ -312,6 +322,89 @@ takeProbes(SchedExecutor &executor, int64_t microbatches) {
     probes.emplace_back(*p->probe, std::move(value));
   }
   return probes;
+}
+
+absl::Status TrainLoop::checkEvaluate(const sched::SchedBundle &bundle) {
+  const sched::Program *forward = bundle.program("forward");
+  if (!forward)
+    return absl::InvalidArgumentError(absl::StrCat(
+        bundle.dir,
+        ": --eval-data needs the whole model's 'forward' program, which this "
+        "bundle does not have (pipelined bundles, --plan pp=..., have none "
+        "yet: evaluate a --save checkpoint with a bundle compiled without "
+        "pp)"));
+  // check() has compared the shapes; the blocks must be cut alike too.
+  const sched::ProgramInput &fed = bundle.tokensProgram()->inputs[0],
+                            &in = forward->inputs[0];
+  if (splitOf(fed) != splitOf(in) || fed.sequenceChunks != in.sequenceChunks)
+    return absl::InvalidArgumentError(absl::StrCat(
+        bundle.dir,
+        ": --eval-data feeds the forward program as the train programs are "
+        "fed, but program 'forward' splits its tokens differently from "
+        "program '",
+        bundle.tokensProgram()->name, "'"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t>
+TrainLoop::evalBatches(const std::vector<ShuffledWindows> &heldOut,
+                       int64_t maxBatches) const {
+  int64_t windows = 0, rows = globalBatch / runs.microbatches;
+  for (const ShuffledWindows &source : heldOut)
+    windows += source.size();
+  if (windows < rows)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--eval-data holds ", windows, " windows of ", globalSeq + 1,
+        " tokens; one evaluation batch (a micro-batch of the job's) takes ",
+        rows));
+  return maxBatches > 0 ? std::min(windows / rows, maxBatches) : windows / rows;
+}
+
+absl::StatusOr<EvalReport>
+TrainLoop::evaluate(const std::vector<ShuffledWindows> &heldOut,
+                    int64_t maxBatches) {
+  auto begin = std::chrono::steady_clock::now();
+  absl::StatusOr<int64_t> batches = evalBatches(heldOut, maxBatches);
+  if (!batches.ok())
+    return batches.status();
+  // The windows of every source, one after another.
+  std::vector<int64_t> firstOf = {0};
+  for (const ShuffledWindows &source : heldOut)
+    firstOf.push_back(firstOf.back() + source.size());
+  int64_t rows = globalBatch / runs.microbatches;
+  double sum = 0;
+  int64_t local = batch / runs.microbatches;
+  for (int64_t b = 0; b < *batches; ++b) {
+    absl::StatusOr<Rows> read =
+        readOwnRows(1, [&](int64_t row, int32_t *tokens, int32_t *labels) {
+          int64_t w = b * rows + row;
+          size_t d = std::upper_bound(firstOf.begin(), firstOf.end(), w) -
+                     firstOf.begin() - 1;
+          return heldOut[d].read(heldOut[d].inOrder(w - firstOf[d]), tokens,
+                                 labels);
+        });
+    if (!read.ok())
+      return read.status();
+    cutOwnBlock(*read, 1);
+    if (absl::Status s = executor.run(
+            "forward", {{{local, seq}, DType::I32, tokens.data()},
+                        {{local, seq}, DType::I32, labels.data()}});
+        !s.ok())
+      return s;
+    absl::StatusOr<float> loss = executor.scalarOutput("forward", "loss");
+    if (!loss.ok())
+      return loss.status();
+    sum += *loss;
+  }
+  EvalReport report;
+  report.step = steps;
+  report.loss = sum / static_cast<double>(*batches);
+  report.batches = *batches;
+  report.tokens = *batches * rows * globalSeq;
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
+  return report;
 }
 
 absl::StatusOr<std::vector<uint32_t>>

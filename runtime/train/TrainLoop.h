@@ -2,8 +2,8 @@
 //
 // What weft-run and the JIT API share: batches of the data's shuffled
 // windows (runtime/data/Dataset.h), the
-// learning-rate schedule, one compiled step per call, and sampling text
-// from the forward program.
+// learning-rate schedule, one compiled step per call, and, with the
+// forward program, the loss on held-out data and sampling text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,7 @@
 #include "runtime/train/Schedule.h"
 #include "runtime/train/TrainSchedule.h"
 
+#include <functional>
 #include <future>
 #include <optional>
 
@@ -62,6 +63,15 @@ struct StepReport {
 absl::StatusOr<std::vector<std::pair<std::string, std::vector<double>>>>
 takeProbes(SchedExecutor &executor, int64_t microbatches);
 
+/// One pass of the forward program over held-out data (TrainLoop::
+/// evaluate).
+struct EvalReport {
+  int64_t step = 0; // Training steps done when it ran.
+  double loss = 0;  // The mean over its tokens.
+  int64_t tokens = 0, batches = 0;
+  double seconds = 0;
+};
+
 class TrainLoop {
 public:
   /// Checks that `bundle` has what training needs: a `train` schedule whose
@@ -92,6 +102,25 @@ public:
   /// Whether a non-finite loss or gradient norm is the caller's to handle
   /// (--loss-spike F:skip undoes the step) instead of an error.
   void tolerateNonFinite(bool tolerate) { nonFiniteOk = tolerate; }
+
+  /// Whether `bundle`'s forward program can evaluate held-out data: it has
+  /// one, and it takes its tokens as the train programs do (the same
+  /// split and sequence chunks), so a micro-batch's rows feed it alike.
+  static absl::Status checkEvaluate(const sched::SchedBundle &bundle);
+  /// The forward program's mean loss over `heldOut`'s windows in file order
+  /// (the sources one after another; ShuffledWindows::inOrder), one
+  /// micro-batch of the job's rows per run: the first `maxBatches` of them
+  /// (0: every whole one; the windows past the last whole one are left
+  /// out). Every rank runs it (the forward has collectives) and reads only
+  /// its own block, as in a step; the loss is the job's, the same on every
+  /// rank. The training's data and steps are untouched.
+  absl::StatusOr<EvalReport>
+  evaluate(const std::vector<ShuffledWindows> &heldOut, int64_t maxBatches);
+  /// The batches evaluate() runs, or an error when `heldOut` holds less
+  /// than one (checked before training starts).
+  absl::StatusOr<int64_t>
+  evalBatches(const std::vector<ShuffledWindows> &heldOut,
+              int64_t maxBatches) const;
 
   /// Continues `context` by `count` tokens with the forward program, drawing
   /// each from softmax(logits / temperature) with a seeded generator
@@ -128,6 +157,15 @@ private:
   /// Reads step `n`'s rows of this rank; const and on its own buffers, so
   /// it runs on the prefetch thread.
   absl::StatusOr<Rows> readRows(int64_t n) const;
+  /// The rows this rank owns of the first `count` micro-batches of a job's
+  /// batch, in the batch's [rows, globalSeq] layout (the others left
+  /// zero); `read(row, tokens, labels)` reads the batch's row `row`.
+  using ReadRow = std::function<absl::Status(int64_t, int32_t *, int32_t *)>;
+  absl::StatusOr<Rows> readOwnRows(int64_t count, const ReadRow &read) const;
+  /// Cuts this rank's block of `count` micro-batches from `rows` (read by
+  /// readOwnRows; reordered in place first under context parallelism)
+  /// into `tokens` and `labels`, micro-batch after micro-batch.
+  void cutOwnBlock(Rows &rows, int64_t count);
   /// The next step's rows, read behind the current step (one ahead).
   std::future<absl::StatusOr<Rows>> ahead;
   int64_t aheadStep = 0;

@@ -166,6 +166,28 @@ TEST(ShuffledWindows, ReadsTokensAndNextTokenLabels) {
   }
 }
 
+TEST(ShuffledWindows, InFileOrderWindowsFollowOneAnother) {
+  // Shards of 50, 0 and 33 tokens at seq 8: 6 + 0 + 4 windows; ids run on
+  // from shard to shard, so window i of shard s starts at s's first id
+  // plus 8 i, whatever the epoch order.
+  std::string index = writeDataset(scratch("order"), {50, 0, 33});
+  absl::StatusOr<Dataset> data = Dataset::open(index);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<ShuffledWindows> windows =
+      ShuffledWindows::create(*data, 8, 1000, 3);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  ASSERT_EQ(windows->size(), 10);
+  std::vector<int32_t> tokens(8), labels(8);
+  for (int64_t i = 0; i < 10; ++i) {
+    WindowRef w = windows->inOrder(i);
+    EXPECT_EQ(w.shard, i < 6 ? 0 : 2) << i;
+    EXPECT_EQ(w.offset, 8 * (i < 6 ? i : i - 6)) << i;
+    ASSERT_TRUE(windows->read(w, tokens.data(), labels.data()).ok());
+    EXPECT_EQ(tokens[0], i < 6 ? 8 * i : 50 + 8 * (i - 6)) << i;
+    EXPECT_EQ(labels[7], tokens[0] + 8) << i;
+  }
+}
+
 TEST(DatasetWriter, WritesShardsAnIndexOpens) {
   fs::path dir = scratch("writer");
   absl::StatusOr<DatasetWriter> w =

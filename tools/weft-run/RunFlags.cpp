@@ -89,6 +89,17 @@ ABSL_FLAG(double, stall_seconds, 0,
           "which instruction it is in (0: off)");
 ABSL_FLAG(std::string, metrics, "",
           "Append one JSON line per step to this file");
+ABSL_FLAG(std::string, eval_data, "",
+          "Held-out data (sources as --data's, without weights, read with "
+          "its tokenizer): after the last step, the forward program's mean "
+          "loss over its windows in file order, a micro-batch of the job's "
+          "rows at a time");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "With --eval-data: also evaluate every N steps (0: only after the "
+          "last)");
+ABSL_FLAG(int64_t, eval_batches, 0,
+          "With --eval-data: evaluate its first N batches (0: every whole "
+          "one)");
 ABSL_FLAG(int64_t, sample, 0,
           "After training, print this many generated tokens");
 ABSL_FLAG(double, temperature, 0.8, "Sampling temperature (0 = greedy)");
@@ -117,7 +128,8 @@ constexpr const char *kRunFlags[] = {
     "stop_grace",   "checkpoint_dir", "checkpoint_every", "keep",
     "resume",       "sdc_check",      "max_restarts",     "mttf_hours",
     "check_finite", "loss_spike",     "elastic",          "peak_tflops",
-    "trace",        "profile_steps",  "grad_spike",       "stall_seconds"};
+    "trace",        "profile_steps",  "grad_spike",       "stall_seconds",
+    "eval_data",    "eval_every",     "eval_batches"};
 /// Abseil's flags that print and exit (handled by ParseCommandLine).
 constexpr const char *kUsageFlags[] = {
     "help",   "helpfull",  "helpshort", "helppackage",
@@ -161,6 +173,9 @@ RunCommand commandFromFlags(std::string bundle) {
   job.stallSeconds = absl::GetFlag(FLAGS_stall_seconds);
   job.trace = absl::GetFlag(FLAGS_trace);
   job.profileSteps = absl::GetFlag(FLAGS_profile_steps);
+  job.evalData = absl::GetFlag(FLAGS_eval_data);
+  job.evalEvery = absl::GetFlag(FLAGS_eval_every);
+  job.evalBatches = absl::GetFlag(FLAGS_eval_batches);
   job.sample = absl::GetFlag(FLAGS_sample);
   job.temperature = absl::GetFlag(FLAGS_temperature);
   job.device = absl::GetFlag(FLAGS_device);

@@ -3,7 +3,8 @@
 //   weft-run [--nproc N] bundle/ --data FILE [--tokenizer bytes |
 //            --token-bytes 2|4] --steps N [--lr X] [--warmup N] [--seed S]
 //            [--init-from W.safetensors] [--save W.safetensors]
-//            [--metrics out.jsonl] [--sample N] [--timeout S]
+//            [--metrics out.jsonl] [--eval-data FILE [--eval-every N]]
+//            [--sample N] [--timeout S]
 //            [--device cpu|cuda] [--checkpoint-dir D ...]
 //            [--max-restarts K [--elastic MIN]]
 //
@@ -80,8 +81,8 @@ int main(int argc, char **argv) {
                                "bytes | --token-bytes 2|4] --steps N\n"
                                "           [--lr X] [--seed S] [--init-from "
                                "W.safetensors] [--save W.safetensors]\n"
-                               "           [--metrics out.jsonl] [--sample N] "
-                               "[--device cpu|cuda]");
+                               "           [--metrics out.jsonl] [--eval-data "
+                               "FILE] [--sample N] [--device cpu|cuda]");
   // --help lists the flags RunFlags.cpp defines (abseil's default is those
   // of the file named after the program), named from the repository root.
   absl::FlagsUsageConfig usageConfig;

@@ -285,13 +285,13 @@ RecomputeCost recomputeCost(ModuleOp module) {
   RecomputeCost cost;
   func::FuncOp backward;
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
-    if (!f->hasAttr(kRecomputeAttr))
-      continue;
+    // The runtime holds one arena, the largest program's.
     if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
       cost.arena = std::max(cost.arena, arena.getInt());
-    // The program the marks come from, by name, so every planning reads
-    // the same one.
-    if (!backward || f.getSymName() == "accumulate")
+    // The program that runs the backward (the step, or @accumulate with
+    // micro-batches; a copy of it for the last micro-batch holds the same
+    // marks).
+    if (!backward && f->hasAttr(kRecomputeAttr))
       backward = f;
   }
   if (!backward)

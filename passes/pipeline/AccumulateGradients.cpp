@@ -315,8 +315,14 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   SmallVector<DictionaryAttr> resultAttrs;
   grad.getAllResultAttrs(resultAttrs);
   mean.setAllResultAttrs(resultAttrs);
+  // What weft-recompute recorded describes the backward, which @accumulate
+  // runs, not the mean: one program carries it (and its copies for the
+  // last micro-batch).
   for (NamedAttribute attr : grad->getDiscardableAttrs())
-    mean->setAttr(attr.getName(), attr.getValue());
+    if (!llvm::is_contained({kRecomputeAttr, kRecomputeFlopsAttr,
+                             kRecomputeLayerFlopsAttr, kActivationBytesAttr},
+                            attr.getName().getValue()))
+      mean->setAttr(attr.getName(), attr.getValue());
   grad.erase();
   return success();
 }

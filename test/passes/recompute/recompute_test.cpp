@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
+#include <set>
 
 using namespace weft;
 using testutil::Case;
@@ -376,6 +378,54 @@ TEST(Recompute, AFewLayersBudgetTakesTheFewestExtraFlopsThatFit) {
 
 // The choice's text: one policy, runs per layer, a budget; what is not one
 // of them says what is.
+// With micro-batches the backward runs in @accumulate: it alone records
+// what the recomputation keeps and adds (the step's mean of the
+// accumulators runs none of it), and a budget is met over the largest
+// program's arena, the one the runtime holds.
+TEST(Recompute, MicroBatchesRecordTheMarksOnTheBackwardOnly) {
+  auto build = [](const std::string &recompute) {
+    auto context = testutil::makeContext();
+    auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
+                                              {2, 64, "f32", true}, 4);
+    TrainingOptions options;
+    options.plan = cantFail(parsePlan("microbatches=2"));
+    options.recompute = recompute;
+    EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)))
+        << recompute;
+    std::map<std::string, int64_t> arenas;
+    std::set<std::string> marked;
+    for (auto f : module->getOps<mlir::func::FuncOp>()) {
+      if (auto a = f->getAttrOfType<mlir::IntegerAttr>("weft.arena_bytes"))
+        arenas[f.getSymName().str()] = a.getInt();
+      for (const char *mark : {kRecomputeAttr, kRecomputeFlopsAttr,
+                               kRecomputeLayerFlopsAttr, kActivationBytesAttr})
+        if (f->hasAttr(mark))
+          marked.insert(f.getSymName().str() + ":" + mark);
+    }
+    return std::pair{arenas, marked};
+  };
+  auto [arenas, marked] = build("full");
+  EXPECT_EQ(marked,
+            (std::set<std::string>{"accumulate:weft.activation_bytes",
+                                   "accumulate:weft.recompute",
+                                   "accumulate:weft.recompute_flops",
+                                   "accumulate:weft.recompute_layer_flops"}));
+  ASSERT_TRUE(arenas.count("accumulate") && arenas.count("step"));
+  int64_t none = 0, full = 0;
+  for (auto [name, bytes] : build("none").first)
+    none = std::max(none, bytes);
+  for (auto [name, bytes] : arenas)
+    full = std::max(full, bytes);
+  ASSERT_LT(full, none);
+  double half = (none + full) / 2.0;
+  auto [fit, fitMarks] = build("budget=" + std::to_string(half / (1 << 30)));
+  int64_t largest = 0;
+  for (auto [name, bytes] : fit)
+    largest = std::max(largest, bytes);
+  EXPECT_LE(largest, half);
+  EXPECT_GT(largest, full);
+}
+
 TEST(Recompute, ChoicesParseAndPrintBack) {
   for (const char *text : {"none", "full", "selective", "full*2,selective*6",
                            "full,none,selective", "budget=8"}) {

@@ -270,11 +270,11 @@ void registerTrainingPipeline() {
 
 namespace {
 /// What a candidate recomputation costs once planned: the largest arena
-/// among `module`'s programs that run a backward (weft-recompute marked
-/// them: the step, or @accumulate with micro-batches, whose marks the
-/// optimizer's @step copies; 0 if none), and of the backward the FLOPs its
-/// recomputation adds and, per layer, what it keeps for the backward
-/// (bytes) and computes again (FLOPs).
+/// among `module`'s programs (the one the runtime holds; 0 if none), and
+/// of the backward (the program weft-recompute marked: the step, or
+/// @accumulate with micro-batches) the FLOPs its recomputation adds and,
+/// per layer, what it keeps for the backward (bytes) and computes again
+/// (FLOPs).
 struct RecomputeCost {
   int64_t arena = 0;
   double flops = 0;
@@ -324,8 +324,8 @@ int64_t layersOf(ModuleOp module) {
 }
 
 /// Resolves `--recompute budget=G`: a per-layer choice whose largest arena
-/// among the programs that run the backward (the memory plan's peak,
-/// planned as the report plans it) fits G GiB, adding as few FLOPs as the
+/// among the programs (the memory plan's peak, planned as the report plans
+/// it) fits G GiB, adding as few FLOPs as the
 /// method can tell (docs/recompute.md).
 ///  - With 3^L <= 81 choices (L layers) every one is planned and the one
 ///    adding the fewest FLOPs wins (the smaller arena on a tie): exact over

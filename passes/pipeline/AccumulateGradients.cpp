@@ -320,7 +320,8 @@ LogicalResult weft::accumulateGradients(func::FuncOp grad,
   // last micro-batch).
   for (NamedAttribute attr : grad->getDiscardableAttrs())
     if (!llvm::is_contained({kRecomputeAttr, kRecomputeFlopsAttr,
-                             kRecomputeLayerFlopsAttr, kActivationBytesAttr},
+                             kRecomputeLayerFlopsAttr, kActivationBytesAttr,
+                             kKorthikantiBytesAttr, kKorthikantiCoreBytesAttr},
                             attr.getName().getValue()))
       mean->setAttr(attr.getName(), attr.getValue());
   grad.erase();

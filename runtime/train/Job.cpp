@@ -132,20 +132,12 @@ absl::StatusOr<std::vector<DataSource>> dataSources(const std::string &data) {
   }
   return sources;
 }
-} // namespace
-
-// Paths are compared by whether they are given (--metrics adds a
-/// gather of peak memory; --save and --init-from gather and scatter
-/// weights), the data by its size: hosts may keep the same file in
-/// different places. --timeout and --stop-grace change no step.
-JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
-  auto given = [](const std::string &path) {
-    return std::string(path.empty() ? "not given" : "given");
-  };
-  // A dataset by its shards' token counts (its index's bytes may differ
-  // in spacing); one file by its size.
+/// The size of --data or --eval-data as ranks compare it: a dataset by
+/// its shards' token counts (its index's bytes may differ in spacing), one
+/// file by its size, each with its weight.
+std::string dataSizeFact(const std::string &spec) {
   std::string dataSize;
-  absl::StatusOr<std::vector<DataSource>> sources = dataSources(options.data);
+  absl::StatusOr<std::vector<DataSource>> sources = dataSources(spec);
   for (const DataSource &source :
        sources.ok() ? *sources : std::vector<DataSource>()) {
     std::string size = "unreadable";
@@ -164,9 +156,23 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
     absl::StrAppend(&dataSize, dataSize.empty() ? "" : ", ", size, " x",
                     source.weight);
   }
+  return dataSize;
+}
+} // namespace
+
+// Paths are compared by whether they are given (--metrics adds a
+/// gather of peak memory; --save and --init-from gather and scatter
+/// weights), the data by its size: hosts may keep the same file in
+/// different places (held-out data too: ranks that count its batches
+/// differently would wait on each other's forward). --timeout and
+/// --stop-grace change no step.
+JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
+  auto given = [](const std::string &path) {
+    return std::string(path.empty() ? "not given" : "given");
+  };
   return {
       {"the bundle's manifest hash", bundle.manifestXxh3},
-      {"--data's size", dataSize},
+      {"--data's size", dataSizeFact(options.data)},
       {"--tokenizer", options.tokenizer},
       {"--token-bytes", absl::StrCat(options.tokenBytes)},
       {"--steps", absl::StrCat(options.steps)},
@@ -186,7 +192,7 @@ JobFacts jobFacts(const JobOptions &options, const sched::SchedBundle &bundle) {
       {"--sdc-check",
        absl::StrCat(options.sdcEvery, options.sdcReplay ? ",replay" : "")},
       {"--metrics", given(options.metrics)},
-      {"--eval-data", given(options.evalData)},
+      {"--eval-data's size", dataSizeFact(options.evalData)},
       {"--eval-every", absl::StrCat(options.evalEvery)},
       {"--eval-batches", absl::StrCat(options.evalBatches)},
       {"--sample", absl::StrCat(options.sample)},
@@ -469,11 +475,10 @@ absl::Status checkJobOptions(const JobOptions &options) {
     return invalid("--sample must be non-negative");
   if (options.steps < 0)
     return invalid("--steps must be non-negative");
-  if (options.evalEvery < 0 || options.evalBatches < 0)
-    return invalid(
-        absl::StrCat(options.evalEvery < 0 ? "--eval-every" : "--eval-batches",
-                     " must be 0 or more, got ",
-                     std::min(options.evalEvery, options.evalBatches)));
+  for (auto [flag, value] : {std::pair{"--eval-every", options.evalEvery},
+                             std::pair{"--eval-batches", options.evalBatches}})
+    if (value < 0)
+      return invalid(absl::StrCat(flag, " must be 0 or more, got ", value));
   if (options.evalData.empty() &&
       (options.evalEvery > 0 || options.evalBatches > 0))
     return invalid(
@@ -591,10 +596,9 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
                       options.steps, options.minLrRatio};
   TrainLoop loop(ex, std::move(*windows), schedule);
   if (!heldOut.empty())
-    if (absl::StatusOr<int64_t> batches =
-            loop.evalBatches(heldOut, options.evalBatches);
-        !batches.ok())
-      return batches.status();
+    if (absl::Status s = loop.checkHeldOut(heldOut, options.evalBatches);
+        !s.ok())
+      return s;
   // The batches are drawn from the data by the seed and the step, and the
   // learning rate follows the schedule's flags: a resumed run needs them
   // as they were (the rendezvous' facts of those flags).
@@ -838,7 +842,9 @@ absl::StatusOr<JobResult> trainJob(SchedExecutor &ex, Communicator *comm,
     if (metrics.is_open())
       metrics << metricsLine(*report, ranks, peaks, peakFlops) << "\n";
     if (evaluated) {
-      log.write(evalText(*evaluated));
+      // On a terminal the progress bar's line is still open.
+      log.write((tty && s + 1 < options.steps ? "\n" : "") +
+                evalText(*evaluated));
       if (metrics.is_open())
         metrics << evalLine(*evaluated) << "\n";
     }

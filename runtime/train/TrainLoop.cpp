@@ -346,18 +346,44 @@ absl::Status TrainLoop::checkEvaluate(const sched::SchedBundle &bundle) {
   return absl::OkStatus();
 }
 
+/// Window `w` of `heldOut`'s sources one after another, read into
+/// `tokens` and `labels`.
+static absl::Status readHeldOut(const std::vector<ShuffledWindows> &heldOut,
+                                int64_t w, int32_t *tokens, int32_t *labels) {
+  size_t d = 0;
+  for (; d + 1 < heldOut.size() && w >= heldOut[d].size(); ++d)
+    w -= heldOut[d].size();
+  return heldOut[d].read(heldOut[d].inOrder(w), tokens, labels);
+}
+
 absl::StatusOr<int64_t>
 TrainLoop::evalBatches(const std::vector<ShuffledWindows> &heldOut,
                        int64_t maxBatches) const {
-  int64_t windows = 0, rows = globalBatch / runs.microbatches;
+  int64_t windows = 0;
   for (const ShuffledWindows &source : heldOut)
     windows += source.size();
-  if (windows < rows)
+  if (windows < globalBatch)
     return absl::InvalidArgumentError(absl::StrCat(
         "--eval-data holds ", windows, " windows of ", globalSeq + 1,
-        " tokens; one evaluation batch (a micro-batch of the job's) takes ",
-        rows));
-  return maxBatches > 0 ? std::min(windows / rows, maxBatches) : windows / rows;
+        " tokens; one evaluation batch (the job's) takes ", globalBatch));
+  return maxBatches > 0 ? std::min(windows / globalBatch, maxBatches)
+                        : windows / globalBatch;
+}
+
+absl::Status
+TrainLoop::checkHeldOut(const std::vector<ShuffledWindows> &heldOut,
+                        int64_t maxBatches) const {
+  absl::StatusOr<int64_t> batches = evalBatches(heldOut, maxBatches);
+  if (!batches.ok())
+    return batches.status();
+  // Every rank reads every window it will evaluate (ids are checked as
+  // they are read), so all fail alike and none after training.
+  std::vector<int32_t> tokens(globalSeq), labels(globalSeq);
+  for (int64_t w = 0; w < *batches * globalBatch; ++w)
+    if (absl::Status s = readHeldOut(heldOut, w, tokens.data(), labels.data());
+        !s.ok())
+      return s;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EvalReport>
@@ -367,40 +393,40 @@ TrainLoop::evaluate(const std::vector<ShuffledWindows> &heldOut,
   absl::StatusOr<int64_t> batches = evalBatches(heldOut, maxBatches);
   if (!batches.ok())
     return batches.status();
-  // The windows of every source, one after another.
-  std::vector<int64_t> firstOf = {0};
-  for (const ShuffledWindows &source : heldOut)
-    firstOf.push_back(firstOf.back() + source.size());
-  int64_t rows = globalBatch / runs.microbatches;
+  int64_t m = runs.microbatches, local = batch / m;
   double sum = 0;
-  int64_t local = batch / runs.microbatches;
   for (int64_t b = 0; b < *batches; ++b) {
+    // Batch b is the windows [b B, (b + 1) B) cut as step's batch is, so
+    // the windows and their grouping are the same on every plan.
     absl::StatusOr<Rows> read =
-        readOwnRows(1, [&](int64_t row, int32_t *tokens, int32_t *labels) {
-          int64_t w = b * rows + row;
-          size_t d = std::upper_bound(firstOf.begin(), firstOf.end(), w) -
-                     firstOf.begin() - 1;
-          return heldOut[d].read(heldOut[d].inOrder(w - firstOf[d]), tokens,
-                                 labels);
+        readOwnRows(m, [&](int64_t row, int32_t *tokens, int32_t *labels) {
+          return readHeldOut(heldOut, b * globalBatch + row, tokens, labels);
         });
     if (!read.ok())
       return read.status();
-    cutOwnBlock(*read, 1);
-    if (absl::Status s = executor.run(
-            "forward", {{{local, seq}, DType::I32, tokens.data()},
-                        {{local, seq}, DType::I32, labels.data()}});
-        !s.ok())
-      return s;
-    absl::StatusOr<float> loss = executor.scalarOutput("forward", "loss");
-    if (!loss.ok())
-      return loss.status();
-    sum += *loss;
+    cutOwnBlock(*read, m);
+    for (int64_t j = 0; j < m; ++j) {
+      int32_t *t = tokens.data() + j * local * seq,
+              *l = labels.data() + j * local * seq;
+      if (absl::Status s =
+              executor.run("forward", {{{local, seq}, DType::I32, t},
+                                       {{local, seq}, DType::I32, l}});
+          !s.ok())
+        return s;
+      absl::StatusOr<float> loss = executor.scalarOutput("forward", "loss");
+      if (!loss.ok())
+        return loss.status();
+      sum += *loss;
+    }
   }
+  // The forward's routing counts are not a step's (StepReport's
+  // expertPairs).
+  executor.takeRoutedPairs();
   EvalReport report;
   report.step = steps;
-  report.loss = sum / static_cast<double>(*batches);
+  report.loss = sum / static_cast<double>(*batches * m);
   report.batches = *batches;
-  report.tokens = *batches * rows * globalSeq;
+  report.tokens = *batches * globalBatch * globalSeq;
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
           .count();

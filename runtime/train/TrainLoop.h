@@ -108,19 +108,24 @@ public:
   /// split and sequence chunks), so a micro-batch's rows feed it alike.
   static absl::Status checkEvaluate(const sched::SchedBundle &bundle);
   /// The forward program's mean loss over `heldOut`'s windows in file order
-  /// (the sources one after another; ShuffledWindows::inOrder), one
-  /// micro-batch of the job's rows per run: the first `maxBatches` of them
-  /// (0: every whole one; the windows past the last whole one are left
-  /// out). Every rank runs it (the forward has collectives) and reads only
-  /// its own block, as in a step; the loss is the job's, the same on every
-  /// rank. The training's data and steps are untouched.
+  /// (the sources one after another; ShuffledWindows::inOrder) in batches
+  /// of the job's rows, each run micro-batch by micro-batch: the first
+  /// `maxBatches` batches (0: every whole one; the windows past the last
+  /// whole one are left out), so every plan of one job's batch evaluates
+  /// the same windows. Every rank runs it (the forward has collectives)
+  /// and reads only its own block, as in a step; the loss is the job's,
+  /// the same on every rank. The training's data and steps are untouched.
   absl::StatusOr<EvalReport>
   evaluate(const std::vector<ShuffledWindows> &heldOut, int64_t maxBatches);
   /// The batches evaluate() runs, or an error when `heldOut` holds less
-  /// than one (checked before training starts).
+  /// than one.
   absl::StatusOr<int64_t>
   evalBatches(const std::vector<ShuffledWindows> &heldOut,
               int64_t maxBatches) const;
+  /// Before training: that `heldOut` holds a batch, and that every window
+  /// evaluate() will read reads (its ids are in the model's vocabulary).
+  absl::Status checkHeldOut(const std::vector<ShuffledWindows> &heldOut,
+                            int64_t maxBatches) const;
 
   /// Continues `context` by `count` tokens with the forward program, drawing
   /// each from softmax(logits / temperature) with a seeded generator

@@ -92,8 +92,8 @@ ABSL_FLAG(std::string, metrics, "",
 ABSL_FLAG(std::string, eval_data, "",
           "Held-out data (sources as --data's, without weights, read with "
           "its tokenizer): after the last step, the forward program's mean "
-          "loss over its windows in file order, a micro-batch of the job's "
-          "rows at a time");
+          "loss over its windows in file order, in batches of the job's "
+          "rows");
 ABSL_FLAG(int64_t, eval_every, 0,
           "With --eval-data: also evaluate every N steps (0: only after the "
           "last)");

@@ -376,8 +376,6 @@ TEST(Recompute, AFewLayersBudgetTakesTheFewestExtraFlopsThatFit) {
   EXPECT_GT(fullPlan.flops, selective.flops);
 }
 
-// The choice's text: one policy, runs per layer, a budget; what is not one
-// of them says what is.
 // With micro-batches the backward runs in @accumulate: it alone records
 // what the recomputation keeps and adds (the step's mean of the
 // accumulators runs none of it), and a budget is met over the largest
@@ -426,6 +424,8 @@ TEST(Recompute, MicroBatchesRecordTheMarksOnTheBackwardOnly) {
   EXPECT_GT(largest, full);
 }
 
+// The choice's text: one policy, runs per layer, a budget; what is not one
+// of them says what is.
 TEST(Recompute, ChoicesParseAndPrintBack) {
   for (const char *text : {"none", "full", "selective", "full*2,selective*6",
                            "full,none,selective", "budget=8"}) {

@@ -12,8 +12,8 @@ import struct
 import sys
 
 
-def losses(path):
-    return [json.loads(line)["loss"] for line in open(path)]
+def losses(path):  # The steps' (--eval-data's lines have no "loss").
+    return [m["loss"] for m in map(json.loads, open(path)) if "loss" in m]
 
 
 def tensors(path):

@@ -7,7 +7,9 @@ and to each expert, and whether every step's per-expert counts agree between the
 import json
 import sys
 
-runs = [[json.loads(line) for line in open(path)] for path in sys.argv[1:3]]
+# The steps' lines (--eval-data's have no "loss").
+runs = [[m for m in map(json.loads, open(path)) if "loss" in m]
+        for path in sys.argv[1:3]]
 same = len(runs[0]) == len(runs[1])
 for a, b in zip(*runs):
     pairs = a.get("expert_pairs")

@@ -22,7 +22,8 @@
 #
 #   bench/cpu_fp8.sh [build-dir]    (after `make build`; JAX as cpu_train.sh)
 #
-# Env: STEPS (300), BATCH (4), SEQ (128), LR (1e-3), SEEDS ("1 2 3");
+# Env: STEPS (300), BATCH (4), SEQ (128), LR (1e-3), SEEDS ("1 2 3"),
+# THREADS (2: OpenBLAS threads);
 # ONLY="label ..." reruns just those runs (the table reads every run's
 # metrics); EVAL_ONLY=1 evaluates the saved weights again without
 # training; BIN (the build's bin/) the weftc and weft-run to use; TEXT
@@ -36,6 +37,10 @@ BATCH=${BATCH:-4}
 SEQ=${SEQ:-128}
 LR=${LR:-1e-3}
 SEEDS=${SEEDS:-1 2 3}
+# OpenBLAS threads per run: the losses are the same at any count, and two
+# invocations of 1 thread each (SEEDS split between them) train more
+# seeds an hour on two cores than one of 2.
+THREADS=${THREADS:-2}
 BIN=${BIN:-$BUILD/bin}
 source "$(dirname "$0")/common.sh"
 # After common.sh, which sets the other benchmarks' model.
@@ -66,7 +71,7 @@ echo "wide held-out: $(echo "$WIDE" | tr , '\n' | xargs cat | sha256sum | cut -c
 evaluate() {
   local metrics="$OUT/$1-s$2.$3.jsonl"
   rm -f "$metrics"
-  OPENBLAS_NUM_THREADS=2 "$BIN/weft-run" "$OUT/bundle-eval" --data "$TEXT" \
+  OPENBLAS_NUM_THREADS=$THREADS "$BIN/weft-run" "$OUT/bundle-eval" --data "$TEXT" \
     --tokenizer bytes --steps 0 --init-from "$OUT/$1-s$2.safetensors" \
     --eval-data "$4" --eval-batches "$([ "$3" = heldout ] && echo 8 || echo 0)" \
     --metrics "$metrics" 2>/dev/null
@@ -79,7 +84,7 @@ run() {
     "$BIN/weftc" compile --config "$CONFIG" --batch "$BATCH" --seq "$SEQ" \
       ${3:-} -o "$bundle" 2>/dev/null
     rm -f "$OUT/$1-s$2.jsonl"
-    OPENBLAS_NUM_THREADS=2 "$BIN/weft-run" "$bundle" --data "$TEXT" \
+    OPENBLAS_NUM_THREADS=$THREADS "$BIN/weft-run" "$bundle" --data "$TEXT" \
       --tokenizer bytes --steps "$STEPS" --lr "$LR" --seed "$2" \
       --metrics "$OUT/$1-s$2.jsonl" --save "$OUT/$1-s$2.safetensors" 2>/dev/null
   fi

@@ -1,7 +1,7 @@
 //===- gpu_bench.cpp - the GPU runtime's GEMMs and attention, timed -------===//
 //
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
-//   weft-gpu-bench gemm-fp8 M N K [iterations] [tensor|rows|blockwise]
+//   weft-gpu-bench gemm-fp8 M N K [iterations] [tensor|rows|blockwise|mxfp8]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
@@ -16,8 +16,10 @@
 // per-row scales (cuBLASLt's outer vectors: rowwise) or 1 x 128 tiles of A
 // by 128 x 128 blocks of B (blockwise, DeepSeek-V3's), the inverses behind
 // cuBLASLt's scale pointers in the layouts of runtime/support/Fp8Scaling.h,
-// C bf16; checked against the decoded codes' partial sums times their
-// scales.
+// or 1 x 32 blocks of both with power-of-two scales (mxfp8), which runs in
+// the runtime's own kernel (ops.cu's weft_fp8_vec32_gemm: no cuBLASLt mode
+// before Blackwell); C bf16; checked against the decoded codes' partial
+// sums times their scales.
 // attention: one causal bf16 attention forward + backward (q, k, v
 // [B, S, H, D]) as the runtime runs it inside a training step: a
 // two-instruction sched program (attention, attention_grad) with the
@@ -38,6 +40,8 @@
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
 #include "runtime/gpu/GpuProgram.h"
+#include "runtime/gpu/Nvrtc.h"
+#include "runtime/gpu/kernels/OpsAbi.h"
 #include "runtime/support/Fp8Scaling.h"
 
 #include <algorithm>
@@ -220,13 +224,18 @@ absl::StatusOr<DeviceBuffer> upload(CudaDevice &gpu, const void *host,
 
 /// Prepares `g`, runs it once (then `check` reads C) and times it: one
 /// JSON line; fails past an error of 2e-2.
+/// Times `g` on `operands` through cuBLASLt, or through `launch` (which
+/// queues it on the rig's stream) where given, and checks it once.
 int runGemm(GemmRig &rig, const GemmShape &g, const GemmOperands &operands,
             int iterations, const std::string &label,
-            const std::function<absl::StatusOr<double>()> &check) {
-  if (absl::Status s = rig.blas->prepare(g); !s.ok())
-    return fail(s);
+            const std::function<absl::StatusOr<double>()> &check,
+            const std::function<absl::Status()> &launch = nullptr) {
+  if (!launch)
+    if (absl::Status s = rig.blas->prepare(g); !s.ok())
+      return fail(s);
   auto once = [&] {
-    absl::Status s = rig.blas->matmul(g, operands, rig.stream);
+    absl::Status s =
+        launch ? launch() : rig.blas->matmul(g, operands, rig.stream);
     return s.ok() ? rig.gpu->synchronize(rig.stream) : s;
   };
   // Checked once, before the timed runs (DGelu reads the aux; the GELU
@@ -304,9 +313,14 @@ int gemmFp8(int argc, char **argv) {
     g.scaleModeA = g.scaleModeB = WEFT_FP8_SCALE_ROWS;
   else if (scaling == "blockwise")
     g.scaleModeA = WEFT_FP8_SCALE_VEC128, g.scaleModeB = WEFT_FP8_SCALE_BLK128;
+  else if (scaling == "mxfp8")
+    g.scaleModeA = g.scaleModeB = WEFT_FP8_SCALE_VEC32;
   else
     return fail(absl::InvalidArgumentError(
-        "gemm-fp8 scaling is tensor, rows or blockwise, not " + scaling));
+        "gemm-fp8 scaling is tensor, rows, blockwise or mxfp8, not " +
+        scaling));
+  // MXFP8's scales are powers of two (E8M0's).
+  int pow2 = scaling == "mxfp8";
   g.type = DType::BF16; // C.
   g.fp8A = g.fp8B = DType::F8E4M3FN;
   g.transB = true; // B [n, k]: cuBLASLt's FP8 layout.
@@ -341,7 +355,7 @@ int gemmFp8(int argc, char **argv) {
     for (int64_t e = 0; e < rows * k; ++e) {
       int64_t r = e / k, c = e % k;
       float scale =
-          weft_fp8_scale(amax[r / blockRows * gridK + c / blockK], 1, 0);
+          weft_fp8_scale(amax[r / blockRows * gridK + c / blockK], 1, pow2);
       codes[i].push_back(weft_fp8_code(x[e], scale, 1));
       inverse[i][weft_fp8_scale_index(modes[i], r, c, rows, k)] = 1.0f / scale;
     }
@@ -358,12 +372,53 @@ int gemmFp8(int argc, char **argv) {
   GemmOperands operands{
       buffers[0].address, buffers[1].address, buffers[2].address, 0, 0,
       buffers[3].address, buffers[4].address};
-  // Each partial sum along k (the whole k, or each 128-element block) times
-  // its scales, as cuBLASLt promotes them.
-  int64_t step = g.scaleModeA == WEFT_FP8_SCALE_TENSOR ||
-                         g.scaleModeA == WEFT_FP8_SCALE_ROWS
-                     ? g.k
-                     : 128;
+  // Each partial sum along k (the whole k, or each 128- or 32-element
+  // block) times its scales, as cuBLASLt (and Weft's MXFP8 kernel) promote
+  // them.
+  int64_t step = weft_fp8_scale_block_k(g.scaleModeA, g.k);
+  // MXFP8 runs in the runtime's own kernel (ops.cu, through NVRTC), with
+  // the arguments GpuProgram gives it; the others in cuBLASLt.
+  std::function<absl::Status()> launch;
+  void *kernel = nullptr;
+  struct {
+    uint64_t a, b, scaleA, scaleB, c;
+    long m, n, k, lda, ldb, ldc;
+    int e4m3A = 1, e4m3B = 1, bf16Out = 1, accumulate = 0;
+  } args{buffers[0].address,
+         buffers[1].address,
+         buffers[3].address,
+         buffers[4].address,
+         buffers[2].address,
+         g.m,
+         g.n,
+         g.k,
+         g.k,
+         g.k,
+         g.n};
+  void *kernelArgs[] = {
+      &args.a,   &args.b,     &args.scaleA, &args.scaleB,  &args.c,
+      &args.m,   &args.n,     &args.k,      &args.lda,     &args.ldb,
+      &args.ldc, &args.e4m3A, &args.e4m3B,  &args.bf16Out, &args.accumulate};
+  if (pow2) {
+    absl::StatusOr<std::string> image =
+        compileCudaSource(gpuOpsSource(), gpu.arch(), "ops.cu");
+    if (!image.ok())
+      return fail(image.status());
+    if (absl::Status s = gpu.loadImage(*image); !s.ok())
+      return fail(s);
+    absl::StatusOr<void *> fn = gpu.function("weft_fp8_vec32_gemm");
+    if (!fn.ok())
+      return fail(fn.status());
+    kernel = *fn;
+    unsigned grid[3] = {
+        static_cast<unsigned>((g.n + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE),
+        static_cast<unsigned>((g.m + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE),
+        1};
+    launch = [&gpu, &rig, kernel, grid, &kernelArgs] {
+      return gpu.launchAsync(kernel, grid, WEFT_VEC32_THREADS, kernelArgs,
+                             rig->stream);
+    };
+  }
   return runGemm(
       *rig, g, operands, iterations, "fp8-" + scaling,
       [&]() -> absl::StatusOr<double> {
@@ -392,7 +447,8 @@ int gemmFp8(int argc, char **argv) {
             scale = std::max(scale, std::fabs(sum));
           }
         return worst / scale;
-      });
+      },
+      launch);
 }
 
 int attention(int argc, char **argv) {
@@ -435,7 +491,7 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
                        "       weft-gpu-bench gemm-fp8 M N K [iterations] "
-                       "[tensor|rows|blockwise]\n"
+                       "[tensor|rows|blockwise|mxfp8]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
                        "[iterations]\n");
   return 2;

@@ -25,7 +25,10 @@
 #      scales behind cuBLASLt's scale pointers as FP8 weft.matmuls run them:
 #      per tensor, per row as outer vectors, DeepSeek-V3's 1x128 tiles by
 #      128x128 blocks) against torch._scaled_mm with the same scalings,
-#      each checked against its operands' decoded product;
+#      and MXFP8 (1x32 blocks, power-of-two scales) in Weft's own kernel
+#      against PyTorch's dequantize-and-bf16-matmul (torch._scaled_mm has
+#      no MXFP8 mode before Blackwell), each checked against its
+#      operands' decoded product;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
 #      Weft against PyTorch eager and torch.compile;
 #   6. a measured profile for the cost model: bf16 GEMMs of 256^3 to 8192^3
@@ -144,16 +147,19 @@ print(json.dumps({"torch epilogue vs tanh gelu, max error / scale":
                   ((fused - ref).abs().max() / ref.abs().max()).item()}))
 PY
 
-echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, bf16 out): per-tensor, row-wise and 1x128 x 128x128 block scales"
-for scaling in tensor rows blockwise; do
+echo; echo "## 4c. FP8 GEMM 8192x8192x8192 (E4M3 x E4M3, bf16 out): per-tensor, row-wise, 1x128 x 128x128 block scales and MXFP8 (1x32, Weft's own kernel)"
+for scaling in tensor rows blockwise mxfp8; do
   "$RT/weft-gpu-bench" gemm-fp8 8192 8192 8192 20 "$scaling" || status=1
 done
 # Correctness where a mistake would hide at 8192^3: m != n (a per-row
 # vector swapped between A and B has the wrong length), and k = 640 (five
-# 128-blocks, so each row of 128 x 128 scales is padded to 8).
-for scaling in rows blockwise; do
+# 128-blocks, so each row of 128 x 128 scales is padded to 8). MXFP8 also
+# at m and n that are no multiple of its kernel's 64-wide tile: the mma
+# fragments and scales of a partial tile.
+for scaling in rows blockwise mxfp8; do
   "$RT/weft-gpu-bench" gemm-fp8 1024 2048 640 3 "$scaling" || status=1
 done
+"$RT/weft-gpu-bench" gemm-fp8 1040 2064 640 3 mxfp8 || status=1
 PYTHONPATH=bench/gpu python3 - <<'PY' || status=1
 import json, torch
 from torch_timing import median_ms
@@ -194,6 +200,21 @@ da = qa.float() * sa.repeat_interleave(128, 1)
 db = qb.float() * sb.repeat_interleave(128, 0).repeat_interleave(128, 1)
 ref = da[:4] @ db.t()
 run("blockwise", qa, sa.t().contiguous().t(), qb, sb.t(), ref)
+# MXFP8 has no torch._scaled_mm mode before Blackwell (its E8M0 scales):
+# the peer is what Weft ran before its own kernel, the dequantized values
+# (bf16) through a bf16 GEMM, timed with the dequantization.
+def pow2_quantize(x):
+    r, c = x.shape
+    blocks = x.reshape(r, c // 32, 32).abs().amax(dim=2).clamp(min=1e-12)
+    scale = torch.exp2(8 - torch.floor(torch.log2(blocks)))
+    full = scale.repeat_interleave(32, 1)
+    return (x * full).clamp(-448, 448).to(torch.float8_e4m3fn), 1.0 / full
+qa, ia = pow2_quantize(a); qb, ib = pow2_quantize(b)
+def dequantized():
+    return (qa.to(torch.bfloat16) * ia.to(torch.bfloat16)) @ (qb.to(torch.bfloat16) * ib.to(torch.bfloat16)).t()
+ms = median_ms(dequantized)
+print(json.dumps({"system": "torch dequantize + bf16 matmul", "scaling": "mxfp8",
+                  "median_ms": ms, "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12}))
 PY
 
 echo; echo "## 5. ~1B GPT training step (bf16, batch 8 x 1024, AdamW)"

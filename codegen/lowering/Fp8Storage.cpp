@@ -22,10 +22,12 @@
 // scale mode for them in the layout a GEMM reads (Fp8Scaling.h): row-wise
 // scales as outer vectors, DeepSeek-V3's 1 x 128 tiles and 128 x 128
 // blocks as VEC128 / BLK128x128 (cuBLASLt 12.9+ on Hopper), one GEMM at a
-// time, paired as cuBLASLt pairs them. MXFP8's E8M0 scales (VEC32_UE8M0)
-// are Blackwell's only, so on the H200 it keeps the values path, as does a
-// layout no mode has (a block along the rows of a 3-D operand read
-// transposed).
+// time, paired as cuBLASLt pairs them. MXFP8's 1 x 32 blocks of E8M0
+// scales have a cuBLASLt mode on Blackwell only (VEC32_UE8M0), so they
+// are "vec32" here, which Weft's own kernel multiplies on any FP8 GPU
+// (ops.cu's weft_fp8_vec32_gemm: tensor cores per 32-element block, its
+// partial sums scaled in f32). A layout no mode has (a block along the
+// rows of a 3-D operand read transposed) keeps the values path.
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,8 +202,8 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   // The modes in `mine` that some mode in `theirs` pairs with.
   auto pairing = [](int mine, int theirs, bool lhs) {
     int kept = 0;
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b)
+    for (int a = 0; a < WEFT_FP8_SCALE_MODES; ++a)
+      for (int b = 0; b < WEFT_FP8_SCALE_MODES; ++b)
         if ((mine >> a & 1) && (theirs >> b & 1) &&
             weft_fp8_scale_modes_pair(lhs ? a : b, lhs ? b : a))
           kept |= 1 << a;
@@ -238,10 +240,12 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
       plans.erase(dropped);
   }
   // Each layout takes its first mode left. The modes are ordered (tensor,
-  // rows, 1 x 128, 128 x 128) so that two layouts whose every mode pairs
-  // with one of the other's have first modes that pair: a tensor pairs only
-  // with a tensor, rows only with rows, and of two masks holding block
-  // modes only, one that is 128 x 128 alone faces one holding 1 x 128.
+  // rows, 1 x 128, 128 x 128, 1 x 32) so that two layouts whose every mode
+  // pairs with one of the other's have first modes that pair: a tensor
+  // pairs only with a tensor, rows only with rows, 1 x 32 only with 1 x 32
+  // (last, so first only where it is alone, as its partner then is), and
+  // of two masks holding 128-blocks only, one that is 128 x 128 alone faces
+  // one holding 1 x 128.
   auto first = [](int mask) { return llvm::countr_zero(unsigned(mask)); };
   for (auto &[q, plan] : plans)
     for (auto &[v, use] : plan.uses)
@@ -293,6 +297,7 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
         mode == WEFT_FP8_SCALE_TENSOR
             ? StringAttr()
             : b.getStringAttr(sched::fp8ScaleModeName(mode)),
+        op.getPow2Scales() ? b.getUnitAttr() : UnitAttr(),
         b.getStringAttr("compute"));
     return o;
   };

@@ -128,7 +128,8 @@ constexpr Spelling<ScalarType> kScalarTypes[] = {{"i64", ScalarType::I64},
 constexpr Spelling<int> kScaleModes[] = {{"tensor", WEFT_FP8_SCALE_TENSOR},
                                          {"rows", WEFT_FP8_SCALE_ROWS},
                                          {"vec128", WEFT_FP8_SCALE_VEC128},
-                                         {"blk128", WEFT_FP8_SCALE_BLK128}};
+                                         {"blk128", WEFT_FP8_SCALE_BLK128},
+                                         {"vec32", WEFT_FP8_SCALE_VEC32}};
 constexpr Spelling<Epilogue> kEpilogues[] = {{"none", Epilogue::None},
                                              {"bias", Epilogue::Bias},
                                              {"gelu", Epilogue::Gelu},
@@ -968,6 +969,7 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::Fp8Cast: {
     Fp8QuantizeAttrs a; // The format is checked from out's type.
     WEFT_ASSIGN(a.transpose, o.flag("transpose"));
+    WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
     if (o.has("scale_mode"))
       WEFT_ASSIGN(a.scaleMode, o.choice("scale_mode", kScaleModes));
     return a;
@@ -1474,10 +1476,10 @@ absl::Status checkLaunch(const Check &c, const LaunchAttrs &a) {
 }
 
 /// An FP8 GEMM's scales (operands `at` and `at + 1`): one f32 each, or
-/// blocks of A [m, k] and B [n, k] in a pairing cuBLASLt multiplies
+/// blocks of A [m, k] and B [n, k] in a pairing a GEMM multiplies
 /// (row-wise by row-wise; DeepSeek-V3's 1 x 128 by 128 x 128 either way
-/// round, or 1 x 128 by 1 x 128), one matrix, each buffer holding its
-/// mode's scales.
+/// round, or 1 x 128 by 1 x 128; MXFP8's 1 x 32 by 1 x 32), one matrix,
+/// each buffer holding its mode's scales.
 absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
   int ma = a.scaleModeA, mb = a.scaleModeB;
   if (ma == WEFT_FP8_SCALE_TENSOR && mb == WEFT_FP8_SCALE_TENSOR) {
@@ -1485,7 +1487,7 @@ absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
     return c.isF32Scalar(at + 1);
   }
   if (!weft_fp8_scale_modes_pair(ma, mb))
-    return c.fail(absl::StrCat("field 'scale_modes': cuBLASLt scales no \"",
+    return c.fail(absl::StrCat("field 'scale_modes': no GEMM scales a \"",
                                spell(kScaleModes, ma), "\" A by a \"",
                                spell(kScaleModes, mb), "\" B"));
   int64_t m = a.mnk[0], n = a.mnk[1], k = a.mnk[2];
@@ -1496,10 +1498,10 @@ absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
     return c.fail(absl::StrCat("field 'scale_modes': block scales take one "
                                "matrix, not a batch of ",
                                a.batch));
-  if (ma != WEFT_FP8_SCALE_ROWS && k % 128 != 0)
-    return c.fail(absl::StrCat("field 'scale_modes': 128-element blocks need "
-                               "k a multiple of 128, not ",
-                               k));
+  if (int64_t block = weft_fp8_scale_block_k(ma, k); k % block != 0)
+    return c.fail(absl::StrCat("field 'scale_modes': ", block,
+                               "-element blocks need k a multiple of ", block,
+                               ", not ", k));
   for (auto [i, mode, rows] :
        {std::tuple{at, ma, m}, std::tuple{at + 1, mb, n}}) {
     int64_t count = weft_fp8_scale_count(mode, rows, k);

@@ -747,14 +747,16 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     int64_t n = type(0).numElements(),
             batch = n / std::max<int64_t>(rows * cols, 1);
     auto [blockRows, blockCols] = sched::fp8CastBlocks(shape, type(1).shape);
-    bool e4m3 = type(2).dtype == DType::F8E4M3FN, transpose = a.transpose;
+    bool e4m3 = type(2).dtype == DType::F8E4M3FN, transpose = a.transpose,
+         pow2 = a.pow2;
     int mode = a.scaleMode;
     return Step([=, x = f(0), amax = f(1),
                  codes = reinterpret_cast<uint8_t *>(bound.ptr[ops[2]]),
                  scaleInv = f(3)] {
       for (int64_t i = 0; i < n; ++i)
         weft_fp8_cast_element(x[i], i, amax, codes, scaleInv, batch, rows, cols,
-                              transpose, e4m3, mode, blockRows, blockCols);
+                              transpose, e4m3, pow2, mode, blockRows,
+                              blockCols);
       return absl::OkStatus();
     });
   }

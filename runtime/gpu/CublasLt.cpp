@@ -202,6 +202,12 @@ absl::Status CublasLt::prepare(const GemmShape &g) {
   if (g.fp8() && (g.transA || !g.transB))
     return absl::UnimplementedError(
         "cuBLASLt's FP8 GEMMs read A [m, k] and B [n, k] only (TN)");
+  // MXFP8's 1 x 32 blocks run in Weft's own kernel (GpuProgram); cuBLASLt's
+  // VEC32_UE8M0 (Blackwell) reads E8M0 bytes in a swizzled layout.
+  if (g.fp8() && (g.scaleModeA == WEFT_FP8_SCALE_VEC32 ||
+                  g.scaleModeB == WEFT_FP8_SCALE_VEC32))
+    return absl::UnimplementedError(
+        "cuBLASLt here takes no 1 x 32 block scales (MXFP8)");
   CublasLtLibrary &l = *lib;
   auto plan = std::make_unique<Plan>();
   plan->lib = &l;

@@ -9,6 +9,7 @@
 #include "runtime/gpu/Nvrtc.h"
 #include "runtime/gpu/kernels/OpsAbi.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
@@ -174,6 +175,17 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
       return scratch.status();
     bound.scratch = *scratch;
   } else if (launch.kind == GpuLaunch::Kind::Kernel) {
+    // MXFP8's GEMM issues mma.sync over FP8 codes: FP8 tensor cores (sm_89
+    // and up), as cuBLASLt's FP8 GEMMs need.
+    int arch = 0;
+    if (launch.kernel == "weft_fp8_vec32_gemm" &&
+        (!absl::SimpleAtoi(absl::string_view(device->arch()).substr(3),
+                           &arch) ||
+         arch < 89))
+      return absl::FailedPreconditionError(absl::StrCat(
+          "an MXFP8 GEMM (FP8 codes with 1 x 32 block scales) needs FP8 "
+          "tensor cores (sm_89 or later); this GPU is ",
+          device->arch()));
     absl::StatusOr<void *> fn = device->function(launch.kernel);
     if (!fn.ok())
       return fn.status();

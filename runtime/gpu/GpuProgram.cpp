@@ -14,6 +14,7 @@
 #include "runtime/exec/BundleData.h"
 #include "runtime/gpu/kernels/OpsAbi.h"
 #include "runtime/support/Epilogue.h"
+#include "runtime/support/Fp8Scaling.h"
 #include "runtime/support/GroupedRows.h"
 #include "runtime/support/Shapes.h"
 
@@ -308,6 +309,28 @@ absl::Status Translator::gemmInstruction() {
   }
   g.epilogue = epilogueOf(a.epilogue);
   g.beta = a.accumulate ? 1.0f : 0.0f;
+  if (a.hasScales && g.scaleModeA == WEFT_FP8_SCALE_VEC32) {
+    // MXFP8's 1 x 32 blocks: Weft's own kernel (no cuBLASLt mode before
+    // Blackwell), one block per 64 x 64 of C; the loader checked A [m, k],
+    // B [n, k], one matrix, k % 32 == 0; FP8 GEMMs take no epilogue
+    // (above), so the scales are operands 3 and 4.
+    int64_t tilesDown = (g.m + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE;
+    if (tilesDown > 65535)
+      return absl::UnimplementedError(absl::StrCat("an MXFP8 GEMM of ", g.m,
+                                                   " rows (more than 65535 x ",
+                                                   WEFT_VEC32_TILE, ")"));
+    GpuLaunch &l =
+        kernel("weft_fp8_vec32_gemm", 1,
+               {buf(0), buf(1), buf(3), buf(4), buf(2), i64(g.m), i64(g.n),
+                i64(g.k), i64(g.rowA()), i64(g.rowB()), i64(g.rowC()),
+                i32(g.fp8A == DType::F8E4M3FN), i32(g.fp8B == DType::F8E4M3FN),
+                i32(g.type == DType::BF16), i32(a.accumulate)},
+               WEFT_VEC32_THREADS);
+    l.grid[0] =
+        static_cast<unsigned>((g.n + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE);
+    l.grid[1] = static_cast<unsigned>(tilesDown);
+    return absl::OkStatus();
+  }
   size_t next = 3;
   // cuBLASLt reads the bias and the aux matrix in C's type.
   for (size_t i = 3; i < 3 + a.hasBias + a.hasAux; ++i)
@@ -1167,7 +1190,7 @@ absl::Status Translator::run() {
            {buf(0), i32(dtype(0) == DType::BF16), buf(1), buf(2), buf(3),
             i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
             i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN),
-            i32(a.scaleMode), i64(blockRows), i64(blockCols)});
+            i32(a.pow2), i32(a.scaleMode), i64(blockRows), i64(blockCols)});
     return absl::OkStatus();
   }
   case Op::LayerNormGrad:

@@ -135,6 +135,27 @@ WEFT_FP8_FN unsigned char weft_fp8_code(float x, float scale, int e4m3) {
   return (unsigned char)(sign | (exponent << mantissa) | fraction);
 }
 
+/// The f32 value of FP8 code `code` (exact): E4M3FN (no infinities, 0x7F
+/// and 0xFF NaN) or E5M2 (IEEE-like). What weft_fp8_code encodes.
+WEFT_FP8_FN float weft_fp8_value(unsigned char code, int e4m3) {
+  unsigned sign = (unsigned)(code & 0x80u) << 24;
+  int mantissa = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  unsigned exponent = (code & 0x7Fu) >> mantissa,
+           fraction = code & ((1u << mantissa) - 1u);
+  unsigned top = e4m3 ? 15u : 31u;
+  // E4M3FN's top exponent holds finite values but for its NaN.
+  if (exponent == top && (!e4m3 || fraction == (1u << mantissa) - 1u))
+    return weft_fp8_float_of(sign | (fraction ? 0x7FC00000u : 0x7F800000u));
+  if (exponent == 0) // A count of quanta 2^(1 - bias - mantissa).
+    return weft_fp8_float_of(
+        sign |
+        weft_fp8_bits_of(
+            (float)fraction *
+            weft_fp8_float_of((unsigned)(127 - (bias - 1 + mantissa)) << 23)));
+  return weft_fp8_float_of(sign | ((exponent - bias + 127) << 23) |
+                           (fraction << (23 - mantissa)));
+}
+
 /// How an FP8 GEMM operand is scaled, and where its scales are: the
 /// operand is a matrix [rows, k] with k contiguous (the layout cuBLASLt's
 /// FP8 GEMMs read, A [m, k] and B [n, k]), and its scale buffer holds the
@@ -146,13 +167,20 @@ WEFT_FP8_FN unsigned char weft_fp8_code(float x, float scale, int e4m3) {
 ///    rows contiguous ("outer-dim-major", VEC128_32F);
 ///  - BLK128, 128 x 128 blocks (its weights): [ceil(rows/128)][ld] with ld
 ///    = k/128 rounded up to a multiple of 4, so each row of scales starts
-///    16-byte aligned (BLK128x128_32F); the padding is never read.
-/// VEC128 and BLK128 need k % 128 == 0.
+///    16-byte aligned (BLK128x128_32F); the padding is never read;
+///  - VEC32, 1 x 32 blocks (MXFP8): [k/32][rows] as VEC128's. Their scales
+///    are powers of two (E8M0's values) kept as f32: no cuBLASLt mode
+///    before Blackwell's VEC32_UE8M0 (whose E8M0 bytes lie in a swizzled
+///    layout) reads them, so Weft's own kernel (weft_fp8_vec32_gemm in
+///    ops.cu) multiplies them, on any GPU with FP8 tensor cores.
+/// VEC128 and BLK128 need k % 128 == 0, VEC32 k % 32 == 0.
 enum {
   WEFT_FP8_SCALE_TENSOR = 0,
   WEFT_FP8_SCALE_ROWS = 1,
   WEFT_FP8_SCALE_VEC128 = 2,
-  WEFT_FP8_SCALE_BLK128 = 3
+  WEFT_FP8_SCALE_BLK128 = 3,
+  WEFT_FP8_SCALE_VEC32 = 4,
+  WEFT_FP8_SCALE_MODES = 5 // How many there are.
 };
 
 /// The block extent of `mode` along rows and along k of an operand [rows, k].
@@ -162,7 +190,9 @@ WEFT_FP8_FN long weft_fp8_scale_block_rows(int mode, long rows) {
                                          : 1;
 }
 WEFT_FP8_FN long weft_fp8_scale_block_k(int mode, long k) {
-  return mode == WEFT_FP8_SCALE_TENSOR || mode == WEFT_FP8_SCALE_ROWS ? k : 128;
+  return mode == WEFT_FP8_SCALE_TENSOR || mode == WEFT_FP8_SCALE_ROWS ? k
+         : mode == WEFT_FP8_SCALE_VEC32                               ? 32
+                                                                      : 128;
 }
 
 /// Where the scale of element (r, c) of an operand [rows, k] is.
@@ -173,6 +203,8 @@ WEFT_FP8_FN long weft_fp8_scale_index(int mode, long r, long c, long rows,
     return r;
   case WEFT_FP8_SCALE_VEC128:
     return c / 128 * rows + r;
+  case WEFT_FP8_SCALE_VEC32:
+    return c / 32 * rows + r;
   case WEFT_FP8_SCALE_BLK128:
     return r / 128 * ((k / 128 + 3) / 4 * 4) + c / 128;
   default:
@@ -187,6 +219,8 @@ WEFT_FP8_FN long weft_fp8_scale_count(int mode, long rows, long k) {
     return rows;
   case WEFT_FP8_SCALE_VEC128:
     return k / 128 * rows;
+  case WEFT_FP8_SCALE_VEC32:
+    return k / 32 * rows;
   case WEFT_FP8_SCALE_BLK128:
     return (rows + 127) / 128 * ((k / 128 + 3) / 4 * 4);
   default:
@@ -225,7 +259,7 @@ WEFT_FP8_FN int weft_fp8_matrix_blocks(const long *shape, const long *grid,
 /// The scale modes whose blocks in an operand [rows, k] are [blockRows,
 /// blockK], as a mask (bit WEFT_FP8_SCALE_*): several where blocks
 /// coincide (a 128 x 128 tensor is one block and one 128 x 128 block; a
-/// row of 128 is one 1 x 128 tile), none when no cuBLASLt mode has them.
+/// row of 128 is one 1 x 128 tile), none when no GEMM reads them.
 WEFT_FP8_FN int weft_fp8_scale_modes_of(long rows, long k, long blockRows,
                                         long blockK) {
   int modes = 0;
@@ -239,19 +273,22 @@ WEFT_FP8_FN int weft_fp8_scale_modes_of(long rows, long k, long blockRows,
     if (blockRows == 128 || (blockRows == rows && rows < 128))
       modes |= 1 << WEFT_FP8_SCALE_BLK128;
   }
+  if (k % 32 == 0 && blockK == 32 && blockRows == 1)
+    modes |= 1 << WEFT_FP8_SCALE_VEC32;
   return modes;
 }
 
-/// Whether cuBLASLt multiplies an A scaled by `a` by a B scaled by `b`:
-/// per tensor by per tensor, rows by rows, DeepSeek-V3's 1 x 128 by
-/// 128 x 128 either way round, or 1 x 128 by 1 x 128 (its weight
-/// gradient).
+/// Whether a GEMM multiplies an A scaled by `a` by a B scaled by `b`:
+/// cuBLASLt per tensor by per tensor, rows by rows, DeepSeek-V3's 1 x 128
+/// by 128 x 128 either way round, or 1 x 128 by 1 x 128 (its weight
+/// gradient); Weft's own kernel MXFP8's 1 x 32 by 1 x 32.
 WEFT_FP8_FN int weft_fp8_scale_modes_pair(int a, int b) {
   return (a == WEFT_FP8_SCALE_TENSOR && b == WEFT_FP8_SCALE_TENSOR) ||
          (a == WEFT_FP8_SCALE_ROWS && b == WEFT_FP8_SCALE_ROWS) ||
          (a == WEFT_FP8_SCALE_VEC128 &&
           (b == WEFT_FP8_SCALE_VEC128 || b == WEFT_FP8_SCALE_BLK128)) ||
-         (a == WEFT_FP8_SCALE_BLK128 && b == WEFT_FP8_SCALE_VEC128);
+         (a == WEFT_FP8_SCALE_BLK128 && b == WEFT_FP8_SCALE_VEC128) ||
+         (a == WEFT_FP8_SCALE_VEC32 && b == WEFT_FP8_SCALE_VEC32);
 }
 
 /// sched.fp8_cast of element i of x (viewed [batch, rows, cols], its
@@ -259,15 +296,17 @@ WEFT_FP8_FN int weft_fp8_scale_modes_pair(int a, int b) {
 /// maxima row-major in amax): its code at i or, with `transpose`, at its
 /// place in [batch, cols, rows]; the first element of a block in the
 /// operand's layout (out's matrix) writes 1 / scale where `mode` keeps it.
+/// `pow2` takes MXFP8's power-of-two scales, as weft_fp8_quantize's.
 WEFT_FP8_FN void weft_fp8_cast_element(float x, long i, const float *amax,
                                        unsigned char *out, float *scaleInv,
                                        long batch, long rows, long cols,
-                                       int transpose, int e4m3, int mode,
-                                       long blockRows, long blockCols) {
+                                       int transpose, int e4m3, int pow2,
+                                       int mode, long blockRows,
+                                       long blockCols) {
   long b = i / (rows * cols), r = i / cols % rows, c = i % cols;
   long row = b * rows + r;
   float scale = weft_fp8_scale(
-      amax[row / blockRows * (cols / blockCols) + c / blockCols], e4m3, 0);
+      amax[row / blockRows * (cols / blockCols) + c / blockCols], e4m3, pow2);
   out[transpose ? (b * cols + c) * rows + r : i] =
       weft_fp8_code(x, scale, e4m3);
   // The operand [operandRows, k]: out's matrix.

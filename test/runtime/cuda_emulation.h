@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "../../runtime/support/Fp8Scaling.h" // weft_fp8_value, for mma.
+
 #define __global__
 #define __device__
 #define __host__
@@ -108,6 +110,59 @@ static void run() {
 inline void __syncthreads() {
   weft_emu::Launch &l = weft_emu::launch();
   swapcontext(&l.fibers[l.current].context, &l.scheduler);
+}
+
+/// A warp's `ms` x `ns` products mma.sync.aligned.m16n8k32.row.col.f32.
+/// <A>.<B>.f32 with C = 0 over FP8 codes (E4M3 or E5M2 each): d[m][n][..]
+/// from A fragment a[m][..] and B fragment b[n][..]. Modelled from the PTX
+/// ISA's element tables ("Matrix Fragments for mma.m16n8k32"),
+/// independently of the kernel that issues it: with lane = 4 groupID + t,
+///   a[r] byte j: A row groupID + 8 (r & 1), column 16 (r >> 1) + 4t + j;
+///   b[r] byte j: B row (k) 16 r + 4t + j, column groupID;
+///   d[i]: D row groupID + 8 (i >> 1), column 2t + (i & 1).
+/// Each lane decodes its own fragments; the warp's lanes exchange them at
+/// two barriers (the block's here: every warp of the kernel reaches each
+/// call together), and each lane sums its own outputs. Products are exact
+/// in f32 and summed in order of k.
+inline void weft_emulated_mma_fp8(int ms, int ns, float *d, const unsigned *a,
+                                  const unsigned *b, int e4m3A, int e4m3B) {
+  constexpr int kMs = 4, kNs = 8;
+  if (ms > kMs || ns > kNs)
+    std::abort(); // More than this model stages.
+  // Element i = 4 r + j of a lane's fragment: byte j of word r.
+  static thread_local float A[1024][kMs][16], B[1024][kNs][8];
+  unsigned me = threadIdx.x, first = me / 32 * 32, lane = me % 32;
+  for (int m = 0; m < ms; ++m)
+    for (int i = 0; i < 16; ++i)
+      A[me][m][i] = weft_fp8_value(
+          static_cast<unsigned char>(a[4 * m + i / 4] >> (8 * (i % 4))),
+          e4m3A);
+  for (int n = 0; n < ns; ++n)
+    for (int i = 0; i < 8; ++i)
+      B[me][n][i] = weft_fp8_value(
+          static_cast<unsigned char>(b[2 * n + i / 4] >> (8 * (i % 4))),
+          e4m3B);
+  __syncthreads();
+  // The lane and fragment element holding A[row][p] and B[p][col]: the
+  // tables above, inverted.
+  auto atA = [&](int m, unsigned row, unsigned p) {
+    return A[first + 4 * (row % 8) + p % 16 / 4][m]
+            [4 * (row / 8 + 2 * (p / 16)) + p % 4];
+  };
+  auto atB = [&](int n, unsigned p, unsigned col) {
+    return B[first + 4 * col + p % 16 / 4][n][4 * (p / 16) + p % 4];
+  };
+  unsigned group = lane / 4, t = lane % 4;
+  for (int m = 0; m < ms; ++m)
+    for (int n = 0; n < ns; ++n)
+      for (unsigned i = 0; i < 4; ++i) {
+        unsigned row = group + 8 * (i >> 1), col = 2 * t + (i & 1);
+        float sum = 0;
+        for (unsigned p = 0; p < 32; ++p)
+          sum += atA(m, row, p) * atB(n, p, col);
+        d[(m * ns + n) * 4 + i] = sum;
+      }
+  __syncthreads(); // No lane restages before every lane has read.
 }
 
 /// Runs `thunk(args)` as a `grid` of `block`-thread blocks; returns when done.

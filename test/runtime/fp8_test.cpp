@@ -254,6 +254,44 @@ TEST(Fp8Scaling, BlockScaleLayoutsAreCublasLts) {
             10);
   EXPECT_EQ(weft_fp8_scale_count(WEFT_FP8_SCALE_BLK128, 256, 640), 16);
   EXPECT_EQ(weft_fp8_scale_count(WEFT_FP8_SCALE_BLK128, 100, 128), 4);
+  // MXFP8's 1 x 32 blocks, outer-dim-major as 1 x 128 tiles: block (row
+  // 200, k block 9) of 256 x 512: 9 * 256 + 200; 16 blocks of k a row.
+  EXPECT_EQ(weft_fp8_scale_index(WEFT_FP8_SCALE_VEC32, 200, 300, 256, 512),
+            2504);
+  EXPECT_EQ(weft_fp8_scale_count(WEFT_FP8_SCALE_VEC32, 256, 512), 4096);
+  EXPECT_EQ(weft_fp8_scale_block_k(WEFT_FP8_SCALE_VEC32, 512), 32);
+  // It pairs with itself only.
+  for (int other = 0; other < WEFT_FP8_SCALE_MODES; ++other) {
+    EXPECT_EQ(weft_fp8_scale_modes_pair(WEFT_FP8_SCALE_VEC32, other),
+              other == WEFT_FP8_SCALE_VEC32)
+        << other;
+    EXPECT_EQ(weft_fp8_scale_modes_pair(other, WEFT_FP8_SCALE_VEC32),
+              other == WEFT_FP8_SCALE_VEC32)
+        << other;
+  }
+}
+
+// The kernels' decoding of a code (weft_fp8_value, which the emulated
+// tensor cores use) against the runtime's exact decoder, every byte of
+// both formats: subnormals, E4M3FN's 448 and its NaNs, E5M2's infinities.
+TEST(Fp8Scaling, EveryCodeDecodesToItsValue) {
+  for (auto [format, e4m3] : {std::pair{weft::runtime::DType::F8E4M3FN, 1},
+                              std::pair{weft::runtime::DType::F8E5M2, 0}})
+    for (int code = 0; code < 256; ++code) {
+      float want = weft::runtime::fp8Value(static_cast<uint8_t>(code), format),
+            got = weft_fp8_value(static_cast<unsigned char>(code), e4m3);
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(got)) << e4m3 << " " << code;
+      else
+        EXPECT_EQ(got, want) << e4m3 << " " << code;
+      // And back: each finite code is what weft_fp8_code gives its value.
+      if (std::isfinite(want))
+        EXPECT_EQ(weft_fp8_code(want, 1.0f, e4m3), code) << e4m3 << " " << code;
+    }
+  EXPECT_EQ(weft_fp8_value(0x7E, 1), 448.0f);
+  EXPECT_EQ(weft_fp8_value(0x01, 1), std::ldexp(1.0f, -9));
+  EXPECT_EQ(weft_fp8_value(0x7C, 0), INFINITY);
+  EXPECT_EQ(weft_fp8_value(0x83, 0), -3 * std::ldexp(1.0f, -16));
 }
 
 // Which modes a block shape is: one where blocks are distinct, several
@@ -273,7 +311,13 @@ TEST(Fp8Scaling, BlocksNameTheirScaleModes) {
             bit(WEFT_FP8_SCALE_TENSOR) | bit(WEFT_FP8_SCALE_BLK128));
   EXPECT_EQ(weft_fp8_scale_modes_of(256, 128, 1, 128),
             bit(WEFT_FP8_SCALE_ROWS) | bit(WEFT_FP8_SCALE_VEC128));
-  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 1, 32), 0); // MXFP8's.
+  // MXFP8's 1 x 32 blocks: Weft's own kernel's; a row of 32 is rows too.
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 1, 32),
+            bit(WEFT_FP8_SCALE_VEC32));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 32, 1, 32),
+            bit(WEFT_FP8_SCALE_ROWS) | bit(WEFT_FP8_SCALE_VEC32));
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 48, 1, 32), 0); // k % 32 != 0.
+  EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 32, 32), 0);
   EXPECT_EQ(weft_fp8_scale_modes_of(256, 512, 128, 1), 0);
   // A [2, 8, 64] tensor cut per row: rows of the [16, 64] matrix; cut in
   // 4-row groups of its middle dimension: 4 x 64 blocks; cut along its

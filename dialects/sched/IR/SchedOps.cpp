@@ -1298,6 +1298,7 @@ std::optional<int> weft::sched::parseFp8ScaleMode(StringRef name) {
       .Case("rows", WEFT_FP8_SCALE_ROWS)
       .Case("vec128", WEFT_FP8_SCALE_VEC128)
       .Case("blk128", WEFT_FP8_SCALE_BLK128)
+      .Case("vec32", WEFT_FP8_SCALE_VEC32)
       .Default(std::nullopt);
 }
 
@@ -1309,6 +1310,8 @@ StringRef weft::sched::fp8ScaleModeName(int mode) {
     return "vec128";
   case WEFT_FP8_SCALE_BLK128:
     return "blk128";
+  case WEFT_FP8_SCALE_VEC32:
+    return "vec32";
   default:
     return "tensor";
   }
@@ -1319,7 +1322,7 @@ static FailureOr<int> scaleModeOf(Operation *op, StringRef name) {
   std::optional<int> mode = parseFp8ScaleMode(name);
   if (!mode)
     return op->emitOpError("scale mode '")
-           << name << "' is not tensor, rows, vec128 or blk128";
+           << name << "' is not tensor, rows, vec128, blk128 or vec32";
   return *mode;
 }
 
@@ -1345,16 +1348,17 @@ LogicalResult GemmOp::verifyScaleModes() {
     return failure(failed(isF32Scalar(*this, getScaleA(), "scale of A")) ||
                    failed(isF32Scalar(*this, getScaleB(), "scale of B")));
   if (!weft_fp8_scale_modes_pair(modes[0], modes[1]))
-    return emitOpError("cuBLASLt scales no ")
+    return emitOpError("no GEMM scales a ")
            << fp8ScaleModeName(modes[0]) << " A by a "
            << fp8ScaleModeName(modes[1]) << " B";
   if (getTransposeA() || !getTransposeB() || getBatch() != 1)
     return emitOpError("block scales read one A [m, k] and B [n, k] "
                        "(transpose_b, not transpose_a, batch 1)");
   ArrayRef<int64_t> mnk = getMnk();
-  if (modes[0] != WEFT_FP8_SCALE_ROWS && mnk[2] % 128 != 0)
-    return emitOpError("128-element blocks need k a multiple of 128, not ")
-           << mnk[2];
+  if (int64_t block = weft_fp8_scale_block_k(modes[0], mnk[2]);
+      mnk[2] % block != 0)
+    return emitOpError() << block << "-element blocks need k a multiple of "
+                         << block << ", not " << mnk[2];
   for (auto [scale, mode, rows, name] :
        {std::tuple{getScaleA(), modes[0], mnk[0], "A"},
         std::tuple{getScaleB(), modes[1], mnk[1], "B"}}) {

@@ -481,11 +481,11 @@ def Sched_GemmOp : Sched_Instr<"gemm", [AttrSizedOperandSegments]> {
     backward of the other two: aux is read). FP8 operands (f8E4M3FN / f8E5M2) need `scales`: one f32
     each for A and B, which multiply the product before the epilogue, or
     with `scale_modes` (A's and B's: "tensor", "rows", "vec128",
-    "blk128"; `fp8_cast`'s) block scales of A [m, k] and B [n, k]
-    (`transpose_b`, one matrix), paired as cuBLASLt takes them: rows by
-    rows, vec128 by blk128 either way round, or vec128 by vec128. Each
-    row's or 128-element block's partial sum along k is multiplied by its
-    scales.
+    "blk128", "vec32"; `fp8_cast`'s) block scales of A [m, k] and B [n, k]
+    (`transpose_b`, one matrix), paired as cuBLASLt takes them (rows by
+    rows, vec128 by blk128 either way round, or vec128 by vec128) or as
+    Weft's own MXFP8 kernel does (vec32 by vec32). Each row's, 128- or
+    32-element block's partial sum along k is multiplied by its scales.
 
     ```mlir
     sched.gemm %x, %w -> %y bias(%b : !sched.buffer<64xf32>) mnk [8, 64, 32]
@@ -768,7 +768,8 @@ def Sched_Fp8QuantizeOp : Sched_LibraryOp<"fp8_quantize",
 def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     "FP8 codes of a tensor and its inverse scale, for an FP8 GEMM",
     (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out, Sched_Out:$scale_inv,
-         UnitAttr:$transpose, OptionalAttr<StrAttr>:$scale_mode)> {
+         UnitAttr:$transpose, OptionalAttr<StrAttr>:$scale_mode,
+         UnitAttr:$pow2_scales)> {
   let description = [{
     FP8 quantization kept in FP8, where `fp8_quantize` writes the
     dequantized f32 values: with s the scale `fp8_quantize` derives from
@@ -784,12 +785,14 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     data.
 
     Without `scale_mode` (or "tensor") `amax` and `scale_inv` are one f32.
-    With "rows", "vec128" or "blk128" `amax` holds the maxima of blocks
-    (as `fp8_amax` cuts them) that are, in `out`'s matrix [rows, k] (its
-    last dimension k), one row each, 1 x 128 tiles or 128 x 128 blocks,
-    and `scale_inv` holds each block's 1 / s in cuBLASLt's layout for that
-    mode (runtime/support/Fp8Scaling.h), what `gemm`'s `scale_modes` read;
-    a transposed block-scaled cast has one matrix.
+    With "rows", "vec128", "blk128" or "vec32" `amax` holds the maxima of
+    blocks (as `fp8_amax` cuts them) that are, in `out`'s matrix [rows, k]
+    (its last dimension k), one row each, 1 x 128 tiles, 128 x 128 blocks
+    or 1 x 32 blocks (MXFP8's), and `scale_inv` holds each block's 1 / s
+    in the layout for that mode (runtime/support/Fp8Scaling.h: cuBLASLt's
+    for the first three), what `gemm`'s `scale_modes` read; a transposed
+    block-scaled cast has one matrix. `pow2_scales` derives s as
+    `fp8_quantize`'s `pow2_scales` does (MXFP8's E8M0 powers of two).
 
     ```mlir
     sched.fp8_cast %x, %amax, %codes, %scale_inv transpose

@@ -65,10 +65,7 @@ ParamOp weft::inPlaceParam(OpResult result, bool readsChecked) {
 Fp8QuantizeOp weft::fp8GemmOperandOf(Value v) {
   while (isa_and_nonnull<ReshapeOp, CastOp, AllGatherOp>(v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);
-  auto q = v.getDefiningOp<Fp8QuantizeOp>();
-  if (!q || q.getPow2Scales())
-    return Fp8QuantizeOp();
-  return q;
+  return v.getDefiningOp<Fp8QuantizeOp>();
 }
 
 namespace {

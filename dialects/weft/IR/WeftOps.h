@@ -246,8 +246,8 @@ void setSharding(mlir::Value value, ShardingAttr sharding);
 /// Returns true if `type` is an element type weft computes in floating point.
 bool isWeftFloat(mlir::Type type);
 
-/// The `weft.fp8_quantize` with f32 scales (not MXFP8's powers of two)
-/// that `v` is, or is read from through reshapes, casts and all-gathers;
+/// The `weft.fp8_quantize` that `v` is, or is read from through reshapes,
+/// casts and all-gathers;
 /// null if none. Such an operand is what FP8 storage may keep as FP8 codes
 /// and scales (codegen's Fp8Storage), when its blocks are a scale mode's.
 Fp8QuantizeOp fp8GemmOperandOf(mlir::Value v);

@@ -976,12 +976,153 @@ extern "C" __global__ void
 weft_fp8_cast(const void *__restrict x, int bf16, const float *__restrict amax,
               unsigned char *__restrict out, float *__restrict scaleInv,
               long batch, long rows, long cols, int transpose, int e4m3,
-              int mode, long blockRows, long blockCols) {
+              int pow2, int mode, long blockRows, long blockCols) {
   long n = batch * rows * cols;
   for (long i = weft_thread(); i < n; i += weft_stride())
     weft_fp8_cast_element(weft_at(x, i, bf16), i, amax, out, scaleInv, batch,
-                          rows, cols, transpose, e4m3, mode, blockRows,
+                          rows, cols, transpose, e4m3, pow2, mode, blockRows,
                           blockCols);
+}
+
+// A warp's 2 x 4 tensor-core products of FP8 codes of one 32-element
+// k-block, each from zero: d[mi][ni] = A_mi B_ni^T with mma.sync.aligned.
+// m16n8k32 (sm_89 and up) and the PTX ISA's fragments for it: lane 4g + t
+// holds, in byte j of each word, A_mi[g + 8 (r & 1)][16 (r >> 1) + 4t + j]
+// in a[mi][r] and B_ni[g][16 r + 4t + j] in b[ni][r] (B_ni is [8, 32], k
+// contiguous as A's rows), and gets D[g + 8 (i >> 1)][2t + (i & 1)] in
+// d[mi][ni][i]. E5M2 by E5M2 is refused before launch, as cuBLASLt
+// refuses it. The test emulator runs its own model of the instruction
+// instead (cuda_emulation.h), written from the ISA's element tables, all
+// eight products at once (one exchange of the warp's fragments).
+static __device__ inline void weft_mma_fp8_warp_tile(float d[2][4][4],
+                                                     const unsigned a[2][4],
+                                                     const unsigned b[4][2],
+                                                     int e4m3A, int e4m3B) {
+#if !defined(__CUDA_ARCH__)
+  weft_emulated_mma_fp8(2, 4, &d[0][0][0], &a[0][0], &b[0][0], e4m3A, e4m3B);
+#elif __CUDA_ARCH__ >= 890
+#define WEFT_MMA_FP8(TA, TB)                                                   \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TA "." TB ".f32 "      \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "                \
+               "{%10, %11, %12, %13};"                                         \
+               : "=f"(o[0]), "=f"(o[1]), "=f"(o[2]), "=f"(o[3])                \
+               : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]),        \
+                 "r"(y[1]), "f"(0.0f), "f"(0.0f), "f"(0.0f), "f"(0.0f))
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 4; ++ni) {
+      float *o = d[mi][ni];
+      const unsigned *x = a[mi], *y = b[ni];
+      if (e4m3A && e4m3B)
+        WEFT_MMA_FP8("e4m3", "e4m3");
+      else if (e4m3A)
+        WEFT_MMA_FP8("e4m3", "e5m2");
+      else
+        WEFT_MMA_FP8("e5m2", "e4m3");
+    }
+#undef WEFT_MMA_FP8
+#else
+  // No FP8 tensor cores: GpuBackend refuses this kernel before sm_89.
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 4; ++ni)
+      for (int i = 0; i < 4; ++i)
+        d[mi][ni][i] = __int_as_float(0x7fc00000);
+#endif
+}
+
+// Four k-consecutive FP8 codes at p as one word, the first in the low
+// byte (the fragments' order); byte by byte where p may be unaligned.
+static __device__ inline unsigned weft_codes4(const unsigned char *p,
+                                              int aligned) {
+  if (aligned)
+    return *(const unsigned *)p;
+  return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 |
+         (unsigned)p[3] << 24;
+}
+
+#define WEFT_VEC32_ROW 12 // Words a row of 32 codes takes in shared.
+
+// MXFP8's GEMM, scale mode "vec32" (Fp8Scaling.h), which cuBLASLt has on
+// Blackwell only: C[m, n] (+)= the sum over k-blocks t of 32 of
+// (A_t B_t^T)[i, j] * sA[t][i] * sB[t][j], with A [m, k] and B [n, k] FP8
+// codes (k contiguous, rows lda and ldb bytes apart), sA [k/32][m] and sB
+// [k/32][n] their inverse scales, C f32 or bf16 (rows ldc apart). Each
+// k-block is one mma per 16 x 8 of C into zeroed registers, whose f32
+// partial sums are scaled and added in f32, as DeepSeek-V3 promotes its
+// 128-blocks out of the tensor cores. A block of WEFT_VEC32_THREADS makes
+// a 64 x 64 tile of C; the k-block's codes and scales pass through shared
+// memory, each row padded to 12 words so that a warp's fragment reads
+// (8 rows x 4 words) fall in 32 distinct banks.
+extern "C" __global__ void weft_fp8_vec32_gemm(
+    const unsigned char *__restrict A, const unsigned char *__restrict B,
+    const float *__restrict scaleA, const float *__restrict scaleB, void *C,
+    long m, long n, long k, long lda, long ldb, long ldc, int e4m3A, int e4m3B,
+    int bf16Out, int accumulate) {
+  __shared__ unsigned tileA[WEFT_VEC32_TILE * WEFT_VEC32_ROW];
+  __shared__ unsigned tileB[WEFT_VEC32_TILE * WEFT_VEC32_ROW];
+  __shared__ float rowScale[WEFT_VEC32_TILE], colScale[WEFT_VEC32_TILE];
+  long row0 = (long)blockIdx.y * WEFT_VEC32_TILE,
+       col0 = (long)blockIdx.x * WEFT_VEC32_TILE;
+  int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  int g = lane / 4, t = lane % 4;
+  int warpRow = warp / 2 * 32, warpCol = warp % 2 * 32;
+  int aligned = (unsigned long)A % 4 == 0 && (unsigned long)B % 4 == 0 &&
+                lda % 4 == 0 && ldb % 4 == 0;
+  float acc[2][4][4];
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 4; ++ni)
+      for (int i = 0; i < 4; ++i)
+        acc[mi][ni][i] = 0.0f;
+  for (long k0 = 0; k0 < k; k0 += 32) {
+    __syncthreads(); // Every warp is done with the last k-block.
+    // Thread tid loads half a row (16 codes) of each tile; rows past the
+    // matrix are zeros with scale 0, computed and never stored.
+    int r = tid / 2, half = tid % 2;
+    long rowA = row0 + r, rowB = col0 + r;
+    for (int w = 0; w < 4; ++w) {
+      long at = k0 + half * 16 + 4 * w;
+      tileA[r * WEFT_VEC32_ROW + half * 4 + w] =
+          rowA < m ? weft_codes4(A + rowA * lda + at, aligned) : 0u;
+      tileB[r * WEFT_VEC32_ROW + half * 4 + w] =
+          rowB < n ? weft_codes4(B + rowB * ldb + at, aligned) : 0u;
+    }
+    if (tid < WEFT_VEC32_TILE)
+      rowScale[tid] = row0 + tid < m ? scaleA[k0 / 32 * m + row0 + tid] : 0.0f;
+    else if (tid < 2 * WEFT_VEC32_TILE)
+      colScale[tid - WEFT_VEC32_TILE] =
+          col0 + tid - WEFT_VEC32_TILE < n
+              ? scaleB[k0 / 32 * n + col0 + tid - WEFT_VEC32_TILE]
+              : 0.0f;
+    __syncthreads();
+    unsigned a[2][4], b[4][2];
+    for (int mi = 0; mi < 2; ++mi)
+      for (int q = 0; q < 4; ++q)
+        a[mi][q] =
+            tileA[(warpRow + mi * 16 + g + 8 * (q & 1)) * WEFT_VEC32_ROW +
+                  4 * (q >> 1) + t];
+    for (int ni = 0; ni < 4; ++ni)
+      for (int q = 0; q < 2; ++q)
+        b[ni][q] = tileB[(warpCol + ni * 8 + g) * WEFT_VEC32_ROW + 4 * q + t];
+    float d[2][4][4];
+    weft_mma_fp8_warp_tile(d, a, b, e4m3A, e4m3B);
+    for (int mi = 0; mi < 2; ++mi)
+      for (int ni = 0; ni < 4; ++ni)
+        for (int i = 0; i < 4; ++i)
+          acc[mi][ni][i] += d[mi][ni][i] *
+                            rowScale[warpRow + mi * 16 + g + 8 * (i >> 1)] *
+                            colScale[warpCol + ni * 8 + 2 * t + (i & 1)];
+  }
+  for (int mi = 0; mi < 2; ++mi)
+    for (int ni = 0; ni < 4; ++ni)
+      for (int i = 0; i < 4; ++i) {
+        long row = row0 + warpRow + mi * 16 + g + 8 * (i >> 1),
+             col = col0 + warpCol + ni * 8 + 2 * t + (i & 1);
+        if (row >= m || col >= n)
+          continue;
+        float v = acc[mi][ni][i];
+        if (accumulate)
+          v += weft_at(C, row * ldc + col, bf16Out);
+        weft_put(C, row * ldc + col, v, bf16Out);
+      }
 }
 
 // weft.one_hot: y[i, c] = 1 where ids[i] == c.

@@ -140,3 +140,44 @@ func.func @two_e5m2(%a: tensor<16x32xf32>, %b: tensor<16x32xf32>) -> tensor<32x3
   %y = weft.matmul %qa, %qb transpose_lhs : tensor<16x32xf32>, tensor<16x32xf32>
   return %y : tensor<32x32xf32>
 }
+
+// -----
+
+// MXFP8: 1 x 32 blocks along k with power-of-two scales. No cuBLASLt mode
+// takes them before Blackwell; they are "vec32" casts (pow2_scales, so the
+// codes are the ones weft.fp8_quantize rounds to) and a GEMM Weft's own
+// kernel runs. The weight, blocked 32 x 1 along its rows (k), is cast
+// transposed: B [n, k] with 1 x 32 blocks.
+// CHECK-LABEL: sched.program @mxfp8
+// CHECK: sched.fp8_cast {{.*}} {pow2_scales, scale_mode = "vec32"} : !sched.buffer<32x64xf32>, !sched.buffer<32x2xf32>, !sched.buffer<32x64xf8E4M3FN>, !sched.buffer<64xf32>
+// CHECK: sched.fp8_cast {{.*}} {pow2_scales, scale_mode = "vec32", transpose} : !sched.buffer<64x48xf32>, !sched.buffer<2x48xf32>, !sched.buffer<48x64xf8E4M3FN>, !sched.buffer<96xf32>
+// CHECK: sched.gemm {{.*}} scales({{.*}} : !sched.buffer<64xf32>, !sched.buffer<96xf32>) mnk [32, 48, 64] {{.*}} transpose_b {scale_modes = ["vec32", "vec32"]}
+// OFF-LABEL: sched.program @mxfp8
+// OFF-NOT: sched.fp8_cast
+// OFF: sched.fp8_quantize {{.*}} {format = "f8e4m3fn", pow2_scales}
+func.func @mxfp8(%x: tensor<32x64xf32>, %w: tensor<64x48xf32>) -> tensor<32x48xf32> {
+  %ax = weft.fp8_amax %x : tensor<32x64xf32> -> tensor<32x2xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN, pow2_scales} : tensor<32x64xf32>, tensor<32x2xf32>
+  %aw = weft.fp8_amax %w : tensor<64x48xf32> -> tensor<2x48xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN, pow2_scales} : tensor<64x48xf32>, tensor<2x48xf32>
+  %y = weft.matmul %qx, %qw : tensor<32x64xf32>, tensor<64x48xf32>
+  return %y : tensor<32x48xf32>
+}
+
+// -----
+
+// k = 32: a 1 x 32 block is a whole row, so both operands may take
+// row-wise scales (cuBLASLt's outer vectors) as well as "vec32"; the
+// planner takes the first mode both have, rows, with power-of-two scales.
+// CHECK-LABEL: sched.program @mxfp8_one_block_a_row
+// CHECK: sched.fp8_cast {{.*}} {pow2_scales, scale_mode = "rows"}
+// CHECK: sched.fp8_cast {{.*}} {pow2_scales, scale_mode = "rows", transpose}
+// CHECK: sched.gemm {{.*}} {scale_modes = ["rows", "rows"]}
+func.func @mxfp8_one_block_a_row(%x: tensor<16x32xf32>, %w: tensor<32x16xf32>) -> tensor<16x16xf32> {
+  %ax = weft.fp8_amax %x : tensor<16x32xf32> -> tensor<16x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN, pow2_scales} : tensor<16x32xf32>, tensor<16x1xf32>
+  %aw = weft.fp8_amax %w : tensor<32x16xf32> -> tensor<1x16xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN, pow2_scales} : tensor<32x16xf32>, tensor<1x16xf32>
+  %y = weft.matmul %qx, %qw : tensor<16x32xf32>, tensor<32x16xf32>
+  return %y : tensor<16x16xf32>
+}

@@ -2990,7 +2990,7 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<16x256xf32>, %a: !sched.buffer<16x2xf32>, %q: !sched.buffer<16x256xf8E4M3FN>, %s: !sched.buffer<32xf32>):
-  // expected-error @+1 {{'sched.fp8_cast' op scale mode 'tiles' is not tensor, rows, vec128 or blk128}}
+  // expected-error @+1 {{'sched.fp8_cast' op scale mode 'tiles' is not tensor, rows, vec128, blk128 or vec32}}
   sched.fp8_cast %x, %a, %q, %s {scale_mode = "tiles"} : !sched.buffer<16x256xf32>, !sched.buffer<16x2xf32>, !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<32xf32>
   sched.return []
 }
@@ -3026,7 +3026,7 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%a: !sched.buffer<16x256xf8E4M3FN>, %b: !sched.buffer<128x256xf8E4M3FN>, %c: !sched.buffer<16x128xf32>, %sa: !sched.buffer<16xf32>, %sb: !sched.buffer<4xf32>):
-  // expected-error @+1 {{'sched.gemm' op cuBLASLt scales no rows A by a blk128 B}}
+  // expected-error @+1 {{'sched.gemm' op no GEMM scales a rows A by a blk128 B}}
   sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<16xf32>, !sched.buffer<4xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "blk128"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
   sched.return []
 }
@@ -3046,6 +3046,33 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%a: !sched.buffer<16x256xf8E4M3FN>, %b: !sched.buffer<128x256xf8E4M3FN>, %c: !sched.buffer<16x128xf32>, %sa: !sched.buffer<16xf32>, %sb: !sched.buffer<4xf32>):
   // expected-error @+1 {{'sched.gemm' op scale of B must hold 128 f32 (rows of 128 x 256), not '!sched.buffer<4xf32>'}}
   sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<16xf32>, !sched.buffer<4xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "rows"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<16x48xf8E4M3FN>, %b: !sched.buffer<32x48xf8E4M3FN>, %c: !sched.buffer<16x32xf32>, %sa: !sched.buffer<16xf32>, %sb: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.gemm' op 32-element blocks need k a multiple of 32, not 48}}
+  sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<16xf32>, !sched.buffer<32xf32>) mnk [16, 32, 48] batch 1 ld [48, 48, 32] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["vec32", "vec32"]} : <16x48xf8E4M3FN>, <32x48xf8E4M3FN> -> <16x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<16x256xf8E4M3FN>, %b: !sched.buffer<128x256xf8E4M3FN>, %c: !sched.buffer<16x128xf32>, %sa: !sched.buffer<128xf32>, %sb: !sched.buffer<256xf32>):
+  // expected-error @+1 {{'sched.gemm' op no GEMM scales a vec32 A by a vec128 B}}
+  sched.gemm %a, %b -> %c scales(%sa, %sb : !sched.buffer<128xf32>, !sched.buffer<256xf32>) mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["vec32", "vec128"]} : <16x256xf8E4M3FN>, <128x256xf8E4M3FN> -> <16x128xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x64xf32>, %a: !sched.buffer<16x1xf32>, %q: !sched.buffer<16x64xf8E4M3FN>, %s: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op blocks 1 x 64 of 16 x 64 are not scale mode 'vec32''s}}
+  sched.fp8_cast %x, %a, %q, %s {pow2_scales, scale_mode = "vec32"} : !sched.buffer<16x64xf32>, !sched.buffer<16x1xf32>, !sched.buffer<16x64xf8E4M3FN>, !sched.buffer<32xf32>
   sched.return []
 }
 

@@ -204,6 +204,25 @@ sched.program @fp8_block_gemm arena(45776) align(16) events(0) streams ["compute
   sched.return ["y"] %y : !sched.buffer<16x128xf32>
 }
 
+// MXFP8: 1 x 32 blocks of x [16, 64] and of w read as B [32, 64], with
+// power-of-two scales, [2][16] and [2][32] ("vec32", Weft's own kernel).
+// CHECK-LABEL: sched.program @fp8_vec32_gemm
+sched.program @fp8_vec32_gemm arena(5504) align(16) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<16x64xf32>, %ax: !sched.buffer<16x2xf32>, %w: !sched.buffer<64x32xf32>, %aw: !sched.buffer<2x32xf32>):
+  %qx = sched.alloc offset(0) live(0, 2) : !sched.buffer<16x64xf8E4M3FN>
+  %sx = sched.alloc offset(1024) live(0, 2) : !sched.buffer<32xf32>
+  %qw = sched.alloc offset(1152) live(1, 2) : !sched.buffer<32x64xf8E4M3FN>
+  %sw = sched.alloc offset(3200) live(1, 2) : !sched.buffer<64xf32>
+  %y = sched.alloc offset(3456) live(2, 3) : !sched.buffer<16x32xf32>
+  // CHECK: sched.fp8_cast %{{.*}} {pow2_scales, scale_mode = "vec32"} : !sched.buffer<16x64xf32>
+  sched.fp8_cast %x, %ax, %qx, %sx {pow2_scales, scale_mode = "vec32"} : !sched.buffer<16x64xf32>, !sched.buffer<16x2xf32>, !sched.buffer<16x64xf8E4M3FN>, !sched.buffer<32xf32>
+  // CHECK: sched.fp8_cast %{{.*}} {pow2_scales, scale_mode = "vec32", transpose} : !sched.buffer<64x32xf32>
+  sched.fp8_cast %w, %aw, %qw, %sw {transpose, pow2_scales, scale_mode = "vec32"} : !sched.buffer<64x32xf32>, !sched.buffer<2x32xf32>, !sched.buffer<32x64xf8E4M3FN>, !sched.buffer<64xf32>
+  // CHECK: sched.gemm {{.*}} transpose_b {scale_modes = ["vec32", "vec32"]}
+  sched.gemm %qx, %qw -> %y scales(%sx, %sw : !sched.buffer<32xf32>, !sched.buffer<64xf32>) mnk [16, 32, 64] batch 1 ld [64, 64, 32] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["vec32", "vec32"]} : <16x64xf8E4M3FN>, <32x64xf8E4M3FN> -> <16x32xf32>
+  sched.return ["y"] %y : !sched.buffer<16x32xf32>
+}
+
 // CHECK-LABEL: sched.program @fp8_gemm
 sched.program @fp8_gemm arena(2304) align(16) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<16x32xf32>, %w: !sched.buffer<16x32xf32>, %a: !sched.buffer<1xf32>):

@@ -376,9 +376,10 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         mark->setAttr(kAmaxHistoryAttr, b.getStringAttr(gradHistoryName));
       y.replaceAllUsesExcept(mark, mark);
 
-      // FP8 bytes: one per element plus a scale per block (f32, or E8M0's
-      // one byte under MXFP8); bf16: two per element.
-      int64_t scaleBytes = blocks.pow2() ? 1 : 4;
+      // FP8 bytes: one per element plus a scale per block, an f32 as Weft
+      // keeps them (MXFP8's too: its E8M0 values as f32, where the MX
+      // format's byte would be a quarter of that); bf16: two per element.
+      int64_t scaleBytes = 4;
       auto operandBytes = [&](ArrayRef<int64_t> shape,
                               ArrayRef<int64_t> block) {
         int64_t elements = 1, scales = 1;

@@ -969,7 +969,9 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::Fp8Cast: {
     Fp8QuantizeAttrs a; // The format is checked from out's type.
     WEFT_ASSIGN(a.transpose, o.flag("transpose"));
-    WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
+    // Absent in bundles written before MXFP8 casts existed: f32 scales.
+    if (o.has("pow2_scales"))
+      WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
     if (o.has("scale_mode"))
       WEFT_ASSIGN(a.scaleMode, o.choice("scale_mode", kScaleModes));
     return a;

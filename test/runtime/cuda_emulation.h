@@ -28,6 +28,8 @@
 
 #include "../../runtime/support/Fp8Scaling.h" // weft_fp8_value, for mma.
 
+// ops.cu runs its emulated forms (the tensor cores' mma) under this.
+#define WEFT_CUDA_EMULATION 1
 #define __global__
 #define __device__
 #define __host__

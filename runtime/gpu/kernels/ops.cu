@@ -998,9 +998,9 @@ static __device__ inline void weft_mma_fp8_warp_tile(float d[2][4][4],
                                                      const unsigned a[2][4],
                                                      const unsigned b[4][2],
                                                      int e4m3A, int e4m3B) {
-#if !defined(__CUDA_ARCH__)
+#if defined(WEFT_CUDA_EMULATION)
   weft_emulated_mma_fp8(2, 4, &d[0][0][0], &a[0][0], &b[0][0], e4m3A, e4m3B);
-#elif __CUDA_ARCH__ >= 890
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define WEFT_MMA_FP8(TA, TB)                                                   \
   asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TA "." TB ".f32 "      \
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "                \
@@ -1008,7 +1008,9 @@ static __device__ inline void weft_mma_fp8_warp_tile(float d[2][4][4],
                : "=f"(o[0]), "=f"(o[1]), "=f"(o[2]), "=f"(o[3])                \
                : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]),        \
                  "r"(y[1]), "f"(0.0f), "f"(0.0f), "f"(0.0f), "f"(0.0f))
+#pragma unroll
   for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
     for (int ni = 0; ni < 4; ++ni) {
       float *o = d[mi][ni];
       const unsigned *x = a[mi], *y = b[ni];
@@ -1021,9 +1023,13 @@ static __device__ inline void weft_mma_fp8_warp_tile(float d[2][4][4],
     }
 #undef WEFT_MMA_FP8
 #else
-  // No FP8 tensor cores: GpuBackend refuses this kernel before sm_89.
+// No FP8 tensor cores (or nvcc's host pass): GpuBackend refuses this
+// kernel before sm_89.
+#pragma unroll
   for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
     for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
       for (int i = 0; i < 4; ++i)
         d[mi][ni][i] = __int_as_float(0x7fc00000);
 #endif
@@ -1040,6 +1046,9 @@ static __device__ inline unsigned weft_codes4(const unsigned char *p,
 }
 
 #define WEFT_VEC32_ROW 12 // Words a row of 32 codes takes in shared.
+// Each thread loads half a row of each tile and one scale.
+static_assert(WEFT_VEC32_THREADS == 2 * WEFT_VEC32_TILE,
+              "weft_fp8_vec32_gemm's loads assume two threads a tile row");
 
 // MXFP8's GEMM, scale mode "vec32" (Fp8Scaling.h), which cuBLASLt has on
 // Blackwell only: C[m, n] (+)= the sum over k-blocks t of 32 of
@@ -1068,8 +1077,11 @@ extern "C" __global__ void weft_fp8_vec32_gemm(
   int aligned = (unsigned long)A % 4 == 0 && (unsigned long)B % 4 == 0 &&
                 lda % 4 == 0 && ldb % 4 == 0;
   float acc[2][4][4];
+#pragma unroll
   for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
     for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[mi][ni][i] = 0.0f;
   for (long k0 = 0; k0 < k; k0 += 32) {
@@ -1078,6 +1090,7 @@ extern "C" __global__ void weft_fp8_vec32_gemm(
     // matrix are zeros with scale 0, computed and never stored.
     int r = tid / 2, half = tid % 2;
     long rowA = row0 + r, rowB = col0 + r;
+#pragma unroll
     for (int w = 0; w < 4; ++w) {
       long at = k0 + half * 16 + 4 * w;
       tileA[r * WEFT_VEC32_ROW + half * 4 + w] =
@@ -1094,25 +1107,35 @@ extern "C" __global__ void weft_fp8_vec32_gemm(
               : 0.0f;
     __syncthreads();
     unsigned a[2][4], b[4][2];
+#pragma unroll
     for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
       for (int q = 0; q < 4; ++q)
         a[mi][q] =
             tileA[(warpRow + mi * 16 + g + 8 * (q & 1)) * WEFT_VEC32_ROW +
                   4 * (q >> 1) + t];
+#pragma unroll
     for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
       for (int q = 0; q < 2; ++q)
         b[ni][q] = tileB[(warpCol + ni * 8 + g) * WEFT_VEC32_ROW + 4 * q + t];
     float d[2][4][4];
     weft_mma_fp8_warp_tile(d, a, b, e4m3A, e4m3B);
+#pragma unroll
     for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
       for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
         for (int i = 0; i < 4; ++i)
           acc[mi][ni][i] += d[mi][ni][i] *
                             rowScale[warpRow + mi * 16 + g + 8 * (i >> 1)] *
                             colScale[warpCol + ni * 8 + 2 * t + (i & 1)];
   }
+#pragma unroll
   for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
     for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         long row = row0 + warpRow + mi * 16 + g + 8 * (i >> 1),
              col = col0 + warpCol + ni * 8 + 2 * t + (i & 1);

@@ -49,6 +49,11 @@ elif kind == "fp8-scale-mode":
 elif kind == "fp8-gemm-modes":
     # A row-wise GEMM that pairs its A's rows with 128 x 128 blocks of B.
     first(step["instructions"], lambda i: i["op"] == "gemm" and "scale_modes" in i)["scale_modes"] = ["rows", "blk128"]
+elif kind == "fp8-cast-before-pow2":
+    # Not damage: a bundle written before fp8_cast had pow2_scales.
+    for i in step["instructions"]:
+        if i["op"] == "fp8_cast":
+            del i["pow2_scales"]
 elif kind == "fp8-vec32-cast":
     # An MXFP8 cast (1 x 32 blocks) that says its scales are 1 x 128 tiles.
     first(step["instructions"], lambda i: i["op"] == "fp8_cast" and i.get("scale_mode") == "vec32")["scale_mode"] = "vec128"

@@ -137,13 +137,11 @@ inline void weft_emulated_mma_fp8(int ms, int ns, float *d, const unsigned *a,
   for (int m = 0; m < ms; ++m)
     for (int i = 0; i < 16; ++i)
       A[me][m][i] = weft_fp8_value(
-          static_cast<unsigned char>(a[4 * m + i / 4] >> (8 * (i % 4))),
-          e4m3A);
+          static_cast<unsigned char>(a[4 * m + i / 4] >> (8 * (i % 4))), e4m3A);
   for (int n = 0; n < ns; ++n)
     for (int i = 0; i < 8; ++i)
       B[me][n][i] = weft_fp8_value(
-          static_cast<unsigned char>(b[2 * n + i / 4] >> (8 * (i % 4))),
-          e4m3B);
+          static_cast<unsigned char>(b[2 * n + i / 4] >> (8 * (i % 4))), e4m3B);
   __syncthreads();
   // The lane and fragment element holding A[row][p] and B[p][col]: the
   // tables above, inverted.

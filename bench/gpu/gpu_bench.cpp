@@ -379,7 +379,6 @@ int gemmFp8(int argc, char **argv) {
   // MXFP8 runs in the runtime's own kernel (ops.cu, through NVRTC), with
   // the arguments GpuProgram gives it; the others in cuBLASLt.
   std::function<absl::Status()> launch;
-  void *kernel = nullptr;
   struct {
     uint64_t a, b, scaleA, scaleB, c;
     long m, n, k, lda, ldb, ldc;
@@ -409,7 +408,7 @@ int gemmFp8(int argc, char **argv) {
     absl::StatusOr<void *> fn = gpu.function("weft_fp8_vec32_gemm");
     if (!fn.ok())
       return fail(fn.status());
-    kernel = *fn;
+    void *kernel = *fn;
     unsigned grid[3] = {
         static_cast<unsigned>((g.n + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE),
         static_cast<unsigned>((g.m + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE),

@@ -331,6 +331,10 @@ absl::Status HostGemm::prepare(const runtime::GemmShape &g) {
     return absl::UnimplementedError(
         "FP8 GEMMs read A [m, k] and B [n, k], not both E5M2, and take no "
         "epilogue");
+  // MXFP8's 1 x 32 blocks run in Weft's own kernel, not cuBLASLt.
+  if (g.fp8() && (g.scaleModeA == WEFT_FP8_SCALE_VEC32 ||
+                  g.scaleModeB == WEFT_FP8_SCALE_VEC32))
+    return absl::UnimplementedError("cuBLASLt here takes no 1 x 32 blocks");
   return absl::OkStatus();
 }
 
@@ -352,9 +356,8 @@ absl::Status HostGemm::matmul(const runtime::GemmShape &shape,
     // 128 x 128 blocks (A [m, k], B [n, k]: Fp8Scaling.h's layouts).
     runtime::DType typeA = g.fp8() ? g.fp8A : g.type,
                    typeB = g.fp8() ? g.fp8B : g.type;
-    bool blocks = g.fp8() && (g.scaleModeA == WEFT_FP8_SCALE_VEC128 ||
-                              g.scaleModeA == WEFT_FP8_SCALE_BLK128);
-    int64_t step = blocks ? 128 : std::max<int64_t>(g.k, 1);
+    int64_t step = std::max<int64_t>(
+        g.fp8() ? weft_fp8_scale_block_k(g.scaleModeA, g.k) : g.k, 1);
     auto scaleOf = [&](uint64_t scales, int mode, int64_t row, int64_t p,
                        int64_t rows) {
       return static_cast<double>(reinterpret_cast<const float *>(

@@ -1023,15 +1023,10 @@ static __device__ inline void weft_mma_fp8_warp_tile(float d[2][4][4],
     }
 #undef WEFT_MMA_FP8
 #else
-// No FP8 tensor cores (or nvcc's host pass): GpuBackend refuses this
-// kernel before sm_89.
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        d[mi][ni][i] = __int_as_float(0x7fc00000);
+  // No FP8 tensor cores (or nvcc's host pass): GpuBackend refuses this
+  // kernel before sm_89.
+  for (int i = 0; i < 2 * 4 * 4; ++i)
+    (&d[0][0][0])[i] = __int_as_float(0x7fc00000);
 #endif
 }
 
@@ -1076,14 +1071,7 @@ extern "C" __global__ void weft_fp8_vec32_gemm(
   int warpRow = warp / 2 * 32, warpCol = warp % 2 * 32;
   int aligned = (unsigned long)A % 4 == 0 && (unsigned long)B % 4 == 0 &&
                 lda % 4 == 0 && ldb % 4 == 0;
-  float acc[2][4][4];
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        acc[mi][ni][i] = 0.0f;
+  float acc[2][4][4] = {};
   for (long k0 = 0; k0 < k; k0 += 32) {
     __syncthreads(); // Every warp is done with the last k-block.
     // Thread tid loads half a row (16 codes) of each tile; rows past the

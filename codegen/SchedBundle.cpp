@@ -288,6 +288,8 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_bias"] = static_cast<bool>(gemm.getBias());
     out["has_aux"] = static_cast<bool>(gemm.getAux());
     out["has_scales"] = static_cast<bool>(gemm.getScaleA());
+  } else if (auto grouped = dyn_cast<sched::GroupedMatmulOp>(op)) {
+    out["has_scales"] = static_cast<bool>(grouped.getScaleInput());
   } else if (auto scratch = dyn_cast<sched::ScratchOpInterface>(op)) {
     out["has_scratch"] = static_cast<bool>(scratch.getScratch());
     if (auto attention = dyn_cast<sched::AttentionOp>(op)) {
@@ -834,6 +836,13 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
                             "has_scales say");
       attrs.set("operandSegmentSizes",
                 b.getDenseI32ArrayAttr({1, 1, 1, bias, aux, scales, scales}));
+    } else if (opName == "sched.grouped_matmul") {
+      int32_t scales = flag("has_scales");
+      if (n != size_t(4 + 2 * scales))
+        return fail(at,
+                    "has " + Twine(n) + " operands, not what has_scales says");
+      attrs.set("operandSegmentSizes",
+                b.getDenseI32ArrayAttr({1, 1, 1, 1, scales, scales}));
     } else if (opName == "sched.dropout") {
       int32_t step = flag("has_step"), microbatch = flag("has_microbatch"),
               positions = flag("has_positions");

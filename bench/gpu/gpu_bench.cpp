@@ -17,7 +17,7 @@
 // by 128 x 128 blocks of B (blockwise, DeepSeek-V3's), the inverses behind
 // cuBLASLt's scale pointers in the layouts of runtime/support/Fp8Scaling.h,
 // or 1 x 32 blocks of both with power-of-two scales (mxfp8), which runs in
-// the runtime's own kernel (ops.cu's weft_fp8_vec32_gemm: no cuBLASLt mode
+// the runtime's own kernel (ops.cu's weft_fp8_block_gemm: no cuBLASLt mode
 // before Blackwell); C bf16; checked against the decoded codes' partial
 // sums times their scales.
 // attention: one causal bf16 attention forward + backward (q, k, v
@@ -380,24 +380,21 @@ int gemmFp8(int argc, char **argv) {
   // the arguments GpuProgram gives it; the others in cuBLASLt.
   std::function<absl::Status()> launch;
   struct {
-    uint64_t a, b, scaleA, scaleB, c;
-    long m, n, k, lda, ldb, ldc;
+    uint64_t a, b, scaleA, scaleB, c, sizes = 0;
+    long groups = 1, experts = 1, m = 0, n = 0, k = 0, lda = 0, ldb = 0,
+         ldc = 0;
+    int modeA = WEFT_FP8_SCALE_VEC32, modeB = WEFT_FP8_SCALE_VEC32;
     int e4m3A = 1, e4m3B = 1, bf16Out = 1, accumulate = 0;
-  } args{buffers[0].address,
-         buffers[1].address,
-         buffers[3].address,
-         buffers[4].address,
-         buffers[2].address,
-         g.m,
-         g.n,
-         g.k,
-         g.k,
-         g.k,
-         g.n};
+  } args{buffers[0].address, buffers[1].address, buffers[3].address,
+         buffers[4].address, buffers[2].address};
+  args.m = g.m, args.n = g.n, args.k = g.k;
+  args.lda = g.k, args.ldb = g.k, args.ldc = g.n;
   void *kernelArgs[] = {
-      &args.a,   &args.b,     &args.scaleA, &args.scaleB,  &args.c,
-      &args.m,   &args.n,     &args.k,      &args.lda,     &args.ldb,
-      &args.ldc, &args.e4m3A, &args.e4m3B,  &args.bf16Out, &args.accumulate};
+      &args.a,     &args.b,     &args.scaleA,  &args.scaleB,
+      &args.c,     &args.sizes, &args.groups,  &args.experts,
+      &args.m,     &args.n,     &args.k,       &args.lda,
+      &args.ldb,   &args.ldc,   &args.modeA,   &args.modeB,
+      &args.e4m3A, &args.e4m3B, &args.bf16Out, &args.accumulate};
   if (pow2) {
     absl::StatusOr<std::string> image =
         compileCudaSource(gpuOpsSource(), gpu.arch(), "ops.cu");
@@ -405,16 +402,17 @@ int gemmFp8(int argc, char **argv) {
       return fail(image.status());
     if (absl::Status s = gpu.loadImage(*image); !s.ok())
       return fail(s);
-    absl::StatusOr<void *> fn = gpu.function("weft_fp8_vec32_gemm");
+    absl::StatusOr<void *> fn = gpu.function("weft_fp8_block_gemm");
     if (!fn.ok())
       return fail(fn.status());
     void *kernel = *fn;
-    unsigned grid[3] = {
-        static_cast<unsigned>((g.n + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE),
-        static_cast<unsigned>((g.m + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE),
-        1};
+    unsigned grid[3] = {static_cast<unsigned>((g.n + WEFT_FP8_GEMM_TILE - 1) /
+                                              WEFT_FP8_GEMM_TILE),
+                        static_cast<unsigned>((g.m + WEFT_FP8_GEMM_TILE - 1) /
+                                              WEFT_FP8_GEMM_TILE),
+                        1};
     launch = [&gpu, &rig, kernel, grid, &kernelArgs] {
-      return gpu.launchAsync(kernel, grid, WEFT_VEC32_THREADS, kernelArgs,
+      return gpu.launchAsync(kernel, grid, WEFT_FP8_GEMM_THREADS, kernelArgs,
                              rig->stream);
     };
   }

@@ -25,9 +25,18 @@
 // time, paired as cuBLASLt pairs them. MXFP8's 1 x 32 blocks of E8M0
 // scales have a cuBLASLt mode on Blackwell only (VEC32_UE8M0), so they
 // are "vec32" here, which Weft's own kernel multiplies on any FP8 GPU
-// (ops.cu's weft_fp8_vec32_gemm: tensor cores per 32-element block, its
+// (ops.cu's weft_fp8_block_gemm: tensor cores per 32-element block, its
 // partial sums scaled in f32). A layout no mode has (a block along the
 // rows of a 3-D operand read transposed) keeps the values path.
+//
+// An expert layer's weft.grouped_matmul is an FP8 GEMM here too (cuBLAS's
+// grouped GEMM takes no FP8; the same kernel of Weft's runs it in any
+// mode): the input [N, K] by each expert's weight, k contiguous, the
+// weight [E, M, K] as stored (its scales those of the matrix [E * M, K])
+// or, for the input gradient, cast with each expert's matrix transposed
+// on its own ([E, K, M]). The expert weight gradient sums each expert's
+// rows, which no block scales: it reads the dequantized values, which a
+// quantization it reads keeps beside its codes (Fp8Plan::keepValues).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,25 +53,33 @@ using namespace mlir;
 namespace weft::codegen {
 namespace {
 
-/// The lhs, rhs and transposes of a matmul.
+/// The lhs, rhs and transposes of a matmul; `grouped` for an expert
+/// layer's weft.grouped_matmul (lhs the input [N, K], rhs the weight
+/// [E, K, M] or, transposed, [E, M, K]).
 struct GemmOperands {
   Value lhs, rhs;
   bool transLhs = false, transRhs = false;
+  bool grouped = false;
 };
 
-/// A plain weft.matmul's operands. Epilogue GEMMs are not FP8 GEMMs here:
-/// cuBLASLt's epilogues with FP8 operands have type rules of their own
-/// (bias types, the GELU aux) no GPU has checked yet, and
-/// weft-gemm-epilogue leaves GEMMs of per-tensor FP8 operands plain.
+/// A plain weft.matmul's or a grouped_matmul's operands. Epilogue GEMMs
+/// are not FP8 GEMMs here: cuBLASLt's epilogues with FP8 operands have
+/// type rules of their own (bias types, the GELU aux) no GPU has checked
+/// yet, and weft-gemm-epilogue leaves GEMMs of per-tensor FP8 operands
+/// plain.
 std::optional<GemmOperands> gemmOperands(Operation *op) {
   if (auto mm = dyn_cast<MatmulOp>(op))
     return GemmOperands{mm.getLhs(), mm.getRhs(), mm.getTransposeLhs(),
                         mm.getTransposeRhs()};
+  if (auto g = dyn_cast<GroupedMatmulOp>(op))
+    return GemmOperands{g.getInput(), g.getWeight(), false, g.getTransposeRhs(),
+                        /*grouped=*/true};
   return std::nullopt;
 }
 
 /// cuBLASLt's FP8 GEMMs take m, n and k in multiples of 16 (as
-/// torch._scaled_mm requires) and write f32 or bf16.
+/// torch._scaled_mm requires) and write f32 or bf16. Weft's grouped FP8
+/// kernel takes any m and n and k in 32-element blocks.
 bool fitsFp8Gemm(Operation *op, const GemmOperands &g) {
   ArrayRef<int64_t> a = cast<ShapedType>(g.lhs.getType()).getShape(),
                     b = cast<ShapedType>(g.rhs.getType()).getShape();
@@ -74,8 +91,9 @@ bool fitsFp8Gemm(Operation *op, const GemmOperands &g) {
   if (br == 2 && !g.transLhs)
     m = cast<ShapedType>(g.lhs.getType()).getNumElements() / k;
   Type out = cast<ShapedType>(op->getResult(0).getType()).getElementType();
-  return m % 16 == 0 && n % 16 == 0 && k % 16 == 0 &&
-         (out.isF32() || out.isBF16());
+  if (!out.isF32() && !out.isBF16())
+    return false;
+  return g.grouped ? k % 32 == 0 : m % 16 == 0 && n % 16 == 0 && k % 16 == 0;
 }
 
 /// One GEMM, not a batch of them (block scales take one matrix).
@@ -87,8 +105,11 @@ bool singleGemm(const GemmOperands &g) {
 /// The scale modes (a mask of WEFT_FP8_SCALE_* bits) cuBLASLt could read
 /// quantization `q` in as GEMM operand `v` (a view of it) in layout
 /// `transposed`: the operand is [rows, k] with k contiguous, v's last
-/// dimension as stored, its first of two transposed. 0 when none can.
-int scaleModesOf(Fp8QuantizeOp q, Value v, bool transposed) {
+/// dimension as stored, its first of two transposed; with `batched`, each
+/// matrix of v's last two dimensions transposed on its own (an expert
+/// weight [E, M, K] as [E, K, M], the operand [E * K, M]). 0 when none
+/// can.
+int scaleModesOf(Fp8QuantizeOp q, Value v, bool transposed, bool batched) {
   ArrayRef<int64_t> shape = q.getResult().getType().getShape(),
                     grid = q.getAmax().getType().getShape(),
                     view = cast<ShapedType>(v.getType()).getShape();
@@ -106,9 +127,12 @@ int scaleModesOf(Fp8QuantizeOp q, Value v, bool transposed) {
   int64_t cols = shape.back(), rows = ShapedType::getNumElements(shape) / cols;
   if (!transposed)
     return tensor | weft_fp8_scale_modes_of(rows, cols, blockRows, blockCols);
-  if (view.size() != 2)
+  // Each matrix [r, cols] transposes on its own: its blocks lie inside it.
+  int64_t r = view.size() < 2 ? 0 : view[view.size() - 2];
+  if ((view.size() != 2 && !batched) || r == 0 || r % blockRows != 0)
     return tensor;
-  return tensor | weft_fp8_scale_modes_of(cols, rows, blockCols, blockRows);
+  return tensor |
+         weft_fp8_scale_modes_of(rows / r * cols, r, blockCols, blockRows);
 }
 
 /// Appends the GEMMs reading `v` (through reshapes, casts between float
@@ -116,12 +140,21 @@ int scaleModesOf(Fp8QuantizeOp q, Value v, bool transposed) {
 /// in `views`) to `uses`; false if anything else reads it. A GEMM reading a
 /// float cast of the values reads the codes and scales instead. A GPU gathers
 /// FP8 codes as 4-byte words: a shard of another size keeps its values.
+/// With `keepValues`, an expert weight gradient reading `v` itself is no
+/// GEMM on codes (its sum over each expert's rows has no fixed block to
+/// scale) but reads the values, which are then kept too: *keepValues says
+/// whether one does.
 bool collectGemmUses(Value v,
                      SmallVectorImpl<std::pair<Value, Fp8GemmUse>> &uses,
                      SmallVectorImpl<Operation *> &views,
-                     AllGatherOp gather = AllGatherOp()) {
+                     AllGatherOp gather = AllGatherOp(),
+                     bool *keepValues = nullptr) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
+    if (keepValues && isa<GroupedMatmulWgradOp>(user)) {
+      *keepValues = true;
+      continue;
+    }
     if (isa<ReshapeOp>(user) ||
         (isa<CastOp>(user) &&
          isWeftFloat(getElementTypeOrSelf(user->getResult(0).getType())))) {
@@ -169,13 +202,15 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
     if (!fp8GemmOperandOf(q.getResult()))
       return;
     Fp8Plan plan;
-    if (!collectGemmUses(q.getResult(), plan.uses, plan.views) ||
+    if (!collectGemmUses(q.getResult(), plan.uses, plan.views, AllGatherOp(),
+                         &plan.keepValues) ||
         plan.uses.empty())
       return;
     std::map<Layout, int> mine;
     for (auto &[v, use] : plan.uses) {
-      int allowed = scaleModesOf(q, v, use.transposed);
-      if (use.gather || !singleGemm(*gemmOperands(use.matmul)))
+      GemmOperands g = *gemmOperands(use.matmul);
+      int allowed = scaleModesOf(q, v, use.transposed, g.grouped);
+      if (use.gather || (!g.grouped && !singleGemm(g)))
         allowed &= 1 << WEFT_FP8_SCALE_TENSOR;
       auto [it, fresh] = mine.insert({layoutOf(q, v, use), allowed});
       it->second &= allowed;
@@ -276,8 +311,17 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
                   int mode) -> Fp8Operand {
     SmallVector<int64_t> inShape(shape), gridShape(grid);
     if (mode != WEFT_FP8_SCALE_TENSOR) {
+      int64_t gridRows = ShapedType::getNumElements(grid) / grid.back();
       inShape = {rows, k};
-      gridShape = {ShapedType::getNumElements(grid) / grid.back(), grid.back()};
+      gridShape = {gridRows, grid.back()};
+      // A batch of matrices [r, k] transposed each on its own (an expert
+      // weight), every one the same number of block rows (planFp8Storage
+      // checked that its blocks lie inside one).
+      if (int64_t r = shape.size() > 2 ? shape[shape.size() - 2] : rows;
+          transpose && r != rows) {
+        inShape = {rows / r, r, k};
+        gridShape = {rows / r, gridRows / (rows / r), grid.back()};
+      }
     }
     SmallVector<int64_t> outShape(inShape);
     if (transpose)

@@ -122,8 +122,13 @@ LogicalResult lowerFp8Amax(Fp8AmaxOp op, ProgramLowering &l) {
 }
 
 LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
-  if (const Fp8Plan *plan = l.fp8Plan(op))
-    return lowerFp8Cast(op, *plan, l);
+  // FP8 codes for the GEMMs; the values too where others read them.
+  if (const Fp8Plan *plan = l.fp8Plan(op)) {
+    if (failed(lowerFp8Cast(op, *plan, l)))
+      return failure();
+    if (!plan->keepValues)
+      return success();
+  }
   Value x = l.read(op, op.getInput(), /*f32=*/true),
         amax = l.read(op, op.getAmax());
   OpBuilder &b = l.builder();
@@ -226,11 +231,29 @@ LogicalResult lowerExpertScatter(ExpertScatterOp op, ProgramLowering &l) {
 }
 
 LogicalResult lowerGroupedMatmul(GroupedMatmulOp op, ProgramLowering &l) {
-  Value x = l.read(op, op.getInput()), w = l.read(op, op.getWeight()),
-        sizes = l.stored(op.getSizes());
-  sched::GroupedMatmulOp::create(l.builder(), op.getLoc(), x, w, sizes,
-                                 l.write(op, op.getResult()),
-                                 boolAttr(l, op.getTransposeRhs()), compute(l));
+  // Operands kept as FP8 codes (Fp8Storage.cpp) come k-contiguous: the
+  // input [N, K] and the weight [E, M, K] (transposed per expert where the
+  // op reads [E, K, M]), each with its scales.
+  bool t = op.getTransposeRhs();
+  const Fp8Operand *fx = l.fp8Operand(op.getInput(), false),
+                   *fw = l.fp8Operand(op.getWeight(), !t);
+  if (static_cast<bool>(fx) != static_cast<bool>(fw))
+    return op.emitOpError("has one FP8-stored operand, not two");
+  Value x, w, scaleX, scaleW;
+  ArrayAttr scaleModes;
+  OpBuilder &b = l.builder();
+  if (fx) {
+    x = fx->codes, scaleX = fx->scaleInv;
+    w = fw->codes, scaleW = fw->scaleInv;
+    t = true;
+    scaleModes = b.getStrArrayAttr({sched::fp8ScaleModeName(fx->scaleMode),
+                                    sched::fp8ScaleModeName(fw->scaleMode)});
+  } else {
+    x = l.read(op, op.getInput()), w = l.read(op, op.getWeight());
+  }
+  sched::GroupedMatmulOp::create(b, op.getLoc(), x, w, l.stored(op.getSizes()),
+                                 l.write(op, op.getResult()), scaleX, scaleW,
+                                 boolAttr(l, t), scaleModes, compute(l));
   return success();
 }
 

@@ -77,6 +77,9 @@ struct Fp8GemmUse {
 struct Fp8Plan {
   llvm::SmallVector<std::pair<mlir::Value, Fp8GemmUse>> uses;
   llvm::SmallVector<mlir::Operation *> views;
+  /// Whether the dequantized values are written too, for readers that are
+  /// no GEMM on codes (an expert weight gradient).
+  bool keepValues = false;
 };
 
 /// Lowers one weft function into one sched program.

@@ -162,8 +162,9 @@ struct Gemm {
   int64_t lhsK, rhsK;
   /// What the backward GEMMs contract (matmulBackwardDims; its `grad` is
   /// the input gradient's, along which the output gradient's forward blocks
-  /// already run). None for expert GEMMs, whose weight gradients sum over
-  /// each expert's rows (no fixed block).
+  /// already run). For expert GEMMs only the weight's, in the input
+  /// gradient: their weight gradients sum over each expert's rows (no
+  /// fixed block) and read the forward's quantizations.
   MatmulBackwardDims backward;
   /// An expert layer's weft.grouped_matmul: quantized by per-row recipes
   /// only (see below).
@@ -251,13 +252,13 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         // packed rows of one rank's buffer are no block of a tensor whose
         // maximum the partitioner could combine across ranks, while a row's
         // own scale goes with it to its expert's rank. Each expert's weight
-        // gets its own scales (blocks of one along the experts).
-        candidates.push_back({op,
-                              &g.getInputMutable(),
-                              &g.getWeightMutable(),
-                              1,
-                              g.getTransposeRhs() ? 2 : 1,
-                              {},
+        // gets its own scales (blocks of one along the experts); the input
+        // gradient contracts it along its output features, M of [E, M, K]
+        // ([E, K, M] untransposed).
+        MatmulBackwardDims backward;
+        backward.rhs = {g.getTransposeRhs() ? 1 : 2};
+        candidates.push_back({op, &g.getInputMutable(), &g.getWeightMutable(),
+                              1, g.getTransposeRhs() ? 2 : 1, backward,
                               /*grouped=*/true});
       }
     });

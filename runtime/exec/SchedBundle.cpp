@@ -830,6 +830,28 @@ absl::Status readScalars(Obj &o, std::vector<Scalar> &out) {
   return absl::OkStatus();
 }
 
+/// An FP8 GEMM's optional `scale_modes` (A's and B's) into `a` and `b`.
+absl::Status readScaleModes(Obj &o, int &a, int &b) {
+  if (!o.has("scale_modes"))
+    return absl::OkStatus();
+  std::vector<std::string> modes;
+  WEFT_ASSIGN(modes, o.strs("scale_modes"));
+  if (modes.size() != 2)
+    return o.fail(absl::StrCat("field 'scale_modes' must have 2 entries "
+                               "(A's and B's), has ",
+                               modes.size()));
+  int *to[] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    std::optional<int> mode = lookup(kScaleModes, modes[i]);
+    if (!mode)
+      return o.fail(absl::StrCat("field 'scale_modes' entry ", i, " is \"",
+                                 modes[i], "\", not one of ",
+                                 spellings(kScaleModes)));
+    *to[i] = *mode;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
                                            const SchedBundle &b) {
   switch (op) {
@@ -863,23 +885,7 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.hasBias, o.flag("has_bias"));
     WEFT_ASSIGN(a.hasAux, o.flag("has_aux"));
     WEFT_ASSIGN(a.hasScales, o.flag("has_scales"));
-    if (o.has("scale_modes")) {
-      std::vector<std::string> modes;
-      WEFT_ASSIGN(modes, o.strs("scale_modes"));
-      if (modes.size() != 2)
-        return o.fail(absl::StrCat("field 'scale_modes' must have 2 entries "
-                                   "(A's and B's), has ",
-                                   modes.size()));
-      int *to[] = {&a.scaleModeA, &a.scaleModeB};
-      for (int i = 0; i < 2; ++i) {
-        std::optional<int> mode = lookup(kScaleModes, modes[i]);
-        if (!mode)
-          return o.fail(absl::StrCat("field 'scale_modes' entry ", i, " is \"",
-                                     modes[i], "\", not one of ",
-                                     spellings(kScaleModes)));
-        *to[i] = *mode;
-      }
-    }
+    WEFT_RETURN_IF_ERROR(readScaleModes(o, a.scaleModeA, a.scaleModeB));
     return a;
   }
   case Op::Attention:
@@ -1010,6 +1016,11 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::GroupedMatmul: {
     GroupedMatmulAttrs a;
     WEFT_ASSIGN(a.transposeRhs, o.flag("transpose_rhs"));
+    // Bundles from before FP8 expert GEMMs have no has_scales.
+    if (o.has("has_scales"))
+      WEFT_ASSIGN(a.hasScales, o.flag("has_scales"));
+    WEFT_RETURN_IF_ERROR(
+        readScaleModes(o, a.scaleModeInput, a.scaleModeWeight));
     return a;
   }
   case Op::Copy: {
@@ -1213,11 +1224,17 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
         {{"expert_outputs", kRead}, {"positions", kRead}, {"out", kWrite}});
   case Op::ExpertScatter:
     return roles({{"pairs", kRead}, {"positions", kRead}, {"out", kWrite}});
-  case Op::GroupedMatmul:
-    return roles({{"input", kRead},
-                  {"weight", kRead},
-                  {"sizes", kRead},
-                  {"out", kWrite}});
+  case Op::GroupedMatmul: {
+    std::vector<Role> r = roles({{"input", kRead},
+                                 {"weight", kRead},
+                                 {"sizes", kRead},
+                                 {"out", kWrite}});
+    if (in.as<GroupedMatmulAttrs>().hasScales) {
+      r.push_back({"scale_input", kRead});
+      r.push_back({"scale_weight", kRead});
+    }
+    return r;
+  }
   case Op::GroupedMatmulWgrad:
     return roles(
         {{"lhs", kRead}, {"rhs", kRead}, {"sizes", kRead}, {"out", kWrite}});
@@ -1477,35 +1494,38 @@ absl::Status checkLaunch(const Check &c, const LaunchAttrs &a) {
   return absl::OkStatus();
 }
 
-/// An FP8 GEMM's scales (operands `at` and `at + 1`): one f32 each, or
-/// blocks of A [m, k] and B [n, k] in a pairing a GEMM multiplies
+/// A GEMM's operands 0 and 1 (`a` and `b` in messages): of one type, or
+/// both FP8 with scales (`hasScales`). Whether they are FP8.
+absl::StatusOr<bool> checkGemmTypes(const Check &c, bool hasScales,
+                                    absl::string_view a, absl::string_view b) {
+  DType at = c.dtype(0), bt = c.dtype(1);
+  bool fp8 = isFp8(at);
+  if (fp8 != isFp8(bt) || (!fp8 && at != bt))
+    return c.fail(absl::StrCat("multiplies ", dtypeText(at), " by ",
+                               dtypeText(bt), "; ", a, " and ", b,
+                               " must have one type, or both be FP8"));
+  if (fp8 != hasScales)
+    return c.fail(fp8 ? absl::StrCat("FP8 operands need scales for ", a,
+                                     " and ", b,
+                                     " (field 'has_scales' is false)")
+                      : "field 'has_scales': takes scales only for FP8 "
+                        "operands");
+  return fp8;
+}
+
+/// Block scales (operands `at` and `at + 1`) of A [rowsA, k] and B
+/// [rowsB, k] in modes `ma` and `mb`: a pairing a GEMM multiplies
 /// (row-wise by row-wise; DeepSeek-V3's 1 x 128 by 128 x 128 either way
-/// round, or 1 x 128 by 1 x 128; MXFP8's 1 x 32 by 1 x 32), one matrix,
-/// each buffer holding its mode's scales.
-absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
-  int ma = a.scaleModeA, mb = a.scaleModeB;
-  if (ma == WEFT_FP8_SCALE_TENSOR && mb == WEFT_FP8_SCALE_TENSOR) {
-    WEFT_RETURN_IF_ERROR(c.isF32Scalar(at));
-    return c.isF32Scalar(at + 1);
-  }
-  if (!weft_fp8_scale_modes_pair(ma, mb))
-    return c.fail(absl::StrCat("field 'scale_modes': no GEMM scales a \"",
-                               spell(kScaleModes, ma), "\" A by a \"",
-                               spell(kScaleModes, mb), "\" B"));
-  int64_t m = a.mnk[0], n = a.mnk[1], k = a.mnk[2];
-  if (a.transposeA || !a.transposeB)
-    return c.fail("field 'scale_modes': block scales read A [m, k] and B "
-                  "[n, k] (transpose_b, not transpose_a)");
-  if (a.batch != 1)
-    return c.fail(absl::StrCat("field 'scale_modes': block scales take one "
-                               "matrix, not a batch of ",
-                               a.batch));
+/// round, or 1 x 128 by 1 x 128; MXFP8's 1 x 32 by 1 x 32), each buffer
+/// holding its mode's scales.
+absl::Status checkBlockScales(const Check &c, int ma, int mb, size_t at,
+                              int64_t rowsA, int64_t rowsB, int64_t k) {
   if (int64_t block = weft_fp8_scale_block_k(ma, k); k % block != 0)
     return c.fail(absl::StrCat("field 'scale_modes': ", block,
                                "-element blocks need k a multiple of ", block,
                                ", not ", k));
   for (auto [i, mode, rows] :
-       {std::tuple{at, ma, m}, std::tuple{at + 1, mb, n}}) {
+       {std::tuple{at, ma, rowsA}, std::tuple{at + 1, mb, rowsB}}) {
     int64_t count = weft_fp8_scale_count(mode, rows, k);
     if (c.dtype(i) != DType::F32 || c.elements(i) != count)
       return c.fail(absl::StrCat(c.name(i), " must hold ", count, " f32 (\"",
@@ -1513,6 +1533,67 @@ absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
                                  " x ", k, "), not ", typeText(c.type(i))));
   }
   return absl::OkStatus();
+}
+
+/// No GEMM multiplies an A in mode `ma` by a B in mode `mb`.
+absl::Status checkScalePairing(const Check &c, int ma, int mb) {
+  if (weft_fp8_scale_modes_pair(ma, mb))
+    return absl::OkStatus();
+  return c.fail(absl::StrCat("field 'scale_modes': no GEMM scales a \"",
+                             spell(kScaleModes, ma), "\" A by a \"",
+                             spell(kScaleModes, mb), "\" B"));
+}
+
+/// An FP8 GEMM's scales (operands `at` and `at + 1`): one f32 each, or
+/// block scales (checkBlockScales) of one matrix A [m, k] and B [n, k].
+absl::Status checkGemmScales(const Check &c, const GemmAttrs &a, size_t at) {
+  int ma = a.scaleModeA, mb = a.scaleModeB;
+  if (ma == WEFT_FP8_SCALE_TENSOR && mb == WEFT_FP8_SCALE_TENSOR) {
+    WEFT_RETURN_IF_ERROR(c.isF32Scalar(at));
+    return c.isF32Scalar(at + 1);
+  }
+  WEFT_RETURN_IF_ERROR(checkScalePairing(c, ma, mb));
+  if (a.transposeA || !a.transposeB)
+    return c.fail("field 'scale_modes': block scales read A [m, k] and B "
+                  "[n, k] (transpose_b, not transpose_a)");
+  if (a.batch != 1)
+    return c.fail(absl::StrCat("field 'scale_modes': block scales take one "
+                               "matrix, not a batch of ",
+                               a.batch));
+  return checkBlockScales(c, ma, mb, at, a.mnk[0], a.mnk[1], a.mnk[2]);
+}
+
+/// A grouped_matmul's operand types and, for FP8 codes, its scales: the
+/// input [N, K] and the weight [E, M, K] (transpose_rhs) as the matrix
+/// [E * M, K], K a multiple of 32, a 128 x 128 block inside one expert.
+absl::Status checkGroupedScales(const Check &c, const GroupedMatmulAttrs &a) {
+  absl::StatusOr<bool> fp8 = checkGemmTypes(c, a.hasScales, "input", "weight");
+  if (!fp8.ok())
+    return fp8.status();
+  DType xt = c.dtype(0), wt = c.dtype(1);
+  if (!*fp8)
+    return a.scaleModeInput == WEFT_FP8_SCALE_TENSOR &&
+                   a.scaleModeWeight == WEFT_FP8_SCALE_TENSOR
+               ? absl::OkStatus()
+               : c.fail("field 'scale_modes': takes modes only for FP8 "
+                        "operands");
+  if (xt == DType::F8E5M2 && wt == DType::F8E5M2)
+    return c.fail("multiplies f8E5M2 by f8E5M2, which no FP8 GEMM does");
+  const std::vector<int64_t> &w = c.shape(1);
+  int64_t k = c.shape(0)[1];
+  if (!a.transposeRhs)
+    return c.fail("field 'transpose_rhs': FP8 operands need the weight [E, "
+                  "M, K] (k contiguous)");
+  if (k % 32 != 0)
+    return c.fail(
+        absl::StrCat("FP8 operands need k a multiple of 32, not ", k));
+  if (a.scaleModeWeight == WEFT_FP8_SCALE_BLK128 && w[1] % 128 != 0)
+    return c.fail(absl::StrCat("128 x 128 weight blocks need each expert's ",
+                               w[1], " rows a multiple of 128"));
+  WEFT_RETURN_IF_ERROR(
+      checkScalePairing(c, a.scaleModeInput, a.scaleModeWeight));
+  return checkBlockScales(c, a.scaleModeInput, a.scaleModeWeight, 4,
+                          c.shape(0)[0], w[0] * w[1], k);
 }
 
 absl::Status checkGemm(const Check &c, const GemmAttrs &a) {
@@ -1551,17 +1632,10 @@ absl::Status checkGemm(const Check &c, const GemmAttrs &a) {
           " elements but its buffer holds ", c.elements(x.operand)));
     WEFT_RETURN_IF_ERROR(c.isFloat(x.operand));
   }
-  DType at = c.dtype(0), bt = c.dtype(1);
-  bool fp8 = isFp8(at);
-  if (fp8 != isFp8(bt) || (!fp8 && at != bt))
-    return c.fail(absl::StrCat("multiplies ", dtypeText(at), " by ",
-                               dtypeText(bt),
-                               "; A and B must have one type, or both be FP8"));
-  if (fp8 != a.hasScales)
-    return c.fail(fp8 ? "FP8 operands need scales for A and B (field "
-                        "'has_scales' is false)"
-                      : "field 'has_scales': takes scales only for FP8 "
-                        "operands");
+  absl::StatusOr<bool> typed = checkGemmTypes(c, a.hasScales, "A", "B");
+  if (!typed.ok())
+    return typed.status();
+  bool fp8 = *typed;
   size_t next = 3;
   size_t bias = a.hasBias ? next++ : 0;
   size_t aux = a.hasAux ? next++ : 0;
@@ -1826,8 +1900,8 @@ absl::Status checkFp8Grid(const Check &c) {
 }
 
 /// A block-scaled fp8_cast: its blocks, read in out's matrix [rows, k] (a
-/// transposed one has one matrix), are `scale_mode`'s, and scale_inv holds
-/// that mode's scales.
+/// transposed batch's blocks each inside one matrix), are `scale_mode`'s, and
+/// scale_inv holds that mode's scales.
 absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a) {
   WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
   if (c.dtype(1) != DType::F32 || c.dtype(3) != DType::F32)
@@ -1840,9 +1914,12 @@ absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a) {
                   "rectangles of its matrix (last dimension the columns)");
   int64_t k = out.back(), operandRows = c.elements(2) / std::max<int64_t>(k, 1);
   if (a.transpose) {
-    if (c.elements(0) != shape[shape.size() - 2] * shape.back())
-      return c.fail("field 'transpose': a block-scaled cast transposes one "
-                    "matrix, not a batch");
+    // Each matrix of a batch transposes on its own: a block must lie in one.
+    if (shape.size() < 2 || shape[shape.size() - 2] % rows != 0)
+      return c.fail(absl::StrCat("field 'transpose': a block-scaled "
+                                 "transposing cast needs blocks inside one "
+                                 "matrix; ",
+                                 rows, "-row blocks cut ", list(shape)));
     std::swap(rows, cols);
   }
   int mode = a.scaleMode;
@@ -2204,7 +2281,8 @@ absl::Status checkOperands(const Check &c) {
                                  " does not take rows of ", c.shape(0)[1],
                                  " elements", t ? " (transposed)" : ""));
     WEFT_RETURN_IF_ERROR(checkSizes(c, 2, w[0]));
-    return c.hasShape(3, {c.shape(0)[0], w[t ? 1 : 2]});
+    WEFT_RETURN_IF_ERROR(c.hasShape(3, {c.shape(0)[0], w[t ? 1 : 2]}));
+    return checkGroupedScales(c, in.as<GroupedMatmulAttrs>());
   }
   case Op::GroupedMatmulWgrad: // lhs, rhs, sizes, out
     WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));

@@ -338,8 +338,13 @@ struct ExpertRouteAttrs {
   int64_t capacity = 0; // 0: dropless.
   std::vector<std::string> tokenAxes;
 };
+/// grouped_matmul: input, weight, sizes, out, [scale_input, scale_weight].
 struct GroupedMatmulAttrs {
   bool transposeRhs = false;
+  /// FP8 codes with scales of the input [N, K] and the weight [E * M, K]
+  /// (WEFT_FP8_SCALE_*, as GemmAttrs's).
+  bool hasScales = false;
+  int scaleModeInput = 0, scaleModeWeight = 0;
 };
 struct CopyAttrs {
   std::vector<int64_t> sizes, src, dst;

@@ -179,6 +179,22 @@ void stridedCopy(const char *src, DType from, char *dst, DType to,
     }
   }
 }
+
+/// The f32 values of an FP8 GEMM operand [rows, k] (rows `ld` apart; what
+/// lies past the matrix is not read) into `to`, each element times its
+/// block's scale (Fp8Scaling.h's layout for `mode`); a per-tensor scale
+/// only with `scaleTensor` (a GEMM may apply it to the product instead).
+void widenFp8(std::vector<float> &to, const uint8_t *codes, DType format,
+              int mode, const float *scale, int64_t rows, int64_t k, int64_t ld,
+              bool scaleTensor) {
+  for (size_t e = 0; e < to.size(); ++e)
+    to[e] = fp8Value(codes[e], format);
+  if (mode == WEFT_FP8_SCALE_TENSOR && !scaleTensor)
+    return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      to[r * ld + c] *= scale[weft_fp8_scale_index(mode, r, c, rows, k)];
+}
 } // namespace
 
 SchedExecutor::~SchedExecutor() {
@@ -487,24 +503,10 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     return Step([=] {
       float alpha = 1.0f;
       if (wide) {
-        // Element e of an operand [rows, k] times its block's scale.
-        // Rows `ld` apart; what lies past the matrix is not read.
-        auto widen = [&](std::vector<float> &to, const uint8_t *codes,
-                         DType format, int mode, const float *scale,
-                         int64_t rows, int64_t ld) {
-          for (size_t e = 0; e < to.size(); ++e)
-            to[e] = fp8Value(codes[e], format);
-          if (mode == WEFT_FP8_SCALE_TENSOR)
-            return;
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < k; ++c)
-              to[r * ld + c] *=
-                  scale[weft_fp8_scale_index(mode, r, c, rows, k)];
-        };
-        widen(wide->a, wide->codesA, wide->formatA, wide->modeA, wide->scaleA,
-              m, lda);
-        widen(wide->b, wide->codesB, wide->formatB, wide->modeB, wide->scaleB,
-              n, ldb);
+        widenFp8(wide->a, wide->codesA, wide->formatA, wide->modeA,
+                 wide->scaleA, m, k, lda, false);
+        widenFp8(wide->b, wide->codesB, wide->formatB, wide->modeB,
+                 wide->scaleB, n, k, ldb, false);
         if (wide->modeA == WEFT_FP8_SCALE_TENSOR)
           alpha = *wide->scaleA * *wide->scaleB;
       }
@@ -746,7 +748,9 @@ SchedExecutor::bindInstruction(const sched::Program &program,
             rows = shape.size() < 2 ? 1 : shape[shape.size() - 2];
     int64_t n = type(0).numElements(),
             batch = n / std::max<int64_t>(rows * cols, 1);
-    auto [blockRows, blockCols] = sched::fp8CastBlocks(shape, type(1).shape);
+    std::pair<int64_t, int64_t> blocks =
+        sched::fp8CastBlocks(shape, type(1).shape);
+    int64_t blockRows = blocks.first, blockCols = blocks.second;
     bool e4m3 = type(2).dtype == DType::F8E4M3FN, transpose = a.transpose,
          pow2 = a.pow2;
     int mode = a.scaleMode;
@@ -854,14 +858,36 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     });
   }
   case Op::GroupedMatmul: {
-    if (absl::Status s = needAll({{0, F}, {1, F}, {2, I}, {3, F}}); !s.ok())
-      return s;
-    bool t = ins.as<sched::GroupedMatmulAttrs>().transposeRhs;
+    // FP8 codes (the loader checked their scales) are read as f32 copies of
+    // their values times their scales, exact, as the GEMM's: the input
+    // [N, K] and the weight [E * M, K] each a matrix of its mode's blocks.
+    const auto &a = ins.as<sched::GroupedMatmulAttrs>();
+    bool fp8 = a.hasScales;
+    for (size_t i = fp8 ? 2 : 0; i < ops.size(); ++i)
+      if (absl::Status s = need(i, i == 2 ? I : F); !s.ok())
+        return s;
+    bool t = a.transposeRhs;
     const std::vector<int64_t> &w = type(1).shape;
-    return Step([=, x = f(0), weight = f(1), sizes = i32(2), out = f(3),
-                 groups = type(2).numElements(), n = type(0).shape[0],
-                 kDim = type(0).shape[1]] {
-      return cpu::groupedMatmul(x, weight, sizes, groups, w[0], n, kDim,
+    int64_t n = type(0).shape[0], kDim = type(0).shape[1];
+    std::shared_ptr<std::vector<float>> wideX, wideW;
+    if (fp8) {
+      wideX = std::make_shared<std::vector<float>>(type(0).numElements());
+      wideW = std::make_shared<std::vector<float>>(type(1).numElements());
+    }
+    return Step([=, x = bound.ptr[ops[0]], weight = bound.ptr[ops[1]],
+                 sizes = i32(2), out = f(3), groups = type(2).numElements(),
+                 formatX = type(0).dtype, formatW = type(1).dtype,
+                 scaleX = fp8 ? f(4) : nullptr, scaleW = fp8 ? f(5) : nullptr] {
+      const float *xs = reinterpret_cast<const float *>(x),
+                  *ws = reinterpret_cast<const float *>(weight);
+      if (fp8) {
+        widenFp8(*wideX, reinterpret_cast<const uint8_t *>(x), formatX,
+                 a.scaleModeInput, scaleX, n, kDim, kDim, true);
+        widenFp8(*wideW, reinterpret_cast<const uint8_t *>(weight), formatW,
+                 a.scaleModeWeight, scaleW, w[0] * w[1], kDim, kDim, true);
+        xs = wideX->data(), ws = wideW->data();
+      }
+      return cpu::groupedMatmul(xs, ws, sizes, groups, w[0], n, kDim,
                                 w[t ? 1 : 2], t, out, what);
     });
   }

@@ -175,16 +175,17 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
       return scratch.status();
     bound.scratch = *scratch;
   } else if (launch.kind == GpuLaunch::Kind::Kernel) {
-    // MXFP8's GEMM issues mma.sync over FP8 codes: FP8 tensor cores (sm_89
-    // and up), as cuBLASLt's FP8 GEMMs need.
+    // Weft's FP8 GEMM (MXFP8, experts) issues mma.sync over FP8 codes:
+    // FP8 tensor cores (sm_89 and up), as cuBLASLt's FP8 GEMMs need.
     int arch = 0;
-    if (launch.kernel == "weft_fp8_vec32_gemm" &&
+    if (launch.kernel == "weft_fp8_block_gemm" &&
         (!absl::SimpleAtoi(absl::string_view(device->arch()).substr(3),
                            &arch) ||
          arch < 89))
       return absl::FailedPreconditionError(absl::StrCat(
-          "an MXFP8 GEMM (FP8 codes with 1 x 32 block scales) needs FP8 "
-          "tensor cores (sm_89 or later); this GPU is ",
+          "an FP8 GEMM on Weft's kernel (MXFP8's 1 x 32 blocks, or an "
+          "expert layer's) needs FP8 tensor cores (sm_89 or later); this GPU "
+          "is ",
           device->arch()));
     absl::StatusOr<void *> fn = device->function(launch.kernel);
     if (!fn.ok())

@@ -218,6 +218,13 @@ private:
   absl::Status expertRoute();
   absl::Status raggedAllToAll();
   absl::Status groupedMatmul(bool wgrad);
+  /// weft_fp8_block_gemm for this gemm or grouped_matmul: FP8 codes A [m,
+  /// k] and B [n, k] (grouped: `groups` of the rows of A and C by B's
+  /// `experts` matrices), each with its scales in its mode.
+  absl::Status fp8BlockGemm(GpuArg sizes, int64_t groups, int64_t experts,
+                            int64_t m, int64_t n, int64_t k, int64_t lda,
+                            int64_t ldb, int64_t ldc, bool accumulate,
+                            int modeA, int modeB);
   absl::Status copy();
   absl::Status fill();
   absl::Status collectiveInstruction();
@@ -311,25 +318,11 @@ absl::Status Translator::gemmInstruction() {
   g.beta = a.accumulate ? 1.0f : 0.0f;
   if (a.hasScales && g.scaleModeA == WEFT_FP8_SCALE_VEC32) {
     // MXFP8's 1 x 32 blocks: Weft's own kernel (no cuBLASLt mode before
-    // Blackwell), one block per 64 x 64 of C; the loader checked A [m, k],
-    // B [n, k], one matrix, k % 32 == 0; FP8 GEMMs take no epilogue
-    // (above), so the scales are operands 3 and 4.
-    int64_t tilesDown = (g.m + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE;
-    if (tilesDown > 65535)
-      return absl::UnimplementedError(absl::StrCat("an MXFP8 GEMM of ", g.m,
-                                                   " rows (more than 65535 x ",
-                                                   WEFT_VEC32_TILE, ")"));
-    GpuLaunch &l =
-        kernel("weft_fp8_vec32_gemm", 1,
-               {buf(0), buf(1), buf(3), buf(4), buf(2), i64(g.m), i64(g.n),
-                i64(g.k), i64(g.rowA()), i64(g.rowB()), i64(g.rowC()),
-                i32(g.fp8A == DType::F8E4M3FN), i32(g.fp8B == DType::F8E4M3FN),
-                i32(g.type == DType::BF16), i32(a.accumulate)},
-               WEFT_VEC32_THREADS);
-    l.grid[0] =
-        static_cast<unsigned>((g.n + WEFT_VEC32_TILE - 1) / WEFT_VEC32_TILE);
-    l.grid[1] = static_cast<unsigned>(tilesDown);
-    return absl::OkStatus();
+    // Blackwell); the loader checked A [m, k], B [n, k], one matrix, k % 32
+    // == 0; FP8 GEMMs take no epilogue (above), so the scales are operands
+    // 3 and 4.
+    return fp8BlockGemm(null(), 1, 1, g.m, g.n, g.k, g.rowA(), g.rowB(),
+                        g.rowC(), a.accumulate, g.scaleModeA, g.scaleModeB);
   }
   size_t next = 3;
   // cuBLASLt reads the bias and the aux matrix in C's type.
@@ -805,7 +798,71 @@ absl::Status Translator::raggedAllToAll() {
   return absl::OkStatus();
 }
 
+absl::Status Translator::fp8BlockGemm(GpuArg sizes, int64_t groups,
+                                      int64_t experts, int64_t m, int64_t n,
+                                      int64_t k, int64_t lda, int64_t ldb,
+                                      int64_t ldc, bool accumulate, int modeA,
+                                      int modeB) {
+  // A, B, C, scale_a, scale_b are operands 0, 1, 2, 3, 4 of a gemm, and 0,
+  // 1, 3, 4, 5 of a grouped_matmul (its sizes are 2).
+  bool grouped = ins.op == Op::GroupedMatmul;
+  size_t c = grouped ? 3 : 2, scales = grouped ? 4 : 3;
+  // One block per 64 x 64 of C; grouped, the y tiles cover each group's
+  // and the rest's rows (weft_fp8_block_gemm).
+  int64_t tilesDown = (m + WEFT_FP8_GEMM_TILE - 1) / WEFT_FP8_GEMM_TILE +
+                      (grouped ? groups : 0);
+  if (tilesDown > 65535)
+    return absl::UnimplementedError(absl::StrCat(
+        "an FP8 GEMM of ", m, " rows in ", groups,
+        " groups (more than 65535 tiles of ", WEFT_FP8_GEMM_TILE, ")"));
+  GpuLaunch &l = kernel("weft_fp8_block_gemm", 1,
+                        {buf(0),
+                         buf(1),
+                         buf(scales),
+                         buf(scales + 1),
+                         buf(c),
+                         sizes,
+                         i64(groups),
+                         i64(experts),
+                         i64(m),
+                         i64(n),
+                         i64(k),
+                         i64(lda),
+                         i64(ldb),
+                         i64(ldc),
+                         i32(modeA),
+                         i32(modeB),
+                         i32(dtype(0) == DType::F8E4M3FN),
+                         i32(dtype(1) == DType::F8E4M3FN),
+                         i32(dtype(c) == DType::BF16),
+                         i32(accumulate)},
+                        WEFT_FP8_GEMM_THREADS);
+  l.grid[0] =
+      static_cast<unsigned>((n + WEFT_FP8_GEMM_TILE - 1) / WEFT_FP8_GEMM_TILE);
+  l.grid[1] = static_cast<unsigned>(tilesDown);
+  return absl::OkStatus();
+}
+
 absl::Status Translator::groupedMatmul(bool wgrad) {
+  if (!wgrad && ins.as<sched::GroupedMatmulAttrs>().hasScales) {
+    // FP8 codes (an expert layer's FP8 GEMMs): Weft's kernel, which reads
+    // the sizes on the device (cuBLAS's grouped GEMM takes no FP8). The
+    // loader checked the weight [E, M, K] (transpose_rhs), k % 32 == 0 and
+    // the scales.
+    const auto &a = ins.as<sched::GroupedMatmulAttrs>();
+    for (size_t i : {0, 1})
+      if (absl::Status s = need(i, {DType::F8E4M3FN, DType::F8E5M2}); !s.ok())
+        return s;
+    if (absl::Status s =
+            needAll({{2, DType::I32}, {4, DType::F32}, {5, DType::F32}});
+        !s.ok())
+      return s;
+    if (absl::Status s = need(3, {DType::F32, DType::BF16}); !s.ok())
+      return s;
+    int64_t k = shape(0)[1], m = shape(1)[1];
+    return fp8BlockGemm(buf(2), count(2), shape(1)[0], shape(0)[0], m, k, k, k,
+                        m, false, a.scaleModeInput, a.scaleModeWeight);
+  }
   if (absl::Status s = needAll(
           {{0, DType::F32}, {1, DType::F32}, {2, DType::I32}, {3, DType::F32}});
       !s.ok())

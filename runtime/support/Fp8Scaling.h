@@ -171,7 +171,7 @@ WEFT_FP8_FN float weft_fp8_value(unsigned char code, int e4m3) {
 ///  - VEC32, 1 x 32 blocks (MXFP8): [k/32][rows] as VEC128's. Their scales
 ///    are powers of two (E8M0's values) kept as f32: no cuBLASLt mode
 ///    before Blackwell's VEC32_UE8M0 (whose E8M0 bytes lie in a swizzled
-///    layout) reads them, so Weft's own kernel (weft_fp8_vec32_gemm in
+///    layout) reads them, so Weft's own kernel (weft_fp8_block_gemm in
 ///    ops.cu) multiplies them, on any GPU with FP8 tensor cores.
 /// VEC128 and BLK128 need k % 128 == 0, VEC32 k % 32 == 0.
 enum {

@@ -19,8 +19,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
+#include <array>
 
 #include <algorithm>
 #include <cmath>
@@ -1326,51 +1328,73 @@ static FailureOr<int> scaleModeOf(Operation *op, StringRef name) {
   return *mode;
 }
 
-LogicalResult GemmOp::verifyScaleModes() {
-  int modes[2] = {WEFT_FP8_SCALE_TENSOR, WEFT_FP8_SCALE_TENSOR};
-  if (std::optional<ArrayAttr> names = getScaleModes()) {
-    if (!getScaleA())
-      return emitOpError("takes scale_modes only with FP8 scales");
-    if (names->size() != 2)
-      return emitOpError("scale_modes needs A's and B's, has ")
-             << names->size();
-    for (int i = 0; i < 2; ++i) {
-      FailureOr<int> mode =
-          scaleModeOf(*this, cast<StringAttr>((*names)[i]).getValue());
-      if (failed(mode))
-        return failure();
-      modes[i] = *mode;
-    }
+/// An FP8 GEMM's `scale_modes` (A's and B's, "tensor" without them), or
+/// failure with an error on `op`.
+static FailureOr<std::array<int, 2>>
+scaleModesOf(Operation *op, std::optional<ArrayAttr> names, Value scaleA) {
+  std::array<int, 2> modes = {WEFT_FP8_SCALE_TENSOR, WEFT_FP8_SCALE_TENSOR};
+  if (!names)
+    return modes;
+  if (!scaleA)
+    return op->emitOpError("takes scale_modes only with FP8 scales");
+  if (names->size() != 2)
+    return op->emitOpError("scale_modes needs A's and B's, has ")
+           << names->size();
+  for (int i = 0; i < 2; ++i) {
+    FailureOr<int> mode =
+        scaleModeOf(op, cast<StringAttr>((*names)[i]).getValue());
+    if (failed(mode))
+      return failure();
+    modes[i] = *mode;
   }
-  if (!getScaleA())
-    return success();
-  if (modes[0] == WEFT_FP8_SCALE_TENSOR && modes[1] == WEFT_FP8_SCALE_TENSOR)
-    return failure(failed(isF32Scalar(*this, getScaleA(), "scale of A")) ||
-                   failed(isF32Scalar(*this, getScaleB(), "scale of B")));
+  return modes;
+}
+
+/// Block scales `scaleA` of A [rowsA, k] and `scaleB` of B [rowsB, k] in
+/// `modes`, which must pair; A and B name them in errors.
+static LogicalResult verifyBlockScales(Operation *op, std::array<int, 2> modes,
+                                       Value scaleA, Value scaleB,
+                                       int64_t rowsA, int64_t rowsB, int64_t k,
+                                       StringRef nameA, StringRef nameB) {
   if (!weft_fp8_scale_modes_pair(modes[0], modes[1]))
-    return emitOpError("no GEMM scales a ")
-           << fp8ScaleModeName(modes[0]) << " A by a "
-           << fp8ScaleModeName(modes[1]) << " B";
-  if (getTransposeA() || !getTransposeB() || getBatch() != 1)
-    return emitOpError("block scales read one A [m, k] and B [n, k] "
-                       "(transpose_b, not transpose_a, batch 1)");
-  ArrayRef<int64_t> mnk = getMnk();
-  if (int64_t block = weft_fp8_scale_block_k(modes[0], mnk[2]);
-      mnk[2] % block != 0)
-    return emitOpError() << block << "-element blocks need k a multiple of "
-                         << block << ", not " << mnk[2];
+    return op->emitOpError("no GEMM scales a ")
+           << fp8ScaleModeName(modes[0]) << " " << nameA << " by a "
+           << fp8ScaleModeName(modes[1]) << " " << nameB;
+  if (int64_t block = weft_fp8_scale_block_k(modes[0], k); k % block != 0)
+    return op->emitOpError() << block << "-element blocks need k a multiple of "
+                             << block << ", not " << k;
   for (auto [scale, mode, rows, name] :
-       {std::tuple{getScaleA(), modes[0], mnk[0], "A"},
-        std::tuple{getScaleB(), modes[1], mnk[1], "B"}}) {
+       {std::tuple{scaleA, modes[0], rowsA, nameA},
+        std::tuple{scaleB, modes[1], rowsB, nameB}}) {
     BufferType type = bufferOf(scale);
-    int64_t count = weft_fp8_scale_count(mode, rows, mnk[2]);
+    int64_t count = weft_fp8_scale_count(mode, rows, k);
     if (!type.getElementType().isF32() || type.getNumElements() != count)
-      return emitOpError("scale of ")
+      return op->emitOpError("scale of ")
              << name << " must hold " << count << " f32 ("
-             << fp8ScaleModeName(mode) << " of " << rows << " x " << mnk[2]
+             << fp8ScaleModeName(mode) << " of " << rows << " x " << k
              << "), not " << type;
   }
   return success();
+}
+
+LogicalResult GemmOp::verifyScaleModes() {
+  FailureOr<std::array<int, 2>> modes =
+      scaleModesOf(*this, getScaleModes(), getScaleA());
+  if (failed(modes))
+    return failure();
+  if (!getScaleA())
+    return success();
+  if ((*modes)[0] == WEFT_FP8_SCALE_TENSOR &&
+      (*modes)[1] == WEFT_FP8_SCALE_TENSOR)
+    return failure(failed(isF32Scalar(*this, getScaleA(), "scale of A")) ||
+                   failed(isF32Scalar(*this, getScaleB(), "scale of B")));
+  if (weft_fp8_scale_modes_pair((*modes)[0], (*modes)[1]) &&
+      (getTransposeA() || !getTransposeB() || getBatch() != 1))
+    return emitOpError("block scales read one A [m, k] and B [n, k] "
+                       "(transpose_b, not transpose_a, batch 1)");
+  ArrayRef<int64_t> mnk = getMnk();
+  return verifyBlockScales(*this, *modes, getScaleA(), getScaleB(), mnk[0],
+                           mnk[1], mnk[2], "A", "B");
 }
 
 LogicalResult Fp8CastOp::verify() {
@@ -1430,11 +1454,12 @@ LogicalResult Fp8CastOp::verifyBlocks(int mode) {
   int64_t k = out.getShape().empty() ? 1 : out.getShape().back();
   int64_t operandRows = out.getNumElements() / std::max<int64_t>(k, 1);
   if (getTranspose()) {
+    // Each matrix of a batch transposes on its own: a block must lie in one.
     if (in.getShape().size() < 2 ||
-        in.getNumElements() !=
-            in.getShape()[in.getShape().size() - 2] * in.getShape().back())
-      return emitOpError("a block-scaled cast transposes one matrix, not a "
-                         "batch");
+        in.getShape()[in.getShape().size() - 2] % rows != 0)
+      return emitOpError("a block-scaled transposing cast needs blocks "
+                         "inside one matrix; ")
+             << rows << "-row blocks cut [" << in.getShape() << "]";
     std::swap(rows, cols);
   }
   if (!(weft_fp8_scale_modes_of(operandRows, k, rows, cols) >> mode & 1))
@@ -1623,9 +1648,39 @@ LogicalResult GroupedMatmulOp::verify() {
     return emitOpError("weight [")
            << w << "] does not take input rows of " << x[1] << " elements"
            << (t ? " (transposed)" : "");
-  if (failed(verifySizes(*this, getSizes(), w[0])))
+  if (failed(verifySizes(*this, getSizes(), w[0])) ||
+      failed(hasShape(*this, getOut(), "out", {x[0], w[t ? 1 : 2]})))
     return failure();
-  return hasShape(*this, getOut(), "out", {x[0], w[t ? 1 : 2]});
+  // FP8 codes: both with scales, k contiguous, in 32-element blocks (the
+  // kernel's), a 128 x 128 weight block inside one expert.
+  Type xType = bufferOf(getInput()).getElementType(),
+       wType = bufferOf(getWeight()).getElementType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(xType);
+  if (fp8 != isa<Float8E4M3FNType, Float8E5M2Type>(wType) ||
+      (!fp8 && xType != wType))
+    return emitOpError("multiplies ")
+           << xType << " by " << wType
+           << "; input and weight must have one type, or both be FP8";
+  if (fp8 != (getScaleInput() != nullptr) ||
+      !getScaleInput() != !getScaleWeight())
+    return emitOpError(fp8 ? "FP8 operands need scales for input and weight"
+                           : "takes scales only for FP8 operands");
+  FailureOr<std::array<int, 2>> modes =
+      scaleModesOf(*this, getScaleModes(), getScaleInput());
+  if (failed(modes) || !fp8)
+    return failure(failed(modes));
+  if (isa<Float8E5M2Type>(xType) && isa<Float8E5M2Type>(wType))
+    return emitOpError("multiplies f8E5M2 by f8E5M2, which no FP8 GEMM does");
+  if (!t)
+    return emitOpError("FP8 operands need transpose_rhs (k contiguous in "
+                       "the weight [E, M, K])");
+  if (x[1] % 32 != 0)
+    return emitOpError("FP8 operands need k a multiple of 32, not ") << x[1];
+  if ((*modes)[1] == WEFT_FP8_SCALE_BLK128 && w[1] % 128 != 0)
+    return emitOpError("128 x 128 weight blocks need each expert's ")
+           << w[1] << " rows a multiple of 128";
+  return verifyBlockScales(*this, *modes, getScaleInput(), getScaleWeight(),
+                           x[0], w[0] * w[1], x[1], "input", "weight");
 }
 
 LogicalResult GroupedMatmulWgradOp::verify() {

@@ -791,7 +791,8 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     or 1 x 32 blocks (MXFP8's), and `scale_inv` holds each block's 1 / s
     in the layout for that mode (runtime/support/Fp8Scaling.h: cuBLASLt's
     for the first three), what `gemm`'s `scale_modes` read; a transposed
-    block-scaled cast has one matrix. `pow2_scales` derives s as
+    batch's blocks each lie inside one matrix, which transposes on its own
+    (an expert weight [E, M, K] as [E, K, M]). `pow2_scales` derives s as
     `fp8_quantize`'s `pow2_scales` does (MXFP8's E8M0 powers of two).
 
     ```mlir
@@ -866,12 +867,40 @@ def Sched_ExpertScatterOp : Sched_LibraryOp<"expert_scatter",
 def Sched_GroupedMatmulOp : Sched_LibraryOp<"grouped_matmul",
     "one matmul per group of consecutive rows",
     (ins Sched_In:$input, Sched_In:$weight, Sched_In:$sizes, Sched_Out:$out,
-         BoolAttr:$transpose_rhs)> {
+         Sched_OptionalIn:$scale_input, Sched_OptionalIn:$scale_weight,
+         BoolAttr:$transpose_rhs, OptionalAttr<StrArrayAttr>:$scale_modes),
+    [AttrSizedOperandSegments]> {
   let description = [{
     `weft.grouped_matmul`: out [N, M] from input [N, K] in the groups of
     `sizes` [G] (i32), group g times weight[g mod E] ([E, K, M], or with
     `transpose_rhs` [E, M, K], transposed); rows after the groups are
     zeroed. Only the groups' rows are computed.
+
+    FP8 operands (an expert layer's FP8 GEMMs, kept as codes) need
+    `transpose_rhs` (k contiguous in both, as `gemm`'s FP8 operands) and
+    `scales`, with `scale_modes` (the input's and the weight's, `gemm`'s
+    names and pairings) saying how: the input is the matrix [N, K], the
+    weight the matrix [E * M, K] (its experts' rows stacked), each with its
+    mode's scales (runtime/support/Fp8Scaling.h), K a multiple of 32 and a
+    128 x 128 block inside one expert. Each 32-element block's partial sum
+    along K is multiplied by its two scales (Weft's own kernel; cuBLAS has
+    no grouped FP8 GEMM).
+
+    ```mlir
+    sched.grouped_matmul %x, %w, %sizes, %y
+        scales(%sx, %sw : !sched.buffer<4x64xf32>, !sched.buffer<4x128xf32>)
+        {scale_modes = ["vec32", "vec32"], transpose_rhs = true}
+        : !sched.buffer<64x128xf8E4M3FN>, !sched.buffer<2x64x128xf8E4M3FN>,
+          !sched.buffer<2xi32>, !sched.buffer<64x64xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `,` $weight `,` $sizes `,` $out
+    (`scales` `(` $scale_input^ `,` $scale_weight `:`
+     qualified(type($scale_input)) `,` qualified(type($scale_weight)) `)`)?
+    (`on` $stream^)? attr-dict `:` qualified(type($input)) `,`
+    qualified(type($weight)) `,` qualified(type($sizes)) `,`
+    qualified(type($out))
   }];
 }
 def Sched_GroupedMatmulWgradOp : Sched_LibraryOp<"grouped_matmul_wgrad",

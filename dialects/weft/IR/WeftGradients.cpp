@@ -657,9 +657,12 @@ Grads ExpertScatterOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
 Grads GroupedMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // y_g = x_g W_e (or x_g W_e^T): dx_g = dy_g W_e^T (dy_g W_e), and
   // dW_e sums x_g^T dy_g (dy_g^T x_g) over e's groups.
+  // An FP8 weight whose blocks are one element thick along what dx
+  // contracts (M) is quantized again for it (fp8ForBackward).
   Value dy = single(rg), x = getInput(), w = getWeight(), sizes = getSizes();
   bool t = getTransposeRhs();
-  Value dx = GroupedMatmulOp::create(b, getLoc(), dy, w, sizes, !t);
+  Value dx = GroupedMatmulOp::create(
+      b, getLoc(), dy, fp8ForBackward(b, getLoc(), w, {t ? 1 : 2}), sizes, !t);
   int64_t experts = getWeight().getType().getDimSize(0);
   Value dw =
       t ? GroupedMatmulWgradOp::create(b, getLoc(), dy, x, sizes, experts)

@@ -31,10 +31,10 @@ struct WeftReduceIndex {
   long reducedStrides[WEFT_MAX_RANK];
 };
 
-// weft_fp8_vec32_gemm's tile of C a block makes (square) and its threads:
+// weft_fp8_block_gemm's tile of C a block makes (square) and its threads:
 // four warps, 2 x 2, each making 32 x 32 of the tile.
-#define WEFT_VEC32_TILE 64
-#define WEFT_VEC32_THREADS 128
+#define WEFT_FP8_GEMM_TILE 64
+#define WEFT_FP8_GEMM_THREADS 128
 
 // Element types of weft_convert.
 #define WEFT_TYPE_F32 0

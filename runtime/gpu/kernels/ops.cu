@@ -1040,35 +1040,82 @@ static __device__ inline unsigned weft_codes4(const unsigned char *p,
          (unsigned)p[3] << 24;
 }
 
-#define WEFT_VEC32_ROW 12 // Words a row of 32 codes takes in shared.
+#define WEFT_FP8_ROW 12 // Words a row of 32 codes takes in shared.
 // Each thread loads half a row of each tile and one scale.
-static_assert(WEFT_VEC32_THREADS == 2 * WEFT_VEC32_TILE,
-              "weft_fp8_vec32_gemm's loads assume two threads a tile row");
+static_assert(WEFT_FP8_GEMM_THREADS == 2 * WEFT_FP8_GEMM_TILE,
+              "weft_fp8_block_gemm's loads assume two threads a tile row");
 
-// MXFP8's GEMM, scale mode "vec32" (Fp8Scaling.h), which cuBLASLt has on
-// Blackwell only: C[m, n] (+)= the sum over k-blocks t of 32 of
-// (A_t B_t^T)[i, j] * sA[t][i] * sB[t][j], with A [m, k] and B [n, k] FP8
-// codes (k contiguous, rows lda and ldb bytes apart), sA [k/32][m] and sB
-// [k/32][n] their inverse scales, C f32 or bf16 (rows ldc apart). Each
+// Weft's own block-scaled FP8 GEMM, for what cuBLASLt has no mode for:
+// MXFP8's 1 x 32 blocks ("vec32", Blackwell's only in cuBLASLt) and grouped
+// (expert) GEMMs in any mode (cuBLAS's grouped GEMM takes no FP8). C[m, n]
+// (+)= the sum over k-blocks t of 32 of (A_t B_t^T)[i, j] * sA(i, t) *
+// sB(j, t), with A [m, k] and B [n, k] FP8 codes (k contiguous, rows lda
+// and ldb bytes apart) and sA, sB their inverse scales in modes modeA and
+// modeB (Fp8Scaling.h's layouts: a row's or block's scale is the same for
+// each 32-element block it spans), C f32 or bf16 (rows ldc apart). Each
 // k-block is one mma per 16 x 8 of C into zeroed registers, whose f32
 // partial sums are scaled and added in f32, as DeepSeek-V3 promotes its
-// 128-blocks out of the tensor cores. A block of WEFT_VEC32_THREADS makes
-// a 64 x 64 tile of C; the k-block's codes and scales pass through shared
-// memory, each row padded to 12 words so that a warp's fragment reads
-// (8 rows x 4 words) fall in 32 distinct banks.
-extern "C" __global__ void weft_fp8_vec32_gemm(
+// 128-blocks out of the tensor cores.
+//
+// With `sizes` (i32 [groups], on the device), A and C are the rows of
+// consecutive groups: group g's rows times expert g mod `experts`'s B,
+// the e-th [n, k] of B [experts * n, k] (its scales those of that matrix);
+// rows after the groups are zeroed. The grid's y covers every group's
+// tiles and then the rest's (ceil(m / 64) + groups of them at most); a
+// block finds its group by walking the sizes, each clamped to the rows
+// left, so a bad size reads and writes nothing outside the buffers.
+//
+// A block of WEFT_FP8_GEMM_THREADS makes a 64 x 64 tile of C; the
+// k-block's codes and scales pass through shared memory, each row padded
+// to 12 words so that a warp's fragment reads (8 rows x 4 words) fall in
+// 32 distinct banks.
+extern "C" __global__ void weft_fp8_block_gemm(
     const unsigned char *__restrict A, const unsigned char *__restrict B,
     const float *__restrict scaleA, const float *__restrict scaleB, void *C,
-    long m, long n, long k, long lda, long ldb, long ldc, int e4m3A, int e4m3B,
-    int bf16Out, int accumulate) {
-  __shared__ unsigned tileA[WEFT_VEC32_TILE * WEFT_VEC32_ROW];
-  __shared__ unsigned tileB[WEFT_VEC32_TILE * WEFT_VEC32_ROW];
-  __shared__ float rowScale[WEFT_VEC32_TILE], colScale[WEFT_VEC32_TILE];
-  long row0 = (long)blockIdx.y * WEFT_VEC32_TILE,
-       col0 = (long)blockIdx.x * WEFT_VEC32_TILE;
+    const int *__restrict sizes, long groups, long experts, long m, long n,
+    long k, long lda, long ldb, long ldc, int modeA, int modeB, int e4m3A,
+    int e4m3B, int bf16Out, int accumulate) {
+  __shared__ unsigned tileA[WEFT_FP8_GEMM_TILE * WEFT_FP8_ROW];
+  __shared__ unsigned tileB[WEFT_FP8_GEMM_TILE * WEFT_FP8_ROW];
+  __shared__ float rowScale[WEFT_FP8_GEMM_TILE], colScale[WEFT_FP8_GEMM_TILE];
+  // This block's rows: [row0, rowEnd) of A and C, times B's matrix expert.
+  long tile = blockIdx.y, first = 0, rowEnd = m, expert = 0;
+  int zero = 0;
+  if (sizes) {
+    long g = 0;
+    for (; g < groups; ++g) {
+      long size = sizes[g];
+      size = size < 0 ? 0 : size > m - first ? m - first : size;
+      long tiles = (size + WEFT_FP8_GEMM_TILE - 1) / WEFT_FP8_GEMM_TILE;
+      if (tile < tiles) {
+        rowEnd = first + size;
+        expert = g % experts;
+        break;
+      }
+      tile -= tiles;
+      first += size;
+    }
+    zero = g == groups; // The rows after the groups.
+  }
+  long row0 = first + tile * WEFT_FP8_GEMM_TILE,
+       col0 = (long)blockIdx.x * WEFT_FP8_GEMM_TILE;
+  if (row0 >= rowEnd)
+    return; // Uniform over the block: no barrier is left waiting.
   int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   int g = lane / 4, t = lane % 4;
   int warpRow = warp / 2 * 32, warpCol = warp % 2 * 32;
+  if (zero) {
+    for (int i = tid; i < WEFT_FP8_GEMM_TILE * WEFT_FP8_GEMM_TILE;
+         i += WEFT_FP8_GEMM_THREADS) {
+      long row = row0 + i / WEFT_FP8_GEMM_TILE,
+           col = col0 + i % WEFT_FP8_GEMM_TILE;
+      if (row < rowEnd && col < n)
+        weft_put(C, row * ldc + col, 0.0f, bf16Out);
+    }
+    return;
+  }
+  const unsigned char *Bg = B + expert * n * ldb;
+  long rowsB = sizes ? experts * n : n;
   int aligned = (unsigned long)A % 4 == 0 && (unsigned long)B % 4 == 0 &&
                 lda % 4 == 0 && ldb % 4 == 0;
   float acc[2][4][4] = {};
@@ -1081,32 +1128,36 @@ extern "C" __global__ void weft_fp8_vec32_gemm(
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       long at = k0 + half * 16 + 4 * w;
-      tileA[r * WEFT_VEC32_ROW + half * 4 + w] =
-          rowA < m ? weft_codes4(A + rowA * lda + at, aligned) : 0u;
-      tileB[r * WEFT_VEC32_ROW + half * 4 + w] =
-          rowB < n ? weft_codes4(B + rowB * ldb + at, aligned) : 0u;
+      tileA[r * WEFT_FP8_ROW + half * 4 + w] =
+          rowA < rowEnd ? weft_codes4(A + rowA * lda + at, aligned) : 0u;
+      tileB[r * WEFT_FP8_ROW + half * 4 + w] =
+          rowB < n ? weft_codes4(Bg + rowB * ldb + at, aligned) : 0u;
     }
-    if (tid < WEFT_VEC32_TILE)
-      rowScale[tid] = row0 + tid < m ? scaleA[k0 / 32 * m + row0 + tid] : 0.0f;
-    else if (tid < 2 * WEFT_VEC32_TILE)
-      colScale[tid - WEFT_VEC32_TILE] =
-          col0 + tid - WEFT_VEC32_TILE < n
-              ? scaleB[k0 / 32 * n + col0 + tid - WEFT_VEC32_TILE]
-              : 0.0f;
+    if (tid < WEFT_FP8_GEMM_TILE) {
+      long row = row0 + tid;
+      rowScale[tid] = row < rowEnd
+                          ? scaleA[weft_fp8_scale_index(modeA, row, k0, m, k)]
+                          : 0.0f;
+    } else if (tid < 2 * WEFT_FP8_GEMM_TILE) {
+      long col = col0 + tid - WEFT_FP8_GEMM_TILE;
+      colScale[tid - WEFT_FP8_GEMM_TILE] =
+          col < n ? scaleB[weft_fp8_scale_index(modeB, expert * n + col, k0,
+                                                rowsB, k)]
+                  : 0.0f;
+    }
     __syncthreads();
     unsigned a[2][4], b[4][2];
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        a[mi][q] =
-            tileA[(warpRow + mi * 16 + g + 8 * (q & 1)) * WEFT_VEC32_ROW +
-                  4 * (q >> 1) + t];
+        a[mi][q] = tileA[(warpRow + mi * 16 + g + 8 * (q & 1)) * WEFT_FP8_ROW +
+                         4 * (q >> 1) + t];
 #pragma unroll
     for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
       for (int q = 0; q < 2; ++q)
-        b[ni][q] = tileB[(warpCol + ni * 8 + g) * WEFT_VEC32_ROW + 4 * q + t];
+        b[ni][q] = tileB[(warpCol + ni * 8 + g) * WEFT_FP8_ROW + 4 * q + t];
     float d[2][4][4];
     weft_mma_fp8_warp_tile(d, a, b, e4m3A, e4m3B);
 #pragma unroll
@@ -1127,7 +1178,7 @@ extern "C" __global__ void weft_fp8_vec32_gemm(
       for (int i = 0; i < 4; ++i) {
         long row = row0 + warpRow + mi * 16 + g + 8 * (i >> 1),
              col = col0 + warpCol + ni * 8 + 2 * t + (i & 1);
-        if (row >= m || col >= n)
+        if (row >= rowEnd || col >= n)
           continue;
         float v = acc[mi][ni][i];
         if (accumulate)

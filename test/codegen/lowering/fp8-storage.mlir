@@ -181,3 +181,45 @@ func.func @mxfp8_one_block_a_row(%x: tensor<16x32xf32>, %w: tensor<32x16xf32>) -
   %y = weft.matmul %qx, %qw : tensor<16x32xf32>, tensor<32x16xf32>
   return %y : tensor<16x16xf32>
 }
+
+// -----
+
+// An expert layer (weft.grouped_matmul): the forward reads each expert's
+// weight [E, M, K] as stored (its 128 x 128 blocks are "blk128" of the
+// matrix [E * M, K]); the input gradient reads it as [E, K, M], cast with
+// each expert's matrix transposed on its own. The weight gradient, which
+// sums each expert's rows, is no GEMM on codes: it reads the dequantized
+// values, which the output gradient's quantization writes beside its
+// codes. A weight quantization that straddles the experts (one 256 x 128
+// block over both) keeps the values path, and so does its partner.
+// CHECK-LABEL: sched.program @experts
+// CHECK: sched.fp8_cast %{{.*}}, %{{.*}}, %[[X:.*]], %[[SX:.*]] {scale_mode = "vec128"} : !sched.buffer<64x128xf32>, !sched.buffer<64x1xf32>, !sched.buffer<64x128xf8E4M3FN>, !sched.buffer<64xf32>
+// CHECK: sched.fp8_quantize %{{.*}}, %{{.*}}, %[[XV:.*]] {format = "f8e4m3fn"} : !sched.buffer<64x128xf32>, !sched.buffer<64x1xf32>, !sched.buffer<64x128xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %[[WT:.*]], %[[SWT:.*]] {scale_mode = "blk128", transpose} : !sched.buffer<2x128x128xf32>, !sched.buffer<2x1x1xf32>, !sched.buffer<2x128x128xf8E4M3FN>, !sched.buffer<8xf32>
+// CHECK-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %{{.*}}, %[[SW:.*]] {scale_mode = "blk128"} : !sched.buffer<256x128xf32>, !sched.buffer<2x1xf32>, !sched.buffer<256x128xf8E4M3FN>, !sched.buffer<8xf32>
+// CHECK: sched.grouped_matmul %[[X]], %{{.*}}, %{{.*}}, %{{.*}} scales(%[[SX]], %[[SW]] : !sched.buffer<64xf32>, !sched.buffer<8xf32>) {scale_modes = ["vec128", "blk128"], transpose_rhs = true} : !sched.buffer<64x128xf8E4M3FN>, !sched.buffer<2x128x128xf8E4M3FN>
+// CHECK: sched.fp8_quantize %{{.*}}, %{{.*}}, %[[DV:.*]] {format
+// CHECK: sched.grouped_matmul %{{.*}}, %[[WT]], %{{.*}}, %{{.*}} scales(%{{.*}}, %[[SWT]] : !sched.buffer<64xf32>, !sched.buffer<8xf32>) {scale_modes = ["vec128", "blk128"], transpose_rhs = true}
+// CHECK: sched.grouped_matmul_wgrad %[[DV]], %[[XV]], {{.*}} : !sched.buffer<64x128xf32>, !sched.buffer<64x128xf32>
+// CHECK: sched.fp8_quantize {{.*}} : !sched.buffer<2x128x128xf32>, !sched.buffer<1x2x1xf32>
+// CHECK: sched.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {transpose_rhs = true} : !sched.buffer<64x128xf32>, !sched.buffer<2x128x128xf32>
+// OFF-LABEL: sched.program @experts
+// OFF-NOT: sched.fp8_cast
+// OFF-NOT: scales(
+func.func @experts(%x: tensor<64x128xf32>, %w: tensor<2x128x128xf32>, %dy: tensor<64x128xf32>, %n: tensor<2xi32>)
+    -> (tensor<64x128xf32>, tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<64x128xf32>) {
+  %ax = weft.fp8_amax %x : tensor<64x128xf32> -> tensor<64x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<64x128xf32>, tensor<64x1xf32>
+  %aw = weft.fp8_amax %w : tensor<2x128x128xf32> -> tensor<2x1x1xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<2x128x128xf32>, tensor<2x1x1xf32>
+  %y = weft.grouped_matmul %qx, %qw, %n transpose_rhs : tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<2xi32>
+  %ad = weft.fp8_amax %dy : tensor<64x128xf32> -> tensor<64x1xf32>
+  %qd = weft.fp8_quantize %dy, %ad {format = f8E4M3FN} : tensor<64x128xf32>, tensor<64x1xf32>
+  %dx = weft.grouped_matmul %qd, %qw, %n : tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<2xi32>
+  %dw = weft.grouped_matmul_wgrad %qd, %qx, %n experts = 2 : tensor<64x128xf32>, tensor<64x128xf32>, tensor<2xi32>
+  %as = weft.fp8_amax %w : tensor<2x128x128xf32> -> tensor<1x2x1xf32>
+  %qs = weft.fp8_quantize %w, %as {format = f8E4M3FN} : tensor<2x128x128xf32>, tensor<1x2x1xf32>
+  %qx2 = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<64x128xf32>, tensor<64x1xf32>
+  %z = weft.grouped_matmul %qx2, %qs, %n transpose_rhs : tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<2xi32>
+  return %y, %dx, %dw, %z : tensor<64x128xf32>, tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<64x128xf32>
+}

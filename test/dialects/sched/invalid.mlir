@@ -3016,9 +3016,9 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<2x16x256xf32>, %a: !sched.buffer<2x1x2xf32>, %q: !sched.buffer<2x256x16xf8E4M3FN>, %s: !sched.buffer<8xf32>):
-  // expected-error @+1 {{'sched.fp8_cast' op a block-scaled cast transposes one matrix, not a batch}}
-  sched.fp8_cast %x, %a, %q, %s {transpose, scale_mode = "blk128"} : !sched.buffer<2x16x256xf32>, !sched.buffer<2x1x2xf32>, !sched.buffer<2x256x16xf8E4M3FN>, !sched.buffer<8xf32>
+^bb0(%x: !sched.buffer<2x16x256xf32>, %a: !sched.buffer<1x1x2xf32>, %q: !sched.buffer<2x256x16xf8E4M3FN>, %s: !sched.buffer<8xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op a block-scaled transposing cast needs blocks inside one matrix; 32-row blocks cut [2, 16, 256]}}
+  sched.fp8_cast %x, %a, %q, %s {transpose, scale_mode = "blk128"} : !sched.buffer<2x16x256xf32>, !sched.buffer<1x1x2xf32>, !sched.buffer<2x256x16xf8E4M3FN>, !sched.buffer<8xf32>
   sched.return []
 }
 
@@ -3082,5 +3082,95 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%a: !sched.buffer<16x256xf32>, %b: !sched.buffer<128x256xf32>, %c: !sched.buffer<16x128xf32>):
   // expected-error @+1 {{'sched.gemm' op takes scale_modes only with FP8 scales}}
   sched.gemm %a, %b -> %c mnk [16, 128, 256] batch 1 ld [256, 256, 128] strides [0, 0, 0] epilogue none transpose_b {scale_modes = ["rows", "rows"]} : <16x256xf32>, <128x256xf32> -> <16x128xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf8E4M3FN>, %w: !sched.buffer<2x32x64xf32>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op multiplies 'f8E4M3FN' by 'f32'; input and weight must have one type, or both be FP8}}
+  sched.grouped_matmul %x, %w, %n, %y {transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf32>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf8E4M3FN>, %w: !sched.buffer<2x32x64xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op FP8 operands need scales for input and weight}}
+  sched.grouped_matmul %x, %w, %n, %y {transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf32>, %w: !sched.buffer<2x32x64xf32>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<64xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op takes scales only for FP8 operands}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<64xf32>) {transpose_rhs = true} : !sched.buffer<64x64xf32>, !sched.buffer<2x32x64xf32>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf32>, %w: !sched.buffer<2x32x64xf32>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op takes scale_modes only with FP8 scales}}
+  sched.grouped_matmul %x, %w, %n, %y {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x64xf32>, !sched.buffer<2x32x64xf32>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf8E5M2>, %w: !sched.buffer<2x32x64xf8E5M2>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<64xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op multiplies f8E5M2 by f8E5M2, which no FP8 GEMM does}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<64xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x64xf8E5M2>, !sched.buffer<2x32x64xf8E5M2>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf8E4M3FN>, %w: !sched.buffer<2x64x32xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<128xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op FP8 operands need transpose_rhs (k contiguous in the weight [E, M, K])}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<128xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = false} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x64x32xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x48xf8E4M3FN>, %w: !sched.buffer<2x32x48xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<64xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op FP8 operands need k a multiple of 32, not 48}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<64xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x48xf8E4M3FN>, !sched.buffer<2x32x48xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x128xf8E4M3FN>, %w: !sched.buffer<2x64x128xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x64xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<4xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op 128 x 128 weight blocks need each expert's 64 rows a multiple of 128}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<4xf32>) {scale_modes = ["vec128", "blk128"], transpose_rhs = true} : !sched.buffer<64x128xf8E4M3FN>, !sched.buffer<2x64x128xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x64xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf8E4M3FN>, %w: !sched.buffer<2x32x64xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<128xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op no GEMM scales a rows input by a vec32 weight}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<128xf32>) {scale_modes = ["rows", "vec32"], transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf8E4M3FN>, %w: !sched.buffer<2x32x64xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<32xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op scale of weight must hold 64 f32 (rows of 64 x 64), not '!sched.buffer<32xf32>'}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<32xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
   sched.return []
 }

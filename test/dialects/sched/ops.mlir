@@ -223,6 +223,32 @@ sched.program @fp8_vec32_gemm arena(5504) align(16) events(0) streams ["compute"
   sched.return ["y"] %y : !sched.buffer<16x32xf32>
 }
 
+// An expert layer's FP8 GEMMs: rows of x [64, 64] in groups by two experts'
+// weights [2, 32, 64] (vec32), and the input gradient's weight [2, 64, 32]
+// cast with each expert's matrix transposed on its own ([2, 32, 64],
+// rows).
+// CHECK-LABEL: sched.program @fp8_grouped_matmul
+sched.program @fp8_grouped_matmul arena(24576) align(16) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x64xf32>, %ax: !sched.buffer<64x2xf32>, %w: !sched.buffer<2x32x64xf32>, %aw: !sched.buffer<2x32x2xf32>, %counts: !sched.buffer<2xi32>, %v: !sched.buffer<2x64x32xf32>, %av: !sched.buffer<2x1x32xf32>, %dy: !sched.buffer<64x64xf8E4M3FN>, %sdy: !sched.buffer<64xf32>):
+  %qx = sched.alloc offset(0) live(0, 2) : !sched.buffer<64x64xf8E4M3FN>
+  %sx = sched.alloc offset(4096) live(0, 2) : !sched.buffer<128xf32>
+  %qw = sched.alloc offset(4608) live(1, 2) : !sched.buffer<2x32x64xf8E4M3FN>
+  %sw = sched.alloc offset(8704) live(1, 2) : !sched.buffer<128xf32>
+  %y = sched.alloc offset(9216) live(2, 5) : !sched.buffer<64x32xf32>
+  %qv = sched.alloc offset(17408) live(3, 4) : !sched.buffer<2x32x64xf8E4M3FN>
+  %sv = sched.alloc offset(21504) live(3, 4) : !sched.buffer<64xf32>
+  %dx = sched.alloc offset(0) live(4, 5) : !sched.buffer<64x32xf32>
+  sched.fp8_cast %x, %ax, %qx, %sx {pow2_scales, scale_mode = "vec32"} : !sched.buffer<64x64xf32>, !sched.buffer<64x2xf32>, !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<128xf32>
+  sched.fp8_cast %w, %aw, %qw, %sw {pow2_scales, scale_mode = "vec32"} : !sched.buffer<2x32x64xf32>, !sched.buffer<2x32x2xf32>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<128xf32>
+  // CHECK: sched.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}} : !sched.buffer<128xf32>, !sched.buffer<128xf32>) {scale_modes = ["vec32", "vec32"], transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.grouped_matmul %qx, %qw, %counts, %y scales(%sx, %sw : !sched.buffer<128xf32>, !sched.buffer<128xf32>) {scale_modes = ["vec32", "vec32"], transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  // CHECK: sched.fp8_cast %{{.*}} {scale_mode = "rows", transpose} : !sched.buffer<2x64x32xf32>, !sched.buffer<2x1x32xf32>, !sched.buffer<2x32x64xf8E4M3FN>
+  sched.fp8_cast %v, %av, %qv, %sv {transpose, scale_mode = "rows"} : !sched.buffer<2x64x32xf32>, !sched.buffer<2x1x32xf32>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<64xf32>
+  // CHECK: sched.grouped_matmul {{.*}} {scale_modes = ["rows", "rows"], transpose_rhs = true}
+  sched.grouped_matmul %dy, %qv, %counts, %dx scales(%sdy, %sv : !sched.buffer<64xf32>, !sched.buffer<64xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return ["y", "dx"] %y, %dx : !sched.buffer<64x32xf32>, !sched.buffer<64x32xf32>
+}
+
 // CHECK-LABEL: sched.program @fp8_gemm
 sched.program @fp8_gemm arena(2304) align(16) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<16x32xf32>, %w: !sched.buffer<16x32xf32>, %a: !sched.buffer<1xf32>):

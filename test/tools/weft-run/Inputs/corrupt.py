@@ -57,6 +57,24 @@ elif kind == "fp8-cast-before-pow2":
 elif kind == "fp8-vec32-cast":
     # An MXFP8 cast (1 x 32 blocks) that says its scales are 1 x 128 tiles.
     first(step["instructions"], lambda i: i["op"] == "fp8_cast" and i.get("scale_mode") == "vec32")["scale_mode"] = "vec128"
+elif kind == "fp8-grouped-unscaled":
+    # An expert layer's FP8 GEMM without its scales.
+    g = first(step["instructions"], lambda i: i["op"] == "grouped_matmul" and i.get("has_scales"))
+    g["has_scales"] = False
+    g["operands"] = g["operands"][:4]
+elif kind == "fp8-grouped-modes":
+    # An MXFP8 expert GEMM that says its weight's scales are rows.
+    first(step["instructions"], lambda i: i["op"] == "grouped_matmul" and i.get("has_scales"))["scale_modes"] = ["vec32", "rows"]
+elif kind == "fp8-grouped-untransposed":
+    # An expert GEMM on codes whose weight is [E, K, M] (k not contiguous).
+    first(step["instructions"], lambda i: i["op"] == "grouped_matmul" and i.get("has_scales"))["transpose_rhs"] = False
+elif kind == "grouped-before-fp8":
+    # Not damage: expert GEMMs on values as a bundle written before they
+    # had has_scales spells them.
+    grouped = [i for i in step["instructions"] if i["op"] == "grouped_matmul"]
+    assert grouped and not any(i["has_scales"] for i in grouped)
+    for i in grouped:
+        del i["has_scales"]
 elif kind == "fp8-gemm-mode-name":
     first(step["instructions"], lambda i: i["op"] == "gemm" and "scale_modes" in i)["scale_modes"] = ["rows", "tiles"]
 elif kind == "op":

@@ -2,6 +2,7 @@
 //
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
 //   weft-gpu-bench gemm-fp8 M N K [iterations] [tensor|rows|blockwise|mxfp8]
+//                  [experts]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
@@ -19,7 +20,10 @@
 // or 1 x 32 blocks of both with power-of-two scales (mxfp8), which runs in
 // the runtime's own kernel (ops.cu's weft_fp8_block_gemm: no cuBLASLt mode
 // before Blackwell); C bf16; checked against the decoded codes' partial
-// sums times their scales.
+// sums times their scales. With `experts` E > 1, as an expert layer's FP8
+// grouped_matmul runs (any scaling, in that kernel, the group sizes read
+// on the device): the M rows in E equal groups, group e times expert e's
+// [N, K] of B [E * N, K].
 // attention: one causal bf16 attention forward + backward (q, k, v
 // [B, S, H, D]) as the runtime runs it inside a training step: a
 // two-instruction sched program (attention, attention_grad) with the
@@ -307,6 +311,13 @@ int gemmFp8(int argc, char **argv) {
   g.k = std::atoll(argv[2]);
   int iterations = argc > 3 ? std::atoi(argv[3]) : 20;
   std::string scaling = argc > 4 ? argv[4] : "tensor";
+  // Experts: the m rows in `experts` equal groups, group e times expert e's
+  // [n, k] of B [experts * n, k], as an expert layer's FP8 grouped_matmul
+  // runs (Weft's kernel, the sizes on the device).
+  int64_t experts = argc > 5 ? std::atoll(argv[5]) : 1;
+  if (experts < 1 || g.m % experts != 0)
+    return fail(absl::InvalidArgumentError(
+        "gemm-fp8 experts must be positive and divide m"));
   if (scaling == "tensor")
     g.scaleModeA = g.scaleModeB = WEFT_FP8_SCALE_TENSOR;
   else if (scaling == "rows")
@@ -338,7 +349,7 @@ int gemmFp8(int argc, char **argv) {
   int modes[2] = {g.scaleModeA, g.scaleModeB};
   DeviceBuffer buffers[5];
   for (int i = 0; i < 2; ++i) {
-    int64_t rows = i == 0 ? g.m : g.n, k = g.k;
+    int64_t rows = i == 0 ? g.m : experts * g.n, k = g.k;
     int64_t blockRows = weft_fp8_scale_block_rows(modes[i], rows),
             blockK = weft_fp8_scale_block_k(modes[i], k);
     std::vector<float> x(rows * k);
@@ -376,8 +387,13 @@ int gemmFp8(int argc, char **argv) {
   // block) times its scales, as cuBLASLt (and Weft's MXFP8 kernel) promote
   // them.
   int64_t step = weft_fp8_scale_block_k(g.scaleModeA, g.k);
-  // MXFP8 runs in the runtime's own kernel (ops.cu, through NVRTC), with
-  // the arguments GpuProgram gives it; the others in cuBLASLt.
+  // MXFP8 and experts run in the runtime's own kernel (ops.cu, through
+  // NVRTC), with the arguments GpuProgram gives it; the others in cuBLASLt.
+  std::vector<int32_t> groupSizes(experts,
+                                  static_cast<int32_t>(g.m / experts));
+  auto sizes = upload(gpu, groupSizes.data(), groupSizes.size() * 4);
+  if (!sizes.ok())
+    return fail(sizes.status());
   std::function<absl::Status()> launch;
   struct {
     uint64_t a, b, scaleA, scaleB, c, sizes = 0;
@@ -389,13 +405,16 @@ int gemmFp8(int argc, char **argv) {
          buffers[4].address, buffers[2].address};
   args.m = g.m, args.n = g.n, args.k = g.k;
   args.lda = g.k, args.ldb = g.k, args.ldc = g.n;
+  args.modeA = g.scaleModeA, args.modeB = g.scaleModeB;
+  if (experts > 1)
+    args.sizes = sizes->address, args.groups = args.experts = experts;
   void *kernelArgs[] = {
       &args.a,     &args.b,     &args.scaleA,  &args.scaleB,
       &args.c,     &args.sizes, &args.groups,  &args.experts,
       &args.m,     &args.n,     &args.k,       &args.lda,
       &args.ldb,   &args.ldc,   &args.modeA,   &args.modeB,
       &args.e4m3A, &args.e4m3B, &args.bf16Out, &args.accumulate};
-  if (pow2) {
+  if (pow2 || experts > 1) {
     absl::StatusOr<std::string> image =
         compileCudaSource(gpuOpsSource(), gpu.arch(), "ops.cu");
     if (!image.ok())
@@ -409,7 +428,8 @@ int gemmFp8(int argc, char **argv) {
     unsigned grid[3] = {static_cast<unsigned>((g.n + WEFT_FP8_GEMM_TILE - 1) /
                                               WEFT_FP8_GEMM_TILE),
                         static_cast<unsigned>((g.m + WEFT_FP8_GEMM_TILE - 1) /
-                                              WEFT_FP8_GEMM_TILE),
+                                                  WEFT_FP8_GEMM_TILE +
+                                              (experts > 1 ? experts : 0)),
                         1};
     launch = [&gpu, &rig, kernel, grid, &kernelArgs] {
       return gpu.launchAsync(kernel, grid, WEFT_FP8_GEMM_THREADS, kernelArgs,
@@ -417,7 +437,9 @@ int gemmFp8(int argc, char **argv) {
     };
   }
   return runGemm(
-      *rig, g, operands, iterations, "fp8-" + scaling,
+      *rig, g, operands, iterations,
+      "fp8-" + scaling +
+          (experts > 1 ? "-" + std::to_string(experts) + "-experts" : ""),
       [&]() -> absl::StatusOr<double> {
         std::vector<uint16_t> out(g.m * g.n);
         if (absl::Status s =
@@ -434,18 +456,19 @@ int gemmFp8(int argc, char **argv) {
         double worst = 0, scale = 1e-30;
         for (int64_t i : rows)
           for (int64_t j = 0; j < g.n; ++j) {
+            // Row i's expert's row j of B.
+            int64_t bj = i / (g.m / experts) * g.n + j;
             double sum = 0;
             for (int64_t first = 0; first < g.k; first += step) {
               double partial = 0;
               for (int64_t p = first; p < first + step; ++p)
                 partial += fp8Value(codes[0][i * g.k + p], DType::F8E4M3FN) *
-                           fp8Value(codes[1][j * g.k + p], DType::F8E4M3FN);
-              sum +=
-                  partial *
-                  inverse[0]
-                         [weft_fp8_scale_index(modes[0], i, first, g.m, g.k)] *
-                  inverse[1]
-                         [weft_fp8_scale_index(modes[1], j, first, g.n, g.k)];
+                           fp8Value(codes[1][bj * g.k + p], DType::F8E4M3FN);
+              sum += partial *
+                     inverse[0][weft_fp8_scale_index(modes[0], i, first, g.m,
+                                                     g.k)] *
+                     inverse[1][weft_fp8_scale_index(
+                         modes[1], bj, first, experts * g.n, g.k)];
             }
             worst = std::max(worst, std::fabs(bf16At(out, i * g.n + j) - sum));
             scale = std::max(scale, std::fabs(sum));
@@ -495,7 +518,7 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
                        "       weft-gpu-bench gemm-fp8 M N K [iterations] "
-                       "[tensor|rows|blockwise|mxfp8]\n"
+                       "[tensor|rows|blockwise|mxfp8] [experts]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
                        "[iterations]\n");
   return 2;

@@ -28,7 +28,9 @@
 #      and MXFP8 (1x32 blocks, power-of-two scales) in Weft's own kernel
 #      against PyTorch's dequantize-and-bf16-matmul (torch._scaled_mm has
 #      no MXFP8 mode before Blackwell), each checked against its
-#      operands' decoded product;
+#      operands' decoded product; and an expert layer's FP8 grouped GEMMs
+#      (Weft's kernel, every recipe, group sizes on the device) against
+#      torch._scaled_grouped_mm where this PyTorch has it;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
 #      Weft against PyTorch eager and torch.compile;
 #   6. a measured profile for the cost model: bf16 GEMMs of 256^3 to 8192^3
@@ -160,6 +162,36 @@ for scaling in rows blockwise mxfp8; do
   "$RT/weft-gpu-bench" gemm-fp8 1024 2048 640 3 "$scaling" || status=1
 done
 "$RT/weft-gpu-bench" gemm-fp8 1040 2064 640 3 mxfp8 || status=1
+# An expert layer's FP8 GEMMs (Weft's kernel, the group sizes on the
+# device): 8 experts of 4096 x 1792 (Mixtral-8x7B's w1 at a quarter) over
+# 8192 routed rows, each recipe; checked where small (every row), timed
+# where large. The peer is torch._scaled_grouped_mm (row-wise, where this
+# PyTorch has it), below.
+for scaling in rows blockwise mxfp8; do
+  "$RT/weft-gpu-bench" gemm-fp8 1024 384 640 3 "$scaling" 4 || status=1
+  "$RT/weft-gpu-bench" gemm-fp8 8192 1792 4096 10 "$scaling" 8 || status=1
+done
+PYTHONPATH=bench/gpu python3 - <<'PY' || true
+import json, torch
+from torch_timing import median_ms
+e, rows, n, k = 8, 8192, 1792, 4096
+if not hasattr(torch, "_scaled_grouped_mm"):
+    print(json.dumps({"torch._scaled_grouped_mm": "absent in torch " + torch.__version__}))
+else:
+    a = torch.randn(rows, k, device="cuda")
+    b = torch.randn(e, n, k, device="cuda")
+    sa = a.abs().amax(dim=1) / 448.0
+    sb = b.abs().amax(dim=2) / 448.0
+    qa = (a / sa[:, None]).to(torch.float8_e4m3fn)
+    qb = (b / sb[:, :, None]).to(torch.float8_e4m3fn)
+    offs = torch.arange(rows // e, rows + 1, rows // e, device="cuda", dtype=torch.int32)
+    run = lambda: torch._scaled_grouped_mm(qa, qb.transpose(-2, -1), sa.float(), sb.float(),
+                                           offs=offs, out_dtype=torch.bfloat16)
+    ms = median_ms(run, 10)
+    print(json.dumps({"peer": "torch._scaled_grouped_mm rowwise", "experts": e,
+                      "m": rows, "n": n, "k": k, "median_ms": ms,
+                      "tflops": 2 * rows * n * k / (ms * 1e-3) / 1e12}))
+PY
 PYTHONPATH=bench/gpu python3 - <<'PY' || status=1
 import json, torch
 from torch_timing import median_ms

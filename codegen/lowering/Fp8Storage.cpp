@@ -27,7 +27,8 @@
 // are "vec32" here, which Weft's own kernel multiplies on any FP8 GPU
 // (ops.cu's weft_fp8_block_gemm: tensor cores per 32-element block, its
 // partial sums scaled in f32). A layout no mode has (a block along the
-// rows of a 3-D operand read transposed) keeps the values path.
+// rows of a 3-D operand read transposed, but for an expert weight's,
+// below) keeps the values path.
 //
 // An expert layer's weft.grouped_matmul is an FP8 GEMM here too (cuBLAS's
 // grouped GEMM takes no FP8; the same kernel of Weft's runs it in any
@@ -102,7 +103,8 @@ bool singleGemm(const GemmOperands &g) {
   return rank(g.rhs) == 2 && (rank(g.lhs) == 2 || !g.transLhs);
 }
 
-/// The scale modes (a mask of WEFT_FP8_SCALE_* bits) cuBLASLt could read
+/// The scale modes (a mask of WEFT_FP8_SCALE_* bits) an FP8 GEMM (cuBLASLt
+/// or Weft's kernel) could read
 /// quantization `q` in as GEMM operand `v` (a view of it) in layout
 /// `transposed`: the operand is [rows, k] with k contiguous, v's last
 /// dimension as stored, its first of two transposed; with `batched`, each
@@ -317,8 +319,8 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
       // A batch of matrices [r, k] transposed each on its own (an expert
       // weight), every one the same number of block rows (planFp8Storage
       // checked that its blocks lie inside one).
-      if (int64_t r = shape.size() > 2 ? shape[shape.size() - 2] : rows;
-          transpose && r != rows) {
+      if (transpose && shape.size() > 2) {
+        int64_t r = shape[shape.size() - 2];
         inShape = {rows / r, r, k};
         gridShape = {rows / r, gridRows / (rows / r), grid.back()};
       }

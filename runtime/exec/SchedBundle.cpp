@@ -1584,9 +1584,9 @@ absl::Status checkGroupedScales(const Check &c, const GroupedMatmulAttrs &a) {
   if (!a.transposeRhs)
     return c.fail("field 'transpose_rhs': FP8 operands need the weight [E, "
                   "M, K] (k contiguous)");
-  if (k % 32 != 0)
-    return c.fail(
-        absl::StrCat("FP8 operands need k a multiple of 32, not ", k));
+  if (k < 1 || k % 32 != 0)
+    return c.fail(absl::StrCat(
+        "FP8 operands need k a positive multiple of 32, not ", k));
   if (a.scaleModeWeight == WEFT_FP8_SCALE_BLK128 && w[1] % 128 != 0)
     return c.fail(absl::StrCat("128 x 128 weight blocks need each expert's ",
                                w[1], " rows a multiple of 128"));
@@ -1915,7 +1915,7 @@ absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a) {
   int64_t k = out.back(), operandRows = c.elements(2) / std::max<int64_t>(k, 1);
   if (a.transpose) {
     // Each matrix of a batch transposes on its own: a block must lie in one.
-    if (shape.size() < 2 || shape[shape.size() - 2] % rows != 0)
+    if (shape.size() < 2 || rows < 1 || shape[shape.size() - 2] % rows != 0)
       return c.fail(absl::StrCat("field 'transpose': a block-scaled "
                                  "transposing cast needs blocks inside one "
                                  "matrix; ",

@@ -859,8 +859,10 @@ SchedExecutor::bindInstruction(const sched::Program &program,
   }
   case Op::GroupedMatmul: {
     // FP8 codes (the loader checked their scales) are read as f32 copies of
-    // their values times their scales, exact, as the GEMM's: the input
-    // [N, K] and the weight [E * M, K] each a matrix of its mode's blocks.
+    // their values times their scales (1 / s, so exactly the dequantized
+    // values q / s only for MXFP8's powers of two; an ulp from them now and
+    // then otherwise): the input [N, K] and the weight [E * M, K] each a
+    // matrix of its mode's blocks.
     const auto &a = ins.as<sched::GroupedMatmulAttrs>();
     bool fp8 = a.hasScales;
     for (size_t i = fp8 ? 2 : 0; i < ops.size(); ++i)

@@ -811,6 +811,8 @@ absl::Status Translator::fp8BlockGemm(GpuArg sizes, int64_t groups,
   // and the rest's rows (weft_fp8_block_gemm).
   int64_t tilesDown = (m + WEFT_FP8_GEMM_TILE - 1) / WEFT_FP8_GEMM_TILE +
                       (grouped ? groups : 0);
+  if (n == 0 || tilesDown == 0)
+    return absl::OkStatus(); // No element of C.
   if (tilesDown > 65535)
     return absl::UnimplementedError(absl::StrCat(
         "an FP8 GEMM of ", m, " rows in ", groups,

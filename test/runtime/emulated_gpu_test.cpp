@@ -1191,9 +1191,10 @@ TEST(EmulatedGpu, MxFp8GemmsRunInWeftsKernelAndMatchTheDequantizedValues) {
 // MXFP8 (1 x 32 by 1 x 32), forward (the weight [E, M, K] as stored) and
 // input gradient (the weight read as [E, K, M]: each expert's matrix
 // transposed on its own by its cast, re-quantized along M where its
-// forward blocks are rows). Four groups on two experts (group g on expert
-// g mod 2), one of them empty and one not a multiple of the kernel's
-// 64-row tile, and 16 rows after the groups, which come out zero.
+// forward blocks are rows: row-wise and MXFP8). Four groups on two
+// experts (group g on expert g mod 2), one of them empty and one not a
+// multiple of the kernel's 64-row tile, and 16 rows after the groups,
+// which come out zero.
 // Against the CPU's dequantized values.
 TEST(EmulatedGpu, Fp8ExpertGemmsRunInWeftsKernelAndMatchTheDequantizedValues) {
   const char *ir = R"mlir(
@@ -1203,7 +1204,8 @@ TEST(EmulatedGpu, Fp8ExpertGemmsRunInWeftsKernelAndMatchTheDequantizedValues) {
             tensor<200x256xf32> {weft.output = "block"},
             tensor<200x256xf32> {weft.output = "mx"},
             tensor<200x256xf32> {weft.output = "block_dx"},
-            tensor<200x256xf32> {weft.output = "mx_dx"}) {
+            tensor<200x256xf32> {weft.output = "mx_dx"},
+            tensor<200x256xf32> {weft.output = "rows_dx"}) {
       %arx = weft.fp8_amax %x : tensor<200x256xf32> -> tensor<200x1xf32>
       %qrx = weft.fp8_quantize %x, %arx {format = f8E4M3FN} : tensor<200x256xf32>, tensor<200x1xf32>
       %arw = weft.fp8_amax %w : tensor<2x256x256xf32> -> tensor<2x256x1xf32>
@@ -1227,7 +1229,12 @@ TEST(EmulatedGpu, Fp8ExpertGemmsRunInWeftsKernelAndMatchTheDequantizedValues) {
       %amt = weft.fp8_amax %w : tensor<2x256x256xf32> -> tensor<2x8x256xf32>
       %qmt = weft.fp8_quantize %w, %amt {format = f8E4M3FN, pow2_scales} : tensor<2x256x256xf32>, tensor<2x8x256xf32>
       %mx_dx = weft.grouped_matmul %qmd, %qmt, %sizes : tensor<200x256xf32>, tensor<2x256x256xf32>, tensor<4xi32>
-      return %rows, %block, %mx, %block_dx, %mx_dx : tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>
+      %ard = weft.fp8_amax %dy : tensor<200x256xf32> -> tensor<200x1xf32>
+      %qrd = weft.fp8_quantize %dy, %ard {format = f8E4M3FN} : tensor<200x256xf32>, tensor<200x1xf32>
+      %art = weft.fp8_amax %w : tensor<2x256x256xf32> -> tensor<2x1x256xf32>
+      %qrt = weft.fp8_quantize %w, %art {format = f8E4M3FN} : tensor<2x256x256xf32>, tensor<2x1x256xf32>
+      %rows_dx = weft.grouped_matmul %qrd, %qrt, %sizes : tensor<200x256xf32>, tensor<2x256x256xf32>, tensor<4xi32>
+      return %rows, %block, %mx, %block_dx, %mx_dx, %rows_dx : tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>, tensor<200x256xf32>
     }
   )mlir";
   // Magnitudes that change by row, by 32-column block, by 128 x 128 block
@@ -1253,8 +1260,9 @@ TEST(EmulatedGpu, Fp8ExpertGemmsRunInWeftsKernelAndMatchTheDequantizedValues) {
        {WEFT_FP8_SCALE_VEC128, WEFT_FP8_SCALE_BLK128},
        {WEFT_FP8_SCALE_VEC32, WEFT_FP8_SCALE_VEC32},
        {WEFT_FP8_SCALE_VEC128, WEFT_FP8_SCALE_BLK128},
-       {WEFT_FP8_SCALE_VEC32, WEFT_FP8_SCALE_VEC32}},
-      in, {"rows", "block", "mx", "block_dx", "mx_dx"});
+       {WEFT_FP8_SCALE_VEC32, WEFT_FP8_SCALE_VEC32},
+       {WEFT_FP8_SCALE_ROWS, WEFT_FP8_SCALE_ROWS}},
+      in, {"rows", "block", "mx", "block_dx", "mx_dx", "rows_dx"});
   // The 16 rows after the groups are zero on the GPU too.
   Emulation emulation;
   auto gpu =

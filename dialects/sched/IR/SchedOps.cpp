@@ -1455,7 +1455,7 @@ LogicalResult Fp8CastOp::verifyBlocks(int mode) {
   int64_t operandRows = out.getNumElements() / std::max<int64_t>(k, 1);
   if (getTranspose()) {
     // Each matrix of a batch transposes on its own: a block must lie in one.
-    if (in.getShape().size() < 2 ||
+    if (in.getShape().size() < 2 || rows < 1 ||
         in.getShape()[in.getShape().size() - 2] % rows != 0)
       return emitOpError("a block-scaled transposing cast needs blocks "
                          "inside one matrix; ")
@@ -1674,8 +1674,9 @@ LogicalResult GroupedMatmulOp::verify() {
   if (!t)
     return emitOpError("FP8 operands need transpose_rhs (k contiguous in "
                        "the weight [E, M, K])");
-  if (x[1] % 32 != 0)
-    return emitOpError("FP8 operands need k a multiple of 32, not ") << x[1];
+  if (x[1] < 1 || x[1] % 32 != 0)
+    return emitOpError("FP8 operands need k a positive multiple of 32, not ")
+           << x[1];
   if ((*modes)[1] == WEFT_FP8_SCALE_BLK128 && w[1] % 128 != 0)
     return emitOpError("128 x 128 weight blocks need each expert's ")
            << w[1] << " rows a multiple of 128";

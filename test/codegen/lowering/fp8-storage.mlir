@@ -223,3 +223,19 @@ func.func @experts(%x: tensor<64x128xf32>, %w: tensor<2x128x128xf32>, %dy: tenso
   %z = weft.grouped_matmul %qx2, %qs, %n transpose_rhs : tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<2xi32>
   return %y, %dx, %dw, %z : tensor<64x128xf32>, tensor<64x128xf32>, tensor<2x128x128xf32>, tensor<64x128xf32>
 }
+
+// -----
+
+// One expert: the weight read transposed is still a batch of one
+// ([1, 32, 64] codes, rank 3, as sched.grouped_matmul takes it).
+// CHECK-LABEL: sched.program @one_expert
+// CHECK: sched.fp8_cast {{.*}} {pow2_scales, scale_mode = "vec32", transpose} : !sched.buffer<1x64x32xf32>, !sched.buffer<1x2x32xf32>, !sched.buffer<1x32x64xf8E4M3FN>, !sched.buffer<64xf32>
+// CHECK: sched.grouped_matmul {{.*}} {scale_modes = ["vec32", "vec32"], transpose_rhs = true} : !sched.buffer<32x64xf8E5M2>, !sched.buffer<1x32x64xf8E4M3FN>, !sched.buffer<1xi32>, !sched.buffer<32x32xf32>
+func.func @one_expert(%dy: tensor<32x64xf32>, %w: tensor<1x64x32xf32>, %n: tensor<1xi32>) -> tensor<32x32xf32> {
+  %ad = weft.fp8_amax %dy : tensor<32x64xf32> -> tensor<32x2xf32>
+  %qd = weft.fp8_quantize %dy, %ad {format = f8E5M2, pow2_scales} : tensor<32x64xf32>, tensor<32x2xf32>
+  %aw = weft.fp8_amax %w : tensor<1x64x32xf32> -> tensor<1x2x32xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN, pow2_scales} : tensor<1x64x32xf32>, tensor<1x2x32xf32>
+  %dx = weft.grouped_matmul %qd, %qw, %n : tensor<32x64xf32>, tensor<1x64x32xf32>, tensor<1xi32>
+  return %dx : tensor<32x32xf32>
+}

@@ -3143,7 +3143,7 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<64x48xf8E4M3FN>, %w: !sched.buffer<2x32x48xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<64xf32>):
-  // expected-error @+1 {{'sched.grouped_matmul' op FP8 operands need k a multiple of 32, not 48}}
+  // expected-error @+1 {{'sched.grouped_matmul' op FP8 operands need k a positive multiple of 32, not 48}}
   sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<64xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x48xf8E4M3FN>, !sched.buffer<2x32x48xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
   sched.return []
 }
@@ -3172,5 +3172,23 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<64x64xf8E4M3FN>, %w: !sched.buffer<2x32x64xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<32xf32>):
   // expected-error @+1 {{'sched.grouped_matmul' op scale of weight must hold 64 f32 (rows of 64 x 64), not '!sched.buffer<32xf32>'}}
   sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<32xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<2x32x64xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x0xf8E4M3FN>, %w: !sched.buffer<2x32x0xf8E4M3FN>, %n: !sched.buffer<2xi32>, %y: !sched.buffer<64x32xf32>, %sx: !sched.buffer<64xf32>, %sw: !sched.buffer<64xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul' op FP8 operands need k a positive multiple of 32, not 0}}
+  sched.grouped_matmul %x, %w, %n, %y scales(%sx, %sw : !sched.buffer<64xf32>, !sched.buffer<64xf32>) {scale_modes = ["rows", "rows"], transpose_rhs = true} : !sched.buffer<64x0xf8E4M3FN>, !sched.buffer<2x32x0xf8E4M3FN>, !sched.buffer<2xi32>, !sched.buffer<64x32xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<2x0x64xf32>, %a: !sched.buffer<2x1x2xf32>, %q: !sched.buffer<2x64x0xf8E4M3FN>, %s: !sched.buffer<0xf32>):
+  // expected-error @+1 {{'sched.fp8_cast' op a block-scaled transposing cast needs blocks inside one matrix; 0-row blocks cut [2, 0, 64]}}
+  sched.fp8_cast %x, %a, %q, %s {transpose, scale_mode = "rows"} : !sched.buffer<2x0x64xf32>, !sched.buffer<2x1x2xf32>, !sched.buffer<2x64x0xf8E4M3FN>, !sched.buffer<0xf32>
   sched.return []
 }

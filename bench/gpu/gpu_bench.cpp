@@ -389,8 +389,7 @@ int gemmFp8(int argc, char **argv) {
   int64_t step = weft_fp8_scale_block_k(g.scaleModeA, g.k);
   // MXFP8 and experts run in the runtime's own kernel (ops.cu, through
   // NVRTC), with the arguments GpuProgram gives it; the others in cuBLASLt.
-  std::vector<int32_t> groupSizes(experts,
-                                  static_cast<int32_t>(g.m / experts));
+  std::vector<int32_t> groupSizes(experts, static_cast<int32_t>(g.m / experts));
   auto sizes = upload(gpu, groupSizes.data(), groupSizes.size() * 4);
   if (!sizes.ok())
     return fail(sizes.status());
@@ -467,8 +466,8 @@ int gemmFp8(int argc, char **argv) {
               sum += partial *
                      inverse[0][weft_fp8_scale_index(modes[0], i, first, g.m,
                                                      g.k)] *
-                     inverse[1][weft_fp8_scale_index(
-                         modes[1], bj, first, experts * g.n, g.k)];
+                     inverse[1][weft_fp8_scale_index(modes[1], bj, first,
+                                                     experts * g.n, g.k)];
             }
             worst = std::max(worst, std::fabs(bf16At(out, i * g.n + j) - sum));
             scale = std::max(scale, std::fabs(sum));

@@ -1585,8 +1585,8 @@ absl::Status checkGroupedScales(const Check &c, const GroupedMatmulAttrs &a) {
     return c.fail("field 'transpose_rhs': FP8 operands need the weight [E, "
                   "M, K] (k contiguous)");
   if (k < 1 || k % 32 != 0)
-    return c.fail(absl::StrCat(
-        "FP8 operands need k a positive multiple of 32, not ", k));
+    return c.fail(
+        absl::StrCat("FP8 operands need k a positive multiple of 32, not ", k));
   if (a.scaleModeWeight == WEFT_FP8_SCALE_BLK128 && w[1] % 128 != 0)
     return c.fail(absl::StrCat("128 x 128 weight blocks need each expert's ",
                                w[1], " rows a multiple of 128"));

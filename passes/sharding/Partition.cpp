@@ -100,6 +100,16 @@ public:
       if (failed(rewrite(&op)))
         return failure();
     }
+    // Quantizations made again at the experts' ranks: the ones at home go
+    // when nothing else reads them.
+    for (Fp8QuantizeOp q : homeQuantizations) {
+      if (!q->use_empty())
+        continue;
+      Operation *amax = q.getAmax().getDefiningOp();
+      q->erase();
+      if (amax->use_empty())
+        amax->erase();
+    }
     SmallVector<Type> results(body.getTerminator()->getOperandTypes().begin(),
                               body.getTerminator()->getOperandTypes().end());
     func.setType(
@@ -365,6 +375,46 @@ private:
     return cached = recv;
   }
 
+  /// A grouped matmul's input rows `x` sent to their experts' ranks
+  /// (exchange). An FP8 quantization of each row on its own (an expert
+  /// GEMM's: a row's, 1 x 128 or 1 x 32 blocks) is made again there
+  /// instead, on the raw rows sent: a row's maxima and values are the same
+  /// on either side of the exchange, which moves the same bytes, and made
+  /// there the quantization feeds the GEMM, as an FP8 GEMM on codes needs
+  /// (codegen's Fp8Storage); the one at home is erased once unused.
+  Value exchangeInput(Operation *user, Value x, Value sizes, const Axes &axes) {
+    auto q = x.getDefiningOp<Fp8QuantizeOp>();
+    auto amax = q ? q.getAmax().getDefiningOp<Fp8AmaxOp>() : Fp8AmaxOp();
+    if (!amax || amax.getInput() != q.getInput() || !rowLocal(q) ||
+        !rowLocal(amax) || !packedRows.contains(q.getInput()))
+      return exchange(user, x, sizes, axes);
+    Value &cached = requantized[{x, axesAttr(axes)}];
+    if (cached)
+      return cached;
+    Value rows = exchange(user, q.getInput(), sizes, axes);
+    int64_t n = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+    auto grid = cast<RankedTensorType>(amax.getResult().getType());
+    auto there = Fp8AmaxOp::create(
+        b, amax.getLoc(),
+        RankedTensorType::get({n, grid.getDimSize(1)}, grid.getElementType()),
+        rows);
+    auto again =
+        Fp8QuantizeOp::create(b, q.getLoc(), rows, there, q.getFormatAttr(),
+                              q.getPow2ScalesAttr(), q.getBackwardBlockAttr());
+    for (auto [from, to] :
+         {std::pair<Operation *, Operation *>{amax, there}, {q, again}}) {
+      for (NamedAttribute a : from->getDiscardableAttrs())
+        to->setAttr(a.getName(), a.getValue());
+      Layout l = layout(rows); // Copied first: inserting may move the map.
+      Exchange e = exchanged.find(rows)->second;
+      layouts[to->getResult(0)] = std::move(l);
+      exchanged[to->getResult(0)] = e;
+      packedRows.insert(to->getResult(0));
+    }
+    homeQuantizations.push_back(q);
+    return cached = again;
+  }
+
   /// Rows held at their experts' ranks, sent back home.
   Value bringHome(Operation *user, Value v) {
     Value &cached = homes[v];
@@ -459,7 +509,7 @@ private:
     const Axes &ep = wl.dims[0];
     auto held = exchanged.find(x);
     if (!ep.empty() && held == exchanged.end()) {
-      x = exchange(gm, x, sizes, ep);
+      x = exchangeInput(gm, x, sizes, ep);
       held = exchanged.find(x);
     } else if (ep.empty() && held != exchanged.end()) {
       x = bringHome(gm, x);
@@ -1054,7 +1104,11 @@ private:
   llvm::DenseMap<std::pair<Value, Attribute>, Value> copies, reshards,
       exchanges;
   llvm::DenseMap<Value, Exchange> exchanged; // Rows at their experts' ranks.
-  llvm::DenseMap<Value, Value> homes;        // Such rows brought back.
+  // Quantizations of expert rows made again at the experts' ranks
+  // (exchangeInput), keyed by the one at home and the axes.
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> requantized;
+  SmallVector<Fp8QuantizeOp> homeQuantizations;
+  llvm::DenseMap<Value, Value> homes; // Such rows brought back.
   // Packed expert rows, at home or away: dispatched, exchanged, grouped
   // GEMMs' results and row-local ops' on them.
   llvm::DenseSet<Value> packedRows;

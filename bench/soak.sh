@@ -47,7 +47,9 @@ for trial in $(seq 1 "$TRIALS"); do
     same=$((same + 1))
   else
     verdict="DIFFERS"
-    tail -3 "$OUT/log"
+    # Every rank's error (the one that exited first says why), not only
+    # the launcher's last lines.
+    grep -i 'error' "$OUT/log" | head -12 || tail -3 "$OUT/log"
   fi
   resumed=$(grep -o 'resumed from [^ ]*' "$OUT/log" | sed 's|.*/||' || true)
   echo "trial $trial: rank $rank killed before step $step; restarted from ${resumed:-the start}: $verdict"

@@ -104,12 +104,11 @@ bool singleGemm(const GemmOperands &g) {
 }
 
 /// The scale modes (a mask of WEFT_FP8_SCALE_* bits) an FP8 GEMM (cuBLASLt
-/// or Weft's kernel) could read
-/// quantization `q` in as GEMM operand `v` (a view of it) in layout
-/// `transposed`: the operand is [rows, k] with k contiguous, v's last
-/// dimension as stored, its first of two transposed; with `batched`, each
-/// matrix of v's last two dimensions transposed on its own (an expert
-/// weight [E, M, K] as [E, K, M], the operand [E * K, M]). 0 when none
+/// or Weft's kernel) could read quantization `q` in as GEMM operand `v` (a
+/// view of it) in layout `transposed`: the operand is [rows, k] with k
+/// contiguous, v's last dimension as stored, its first of two transposed; with
+/// `batched`, each matrix of v's last two dimensions transposed on its own (an
+/// expert weight [E, M, K] as [E, K, M], the operand [E * K, M]). 0 when none
 /// can.
 int scaleModesOf(Fp8QuantizeOp q, Value v, bool transposed, bool batched) {
   ArrayRef<int64_t> shape = q.getResult().getType().getShape(),
@@ -289,6 +288,24 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
       use.scaleMode = first(modes[layoutOf(q, v, use)]);
   for (auto &[op, plan] : plans)
     l.planFp8Cast(op, std::move(plan));
+}
+
+FailureOr<std::pair<const Fp8Operand *, const Fp8Operand *>>
+fp8OperandPair(Operation *op, const ProgramLowering &l, Value lhs,
+               bool lhsTransposed, Value rhs, bool rhsTransposed) {
+  const Fp8Operand *a = l.fp8Operand(lhs, lhsTransposed),
+                   *c = l.fp8Operand(rhs, rhsTransposed);
+  if (static_cast<bool>(a) != static_cast<bool>(c))
+    return op->emitOpError("has one FP8-stored operand, not two");
+  return std::pair{a, c};
+}
+
+ArrayAttr fp8ScaleModes(Builder &b, const Fp8Operand &a, const Fp8Operand &c) {
+  if (a.scaleMode == WEFT_FP8_SCALE_TENSOR &&
+      c.scaleMode == WEFT_FP8_SCALE_TENSOR)
+    return {};
+  return b.getStrArrayAttr({sched::fp8ScaleModeName(a.scaleMode),
+                            sched::fp8ScaleModeName(c.scaleMode)});
 }
 
 LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,

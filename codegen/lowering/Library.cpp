@@ -235,10 +235,10 @@ LogicalResult lowerGroupedMatmul(GroupedMatmulOp op, ProgramLowering &l) {
   // input [N, K] and the weight [E, M, K] (transposed per expert where the
   // op reads [E, K, M]), each with its scales.
   bool t = op.getTransposeRhs();
-  const Fp8Operand *fx = l.fp8Operand(op.getInput(), false),
-                   *fw = l.fp8Operand(op.getWeight(), !t);
-  if (static_cast<bool>(fx) != static_cast<bool>(fw))
-    return op.emitOpError("has one FP8-stored operand, not two");
+  auto fp8 = fp8OperandPair(op, l, op.getInput(), false, op.getWeight(), !t);
+  if (failed(fp8))
+    return failure();
+  auto [fx, fw] = *fp8;
   Value x, w, scaleX, scaleW;
   ArrayAttr scaleModes;
   OpBuilder &b = l.builder();
@@ -246,8 +246,7 @@ LogicalResult lowerGroupedMatmul(GroupedMatmulOp op, ProgramLowering &l) {
     x = fx->codes, scaleX = fx->scaleInv;
     w = fw->codes, scaleW = fw->scaleInv;
     t = true;
-    scaleModes = b.getStrArrayAttr({sched::fp8ScaleModeName(fx->scaleMode),
-                                    sched::fp8ScaleModeName(fw->scaleMode)});
+    scaleModes = fp8ScaleModes(b, *fx, *fw);
   } else {
     x = l.read(op, op.getInput()), w = l.read(op, op.getWeight());
   }

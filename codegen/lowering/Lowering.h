@@ -204,6 +204,17 @@ void planFp8Storage(mlir::func::FuncOp f, ProgramLowering &l);
 /// Lowers quantization `op` by its plan: sched.fp8_cast per layout.
 mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, const Fp8Plan &plan,
                                  ProgramLowering &l);
+/// The FP8 codes Fp8Storage planned for GEMM `op`'s operands `lhs` and
+/// `rhs`, each read k-contiguous (`lhsTransposed`, `rhsTransposed`: that
+/// layout is the value transposed): both, neither (two nulls), or failure
+/// with an error on `op` for one alone.
+mlir::FailureOr<std::pair<const Fp8Operand *, const Fp8Operand *>>
+fp8OperandPair(mlir::Operation *op, const ProgramLowering &l, mlir::Value lhs,
+               bool lhsTransposed, mlir::Value rhs, bool rhsTransposed);
+/// The `scale_modes` of a GEMM on FP8 operands `a` and `b`; null where
+/// both are per tensor (the default).
+mlir::ArrayAttr fp8ScaleModes(mlir::Builder &b, const Fp8Operand &a,
+                              const Fp8Operand &c);
 
 /// Row-major strides of `shape`, in elements.
 llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);

@@ -49,10 +49,10 @@ LogicalResult emitGemm(Operation *op, ProgramLowering &l, Value lhs, Value rhs,
   // m, n and k are at least 1: weft values have positive dimensions.
   // Operands kept as FP8 codes (Fp8Storage.cpp) come k-contiguous: A
   // [m, k], B [n, k], each with its scale.
-  const Fp8Operand *fa = l.fp8Operand(lhs, g.transA),
-                   *fb = l.fp8Operand(rhs, !g.transB);
-  if (static_cast<bool>(fa) != static_cast<bool>(fb))
-    return op->emitOpError("has one FP8-stored operand, not two");
+  auto fp8 = fp8OperandPair(op, l, lhs, g.transA, rhs, !g.transB);
+  if (failed(fp8))
+    return failure();
+  auto [fa, fb] = *fp8;
   Value a, b, scaleA, scaleB;
   if (fa) {
     a = fa->codes, scaleA = fa->scaleInv;
@@ -65,11 +65,7 @@ LogicalResult emitGemm(Operation *op, ProgramLowering &l, Value lhs, Value rhs,
   Value c = l.write(op, result);
   OpBuilder &builder = l.builder();
   // Block scales say how (per tensor is the default).
-  ArrayAttr scaleModes;
-  if (fa && (fa->scaleMode || fb->scaleMode))
-    scaleModes =
-        builder.getStrArrayAttr({sched::fp8ScaleModeName(fa->scaleMode),
-                                 sched::fp8ScaleModeName(fb->scaleMode)});
+  ArrayAttr scaleModes = fa ? fp8ScaleModes(builder, *fa, *fb) : ArrayAttr();
   int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
   sched::GemmOp::create(
       builder, op->getLoc(), a, b, c, bias, aux, scaleA, scaleB,

@@ -401,13 +401,14 @@ private:
     auto again =
         Fp8QuantizeOp::create(b, q.getLoc(), rows, there, q.getFormatAttr(),
                               q.getPow2ScalesAttr(), q.getBackwardBlockAttr());
+    // Copied first: inserting may move the maps.
+    Layout l = layout(rows);
+    Exchange e = exchanged.find(rows)->second;
     for (auto [from, to] :
          {std::pair<Operation *, Operation *>{amax, there}, {q, again}}) {
       for (NamedAttribute a : from->getDiscardableAttrs())
         to->setAttr(a.getName(), a.getValue());
-      Layout l = layout(rows); // Copied first: inserting may move the map.
-      Exchange e = exchanged.find(rows)->second;
-      layouts[to->getResult(0)] = std::move(l);
+      layouts[to->getResult(0)] = l;
       exchanged[to->getResult(0)] = e;
       packedRows.insert(to->getResult(0));
     }
@@ -1104,11 +1105,11 @@ private:
   llvm::DenseMap<std::pair<Value, Attribute>, Value> copies, reshards,
       exchanges;
   llvm::DenseMap<Value, Exchange> exchanged; // Rows at their experts' ranks.
+  llvm::DenseMap<Value, Value> homes;        // Such rows brought back.
   // Quantizations of expert rows made again at the experts' ranks
   // (exchangeInput), keyed by the one at home and the axes.
   llvm::DenseMap<std::pair<Value, Attribute>, Value> requantized;
   SmallVector<Fp8QuantizeOp> homeQuantizations;
-  llvm::DenseMap<Value, Value> homes; // Such rows brought back.
   // Packed expert rows, at home or away: dispatched, exchanged, grouped
   // GEMMs' results and row-local ops' on them.
   llvm::DenseSet<Value> packedRows;

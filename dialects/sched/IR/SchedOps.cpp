@@ -19,12 +19,11 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
-
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
-#include <array>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -913,6 +912,27 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
+/// A GEMM's operands `a` and `b` (named `nameA`, `nameB` in errors): of
+/// one type, or both FP8 with their scales `scaleA` and `scaleB`.
+static LogicalResult verifyGemmTypes(Operation *op, Value a, Value b,
+                                     Value scaleA, Value scaleB,
+                                     StringRef nameA, StringRef nameB) {
+  Type aType = bufferOf(a).getElementType(),
+       bType = bufferOf(b).getElementType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(aType);
+  if (fp8 != isa<Float8E4M3FNType, Float8E5M2Type>(bType) ||
+      (!fp8 && aType != bType))
+    return op->emitOpError("multiplies ")
+           << aType << " by " << bType << "; " << nameA << " and " << nameB
+           << " must have one type, or both be FP8";
+  if (fp8 != (scaleA != nullptr) || !scaleA != !scaleB)
+    return op->emitOpError()
+           << (fp8 ? "FP8 operands need scales for " + nameA.str() + " and " +
+                         nameB.str()
+                   : std::string("takes scales only for FP8 operands"));
+  return success();
+}
+
 LogicalResult GemmOp::verify() {
   ArrayRef<int64_t> mnk = getMnk(), ld = getLd(), strides = getStrides();
   if (mnk.size() != 3 || ld.size() != 3 || strides.size() != 3)
@@ -948,18 +968,9 @@ LogicalResult GemmOp::verify() {
     if (failed(isFloatBuffer(*this, x.value, x.name)))
       return failure();
   }
-  Type aType = bufferOf(getA()).getElementType();
-  Type bType = bufferOf(getB()).getElementType();
-  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(aType);
-  if (fp8 != isa<Float8E4M3FNType, Float8E5M2Type>(bType) ||
-      (!fp8 && aType != bType))
-    return emitOpError("multiplies ")
-           << aType << " by " << bType
-           << "; A and B must have one type, or both be FP8";
-  if (fp8 != (getScaleA() != nullptr) || !getScaleA() != !getScaleB())
-    return emitOpError(fp8 ? "FP8 operands need scales for A and B"
-                           : "takes scales only for FP8 operands");
-  if (failed(verifyScaleModes()))
+  if (failed(verifyGemmTypes(*this, getA(), getB(), getScaleA(), getScaleB(),
+                             "A", "B")) ||
+      failed(verifyScaleModes()))
     return failure();
   Epilogue e = getEpilogue();
   bool wantsBias = e == Epilogue::bias || e == Epilogue::bias_gelu;
@@ -1653,18 +1664,12 @@ LogicalResult GroupedMatmulOp::verify() {
     return failure();
   // FP8 codes: both with scales, k contiguous, in 32-element blocks (the
   // kernel's), a 128 x 128 weight block inside one expert.
+  if (failed(verifyGemmTypes(*this, getInput(), getWeight(), getScaleInput(),
+                             getScaleWeight(), "input", "weight")))
+    return failure();
   Type xType = bufferOf(getInput()).getElementType(),
        wType = bufferOf(getWeight()).getElementType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(xType);
-  if (fp8 != isa<Float8E4M3FNType, Float8E5M2Type>(wType) ||
-      (!fp8 && xType != wType))
-    return emitOpError("multiplies ")
-           << xType << " by " << wType
-           << "; input and weight must have one type, or both be FP8";
-  if (fp8 != (getScaleInput() != nullptr) ||
-      !getScaleInput() != !getScaleWeight())
-    return emitOpError(fp8 ? "FP8 operands need scales for input and weight"
-                           : "takes scales only for FP8 operands");
   FailureOr<std::array<int, 2>> modes =
       scaleModesOf(*this, getScaleModes(), getScaleInput());
   if (failed(modes) || !fp8)

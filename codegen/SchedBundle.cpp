@@ -60,6 +60,8 @@ const llvm::StringMap<Kind> &attributeKinds() {
       {"ignore_index", Kind::I64},
       {"position_offset", Kind::I64},
       {"capacity", Kind::I64},
+      {"tile_rows", Kind::I64},
+      {"experts", Kind::I64},
       {"microbatches", Kind::I64},
       {"delta", Kind::I64},
       {"tag", Kind::I64},
@@ -115,7 +117,8 @@ bool isStructural(StringRef name) {
 /// Optional attributes the format spells by leaving the field out.
 bool isOmittable(StringRef name) {
   return name == "split" || name == "microbatches" || name == "dropout" ||
-         name == "seed" || name == "scale_mode" || name == "scale_modes";
+         name == "seed" || name == "scale_mode" || name == "scale_modes" ||
+         name == "tile_rows";
 }
 
 std::string dtypeName(Type t) {
@@ -290,6 +293,8 @@ FailureOr<json::Object> writeInstruction(Operation *op,
     out["has_scales"] = static_cast<bool>(gemm.getScaleA());
   } else if (auto grouped = dyn_cast<sched::GroupedMatmulOp>(op)) {
     out["has_scales"] = static_cast<bool>(grouped.getScaleInput());
+  } else if (auto wgrad = dyn_cast<sched::GroupedMatmulWgradOp>(op)) {
+    out["has_scales"] = static_cast<bool>(wgrad.getScaleLhs());
   } else if (auto scratch = dyn_cast<sched::ScratchOpInterface>(op)) {
     out["has_scratch"] = static_cast<bool>(scratch.getScratch());
     if (auto attention = dyn_cast<sched::AttentionOp>(op)) {
@@ -836,7 +841,8 @@ LogicalResult Reader::readProgram(const json::Object &p, ModuleOp module) {
                             "has_scales say");
       attrs.set("operandSegmentSizes",
                 b.getDenseI32ArrayAttr({1, 1, 1, bias, aux, scales, scales}));
-    } else if (opName == "sched.grouped_matmul") {
+    } else if (opName == "sched.grouped_matmul" ||
+               opName == "sched.grouped_matmul_wgrad") {
       int32_t scales = flag("has_scales");
       if (n != size_t(4 + 2 * scales))
         return fail(at,

@@ -35,9 +35,13 @@
 // mode): the input [N, K] by each expert's weight, k contiguous, the
 // weight [E, M, K] as stored (its scales those of the matrix [E * M, K])
 // or, for the input gradient, cast with each expert's matrix transposed
-// on its own ([E, K, M]). The expert weight gradient sums each expert's
-// rows, which no block scales: it reads the dequantized values, which a
-// quantization it reads keeps beside its codes (Fp8Plan::keepValues).
+// on its own ([E, K, M]). The expert weight gradient sums each group's
+// rows: it reads its operands quantized again in tiles of an expert's rows
+// (weft.fp8_group_quantize), which become transposed, expert-major codes
+// with a scale per tile and column (sched.fp8_group_cast) for
+// grouped_matmul_wgrad on codes (lowerFp8GroupCast). A quantization a weight
+// gradient reads directly keeps its values beside its codes
+// (Fp8Plan::keepValues).
 //
 //===----------------------------------------------------------------------===//
 
@@ -306,6 +310,41 @@ ArrayAttr fp8ScaleModes(Builder &b, const Fp8Operand &a, const Fp8Operand &c) {
     return {};
   return b.getStrArrayAttr({sched::fp8ScaleModeName(a.scaleMode),
                             sched::fp8ScaleModeName(c.scaleMode)});
+}
+
+bool lowerFp8GroupCast(Fp8GroupQuantizeOp op, ProgramLowering &l) {
+  // Every reader an expert weight gradient of two such quantizations of
+  // one tiling, into f32 or bf16, not E5M2 by E5M2 (no FP8 GEMM takes it).
+  if (!l.target().fp8Storage || op.getResult().use_empty())
+    return false;
+  for (Operation *user : op.getResult().getUsers()) {
+    auto wgrad = dyn_cast<GroupedMatmulWgradOp>(user);
+    if (!wgrad || wgrad.getLhs() == wgrad.getRhs())
+      return false;
+    auto a = wgrad.getLhs().getDefiningOp<Fp8GroupQuantizeOp>(),
+         c = wgrad.getRhs().getDefiningOp<Fp8GroupQuantizeOp>();
+    Type out = getElementTypeOrSelf(wgrad.getResult().getType());
+    if (!a || !c || a.getRows() != c.getRows() ||
+        (isa<Float8E5M2Type>(a.getFormat()) &&
+         isa<Float8E5M2Type>(c.getFormat())) ||
+        (!out.isF32() && !out.isBF16()))
+      return false;
+  }
+  OpBuilder &b = l.builder();
+  Value x = l.read(op, op.getInput(), /*f32=*/true);
+  ArrayRef<int64_t> shape = op.getInput().getType().getShape();
+  int64_t n = shape[0], cols = shape[1];
+  auto experts = static_cast<int64_t>(op.getExperts());
+  Fp8Operand o;
+  o.codes = l.alloc({cols, n}, op.getFormat());
+  o.scaleInv = l.alloc({weft_fp8_group_tiles(experts, n, op.getRows()), cols},
+                       b.getF32Type());
+  sched::Fp8GroupCastOp::create(
+      b, op.getLoc(), x, l.stored(op.getSizes()), o.codes, o.scaleInv,
+      b.getI64IntegerAttr(op.getRows()), b.getI64IntegerAttr(experts),
+      op.getPow2ScalesAttr(), b.getStringAttr("compute"));
+  l.setFp8Operand(op.getResult(), /*transposed=*/true, o);
+  return true;
 }
 
 LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,

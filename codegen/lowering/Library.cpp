@@ -140,6 +140,20 @@ LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
   return success();
 }
 
+LogicalResult lowerFp8GroupQuantize(Fp8GroupQuantizeOp op, ProgramLowering &l) {
+  if (lowerFp8GroupCast(op, l))
+    return success();
+  Value x = l.read(op, op.getInput(), /*f32=*/true);
+  OpBuilder &b = l.builder();
+  sched::Fp8GroupQuantizeOp::create(
+      b, op.getLoc(), x, l.stored(op.getSizes()), l.write(op, op.getResult()),
+      b.getStringAttr(isa<Float8E4M3FNType>(op.getFormat()) ? "f8e4m3fn"
+                                                            : "f8e5m2"),
+      b.getI64IntegerAttr(op.getRows()), b.getI64IntegerAttr(op.getExperts()),
+      op.getPow2ScalesAttr(), compute(l));
+  return success();
+}
+
 LogicalResult lowerLayerNormGrad(LayerNormGradOp op, ProgramLowering &l) {
   Value x = l.read(op, op.getInput()), w = l.read(op, op.getWeight()),
         dy = l.read(op, op.getGrad());
@@ -258,10 +272,26 @@ LogicalResult lowerGroupedMatmul(GroupedMatmulOp op, ProgramLowering &l) {
 
 LogicalResult lowerGroupedMatmulWgrad(GroupedMatmulWgradOp op,
                                       ProgramLowering &l) {
-  Value a = l.read(op, op.getLhs()), r = l.read(op, op.getRhs()),
-        sizes = l.stored(op.getSizes());
-  sched::GroupedMatmulWgradOp::create(l.builder(), op.getLoc(), a, r, sizes,
-                                      l.write(op, op.getResult()), compute(l));
+  // Operands kept as FP8 codes (lowerFp8GroupCast) come transposed, each
+  // expert's rows contiguous, with scales per tile of an expert's rows.
+  Value sizes = l.stored(op.getSizes());
+  const Fp8Operand *fa = l.fp8Operand(op.getLhs(), /*transposed=*/true),
+                   *fr = l.fp8Operand(op.getRhs(), /*transposed=*/true);
+  OpBuilder &b = l.builder();
+  if (fa && fr) {
+    auto q = op.getLhs().getDefiningOp<Fp8GroupQuantizeOp>();
+    sched::GroupedMatmulWgradOp::create(
+        b, op.getLoc(), fa->codes, fr->codes, sizes,
+        l.write(op, op.getResult()), fa->scaleInv, fr->scaleInv,
+        b.getI64IntegerAttr(q.getRows()), compute(l));
+    return success();
+  }
+  if (fa || fr)
+    return op.emitOpError("has one operand as FP8 codes and one not");
+  Value a = l.read(op, op.getLhs()), r = l.read(op, op.getRhs());
+  sched::GroupedMatmulWgradOp::create(b, op.getLoc(), a, r, sizes,
+                                      l.write(op, op.getResult()), Value(),
+                                      Value(), IntegerAttr(), compute(l));
   return success();
 }
 
@@ -280,6 +310,7 @@ void populateLibraryLowerings(LoweringTable &table) {
   addLowering(table, lowerDropout);
   addLowering(table, lowerFp8Amax);
   addLowering(table, lowerFp8Quantize);
+  addLowering(table, lowerFp8GroupQuantize);
   addLowering(table, lowerLayerNormGrad);
   addLowering(table, lowerRMSNormGrad);
   addLowering(table, lowerOneHot);

@@ -201,6 +201,11 @@ void gatherInto(ProgramLowering &l, weft::AllGatherOp op, mlir::Value in,
 /// Plans which of `f`'s per-tensor FP8 quantizations `l` keeps as FP8
 /// codes for cuBLASLt's FP8 GEMMs (Fp8Storage.cpp).
 void planFp8Storage(mlir::func::FuncOp f, ProgramLowering &l);
+/// Lowers an expert weight gradient's quantization `op` to FP8 codes
+/// (sched.fp8_group_cast, the operand of an FP8 grouped_matmul_wgrad) when
+/// FP8 storage is on and its every reader can multiply them; false when it
+/// keeps the values path.
+bool lowerFp8GroupCast(weft::Fp8GroupQuantizeOp op, ProgramLowering &l);
 /// Lowers quantization `op` by its plan: sched.fp8_cast per layout.
 mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, const Fp8Plan &plan,
                                  ProgramLowering &l);

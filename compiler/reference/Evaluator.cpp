@@ -73,30 +73,41 @@ std::vector<int64_t> fp8BlockOf(const std::vector<int64_t> &shape,
   return blockOf;
 }
 
-/// weft.fp8_amax: the largest |x| (in f32) of each block, a NaN counting
-/// as infinity.
-Tensor fp8Amax(const Tensor &x, const std::vector<int64_t> &grid) {
-  Tensor amax = Tensor::zeros(grid);
-  std::vector<int64_t> blockOf = fp8BlockOf(x.shape, grid);
+/// weft.fp8_amax: the largest |x| (in f32) of each of `blocks` blocks, a
+/// NaN counting as infinity; element i is in block blockOf[i] (none if
+/// negative).
+std::vector<double>
+fp8Amax(const Tensor &x, const std::vector<int64_t> &blockOf, int64_t blocks) {
+  std::vector<double> amax(blocks, 0.0);
   for (size_t i = 0; i < x.data.size(); ++i) {
+    if (blockOf[i] < 0)
+      continue;
     double a = std::fabs(static_cast<float>(x.data[i]));
-    double &m = amax.data[blockOf[i]];
+    double &m = amax[blockOf[i]];
     m = std::isnan(a) ? kInf : std::max(m, a);
   }
   return amax;
 }
 
+Tensor fp8Amax(const Tensor &x, const std::vector<int64_t> &grid) {
+  Tensor amax = Tensor::zeros(grid);
+  amax.data = fp8Amax(x, fp8BlockOf(x.shape, grid), amax.numElements());
+  return amax;
+}
+
 /// weft.fp8_quantize by its definition, with APFloat's conversion as the
 /// FP8 rounding (the runtime rounds on the bits: this is the independent
-/// check). All arithmetic is f32, whatever the evaluator's precision.
-Tensor fp8Quantize(const Tensor &x, const Tensor &amax, Type format,
+/// check): element i by the maximum amax[blockOf[i]] (0 where blockOf[i] is
+/// negative). All arithmetic is f32, whatever the evaluator's precision.
+Tensor fp8Quantize(const Tensor &x, const std::vector<double> &amax,
+                   const std::vector<int64_t> &blockOf, Type format,
                    bool pow2) {
   const llvm::fltSemantics &sem = cast<FloatType>(format).getFloatSemantics();
   float largest = APFloat::getLargest(sem).convertToFloat();
   int maxExponent = isa<Float8E4M3FNType>(format) ? 8 : 15;
-  std::vector<float> scale(amax.data.size());
+  std::vector<float> scale(amax.size());
   for (size_t b = 0; b < scale.size(); ++b) {
-    auto a = static_cast<float>(amax.data[b]);
+    auto a = static_cast<float>(amax[b]);
     if (!std::isfinite(a)) {
       scale[b] = std::numeric_limits<float>::quiet_NaN();
       continue;
@@ -107,9 +118,12 @@ Tensor fp8Quantize(const Tensor &x, const Tensor &amax, Type format,
                                                   -127, 127))
                     : largest / a;
   }
-  std::vector<int64_t> blockOf = fp8BlockOf(x.shape, amax.shape);
   Tensor out = x;
   for (size_t i = 0; i < x.data.size(); ++i) {
+    if (blockOf[i] < 0) {
+      out.data[i] = 0.0;
+      continue;
+    }
     float s = scale[blockOf[i]];
     float v = static_cast<float>(x.data[i]) * s;
     if (!std::isnan(v))
@@ -121,6 +135,12 @@ Tensor fp8Quantize(const Tensor &x, const Tensor &amax, Type format,
     out.data[i] = q.convertToFloat() / s;
   }
   return out;
+}
+
+Tensor fp8Quantize(const Tensor &x, const Tensor &amax, Type format,
+                   bool pow2) {
+  return fp8Quantize(x, amax.data, fp8BlockOf(x.shape, amax.shape), format,
+                     pow2);
 }
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
@@ -745,6 +765,33 @@ LogicalResult Interpreter::eval(Operation *op) {
       .Case([&](Fp8QuantizeOp o) {
         bind(o.getResult(), fp8Quantize(get(o.getInput()), get(o.getAmax()),
                                         o.getFormat(), o.getPow2Scales()));
+        return success();
+      })
+      .Case([&](Fp8GroupQuantizeOp o) -> LogicalResult {
+        // Each (tile of an expert's rows, its groups' in order, column) is
+        // a block; rows after the groups are in none (zero).
+        const Tensor &x = get(o.getInput());
+        int64_t rows = x.shape[0], cols = x.shape[1];
+        FailureOr<std::vector<int64_t>> starts =
+            groupStarts(o, get(o.getSizes()), rows);
+        if (failed(starts))
+          return failure();
+        auto tile = static_cast<int64_t>(o.getRows()),
+             experts = static_cast<int64_t>(o.getExperts());
+        std::vector<int64_t> blockOf(x.data.size(), -1);
+        int64_t tiles = 0;
+        for (int64_t e = 0; e < experts; ++e) {
+          int64_t v = 0; // The expert's row.
+          for (size_t g = e; g + 1 < starts->size(); g += experts)
+            for (int64_t r = (*starts)[g]; r < (*starts)[g + 1]; ++r, ++v)
+              for (int64_t c = 0; c < cols; ++c)
+                blockOf[r * cols + c] =
+                    (tiles + (tile ? v / tile : 0)) * cols + c;
+          tiles += tile ? (v + tile - 1) / tile : 1;
+        }
+        std::vector<double> amax = fp8Amax(x, blockOf, tiles * cols);
+        bind(o.getResult(),
+             fp8Quantize(x, amax, blockOf, o.getFormat(), o.getPow2Scales()));
         return success();
       })
       .Case([&](Fp8QuantizeGradOp o) {

@@ -64,6 +64,9 @@ struct Blocks {
     }
   }
   bool tiledWeights() const { return recipe == Recipe::Blockwise; }
+  /// The tiles of a group's rows an expert weight gradient quantizes (0:
+  /// the group whole, row-wise's column-wise scale per group).
+  int64_t groupRows() const { return along(); }
   bool pow2() const { return recipe == Recipe::Mxfp8; }
   bool perTensor() const {
     return recipe == Recipe::Tensorwise || recipe == Recipe::TensorwiseDelayed;
@@ -163,8 +166,8 @@ struct Gemm {
   /// What the backward GEMMs contract (matmulBackwardDims; its `grad` is
   /// the input gradient's, along which the output gradient's forward blocks
   /// already run). For expert GEMMs only the weight's, in the input
-  /// gradient: their weight gradients sum over each expert's rows (no
-  /// fixed block) and read the forward's quantizations.
+  /// gradient: their weight gradients sum over each expert's rows, whose
+  /// blocks follow the routing (the operands' `group_rows`).
   MatmulBackwardDims backward;
   /// An expert layer's weft.grouped_matmul: quantized by per-row recipes
   /// only (see below).
@@ -315,17 +318,23 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
               e.mul(largest, e.splatLike(largest, std::ldexp(1.0, margin)));
         return {name, largest};
       };
+      // An expert layer's rows: its weight gradient quantizes them again
+      // in tiles of each group (weft.fp8_group_quantize).
+      IntegerAttr groupRows =
+          gemm.grouped ? b.getI64IntegerAttr(blocks.groupRows()) : nullptr;
       auto quantize = [&](Value v, ArrayRef<int64_t> block,
                           ArrayRef<int64_t> backwardDims, Type format,
-                          StringRef tensor) -> Value {
+                          StringRef tensor, IntegerAttr rows) -> Value {
         std::optional<SmallVector<int64_t>> backward =
             blocks.backward(shapeOf(v), block, backwardDims);
         DenseI64ArrayAttr backwardAttr =
             backward ? b.getDenseI64ArrayAttr(*backward) : nullptr;
         Value *shared = nullptr;
         if (!blocks.delayed()) {
-          shared = &quantized[{v, b.getDenseI64ArrayAttr(block), backwardAttr,
-                               b.getBoolAttr(blocks.pow2())}];
+          shared = &quantized[{
+              v, b.getDenseI64ArrayAttr(block), backwardAttr,
+              b.getArrayAttr({b.getBoolAttr(blocks.pow2()),
+                              rows ? Attribute(rows) : b.getUnitAttr()})}];
           if (*shared)
             return *shared;
         }
@@ -341,15 +350,15 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
           amax = delayedAmax(b, loc, amax, largest);
         }
         Value q = Fp8QuantizeOp::create(b, loc, v, amax, format, blocks.pow2(),
-                                        backwardAttr);
+                                        backwardAttr, rows);
         return shared ? *shared = q : q;
       };
       SmallVector<int64_t> lhsBlock = blocks.of(ls, lhsK, wl != nullptr),
                            rhsBlock = blocks.of(rs, rhsK, wr != nullptr);
       Value lq = quantize(lhs, lhsBlock, gemm.backward.lhs, e4m3,
-                          wl ? "weight" : "input");
+                          wl ? "weight" : "input", wl ? nullptr : groupRows);
       Value rq = quantize(rhs, rhsBlock, gemm.backward.rhs, e4m3,
-                          wr ? "weight" : "input");
+                          wr ? "weight" : "input", wr ? nullptr : groupRows);
       gemm.lhs->set(lq);
       gemm.rhs->set(rq);
       // A shared quantization's bytes count once.
@@ -372,7 +381,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       auto mark = Fp8QuantizeGradOp::create(
           b, loc, y, gradHistory, blocks.gradFormat(ctx), gradBlock,
           blocks.pow2(),
-          gradBackward ? b.getDenseI64ArrayAttr(*gradBackward) : nullptr);
+          gradBackward ? b.getDenseI64ArrayAttr(*gradBackward) : nullptr,
+          groupRows);
       if (gradHistory)
         mark->setAttr(kAmaxHistoryAttr, b.getStringAttr(gradHistoryName));
       y.replaceAllUsesExcept(mark, mark);

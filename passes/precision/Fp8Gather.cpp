@@ -74,7 +74,8 @@ void moveAfterQuantization(AllGatherOp gather) {
     OpBuilder b(q);
     auto local = Fp8QuantizeOp::create(
         b, q.getLoc(), shard.getType(), shard, q.getAmax(), q.getFormatAttr(),
-        q.getPow2ScalesAttr(), /*backward_block=*/nullptr); // Per-tensor.
+        q.getPow2ScalesAttr(), /*backward_block=*/nullptr,
+        /*group_rows=*/nullptr); // Per-tensor.
     for (NamedAttribute a : q->getDiscardableAttrs())
       local->setAttr(a.getName(), a.getValue());
     auto whole = AllGatherOp::create(b, gather.getLoc(), q.getType(),

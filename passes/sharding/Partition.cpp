@@ -398,9 +398,9 @@ private:
         b, amax.getLoc(),
         RankedTensorType::get({n, grid.getDimSize(1)}, grid.getElementType()),
         rows);
-    auto again =
-        Fp8QuantizeOp::create(b, q.getLoc(), rows, there, q.getFormatAttr(),
-                              q.getPow2ScalesAttr(), q.getBackwardBlockAttr());
+    auto again = Fp8QuantizeOp::create(
+        b, q.getLoc(), rows, there, q.getFormatAttr(), q.getPow2ScalesAttr(),
+        q.getBackwardBlockAttr(), q.getGroupRowsAttr());
     // Copied first: inserting may move the maps.
     Layout l = layout(rows);
     Exchange e = exchanged.find(rows)->second;

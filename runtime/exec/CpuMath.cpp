@@ -754,6 +754,24 @@ absl::Status groupedMatmul(const float *x, const float *w, const int32_t *sizes,
   return absl::OkStatus();
 }
 
+absl::Status fp8GroupQuantize(const float *x, const int32_t *sizes,
+                              int64_t groups, int64_t experts, int64_t n,
+                              int64_t cols, int64_t tileRows, bool e4m3,
+                              bool pow2, float *values, uint8_t *codes,
+                              float *scaleInv, const char *what) {
+  if (absl::Status s = groupStarts(sizes, groups, n, what).status(); !s.ok())
+    return s;
+  if (values)
+    std::fill(values, values + n * cols, 0.0f);
+  // Column by column, as a GPU thread takes one: a strided walk down x,
+  // for checking, not speed.
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t c = 0; c < cols; ++c)
+      weft_fp8_expert_column(x, sizes, groups, experts, n, cols, tileRows, e, c,
+                             e4m3, pow2, values, codes, scaleInv);
+  return absl::OkStatus();
+}
+
 absl::Status groupedMatmulWgrad(const float *a, const float *b,
                                 const int32_t *sizes, int64_t groups,
                                 int64_t experts, int64_t n, int64_t p,

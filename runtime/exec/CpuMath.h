@@ -207,6 +207,20 @@ absl::Status groupedMatmul(const float *x, const float *w, const int32_t *sizes,
                            int64_t kDim, int64_t m, bool transposeRhs,
                            float *out, const char *what);
 
+/// weft.fp8_group_quantize and sched.fp8_group_cast: x [n, cols] in the
+/// groups of `sizes` of `experts` experts, each expert's rows cut into
+/// tiles of `tileRows` (0: all of them), each tile's column a block scaled
+/// by its own maximum (runtime/support/Fp8Scaling.h's
+/// weft_fp8_expert_column). Writes the dequantized values into `values`
+/// [n, cols] (rows after the groups zero) or the codes, transposed and
+/// expert-major, into `codes` [cols, n] with each block's 1 / s in
+/// `scaleInv` [T, cols] (weft_fp8_group_tiles).
+absl::Status fp8GroupQuantize(const float *x, const int32_t *sizes,
+                              int64_t groups, int64_t experts, int64_t n,
+                              int64_t cols, int64_t tileRows, bool e4m3,
+                              bool pow2, float *values, uint8_t *codes,
+                              float *scaleInv, const char *what);
+
 /// weft.grouped_matmul_wgrad: out [experts, p, q] = per expert the sum of
 /// its groups' a_g^T b_g, a [n, p] and b [n, q].
 absl::Status groupedMatmulWgrad(const float *a, const float *b,

@@ -163,6 +163,8 @@ constexpr Spelling<Op> kOps[] = {
     {"fp8_amax", Op::Fp8Amax},
     {"fp8_quantize", Op::Fp8Quantize},
     {"fp8_cast", Op::Fp8Cast},
+    {"fp8_group_quantize", Op::Fp8GroupQuantize},
+    {"fp8_group_cast", Op::Fp8GroupCast},
     {"layer_norm_grad", Op::LayerNormGrad},
     {"rms_norm_grad", Op::RmsNormGrad},
     {"one_hot", Op::OneHot},
@@ -830,6 +832,27 @@ absl::Status readScalars(Obj &o, std::vector<Scalar> &out) {
   return absl::OkStatus();
 }
 
+/// Field 'format': whether it is f8e4m3fn (else f8e5m2).
+absl::StatusOr<bool> readFp8Format(Obj &o) {
+  std::string format;
+  WEFT_ASSIGN(format, o.str("format"));
+  if (format != "f8e4m3fn" && format != "f8e5m2")
+    return o.fail("field 'format': '" + format + "' is not f8e4m3fn or f8e5m2");
+  return format == "f8e4m3fn";
+}
+
+/// Field 'tile_rows': tiles of an expert's rows, 0 (all of them) or a
+/// positive multiple of 32 (an FP8 GEMM's k-blocks).
+absl::StatusOr<int64_t> readTileRows(Obj &o) {
+  int64_t rows;
+  WEFT_ASSIGN(rows, o.i64("tile_rows"));
+  if (rows < 0 || rows % 32 != 0)
+    return o.fail(absl::StrCat("field 'tile_rows' is ", rows,
+                               ", not 0 (all of an expert's rows) or a "
+                               "positive multiple of 32"));
+  return rows;
+}
+
 /// An FP8 GEMM's optional `scale_modes` (A's and B's) into `a` and `b`.
 absl::Status readScaleModes(Obj &o, int &a, int &b) {
   if (!o.has("scale_modes"))
@@ -963,13 +986,21 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   }
   case Op::Fp8Quantize: {
     Fp8QuantizeAttrs a;
-    std::string format;
-    WEFT_ASSIGN(format, o.str("format"));
-    if (format != "f8e4m3fn" && format != "f8e5m2")
-      return o.fail("field 'format': '" + format +
-                    "' is not f8e4m3fn or f8e5m2");
-    a.e4m3 = format == "f8e4m3fn";
+    WEFT_ASSIGN(a.e4m3, readFp8Format(o));
     WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
+    return a;
+  }
+  case Op::Fp8GroupQuantize:
+  case Op::Fp8GroupCast: {
+    Fp8GroupAttrs a; // A cast's format is checked from out's type.
+    if (op == Op::Fp8GroupQuantize)
+      WEFT_ASSIGN(a.e4m3, readFp8Format(o));
+    WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
+    WEFT_ASSIGN(a.tileRows, readTileRows(o));
+    WEFT_ASSIGN(a.experts, o.i64("experts"));
+    if (a.experts < 1)
+      return o.fail(
+          absl::StrCat("field 'experts' is ", a.experts, ", not positive"));
     return a;
   }
   case Op::Fp8Cast: {
@@ -994,8 +1025,19 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::ExpertCombine:
   case Op::ExpertGather:
   case Op::ExpertScatter:
-  case Op::GroupedMatmulWgrad:
     return InstructionAttrs();
+  case Op::GroupedMatmulWgrad: {
+    GroupedWgradAttrs a;
+    // Bundles from before FP8 expert weight gradients have no has_scales.
+    if (o.has("has_scales"))
+      WEFT_ASSIGN(a.hasScales, o.flag("has_scales"));
+    if (a.hasScales)
+      WEFT_ASSIGN(a.tileRows, readTileRows(o));
+    else if (o.has("tile_rows"))
+      return o.fail("field 'tile_rows': takes tiles only with FP8 operands "
+                    "(has_scales)");
+    return a;
+  }
   case Op::TopK: {
     TopKAttrs a;
     WEFT_ASSIGN(a.k, o.i64("k"));
@@ -1183,6 +1225,13 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
                   {"amax", kRead},
                   {"out", kWrite},
                   {"scale_inv", kWrite}});
+  case Op::Fp8GroupQuantize:
+    return roles({{"input", kRead}, {"sizes", kRead}, {"out", kWrite}});
+  case Op::Fp8GroupCast:
+    return roles({{"input", kRead},
+                  {"sizes", kRead},
+                  {"out", kWrite},
+                  {"scale_inv", kWrite}});
   case Op::CrossEntropy:
     return roles({{"logits", kRead}, {"labels", kRead}, {"loss", kWrite}});
   case Op::CrossEntropyGrad:
@@ -1235,9 +1284,15 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
     }
     return r;
   }
-  case Op::GroupedMatmulWgrad:
-    return roles(
+  case Op::GroupedMatmulWgrad: {
+    std::vector<Role> r = roles(
         {{"lhs", kRead}, {"rhs", kRead}, {"sizes", kRead}, {"out", kWrite}});
+    if (in.as<GroupedWgradAttrs>().hasScales) {
+      r.push_back({"scale_lhs", kRead});
+      r.push_back({"scale_rhs", kRead});
+    }
+    return r;
+  }
   case Op::Copy:
     return roles({{"source", kRead}, {"dest", kWrite}});
   case Op::Fill:
@@ -1985,6 +2040,20 @@ absl::Status checkRows(const Check &c, size_t i, int64_t width) {
   return absl::OkStatus();
 }
 
+/// Operand `i` is the scales [T, cols] f32 of tiles of `tileRows` of
+/// each of `experts` experts' rows in N (weft_fp8_group_tiles).
+absl::Status checkGroupScales(const Check &c, size_t i, int64_t experts,
+                              int64_t n, int64_t cols, int64_t tileRows) {
+  int64_t tiles = weft_fp8_group_tiles(experts, n, tileRows);
+  if (c.dtype(i) != DType::F32 ||
+      c.shape(i) != std::vector<int64_t>{tiles, cols})
+    return c.fail(absl::StrCat(c.name(i), " must be f32 [", tiles, ", ", cols,
+                               "] (a scale per tile of an expert's rows "
+                               "and column), not ",
+                               dtypeText(c.dtype(i)), " ", list(c.shape(i))));
+  return absl::OkStatus();
+}
+
 /// Operand `i` is group sizes [G] with `experts` dividing G.
 absl::Status checkSizes(const Check &c, size_t i, int64_t experts) {
   WEFT_RETURN_IF_ERROR(c.isInt(i));
@@ -2284,15 +2353,60 @@ absl::Status checkOperands(const Check &c) {
     WEFT_RETURN_IF_ERROR(c.hasShape(3, {c.shape(0)[0], w[t ? 1 : 2]}));
     return checkGroupedScales(c, in.as<GroupedMatmulAttrs>());
   }
-  case Op::GroupedMatmulWgrad: // lhs, rhs, sizes, out
+  case Op::GroupedMatmulWgrad: { // lhs, rhs, sizes, out
     WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
     WEFT_RETURN_IF_ERROR(c.hasRank(1, 2));
     WEFT_RETURN_IF_ERROR(c.hasRank(3, 3));
-    if (c.shape(0)[0] != c.shape(1)[0])
-      return c.fail(absl::StrCat(c.name(0), " has ", c.shape(0)[0], " rows, ",
-                                 c.name(1), " ", c.shape(1)[0]));
+    const auto &a = in.as<GroupedWgradAttrs>();
+    absl::StatusOr<bool> fp8 = checkGemmTypes(c, a.hasScales, "lhs", "rhs");
+    if (!fp8.ok())
+      return fp8.status();
+    // FP8 operands come transposed: [P, N] and [Q, N].
+    int rows = *fp8 ? 1 : 0, cols = 1 - rows;
+    if (c.shape(0)[rows] != c.shape(1)[rows])
+      return c.fail(absl::StrCat(c.name(0), " has ", c.shape(0)[rows],
+                                 " rows, ", c.name(1), " ", c.shape(1)[rows],
+                                 *fp8 ? " (FP8 operands transposed)" : ""));
     WEFT_RETURN_IF_ERROR(checkSizes(c, 2, c.shape(3)[0]));
-    return c.hasShape(3, {c.shape(3)[0], c.shape(0)[1], c.shape(1)[1]});
+    WEFT_RETURN_IF_ERROR(
+        c.hasShape(3, {c.shape(3)[0], c.shape(0)[cols], c.shape(1)[cols]}));
+    if (!*fp8)
+      return absl::OkStatus();
+    if (c.dtype(0) == DType::F8E5M2 && c.dtype(1) == DType::F8E5M2)
+      return c.fail("multiplies f8E5M2 by f8E5M2, which no FP8 GEMM does");
+    if (c.dtype(3) != DType::F32 && c.dtype(3) != DType::BF16)
+      return c.fail(absl::StrCat(c.name(3),
+                                 " must hold f32 or bf16 for FP8 "
+                                 "operands, not ",
+                                 dtypeText(c.dtype(3))));
+    int64_t n = c.shape(0)[1];
+    int64_t experts = c.shape(3)[0];
+    WEFT_RETURN_IF_ERROR(
+        checkGroupScales(c, 4, experts, n, c.shape(0)[0], a.tileRows));
+    return checkGroupScales(c, 5, experts, n, c.shape(1)[0], a.tileRows);
+  }
+  case Op::Fp8GroupQuantize: // input, sizes, out
+  case Op::Fp8GroupCast: {   // input, sizes, out, scale_inv
+    const auto &a = in.as<Fp8GroupAttrs>();
+    WEFT_RETURN_IF_ERROR(c.hasRank(0, 2));
+    WEFT_RETURN_IF_ERROR(checkSizes(c, 1, a.experts));
+    const std::vector<int64_t> &x = c.shape(0);
+    if (in.op == Op::Fp8GroupQuantize) {
+      if (c.dtype(0) != DType::F32 || c.dtype(2) != DType::F32)
+        return c.fail("fp8_group_quantize reads and writes f32");
+      return c.sameShape(0, 2);
+    }
+    if (c.dtype(0) != DType::F32)
+      return c.fail(absl::StrCat(c.name(0), " must hold f32, not ",
+                                 dtypeText(c.dtype(0))));
+    if (!isFp8(c.dtype(2)))
+      return c.fail(absl::StrCat(c.name(2),
+                                 " must hold f8e4m3fn or f8e5m2, "
+                                 "not ",
+                                 dtypeText(c.dtype(2))));
+    WEFT_RETURN_IF_ERROR(c.hasShape(2, {x[1], x[0]}));
+    return checkGroupScales(c, 3, a.experts, x[0], x[1], a.tileRows);
+  }
   case Op::Copy:
     return checkCopy(c, in.as<CopyAttrs>());
   case Op::Fill:

@@ -167,6 +167,8 @@ enum class Op {
   Fp8Amax,
   Fp8Quantize,
   Fp8Cast,
+  Fp8GroupQuantize,
+  Fp8GroupCast,
   LayerNormGrad,
   RmsNormGrad,
   OneHot,
@@ -338,6 +340,21 @@ struct ExpertRouteAttrs {
   int64_t capacity = 0; // 0: dropless.
   std::vector<std::string> tokenAxes;
 };
+/// fp8_group_quantize (format given) and fp8_group_cast (the format is
+/// out's): tiles of tileRows of each expert's rows (0: all of them).
+struct Fp8GroupAttrs {
+  bool e4m3 = true;
+  bool pow2 = false;
+  int64_t tileRows = 0;
+  int64_t experts = 1;
+};
+/// grouped_matmul_wgrad: lhs, rhs, sizes, out, [scale_lhs, scale_rhs]; FP8
+/// operands transposed and expert-major ([P, N], [Q, N]) with scales per
+/// tile of tileRows of an expert's rows and column.
+struct GroupedWgradAttrs {
+  bool hasScales = false;
+  int64_t tileRows = 0;
+};
 /// grouped_matmul: input, weight, sizes, out, [scale_input, scale_weight].
 struct GroupedMatmulAttrs {
   bool transposeRhs = false;
@@ -378,14 +395,13 @@ struct EventAttrs {
 };
 
 /// monostate: fp8_amax, one_hot, expert_dispatch, expert_combine,
-/// expert_gather, expert_scatter, grouped_matmul_wgrad.
-using InstructionAttrs =
-    std::variant<std::monostate, LaunchAttrs, GemmAttrs, AttentionAttrs,
-                 VocabAttrs, RopeAttrs, CrossEntropyAttrs, ReduceAttrs,
-                 SoftmaxAttrs, DropoutAttrs, Fp8QuantizeAttrs, NormGradAttrs,
-                 TopKAttrs, TopKGatingAttrs, ExpertRouteAttrs,
-                 GroupedMatmulAttrs, CopyAttrs, FillAttrs, CollectiveAttrs,
-                 RaggedAttrs, PeerAttrs, EventAttrs>;
+/// expert_gather, expert_scatter.
+using InstructionAttrs = std::variant<
+    std::monostate, LaunchAttrs, GemmAttrs, AttentionAttrs, VocabAttrs,
+    RopeAttrs, CrossEntropyAttrs, ReduceAttrs, SoftmaxAttrs, DropoutAttrs,
+    Fp8QuantizeAttrs, NormGradAttrs, TopKAttrs, TopKGatingAttrs,
+    ExpertRouteAttrs, GroupedMatmulAttrs, Fp8GroupAttrs, GroupedWgradAttrs,
+    CopyAttrs, FillAttrs, CollectiveAttrs, RaggedAttrs, PeerAttrs, EventAttrs>;
 
 struct Instruction {
   Op op = Op::Fill;

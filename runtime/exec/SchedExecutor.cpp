@@ -17,6 +17,7 @@
 #include "runtime/support/Epilogue.h"
 #include "runtime/support/Float.h"
 #include "runtime/support/Fp8Scaling.h"
+#include "runtime/support/GroupedRows.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -194,6 +195,26 @@ void widenFp8(std::vector<float> &to, const uint8_t *codes, DType format,
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < k; ++c)
       to[r * ld + c] *= scale[weft_fp8_scale_index(mode, r, c, rows, k)];
+}
+
+/// The f32 values [n, cols] of an expert weight gradient's FP8 operand
+/// `codes` [cols, n] (sched.fp8_group_cast's: expert-major) into `to`, in
+/// the same order, each times its tile's scale (`scale` [T, cols], tiles of
+/// `tileRows` of the rows of expert e, `counts[e]` from `firsts[e]`); rows
+/// after the experts' are zero.
+void widenGroupFp8(std::vector<float> &to, const uint8_t *codes, DType format,
+                   const float *scale, const std::vector<long> &firsts,
+                   const std::vector<int32_t> &counts, int64_t tileRows,
+                   int64_t n, int64_t cols) {
+  std::fill(to.begin(), to.end(), 0.0f);
+  for (size_t e = 0; e < counts.size(); ++e)
+    for (int64_t v = 0; v < counts[e]; ++v) {
+      int64_t row = firsts[e] + v,
+              tile = weft_fp8_expert_tile(firsts[e], e, v, tileRows);
+      for (int64_t c = 0; c < cols; ++c)
+        to[row * cols + c] =
+            fp8Value(codes[c * n + row], format) * scale[tile * cols + c];
+    }
 }
 } // namespace
 
@@ -894,14 +915,69 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     });
   }
   case Op::GroupedMatmulWgrad: {
-    if (absl::Status s = needAll({{0, F}, {1, F}, {2, I}, {3, F}}); !s.ok())
+    // FP8 codes [P, N] and [Q, N] (the loader checked their scales) are
+    // read as f32 copies [N, P] and [N, Q] of their values times their
+    // tiles' scales.
+    const auto &a = ins.as<sched::GroupedWgradAttrs>();
+    bool fp8 = a.hasScales;
+    if (absl::Status s = fp8 ? needAll({{2, I}, {3, F}})
+                             : needAll({{0, F}, {1, F}, {2, I}, {3, F}});
+        !s.ok())
       return s;
-    return Step([=, a = f(0), b = f(1), sizes = i32(2), out = f(3),
-                 groups = type(2).numElements(), experts = type(3).shape[0],
-                 n = type(0).shape[0], p = type(0).shape[1],
-                 q = type(1).shape[1]] {
-      return cpu::groupedMatmulWgrad(a, b, sizes, groups, experts, n, p, q, out,
-                                     what);
+    int64_t n = type(0).shape[fp8 ? 1 : 0], p = type(0).shape[fp8 ? 0 : 1],
+            q = type(1).shape[fp8 ? 0 : 1];
+    std::shared_ptr<std::vector<float>> wideA, wideB;
+    if (fp8) {
+      wideA = std::make_shared<std::vector<float>>(n * p);
+      wideB = std::make_shared<std::vector<float>>(n * q);
+    }
+    return Step([=, lhs = bound.ptr[ops[0]], rhs = bound.ptr[ops[1]],
+                 sizes = i32(2), out = f(3), groups = type(2).numElements(),
+                 experts = type(3).shape[0], formatA = type(0).dtype,
+                 formatB = type(1).dtype, scaleA = fp8 ? f(4) : nullptr,
+                 scaleB = fp8 ? f(5) : nullptr, tileRows = a.tileRows] {
+      const float *as = reinterpret_cast<const float *>(lhs),
+                  *bs = reinterpret_cast<const float *>(rhs);
+      if (!fp8)
+        return cpu::groupedMatmulWgrad(as, bs, sizes, groups, experts, n, p, q,
+                                       out, what);
+      // Expert-major rows: one group an expert.
+      if (absl::Status s = groupStarts(sizes, groups, n, what).status();
+          !s.ok())
+        return s;
+      std::vector<long> firsts(experts);
+      std::vector<int32_t> counts(experts);
+      for (int64_t e = 0; e < experts; ++e) {
+        long count;
+        weft_fp8_expert_span(sizes, groups, experts, n, e, &firsts[e], &count);
+        counts[e] = static_cast<int32_t>(count);
+      }
+      widenGroupFp8(*wideA, reinterpret_cast<const uint8_t *>(lhs), formatA,
+                    scaleA, firsts, counts, tileRows, n, p);
+      widenGroupFp8(*wideB, reinterpret_cast<const uint8_t *>(rhs), formatB,
+                    scaleB, firsts, counts, tileRows, n, q);
+      return cpu::groupedMatmulWgrad(wideA->data(), wideB->data(),
+                                     counts.data(), experts, experts, n, p, q,
+                                     out, what);
+    });
+  }
+  case Op::Fp8GroupQuantize:
+  case Op::Fp8GroupCast: {
+    const auto &a = ins.as<sched::Fp8GroupAttrs>();
+    bool cast = ins.op == Op::Fp8GroupCast;
+    if (absl::Status s = cast ? needAll({{0, F}, {1, I}, {3, F}})
+                              : needAll({{0, F}, {1, I}, {2, F}});
+        !s.ok())
+      return s;
+    bool e4m3 = cast ? type(2).dtype == DType::F8E4M3FN : a.e4m3;
+    return Step([=, x = f(0), sizes = i32(1), out = bound.ptr[ops[2]],
+                 scaleInv = cast ? f(3) : nullptr,
+                 groups = type(1).numElements(), n = type(0).shape[0],
+                 cols = type(0).shape[1]] {
+      return cpu::fp8GroupQuantize(
+          x, sizes, groups, a.experts, n, cols, a.tileRows, e4m3, a.pow2,
+          cast ? nullptr : reinterpret_cast<float *>(out),
+          cast ? reinterpret_cast<uint8_t *>(out) : nullptr, scaleInv, what);
     });
   }
   case Op::Copy: {

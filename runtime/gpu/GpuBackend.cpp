@@ -178,7 +178,8 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
     // Weft's FP8 GEMM (MXFP8, experts) issues mma.sync over FP8 codes:
     // FP8 tensor cores (sm_89 and up), as cuBLASLt's FP8 GEMMs need.
     int arch = 0;
-    if (launch.kernel == "weft_fp8_block_gemm" &&
+    if ((launch.kernel == "weft_fp8_block_gemm" ||
+         launch.kernel == "weft_fp8_group_wgrad") &&
         (!absl::SimpleAtoi(absl::string_view(device->arch()).substr(3),
                            &arch) ||
          arch < 89))

@@ -846,12 +846,9 @@ absl::Status Translator::fp8BlockGemm(GpuArg sizes, int64_t groups,
 }
 
 absl::Status Translator::groupedMatmul(bool wgrad) {
-  if (!wgrad && ins.as<sched::GroupedMatmulAttrs>().hasScales) {
-    // FP8 codes (an expert layer's FP8 GEMMs): Weft's kernel, which reads
-    // the sizes on the device (cuBLAS's grouped GEMM takes no FP8). The
-    // loader checked the weight [E, M, K] (transpose_rhs), k % 32 == 0 and
-    // the scales.
-    const auto &a = ins.as<sched::GroupedMatmulAttrs>();
+  // A grouped GEMM or weight gradient on FP8 codes: operands 0 and 1 FP8,
+  // the sizes i32, out f32 or bf16, the scales (4, 5) f32.
+  auto needFp8Grouped = [&]() -> absl::Status {
     for (size_t i : {0, 1})
       if (absl::Status s = need(i, {DType::F8E4M3FN, DType::F8E5M2}); !s.ok())
         return s;
@@ -859,7 +856,40 @@ absl::Status Translator::groupedMatmul(bool wgrad) {
             needAll({{2, DType::I32}, {4, DType::F32}, {5, DType::F32}});
         !s.ok())
       return s;
-    if (absl::Status s = need(3, {DType::F32, DType::BF16}); !s.ok())
+    return need(3, {DType::F32, DType::BF16});
+  };
+  if (wgrad && ins.as<sched::GroupedWgradAttrs>().hasScales) {
+    // FP8 codes [P, N] and [Q, N], expert-major (fp8_group_cast's): Weft's
+    // kernel, a block per 64 x 64 of an expert's gradient, the sizes read
+    // on the device. The loader checked the shapes and scales.
+    if (absl::Status s = needFp8Grouped(); !s.ok())
+      return s;
+    int64_t p = shape(0)[0], q = shape(1)[0], n = shape(0)[1],
+            experts = shape(3)[0];
+    if (p == 0 || q == 0 || experts == 0)
+      return absl::OkStatus();
+    GpuLaunch &l =
+        kernel("weft_fp8_group_wgrad", 1,
+               {buf(0), buf(1), buf(4), buf(5), buf(3), buf(2), i64(count(2)),
+                i64(experts), i64(p), i64(q), i64(n),
+                i64(ins.as<sched::GroupedWgradAttrs>().tileRows),
+                i32(dtype(0) == DType::F8E4M3FN),
+                i32(dtype(1) == DType::F8E4M3FN), i32(dtype(3) == DType::BF16)},
+               WEFT_FP8_GEMM_THREADS);
+    l.grid[0] = static_cast<unsigned>((q + WEFT_FP8_GEMM_TILE - 1) /
+                                      WEFT_FP8_GEMM_TILE);
+    l.grid[1] = static_cast<unsigned>((p + WEFT_FP8_GEMM_TILE - 1) /
+                                      WEFT_FP8_GEMM_TILE);
+    l.grid[2] = static_cast<unsigned>(experts);
+    return absl::OkStatus();
+  }
+  if (!wgrad && ins.as<sched::GroupedMatmulAttrs>().hasScales) {
+    // FP8 codes (an expert layer's FP8 GEMMs): Weft's kernel, which reads
+    // the sizes on the device (cuBLAS's grouped GEMM takes no FP8). The
+    // loader checked the weight [E, M, K] (transpose_rhs), k % 32 == 0 and
+    // the scales.
+    const auto &a = ins.as<sched::GroupedMatmulAttrs>();
+    if (absl::Status s = needFp8Grouped(); !s.ok())
       return s;
     int64_t k = shape(0)[1], m = shape(1)[1];
     return fp8BlockGemm(buf(2), count(2), shape(1)[0], shape(0)[0], m, k, k, k,
@@ -1250,6 +1280,30 @@ absl::Status Translator::run() {
             i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
             i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN),
             i32(a.pow2), i32(a.scaleMode), i64(blockRows), i64(blockCols)});
+    return absl::OkStatus();
+  }
+  case Op::Fp8GroupQuantize:
+  case Op::Fp8GroupCast: {
+    // A thread per expert and column (weft_fp8_group_cast); a values
+    // quantization's extra row of blocks zeroes the rows after the groups.
+    bool cast = ins.op == Op::Fp8GroupCast;
+    if (absl::Status s = needAll({{0, DType::F32}, {1, DType::I32}}); !s.ok())
+      return s;
+    if (absl::Status s = cast ? need(3, {DType::F32}) : need(2, {DType::F32});
+        !s.ok())
+      return s;
+    const auto &a = ins.as<sched::Fp8GroupAttrs>();
+    int64_t n = shape(0)[0], cols = shape(0)[1];
+    if (cols == 0)
+      return absl::OkStatus();
+    GpuLaunch &l = kernel("weft_fp8_group_cast", 1,
+                          {buf(0), buf(1), i64(count(1)), i64(a.experts),
+                           i64(n), i64(cols), i64(a.tileRows),
+                           i32(cast ? dtype(2) == DType::F8E4M3FN : a.e4m3),
+                           i32(a.pow2), cast ? null() : buf(2),
+                           cast ? buf(2) : null(), cast ? buf(3) : null()});
+    l.grid[0] = static_cast<unsigned>((cols + kThreads - 1) / kThreads);
+    l.grid[1] = static_cast<unsigned>(a.experts + (cast ? 0 : 1));
     return absl::OkStatus();
   }
   case Op::LayerNormGrad:

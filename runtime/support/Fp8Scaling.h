@@ -320,4 +320,121 @@ WEFT_FP8_FN void weft_fp8_cast_element(float x, long i, const float *amax,
         1.0f / scale;
 }
 
+/// An expert weight gradient's FP8 blocks (weft.fp8_group_quantize): rows
+/// [0, n) hold consecutive groups of sizes[g] rows (a negative size counts
+/// as 0, one past the rows left as the rows left), group g of expert
+/// g mod `experts`. An expert's rows are its groups' in order; they are
+/// cut into tiles of `tile` rows from its first (0: all its rows), and a
+/// tile times a column is a block. In expert-major order (the experts' rows
+/// one after another, as an FP8 weight gradient reads them) expert e's rows
+/// begin at `first`; its tile j is numbered first / tile + e + j (e for
+/// whole experts), so no two experts share a number and every number is
+/// below weft_fp8_group_tiles(experts, n, tile), the scales' rows.
+WEFT_FP8_FN long weft_fp8_group_tiles(long experts, long n, long tile) {
+  return tile > 0 ? (n + tile - 1) / tile + experts : experts;
+}
+
+/// Group g's size, clamped to the rows left after `start`.
+WEFT_FP8_FN long weft_fp8_group_size(const int *sizes, long g, long start,
+                                     long n) {
+  long size = sizes[g] < 0 ? 0 : sizes[g];
+  return size > n - start ? n - start : size;
+}
+
+/// Expert e's first row in expert-major order and how many it has.
+WEFT_FP8_FN void weft_fp8_expert_span(const int *sizes, long groups,
+                                      long experts, long n, long e, long *first,
+                                      long *count) {
+  long start = 0;
+  *first = 0;
+  *count = 0;
+  for (long g = 0; g < groups; ++g) {
+    long size = weft_fp8_group_size(sizes, g, start, n);
+    if (g % experts < e)
+      *first += size;
+    else if (g % experts == e)
+      *count += size;
+    start += size;
+  }
+}
+
+/// The number of the tile holding row v of an expert whose rows begin at
+/// `first` in expert-major order.
+WEFT_FP8_FN long weft_fp8_expert_tile(long first, long e, long v, long tile) {
+  return tile > 0 ? first / tile + e + v / tile : e;
+}
+
+/// Moves to expert e's next non-empty group after *g (or its first, for
+/// *g < 0): its index, first row and size; 0 when none is left.
+WEFT_FP8_FN int weft_fp8_next_group(const int *sizes, long groups, long experts,
+                                    long n, long e, long *g, long *start,
+                                    long *size) {
+  long h = 0, at = 0;
+  if (*g >= 0) {
+    h = *g + 1;
+    at = *start + *size;
+  }
+  for (; h < groups; ++h) {
+    long s = weft_fp8_group_size(sizes, h, at, n);
+    if (h % experts == e && s > 0) {
+      *g = h;
+      *start = at;
+      *size = s;
+      return 1;
+    }
+    at += s;
+  }
+  return 0;
+}
+
+/// weft.fp8_group_quantize of column c of expert e's rows of x [n, cols]:
+/// each tile's maximum (a NaN counting as infinity) gives its scale, as
+/// weft_fp8_scale does. Writes the dequantized values at their rows,
+/// values[r * cols + c] (if `values`), or the codes in expert-major order,
+/// codes[c * n + first + v] for the expert's row v, with the tile's 1 / s
+/// in scaleInv[tile number * cols + c] (if `codes`). The CPU runs it for
+/// every expert and column, a GPU thread for one.
+WEFT_FP8_FN void weft_fp8_expert_column(const float *x, const int *sizes,
+                                        long groups, long experts, long n,
+                                        long cols, long tile, long e, long c,
+                                        int e4m3, int pow2, float *values,
+                                        unsigned char *codes, float *scaleInv) {
+  long first, count;
+  weft_fp8_expert_span(sizes, groups, experts, n, e, &first, &count);
+  long g = -1, start = 0, size = 0;
+  if (!weft_fp8_next_group(sizes, groups, experts, n, e, &g, &start, &size))
+    return;
+  long at = 0; // The next row, start + at, of group g.
+  for (long v0 = 0; v0<count; v0 += tile> 0 ? tile : count) {
+    long rows = tile > 0 && count - v0 > tile ? tile : count - v0;
+    // Two passes over the tile's rows, which may span groups: its maximum,
+    // then its codes or values.
+    long g0 = g, start0 = start, size0 = size, at0 = at;
+    float amax = 0.0f;
+    for (int pass = 0; pass < 2; ++pass) {
+      g = g0, start = start0, size = size0, at = at0;
+      float scale = weft_fp8_scale(amax, e4m3, pow2);
+      for (long v = v0; v < v0 + rows; ++v) {
+        float xv = x[(start + at) * cols + c];
+        if (pass == 0) {
+          float a = xv < 0 ? -xv : xv;
+          amax =
+              a != a ? weft_fp8_float_of(0x7F800000u) : (a > amax ? a : amax);
+        } else if (codes) {
+          codes[c * n + first + v] = weft_fp8_code(xv, scale, e4m3);
+        } else {
+          values[(start + at) * cols + c] = weft_fp8_quantize(xv, scale, e4m3);
+        }
+        if (++at == size) {
+          at = 0;
+          weft_fp8_next_group(sizes, groups, experts, n, e, &g, &start, &size);
+        }
+      }
+      if (pass == 1 && codes)
+        scaleInv[weft_fp8_expert_tile(first, e, v0, tile) * cols + c] =
+            1.0f / scale;
+    }
+  }
+}
+
 #endif // WEFT_RUNTIME_SUPPORT_FP8SCALING_H

@@ -199,12 +199,22 @@ void checkTraining(const std::string &model, const std::string &dtype,
   EXPECT_LE(testutil::worstError(want.logits, got.logits),
             trainedTolerance > 0 ? trainedTolerance : gradTolerance);
   // Steps 2 and 3 replayed the graph recorded on step 2; a mixture of
-  // experts' grouped GEMMs size themselves on the host from the routing,
-  // so its programs run launch by launch.
-  bool experts = model.rfind("mixtral", 0) == 0;
+  // experts' grouped GEMMs through cuBLAS size themselves on the host from
+  // the routing, so its programs run launch by launch. Weft's FP8 kernels
+  // read the sizes on the device: a step whose every expert GEMM is on
+  // codes (MXFP8's, the weight gradients' too) replays as a dense one.
+  bool hostSizes = false;
+  absl::StatusOr<rs::SchedBundle> gpuBundle = rs::loadSchedBundle(gpuDir);
+  ASSERT_TRUE(gpuBundle.ok()) << gpuBundle.status();
+  for (const rs::Instruction &ins :
+       gpuBundle->program("train_step")->instructions)
+    hostSizes |= (ins.op == rs::Op::GroupedMatmul &&
+                  !ins.as<rs::GroupedMatmulAttrs>().hasScales) ||
+                 (ins.op == rs::Op::GroupedMatmulWgrad &&
+                  !ins.as<rs::GroupedWgradAttrs>().hasScales);
   if (emulation.device) {
-    EXPECT_EQ(emulation.device->replays(), experts ? 0 : 2);
-    EXPECT_EQ(emulation.gemm->groupedCalls() > 0, experts);
+    EXPECT_EQ(emulation.device->replays(), hostSizes ? 0 : 2);
+    EXPECT_EQ(emulation.gemm->groupedCalls() > 0, hostSizes);
   }
   // Attention through GEMMs rounds the probabilities to bf16 before P V, as
   // FlashAttention does, where the CPU keeps them f32: gradients differ by
@@ -307,13 +317,21 @@ TEST(EmulatedGpu,
                 5e-2);
   absl::StatusOr<rs::SchedBundle> bundle = rs::loadSchedBundle(gpuDir);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
-  int codes = 0, values = 0;
-  for (const rs::Instruction &ins : bundle->program("train_step")->instructions)
+  int codes = 0, values = 0, wgradCodes = 0, wgradValues = 0;
+  for (const rs::Instruction &ins :
+       bundle->program("train_step")->instructions) {
     if (ins.op == rs::Op::GroupedMatmul)
       (ins.as<rs::GroupedMatmulAttrs>().hasScales ? codes : values) += 1;
-  // Three forward GEMMs and three input gradients in each of two layers.
+    if (ins.op == rs::Op::GroupedMatmulWgrad)
+      (ins.as<rs::GroupedWgradAttrs>().hasScales ? wgradCodes : wgradValues) +=
+          1;
+  }
+  // Three forward GEMMs and three input gradients in each of two layers,
+  // and three weight gradients (in 32-row tiles of each expert's rows).
   EXPECT_EQ(codes, 12);
   EXPECT_EQ(values, 0);
+  EXPECT_EQ(wgradCodes, 6);
+  EXPECT_EQ(wgradValues, 0);
 }
 // Per-tensor FP8 on the GPU multiplies FP8 itself: sched.fp8_cast's codes
 // (transposed where cuBLASLt's TN layout needs) and sched.gemm with FP8

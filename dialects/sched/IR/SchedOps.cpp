@@ -1689,19 +1689,109 @@ LogicalResult GroupedMatmulOp::verify() {
                            x[0], w[0] * w[1], x[1], "input", "weight");
 }
 
+/// Tiles of an expert's rows (fp8_group_cast's, an FP8 wgrad's): 0 (all
+/// of them) or a positive multiple of 32, the GEMM's k-blocks.
+static LogicalResult verifyTileRows(Operation *op, int64_t rows) {
+  if (rows < 0 || rows % 32 != 0)
+    return op->emitOpError("tile_rows must be 0 (all of an expert's rows) "
+                           "or a positive multiple of 32, not ")
+           << rows;
+  return success();
+}
+
+/// The f32 rows [N, C] of `experts` experts' groups `sizes` that a group
+/// quantization reads.
+static LogicalResult verifyGroupRowsInput(Operation *op, Value input,
+                                          Value sizes, int64_t tileRows,
+                                          int64_t experts) {
+  if (failed(hasRank(op, input, "input", 2)) ||
+      failed(verifySizes(op, sizes, experts)) ||
+      failed(verifyTileRows(op, tileRows)))
+    return failure();
+  Type in = bufferOf(input).getElementType();
+  if (!in.isF32())
+    return op->emitOpError("input must hold f32, not ") << in;
+  return success();
+}
+
+/// The scales of an expert weight gradient's FP8 operand [cols, N] in
+/// tiles of `tileRows` of each of `experts` experts' rows: [T, cols] f32.
+static LogicalResult verifyGroupScales(Operation *op, Value scale,
+                                       int64_t experts, int64_t n, int64_t cols,
+                                       int64_t tileRows, StringRef name) {
+  int64_t tiles = weft_fp8_group_tiles(experts, n, tileRows);
+  BufferType type = bufferOf(scale);
+  if (!type.getElementType().isF32() ||
+      type.getShape() != ArrayRef<int64_t>{tiles, cols})
+    return op->emitOpError("scale of ")
+           << name << " must be f32 [" << tiles << ", " << cols
+           << "] (a scale per tile of an expert's rows and column), not "
+           << type;
+  return success();
+}
+
+LogicalResult Fp8GroupQuantizeOp::verify() {
+  if (getFormat() != "f8e4m3fn" && getFormat() != "f8e5m2")
+    return emitOpError("format must be f8e4m3fn or f8e5m2, got '")
+           << getFormat() << "'";
+  if (failed(verifyGroupRowsInput(*this, getInput(), getSizes(), getTileRows(),
+                                  getExperts())))
+    return failure();
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
+LogicalResult Fp8GroupCastOp::verify() {
+  if (failed(verifyGroupRowsInput(*this, getInput(), getSizes(), getTileRows(),
+                                  getExperts())))
+    return failure();
+  BufferType out = bufferOf(getOut());
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(out.getElementType()))
+    return emitOpError("out must hold f8E4M3FN or f8E5M2, not ")
+           << out.getElementType();
+  ArrayRef<int64_t> in = bufferOf(getInput()).getShape();
+  if (failed(hasShape(*this, getOut(), "out", {in[1], in[0]})))
+    return failure();
+  return verifyGroupScales(*this, getScaleInv(), getExperts(), in[0], in[1],
+                           getTileRows(), "out");
+}
+
 LogicalResult GroupedMatmulWgradOp::verify() {
   if (failed(hasRank(*this, getLhs(), "lhs", 2)) ||
       failed(hasRank(*this, getRhs(), "rhs", 2)) ||
       failed(hasRank(*this, getOut(), "out", 3)))
     return failure();
+  if (failed(verifyGemmTypes(*this, getLhs(), getRhs(), getScaleLhs(),
+                             getScaleRhs(), "lhs", "rhs")))
+    return failure();
+  bool fp8 = getScaleLhs() != nullptr;
+  if (fp8 != getTileRows().has_value())
+    return emitOpError(fp8 ? "FP8 operands need tile_rows"
+                           : "takes tile_rows only with FP8 operands");
+  // FP8 operands are [P, N] and [Q, N]: each expert's rows contiguous.
   ArrayRef<int64_t> a = bufferOf(getLhs()).getShape(),
                     r = bufferOf(getRhs()).getShape(),
                     out = bufferOf(getOut()).getShape();
-  if (a[0] != r[0])
-    return emitOpError("lhs has ") << a[0] << " rows, rhs " << r[0];
-  if (failed(verifySizes(*this, getSizes(), out[0])))
+  int64_t n = fp8 ? a[1] : a[0], p = fp8 ? a[0] : a[1], q = fp8 ? r[0] : r[1];
+  if ((fp8 ? r[1] : r[0]) != n)
+    return emitOpError("lhs has ") << n << " rows, rhs " << (fp8 ? r[1] : r[0])
+                                   << (fp8 ? " (FP8 operands transposed)" : "");
+  if (failed(verifySizes(*this, getSizes(), out[0])) ||
+      failed(hasShape(*this, getOut(), "out", {out[0], p, q})))
     return failure();
-  return hasShape(*this, getOut(), "out", {out[0], a[1], r[1]});
+  if (!fp8)
+    return success();
+  if (isa<Float8E5M2Type>(bufferOf(getLhs()).getElementType()) &&
+      isa<Float8E5M2Type>(bufferOf(getRhs()).getElementType()))
+    return emitOpError("multiplies f8E5M2 by f8E5M2, which no FP8 GEMM does");
+  Type outType = bufferOf(getOut()).getElementType();
+  if (!outType.isF32() && !outType.isBF16())
+    return emitOpError("FP8 operands write f32 or bf16, not ") << outType;
+  if (failed(verifyTileRows(*this, *getTileRows())))
+    return failure();
+  return failure(failed(verifyGroupScales(*this, getScaleLhs(), out[0], n, p,
+                                          *getTileRows(), "lhs")) ||
+                 failed(verifyGroupScales(*this, getScaleRhs(), out[0], n, q,
+                                          *getTileRows(), "rhs")));
 }
 
 //===----------------------------------------------------------------------===//

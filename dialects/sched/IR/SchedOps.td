@@ -806,6 +806,45 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     ::mlir::LogicalResult verifyBlocks(int mode);
   }];
 }
+def Sched_Fp8GroupQuantizeOp : Sched_LibraryOp<"fp8_group_quantize",
+    "FP8 quantize-dequantize in tiles of each expert's rows "
+    "(weft.fp8_group_quantize); `format` is f8e4m3fn or f8e5m2",
+    (ins Sched_In:$input, Sched_In:$sizes, Sched_Out:$out, StrAttr:$format,
+         Sched_I64Attr:$tile_rows, Sched_I64Attr:$experts,
+         UnitAttr:$pow2_scales)> {
+  let description = [{
+    `input` [N, C] (f32) in the groups of `sizes` [G] (i32), group g of
+    expert g mod `experts`: each expert's rows (its groups', in order) in
+    tiles of `tile_rows` (0: all of them), a tile's column one block,
+    quantize-dequantized by its own maximum as `fp8_quantize` does; rows
+    after the groups are zeroed.
+  }];
+}
+def Sched_Fp8GroupCastOp : Sched_LibraryOp<"fp8_group_cast",
+    "FP8 codes, transposed and expert-major, in tiles of each expert's rows",
+    (ins Sched_In:$input, Sched_In:$sizes, Sched_Out:$out, Sched_Out:$scale_inv,
+         Sched_I64Attr:$tile_rows, Sched_I64Attr:$experts,
+         UnitAttr:$pow2_scales)> {
+  let description = [{
+    `fp8_group_quantize`'s blocks kept as FP8 codes for an expert weight
+    gradient's FP8 GEMM (`grouped_matmul_wgrad` with scales): `out` [C, N]
+    (f8E4M3FN or f8E5M2) holds `input` [N, C] (f32) transposed with its
+    rows in expert-major order (expert 0's rows, its groups' in order, then
+    expert 1's, ...), so that the GEMM reads each expert's rows
+    contiguously, and `scale_inv` [T, C] each block's 1 / s, numbered as
+    runtime/support/Fp8Scaling.h's weft_fp8_expert_tile numbers them (T =
+    weft_fp8_group_tiles: E for whole experts, else ceil(N / tile_rows) +
+    E, more than are used). Codes past the groups' rows and unused scales
+    are not written.
+
+    ```mlir
+    sched.fp8_group_cast %dy, %sizes, %codes, %scale_inv
+        {experts = 2 : i64, tile_rows = 32 : i64}
+        : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>,
+          !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<4x96xf32>
+    ```
+  }];
+}
 def Sched_LayerNormGradOp : Sched_ScratchLibraryOp<"layer_norm_grad",
     "LayerNorm backward: input, weight and bias gradients",
     (ins Sched_In:$input, Sched_In:$weight, Sched_In:$dout, Sched_Out:$dinput,
@@ -905,7 +944,39 @@ def Sched_GroupedMatmulOp : Sched_LibraryOp<"grouped_matmul",
 }
 def Sched_GroupedMatmulWgradOp : Sched_LibraryOp<"grouped_matmul_wgrad",
     "per-expert sum of the groups' lhs^T rhs",
-    (ins Sched_In:$lhs, Sched_In:$rhs, Sched_In:$sizes, Sched_Out:$out)>;
+    (ins Sched_In:$lhs, Sched_In:$rhs, Sched_In:$sizes, Sched_Out:$out,
+         Sched_OptionalIn:$scale_lhs, Sched_OptionalIn:$scale_rhs,
+         OptionalAttr<Sched_I64Attr>:$tile_rows),
+    [AttrSizedOperandSegments]> {
+  let description = [{
+    `weft.grouped_matmul_wgrad`: out [E, P, Q] from lhs [N, P] and rhs
+    [N, Q] in the groups of `sizes` [G] (i32), expert e the sum over its
+    groups g (g mod E = e) of lhs_g^T rhs_g.
+
+    FP8 operands (`fp8_group_cast`'s) are transposed and expert-major, lhs
+    [P, N] and rhs [Q, N] (each expert's rows contiguous), with `scales`
+    [T, P] and [T, Q] of tiles of `tile_rows` of an expert's rows (0: all
+    of them; a multiple of 32 otherwise). Each 32-row block of an expert,
+    zero-padded past its last row, is multiplied on its own and its
+    partial sums scaled by the two tiles' scales (Weft's own kernel).
+
+    ```mlir
+    sched.grouped_matmul_wgrad %dy, %x, %sizes, %dw
+        scales(%sdy, %sx : !sched.buffer<2x96xf32>, !sched.buffer<2x64xf32>)
+        {tile_rows = 0 : i64}
+        : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<64x64xf8E4M3FN>,
+          !sched.buffer<2xi32>, !sched.buffer<2x96x64xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $sizes `,` $out
+    (`scales` `(` $scale_lhs^ `,` $scale_rhs `:`
+     qualified(type($scale_lhs)) `,` qualified(type($scale_rhs)) `)`)?
+    (`on` $stream^)? attr-dict `:` qualified(type($lhs)) `,`
+    qualified(type($rhs)) `,` qualified(type($sizes)) `,`
+    qualified(type($out))
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Data movement

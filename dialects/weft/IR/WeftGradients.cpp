@@ -125,7 +125,7 @@ Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
         maxOverRecordedAxes(b, loc, Fp8AmaxOp::create(b, loc, amaxType, stored),
                             q, kBackwardAmaxAxesAttr);
     again = Fp8QuantizeOp::create(b, loc, stored, amax, q.getFormatAttr(),
-                                  q.getPow2ScalesAttr(), nullptr);
+                                  q.getPow2ScalesAttr(), nullptr, nullptr);
     again->setAttr(kFp8BackwardAttr, b.getUnitAttr());
   }
   // The forward's casts and gathers again; copy_to_group is the identity
@@ -143,6 +143,31 @@ Value fp8ForBackward(OpBuilder &b, Location loc, Value v,
     result = b.clone(*op, map)->getResult(0);
   }
   return result;
+}
+
+/// What an expert weight gradient reads for `v`, rows of the groups of
+/// `sizes` of `experts` experts: `v`, unless `v` is an FP8 quantization
+/// with `group_rows`, whose input the gradient then reads quantized again
+/// in tiles of each expert's rows (weft.fp8_group_quantize), so that its
+/// scales are constant along each 32-row block it sums. The gate and up
+/// projections' weight gradients share their input's.
+Value fp8ForGroups(OpBuilder &b, Location loc, Value v, Value sizes,
+                   int64_t experts) {
+  auto q = v.getDefiningOp<Fp8QuantizeOp>();
+  if (!q || !q.getGroupRows())
+    return v;
+  for (Operation *user : q.getInput().getUsers())
+    if (auto other = dyn_cast<Fp8GroupQuantizeOp>(user);
+        other && other.getSizes() == sizes &&
+        other.getRows() == *q.getGroupRows() &&
+        static_cast<int64_t>(other.getExperts()) == experts &&
+        other.getFormat() == q.getFormat() &&
+        other.getPow2Scales() == q.getPow2Scales() &&
+        precedesInsertion(b, other))
+      return other;
+  return Fp8GroupQuantizeOp::create(b, loc, q.getInput(), sizes, q.getFormat(),
+                                    *q.getGroupRows(), experts,
+                                    q.getPow2Scales());
 }
 
 /// Sums `g` over its leading `count` dimensions.
@@ -543,7 +568,8 @@ Grads Fp8QuantizeGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // (fp8ForBackward), with the maxima over the axes this op's backward
   // blocks span.
   auto q = Fp8QuantizeOp::create(b, getLoc(), g, amax, getFormatAttr(),
-                                 getPow2ScalesAttr(), getBackwardBlockAttr());
+                                 getPow2ScalesAttr(), getBackwardBlockAttr(),
+                                 getGroupRowsAttr());
   for (const char *name : {kBackwardAmaxAxesAttr, kAmaxMeshAttr})
     if (Attribute a = (*this)->getAttr(name))
       q->setAttr(name, a);
@@ -658,14 +684,17 @@ Grads GroupedMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg) {
   // y_g = x_g W_e (or x_g W_e^T): dx_g = dy_g W_e^T (dy_g W_e), and
   // dW_e sums x_g^T dy_g (dy_g^T x_g) over e's groups.
   // An FP8 weight whose blocks are one element thick along what dx
-  // contracts (M) is quantized again for it (fp8ForBackward).
+  // contracts (M) is quantized again for it (fp8ForBackward); FP8 rows
+  // are quantized again in tiles of each expert's for dW (fp8ForGroups).
   Value dy = single(rg), x = getInput(), w = getWeight(), sizes = getSizes();
   bool t = getTransposeRhs();
   Value dx = GroupedMatmulOp::create(
       b, getLoc(), dy, fp8ForBackward(b, getLoc(), w, {t ? 1 : 2}), sizes, !t);
   int64_t experts = getWeight().getType().getDimSize(0);
+  Value gy = fp8ForGroups(b, getLoc(), dy, sizes, experts),
+        gx = fp8ForGroups(b, getLoc(), x, sizes, experts);
   Value dw =
-      t ? GroupedMatmulWgradOp::create(b, getLoc(), dy, x, sizes, experts)
-        : GroupedMatmulWgradOp::create(b, getLoc(), x, dy, sizes, experts);
+      t ? GroupedMatmulWgradOp::create(b, getLoc(), gy, gx, sizes, experts)
+        : GroupedMatmulWgradOp::create(b, getLoc(), gx, gy, sizes, experts);
   return grads({dx, dw, Value()});
 }

@@ -784,6 +784,25 @@ LogicalResult Fp8AmaxOp::verify() {
                        getType().getShape(), "result");
 }
 
+/// An expert weight gradient's tiles of an expert's rows (`group_rows`,
+/// weft.fp8_group_quantize's `rows`): 0 (all of them) or a positive
+/// multiple of 32, the FP8 GEMM's k-blocks, of rows [N, C].
+static LogicalResult verifyGroupRows(Operation *op, ArrayRef<int64_t> shape,
+                                     std::optional<int64_t> rows,
+                                     StringRef name = "group_rows") {
+  if (!rows)
+    return success();
+  if (shape.size() != 2)
+    return op->emitOpError(name)
+           << " tiles the rows of a matrix [N, C], not " << shapeStr(shape);
+  if (*rows < 0 || *rows % 32 != 0)
+    return op->emitOpError(name)
+           << " must be 0 (all of an expert's rows) or a positive multiple "
+              "of 32, not "
+           << *rows;
+  return success();
+}
+
 LogicalResult Fp8QuantizeOp::verify() {
   if (failed(verifyFp8Format(*this, getFormat())))
     return failure();
@@ -791,9 +810,11 @@ LogicalResult Fp8QuantizeOp::verify() {
   if (failed(
           verifyFp8Grid(*this, shape, getAmax().getType().getShape(), "amax")))
     return failure();
-  if (auto backward = getBackwardBlock())
-    return verifyFp8Grid(*this, shape, *backward, "backward_block");
-  return success();
+  if (auto backward = getBackwardBlock();
+      backward &&
+      failed(verifyFp8Grid(*this, shape, *backward, "backward_block")))
+    return failure();
+  return verifyGroupRows(*this, shape, getGroupRows());
 }
 
 LogicalResult Fp8QuantizeGradOp::verify() {
@@ -807,6 +828,8 @@ LogicalResult Fp8QuantizeGradOp::verify() {
       backward &&
       failed(verifyFp8Grid(*this, shape, *backward, "backward_block")))
     return failure();
+  if (failed(verifyGroupRows(*this, shape, getGroupRows())))
+    return failure();
   if (Value history = getHistory()) {
     SmallVector<int64_t> grid = fp8Grid(shape, getBlock());
     auto type = cast<RankedTensorType>(history.getType());
@@ -815,6 +838,21 @@ LogicalResult Fp8QuantizeGradOp::verify() {
              << shapeStr(type.getShape()) << " must be the grid of blocks "
              << shapeStr(grid);
   }
+  return success();
+}
+
+LogicalResult Fp8GroupQuantizeOp::verify() {
+  if (failed(verifyFp8Format(*this, getFormat())) ||
+      failed(verifyGroupRows(*this, getInput().getType().getShape(), getRows(),
+                             "rows")))
+    return failure();
+  auto sizes = cast<RankedTensorType>(getSizes().getType());
+  if (sizes.getRank() != 1 || !sizes.getElementType().isInteger(32))
+    return emitOpError("sizes must be i32 [G], not ") << sizes;
+  int64_t experts = getExperts();
+  if (experts < 1 || sizes.getDimSize(0) % experts != 0)
+    return emitOpError("the ") << experts << " experts do not divide the "
+                               << sizes.getDimSize(0) << " groups";
   return success();
 }
 

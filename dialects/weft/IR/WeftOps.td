@@ -1106,6 +1106,11 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
     dimension one such block spans; the re-quantization's maxima are
     max-reduced over them.
 
+    With `group_rows` (an expert layer's rows [N, C]), the expert weight
+    gradient, which sums each expert's rows, reads `input` quantized again
+    by `weft.fp8_group_quantize` in tiles of that many of an expert's rows
+    (0: all of them).
+
     ```mlir
     %amax = weft.fp8_amax %x : tensor<8x256xf32> -> tensor<8x2xf32>
     %q = weft.fp8_quantize %x, %amax {format = f8E4M3FN}
@@ -1115,7 +1120,8 @@ def Weft_Fp8QuantizeOp : Weft_Op<"fp8_quantize", [Pure,
   let arguments = (ins TensorOf<[F32, BF16, F16]>:$input,
                        TensorOf<[F32]>:$amax, TypeAttr:$format,
                        UnitAttr:$pow2_scales,
-                       OptionalAttr<DenseI64ArrayAttr>:$backward_block);
+                       OptionalAttr<DenseI64ArrayAttr>:$backward_block,
+                       OptionalAttr<I64Attr>:$group_rows);
   let results = (outs TensorOf<[F32, BF16, F16]>:$result);
   let assemblyFormat = [{
     $input `,` $amax attr-dict `:` type($input) `,` type($amax)
@@ -1147,7 +1153,8 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
 
     `backward_block` passes on to the gradient's `weft.fp8_quantize` (its
     re-quantization for the weight gradient's GEMM, which contracts it
-    along the tokens), localised by partitioning as `block` is.
+    along the tokens), localised by partitioning as `block` is, and so
+    does `group_rows` (an expert layer's).
 
     ```mlir
     %y1 = weft.fp8_quantize_grad %y {format = f8E5M2, block = array<i64: 8, 256>}
@@ -1157,11 +1164,50 @@ def Weft_Fp8QuantizeGradOp : Weft_Op<"fp8_quantize_grad", [Pure,
   let arguments = (ins TensorOf<[F32, BF16, F16]>:$input,
                        Optional<TensorOf<[F32]>>:$history, TypeAttr:$format,
                        DenseI64ArrayAttr:$block, UnitAttr:$pow2_scales,
-                       OptionalAttr<DenseI64ArrayAttr>:$backward_block);
+                       OptionalAttr<DenseI64ArrayAttr>:$backward_block,
+                       OptionalAttr<I64Attr>:$group_rows);
   let results = (outs TensorOf<[F32, BF16, F16]>:$result);
   let assemblyFormat = [{
     $input (`history` $history^ `:` type($history))? attr-dict `:`
     type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Weft_Fp8GroupQuantizeOp : Weft_Op<"fp8_group_quantize", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "FP8 quantize-dequantize in tiles of each group's rows";
+  let description = [{
+    What an expert layer's weight gradient reads of `input` [N, C] as an
+    FP8 GEMM that sums each expert's rows: the rows are consecutive groups
+    of `sizes` [G] (i32) rows, group g of expert g mod `experts`, as
+    `weft.grouped_matmul`'s. An expert's rows (its groups', in order) are
+    cut into tiles of `rows` rows from its first (0: all its rows; a
+    multiple of 32 otherwise, the GEMM's blocks), and each tile's column
+    is a block, quantized as `weft.fp8_quantize` quantizes a block whose
+    maximum is its largest magnitude (`format`, `pow2_scales` as there).
+    Its scales then change only between blocks of 32 of an expert's rows,
+    so the GEMM scales each block's partial sums (torchao's per-expert
+    column-wise scaling for `rows` 0, DeepSeek-V3's 128 x 1 tiles for 128,
+    MXFP8's 32-blocks for 32). Tiles follow experts, not groups: an
+    expert-parallel receive buffer (a group per source rank and expert)
+    is quantized as one rank quantizes the same rows. Rows after the
+    groups are zero. Sizes summing past N, or a negative size, are an
+    error at run time. The weight gradient of `weft.grouped_matmul` makes
+    it (from the operands' `group_rows`); it has no gradient.
+
+    ```mlir
+    %q = weft.fp8_group_quantize %dy, %counts
+        {experts = 2 : i64, format = f8E4M3FN, rows = 128 : i64}
+        : tensor<256x64xf32>, tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[F32, BF16, F16]>:$input, Weft_IntTensor:$sizes,
+                       TypeAttr:$format, I64Attr:$rows, I64Attr:$experts,
+                       UnitAttr:$pow2_scales);
+  let results = (outs TensorOf<[F32, BF16, F16]>:$result);
+  let assemblyFormat = [{
+    $input `,` $sizes attr-dict `:` type($input) `,` type($sizes)
   }];
   let hasVerifier = 1;
 }

@@ -1040,10 +1040,84 @@ static __device__ inline unsigned weft_codes4(const unsigned char *p,
          (unsigned)p[3] << 24;
 }
 
+// The four codes at p + at, those at or past `end` read as 0 (+0 in both
+// formats): the tail of an expert's rows in its last 32-row block.
+static __device__ inline unsigned
+weft_codes4_upto(const unsigned char *p, long at, long end, int aligned) {
+  if (at + 4 <= end)
+    return weft_codes4(p + at, aligned);
+  unsigned w = 0;
+  for (int j = 0; j < 4 && at + j < end; ++j)
+    w |= (unsigned)p[at + j] << 8 * j;
+  return w;
+}
+
 #define WEFT_FP8_ROW 12 // Words a row of 32 codes takes in shared.
 // Each thread loads half a row of each tile and one scale.
 static_assert(WEFT_FP8_GEMM_THREADS == 2 * WEFT_FP8_GEMM_TILE,
               "weft_fp8_block_gemm's loads assume two threads a tile row");
+
+// One 32-element k-block of a 64 x 64 tile of C: each warp reads its
+// fragments from the shared tiles, multiplies them from zero
+// (weft_mma_fp8_warp_tile) and adds the partial sums times the rows' and
+// columns' scales to acc, in f32.
+static __device__ inline void
+weft_fp8_block_step(float acc[2][4][4], const unsigned *tileA,
+                    const unsigned *tileB, const float *rowScale,
+                    const float *colScale, int e4m3A, int e4m3B) {
+  int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  int g = lane / 4, t = lane % 4;
+  int warpRow = warp / 2 * 32, warpCol = warp % 2 * 32;
+  unsigned a[2][4], b[4][2];
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      a[mi][q] = tileA[(warpRow + mi * 16 + g + 8 * (q & 1)) * WEFT_FP8_ROW +
+                       4 * (q >> 1) + t];
+#pragma unroll
+  for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+      b[ni][q] = tileB[(warpCol + ni * 8 + g) * WEFT_FP8_ROW + 4 * q + t];
+  float d[2][4][4];
+  weft_mma_fp8_warp_tile(d, a, b, e4m3A, e4m3B);
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        acc[mi][ni][i] += d[mi][ni][i] *
+                          rowScale[warpRow + mi * 16 + g + 8 * (i >> 1)] *
+                          colScale[warpCol + ni * 8 + 2 * t + (i & 1)];
+}
+
+// Writes (or with `accumulate` adds) a block's acc to the rows [row0,
+// rowEnd) and columns below n of its 64 x 64 tile of C (rows ldc apart).
+static __device__ inline void weft_fp8_tile_store(float acc[2][4][4], void *C,
+                                                  long row0, long rowEnd,
+                                                  long col0, long n, long ldc,
+                                                  int bf16Out, int accumulate) {
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int g = lane / 4, t = lane % 4;
+  int warpRow = warp / 2 * 32, warpCol = warp % 2 * 32;
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        long row = row0 + warpRow + mi * 16 + g + 8 * (i >> 1),
+             col = col0 + warpCol + ni * 8 + 2 * t + (i & 1);
+        if (row >= rowEnd || col >= n)
+          continue;
+        float v = acc[mi][ni][i];
+        if (accumulate)
+          v += weft_at(C, row * ldc + col, bf16Out);
+        weft_put(C, row * ldc + col, v, bf16Out);
+      }
+}
 
 // Weft's own block-scaled FP8 GEMM, for what cuBLASLt has no mode for:
 // MXFP8's 1 x 32 blocks ("vec32", Blackwell's only in cuBLASLt) and grouped
@@ -1101,9 +1175,7 @@ extern "C" __global__ void weft_fp8_block_gemm(
        col0 = (long)blockIdx.x * WEFT_FP8_GEMM_TILE;
   if (row0 >= rowEnd)
     return; // Uniform over the block: no barrier is left waiting.
-  int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  int g = lane / 4, t = lane % 4;
-  int warpRow = warp / 2 * 32, warpCol = warp % 2 * 32;
+  int tid = threadIdx.x;
   if (zero) {
     for (int i = tid; i < WEFT_FP8_GEMM_TILE * WEFT_FP8_GEMM_TILE;
          i += WEFT_FP8_GEMM_THREADS) {
@@ -1146,45 +1218,86 @@ extern "C" __global__ void weft_fp8_block_gemm(
                   : 0.0f;
     }
     __syncthreads();
-    unsigned a[2][4], b[4][2];
-#pragma unroll
-    for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        a[mi][q] = tileA[(warpRow + mi * 16 + g + 8 * (q & 1)) * WEFT_FP8_ROW +
-                         4 * (q >> 1) + t];
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-        b[ni][q] = tileB[(warpCol + ni * 8 + g) * WEFT_FP8_ROW + 4 * q + t];
-    float d[2][4][4];
-    weft_mma_fp8_warp_tile(d, a, b, e4m3A, e4m3B);
-#pragma unroll
-    for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          acc[mi][ni][i] += d[mi][ni][i] *
-                            rowScale[warpRow + mi * 16 + g + 8 * (i >> 1)] *
-                            colScale[warpCol + ni * 8 + 2 * t + (i & 1)];
+    weft_fp8_block_step(acc, tileA, tileB, rowScale, colScale, e4m3A, e4m3B);
   }
+  weft_fp8_tile_store(acc, C, row0, rowEnd, col0, n, ldc, bf16Out, accumulate);
+}
+
+// An expert layer's FP8 weight gradient (sched.grouped_matmul_wgrad with
+// scales): out[e] [p, q] = the sum over 32-row blocks b of expert e's rows
+// of (A_b B_b^T) * sA(tile of b) * sB(tile of b), with A [p, n] and B
+// [q, n] FP8 codes in expert-major order (sched.fp8_group_cast's: expert
+// e's rows contiguous from its first, weft_fp8_expert_span), the last
+// block of an expert zero-padded, and sA [T, p], sB [T, q] the inverse
+// scales of tiles of `tile` of an expert's rows (weft_fp8_expert_tile; a
+// multiple of 32, or 0 for all its rows). Blocks of
+// WEFT_FP8_GEMM_THREADS make 64 x 64 of out[e], e = blockIdx.z, as
+// weft_fp8_block_gemm's do; an expert with no rows gets zeros.
+extern "C" __global__ void weft_fp8_group_wgrad(
+    const unsigned char *__restrict A, const unsigned char *__restrict B,
+    const float *__restrict scaleA, const float *__restrict scaleB, void *C,
+    const int *__restrict sizes, long groups, long experts, long p, long q,
+    long n, long tile, int e4m3A, int e4m3B, int bf16Out) {
+  __shared__ unsigned tileA[WEFT_FP8_GEMM_TILE * WEFT_FP8_ROW];
+  __shared__ unsigned tileB[WEFT_FP8_GEMM_TILE * WEFT_FP8_ROW];
+  __shared__ float rowScale[WEFT_FP8_GEMM_TILE], colScale[WEFT_FP8_GEMM_TILE];
+  long e = blockIdx.z, first, count;
+  weft_fp8_expert_span(sizes, groups, experts, n, e, &first, &count);
+  long row0 = (long)blockIdx.y * WEFT_FP8_GEMM_TILE,
+       col0 = (long)blockIdx.x * WEFT_FP8_GEMM_TILE, end = first + count;
+  int tid = threadIdx.x, r = tid / 2, half = tid % 2;
+  int aligned = (unsigned long)A % 4 == 0 && (unsigned long)B % 4 == 0 &&
+                n % 4 == 0 && first % 4 == 0;
+  float acc[2][4][4] = {};
+  for (long k0 = 0; k0 < count; k0 += 32) {
+    __syncthreads(); // Every warp is done with the last k-block.
+    long rowA = row0 + r, rowB = col0 + r;
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        long row = row0 + warpRow + mi * 16 + g + 8 * (i >> 1),
-             col = col0 + warpCol + ni * 8 + 2 * t + (i & 1);
-        if (row >= rowEnd || col >= n)
-          continue;
-        float v = acc[mi][ni][i];
-        if (accumulate)
-          v += weft_at(C, row * ldc + col, bf16Out);
-        weft_put(C, row * ldc + col, v, bf16Out);
-      }
+    for (int w = 0; w < 4; ++w) {
+      long at = first + k0 + half * 16 + 4 * w;
+      tileA[r * WEFT_FP8_ROW + half * 4 + w] =
+          rowA < p ? weft_codes4_upto(A + rowA * n, at, end, aligned) : 0u;
+      tileB[r * WEFT_FP8_ROW + half * 4 + w] =
+          rowB < q ? weft_codes4_upto(B + rowB * n, at, end, aligned) : 0u;
+    }
+    long t = weft_fp8_expert_tile(first, e, k0, tile);
+    if (tid < WEFT_FP8_GEMM_TILE)
+      rowScale[tid] = row0 + tid < p ? scaleA[t * p + row0 + tid] : 0.0f;
+    else if (tid < 2 * WEFT_FP8_GEMM_TILE)
+      colScale[tid - WEFT_FP8_GEMM_TILE] =
+          col0 + tid - WEFT_FP8_GEMM_TILE < q
+              ? scaleB[t * q + col0 + tid - WEFT_FP8_GEMM_TILE]
+              : 0.0f;
+    __syncthreads();
+    weft_fp8_block_step(acc, tileA, tileB, rowScale, colScale, e4m3A, e4m3B);
+  }
+  weft_fp8_tile_store(acc, (char *)C + e * p * q * (bf16Out ? 2 : 4), row0, p,
+                      col0, q, q, bf16Out, 0);
+}
+
+// weft.fp8_group_quantize (values) and sched.fp8_group_cast (codes): one
+// thread per column c and expert e = blockIdx.y runs
+// weft_fp8_expert_column (Fp8Scaling.h, as the CPU does), walking the
+// expert's rows down the column. For values, blocks with blockIdx.y ==
+// experts zero the rows after the groups.
+extern "C" __global__ void
+weft_fp8_group_cast(const float *__restrict x, const int *__restrict sizes,
+                    long groups, long experts, long n, long cols, long tile,
+                    int e4m3, int pow2, float *values, unsigned char *codes,
+                    float *scaleInv) {
+  long c = (long)blockIdx.x * blockDim.x + threadIdx.x, e = blockIdx.y;
+  if (c >= cols)
+    return;
+  if (e < experts) {
+    weft_fp8_expert_column(x, sizes, groups, experts, n, cols, tile, e, c, e4m3,
+                           pow2, values, codes, scaleInv);
+    return;
+  }
+  long total = 0;
+  for (long g = 0; g < groups; ++g)
+    total += weft_fp8_group_size(sizes, g, total, n);
+  for (long r = total; r < n; ++r)
+    values[r * cols + c] = 0.0f;
 }
 
 // weft.one_hot: y[i, c] = 1 where ids[i] == c.

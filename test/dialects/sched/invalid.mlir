@@ -3192,3 +3192,129 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.fp8_cast %x, %a, %q, %s {transpose, scale_mode = "rows"} : !sched.buffer<2x0x64xf32>, !sched.buffer<2x1x2xf32>, !sched.buffer<2x64x0xf8E4M3FN>, !sched.buffer<0xf32>
   sched.return []
 }
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xf32>, %s: !sched.buffer<4xi32>, %q: !sched.buffer<64x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_quantize' op tile_rows must be 0 (all of an expert's rows) or a positive multiple of 32, not 48}}
+  sched.fp8_group_quantize %x, %s, %q {experts = 2 : i64, format = "f8e4m3fn", tile_rows = 48 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>, !sched.buffer<64x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xf32>, %s: !sched.buffer<4xi32>, %q: !sched.buffer<64x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_quantize' op the 3 experts do not divide the 4 groups}}
+  sched.fp8_group_quantize %x, %s, %q {experts = 3 : i64, format = "f8e4m3fn", tile_rows = 0 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>, !sched.buffer<64x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xf32>, %s: !sched.buffer<4xi32>, %q: !sched.buffer<64x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_quantize' op format must be f8e4m3fn or f8e5m2, got 'f16'}}
+  sched.fp8_group_quantize %x, %s, %q {experts = 2 : i64, format = "f16", tile_rows = 0 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>, !sched.buffer<64x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xbf16>, %s: !sched.buffer<4xi32>, %c: !sched.buffer<96x64xf8E4M3FN>, %si: !sched.buffer<4x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_cast' op input must hold f32, not 'bf16'}}
+  sched.fp8_group_cast %x, %s, %c, %si {experts = 2 : i64, tile_rows = 32 : i64} : !sched.buffer<64x96xbf16>, !sched.buffer<4xi32>, !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<4x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xf32>, %s: !sched.buffer<4xi32>, %c: !sched.buffer<64x96xf8E4M3FN>, %si: !sched.buffer<4x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_cast' op out has shape [64, 96], expected [96, 64]}}
+  sched.fp8_group_cast %x, %s, %c, %si {experts = 2 : i64, tile_rows = 32 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>, !sched.buffer<64x96xf8E4M3FN>, !sched.buffer<4x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xf32>, %s: !sched.buffer<4xi32>, %c: !sched.buffer<96x64xf32>, %si: !sched.buffer<4x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_cast' op out must hold f8E4M3FN or f8E5M2, not 'f32'}}
+  sched.fp8_group_cast %x, %s, %c, %si {experts = 2 : i64, tile_rows = 32 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>, !sched.buffer<96x64xf32>, !sched.buffer<4x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<64x96xf32>, %s: !sched.buffer<4xi32>, %c: !sched.buffer<96x64xf8E4M3FN>, %si: !sched.buffer<3x96xf32>):
+  // expected-error @+1 {{'sched.fp8_group_cast' op scale of out must be f32 [4, 96] (a scale per tile of an expert's rows and column), not '!sched.buffer<3x96xf32>'}}
+  sched.fp8_group_cast %x, %s, %c, %si {experts = 2 : i64, tile_rows = 32 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<4xi32>, !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<3x96xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<96x64xf8E4M3FN>, %b: !sched.buffer<48x64xf8E4M3FN>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf32>, %sa: !sched.buffer<4x96xf32>, %sb: !sched.buffer<4x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op FP8 operands need tile_rows}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o scales(%sa, %sb : !sched.buffer<4x96xf32>, !sched.buffer<4x48xf32>) : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<48x64xf8E4M3FN>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<64x96xf32>, %b: !sched.buffer<64x48xf32>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op takes tile_rows only with FP8 operands}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o {tile_rows = 32 : i64} : !sched.buffer<64x96xf32>, !sched.buffer<64x48xf32>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<96x64xf8E4M3FN>, %b: !sched.buffer<48x64xf8E4M3FN>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op FP8 operands need scales for lhs and rhs}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<48x64xf8E4M3FN>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<96x64xf8E5M2>, %b: !sched.buffer<48x64xf8E5M2>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf32>, %sa: !sched.buffer<4x96xf32>, %sb: !sched.buffer<4x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op multiplies f8E5M2 by f8E5M2, which no FP8 GEMM does}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o scales(%sa, %sb : !sched.buffer<4x96xf32>, !sched.buffer<4x48xf32>) {tile_rows = 32 : i64} : !sched.buffer<96x64xf8E5M2>, !sched.buffer<48x64xf8E5M2>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<96x64xf8E4M3FN>, %b: !sched.buffer<48x60xf8E4M3FN>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf32>, %sa: !sched.buffer<4x96xf32>, %sb: !sched.buffer<4x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op lhs has 64 rows, rhs 60 (FP8 operands transposed)}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o scales(%sa, %sb : !sched.buffer<4x96xf32>, !sched.buffer<4x48xf32>) {tile_rows = 32 : i64} : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<48x60xf8E4M3FN>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<96x64xf8E4M3FN>, %b: !sched.buffer<48x64xf8E4M3FN>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf32>, %sa: !sched.buffer<2x96xf32>, %sb: !sched.buffer<4x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op scale of lhs must be f32 [4, 96] (a scale per tile of an expert's rows and column), not '!sched.buffer<2x96xf32>'}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o scales(%sa, %sb : !sched.buffer<2x96xf32>, !sched.buffer<4x48xf32>) {tile_rows = 32 : i64} : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<48x64xf8E4M3FN>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%a: !sched.buffer<96x64xf8E4M3FN>, %b: !sched.buffer<48x64xf8E4M3FN>, %s: !sched.buffer<4xi32>, %o: !sched.buffer<2x96x48xf16>, %sa: !sched.buffer<4x96xf32>, %sb: !sched.buffer<4x48xf32>):
+  // expected-error @+1 {{'sched.grouped_matmul_wgrad' op FP8 operands write f32 or bf16, not 'f16'}}
+  sched.grouped_matmul_wgrad %a, %b, %s, %o scales(%sa, %sb : !sched.buffer<4x96xf32>, !sched.buffer<4x48xf32>) {tile_rows = 32 : i64} : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<48x64xf8E4M3FN>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf16>
+  sched.return []
+}

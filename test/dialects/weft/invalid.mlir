@@ -1126,3 +1126,51 @@ func.func @quantize_keeps_type(%x: tensor<8x256xbf16>, %a: tensor<1x1xf32>) -> t
   %q = "weft.fp8_quantize"(%x, %a) {format = f8E4M3FN} : (tensor<8x256xbf16>, tensor<1x1xf32>) -> tensor<8x256xf32>
   return %q : tensor<8x256xf32>
 }
+
+// -----
+
+func.func @group_rows_tile(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  // expected-error @+1 {{group_rows must be 0 (all of an expert's rows) or a positive multiple of 32, not 48}}
+  %q = weft.fp8_quantize_grad %x {block = array<i64: 1, 256>, format = f8E4M3FN, group_rows = 48 : i64} : tensor<8x256xf32>
+  return %q : tensor<8x256xf32>
+}
+
+// -----
+
+func.func @group_rows_rank(%x: tensor<2x8x256xf32>, %a: tensor<2x8x1xf32>) -> tensor<2x8x256xf32> {
+  // expected-error @+1 {{group_rows tiles the rows of a matrix [N, C], not [2, 8, 256]}}
+  %q = weft.fp8_quantize %x, %a {format = f8E4M3FN, group_rows = 0 : i64} : tensor<2x8x256xf32>, tensor<2x8x1xf32>
+  return %q : tensor<2x8x256xf32>
+}
+
+// -----
+
+func.func @group_quantize_rows(%x: tensor<64x96xf32>, %s: tensor<4xi32>) -> tensor<64x96xf32> {
+  // expected-error @+1 {{rows must be 0 (all of an expert's rows) or a positive multiple of 32, not -32}}
+  %q = weft.fp8_group_quantize %x, %s {experts = 2 : i64, format = f8E4M3FN, rows = -32 : i64} : tensor<64x96xf32>, tensor<4xi32>
+  return %q : tensor<64x96xf32>
+}
+
+// -----
+
+func.func @group_quantize_experts(%x: tensor<64x96xf32>, %s: tensor<4xi32>) -> tensor<64x96xf32> {
+  // expected-error @+1 {{the 3 experts do not divide the 4 groups}}
+  %q = weft.fp8_group_quantize %x, %s {experts = 3 : i64, format = f8E4M3FN, rows = 32 : i64} : tensor<64x96xf32>, tensor<4xi32>
+  return %q : tensor<64x96xf32>
+}
+
+// -----
+
+func.func @group_quantize_sizes(%x: tensor<64x96xf32>, %s: tensor<4xi64>) -> tensor<64x96xf32> {
+  // expected-error @+1 {{sizes must be i32 [G], not 'tensor<4xi64>'}}
+  %q = weft.fp8_group_quantize %x, %s {experts = 2 : i64, format = f8E4M3FN, rows = 32 : i64} : tensor<64x96xf32>, tensor<4xi64>
+  return %q : tensor<64x96xf32>
+}
+
+// -----
+
+func.func @group_quantize_format(%x: tensor<64x96xf32>, %s: tensor<4xi32>) -> tensor<64x96xf32> {
+  // expected-error @+1 {{format}}
+  %q = weft.fp8_group_quantize %x, %s {experts = 2 : i64, format = f16, rows = 32 : i64} : tensor<64x96xf32>, tensor<4xi32>
+  return %q : tensor<64x96xf32>
+}

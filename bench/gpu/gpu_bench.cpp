@@ -3,6 +3,8 @@
 //   weft-gpu-bench gemm M N K [iterations] [none|bias|gelu|bias_gelu|dgelu]
 //   weft-gpu-bench gemm-fp8 M N K [iterations] [tensor|rows|blockwise|mxfp8]
 //                  [experts]
+//   weft-gpu-bench wgrad-fp8 N P Q [iterations] [rows|blockwise|mxfp8]
+//                  [experts]
 //   weft-gpu-bench attention B H S D [gemm|fused] [iterations]
 //
 // gemm: C = A B (bf16 in and out, f32 accumulation, row-major) through the
@@ -24,6 +26,18 @@
 // grouped_matmul runs (any scaling, in that kernel, the group sizes read
 // on the device): the M rows in E equal groups, group e times expert e's
 // [N, K] of B [E * N, K].
+// wgrad-fp8: an expert layer's FP8 weight gradient as a training step with
+// FP8 storage runs it: A [N, P] and B [N, Q] (f32 normal draws; N rows in
+// `experts` groups, default 8, of unequal sizes none a multiple of 32)
+// cast on the device by the runtime's weft_fp8_group_cast (E4M3 codes
+// transposed and expert-major, a scale per tile of an expert's rows and
+// column: all its rows for rows, 128 for blockwise, 32 with power-of-two
+// scales for mxfp8), then out [E, P, Q] f32 = per expert A_e^T B_e by
+// weft_fp8_group_wgrad. The casts' codes and scales are checked against
+// the CPU runtime's (cpu::fp8GroupQuantize) byte for byte, out against the
+// decoded codes' 32-row partial sums times their tiles' scales; the GEMM
+// alone is timed (TFLOP/s from 2 N P Q), the two casts' median printed
+// beside it.
 // attention: one causal bf16 attention forward + backward (q, k, v
 // [B, S, H, D]) as the runtime runs it inside a training step: a
 // two-instruction sched program (attention, attention_grad) with the
@@ -40,6 +54,7 @@
 
 #include "dialects/sched/IR/ScratchLayout.h"
 #include "runtime/exec/BundleData.h"
+#include "runtime/exec/CpuMath.h"
 #include "runtime/gpu/CublasLt.h"
 #include "runtime/gpu/CudaDevice.h"
 #include "runtime/gpu/GpuBackend.h"
@@ -213,6 +228,16 @@ absl::StatusOr<GemmRig> openGemmRig() {
     return stream.status();
   rig.stream = *stream;
   return rig;
+}
+
+/// Loads the runtime's own kernels (ops.cu, through NVRTC, as GpuBackend
+/// does).
+absl::Status loadOps(CudaDevice &gpu) {
+  absl::StatusOr<std::string> image =
+      compileCudaSource(gpuOpsSource(), gpu.arch(), "ops.cu");
+  if (!image.ok())
+    return image.status();
+  return gpu.loadImage(*image);
 }
 
 /// `bytes` of `host` in a new device buffer.
@@ -414,11 +439,7 @@ int gemmFp8(int argc, char **argv) {
       &args.ldb,   &args.ldc,   &args.modeA,   &args.modeB,
       &args.e4m3A, &args.e4m3B, &args.bf16Out, &args.accumulate};
   if (pow2 || experts > 1) {
-    absl::StatusOr<std::string> image =
-        compileCudaSource(gpuOpsSource(), gpu.arch(), "ops.cu");
-    if (!image.ok())
-      return fail(image.status());
-    if (absl::Status s = gpu.loadImage(*image); !s.ok())
+    if (absl::Status s = loadOps(gpu); !s.ok())
       return fail(s);
     absl::StatusOr<void *> fn = gpu.function("weft_fp8_block_gemm");
     if (!fn.ok())
@@ -477,6 +498,221 @@ int gemmFp8(int argc, char **argv) {
       launch);
 }
 
+int wgradFp8(int argc, char **argv) {
+  int64_t n = std::atoll(argv[0]), p = std::atoll(argv[1]),
+          q = std::atoll(argv[2]);
+  int iterations = argc > 3 ? std::atoi(argv[3]) : 20;
+  std::string scaling = argc > 4 ? argv[4] : "rows";
+  int64_t experts = argc > 5 ? std::atoll(argv[5]) : 8;
+  int64_t tile = scaling == "rows"        ? 0
+                 : scaling == "blockwise" ? 128
+                 : scaling == "mxfp8"     ? 32
+                                          : -1;
+  if (tile < 0)
+    return fail(absl::InvalidArgumentError(
+        "wgrad-fp8 scaling is rows, blockwise or mxfp8, not " + scaling));
+  if (experts < 1 || p < 1 || q < 1 || n < 64 * experts)
+    return fail(absl::InvalidArgumentError(
+        "wgrad-fp8 needs P, Q and experts positive and N >= 64 * experts"));
+  int pow2 = scaling == "mxfp8";
+  // Expert e's share of the rows, 40 more (even e) or fewer (odd e), the
+  // last taking what is left: each expert's last 32-row block partial.
+  std::vector<int32_t> sizes(experts);
+  int64_t left = n;
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t size =
+        e + 1 == experts ? left : n / experts + (e % 2 == 0 ? 40 : -40);
+    sizes[e] = static_cast<int32_t>(size);
+    left -= size;
+  }
+  absl::StatusOr<GemmRig> rig = openGemmRig();
+  if (!rig.ok())
+    return fail(rig.status());
+  CudaDevice &gpu = *rig->gpu;
+  if (absl::Status s = loadOps(gpu); !s.ok())
+    return fail(s);
+  absl::StatusOr<void *> castFn = gpu.function("weft_fp8_group_cast"),
+                         wgradFn = gpu.function("weft_fp8_group_wgrad");
+  if (!castFn.ok() || !wgradFn.ok())
+    return fail(castFn.ok() ? wgradFn.status() : castFn.status());
+  int64_t tiles = weft_fp8_group_tiles(experts, n, tile);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  // Operand i: its values [n, cols] on the device, and the buffers its
+  // cast writes: codes [cols, n] and 1 / s [tiles, cols].
+  struct Operand {
+    int64_t cols;
+    std::vector<float> x;
+    DeviceBuffer values, codes, scales;
+  } ops[2];
+  ops[0].cols = p, ops[1].cols = q;
+  auto sizesOnGpu = upload(gpu, sizes.data(), sizes.size() * 4);
+  auto out = gpu.allocate(experts * p * q * 4);
+  if (!sizesOnGpu.ok() || !out.ok())
+    return fail(sizesOnGpu.ok() ? out.status() : sizesOnGpu.status());
+  for (Operand &o : ops) {
+    o.x.resize(n * o.cols);
+    for (float &v : o.x)
+      v = normal(rng);
+    auto values = upload(gpu, o.x.data(), o.x.size() * 4);
+    std::vector<uint8_t> zeros(o.cols * n, 0);
+    std::vector<float> zeroScales(tiles * o.cols, 0.0f);
+    auto codes = upload(gpu, zeros.data(), zeros.size());
+    auto scales = upload(gpu, zeroScales.data(), zeroScales.size() * 4);
+    if (!values.ok() || !codes.ok() || !scales.ok())
+      return fail(!values.ok()  ? values.status()
+                  : !codes.ok() ? codes.status()
+                                : scales.status());
+    o.values = *values, o.codes = *codes, o.scales = *scales;
+  }
+  // The kernels' arguments, as GpuProgram passes them.
+  struct CastArgs {
+    uint64_t x, sizes;
+    long groups, experts, n, cols, tile;
+    int e4m3, pow2;
+    uint64_t values, codes, scaleInv;
+  } cast[2];
+  for (int i = 0; i < 2; ++i)
+    cast[i] = {ops[i].values.address,
+               sizesOnGpu->address,
+               static_cast<long>(experts),
+               static_cast<long>(experts),
+               static_cast<long>(n),
+               static_cast<long>(ops[i].cols),
+               static_cast<long>(tile),
+               1,
+               pow2,
+               0,
+               ops[i].codes.address,
+               ops[i].scales.address};
+  auto castOnce = [&]() -> absl::Status {
+    for (CastArgs &c : cast) {
+      void *args[] = {&c.x,    &c.sizes,  &c.groups, &c.experts,
+                      &c.n,    &c.cols,   &c.tile,   &c.e4m3,
+                      &c.pow2, &c.values, &c.codes,  &c.scaleInv};
+      unsigned grid[3] = {static_cast<unsigned>((c.cols + 255) / 256),
+                          static_cast<unsigned>(experts), 1};
+      if (absl::Status s =
+              gpu.launchAsync(*castFn, grid, 256, args, rig->stream);
+          !s.ok())
+        return s;
+    }
+    return gpu.synchronize(rig->stream);
+  };
+  if (absl::Status s = castOnce(); !s.ok())
+    return fail(s);
+  // The casts against the CPU runtime's, byte for byte (both start from
+  // zeros: codes of rows after the groups, and scales of tile numbers no
+  // expert has, are never written).
+  std::vector<uint8_t> codes[2];
+  std::vector<float> inverse[2];
+  int64_t castMismatches = 0;
+  for (int i = 0; i < 2; ++i) {
+    int64_t cols = ops[i].cols;
+    codes[i].resize(cols * n);
+    inverse[i].resize(tiles * cols);
+    std::vector<uint8_t> cpuCodes(cols * n, 0);
+    std::vector<float> cpuInverse(tiles * cols, 0.0f);
+    if (absl::Status s = cpu::fp8GroupQuantize(
+            ops[i].x.data(), sizes.data(), experts, experts, n, cols, tile,
+            true, pow2, nullptr, cpuCodes.data(), cpuInverse.data(),
+            "wgrad-fp8");
+        !s.ok())
+      return fail(s);
+    if (absl::Status s =
+            gpu.copyToHost(codes[i].data(), ops[i].codes, codes[i].size());
+        !s.ok())
+      return fail(s);
+    if (absl::Status s = gpu.copyToHost(inverse[i].data(), ops[i].scales,
+                                        inverse[i].size() * 4);
+        !s.ok())
+      return fail(s);
+    for (int64_t j = 0; j < cols * n; ++j)
+      castMismatches += codes[i][j] != cpuCodes[j];
+    castMismatches += std::memcmp(inverse[i].data(), cpuInverse.data(),
+                                  inverse[i].size() * 4) != 0;
+  }
+  absl::StatusOr<double> castMs = medianMs(iterations, castOnce);
+  if (!castMs.ok())
+    return fail(castMs.status());
+  std::printf("{\"casts\": \"weft_fp8_group_cast %s\", \"n\": %lld, \"p\": "
+              "%lld, \"q\": %lld, \"experts\": %lld, \"median_ms\": %.4f, "
+              "\"mismatches_vs_cpu\": %lld}\n",
+              scaling.c_str(), static_cast<long long>(n),
+              static_cast<long long>(p), static_cast<long long>(q),
+              static_cast<long long>(experts), *castMs,
+              static_cast<long long>(castMismatches));
+  struct {
+    uint64_t a, b, scaleA, scaleB, c, sizes;
+    long groups, experts, p, q, n, tile;
+    int e4m3A = 1, e4m3B = 1, bf16Out = 0;
+  } args{ops[0].codes.address,
+         ops[1].codes.address,
+         ops[0].scales.address,
+         ops[1].scales.address,
+         out->address,
+         sizesOnGpu->address,
+         static_cast<long>(experts),
+         static_cast<long>(experts),
+         static_cast<long>(p),
+         static_cast<long>(q),
+         static_cast<long>(n),
+         static_cast<long>(tile)};
+  void *kernelArgs[] = {&args.a,     &args.b,     &args.scaleA, &args.scaleB,
+                        &args.c,     &args.sizes, &args.groups, &args.experts,
+                        &args.p,     &args.q,     &args.n,      &args.tile,
+                        &args.e4m3A, &args.e4m3B, &args.bf16Out};
+  unsigned grid[3] = {
+      static_cast<unsigned>((q + WEFT_FP8_GEMM_TILE - 1) / WEFT_FP8_GEMM_TILE),
+      static_cast<unsigned>((p + WEFT_FP8_GEMM_TILE - 1) / WEFT_FP8_GEMM_TILE),
+      static_cast<unsigned>(experts)};
+  GemmShape g;
+  g.m = p, g.n = q, g.k = n;
+  return runGemm(
+      *rig, g, {}, iterations,
+      "fp8-wgrad-" + scaling + "-" + std::to_string(experts) + "-experts",
+      [&]() -> absl::StatusOr<double> {
+        std::vector<float> got(experts * p * q);
+        if (absl::Status s = gpu.copyToHost(got.data(), *out, got.size() * 4);
+            !s.ok())
+          return s;
+        if (castMismatches)
+          return 1.0; // Fails: the casts are not the CPU's.
+        // Every row of P of a small product; of a large one, the first and
+        // last four of each expert's.
+        double worst = 0, scale = 1e-30;
+        for (int64_t e = 0; e < experts; ++e) {
+          long first, count;
+          weft_fp8_expert_span(sizes.data(), experts, experts, n, e, &first,
+                               &count);
+          for (int64_t i = 0; i < p; ++i) {
+            if (p * q * n > (int64_t(1) << 31) && i >= 4 && i < p - 4)
+              continue;
+            for (int64_t j = 0; j < q; ++j) {
+              double sum = 0;
+              for (int64_t k0 = 0; k0 < count; k0 += 32) {
+                double partial = 0;
+                for (int64_t v = k0; v < std::min<int64_t>(k0 + 32, count); ++v)
+                  partial +=
+                      fp8Value(codes[0][i * n + first + v], DType::F8E4M3FN) *
+                      fp8Value(codes[1][j * n + first + v], DType::F8E4M3FN);
+                long t = weft_fp8_expert_tile(first, e, k0, tile);
+                sum += partial * inverse[0][t * p + i] * inverse[1][t * q + j];
+              }
+              worst =
+                  std::max(worst, std::fabs(got[(e * p + i) * q + j] - sum));
+              scale = std::max(scale, std::fabs(sum));
+            }
+          }
+        }
+        return worst / scale;
+      },
+      [&] {
+        return gpu.launchAsync(*wgradFn, grid, WEFT_FP8_GEMM_THREADS,
+                               kernelArgs, rig->stream);
+      });
+}
+
 int attention(int argc, char **argv) {
   int64_t b = std::atoll(argv[0]), h = std::atoll(argv[1]),
           s = std::atoll(argv[2]), d = std::atoll(argv[3]);
@@ -512,12 +748,16 @@ int main(int argc, char **argv) {
     return gemm(argc - 2, argv + 2);
   if (what == "gemm-fp8" && argc >= 5)
     return gemmFp8(argc - 2, argv + 2);
+  if (what == "wgrad-fp8" && argc >= 5)
+    return wgradFp8(argc - 2, argv + 2);
   if (what == "attention" && argc >= 6)
     return attention(argc - 2, argv + 2);
   std::fprintf(stderr, "usage: weft-gpu-bench gemm M N K [iterations] "
                        "[none|bias|gelu|bias_gelu|dgelu]\n"
                        "       weft-gpu-bench gemm-fp8 M N K [iterations] "
                        "[tensor|rows|blockwise|mxfp8] [experts]\n"
+                       "       weft-gpu-bench wgrad-fp8 N P Q [iterations] "
+                       "[rows|blockwise|mxfp8] [experts]\n"
                        "       weft-gpu-bench attention B H S D [gemm|fused] "
                        "[iterations]\n");
   return 2;

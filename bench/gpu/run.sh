@@ -28,9 +28,11 @@
 #      and MXFP8 (1x32 blocks, power-of-two scales) in Weft's own kernel
 #      against PyTorch's dequantize-and-bf16-matmul (torch._scaled_mm has
 #      no MXFP8 mode before Blackwell), each checked against its
-#      operands' decoded product; and an expert layer's FP8 grouped GEMMs
+#      operands' decoded product; an expert layer's FP8 grouped GEMMs
 #      (Weft's kernel, every recipe, group sizes on the device) against
-#      torch._scaled_grouped_mm where this PyTorch has it;
+#      torch._scaled_grouped_mm where this PyTorch has it; and its FP8
+#      weight gradient (Weft's group cast and kernel) against PyTorch's
+#      bf16 grouped weight gradient;
 #   5. a ~1B GPT training step (bf16, batch 8 x 1024): tokens/s and MFU of
 #      Weft against PyTorch eager and torch.compile;
 #   6. a measured profile for the cost model: bf16 GEMMs of 256^3 to 8192^3
@@ -247,6 +249,46 @@ def dequantized():
 ms = median_ms(dequantized)
 print(json.dumps({"system": "torch dequantize + bf16 matmul", "scaling": "mxfp8",
                   "median_ms": ms, "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12}))
+PY
+
+echo; echo "## 4d. An expert layer's FP8 weight gradient (Weft's group cast and kernel) vs PyTorch's bf16 grouped weight gradient"
+# weft_fp8_group_wgrad: dW [E, P, Q] of dy [N, P] and x [N, Q] cast on the
+# device by weft_fp8_group_cast (tiles of each expert's rows: all of them for rows, 128 blockwise, 32
+# mxfp8), 8 experts of unequal sizes none a multiple of 32 (each expert's
+# last 32-row block partial). The casts are checked against the CPU
+# runtime's byte for byte and dW against the decoded codes; timed at
+# Mixtral-8x7B's w1 at a quarter (P 1792, Q 4096 over 8192 rows). The peer
+# is PyTorch's bf16 grouped weight gradient (torch._grouped_mm with the
+# groups along k, else one torch.mm per expert), below: PyTorch has no FP8
+# grouped weight gradient this script can call on Hopper.
+for scaling in rows blockwise mxfp8; do
+  "$RT/weft-gpu-bench" wgrad-fp8 1000 384 320 3 "$scaling" 4 || status=1
+  "$RT/weft-gpu-bench" wgrad-fp8 8192 1792 4096 10 "$scaling" 8 || status=1
+done
+PYTHONPATH=bench/gpu python3 - <<'PY' || true
+import json, torch
+from torch_timing import median_ms
+e, rows, p, q = 8, 8192, 1792, 4096
+sizes = [rows // e + (40 if i % 2 == 0 else -40) for i in range(e - 1)]
+sizes.append(rows - sum(sizes))
+dy = torch.randn(rows, p, device="cuda", dtype=torch.bfloat16)
+x = torch.randn(rows, q, device="cuda", dtype=torch.bfloat16)
+offs = torch.tensor(sizes, device="cuda", dtype=torch.int32).cumsum(0).to(torch.int32)
+dyt = dy.t().contiguous()
+def loop():
+    return torch.stack([a.t() @ b for a, b in zip(dy.split(sizes), x.split(sizes))])
+name, run = "torch.mm per expert (bf16)", loop
+if hasattr(torch, "_grouped_mm"):
+    try:
+        got = torch._grouped_mm(dyt, x, offs=offs)
+        err = ((got.float() - loop().float()).abs().max() / loop().float().abs().max()).item()
+        if err < 1e-2:
+            name, run = "torch._grouped_mm (bf16, groups along k)", lambda: torch._grouped_mm(dyt, x, offs=offs)
+    except Exception as ex:  # This PyTorch may not take 2-D by 2-D groups.
+        print(json.dumps({"torch._grouped_mm": str(ex).splitlines()[0][:200]}))
+ms = median_ms(run, 10)
+print(json.dumps({"peer": name, "experts": e, "n": rows, "p": p, "q": q,
+                  "median_ms": ms, "tflops": 2 * rows * p * q / (ms * 1e-3) / 1e12}))
 PY
 
 echo; echo "## 5. ~1B GPT training step (bf16, batch 8 x 1024, AdamW)"

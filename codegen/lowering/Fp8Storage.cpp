@@ -39,9 +39,11 @@
 // rows: it reads its operands quantized again in tiles of an expert's rows
 // (weft.fp8_group_quantize), which become transposed, expert-major codes
 // with a scale per tile and column (sched.fp8_group_cast) for
-// grouped_matmul_wgrad on codes (lowerFp8GroupCast). A quantization a weight
-// gradient reads directly keeps its values beside its codes
-// (Fp8Plan::keepValues).
+// grouped_matmul_wgrad on codes (lowerFp8GroupCast). A weight gradient
+// reading a quantization directly (IR whose quantizations have no
+// group_rows: weft-fp8 marks every expert layer's, so only hand-written IR
+// does) has no blocks that follow its sums: that quantization keeps its
+// values beside its codes for it (Fp8Plan::keepValues).
 //
 //===----------------------------------------------------------------------===//
 

@@ -78,7 +78,8 @@ struct Fp8Plan {
   llvm::SmallVector<std::pair<mlir::Value, Fp8GemmUse>> uses;
   llvm::SmallVector<mlir::Operation *> views;
   /// Whether the dequantized values are written too, for readers that are
-  /// no GEMM on codes (an expert weight gradient).
+  /// no GEMM on codes (an expert weight gradient reading a quantization
+  /// without group_rows, which weft-fp8 never makes).
   bool keepValues = false;
 };
 

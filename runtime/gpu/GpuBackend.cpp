@@ -175,8 +175,9 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
       return scratch.status();
     bound.scratch = *scratch;
   } else if (launch.kind == GpuLaunch::Kind::Kernel) {
-    // Weft's FP8 GEMM (MXFP8, experts) issues mma.sync over FP8 codes:
-    // FP8 tensor cores (sm_89 and up), as cuBLASLt's FP8 GEMMs need.
+    // Weft's FP8 GEMMs (MXFP8, experts, expert weight gradients) issue
+    // mma.sync over FP8 codes: FP8 tensor cores (sm_89 and up), as
+    // cuBLASLt's FP8 GEMMs need.
     int arch = 0;
     if ((launch.kernel == "weft_fp8_block_gemm" ||
          launch.kernel == "weft_fp8_group_wgrad") &&
@@ -184,9 +185,11 @@ absl::Status GpuBackend::Impl::bindLaunch(ProgramState &state,
                            &arch) ||
          arch < 89))
       return absl::FailedPreconditionError(absl::StrCat(
-          "an FP8 GEMM on Weft's kernel (MXFP8's 1 x 32 blocks, or an "
-          "expert layer's) needs FP8 tensor cores (sm_89 or later); this GPU "
-          "is ",
+          launch.kernel == "weft_fp8_group_wgrad"
+              ? "an FP8 expert weight gradient on Weft's kernel "
+              : "an FP8 GEMM on Weft's kernel (MXFP8's 1 x 32 blocks, or an "
+                "expert layer's) ",
+          "needs FP8 tensor cores (sm_89 or later); this GPU is ",
           device->arch()));
     absl::StatusOr<void *> fn = device->function(launch.kernel);
     if (!fn.ok())

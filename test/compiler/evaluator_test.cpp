@@ -573,3 +573,68 @@ TEST_F(EvaluatorTest, Fp8QuantizeMatchesTheRuntime) {
       ASSERT_EQ(static_cast<float>(r[0].data[i]), out[i]) << "element " << i;
   }
 }
+
+// weft.fp8_group_quantize in the evaluator (its own walk over the groups,
+// APFloat's rounding) and in the CPU runtime (Fp8Scaling.h's
+// weft_fp8_expert_column) agree bit for bit: six groups on three experts
+// (group g on expert g mod 3; group 1 empty; experts 0 and 2 each have
+// two groups, and a 32-row tile spans both), 40 rows after the groups
+// (zero), columns whose magnitudes differ by 32-row span of x and by
+// column, one NaN, for each tiling
+// (whole experts: row-wise; 32 rows: MXFP8's with power-of-two scales, and
+// without them) and both formats.
+TEST_F(EvaluatorTest, Fp8GroupQuantizeMatchesTheRuntime) {
+  constexpr int64_t n = 200, cols = 5;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<double> x(n * cols);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      x[r * cols + c] = std::ldexp(normal(rng), (r / 32 % 3) * 3 - 2 * c);
+  x[77 * cols + 2] = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> sizes = {30, 0, 41, 17, 45, 27}; // 160 of 200.
+  struct Case {
+    int rows;
+    const char *format;
+    bool pow2;
+  };
+  for (const Case &c : {Case{0, "f8E4M3FN", false}, Case{0, "f8E5M2", false},
+                        Case{32, "f8E4M3FN", true}, Case{32, "f8E5M2", true},
+                        Case{32, "f8E4M3FN", false}}) {
+    SCOPED_TRACE(std::string(c.format) + " tiles of " + std::to_string(c.rows) +
+                 " rows");
+    std::string text =
+        R"(func.func @f(%x: tensor<200x5xf32>, %s: tensor<6xi32>)
+               -> tensor<200x5xf32> {
+             %q = weft.fp8_group_quantize %x, %s {experts = 3 : i64, format = )" +
+        std::string(c.format) + (c.pow2 ? ", pow2_scales" : "") +
+        ", rows = " + std::to_string(c.rows) +
+        R"( : i64} : tensor<200x5xf32>, tensor<6xi32>
+             return %q : tensor<200x5xf32>
+           })";
+    auto r = eval(text, {Tensor({n, cols}, x), Tensor({6}, sizes)});
+    ASSERT_EQ(r.size(), 1u);
+    std::vector<float> in(x.begin(), x.end()), out(in.size(), -1.0f);
+    std::vector<int32_t> s(sizes.begin(), sizes.end());
+    ASSERT_TRUE(runtime::cpu::fp8GroupQuantize(
+                    in.data(), s.data(), 6, 3, n, cols, c.rows,
+                    c.format == std::string("f8E4M3FN"), c.pow2, out.data(),
+                    nullptr, nullptr, "test")
+                    .ok());
+    int nans = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      auto want = static_cast<float>(r[0].data[i]);
+      if (std::isnan(want)) {
+        ++nans;
+        ASSERT_TRUE(std::isnan(out[i])) << "element " << i;
+      } else {
+        ASSERT_EQ(want, out[i]) << "element " << i;
+      }
+      if (i >= 160 * cols)
+        ASSERT_EQ(out[i], 0.0f) << "element " << i << " after the groups";
+    }
+    // A NaN spoils its block only. Row 77 is group 3's, expert 0's row 36
+    // (after group 0's 30): in its 47 rows, its last 15 (32 to 46).
+    EXPECT_EQ(nans, c.rows == 0 ? 47 : 15);
+  }
+}

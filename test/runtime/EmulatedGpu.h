@@ -64,6 +64,9 @@ public:
   int replays() const { return replays_; }
   /// Makes every capture fail, as a driver that cannot capture some work.
   void refuseGraphs() { refuse = true; }
+  /// Poses as a GPU of architecture `arch` ("sm_80"): what the backend
+  /// refuses on older GPUs shows.
+  void setArch(std::string arch) { arch_ = std::move(arch); }
   /// Runs each stream's work as late as the events allow instead of in
   /// submission order: the first stream created runs on, and another runs
   /// only as far as a wait on one of its records (or a synchronize of it)

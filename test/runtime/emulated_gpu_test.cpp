@@ -72,6 +72,9 @@ struct Emulation {
   bool refuseGraphs = false;
   /// Each stream as late as its events allow (EmulatedGpu::lazySideStreams).
   bool lazy = false;
+  /// The architecture the device poses as (EmulatedGpu::setArch); empty:
+  /// its own, sm_90.
+  std::string arch;
 };
 
 /// A SchedExecutor of bundle `dir` on the CPU, on an emulated GPU (with
@@ -97,6 +100,8 @@ open(const std::string &dir, runtime::Communicator *comm, Emulation *emulation,
         device->refuseGraphs();
       if (emulation->lazy)
         device->lazySideStreams();
+      if (!emulation->arch.empty())
+        device->setArch(emulation->arch);
       if (comm) {
         emulation->collectives =
             std::make_unique<testutil::HostCollectives>(*device, *comm);
@@ -1294,6 +1299,67 @@ TEST(EmulatedGpu, Fp8ExpertGemmsRunInWeftsKernelAndMatchTheDequantizedValues) {
       return v == 0.0f;
     })) << name;
     EXPECT_NE(y[183 * 256], 0.0f) << name;
+  }
+}
+
+// Weft's FP8 kernels issue mma.sync on FP8 codes, which GPUs before sm_89
+// have no tensor cores for: on an sm_80 an MXFP8 GEMM (weft_fp8_block_gemm)
+// and an expert weight gradient on codes (weft_fp8_group_wgrad) are each
+// refused, naming what needs sm_89 and the GPU's architecture, where on
+// the sm_90 the same bundle runs.
+TEST(EmulatedGpu, Fp8KernelsAreRefusedBeforeSm89) {
+  const char *gemm = R"mlir(
+    func.func @run(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>)
+        -> (tensor<64x64xf32> {weft.output = "y"}) {
+      %ax = weft.fp8_amax %x : tensor<64x64xf32> -> tensor<64x2xf32>
+      %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN, pow2_scales} : tensor<64x64xf32>, tensor<64x2xf32>
+      %aw = weft.fp8_amax %w : tensor<64x64xf32> -> tensor<2x64xf32>
+      %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN, pow2_scales} : tensor<64x64xf32>, tensor<2x64xf32>
+      %y = weft.matmul %qx, %qw : tensor<64x64xf32>, tensor<64x64xf32>
+      return %y : tensor<64x64xf32>
+    }
+  )mlir";
+  const char *wgrad = R"mlir(
+    func.func @run(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>, %sizes: tensor<2xi32>)
+        -> (tensor<2x64x64xf32> {weft.output = "y"}) {
+      %qx = weft.fp8_group_quantize %x, %sizes {experts = 2 : i64, format = f8E4M3FN, pow2_scales, rows = 32 : i64} : tensor<64x64xf32>, tensor<2xi32>
+      %qw = weft.fp8_group_quantize %w, %sizes {experts = 2 : i64, format = f8E4M3FN, pow2_scales, rows = 32 : i64} : tensor<64x64xf32>, tensor<2xi32>
+      %y = weft.grouped_matmul_wgrad %qx, %qw, %sizes experts = 2 : tensor<64x64xf32>, tensor<64x64xf32>, tensor<2xi32>
+      return %y : tensor<2x64x64xf32>
+    }
+  )mlir";
+  std::vector<float> x(64 * 64, 0.5f), w(64 * 64, -2.0f);
+  std::vector<int32_t> sizes = {40, 24};
+  std::vector<runtime::HostTensor> in = {
+      {{64, 64}, runtime::DType::F32, x.data()},
+      {{64, 64}, runtime::DType::F32, w.data()},
+      {{2}, runtime::DType::I32, sizes.data()}};
+  for (auto [ir, name, what] :
+       {std::tuple{gemm, "fp8-old-gpu-gemm",
+                   "an FP8 GEMM on Weft's kernel (MXFP8's 1 x 32 blocks, or "
+                   "an expert layer's) needs FP8 tensor cores (sm_89 or "
+                   "later); this GPU is sm_80"},
+        std::tuple{wgrad, "fp8-old-gpu-wgrad",
+                   "an FP8 expert weight gradient on Weft's kernel needs FP8 "
+                   "tensor cores (sm_89 or later); this GPU is sm_80"}}) {
+    SCOPED_TRACE(name);
+    std::string dir = handWrittenBundle(ir, name, "cuda");
+    ASSERT_FALSE(dir.empty());
+    std::vector<runtime::HostTensor> inputs(in.begin(),
+                                            in.begin() + (ir == gemm ? 2 : 3));
+    for (const char *arch : {"sm_90", "sm_80"}) {
+      Emulation emulation;
+      emulation.arch = arch;
+      auto exec = open(dir, nullptr, &emulation);
+      absl::Status run =
+          exec.ok() ? (*exec)->run("run", inputs) : exec.status();
+      if (arch == std::string("sm_90")) {
+        EXPECT_TRUE(run.ok()) << run;
+      } else {
+        EXPECT_EQ(run.code(), absl::StatusCode::kFailedPrecondition) << run;
+        EXPECT_NE(run.message().find(what), absl::string_view::npos) << run;
+      }
+    }
   }
 }
 

@@ -64,28 +64,30 @@ double referenceRound(double x, bool e4m3) {
   return std::copysign(g[code], x);
 }
 
+/// A finite block's scale from the definition: the largest value over its
+/// maximum (clamped below at 1e-12), or with power-of-two scales the power
+/// of two that puts the maximum's binade at the format's top.
+float referenceScale(const std::vector<float> &x, bool e4m3, bool pow2) {
+  double largest = e4m3 ? 448.0 : 57344.0, amax = 0.0;
+  for (float v : x)
+    amax = std::max(amax, std::fabs(static_cast<double>(v)));
+  amax = std::max(amax, static_cast<double>(1e-12f));
+  if (!pow2)
+    return static_cast<float>(largest / amax);
+  int shift = (e4m3 ? 8 : 15) - static_cast<int>(std::floor(std::log2(amax)));
+  return static_cast<float>(std::ldexp(1.0, std::clamp(shift, -127, 127)));
+}
+
 /// One block's quantize-dequantize from the definition.
 std::vector<float> referenceBlock(const std::vector<float> &x, bool e4m3,
                                   bool pow2) {
-  double largest = e4m3 ? 448.0 : 57344.0, amax = 0.0;
-  bool nan = false;
-  for (float v : x) {
-    nan |= !std::isfinite(v);
-    amax = std::max(amax, std::fabs(static_cast<double>(v)));
-  }
   std::vector<float> out(x.size());
-  if (nan) {
+  if (std::any_of(x.begin(), x.end(),
+                  [](float v) { return !std::isfinite(v); })) {
     std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
     return out;
   }
-  amax = std::max(amax, static_cast<double>(1e-12f));
-  float scale;
-  if (pow2) {
-    int shift = (e4m3 ? 8 : 15) - static_cast<int>(std::floor(std::log2(amax)));
-    scale = static_cast<float>(std::ldexp(1.0, std::clamp(shift, -127, 127)));
-  } else {
-    scale = static_cast<float>(largest / amax);
-  }
+  float scale = referenceScale(x, e4m3, pow2);
   for (size_t i = 0; i < x.size(); ++i) {
     auto scaled = static_cast<float>(static_cast<double>(x[i]) * scale);
     out[i] = static_cast<float>(referenceRound(scaled, e4m3) / scale);
@@ -212,6 +214,104 @@ TEST(Fp8Scaling, QuantizeMatchesTheFloat64ReferencePerBlock) {
             for (size_t i = 0; i < at.size(); ++i)
               expectSameBits(y[at[i]], want[i], "quantized", at[i]);
           }
+    }
+  }
+}
+
+// weft.fp8_group_quantize's blocks as the format defines them
+// (docs/bundle-format.md's fp8_group_cast), found here by listing each
+// expert's rows from the sizes, against the executor's kernel (CpuMath's
+// fp8GroupQuantize, through Fp8Scaling.h's weft_fp8_expert_column). Five
+// groups on two experts (group g on expert g mod 2; group 2 empty), each
+// expert's tiles spanning its groups, 30 rows after the groups. Values: each
+// block equals the reference's quantization of that block alone, bit for bit,
+// and the rows after the groups are zero. Codes (sched.fp8_group_cast): each
+// block's codes, at column c, row first_e + v of the [cols, n] buffer, are the
+// reference's rounding with its scale, and its 1 / s sits in row first_e / tile
+// + e + v / tile (e for whole experts).
+TEST(Fp8Scaling, GroupQuantizeMatchesTheFloat64ReferencePerBlock) {
+  using weft::runtime::DType;
+  constexpr int64_t n = 230, cols = 3, experts = 2;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n * cols);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      x[r * cols + c] = std::ldexp(normal(rng), (r / 16 % 4) * 2 - 3 * c);
+  x[101 * cols + 1] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int32_t> sizes = {40, 25, 0, 71, 64};
+  constexpr int64_t routed = 200;
+  // Each expert's rows, in order: its groups', clamped to the rows left.
+  std::vector<std::vector<int64_t>> rowsOf(experts);
+  for (int64_t g = 0, start = 0; g < 5; ++g) {
+    int64_t size = std::min<int64_t>(sizes[g], n - start);
+    for (int64_t r = start; r < start + size; ++r)
+      rowsOf[g % experts].push_back(r);
+    start += size;
+  }
+  ASSERT_EQ(rowsOf[0].size() + rowsOf[1].size(), size_t(routed));
+  for (int64_t tile : {0, 32, 128}) {
+    for (bool e4m3 : {true, false}) {
+      bool pow2 = tile == 32;
+      SCOPED_TRACE("tiles of " + std::to_string(tile) +
+                   (e4m3 ? " rows, e4m3" : " rows, e5m2"));
+      int64_t tiles = weft_fp8_group_tiles(experts, n, tile);
+      ASSERT_EQ(tiles, tile ? (n + tile - 1) / tile + experts : experts);
+      std::vector<float> values(n * cols, -1.0f), scaleInv(tiles * cols, -1.0f);
+      std::vector<uint8_t> codes(cols * n, 0xAB);
+      ASSERT_TRUE(weft::runtime::cpu::fp8GroupQuantize(
+                      x.data(), sizes.data(), 5, experts, n, cols, tile, e4m3,
+                      pow2, values.data(), nullptr, nullptr, "test")
+                      .ok());
+      ASSERT_TRUE(weft::runtime::cpu::fp8GroupQuantize(
+                      x.data(), sizes.data(), 5, experts, n, cols, tile, e4m3,
+                      pow2, nullptr, codes.data(), scaleInv.data(), "test")
+                      .ok());
+      for (int64_t i = routed * cols; i < n * cols; ++i)
+        ASSERT_EQ(bitsOf(values[i]), 0u) << "element " << i;
+      int64_t first = 0;
+      for (int64_t e = 0; e < experts; ++e) {
+        const std::vector<int64_t> &rows = rowsOf[e];
+        int64_t count = rows.size(), step = tile ? tile : count;
+        for (int64_t v0 = 0; v0 < count; v0 += step) {
+          int64_t end = std::min(count, v0 + step);
+          for (int64_t c = 0; c < cols; ++c) {
+            std::vector<float> block;
+            for (int64_t v = v0; v < end; ++v)
+              block.push_back(x[rows[v] * cols + c]);
+            std::vector<float> want = referenceBlock(block, e4m3, pow2);
+            for (int64_t v = v0; v < end; ++v)
+              expectSameBits(values[rows[v] * cols + c], want[v - v0], "value",
+                             rows[v] * cols + c);
+            int64_t t = tile ? first / tile + e + v0 / tile : e;
+            float inv = scaleInv[t * cols + c];
+            if (std::isnan(want[0]))
+              continue; // A NaN block's codes say nothing of a scale.
+            float scale = referenceScale(block, e4m3, pow2);
+            expectSameBits(inv, 1.0f / scale, "1 / s", t * cols + c);
+            for (int64_t v = v0; v < end; ++v) {
+              float code = weft::runtime::fp8Value(codes[c * n + first + v],
+                                                   e4m3 ? DType::F8E4M3FN
+                                                        : DType::F8E5M2);
+              auto scaled = static_cast<float>(
+                  static_cast<double>(x[rows[v] * cols + c]) * scale);
+              expectSameBits(code,
+                             static_cast<float>(referenceRound(scaled, e4m3)),
+                             "code", c * n + first + v);
+              // And dequantized through 1 / s it is the reference's value
+              // (exact with power-of-two scales, else within an ulp).
+              if (pow2)
+                expectSameBits(code * inv, want[v - v0], "code * 1/s",
+                               c * n + first + v);
+              else
+                EXPECT_NEAR(code * inv, want[v - v0],
+                            std::fabs(want[v - v0]) * 1.2e-7f)
+                    << "code * 1/s at " << c * n + first + v;
+            }
+          }
+        }
+        first += count;
+      }
     }
   }
 }

@@ -29,12 +29,16 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
     an inner dimension, and generated kernels' launch grids. An op with no
     lowering is an error naming it.
 
-    With `fp8-storage` (`auto`: on for cuda), a per-tensor
-    `weft.fp8_quantize` whose every reader is a GEMM (through reshapes)
-    whose other operand is one too, with m, n and k multiples of 16,
-    becomes `sched.fp8_cast` (FP8 codes and 1 / s, transposed where
-    cuBLASLt's k-contiguous layout needs it) and its GEMMs `sched.gemm`
-    with FP8 operands and scales; the f32 values are not written.
+    With `fp8-storage` (`auto`: on for cuda), a `weft.fp8_quantize`
+    whose every reader is a GEMM (through reshapes, at most one gather)
+    whose other operand is one too, with m, n and k multiples of 16 and
+    blocks some scale mode reads (per tensor, per row, 1 x 128 by
+    128 x 128, MXFP8's 1 x 32), becomes `sched.fp8_cast` (FP8 codes and
+    1 / s, transposed where cuBLASLt's k-contiguous layout needs it) and
+    its GEMMs `sched.gemm` or `sched.grouped_matmul` with FP8 operands and
+    scales; the f32 values are not written. An expert weight gradient's
+    group quantizations become `sched.fp8_group_cast` and its
+    `sched.grouped_matmul_wgrad` reads their codes.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
@@ -43,7 +47,7 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
            /*default=*/"4096",
            "GPU attention materialises scores up to this many MiB">,
     Option<"fp8Storage", "fp8-storage", "std::string", /*default=*/"\"auto\"",
-           "Per-tensor FP8 GEMM operands as FP8 codes: auto (on for cuda), "
+           "FP8 GEMM operands as FP8 codes and scales: auto (on for cuda), "
            "on or off">
   ];
   let dependentDialects = ["::weft::sched::SchedDialect"];

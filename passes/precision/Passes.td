@@ -56,7 +56,10 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     weight along its output features for the input gradient. So every FP8
     GEMM of the step has scales constant along its contraction, as a GPU's
     scaled GEMM needs. Expert GEMMs' weight gradients sum over each
-    expert's rows, no fixed block: they read the forward's quantization.
+    expert's rows, no fixed block: the expert input's quantization and the
+    output gradient's mark get `group_rows` (0 row-wise, 128 blockwise, 32
+    mxfp8), and autodiff quantizes both again in tiles of that many of an
+    expert's rows (`weft.fp8_group_quantize`) for the weight gradient.
 
     GEMMs reading one value share its quantization (not under delayed
     scaling, whose histories are per GEMM). The function gets `weft.fp8` (the recipe), `weft.fp8_gemms` (how many

@@ -161,36 +161,23 @@ TEST(Fp8Scaling, CodesHoldTheRoundedValue) {
   }
 }
 
-// The executor's kernels (block maxima, then quantization) on a [4, 6, 64]
-// tensor of mixed magnitudes (one
-// of mixed magnitudes, one row all zeros, one with a NaN) under every
-// recipe's block shape: each block equals the reference's quantization of
-// that block alone.
-TEST(Fp8Scaling, QuantizeMatchesTheFloat64ReferencePerBlock) {
-  const std::vector<int64_t> shape = {4, 6, 64};
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int> exponent(-30, 12);
-  std::vector<float> x(4 * 6 * 64);
-  for (float &v : x)
-    v = std::ldexp(normal(rng), exponent(rng) / 4);
-  std::fill(x.begin() + 64, x.begin() + 128, 0.0f); // Row (0, 1) is zero.
-  x[5 * 64 + 3] = std::numeric_limits<float>::quiet_NaN(); // Row (0, 5).
-  x[7 * 64 + 9] = 1e-30f; // A tiny value beside normal ones.
+namespace {
+struct Recipe {
+  std::vector<int64_t> block;
+  bool pow2;
+};
 
-  struct Recipe {
-    std::vector<int64_t> block;
-    bool pow2;
-  };
-  const Recipe recipes[] = {
-      {{4, 6, 64}, false}, // Per tensor.
-      {{1, 1, 64}, false}, // Per row.
-      {{1, 6, 1}, false},  // Per column of each [6, 64] matrix.
-      {{1, 2, 32}, false}, // 2 x 32 blocks.
-      {{1, 1, 32}, true},  // MXFP8.
-  };
+/// The executor's kernels (block maxima, then quantization) on `x` of
+/// `shape` under each of `recipes`, both formats: each block equals the
+/// reference's quantization of that block alone, bit for bit.
+void expectBlocksMatchTheReference(const std::vector<int64_t> &shape,
+                                   const std::vector<float> &x,
+                                   const std::vector<Recipe> &recipes) {
   for (const Recipe &r : recipes) {
     for (bool e4m3 : {true, false}) {
+      SCOPED_TRACE("block " + std::to_string(r.block[0]) + "x" +
+                   std::to_string(r.block[1]) + "x" +
+                   std::to_string(r.block[2]) + (e4m3 ? " e4m3" : " e5m2"));
       std::vector<int64_t> grid;
       for (size_t d = 0; d < shape.size(); ++d)
         grid.push_back(shape[d] / r.block[d]);
@@ -216,6 +203,58 @@ TEST(Fp8Scaling, QuantizeMatchesTheFloat64ReferencePerBlock) {
           }
     }
   }
+}
+} // namespace
+
+// On a [4, 6, 64] tensor of mixed magnitudes (one row all zeros, one with
+// a NaN, a tiny value beside normal ones), under small block shapes of
+// each kind: per tensor, per row, per column, 2 x 32, MXFP8's 1 x 32.
+TEST(Fp8Scaling, QuantizeMatchesTheFloat64ReferencePerBlock) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 12);
+  std::vector<float> x(4 * 6 * 64);
+  for (float &v : x)
+    v = std::ldexp(normal(rng), exponent(rng) / 4);
+  std::fill(x.begin() + 64, x.begin() + 128, 0.0f); // Row (0, 1) is zero.
+  x[5 * 64 + 3] = std::numeric_limits<float>::quiet_NaN(); // Row (0, 5).
+  x[7 * 64 + 9] = 1e-30f; // A tiny value beside normal ones.
+  expectBlocksMatchTheReference({4, 6, 64}, x,
+                                {
+                                    {{4, 6, 64}, false}, // Per tensor.
+                                    {{1, 1, 64}, false}, // Per row.
+                                    {{1, 6, 1}, false},  // Per column.
+                                    {{1, 2, 32}, false}, // 2 x 32 blocks.
+                                    {{1, 1, 32}, true},  // MXFP8.
+                                });
+}
+
+// The recipes' own block shapes on a [2, 256, 384] tensor whose magnitude
+// changes by 32-row span and 64-column span (so a 128-block's maximum is
+// not its neighbour's), with a NaN: DeepSeek-V3's 1 x 128 activation tiles
+// and 128 x 128 weight blocks, the weight gradient's 128 x 1 tiles along
+// the tokens, row-wise's whole rows and columns, and MXFP8's 1 x 32 and
+// 32 x 1 with power-of-two scales.
+TEST(Fp8Scaling, RecipesBlocksMatchTheFloat64Reference) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(2 * 256 * 384);
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t row = i / 384 % 256, col = i % 384;
+    x[i] = std::ldexp(normal(rng), static_cast<int>(row / 32 % 5) -
+                                       2 * static_cast<int>(col / 64 % 4));
+  }
+  x[(256 + 200) * 384 + 300] = std::numeric_limits<float>::quiet_NaN();
+  expectBlocksMatchTheReference({2, 256, 384}, x,
+                                {
+                                    {{1, 1, 128}, false},   // 1 x 128 tiles.
+                                    {{1, 128, 128}, false}, // 128 x 128.
+                                    {{1, 128, 1}, false},   // 128 x 1 tiles.
+                                    {{1, 1, 384}, false},   // Row-wise rows.
+                                    {{1, 256, 1}, false},   // And columns.
+                                    {{1, 1, 32}, true},     // MXFP8 1 x 32.
+                                    {{1, 32, 1}, true},     // And 32 x 1.
+                                });
 }
 
 // weft.fp8_group_quantize's blocks as the format defines them

@@ -268,10 +268,11 @@ cl::opt<std::string> probes(
     cl::init(""), cl::sub(compileCmd));
 cl::opt<std::string> fp8Storage(
     "fp8-storage",
-    cl::desc("With a per-tensor --fp8 recipe, keep GEMM operands as FP8 "
-             "bytes and multiply them as FP8 (cuBLASLt with scale pointers "
-             "on the GPU; decoded on the CPU): auto (default: on for "
-             "--target cuda), on or off (f32 dequantized values)"),
+    cl::desc("With --fp8, keep GEMM operands as FP8 bytes with their "
+             "scales and multiply them as FP8 (cuBLASLt with scale pointers "
+             "or Weft's kernel on the GPU; decoded on the CPU): auto "
+             "(default: on for --target cuda), on or off (f32 dequantized "
+             "values)"),
     cl::init("auto"), cl::sub(compileCmd));
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",

@@ -177,6 +177,17 @@ TEST(Recompute, DropoutOnDataAndTensorParallelRanks) {
   checkPolicies(llama);
   checkPolicies(Case("llama-tiny-dropout", "f32", "dp=2,tp=2"));
 }
+// Mixtral's attention dropout (attention_dropout 0.1) beside its experts:
+// one rank (every gradient), tensor and data parallel ranks, and expert
+// parallelism, whose exchanges stay while the attention's mask is drawn
+// again.
+TEST(Recompute, MixtralTinyWithDropoutTrainsBitForBitUnderEveryPolicy) {
+  Case setup("mixtral-tiny-dropout");
+  setup.keepGradients = true;
+  checkPolicies(setup);
+  checkPolicies(Case("mixtral-tiny-dropout", "f32", "dp=2,tp=2"));
+  checkPolicies(Case("mixtral-tiny-dropout", "f32", "ep=2"));
+}
 // Every other placement: sequence parallelism's all-gathers and
 // reduce-scatters stay; ZeRO-3 gathers again what a recomputation reads;
 // pipeline stages run their recomputation in their backward; expert

@@ -6,10 +6,12 @@
 #include "codegen/Passes.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/costmodel/CostModel.h"
+#include "passes/costmodel/Report.h"
 #include "passes/fusion/Passes.h"
 #include "passes/health/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/pipeline/Names.h"
 #include "passes/pipeline/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/recompute/Budget.h"
@@ -269,48 +271,82 @@ void registerTrainingPipeline() {
 }
 
 namespace {
-/// What a candidate recomputation costs once planned: the largest arena
-/// among `module`'s programs (the one the runtime holds; 0 if none), and
-/// of the backward (the program weft-recompute marked: the step, or
-/// @accumulate with micro-batches) the FLOPs its recomputation adds and,
-/// per layer, what it keeps for the backward (bytes) and computes again
-/// (FLOPs).
+/// What a candidate recomputation costs once planned. The activation bytes
+/// each rank that holds layers peaks at: without pp one, the largest arena
+/// among `module`'s programs (the one the runtime holds); under pp each
+/// pipeline rank's, as the report counts them (its largest arena and the
+/// stash of the micro-batches in flight on it), with how many
+/// micro-batches' stashes a byte a layer keeps counts for there. Then,
+/// from the backward weft-recompute marked (the step, @accumulate with
+/// micro-batches, or under pp each stage's backward), per layer what it
+/// keeps for the backward (bytes) and computes again (FLOPs), and which of
+/// those ranks holds it.
 struct RecomputeCost {
-  int64_t arena = 0;
-  double flops = 0;
+  std::vector<int64_t> memory;
+  std::vector<double> inFlight;
   std::vector<int64_t> layerBytes;
   std::vector<double> layerFlops;
+  std::vector<int64_t> rankOf;
+
+  /// What rank `r`'s layers add (their FLOPs).
+  double flops(llvm::ArrayRef<int64_t> layers) const {
+    double total = 0;
+    for (int64_t l : layers)
+      total += layerFlops[l];
+    return total;
+  }
 };
-RecomputeCost recomputeCost(ModuleOp module) {
+
+FailureOr<RecomputeCost> recomputeCost(ModuleOp module, int64_t layers) {
   RecomputeCost cost;
   func::FuncOp backward;
+  int64_t arena = 0;
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
-    // The runtime holds one arena, the largest program's.
-    if (auto arena = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
-      cost.arena = std::max(cost.arena, arena.getInt());
-    // The program that runs the backward (the step, or @accumulate with
-    // micro-batches; a copy of it for the last micro-batch holds the same
-    // marks).
+    if (auto a = f->getAttrOfType<IntegerAttr>("weft.arena_bytes"))
+      arena = std::max(arena, a.getInt());
     if (!backward && f->hasAttr(kRecomputeAttr))
       backward = f;
   }
-  if (!backward)
+  if (backward) {
+    if (auto bytes =
+            backward->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr))
+      cost.layerBytes.assign(bytes.asArrayRef().begin(),
+                             bytes.asArrayRef().end());
+    if (auto flops = backward->getAttrOfType<DenseF64ArrayAttr>(
+            kRecomputeLayerFlopsAttr))
+      cost.layerFlops.assign(flops.asArrayRef().begin(),
+                             flops.asArrayRef().end());
+  }
+  cost.rankOf.assign(layers, 0);
+  if (!module->hasAttr(kPipelineScheduleAttr)) {
+    cost.memory = {arena};
+    cost.inFlight = {1.0};
     return cost;
-  if (auto flops = backward->getAttrOfType<FloatAttr>(kRecomputeFlopsAttr))
-    cost.flops = flops.getValueAsDouble();
-  if (auto bytes =
-          backward->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr))
-    cost.layerBytes.assign(bytes.asArrayRef().begin(),
-                           bytes.asArrayRef().end());
-  if (auto flops =
-          backward->getAttrOfType<DenseF64ArrayAttr>(kRecomputeLayerFlopsAttr))
-    cost.layerFlops.assign(flops.asArrayRef().begin(),
-                           flops.asArrayRef().end());
+  }
+  FailureOr<PlacementReport> report = estimatePlacement(module);
+  if (failed(report) || !report->pipeline)
+    return failure();
+  const PipelineEstimate &pipe = *report->pipeline;
+  for (const RankEstimate &r : pipe.stages) {
+    cost.memory.push_back(r.activationBytes);
+    cost.inFlight.push_back(double(r.inFlight) / double(pipe.chunks));
+  }
+  // Stage s (virtual stage s / ranks of rank s % ranks) holds the layers
+  // of the parameters its forward reads.
+  for (int64_t s = 0; s < pipe.ranks * pipe.chunks; ++s)
+    if (auto f = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) +
+                                                   ".forward"))
+      f.walk([&](ParamOp p) {
+        if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr);
+            l && l.getInt() < layers)
+          cost.rankOf[l.getInt()] = s % pipe.ranks;
+      });
   return cost;
 }
 
 /// Up to this many per-layer choices (3^L: none, selective or full per
-/// layer) a budget is met exactly, by planning every one.
+/// layer) of one rank's layers a budget is met exactly, by planning every
+/// one.
 constexpr int64_t kExactCandidates = 81;
 
 /// How many layers (`weft.layer` of parameters) `module` has.
@@ -323,22 +359,28 @@ int64_t layersOf(ModuleOp module) {
   return layers;
 }
 
-/// Resolves `--recompute budget=G`: a per-layer choice whose largest arena
-/// among the programs (the memory plan's peak, planned as the report plans
-/// it) fits G GiB, adding as few FLOPs as the
-/// method can tell (docs/recompute.md).
-///  - With 3^L <= 81 choices (L layers) every one is planned and the one
-///    adding the fewest FLOPs wins (the smaller arena on a tie): exact over
-///    per-layer policies, where Checkmate solves over every tensor.
+/// Resolves `--recompute budget=G`: a per-layer choice under which every
+/// rank's activations (the memory plan's peak, planned as the report plans
+/// it; under pp each pipeline rank's, stash in flight included) fit G GiB,
+/// adding as few FLOPs as the method can tell (docs/recompute.md). A
+/// rank's activations depend on its own layers' choices only (without pp
+/// one rank holds them all), so each rank's layers are chosen on their
+/// own, all ranks in each planning:
+///  - With at most 81 choices (3^L, L layers on each rank) every one is
+///    planned and, per rank, the one adding the fewest FLOPs that fits wins
+///    (the smaller peak on a tie): exact over per-layer policies, where
+///    Checkmate solves over every tensor.
 ///  - With more, three uniform plannings (every layer none, selective,
-///    full) give the model of passes/recompute/Budget.h: what each layer's
-///    policy frees (weft.activation_bytes) and costs
+///    full) give each rank the model of passes/recompute/Budget.h: what
+///    each layer's policy frees (weft.activation_bytes, times the
+///    micro-batches in flight under pp) and costs
 ///    (weft.recompute_layer_flops), and each policy's working set.
 ///    orderBudgetSteps orders per-layer steps and picks the first the model
 ///    says fits, within one layer's costliest option of the model's best.
-///    That candidate is planned; if it misses, the later candidates are
-///    bisected for the first that fits (every layer full, which fits, if
-///    none does): at most 4 + log2(2L) plannings beyond the uniform ones.
+///    That candidate is planned; a rank it misses is bisected over its
+///    later candidates for the first that fits (every layer full, which
+///    fits, if none does): at most 4 + log2(2L) plannings beyond the
+///    uniform ones.
 FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                            const TrainingOptions &options,
                                            double gib) {
@@ -361,49 +403,125 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     t.fuseAndPlan = true;
     if (failed(buildTrainingPrograms(*trial, t)))
       return failure();
-    return recomputeCost(*trial);
+    FailureOr<RecomputeCost> cost = recomputeCost(*trial, layers);
+    if (failed(cost))
+      return module.emitError("--recompute ")
+                 << options.recompute << ": cannot estimate the pipeline's "
+                 << "ranks under " << choice.str(),
+             failure();
+    if (static_cast<int64_t>(cost->layerBytes.size()) != layers ||
+        static_cast<int64_t>(cost->layerFlops.size()) != layers)
+      return module.emitError("--recompute ")
+                 << options.recompute << ": under " << choice.str()
+                 << " the backward records "
+                 << static_cast<int64_t>(cost->layerBytes.size())
+                 << " layers' activations and "
+                 << static_cast<int64_t>(cost->layerFlops.size())
+                 << " layers' FLOPs, but the model has " << layers
+                 << " layers; give a policy per layer",
+             failure();
+    return cost;
   };
   auto budget = static_cast<int64_t>(gib * double(int64_t(1) << 30));
+  auto fitsAll = [&](const RecomputeCost &c) {
+    return llvm::all_of(c.memory, [&](int64_t m) { return m <= budget; });
+  };
   FailureOr<RecomputeCost> full = costOf(uniform(RecomputePolicy::Full));
   if (failed(full))
     return failure();
-  if (full->arena > budget)
-    return module.emitError("--recompute ")
-               << options.recompute
-               << ": even recomputing every layer fully needs "
-               << llvm::formatv("{0:F2}",
-                                full->arena / double(int64_t(1) << 30))
-               << " GiB of activations (the memory plan's largest arena); "
-                  "raise the budget or split the model over more ranks",
-           failure();
+  int64_t ranks = static_cast<int64_t>(full->memory.size());
+  for (int64_t r = 0; r < ranks; ++r)
+    if (full->memory[r] > budget)
+      return module.emitError("--recompute ")
+                 << options.recompute << ": even recomputing every layer "
+                 << "fully needs "
+                 << (full->memory[r] >= (int64_t(1) << 30) / 10
+                         ? llvm::formatv("{0:F2} GiB",
+                                         full->memory[r] / double(1 << 30))
+                               .str()
+                         : llvm::formatv("{0:F2} MiB",
+                                         full->memory[r] / double(1 << 20))
+                               .str())
+                 << " of activations"
+                 << (ranks > 1 ? " on pipeline rank " + std::to_string(r)
+                               : std::string())
+                 << " (the memory plan's largest arena"
+                 << (ranks > 1 ? " and the stash in flight" : "")
+                 << "); raise the budget or split the model over more ranks",
+             failure();
   FailureOr<RecomputeCost> none = costOf(uniform(RecomputePolicy::None));
   if (failed(none))
     return failure();
-  if (none->arena <= budget)
+  if (fitsAll(*none))
     return uniform(RecomputePolicy::None).str();
+  std::vector<std::vector<int64_t>> layersOn(ranks);
+  for (int64_t l = 0; l < layers; ++l)
+    layersOn[full->rankOf[l]].push_back(l);
+  // The answer, an option per layer (0 none, 1 selective, 2 full), set
+  // rank by rank.
+  std::vector<int> chosen(layers, 0);
+  auto choiceOf = [&](llvm::ArrayRef<int> option) {
+    RecomputeChoice c;
+    for (int o : option)
+      c.layers.push_back(budgetPolicy(o));
+    return c;
+  };
+  // Sets rank r's layers to their options in `option` (indexed like its
+  // layers).
+  auto assign = [&](std::vector<int> &to, int64_t r,
+                    llvm::ArrayRef<int> option) {
+    for (auto [i, l] : llvm::enumerate(layersOn[r]))
+      to[l] = option[i];
+  };
+
   int64_t candidates = 1;
-  for (int64_t l = 0; l < layers && candidates <= kExactCandidates; ++l)
-    candidates *= 3;
+  for (int64_t r = 0; r < ranks; ++r) {
+    int64_t mine = 1;
+    for (size_t l = 0; l < layersOn[r].size() && mine <= kExactCandidates; ++l)
+      mine *= 3;
+    candidates = std::max(candidates, mine);
+  }
   if (candidates <= kExactCandidates) {
-    // Every per-layer choice, layer 0 the lowest base-3 digit.
-    std::optional<std::pair<RecomputeCost, std::string>> best;
+    // Every per-layer choice of each rank, its first layer the lowest
+    // base-3 digit; a rank with fewer choices repeats them.
+    struct Best {
+      double flops = 0;
+      int64_t memory = 0;
+      std::vector<int> option;
+    };
+    std::vector<std::optional<Best>> best(ranks);
     for (int64_t i = 0; i < candidates; ++i) {
-      RecomputeChoice c;
-      for (int64_t l = 0, rest = i; l < layers; ++l, rest /= 3)
-        c.layers.push_back(std::array{RecomputePolicy::None,
-                                      RecomputePolicy::Selective,
-                                      RecomputePolicy::Full}[rest % 3]);
-      FailureOr<RecomputeCost> cost = costOf(c);
+      std::vector<int> option(layers, 0);
+      for (int64_t r = 0; r < ranks; ++r) {
+        int64_t mine = 1;
+        for (size_t l = 0; l < layersOn[r].size(); ++l)
+          mine *= 3;
+        int64_t rest = i % mine;
+        for (int64_t l : layersOn[r]) {
+          option[l] = static_cast<int>(rest % 3);
+          rest /= 3;
+        }
+      }
+      FailureOr<RecomputeCost> cost = costOf(choiceOf(option));
       if (failed(cost))
         return failure();
-      if (cost->arena > budget)
-        continue;
-      if (!best || cost->flops < best->first.flops ||
-          (cost->flops == best->first.flops && cost->arena < best->first.arena))
-        best = {*cost, c.str()};
+      for (int64_t r = 0; r < ranks; ++r) {
+        if (cost->memory[r] > budget)
+          continue;
+        double flops = cost->flops(layersOn[r]);
+        std::optional<Best> &b = best[r];
+        if (!b || flops < b->flops ||
+            (flops == b->flops && cost->memory[r] < b->memory)) {
+          b = Best{flops, cost->memory[r], {}};
+          for (int64_t l : layersOn[r])
+            b->option.push_back(option[l]);
+        }
+      }
     }
-    if (best) // Full everywhere fits, checked above.
-      return best->second;
+    // Every rank has one: full everywhere fits, checked above.
+    for (int64_t r = 0; r < ranks; ++r)
+      assign(chosen, r, best[r]->option);
+    return choiceOf(chosen).str();
   }
 
   FailureOr<RecomputeCost> selective =
@@ -411,66 +529,95 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
   if (failed(selective))
     return failure();
   const RecomputeCost *planned[kBudgetOptions] = {&*none, &*selective, &*full};
-  const char *names[kBudgetOptions] = {"none", "selective", "full"};
-  for (int o = 0; o < kBudgetOptions; ++o)
-    if (static_cast<int64_t>(planned[o]->layerBytes.size()) != layers ||
-        static_cast<int64_t>(planned[o]->layerFlops.size()) != layers)
-      return module.emitError("--recompute ")
-                 << options.recompute << ": under " << names[o]
-                 << " the backward records "
-                 << static_cast<int64_t>(planned[o]->layerBytes.size())
-                 << " layers' activations and "
-                 << static_cast<int64_t>(planned[o]->layerFlops.size())
-                 << " layers' FLOPs, but the model has " << layers
-                 << " layers; give a policy per layer",
-             failure();
-  BudgetModel model;
-  model.noneArena = double(none->arena);
-  model.layers.resize(layers);
-  double freedBy[kBudgetOptions] = {0, 0, 0};
-  for (int64_t l = 0; l < layers; ++l)
-    for (int o = 0; o < kBudgetOptions; ++o) {
-      model.layers[l].freed[o] =
-          double(none->layerBytes[l] - planned[o]->layerBytes[l]);
-      model.layers[l].flops[o] = planned[o]->layerFlops[l];
-      freedBy[o] += model.layers[l].freed[o];
+  std::vector<BudgetSteps> order;
+  for (int64_t r = 0; r < ranks; ++r) {
+    BudgetModel model;
+    model.noneArena = double(none->memory[r]);
+    double freedBy[kBudgetOptions] = {0, 0, 0};
+    for (int64_t l : layersOn[r]) {
+      BudgetModel::Layer layer;
+      for (int o = 0; o < kBudgetOptions; ++o) {
+        layer.freed[o] =
+            double(none->layerBytes[l] - planned[o]->layerBytes[l]) *
+            none->inFlight[r];
+        layer.flops[o] = planned[o]->layerFlops[l];
+        freedBy[o] += layer.freed[o];
+      }
+      model.layers.push_back(layer);
     }
-  for (int o = 1; o < kBudgetOptions; ++o)
-    model.workingSet[o] =
-        std::max(0.0, planned[o]->arena - (model.noneArena - freedBy[o]));
-  BudgetSteps order = orderBudgetSteps(model, double(budget));
-  auto candidate = [&](size_t k) {
-    RecomputeChoice c;
-    for (int option : order.choice(layers, k))
-      c.layers.push_back(budgetPolicy(option));
-    return c;
-  };
-  auto fits = [&](size_t k) -> FailureOr<bool> {
-    FailureOr<RecomputeCost> cost = costOf(candidate(k));
+    for (int o = 1; o < kBudgetOptions; ++o)
+      model.workingSet[o] =
+          std::max(0.0, planned[o]->memory[r] - (model.noneArena - freedBy[o]));
+    order.push_back(orderBudgetSteps(model, double(budget)));
+  }
+  // Each rank's candidate k (order[r].steps.size() + 1: every layer full),
+  // planned together; which ranks fit.
+  auto fits = [&](llvm::ArrayRef<size_t> k) -> FailureOr<std::vector<bool>> {
+    std::vector<int> option(layers, 0);
+    for (int64_t r = 0; r < ranks; ++r)
+      assign(option, r,
+             k[r] > order[r].steps.size()
+                 ? std::vector<int>(layersOn[r].size(), 2)
+                 : order[r].choice(layersOn[r].size(), k[r]));
+    FailureOr<RecomputeCost> cost = costOf(choiceOf(option));
     if (failed(cost))
       return failure();
-    return cost->arena <= budget;
+    std::vector<bool> fit;
+    for (int64_t r = 0; r < ranks; ++r)
+      fit.push_back(cost->memory[r] <= budget);
+    return fit;
   };
-  // The model's pick, then the first later candidate that fits.
-  size_t misses = order.fits, last = order.steps.size();
-  FailureOr<bool> picked = fits(misses);
+  // The model's pick, then per rank the first later candidate that fits:
+  // misses[r] < the answer <= last[r] while bisecting.
+  std::vector<size_t> misses, last, at;
+  for (const BudgetSteps &o : order)
+    at.push_back(o.fits);
+  FailureOr<std::vector<bool>> picked = fits(at);
   if (failed(picked))
     return failure();
-  if (*picked)
-    return candidate(misses).str();
-  FailureOr<bool> lastFits = fits(last);
-  if (failed(lastFits))
-    return failure();
-  if (!*lastFits)
-    return uniform(RecomputePolicy::Full).str();
-  while (last - misses > 1) {
-    size_t mid = misses + (last - misses) / 2;
-    FailureOr<bool> midFits = fits(mid);
+  std::vector<bool> settled = *picked;
+  for (int64_t r = 0; r < ranks; ++r) {
+    misses.push_back(at[r]);
+    last.push_back(order[r].steps.size());
+    if (!settled[r])
+      at[r] = last[r];
+  }
+  if (!llvm::all_of(settled, [](bool b) { return b; })) {
+    FailureOr<std::vector<bool>> lastFits = fits(at);
+    if (failed(lastFits))
+      return failure();
+    for (int64_t r = 0; r < ranks; ++r)
+      if (!settled[r] && !(*lastFits)[r]) {
+        at[r] = last[r] + 1; // Every layer full.
+        settled[r] = true;
+      }
+  }
+  for (;;) {
+    bool more = false;
+    std::vector<size_t> mid = at;
+    for (int64_t r = 0; r < ranks; ++r)
+      if (!settled[r] && last[r] - misses[r] > 1) {
+        mid[r] = misses[r] + (last[r] - misses[r]) / 2;
+        more = true;
+      }
+    if (!more)
+      break;
+    FailureOr<std::vector<bool>> midFits = fits(mid);
     if (failed(midFits))
       return failure();
-    (*midFits ? last : misses) = mid;
+    for (int64_t r = 0; r < ranks; ++r)
+      if (!settled[r] && mid[r] != at[r])
+        ((*midFits)[r] ? last[r] : misses[r]) = mid[r];
+    for (int64_t r = 0; r < ranks; ++r)
+      if (!settled[r])
+        at[r] = last[r];
   }
-  return candidate(last).str();
+  for (int64_t r = 0; r < ranks; ++r)
+    assign(chosen, r,
+           at[r] > order[r].steps.size()
+               ? std::vector<int>(layersOn[r].size(), 2)
+               : order[r].choice(layersOn[r].size(), at[r]));
+  return choiceOf(chosen).str();
 }
 } // namespace
 
@@ -485,14 +632,6 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
     if (!options.fuseAndPlan)
       return module.emitError("--recompute budget= needs the memory plan "
                               "(fuse-and-plan)");
-    // A pipeline's stages run their backward in programs of their own,
-    // each with its own micro-batches in flight; the search reads one
-    // backward's arena.
-    if (options.plan.size("pp") > 1)
-      return module.emitError("--recompute ")
-             << options.recompute
-             << " is not supported with pp: give a policy per layer, or "
-                "--plan auto, which chooses one per pipeline rank";
     FailureOr<std::string> chosen =
         chooseRecomputation(module, options, *choice->budgetGiB);
     if (failed(chosen))

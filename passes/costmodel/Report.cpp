@@ -293,7 +293,8 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
 } // namespace
 
 /// The recompute policy and per-layer activation bytes of the program that
-/// records them (the step, or @accumulate with micro-batches).
+/// records them (the step, @accumulate with micro-batches, or under pp
+/// each stage's backward).
 void addLayerActivations(ModuleOp module, PlacementReport &report) {
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     auto bytes = f->getAttrOfType<DenseI64ArrayAttr>(kActivationBytesAttr);
@@ -327,8 +328,11 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
   if (auto table =
           module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr)) {
     FailureOr<PlacementReport> report = estimatePipeline(module, table);
-    if (succeeded(report))
+    if (succeeded(report)) {
       addFp8(module, *report);
+      // Each stage's backward carries the model's marks (weft-pipeline-split).
+      addLayerActivations(module, *report);
+    }
     return report;
   }
   PlacementReport report;

@@ -427,6 +427,16 @@ private:
         auto f = func::FuncOp::create(b, acc.getLoc(), name,
                                       b.getFunctionType(inputs, {}));
         f->setAttr(kStageAttr, b.getI64IntegerAttr(s));
+        // What weft-recompute recorded of the whole model (its policy, the
+        // bytes each layer keeps, what its clones compute) goes with every
+        // stage's backward, which runs those clones: the report and the
+        // budget search read it there, as from @accumulate without pp.
+        if (phase == Backward)
+          for (const char *mark :
+               {kRecomputeAttr, kRecomputeFlopsAttr, kRecomputeLayerFlopsAttr,
+                kActivationBytesAttr})
+            if (Attribute value = acc->getAttr(mark))
+              f->setAttr(mark, value);
         Block *entry = f.addEntryBlock();
         f.setAllArgAttrs(inputAttrs);
         b.setInsertionPointToStart(entry);

@@ -12,8 +12,10 @@
 
 #include "compiler/Pipeline.h"
 #include "frontend/models/ModelConfig.h"
+#include "passes/costmodel/Report.h"
 #include "passes/recompute/Budget.h"
 #include "passes/recompute/Passes.h"
+#include "passes/sharding/Passes.h"
 #include "runtime/exec/BundleData.h"
 #include "runtime/exec/SchedExecutor.h"
 #include "test/passes/recompute/BudgetBruteForce.h"
@@ -385,6 +387,126 @@ TEST(Recompute, AFewLayersBudgetTakesTheFewestExtraFlopsThatFit) {
   EXPECT_EQ(planStep("none", kLayers).flops, 0);
   EXPECT_GT(selective.flops, 0);
   EXPECT_GT(fullPlan.flops, selective.flops);
+}
+
+namespace {
+/// A pipelined step of `model` (`layers` layers, batch 8 x 32) on `plan`
+/// under `policy`: each pipeline rank's activations as the report counts
+/// them (its largest arena and the stash in flight), what each layer's
+/// recomputation adds, and the choice the stages' backwards record.
+struct PipelinePlanned {
+  std::vector<int64_t> memory;
+  std::vector<double> layerFlops;
+  std::string recompute;
+};
+PipelinePlanned planPipeline(const std::string &model, int64_t layers,
+                             const std::string &plan,
+                             const std::string &policy) {
+  PipelinePlanned planned;
+  auto context = testutil::makeContext();
+  auto module =
+      testutil::buildExampleModel(*context, model, {8, 32, "f32"}, layers);
+  if (!module)
+    return planned;
+  TrainingOptions options;
+  options.plan = cantFail(parsePlan(plan));
+  options.recompute = policy;
+  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)))
+      << policy;
+  mlir::FailureOr<PlacementReport> report = estimatePlacement(*module);
+  EXPECT_TRUE(mlir::succeeded(report) && report->pipeline) << policy;
+  if (mlir::failed(report) || !report->pipeline)
+    return planned;
+  for (const RankEstimate &r : report->pipeline->stages)
+    planned.memory.push_back(r.activationBytes);
+  planned.recompute = report->recompute;
+  for (auto f : module->getOps<mlir::func::FuncOp>())
+    if (auto flops = f->getAttrOfType<mlir::DenseF64ArrayAttr>(
+            kRecomputeLayerFlopsAttr)) {
+      planned.layerFlops.assign(flops.asArrayRef().begin(),
+                                flops.asArrayRef().end());
+      break;
+    }
+  return planned;
+}
+} // namespace
+
+// Under a pipeline each rank's activations (its arena and the stash of the
+// micro-batches in flight on it) must fit, and depend on its own layers
+// only, so each rank's are chosen on their own. Llama-tiny on pp=2 (layer
+// l on rank l), 1F1B with 4 micro-batches, at a budget between the two
+// ranks' selective peaks: against all 9 per-layer choices, each rank's
+// pick fits it and every choice adding fewer FLOPs on that rank misses it
+// there. A search that met the budget with one policy for the whole model
+// (rank 0's full everywhere) fails on rank 1, where selective fits.
+TEST(Recompute, APipelinedBudgetTakesEachRanksFewestExtraFlopsThatFit) {
+  const char *plan = "pp=2,microbatches=4";
+  std::vector<PipelinePlanned> all;
+  for (int64_t i = 0; i < 9; ++i) {
+    RecomputeChoice c;
+    for (int64_t l = 0, rest = i; l < 2; ++l, rest /= 3)
+      c.layers.push_back(budgetPolicy(static_cast<int>(rest % 3)));
+    all.push_back(planPipeline("llama-tiny", 0, plan, c.str()));
+    ASSERT_EQ(all.back().memory.size(), 2u) << c.str();
+    ASSERT_EQ(all.back().layerFlops.size(), 2u) << c.str();
+  }
+  // i = 0: none*2; 4: selective*2; 8: full*2. Half-way between the two
+  // ranks' selective peaks: rank 0's misses, rank 1's fits.
+  double gib = double(int64_t(1) << 30);
+  std::string spec =
+      std::to_string((all[4].memory[0] + all[4].memory[1]) / 2.0 / gib);
+  double budget = std::stod(spec) * gib; // As the search reads it.
+  ASSERT_GT(all[4].memory[0], budget);
+  ASSERT_LE(all[4].memory[1], budget);
+  PipelinePlanned chosen =
+      planPipeline("llama-tiny", 0, plan, "budget=" + spec);
+  llvm::Expected<RecomputeChoice> parsed = parseRecompute(chosen.recompute);
+  ASSERT_TRUE(static_cast<bool>(parsed)) << chosen.recompute;
+  ASSERT_EQ(parsed->layers.size(), 2u) << chosen.recompute;
+  int picked =
+      budgetOption(parsed->layers[0]) + 3 * budgetOption(parsed->layers[1]);
+  for (int64_t r = 0; r < 2; ++r) {
+    EXPECT_LE(chosen.memory[r], budget) << "rank " << r;
+    EXPECT_EQ(chosen.memory[r], all[picked].memory[r]) << "rank " << r;
+    for (int64_t i = 0; i < 9; ++i)
+      if (all[i].layerFlops[r] < all[picked].layerFlops[r])
+        EXPECT_GT(all[i].memory[r], budget)
+            << "choice " << i << " adds fewer FLOPs on rank " << r << " than "
+            << chosen.recompute << " and fits there";
+  }
+  EXPECT_EQ(chosen.recompute, "full,selective");
+}
+
+// Five layers a rank (3^5 choices each) take the greedy per rank: GPT-2
+// -tiny with 10 layers on pp=2, 2 micro-batches, at a budget half-way
+// between no recomputation's and full recomputation's peak on the fuller
+// rank. The pick fits every rank once planned, adds fewer FLOPs than full
+// everywhere, and each rank's layers follow their own model (rank 1, with
+// one micro-batch in flight, needs less recomputation than rank 0).
+TEST(Recompute, APipelinedBudgetOverManyLayersFitsEveryRank) {
+  const char *plan = "pp=2,microbatches=2";
+  PipelinePlanned none = planPipeline("gpt2-tiny", 10, plan, "none"),
+                  full = planPipeline("gpt2-tiny", 10, plan, "full");
+  ASSERT_EQ(none.memory.size(), 2u);
+  ASSERT_EQ(full.memory.size(), 2u);
+  int64_t top = std::max(none.memory[0], none.memory[1]),
+          bottom = std::max(full.memory[0], full.memory[1]);
+  ASSERT_GT(top, bottom);
+  double gib = double(int64_t(1) << 30);
+  std::string spec = std::to_string((top + bottom) / 2.0 / gib);
+  double budget = std::stod(spec) * gib;
+  PipelinePlanned chosen =
+      planPipeline("gpt2-tiny", 10, plan, "budget=" + spec);
+  ASSERT_EQ(chosen.memory.size(), 2u);
+  for (int64_t r = 0; r < 2; ++r)
+    EXPECT_LE(chosen.memory[r], budget) << "rank " << r;
+  double flops = 0, fullFlops = 0;
+  for (double f : chosen.layerFlops)
+    flops += f;
+  for (double f : full.layerFlops)
+    fullFlops += f;
+  EXPECT_GT(flops, 0) << chosen.recompute;
+  EXPECT_LT(flops, fullFlops) << chosen.recompute;
 }
 
 // With micro-batches the backward runs in @accumulate: it alone records

@@ -331,16 +331,16 @@ FailureOr<RecomputeCost> recomputeCost(ModuleOp module, int64_t layers) {
     cost.memory.push_back(r.activationBytes);
     cost.inFlight.push_back(double(r.inFlight) / double(pipe.chunks));
   }
-  // Stage s (virtual stage s / ranks of rank s % ranks) holds the layers
-  // of the parameters its forward reads.
-  for (int64_t s = 0; s < pipe.ranks * pipe.chunks; ++s)
-    if (auto f = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) +
-                                                   ".forward"))
-      f.walk([&](ParamOp p) {
-        if (auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr);
-            l && l.getInt() < layers)
-          cost.rankOf[l.getInt()] = s % pipe.ranks;
-      });
+  // A layer's parameters carry its stage s (weft-pipeline-assign-stages),
+  // virtual stage s / ranks of rank s % ranks, wherever they are read: a
+  // stage's programs, or under ZeRO-3 its rank's @rank<r>.gather (the
+  // stage then reads the gathered copy, which has no layer).
+  module.walk([&](ParamOp p) {
+    auto l = p->getAttrOfType<IntegerAttr>(kLayerAttr);
+    auto s = p->getAttrOfType<IntegerAttr>(kStageAttr);
+    if (l && s && l.getInt() < layers)
+      cost.rankOf[l.getInt()] = s.getInt() % pipe.ranks;
+  });
   return cost;
 }
 
@@ -379,8 +379,10 @@ int64_t layersOf(ModuleOp module) {
 ///    says fits, within one layer's costliest option of the model's best.
 ///    That candidate is planned; a rank it misses is bisected over its
 ///    later candidates for the first that fits (every layer full, which
-///    fits, if none does): at most 4 + log2(2L) plannings beyond the
-///    uniform ones.
+///    fits, if none does), all ranks in the same plannings: at most
+///    2 + log2(2L) plannings beyond the uniform ones and the pick.
+///  Under pp the ranks' picks, joined, are planned once more to check
+///  that they fit together.
 FailureOr<std::string> chooseRecomputation(ModuleOp module,
                                            const TrainingOptions &options,
                                            double gib) {
@@ -474,6 +476,34 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
       to[l] = option[i];
   };
 
+  // Under pp the answer joins each rank's pick from different plannings,
+  // which holds while a rank's activations follow its own layers only:
+  // planned once more, a rank it misses takes full on its layers (which
+  // fit, as checked), and a miss then is an error, not a silent overrun.
+  auto verified = [&](std::vector<int> option) -> FailureOr<std::string> {
+    if (ranks == 1)
+      return choiceOf(option).str(); // Planned as the answer already.
+    for (int pass = 0; pass < 2; ++pass) {
+      FailureOr<RecomputeCost> cost = costOf(choiceOf(option));
+      if (failed(cost))
+        return failure();
+      int64_t missed = -1;
+      for (int64_t r = 0; r < ranks; ++r)
+        if (cost->memory[r] > budget) {
+          missed = r;
+          assign(option, r, std::vector<int>(layersOn[r].size(), 2));
+        }
+      if (missed < 0)
+        return choiceOf(option).str();
+      if (pass == 1)
+        return module.emitError("--recompute ")
+                   << options.recompute << ": pipeline rank " << missed
+                   << " misses the budget under " << choiceOf(option).str()
+                   << ", which full recomputation of its layers alone met",
+               failure();
+    }
+    llvm_unreachable("returned in the second pass");
+  };
   int64_t candidates = 1;
   for (int64_t r = 0; r < ranks; ++r) {
     int64_t mine = 1;
@@ -518,10 +548,11 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
         }
       }
     }
-    // Every rank has one: full everywhere fits, checked above.
     for (int64_t r = 0; r < ranks; ++r)
-      assign(chosen, r, best[r]->option);
-    return choiceOf(chosen).str();
+      assign(chosen, r,
+             best[r] ? best[r]->option
+                     : std::vector<int>(layersOn[r].size(), 2));
+    return verified(chosen);
   }
 
   FailureOr<RecomputeCost> selective =
@@ -617,7 +648,7 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
            at[r] > order[r].steps.size()
                ? std::vector<int>(layersOn[r].size(), 2)
                : order[r].choice(layersOn[r].size(), at[r]));
-  return choiceOf(chosen).str();
+  return verified(chosen);
 }
 } // namespace
 

@@ -440,7 +440,11 @@ std::string PlacementReport::table() const {
     else
       for (int64_t bytes : layerActivationBytes)
         os << " " << mib(bytes);
-    os << " (in activations above)\n";
+    // Under pp a rank stashes its own layers' once per micro-batch in
+    // flight (the lines below).
+    os << (pipeline ? " (per micro-batch: each pp rank stashes its own "
+                      "layers' for each in flight, below)\n"
+                    : " (in activations above)\n");
   }
   if (!fp8.empty())
     os << "fp8 (" << fp8 << "): " << fp8Gemms << " GEMMs read " << mib(fp8Bytes)

@@ -75,7 +75,8 @@ struct PlacementReport {
   std::optional<PipelineEstimate> pipeline;
   /// The training step's recompute policy (weft-recompute) and, per layer,
   /// the activation bytes a rank keeps for the backward of one
-  /// micro-batch; empty when no program records them (pipelines).
+  /// micro-batch (under pp the whole model's, which each stage's backward
+  /// records); empty when no program records them.
   std::string recompute;
   std::vector<int64_t> layerActivationBytes;
   /// The FP8 recipe (weft-fp8; empty without one), its GEMMs, and the

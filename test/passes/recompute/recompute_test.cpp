@@ -431,16 +431,13 @@ PipelinePlanned planPipeline(const std::string &model, int64_t layers,
 }
 } // namespace
 
-// Under a pipeline each rank's activations (its arena and the stash of the
-// micro-batches in flight on it) must fit, and depend on its own layers
-// only, so each rank's are chosen on their own. Llama-tiny on pp=2 (layer
-// l on rank l), 1F1B with 4 micro-batches, at a budget between the two
-// ranks' selective peaks: against all 9 per-layer choices, each rank's
-// pick fits it and every choice adding fewer FLOPs on that rank misses it
-// there. A search that met the budget with one policy for the whole model
-// (rank 0's full everywhere) fails on rank 1, where selective fits.
-TEST(Recompute, APipelinedBudgetTakesEachRanksFewestExtraFlopsThatFit) {
-  const char *plan = "pp=2,microbatches=4";
+namespace {
+/// Llama-tiny (layer l on pipeline rank l) on `plan`, at a budget between
+/// the two ranks' selective peaks: against all 9 per-layer choices, each
+/// rank's pick fits it and every choice adding fewer FLOPs on that rank
+/// misses it there.
+void expectEachRanksFewestFlops(const std::string &plan) {
+  SCOPED_TRACE(plan);
   std::vector<PipelinePlanned> all;
   for (int64_t i = 0; i < 9; ++i) {
     RecomputeChoice c;
@@ -476,13 +473,27 @@ TEST(Recompute, APipelinedBudgetTakesEachRanksFewestExtraFlopsThatFit) {
   }
   EXPECT_EQ(chosen.recompute, "full,selective");
 }
+} // namespace
+
+// Under a pipeline each rank's activations (its arena and the stash of the
+// micro-batches in flight on it) must fit, and depend on its own layers
+// only, so each rank's are chosen on their own: 1F1B with 4 micro-batches
+// (a search that met the budget with one policy for the whole model, rank
+// 0's full everywhere, fails on rank 1, where selective fits), and with
+// ZeRO-3 over dp=2, where the stages read gathered copies of the layers'
+// parameters and a layer's rank comes from its own parameters in
+// @rank<r>.gather (reading only the stages' would put every layer on rank
+// 0, and rank 1's then take none).
+TEST(Recompute, APipelinedBudgetTakesEachRanksFewestExtraFlopsThatFit) {
+  expectEachRanksFewestFlops("pp=2,microbatches=4");
+  expectEachRanksFewestFlops("pp=2,dp=2,zero=3,microbatches=4");
+}
 
 // Five layers a rank (3^5 choices each) take the greedy per rank: GPT-2
 // -tiny with 10 layers on pp=2, 2 micro-batches, at a budget half-way
 // between no recomputation's and full recomputation's peak on the fuller
-// rank. The pick fits every rank once planned, adds fewer FLOPs than full
-// everywhere, and each rank's layers follow their own model (rank 1, with
-// one micro-batch in flight, needs less recomputation than rank 0).
+// rank. The pick fits every rank once planned and adds fewer FLOPs than
+// full everywhere.
 TEST(Recompute, APipelinedBudgetOverManyLayersFitsEveryRank) {
   const char *plan = "pp=2,microbatches=2";
   PipelinePlanned none = planPipeline("gpt2-tiny", 10, plan, "none"),

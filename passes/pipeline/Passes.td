@@ -197,6 +197,12 @@ def SplitStages : Pass<"weft-pipeline-split", "::mlir::ModuleOp"> {
     the micro-batches once each, in order, but interleaved with each other.
     A table that runs a program's micro-batches out of order is refused
     when the step drops.
+
+    What weft-recompute recorded on @accumulate (`weft.recompute`,
+    `weft.recompute_flops`, `weft.recompute_layer_flops`,
+    `weft.activation_bytes`: the whole model's) goes onto every
+    `@stage<s>.backward`, where `--report` and `--recompute budget=` read
+    it.
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",

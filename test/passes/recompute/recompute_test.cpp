@@ -432,61 +432,95 @@ PipelinePlanned planPipeline(const std::string &model, int64_t layers,
 } // namespace
 
 namespace {
-/// Llama-tiny (layer l on pipeline rank l) on `plan`, at a budget between
-/// the two ranks' selective peaks: against all 9 per-layer choices, each
-/// rank's pick fits it and every choice adding fewer FLOPs on that rank
-/// misses it there.
-void expectEachRanksFewestFlops(const std::string &plan) {
-  SCOPED_TRACE(plan);
-  std::vector<PipelinePlanned> all;
-  for (int64_t i = 0; i < 9; ++i) {
+/// `model` with `layers` layers (0: its own) on `plan`, layer l on
+/// pipeline rank `rankOf[l]` of two, at a budget between the two ranks'
+/// peaks with every layer selective: against all 3^L per-layer choices,
+/// each rank's pick fits it and every choice adding fewer FLOPs on that
+/// rank's layers misses it there. Returns the pick.
+std::string expectEachRanksFewestFlops(const std::string &model, int64_t layers,
+                                       const std::string &plan,
+                                       const std::vector<int64_t> &rankOf) {
+  SCOPED_TRACE(model + " on " + plan);
+  int64_t count = static_cast<int64_t>(rankOf.size()), choices = 1;
+  for (int64_t l = 0; l < count; ++l)
+    choices *= 3;
+  auto choice = [&](int64_t i) {
     RecomputeChoice c;
-    for (int64_t l = 0, rest = i; l < 2; ++l, rest /= 3)
+    for (int64_t l = 0, rest = i; l < count; ++l, rest /= 3)
       c.layers.push_back(budgetPolicy(static_cast<int>(rest % 3)));
-    all.push_back(planPipeline("llama-tiny", 0, plan, c.str()));
-    ASSERT_EQ(all.back().memory.size(), 2u) << c.str();
-    ASSERT_EQ(all.back().layerFlops.size(), 2u) << c.str();
+    return c;
+  };
+  std::vector<PipelinePlanned> all;
+  for (int64_t i = 0; i < choices; ++i) {
+    all.push_back(planPipeline(model, layers, plan, choice(i).str()));
+    EXPECT_EQ(all.back().memory.size(), 2u) << choice(i).str();
+    EXPECT_EQ(all.back().layerFlops.size(), size_t(count)) << choice(i).str();
+    if (all.back().memory.size() != 2 ||
+        all.back().layerFlops.size() != size_t(count))
+      return "";
   }
-  // i = 0: none*2; 4: selective*2; 8: full*2. Half-way between the two
-  // ranks' selective peaks: rank 0's misses, rank 1's fits.
+  auto flopsOn = [&](const PipelinePlanned &p, int64_t r) {
+    double f = 0;
+    for (int64_t l = 0; l < count; ++l)
+      if (rankOf[l] == r)
+        f += p.layerFlops[l];
+    return f;
+  };
+  // Every layer selective: choice (3^L - 1) / 2, each digit 1.
+  const PipelinePlanned &selective = all[(choices - 1) / 2];
+  int64_t more = selective.memory[0] > selective.memory[1] ? 0 : 1;
   double gib = double(int64_t(1) << 30);
   std::string spec =
-      std::to_string((all[4].memory[0] + all[4].memory[1]) / 2.0 / gib);
+      std::to_string((selective.memory[0] + selective.memory[1]) / 2.0 / gib);
   double budget = std::stod(spec) * gib; // As the search reads it.
-  ASSERT_GT(all[4].memory[0], budget);
-  ASSERT_LE(all[4].memory[1], budget);
-  PipelinePlanned chosen =
-      planPipeline("llama-tiny", 0, plan, "budget=" + spec);
+  EXPECT_GT(selective.memory[more], budget);
+  EXPECT_LE(selective.memory[1 - more], budget);
+  PipelinePlanned chosen = planPipeline(model, layers, plan, "budget=" + spec);
   llvm::Expected<RecomputeChoice> parsed = parseRecompute(chosen.recompute);
-  ASSERT_TRUE(static_cast<bool>(parsed)) << chosen.recompute;
-  ASSERT_EQ(parsed->layers.size(), 2u) << chosen.recompute;
-  int picked =
-      budgetOption(parsed->layers[0]) + 3 * budgetOption(parsed->layers[1]);
+  EXPECT_TRUE(static_cast<bool>(parsed)) << chosen.recompute;
+  if (!parsed || parsed->layers.size() != size_t(count)) {
+    ADD_FAILURE() << chosen.recompute;
+    return "";
+  }
+  int64_t picked = 0;
+  for (int64_t l = count - 1; l >= 0; --l)
+    picked = picked * 3 + budgetOption(parsed->layers[l]);
   for (int64_t r = 0; r < 2; ++r) {
     EXPECT_LE(chosen.memory[r], budget) << "rank " << r;
     EXPECT_EQ(chosen.memory[r], all[picked].memory[r]) << "rank " << r;
-    for (int64_t i = 0; i < 9; ++i)
-      if (all[i].layerFlops[r] < all[picked].layerFlops[r])
+    for (int64_t i = 0; i < choices; ++i)
+      if (flopsOn(all[i], r) < flopsOn(all[picked], r))
         EXPECT_GT(all[i].memory[r], budget)
-            << "choice " << i << " adds fewer FLOPs on rank " << r << " than "
+            << choice(i).str() << " adds fewer FLOPs on rank " << r << " than "
             << chosen.recompute << " and fits there";
   }
-  EXPECT_EQ(chosen.recompute, "full,selective");
+  return chosen.recompute;
 }
 } // namespace
 
 // Under a pipeline each rank's activations (its arena and the stash of the
 // micro-batches in flight on it) must fit, and depend on its own layers
-// only, so each rank's are chosen on their own: 1F1B with 4 micro-batches
-// (a search that met the budget with one policy for the whole model, rank
-// 0's full everywhere, fails on rank 1, where selective fits), and with
-// ZeRO-3 over dp=2, where the stages read gathered copies of the layers'
-// parameters and a layer's rank comes from its own parameters in
-// @rank<r>.gather (reading only the stages' would put every layer on rank
-// 0, and rank 1's then take none).
+// only, so each rank's are chosen on their own:
+//  - Llama-tiny, 1F1B with 4 micro-batches: a search that met the budget
+//    with one policy for the whole model (rank 0's full everywhere) fails
+//    on rank 1, where selective fits;
+//  - the same with ZeRO-3 over dp=2, where the stages read gathered copies
+//    of the layers' parameters and a layer's rank comes from its own
+//    parameters in @rank<r>.gather (reading only the stages' would put
+//    every layer on rank 0, and rank 1's then take none);
+//  - a 4-layer GPT-2-tiny interleaved over 2 virtual stages a rank (stage
+//    s, layer s, on rank s mod 2: layers 0 and 2 on rank 0), against all
+//    81 choices (a rank taken as stage / virtual stages fails it).
 TEST(Recompute, APipelinedBudgetTakesEachRanksFewestExtraFlopsThatFit) {
-  expectEachRanksFewestFlops("pp=2,microbatches=4");
-  expectEachRanksFewestFlops("pp=2,dp=2,zero=3,microbatches=4");
+  EXPECT_EQ(expectEachRanksFewestFlops("llama-tiny", 0, "pp=2,microbatches=4",
+                                       {0, 1}),
+            "full,selective");
+  EXPECT_EQ(expectEachRanksFewestFlops(
+                "llama-tiny", 0, "pp=2,dp=2,zero=3,microbatches=4", {0, 1}),
+            "full,selective");
+  expectEachRanksFewestFlops(
+      "gpt2-tiny", 4, "pp=2,microbatches=4,schedule=interleaved,virtual=2",
+      {0, 1, 0, 1});
 }
 
 // Five layers a rank (3^5 choices each) take the greedy per rank: GPT-2

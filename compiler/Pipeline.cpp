@@ -480,29 +480,35 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
   // which holds while a rank's activations follow its own layers only:
   // planned once more, a rank it misses takes full on its layers (which
   // fit, as checked), and a miss then is an error, not a silent overrun.
+  // The first rank `option` misses once planned (-1: none), each rank
+  // that misses set to full.
+  auto fullWhereMissed = [&](std::vector<int> &option) -> FailureOr<int64_t> {
+    FailureOr<RecomputeCost> cost = costOf(choiceOf(option));
+    if (failed(cost))
+      return failure();
+    int64_t missed = -1;
+    for (int64_t r = ranks - 1; r >= 0; --r)
+      if (cost->memory[r] > budget) {
+        missed = r;
+        assign(option, r, std::vector<int>(layersOn[r].size(), 2));
+      }
+    return missed;
+  };
   auto verified = [&](std::vector<int> option) -> FailureOr<std::string> {
     if (ranks == 1)
       return choiceOf(option).str(); // Planned as the answer already.
-    for (int pass = 0; pass < 2; ++pass) {
-      FailureOr<RecomputeCost> cost = costOf(choiceOf(option));
-      if (failed(cost))
-        return failure();
-      int64_t missed = -1;
-      for (int64_t r = 0; r < ranks; ++r)
-        if (cost->memory[r] > budget) {
-          missed = r;
-          assign(option, r, std::vector<int>(layersOn[r].size(), 2));
-        }
-      if (missed < 0)
-        return choiceOf(option).str();
-      if (pass == 1)
-        return module.emitError("--recompute ")
-                   << options.recompute << ": pipeline rank " << missed
-                   << " misses the budget under " << choiceOf(option).str()
-                   << ", which full recomputation of its layers alone met",
-               failure();
-    }
-    llvm_unreachable("returned in the second pass");
+    FailureOr<int64_t> missed = fullWhereMissed(option);
+    if (succeeded(missed) && *missed >= 0)
+      missed = fullWhereMissed(option);
+    if (failed(missed))
+      return failure();
+    if (*missed >= 0)
+      return module.emitError("--recompute ")
+                 << options.recompute << ": pipeline rank " << *missed
+                 << " misses the budget under " << choiceOf(option).str()
+                 << ", which full recomputation of its layers alone met",
+             failure();
+    return choiceOf(option).str();
   };
   int64_t candidates = 1;
   for (int64_t r = 0; r < ranks; ++r) {
@@ -512,8 +518,9 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     candidates = std::max(candidates, mine);
   }
   if (candidates <= kExactCandidates) {
-    // Every per-layer choice of each rank, its first layer the lowest
-    // base-3 digit; a rank with fewer choices repeats them.
+    // Every per-layer choice of each rank: candidate i's low base-3 digits,
+    // its first layer the lowest (a rank with fewer layers repeats its
+    // choices).
     struct Best {
       double flops = 0;
       int64_t memory = 0;
@@ -523,10 +530,7 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     for (int64_t i = 0; i < candidates; ++i) {
       std::vector<int> option(layers, 0);
       for (int64_t r = 0; r < ranks; ++r) {
-        int64_t mine = 1;
-        for (size_t l = 0; l < layersOn[r].size(); ++l)
-          mine *= 3;
-        int64_t rest = i % mine;
+        int64_t rest = i;
         for (int64_t l : layersOn[r]) {
           option[l] = static_cast<int>(rest % 3);
           rest /= 3;

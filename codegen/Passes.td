@@ -36,7 +36,11 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
     128 x 128, MXFP8's 1 x 32), becomes `sched.fp8_cast` (FP8 codes and
     1 / s, transposed where cuBLASLt's k-contiguous layout needs it) and
     its GEMMs `sched.gemm` or `sched.grouped_matmul` with FP8 operands and
-    scales; the f32 values are not written. An expert weight gradient's
+    scales; the f32 values are not written. Through a gather (a shard
+    quantized by weft-fp8-gather) the codes are gathered, and block scales
+    with them: each shard is cast in the layout its GEMM reads and its
+    scales gather into the operand's where its blocks tile it. An expert
+    weight gradient's
     group quantizations become `sched.fp8_group_cast` and its
     `sched.grouped_matmul_wgrad` reads their codes.
   }];

@@ -140,7 +140,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     OpPassManager &forward = pm.nest<func::FuncOp>();
     forward.addPass(createShardingPropagate());
     forward.addPass(createPartition());
-    // Per-tensor FP8 tensors gathered for their scale move quantized; not
+    // FP8 tensors gathered for their quantization move quantized; not
     // parameters ZeRO-3 gathers once a step for its micro-batches
     // (weft-gather-per-step, below), which that would undo.
     if (fp8Choice.any()) {

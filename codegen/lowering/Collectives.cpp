@@ -209,19 +209,24 @@ LogicalResult lowerRingShift(RingShiftOp op, ProgramLowering &l) {
 
 } // namespace
 
-void gatherInto(ProgramLowering &l, AllGatherOp op, Value in, Value out) {
-  ArrayRef<int64_t> whole =
-      cast<ShapedType>(op.getResult().getType()).getShape();
-  Split s = splitOf(whole, op.getDim(), l.groupSize(op.getAxes()));
+void gatherInto(ProgramLowering &l, Location loc, ArrayAttr axes,
+                ArrayRef<int64_t> whole, int64_t dim, Value in, Value out) {
+  Split s = splitOf(whole, dim, l.groupSize(axes));
   Value blocks =
       s.contiguous
           ? out
           : l.alloc({s.sizes[0] * s.elements},
                     cast<sched::BufferType>(out.getType()).getElementType());
-  collective(l, op.getLoc(), sched::CollectiveKind::all_gather,
-             sched::Reduction::none, in, blocks, op.getAxes());
+  collective(l, loc, sched::CollectiveKind::all_gather, sched::Reduction::none,
+             in, blocks, axes);
   if (!s.contiguous)
-    copy(l, op.getLoc(), blocks, out, s, /*pack=*/false);
+    copy(l, loc, blocks, out, s, /*pack=*/false);
+}
+
+void gatherInto(ProgramLowering &l, AllGatherOp op, Value in, Value out) {
+  gatherInto(l, op.getLoc(), op.getAxes(),
+             cast<ShapedType>(op.getResult().getType()).getShape(), op.getDim(),
+             in, out);
 }
 
 void populateCollectiveLowerings(LoweringTable &table) {

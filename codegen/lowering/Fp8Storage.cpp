@@ -15,8 +15,12 @@
 // row- and column-wise FP8 copies of a tensor.
 //
 // A quantization weft-fp8-gather moved before a gather (a ZeRO-3 weight)
-// casts its shard and gathers the codes, one byte an element; GEMMs that
-// read the gathered tensor transposed get a transposing copy of them.
+// casts its shard and gathers the codes, one byte an element. With one
+// scale (every rank's the same), the shard is cast as stored and GEMMs
+// that read the gathered tensor transposed get a transposing copy of the
+// codes. With blocks, each shard is cast in the layout the GEMM reads the
+// gathered matrix in, and its codes and scales gather into that operand's
+// where the shards' blocks tile it (gathersScales).
 //
 // Quantizations with blocks are kept as FP8 too where cuBLASLt has a
 // scale mode for them in the layout a GEMM reads (Fp8Scaling.h): row-wise
@@ -54,6 +58,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 
@@ -188,20 +193,80 @@ bool collectGemmUses(Value v,
   return true;
 }
 
+/// The dimension of a gathered use's operand [rows, k] (0 or 1) along which
+/// the shards lie.
+int64_t gatheredDim(const Fp8GemmUse &use) {
+  AllGatherOp gather = use.gather; // Its accessors are not const.
+  int64_t dim = gather.getDim();
+  return use.transposed ? 1 - dim : dim;
+}
+
+/// Whether shards of an operand [rows, k] (each rank's), scaled by `mode`
+/// and lying along its dimension `dim`, gather into the whole operand with
+/// their scales, the scale buffers gathered as weft_fp8_scale_grid's grids.
+/// A row's one scale along k must be the same on every rank
+/// (`sameScales`); 128 x 128 blocks' rows of scales are padded to 4, so
+/// shards along k must fill theirs; shards along the rows must hold whole
+/// 128-row blocks.
+bool gathersScales(int mode, int64_t dim, int64_t rows, int64_t k,
+                   bool sameScales) {
+  switch (mode) {
+  case WEFT_FP8_SCALE_ROWS:
+    return dim == 0 || sameScales;
+  case WEFT_FP8_SCALE_VEC128:
+  case WEFT_FP8_SCALE_VEC32:
+    return true;
+  case WEFT_FP8_SCALE_BLK128:
+    return dim == 0 ? rows % 128 == 0 : k / 128 % 4 == 0;
+  default:
+    return false;
+  }
+}
+
+/// The scale modes a GEMM could read `v`, a view of the gathered values of
+/// quantization `q` (of one shard), in: one scale in any layout (every
+/// rank's is the same: weft-fp8-gather all-reduces a per-tensor maximum);
+/// blocks where the GEMM reads the gathered matrix itself, each shard cast
+/// in the GEMM's layout (scaleModesOf the shard), when the shards' codes
+/// and scales gather into the operand's (gathersScales). A maximum max
+/// all-reduced over the gather's axes is every rank's.
+int gatheredScaleModes(Fp8QuantizeOp q, Value v, const Fp8GemmUse &use) {
+  ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
+  int tensor =
+      ShapedType::getNumElements(grid) == 1 ? 1 << WEFT_FP8_SCALE_TENSOR : 0;
+  AllGatherOp gather = use.gather;
+  if (v != gather.getResult() || q.getResult().getType().getRank() != 2)
+    return tensor;
+  auto reduce = q.getAmax().getDefiningOp<AllReduceOp>();
+  bool sameScales = reduce && reduce.getReduction() == ReduceKind::Max &&
+                    reduce.getAxes() == gather.getAxes();
+  ArrayRef<int64_t> shape = q.getResult().getType().getShape();
+  int64_t rows = use.transposed ? shape[1] : shape[0],
+          k = use.transposed ? shape[0] : shape[1];
+  int shard = scaleModesOf(q, q.getResult(), use.transposed, false);
+  for (int mode = WEFT_FP8_SCALE_TENSOR + 1; mode < WEFT_FP8_SCALE_MODES;
+       ++mode)
+    if ((shard >> mode & 1) &&
+        gathersScales(mode, gatheredDim(use), rows, k, sameScales))
+      tensor |= 1 << mode;
+  return tensor;
+}
+
 } // namespace
 
 void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   // Candidates: quantizations only GEMMs read, each in a layout some
-  // cuBLASLt scale mode reads (block scales: one GEMM, not through a
-  // gather). A layout (the value as stored, or one transposed shape) is
-  // cast once, so it has one mode for all its GEMMs.
+  // cuBLASLt scale mode reads (block scales: one GEMM). A layout (the value
+  // as stored, one transposed shape, or the gathered values as stored or
+  // transposed) is cast once, so it has one mode for all its GEMMs.
   llvm::MapVector<Operation *, Fp8Plan> plans;
   using Layout = std::pair<Operation *, SmallVector<int64_t>>; // {} stored.
   std::map<Layout, int> modes; // The modes each layout may still take.
-  // A gathered use reads the shard's codes as stored, whatever its layout.
   auto layoutOf = [](Operation *q, Value v, const Fp8GemmUse &use) {
+    if (use.gather)
+      return Layout{q, {-1, use.transposed}};
     return Layout{
-        q, use.transposed && !use.gather
+        q, use.transposed
                ? SmallVector<int64_t>(cast<ShapedType>(v.getType()).getShape())
                : SmallVector<int64_t>()};
   };
@@ -216,8 +281,9 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
     std::map<Layout, int> mine;
     for (auto &[v, use] : plan.uses) {
       GemmOperands g = *gemmOperands(use.matmul);
-      int allowed = scaleModesOf(q, v, use.transposed, g.grouped);
-      if (use.gather || (!g.grouped && !singleGemm(g)))
+      int allowed = use.gather ? gatheredScaleModes(q, v, use)
+                               : scaleModesOf(q, v, use.transposed, g.grouped);
+      if (!g.grouped && !singleGemm(g))
         allowed &= 1 << WEFT_FP8_SCALE_TENSOR;
       auto [it, fresh] = mine.insert({layoutOf(q, v, use), allowed});
       it->second &= allowed;
@@ -419,19 +485,67 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
         ArrayAttr(), IntegerAttr(), b.getStringAttr("compute"));
     return to;
   };
-  // Every layout as stored has the same blocks, so one mode.
-  std::optional<Fp8Operand> plain;
+  // Every layout as stored has the same blocks, so one mode (but for a
+  // gathered one's: one scale, the shard's).
+  std::map<int, Fp8Operand> plain;
   auto plainCodes = [&](int mode) {
-    if (!plain)
-      plain = cast(shapeOf(op.getResult()), false, mode);
-    return *plain;
+    auto it = plain.find(mode);
+    if (it == plain.end())
+      it = plain.insert({mode, cast(shapeOf(op.getResult()), false, mode)})
+               .first;
+    return it->second;
   };
+  // Block scales through a gather: the shard cast in the layout of the
+  // GEMM's operand, its codes and scales (each a grid of
+  // weft_fp8_scale_grid's) gathered along the dimension the shards lie
+  // along in it (planFp8Storage checked they tile it: gathersScales).
+  auto gatheredBlocks = [&](const Fp8GemmUse &use) {
+    AllGatherOp gather = use.gather;
+    SmallVector<int64_t> part(shapeOf(op.getResult())),
+        whole(shapeOf(gather.getResult()));
+    if (use.transposed) {
+      std::swap(part[0], part[1]);
+      std::swap(whole[0], whole[1]);
+    }
+    int64_t dim = gatheredDim(use);
+    Fp8Operand shard =
+                   cast(shapeOf(op.getResult()), use.transposed, use.scaleMode),
+               o = shard;
+    o.codes = l.alloc(whole, format);
+    gatherInto(l, gather.getLoc(), gather.getAxesAttr(), whole, dim,
+               shard.codes, o.codes);
+    // One scale a row along k: every rank's (gathersScales).
+    if (use.scaleMode == WEFT_FP8_SCALE_ROWS && dim == 1)
+      return o;
+    long outer, inner, partOuter, partInner;
+    weft_fp8_scale_grid(use.scaleMode, whole[0], whole[1], &outer, &inner);
+    weft_fp8_scale_grid(use.scaleMode, part[0], part[1], &partOuter,
+                        &partInner);
+    Type f32 = b.getF32Type();
+    o.scaleInv = l.alloc({outer * inner}, f32);
+    gatherInto(l, gather.getLoc(), gather.getAxesAttr(), {outer, inner},
+               partOuter == outer ? 1 : 0,
+               l.view(shard.scaleInv, 0, {partOuter, partInner}, f32),
+               l.view(o.scaleInv, 0, {outer, inner}, f32));
+    return o;
+  };
+  std::map<std::tuple<Operation *, bool, int>, Fp8Operand> gatheredOperands;
   llvm::SmallDenseMap<ArrayRef<int64_t>, Fp8Operand> transposed;
   llvm::DenseMap<Operation *, Value> gathered;
   std::map<std::pair<Operation *, SmallVector<int64_t>>, Value>
       gatheredTransposed;
   for (const auto &[v, use] : plan.uses) {
     ArrayRef<int64_t> shape = shapeOf(v);
+    if (use.gather && use.scaleMode != WEFT_FP8_SCALE_TENSOR) {
+      auto [it, fresh] =
+          gatheredOperands.insert({{AllGatherOp(use.gather).getOperation(),
+                                    use.transposed, use.scaleMode},
+                                   {}});
+      if (fresh)
+        it->second = gatheredBlocks(use);
+      l.setFp8Operand(v, use.transposed, it->second);
+      continue;
+    }
     if (AllGatherOp gather = use.gather) {
       // The shard's codes gathered (once per gather), viewed or transposed
       // as the GEMM reads them; every rank's scale is the same.

@@ -198,6 +198,11 @@ void populateFusedLowerings(LoweringTable &table);
 /// when the gathered dimension is not the outermost.
 void gatherInto(ProgramLowering &l, weft::AllGatherOp op, mlir::Value in,
                 mlir::Value out);
+/// The same for a tensor of shape `whole` gathered along `dim` over `axes`
+/// (a gathered FP8 operand's codes or scales, in the GEMM's layout).
+void gatherInto(ProgramLowering &l, mlir::Location loc, mlir::ArrayAttr axes,
+                llvm::ArrayRef<int64_t> whole, int64_t dim, mlir::Value in,
+                mlir::Value out);
 
 /// Plans which of `f`'s per-tensor FP8 quantizations `l` keeps as FP8
 /// codes for cuBLASLt's FP8 GEMMs (Fp8Storage.cpp).

@@ -96,22 +96,32 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
 }
 
 def Fp8Gather : Pass<"weft-fp8-gather", "::mlir::func::FuncOp"> {
-  let summary = "Gather per-tensor FP8 values after quantizing, not before";
+  let summary = "Gather FP8 values after quantizing, not before";
   let description = [{
-    Runs after partitioning. A `weft.all_gather` read only by per-tensor
+    Runs after partitioning. A `weft.all_gather` read only by
     `weft.fp8_amax` and `weft.fp8_quantize` (a ZeRO-3 weight gathered for
     its quantization, a tensor-parallel weight or sequence-parallel
     activation gathered whole for a per-tensor scale) is moved after the
-    quantization: each maximum is taken on the shard and max all-reduced
-    over the gather's axes, each quantization reads the shard, and the
-    quantized values are gathered. One scale for the whole tensor makes
-    the quantization elementwise, so the gathered values are the same to
-    the bit; what moves is the quantized tensor, which FP8 storage
-    (weft-lower-to-sched's fp8-storage) then moves as FP8 bytes, a
-    quarter of f32's, as torchao's float8 all-gather does for FSDP2.
-    Blocked scales (rowwise, blockwise, mxfp8) are left as they are. With
-    `params=false` a gather of a parameter (ZeRO-3's) stays, for
-    weft-gather-per-step to gather once a step for every micro-batch.
+    quantization when no block straddles two shards. Each maximum is
+    taken on the shard: a block that spans the gathered dimension (a
+    per-tensor scale; a row-wise weight contracted along it) has the
+    shards' maxima max all-reduced over the gather's axes, and a block
+    inside a shard (a row-wise weight's rows, 128 x 128 blocks of a
+    128-row-aligned shard, MXFP8's 1 x 32 blocks) has the shard's own,
+    gathered along the dimension for any other reader. Each quantization
+    reads the shard by those maxima (its `backward_block` made the
+    shard's: a block spanning the gathered dimension spans the shard, its
+    axes recorded as `weft.backward_amax_axes` for the backward's
+    re-quantization), and the quantized values are gathered. Every
+    element is quantized by its own block's scale either way, so the
+    gathered values are the same to the bit; what moves is the quantized
+    tensor, which FP8 storage (weft-lower-to-sched's fp8-storage) then
+    moves as FP8 codes with their scales, a quarter of f32's bytes, as
+    torchao's float8 all-gather does for FSDP2. An expert layer's
+    quantization (`group_rows`) stays: its weight gradient re-quantizes
+    the input. With `params=false` a gather of a parameter (ZeRO-3's)
+    stays, for weft-gather-per-step to gather once a step for every
+    micro-batch.
 
     ```mlir
     %w = weft.all_gather %shard over @mesh ["dp"] dim 0 : tensor<32x64xf32> -> tensor<64x64xf32>

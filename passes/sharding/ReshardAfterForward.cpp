@@ -26,13 +26,15 @@ int64_t weft::reshardAfterForward(func::FuncOp func) {
   int64_t count = 0;
   for (AllGatherOp gather : llvm::to_vector(body.getOps<AllGatherOp>())) {
     // A stored block of a parameter (or of its compute-type cast, or that
-    // quantized to FP8 per tensor: weft-fp8-gather quantizes a shard
-    // before its gather, and the backward gathers the quantized shard
-    // again).
+    // quantized to FP8: weft-fp8-gather quantizes a shard, or a view of it
+    // such as GPT-2's c_attn's q, k or v slice, before its gather, and the
+    // backward gathers the quantized shard again).
     Value stored = gather.getInput();
-    if (auto q = stored.getDefiningOp<Fp8QuantizeOp>();
-        q && q.getAmax().getType().getNumElements() == 1)
+    if (auto q = stored.getDefiningOp<Fp8QuantizeOp>()) {
       stored = q.getInput();
+      while (isa_and_nonnull<SliceOp, ReshapeOp>(stored.getDefiningOp()))
+        stored = stored.getDefiningOp()->getOperand(0);
+    }
     if (auto castOp = stored.getDefiningOp<CastOp>())
       stored = castOp.getInput();
     if (!stored.getDefiningOp<ParamOp>() || !gather->isBeforeInBlock(boundary))

@@ -212,20 +212,37 @@ WEFT_FP8_FN long weft_fp8_scale_index(int mode, long r, long c, long rows,
   }
 }
 
-/// How many f32 a scale buffer of `mode` for an operand [rows, k] holds.
-WEFT_FP8_FN long weft_fp8_scale_count(int mode, long rows, long k) {
+/// A scale buffer of `mode` for an operand [rows, k] as the row-major grid
+/// [*outer, *inner] weft_fp8_scale_index lays it out in: [1, rows] per row,
+/// [k / 128 or k / 32, rows] for 1 x 128 or 1 x 32 tiles, [ceil(rows / 128),
+/// ld] for 128 x 128 blocks, [1, 1] for one scale.
+WEFT_FP8_FN void weft_fp8_scale_grid(int mode, long rows, long k, long *outer,
+                                     long *inner) {
+  *outer = 1;
+  *inner = 1;
   switch (mode) {
   case WEFT_FP8_SCALE_ROWS:
-    return rows;
+    *inner = rows;
+    break;
   case WEFT_FP8_SCALE_VEC128:
-    return k / 128 * rows;
   case WEFT_FP8_SCALE_VEC32:
-    return k / 32 * rows;
+    *outer = k / weft_fp8_scale_block_k(mode, k);
+    *inner = rows;
+    break;
   case WEFT_FP8_SCALE_BLK128:
-    return (rows + 127) / 128 * ((k / 128 + 3) / 4 * 4);
+    *outer = (rows + 127) / 128;
+    *inner = (k / 128 + 3) / 4 * 4;
+    break;
   default:
-    return 1;
+    break;
   }
+}
+
+/// How many f32 a scale buffer of `mode` for an operand [rows, k] holds.
+WEFT_FP8_FN long weft_fp8_scale_count(int mode, long rows, long k) {
+  long outer, inner;
+  weft_fp8_scale_grid(mode, rows, k, &outer, &inner);
+  return outer * inner;
 }
 
 /// The blocks of a tensor `shape` (rank n >= 1) cut by `grid` (its block

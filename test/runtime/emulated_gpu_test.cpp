@@ -594,34 +594,83 @@ TEST(EmulatedGpu, Bf16Zero3GathersBf16AndTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-tiny", "dp=2,zero=3,mb=2,gather=microbatch", 4,
                       "none", 1e-1, "bf16");
 }
+/// What a dp=2, ZeRO-3 GPU step of `model` under FP8 `recipe` moves and
+/// multiplies: its all-gathers of FP8 codes, of f32 row scales (a grid
+/// [1, rows] of weft_fp8_scale_grid's) and of other f32 values, and its
+/// GEMMs on FP8 codes.
+struct Zero3Fp8Step {
+  int fp8Gathers = 0, rowScaleGathers = 0, f32Gathers = 0, fp8Gemms = 0;
+};
+Zero3Fp8Step zero3Fp8Step(const std::string &model, const std::string &recipe) {
+  Case placed(model, "f32", "dp=2,zero=3");
+  placed.fp8 = recipe;
+  placed.cudaBundle = true;
+  placed.batch = 4; // 16 tokens a rank: cuBLASLt's FP8 needs m % 16 == 0.
+  Zero3Fp8Step counts;
+  auto bundle = rs::loadSchedBundle(testutil::compileCase(placed));
+  EXPECT_TRUE(bundle.ok()) << bundle.status();
+  if (!bundle.ok())
+    return counts;
+  const rs::Program &step = *bundle->program("step");
+  for (const rs::Instruction &ins : step.instructions) {
+    if (ins.op == rs::Op::Gemm &&
+        runtime::isFp8(step.buffers[ins.operands[1]].type.dtype))
+      ++counts.fp8Gemms;
+    if (ins.op != rs::Op::Collective ||
+        ins.as<rs::CollectiveAttrs>().kind != rs::CollectiveKind::AllGather)
+      continue;
+    const rs::TensorType &in = step.buffers[ins.operands[0]].type;
+    if (runtime::isFp8(in.dtype))
+      ++counts.fp8Gathers;
+    else if (in.shape.size() == 2 && in.shape[0] == 1)
+      ++counts.rowScaleGathers;
+    else
+      ++counts.f32Gathers;
+  }
+  return counts;
+}
+
 // ZeRO-3 with per-tensor FP8 GEMMs: each weight shard is cast to FP8 by
 // the max all-reduced over dp and its codes gathered (one byte an
 // element: weft-fp8-gather, then FP8 storage), the GEMMs that read the
 // weight transposed reading a transposed copy, against one CPU rank's
 // dequantized values (to 5e-2, as the one-rank FP8 test).
 TEST(EmulatedGpu, Zero3GathersFp8CodesAndTrainsLikeOneCpuRank) {
-  Case placed("gpt2-tiny", "f32", "dp=2,zero=3");
-  placed.fp8 = "tensorwise";
-  placed.cudaBundle = true;
-  placed.adamEps = 1e-4;
-  placed.batch = 4; // 16 tokens a rank: cuBLASLt's FP8 needs m % 16 == 0.
-  auto bundle = rs::loadSchedBundle(testutil::compileCase(placed));
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  const rs::Program &step = *bundle->program("step");
-  int fp8Gathers = 0, f32Gathers = 0;
-  for (const rs::Instruction &ins : step.instructions)
-    if (ins.op == rs::Op::Collective &&
-        ins.as<rs::CollectiveAttrs>().kind == rs::CollectiveKind::AllGather)
-      ++(runtime::isFp8(step.buffers[ins.operands[0]].type.dtype) ? fp8Gathers
-                                                                  : f32Gathers);
-  // Three weights a layer (c_proj, c_fc, the MLP's c_proj) gather as
-  // FP8, in the forward and again in the backward (the quantized shard,
-  // weft-reshard-after-forward); c_attn is gathered whole in f32 and
-  // sliced into q, k and v before their quantizations (a slice is not
-  // moved yet), as are the embeddings, norms and biases.
-  EXPECT_EQ(fp8Gathers, 2 * 3 * 2);
-  EXPECT_GT(f32Gathers, 0);
+  Zero3Fp8Step step = zero3Fp8Step("gpt2-tiny", "tensorwise");
+  // Six weights a layer (c_attn's q, k and v slices, each sliced from the
+  // shard and gathered on its own, c_proj, c_fc, the MLP's c_proj) gather
+  // as FP8, in the forward and again in the backward (the quantized
+  // shard, weft-reshard-after-forward); the embeddings, norms and biases
+  // gather in f32.
+  EXPECT_EQ(step.fp8Gathers, 2 * 6 * 2);
+  EXPECT_GT(step.f32Gathers, 0);
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3", 4, "tensorwise", 5e-2);
+}
+// ZeRO-3 with row-wise FP8 GEMMs (Llama's weights [out, in]): each rank
+// casts its shard's rows by their own maxima and the codes and the row
+// scales gather (weft-fp8-gather, then FP8 storage); the input gradient,
+// which contracts the rows, re-quantizes the shard with one scale a column
+// max all-reduced over dp, casts it transposed and gathers the codes along
+// k (every rank's scales are the same). No weight GEMM reads values.
+TEST(EmulatedGpu, Zero3GathersRowwiseFp8CodesAndScalesAndTrainsLikeOneCpuRank) {
+  Zero3Fp8Step step = zero3Fp8Step("llama-tiny", "rowwise");
+  // Seven weights a layer, two layers (the head stays f32): the forward
+  // gathers codes and row scales, the input gradient codes only.
+  EXPECT_EQ(step.fp8Gathers, 2 * 7 * 2);
+  EXPECT_EQ(step.rowScaleGathers, 2 * 7);
+  // Those 28 GEMMs, the weight gradients and the forward's.
+  EXPECT_EQ(step.fp8Gemms, 3 * 2 * 7);
+  checkPlacedTraining("llama-tiny", "dp=2,zero=3", 4, "rowwise", 5e-2);
+}
+// MXFP8 under ZeRO-3: a shard's 1 x 32 blocks lie in its rows, so it is
+// cast in them and its codes and scales gather ([k / 32, rows] grids
+// gathered along the rows); the input gradient's 32 x 1 re-quantization
+// is cast transposed and its [rows / 32, k] scales gather along k. Where
+// a 32-row block spans the ranks (k and v's 32 rows, 16 a rank), its
+// maxima are max all-reduced and the transposed use reads values.
+// Power-of-two scales leave the products exact: as close as f32 runs.
+TEST(EmulatedGpu, Zero3GathersMxfp8CodesAndBlockScalesAndTrainsLikeOneCpuRank) {
+  checkPlacedTraining("llama-tiny", "dp=2,zero=3", 4, "mxfp8", 1e-3);
 }
 // Megatron tensor parallelism: split attention heads and MLP, f/g
 // all-reduces, and the vocabulary-parallel embedding and cross-entropy

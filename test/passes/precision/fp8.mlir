@@ -233,20 +233,21 @@ func.func @forward(%x: tensor<8x128xf32> {weft.input = "x"},
 // RECORD-NEXT: %[[ROLL:.*]] = weft.concat %[[NOW]], %[[OLD]] dim 0 : tensor<1xf32>, tensor<15xf32>
 // RECORD-NEXT: weft.assign "l1.down.fp8.grad_amax_history", %[[ROLL]] : tensor<16xf32>
 
-// A 128 x 128-blocked weight under ZeRO-3 (no per-tensor scale, so no
-// gather of quantized shards): the backward gathers the shard again and
-// quantizes it again by its own maxima, rather than keeping the whole
-// quantized weight from the forward.
+// 128 x 128-blocked weights under ZeRO-3 are quantized a shard at a time
+// too (weft-fp8-gather): l1.up's 64-row shards lie in one block along the
+// rows, so their maxima are max all-reduced over dp; l1.down's 128-row
+// shards hold whole blocks, so each rank's maxima are its own. The
+// quantized shards are gathered, and the backward gathers them again.
 // ZBLOCK-LABEL: func.func @step
 // ZBLOCK: %[[P:.*]] = weft.param "l1.down"
-// ZBLOCK-NEXT: %[[G:.*]] = weft.all_gather %[[P]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
-// ZBLOCK: %[[A:.*]] = weft.fp8_amax %[[G]] : tensor<256x128xf32> -> tensor<2x1xf32>
-// ZBLOCK-NEXT: weft.fp8_quantize %[[G]], %[[A]]
+// ZBLOCK: %[[UA:.*]] = weft.fp8_amax %{{.*}} : tensor<64x256xf32> -> tensor<1x2xf32>
+// ZBLOCK-NEXT: weft.all_reduce max %[[UA]] over @mesh ["dp"] : tensor<1x2xf32>
+// ZBLOCK: %[[A:.*]] = weft.fp8_amax %[[P]] : tensor<128x128xf32> -> tensor<1x1xf32>
+// ZBLOCK-NEXT: %[[Q:.*]] = weft.fp8_quantize %[[P]], %[[A]] {format = f8E4M3FN} : tensor<128x128xf32>, tensor<1x1xf32>
+// ZBLOCK-NEXT: weft.all_gather %[[Q]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
 // ZBLOCK: weft.cross_entropy
-// ZBLOCK: %[[G2:.*]] = weft.all_gather %[[P]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
-// ZBLOCK-NEXT: %[[A2:.*]] = weft.fp8_amax %[[G2]] : tensor<256x128xf32> -> tensor<2x1xf32>
-// ZBLOCK-NEXT: %[[Q2:.*]] = weft.fp8_quantize %[[G2]], %[[A2]]
-// ZBLOCK: weft.matmul %{{.*}}, %[[Q2]] transpose_rhs
+// ZBLOCK: %[[G2:.*]] = weft.all_gather %[[Q]] over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
+// ZBLOCK: weft.matmul %{{.*}}, %[[G2]] transpose_rhs
 
 // Under dp the last micro-batch runs @accumulate_last (its gradients'
 // all-reduce under its backward): its maxima fold into the step's too, so

@@ -65,9 +65,11 @@ def PrefetchGathers : Pass<"weft-sched-prefetch-gathers",
     its first reader; on the GPU's comm stream (weft-sched-assign-streams,
     which runs next) compute would then wait for each gather in turn. This
     pass moves each parameter gather (an all-gather of a parameter's
-    buffer, or of a buffer one instruction made from parameters alone: the
-    master weight's shard narrowed to the compute type), with that
-    instruction and the buffers they name, to just before the first reader
+    buffer, or of a buffer a few instructions made from parameters alone:
+    the master weight's shard narrowed to the compute type, or an FP8
+    weight's shard cast to codes and scales by its maxima, max
+    all-reduced), with those instructions and the buffers they name, to
+    just before the first reader
     of an earlier gather, so it moves while compute runs, as FSDP
     prefetches the next layer's parameters. The earlier gather is the
     earliest whose later gathers, up to this one, hold at most the largest

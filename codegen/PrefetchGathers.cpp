@@ -6,7 +6,11 @@
 // each parameter gather earlier, to just before the first reader of an
 // earlier gather, so it moves while compute runs (FSDP's prefetch of the
 // next layer's parameters), within a window that bounds the gathered bytes
-// waiting for their reader.
+// waiting for their reader. What makes the gathered buffer from parameters
+// alone moves with it: the narrowing copy of a master weight's shard, or
+// an FP8 weight's maxima, their max all-reduce and the cast of the shard
+// to codes and scales (weft-fp8-gather's), so FP8 gathers are prefetched
+// as the f32 ones were.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,51 +34,70 @@ namespace {
 /// A parameter gather and what moves with it.
 struct Gather {
   CollectiveOp op;
-  /// The instruction making its input from parameters (a narrowing copy of
-  /// the master weight's shard), if any.
-  Operation *maker = nullptr;
-  /// The parameters (and constants) it reads, by storage.
+  /// The instructions making its input from parameters alone, in program
+  /// order (a narrowing copy of the master weight's shard; an FP8 cast of
+  /// it and the maxima it reads), if any.
+  SmallVector<Operation *, 3> makers;
+  /// The parameters (and constants) they read, by storage.
   llvm::SmallPtrSet<Value, 2> sources;
+  /// The buffers the makers write, by storage.
+  llvm::SmallPtrSet<Value, 4> made;
   /// The first instruction after it that reads what it gathered.
   Operation *reader = nullptr;
   int64_t bytes = 0;
 };
 
+/// Adds to `g` what makes `buffer` (a storage root) for `user` from
+/// parameters alone: a parameter itself, or a buffer one earlier
+/// instruction (a copy or kernel, an FP8 maximum or cast, a max
+/// all-reduce) writes from such buffers, nothing else writing it before
+/// `user`. At most `depth` instructions deep; false if it is anything else.
+bool addMakers(Gather &g, Operation *user, Value buffer, int depth) {
+  if (buffer.getDefiningOp<GetOp>()) {
+    g.sources.insert(buffer);
+    return true;
+  }
+  if (g.made.contains(buffer))
+    return true;
+  if (depth == 0 || !buffer.getDefiningOp<AllocOp>())
+    return false;
+  // Its one writer before the user.
+  Operation *maker = nullptr;
+  for (Operation *prev = user->getPrevNode(); prev && !maker;
+       prev = prev->getPrevNode())
+    if (isa<InstructionOpInterface>(prev) &&
+        bufferAccess(prev).writes.contains(buffer))
+      maker = prev;
+  auto collective = dyn_cast_or_null<CollectiveOp>(maker);
+  if (!maker ||
+      !(isa<CopyOp, LaunchOp, Fp8AmaxOp, Fp8CastOp>(maker) ||
+        (collective && collective.getKind() == CollectiveKind::all_reduce &&
+         collective.getReduction() == Reduction::max)))
+    return false;
+  for (Operation *between = maker->getNextNode(); between != user;
+       between = between->getNextNode())
+    if (bufferAccess(between).writes.contains(buffer))
+      return false;
+  BufferAccess access = bufferAccess(maker);
+  g.made.insert(access.writes.begin(), access.writes.end());
+  for (Value read : access.reads)
+    if (!access.writes.contains(read) && !addMakers(g, maker, read, depth - 1))
+      return false;
+  g.makers.push_back(maker);
+  return true;
+}
+
 /// `op` as a parameter gather: an all-gather of a parameter's buffer, or of
-/// a buffer one earlier instruction made from parameters alone.
+/// a buffer a few earlier instructions made from parameters alone.
 std::optional<Gather> parameterGather(CollectiveOp op) {
   if (op.getKind() != CollectiveKind::all_gather)
     return std::nullopt;
   Gather g{op};
-  Value input = storageRoot(op.getInput());
-  if (input.getDefiningOp<GetOp>()) {
-    g.sources.insert(input);
-  } else {
-    if (!input.getDefiningOp<AllocOp>())
-      return std::nullopt;
-    // Its one writer before the gather.
-    for (Operation *prev = op->getPrevNode(); prev && !g.maker;
-         prev = prev->getPrevNode())
-      if (isa<InstructionOpInterface>(prev) &&
-          bufferAccess(prev).writes.contains(input))
-        g.maker = prev;
-    if (!g.maker || !isa<CopyOp, LaunchOp>(g.maker))
-      return std::nullopt;
-    for (Value v : g.maker->getOperands()) {
-      Value root = storageRoot(v);
-      if (root == input)
-        continue;
-      if (!root.getDefiningOp<GetOp>() ||
-          bufferAccess(g.maker).writes.contains(root))
-        return std::nullopt;
-      g.sources.insert(root);
-    }
-    // Nothing else writes the made buffer between them.
-    for (Operation *between = g.maker->getNextNode(); between != op;
-         between = between->getNextNode())
-      if (bufferAccess(between).writes.contains(input))
-        return std::nullopt;
-  }
+  // The copy, or the FP8 maxima, their all-reduce and the cast.
+  if (!addMakers(g, op, storageRoot(op.getInput()), /*depth=*/3))
+    return std::nullopt;
+  llvm::sort(g.makers,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   g.reader = nextReader(op, op.getOutput());
   if (!g.reader)
     return std::nullopt;
@@ -122,19 +145,18 @@ struct PrefetchGathersPass
       Gather &g = gathers[k];
       if (!at->isBeforeInBlock(g.op))
         continue;
-      // Its maker moves too unless it is earlier already (the backward's
-      // gather of a shard the forward narrowed).
-      if (g.maker && !at->isBeforeInBlock(g.maker))
-        g.maker = nullptr;
-      Operation *first = g.maker ? g.maker : g.op.getOperation();
+      // Its makers move too but for those earlier already (the backward's
+      // gather of a shard the forward narrowed or cast).
+      llvm::erase_if(g.makers,
+                     [&](Operation *m) { return m->isBeforeInBlock(at); });
+      Operation *first = g.makers.empty() ? g.op.getOperation() : g.makers[0];
       // Not above an instruction that writes what it reads (the optimizer
       // updating a parameter in place before gathering it again, another
       // instruction overwriting the narrowed shard).
-      Value input = storageRoot(g.op.getInput());
       bool blocked = false;
       for (Operation *op = at; op != first && !blocked; op = op->getNextNode())
         for (Value written : bufferAccess(op).writes)
-          blocked |= g.sources.contains(written) || written == input;
+          blocked |= g.sources.contains(written) || g.made.contains(written);
       if (blocked)
         continue;
       move(g, at);
@@ -152,8 +174,8 @@ struct PrefetchGathersPass
             add(def);
       moved.insert(op);
     };
-    if (g.maker)
-      add(g.maker);
+    for (Operation *maker : g.makers)
+      add(maker);
     add(g.op);
     for (Operation *op : moved)
       op->moveBefore(at);

@@ -55,6 +55,7 @@
 #include "runtime/support/Fp8Scaling.h"
 
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <map>
@@ -193,12 +194,21 @@ bool collectGemmUses(Value v,
   return true;
 }
 
-/// The dimension of a gathered use's operand [rows, k] (0 or 1) along which
-/// the shards lie.
+/// Whether a gathered use reads the shard cast as stored, gathered, then
+/// transposed, rather than cast in its own layout: 128 x 128 blocks read
+/// transposed, which are the stored blocks transposed (each rank's scales
+/// gather as stored, where a shard along the padded rows of scales need
+/// not fill them).
+bool gathersAsStored(const Fp8GemmUse &use) {
+  return use.scaleMode == WEFT_FP8_SCALE_BLK128 && use.transposed;
+}
+
+/// The dimension of a gathered use's codes (0 or 1: the layout they are
+/// cast in, [rows, k]) along which the shards lie.
 int64_t gatheredDim(const Fp8GemmUse &use) {
   AllGatherOp gather = use.gather; // Its accessors are not const.
   int64_t dim = gather.getDim();
-  return use.transposed ? 1 - dim : dim;
+  return use.transposed && !gathersAsStored(use) ? 1 - dim : dim;
 }
 
 /// Whether shards of an operand [rows, k] (each rank's), scaled by `mode`
@@ -223,33 +233,131 @@ bool gathersScales(int mode, int64_t dim, int64_t rows, int64_t k,
   }
 }
 
+/// Whether maxima `v` are the same on every rank of `axes`: max
+/// all-reduced over them, or made by pure ops from such maxima, parameters
+/// every rank holds whole (delayed scaling's amax history) and constants
+/// (a few ops deep). A shard's own maxima are not.
+bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 8) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth == 0)
+    return false;
+  if (auto reduce = dyn_cast<AllReduceOp>(def))
+    return reduce.getReduction() == ReduceKind::Max &&
+           llvm::all_of(axes, [&](Attribute axis) {
+             return llvm::is_contained(reduce.getAxes(), axis);
+           });
+  if (auto param = dyn_cast<ParamOp>(def))
+    return !param->hasAttr(kShardOfAttr);
+  if (isa<ConstantOp>(def))
+    return true;
+  if (!isPure(def) || def->getNumOperands() == 0 || isa<Fp8AmaxOp>(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return sameOnEveryRank(operand, axes, depth - 1);
+  });
+}
+
 /// The scale modes a GEMM could read `v`, a view of the gathered values of
-/// quantization `q` (of one shard), in: one scale in any layout (every
-/// rank's is the same: weft-fp8-gather all-reduces a per-tensor maximum);
-/// blocks where the GEMM reads the gathered matrix itself, each shard cast
-/// in the GEMM's layout (scaleModesOf the shard), when the shards' codes
-/// and scales gather into the operand's (gathersScales). A maximum max
-/// all-reduced over the gather's axes is every rank's.
+/// quantization `q` (of one shard), in: one scale in any layout where every
+/// rank's is the same (weft-fp8-gather all-reduces a per-tensor maximum;
+/// a shard whose one block is its own has its own); blocks where the GEMM
+/// reads the gathered matrix itself, each shard cast in the GEMM's layout
+/// (scaleModesOf the shard), when the shards' codes and scales gather into
+/// the operand's (gathersScales).
 int gatheredScaleModes(Fp8QuantizeOp q, Value v, const Fp8GemmUse &use) {
-  ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
-  int tensor =
-      ShapedType::getNumElements(grid) == 1 ? 1 << WEFT_FP8_SCALE_TENSOR : 0;
   AllGatherOp gather = use.gather;
+  bool sameScales = sameOnEveryRank(q.getAmax(), gather.getAxesAttr());
+  ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
+  int tensor = ShapedType::getNumElements(grid) == 1 && sameScales
+                   ? 1 << WEFT_FP8_SCALE_TENSOR
+                   : 0;
   if (v != gather.getResult() || q.getResult().getType().getRank() != 2)
     return tensor;
-  auto reduce = q.getAmax().getDefiningOp<AllReduceOp>();
-  bool sameScales = reduce && reduce.getReduction() == ReduceKind::Max &&
-                    reduce.getAxes() == gather.getAxes();
   ArrayRef<int64_t> shape = q.getResult().getType().getShape();
-  int64_t rows = use.transposed ? shape[1] : shape[0],
-          k = use.transposed ? shape[0] : shape[1];
-  int shard = scaleModesOf(q, q.getResult(), use.transposed, false);
+  int shard = scaleModesOf(q, q.getResult(), use.transposed, false),
+      stored = scaleModesOf(q, q.getResult(), false, false);
   for (int mode = WEFT_FP8_SCALE_TENSOR + 1; mode < WEFT_FP8_SCALE_MODES;
-       ++mode)
-    if ((shard >> mode & 1) &&
-        gathersScales(mode, gatheredDim(use), rows, k, sameScales))
+       ++mode) {
+    Fp8GemmUse as = use;
+    as.scaleMode = mode;
+    // The layout the shard is cast in.
+    bool transposed = use.transposed && !gathersAsStored(as);
+    int64_t rows = transposed ? shape[1] : shape[0],
+            k = transposed ? shape[0] : shape[1];
+    if ((shard >> mode & 1) && (!gathersAsStored(as) || (stored >> mode & 1)) &&
+        gathersScales(mode, gatheredDim(as), rows, k, sameScales))
       tensor |= 1 << mode;
+  }
   return tensor;
+}
+
+/// The transposing copy of FP8 codes [..., R, C] into [..., C, R].
+Value transposeCodes(ProgramLowering &l, Location loc, Value from,
+                     ArrayRef<int64_t> shape, Type format) {
+  OpBuilder &b = l.builder();
+  SmallVector<int64_t> outShape(shape);
+  std::swap(outShape[outShape.size() - 2], outShape.back());
+  Value to = l.alloc(outShape, format);
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  int64_t batch = ShapedType::getNumElements(shape) / (rows * cols);
+  sched::CopyOp::create(
+      b, loc, from, to, b.getDenseI64ArrayAttr({batch, rows, cols}),
+      b.getDenseI64ArrayAttr({0, rows * cols, cols, 1}),
+      b.getDenseI64ArrayAttr({0, rows * cols, 1, rows}), FlatSymbolRefAttr(),
+      ArrayAttr(), IntegerAttr(), b.getStringAttr("compute"));
+  return to;
+}
+
+/// Block scales through a gather: `shard`, the shard [rows, cols] cast in
+/// the layout of the GEMM's operand (or as stored: gathersAsStored), has
+/// its codes and scales (each a grid of weft_fp8_scale_grid's) gathered
+/// along the dimension the shards lie along in it (planFp8Storage checked
+/// they tile it: gathersScales), then, cast as stored, transposed.
+Fp8Operand gatherBlocks(ProgramLowering &l, const Fp8GemmUse &use,
+                        const Fp8Operand &shard, ArrayRef<int64_t> shardShape,
+                        Type format) {
+  AllGatherOp gather = use.gather;
+  SmallVector<int64_t> part(shardShape),
+      whole(cast<ShapedType>(gather.getResult().getType()).getShape());
+  bool asStored = gathersAsStored(use);
+  if (use.transposed && !asStored) {
+    std::swap(part[0], part[1]);
+    std::swap(whole[0], whole[1]);
+  }
+  int64_t dim = gatheredDim(use);
+  Fp8Operand o = shard;
+  o.codes = l.alloc(whole, format);
+  gatherInto(l, gather.getLoc(), gather.getAxesAttr(), whole, dim, shard.codes,
+             o.codes);
+  // One scale a row along k: every rank's (gathersScales).
+  if (use.scaleMode == WEFT_FP8_SCALE_ROWS && dim == 1)
+    return o;
+  long outer, inner, partOuter, partInner;
+  weft_fp8_scale_grid(use.scaleMode, whole[0], whole[1], &outer, &inner);
+  weft_fp8_scale_grid(use.scaleMode, part[0], part[1], &partOuter, &partInner);
+  Type f32 = l.builder().getF32Type();
+  o.scaleInv = l.alloc({outer * inner}, f32);
+  gatherInto(l, gather.getLoc(), gather.getAxesAttr(), {outer, inner},
+             partOuter == outer ? 1 : 0,
+             l.view(shard.scaleInv, 0, {partOuter, partInner}, f32),
+             l.view(o.scaleInv, 0, {outer, inner}, f32));
+  if (!asStored)
+    return o;
+  // The 128 x 128 blocks transposed: the codes, and the grid of scales
+  // [ceil(R / 128)][ld] into [ceil(C / 128)][ld'] (padding never read).
+  o.codes = transposeCodes(l, gather.getLoc(), o.codes, whole, format);
+  long tOuter, tInner;
+  weft_fp8_scale_grid(use.scaleMode, whole[1], whole[0], &tOuter, &tInner);
+  Value t = l.alloc({tOuter * tInner}, f32);
+  OpBuilder &b = l.builder();
+  sched::CopyOp::create(b, gather.getLoc(), o.scaleInv, t,
+                        b.getDenseI64ArrayAttr({1, outer, tOuter}),
+                        b.getDenseI64ArrayAttr({0, 0, inner, 1}),
+                        b.getDenseI64ArrayAttr({0, 0, 1, tInner}),
+                        FlatSymbolRefAttr(), ArrayAttr(), IntegerAttr(),
+                        b.getStringAttr("compute"));
+  o.scaleInv = t;
+  return o;
 }
 
 } // namespace
@@ -415,7 +523,7 @@ bool lowerFp8GroupCast(Fp8GroupQuantizeOp op, ProgramLowering &l) {
   return true;
 }
 
-LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
+LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
                            ProgramLowering &l) {
   OpBuilder &b = l.builder();
   // On a GPU a bf16 input is read as stored (SchedTarget::keepsStored).
@@ -471,22 +579,8 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
         b.getStringAttr("compute"));
     return o;
   };
-  // The transposing copy of a gathered [..., R, C] into [..., C, R].
-  auto transposeCodes = [&](Value from, ArrayRef<int64_t> shape) {
-    SmallVector<int64_t> outShape(shape);
-    std::swap(outShape[outShape.size() - 2], outShape.back());
-    Value to = l.alloc(outShape, format);
-    int64_t rows = shape[shape.size() - 2], cols = shape.back();
-    int64_t batch = ShapedType::getNumElements(shape) / (rows * cols);
-    sched::CopyOp::create(
-        b, op.getLoc(), from, to, b.getDenseI64ArrayAttr({batch, rows, cols}),
-        b.getDenseI64ArrayAttr({0, rows * cols, cols, 1}),
-        b.getDenseI64ArrayAttr({0, rows * cols, 1, rows}), FlatSymbolRefAttr(),
-        ArrayAttr(), IntegerAttr(), b.getStringAttr("compute"));
-    return to;
-  };
-  // Every layout as stored has the same blocks, so one mode (but for a
-  // gathered one's: one scale, the shard's).
+  // Every layout as stored has the same blocks, so one mode (but for one
+  // behind a gather, which may be another's).
   std::map<int, Fp8Operand> plain;
   auto plainCodes = [&](int mode) {
     auto it = plain.find(mode);
@@ -495,77 +589,24 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
                .first;
     return it->second;
   };
-  // Block scales through a gather: the shard cast in the layout of the
-  // GEMM's operand, its codes and scales (each a grid of
-  // weft_fp8_scale_grid's) gathered along the dimension the shards lie
-  // along in it (planFp8Storage checked they tile it: gathersScales).
-  auto gatheredBlocks = [&](const Fp8GemmUse &use) {
-    AllGatherOp gather = use.gather;
-    SmallVector<int64_t> part(shapeOf(op.getResult())),
-        whole(shapeOf(gather.getResult()));
-    if (use.transposed) {
-      std::swap(part[0], part[1]);
-      std::swap(whole[0], whole[1]);
-    }
-    int64_t dim = gatheredDim(use);
-    Fp8Operand shard =
-                   cast(shapeOf(op.getResult()), use.transposed, use.scaleMode),
-               o = shard;
-    o.codes = l.alloc(whole, format);
-    gatherInto(l, gather.getLoc(), gather.getAxesAttr(), whole, dim,
-               shard.codes, o.codes);
-    // One scale a row along k: every rank's (gathersScales).
-    if (use.scaleMode == WEFT_FP8_SCALE_ROWS && dim == 1)
-      return o;
-    long outer, inner, partOuter, partInner;
-    weft_fp8_scale_grid(use.scaleMode, whole[0], whole[1], &outer, &inner);
-    weft_fp8_scale_grid(use.scaleMode, part[0], part[1], &partOuter,
-                        &partInner);
-    Type f32 = b.getF32Type();
-    o.scaleInv = l.alloc({outer * inner}, f32);
-    gatherInto(l, gather.getLoc(), gather.getAxesAttr(), {outer, inner},
-               partOuter == outer ? 1 : 0,
-               l.view(shard.scaleInv, 0, {partOuter, partInner}, f32),
-               l.view(o.scaleInv, 0, {outer, inner}, f32));
-    return o;
-  };
-  std::map<std::tuple<Operation *, bool, int>, Fp8Operand> gatheredOperands;
   llvm::SmallDenseMap<ArrayRef<int64_t>, Fp8Operand> transposed;
   llvm::DenseMap<Operation *, Value> gathered;
   std::map<std::pair<Operation *, SmallVector<int64_t>>, Value>
       gatheredTransposed;
   for (const auto &[v, use] : plan.uses) {
     ArrayRef<int64_t> shape = shapeOf(v);
-    if (use.gather && use.scaleMode != WEFT_FP8_SCALE_TENSOR) {
-      auto [it, fresh] =
-          gatheredOperands.insert({{AllGatherOp(use.gather).getOperation(),
-                                    use.transposed, use.scaleMode},
-                                   {}});
+    if (use.gather) {
+      // The shard is cast here, where the quantization is, and gathered
+      // where each gather is (lowerFp8Gather): the backward's gather again
+      // of the quantized shard (weft-reshard-after-forward) in the
+      // backward. With one scale, the codes as stored; with blocks, in the
+      // layout the GEMM reads.
+      bool t = use.scaleMode != WEFT_FP8_SCALE_TENSOR && use.transposed &&
+               !gathersAsStored(use);
+      auto [it, fresh] = plan.shardCasts.insert({{t, use.scaleMode}, {}});
       if (fresh)
-        it->second = gatheredBlocks(use);
-      l.setFp8Operand(v, use.transposed, it->second);
-      continue;
-    }
-    if (AllGatherOp gather = use.gather) {
-      // The shard's codes gathered (once per gather), viewed or transposed
-      // as the GEMM reads them; every rank's scale is the same.
-      Fp8Operand shard = plainCodes(WEFT_FP8_SCALE_TENSOR);
-      Value &whole = gathered[gather];
-      if (!whole) {
-        whole = l.alloc(shapeOf(gather.getResult()), format);
-        gatherInto(l, gather,
-                   l.view(shard.codes, 0, shapeOf(gather.getInput()), format),
-                   whole);
-      }
-      Value codes = l.view(whole, 0, shape, format);
-      if (use.transposed) {
-        Value &t = gatheredTransposed[{gather.getOperation(),
-                                       SmallVector<int64_t>(shape)}];
-        if (!t)
-          t = transposeCodes(codes, shape);
-        codes = t;
-      }
-      l.setFp8Operand(v, use.transposed, {codes, shard.scaleInv});
+        it->second = t ? cast(shapeOf(op.getResult()), true, use.scaleMode)
+                       : plainCodes(use.scaleMode);
       continue;
     }
     if (!use.transposed) {
@@ -579,6 +620,50 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, const Fp8Plan &plan,
     if (it == transposed.end())
       it = transposed.insert({shape, cast(shape, true, use.scaleMode)}).first;
     l.setFp8Operand(v, true, it->second);
+  }
+  return success();
+}
+
+LogicalResult lowerFp8Gather(AllGatherOp gather, ProgramLowering &l) {
+  auto q = cast<Fp8QuantizeOp>(l.fp8GatherSource(gather));
+  const Fp8Plan &plan = *l.fp8Plan(q);
+  Type format = q.getFormat();
+  ArrayRef<int64_t> shardShape = q.getResult().getType().getShape();
+  Value whole; // The codes as stored, gathered: one scale.
+  std::map<SmallVector<int64_t>, Value> transposed;
+  std::map<std::pair<bool, int>, Fp8Operand> blocks;
+  for (const auto &[v, use] : plan.uses) {
+    if (AllGatherOp(use.gather) != gather)
+      continue;
+    ArrayRef<int64_t> shape = cast<ShapedType>(v.getType()).getShape();
+    if (use.scaleMode != WEFT_FP8_SCALE_TENSOR) {
+      auto [it, fresh] = blocks.insert({{use.transposed, use.scaleMode}, {}});
+      if (fresh)
+        it->second = gatherBlocks(
+            l, use,
+            plan.shardCasts.at(
+                {use.transposed && !gathersAsStored(use), use.scaleMode}),
+            shardShape, format);
+      l.setFp8Operand(v, use.transposed, it->second);
+      continue;
+    }
+    // The shard's codes gathered, viewed or transposed as the GEMM reads
+    // them; every rank's scale is the same (gatheredScaleModes).
+    const Fp8Operand &shard =
+        plan.shardCasts.at({false, WEFT_FP8_SCALE_TENSOR});
+    if (!whole) {
+      whole = l.alloc(cast<ShapedType>(gather.getResult().getType()).getShape(),
+                      format);
+      gatherInto(l, gather, l.view(shard.codes, 0, shardShape, format), whole);
+    }
+    Value codes = l.view(whole, 0, shape, format);
+    if (use.transposed) {
+      Value &t = transposed[SmallVector<int64_t>(shape)];
+      if (!t)
+        t = transposeCodes(l, gather.getLoc(), codes, shape, format);
+      codes = t;
+    }
+    l.setFp8Operand(v, use.transposed, {codes, shard.scaleInv});
   }
   return success();
 }

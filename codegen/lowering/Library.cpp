@@ -123,7 +123,7 @@ LogicalResult lowerFp8Amax(Fp8AmaxOp op, ProgramLowering &l) {
 
 LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
   // FP8 codes for the GEMMs; the values too where others read them.
-  if (const Fp8Plan *plan = l.fp8Plan(op)) {
+  if (Fp8Plan *plan = l.fp8Plan(op)) {
     if (failed(lowerFp8Cast(op, *plan, l)))
       return failure();
     if (!plan->keepValues)

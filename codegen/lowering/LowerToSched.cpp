@@ -185,12 +185,23 @@ Value ProgramLowering::write(Operation *op, Value r, bool f32) {
 }
 
 void ProgramLowering::planFp8Cast(Operation *op, Fp8Plan plan) {
-  for (Operation *view : plan.views)
-    elidedOps.insert(view);
+  // The views lower with the quantization; a gather of its codes where it
+  // is (lowerFp8Gather).
+  for (Operation *view : plan.views) {
+    if (isa<AllGatherOp>(view))
+      fp8GatherSources[view] = op;
+    else
+      elidedOps.insert(view);
+  }
   fp8Plans[op] = std::move(plan);
 }
 
 const Fp8Plan *ProgramLowering::fp8Plan(Operation *op) const {
+  auto it = fp8Plans.find(op);
+  return it == fp8Plans.end() ? nullptr : &it->second;
+}
+
+Fp8Plan *ProgramLowering::fp8Plan(Operation *op) {
   auto it = fp8Plans.find(op);
   return it == fp8Plans.end() ? nullptr : &it->second;
 }

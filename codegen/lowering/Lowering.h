@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 
 namespace weft::codegen {
@@ -81,6 +82,10 @@ struct Fp8Plan {
   /// no GEMM on codes (an expert weight gradient reading a quantization
   /// without group_rows, which weft-fp8 never makes).
   bool keepValues = false;
+  /// The casts of the quantized shard its gathers read, by whether
+  /// transposed and scale mode: lowerFp8Cast makes them where the
+  /// quantization is, lowerFp8Gather gathers them where each gather is.
+  std::map<std::pair<bool, int>, Fp8Operand> shardCasts;
 };
 
 /// Lowers one weft function into one sched program.
@@ -143,6 +148,12 @@ public:
   /// FP8 storage (Fp8Storage.cpp): quantization `op` lowers by `plan`.
   void planFp8Cast(mlir::Operation *op, Fp8Plan plan);
   const Fp8Plan *fp8Plan(mlir::Operation *op) const;
+  Fp8Plan *fp8Plan(mlir::Operation *op);
+  /// The quantization whose FP8 codes all-gather `gather` moves (a gather
+  /// in its plan), or null.
+  mlir::Operation *fp8GatherSource(mlir::Operation *gather) const {
+    return fp8GatherSources.lookup(gather);
+  }
   /// Whether `op` lowers to nothing (a reshape of FP8 codes, an entropy
   /// its attention computes).
   bool elided(mlir::Operation *op) const { return elidedOps.contains(op); }
@@ -166,6 +177,7 @@ private:
   };
   llvm::SmallVector<Narrowing> pending;
   llvm::DenseMap<mlir::Operation *, Fp8Plan> fp8Plans;
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> fp8GatherSources;
   llvm::DenseSet<mlir::Operation *> elidedOps;
   /// By value and whether transposed (0 or 1).
   llvm::DenseMap<std::pair<mlir::Value, unsigned>, Fp8Operand> fp8Operands;
@@ -204,8 +216,9 @@ void gatherInto(ProgramLowering &l, mlir::Location loc, mlir::ArrayAttr axes,
                 llvm::ArrayRef<int64_t> whole, int64_t dim, mlir::Value in,
                 mlir::Value out);
 
-/// Plans which of `f`'s per-tensor FP8 quantizations `l` keeps as FP8
-/// codes for cuBLASLt's FP8 GEMMs (Fp8Storage.cpp).
+/// Plans which of `f`'s FP8 quantizations `l` keeps as FP8 codes and
+/// scales for FP8 GEMMs (cuBLASLt's or Weft's kernel), and in which scale
+/// mode each GEMM reads them (Fp8Storage.cpp).
 void planFp8Storage(mlir::func::FuncOp f, ProgramLowering &l);
 /// Lowers an expert weight gradient's quantization `op` to FP8 codes
 /// (sched.fp8_group_cast, the operand of an FP8 grouped_matmul_wgrad) when
@@ -213,8 +226,13 @@ void planFp8Storage(mlir::func::FuncOp f, ProgramLowering &l);
 /// keeps the values path.
 bool lowerFp8GroupCast(weft::Fp8GroupQuantizeOp op, ProgramLowering &l);
 /// Lowers quantization `op` by its plan: sched.fp8_cast per layout.
-mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, const Fp8Plan &plan,
+mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, Fp8Plan &plan,
                                  ProgramLowering &l);
+/// Lowers an all-gather of a quantization's FP8 codes (fp8GatherSource):
+/// the codes its plan cast gathered, with their scales, for the GEMMs
+/// reading the gathered value.
+mlir::LogicalResult lowerFp8Gather(weft::AllGatherOp gather,
+                                   ProgramLowering &l);
 /// The FP8 codes Fp8Storage planned for GEMM `op`'s operands `lhs` and
 /// `rhs`, each read k-contiguous (`lhsTransposed`, `rhsTransposed`: that
 /// layout is the value transposed): both, neither (two nulls), or failure

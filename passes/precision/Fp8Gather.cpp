@@ -223,8 +223,9 @@ void moveAfterQuantization(AllGatherOp gather) {
       grid[g.dim] = grid[g.dim] / (g.whole / g.shard);
     auto local = Fp8AmaxOp::create(b, amax.getLoc(),
                                    RankedTensorType::get(grid, f32), shard);
-    // Delayed scaling's history name stays on the maximum; the recorder
-    // reads it after this all-reduce.
+    // Delayed scaling's history name stays on the maximum; its scales are
+    // per tensor, so it spans the gather and the recorder reads it after
+    // the all-reduce.
     local->setAttrs(amax->getAttrs());
     Value whole =
         spans ? AllReduceOp::create(

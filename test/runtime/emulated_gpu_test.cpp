@@ -512,13 +512,15 @@ namespace {
 void checkPlacedTraining(const std::string &model, const std::string &plan,
                          int64_t batch = 0, const std::string &fp8 = "none",
                          double tolerance = 1e-4,
-                         const std::string &dtype = "f32") {
+                         const std::string &dtype = "f32", int64_t seq = 0) {
   SCOPED_TRACE(model + " " + plan + " fp8=" + fp8 + " " + dtype);
   Case whole(model, dtype);
   whole.adamEps = 1e-4;
   whole.fp8 = fp8;
   if (batch)
     whole.batch = batch;
+  if (seq)
+    whole.seq = seq;
   Case placed = whole;
   placed.plan = plan;
   placed.cudaBundle = true;
@@ -595,11 +597,13 @@ TEST(EmulatedGpu, Bf16Zero3GathersBf16AndTrainsLikeOneCpuRank) {
                       "none", 1e-1, "bf16");
 }
 /// What a dp=2, ZeRO-3 GPU step of `model` under FP8 `recipe` moves and
-/// multiplies: its all-gathers of FP8 codes, of f32 row scales (a grid
-/// [1, rows] of weft_fp8_scale_grid's) and of other f32 values, and its
-/// GEMMs on FP8 codes.
+/// multiplies: its all-gathers of FP8 codes (and how many are issued
+/// before the first GEMM), of f32 row scales (a grid [1, rows] of
+/// weft_fp8_scale_grid's) and of other f32 values, and its GEMMs on FP8
+/// codes.
 struct Zero3Fp8Step {
-  int fp8Gathers = 0, rowScaleGathers = 0, f32Gathers = 0, fp8Gemms = 0;
+  int fp8Gathers = 0, fp8GathersAhead = 0, rowScaleGathers = 0, f32Gathers = 0,
+      fp8Gemms = 0;
 };
 Zero3Fp8Step zero3Fp8Step(const std::string &model, const std::string &recipe) {
   Case placed(model, "f32", "dp=2,zero=3");
@@ -616,6 +620,8 @@ Zero3Fp8Step zero3Fp8Step(const std::string &model, const std::string &recipe) {
     if (ins.op == rs::Op::Gemm &&
         runtime::isFp8(step.buffers[ins.operands[1]].type.dtype))
       ++counts.fp8Gemms;
+    if (ins.op == rs::Op::Gemm && !counts.fp8GathersAhead)
+      counts.fp8GathersAhead = counts.fp8Gathers;
     if (ins.op != rs::Op::Collective ||
         ins.as<rs::CollectiveAttrs>().kind != rs::CollectiveKind::AllGather)
       continue;
@@ -658,8 +664,13 @@ TEST(EmulatedGpu, Zero3GathersRowwiseFp8CodesAndScalesAndTrainsLikeOneCpuRank) {
   // gathers codes and row scales, the input gradient codes only.
   EXPECT_EQ(step.fp8Gathers, 2 * 7 * 2);
   EXPECT_EQ(step.rowScaleGathers, 2 * 7);
-  // Those 28 GEMMs, the weight gradients and the forward's.
+  // Every GEMM of those 14 weights: the forward's, the input gradient's
+  // and the weight gradient's.
   EXPECT_EQ(step.fp8Gemms, 3 * 2 * 7);
+  // The casts and gathers are issued ahead of their readers
+  // (weft-sched-prefetch-gathers), within a window of the embedding's
+  // bytes: more than the first layer's q projection before its GEMM.
+  EXPECT_GT(step.fp8GathersAhead, 1);
   checkPlacedTraining("llama-tiny", "dp=2,zero=3", 4, "rowwise", 5e-2);
 }
 // MXFP8 under ZeRO-3: a shard's 1 x 32 blocks lie in its rows, so it is
@@ -671,6 +682,17 @@ TEST(EmulatedGpu, Zero3GathersRowwiseFp8CodesAndScalesAndTrainsLikeOneCpuRank) {
 // Power-of-two scales leave the products exact: as close as f32 runs.
 TEST(EmulatedGpu, Zero3GathersMxfp8CodesAndBlockScalesAndTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-tiny", "dp=2,zero=3", 4, "mxfp8", 1e-3);
+}
+// DeepSeek-V3's blocks under ZeRO-3 (a Llama layer of 256, so that a
+// rank's 128 rows hold whole 128 x 128 blocks, and 128 tokens, a 128 x 1
+// weight-gradient tile): each rank casts its shard's blocks by their own
+// maxima and the codes and block scales gather; the input gradient reads
+// the gathered blocks transposed (codes and the grid of scales), against
+// 1 x 128 tiles of the output gradient.
+TEST(EmulatedGpu,
+     Zero3GathersBlockwiseFp8CodesAndBlockScalesAndTrainsLikeOneCpuRank) {
+  checkPlacedTraining("llama-blocks", "dp=2,zero=3", 2, "blockwise", 5e-2,
+                      "f32", /*seq=*/128);
 }
 // Megatron tensor parallelism: split attention heads and MLP, f/g
 // all-reduces, and the vocabulary-parallel embedding and cross-entropy

@@ -372,6 +372,17 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
     setup.fp8 = recipe;
     checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "", kFp8Elementwise);
   }
+  // Sequence parallelism gathers each norm's output along the sequence
+  // for the column-parallel GEMMs: a row-wise or MXFP8 block lies inside a
+  // rank's tokens, so partitioning quantizes each rank's own and gathers
+  // the quantized values, the weight gradient's re-quantization (one
+  // scale, or 32-token tiles, along the tokens) max all-reducing over tp.
+  for (const char *recipe : {"rowwise", "mxfp8"}) {
+    Case setup("gpt2-tiny", "f32", "tp=2,sp=on");
+    setup.batch = 4;
+    setup.fp8 = recipe;
+    checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "", kFp8Elementwise);
+  }
   // In a pipeline, delayed scaling's histories live on their weights'
   // stages, each stage folds its micro-batches' maxima into the step's
   // (in its forward and backward programs) and its rank's step records

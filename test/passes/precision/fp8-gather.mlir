@@ -215,3 +215,87 @@ func.func @fused(%x: tensor<16x64xf32>, %c: tensor<32x64xf32>) -> (tensor<16x64x
   %cq = weft.fp8_quantize %cs, %ca {format = f8E4M3FN} : tensor<48x64xf32>, tensor<1x1xf32>
   return %y0, %y1, %cq : tensor<16x64xf32>, tensor<16x64xf32>, tensor<48x64xf32>
 }
+
+// -----
+
+// A quantized shard gathered twice (the forward's and, after other work,
+// the backward's again, as weft-reshard-after-forward makes it): the shard
+// is cast once, where the quantization is, and each gather of its codes
+// lowers where the gather is, so the whole FP8 weight is not held between.
+// SCHED-LABEL: sched.program @twice
+// SCHED: sched.fp8_cast %{{.*}}, %{{.*}}, %[[CODES:.*]], %{{.*}} : !sched.buffer<32x128xf32>
+// SCHED-NOT: sched.fp8_cast {{.*}}32x128xf32
+// SCHED: sched.collective all_gather none %[[CODES]] -> %[[G1:.*]] over
+// SCHED: sched.copy %[[G1]] -> %[[T1:[^ ]*]]
+// SCHED: sched.gemm %{{.*}}, %[[T1]] -> %{{.*}} scales
+// SCHED: sched.gemm %{{.*}}, %{{.*}} -> %{{.*}} mnk [16, 128, 64] {{.*}} : <16x64xf32>, <64x128xf32> -> <16x128xf32>
+// SCHED: sched.collective all_gather none %[[CODES]] -> %[[G2:.*]] over
+// SCHED: sched.copy %[[G2]] -> %[[T2:[^ ]*]]
+// SCHED: sched.gemm %{{.*}}, %[[T2]] -> %{{.*}} scales
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @twice(%x: tensor<16x64xf32>) -> (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) {
+  %shard = weft.param "w" init(zeros) : tensor<32x128xf32>
+  %plain = weft.param "v" init(zeros) : tensor<64x128xf32>
+  %a0 = weft.fp8_amax %shard : tensor<32x128xf32> -> tensor<1x1xf32>
+  %a = weft.all_reduce max %a0 over @mesh ["dp"] : tensor<1x1xf32>
+  %q0 = weft.fp8_quantize %shard, %a {format = f8E4M3FN} : tensor<32x128xf32>, tensor<1x1xf32>
+  %ax = weft.fp8_amax %x : tensor<16x64xf32> -> tensor<1x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<16x64xf32>, tensor<1x1xf32>
+  %g1 = weft.all_gather %q0 over @mesh ["dp"] dim 0 : tensor<32x128xf32> -> tensor<64x128xf32>
+  %y1 = weft.matmul %qx, %g1 : tensor<16x64xf32>, tensor<64x128xf32>
+  %m = weft.matmul %x, %plain : tensor<16x64xf32>, tensor<64x128xf32>
+  %g2 = weft.all_gather %q0 over @mesh ["dp"] dim 0 : tensor<32x128xf32> -> tensor<64x128xf32>
+  %y2 = weft.matmul %qx, %g2 : tensor<16x64xf32>, tensor<64x128xf32>
+  return %y1, %m, %y2 : tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>
+}
+
+// -----
+
+// A shard whose one block is its own (a 128 x 128 block, one a rank, its
+// maximum not all-reduced) has a scale of its own on each rank: no one
+// scale describes the gathered codes, and 128 x 128 block scales along k
+// would need 512-column shards, so the GEMM reads values.
+// SCHED-LABEL: sched.program @own
+// SCHED-NOT: sched.fp8_cast
+// SCHED: sched.fp8_quantize
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @own(%x: tensor<16x256xf32>) -> tensor<16x128xf32> {
+  %shard = weft.param "w" init(zeros) : tensor<128x128xf32>
+  %a0 = weft.fp8_amax %shard : tensor<128x128xf32> -> tensor<1x1xf32>
+  %q0 = weft.fp8_quantize %shard, %a0 {format = f8E4M3FN} : tensor<128x128xf32>, tensor<1x1xf32>
+  %g = weft.all_gather %q0 over @mesh ["dp"] dim 0 : tensor<128x128xf32> -> tensor<256x128xf32>
+  %ax = weft.fp8_amax %x : tensor<16x256xf32> -> tensor<1x1xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<16x256xf32>, tensor<1x1xf32>
+  %y = weft.matmul %qx, %g : tensor<16x256xf32>, tensor<256x128xf32>
+  return %y : tensor<16x128xf32>
+}
+
+// -----
+
+// DeepSeek-V3's blocks through gathers: a 128 x 128-blocked weight's
+// 128-row shards and a sequence-parallel activation's 8-token shards of
+// 1 x 128 tiles, each quantized on its rank. The weight's block scales
+// ([rows / 128][4], padded) gather along their rows; the activation's
+// tile scales ([k / 128][rows]) along their inner dimension, into blocks
+// copied into place; the GEMM multiplies vec128 by blk128.
+// SCHED-LABEL: sched.program @blocks
+// SCHED-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %{{.*}}, %[[SW:.*]] {scale_mode = "blk128"} : !sched.buffer<128x256xf32>, !sched.buffer<1x2xf32>, !sched.buffer<128x256xf8E4M3FN>, !sched.buffer<4xf32>
+// SCHED-DAG: sched.fp8_cast %{{.*}}, %{{.*}}, %{{.*}}, %[[SX:.*]] {scale_mode = "vec128"} : !sched.buffer<8x256xf32>, !sched.buffer<8x2xf32>, !sched.buffer<8x256xf8E4M3FN>, !sched.buffer<16xf32>
+// SCHED-DAG: %[[PW:.*]] = sched.view %[[SW]][0] : <4xf32> to <1x4xf32>
+// SCHED-DAG: sched.collective all_gather none %[[PW]] -> %{{.*}} over @mesh ["dp"] : <1x4xf32> -> <2x4xf32>
+// SCHED-DAG: %[[PX:.*]] = sched.view %[[SX]][0] : <16xf32> to <2x8xf32>
+// SCHED-DAG: sched.collective all_gather none %[[PX]] -> %[[BX:.*]] over @mesh ["dp"] : <2x8xf32> -> <32xf32>
+// SCHED-DAG: sched.copy %[[BX]] -> %{{.*}} sizes [2, 2, 8] src [0, 16, 8, 1] dst [0, 8, 16, 1] : <32xf32> -> <2x16xf32>
+// SCHED: sched.gemm {{.*}} mnk [16, 256, 256] {{.*}} {scale_modes = ["vec128", "blk128"]} : <16x256xf8E4M3FN>, <256x256xf8E4M3FN> -> <16x256xf32>
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @blocks(%xs: tensor<8x256xf32>) -> tensor<16x256xf32> {
+  %shard = weft.param "w" init(zeros) : tensor<128x256xf32>
+  %w = weft.all_gather %shard over @mesh ["dp"] dim 0 : tensor<128x256xf32> -> tensor<256x256xf32>
+  %aw = weft.fp8_amax %w : tensor<256x256xf32> -> tensor<2x2xf32>
+  %qw = weft.fp8_quantize %w, %aw {format = f8E4M3FN} : tensor<256x256xf32>, tensor<2x2xf32>
+  %x = weft.all_gather %xs over @mesh ["dp"] dim 0 : tensor<8x256xf32> -> tensor<16x256xf32>
+  %ax = weft.fp8_amax %x : tensor<16x256xf32> -> tensor<16x2xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<16x256xf32>, tensor<16x2xf32>
+  %y = weft.matmul %qx, %qw transpose_rhs : tensor<16x256xf32>, tensor<256x256xf32>
+  return %y : tensor<16x256xf32>
+}

@@ -149,14 +149,17 @@ struct PrefetchGathersPass
       // gather of a shard the forward narrowed or cast).
       llvm::erase_if(g.makers,
                      [&](Operation *m) { return m->isBeforeInBlock(at); });
-      Operation *first = g.makers.empty() ? g.op.getOperation() : g.makers[0];
       // Not above an instruction that writes what it reads (the optimizer
       // updating a parameter in place before gathering it again, another
-      // instruction overwriting the narrowed shard).
+      // instruction overwriting the narrowed shard), up to the gather: one
+      // between two makers stays behind them too.
+      llvm::SmallPtrSet<Operation *, 4> moving(g.makers.begin(),
+                                               g.makers.end());
       bool blocked = false;
-      for (Operation *op = at; op != first && !blocked; op = op->getNextNode())
-        for (Value written : bufferAccess(op).writes)
-          blocked |= g.sources.contains(written) || g.made.contains(written);
+      for (Operation *op = at; op != g.op && !blocked; op = op->getNextNode())
+        if (!moving.contains(op))
+          for (Value written : bufferAccess(op).writes)
+            blocked |= g.sources.contains(written) || g.made.contains(written);
       if (blocked)
         continue;
       move(g, at);

@@ -234,13 +234,25 @@ bool gathersScales(int mode, int64_t dim, int64_t rows, int64_t k,
 }
 
 /// Whether maxima `v` are the same on every rank of `axes`: max
-/// all-reduced over them, or made by pure ops from such maxima, parameters
-/// every rank holds whole (delayed scaling's amax history) and constants
-/// (a few ops deep). A shard's own maxima are not.
-bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 8) {
-  Operation *def = v.getDefiningOp();
-  if (!def || depth == 0)
+/// all-reduced over them, or made from such maxima, parameters every rank
+/// holds whole (delayed scaling's amax history) and constants by ops every
+/// rank computes alike from alike operands (elementwise, views, reductions,
+/// copy_to_group; through weft-fusion-group's regions), a few ops deep. A
+/// shard's own maxima are not, nor a shard or a dropout of alike values.
+bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 12) {
+  if (depth == 0)
     return false;
+  // A fused region's argument is the fused op's operand.
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fused = dyn_cast_or_null<FusedOp>(arg.getOwner()->getParentOp());
+    return fused && sameOnEveryRank(fused->getOperand(arg.getArgNumber()), axes,
+                                    depth - 1);
+  }
+  Operation *def = v.getDefiningOp();
+  if (auto fused = dyn_cast<FusedOp>(def))
+    return sameOnEveryRank(fused.getBody().front().getTerminator()->getOperand(
+                               cast<OpResult>(v).getResultNumber()),
+                           axes, depth - 1);
   if (auto reduce = dyn_cast<AllReduceOp>(def))
     return reduce.getReduction() == ReduceKind::Max &&
            llvm::all_of(axes, [&](Attribute axis) {
@@ -250,7 +262,10 @@ bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 8) {
     return !param->hasAttr(kShardOfAttr);
   if (isa<ConstantOp>(def))
     return true;
-  if (!isPure(def) || def->getNumOperands() == 0 || isa<Fp8AmaxOp>(def))
+  bool alike =
+      (def->hasTrait<OpTrait::Elementwise>() && !isa<DropoutOp>(def)) ||
+      isa<ReshapeOp, BroadcastOp, ReduceMaxOp, CopyToGroupOp>(def);
+  if (!alike || def->getNumOperands() == 0)
     return false;
   return llvm::all_of(def->getOperands(), [&](Value operand) {
     return sameOnEveryRank(operand, axes, depth - 1);
@@ -262,8 +277,8 @@ bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 8) {
 /// rank's is the same (weft-fp8-gather all-reduces a per-tensor maximum;
 /// a shard whose one block is its own has its own); blocks where the GEMM
 /// reads the gathered matrix itself, each shard cast in the GEMM's layout
-/// (scaleModesOf the shard), when the shards' codes and scales gather into
-/// the operand's (gathersScales).
+/// (scaleModesOf the shard; as stored where gathersAsStored), when the
+/// shards' codes and scales gather into the operand's (gathersScales).
 int gatheredScaleModes(Fp8QuantizeOp q, Value v, const Fp8GemmUse &use) {
   AllGatherOp gather = use.gather;
   bool sameScales = sameOnEveryRank(q.getAmax(), gather.getAxesAttr());
@@ -590,9 +605,6 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
     return it->second;
   };
   llvm::SmallDenseMap<ArrayRef<int64_t>, Fp8Operand> transposed;
-  llvm::DenseMap<Operation *, Value> gathered;
-  std::map<std::pair<Operation *, SmallVector<int64_t>>, Value>
-      gatheredTransposed;
   for (const auto &[v, use] : plan.uses) {
     ArrayRef<int64_t> shape = shapeOf(v);
     if (use.gather) {

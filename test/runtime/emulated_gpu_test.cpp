@@ -650,6 +650,11 @@ TEST(EmulatedGpu, Zero3GathersFp8CodesAndTrainsLikeOneCpuRank) {
   // gather in f32.
   EXPECT_EQ(step.fp8Gathers, 2 * 6 * 2);
   EXPECT_GT(step.f32Gathers, 0);
+  // Delayed scaling's scale, from the all-reduced maximum and the history
+  // every rank holds whole (selected inside a fused region), is every
+  // rank's too: the same codes gather.
+  EXPECT_EQ(zero3Fp8Step("gpt2-tiny", "tensorwise-delayed").fp8Gathers,
+            2 * 6 * 2);
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3", 4, "tensorwise", 5e-2);
 }
 // ZeRO-3 with row-wise FP8 GEMMs (Llama's weights [out, in]): each rank

@@ -323,56 +323,55 @@ Value transposeCodes(ProgramLowering &l, Location loc, Value from,
   return to;
 }
 
-/// Block scales through a gather: `shard`, the shard [rows, cols] cast in
-/// the layout of the GEMM's operand (or as stored: gathersAsStored), has
-/// its codes and scales (each a grid of weft_fp8_scale_grid's) gathered
-/// along the dimension the shards lie along in it (planFp8Storage checked
-/// they tile it: gathersScales), then, cast as stored, transposed.
-Fp8Operand gatherBlocks(ProgramLowering &l, const Fp8GemmUse &use,
-                        const Fp8Operand &shard, ArrayRef<int64_t> shardShape,
-                        Type format) {
-  AllGatherOp gather = use.gather;
-  SmallVector<int64_t> part(shardShape),
-      whole(cast<ShapedType>(gather.getResult().getType()).getShape());
-  bool asStored = gathersAsStored(use);
-  if (use.transposed && !asStored) {
-    std::swap(part[0], part[1]);
-    std::swap(whole[0], whole[1]);
-  }
-  int64_t dim = gatheredDim(use);
+/// Block scales through a gather: `shard`, a shard cast as the operand
+/// `part` (in the layout of the GEMM's operand, or as stored:
+/// gathersAsStored), has its codes and scales (each a grid of
+/// weft_fp8_scale_grid's) gathered into the operand `whole` along its
+/// dimension `dim`, the one the shards lie along (planFp8Storage checked
+/// they tile it: gathersScales).
+Fp8Operand gatherBlocks(ProgramLowering &l, AllGatherOp gather,
+                        const Fp8Operand &shard, ArrayRef<int64_t> part,
+                        ArrayRef<int64_t> whole, int64_t dim, Type format) {
   Fp8Operand o = shard;
   o.codes = l.alloc(whole, format);
   gatherInto(l, gather.getLoc(), gather.getAxesAttr(), whole, dim, shard.codes,
              o.codes);
   // One scale a row along k: every rank's (gathersScales).
-  if (use.scaleMode == WEFT_FP8_SCALE_ROWS && dim == 1)
+  if (shard.scaleMode == WEFT_FP8_SCALE_ROWS && dim == 1)
     return o;
   long outer, inner, partOuter, partInner;
-  weft_fp8_scale_grid(use.scaleMode, whole[0], whole[1], &outer, &inner);
-  weft_fp8_scale_grid(use.scaleMode, part[0], part[1], &partOuter, &partInner);
+  weft_fp8_scale_grid(shard.scaleMode, whole[0], whole[1], &outer, &inner);
+  weft_fp8_scale_grid(shard.scaleMode, part[0], part[1], &partOuter,
+                      &partInner);
   Type f32 = l.builder().getF32Type();
   o.scaleInv = l.alloc({outer * inner}, f32);
   gatherInto(l, gather.getLoc(), gather.getAxesAttr(), {outer, inner},
              partOuter == outer ? 1 : 0,
              l.view(shard.scaleInv, 0, {partOuter, partInner}, f32),
              l.view(o.scaleInv, 0, {outer, inner}, f32));
-  if (!asStored)
-    return o;
-  // The 128 x 128 blocks transposed: the codes, and the grid of scales
-  // [ceil(R / 128)][ld] into [ceil(C / 128)][ld'] (padding never read).
-  o.codes = transposeCodes(l, gather.getLoc(), o.codes, whole, format);
-  long tOuter, tInner;
-  weft_fp8_scale_grid(use.scaleMode, whole[1], whole[0], &tOuter, &tInner);
-  Value t = l.alloc({tOuter * tInner}, f32);
+  return o;
+}
+
+/// Gathered 128 x 128 blocks `o` of a matrix `whole` [R, C] transposed:
+/// the codes, and the grid of scales [ceil(R / 128)][ld] into
+/// [ceil(C / 128)][ld'] (padding never read).
+Fp8Operand transposeBlocks(ProgramLowering &l, Location loc,
+                           const Fp8Operand &o, ArrayRef<int64_t> whole,
+                           Type format) {
+  Fp8Operand t = o;
+  t.codes = transposeCodes(l, loc, o.codes, whole, format);
+  long outer, inner, tOuter, tInner;
+  weft_fp8_scale_grid(o.scaleMode, whole[0], whole[1], &outer, &inner);
+  weft_fp8_scale_grid(o.scaleMode, whole[1], whole[0], &tOuter, &tInner);
+  t.scaleInv = l.alloc({tOuter * tInner}, l.builder().getF32Type());
   OpBuilder &b = l.builder();
-  sched::CopyOp::create(b, gather.getLoc(), o.scaleInv, t,
+  sched::CopyOp::create(b, loc, o.scaleInv, t.scaleInv,
                         b.getDenseI64ArrayAttr({1, outer, tOuter}),
                         b.getDenseI64ArrayAttr({0, 0, inner, 1}),
                         b.getDenseI64ArrayAttr({0, 0, 1, tInner}),
                         FlatSymbolRefAttr(), ArrayAttr(), IntegerAttr(),
                         b.getStringAttr("compute"));
-  o.scaleInv = t;
-  return o;
+  return t;
 }
 
 } // namespace
@@ -641,22 +640,40 @@ LogicalResult lowerFp8Gather(AllGatherOp gather, ProgramLowering &l) {
   const Fp8Plan &plan = *l.fp8Plan(q);
   Type format = q.getFormat();
   ArrayRef<int64_t> shardShape = q.getResult().getType().getShape();
+  ArrayRef<int64_t> wholeShape =
+      cast<ShapedType>(gather.getResult().getType()).getShape();
   Value whole; // The codes as stored, gathered: one scale.
   std::map<SmallVector<int64_t>, Value> transposed;
+  // Block scales: gathered once per layout cast and mode, 128 x 128 blocks
+  // read transposed then transposed once.
   std::map<std::pair<bool, int>, Fp8Operand> blocks;
+  std::map<int, Fp8Operand> transposedBlocks;
   for (const auto &[v, use] : plan.uses) {
     if (AllGatherOp(use.gather) != gather)
       continue;
     ArrayRef<int64_t> shape = cast<ShapedType>(v.getType()).getShape();
     if (use.scaleMode != WEFT_FP8_SCALE_TENSOR) {
-      auto [it, fresh] = blocks.insert({{use.transposed, use.scaleMode}, {}});
-      if (fresh)
+      bool castTransposed = use.transposed && !gathersAsStored(use);
+      auto [it, fresh] = blocks.insert({{castTransposed, use.scaleMode}, {}});
+      if (fresh) {
+        SmallVector<int64_t> part(shardShape), all(wholeShape);
+        if (castTransposed) {
+          std::swap(part[0], part[1]);
+          std::swap(all[0], all[1]);
+        }
         it->second = gatherBlocks(
-            l, use,
-            plan.shardCasts.at(
-                {use.transposed && !gathersAsStored(use), use.scaleMode}),
-            shardShape, format);
-      l.setFp8Operand(v, use.transposed, it->second);
+            l, gather, plan.shardCasts.at({castTransposed, use.scaleMode}),
+            part, all, gatheredDim(use), format);
+      }
+      Fp8Operand o = it->second;
+      if (gathersAsStored(use)) {
+        auto [t, freshT] = transposedBlocks.insert({use.scaleMode, {}});
+        if (freshT)
+          t->second =
+              transposeBlocks(l, gather.getLoc(), o, wholeShape, format);
+        o = t->second;
+      }
+      l.setFp8Operand(v, use.transposed, o);
       continue;
     }
     // The shard's codes gathered, viewed or transposed as the GEMM reads
@@ -664,8 +681,7 @@ LogicalResult lowerFp8Gather(AllGatherOp gather, ProgramLowering &l) {
     const Fp8Operand &shard =
         plan.shardCasts.at({false, WEFT_FP8_SCALE_TENSOR});
     if (!whole) {
-      whole = l.alloc(cast<ShapedType>(gather.getResult().getType()).getShape(),
-                      format);
+      whole = l.alloc(wholeShape, format);
       gatherInto(l, gather, l.view(shard.codes, 0, shardShape, format), whole);
     }
     Value codes = l.view(whole, 0, shape, format);

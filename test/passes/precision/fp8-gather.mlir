@@ -299,3 +299,34 @@ func.func @blocks(%xs: tensor<8x256xf32>) -> tensor<16x256xf32> {
   %y = weft.matmul %qx, %qw transpose_rhs : tensor<16x256xf32>, tensor<256x256xf32>
   return %y : tensor<16x256xf32>
 }
+
+// -----
+
+// One gather of 128 x 128 blocks read as stored (the forward's B) and
+// transposed (the input gradient's, as without weft-reshard-after-forward):
+// the codes and block scales gather once, and the transposed read takes a
+// transposing copy of each (the grid of scales [2][4] into [2][4]).
+// SCHED-LABEL: sched.program @shared
+// SCHED: sched.fp8_cast %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale_mode = "blk128"} : !sched.buffer<128x256xf32>
+// SCHED-NOT: sched.fp8_cast {{.*}}128x256xf32
+// SCHED: sched.collective all_gather none %{{.*}} -> %[[W:.*]] over @mesh ["dp"] : <128x256xf8E4M3FN> -> <256x256xf8E4M3FN>
+// SCHED: sched.collective all_gather none %{{.*}} -> %{{.*}} over @mesh ["dp"] : <1x4xf32> -> <2x4xf32>
+// SCHED-NOT: sched.collective all_gather
+// SCHED: sched.copy %[[W]] -> %[[WT:[^ ]*]] sizes [1, 256, 256]
+// SCHED: sched.copy %[[SW:[^ ]*]] -> %[[SWT:[^ ]*]] sizes [1, 2, 2] src [0, 0, 4, 1] dst [0, 0, 1, 4] : <8xf32> -> <8xf32>
+// SCHED: sched.gemm %{{.*}}, %[[W]] -> %{{.*}} scales(%{{.*}}, %[[SW]] : {{.*}}) {{.*}} transpose_b {scale_modes = ["vec128", "blk128"]}
+// SCHED: sched.gemm %{{.*}}, %[[WT]] -> %{{.*}} scales(%{{.*}}, %[[SWT]] : {{.*}}) {{.*}} transpose_b {scale_modes = ["vec128", "blk128"]}
+weft.mesh @mesh axes ["dp"] sizes [2]
+func.func @shared(%x: tensor<32x256xf32>, %d: tensor<32x256xf32>) -> (tensor<32x256xf32>, tensor<32x256xf32>) {
+  %shard = weft.param "w" init(zeros) : tensor<128x256xf32>
+  %aw = weft.fp8_amax %shard : tensor<128x256xf32> -> tensor<1x2xf32>
+  %q0 = weft.fp8_quantize %shard, %aw {format = f8E4M3FN} : tensor<128x256xf32>, tensor<1x2xf32>
+  %w = weft.all_gather %q0 over @mesh ["dp"] dim 0 : tensor<128x256xf32> -> tensor<256x256xf32>
+  %ax = weft.fp8_amax %x : tensor<32x256xf32> -> tensor<32x2xf32>
+  %qx = weft.fp8_quantize %x, %ax {format = f8E4M3FN} : tensor<32x256xf32>, tensor<32x2xf32>
+  %y = weft.matmul %qx, %w transpose_rhs : tensor<32x256xf32>, tensor<256x256xf32>
+  %ad = weft.fp8_amax %d : tensor<32x256xf32> -> tensor<32x2xf32>
+  %qd = weft.fp8_quantize %d, %ad {format = f8E4M3FN} : tensor<32x256xf32>, tensor<32x2xf32>
+  %z = weft.matmul %qd, %w : tensor<32x256xf32>, tensor<256x256xf32>
+  return %y, %z : tensor<32x256xf32>, tensor<32x256xf32>
+}

@@ -383,6 +383,16 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
     setup.fp8 = recipe;
     checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "", kFp8Elementwise);
   }
+  // ZeRO-3 under a pipeline, gathering per micro-batch: each stage
+  // quantizes its weights' shards (a row-wise column's maxima max
+  // all-reduced over dp), gathers them (c_attn's q, k and v slices each on
+  // its own), and its backward gathers the quantized shard again.
+  {
+    Case setup("gpt2-tiny", "f32", "pp=2,dp=2,zero=3,mb=4,gather=microbatch");
+    setup.batch = 8;
+    setup.fp8 = "rowwise";
+    checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "mb=4", kFp8Elementwise);
+  }
   // In a pipeline, delayed scaling's histories live on their weights'
   // stages, each stage folds its micro-batches' maxima into the step's
   // (in its forward and backward programs) and its rank's step records

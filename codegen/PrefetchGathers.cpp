@@ -93,8 +93,10 @@ std::optional<Gather> parameterGather(CollectiveOp op) {
   if (op.getKind() != CollectiveKind::all_gather)
     return std::nullopt;
   Gather g{op};
-  // The copy, or the FP8 maxima, their all-reduce and the cast.
-  if (!addMakers(g, op, storageRoot(op.getInput()), /*depth=*/3))
+  // The copy; or the FP8 maxima, their all-reduce and the cast, of the
+  // shard or of its narrowing copy (four deep whichever operand of the cast
+  // is walked first).
+  if (!addMakers(g, op, storageRoot(op.getInput()), /*depth=*/4))
     return std::nullopt;
   llvm::sort(g.makers,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });

@@ -239,20 +239,26 @@ bool gathersScales(int mode, int64_t dim, int64_t rows, int64_t k,
 /// rank computes alike from alike operands (elementwise, views, reductions,
 /// copy_to_group; through weft-fusion-group's regions), a few ops deep. A
 /// shard's own maxima are not, nor a shard or a dropout of alike values.
-bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 12) {
+/// `seen` holds the values already checked: a value read twice (a
+/// select's condition and operand) is walked once, so the walk is linear.
+/// Any but the first visit answers true: a false answer ends the walk.
+bool sameOnEveryRank(Value v, ArrayAttr axes,
+                     llvm::SmallPtrSetImpl<Value> &seen, int depth = 12) {
   if (depth == 0)
     return false;
+  if (!seen.insert(v).second)
+    return true;
   // A fused region's argument is the fused op's operand.
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto fused = dyn_cast_or_null<FusedOp>(arg.getOwner()->getParentOp());
     return fused && sameOnEveryRank(fused->getOperand(arg.getArgNumber()), axes,
-                                    depth - 1);
+                                    seen, depth - 1);
   }
   Operation *def = v.getDefiningOp();
   if (auto fused = dyn_cast<FusedOp>(def))
     return sameOnEveryRank(fused.getBody().front().getTerminator()->getOperand(
                                cast<OpResult>(v).getResultNumber()),
-                           axes, depth - 1);
+                           axes, seen, depth - 1);
   if (auto reduce = dyn_cast<AllReduceOp>(def))
     return reduce.getReduction() == ReduceKind::Max &&
            llvm::all_of(axes, [&](Attribute axis) {
@@ -268,7 +274,7 @@ bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 12) {
   if (!alike || def->getNumOperands() == 0)
     return false;
   return llvm::all_of(def->getOperands(), [&](Value operand) {
-    return sameOnEveryRank(operand, axes, depth - 1);
+    return sameOnEveryRank(operand, axes, seen, depth - 1);
   });
 }
 
@@ -281,7 +287,8 @@ bool sameOnEveryRank(Value v, ArrayAttr axes, int depth = 12) {
 /// shards' codes and scales gather into the operand's (gathersScales).
 int gatheredScaleModes(Fp8QuantizeOp q, Value v, const Fp8GemmUse &use) {
   AllGatherOp gather = use.gather;
-  bool sameScales = sameOnEveryRank(q.getAmax(), gather.getAxesAttr());
+  llvm::SmallPtrSet<Value, 8> seen;
+  bool sameScales = sameOnEveryRank(q.getAmax(), gather.getAxesAttr(), seen);
   ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
   int tensor = ShapedType::getNumElements(grid) == 1 && sameScales
                    ? 1 << WEFT_FP8_SCALE_TENSOR

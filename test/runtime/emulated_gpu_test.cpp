@@ -681,12 +681,13 @@ TEST(EmulatedGpu, Zero3GathersRowwiseFp8CodesAndScalesAndTrainsLikeOneCpuRank) {
 // MXFP8 under ZeRO-3: a shard's 1 x 32 blocks lie in its rows, so it is
 // cast in them and its codes and scales gather ([k / 32, rows] grids
 // gathered along the rows); the input gradient's 32 x 1 re-quantization
-// is cast transposed and its [rows / 32, k] scales gather along k. Where
-// a 32-row block spans the ranks (k and v's 32 rows, 16 a rank), its
-// maxima are max all-reduced and the transposed use reads values.
+// is cast transposed and its [rows / 32, k] scales gather along k. 32
+// tokens a sequence, so that the weight gradients' 32-token tiles fit and
+// every weight GEMM of the step reads codes (at 8 only the forward does).
 // Power-of-two scales leave the products exact: as close as f32 runs.
 TEST(EmulatedGpu, Zero3GathersMxfp8CodesAndBlockScalesAndTrainsLikeOneCpuRank) {
-  checkPlacedTraining("llama-tiny", "dp=2,zero=3", 4, "mxfp8", 1e-3);
+  checkPlacedTraining("llama-tiny", "dp=2,zero=3", 4, "mxfp8", 1e-3, "f32",
+                      /*seq=*/32);
 }
 // DeepSeek-V3's blocks under ZeRO-3 (a Llama layer of 256, so that a
 // rank's 128 rows hold whole 128 x 128 blocks, and 128 tokens, a 128 x 1

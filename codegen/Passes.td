@@ -42,7 +42,12 @@ def LowerToSched : Pass<"weft-lower-to-sched", "::mlir::ModuleOp"> {
     scales gather into the operand's where its blocks tile it. An expert
     weight gradient's
     group quantizations become `sched.fp8_group_cast` and its
-    `sched.grouped_matmul_wgrad` reads their codes.
+    `sched.grouped_matmul_wgrad` reads their codes. A quantization only
+    all-gathers read, whose gathered values are read as values
+    (weft-gather-per-step's quantized state), is encoded
+    (`sched.fp8_encode`), its codes gathered, and decoded on arrival
+    (`sched.fp8_decode`) by its maxima where every rank has the same, else
+    by each shard's gathered.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",

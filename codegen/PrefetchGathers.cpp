@@ -70,7 +70,7 @@ bool addMakers(Gather &g, Operation *user, Value buffer, int depth) {
       maker = prev;
   auto collective = dyn_cast_or_null<CollectiveOp>(maker);
   if (!maker ||
-      !(isa<CopyOp, LaunchOp, Fp8AmaxOp, Fp8CastOp>(maker) ||
+      !(isa<CopyOp, LaunchOp, Fp8AmaxOp, Fp8CastOp, Fp8EncodeOp>(maker) ||
         (collective && collective.getKind() == CollectiveKind::all_reduce &&
          collective.getReduction() == Reduction::max)))
     return false;

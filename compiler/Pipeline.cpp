@@ -142,7 +142,7 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     forward.addPass(createPartition());
     // FP8 tensors gathered for their quantization move quantized; not
     // parameters ZeRO-3 gathers once a step for its micro-batches
-    // (weft-gather-per-step, below), which that would undo.
+    // (weft-gather-per-step, below, quantizes those in its @gather).
     if (fp8Choice.any()) {
       Fp8GatherOptions gather;
       gather.params = !gatherPerStep;
@@ -186,8 +186,16 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     accumulate.microbatches = plan.microbatches;
     pm.addPass(createAccumulateGradients(accumulate));
   }
-  if (gatherPerStep)
+  if (gatherPerStep) {
     pm.addPass(createGatherPerStep());
+    // The quantizations it moved into @gather: their gathers then move
+    // FP8 values.
+    if (fp8Choice.any()) {
+      Fp8GatherOptions gather;
+      gather.func = kGatherFunc;
+      pm.addNestedPass<func::FuncOp>(createFp8Gather(gather));
+    }
+  }
   AdamWOptions adamw;
   adamw.beta1 = options.beta1;
   adamw.beta2 = options.beta2;

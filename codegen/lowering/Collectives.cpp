@@ -109,6 +109,8 @@ LogicalResult lowerAllReduce(AllReduceOp op, ProgramLowering &l) {
 LogicalResult lowerAllGather(AllGatherOp op, ProgramLowering &l) {
   if (l.fp8GatherSource(op))
     return lowerFp8Gather(op, l);
+  if (Operation *q = l.fp8DecodedGatherSource(op))
+    return lowerFp8DecodedGather(op, l.fp8Codes(q), l);
   // As stored where the target moves it so (SchedTarget::keepsStored).
   gatherInto(l, op, l.read(op, op.getInput(), /*f32=*/false),
              l.write(op, op.getResult(), /*f32=*/false));

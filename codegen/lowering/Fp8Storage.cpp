@@ -489,6 +489,18 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
       use.scaleMode = first(modes[layoutOf(q, v, use)]);
   for (auto &[op, plan] : plans)
     l.planFp8Cast(op, std::move(plan));
+  // A quantization whose values only all-gathers read (a weight quantized
+  // once a step into weft-gather-per-step's state) moves as codes too,
+  // decoded on arrival by each shard's maxima (lowerFp8DecodedGather).
+  f.walk([&](Fp8QuantizeOp q) {
+    if (plans.count(q) || q.getResult().use_empty() ||
+        q.getType().getNumElements() % 4 != 0 ||
+        !llvm::all_of(q.getResult().getUsers(),
+                      [](Operation *user) { return isa<AllGatherOp>(user); }))
+      return;
+    for (Operation *g : q.getResult().getUsers())
+      l.planFp8DecodedGather(g, q);
+  });
 }
 
 FailureOr<std::pair<const Fp8Operand *, const Fp8Operand *>>
@@ -639,6 +651,53 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
       it = transposed.insert({shape, cast(shape, true, use.scaleMode)}).first;
     l.setFp8Operand(v, true, it->second);
   }
+  return success();
+}
+
+Value lowerFp8Encode(Fp8QuantizeOp q, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  Value codes = l.alloc(q.getType().getShape(), q.getFormat());
+  sched::Fp8EncodeOp::create(b, q.getLoc(), l.read(q, q.getInput(), true),
+                             l.read(q, q.getAmax()), codes,
+                             q.getPow2ScalesAttr(), b.getStringAttr("compute"));
+  return codes;
+}
+
+LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
+                                    ProgramLowering &l) {
+  auto q = cast<Fp8QuantizeOp>(gather.getInput().getDefiningOp());
+  OpBuilder &b = l.builder();
+  Location loc = gather.getLoc();
+  auto wholeType = cast<RankedTensorType>(gather.getResult().getType());
+  Value whole = l.alloc(wholeType.getShape(), q.getFormat());
+  gatherInto(l, gather, codes, whole);
+  // The whole tensor's maxima: the shard's where every rank has the same
+  // (one block spanning the gathered dimension, its maximum all-reduced),
+  // else each shard's own blocks, gathered with it.
+  int64_t dim = gather.getDim();
+  Value amax = l.read(q, q.getAmax());
+  ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
+  llvm::SmallPtrSet<Value, 8> seen;
+  if (!sameOnEveryRank(q.getAmax(), gather.getAxes(), seen)) {
+    // Gathered already where weft-gather-per-step's state keeps them.
+    auto earlier = llvm::find_if(q.getAmax().getUsers(), [&](Operation *user) {
+      auto g = dyn_cast<AllGatherOp>(user);
+      return g && g.getDim() == dim && g.getAxes() == gather.getAxes() &&
+             g->getBlock() == gather->getBlock() && g->isBeforeInBlock(gather);
+    });
+    if (earlier != q.getAmax().getUsers().end()) {
+      amax = l.stored((*earlier)->getResult(0));
+    } else {
+      SmallVector<int64_t> all(grid);
+      all[dim] *= l.groupSize(gather.getAxes());
+      Value gathered = l.alloc(all, b.getF32Type());
+      gatherInto(l, loc, gather.getAxes(), all, dim, amax, gathered);
+      amax = gathered;
+    }
+  }
+  sched::Fp8DecodeOp::create(b, loc, whole, amax,
+                             l.write(gather, gather.getResult(), true),
+                             q.getPow2ScalesAttr(), b.getStringAttr("compute"));
   return success();
 }
 

@@ -122,6 +122,11 @@ LogicalResult lowerFp8Amax(Fp8AmaxOp op, ProgramLowering &l) {
 }
 
 LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
+  // Codes only, where gathers move them and decode them on arrival.
+  if (l.fp8Encoded(op)) {
+    l.fp8Codes(op) = lowerFp8Encode(op, l);
+    return success();
+  }
   // FP8 codes for the GEMMs; the values too where others read them.
   if (Fp8Plan *plan = l.fp8Plan(op)) {
     if (failed(lowerFp8Cast(op, *plan, l)))

@@ -154,6 +154,20 @@ public:
   mlir::Operation *fp8GatherSource(mlir::Operation *gather) const {
     return fp8GatherSources.lookup(gather);
   }
+  /// `gather` moves quantization `q`'s FP8 codes and decodes them, for
+  /// readers of the gathered values (planFp8Storage).
+  void planFp8DecodedGather(mlir::Operation *gather, mlir::Operation *q) {
+    fp8DecodedGathers[gather] = q;
+    fp8EncodedCodes.try_emplace(q, mlir::Value());
+  }
+  /// Whether quantization `q` lowers to the codes its decoded gathers move
+  /// (its values unwritten); `codes` is where, once lowered.
+  bool fp8Encoded(mlir::Operation *q) const { return fp8EncodedCodes.count(q); }
+  mlir::Value &fp8Codes(mlir::Operation *q) { return fp8EncodedCodes[q]; }
+  /// The quantization whose codes `gather` moves and decodes, or null.
+  mlir::Operation *fp8DecodedGatherSource(mlir::Operation *gather) const {
+    return fp8DecodedGathers.lookup(gather);
+  }
   /// Whether `op` lowers to nothing (a reshape of FP8 codes, an entropy
   /// its attention computes).
   bool elided(mlir::Operation *op) const { return elidedOps.contains(op); }
@@ -178,6 +192,8 @@ private:
   llvm::SmallVector<Narrowing> pending;
   llvm::DenseMap<mlir::Operation *, Fp8Plan> fp8Plans;
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> fp8GatherSources;
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> fp8DecodedGathers;
+  llvm::DenseMap<mlir::Operation *, mlir::Value> fp8EncodedCodes;
   llvm::DenseSet<mlir::Operation *> elidedOps;
   /// By value and whether transposed (0 or 1).
   llvm::DenseMap<std::pair<mlir::Value, unsigned>, Fp8Operand> fp8Operands;
@@ -231,6 +247,14 @@ mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, Fp8Plan &plan,
 /// Lowers an all-gather of a quantization's FP8 codes (fp8GatherSource):
 /// the codes its plan cast gathered, with their scales, for the GEMMs
 /// reading the gathered value.
+/// The FP8 codes of quantization `q` (its blocks' scales), which its
+/// decoded gathers move.
+mlir::Value lowerFp8Encode(weft::Fp8QuantizeOp q, ProgramLowering &l);
+/// Lowers an all-gather of a quantization's codes `codes` read as values:
+/// the codes gathered, then decoded with the whole tensor's maxima.
+mlir::LogicalResult lowerFp8DecodedGather(weft::AllGatherOp gather,
+                                          mlir::Value codes,
+                                          ProgramLowering &l);
 mlir::LogicalResult lowerFp8Gather(weft::AllGatherOp gather,
                                    ProgramLowering &l);
 /// The FP8 codes Fp8Storage planned for GEMM `op`'s operands `lhs` and

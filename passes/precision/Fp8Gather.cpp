@@ -227,14 +227,20 @@ void moveAfterQuantization(AllGatherOp gather) {
     // per tensor, so it spans the gather and the recorder reads it after
     // the all-reduce.
     local->setAttrs(amax->getAttrs());
-    Value whole =
-        spans ? AllReduceOp::create(
-                    b, amax.getLoc(),
-                    ReduceKindAttr::get(b.getContext(), ReduceKind::Max),
-                    ValueRange{local.getResult()}, gather.getMeshAttr(),
-                    gather.getAxesAttr())
-                    .getResult(0)
-              : gatherOf(b, amax.getLoc(), local.getResult(), type);
+    Value whole;
+    if (spans) {
+      auto reduce = AllReduceOp::create(
+          b, amax.getLoc(),
+          ReduceKindAttr::get(b.getContext(), ReduceKind::Max),
+          ValueRange{local.getResult()}, gather.getMeshAttr(),
+          gather.getAxesAttr());
+      // Under a pipeline (weft-gather-per-step's @gather), on its stage.
+      if (Attribute stage = amax->getAttr(kStageAttr))
+        reduce->setAttr(kStageAttr, stage);
+      whole = reduce.getResult(0);
+    } else {
+      whole = gatherOf(b, amax.getLoc(), local.getResult(), type);
+    }
     shardMaxima[whole] = spans ? whole : local.getResult();
     amax.getResult().replaceAllUsesWith(whole);
     amax.erase();
@@ -285,6 +291,8 @@ bool gathersParam(AllGatherOp gather) {
 struct Fp8GatherPass : weft::impl::Fp8GatherBase<Fp8GatherPass> {
   using Fp8GatherBase::Fp8GatherBase;
   void runOnOperation() override {
+    if (!func.empty() && getOperation().getSymName() != func)
+      return;
     SmallVector<AllGatherOp> movers, sunk;
     getOperation().walk([&](AllGatherOp op) {
       Gathered g(op);

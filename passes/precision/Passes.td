@@ -121,7 +121,9 @@ def Fp8Gather : Pass<"weft-fp8-gather", "::mlir::func::FuncOp"> {
     quantization (`group_rows`) stays: its weight gradient re-quantizes
     the input. With `params=false` a gather of a parameter (ZeRO-3's)
     stays, for weft-gather-per-step to gather once a step for every
-    micro-batch.
+    micro-batch; that pass quantizes in its @gather what it can, and this
+    pass with `func=gather` then moves those gathers (a pipeline's stage
+    attribute goes with each maximum's all-reduce).
 
     ```mlir
     %w = weft.all_gather %shard over @mesh ["dp"] dim 0 : tensor<32x64xf32> -> tensor<64x64xf32>
@@ -136,7 +138,9 @@ def Fp8Gather : Pass<"weft-fp8-gather", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"params", "params", "bool", /*default=*/"true",
-           "Also move the gathers of parameters (ZeRO-3's)">
+           "Also move the gathers of parameters (ZeRO-3's)">,
+    Option<"func", "func", "std::string", /*default=*/"\"\"",
+           "Only in the function of this name (every function when empty)">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }
@@ -157,7 +161,9 @@ def Fp8RecordAmax : Pass<"weft-fp8-record-amax", "::mlir::ModuleOp"> {
     per micro-batch: each is folded by max into a state parameter
     `<history>.step_max` there, which `func` pushes onto the history and
     sets back to 0, so a history gets one maximum a step, the whole
-    batch's, as without micro-batches.
+    batch's, as without micro-batches. A weight's maximum that
+    weft-gather-per-step moved into @gather (taken once a step) is folded
+    there the same way.
 
     ```mlir
     %a = weft.fp8_amax %x {weft.amax_history = "w.fp8.input_amax_history"} ...

@@ -134,10 +134,12 @@ struct Fp8RecordAmaxPass
       return;
     auto scalar = RankedTensorType::get({}, b.getF32Type());
     // The last micro-batch's copy (@accumulate_last, ZeRO-0/1's overlapped
-    // reduction) folds its maxima the same way.
+    // reduction) folds its maxima the same way, and so does @gather, where
+    // weft-gather-per-step quantizes a weight once a step.
     for (func::FuncOp acc :
          {accumulate,
-          getOperation().lookupSymbol<func::FuncOp>(kAccumulateLastFunc)}) {
+          getOperation().lookupSymbol<func::FuncOp>(kAccumulateLastFunc),
+          getOperation().lookupSymbol<func::FuncOp>(kGatherFunc)}) {
       if (acc && failed(foldMaxima(acc, step, b, scalar, historyOf, pushed)))
         return signalPassFailure();
     }

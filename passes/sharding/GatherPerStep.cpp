@@ -17,6 +17,20 @@
 // pp) whole for the step. Plan gather=microbatch keeps ZeRO-3's memory
 // instead.
 //
+// A parameter read only by one FP8 quantization (a per-tensor recipe's,
+// or 128 x 128 weight blocks, which the backward reads transposed) is
+// quantized in @gather instead: @gather computes the quantization's
+// maxima from the whole value (delayed scaling's history read as
+// @accumulate reads it: only the step writes it) and assigns the
+// quantized values to `<name>.fp8.gathered` and the maxima to
+// `<name>.fp8.amax.gathered`, and @accumulate quantizes that state by
+// those maxima, which gives it back to the bit (each quantized element
+// times the same scale is its FP8 value again). weft-fp8-gather, run on
+// @gather next, then moves the gather after the quantization, so that
+// the step's one gather moves FP8 codes. A parameter whose backward
+// re-quantizes it in other blocks (row-wise, MXFP8) keeps its values
+// state: two quantized copies would hold more than the one they replace.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/sharding/Passes.h"
@@ -27,7 +41,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace weft {
@@ -87,6 +103,83 @@ ShardingAttr gatheredShard(Chain chain) {
              : toAttr(chain.param.getContext(), held.getMesh(), dims);
 }
 
+/// What @gather may compute for @accumulate from a parameter's whole
+/// values: ops every micro-batch computes alike from them, from parameters
+/// @accumulate does not assign (delayed scaling's amax history, which only
+/// the step pushes) and from constants. Nothing that reads a micro-batch's
+/// data or talks to other ranks but copy_to_group (an identity forward).
+class StepInvariant {
+public:
+  StepInvariant(func::FuncOp acc, ArrayRef<Value> wholes)
+      : wholes(wholes.begin(), wholes.end()) {
+    for (AssignOp a : acc.getBody().front().getOps<AssignOp>())
+      assigned.insert(a.getName());
+  }
+
+  /// Whether `v` is so computed; its ops (not the whole values) are added
+  /// to `slice`.
+  bool check(Value v, llvm::SetVector<Operation *> &slice) {
+    if (wholes.contains(v))
+      return true;
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return false;
+    if (slice.contains(op))
+      return true;
+    if (auto p = dyn_cast<ParamOp>(op)) {
+      if (assigned.contains(p.getName()))
+        return false;
+    } else if (op->getNumRegions() != 0 || !isPure(op) ||
+               isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                   RaggedAllToAllOp, RingShiftOp, ShardSliceOp>(op)) {
+      return false;
+    }
+    for (Value operand : op->getOperands())
+      if (!check(operand, slice))
+        return false;
+    slice.insert(op);
+    return true;
+  }
+
+  /// Whether `a` and `b` compute the same, one of the whole values
+  /// standing for any other (a parameter's chains all gather it).
+  bool same(Value a, Value b) const {
+    if (a == b || (wholes.contains(a) && wholes.contains(b)))
+      return true;
+    auto ra = dyn_cast<OpResult>(a), rb = dyn_cast<OpResult>(b);
+    if (!ra || !rb || ra.getResultNumber() != rb.getResultNumber())
+      return false;
+    return OperationEquivalence::isEquivalentTo(
+        ra.getOwner(), rb.getOwner(),
+        [&](Value x, Value y) { return success(same(x, y)); },
+        /*markEquivalent=*/nullptr,
+        OperationEquivalence::IgnoreLocations |
+            OperationEquivalence::IgnoreDiscardableAttrs);
+  }
+
+private:
+  llvm::SmallDenseSet<Value, 4> wholes;
+  llvm::StringSet<> assigned;
+};
+
+/// The sharding of maxima `amax` of a gathered value split as `valueShard`
+/// (a tensor-parallel split that stays): a dimension of several blocks is
+/// split as the value's, one of a single block (max all-reduced over the
+/// split) is whole.
+ShardingAttr amaxShard(ShardingAttr valueShard, Value amax) {
+  if (!valueShard)
+    return {};
+  auto type = cast<RankedTensorType>(amax.getType());
+  DimAxes dims(type.getRank());
+  for (auto [d, axes] : llvm::enumerate(valueShard.getDims()))
+    if (type.getDimSize(d) != 1)
+      for (StringAttr axis : cast<ArrayAttr>(axes).getAsRange<StringAttr>())
+        dims[d].push_back(axis);
+  return isReplicated(dims)
+             ? ShardingAttr()
+             : toAttr(amax.getContext(), valueShard.getMesh(), dims);
+}
+
 /// A state parameter `name` of `type` (zeros until @gather assigns it), on
 /// `like`'s pipeline stage. Transient: @gather refills it from the stored
 /// blocks each step before anything reads it, so checkpoints skip it (it
@@ -102,6 +195,107 @@ ParamOp declareGathered(OpBuilder &b, Location loc, Type type, StringRef name,
     p->setAttr(kStageAttr, stage);
   p->setAttr(kTransientAttr, b.getUnitAttr());
   return p;
+}
+
+/// Declares the state parameter `<name><suffix>.gathered` of a type and a
+/// sharding, assigned a value in @gather; returns @accumulate's.
+using DeclareState = llvm::function_ref<FailureOr<ParamOp>(
+    StringRef suffix, Type type, ShardingAttr shard, Value value)>;
+
+/// Moves the FP8 quantizations of one parameter's whole values `wholes`
+/// (in @accumulate `acc`, of sharding `shard`) into @gather when they are
+/// all that reads them and their quantized copies hold no more than the
+/// values do (see the file comment): `map` takes @accumulate's values to
+/// @gather's, `gb` builds there.
+LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
+                                  ShardingAttr shard, IRMapping &map,
+                                  OpBuilder &gb, DeclareState declare) {
+  // The quantizations reading the whole values, through views.
+  SmallVector<Fp8QuantizeOp> quants;
+  SmallVector<Value> work(wholes.begin(), wholes.end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<SliceOp, ReshapeOp>(user))
+        work.push_back(user->getResult(0));
+      else if (auto q = dyn_cast<Fp8QuantizeOp>(user);
+               q && use.getOperandNumber() == 0 &&
+               !llvm::is_contained(quants, q))
+        quants.push_back(q);
+    }
+  }
+  if (quants.empty())
+    return success();
+  StepInvariant invariant(acc, wholes);
+  llvm::SetVector<Operation *> slice; // What @gather computes for them.
+  for (Fp8QuantizeOp q : quants) {
+    if (q.getGroupRows() || !invariant.check(q.getInput(), slice) ||
+        !invariant.check(q.getAmax(), slice))
+      return success();
+    // A view's split under tp is not the parameter's: left as it is.
+    if (shard && q.getType() != wholes.front().getType())
+      return success();
+  }
+  // They must be all that reads the whole values, or the values would be
+  // held too (parameters and constants stay where they are).
+  auto covered = [&](Operation *user) {
+    return slice.contains(user) ||
+           llvm::is_contained(quants, dyn_cast<Fp8QuantizeOp>(user));
+  };
+  for (Value w : wholes)
+    if (!llvm::all_of(w.getUsers(), covered))
+      return success();
+  for (Operation *op : slice)
+    if (!isa<ParamOp, ConstantOp>(op) && !llvm::all_of(op->getUsers(), covered))
+      return success();
+  // One state per distinct quantization (a recomputed forward quantizes
+  // alike).
+  SmallVector<SmallVector<Fp8QuantizeOp, 2>> kinds;
+  int64_t held = 0;
+  for (Fp8QuantizeOp q : quants) {
+    auto kind = llvm::find_if(kinds, [&](SmallVector<Fp8QuantizeOp, 2> &k) {
+      return invariant.same(k.front().getResult(), q.getResult());
+    });
+    if (kind != kinds.end()) {
+      kind->push_back(q);
+      continue;
+    }
+    kinds.push_back({q});
+    held += q.getType().getNumElements();
+  }
+  if (held > cast<RankedTensorType>(wholes.front().getType()).getNumElements())
+    return success();
+
+  for (Operation *op : slice)
+    if (!map.contains(op->getResult(0)))
+      gb.clone(*op, map);
+  for (auto [i, kind] : llvm::enumerate(kinds)) {
+    Fp8QuantizeOp q = kind.front();
+    auto once = cast<Fp8QuantizeOp>(gb.clone(*q, map));
+    // The backward's blocks were autodiff's to read; @gather has none.
+    once.removeBackwardBlockAttr();
+    once->removeAttr(kBackwardAmaxAxesAttr);
+    once->removeAttr(kAmaxMeshAttr);
+    std::string tag = i == 0 ? ".fp8" : ".fp8_" + std::to_string(i);
+    FailureOr<ParamOp> values =
+        declare(tag, q.getType(), shard, once.getResult());
+    FailureOr<ParamOp> maxima =
+        declare(tag + ".amax", q.getAmax().getType(),
+                amaxShard(shard, q.getAmax()), once.getAmax());
+    if (failed(values) || failed(maxima))
+      return failure();
+    // Quantized again by the same maxima: the same values, to the bit.
+    for (Fp8QuantizeOp member : kind) {
+      member.getInputMutable().assign(values->getResult());
+      member.getAmaxMutable().assign(maxima->getResult());
+    }
+  }
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::reverse(acc.getBody().front())))
+    if (slice.contains(&op) && !isa<ParamOp>(op) && op.use_empty())
+      op.erase();
+  return success();
 }
 } // namespace
 
@@ -135,12 +329,6 @@ FailureOr<int64_t> weft::gatherPerStep(ModuleOp module) {
   OpBuilder gb = OpBuilder::atBlockBegin(gatherBody);
   OpBuilder ab = OpBuilder::atBlockBegin(&body);
   for (auto &[param, list] : chains) {
-    std::string name = (param.getName() + kGatheredSuffix).str();
-    if (names.contains(name))
-      return param.emitError("weft-gather-per-step: parameter '")
-                 << param.getName() << "' would be gathered into '" << name
-                 << "', which already exists",
-             failure();
     Type type = list.front().whole().getType();
     for (const Chain &c : list)
       if (c.whole().getType() != type)
@@ -149,25 +337,49 @@ FailureOr<int64_t> weft::gatherPerStep(ModuleOp module) {
                    << " and to " << c.whole().getType(),
                failure();
     ShardingAttr shard = gatheredShard(list.front());
-    // @gather: the stored block, its chain, the assign.
+    // A state parameter of @gather and @accumulate, assigned in @gather.
+    ParamOp stored = param;
+    auto declare = [&](StringRef suffix, Type stateType,
+                       ShardingAttr stateShard,
+                       Value value) -> FailureOr<ParamOp> {
+      std::string name = (stored.getName() + suffix + kGatheredSuffix).str();
+      if (!names.insert(name).second)
+        return stored.emitError("weft-gather-per-step: parameter '")
+                   << stored.getName() << "' would be gathered into '" << name
+                   << "', which already exists",
+               failure();
+      declareGathered(gb, stored.getLoc(), stateType, name, stateShard, stored);
+      auto assign = AssignOp::create(gb, stored.getLoc(), name, value);
+      if (Attribute stage = stored->getAttr(kStageAttr))
+        assign->setAttr(kStageAttr, stage);
+      return declareGathered(ab, stored.getLoc(), stateType, name, stateShard,
+                             stored);
+    };
+    // @gather: the stored block and its chain.
     IRMapping map;
     gb.clone(*param, map);
     for (Operation *op : list.front().ops)
       gb.clone(*op, map);
-    Value whole = map.lookup(list.front().whole());
-    declareGathered(gb, param.getLoc(), type, name, shard, param);
-    auto assign = AssignOp::create(gb, param.getLoc(), name, whole);
-    if (Attribute stage = param->getAttr(kStageAttr))
-      assign->setAttr(kStageAttr, stage);
-    // @accumulate: every chain's whole value is the gathered parameter.
-    ParamOp gathered =
-        declareGathered(ab, param.getLoc(), type, name, shard, param);
+    SmallVector<Value> wholes;
     for (const Chain &c : list) {
-      c.whole().replaceAllUsesWith(gathered.getResult());
+      wholes.push_back(c.whole());
+      map.map(c.whole(), map.lookup(list.front().whole()));
+    }
+    if (failed(quantizeOncePerStep(acc, wholes, shard, map, gb, declare)))
+      return failure();
+    // Whatever else reads it reads the whole parameter.
+    if (llvm::any_of(wholes, [](Value w) { return !w.use_empty(); })) {
+      FailureOr<ParamOp> gathered =
+          declare("", type, shard, map.lookup(list.front().whole()));
+      if (failed(gathered))
+        return failure();
+      for (Value w : wholes)
+        w.replaceAllUsesWith(gathered->getResult());
+    }
+    for (const Chain &c : list)
       for (Operation *op : llvm::reverse(c.ops))
         if (op->use_empty())
           op->erase();
-    }
   }
   func::ReturnOp::create(gb, loc);
   // Parameters in @gather come first, as in every program.

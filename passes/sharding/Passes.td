@@ -127,6 +127,19 @@ def GatherPerStep : Pass<"weft-gather-per-step", "::mlir::ModuleOp"> {
     reshard_after_forward=False: a rank holds its parameters whole for the
     step, in exchange for one gather each instead of one or two per
     micro-batch. Run it instead of weft-reshard-after-forward.
+
+    A parameter whose whole value only one FP8 quantization reads (through
+    views; recomputation's copy counts as the same), by maxima @gather can
+    compute (from the whole value, parameters @accumulate does not assign
+    and constants), is quantized in @gather instead: the quantized values
+    go to `<name>.fp8.gathered` and the maxima to
+    `<name>.fp8.amax.gathered`, and @accumulate quantizes that state by
+    those maxima, which gives the same values. Several quantizations
+    (GPT-2's c_attn slices) each get their own (`.fp8_1`, ...), while
+    together they hold no more elements than the value; a backward that
+    re-quantizes in other blocks (row-wise) leaves the parameter as it is.
+    weft-fp8-gather{func=gather} then moves @gather's gathers after the
+    quantizations.
   }];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }

@@ -492,16 +492,39 @@ void fp8Amax(const float *x, float *amax, const Shape &shape,
   });
 }
 
-void fp8Quantize(const float *x, const float *amax, float *y,
-                 const Shape &shape, const Shape &grid, bool e4m3, bool pow2) {
+/// Calls fn(i, s) for each element i of a tensor of `shape`, s the scale
+/// of its block (of `grid`, its maximum in `amax`).
+template <typename Fn>
+void forEachScaled(const float *amax, const Shape &shape, const Shape &grid,
+                   bool e4m3, bool pow2, Fn fn) {
   std::vector<float> scale(product(grid, 0));
   for (size_t b = 0; b < scale.size(); ++b)
     scale[b] = weft_fp8_scale(amax[b], e4m3, pow2);
   int64_t last = shape.empty() ? 1 : shape.back();
   forEachBlockRow(shape, grid, [&](int64_t first, int64_t base, int64_t run) {
     for (int64_t j = 0; j < last; ++j)
-      y[first + j] =
-          weft_fp8_quantize(x[first + j], scale[base + j / run], e4m3);
+      fn(first + j, scale[base + j / run]);
+  });
+}
+
+void fp8Quantize(const float *x, const float *amax, float *y,
+                 const Shape &shape, const Shape &grid, bool e4m3, bool pow2) {
+  forEachScaled(amax, shape, grid, e4m3, pow2, [&](int64_t i, float s) {
+    y[i] = weft_fp8_quantize(x[i], s, e4m3);
+  });
+}
+
+void fp8Encode(const float *x, const float *amax, uint8_t *codes,
+               const Shape &shape, const Shape &grid, bool e4m3, bool pow2) {
+  forEachScaled(amax, shape, grid, e4m3, pow2, [&](int64_t i, float s) {
+    codes[i] = weft_fp8_code(x[i], s, e4m3);
+  });
+}
+
+void fp8Decode(const uint8_t *codes, const float *amax, float *y,
+               const Shape &shape, const Shape &grid, bool e4m3, bool pow2) {
+  forEachScaled(amax, shape, grid, e4m3, pow2, [&](int64_t i, float s) {
+    y[i] = weft_fp8_decode(codes[i], s, e4m3);
   });
 }
 

@@ -130,6 +130,14 @@ void fp8Amax(const float *x, float *amax, const Shape &shape,
 /// of its maximum in `amax` (runtime/support/Fp8Scaling.h).
 void fp8Quantize(const float *x, const float *amax, float *y,
                  const Shape &shape, const Shape &grid, bool e4m3, bool pow2);
+/// sched.fp8_encode: the FP8 code of each element of x by its block's
+/// scale, as fp8Quantize blocks it.
+void fp8Encode(const float *x, const float *amax, uint8_t *codes,
+               const Shape &shape, const Shape &grid, bool e4m3, bool pow2);
+/// sched.fp8_decode: the values of `codes` (fp8Encode's) by their blocks'
+/// scales: what fp8Quantize writes for the values encoded, to the bit.
+void fp8Decode(const uint8_t *codes, const float *amax, float *y,
+               const Shape &shape, const Shape &grid, bool e4m3, bool pow2);
 
 /// A vocabulary block: rows (or columns) [offset, offset + local) of
 /// `total`; `combine` all-reduces floats over the block's group (max or

@@ -163,6 +163,8 @@ constexpr Spelling<Op> kOps[] = {
     {"fp8_amax", Op::Fp8Amax},
     {"fp8_quantize", Op::Fp8Quantize},
     {"fp8_cast", Op::Fp8Cast},
+    {"fp8_encode", Op::Fp8Encode},
+    {"fp8_decode", Op::Fp8Decode},
     {"fp8_group_quantize", Op::Fp8GroupQuantize},
     {"fp8_group_cast", Op::Fp8GroupCast},
     {"layer_norm_grad", Op::LayerNormGrad},
@@ -1003,6 +1005,12 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
           absl::StrCat("field 'experts' is ", a.experts, ", not positive"));
     return a;
   }
+  case Op::Fp8Encode:
+  case Op::Fp8Decode: {
+    Fp8QuantizeAttrs a; // The format is the codes' type.
+    WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
+    return a;
+  }
   case Op::Fp8Cast: {
     Fp8QuantizeAttrs a; // The format is checked from out's type.
     WEFT_ASSIGN(a.transpose, o.flag("transpose"));
@@ -1219,6 +1227,8 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
   case Op::Fp8Amax:
     return roles({{"input", kRead}, {"out", kWrite}});
   case Op::Fp8Quantize:
+  case Op::Fp8Encode:
+  case Op::Fp8Decode:
     return roles({{"input", kRead}, {"amax", kRead}, {"out", kWrite}});
   case Op::Fp8Cast:
     return roles({{"input", kRead},
@@ -2272,6 +2282,23 @@ absl::Status checkOperands(const Check &c) {
   case Op::Fp8Quantize:
     WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
     return in.op == Op::Fp8Amax ? absl::OkStatus() : c.sameShape(0, 2);
+  case Op::Fp8Encode:
+  case Op::Fp8Decode: { // input, amax, out: codes one side, f32 the other
+    bool encode = in.op == Op::Fp8Encode;
+    int values = encode ? 0 : 2, codes = encode ? 2 : 0;
+    if (c.dtype(values) != DType::F32)
+      return c.fail(absl::StrCat(c.name(values), " must hold f32, not ",
+                                 dtypeText(c.dtype(values))));
+    if (!isFp8(c.dtype(codes)))
+      return c.fail(absl::StrCat(c.name(codes),
+                                 " must hold f8e4m3fn or f8e5m2, not ",
+                                 dtypeText(c.dtype(codes))));
+    if (c.dtype(1) != DType::F32)
+      return c.fail(absl::StrCat(c.name(1), " must hold f32, not ",
+                                 dtypeText(c.dtype(1))));
+    WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
+    return c.sameShape(0, 2);
+  }
   case Op::Fp8Cast: { // input, amax, out, scale_inv
     if (c.dtype(0) != DType::F32 && c.dtype(0) != DType::BF16)
       return c.fail(absl::StrCat(c.name(0), " must hold f32 or bf16, not ",

@@ -167,6 +167,8 @@ enum class Op {
   Fp8Amax,
   Fp8Quantize,
   Fp8Cast,
+  Fp8Encode,
+  Fp8Decode,
   Fp8GroupQuantize,
   Fp8GroupCast,
   LayerNormGrad,
@@ -309,8 +311,9 @@ struct DropoutAttrs {
   /// the sequence's positions[s].
   bool hasPositions = false;
 };
-/// fp8_quantize (its blocks are the input's shape over the amax's) and
-/// fp8_cast (one block; the format is its out's).
+/// fp8_quantize (its blocks are the input's shape over the amax's),
+/// fp8_cast (one block; the format is its out's), fp8_encode and
+/// fp8_decode (blocks as fp8_quantize's; the format is the codes').
 struct Fp8QuantizeAttrs {
   bool e4m3 = true; // Else f8e5m2.
   bool pow2 = false;

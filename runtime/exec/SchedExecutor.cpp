@@ -760,6 +760,24 @@ SchedExecutor::bindInstruction(const sched::Program &program,
       return absl::OkStatus();
     });
   }
+  case Op::Fp8Encode:
+  case Op::Fp8Decode: {
+    bool encode = ins.op == Op::Fp8Encode,
+         pow2 = ins.as<sched::Fp8QuantizeAttrs>().pow2;
+    size_t values = encode ? 0 : 2, codes = encode ? 2 : 0;
+    if (absl::Status s = needAll({{values, F}, {1, F}}); !s.ok())
+      return s;
+    bool e4m3 = type(codes).dtype == DType::F8E4M3FN;
+    return Step([=, x = f(values), amax = f(1),
+                 bytes = reinterpret_cast<uint8_t *>(bound.ptr[ops[codes]]),
+                 shape = type(0).shape, grid = type(1).shape] {
+      if (encode)
+        cpu::fp8Encode(x, amax, bytes, shape, grid, e4m3, pow2);
+      else
+        cpu::fp8Decode(bytes, amax, x, shape, grid, e4m3, pow2);
+      return absl::OkStatus();
+    });
+  }
   case Op::Fp8Cast: {
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
     if (absl::Status s = needAll({{0, F}, {1, F}, {3, F}}); !s.ok())

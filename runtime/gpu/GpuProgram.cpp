@@ -1217,16 +1217,23 @@ absl::Status Translator::run() {
     return absl::OkStatus();
   }
   case Op::Fp8Amax:
-  case Op::Fp8Quantize: {
-    bool amax = ins.op == Op::Fp8Amax;
-    // A maximum reads bf16 as stored; the values path computes in f32.
-    if (absl::Status s = amax ? need(0, {DType::F32, DType::BF16})
-                              : needAll({{0, DType::F32}, {2, DType::F32}});
-        !s.ok())
+  case Op::Fp8Quantize:
+  case Op::Fp8Encode:
+  case Op::Fp8Decode: {
+    bool amax = ins.op == Op::Fp8Amax, decode = ins.op == Op::Fp8Decode;
+    // A maximum reads bf16 as stored; the values paths compute in f32, an
+    // encode's and a decode's on the side of their values (a decode's
+    // out), the codes on the other.
+    size_t values = decode ? 2 : 0, codes = 2 - values;
+    absl::Status s = amax ? need(0, {DType::F32, DType::BF16})
+                     : ins.op == Op::Fp8Quantize
+                         ? needAll({{0, DType::F32}, {2, DType::F32}})
+                         : need(values, {DType::F32});
+    if (!s.ok())
       return s;
     if (absl::Status s = need(1, {DType::F32}); !s.ok())
       return s;
-    // Both kernels take 4 dims: leading ones pad a smaller rank.
+    // Every kernel takes 4 dims: leading ones pad a smaller rank.
     Shape sh = shape(0), grid = shape(1);
     if (sh.size() > 4)
       return absl::UnimplementedError(absl::StrCat(sched::opName(ins.op),
@@ -1257,12 +1264,18 @@ absl::Status Translator::run() {
           args);
       return absl::OkStatus();
     }
+    // The values, the maxima, then the quantized values or the codes.
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
-    std::vector<GpuArg> args = {buf(0), buf(1), buf(2)};
+    bool e4m3 =
+        ins.op == Op::Fp8Quantize ? a.e4m3 : dtype(codes) == DType::F8E4M3FN;
+    std::vector<GpuArg> args = {buf(values), buf(1), buf(codes)};
     args.insert(args.end(), dims.begin(), dims.end());
-    args.push_back(i32(a.e4m3));
+    args.push_back(i32(e4m3));
     args.push_back(i32(a.pow2));
-    kernel("weft_fp8_quantize", gridFor(count(0)), args);
+    kernel(ins.op == Op::Fp8Quantize ? "weft_fp8_quantize"
+           : decode                  ? "weft_fp8_decode"
+                                     : "weft_fp8_encode",
+           gridFor(count(0)), args);
     return absl::OkStatus();
   }
   case Op::Fp8Cast: {

@@ -156,6 +156,13 @@ WEFT_FP8_FN float weft_fp8_value(unsigned char code, int e4m3) {
                            (fraction << (23 - mantissa)));
 }
 
+/// The value of code `code`, which weft_fp8_code wrote for an element x by
+/// `scale`, as weft_fp8_quantize dequantizes x: fp8(x * scale) / scale,
+/// to the bit.
+WEFT_FP8_FN float weft_fp8_decode(unsigned char code, float scale, int e4m3) {
+  return weft_fp8_value(code, e4m3) / scale;
+}
+
 /// How an FP8 GEMM operand is scaled, and where its scales are: the
 /// operand is a matrix [rows, k] with k contiguous (the layout cuBLASLt's
 /// FP8 GEMMs read, A [m, k] and B [n, k]), and its scale buffer holds the

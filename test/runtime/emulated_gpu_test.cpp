@@ -512,9 +512,10 @@ namespace {
 void checkPlacedTraining(const std::string &model, const std::string &plan,
                          int64_t batch = 0, const std::string &fp8 = "none",
                          double tolerance = 1e-4,
-                         const std::string &dtype = "f32", int64_t seq = 0) {
+                         const std::string &dtype = "f32", int64_t seq = 0,
+                         const std::string &wholePlan = "") {
   SCOPED_TRACE(model + " " + plan + " fp8=" + fp8 + " " + dtype);
-  Case whole(model, dtype);
+  Case whole(model, dtype, wholePlan);
   whole.adamEps = 1e-4;
   whole.fp8 = fp8;
   if (batch)
@@ -656,6 +657,50 @@ TEST(EmulatedGpu, Zero3GathersFp8CodesAndTrainsLikeOneCpuRank) {
   EXPECT_EQ(zero3Fp8Step("gpt2-tiny", "tensorwise-delayed").fp8Gathers,
             2 * 6 * 2);
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3", 4, "tensorwise", 5e-2);
+}
+// ZeRO-3 gathered once a step for two micro-batches (gather=step, the
+// default with micro-batches): @gather quantizes each weight's shard by
+// the max all-reduced over dp, encodes it as FP8 codes, gathers the codes
+// (one byte an element) and decodes them into the weight's quantized
+// state, which each micro-batch casts to codes for its GEMMs without
+// gathering anything.
+TEST(EmulatedGpu,
+     Zero3GatheredOncePerStepMovesFp8CodesAndTrainsLikeOneCpuRank) {
+  Case placed("gpt2-tiny", "f32", "dp=2,zero=3,mb=2");
+  placed.fp8 = "tensorwise";
+  placed.cudaBundle = true;
+  placed.batch = 8; // 16 tokens a rank and micro-batch.
+  auto bundle = rs::loadSchedBundle(testutil::compileCase(placed));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  int fp8Gathers = 0, decodes = 0, accumulateGathers = 0, fp8Gemms = 0;
+  for (const rs::Instruction &ins : bundle->program("gather")->instructions) {
+    decodes += ins.op == rs::Op::Fp8Decode;
+    if (ins.op == rs::Op::Collective &&
+        ins.as<rs::CollectiveAttrs>().kind == rs::CollectiveKind::AllGather &&
+        runtime::isFp8(
+            bundle->program("gather")->buffers[ins.operands[0]].type.dtype))
+      ++fp8Gathers;
+  }
+  const rs::Program &acc = *bundle->program("accumulate");
+  for (const rs::Instruction &ins : acc.instructions) {
+    accumulateGathers +=
+        ins.op == rs::Op::Collective &&
+        ins.as<rs::CollectiveAttrs>().kind == rs::CollectiveKind::AllGather;
+    fp8Gemms += ins.op == rs::Op::Gemm &&
+                runtime::isFp8(acc.buffers[ins.operands[1]].type.dtype);
+  }
+  // Six weights a layer (c_attn's q, k and v slices, c_proj, c_fc, the
+  // MLP's c_proj), two layers, each gathered once, as codes.
+  EXPECT_EQ(fp8Gathers, 2 * 6);
+  EXPECT_EQ(decodes, 2 * 6);
+  EXPECT_EQ(accumulateGathers, 0);
+  // Their forward and input-gradient GEMMs read codes (the first layer's
+  // too: the embedding takes its gradient).
+  EXPECT_GE(fp8Gemms, 2 * 2 * 6);
+  // Against one CPU rank running the same two micro-batches: FP8 scales
+  // activations per micro-batch.
+  checkPlacedTraining("gpt2-tiny", "dp=2,zero=3,mb=2", 8, "tensorwise", 5e-2,
+                      "f32", 0, "mb=2");
 }
 // ZeRO-3 with row-wise FP8 GEMMs (Llama's weights [out, in]): each rank
 // casts its shard's rows by their own maxima and the codes and the row

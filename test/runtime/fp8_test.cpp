@@ -185,6 +185,16 @@ void expectBlocksMatchTheReference(const std::vector<int64_t> &shape,
       weft::runtime::cpu::fp8Amax(x.data(), amax.data(), shape, grid);
       weft::runtime::cpu::fp8Quantize(x.data(), amax.data(), y.data(), shape,
                                       grid, e4m3, r.pow2);
+      // Kept as codes (what a gather of the quantized tensor moves) and
+      // decoded: the quantized values again, bit for bit.
+      std::vector<uint8_t> codes(x.size());
+      std::vector<float> decoded(x.size());
+      weft::runtime::cpu::fp8Encode(x.data(), amax.data(), codes.data(), shape,
+                                    grid, e4m3, r.pow2);
+      weft::runtime::cpu::fp8Decode(codes.data(), amax.data(), decoded.data(),
+                                    shape, grid, e4m3, r.pow2);
+      for (size_t i = 0; i < x.size(); ++i)
+        expectSameBits(decoded[i], y[i], "decoded", i);
       // Gather each block's elements, quantize them alone, compare.
       for (int64_t b0 = 0; b0 < shape[0]; b0 += r.block[0])
         for (int64_t b1 = 0; b1 < shape[1]; b1 += r.block[1])

@@ -422,6 +422,54 @@ TEST(SchedExecutor, Fp8DataAndTensorParallelTrainsLikeOneRank) {
     EXPECT_GT(histories, 0);
   }
 }
+// ZeRO-3 gathered once a step for its micro-batches (gather=step, the
+// default with micro-batches and under pp): @gather quantizes each weight
+// read only by one FP8 quantization on its shard, by maxima max
+// all-reduced over dp (delayed scaling's history read there, and the
+// weight's maximum folded into the step's there), gathers the quantized
+// values into `<name>.fp8.gathered` with their maxima, and every
+// micro-batch quantizes that state again by those maxima, which gives the
+// same values. GPT-2's c_attn is sliced into q, k and v first: three
+// states of a third each. Row-wise (two layouts, more than the values)
+// keeps its values state.
+TEST(SchedExecutor, Fp8Zero3GatheredOncePerStepTrainsLikeOneRank) {
+  // GPT-2 on two stages of two ZeRO-3 ranks, four micro-batches, against
+  // one rank running them.
+  auto check = [](const char *recipe, const char *storage) {
+    Case setup("gpt2-tiny", "f32", "pp=2,dp=2,zero=3,mb=4");
+    setup.batch = 8;
+    setup.fp8 = recipe;
+    setup.fp8Storage = storage;
+    checkPlacedTraining(setup, 1e-3, kFp8Elementwise, "mb=4", kFp8Elementwise);
+    return setup;
+  };
+  for (const char *recipe : {"tensorwise", "tensorwise-delayed", "rowwise"}) {
+    Case setup = check(recipe, "auto");
+    auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(setup));
+    ASSERT_TRUE(bundle.ok()) << bundle.status();
+    int quantized = 0, values = 0;
+    auto has = [](const std::string &s, const char *part) {
+      return s.find(part) != std::string::npos;
+    };
+    for (const auto &p : bundle->params) {
+      if (!has(p.name, ".gathered") || has(p.name, ".amax.gathered"))
+        continue;
+      if (has(p.name, ".fp8"))
+        ++quantized;
+      else if (has(p.name, "attn.c_attn.weight"))
+        ++values;
+    }
+    bool rowwise = std::string(recipe) == "rowwise";
+    // Two layers of c_attn's three slices, c_proj, c_fc and the MLP's
+    // c_proj.
+    EXPECT_EQ(quantized, rowwise ? 0 : 12) << recipe;
+    EXPECT_EQ(values, rowwise ? 2 : 0) << recipe;
+  }
+  // With FP8 storage, @gather moves the codes and decodes them
+  // (sched.fp8_encode and fp8_decode on the CPU) and the micro-batches'
+  // GEMMs read codes.
+  check("tensorwise", "on");
+}
 // bf16 values: each rank rounds its partial sums to bf16 before the
 // all-reduce sums them in f32, where one rank rounds the whole: losses,
 // norms and logits to a few bf16 ulps. Adam then moves a parameter whose

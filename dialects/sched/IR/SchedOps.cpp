@@ -1305,6 +1305,33 @@ LogicalResult Fp8QuantizeOp::verify() {
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 
+/// An FP8 buffer's element type, or null.
+static bool isFp8Buffer(Value v) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(bufferOf(v).getElementType());
+}
+
+LogicalResult Fp8EncodeOp::verify() {
+  if (!bufferOf(getInput()).getElementType().isF32())
+    return emitOpError("input must hold f32");
+  if (!isFp8Buffer(getOut()))
+    return emitOpError("out must hold f8E4M3FN or f8E5M2");
+  if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
+                           bufferOf(getAmax()).getShape())))
+    return failure();
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
+LogicalResult Fp8DecodeOp::verify() {
+  if (!isFp8Buffer(getInput()))
+    return emitOpError("input must hold f8E4M3FN or f8E5M2");
+  if (!bufferOf(getOut()).getElementType().isF32())
+    return emitOpError("out must hold f32");
+  if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
+                           bufferOf(getAmax()).getShape())))
+    return failure();
+  return sameShape(*this, getInput(), "input", getOut(), "out");
+}
+
 std::optional<int> weft::sched::parseFp8ScaleMode(StringRef name) {
   return llvm::StringSwitch<std::optional<int>>(name)
       .Case("tensor", WEFT_FP8_SCALE_TENSOR)

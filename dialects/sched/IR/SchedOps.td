@@ -806,6 +806,44 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
     ::mlir::LogicalResult verifyBlocks(int mode);
   }];
 }
+def Sched_Fp8EncodeOp : Sched_LibraryOp<"fp8_encode",
+    "FP8 codes of fp8_quantize's blocks, to move them as bytes",
+    (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out,
+         UnitAttr:$pow2_scales)> {
+  let description = [{
+    `out` (f8E4M3FN or f8E5M2, `input`'s shape) holds, for each element x
+    of `input` (f32), the code of fp8(sat(x * s)), s the scale
+    `fp8_quantize` derives from the maximum of x's block in `amax` (blocks
+    as `fp8_amax` cuts them, any grid). What an all-gather of quantized
+    values moves where they are read as values, not by an FP8 GEMM (a
+    weight ZeRO-3 quantizes once a step into its gathered state): one byte
+    an element, which `fp8_decode` turns back into the values.
+
+    ```mlir
+    sched.fp8_encode %x, %amax, %codes
+        : !sched.buffer<32x64xf32>, !sched.buffer<1x1xf32>,
+          !sched.buffer<32x64xf8E4M3FN>
+    ```
+  }];
+}
+def Sched_Fp8DecodeOp : Sched_LibraryOp<"fp8_decode",
+    "the values of FP8 codes by their blocks' maxima, as fp8_quantize writes them",
+    (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out,
+         UnitAttr:$pow2_scales)> {
+  let description = [{
+    `out` (f32, `input`'s shape) holds, for each code c of `input`
+    (f8E4M3FN or f8E5M2), its value divided by the scale s of its block
+    in `amax` (as `fp8_encode` cuts them): fp8(sat(x * s)) / s, to the bit
+    what `fp8_quantize` writes for the x that `fp8_encode` encoded with
+    these maxima.
+
+    ```mlir
+    sched.fp8_decode %codes, %amax, %x
+        : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<1x1xf32>,
+          !sched.buffer<64x64xf32>
+    ```
+  }];
+}
 def Sched_Fp8GroupQuantizeOp : Sched_LibraryOp<"fp8_group_quantize",
     "FP8 quantize-dequantize in tiles of each expert's rows "
     "(weft.fp8_group_quantize); `format` is f8e4m3fn or f8e5m2",

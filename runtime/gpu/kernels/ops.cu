@@ -947,6 +947,17 @@ weft_fp8_amax(const void *__restrict x, int bf16, float *__restrict amax,
   }
 }
 
+// The block (of grid [g0, g1, g2, g3]) of element i of a tensor [d0, d1,
+// d2, d3]: weft.fp8_quantize's, fp8_encode's and fp8_decode's.
+__device__ inline long weft_fp8_block_of(long i, long d0, long d1, long d2,
+                                         long d3, long g0, long g1, long g2,
+                                         long g3) {
+  long c3 = i % d3, c2 = i / d3 % d2, c1 = i / (d3 * d2) % d1,
+       c0 = i / (d3 * d2 * d1);
+  return ((c0 / (d0 / g0) * g1 + c1 / (d1 / g1)) * g2 + c2 / (d2 / g2)) * g3 +
+         c3 / (d3 / g3);
+}
+
 // weft.fp8_quantize, one element per thread: its block's scale from amax
 // (Fp8Scaling.h, as the CPU), then the quantize-dequantize.
 extern "C" __global__ void weft_fp8_quantize(
@@ -955,13 +966,37 @@ extern "C" __global__ void weft_fp8_quantize(
     long g2, long g3, int e4m3, int pow2) {
   long n = d0 * d1 * d2 * d3;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
-    long c3 = i % d3, c2 = i / d3 % d2, c1 = i / (d3 * d2) % d1,
-         c0 = i / (d3 * d2 * d1);
-    long blk = ((c0 / (d0 / g0) * g1 + c1 / (d1 / g1)) * g2 + c2 / (d2 / g2)) *
-                   g3 +
-               c3 / (d3 / g3);
+    long blk = weft_fp8_block_of(i, d0, d1, d2, d3, g0, g1, g2, g3);
     y[i] = weft_fp8_quantize(x[i], weft_fp8_scale(amax[blk], e4m3, pow2),
                              e4m3);
+  }
+}
+
+// sched.fp8_encode: fp8_quantize's blocks kept as FP8 codes, one byte an
+// element, to move them.
+extern "C" __global__ void
+weft_fp8_encode(const float *__restrict x, const float *__restrict amax,
+                unsigned char *__restrict codes, long d0, long d1, long d2,
+                long d3, long g0, long g1, long g2, long g3, int e4m3,
+                int pow2) {
+  long n = d0 * d1 * d2 * d3;
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long blk = weft_fp8_block_of(i, d0, d1, d2, d3, g0, g1, g2, g3);
+    codes[i] = weft_fp8_code(x[i], weft_fp8_scale(amax[blk], e4m3, pow2), e4m3);
+  }
+}
+
+// sched.fp8_decode: the values fp8_quantize writes, from fp8_encode's codes.
+extern "C" __global__ void
+weft_fp8_decode(float *__restrict y, const float *__restrict amax,
+                const unsigned char *__restrict codes, long d0, long d1,
+                long d2, long d3, long g0, long g1, long g2, long g3, int e4m3,
+                int pow2) {
+  long n = d0 * d1 * d2 * d3;
+  for (long i = weft_thread(); i < n; i += weft_stride()) {
+    long blk = weft_fp8_block_of(i, d0, d1, d2, d3, g0, g1, g2, g3);
+    y[i] =
+        weft_fp8_decode(codes[i], weft_fp8_scale(amax[blk], e4m3, pow2), e4m3);
   }
 }
 

@@ -2962,6 +2962,60 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xbf16>, %a: !sched.buffer<1x1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>):
+  // expected-error @+1 {{'sched.fp8_encode' op input must hold f32}}
+  sched.fp8_encode %x, %a, %q : !sched.buffer<4x8xbf16>, !sched.buffer<1x1xf32>, !sched.buffer<4x8xf8E4M3FN>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<1x1xf32>, %q: !sched.buffer<4x8xf16>):
+  // expected-error @+1 {{'sched.fp8_encode' op out must hold f8E4M3FN or f8E5M2}}
+  sched.fp8_encode %x, %a, %q : !sched.buffer<4x8xf32>, !sched.buffer<1x1xf32>, !sched.buffer<4x8xf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<4x3xf32>, %q: !sched.buffer<4x8xf8E4M3FN>):
+  // expected-error @+1 {{'sched.fp8_encode' op block maxima [4, 3] do not divide [4, 8]}}
+  sched.fp8_encode %x, %a, %q : !sched.buffer<4x8xf32>, !sched.buffer<4x3xf32>, !sched.buffer<4x8xf8E4M3FN>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<4x8xf32>, %a: !sched.buffer<1x1xf32>, %x: !sched.buffer<4x8xf32>):
+  // expected-error @+1 {{'sched.fp8_decode' op input must hold f8E4M3FN or f8E5M2}}
+  sched.fp8_decode %q, %a, %x : !sched.buffer<4x8xf32>, !sched.buffer<1x1xf32>, !sched.buffer<4x8xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<8x8xf8E5M2>, %a: !sched.buffer<2x1xf32>, %x: !sched.buffer<8x8xbf16>):
+  // expected-error @+1 {{'sched.fp8_decode' op out must hold f32}}
+  sched.fp8_decode %q, %a, %x : !sched.buffer<8x8xf8E5M2>, !sched.buffer<2x1xf32>, !sched.buffer<8x8xbf16>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<8x8xf8E5M2>, %a: !sched.buffer<2x1xf32>, %x: !sched.buffer<4x16xf32>):
+  // expected-error @+1 {{'sched.fp8_decode' op out has shape [4, 16], not input's [8, 8]}}
+  sched.fp8_decode %q, %a, %x : !sched.buffer<8x8xf8E5M2>, !sched.buffer<2x1xf32>, !sched.buffer<4x16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 ^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>, %s: !sched.buffer<1xf32>):
   // expected-error @+1 {{'sched.fp8_cast' op out must have shape [8, 4] (input's, transposed), not [4, 8]}}
   sched.fp8_cast %x, %a, %q, %s {transpose} : !sched.buffer<4x8xf32>, !sched.buffer<1xf32>, !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<1xf32>

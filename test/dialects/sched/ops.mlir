@@ -175,6 +175,20 @@ sched.program @fp8 arena(160) align(16) events(0) streams ["compute"] {
   sched.return ["y"] %y : !sched.buffer<4x8xf32>
 }
 
+// A quantized tensor moved as codes: encoded by its blocks' maxima, then
+// decoded by them (after a gather, in a program).
+// CHECK-LABEL: sched.program @fp8_codes
+sched.program @fp8_codes arena(160) align(16) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4x8xf32>, %a: !sched.buffer<4x1xf32>):
+  %q = sched.alloc offset(0) live(0, 1) : !sched.buffer<4x8xf8E5M2>
+  %y = sched.alloc offset(32) live(1, 2) : !sched.buffer<4x8xf32>
+  // CHECK: sched.fp8_encode %{{.*}}, %{{.*}}, %{{.*}} {pow2_scales} : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf8E5M2>
+  sched.fp8_encode %x, %a, %q {pow2_scales} : !sched.buffer<4x8xf32>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf8E5M2>
+  // CHECK: sched.fp8_decode %{{.*}}, %{{.*}}, %{{.*}} {pow2_scales} : !sched.buffer<4x8xf8E5M2>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf32>
+  sched.fp8_decode %q, %a, %y {pow2_scales} : !sched.buffer<4x8xf8E5M2>, !sched.buffer<4x1xf32>, !sched.buffer<4x8xf32>
+  sched.return ["y"] %y : !sched.buffer<4x8xf32>
+}
+
 // FP8 codes for a GEMM: as stored and transposed, each with 1/s, and the
 // GEMM reading them with their scales.
 // Block scales: 1 x 128 tiles of x [16, 256] (outer-dim-major, 2 x 16

@@ -1,0 +1,24 @@
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3,mb=2 fp8=blockwise fp8-keep=none target=cuda sched=true})' | FileCheck %s
+
+// Blockwise FP8 under ZeRO-3 gathered once a step: each rank's 128 rows
+// hold whole 128 x 128 blocks, so its maxima are its own. @gather encodes
+// the shard by them, gathers the codes, and decodes the whole weight by
+// the gathered maxima (those the state keeps), not the shard's.
+// CHECK-LABEL: sched.program @gather
+// CHECK: sched.fp8_amax %[[W:.*]], %[[A:.*]] : !sched.buffer<128x256xf32>, !sched.buffer<1x2xf32>
+// CHECK: sched.collective all_gather none %[[A]] -> %[[ALL:.*]] over @mesh ["dp"] {{.*}}: <1x2xf32> -> <2x2xf32>
+// CHECK: sched.fp8_encode %[[W]], %[[A]], %[[C:.*]] : !sched.buffer<128x256xf32>, !sched.buffer<1x2xf32>, !sched.buffer<128x256xf8E4M3FN>
+// CHECK: sched.collective all_gather none %[[C]] -> %[[CODES:.*]] over @mesh ["dp"] {{.*}}: <128x256xf8E4M3FN> -> <256x256xf8E4M3FN>
+// CHECK-NOT: all_gather
+// CHECK: sched.fp8_decode %[[CODES]], %[[ALL]], %[[V:.*]] : !sched.buffer<256x256xf8E4M3FN>, !sched.buffer<2x2xf32>, !sched.buffer<256x256xf32>
+// CHECK: sched.assign @w.fp8.gathered = %[[V]]
+// CHECK: sched.assign @w.fp8.amax.gathered = %[[ALL]]
+// CHECK-LABEL: sched.program @accumulate
+// CHECK-NOT: all_gather
+// CHECK: sched.fp8_cast {{.*}}scale_mode = "blk128"
+func.func @forward(%x: tensor<512x256xf32> {weft.input = "tokens"}) -> (tensor<f32> {weft.output = "loss"}) {
+  %w = weft.param "w" init(normal, 0.1) {weft.layer = 0 : i64} : tensor<256x256xf32>
+  %y = weft.matmul %x, %w : tensor<512x256xf32>, tensor<256x256xf32>
+  %loss = weft.reduce_mean %y dims [0, 1] : tensor<512x256xf32>
+  return %loss : tensor<f32>
+}

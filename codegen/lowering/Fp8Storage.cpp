@@ -490,8 +490,9 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   for (auto &[op, plan] : plans)
     l.planFp8Cast(op, std::move(plan));
   // A quantization whose values only all-gathers read (a weight quantized
-  // once a step into weft-gather-per-step's state) moves as codes too,
-  // decoded on arrival by each shard's maxima (lowerFp8DecodedGather).
+  // once a step into weft-gather-per-step's state, a sequence-parallel
+  // activation some reader needs as values) moves as codes too, decoded on
+  // arrival (lowerFp8DecodedGather).
   f.walk([&](Fp8QuantizeOp q) {
     if (plans.count(q) || q.getResult().use_empty() ||
         q.getType().getNumElements() % 4 != 0 ||
@@ -657,7 +658,8 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
 Value lowerFp8Encode(Fp8QuantizeOp q, ProgramLowering &l) {
   OpBuilder &b = l.builder();
   Value codes = l.alloc(q.getType().getShape(), q.getFormat());
-  sched::Fp8EncodeOp::create(b, q.getLoc(), l.read(q, q.getInput(), true),
+  // A GPU reads a bf16 input as stored (SchedTarget::keepsStored).
+  sched::Fp8EncodeOp::create(b, q.getLoc(), l.read(q, q.getInput()),
                              l.read(q, q.getAmax()), codes,
                              q.getPow2ScalesAttr(), b.getStringAttr("compute"));
   return codes;
@@ -678,7 +680,7 @@ LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
   Value amax = l.read(q, q.getAmax());
   ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
   llvm::SmallPtrSet<Value, 8> seen;
-  if (!sameOnEveryRank(q.getAmax(), gather.getAxes(), seen)) {
+  if (grid[dim] != 1 || !sameOnEveryRank(q.getAmax(), gather.getAxes(), seen)) {
     // Gathered already where weft-gather-per-step's state keeps them.
     auto earlier = llvm::find_if(q.getAmax().getUsers(), [&](Operation *user) {
       auto g = dyn_cast<AllGatherOp>(user);
@@ -695,8 +697,10 @@ LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
       amax = gathered;
     }
   }
+  // A GPU writes bf16 as stored (the CPU's kernels write f32).
   sched::Fp8DecodeOp::create(b, loc, whole, amax,
-                             l.write(gather, gather.getResult(), true),
+                             l.write(gather, gather.getResult(),
+                                     /*f32=*/!l.target().cuda),
                              q.getPow2ScalesAttr(), b.getStringAttr("compute"));
   return success();
 }

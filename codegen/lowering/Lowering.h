@@ -247,6 +247,8 @@ mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, Fp8Plan &plan,
 /// Lowers an all-gather of a quantization's FP8 codes (fp8GatherSource):
 /// the codes its plan cast gathered, with their scales, for the GEMMs
 /// reading the gathered value.
+mlir::LogicalResult lowerFp8Gather(weft::AllGatherOp gather,
+                                   ProgramLowering &l);
 /// The FP8 codes of quantization `q` (its blocks' scales), which its
 /// decoded gathers move.
 mlir::Value lowerFp8Encode(weft::Fp8QuantizeOp q, ProgramLowering &l);
@@ -255,8 +257,6 @@ mlir::Value lowerFp8Encode(weft::Fp8QuantizeOp q, ProgramLowering &l);
 mlir::LogicalResult lowerFp8DecodedGather(weft::AllGatherOp gather,
                                           mlir::Value codes,
                                           ProgramLowering &l);
-mlir::LogicalResult lowerFp8Gather(weft::AllGatherOp gather,
-                                   ProgramLowering &l);
 /// The FP8 codes Fp8Storage planned for GEMM `op`'s operands `lhs` and
 /// `rhs`, each read k-contiguous (`lhsTransposed`, `rhsTransposed`: that
 /// layout is the value transposed): both, neither (two nulls), or failure

@@ -107,7 +107,8 @@ ShardingAttr gatheredShard(Chain chain) {
 /// values: ops every micro-batch computes alike from them, from parameters
 /// @accumulate does not assign (delayed scaling's amax history, which only
 /// the step pushes) and from constants. Nothing that reads a micro-batch's
-/// data or talks to other ranks but copy_to_group (an identity forward).
+/// data, and of collectives only all-reduces (a tensor-parallel weight's
+/// maxima max-reduced over tp) and copy_to_group (an identity forward).
 class StepInvariant {
 public:
   StepInvariant(func::FuncOp acc, ArrayRef<Value> wholes)
@@ -130,8 +131,8 @@ public:
       if (assigned.contains(p.getName()))
         return false;
     } else if (op->getNumRegions() != 0 || !isPure(op) ||
-               isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                   RaggedAllToAllOp, RingShiftOp, ShardSliceOp>(op)) {
+               isa<AllGatherOp, ReduceScatterOp, AllToAllOp, RaggedAllToAllOp,
+                   RingShiftOp, ShardSliceOp>(op)) {
       return false;
     }
     for (Value operand : op->getOperands())
@@ -162,19 +163,34 @@ private:
   llvm::StringSet<> assigned;
 };
 
-/// The sharding of maxima `amax` of a gathered value split as `valueShard`
-/// (a tensor-parallel split that stays): a dimension of several blocks is
-/// split as the value's, one of a single block (max all-reduced over the
-/// split) is whole.
-ShardingAttr amaxShard(ShardingAttr valueShard, Value amax) {
+/// The sharding of maxima `amax` (made by the ops `made`) of a gathered
+/// value split as `valueShard` (a tensor-parallel split that stays): a
+/// dimension is split as the value's unless its one block spans the whole
+/// dimension, its maxima max all-reduced over the split (a per-tensor
+/// scale); a rank's one block of its own (a 128-row tp shard of 128 x 128
+/// blocks) is its own.
+ShardingAttr amaxShard(ShardingAttr valueShard, Value amax,
+                       const llvm::SetVector<Operation *> &made) {
   if (!valueShard)
     return {};
   auto type = cast<RankedTensorType>(amax.getType());
+  auto reducedOver = [&](ArrayAttr axes) {
+    return llvm::any_of(made, [&](Operation *op) {
+      auto reduce = dyn_cast<AllReduceOp>(op);
+      return reduce && reduce.getReduction() == ReduceKind::Max &&
+             llvm::all_of(axes, [&](Attribute axis) {
+               return llvm::is_contained(reduce.getAxes(), axis);
+             });
+    });
+  };
   DimAxes dims(type.getRank());
-  for (auto [d, axes] : llvm::enumerate(valueShard.getDims()))
-    if (type.getDimSize(d) != 1)
-      for (StringAttr axis : cast<ArrayAttr>(axes).getAsRange<StringAttr>())
-        dims[d].push_back(axis);
+  for (auto [d, axes] : llvm::enumerate(valueShard.getDims())) {
+    auto list = cast<ArrayAttr>(axes);
+    if (type.getDimSize(d) == 1 && reducedOver(list))
+      continue;
+    for (StringAttr axis : list.getAsRange<StringAttr>())
+      dims[d].push_back(axis);
+  }
   return isReplicated(dims)
              ? ShardingAttr()
              : toAttr(amax.getContext(), valueShard.getMesh(), dims);
@@ -280,9 +296,11 @@ LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
     std::string tag = i == 0 ? ".fp8" : ".fp8_" + std::to_string(i);
     FailureOr<ParamOp> values =
         declare(tag, q.getType(), shard, once.getResult());
+    llvm::SetVector<Operation *> made;
+    invariant.check(q.getAmax(), made);
     FailureOr<ParamOp> maxima =
         declare(tag + ".amax", q.getAmax().getType(),
-                amaxShard(shard, q.getAmax()), once.getAmax());
+                amaxShard(shard, q.getAmax(), made), once.getAmax());
     if (failed(values) || failed(maxima))
       return failure();
     // Quantized again by the same maxima: the same values, to the bit.

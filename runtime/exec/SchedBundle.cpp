@@ -2286,8 +2286,8 @@ absl::Status checkOperands(const Check &c) {
   case Op::Fp8Decode: { // input, amax, out: codes one side, f32 the other
     bool encode = in.op == Op::Fp8Encode;
     int values = encode ? 0 : 2, codes = encode ? 2 : 0;
-    if (c.dtype(values) != DType::F32)
-      return c.fail(absl::StrCat(c.name(values), " must hold f32, not ",
+    if (c.dtype(values) != DType::F32 && c.dtype(values) != DType::BF16)
+      return c.fail(absl::StrCat(c.name(values), " must hold f32 or bf16, not ",
                                  dtypeText(c.dtype(values))));
     if (!isFp8(c.dtype(codes)))
       return c.fail(absl::StrCat(c.name(codes),

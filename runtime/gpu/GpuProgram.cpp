@@ -1221,14 +1221,13 @@ absl::Status Translator::run() {
   case Op::Fp8Encode:
   case Op::Fp8Decode: {
     bool amax = ins.op == Op::Fp8Amax, decode = ins.op == Op::Fp8Decode;
-    // A maximum reads bf16 as stored; the values paths compute in f32, an
-    // encode's and a decode's on the side of their values (a decode's
-    // out), the codes on the other.
+    // A maximum reads bf16 as stored, and so do an encode (its input) and a
+    // decode (its out) on the side of their values, the codes on the other;
+    // the values path computes in f32.
+    bool quantize = ins.op == Op::Fp8Quantize;
     size_t values = decode ? 2 : 0, codes = 2 - values;
-    absl::Status s = amax ? need(0, {DType::F32, DType::BF16})
-                     : ins.op == Op::Fp8Quantize
-                         ? needAll({{0, DType::F32}, {2, DType::F32}})
-                         : need(values, {DType::F32});
+    absl::Status s = quantize ? needAll({{0, DType::F32}, {2, DType::F32}})
+                              : need(values, {DType::F32, DType::BF16});
     if (!s.ok())
       return s;
     if (absl::Status s = need(1, {DType::F32}); !s.ok())
@@ -1264,17 +1263,21 @@ absl::Status Translator::run() {
           args);
       return absl::OkStatus();
     }
-    // The values, the maxima, then the quantized values or the codes.
+    // The values (with whether bf16, but for a quantization's), the maxima,
+    // then the quantized values or the codes.
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
-    bool e4m3 =
-        ins.op == Op::Fp8Quantize ? a.e4m3 : dtype(codes) == DType::F8E4M3FN;
-    std::vector<GpuArg> args = {buf(values), buf(1), buf(codes)};
+    bool e4m3 = quantize ? a.e4m3 : dtype(codes) == DType::F8E4M3FN;
+    std::vector<GpuArg> args = {buf(values)};
+    if (!quantize)
+      args.push_back(i32(dtype(values) == DType::BF16));
+    args.push_back(buf(1));
+    args.push_back(buf(codes));
     args.insert(args.end(), dims.begin(), dims.end());
     args.push_back(i32(e4m3));
     args.push_back(i32(a.pow2));
-    kernel(ins.op == Op::Fp8Quantize ? "weft_fp8_quantize"
-           : decode                  ? "weft_fp8_decode"
-                                     : "weft_fp8_encode",
+    kernel(quantize ? "weft_fp8_quantize"
+           : decode ? "weft_fp8_decode"
+                    : "weft_fp8_encode",
            gridFor(count(0)), args);
     return absl::OkStatus();
   }

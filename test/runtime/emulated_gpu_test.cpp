@@ -22,6 +22,7 @@
 #include "test/runtime/EmulatedGpu.h"
 #include "test/runtime/TrainingJob.h"
 
+#include "absl/base/casts.h"
 #include "dialects/sched/IR/SchedOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -701,6 +702,8 @@ TEST(EmulatedGpu,
   // activations per micro-batch.
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3,mb=2", 8, "tensorwise", 5e-2,
                       "f32", 0, "mb=2");
+  // GatheredFp8CodesDecodeToTheQuantizedValuesOnTwoRanks checks the
+  // encode and decode to the bit, a bf16 tensor's too.
 }
 // ZeRO-3 with row-wise FP8 GEMMs (Llama's weights [out, in]): each rank
 // casts its shard's rows by their own maxima and the codes and the row
@@ -836,6 +839,40 @@ void runOnBoth(const std::string &cpuDir, const std::string &gpuDir,
   ASSERT_TRUE(run.ok()) << run;
   runs.gpu = std::move(*gpu);
 }
+
+/// Outputs by name, as floats.
+using Outputs = std::map<std::string, std::vector<float>>;
+
+/// One rank's run of @run of `cpuDir` and `gpuDir` over `comm` on `in`: the
+/// outputs `names` of each into `cpuOut` and `gpuOut`, or what failed into
+/// `trace`.
+void runRankOnBoth(const std::string &cpuDir, const std::string &gpuDir,
+                   runtime::Communicator *comm,
+                   const std::vector<runtime::HostTensor> &in,
+                   std::initializer_list<const char *> names, Outputs &cpuOut,
+                   Outputs &gpuOut, Trace &trace) {
+  auto fail = [&](const absl::Status &s) {
+    trace.failure = std::string(s.message());
+  };
+  Emulation emulation;
+  auto cpu = open(cpuDir, comm, nullptr);
+  if (!cpu.ok())
+    return fail(cpu.status());
+  auto gpu = open(gpuDir, comm, &emulation);
+  if (!gpu.ok())
+    return fail(gpu.status());
+  for (auto *exec : {cpu->get(), gpu->get()})
+    if (absl::Status s = exec->run("run", in); !s.ok())
+      return fail(s);
+  for (const char *name : names) {
+    auto c = (*cpu)->output("run", name);
+    auto g = (*gpu)->output("run", name);
+    if (!c.ok() || !g.ok())
+      return fail(c.ok() ? g.status() : c.status());
+    cpuOut[name] = *c;
+    gpuOut[name] = *g;
+  }
+}
 } // namespace
 
 // The ops no compiled model here has: dropout split over ep (each rank's
@@ -865,39 +902,19 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
   ASSERT_FALSE(gpuDir.empty());
   ASSERT_TRUE(emulatedGpuFor(gpuDir));
   // By rank: each output from the CPU, then from the GPU.
-  std::vector<std::map<std::string, std::vector<float>>> cpuOut(2), gpuOut(2);
+  std::vector<Outputs> cpuOut(2), gpuOut(2);
   Case setup("hand-written");
   runtime::MeshSpec mesh = runtime::meshSpecOf(*rs::loadSchedBundle(gpuDir));
   std::vector<Trace> traces = testutil::runJob(
       setup, mesh,
       [&](int64_t r, runtime::Communicator *comm, int64_t, int64_t,
           Trace &trace) {
-        auto fail = [&](const absl::Status &s) {
-          trace.failure = std::string(s.message());
-        };
         std::vector<float> x(24);
         for (int i = 0; i < 24; ++i)
           x[i] = static_cast<float>(100 * r + i) / 7.0f;
-        Emulation emulation;
-        auto cpu = open(cpuDir, comm, nullptr);
-        if (!cpu.ok())
-          return fail(cpu.status());
-        auto gpu = open(gpuDir, comm, &emulation);
-        if (!gpu.ok())
-          return fail(gpu.status());
-        for (auto *exec : {cpu->get(), gpu->get()})
-          if (absl::Status s =
-                  exec->run("run", {{{4, 6}, runtime::DType::F32, x.data()}});
-              !s.ok())
-            return fail(s);
-        for (const char *name : {"dropped", "swapped", "shifted"}) {
-          auto c = (*cpu)->output("run", name);
-          auto g = (*gpu)->output("run", name);
-          if (!c.ok() || !g.ok())
-            return fail(c.ok() ? g.status() : c.status());
-          cpuOut[r][name] = *c;
-          gpuOut[r][name] = *g;
-        }
+        runRankOnBoth(
+            cpuDir, gpuDir, comm, {{{4, 6}, runtime::DType::F32, x.data()}},
+            {"dropped", "swapped", "shifted"}, cpuOut[r], gpuOut[r], trace);
       });
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(traces[r].failure, "") << "rank " << r;
@@ -921,6 +938,129 @@ TEST(EmulatedGpu, DropoutAndAllToAllMatchTheCpuOnTwoRanks) {
     EXPECT_GT(zeros, 1);
     EXPECT_LT(zeros, 12);
   }
+}
+
+// Sequence parallelism's row-wise activations quantized per rank and
+// gathered along the sequence for a reader of their values move as FP8
+// codes (sched.fp8_encode, the gather, sched.fp8_decode by the gathered
+// token maxima); and under dp x tp with ZeRO-3 gathered once a step, a
+// row-parallel weight's per-tensor maximum, max all-reduced over tp and
+// dp, quantizes it once a step. Both against one CPU rank.
+TEST(EmulatedGpu, TensorParallelFp8GathersMoveCodesAndTrainLikeOneCpuRank) {
+  auto decodes = [](const std::string &model, const std::string &plan,
+                    const std::string &recipe, int64_t batch) {
+    Case setup(model, "f32", plan);
+    setup.fp8 = recipe;
+    setup.cudaBundle = true;
+    setup.batch = batch;
+    auto bundle = rs::loadSchedBundle(testutil::compileCase(setup));
+    EXPECT_TRUE(bundle.ok()) << bundle.status();
+    int n = 0;
+    if (bundle.ok())
+      for (const rs::Program &program : bundle->programs)
+        for (const rs::Instruction &ins : program.instructions)
+          n += ins.op == rs::Op::Fp8Decode;
+    return n;
+  };
+  EXPECT_GT(decodes("llama-tiny", "tp=2,sp=on", "rowwise", 4), 0);
+  checkPlacedTraining("llama-tiny", "tp=2,sp=on", 4, "rowwise", 5e-2);
+  // c_proj and the MLP's two weights of both layers (c_attn, sliced from
+  // a tp split, keeps its values).
+  EXPECT_EQ(decodes("gpt2-tiny", "dp=2,tp=2,zero=3,mb=2", "tensorwise", 8),
+            2 * 3);
+  checkPlacedTraining("gpt2-tiny", "dp=2,tp=2,zero=3,mb=2", 8, "tensorwise",
+                      5e-2, "f32", 0, "mb=2");
+}
+// A quantization only all-gathers read (weft-gather-per-step's FP8 state)
+// moves as FP8 codes: each rank encodes its shard by the all-reduced
+// per-tensor maximum (bf16 read as stored) or by its rows' own maxima, the
+// codes gather, and the GPU decodes them by that maximum or the gathered
+// rows' (bf16 written as stored). Against the CPU's values path (FP8
+// storage off: each shard quantized, the values gathered): the same bits
+// on both ranks.
+TEST(EmulatedGpu, GatheredFp8CodesDecodeToTheQuantizedValuesOnTwoRanks) {
+  const char *ir = R"mlir(
+    weft.mesh @mesh axes ["dp"] sizes [2]
+    func.func @run(%x: tensor<4x64xbf16>, %y: tensor<4x64xf32>)
+        -> (tensor<8x64xbf16> {weft.output = "tensor"},
+            tensor<8x64xf32> {weft.output = "rows"}) {
+      %a0 = weft.fp8_amax %x : tensor<4x64xbf16> -> tensor<1x1xf32>
+      %a = weft.all_reduce max %a0 over @mesh ["dp"] : tensor<1x1xf32>
+      %q = weft.fp8_quantize %x, %a {format = f8E4M3FN} : tensor<4x64xbf16>, tensor<1x1xf32>
+      %g = weft.all_gather %q over @mesh ["dp"] dim 0 : tensor<4x64xbf16> -> tensor<8x64xbf16>
+      %r = weft.fp8_amax %y : tensor<4x64xf32> -> tensor<4x1xf32>
+      %p = weft.fp8_quantize %y, %r {format = f8E5M2} : tensor<4x64xf32>, tensor<4x1xf32>
+      %h = weft.all_gather %p over @mesh ["dp"] dim 0 : tensor<4x64xf32> -> tensor<8x64xf32>
+      return %g, %h : tensor<8x64xbf16>, tensor<8x64xf32>
+    }
+  )mlir";
+  std::string cpuDir = handWrittenBundle(ir, "fp8-codes", "cpu", 4096, "off"),
+              gpuDir = handWrittenBundle(ir, "fp8-codes", "cuda");
+  ASSERT_FALSE(cpuDir.empty());
+  ASSERT_FALSE(gpuDir.empty());
+  ASSERT_TRUE(emulatedGpuFor(gpuDir));
+  // The GPU gathers codes only: an encode and a decode each, one of them
+  // on bf16, and the rows' maxima gathered for the second decode.
+  auto bundle = rs::loadSchedBundle(gpuDir);
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  const rs::Program &run = *bundle->program("run");
+  int encodes = 0, decodes = 0, bf16 = 0, fp8Gathers = 0, gathers = 0;
+  for (const rs::Instruction &ins : run.instructions) {
+    auto dtype = [&](int i) { return run.buffers[ins.operands[i]].type.dtype; };
+    encodes += ins.op == rs::Op::Fp8Encode;
+    decodes += ins.op == rs::Op::Fp8Decode;
+    bf16 += (ins.op == rs::Op::Fp8Encode && dtype(0) == runtime::DType::BF16) +
+            (ins.op == rs::Op::Fp8Decode && dtype(2) == runtime::DType::BF16);
+    if (ins.op == rs::Op::Collective &&
+        ins.as<rs::CollectiveAttrs>().kind == rs::CollectiveKind::AllGather) {
+      ++gathers;
+      fp8Gathers += runtime::isFp8(dtype(0));
+    }
+  }
+  EXPECT_EQ(encodes, 2);
+  EXPECT_EQ(decodes, 2);
+  EXPECT_EQ(bf16, 2);
+  EXPECT_EQ(fp8Gathers, 2);
+  EXPECT_EQ(gathers, 3);
+  std::vector<Outputs> cpuOut(2), gpuOut(2);
+  Case setup("hand-written");
+  runtime::MeshSpec mesh = runtime::meshSpecOf(*bundle);
+  std::vector<Trace> traces = testutil::runJob(
+      setup, mesh,
+      [&](int64_t r, runtime::Communicator *comm, int64_t, int64_t,
+          Trace &trace) {
+        // Magnitudes over many binades, so that subnormal codes and
+        // saturation both occur; each rank's own.
+        std::mt19937 rng(11 + r);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::uniform_int_distribution<int> exponent(-24, 8);
+        std::vector<uint16_t> x(4 * 64);
+        std::vector<float> y(4 * 64);
+        for (size_t i = 0; i < x.size(); ++i) {
+          runtime::encode(std::ldexp(normal(rng), exponent(rng)),
+                          runtime::DType::BF16,
+                          reinterpret_cast<uint8_t *>(&x[i]));
+          y[i] = std::ldexp(normal(rng), exponent(rng));
+        }
+        runRankOnBoth(cpuDir, gpuDir, comm,
+                      {{{4, 64}, runtime::DType::BF16, x.data()},
+                       {{4, 64}, runtime::DType::F32, y.data()}},
+                      {"tensor", "rows"}, cpuOut[r], gpuOut[r], trace);
+      });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(traces[r].failure, "") << "rank " << r;
+    for (const char *name : {"tensor", "rows"}) {
+      const std::vector<float> &want = cpuOut[r][name], &got = gpuOut[r][name];
+      ASSERT_EQ(got.size(), want.size()) << name;
+      int different = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        different += absl::bit_cast<uint32_t>(got[i]) !=
+                     absl::bit_cast<uint32_t>(want[i]);
+      EXPECT_EQ(different, 0) << name << " on rank " << r;
+    }
+  }
+  // Each rank holds the whole gathered tensor.
+  EXPECT_EQ(gpuOut[0], gpuOut[1]);
 }
 
 // Reductions run in two passes on the GPU (partials over chunks of the

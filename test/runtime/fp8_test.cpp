@@ -195,6 +195,13 @@ void expectBlocksMatchTheReference(const std::vector<int64_t> &shape,
                                     shape, grid, e4m3, r.pow2);
       for (size_t i = 0; i < x.size(); ++i)
         expectSameBits(decoded[i], y[i], "decoded", i);
+      // Quantized again by the same maxima (weft-gather-per-step's state,
+      // re-quantized each micro-batch): the same values.
+      std::vector<float> again(x.size());
+      weft::runtime::cpu::fp8Quantize(y.data(), amax.data(), again.data(),
+                                      shape, grid, e4m3, r.pow2);
+      for (size_t i = 0; i < x.size(); ++i)
+        expectSameBits(again[i], y[i], "quantized again", i);
       // Gather each block's elements, quantize them alone, compare.
       for (int64_t b0 = 0; b0 < shape[0]; b0 += r.block[0])
         for (int64_t b1 = 0; b1 < shape[1]; b1 += r.block[1])

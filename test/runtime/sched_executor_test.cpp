@@ -466,9 +466,17 @@ TEST(SchedExecutor, Fp8Zero3GatheredOncePerStepTrainsLikeOneRank) {
     EXPECT_EQ(values, rowwise ? 2 : 0) << recipe;
   }
   // With FP8 storage, @gather moves the codes and decodes them
-  // (sched.fp8_encode and fp8_decode on the CPU) and the micro-batches'
-  // GEMMs read codes.
-  check("tensorwise", "on");
+  // (sched.fp8_encode and fp8_decode on the CPU, each rank's
+  // rank<r>.gather its stage's six weights) and the micro-batches' GEMMs
+  // read codes.
+  Case stored = check("tensorwise", "on");
+  auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(stored));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  int decodes = 0;
+  for (const auto &program : bundle->programs)
+    for (const auto &ins : program.instructions)
+      decodes += ins.op == runtime::sched::Op::Fp8Decode;
+  EXPECT_EQ(decodes, 2 * 6);
 }
 // bf16 values: each rank rounds its partial sums to bf16 before the
 // all-reduce sums them in f32, where one rank rounds the whole: losses,

@@ -1305,14 +1305,21 @@ LogicalResult Fp8QuantizeOp::verify() {
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 
-/// An FP8 buffer's element type, or null.
+/// Whether buffer `v` holds FP8 codes.
 static bool isFp8Buffer(Value v) {
   return isa<Float8E4M3FNType, Float8E5M2Type>(bufferOf(v).getElementType());
 }
 
+/// Whether `v` holds f32 or bf16 (an encode's or decode's values: a GPU
+/// reads and writes bf16 as stored).
+static bool holdsF32OrBf16(Value v) {
+  Type t = bufferOf(v).getElementType();
+  return t.isF32() || t.isBF16();
+}
+
 LogicalResult Fp8EncodeOp::verify() {
-  if (!bufferOf(getInput()).getElementType().isF32())
-    return emitOpError("input must hold f32");
+  if (!holdsF32OrBf16(getInput()))
+    return emitOpError("input must hold f32 or bf16");
   if (!isFp8Buffer(getOut()))
     return emitOpError("out must hold f8E4M3FN or f8E5M2");
   if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
@@ -1324,8 +1331,8 @@ LogicalResult Fp8EncodeOp::verify() {
 LogicalResult Fp8DecodeOp::verify() {
   if (!isFp8Buffer(getInput()))
     return emitOpError("input must hold f8E4M3FN or f8E5M2");
-  if (!bufferOf(getOut()).getElementType().isF32())
-    return emitOpError("out must hold f32");
+  if (!holdsF32OrBf16(getOut()))
+    return emitOpError("out must hold f32 or bf16");
   if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
                            bufferOf(getAmax()).getShape())))
     return failure();

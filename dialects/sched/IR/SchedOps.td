@@ -812,7 +812,7 @@ def Sched_Fp8EncodeOp : Sched_LibraryOp<"fp8_encode",
          UnitAttr:$pow2_scales)> {
   let description = [{
     `out` (f8E4M3FN or f8E5M2, `input`'s shape) holds, for each element x
-    of `input` (f32), the code of fp8(sat(x * s)), s the scale
+    of `input` (f32, or on the GPU bf16 as stored), the code of fp8(sat(x * s)), s the scale
     `fp8_quantize` derives from the maximum of x's block in `amax` (blocks
     as `fp8_amax` cuts them, any grid). What an all-gather of quantized
     values moves where they are read as values, not by an FP8 GEMM (a
@@ -831,11 +831,11 @@ def Sched_Fp8DecodeOp : Sched_LibraryOp<"fp8_decode",
     (ins Sched_In:$input, Sched_In:$amax, Sched_Out:$out,
          UnitAttr:$pow2_scales)> {
   let description = [{
-    `out` (f32, `input`'s shape) holds, for each code c of `input`
-    (f8E4M3FN or f8E5M2), its value divided by the scale s of its block
-    in `amax` (as `fp8_encode` cuts them): fp8(sat(x * s)) / s, to the bit
-    what `fp8_quantize` writes for the x that `fp8_encode` encoded with
-    these maxima.
+    `out` (f32, or on the GPU bf16 rounded to nearest even, `input`'s
+    shape) holds, for each code c of `input` (f8E4M3FN or f8E5M2), its
+    value divided by the scale s of its block in `amax` (as `fp8_encode`
+    cuts them): fp8(sat(x * s)) / s, to the bit what `fp8_quantize`
+    writes for the x that `fp8_encode` encoded with these maxima.
 
     ```mlir
     sched.fp8_decode %codes, %amax, %x

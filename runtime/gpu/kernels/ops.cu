@@ -973,30 +973,34 @@ extern "C" __global__ void weft_fp8_quantize(
 }
 
 // sched.fp8_encode: fp8_quantize's blocks kept as FP8 codes, one byte an
-// element, to move them.
+// element, to move them; x f32, or bf16 read as stored.
 extern "C" __global__ void
-weft_fp8_encode(const float *__restrict x, const float *__restrict amax,
-                unsigned char *__restrict codes, long d0, long d1, long d2,
-                long d3, long g0, long g1, long g2, long g3, int e4m3,
-                int pow2) {
+weft_fp8_encode(const void *__restrict x, int bf16,
+                const float *__restrict amax, unsigned char *__restrict codes,
+                long d0, long d1, long d2, long d3, long g0, long g1, long g2,
+                long g3, int e4m3, int pow2) {
   long n = d0 * d1 * d2 * d3;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long blk = weft_fp8_block_of(i, d0, d1, d2, d3, g0, g1, g2, g3);
-    codes[i] = weft_fp8_code(x[i], weft_fp8_scale(amax[blk], e4m3, pow2), e4m3);
+    codes[i] = weft_fp8_code(weft_at(x, i, bf16),
+                             weft_fp8_scale(amax[blk], e4m3, pow2), e4m3);
   }
 }
 
-// sched.fp8_decode: the values fp8_quantize writes, from fp8_encode's codes.
+// sched.fp8_decode: the values fp8_quantize writes, from fp8_encode's codes;
+// y f32, or bf16 rounded to nearest even as a bf16 quantization's are.
 extern "C" __global__ void
-weft_fp8_decode(float *__restrict y, const float *__restrict amax,
+weft_fp8_decode(void *__restrict y, int bf16, const float *__restrict amax,
                 const unsigned char *__restrict codes, long d0, long d1,
                 long d2, long d3, long g0, long g1, long g2, long g3, int e4m3,
                 int pow2) {
   long n = d0 * d1 * d2 * d3;
   for (long i = weft_thread(); i < n; i += weft_stride()) {
     long blk = weft_fp8_block_of(i, d0, d1, d2, d3, g0, g1, g2, g3);
-    y[i] =
-        weft_fp8_decode(codes[i], weft_fp8_scale(amax[blk], e4m3, pow2), e4m3);
+    weft_put(y, i,
+             weft_fp8_decode(codes[i], weft_fp8_scale(amax[blk], e4m3, pow2),
+                             e4m3),
+             bf16);
   }
 }
 

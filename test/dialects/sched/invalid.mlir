@@ -2962,9 +2962,9 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%x: !sched.buffer<4x8xbf16>, %a: !sched.buffer<1x1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>):
-  // expected-error @+1 {{'sched.fp8_encode' op input must hold f32}}
-  sched.fp8_encode %x, %a, %q : !sched.buffer<4x8xbf16>, !sched.buffer<1x1xf32>, !sched.buffer<4x8xf8E4M3FN>
+^bb0(%x: !sched.buffer<4x8xf16>, %a: !sched.buffer<1x1xf32>, %q: !sched.buffer<4x8xf8E4M3FN>):
+  // expected-error @+1 {{'sched.fp8_encode' op input must hold f32 or bf16}}
+  sched.fp8_encode %x, %a, %q : !sched.buffer<4x8xf16>, !sched.buffer<1x1xf32>, !sched.buffer<4x8xf8E4M3FN>
   sched.return []
 }
 
@@ -2998,9 +2998,9 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 // -----
 
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
-^bb0(%q: !sched.buffer<8x8xf8E5M2>, %a: !sched.buffer<2x1xf32>, %x: !sched.buffer<8x8xbf16>):
-  // expected-error @+1 {{'sched.fp8_decode' op out must hold f32}}
-  sched.fp8_decode %q, %a, %x : !sched.buffer<8x8xf8E5M2>, !sched.buffer<2x1xf32>, !sched.buffer<8x8xbf16>
+^bb0(%q: !sched.buffer<8x8xf8E5M2>, %a: !sched.buffer<2x1xf32>, %x: !sched.buffer<8x8xf16>):
+  // expected-error @+1 {{'sched.fp8_decode' op out must hold f32 or bf16}}
+  sched.fp8_decode %q, %a, %x : !sched.buffer<8x8xf8E5M2>, !sched.buffer<2x1xf32>, !sched.buffer<8x8xf16>
   sched.return []
 }
 

@@ -30,7 +30,20 @@ int64_t bytesOf(Value v) {
 
 /// Bytes one rank sends for `op` on a ring of its group (CostModel.h's
 /// rule, as the sched program's collectives are costed).
-double ringBytes(Operation *op) {
+/// Whether FP8 storage moves all-gather `g`'s quantized values as one-byte
+/// codes: a quantization only gathers read, of whole four-byte words
+/// (weft-lower-to-sched's codes for GEMMs, or encoded and decoded).
+bool movesFp8Codes(AllGatherOp g) {
+  auto q = g.getInput().getDefiningOp<Fp8QuantizeOp>();
+  return q && q.getType().getNumElements() % 4 == 0 &&
+         llvm::all_of(q->getUsers(),
+                      [](Operation *user) { return isa<AllGatherOp>(user); });
+}
+
+/// The bytes a rank sends for collective `op` on a ring; with `fp8Codes`
+/// (FP8 storage) a gather of quantized values movesFp8Codes counts one
+/// byte an element (its scales, a few floats, left out).
+double ringBytes(Operation *op, bool fp8Codes) {
   using Kind = sched::CollectiveKind;
   if (auto r = dyn_cast<AllReduceOp>(op)) {
     double bytes = 0;
@@ -38,9 +51,14 @@ double ringBytes(Operation *op) {
       bytes += bytesOf(v);
     return collectiveSendBytes(Kind::all_reduce, bytes, bytes, r.groupSize());
   }
-  if (auto g = dyn_cast<AllGatherOp>(op))
+  if (auto g = dyn_cast<AllGatherOp>(op)) {
+    if (fp8Codes && movesFp8Codes(g))
+      return collectiveSendBytes(
+          Kind::all_gather, elementsOf(g.getInput().getType()),
+          elementsOf(g.getResult().getType()), g.groupSize());
     return collectiveSendBytes(Kind::all_gather, bytesOf(g.getInput()),
                                bytesOf(g.getResult()), g.groupSize());
+  }
   if (auto s = dyn_cast<ReduceScatterOp>(op))
     return collectiveSendBytes(Kind::reduce_scatter, bytesOf(s.getInput()),
                                bytesOf(s.getResult()), s.groupSize());
@@ -85,7 +103,8 @@ namespace {
 /// What one rank holds for the optimizer step `step` (planned): its
 /// parameters, gradients (their accumulators when there are any) and
 /// optimizer state, the step's arena and its collectives' bytes.
-FailureOr<RankEstimate> estimateStep(func::FuncOp step, int64_t &parameters) {
+FailureOr<RankEstimate> estimateStep(func::FuncOp step, int64_t &parameters,
+                                     bool fp8Codes) {
   if (!step || !step->hasAttr("weft.arena_bytes"))
     return failure();
   RankEstimate estimate;
@@ -125,7 +144,7 @@ FailureOr<RankEstimate> estimateStep(func::FuncOp step, int64_t &parameters) {
   estimate.activationBytes =
       step->getAttrOfType<IntegerAttr>("weft.arena_bytes").getInt();
   double comm = 0;
-  step.walk([&](Operation *op) { comm += ringBytes(op); });
+  step.walk([&](Operation *op) { comm += ringBytes(op, fp8Codes); });
   estimate.commBytes = static_cast<int64_t>(comm);
   // With micro-batches the gradients persist in their accumulators, which
   // replace the count above (the step's gradients are their means, in its
@@ -144,7 +163,8 @@ FailureOr<RankEstimate> estimateStep(func::FuncOp step, int64_t &parameters) {
 /// A rank's programs share one arena, the largest of theirs (the runtimes
 /// run one at a time; see SchedExecutor's arena_), so the estimate keeps
 /// the larger of the two; stashes are added after every program.
-LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e) {
+LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e,
+                         bool fp8Codes) {
   auto arena =
       f ? f->getAttrOfType<IntegerAttr>("weft.arena_bytes") : IntegerAttr();
   if (!arena)
@@ -152,7 +172,7 @@ LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e) {
   e.activationBytes = std::max(e.activationBytes, arena.getInt());
   double once = 0;
   f.walk([&](Operation *op) {
-    once += ringBytes(op);
+    once += ringBytes(op, fp8Codes);
     if (auto send = dyn_cast<SendOp>(op))
       once += bytesOf(send.getInput());
   });
@@ -163,10 +183,10 @@ LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e) {
 /// weft-gather-per-step's program, if there is one: its gathers, once per
 /// step, and the whole parameters it keeps for the step (its `.gathered`
 /// state), which count as parameters.
-LogicalResult addGather(func::FuncOp gather, RankEstimate &e) {
+LogicalResult addGather(func::FuncOp gather, RankEstimate &e, bool fp8Codes) {
   if (!gather)
     return success();
-  if (failed(addProgram(gather, 1, e)))
+  if (failed(addProgram(gather, 1, e, fp8Codes)))
     return failure();
   for (ParamOp p : gather.getBody().front().getOps<ParamOp>())
     if (p.getState() && p.getName().ends_with(kGatheredSuffix))
@@ -200,8 +220,8 @@ int64_t meshRanks(ModuleOp module) {
 /// one),
 /// sends once per micro-batch, and the stash of the most micro-batches the
 /// schedule keeps in flight on it.
-FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
-                                            DictionaryAttr table) {
+FailureOr<PlacementReport>
+estimatePipeline(ModuleOp module, DictionaryAttr table, bool fp8Codes) {
   PlacementReport report;
   auto ranks = table.getAs<ArrayAttr>("ranks");
   auto m = table.getAs<IntegerAttr>("microbatches");
@@ -234,14 +254,15 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
       *kind, pipe.ranks, pipe.microbatches, pipe.chunks);
   for (int64_t r = 0; r < pipe.ranks; ++r) {
     std::string stepName = "rank" + std::to_string(r) + ".step";
-    FailureOr<RankEstimate> estimate = estimateStep(
-        module.lookupSymbol<func::FuncOp>(stepName), report.parameters);
+    FailureOr<RankEstimate> estimate =
+        estimateStep(module.lookupSymbol<func::FuncOp>(stepName),
+                     report.parameters, fp8Codes);
     if (failed(estimate))
       return module.emitError("no planned @") << stepName << " to estimate",
              failure();
     std::string gatherName = "rank" + std::to_string(r) + "." + kGatherFunc;
     if (failed(addGather(module.lookupSymbol<func::FuncOp>(gatherName),
-                         *estimate)))
+                         *estimate, fp8Codes)))
       return module.emitError("no planned @") << gatherName << " to estimate",
              failure();
     estimate->rank = r;
@@ -256,9 +277,9 @@ FailureOr<PlacementReport> estimatePipeline(ModuleOp module,
         // The last micro-batch's copy that reduces the stage's gradients
         // (ZeRO-0/1 with dp), if any, runs in its place once.
         auto last = module.lookupSymbol<func::FuncOp>(program + kLastSuffix);
-        if (failed(
-                addProgram(f, pipe.microbatches - (last ? 1 : 0), *estimate)) ||
-            (last && failed(addProgram(last, 1, *estimate))))
+        if (failed(addProgram(f, pipe.microbatches - (last ? 1 : 0), *estimate,
+                              fp8Codes)) ||
+            (last && failed(addProgram(last, 1, *estimate, fp8Codes))))
           return module.emitError("no planned @") << program << " to estimate",
                  failure();
         if (StringRef(part) == ".forward")
@@ -324,10 +345,11 @@ void addFp8(ModuleOp module, PlacementReport &report) {
   }
 }
 
-FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
+FailureOr<PlacementReport> estimatePlacement(ModuleOp module, bool fp8Codes) {
   if (auto table =
           module->getAttrOfType<DictionaryAttr>(kPipelineScheduleAttr)) {
-    FailureOr<PlacementReport> report = estimatePipeline(module, table);
+    FailureOr<PlacementReport> report =
+        estimatePipeline(module, table, fp8Codes);
     if (succeeded(report)) {
       addFp8(module, *report);
       // Each stage's backward carries the model's marks (weft-pipeline-split).
@@ -339,7 +361,7 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
   addFp8(module, report);
   addLayerActivations(module, report);
   FailureOr<RankEstimate> estimate = estimateStep(
-      module.lookupSymbol<func::FuncOp>("step"), report.parameters);
+      module.lookupSymbol<func::FuncOp>("step"), report.parameters, fp8Codes);
   if (failed(estimate))
     return module.emitError("no planned @step to estimate"), failure();
   // Gradient accumulation (weft-accumulate-gradients): a step also runs
@@ -351,20 +373,20 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module) {
     auto m = accumulate->getAttrOfType<IntegerAttr>(kMicrobatchesAttr);
     auto last = module.lookupSymbol<func::FuncOp>(kAccumulateLastFunc);
     if (!m ||
-        failed(
-            addProgram(accumulate, m.getInt() - (last ? 1 : 0), *estimate)) ||
-        (last && failed(addProgram(last, 1, *estimate))))
+        failed(addProgram(accumulate, m.getInt() - (last ? 1 : 0), *estimate,
+                          fp8Codes)) ||
+        (last && failed(addProgram(last, 1, *estimate, fp8Codes))))
       return accumulate.emitError("no planned @accumulate to estimate"),
              failure();
   }
-  if (failed(
-          addGather(module.lookupSymbol<func::FuncOp>(kGatherFunc), *estimate)))
+  if (failed(addGather(module.lookupSymbol<func::FuncOp>(kGatherFunc),
+                       *estimate, fp8Codes)))
     return module.emitError("no planned @") << kGatherFunc << " to estimate",
            failure();
   // The evaluation forward shares the arena too (weft-run's samples and
   // evaluations run it between steps); its collectives are not the step's.
   if (auto forward = module.lookupSymbol<func::FuncOp>("forward");
-      forward && failed(addProgram(forward, /*times=*/0, *estimate)))
+      forward && failed(addProgram(forward, /*times=*/0, *estimate, fp8Codes)))
     return forward.emitError("no planned @forward to estimate"), failure();
   // Every rank runs the same program on same-sized blocks.
   for (int64_t r = 0, ranks = meshRanks(module); r < ranks; ++r) {

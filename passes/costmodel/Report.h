@@ -95,8 +95,11 @@ struct PlacementReport {
 };
 
 /// Estimates every rank of `module`'s planned @step (after
-/// buildTrainingPrograms); fails if there is none.
-mlir::FailureOr<PlacementReport> estimatePlacement(mlir::ModuleOp module);
+/// buildTrainingPrograms); fails if there is none. With `fp8Codes` (the
+/// programs lower with FP8 storage), a gather of quantized values that
+/// storage moves as FP8 codes counts one byte an element.
+mlir::FailureOr<PlacementReport> estimatePlacement(mlir::ModuleOp module,
+                                                   bool fp8Codes = false);
 
 struct Topology;
 

@@ -274,6 +274,14 @@ cl::opt<std::string> fp8Storage(
              "(default: on for --target cuda), on or off (f32 dequantized "
              "values)"),
     cl::init("auto"), cl::sub(compileCmd));
+
+/// Whether the programs lower with FP8 storage (--fp8-storage on, or auto
+/// on the cuda target): the report counts gathers of quantized values as
+/// the codes they move.
+bool lowersFp8Codes() {
+  return fp8Storage == "on" || (fp8Storage == "auto" && target == "cuda");
+}
+
 cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("With --target cuda, fold linear layers' bias, GELU and GELU "
@@ -621,7 +629,8 @@ int runSchedule() {
 /// buildTrainingPrograms) needs more memory than a device has. A plan that
 /// runs out of memory is refused here, not at run time.
 LogicalResult checkFits(ModuleOp placed, const weft::Topology &topology) {
-  FailureOr<weft::PlacementReport> report = weft::estimatePlacement(placed);
+  FailureOr<weft::PlacementReport> report =
+      weft::estimatePlacement(placed, lowersFp8Codes());
   if (failed(report))
     return failure();
   bool fits = true;
@@ -654,7 +663,8 @@ LogicalResult chooseGather(ModuleOp module, weft::TrainingOptions &options,
   once.plan.gather = "step";
   if (failed(weft::buildTrainingPrograms(*trial, once)))
     return failure();
-  FailureOr<weft::PlacementReport> report = weft::estimatePlacement(*trial);
+  FailureOr<weft::PlacementReport> report =
+      weft::estimatePlacement(*trial, lowersFp8Codes());
   if (failed(report))
     return failure();
   for (const weft::RankEstimate &r : report->ranks)
@@ -678,7 +688,8 @@ int printReport(ModuleOp placed, ModuleOp lowered,
                 bool checkMemory = true) {
   llvm::json::Object json;
   if (placed) {
-    FailureOr<weft::PlacementReport> report = weft::estimatePlacement(placed);
+    FailureOr<weft::PlacementReport> report =
+        weft::estimatePlacement(placed, lowersFp8Codes());
     if (failed(report))
       return 1;
     if (reportFormat == "json")
@@ -1077,7 +1088,7 @@ int compileBundle(MLIRContext &context, const std::string &planText,
     if (failed(placedStep()))
       return 1;
     FailureOr<weft::PlacementReport> placement =
-        weft::estimatePlacement(*forReport);
+        weft::estimatePlacement(*forReport, lowersFp8Codes());
     if (failed(placement))
       return 1;
     weft::ExplainInput in;

@@ -697,10 +697,12 @@ LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
       amax = gathered;
     }
   }
-  // A GPU writes bf16 as stored (the CPU's kernels write f32).
+  // A GPU writes bf16 as stored; f16 and the CPU's kernels write f32,
+  // narrowed after.
+  bool f32 = !l.target().cuda ||
+             !getElementTypeOrSelf(gather.getResult().getType()).isBF16();
   sched::Fp8DecodeOp::create(b, loc, whole, amax,
-                             l.write(gather, gather.getResult(),
-                                     /*f32=*/!l.target().cuda),
+                             l.write(gather, gather.getResult(), f32),
                              q.getPow2ScalesAttr(), b.getStringAttr("compute"));
   return success();
 }

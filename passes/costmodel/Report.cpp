@@ -28,8 +28,6 @@ int64_t bytesOf(Value v) {
   return type.getNumElements() * elementBytes(type.getElementType());
 }
 
-/// Bytes one rank sends for `op` on a ring of its group (CostModel.h's
-/// rule, as the sched program's collectives are costed).
 /// Whether FP8 storage moves all-gather `g`'s quantized values as one-byte
 /// codes: a quantization only gathers read, of whole four-byte words
 /// (weft-lower-to-sched's codes for GEMMs, or encoded and decoded).
@@ -40,9 +38,11 @@ bool movesFp8Codes(AllGatherOp g) {
                       [](Operation *user) { return isa<AllGatherOp>(user); });
 }
 
-/// The bytes a rank sends for collective `op` on a ring; with `fp8Codes`
+/// Bytes one rank sends for `op` on a ring of its group (CostModel.h's
+/// rule, as the sched program's collectives are costed); with `fp8Codes`
 /// (FP8 storage) a gather of quantized values movesFp8Codes counts one
-/// byte an element (its scales, a few floats, left out).
+/// byte an element, its scales left out (a float per tensor, row or
+/// block: an eighth of a byte an element at most, MXFP8's).
 double ringBytes(Operation *op, bool fp8Codes) {
   using Kind = sched::CollectiveKind;
   if (auto r = dyn_cast<AllReduceOp>(op)) {

@@ -2283,7 +2283,7 @@ absl::Status checkOperands(const Check &c) {
     WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
     return in.op == Op::Fp8Amax ? absl::OkStatus() : c.sameShape(0, 2);
   case Op::Fp8Encode:
-  case Op::Fp8Decode: { // input, amax, out: codes one side, f32 the other
+  case Op::Fp8Decode: { // input, amax, out: codes one side, values the other
     bool encode = in.op == Op::Fp8Encode;
     int values = encode ? 0 : 2, codes = encode ? 2 : 0;
     if (c.dtype(values) != DType::F32 && c.dtype(values) != DType::BF16)

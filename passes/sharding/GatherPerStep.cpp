@@ -17,15 +17,16 @@
 // pp) whole for the step. Plan gather=microbatch keeps ZeRO-3's memory
 // instead.
 //
-// A parameter read only by one FP8 quantization (a per-tensor recipe's,
-// or 128 x 128 weight blocks, which the backward reads transposed) is
-// quantized in @gather instead: @gather computes the quantization's
-// maxima from the whole value (delayed scaling's history read as
-// @accumulate reads it: only the step writes it) and assigns the
-// quantized values to `<name>.fp8.gathered` and the maxima to
-// `<name>.fp8.amax.gathered`, and @accumulate quantizes that state by
-// those maxima, which gives it back to the bit (each quantized element
-// times the same scale is its FP8 value again). weft-fp8-gather, run on
+// A parameter read only by FP8 quantizations that together hold no more
+// than it (one per-tensor or 128 x 128 quantization, which the backward
+// reads transposed; one per slice of GPT-2's c_attn) is quantized in
+// @gather instead: @gather computes the quantization's maxima from the
+// whole value (delayed scaling's history read as @accumulate reads it:
+// only the step writes it; a tp weight's maxima max all-reduced over tp)
+// and assigns the quantized values to `<name>.fp8.gathered` and the
+// maxima to `<name>.fp8.amax.gathered`, and @accumulate quantizes that
+// state by those maxima, which gives it back to the bit (each quantized
+// element times the same scale is its FP8 value again). weft-fp8-gather, run on
 // @gather next, then moves the gather after the quantization, so that
 // the step's one gather moves FP8 codes. A parameter whose backward
 // re-quantizes it in other blocks (row-wise, MXFP8) keeps its values

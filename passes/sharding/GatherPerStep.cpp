@@ -400,6 +400,10 @@ FailureOr<int64_t> weft::gatherPerStep(ModuleOp module) {
         if (op->use_empty())
           op->erase();
   }
+  // What only a merged quantization read (its own copy of the maxima).
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*gatherBody)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
   func::ReturnOp::create(gb, loc);
   // Parameters in @gather come first, as in every program.
   SmallVector<Operation *> params;

@@ -1305,38 +1305,31 @@ LogicalResult Fp8QuantizeOp::verify() {
   return sameShape(*this, getInput(), "input", getOut(), "out");
 }
 
-/// Whether buffer `v` holds FP8 codes.
-static bool isFp8Buffer(Value v) {
-  return isa<Float8E4M3FNType, Float8E5M2Type>(bufferOf(v).getElementType());
-}
-
-/// Whether `v` holds f32 or bf16 (an encode's or decode's values: a GPU
-/// reads and writes bf16 as stored).
-static bool holdsF32OrBf16(Value v) {
-  Type t = bufferOf(v).getElementType();
-  return t.isF32() || t.isBF16();
+/// fp8_encode's and fp8_decode's operands: the values (f32, or bf16 a GPU
+/// reads or writes as stored) on one side and the FP8 codes on the other,
+/// of one shape that the block maxima `amax` divide.
+static LogicalResult verifyCodes(Operation *op, Value input, Value amax,
+                                 Value out, bool encode) {
+  auto [values, codes] = encode ? std::pair{input, out} : std::pair{out, input};
+  StringRef valuesName = encode ? "input" : "out",
+            codesName = encode ? "out" : "input";
+  Type v = bufferOf(values).getElementType();
+  if (!v.isF32() && !v.isBF16())
+    return op->emitOpError() << valuesName << " must hold f32 or bf16";
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(bufferOf(codes).getElementType()))
+    return op->emitOpError() << codesName << " must hold f8E4M3FN or f8E5M2";
+  if (failed(verifyFp8Grid(op, bufferOf(input).getShape(),
+                           bufferOf(amax).getShape())))
+    return failure();
+  return sameShape(op, input, "input", out, "out");
 }
 
 LogicalResult Fp8EncodeOp::verify() {
-  if (!holdsF32OrBf16(getInput()))
-    return emitOpError("input must hold f32 or bf16");
-  if (!isFp8Buffer(getOut()))
-    return emitOpError("out must hold f8E4M3FN or f8E5M2");
-  if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
-                           bufferOf(getAmax()).getShape())))
-    return failure();
-  return sameShape(*this, getInput(), "input", getOut(), "out");
+  return verifyCodes(*this, getInput(), getAmax(), getOut(), /*encode=*/true);
 }
 
 LogicalResult Fp8DecodeOp::verify() {
-  if (!isFp8Buffer(getInput()))
-    return emitOpError("input must hold f8E4M3FN or f8E5M2");
-  if (!holdsF32OrBf16(getOut()))
-    return emitOpError("out must hold f32 or bf16");
-  if (failed(verifyFp8Grid(*this, bufferOf(getInput()).getShape(),
-                           bufferOf(getAmax()).getShape())))
-    return failure();
-  return sameShape(*this, getInput(), "input", getOut(), "out");
+  return verifyCodes(*this, getInput(), getAmax(), getOut(), /*encode=*/false);
 }
 
 std::optional<int> weft::sched::parseFp8ScaleMode(StringRef name) {

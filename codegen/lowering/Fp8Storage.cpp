@@ -49,9 +49,21 @@
 // does) has no blocks that follow its sums: that quantization keeps its
 // values beside its codes for it (Fp8Plan::keepValues).
 //
+// A quantization only all-gathers read (weft-gather-per-step's weight
+// quantized once a step, a sequence-parallel activation read as values)
+// is encoded (sched.fp8_encode), its codes gathered, and decoded on arrival
+// (sched.fp8_decode). Where the gathered values are weft-gather-per-step's
+// state (weft::fp8CodeStates), the state holds the codes themselves: half
+// a bf16 weight's bytes for the step. @accumulate's quantizations of that
+// state by its maxima would give back those codes, so its GEMMs read them
+// as they are, with scales from the maxima (sched.fp8_scale_inv), and a
+// per-tensor or 128 x 128 layout read transposed gets a transposing copy;
+// any other reader gets the values decoded.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/lowering/Lowering.h"
+#include "passes/precision/Fp8Codes.h"
 #include "runtime/support/Fp8Scaling.h"
 
 #include "mlir/IR/TypeUtilities.h"
@@ -231,51 +243,6 @@ bool gathersScales(int mode, int64_t dim, int64_t rows, int64_t k,
   default:
     return false;
   }
-}
-
-/// Whether maxima `v` are the same on every rank of `axes`: max
-/// all-reduced over them, or made from such maxima, parameters every rank
-/// holds whole (delayed scaling's amax history) and constants by ops every
-/// rank computes alike from alike operands (elementwise, views, reductions,
-/// copy_to_group; through weft-fusion-group's regions), a few ops deep. A
-/// shard's own maxima are not, nor a shard or a dropout of alike values.
-/// `seen` holds the values already checked: a value read twice (a
-/// select's condition and operand) is walked once, so the walk is linear.
-/// Any but the first visit answers true: a false answer ends the walk.
-bool sameOnEveryRank(Value v, ArrayAttr axes,
-                     llvm::SmallPtrSetImpl<Value> &seen, int depth = 12) {
-  if (depth == 0)
-    return false;
-  if (!seen.insert(v).second)
-    return true;
-  // A fused region's argument is the fused op's operand.
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto fused = dyn_cast_or_null<FusedOp>(arg.getOwner()->getParentOp());
-    return fused && sameOnEveryRank(fused->getOperand(arg.getArgNumber()), axes,
-                                    seen, depth - 1);
-  }
-  Operation *def = v.getDefiningOp();
-  if (auto fused = dyn_cast<FusedOp>(def))
-    return sameOnEveryRank(fused.getBody().front().getTerminator()->getOperand(
-                               cast<OpResult>(v).getResultNumber()),
-                           axes, seen, depth - 1);
-  if (auto reduce = dyn_cast<AllReduceOp>(def))
-    return reduce.getReduction() == ReduceKind::Max &&
-           llvm::all_of(axes, [&](Attribute axis) {
-             return llvm::is_contained(reduce.getAxes(), axis);
-           });
-  if (auto param = dyn_cast<ParamOp>(def))
-    return !param->hasAttr(kShardOfAttr);
-  if (isa<ConstantOp>(def))
-    return true;
-  bool alike =
-      (def->hasTrait<OpTrait::Elementwise>() && !isa<DropoutOp>(def)) ||
-      isa<ReshapeOp, BroadcastOp, ReduceMaxOp, CopyToGroupOp>(def);
-  if (!alike || def->getNumOperands() == 0)
-    return false;
-  return llvm::all_of(def->getOperands(), [&](Value operand) {
-    return sameOnEveryRank(operand, axes, seen, depth - 1);
-  });
 }
 
 /// The scale modes a GEMM could read `v`, a view of the gathered values of
@@ -494,10 +461,7 @@ void planFp8Storage(func::FuncOp f, ProgramLowering &l) {
   // activation some reader needs as values) moves as codes too, decoded on
   // arrival (lowerFp8DecodedGather).
   f.walk([&](Fp8QuantizeOp q) {
-    if (plans.count(q) || q.getResult().use_empty() ||
-        q.getType().getNumElements() % 4 != 0 ||
-        !llvm::all_of(q.getResult().getUsers(),
-                      [](Operation *user) { return isa<AllGatherOp>(user); }))
+    if (plans.count(q) || !gathersFp8Codes(q))
       return;
     for (Operation *g : q.getResult().getUsers())
       l.planFp8DecodedGather(g, q);
@@ -557,13 +521,57 @@ bool lowerFp8GroupCast(Fp8GroupQuantizeOp op, ProgramLowering &l) {
   return true;
 }
 
+namespace {
+/// The values of quantization `op` of a state held as FP8 codes `held`
+/// (fp8CodeStates), which its maxima give back to the bit, decoded into
+/// `out` (f32, or on a GPU bf16 as stored).
+void decodeHeld(Fp8QuantizeOp op, Value held, Value out, ProgramLowering &l) {
+  OpBuilder &b = l.builder();
+  sched::Fp8DecodeOp::create(b, op.getLoc(), held, l.read(op, op.getAmax()),
+                             out, op.getPow2ScalesAttr(),
+                             b.getStringAttr("compute"));
+}
+
+/// Whether a decode into a value of `type` writes it as stored: a GPU's
+/// bf16. Else f32, narrowed after.
+bool decodesAsStored(const ProgramLowering &l, Type type) {
+  return l.target().cuda && getElementTypeOrSelf(type).isBF16();
+}
+} // namespace
+
+bool lowerFp8StateValues(Fp8QuantizeOp op, ProgramLowering &l) {
+  Value held = l.fp8StateCodes(op.getInput());
+  if (!held)
+    return false;
+  decodeHeld(op, held,
+             l.write(op, op.getResult(),
+                     /*f32=*/!decodesAsStored(l, op.getType())),
+             l);
+  return true;
+}
+
 LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
                            ProgramLowering &l) {
   OpBuilder &b = l.builder();
-  // On a GPU a bf16 input is read as stored (SchedTarget::keepsStored).
-  Value x = l.read(op, op.getInput()), amax = l.read(op, op.getAmax());
-  Type stored = llvm::cast<sched::BufferType>(x.getType()).getElementType();
-  Type format = op.getFormat();
+  Location loc = op.getLoc();
+  Type format = op.getFormat(), f32 = b.getF32Type();
+  Value amax = l.read(op, op.getAmax());
+  // A state held as codes (fp8CodeStates) is read as they are where a
+  // layout has them; its values are decoded once only for a layout cast
+  // anew. Else the input, which a GPU reads as stored if bf16
+  // (SchedTarget::keepsStored).
+  Value held = l.fp8StateCodes(op.getInput()), x;
+  auto input = [&] {
+    if (x)
+      return x;
+    if (!held)
+      return x = l.read(op, op.getInput());
+    bool asStored = decodesAsStored(l, op.getType());
+    x = l.alloc(op.getType().getShape(),
+                asStored ? getElementTypeOrSelf(op.getType()) : f32);
+    decodeHeld(op, held, x, l);
+    return x;
+  };
   auto shapeOf = [](Value v) {
     return cast<ShapedType>(v.getType()).getShape();
   };
@@ -597,20 +605,30 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
     int64_t operandRows =
         ShapedType::getNumElements(outShape) / outShape.back();
     Fp8Operand o;
-    o.codes = l.alloc(outShape, format);
-    o.scaleInv =
-        l.alloc({weft_fp8_scale_count(mode, operandRows, outShape.back())},
-                b.getF32Type());
+    o.scaleInv = l.alloc(
+        {weft_fp8_scale_count(mode, operandRows, outShape.back())}, f32);
     o.scaleMode = mode;
-    sched::Fp8CastOp::create(
-        b, op.getLoc(), l.view(x, 0, inShape, stored),
-        l.view(amax, 0, gridShape, b.getF32Type()), o.codes, o.scaleInv,
-        transpose ? b.getUnitAttr() : UnitAttr(),
-        mode == WEFT_FP8_SCALE_TENSOR
-            ? StringAttr()
-            : b.getStringAttr(sched::fp8ScaleModeName(mode)),
-        op.getPow2Scales() ? b.getUnitAttr() : UnitAttr(),
-        b.getStringAttr("compute"));
+    StringAttr modeName = mode == WEFT_FP8_SCALE_TENSOR
+                              ? StringAttr()
+                              : b.getStringAttr(sched::fp8ScaleModeName(mode));
+    UnitAttr pow2 = op.getPow2Scales() ? b.getUnitAttr() : UnitAttr();
+    Value grid = l.view(amax, 0, gridShape, f32);
+    if (held && !transpose) {
+      // The held codes, as they are: only their scales.
+      o.codes = held;
+      sched::Fp8ScaleInvOp::create(b, loc, l.view(held, 0, inShape, format),
+                                   grid, o.scaleInv, modeName, pow2,
+                                   b.getStringAttr("compute"));
+      return o;
+    }
+    Value from = input();
+    Type stored =
+        llvm::cast<sched::BufferType>(from.getType()).getElementType();
+    o.codes = l.alloc(outShape, format);
+    sched::Fp8CastOp::create(b, loc, l.view(from, 0, inShape, stored), grid,
+                             o.codes, o.scaleInv,
+                             transpose ? b.getUnitAttr() : UnitAttr(), modeName,
+                             pow2, b.getStringAttr("compute"));
     return o;
   };
   // Every layout as stored has the same blocks, so one mode (but for one
@@ -648,14 +666,31 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
       continue;
     }
     auto it = transposed.find(shape);
-    if (it == transposed.end())
-      it = transposed.insert({shape, cast(shape, true, use.scaleMode)}).first;
+    if (it == transposed.end()) {
+      // Held codes read transposed: one scale, or 128 x 128 blocks of the
+      // matrix, transpose with their codes; other blocks are cast anew.
+      Fp8Operand o;
+      if (held && use.scaleMode == WEFT_FP8_SCALE_TENSOR) {
+        o = plainCodes(use.scaleMode);
+        o.codes = transposeCodes(l, loc, l.view(held, 0, shape, format), shape,
+                                 format);
+      } else if (held && use.scaleMode == WEFT_FP8_SCALE_BLK128 &&
+                 shape == ArrayRef<int64_t>{rows, k}) {
+        o = transposeBlocks(l, loc, plainCodes(use.scaleMode), shape, format);
+      } else {
+        o = cast(shape, true, use.scaleMode);
+      }
+      it = transposed.insert({shape, o}).first;
+    }
     l.setFp8Operand(v, true, it->second);
   }
   return success();
 }
 
 Value lowerFp8Encode(Fp8QuantizeOp q, ProgramLowering &l) {
+  // A state held as codes by these maxima (fp8CodeStates) is its codes.
+  if (Value codes = l.fp8StateCodes(q.getInput()))
+    return codes;
   OpBuilder &b = l.builder();
   Value codes = l.alloc(q.getType().getShape(), q.getFormat());
   // A GPU reads a bf16 input as stored (SchedTarget::keepsStored).
@@ -673,29 +708,26 @@ LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
   auto wholeType = cast<RankedTensorType>(gather.getResult().getType());
   Value whole = l.alloc(wholeType.getShape(), q.getFormat());
   gatherInto(l, gather, codes, whole);
-  // The whole tensor's maxima: the shard's where every rank has the same
-  // (one block spanning the gathered dimension, its maximum all-reduced),
-  // else each shard's own blocks, gathered with it.
-  int64_t dim = gather.getDim();
-  Value amax = l.read(q, q.getAmax());
-  ArrayRef<int64_t> grid = q.getAmax().getType().getShape();
-  llvm::SmallPtrSet<Value, 8> seen;
-  if (grid[dim] != 1 || !sameOnEveryRank(q.getAmax(), gather.getAxes(), seen)) {
-    // Gathered already where weft-gather-per-step's state keeps them.
-    auto earlier = llvm::find_if(q.getAmax().getUsers(), [&](Operation *user) {
-      auto g = dyn_cast<AllGatherOp>(user);
-      return g && g.getDim() == dim && g.getAxes() == gather.getAxes() &&
-             g->getBlock() == gather->getBlock() && g->isBeforeInBlock(gather);
-    });
-    if (earlier != q.getAmax().getUsers().end()) {
-      amax = l.stored((*earlier)->getResult(0));
-    } else {
-      SmallVector<int64_t> all(grid);
-      all[dim] *= l.groupSize(gather.getAxes());
-      Value gathered = l.alloc(all, b.getF32Type());
-      gatherInto(l, loc, gather.getAxes(), all, dim, amax, gathered);
-      amax = gathered;
-    }
+  // A state held as FP8 codes is assigned them as they are.
+  if (llvm::all_of(gather->getUsers(), [&](Operation *user) {
+        auto assign = dyn_cast<AssignOp>(user);
+        return assign && l.heldAsFp8Codes(assign.getName());
+      })) {
+    l.bind(gather.getResult(), whole);
+    return success();
+  }
+  // The whole tensor's maxima (decodingMaxima), or each shard's own blocks
+  // gathered with it.
+  Value amax;
+  if (Value maxima = decodingMaxima(gather)) {
+    amax = maxima == q.getAmax() ? l.read(q, q.getAmax()) : l.stored(maxima);
+  } else {
+    int64_t dim = gather.getDim();
+    SmallVector<int64_t> all(q.getAmax().getType().getShape());
+    all[dim] *= l.groupSize(gather.getAxes());
+    amax = l.alloc(all, b.getF32Type());
+    gatherInto(l, loc, gather.getAxes(), all, dim, l.read(q, q.getAmax()),
+               amax);
   }
   // A GPU writes bf16 as stored; f16 and the CPU's kernels write f32,
   // narrowed after.

@@ -134,6 +134,8 @@ LogicalResult lowerFp8Quantize(Fp8QuantizeOp op, ProgramLowering &l) {
     if (!plan->keepValues)
       return success();
   }
+  if (lowerFp8StateValues(op, l))
+    return success();
   Value x = l.read(op, op.getInput(), /*f32=*/true),
         amax = l.read(op, op.getAmax());
   OpBuilder &b = l.builder();

@@ -12,6 +12,7 @@
 #include "codegen/lowering/Lowering.h"
 
 #include "passes/pipeline/Names.h"
+#include "passes/precision/Fp8Codes.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -211,6 +212,11 @@ const Fp8Operand *ProgramLowering::fp8Operand(Value v, bool transposed) const {
   return it == fp8Operands.end() ? nullptr : &it->second;
 }
 
+Value ProgramLowering::fp8StateCodes(Value v) const {
+  auto param = v.getDefiningOp<ParamOp>();
+  return param && heldAsFp8Codes(param.getName()) ? stored(v) : Value();
+}
+
 void ProgramLowering::setFp8Operand(Value v, bool transposed,
                                     Fp8Operand operand) {
   fp8Operands[{v, unsigned(transposed)}] = operand;
@@ -250,6 +256,8 @@ class ModuleLowering {
 public:
   ModuleLowering(ModuleOp module, const SchedTarget &target)
       : module(module), target(target), b(module.getContext()) {
+    if (target.fp8Storage)
+      codeStates = fp8CodeStates(module);
     populateMovementLowerings(table);
     populateMatmulLowerings(table);
     populateAttentionLowerings(table);
@@ -313,6 +321,9 @@ private:
   FailureOr<FlatSymbolRefAttr> declareParam(ParamOp param) {
     StringAttr name = param.getNameAttr();
     sched::BufferType type = ProgramLowering::bufferType(param.getType());
+    // A quantized state FP8 storage holds as its codes (fp8CodeStates).
+    if (Type format = codeStates.lookup(name.getValue()))
+      type = sched::BufferType::get(b.getContext(), type.getShape(), format);
     if (auto it = params.find(name.getValue()); it != params.end()) {
       if (it->second.getType() != type)
         return param.emitError("parameter '")
@@ -407,6 +418,7 @@ private:
     Block *body = new Block();
     program.getBody().push_back(body);
     ProgramLowering lowering(program, target, mesh);
+    lowering.setFp8CodeStates(&codeStates);
     SmallVector<Attribute> inputSplit;
     SmallVector<int64_t> inputChunks;
     bool anySplit = false;
@@ -455,7 +467,7 @@ private:
         lowering.bind(param.getResult(),
                       sched::GetOp::create(
                           pb, op.getLoc(),
-                          ProgramLowering::bufferType(param.getType()), *name));
+                          params.lookup(name->getValue()).getType(), *name));
         continue;
       }
       if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -587,6 +599,8 @@ private:
   LoweringTable table;
   sched::ProgramOp firstProgram;
   llvm::StringMap<sched::ParamOp> params;
+  /// The quantized states held as FP8 codes, with their format.
+  llvm::StringMap<Type> codeStates;
   llvm::DenseMap<Attribute, FlatSymbolRefAttr> constants;
   int64_t pipelineRanks = 0; // The mesh's pp size (0: none).
 };

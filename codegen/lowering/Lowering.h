@@ -21,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <functional>
 #include <map>
@@ -168,6 +169,16 @@ public:
   mlir::Operation *fp8DecodedGatherSource(mlir::Operation *gather) const {
     return fp8DecodedGathers.lookup(gather);
   }
+  /// The states FP8 storage holds as FP8 codes (weft::fp8CodeStates).
+  void setFp8CodeStates(const llvm::StringMap<mlir::Type> *states) {
+    codeStates = states;
+  }
+  /// Whether state `name` is held as FP8 codes.
+  bool heldAsFp8Codes(llvm::StringRef name) const {
+    return codeStates && codeStates->count(name);
+  }
+  /// The codes of such a state, when `v` is a read of one; else null.
+  mlir::Value fp8StateCodes(mlir::Value v) const;
   /// Whether `op` lowers to nothing (a reshape of FP8 codes, an entropy
   /// its attention computes).
   bool elided(mlir::Operation *op) const { return elidedOps.contains(op); }
@@ -195,6 +206,7 @@ private:
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> fp8DecodedGathers;
   llvm::DenseMap<mlir::Operation *, mlir::Value> fp8EncodedCodes;
   llvm::DenseSet<mlir::Operation *> elidedOps;
+  const llvm::StringMap<mlir::Type> *codeStates = nullptr;
   /// By value and whether transposed (0 or 1).
   llvm::DenseMap<std::pair<mlir::Value, unsigned>, Fp8Operand> fp8Operands;
 };
@@ -241,9 +253,15 @@ void planFp8Storage(mlir::func::FuncOp f, ProgramLowering &l);
 /// FP8 storage is on and its every reader can multiply them; false when it
 /// keeps the values path.
 bool lowerFp8GroupCast(weft::Fp8GroupQuantizeOp op, ProgramLowering &l);
-/// Lowers quantization `op` by its plan: sched.fp8_cast per layout.
+/// Lowers quantization `op` by its plan: sched.fp8_cast per layout (of a
+/// state held as FP8 codes, those codes with sched.fp8_scale_inv's scales
+/// where a layout has them).
 mlir::LogicalResult lowerFp8Cast(weft::Fp8QuantizeOp op, Fp8Plan &plan,
                                  ProgramLowering &l);
+/// Lowers quantization `op`'s values, when its input is a state held as
+/// FP8 codes (ProgramLowering::fp8StateCodes), to the decode of the codes;
+/// false for any other input.
+bool lowerFp8StateValues(weft::Fp8QuantizeOp op, ProgramLowering &l);
 /// Lowers an all-gather of a quantization's FP8 codes (fp8GatherSource):
 /// the codes its plan cast gathered, with their scales, for the GEMMs
 /// reading the gathered value.

@@ -6,6 +6,7 @@
 #include "passes/costmodel/Topology.h"
 #include "passes/pipeline/Names.h"
 #include "passes/pipeline/Schedule.h"
+#include "passes/precision/Fp8Codes.h"
 
 #include "dialects/weft/IR/WeftOps.h"
 #include "passes/memory/Passes.h"
@@ -29,13 +30,10 @@ int64_t bytesOf(Value v) {
 }
 
 /// Whether FP8 storage moves all-gather `g`'s quantized values as one-byte
-/// codes: a quantization only gathers read, of whole four-byte words
-/// (weft-lower-to-sched's codes for GEMMs, or encoded and decoded).
+/// codes (gathersFp8Codes: codegen's rule, for GEMMs' codes or encoded).
 bool movesFp8Codes(AllGatherOp g) {
   auto q = g.getInput().getDefiningOp<Fp8QuantizeOp>();
-  return q && q.getType().getNumElements() % 4 == 0 &&
-         llvm::all_of(q->getUsers(),
-                      [](Operation *user) { return isa<AllGatherOp>(user); });
+  return q && gathersFp8Codes(q);
 }
 
 /// Bytes one rank sends for `op` on a ring of its group (CostModel.h's
@@ -182,16 +180,22 @@ LogicalResult addProgram(func::FuncOp f, int64_t times, RankEstimate &e,
 
 /// weft-gather-per-step's program, if there is one: its gathers, once per
 /// step, and the whole parameters it keeps for the step (its `.gathered`
-/// state), which count as parameters.
+/// state), which count as parameters: a byte an element where FP8 storage
+/// holds the quantized ones as codes (fp8CodeStates).
 LogicalResult addGather(func::FuncOp gather, RankEstimate &e, bool fp8Codes) {
   if (!gather)
     return success();
   if (failed(addProgram(gather, 1, e, fp8Codes)))
     return failure();
+  llvm::StringMap<Type> codes;
+  if (fp8Codes)
+    codes = fp8CodeStates(gather->getParentOfType<ModuleOp>());
   for (ParamOp p : gather.getBody().front().getOps<ParamOp>())
     if (p.getState() && p.getName().ends_with(kGatheredSuffix))
-      e.paramBytes +=
-          elementsOf(p.getType()) * elementBytes(p.getType().getElementType());
+      e.paramBytes += elementsOf(p.getType()) *
+                      (codes.count(p.getName())
+                           ? 1
+                           : elementBytes(p.getType().getElementType()));
   return success();
 }
 

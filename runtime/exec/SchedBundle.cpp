@@ -163,6 +163,7 @@ constexpr Spelling<Op> kOps[] = {
     {"fp8_amax", Op::Fp8Amax},
     {"fp8_quantize", Op::Fp8Quantize},
     {"fp8_cast", Op::Fp8Cast},
+    {"fp8_scale_inv", Op::Fp8ScaleInv},
     {"fp8_encode", Op::Fp8Encode},
     {"fp8_decode", Op::Fp8Decode},
     {"fp8_group_quantize", Op::Fp8GroupQuantize},
@@ -1011,9 +1012,11 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
     WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
     return a;
   }
-  case Op::Fp8Cast: {
-    Fp8QuantizeAttrs a; // The format is checked from out's type.
-    WEFT_ASSIGN(a.transpose, o.flag("transpose"));
+  case Op::Fp8Cast:
+  case Op::Fp8ScaleInv: {
+    Fp8QuantizeAttrs a; // The format is checked from the codes' type.
+    if (op == Op::Fp8Cast)
+      WEFT_ASSIGN(a.transpose, o.flag("transpose"));
     // Absent in bundles written before MXFP8 casts existed: f32 scales.
     if (o.has("pow2_scales"))
       WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
@@ -1235,6 +1238,8 @@ std::vector<Role> fixedRolesOf(const Instruction &in) {
                   {"amax", kRead},
                   {"out", kWrite},
                   {"scale_inv", kWrite}});
+  case Op::Fp8ScaleInv:
+    return roles({{"codes", kRead}, {"amax", kRead}, {"scale_inv", kWrite}});
   case Op::Fp8GroupQuantize:
     return roles({{"input", kRead}, {"sizes", kRead}, {"out", kWrite}});
   case Op::Fp8GroupCast:
@@ -1964,20 +1969,24 @@ absl::Status checkFp8Grid(const Check &c) {
   return absl::OkStatus();
 }
 
-/// A block-scaled fp8_cast: its blocks, read in out's matrix [rows, k] (a
-/// transposed batch's blocks each inside one matrix), are `scale_mode`'s, and
-/// scale_inv holds that mode's scales.
-absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a) {
+/// A block-scaled fp8_cast (operands input, amax, out, scale_inv) or
+/// fp8_scale_inv (codes, amax, scale_inv: the codes are input and out):
+/// its blocks, read in out's matrix [rows, k] (a transposed batch's blocks
+/// each inside one matrix), are `scale_mode`'s, and scale_inv holds that
+/// mode's scales.
+absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a,
+                                size_t outIndex, size_t scaleIndex) {
   WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
-  if (c.dtype(1) != DType::F32 || c.dtype(3) != DType::F32)
+  if (c.dtype(1) != DType::F32 || c.dtype(scaleIndex) != DType::F32)
     return c.fail("amax and scale_inv must hold f32");
-  const std::vector<int64_t> &shape = c.shape(0), &out = c.shape(2);
+  const std::vector<int64_t> &shape = c.shape(0), &out = c.shape(outIndex);
   long rows = 0, cols = 0;
   if (!weft_fp8_matrix_blocks(shape.data(), c.shape(1).data(),
                               static_cast<int>(shape.size()), &rows, &cols))
     return c.fail("the block maxima cut the input into blocks that are no "
                   "rectangles of its matrix (last dimension the columns)");
-  int64_t k = out.back(), operandRows = c.elements(2) / std::max<int64_t>(k, 1);
+  int64_t k = out.back(),
+          operandRows = c.elements(outIndex) / std::max<int64_t>(k, 1);
   if (a.transpose) {
     // Each matrix of a batch transposes on its own: a block must lie in one.
     if (shape.size() < 2 || rows < 1 || shape[shape.size() - 2] % rows != 0)
@@ -1994,10 +2003,10 @@ absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a) {
                                "\", but the blocks are ", rows, " x ", cols,
                                " of ", operandRows, " x ", k));
   int64_t count = weft_fp8_scale_count(mode, operandRows, k);
-  if (c.elements(3) != count)
-    return c.fail(absl::StrCat(c.name(3), " holds ", c.elements(3),
-                               " scales; \"", spell(kScaleModes, mode),
-                               "\" keeps ", count));
+  if (c.elements(scaleIndex) != count)
+    return c.fail(absl::StrCat(c.name(scaleIndex), " holds ",
+                               c.elements(scaleIndex), " scales; \"",
+                               spell(kScaleModes, mode), "\" keeps ", count));
   return absl::OkStatus();
 }
 
@@ -2320,7 +2329,19 @@ absl::Status checkOperands(const Check &c) {
       WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
       return c.isF32Scalar(3);
     }
-    return checkFp8CastBlocks(c, a);
+    return checkFp8CastBlocks(c, a, 2, 3);
+  }
+  case Op::Fp8ScaleInv: { // codes, amax, scale_inv
+    if (!isFp8(c.dtype(0)))
+      return c.fail(absl::StrCat(c.name(0),
+                                 " must hold f8e4m3fn or f8e5m2, not ",
+                                 dtypeText(c.dtype(0))));
+    const auto &a = in.as<Fp8QuantizeAttrs>();
+    if (a.scaleMode == WEFT_FP8_SCALE_TENSOR) {
+      WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
+      return c.isF32Scalar(2);
+    }
+    return checkFp8CastBlocks(c, a, 0, 2);
   }
   case Op::LayerNormGrad:
     return checkNormGrad(c, in.as<NormGradAttrs>().epsilon, true);

@@ -167,6 +167,7 @@ enum class Op {
   Fp8Amax,
   Fp8Quantize,
   Fp8Cast,
+  Fp8ScaleInv,
   Fp8Encode,
   Fp8Decode,
   Fp8GroupQuantize,
@@ -312,7 +313,8 @@ struct DropoutAttrs {
   bool hasPositions = false;
 };
 /// fp8_quantize (its blocks are the input's shape over the amax's),
-/// fp8_cast (one block; the format is its out's), fp8_encode and
+/// fp8_cast (one block; the format is its out's), fp8_scale_inv (as
+/// fp8_cast's, never transposed; the format is the codes'), fp8_encode and
 /// fp8_decode (blocks as fp8_quantize's; the format is the codes').
 struct Fp8QuantizeAttrs {
   bool e4m3 = true; // Else f8e5m2.

@@ -344,6 +344,21 @@ WEFT_FP8_FN void weft_fp8_cast_element(float x, long i, const float *amax,
         1.0f / scale;
 }
 
+/// sched.fp8_scale_inv of block `blk` (row-major in amax) of an operand
+/// [rows, cols] cut into blocks [blockRows, blockCols]: the 1 / scale an
+/// untransposed weft_fp8_cast_element writes for it, where `mode` keeps it.
+/// For codes that already are a cast's by these maxima (a weight's FP8
+/// state), so the GEMM reading them gets its scales without the values.
+WEFT_FP8_FN void weft_fp8_block_scale_inv(long blk, const float *amax,
+                                          float *scaleInv, long rows, long cols,
+                                          int e4m3, int pow2, int mode,
+                                          long blockRows, long blockCols) {
+  long across = cols / blockCols;
+  long row = blk / across * blockRows, column = blk % across * blockCols;
+  scaleInv[weft_fp8_scale_index(mode, row, column, rows, cols)] =
+      1.0f / weft_fp8_scale(amax[blk], e4m3, pow2);
+}
+
 /// An expert weight gradient's FP8 blocks (weft.fp8_group_quantize): rows
 /// [0, n) hold consecutive groups of sizes[g] rows (a negative size counts
 /// as 0, one past the rows left as the rows left), group g of expert

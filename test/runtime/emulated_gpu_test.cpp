@@ -659,12 +659,34 @@ TEST(EmulatedGpu, Zero3GathersFp8CodesAndTrainsLikeOneCpuRank) {
             2 * 6 * 2);
   checkPlacedTraining("gpt2-tiny", "dp=2,zero=3", 4, "tensorwise", 5e-2);
 }
+namespace {
+/// FP8 states a bundle holds as codes (weft-gather-per-step's, under FP8
+/// storage), and in its @accumulate the decodes and the scales taken from
+/// held maxima (sched.fp8_scale_inv).
+struct HeldFp8 {
+  int states = 0, decodes = 0, scaleInvs = 0;
+};
+HeldFp8 heldFp8(const rs::SchedBundle &bundle) {
+  HeldFp8 held;
+  for (const rs::Param &p : bundle.params)
+    held.states += p.name.find(".gathered") != std::string::npos &&
+                   runtime::isFp8(p.type.dtype);
+  for (const rs::Instruction &ins :
+       bundle.program("accumulate")->instructions) {
+    held.decodes += ins.op == rs::Op::Fp8Decode;
+    held.scaleInvs += ins.op == rs::Op::Fp8ScaleInv;
+  }
+  return held;
+}
+} // namespace
+
 // ZeRO-3 gathered once a step for two micro-batches (gather=step, the
 // default with micro-batches): @gather quantizes each weight's shard by
-// the max all-reduced over dp, encodes it as FP8 codes, gathers the codes
-// (one byte an element) and decodes them into the weight's quantized
-// state, which each micro-batch casts to codes for its GEMMs without
-// gathering anything.
+// the max all-reduced over dp, encodes it as FP8 codes and gathers the
+// codes (one byte an element) into the weight's quantized state, which
+// holds them as they are. Each micro-batch's GEMMs read the held codes
+// (a transposing copy where k is not contiguous) with scales from the
+// held maxima, gathering, casting and decoding nothing.
 TEST(EmulatedGpu,
      Zero3GatheredOncePerStepMovesFp8CodesAndTrainsLikeOneCpuRank) {
   Case placed("gpt2-tiny", "f32", "dp=2,zero=3,mb=2");
@@ -690,10 +712,14 @@ TEST(EmulatedGpu,
     fp8Gemms += ins.op == rs::Op::Gemm &&
                 runtime::isFp8(acc.buffers[ins.operands[1]].type.dtype);
   }
+  HeldFp8 held = heldFp8(*bundle);
   // Six weights a layer (c_attn's q, k and v slices, c_proj, c_fc, the
-  // MLP's c_proj), two layers, each gathered once, as codes.
+  // MLP's c_proj), two layers, each gathered once, as codes, and held so.
   EXPECT_EQ(fp8Gathers, 2 * 6);
-  EXPECT_EQ(decodes, 2 * 6);
+  EXPECT_EQ(decodes, 0);
+  EXPECT_EQ(held.states, 2 * 6);
+  EXPECT_EQ(held.decodes, 0);
+  EXPECT_EQ(held.scaleInvs, 2 * 6);
   EXPECT_EQ(accumulateGathers, 0);
   // Their forward and input-gradient GEMMs read codes (the first layer's
   // too: the embedding takes its gradient).
@@ -747,6 +773,27 @@ TEST(EmulatedGpu,
      Zero3GathersBlockwiseFp8CodesAndBlockScalesAndTrainsLikeOneCpuRank) {
   checkPlacedTraining("llama-blocks", "dp=2,zero=3", 2, "blockwise", 5e-2,
                       "f32", /*seq=*/128);
+}
+// The same blocks gathered once a step for two micro-batches: the state
+// holds the gathered codes, and the forward GEMM reads them transposed,
+// 128 x 128 blocks transposing with their scales (from the gathered
+// maxima), so no weight is decoded or cast again.
+TEST(EmulatedGpu,
+     Zero3GatheredOncePerStepHoldsBlockwiseFp8CodesAndTrainsLikeOneCpuRank) {
+  Case placed("llama-blocks", "f32", "dp=2,zero=3,mb=2");
+  placed.fp8 = "blockwise";
+  placed.cudaBundle = true;
+  placed.batch = 4;
+  placed.seq = 128;
+  auto bundle = rs::loadSchedBundle(testutil::compileCase(placed));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  // One layer's seven weights (the head stays f32).
+  HeldFp8 held = heldFp8(*bundle);
+  EXPECT_EQ(held.states, 7);
+  EXPECT_EQ(held.decodes, 0);
+  EXPECT_EQ(held.scaleInvs, 7);
+  checkPlacedTraining("llama-blocks", "dp=2,zero=3,mb=2", 4, "blockwise", 5e-2,
+                      "f32", /*seq=*/128, "mb=2");
 }
 // Megatron tensor parallelism: split attention heads and MLP, f/g
 // all-reduces, and the vocabulary-parallel embedding and cross-entropy

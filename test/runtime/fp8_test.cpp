@@ -507,6 +507,57 @@ TEST(Fp8Scaling, CastBlocksOfPerTensorAndBlockedMaxima) {
             (std::pair<int64_t, int64_t>{128, 128}));
 }
 
+// sched.fp8_scale_inv writes, from the maxima alone, the scales an
+// untransposed sched.fp8_cast writes beside its codes, to the bit, in
+// every scale mode, format and scaling (a held FP8 state's GEMMs read
+// them with the codes a cast once made); the padding of a 128 x 128 grid
+// is left alone by both.
+TEST(Fp8Scaling, ScaleInvOfMaximaIsTheCastsScales) {
+  struct Layout {
+    int mode;
+    long rows, cols, blockRows, blockCols;
+  };
+  const Layout layouts[] = {
+      {WEFT_FP8_SCALE_TENSOR, 64, 96, 64, 96},
+      {WEFT_FP8_SCALE_ROWS, 48, 64, 1, 64},
+      {WEFT_FP8_SCALE_VEC128, 32, 384, 1, 128},
+      {WEFT_FP8_SCALE_BLK128, 256, 640, 128, 128},
+      {WEFT_FP8_SCALE_BLK128, 100, 256, 100, 128},
+      {WEFT_FP8_SCALE_VEC32, 16, 128, 1, 32},
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-3.0f, 3.0f);
+  std::uniform_real_distribution<float> exponent(-20.0f, 20.0f);
+  for (const Layout &t : layouts)
+    for (int e4m3 : {1, 0})
+      for (int pow2 : {0, 1}) {
+        SCOPED_TRACE(testing::Message()
+                     << "mode " << t.mode << " " << t.rows << "x" << t.cols
+                     << " e4m3 " << e4m3 << " pow2 " << pow2);
+        long across = t.cols / t.blockCols,
+             blocks = t.rows / t.blockRows * across;
+        std::vector<float> amax(blocks), x(t.rows * t.cols);
+        for (float &a : amax)
+          a = std::ldexp(1.0f, static_cast<int>(exponent(rng)));
+        for (float &v : x)
+          v = value(rng);
+        long count = weft_fp8_scale_count(t.mode, t.rows, t.cols);
+        std::vector<float> cast(count, -1.0f), fromMaxima(count, -1.0f);
+        std::vector<unsigned char> codes(x.size());
+        for (long i = 0; i < static_cast<long>(x.size()); ++i)
+          weft_fp8_cast_element(x[i], i, amax.data(), codes.data(), cast.data(),
+                                1, t.rows, t.cols, 0, e4m3, pow2, t.mode,
+                                t.blockRows, t.blockCols);
+        for (long blk = 0; blk < blocks; ++blk)
+          weft_fp8_block_scale_inv(blk, amax.data(), fromMaxima.data(), t.rows,
+                                   t.cols, e4m3, pow2, t.mode, t.blockRows,
+                                   t.blockCols);
+        for (long i = 0; i < count; ++i)
+          ASSERT_EQ(weft_fp8_bits_of(fromMaxima[i]), weft_fp8_bits_of(cast[i]))
+              << "scale " << i;
+      }
+}
+
 namespace {
 /// A recipe's blocks for y = x [m, k] @ w [k, n], both E4M3 (the forward).
 struct GemmRecipe {

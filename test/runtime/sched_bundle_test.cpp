@@ -671,6 +671,15 @@ const Corruption kCorruptions[] = {
      },
      {"program 'eval', instruction 3 (fp8_decode)",
       "operand 0 (input) must hold f8e4m3fn or f8e5m2, not f32"}},
+    {"Fp8ScaleInvOfFloats",
+     [](json &m) {
+       instr(m, "eval", 3) = {{"op", "fp8_scale_inv"},
+                              {"stream", "compute"},
+                              {"operands", {6, 7, 8}},
+                              {"pow2_scales", false}};
+     },
+     {"program 'eval', instruction 3 (fp8_scale_inv)",
+      "operand 0 (codes) must hold f8e4m3fn or f8e5m2, not f32"}},
     {"SoftmaxDimOutsideRank",
      [](json &m) { instr(m, "eval", 3)["dim"] = 3; },
      {"program 'eval', instruction 3 (softmax)", "field 'dim' 3 is outside rank 3"}},

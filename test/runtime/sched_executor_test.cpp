@@ -477,18 +477,49 @@ TEST(SchedExecutor, Fp8Zero3GatheredOncePerStepTrainsLikeOneRank) {
   // which reads the weight's one quantization (quantizations alike merge:
   // gather-per-step-fp8-twice.mlir): still one state each.
   EXPECT_EQ(states(check("tensorwise", "auto", "full")), std::make_pair(12, 0));
-  // With FP8 storage, @gather moves the codes and decodes them
-  // (sched.fp8_encode and fp8_decode on the CPU, each rank's
-  // rank<r>.gather its stage's six weights) and the micro-batches' GEMMs
-  // read codes.
-  Case stored = check("tensorwise", "on");
-  auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(stored));
-  ASSERT_TRUE(bundle.ok()) << bundle.status();
-  int decodes = 0;
-  for (const auto &program : bundle->programs)
-    for (const auto &ins : program.instructions)
-      decodes += ins.op == runtime::sched::Op::Fp8Decode;
-  EXPECT_EQ(decodes, 2 * 6);
+  // With FP8 storage, @gather moves the codes (sched.fp8_encode on the
+  // CPU, each rank's rank<r>.gather its stage's six weights) and the state
+  // holds them as FP8, decoding none. Under pp a stage's forward stashes
+  // the quantized weight for its backward, so it decodes the state there;
+  // without pp (and 16 tokens a rank and micro-batch, so that the GEMMs
+  // are FP8's) the micro-batch's GEMMs read the held codes, their scales
+  // from the held maxima (sched.fp8_scale_inv), and nothing is decoded.
+  using runtime::sched::Op;
+  struct Counts {
+    int heldStates = 0, gatherDecodes = 0, decodes = 0, scaleInvs = 0;
+  };
+  auto count = [](const Case &setup) {
+    Counts c;
+    auto bundle = runtime::sched::loadSchedBundle(testutil::compileCase(setup));
+    EXPECT_TRUE(bundle.ok()) << bundle.status();
+    if (!bundle.ok())
+      return c;
+    for (const auto &p : bundle->params)
+      c.heldStates += p.name.find(".gathered") != std::string::npos &&
+                      runtime::isFp8(p.type.dtype);
+    for (const auto &program : bundle->programs)
+      for (const auto &ins : program.instructions) {
+        bool gather = program.name.find("gather") != std::string::npos;
+        c.gatherDecodes += gather && ins.op == Op::Fp8Decode;
+        c.decodes += ins.op == Op::Fp8Decode;
+        c.scaleInvs += ins.op == Op::Fp8ScaleInv;
+      }
+    return c;
+  };
+  Counts pp = count(check("tensorwise", "on"));
+  EXPECT_EQ(pp.heldStates, 2 * 6);
+  EXPECT_EQ(pp.gatherDecodes, 0);
+  EXPECT_EQ(pp.decodes, 2 * 6);
+  Case direct("gpt2-tiny", "f32", "dp=2,zero=3,mb=4");
+  direct.batch = 8;
+  direct.seq = 16;
+  direct.fp8 = "tensorwise";
+  direct.fp8Storage = "on";
+  checkPlacedTraining(direct, 1e-3, kFp8Elementwise, "mb=4", kFp8Elementwise);
+  Counts dp = count(direct);
+  EXPECT_EQ(dp.heldStates, 2 * 6);
+  EXPECT_EQ(dp.decodes, 0);
+  EXPECT_EQ(dp.scaleInvs, 2 * 6);
 }
 // bf16 values: each rank rounds its partial sums to bf16 before the
 // all-reduce sums them in f32, where one rank rounds the whole: losses,

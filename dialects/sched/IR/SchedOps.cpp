@@ -1435,6 +1435,64 @@ LogicalResult GemmOp::verifyScaleModes() {
                            mnk[1], mnk[2], "A", "B");
 }
 
+/// The scales of a cast of `input` by the maxima `amax` into codes `out`
+/// (`input`'s shape, or with `transpose` its last two dimensions swapped):
+/// `modeName`'s blocks (one f32 maximum without one), and `scaleInv`
+/// holding that mode's scales for out's matrix. fp8_cast's and
+/// fp8_scale_inv's (whose codes are both its input and out).
+static LogicalResult verifyCastScales(Operation *op, Value input, Value amax,
+                                      Value out, Value scaleInv, bool transpose,
+                                      std::optional<StringRef> modeName) {
+  int mode = WEFT_FP8_SCALE_TENSOR;
+  if (modeName) {
+    FailureOr<int> parsed = scaleModeOf(op, *modeName);
+    if (failed(parsed))
+      return failure();
+    mode = *parsed;
+  }
+  if (mode == WEFT_FP8_SCALE_TENSOR) {
+    if (!bufferOf(amax).getElementType().isF32() ||
+        bufferOf(amax).getNumElements() != 1)
+      return op->emitOpError("amax must be one f32 (a per-tensor scale), not ")
+             << bufferOf(amax);
+    return isF32Scalar(op, scaleInv, "scale_inv");
+  }
+  BufferType in = bufferOf(input), grid = bufferOf(amax), to = bufferOf(out);
+  if (!grid.getElementType().isF32() ||
+      !bufferOf(scaleInv).getElementType().isF32())
+    return op->emitOpError("amax and scale_inv must hold f32");
+  if (failed(verifyFp8Grid(op, in.getShape(), grid.getShape())))
+    return failure();
+  long rows = 0, cols = 0;
+  if (!weft_fp8_matrix_blocks(in.getShape().data(), grid.getShape().data(),
+                              static_cast<int>(in.getShape().size()), &rows,
+                              &cols))
+    return op->emitOpError("block maxima [")
+           << grid.getShape() << "] cut [" << in.getShape()
+           << "] into blocks that are no rectangles of its matrix";
+  int64_t k = to.getShape().empty() ? 1 : to.getShape().back();
+  int64_t operandRows = to.getNumElements() / std::max<int64_t>(k, 1);
+  if (transpose) {
+    // Each matrix of a batch transposes on its own: a block must lie in one.
+    if (in.getShape().size() < 2 || rows < 1 ||
+        in.getShape()[in.getShape().size() - 2] % rows != 0)
+      return op->emitOpError("a block-scaled transposing cast needs blocks "
+                             "inside one matrix; ")
+             << rows << "-row blocks cut [" << in.getShape() << "]";
+    std::swap(rows, cols);
+  }
+  if (!(weft_fp8_scale_modes_of(operandRows, k, rows, cols) >> mode & 1))
+    return op->emitOpError("blocks ")
+           << rows << " x " << cols << " of " << operandRows << " x " << k
+           << " are not scale mode '" << fp8ScaleModeName(mode) << "''s";
+  int64_t count = weft_fp8_scale_count(mode, operandRows, k);
+  if (bufferOf(scaleInv).getNumElements() != count)
+    return op->emitOpError("scale_inv must hold ")
+           << count << " f32 (" << fp8ScaleModeName(mode) << " of "
+           << operandRows << " x " << k << "), not " << bufferOf(scaleInv);
+  return success();
+}
+
 LogicalResult Fp8CastOp::verify() {
   BufferType in = bufferOf(getInput()), out = bufferOf(getOut());
   if (!in.getElementType().isF32() && !in.getElementType().isBF16())
@@ -1443,23 +1501,6 @@ LogicalResult Fp8CastOp::verify() {
   if (!isa<Float8E4M3FNType, Float8E5M2Type>(out.getElementType()))
     return emitOpError("out must hold f8E4M3FN or f8E5M2, not ")
            << out.getElementType();
-  int mode = WEFT_FP8_SCALE_TENSOR;
-  if (std::optional<StringRef> name = getScaleMode()) {
-    FailureOr<int> parsed = scaleModeOf(*this, *name);
-    if (failed(parsed))
-      return failure();
-    mode = *parsed;
-  }
-  if (mode == WEFT_FP8_SCALE_TENSOR) {
-    if (!bufferOf(getAmax()).getElementType().isF32() ||
-        bufferOf(getAmax()).getNumElements() != 1)
-      return emitOpError("amax must be one f32 (a per-tensor scale), not ")
-             << bufferOf(getAmax());
-    if (failed(isF32Scalar(*this, getScaleInv(), "scale_inv")))
-      return failure();
-  } else if (failed(verifyBlocks(mode))) {
-    return failure();
-  }
   SmallVector<int64_t> want(in.getShape());
   if (getTranspose()) {
     if (want.size() < 2)
@@ -1471,45 +1512,16 @@ LogicalResult Fp8CastOp::verify() {
     return emitOpError("out must have shape [")
            << want << "]" << (getTranspose() ? " (input's, transposed)" : "")
            << ", not [" << out.getShape() << "]";
-  return success();
+  return verifyCastScales(*this, getInput(), getAmax(), getOut(), getScaleInv(),
+                          getTranspose(), getScaleMode());
 }
 
-LogicalResult Fp8CastOp::verifyBlocks(int mode) {
-  BufferType in = bufferOf(getInput()), amax = bufferOf(getAmax()),
-             out = bufferOf(getOut());
-  if (!amax.getElementType().isF32() ||
-      !bufferOf(getScaleInv()).getElementType().isF32())
-    return emitOpError("amax and scale_inv must hold f32");
-  if (failed(verifyFp8Grid(*this, in.getShape(), amax.getShape())))
-    return failure();
-  long rows = 0, cols = 0;
-  if (!weft_fp8_matrix_blocks(in.getShape().data(), amax.getShape().data(),
-                              static_cast<int>(in.getShape().size()), &rows,
-                              &cols))
-    return emitOpError("block maxima [")
-           << amax.getShape() << "] cut [" << in.getShape()
-           << "] into blocks that are no rectangles of its matrix";
-  int64_t k = out.getShape().empty() ? 1 : out.getShape().back();
-  int64_t operandRows = out.getNumElements() / std::max<int64_t>(k, 1);
-  if (getTranspose()) {
-    // Each matrix of a batch transposes on its own: a block must lie in one.
-    if (in.getShape().size() < 2 || rows < 1 ||
-        in.getShape()[in.getShape().size() - 2] % rows != 0)
-      return emitOpError("a block-scaled transposing cast needs blocks "
-                         "inside one matrix; ")
-             << rows << "-row blocks cut [" << in.getShape() << "]";
-    std::swap(rows, cols);
-  }
-  if (!(weft_fp8_scale_modes_of(operandRows, k, rows, cols) >> mode & 1))
-    return emitOpError("blocks ")
-           << rows << " x " << cols << " of " << operandRows << " x " << k
-           << " are not scale mode '" << fp8ScaleModeName(mode) << "''s";
-  int64_t count = weft_fp8_scale_count(mode, operandRows, k);
-  if (bufferOf(getScaleInv()).getNumElements() != count)
-    return emitOpError("scale_inv must hold ")
-           << count << " f32 (" << fp8ScaleModeName(mode) << " of "
-           << operandRows << " x " << k << "), not " << bufferOf(getScaleInv());
-  return success();
+LogicalResult Fp8ScaleInvOp::verify() {
+  Type format = bufferOf(getCodes()).getElementType();
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(format))
+    return emitOpError("codes must hold f8E4M3FN or f8E5M2, not ") << format;
+  return verifyCastScales(*this, getCodes(), getAmax(), getCodes(),
+                          getScaleInv(), /*transpose=*/false, getScaleMode());
 }
 
 namespace {

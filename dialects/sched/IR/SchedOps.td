@@ -801,9 +801,25 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
           !sched.buffer<64x16xf8E4M3FN>, !sched.buffer<1xf32>
     ```
   }];
-  let extraClassDeclaration = [{
-    /// A block-scaled cast's blocks and scales against `mode`.
-    ::mlir::LogicalResult verifyBlocks(int mode);
+}
+def Sched_Fp8ScaleInvOp : Sched_LibraryOp<"fp8_scale_inv",
+    "the inverse scales fp8_cast writes, for codes that are a cast's already",
+    (ins Sched_In:$codes, Sched_In:$amax, Sched_Out:$scale_inv,
+         OptionalAttr<StrAttr>:$scale_mode, UnitAttr:$pow2_scales)> {
+  let description = [{
+    `scale_inv` gets what an `fp8_cast` (untransposed) of `codes`' shape
+    into `codes`' format by the maxima `amax` writes into its `scale_inv`,
+    in the same `scale_mode` and with the same `pow2_scales`: each block's
+    1 / s. `codes` is read for its shape and format only. Where FP8
+    storage keeps a weight's quantized state as codes (the ones an
+    `fp8_encode` by these maxima made), a GEMM reads them as they are and
+    takes its scales from here, with no values to cast.
+
+    ```mlir
+    sched.fp8_scale_inv %codes, %amax, %scale_inv
+        : !sched.buffer<64x64xf8E4M3FN>, !sched.buffer<1x1xf32>,
+          !sched.buffer<1xf32>
+    ```
   }];
 }
 def Sched_Fp8EncodeOp : Sched_LibraryOp<"fp8_encode",

@@ -3372,3 +3372,39 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   sched.grouped_matmul_wgrad %a, %b, %s, %o scales(%sa, %sb : !sched.buffer<4x96xf32>, !sched.buffer<4x48xf32>) {tile_rows = 32 : i64} : !sched.buffer<96x64xf8E4M3FN>, !sched.buffer<48x64xf8E4M3FN>, !sched.buffer<4xi32>, !sched.buffer<2x96x48xf16>
   sched.return []
 }
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<4x8xf32>, %a: !sched.buffer<1xf32>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_scale_inv' op codes must hold f8E4M3FN or f8E5M2, not 'f32'}}
+  sched.fp8_scale_inv %q, %a, %s : !sched.buffer<4x8xf32>, !sched.buffer<1xf32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<4x8xf8E4M3FN>, %a: !sched.buffer<4x1xf32>, %s: !sched.buffer<1xf32>):
+  // expected-error @+1 {{'sched.fp8_scale_inv' op amax must be one f32 (a per-tensor scale), not '!sched.buffer<4x1xf32>'}}
+  sched.fp8_scale_inv %q, %a, %s : !sched.buffer<4x8xf8E4M3FN>, !sched.buffer<4x1xf32>, !sched.buffer<1xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<16x256xf8E4M3FN>, %a: !sched.buffer<16x2xf32>, %s: !sched.buffer<16xf32>):
+  // expected-error @+1 {{'sched.fp8_scale_inv' op blocks 1 x 128 of 16 x 256 are not scale mode 'rows''s}}
+  sched.fp8_scale_inv %q, %a, %s {scale_mode = "rows"} : !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<16x2xf32>, !sched.buffer<16xf32>
+  sched.return []
+}
+
+// -----
+
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<16x256xf8E4M3FN>, %a: !sched.buffer<16x2xf32>, %s: !sched.buffer<16xf32>):
+  // expected-error @+1 {{'sched.fp8_scale_inv' op scale_inv must hold 32 f32 (vec128 of 16 x 256), not '!sched.buffer<16xf32>'}}
+  sched.fp8_scale_inv %q, %a, %s {scale_mode = "vec128"} : !sched.buffer<16x256xf8E4M3FN>, !sched.buffer<16x2xf32>, !sched.buffer<16xf32>
+  sched.return []
+}

@@ -189,6 +189,20 @@ sched.program @fp8_codes arena(160) align(16) events(0) streams ["compute"] {
   sched.return ["y"] %y : !sched.buffer<4x8xf32>
 }
 
+// Codes held as they are (a state an encode filled) get their GEMM's
+// scales from their maxima alone: one f32, or 128 x 128 blocks.
+// CHECK-LABEL: sched.program @fp8_held_codes
+sched.program @fp8_held_codes arena(256) align(16) events(0) streams ["compute"] {
+^bb0(%q: !sched.buffer<32x64xf8E4M3FN>, %a: !sched.buffer<1x1xf32>, %w: !sched.buffer<256x640xf8E5M2>, %b: !sched.buffer<2x5xf32>):
+  %s = sched.alloc offset(0) live(0, 2) : !sched.buffer<1xf32>
+  %t = sched.alloc offset(16) live(1, 2) : !sched.buffer<16xf32>
+  // CHECK: sched.fp8_scale_inv %{{.*}}, %{{.*}}, %{{.*}} : !sched.buffer<32x64xf8E4M3FN>, !sched.buffer<1x1xf32>, !sched.buffer<1xf32>
+  sched.fp8_scale_inv %q, %a, %s : !sched.buffer<32x64xf8E4M3FN>, !sched.buffer<1x1xf32>, !sched.buffer<1xf32>
+  // CHECK: sched.fp8_scale_inv %{{.*}} {pow2_scales, scale_mode = "blk128"} : !sched.buffer<256x640xf8E5M2>, !sched.buffer<2x5xf32>, !sched.buffer<16xf32>
+  sched.fp8_scale_inv %w, %b, %t {scale_mode = "blk128", pow2_scales} : !sched.buffer<256x640xf8E5M2>, !sched.buffer<2x5xf32>, !sched.buffer<16xf32>
+  sched.return ["s", "t"] %s, %t : !sched.buffer<1xf32>, !sched.buffer<16xf32>
+}
+
 // FP8 codes for a GEMM: as stored and transposed, each with 1/s, and the
 // GEMM reading them with their scales.
 // Block scales: 1 x 128 tiles of x [16, 256] (outer-dim-major, 2 x 16

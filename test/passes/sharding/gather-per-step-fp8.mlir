@@ -42,18 +42,30 @@
 // CHECK-LABEL: func.func @train_step
 
 // Lowered with FP8 storage, @gather moves codes: each shard is encoded by
-// the all-reduced maximum, the codes gathered (a byte an element) and
-// decoded into the state; @accumulate casts the state for its GEMMs.
+// the all-reduced maximum and the codes gathered (a byte an element) into
+// the state, which holds them as they are, nothing decoded. @accumulate's
+// GEMMs read the held codes with scales from the held maximum: the
+// forward through a transposing copy (k contiguous), the input gradient
+// as stored; nothing is cast from values.
+// SCHED: sched.param @v.fp8.gathered init(zeros) state {transient} : !sched.buffer<32x32xf8E4M3FN>
 // SCHED-LABEL: sched.program @gather
 // SCHED: sched.collective all_reduce max
 // SCHED: sched.fp8_encode %{{.*}}, %[[A:.*]], %[[C:.*]] : !sched.buffer<16x32xf32>, !sched.buffer<1x1xf32>, !sched.buffer<16x32xf8E4M3FN>
 // SCHED: sched.collective all_gather none %[[C]] -> %[[W:.*]] over @mesh ["dp"] {{.*}}: <16x32xf8E4M3FN> -> <32x32xf8E4M3FN>
-// SCHED: sched.fp8_decode %[[W]], %[[A]], %[[V:.*]] : !sched.buffer<32x32xf8E4M3FN>, !sched.buffer<1x1xf32>, !sched.buffer<32x32xf32>
-// SCHED: sched.assign @w.fp8.gathered = %[[V]]
+// SCHED-NOT: fp8_decode
+// SCHED: sched.assign @w.fp8.gathered = %[[W]] : <32x32xf8E4M3FN>
+// SCHED: sched.assign @w.fp8.amax.gathered = %[[A]] : <1x1xf32>
 // SCHED-LABEL: sched.program @accumulate
+// SCHED: %[[V:.*]] = sched.get @v.fp8.gathered : <32x32xf8E4M3FN>
+// SCHED-NEXT: %[[VM:.*]] = sched.get @v.fp8.amax.gathered : <1x1xf32>
 // SCHED-NOT: all_gather
-// SCHED: sched.fp8_cast
+// SCHED-NOT: fp8_decode
+// SCHED: sched.fp8_scale_inv %[[V]], %[[VM]], %[[I:.*]] : !sched.buffer<32x32xf8E4M3FN>, !sched.buffer<1x1xf32>, !sched.buffer<1xf32>
+// SCHED: sched.copy %[[V]] -> %[[T:.*]] sizes [1, 32, 32] src [0, 1024, 32, 1] dst [0, 1024, 1, 32]
+// SCHED: sched.gemm %{{.*}}, %[[T]] -> %{{.*}} scales(%{{.*}}, %[[I]] :
+// SCHED: sched.gemm %{{.*}}, %[[V]] -> %{{.*}} scales(%{{.*}}, %[[I]] : {{.*}} : <32x32xf8E5M2>, <32x32xf8E4M3FN>
 // SCHED-NOT: all_gather
+// SCHED-NOT: fp8_decode
 // SCHED: sched.return
 
 // Row-wise: the second layer's backward re-quantizes its weight in other

@@ -187,7 +187,12 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createAccumulateGradients(accumulate));
   }
   if (gatherPerStep) {
-    pm.addPass(createGatherPerStep());
+    // FP8 storage holds the quantized states as codes.
+    GatherPerStepOptions perStep;
+    perStep.fp8Codes =
+        fp8Choice.any() &&
+        codegen::fp8StorageOn(options.fp8Storage, options.target == "cuda");
+    pm.addPass(createGatherPerStep(perStep));
     // The quantizations it moved into @gather: their gathers then move
     // FP8 values.
     if (fp8Choice.any()) {

@@ -522,32 +522,25 @@ bool lowerFp8GroupCast(Fp8GroupQuantizeOp op, ProgramLowering &l) {
 }
 
 namespace {
-/// The values of quantization `op` of a state held as FP8 codes `held`
-/// (fp8CodeStates), which its maxima give back to the bit, decoded into
-/// `out` (f32, or on a GPU bf16 as stored).
-void decodeHeld(Fp8QuantizeOp op, Value held, Value out, ProgramLowering &l) {
+/// sched.fp8_decode of `codes` by `amax` into result `r` of `op`: a GPU
+/// writes bf16 as stored; f16 and the CPU's kernels write f32, narrowed
+/// after.
+void decodeInto(ProgramLowering &l, Operation *op, Value r, Value codes,
+                Value amax, UnitAttr pow2) {
   OpBuilder &b = l.builder();
-  sched::Fp8DecodeOp::create(b, op.getLoc(), held, l.read(op, op.getAmax()),
-                             out, op.getPow2ScalesAttr(),
-                             b.getStringAttr("compute"));
-}
-
-/// Whether a decode into a value of `type` writes it as stored: a GPU's
-/// bf16. Else f32, narrowed after.
-bool decodesAsStored(const ProgramLowering &l, Type type) {
-  return l.target().cuda && getElementTypeOrSelf(type).isBF16();
+  bool f32 = !l.target().cuda || !getElementTypeOrSelf(r.getType()).isBF16();
+  sched::Fp8DecodeOp::create(b, op->getLoc(), codes, amax, l.write(op, r, f32),
+                             pow2, b.getStringAttr("compute"));
 }
 } // namespace
 
 bool lowerFp8StateValues(Fp8QuantizeOp op, ProgramLowering &l) {
+  // Its maxima give the held codes' values back to the bit.
   Value held = l.fp8StateCodes(op.getInput());
-  if (!held)
-    return false;
-  decodeHeld(op, held,
-             l.write(op, op.getResult(),
-                     /*f32=*/!decodesAsStored(l, op.getType())),
-             l);
-  return true;
+  if (held)
+    decodeInto(l, op, op.getResult(), held, l.read(op, op.getAmax()),
+               op.getPow2ScalesAttr());
+  return static_cast<bool>(held);
 }
 
 LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
@@ -556,22 +549,11 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
   Location loc = op.getLoc();
   Type format = op.getFormat(), f32 = b.getF32Type();
   Value amax = l.read(op, op.getAmax());
-  // A state held as codes (fp8CodeStates) is read as they are where a
-  // layout has them; its values are decoded once only for a layout cast
-  // anew. Else the input, which a GPU reads as stored if bf16
+  // A state held as codes (fp8CodeStates) is read as they are, in every
+  // layout; any other input is cast, a bf16 one read as stored on a GPU
   // (SchedTarget::keepsStored).
-  Value held = l.fp8StateCodes(op.getInput()), x;
-  auto input = [&] {
-    if (x)
-      return x;
-    if (!held)
-      return x = l.read(op, op.getInput());
-    bool asStored = decodesAsStored(l, op.getType());
-    x = l.alloc(op.getType().getShape(),
-                asStored ? getElementTypeOrSelf(op.getType()) : f32);
-    decodeHeld(op, held, x, l);
-    return x;
-  };
+  Value held = l.fp8StateCodes(op.getInput()),
+        x = held ? Value() : l.read(op, op.getInput()), heldScale;
   auto shapeOf = [](Value v) {
     return cast<ShapedType>(v.getType()).getShape();
   };
@@ -605,30 +587,41 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
     int64_t operandRows =
         ShapedType::getNumElements(outShape) / outShape.back();
     Fp8Operand o;
+    o.scaleMode = mode;
+    if (held) {
+      // The held codes are the cast's (an element's code depends on its
+      // block's scale alone): as they are, or a transposing copy of them.
+      Value codes = l.view(held, 0, inShape, format);
+      o.codes =
+          transpose ? transposeCodes(l, loc, codes, inShape, format) : held;
+      // One scale serves every layout.
+      if (mode == WEFT_FP8_SCALE_TENSOR && heldScale) {
+        o.scaleInv = heldScale;
+        return o;
+      }
+    }
     o.scaleInv = l.alloc(
         {weft_fp8_scale_count(mode, operandRows, outShape.back())}, f32);
-    o.scaleMode = mode;
     StringAttr modeName = mode == WEFT_FP8_SCALE_TENSOR
                               ? StringAttr()
                               : b.getStringAttr(sched::fp8ScaleModeName(mode));
     UnitAttr pow2 = op.getPow2Scales() ? b.getUnitAttr() : UnitAttr();
     Value grid = l.view(amax, 0, gridShape, f32);
-    if (held && !transpose) {
-      // The held codes, as they are: only their scales.
-      o.codes = held;
+    UnitAttr transposeAttr = transpose ? b.getUnitAttr() : UnitAttr();
+    if (held) {
+      // The scales for the held codes' layout, from the maxima.
       sched::Fp8ScaleInvOp::create(b, loc, l.view(held, 0, inShape, format),
-                                   grid, o.scaleInv, modeName, pow2,
-                                   b.getStringAttr("compute"));
+                                   grid, o.scaleInv, transposeAttr, modeName,
+                                   pow2, b.getStringAttr("compute"));
+      if (mode == WEFT_FP8_SCALE_TENSOR)
+        heldScale = o.scaleInv;
       return o;
     }
-    Value from = input();
-    Type stored =
-        llvm::cast<sched::BufferType>(from.getType()).getElementType();
+    Type stored = llvm::cast<sched::BufferType>(x.getType()).getElementType();
     o.codes = l.alloc(outShape, format);
-    sched::Fp8CastOp::create(b, loc, l.view(from, 0, inShape, stored), grid,
-                             o.codes, o.scaleInv,
-                             transpose ? b.getUnitAttr() : UnitAttr(), modeName,
-                             pow2, b.getStringAttr("compute"));
+    sched::Fp8CastOp::create(b, loc, l.view(x, 0, inShape, stored), grid,
+                             o.codes, o.scaleInv, transposeAttr, modeName, pow2,
+                             b.getStringAttr("compute"));
     return o;
   };
   // Every layout as stored has the same blocks, so one mode (but for one
@@ -666,22 +659,8 @@ LogicalResult lowerFp8Cast(Fp8QuantizeOp op, Fp8Plan &plan,
       continue;
     }
     auto it = transposed.find(shape);
-    if (it == transposed.end()) {
-      // Held codes read transposed: one scale, or 128 x 128 blocks of the
-      // matrix, transpose with their codes; other blocks are cast anew.
-      Fp8Operand o;
-      if (held && use.scaleMode == WEFT_FP8_SCALE_TENSOR) {
-        o = plainCodes(use.scaleMode);
-        o.codes = transposeCodes(l, loc, l.view(held, 0, shape, format), shape,
-                                 format);
-      } else if (held && use.scaleMode == WEFT_FP8_SCALE_BLK128 &&
-                 shape == ArrayRef<int64_t>{rows, k}) {
-        o = transposeBlocks(l, loc, plainCodes(use.scaleMode), shape, format);
-      } else {
-        o = cast(shape, true, use.scaleMode);
-      }
-      it = transposed.insert({shape, o}).first;
-    }
+    if (it == transposed.end())
+      it = transposed.insert({shape, cast(shape, true, use.scaleMode)}).first;
     l.setFp8Operand(v, true, it->second);
   }
   return success();
@@ -729,13 +708,7 @@ LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
     gatherInto(l, loc, gather.getAxes(), all, dim, l.read(q, q.getAmax()),
                amax);
   }
-  // A GPU writes bf16 as stored; f16 and the CPU's kernels write f32,
-  // narrowed after.
-  bool f32 = !l.target().cuda ||
-             !getElementTypeOrSelf(gather.getResult().getType()).isBF16();
-  sched::Fp8DecodeOp::create(b, loc, whole, amax,
-                             l.write(gather, gather.getResult(), f32),
-                             q.getPow2ScalesAttr(), b.getStringAttr("compute"));
+  decodeInto(l, gather, gather.getResult(), whole, amax, q.getPow2ScalesAttr());
   return success();
 }
 

@@ -622,7 +622,7 @@ struct LowerToSchedPass : weft::impl::LowerToSchedBase<LowerToSchedPass> {
           << fp8Storage << "'";
       return signalPassFailure();
     }
-    t.fp8Storage = fp8Storage == "on" || (fp8Storage == "auto" && t.cuda);
+    t.fp8Storage = fp8StorageOn(fp8Storage, t.cuda);
     t.attentionScratchBytes = attentionScratchMb * (int64_t(1) << 20);
     if (failed(lowerToSched(getOperation(), t)))
       signalPassFailure();

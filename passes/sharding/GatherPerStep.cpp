@@ -29,8 +29,10 @@
 // element times the same scale is its FP8 value again). weft-fp8-gather, run on
 // @gather next, then moves the gather after the quantization, so that
 // the step's one gather moves FP8 codes. A parameter whose backward
-// re-quantizes it in other blocks (row-wise, MXFP8) keeps its values
-// state: two quantized copies would hold more than the one they replace.
+// re-quantizes it in other blocks (row-wise, MXFP8) has two quantized
+// copies, which in the model's type would hold more than the one they
+// replace: it keeps its values state, unless FP8 storage holds the copies
+// as codes (`fp8-codes`), a byte an element each, as much as bf16 holds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -226,7 +228,8 @@ using DeclareState = llvm::function_ref<FailureOr<ParamOp>(
 /// @gather's, `gb` builds there.
 LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
                                   ShardingAttr shard, IRMapping &map,
-                                  OpBuilder &gb, DeclareState declare) {
+                                  OpBuilder &gb, DeclareState declare,
+                                  bool fp8Codes) {
   // The quantizations reading the whole values, through views.
   SmallVector<Fp8QuantizeOp> quants;
   SmallVector<Value> work(wholes.begin(), wholes.end());
@@ -267,7 +270,13 @@ LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
     if (!isa<ParamOp, ConstantOp>(op) && !llvm::all_of(op->getUsers(), covered))
       return success();
   // One state per distinct quantization (a recomputed forward quantizes
-  // alike).
+  // alike), which together hold no more bytes than the value (a byte an
+  // element where FP8 storage holds them as codes).
+  auto bytesOf = [](Type t, bool codes) {
+    auto tensor = cast<RankedTensorType>(t);
+    return tensor.getNumElements() *
+           (codes ? 1 : (tensor.getElementTypeBitWidth() + 7) / 8);
+  };
   SmallVector<SmallVector<Fp8QuantizeOp, 2>> kinds;
   int64_t held = 0;
   for (Fp8QuantizeOp q : quants) {
@@ -279,9 +288,9 @@ LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
       continue;
     }
     kinds.push_back({q});
-    held += q.getType().getNumElements();
+    held += bytesOf(q.getType(), fp8Codes);
   }
-  if (held > cast<RankedTensorType>(wholes.front().getType()).getNumElements())
+  if (held > bytesOf(wholes.front().getType(), false))
     return success();
 
   for (Operation *op : slice)
@@ -318,7 +327,7 @@ LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
 }
 } // namespace
 
-FailureOr<int64_t> weft::gatherPerStep(ModuleOp module) {
+FailureOr<int64_t> weft::gatherPerStep(ModuleOp module, bool fp8Codes) {
   auto acc = module.lookupSymbol<func::FuncOp>(kAccumulateFunc);
   if (!acc)
     return module.emitError("weft-gather-per-step: needs @")
@@ -384,7 +393,8 @@ FailureOr<int64_t> weft::gatherPerStep(ModuleOp module) {
       wholes.push_back(c.whole());
       map.map(c.whole(), map.lookup(list.front().whole()));
     }
-    if (failed(quantizeOncePerStep(acc, wholes, shard, map, gb, declare)))
+    if (failed(quantizeOncePerStep(acc, wholes, shard, map, gb, declare,
+                                   fp8Codes)))
       return failure();
     // Whatever else reads it reads the whole parameter.
     if (llvm::any_of(wholes, [](Value w) { return !w.use_empty(); })) {
@@ -417,8 +427,9 @@ FailureOr<int64_t> weft::gatherPerStep(ModuleOp module) {
 
 namespace {
 struct GatherPerStepPass : weft::impl::GatherPerStepBase<GatherPerStepPass> {
+  using GatherPerStepBase::GatherPerStepBase;
   void runOnOperation() override {
-    if (failed(gatherPerStep(getOperation())))
+    if (failed(gatherPerStep(getOperation(), fp8Codes)))
       signalPassFailure();
   }
 };

@@ -90,7 +90,10 @@ void splitRingShifts(mlir::func::FuncOp func);
 
 /// Moves @accumulate's gathers of ZeRO-3 blocks into @gather, run once per
 /// step (see weft-gather-per-step); returns how many parameters it moved.
-mlir::FailureOr<int64_t> gatherPerStep(mlir::ModuleOp module);
+/// With `fp8Codes` a quantized state counts a byte an element (FP8 storage
+/// holds it as codes).
+mlir::FailureOr<int64_t> gatherPerStep(mlir::ModuleOp module,
+                                       bool fp8Codes = false);
 
 /// Merges all-reduces into buckets of at most `bucketBytes` (see
 /// weft-bucket-all-reduce); returns the number of collectives left.

@@ -135,12 +135,20 @@ def GatherPerStep : Pass<"weft-gather-per-step", "::mlir::ModuleOp"> {
     go to `<name>.fp8.gathered` and the maxima to
     `<name>.fp8.amax.gathered`, and @accumulate quantizes that state by
     those maxima, which gives the same values. Several quantizations
-    (GPT-2's c_attn slices) each get their own (`.fp8_1`, ...), while
-    together they hold no more elements than the value; a backward that
-    re-quantizes in other blocks (row-wise) leaves the parameter as it is.
+    (GPT-2's c_attn slices; a row-wise or MXFP8 weight's forward and
+    input-gradient blocks) each get their own (`.fp8_1`, ...), while
+    together they hold no more bytes than the value: in the value's type,
+    or with `fp8-codes` (set where FP8 storage holds them as codes,
+    weft::fp8CodeStates) a byte an element. A backward that re-quantizes in
+    other blocks leaves the parameter as it is without `fp8-codes`.
     weft-fp8-gather{func=gather} then moves @gather's gathers after the
     quantizations.
   }];
+  let options = [
+    Option<"fp8Codes", "fp8-codes", "bool", /*default=*/"false",
+           "Count a quantized state a byte an element, as FP8 storage holds "
+           "it as codes (on with FP8 storage: target cuda, or fp8-storage=on)">
+  ];
   let dependentDialects = ["::weft::WeftDialect", "::mlir::func::FuncDialect"];
 }
 

@@ -1015,8 +1015,7 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::Fp8Cast:
   case Op::Fp8ScaleInv: {
     Fp8QuantizeAttrs a; // The format is checked from the codes' type.
-    if (op == Op::Fp8Cast)
-      WEFT_ASSIGN(a.transpose, o.flag("transpose"));
+    WEFT_ASSIGN(a.transpose, o.flag("transpose"));
     // Absent in bundles written before MXFP8 casts existed: f32 scales.
     if (o.has("pow2_scales"))
       WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));
@@ -1970,23 +1969,24 @@ absl::Status checkFp8Grid(const Check &c) {
 }
 
 /// A block-scaled fp8_cast (operands input, amax, out, scale_inv) or
-/// fp8_scale_inv (codes, amax, scale_inv: the codes are input and out):
-/// its blocks, read in out's matrix [rows, k] (a transposed batch's blocks
-/// each inside one matrix), are `scale_mode`'s, and scale_inv holds that
-/// mode's scales.
+/// fp8_scale_inv (codes, amax, scale_inv; the codes are the cast's input):
+/// its blocks, read in out's matrix [rows, k] (the input's, or with
+/// `transpose` each matrix transposed, a batch's blocks each inside one
+/// matrix), are `scale_mode`'s, and scale_inv holds that mode's scales.
 absl::Status checkFp8CastBlocks(const Check &c, const Fp8QuantizeAttrs &a,
-                                size_t outIndex, size_t scaleIndex) {
+                                size_t scaleIndex) {
   WEFT_RETURN_IF_ERROR(checkFp8Grid(c));
   if (c.dtype(1) != DType::F32 || c.dtype(scaleIndex) != DType::F32)
     return c.fail("amax and scale_inv must hold f32");
-  const std::vector<int64_t> &shape = c.shape(0), &out = c.shape(outIndex);
+  const std::vector<int64_t> &shape = c.shape(0);
   long rows = 0, cols = 0;
   if (!weft_fp8_matrix_blocks(shape.data(), c.shape(1).data(),
                               static_cast<int>(shape.size()), &rows, &cols))
     return c.fail("the block maxima cut the input into blocks that are no "
                   "rectangles of its matrix (last dimension the columns)");
-  int64_t k = out.back(),
-          operandRows = c.elements(outIndex) / std::max<int64_t>(k, 1);
+  int64_t k = a.transpose && shape.size() >= 2 ? shape[shape.size() - 2]
+                                               : shape.back(),
+          operandRows = c.elements(0) / std::max<int64_t>(k, 1);
   if (a.transpose) {
     // Each matrix of a batch transposes on its own: a block must lie in one.
     if (shape.size() < 2 || rows < 1 || shape[shape.size() - 2] % rows != 0)
@@ -2329,7 +2329,7 @@ absl::Status checkOperands(const Check &c) {
       WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
       return c.isF32Scalar(3);
     }
-    return checkFp8CastBlocks(c, a, 2, 3);
+    return checkFp8CastBlocks(c, a, 3);
   }
   case Op::Fp8ScaleInv: { // codes, amax, scale_inv
     if (!isFp8(c.dtype(0)))
@@ -2337,11 +2337,13 @@ absl::Status checkOperands(const Check &c) {
                                  " must hold f8e4m3fn or f8e5m2, not ",
                                  dtypeText(c.dtype(0))));
     const auto &a = in.as<Fp8QuantizeAttrs>();
+    if (a.transpose && c.shape(0).size() < 2)
+      return c.fail("field 'transpose': the codes have rank below 2");
     if (a.scaleMode == WEFT_FP8_SCALE_TENSOR) {
       WEFT_RETURN_IF_ERROR(c.isF32Scalar(1));
       return c.isF32Scalar(2);
     }
-    return checkFp8CastBlocks(c, a, 0, 2);
+    return checkFp8CastBlocks(c, a, 2);
   }
   case Op::LayerNormGrad:
     return checkNormGrad(c, in.as<NormGradAttrs>().epsilon, true);

@@ -314,12 +314,14 @@ struct DropoutAttrs {
 };
 /// fp8_quantize (its blocks are the input's shape over the amax's),
 /// fp8_cast (one block; the format is its out's), fp8_scale_inv (as
-/// fp8_cast's, never transposed; the format is the codes'), fp8_encode and
+/// fp8_cast's; the format is the codes'), fp8_encode and
 /// fp8_decode (blocks as fp8_quantize's; the format is the codes').
 struct Fp8QuantizeAttrs {
   bool e4m3 = true; // Else f8e5m2.
   bool pow2 = false;
-  bool transpose = false; // fp8_cast: out holds the last two dims swapped.
+  /// fp8_cast: out holds the last two dims swapped; fp8_scale_inv: the
+  /// scales are for the codes so transposed.
+  bool transpose = false;
   /// fp8_cast: where scale_inv keeps its blocks' scales (WEFT_FP8_SCALE_*
   /// of runtime/support/Fp8Scaling.h); fp8CastBlocks says the blocks.
   int scaleMode = 0;

@@ -807,19 +807,22 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
     if (absl::Status s = needAll({{1, F}, {2, F}}); !s.ok())
       return s;
+    // The codes' shape as fp8_cast's input: [batch, rows, cols].
     const std::vector<int64_t> &shape = type(0).shape;
     int64_t cols = shape.empty() ? 1 : shape.back(),
-            rows = type(0).numElements() / std::max<int64_t>(cols, 1);
+            rows = shape.size() < 2 ? 1 : shape[shape.size() - 2];
+    int64_t batch = type(0).numElements() / std::max<int64_t>(rows * cols, 1);
     std::pair<int64_t, int64_t> extent =
         sched::fp8CastBlocks(shape, type(1).shape);
     int64_t blockRows = extent.first, blockCols = extent.second;
     bool e4m3 = type(0).dtype == DType::F8E4M3FN;
     return Step([=, amax = f(1), scaleInv = f(2),
-                 blocks = type(1).numElements(), pow2 = a.pow2,
-                 mode = a.scaleMode] {
+                 blocks = type(1).numElements(), transpose = a.transpose,
+                 pow2 = a.pow2, mode = a.scaleMode] {
       for (int64_t blk = 0; blk < blocks; ++blk)
-        weft_fp8_block_scale_inv(blk, amax, scaleInv, rows, cols, e4m3, pow2,
-                                 mode, blockRows, blockCols);
+        weft_fp8_block_scale_inv(blk, amax, scaleInv, batch, rows, cols,
+                                 transpose, e4m3, pow2, mode, blockRows,
+                                 blockCols);
       return absl::OkStatus();
     });
   }

@@ -1304,13 +1304,14 @@ absl::Status Translator::run() {
       return s;
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
     const Shape &sh = shape(0);
-    int64_t cols = sh.empty() ? 1 : sh.back();
+    int64_t cols = sh.empty() ? 1 : sh.back(),
+            rows = sh.size() < 2 ? 1 : sh[sh.size() - 2];
     auto [blockRows, blockCols] = sched::fp8CastBlocks(sh, shape(1));
     kernel("weft_fp8_scale_inv", gridFor(count(1)),
            {buf(1), buf(2), i64(count(1)),
-            i64(count(0) / std::max<int64_t>(cols, 1)), i64(cols),
-            i32(dtype(0) == DType::F8E4M3FN), i32(a.pow2), i32(a.scaleMode),
-            i64(blockRows), i64(blockCols)});
+            i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
+            i64(cols), i32(a.transpose), i32(dtype(0) == DType::F8E4M3FN),
+            i32(a.pow2), i32(a.scaleMode), i64(blockRows), i64(blockCols)});
     return absl::OkStatus();
   }
   case Op::Fp8GroupQuantize:

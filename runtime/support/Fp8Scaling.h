@@ -315,6 +315,26 @@ WEFT_FP8_FN int weft_fp8_scale_modes_pair(int a, int b) {
          (a == WEFT_FP8_SCALE_VEC32 && b == WEFT_FP8_SCALE_VEC32);
 }
 
+/// Where sched.fp8_cast keeps the 1 / scale of element (b, r, c) of x
+/// [batch, rows, cols] cut into blocks [blockRows, blockCols] of the
+/// matrix [batch * rows, cols], in out's matrix (the operand [operandRows,
+/// k]: x's, or with `transpose` each matrix transposed): the index `mode`
+/// lays it out at when the element is its block's first there, else -1.
+WEFT_FP8_FN long weft_fp8_cast_scale_slot(long b, long r, long c, long batch,
+                                          long rows, long cols, int transpose,
+                                          int mode, long blockRows,
+                                          long blockCols) {
+  long operandRow = transpose ? b * cols + c : b * rows + r,
+       column = transpose ? r : c,
+       operandRows = batch * (transpose ? cols : rows),
+       k = transpose ? rows : cols;
+  long alongRows = transpose ? blockCols : blockRows,
+       alongK = transpose ? blockRows : blockCols;
+  return operandRow % alongRows == 0 && column % alongK == 0
+             ? weft_fp8_scale_index(mode, operandRow, column, operandRows, k)
+             : -1;
+}
+
 /// sched.fp8_cast of element i of x (viewed [batch, rows, cols], its
 /// blocks [blockRows, blockCols] of the matrix [batch * rows, cols], their
 /// maxima row-major in amax): its code at i or, with `transpose`, at its
@@ -333,30 +353,30 @@ WEFT_FP8_FN void weft_fp8_cast_element(float x, long i, const float *amax,
       amax[row / blockRows * (cols / blockCols) + c / blockCols], e4m3, pow2);
   out[transpose ? (b * cols + c) * rows + r : i] =
       weft_fp8_code(x, scale, e4m3);
-  // The operand [operandRows, k]: out's matrix.
-  long operandRow = transpose ? b * cols + c : row, column = transpose ? r : c,
-       operandRows = batch * (transpose ? cols : rows),
-       k = transpose ? rows : cols;
-  long alongRows = transpose ? blockCols : blockRows,
-       alongK = transpose ? blockRows : blockCols;
-  if (operandRow % alongRows == 0 && column % alongK == 0)
-    scaleInv[weft_fp8_scale_index(mode, operandRow, column, operandRows, k)] =
-        1.0f / scale;
+  long slot = weft_fp8_cast_scale_slot(b, r, c, batch, rows, cols, transpose,
+                                       mode, blockRows, blockCols);
+  if (slot >= 0)
+    scaleInv[slot] = 1.0f / scale;
 }
 
-/// sched.fp8_scale_inv of block `blk` (row-major in amax) of an operand
-/// [rows, cols] cut into blocks [blockRows, blockCols]: the 1 / scale an
-/// untransposed weft_fp8_cast_element writes for it, where `mode` keeps it.
-/// For codes that already are a cast's by these maxima (a weight's FP8
-/// state), so the GEMM reading them gets its scales without the values.
+/// sched.fp8_scale_inv of block `blk` (row-major in amax): the 1 / scale
+/// weft_fp8_cast_element writes for it, from the same arguments. Its codes
+/// are the same bytes in either layout (an element's code depends on its
+/// block's scale only), so codes that already are a cast's by these maxima
+/// (a weight's FP8 state), as they are or transposed, get the GEMM's
+/// scales without the values.
 WEFT_FP8_FN void weft_fp8_block_scale_inv(long blk, const float *amax,
-                                          float *scaleInv, long rows, long cols,
+                                          float *scaleInv, long batch,
+                                          long rows, long cols, int transpose,
                                           int e4m3, int pow2, int mode,
                                           long blockRows, long blockCols) {
   long across = cols / blockCols;
-  long row = blk / across * blockRows, column = blk % across * blockCols;
-  scaleInv[weft_fp8_scale_index(mode, row, column, rows, cols)] =
-      1.0f / weft_fp8_scale(amax[blk], e4m3, pow2);
+  long row = blk / across * blockRows, c = blk % across * blockCols;
+  long slot =
+      weft_fp8_cast_scale_slot(row / rows, row % rows, c, batch, rows, cols,
+                               transpose, mode, blockRows, blockCols);
+  if (slot >= 0)
+    scaleInv[slot] = 1.0f / weft_fp8_scale(amax[blk], e4m3, pow2);
 }
 
 /// An expert weight gradient's FP8 blocks (weft.fp8_group_quantize): rows

@@ -775,9 +775,10 @@ TEST(EmulatedGpu,
                       "f32", /*seq=*/128);
 }
 // The same blocks gathered once a step for two micro-batches: the state
-// holds the gathered codes, and the forward GEMM reads them transposed,
-// 128 x 128 blocks transposing with their scales (from the gathered
-// maxima), so no weight is decoded or cast again.
+// holds the gathered codes, which the forward GEMM reads as they are and
+// the input gradient's through a transposing copy, each layout's 128 x
+// 128 scales from the gathered maxima, so no weight is decoded or cast
+// again.
 TEST(EmulatedGpu,
      Zero3GatheredOncePerStepHoldsBlockwiseFp8CodesAndTrainsLikeOneCpuRank) {
   Case placed("llama-blocks", "f32", "dp=2,zero=3,mb=2");
@@ -787,13 +788,43 @@ TEST(EmulatedGpu,
   placed.seq = 128;
   auto bundle = rs::loadSchedBundle(testutil::compileCase(placed));
   ASSERT_TRUE(bundle.ok()) << bundle.status();
-  // One layer's seven weights (the head stays f32).
+  // One layer's seven weights (the head stays f32), each read as stored
+  // (the forward) and transposed (the input gradient): a grid of scales
+  // for each layout.
   HeldFp8 held = heldFp8(*bundle);
   EXPECT_EQ(held.states, 7);
   EXPECT_EQ(held.decodes, 0);
-  EXPECT_EQ(held.scaleInvs, 7);
+  EXPECT_EQ(held.scaleInvs, 2 * 7);
   checkPlacedTraining("llama-blocks", "dp=2,zero=3,mb=2", 4, "blockwise", 5e-2,
                       "f32", /*seq=*/128, "mb=2");
+}
+// Row-wise and MXFP8 blocks gathered once a step: a Llama weight's forward
+// (a scale per output row) and input gradient (a scale per input column)
+// quantize it in different blocks, so it gets two states, which FP8
+// storage holds as codes, a byte an element each (no more than bf16
+// values). The input gradient's GEMM reads its state through a transposing
+// copy with the transposed operand's row scales; nothing is cast again.
+// MXFP8 at 8 tokens a sequence keeps value GEMMs (its 32-token tiles do
+// not fit), so each micro-batch decodes the held codes instead.
+TEST(EmulatedGpu,
+     Zero3GatheredOncePerStepHoldsRowwiseAndMxfp8CodesAndTrainsLikeOneCpuRank) {
+  for (const char *recipe : {"rowwise", "mxfp8"}) {
+    SCOPED_TRACE(recipe);
+    bool rowwise = std::string(recipe) == "rowwise";
+    Case placed("llama-tiny", "f32", "dp=2,zero=3,mb=2");
+    placed.fp8 = recipe;
+    placed.cudaBundle = true;
+    placed.batch = 8;
+    auto bundle = rs::loadSchedBundle(testutil::compileCase(placed));
+    ASSERT_TRUE(bundle.ok()) << bundle.status();
+    // Seven weights a layer, two layers, two states each.
+    HeldFp8 held = heldFp8(*bundle);
+    EXPECT_EQ(held.states, 2 * 7 * 2);
+    EXPECT_EQ(held.decodes, rowwise ? 0 : 2 * 7 * 2);
+    EXPECT_EQ(held.scaleInvs, rowwise ? 2 * 7 * 2 : 0);
+    checkPlacedTraining("llama-tiny", "dp=2,zero=3,mb=2", 8, recipe,
+                        rowwise ? 5e-2 : 1e-3, "f32", 0, "mb=2");
+  }
 }
 // Megatron tensor parallelism: split attention heads and MLP, f/g
 // all-reduces, and the vocabulary-parallel embedding and cross-entropy

@@ -507,23 +507,31 @@ TEST(Fp8Scaling, CastBlocksOfPerTensorAndBlockedMaxima) {
             (std::pair<int64_t, int64_t>{128, 128}));
 }
 
-// sched.fp8_scale_inv writes, from the maxima alone, the scales an
-// untransposed sched.fp8_cast writes beside its codes, to the bit, in
-// every scale mode, format and scaling (a held FP8 state's GEMMs read
-// them with the codes a cast once made); the padding of a 128 x 128 grid
-// is left alone by both.
+// sched.fp8_scale_inv writes, from the maxima alone, the scales a
+// sched.fp8_cast of the same blocks writes beside its codes, to the bit,
+// in every scale mode, format and scaling, untransposed and transposed
+// (an expert weight's batch of matrices each on its own): a held FP8
+// state's GEMMs read them with the codes a cast once made. The padding of
+// a 128 x 128 grid is left alone by both.
 TEST(Fp8Scaling, ScaleInvOfMaximaIsTheCastsScales) {
   struct Layout {
     int mode;
-    long rows, cols, blockRows, blockCols;
+    long batch, rows, cols, blockRows, blockCols; // x [batch, rows, cols].
+    int transpose;
   };
   const Layout layouts[] = {
-      {WEFT_FP8_SCALE_TENSOR, 64, 96, 64, 96},
-      {WEFT_FP8_SCALE_ROWS, 48, 64, 1, 64},
-      {WEFT_FP8_SCALE_VEC128, 32, 384, 1, 128},
-      {WEFT_FP8_SCALE_BLK128, 256, 640, 128, 128},
-      {WEFT_FP8_SCALE_BLK128, 100, 256, 100, 128},
-      {WEFT_FP8_SCALE_VEC32, 16, 128, 1, 32},
+      {WEFT_FP8_SCALE_TENSOR, 1, 64, 96, 64, 96, 0},
+      {WEFT_FP8_SCALE_TENSOR, 1, 64, 96, 64, 96, 1},
+      {WEFT_FP8_SCALE_ROWS, 1, 48, 64, 1, 64, 0},
+      {WEFT_FP8_SCALE_ROWS, 1, 64, 48, 64, 1, 1},
+      {WEFT_FP8_SCALE_ROWS, 2, 64, 32, 64, 1, 1},
+      {WEFT_FP8_SCALE_VEC128, 1, 32, 384, 1, 128, 0},
+      {WEFT_FP8_SCALE_VEC128, 1, 384, 32, 128, 1, 1},
+      {WEFT_FP8_SCALE_BLK128, 1, 256, 640, 128, 128, 0},
+      {WEFT_FP8_SCALE_BLK128, 1, 256, 640, 128, 128, 1},
+      {WEFT_FP8_SCALE_BLK128, 1, 100, 256, 100, 128, 0},
+      {WEFT_FP8_SCALE_VEC32, 1, 16, 128, 1, 32, 0},
+      {WEFT_FP8_SCALE_VEC32, 1, 64, 32, 32, 1, 1},
   };
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> value(-3.0f, 3.0f);
@@ -532,29 +540,36 @@ TEST(Fp8Scaling, ScaleInvOfMaximaIsTheCastsScales) {
     for (int e4m3 : {1, 0})
       for (int pow2 : {0, 1}) {
         SCOPED_TRACE(testing::Message()
-                     << "mode " << t.mode << " " << t.rows << "x" << t.cols
+                     << "mode " << t.mode << " " << t.batch << "x" << t.rows
+                     << "x" << t.cols << " transpose " << t.transpose
                      << " e4m3 " << e4m3 << " pow2 " << pow2);
-        long across = t.cols / t.blockCols,
-             blocks = t.rows / t.blockRows * across;
-        std::vector<float> amax(blocks), x(t.rows * t.cols);
+        long blocks = t.batch * t.rows / t.blockRows * (t.cols / t.blockCols);
+        std::vector<float> amax(blocks), x(t.batch * t.rows * t.cols);
         for (float &a : amax)
           a = std::ldexp(1.0f, static_cast<int>(exponent(rng)));
         for (float &v : x)
           v = value(rng);
-        long count = weft_fp8_scale_count(t.mode, t.rows, t.cols);
+        long operandRows = t.batch * (t.transpose ? t.cols : t.rows),
+             k = t.transpose ? t.rows : t.cols;
+        long count = weft_fp8_scale_count(t.mode, operandRows, k);
         std::vector<float> cast(count, -1.0f), fromMaxima(count, -1.0f);
         std::vector<unsigned char> codes(x.size());
         for (long i = 0; i < static_cast<long>(x.size()); ++i)
           weft_fp8_cast_element(x[i], i, amax.data(), codes.data(), cast.data(),
-                                1, t.rows, t.cols, 0, e4m3, pow2, t.mode,
-                                t.blockRows, t.blockCols);
+                                t.batch, t.rows, t.cols, t.transpose, e4m3,
+                                pow2, t.mode, t.blockRows, t.blockCols);
         for (long blk = 0; blk < blocks; ++blk)
-          weft_fp8_block_scale_inv(blk, amax.data(), fromMaxima.data(), t.rows,
-                                   t.cols, e4m3, pow2, t.mode, t.blockRows,
-                                   t.blockCols);
+          weft_fp8_block_scale_inv(blk, amax.data(), fromMaxima.data(), t.batch,
+                                   t.rows, t.cols, t.transpose, e4m3, pow2,
+                                   t.mode, t.blockRows, t.blockCols);
         for (long i = 0; i < count; ++i)
           ASSERT_EQ(weft_fp8_bits_of(fromMaxima[i]), weft_fp8_bits_of(cast[i]))
               << "scale " << i;
+        // Every scale a GEMM reads is written: a block's first element
+        // writes its one (1 / s is never negative).
+        if (t.mode != WEFT_FP8_SCALE_BLK128)
+          for (long i = 0; i < count; ++i)
+            ASSERT_GE(fromMaxima[i], 0.0f) << "scale " << i;
       }
 }
 

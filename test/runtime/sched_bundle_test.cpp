@@ -676,6 +676,7 @@ const Corruption kCorruptions[] = {
        instr(m, "eval", 3) = {{"op", "fp8_scale_inv"},
                               {"stream", "compute"},
                               {"operands", {6, 7, 8}},
+                              {"transpose", false},
                               {"pow2_scales", false}};
      },
      {"program 'eval', instruction 3 (fp8_scale_inv)",

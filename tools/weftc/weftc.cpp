@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelSource.h"
+#include "codegen/Passes.h"
 #include "codegen/SchedBundle.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Planning.h"
@@ -279,7 +280,7 @@ cl::opt<std::string> fp8Storage(
 /// on the cuda target): the report counts gathers of quantized values as
 /// the codes they move.
 bool lowersFp8Codes() {
-  return fp8Storage == "on" || (fp8Storage == "auto" && target == "cuda");
+  return weft::codegen::fp8StorageOn(fp8Storage, target == "cuda");
 }
 
 cl::opt<bool> gemmEpilogues(

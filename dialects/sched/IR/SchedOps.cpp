@@ -1435,13 +1435,14 @@ LogicalResult GemmOp::verifyScaleModes() {
                            mnk[1], mnk[2], "A", "B");
 }
 
-/// The scales of a cast of `input` by the maxima `amax` into codes `out`
-/// (`input`'s shape, or with `transpose` its last two dimensions swapped):
+/// The scales of a cast of `input` by the maxima `amax` into codes of shape
+/// `out` (`input`'s, or with `transpose` its last two dimensions swapped):
 /// `modeName`'s blocks (one f32 maximum without one), and `scaleInv`
 /// holding that mode's scales for out's matrix. fp8_cast's and
-/// fp8_scale_inv's (whose codes are both its input and out).
+/// fp8_scale_inv's (whose codes are the cast's input).
 static LogicalResult verifyCastScales(Operation *op, Value input, Value amax,
-                                      Value out, Value scaleInv, bool transpose,
+                                      ArrayRef<int64_t> out, Value scaleInv,
+                                      bool transpose,
                                       std::optional<StringRef> modeName) {
   int mode = WEFT_FP8_SCALE_TENSOR;
   if (modeName) {
@@ -1457,7 +1458,7 @@ static LogicalResult verifyCastScales(Operation *op, Value input, Value amax,
              << bufferOf(amax);
     return isF32Scalar(op, scaleInv, "scale_inv");
   }
-  BufferType in = bufferOf(input), grid = bufferOf(amax), to = bufferOf(out);
+  BufferType in = bufferOf(input), grid = bufferOf(amax);
   if (!grid.getElementType().isF32() ||
       !bufferOf(scaleInv).getElementType().isF32())
     return op->emitOpError("amax and scale_inv must hold f32");
@@ -1470,8 +1471,9 @@ static LogicalResult verifyCastScales(Operation *op, Value input, Value amax,
     return op->emitOpError("block maxima [")
            << grid.getShape() << "] cut [" << in.getShape()
            << "] into blocks that are no rectangles of its matrix";
-  int64_t k = to.getShape().empty() ? 1 : to.getShape().back();
-  int64_t operandRows = to.getNumElements() / std::max<int64_t>(k, 1);
+  int64_t k = out.empty() ? 1 : out.back();
+  int64_t operandRows =
+      ShapedType::getNumElements(out) / std::max<int64_t>(k, 1);
   if (transpose) {
     // Each matrix of a batch transposes on its own: a block must lie in one.
     if (in.getShape().size() < 2 || rows < 1 ||
@@ -1512,16 +1514,23 @@ LogicalResult Fp8CastOp::verify() {
     return emitOpError("out must have shape [")
            << want << "]" << (getTranspose() ? " (input's, transposed)" : "")
            << ", not [" << out.getShape() << "]";
-  return verifyCastScales(*this, getInput(), getAmax(), getOut(), getScaleInv(),
-                          getTranspose(), getScaleMode());
+  return verifyCastScales(*this, getInput(), getAmax(), out.getShape(),
+                          getScaleInv(), getTranspose(), getScaleMode());
 }
 
 LogicalResult Fp8ScaleInvOp::verify() {
   Type format = bufferOf(getCodes()).getElementType();
   if (!isa<Float8E4M3FNType, Float8E5M2Type>(format))
     return emitOpError("codes must hold f8E4M3FN or f8E5M2, not ") << format;
-  return verifyCastScales(*this, getCodes(), getAmax(), getCodes(),
-                          getScaleInv(), /*transpose=*/false, getScaleMode());
+  SmallVector<int64_t> operand(bufferOf(getCodes()).getShape());
+  if (getTranspose()) {
+    if (operand.size() < 2)
+      return emitOpError("transposes the last two dimensions; codes have rank ")
+             << operand.size();
+    std::swap(operand[operand.size() - 2], operand.back());
+  }
+  return verifyCastScales(*this, getCodes(), getAmax(), operand, getScaleInv(),
+                          getTranspose(), getScaleMode());
 }
 
 namespace {

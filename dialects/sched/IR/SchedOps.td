@@ -805,15 +805,19 @@ def Sched_Fp8CastOp : Sched_LibraryOp<"fp8_cast",
 def Sched_Fp8ScaleInvOp : Sched_LibraryOp<"fp8_scale_inv",
     "the inverse scales fp8_cast writes, for codes that are a cast's already",
     (ins Sched_In:$codes, Sched_In:$amax, Sched_Out:$scale_inv,
-         OptionalAttr<StrAttr>:$scale_mode, UnitAttr:$pow2_scales)> {
+         UnitAttr:$transpose, OptionalAttr<StrAttr>:$scale_mode,
+         UnitAttr:$pow2_scales)> {
   let description = [{
-    `scale_inv` gets what an `fp8_cast` (untransposed) of `codes`' shape
-    into `codes`' format by the maxima `amax` writes into its `scale_inv`,
-    in the same `scale_mode` and with the same `pow2_scales`: each block's
-    1 / s. `codes` is read for its shape and format only. Where FP8
-    storage keeps a weight's quantized state as codes (the ones an
-    `fp8_encode` by these maxima made), a GEMM reads them as they are and
-    takes its scales from here, with no values to cast.
+    `scale_inv` gets what an `fp8_cast` of an input of `codes`' shape into
+    `codes`' format by the maxima `amax` writes into its `scale_inv`, with
+    the same `transpose`, `scale_mode` and `pow2_scales`: each block's 1 /
+    s, laid out for the operand the cast writes. `codes` is read for its
+    shape and format only. An element's code depends on its block's scale
+    alone, so such a cast's codes are, as stored or transposed, the codes
+    an `fp8_encode` by these maxima made. Where FP8 storage keeps a
+    weight's quantized state as those codes, a GEMM reads them (or a
+    transposing copy) and takes its scales from here, with no values to
+    cast.
 
     ```mlir
     sched.fp8_scale_inv %codes, %amax, %scale_inv

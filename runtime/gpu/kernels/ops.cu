@@ -1023,15 +1023,17 @@ weft_fp8_cast(const void *__restrict x, int bf16, const float *__restrict amax,
                           blockCols);
 }
 
-// sched.fp8_scale_inv: each block's 1 / scale as weft_fp8_cast writes it,
-// one thread a block, for codes that already are a cast's.
+// sched.fp8_scale_inv: each block's 1 / scale as weft_fp8_cast writes it
+// (for x [batch, rows, cols], transposed or not), one thread a block, for
+// codes that already are a cast's.
 extern "C" __global__ void
 weft_fp8_scale_inv(const float *__restrict amax, float *__restrict scaleInv,
-                   long blocks, long rows, long cols, int e4m3, int pow2,
-                   int mode, long blockRows, long blockCols) {
+                   long blocks, long batch, long rows, long cols,
+                   int transpose, int e4m3, int pow2, int mode,
+                   long blockRows, long blockCols) {
   for (long blk = weft_thread(); blk < blocks; blk += weft_stride())
-    weft_fp8_block_scale_inv(blk, amax, scaleInv, rows, cols, e4m3, pow2, mode,
-                             blockRows, blockCols);
+    weft_fp8_block_scale_inv(blk, amax, scaleInv, batch, rows, cols, transpose,
+                             e4m3, pow2, mode, blockRows, blockCols);
 }
 
 // A warp's 2 x 4 tensor-core products of FP8 codes of one 32-element

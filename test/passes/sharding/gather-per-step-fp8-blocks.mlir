@@ -4,8 +4,9 @@
 // hold whole 128 x 128 blocks, so its maxima are its own. @gather encodes
 // the shard by them and gathers the codes and the maxima into the state,
 // which holds the codes. @accumulate's forward GEMM reads them transposed:
-// 128 x 128 blocks transpose with their scales (from the gathered maxima,
-// not the shard's), so no value is decoded or cast.
+// a transposing copy of the codes, with the transposed 128 x 128 grid of
+// scales taken from the gathered maxima (not the shard's), so no value is
+// decoded or cast.
 // CHECK-LABEL: sched.program @gather
 // CHECK: sched.fp8_amax %[[W:.*]], %[[A:.*]] : !sched.buffer<128x256xf32>, !sched.buffer<1x2xf32>
 // CHECK: sched.collective all_gather none %[[A]] -> %[[ALL:.*]] over @mesh ["dp"] {{.*}}: <1x2xf32> -> <2x2xf32>
@@ -20,10 +21,9 @@
 // CHECK-NEXT: %[[M:.*]] = sched.get @w.fp8.amax.gathered : <2x2xf32>
 // CHECK-NOT: all_gather
 // CHECK-NOT: fp8_decode
-// CHECK: sched.fp8_scale_inv %[[S]], %[[M]], %[[I:.*]] {scale_mode = "blk128"} : !sched.buffer<256x256xf8E4M3FN>, !sched.buffer<2x2xf32>, !sched.buffer<8xf32>
 // CHECK: sched.copy %[[S]] -> %[[T:.*]] sizes [1, 256, 256] src [0, 65536, 256, 1] dst [0, 65536, 1, 256]
-// CHECK: sched.copy %[[I]] -> %[[TI:.*]] sizes [1, 2, 2] src [0, 0, 4, 1] dst [0, 0, 1, 4] : <8xf32> -> <8xf32>
-// CHECK: sched.gemm %{{.*}}, %[[T]] -> %{{.*}} scales(%{{.*}}, %[[TI]] : {{.*}} {scale_modes = ["vec128", "blk128"]}
+// CHECK: sched.fp8_scale_inv %[[S]], %[[M]], %[[I:.*]] {scale_mode = "blk128", transpose} : !sched.buffer<256x256xf8E4M3FN>, !sched.buffer<2x2xf32>, !sched.buffer<8xf32>
+// CHECK: sched.gemm %{{.*}}, %[[T]] -> %{{.*}} scales(%{{.*}}, %[[I]] : {{.*}} {scale_modes = ["vec128", "blk128"]}
 // CHECK-NOT: fp8_decode
 func.func @forward(%x: tensor<512x256xf32> {weft.input = "tokens"}) -> (tensor<f32> {weft.output = "loss"}) {
   %w = weft.param "w" init(normal, 0.1) {weft.layer = 0 : i64} : tensor<256x256xf32>

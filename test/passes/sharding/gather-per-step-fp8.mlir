@@ -1,6 +1,8 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed keep=none}),weft-apply-plan{plan=dp=2,zero=3},func.func(weft-sharding-propagate,weft-partition,weft-fp8-gather{params=false}),weft-autodiff,weft-accumulate-gradients{microbatches=2},weft-gather-per-step,func.func(weft-fp8-gather{func=gather}),weft-fp8-record-amax{func=train_step})' | FileCheck %s
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3,mb=2 fp8=tensorwise fp8-keep=none target=cuda sched=true})' | FileCheck %s --check-prefix=SCHED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=none}),weft-apply-plan{plan=dp=2,zero=3},func.func(weft-sharding-propagate,weft-partition,weft-fp8-gather{params=false}),weft-autodiff,weft-accumulate-gradients{microbatches=2},weft-gather-per-step,func.func(weft-fp8-gather{func=gather}))' | FileCheck %s --check-prefix=ROWS
+// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=none}),weft-apply-plan{plan=dp=2,zero=3},func.func(weft-sharding-propagate,weft-partition,weft-fp8-gather{params=false}),weft-autodiff,weft-accumulate-gradients{microbatches=2},weft-gather-per-step{fp8-codes=true},func.func(weft-fp8-gather{func=gather}))' | FileCheck %s --check-prefix=ROWCODES
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3,mb=2 fp8=rowwise fp8-keep=none target=cuda sched=true})' | FileCheck %s --check-prefix=SCHEDROWS
 
 // ZeRO-3 gathered once a step, with FP8 weights. Delayed scaling reads
 // each weight by one per-tensor quantization, forward and backward:
@@ -87,6 +89,41 @@
 // ROWS: %[[V:.*]] = weft.param "v.gathered"
 // ROWS: weft.fp8_amax %[[V]] : tensor<32x32xf32> -> tensor<1x32xf32>
 // ROWS: weft.fp8_amax %[[V]] : tensor<32x32xf32> -> tensor<32x1xf32>
+// With FP8 storage the two copies are held as codes, a byte an element
+// each, no more than the values (weft-gather-per-step{fp8-codes}): "v"
+// gets a state per quantization, the input gradient's by its row maxima
+// (gathered with it) and the forward's by its column maxima (all-reduced).
+// ROWCODES-LABEL: func.func @gather()
+// ROWCODES-NOT: "v.gathered"
+// ROWCODES: %[[R:.*]] = weft.fp8_amax %[[V:.*]] : tensor<16x32xf32> -> tensor<16x1xf32>
+// ROWCODES-NEXT: %[[RG:.*]] = weft.all_gather %[[R]] over @mesh ["dp"] dim 0 : tensor<16x1xf32> -> tensor<32x1xf32>
+// ROWCODES: %[[Q:.*]] = weft.fp8_quantize %[[V]], %[[R]]
+// ROWCODES-NEXT: %[[QG:.*]] = weft.all_gather %[[Q]] over @mesh ["dp"] dim 0
+// ROWCODES-NEXT: weft.assign "v.fp8.gathered", %[[QG]]
+// ROWCODES-NEXT: weft.assign "v.fp8.amax.gathered", %[[RG]]
+// ROWCODES: weft.assign "v.fp8_1.gathered"
+// ROWCODES-NEXT: weft.assign "v.fp8_1.amax.gathered"
+// ROWCODES-LABEL: func.func @accumulate
+// ROWCODES-NOT: "v.gathered"
+// ROWCODES-NOT: weft.all_gather
+// ROWCODES-LABEL: func.func @train_step
+
+// Lowered with FP8 storage, both states hold codes; the input gradient's
+// GEMM reads one as it is (row scales), the forward's a transposing copy
+// of the other (its column maxima are the transposed operand's rows).
+// SCHEDROWS-DAG: sched.param @v.fp8.gathered init(zeros) state {transient} : !sched.buffer<32x32xf8E4M3FN>
+// SCHEDROWS-DAG: sched.param @v.fp8_1.gathered init(zeros) state {transient} : !sched.buffer<32x32xf8E4M3FN>
+// SCHEDROWS-LABEL: sched.program @accumulate
+// SCHEDROWS-DAG: %[[VB:.*]] = sched.get @v.fp8.gathered : <32x32xf8E4M3FN>
+// SCHEDROWS-DAG: %[[VF:.*]] = sched.get @v.fp8_1.gathered : <32x32xf8E4M3FN>
+// SCHEDROWS-NOT: fp8_decode
+// SCHEDROWS: sched.copy %[[VF]] -> %[[T:.*]] sizes [1, 32, 32] src [0, 1024, 32, 1] dst [0, 1024, 1, 32]
+// SCHEDROWS: sched.fp8_scale_inv %[[VF]], %{{.*}}, %[[TI:.*]] {scale_mode = "rows", transpose} : !sched.buffer<32x32xf8E4M3FN>, !sched.buffer<1x32xf32>, !sched.buffer<32xf32>
+// SCHEDROWS: sched.gemm %{{.*}}, %[[T]] -> %{{.*}} scales(%{{.*}}, %[[TI]] :
+// SCHEDROWS: sched.fp8_scale_inv %[[VB]], %{{.*}}, %[[BI:.*]] {scale_mode = "rows"} : !sched.buffer<32x32xf8E4M3FN>, !sched.buffer<32x1xf32>, !sched.buffer<32xf32>
+// SCHEDROWS: sched.gemm %{{.*}}, %[[VB]] -> %{{.*}} scales(%{{.*}}, %[[BI]] :
+// SCHEDROWS-NOT: fp8_decode
+// SCHEDROWS: sched.return
 func.func @forward(%x: tensor<64x32xf32> {weft.input = "tokens"}) -> (tensor<f32> {weft.output = "loss"}) {
   %w = weft.param "w" init(normal, 0.1) {weft.layer = 0 : i64} : tensor<32x32xf32>
   %h = weft.matmul %x, %w : tensor<64x32xf32>, tensor<32x32xf32>

@@ -684,17 +684,18 @@ LogicalResult lowerFp8DecodedGather(AllGatherOp gather, Value codes,
   auto q = cast<Fp8QuantizeOp>(gather.getInput().getDefiningOp());
   OpBuilder &b = l.builder();
   Location loc = gather.getLoc();
-  auto wholeType = cast<RankedTensorType>(gather.getResult().getType());
-  Value whole = l.alloc(wholeType.getShape(), q.getFormat());
-  gatherInto(l, gather, codes, whole);
-  // A state held as FP8 codes is assigned them as they are.
+  // A state held as FP8 codes is assigned them as they are (gathered into
+  // its storage where nothing in the program reads it: inPlaceParam).
   if (llvm::all_of(gather->getUsers(), [&](Operation *user) {
         auto assign = dyn_cast<AssignOp>(user);
         return assign && l.heldAsFp8Codes(assign.getName());
       })) {
-    l.bind(gather.getResult(), whole);
+    gatherInto(l, gather, codes, l.defineAs(gather.getResult(), q.getFormat()));
     return success();
   }
+  auto wholeType = cast<RankedTensorType>(gather.getResult().getType());
+  Value whole = l.alloc(wholeType.getShape(), q.getFormat());
+  gatherInto(l, gather, codes, whole);
   // The whole tensor's maxima (decodingMaxima), or each shard's own blocks
   // gathered with it.
   Value amax;

@@ -166,10 +166,13 @@ Value ProgramLowering::read(Operation *op, Value v, bool f32) {
 }
 
 Value ProgramLowering::define(Value r) {
-  sched::BufferType type = bufferType(r.getType());
+  return defineAs(r, bufferType(r.getType()).getElementType());
+}
+
+Value ProgramLowering::defineAs(Value r, Type elementType) {
   Value buffer = inPlace.lookup(r);
   if (!buffer)
-    buffer = alloc(type.getShape(), type.getElementType());
+    buffer = alloc(cast<ShapedType>(r.getType()).getShape(), elementType);
   bind(r, buffer);
   return buffer;
 }
@@ -454,7 +457,7 @@ private:
     bool readsChecked = readsCheckedData(f);
     llvm::DenseSet<Value> inPlace;
     for (Operation &op : f.getBody().front()) {
-      if (isa<FusedOp>(op))
+      if (isa<FusedOp, AllGatherOp>(op))
         for (OpResult r : op.getResults())
           if (ParamOp param = inPlaceParam(r, readsChecked)) {
             lowering.computeInto(r, lowering.stored(param.getResult()));

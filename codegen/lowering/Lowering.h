@@ -114,6 +114,9 @@ public:
   /// A new buffer for result `r` as stored (data movement, which handles
   /// every type).
   mlir::Value define(mlir::Value r);
+  /// The same holding `elementType` (FP8 codes standing for a quantized
+  /// value's); in place (computeInto) the storage's own.
+  mlir::Value defineAs(mlir::Value r, mlir::Type elementType);
   /// Emits the narrowing copies write() promised; the driver calls it after
   /// each op's lowering.
   void finish();

@@ -2796,12 +2796,19 @@ absl::Status checkPlan(Program &p, const SchedBundle &b) {
           return c.fail(
               absl::StrCat(c.name(j), " writes constant '", storage.name, "'"));
         if (write && storage.kind == Buffer::Kind::Param) {
-          // A kernel's update in place, or the narrowing copy after it.
-          if (in.op != Op::Launch && in.op != Op::Copy)
+          // A kernel's update in place, or the narrowing copy after it; a
+          // state gathered whole into its storage (as FP8 codes, or
+          // decoded).
+          bool gather =
+              in.op == Op::Collective &&
+              in.as<CollectiveAttrs>().kind == CollectiveKind::AllGather;
+          if (in.op != Op::Launch && in.op != Op::Copy &&
+              in.op != Op::Fp8Decode && !gather)
             return c.fail(absl::StrCat(
                 c.name(j), " writes param '", storage.name,
                 "'; params change by an assign, or in place by a kernel "
-                "launch (or the copy narrowing its result)"));
+                "launch (or the copy narrowing its result), an all_gather "
+                "or an fp8_decode"));
           written.insert(storage.name);
         }
         std::vector<int64_t> keys = {key[id]};

@@ -785,12 +785,16 @@ LogicalResult ProgramOp::verifyRegions() {
       if (write && storage.isConstant)
         return op.emitOpError("writes constant ") << storage.symbol;
       if (write && storage.isParam) {
-        // A kernel's update in place, or the narrowing copy after it.
-        if (!isa<LaunchOp, CopyOp>(op))
+        // A kernel's update in place, or the narrowing copy after it; a
+        // state gathered whole into its storage (as FP8 codes, or decoded).
+        auto collective = dyn_cast<CollectiveOp>(op);
+        if (!isa<LaunchOp, CopyOp, Fp8DecodeOp>(op) &&
+            !(collective && collective.getKind() == CollectiveKind::all_gather))
           return op.emitOpError("writes parameter ")
                  << storage.symbol
                  << "; parameters change by sched.assign, or in place by a "
-                    "kernel launch (or the copy narrowing its result)";
+                    "kernel launch (or the copy narrowing its result), an "
+                    "all_gather or an fp8_decode";
         writtenParams.try_emplace(storage.symbol.getValue(), &op);
       }
       SmallVector<const void *> keys = {storage.key};

@@ -39,8 +39,23 @@ bool weft::readsCheckedData(Operation *func) {
 }
 
 ParamOp weft::inPlaceParam(OpResult result, bool readsChecked) {
+  if (readsChecked || !result.hasOneUse())
+    return {};
+  // A gather whose whole result a state takes (weft-gather-per-step's
+  // @gather), where the function does not read the state: nothing wants
+  // its old value.
+  if (isa<AllGatherOp>(result.getOwner())) {
+    auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
+    if (!assign)
+      return {};
+    for (ParamOp p : result.getOwner()->getBlock()->getOps<ParamOp>())
+      if (p.getName() == assign.getName())
+        return p.getType() == result.getType() && p->use_empty() ? p
+                                                                 : ParamOp();
+    return {};
+  }
   auto fused = dyn_cast<FusedOp>(result.getOwner());
-  if (readsChecked || !fused || !result.hasOneUse())
+  if (!fused)
     return {};
   // Element by element only: a norm's row kernel reads a row more than once.
   if (llvm::any_of(fused.getBody().front(), [](Operation &op) {

@@ -257,16 +257,18 @@ Fp8QuantizeOp fp8GemmOperandOf(mlir::Value v);
 /// fail must leave every parameter as it was.
 bool readsCheckedData(mlir::Operation *func);
 
-/// The parameter P whose storage the `weft.fused` result `result` may be
-/// computed into, in place of an arena buffer and an assign at the step's
-/// end: the result's one user assigns it to P, P's value is read by that
-/// op alone (no later reader wants the old value and no other stream reads
-/// it; the kernel reads each element before it writes it), the types
-/// match, and the function reads no checked data (`readsChecked`, from
-/// readsCheckedData). The optimizer's update of each parameter and moment
+/// The parameter P whose storage the `weft.fused` or `weft.all_gather`
+/// result `result` may be computed into, in place of an arena buffer and
+/// an assign at the step's end: the result's one user assigns it to P, the
+/// types match, the function reads no checked data (`readsChecked`, from
+/// readsCheckedData), and P's value is read by that fused op alone (no
+/// later reader wants the old value and no other stream reads it; the
+/// kernel reads each element before it writes it) or, for a gather, by no
+/// op of the function. The optimizer's update of each parameter and moment
 /// so needs no arena: without it every new value is held until the step
-/// ends, 12 bytes a parameter with Adam. Null otherwise. weft-memory-plan
-/// and weft-lower-to-sched both ask.
+/// ends, 12 bytes a parameter with Adam; nor does weft-gather-per-step's
+/// @gather, which would hold every gathered parameter until its end. Null
+/// otherwise. weft-memory-plan and weft-lower-to-sched both ask.
 ParamOp inPlaceParam(mlir::OpResult result, bool readsChecked);
 
 } // namespace weft

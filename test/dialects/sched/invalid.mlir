@@ -749,8 +749,21 @@ sched.program @p arena(0) align(1) events(0) streams ["compute"] {
 sched.param @w init(zeros) : !sched.buffer<4xf32>
 sched.program @p arena(0) align(1) events(0) streams ["compute"] {
   %w = sched.get @w : !sched.buffer<4xf32>
-  // expected-error @+1 {{'sched.fill' op writes parameter @w; parameters change by sched.assign, or in place by a kernel launch (or the copy narrowing its result)}}
+  // expected-error @+1 {{'sched.fill' op writes parameter @w; parameters change by sched.assign, or in place by a kernel launch (or the copy narrowing its result), an all_gather or an fp8_decode}}
   sched.fill %w value 0.0 : !sched.buffer<4xf32>
+  sched.return []
+}
+
+// -----
+
+// A gather may fill a state in place (weft-gather-per-step's); a sum may not.
+sched.mesh @mesh axes ["dp"] sizes [2]
+sched.param @w init(zeros) : !sched.buffer<4xf32>
+sched.program @p arena(0) align(1) events(0) streams ["compute"] {
+^bb0(%x: !sched.buffer<4xf32>):
+  %w = sched.get @w : !sched.buffer<4xf32>
+  // expected-error @+1 {{'sched.collective' op writes parameter @w}}
+  sched.collective all_reduce sum %x -> %w over @mesh ["dp"] : !sched.buffer<4xf32> -> !sched.buffer<4xf32>
   sched.return []
 }
 

@@ -2,20 +2,21 @@
 
 // Blockwise FP8 under ZeRO-3 gathered once a step: each rank's 128 rows
 // hold whole 128 x 128 blocks, so its maxima are its own. @gather encodes
-// the shard by them and gathers the codes and the maxima into the state,
-// which holds the codes. @accumulate's forward GEMM reads them transposed:
+// the shard by them and gathers the codes and the maxima straight into the
+// states' storage (no assign), the one holding the codes. @accumulate's forward GEMM reads them transposed:
 // a transposing copy of the codes, with the transposed 128 x 128 grid of
 // scales taken from the gathered maxima (not the shard's), so no value is
 // decoded or cast.
 // CHECK-LABEL: sched.program @gather
+// CHECK-DAG: %[[CODES:.*]] = sched.get @w.fp8.gathered : <256x256xf8E4M3FN>
+// CHECK-DAG: %[[ALL:.*]] = sched.get @w.fp8.amax.gathered : <2x2xf32>
 // CHECK: sched.fp8_amax %[[W:.*]], %[[A:.*]] : !sched.buffer<128x256xf32>, !sched.buffer<1x2xf32>
-// CHECK: sched.collective all_gather none %[[A]] -> %[[ALL:.*]] over @mesh ["dp"] {{.*}}: <1x2xf32> -> <2x2xf32>
+// CHECK: sched.collective all_gather none %[[A]] -> %[[ALL]] over @mesh ["dp"] {{.*}}: <1x2xf32> -> <2x2xf32>
 // CHECK: sched.fp8_encode %[[W]], %[[A]], %[[C:.*]] : !sched.buffer<128x256xf32>, !sched.buffer<1x2xf32>, !sched.buffer<128x256xf8E4M3FN>
-// CHECK: sched.collective all_gather none %[[C]] -> %[[CODES:.*]] over @mesh ["dp"] {{.*}}: <128x256xf8E4M3FN> -> <256x256xf8E4M3FN>
+// CHECK: sched.collective all_gather none %[[C]] -> %[[CODES]] over @mesh ["dp"] {{.*}}: <128x256xf8E4M3FN> -> <256x256xf8E4M3FN>
 // CHECK-NOT: all_gather
 // CHECK-NOT: fp8_decode
-// CHECK: sched.assign @w.fp8.gathered = %[[CODES]]
-// CHECK: sched.assign @w.fp8.amax.gathered = %[[ALL]]
+// CHECK-NOT: sched.assign
 // CHECK-LABEL: sched.program @accumulate
 // CHECK: %[[S:.*]] = sched.get @w.fp8.gathered : <256x256xf8E4M3FN>
 // CHECK-NEXT: %[[M:.*]] = sched.get @w.fp8.amax.gathered : <2x2xf32>

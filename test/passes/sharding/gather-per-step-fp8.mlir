@@ -44,18 +44,20 @@
 // CHECK-LABEL: func.func @train_step
 
 // Lowered with FP8 storage, @gather moves codes: each shard is encoded by
-// the all-reduced maximum and the codes gathered (a byte an element) into
-// the state, which holds them as they are, nothing decoded. @accumulate's
+// the all-reduced maximum and the codes gathered (a byte an element)
+// straight into the state's storage (no arena buffer, no assign), which
+// holds them as they are, nothing decoded. @accumulate's
 // GEMMs read the held codes with scales from the held maximum: the
 // forward through a transposing copy (k contiguous), the input gradient
 // as stored; nothing is cast from values.
 // SCHED: sched.param @v.fp8.gathered init(zeros) state {transient} : !sched.buffer<32x32xf8E4M3FN>
 // SCHED-LABEL: sched.program @gather
+// SCHED: %[[W:.*]] = sched.get @w.fp8.gathered : <32x32xf8E4M3FN>
 // SCHED: sched.collective all_reduce max
 // SCHED: sched.fp8_encode %{{.*}}, %[[A:.*]], %[[C:.*]] : !sched.buffer<16x32xf32>, !sched.buffer<1x1xf32>, !sched.buffer<16x32xf8E4M3FN>
-// SCHED: sched.collective all_gather none %[[C]] -> %[[W:.*]] over @mesh ["dp"] {{.*}}: <16x32xf8E4M3FN> -> <32x32xf8E4M3FN>
+// SCHED: sched.collective all_gather none %[[C]] -> %[[W]] over @mesh ["dp"] {{.*}}: <16x32xf8E4M3FN> -> <32x32xf8E4M3FN>
 // SCHED-NOT: fp8_decode
-// SCHED: sched.assign @w.fp8.gathered = %[[W]] : <32x32xf8E4M3FN>
+// SCHED-NOT: sched.assign @w.fp8.gathered
 // SCHED: sched.assign @w.fp8.amax.gathered = %[[A]] : <1x1xf32>
 // SCHED-LABEL: sched.program @accumulate
 // SCHED: %[[V:.*]] = sched.get @v.fp8.gathered : <32x32xf8E4M3FN>

@@ -216,6 +216,43 @@ ParamOp declareGathered(OpBuilder &b, Location loc, Type type, StringRef name,
   return p;
 }
 
+/// Whether FP8 storage would move and hold quantization `q`'s codes, `q`
+/// reading `whole` (the last of a chain's gathers) or a view of it:
+/// weft-fp8-gather moves the gathers after `q` only where no shard boundary
+/// cuts its blocks (each lies inside a shard, or spans the gathered
+/// dimension), and the collectives move whole four-byte words of a shard
+/// (weft::gathersFp8Codes). A view's blocks count where it keeps each
+/// gathered dimension whole, after the same elements (a slice of GPT-2's
+/// c_attn reshaped), else only as one scale.
+bool codesMove(Value whole, Fp8QuantizeOp q) {
+  ArrayRef<int64_t> shape = q.getType().getShape(),
+                    grid = q.getAmax().getType().getShape(),
+                    wholeShape = cast<ShapedType>(whole.getType()).getShape();
+  bool oneScale = llvm::all_of(grid, [](int64_t n) { return n == 1; });
+  // q's dimension that is `whole`'s dimension d, if any.
+  auto keptDim = [&](int64_t d) -> std::optional<size_t> {
+    int64_t before = 1, wholeBefore = 1;
+    for (int64_t i = 0; i < d; ++i)
+      wholeBefore *= wholeShape[i];
+    for (size_t i = 0; i < shape.size(); before *= shape[i++])
+      if (before == wholeBefore && shape[i] == wholeShape[d])
+        return i;
+    return std::nullopt;
+  };
+  int64_t shardElements = q.getType().getNumElements();
+  for (auto g = whole.getDefiningOp<AllGatherOp>(); g;
+       g = g.getInput().getDefiningOp<AllGatherOp>()) {
+    int64_t n = g.groupSize();
+    shardElements /= n;
+    if (oneScale)
+      continue;
+    std::optional<size_t> d = keptDim(static_cast<int64_t>(g.getDim()));
+    if (!d || (grid[*d] != 1 && shape[*d] / n % (shape[*d] / grid[*d]) != 0))
+      return false;
+  }
+  return shardElements % 4 == 0;
+}
+
 /// Declares the state parameter `<name><suffix>.gathered` of a type and a
 /// sharding, assigned a value in @gather; returns @accumulate's.
 using DeclareState = llvm::function_ref<FailureOr<ParamOp>(
@@ -271,7 +308,8 @@ LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
       return success();
   // One state per distinct quantization (a recomputed forward quantizes
   // alike), which together hold no more bytes than the value (a byte an
-  // element where FP8 storage holds them as codes).
+  // element where FP8 storage holds them as codes; their maxima, a float
+  // a row or block, left out).
   auto bytesOf = [](Type t, bool codes) {
     auto tensor = cast<RankedTensorType>(t);
     return tensor.getNumElements() *
@@ -288,7 +326,7 @@ LogicalResult quantizeOncePerStep(func::FuncOp acc, ArrayRef<Value> wholes,
       continue;
     }
     kinds.push_back({q});
-    held += bytesOf(q.getType(), fp8Codes);
+    held += bytesOf(q.getType(), fp8Codes && codesMove(wholes.front(), q));
   }
   if (held > bytesOf(wholes.front().getType(), false))
     return success();

@@ -139,8 +139,10 @@ def GatherPerStep : Pass<"weft-gather-per-step", "::mlir::ModuleOp"> {
     input-gradient blocks) each get their own (`.fp8_1`, ...), while
     together they hold no more bytes than the value: in the value's type,
     or with `fp8-codes` (set where FP8 storage holds them as codes,
-    weft::fp8CodeStates) a byte an element. A backward that re-quantizes in
-    other blocks leaves the parameter as it is without `fp8-codes`.
+    weft::fp8CodeStates) a byte an element where weft-fp8-gather can move
+    the gather after the quantization (no shard boundary cuts its blocks);
+    their maxima are left out. A backward that re-quantizes in other blocks
+    leaves the parameter as it is without `fp8-codes`.
     weft-fp8-gather{func=gather} then moves @gather's gathers after the
     quantizations.
   }];

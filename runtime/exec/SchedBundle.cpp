@@ -1015,7 +1015,9 @@ absl::StatusOr<InstructionAttrs> readAttrs(Op op, Obj &o,
   case Op::Fp8Cast:
   case Op::Fp8ScaleInv: {
     Fp8QuantizeAttrs a; // The format is checked from the codes' type.
-    WEFT_ASSIGN(a.transpose, o.flag("transpose"));
+    // Absent in bundles written before fp8_scale_inv took it: untransposed.
+    if (op == Op::Fp8Cast || o.has("transpose"))
+      WEFT_ASSIGN(a.transpose, o.flag("transpose"));
     // Absent in bundles written before MXFP8 casts existed: f32 scales.
     if (o.has("pow2_scales"))
       WEFT_ASSIGN(a.pow2, o.flag("pow2_scales"));

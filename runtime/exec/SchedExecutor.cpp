@@ -1438,12 +1438,19 @@ absl::Status SchedExecutor::checkFinite(const sched::Program &program,
     bool outside = buffer.kind == Kind::Param || buffer.kind == Kind::Input ||
                    buffer.kind == Kind::Constant;
     // A param an update wrote in place is checked after it, as arena
-    // results are: a launch's outputs, a copy's destination.
-    bool wroteParam =
-        !before && buffer.kind == Kind::Param &&
+    // results are, not before (its old value is not read there): a
+    // launch's outputs, a copy's destination, a state a gather or a decode
+    // filled.
+    bool paramOut =
+        buffer.kind == Kind::Param &&
         ((inst.op == sched::Op::Launch &&
           j >= static_cast<size_t>(inst.as<sched::LaunchAttrs>().inputs)) ||
-         (inst.op == sched::Op::Copy && j == 1));
+         ((inst.op == sched::Op::Copy || inst.op == sched::Op::Collective) &&
+          j == 1) ||
+         (inst.op == sched::Op::Fp8Decode && j == 2));
+    bool wroteParam = !before && paramOut;
+    if (before && paramOut)
+      continue;
     if ((outside != before && !wroteParam) ||
         !isFloatingPoint(buffer.type.dtype))
       continue;

@@ -48,10 +48,14 @@ ParamOp weft::inPlaceParam(OpResult result, bool readsChecked) {
     auto assign = dyn_cast<AssignOp>(*result.getUsers().begin());
     if (!assign)
       return {};
-    for (ParamOp p : result.getOwner()->getBlock()->getOps<ParamOp>())
+    // Its storage is bound where it is declared: before the gather.
+    Operation *gather = result.getOwner();
+    for (ParamOp p : gather->getBlock()->getOps<ParamOp>())
       if (p.getName() == assign.getName())
-        return p.getType() == result.getType() && p->use_empty() ? p
-                                                                 : ParamOp();
+        return p.getType() == result.getType() && p->use_empty() &&
+                       p->isBeforeInBlock(gather)
+                   ? p
+                   : ParamOp();
     return {};
   }
   auto fused = dyn_cast<FusedOp>(result.getOwner());

@@ -56,9 +56,9 @@
 // state (weft::fp8CodeStates), the state holds the codes themselves: half
 // a bf16 weight's bytes for the step. @accumulate's quantizations of that
 // state by its maxima would give back those codes, so its GEMMs read them
-// as they are, with scales from the maxima (sched.fp8_scale_inv), and a
-// per-tensor or 128 x 128 layout read transposed gets a transposing copy;
-// any other reader gets the values decoded.
+// in every layout: as they are, or a transposing copy (an element's code
+// depends on its block's scale alone), with that layout's scales from the
+// maxima (sched.fp8_scale_inv); a reader of the values gets them decoded.
 //
 //===----------------------------------------------------------------------===//
 

@@ -3612,6 +3612,19 @@ std::pair<int64_t, int64_t> fp8CastBlocks(const std::vector<int64_t> &input,
   return {rows, width};
 }
 
+Fp8CastGeometry fp8CastGeometry(const std::vector<int64_t> &input,
+                                const std::vector<int64_t> &amax) {
+  Fp8CastGeometry g;
+  g.cols = input.empty() ? 1 : input.back();
+  g.rows = input.size() < 2 ? 1 : input[input.size() - 2];
+  int64_t elements = 1;
+  for (int64_t d : input)
+    elements *= d;
+  g.batch = elements / std::max<int64_t>(g.rows * g.cols, 1);
+  std::tie(g.blockRows, g.blockCols) = fp8CastBlocks(input, amax);
+  return g;
+}
+
 absl::StatusOr<SchedBundle> loadSchedBundle(const std::string &dir) {
   std::string file = absl::StrCat(dir, "/", kManifestFile);
   absl::StatusOr<std::string> text = readWholeFile(file);

@@ -332,6 +332,14 @@ struct Fp8QuantizeAttrs {
 /// loader checked they are such blocks.
 std::pair<int64_t, int64_t> fp8CastBlocks(const std::vector<int64_t> &input,
                                           const std::vector<int64_t> &amax);
+/// An fp8_cast's input (or fp8_scale_inv's codes) as the kernels read it:
+/// [batch, rows, cols] (the last two dimensions a matrix), cut into the
+/// blocks fp8CastBlocks gives of the matrix [batch * rows, cols].
+struct Fp8CastGeometry {
+  int64_t batch = 1, rows = 1, cols = 1, blockRows = 1, blockCols = 1;
+};
+Fp8CastGeometry fp8CastGeometry(const std::vector<int64_t> &input,
+                                const std::vector<int64_t> &amax);
 /// layer_norm_grad, rms_norm_grad.
 struct NormGradAttrs {
   double epsilon = 0;

@@ -782,24 +782,16 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
     if (absl::Status s = needAll({{0, F}, {1, F}, {3, F}}); !s.ok())
       return s;
-    const std::vector<int64_t> &shape = type(0).shape;
-    int64_t cols = shape.empty() ? 1 : shape.back(),
-            rows = shape.size() < 2 ? 1 : shape[shape.size() - 2];
-    int64_t n = type(0).numElements(),
-            batch = n / std::max<int64_t>(rows * cols, 1);
-    std::pair<int64_t, int64_t> blocks =
-        sched::fp8CastBlocks(shape, type(1).shape);
-    int64_t blockRows = blocks.first, blockCols = blocks.second;
-    bool e4m3 = type(2).dtype == DType::F8E4M3FN, transpose = a.transpose,
-         pow2 = a.pow2;
-    int mode = a.scaleMode;
+    sched::Fp8CastGeometry g =
+        sched::fp8CastGeometry(type(0).shape, type(1).shape);
+    bool e4m3 = type(2).dtype == DType::F8E4M3FN;
     return Step([=, x = f(0), amax = f(1),
                  codes = reinterpret_cast<uint8_t *>(bound.ptr[ops[2]]),
-                 scaleInv = f(3)] {
+                 scaleInv = f(3), n = type(0).numElements()] {
       for (int64_t i = 0; i < n; ++i)
-        weft_fp8_cast_element(x[i], i, amax, codes, scaleInv, batch, rows, cols,
-                              transpose, e4m3, pow2, mode, blockRows,
-                              blockCols);
+        weft_fp8_cast_element(x[i], i, amax, codes, scaleInv, g.batch, g.rows,
+                              g.cols, a.transpose, e4m3, a.pow2, a.scaleMode,
+                              g.blockRows, g.blockCols);
       return absl::OkStatus();
     });
   }
@@ -807,24 +799,18 @@ SchedExecutor::bindInstruction(const sched::Program &program,
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
     if (absl::Status s = needAll({{1, F}, {2, F}}); !s.ok())
       return s;
-    // The codes' shape as fp8_cast's input: [batch, rows, cols].
-    const std::vector<int64_t> &shape = type(0).shape;
-    int64_t cols = shape.empty() ? 1 : shape.back(),
-            rows = shape.size() < 2 ? 1 : shape[shape.size() - 2];
-    int64_t batch = type(0).numElements() / std::max<int64_t>(rows * cols, 1);
-    std::pair<int64_t, int64_t> extent =
-        sched::fp8CastBlocks(shape, type(1).shape);
-    int64_t blockRows = extent.first, blockCols = extent.second;
+    // The codes as fp8_cast's input.
+    sched::Fp8CastGeometry g =
+        sched::fp8CastGeometry(type(0).shape, type(1).shape);
     bool e4m3 = type(0).dtype == DType::F8E4M3FN;
-    return Step([=, amax = f(1), scaleInv = f(2),
-                 blocks = type(1).numElements(), transpose = a.transpose,
-                 pow2 = a.pow2, mode = a.scaleMode] {
-      for (int64_t blk = 0; blk < blocks; ++blk)
-        weft_fp8_block_scale_inv(blk, amax, scaleInv, batch, rows, cols,
-                                 transpose, e4m3, pow2, mode, blockRows,
-                                 blockCols);
-      return absl::OkStatus();
-    });
+    return Step(
+        [=, amax = f(1), scaleInv = f(2), blocks = type(1).numElements()] {
+          for (int64_t blk = 0; blk < blocks; ++blk)
+            weft_fp8_block_scale_inv(blk, amax, scaleInv, g.batch, g.rows,
+                                     g.cols, a.transpose, e4m3, a.pow2,
+                                     a.scaleMode, g.blockRows, g.blockCols);
+          return absl::OkStatus();
+        });
   }
   case Op::LayerNormGrad:
   case Op::RmsNormGrad: {

@@ -1287,15 +1287,12 @@ absl::Status Translator::run() {
     if (absl::Status s = need(1, {DType::F32}); !s.ok())
       return s;
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
-    const Shape &sh = shape(0);
-    int64_t cols = sh.empty() ? 1 : sh.back(),
-            rows = sh.size() < 2 ? 1 : sh[sh.size() - 2];
-    auto [blockRows, blockCols] = sched::fp8CastBlocks(sh, shape(1));
+    sched::Fp8CastGeometry g = sched::fp8CastGeometry(shape(0), shape(1));
     kernel("weft_fp8_cast", gridFor(count(0)),
            {buf(0), i32(dtype(0) == DType::BF16), buf(1), buf(2), buf(3),
-            i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
-            i64(cols), i32(a.transpose), i32(dtype(2) == DType::F8E4M3FN),
-            i32(a.pow2), i32(a.scaleMode), i64(blockRows), i64(blockCols)});
+            i64(g.batch), i64(g.rows), i64(g.cols), i32(a.transpose),
+            i32(dtype(2) == DType::F8E4M3FN), i32(a.pow2), i32(a.scaleMode),
+            i64(g.blockRows), i64(g.blockCols)});
     return absl::OkStatus();
   }
   case Op::Fp8ScaleInv: {
@@ -1303,15 +1300,11 @@ absl::Status Translator::run() {
     if (absl::Status s = need(1, {DType::F32}); !s.ok())
       return s;
     const auto &a = ins.as<sched::Fp8QuantizeAttrs>();
-    const Shape &sh = shape(0);
-    int64_t cols = sh.empty() ? 1 : sh.back(),
-            rows = sh.size() < 2 ? 1 : sh[sh.size() - 2];
-    auto [blockRows, blockCols] = sched::fp8CastBlocks(sh, shape(1));
+    sched::Fp8CastGeometry g = sched::fp8CastGeometry(shape(0), shape(1));
     kernel("weft_fp8_scale_inv", gridFor(count(1)),
-           {buf(1), buf(2), i64(count(1)),
-            i64(count(0) / std::max<int64_t>(rows * cols, 1)), i64(rows),
-            i64(cols), i32(a.transpose), i32(dtype(0) == DType::F8E4M3FN),
-            i32(a.pow2), i32(a.scaleMode), i64(blockRows), i64(blockCols)});
+           {buf(1), buf(2), i64(count(1)), i64(g.batch), i64(g.rows),
+            i64(g.cols), i32(a.transpose), i32(dtype(0) == DType::F8E4M3FN),
+            i32(a.pow2), i32(a.scaleMode), i64(g.blockRows), i64(g.blockCols)});
     return absl::OkStatus();
   }
   case Op::Fp8GroupQuantize:

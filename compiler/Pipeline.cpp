@@ -75,8 +75,12 @@ llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
   return llvm::Error::success();
 }
 
-llvm::Error buildTrainingPipeline(OpPassManager &pm,
-                                  const TrainingPipelineOptions &options) {
+/// The passes of `weft-train`; with `untilRecompute`, only those before
+/// weft-recompute (the step the budget search reads its per-tensor
+/// candidates from).
+static llvm::Error addTrainingPasses(OpPassManager &pm,
+                                     const TrainingPipelineOptions &options,
+                                     bool untilRecompute) {
   if (llvm::Error e = checkTrainingSettings(
           {options.beta1, options.beta2, options.eps, options.weightDecay,
            options.maxGradNorm},
@@ -168,6 +172,8 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createAutodiff(autodiff));
   // @forward is now the evaluation program: no dropout.
   pm.addPass(createEvalForward());
+  if (untilRecompute)
+    return llvm::Error::success();
   // Before ZeRO-3's re-gathers, so a recomputation's parameter reads are
   // backward reads that gather again.
   RecomputeOptions recomputeOptions;
@@ -262,6 +268,40 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
   }
   schedPrograms.addPass(createSchedPlanMemory());
   return llvm::Error::success();
+}
+
+llvm::Error buildTrainingPipeline(OpPassManager &pm,
+                                  const TrainingPipelineOptions &options) {
+  return addTrainingPasses(pm, options, /*untilRecompute=*/false);
+}
+
+/// `weft-train`'s options for what buildTrainingPrograms is given.
+static void setPipelineOptions(TrainingPipelineOptions &pipeline,
+                               const TrainingOptions &options) {
+  pipeline.plan = options.plan.str();
+  pipeline.target = options.cudaArchs.empty() ? "cpu" : "cuda";
+  pipeline.bucketMb = options.bucketMb;
+  pipeline.gemmEpilogues = options.gemmEpilogues;
+  pipeline.overlapCollectives = options.overlapCollectives;
+  pipeline.beta1 = options.adamw.beta1;
+  pipeline.beta2 = options.adamw.beta2;
+  pipeline.eps = options.adamw.eps;
+  pipeline.weightDecay = options.adamw.weightDecay;
+  pipeline.maxGradNorm = options.adamw.maxGradNorm;
+  pipeline.keepGradients = options.keepGradients;
+  pipeline.fuseAndPlan = options.fuseAndPlan;
+  pipeline.sched = options.sched;
+  pipeline.attentionScratchMb = options.attentionScratchMb;
+  pipeline.recompute = options.recompute;
+  pipeline.lossScale = options.lossScale;
+  pipeline.lossScaleWindow = options.lossScaleWindow;
+  pipeline.fp8 = options.fp8.recipe;
+  pipeline.fp8Keep = options.fp8.keep;
+  pipeline.fp8MinDim = options.fp8.minDim;
+  pipeline.fp8History = options.fp8.history;
+  pipeline.fp8Margin = options.fp8.margin;
+  pipeline.fp8Storage = options.fp8Storage;
+  pipeline.probes = options.probes;
 }
 
 void registerTrainingPipeline() {
@@ -362,6 +402,53 @@ FailureOr<RecomputeCost> recomputeCost(ModuleOp module, int64_t layers) {
 /// one.
 constexpr int64_t kExactCandidates = 81;
 
+/// The most plannings the per-tensor descent after an exact per-layer pick
+/// makes.
+constexpr int64_t kDescentPlannings = 128;
+
+/// Per tensor, recomputes less than `picked`, a choice that fits `budget`
+/// once planned and adds `flops`: in sweeps over the tensors it recomputes,
+/// the costliest first, keeps each one whose keeping still fits once
+/// planned and adds fewer FLOPs, until a sweep keeps none (keeping any one
+/// more then misses or saves nothing) or kDescentPlannings plannings are
+/// made. Returns the choice, each layer named by its policy where it has
+/// one.
+FailureOr<std::string> keepWhileItFits(
+    const RecomputeCandidates &candidates, const RecomputeChoice &picked,
+    double flops, int64_t budget,
+    function_ref<FailureOr<RecomputeCost>(const RecomputeChoice &)> costOf) {
+  RecomputeChoice at = candidates.asTensors(picked);
+  std::vector<int64_t> all;
+  for (int64_t l = 0; l < candidates.layers; ++l)
+    all.push_back(l);
+  int64_t plannings = 0;
+  for (bool kept = true; kept;) {
+    kept = false;
+    // What `at` recomputes, the costliest first.
+    std::vector<std::tuple<double, int64_t, int64_t>> order;
+    for (int64_t l = 0; l < candidates.layers; ++l)
+      for (auto [i, f] : llvm::enumerate(candidates.flops[l]))
+        if ((at.tensorsOf(l) >> i) & 1)
+          order.push_back({-f, l, static_cast<int64_t>(i)});
+    llvm::sort(order);
+    for (auto [negated, l, i] : order) {
+      if (plannings++ == kDescentPlannings)
+        return candidates.named(at).str();
+      RecomputeChoice next = at;
+      next.tensors[l] &= ~(uint64_t(1) << i);
+      FailureOr<RecomputeCost> cost = costOf(candidates.named(next));
+      if (failed(cost))
+        return failure();
+      if (cost->memory.front() <= budget && cost->flops(all) < flops) {
+        at = next;
+        flops = cost->flops(all);
+        kept = true;
+      }
+    }
+  }
+  return candidates.named(at).str();
+}
+
 /// How many layers (`weft.layer` of parameters) `module` has.
 int64_t layersOf(ModuleOp module) {
   int64_t layers = 0;
@@ -372,7 +459,8 @@ int64_t layersOf(ModuleOp module) {
   return layers;
 }
 
-/// Resolves `--recompute budget=G`: a per-layer choice under which every
+/// Resolves `--recompute budget=G`: a choice (per layer, or per tensor on
+/// one rank with few layers) under which every
 /// rank's activations (the memory plan's peak, planned as the report plans
 /// it; under pp each pipeline rank's, stash in flight included) fit G GiB,
 /// adding as few FLOPs as the method can tell (docs/recompute.md). A
@@ -381,8 +469,9 @@ int64_t layersOf(ModuleOp module) {
 /// own, all ranks in each planning:
 ///  - With at most 81 choices (3^L, L layers on each rank) every one is
 ///    planned and, per rank, the one adding the fewest FLOPs that fits wins
-///    (the smaller peak on a tie): exact over per-layer policies, where
-///    Checkmate solves over every tensor.
+///    (the smaller peak on a tie): exact over per-layer policies. On one
+///    rank, keepWhileItFits then keeps what it can of the pick's
+///    recomputed tensors (a descent, not Checkmate's per-tensor optimum).
 ///  - With more, three uniform plannings (every layer none, selective,
 ///    full) give each rank the model of passes/recompute/Budget.h: what
 ///    each layer's policy frees (weft.activation_bytes, times the
@@ -569,7 +658,19 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
       assign(chosen, r,
              best[r] ? best[r]->option
                      : std::vector<int>(layersOn[r].size(), 2));
-    return verified(chosen);
+    if (ranks > 1)
+      return verified(chosen);
+    // One rank: then per tensor.
+    FailureOr<RecomputeCandidates> candidates =
+        stepRecomputeCandidates(module, options);
+    if (failed(candidates))
+      return failure();
+    // Every layer full, checked to fit, is among the choices: best[0] is
+    // set.
+    if (!candidates->masksHold() || !best[0])
+      return choiceOf(chosen).str();
+    return keepWhileItFits(*candidates, choiceOf(chosen), best[0]->flops,
+                           budget, costOf);
   }
 
   FailureOr<RecomputeCost> selective =
@@ -669,6 +770,24 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
 }
 } // namespace
 
+FailureOr<RecomputeCandidates>
+stepRecomputeCandidates(ModuleOp module, const TrainingOptions &options) {
+  OwningOpRef<ModuleOp> trial = module.clone();
+  TrainingOptions none = options;
+  none.recompute = "none";
+  TrainingPipelineOptions pipeline;
+  setPipelineOptions(pipeline, none);
+  PassManager pm(module.getContext());
+  if (llvm::Error e = addTrainingPasses(pm, pipeline, /*untilRecompute=*/true))
+    return module.emitError(llvm::toString(std::move(e))), failure();
+  if (failed(pm.run(*trial)))
+    return failure();
+  for (func::FuncOp f : trial->getOps<func::FuncOp>())
+    if (hasBackward(f))
+      return recomputeCandidates(f);
+  return module.emitError("the training step has no backward"), failure();
+}
+
 LogicalResult
 buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
                       function_ref<LogicalResult(PassManager &)> configure) {
@@ -689,30 +808,7 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
     return buildTrainingPrograms(module, resolved, configure);
   }
   TrainingPipelineOptions pipeline;
-  pipeline.plan = options.plan.str();
-  pipeline.target = options.cudaArchs.empty() ? "cpu" : "cuda";
-  pipeline.bucketMb = options.bucketMb;
-  pipeline.gemmEpilogues = options.gemmEpilogues;
-  pipeline.overlapCollectives = options.overlapCollectives;
-  pipeline.beta1 = options.adamw.beta1;
-  pipeline.beta2 = options.adamw.beta2;
-  pipeline.eps = options.adamw.eps;
-  pipeline.weightDecay = options.adamw.weightDecay;
-  pipeline.maxGradNorm = options.adamw.maxGradNorm;
-  pipeline.keepGradients = options.keepGradients;
-  pipeline.fuseAndPlan = options.fuseAndPlan;
-  pipeline.sched = options.sched;
-  pipeline.attentionScratchMb = options.attentionScratchMb;
-  pipeline.recompute = options.recompute;
-  pipeline.lossScale = options.lossScale;
-  pipeline.lossScaleWindow = options.lossScaleWindow;
-  pipeline.fp8 = options.fp8.recipe;
-  pipeline.fp8Keep = options.fp8.keep;
-  pipeline.fp8MinDim = options.fp8.minDim;
-  pipeline.fp8History = options.fp8.history;
-  pipeline.fp8Margin = options.fp8.margin;
-  pipeline.fp8Storage = options.fp8Storage;
-  pipeline.probes = options.probes;
+  setPipelineOptions(pipeline, options);
   PassManager pm(module.getContext());
   if (llvm::Error e = buildTrainingPipeline(pm, pipeline))
     return module.emitError(llvm::toString(std::move(e)));

@@ -5,6 +5,7 @@
 
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/recompute/Passes.h"
 #include "passes/sharding/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -219,6 +220,12 @@ mlir::LogicalResult buildTrainingPrograms(
     mlir::ModuleOp module, const TrainingOptions &options,
     llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
         {});
+
+/// The recomputation candidates of the training step `options` compile
+/// `module` to (weft-recompute's `tensors:` indices; read from a copy
+/// compiled up to weft-recompute), or an error at `module`.
+mlir::FailureOr<RecomputeCandidates>
+stepRecomputeCandidates(mlir::ModuleOp module, const TrainingOptions &options);
 
 /// The training pipeline with sched=true, then a version 2 bundle in
 /// `dir` (docs/bundle-format.md): the generated kernels (kernels.so and,

@@ -25,8 +25,10 @@ int weft::budgetOption(RecomputePolicy policy) {
     return 1;
   case RecomputePolicy::Full:
     return 2;
+  case RecomputePolicy::Tensors:
+    break;
   }
-  return 0;
+  return -1;
 }
 
 double BudgetModel::arena(llvm::ArrayRef<int> choice) const {

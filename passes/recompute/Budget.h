@@ -23,7 +23,8 @@
 namespace weft {
 
 /// A layer's options in the order the model indexes them: 0 none, 1
-/// selective, 2 full.
+/// selective, 2 full. A per-tensor choice is none of them: -1 (the
+/// per-layer search never makes one).
 constexpr int kBudgetOptions = 3;
 RecomputePolicy budgetPolicy(int option);
 int budgetOption(RecomputePolicy policy);

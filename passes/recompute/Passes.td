@@ -30,6 +30,13 @@ def Recompute : Pass<"weft-recompute", "::mlir::func::FuncOp"> {
         GEMMs (matmul, grouped_matmul) and attention, recompute the cheap
         and memory-heavy ops between them (norms, activations, residual
         adds, dropout, routing's dispatch and combine).
+      - `tensors:i+j` (a layer's entry only): recompute the layer's
+        candidates i and j and keep the rest. A layer's candidates are,
+        in program order, the values `full` recomputes; a kept one stays
+        for the backward and for the clones that read it. So `full` is
+        every candidate, `selective` every one but the GEMM and attention
+        outputs, `none` none. `weftc compile --recompute budget=` chooses
+        such sets on small steps.
 
     With `regather` (weft-train sets it under `sp=on`), an all-gather of
     a layer's activation that the backward reads (the gathered norm
@@ -63,7 +70,8 @@ def Recompute : Pass<"weft-recompute", "::mlir::func::FuncOp"> {
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
            "What to recompute: none, full or selective for every layer, or "
-           "one per layer with runs (full*2,selective*30)">,
+           "one per layer with runs (full*2,selective*30), where a layer "
+           "may name its candidates (tensors:0+3)">,
     Option<"regather", "regather", "bool", /*default=*/"false",
            "Gather a layer's all-gathered activations (sequence "
            "parallelism's) again in the backward instead of keeping them, "

@@ -106,8 +106,19 @@ static const char *policyName(RecomputePolicy policy) {
     return "full";
   case RecomputePolicy::Selective:
     return "selective";
+  case RecomputePolicy::Tensors:
+    return "tensors";
   }
   return "none";
+}
+
+/// A `tensors:` layer's name: its candidates' indices joined by '+'.
+static std::string tensorsName(uint64_t mask) {
+  std::string name = "tensors:";
+  for (int64_t i = 0; i < kMaxLayerCandidates; ++i)
+    if ((mask >> i) & 1)
+      name += (name.back() == ':' ? "" : "+") + std::to_string(i);
+  return name;
 }
 
 namespace {
@@ -120,6 +131,7 @@ public:
     for (auto [op, l] : layer)
       if (inLayers(l))
         layers = std::max(layers, l + 1);
+    prepare();
   }
 
   FailureOr<int64_t> run() {
@@ -130,6 +142,25 @@ public:
                  << static_cast<int64_t>(choice.layers.size())
                  << " layers' policies; the step has " << layers << " layers",
              failure();
+    for (int64_t l = 0; l < layers; ++l) {
+      if (choice.of(l) != RecomputePolicy::Tensors)
+        continue;
+      uint64_t mask = choice.tensorsOf(l);
+      int64_t have = candidateCount[l];
+      if (have > kMaxLayerCandidates)
+        return func.emitError("weft-recompute: layer ")
+                   << l << " has " << have
+                   << " recomputation candidates, more than a 'tensors:' "
+                      "choice can name ("
+                   << kMaxLayerCandidates << "); give it a policy",
+               failure();
+      if (have < kMaxLayerCandidates && (mask >> have) != 0)
+        return func.emitError("weft-recompute: layer ")
+                   << l << " has " << have << " recomputation candidate"
+                   << (have == 1 ? "" : "s") << "; the choice names '"
+                   << tensorsName(mask) << "'",
+               failure();
+    }
     layerFlops.assign(layers, 0.0);
     rewrite();
     // The budget search reads this to find the programs with a backward.
@@ -143,34 +174,87 @@ public:
     return cloned;
   }
 
+  /// The step's candidates (RecomputeCandidates).
+  RecomputeCandidates candidatesOf() {
+    RecomputeCandidates out;
+    out.layers = layers;
+    out.heavy.resize(layers);
+    out.flops.resize(layers);
+    for (Value c : candidates) {
+      Operation *def = c.getDefiningOp();
+      int64_t l = layer.lookup(def);
+      out.heavy[l].push_back(isHeavy(def));
+      out.flops[l].push_back(recomputeFlops(def));
+    }
+    return out;
+  }
+
 private:
   /// Whether the policy computes `value` (a forward op's result) again
   /// rather than keep it for the backward.
   bool recomputable(Value value) {
+    if (regathered(value))
+      return true;
+    if (!isCandidate(value))
+      return false;
+    int64_t l = layer.lookup(value.getDefiningOp());
+    switch (choice.of(l)) {
+    case RecomputePolicy::None:
+      return false;
+    case RecomputePolicy::Full:
+      return true;
+    case RecomputePolicy::Selective:
+      // Selective keeps GEMM and attention outputs. (On the GPU a GEMM
+      // whose bias add is recomputed keeps its output for the clone, so
+      // weft-gemm-epilogue no longer folds the bias into it; keeping the
+      // sum instead stores as much but planned worse on the CPU: 9.7
+      // against 7.4 MB for an 8-layer GPT-2-tiny at 4 x 64.)
+      return !isHeavy(value.getDefiningOp());
+    case RecomputePolicy::Tensors:
+      // run() checked that the layer's candidates fit a mask.
+      return (choice.tensorsOf(l) >> candidateIndex.lookup(value)) & 1;
+    }
+    return false;
+  }
+
+  /// Whether layer `l` keeps only its input: `full`, or a `tensors:` choice
+  /// that names every candidate.
+  bool recomputesAll(int64_t l) {
+    RecomputePolicy policy = choice.of(l);
+    if (policy != RecomputePolicy::Tensors)
+      return policy == RecomputePolicy::Full;
+    int64_t have = candidateCount[l];
+    return have <= kMaxLayerCandidates &&
+           choice.tensorsOf(l) == (have == kMaxLayerCandidates
+                                       ? ~uint64_t(0)
+                                       : (uint64_t(1) << have) - 1);
+  }
+
+  /// Sequence parallelism's gather of an activation (a norm's output before
+  /// a column-parallel GEMM), which is made again before the weight
+  /// gradient reads it, whatever the policy, so the layer keeps its
+  /// sequence shard and not the whole (Megatron-LM's sequence parallelism):
+  /// one more all-gather for t times less memory.
+  bool regathered(Value value) {
     Operation *def = value.getDefiningOp();
-    if (!def || !activations.contains(value))
+    if (!regather || !def || !isa<AllGatherOp>(def) ||
+        !activations.contains(value))
       return false;
     int64_t l = layer.lookup(def);
-    // Sequence parallelism's gather of an activation (a norm's output
-    // before a column-parallel GEMM) is made again before the weight
-    // gradient reads it, whatever the policy, so the layer keeps its
-    // sequence shard and not the whole (Megatron-LM's sequence
-    // parallelism): one more all-gather for t times less memory.
-    if (regather && isa<AllGatherOp>(def) && inLayers(l) &&
-        !readByLaterLayer(value, l))
-      return true;
-    if (neverRecomputed(def) || !inLayers(l))
+    return inLayers(l) && !readByLaterLayer(value, l);
+  }
+
+  /// Whether `full` recomputes `value`: a layer's activation, not
+  /// communication, that no later layer reads (sequence parallelism's
+  /// regathers aside, which every policy makes again). A layer's
+  /// candidates are these.
+  bool isCandidate(Value value) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !activations.contains(value) || regathered(value) ||
+        neverRecomputed(def))
       return false;
-    // Selective keeps GEMM and attention outputs. (On the GPU a GEMM whose
-    // bias add is recomputed keeps its output for the clone, so
-    // weft-gemm-epilogue no longer folds the bias into it; keeping the sum
-    // instead stores as much but planned worse on the CPU: 9.7 against 7.4
-    // MB for an 8-layer GPT-2-tiny at 4 x 64.)
-    RecomputePolicy policy = choice.of(l);
-    if (policy == RecomputePolicy::None ||
-        (policy == RecomputePolicy::Selective && isHeavy(def)))
-      return false;
-    return !readByLaterLayer(value, l);
+    int64_t l = layer.lookup(def);
+    return inLayers(l) && !readByLaterLayer(value, l);
   }
 
   /// Whether a forward op of a layer after `l` reads `value`, directly or
@@ -218,13 +302,25 @@ private:
     return clones.lookup(value);
   }
 
-  void rewrite() {
-    SmallVector<Operation *> backward;
+  /// The backward, what it reads, and each layer's candidates, in
+  /// program order; before the rewrite (the constructor's last step).
+  void prepare() {
+    candidateCount.assign(layers, 0);
     for (Operation &op : func.getBody().front().without_terminator())
       if (!forward.contains(&op))
         backward.push_back(&op);
     for (Operation *op : backward)
       readByBackward.insert(op->operand_begin(), op->operand_end());
+    for (Operation &op : func.getBody().front().without_terminator())
+      if (forward.contains(&op))
+        for (Value r : op.getResults())
+          if (isCandidate(r)) {
+            candidateIndex[r] = candidateCount[layer.lookup(&op)]++;
+            candidates.push_back(r);
+          }
+  }
+
+  void rewrite() {
     for (Operation *op : backward)
       for (OpOperand &use : op->getOpOperands())
         if (recomputable(use.get()))
@@ -289,7 +385,7 @@ private:
     // Under full recomputation they keep the layer's input alone.
     for (Operation *op : forward) {
       int64_t l = layer.lookup(op);
-      if (!inLayers(l) || choice.of(l) == RecomputePolicy::Full)
+      if (!inLayers(l) || recomputesAll(l))
         continue;
       if (auto drop = dyn_cast<DropoutOp>(op))
         paper[l] += cast<RankedTensorType>(drop.getType()).getNumElements();
@@ -317,7 +413,13 @@ private:
   llvm::DenseSet<Operation *> forward;
   llvm::DenseMap<Operation *, int64_t> layer;
   llvm::DenseSet<Value> activations;
+  SmallVector<Operation *> backward;
   llvm::DenseSet<Value> readByBackward; // Before the rewrite.
+  /// Each candidate's index in its layer, how many each layer has, and
+  /// all of them in program order.
+  llvm::DenseMap<Value, int64_t> candidateIndex;
+  SmallVector<int64_t> candidateCount;
+  SmallVector<Value> candidates;
   IRMapping clones;
   int64_t cloned = 0;
   double flops = 0;               // What the clones compute.
@@ -334,17 +436,103 @@ std::string RecomputeChoice::str() const {
   if (layers.empty())
     return policyName(uniform);
   std::vector<std::string> names;
-  for (RecomputePolicy p : layers)
-    names.push_back(policyName(p));
+  for (auto [l, p] : llvm::enumerate(layers)) {
+    // Recomputing no candidate is `none`.
+    if (p == RecomputePolicy::Tensors && tensorsOf(l) == 0)
+      names.push_back(policyName(RecomputePolicy::None));
+    else if (p == RecomputePolicy::Tensors)
+      names.push_back(tensorsName(tensorsOf(l)));
+    else
+      names.push_back(policyName(p));
+  }
   return printLayerRuns(names);
+}
+
+/// The mask of a `tensors:0+3` layer name, or nothing if it is not one.
+static std::optional<uint64_t> parseTensorsName(StringRef name) {
+  if (!name.consume_front("tensors:") || name.empty())
+    return std::nullopt;
+  uint64_t mask = 0;
+  SmallVector<StringRef> items;
+  name.split(items, '+');
+  for (StringRef item : items) {
+    int64_t i = 0;
+    if (item.getAsInteger(10, i) || i < 0 || i >= kMaxLayerCandidates)
+      return std::nullopt;
+    mask |= uint64_t(1) << i;
+  }
+  return mask;
+}
+
+bool RecomputeCandidates::masksHold() const {
+  return llvm::all_of(heavy, [](const std::vector<bool> &layer) {
+    return static_cast<int64_t>(layer.size()) <= kMaxLayerCandidates;
+  });
+}
+
+uint64_t RecomputeCandidates::all(int64_t l) const {
+  size_t n = heavy[l].size();
+  return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+}
+
+RecomputeChoice
+RecomputeCandidates::asTensors(const RecomputeChoice &choice) const {
+  assert(masksHold() && "a layer's candidates exceed a mask");
+  RecomputeChoice out;
+  out.regather = choice.regather;
+  out.layers.assign(layers, RecomputePolicy::Tensors);
+  out.tensors.assign(layers, 0);
+  for (int64_t l = 0; l < layers; ++l) {
+    switch (choice.of(l)) {
+    case RecomputePolicy::None:
+      break;
+    case RecomputePolicy::Full:
+      out.tensors[l] = all(l);
+      break;
+    case RecomputePolicy::Selective:
+      for (auto [i, h] : llvm::enumerate(heavy[l]))
+        if (!h)
+          out.tensors[l] |= uint64_t(1) << i;
+      break;
+    case RecomputePolicy::Tensors:
+      out.tensors[l] = choice.tensorsOf(l);
+      break;
+    }
+  }
+  return out;
+}
+
+RecomputeChoice
+RecomputeCandidates::named(const RecomputeChoice &tensors) const {
+  assert(masksHold() && "a layer's candidates exceed a mask");
+  RecomputeChoice out = tensors;
+  RecomputeChoice selective;
+  selective.uniform = RecomputePolicy::Selective;
+  RecomputeChoice light = asTensors(selective);
+  for (int64_t l = 0; l < layers; ++l) {
+    if (out.of(l) != RecomputePolicy::Tensors)
+      continue;
+    uint64_t mask = out.tensorsOf(l);
+    if (mask == 0)
+      out.layers[l] = RecomputePolicy::None;
+    else if (mask == all(l))
+      out.layers[l] = RecomputePolicy::Full;
+    else if (mask == light.tensorsOf(l))
+      out.layers[l] = RecomputePolicy::Selective;
+    else
+      continue;
+    out.tensors[l] = 0;
+  }
+  return out;
 }
 
 llvm::Expected<RecomputeChoice> weft::parseRecompute(StringRef text) {
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError(
         "recompute '" + text.str() + "': " + why.str() +
-        " (expected none, full, selective, a policy per layer such as "
-        "full*2,selective*30, or budget=<GiB>)");
+        " (expected none, full, selective, tensors:i+j (which of a layer's "
+        "candidates), a policy per layer such as full*2,selective*30, or "
+        "budget=<GiB>)");
   };
   auto policyNamed = [](StringRef name) {
     return llvm::StringSwitch<std::optional<RecomputePolicy>>(name)
@@ -368,23 +556,34 @@ llvm::Expected<RecomputeChoice> weft::parseRecompute(StringRef text) {
     return choice;
   }
   llvm::Expected<std::vector<std::string>> names = parseLayerRuns(
-      text, [&](StringRef name) { return policyNamed(name).has_value(); },
+      text,
+      [&](StringRef name) {
+        return policyNamed(name) || parseTensorsName(name);
+      },
       "policy");
   if (!names)
     return fail(llvm::toString(names.takeError()));
-  for (const std::string &name : *names)
-    choice.layers.push_back(*policyNamed(name));
+  for (const std::string &name : *names) {
+    std::optional<uint64_t> mask = parseTensorsName(name);
+    choice.layers.push_back(mask ? RecomputePolicy::Tensors
+                                 : *policyNamed(name));
+    choice.tensors.push_back(mask.value_or(0));
+  }
   return choice;
+}
+
+// Only autodiff's gradient function has a backward: elsewhere (the
+// evaluation forward) an op the loss does not need is no gradient.
+bool weft::hasBackward(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (func.getResultAttr(i, "weft.grad"))
+      return true;
+  return false;
 }
 
 FailureOr<int64_t> weft::recompute(func::FuncOp func,
                                    const RecomputeChoice &choice) {
-  // Only autodiff's gradient function has a backward: elsewhere (the
-  // evaluation forward) an op the loss does not need is no gradient.
-  bool hasGradients = false;
-  for (unsigned i = 0; i < func.getNumResults(); ++i)
-    hasGradients |= static_cast<bool>(func.getResultAttr(i, "weft.grad"));
-  if (!hasGradients)
+  if (!hasBackward(func))
     return 0;
   if (choice.budgetGiB)
     return func.emitError("weft-recompute: a budget is resolved by the "
@@ -392,6 +591,14 @@ FailureOr<int64_t> weft::recompute(func::FuncOp func,
                           "which picks a policy per layer; pass that"),
            failure();
   return Recomputer(func, choice).run();
+}
+
+FailureOr<RecomputeCandidates> weft::recomputeCandidates(func::FuncOp func) {
+  if (!hasBackward(func))
+    return func.emitError("weft-recompute: the function has no backward"),
+           failure();
+  RecomputeChoice none;
+  return Recomputer(func, none).candidatesOf();
 }
 
 namespace {

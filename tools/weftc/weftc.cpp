@@ -213,7 +213,8 @@ cl::opt<std::string> recomputePolicy(
     cl::desc("Activation recomputation: none (default), full (keep each "
              "layer's input, recompute the rest of the layer in the backward), "
              "selective (keep GEMM and attention outputs, recompute the ops "
-             "between), one per layer (full*2,selective*30), or "
+             "between), one per layer (full*2,selective*30) where a layer "
+             "may name which of its candidates it recomputes (tensors:0+3), or "
              "budget=<GiB> (the least recomputation whose activations fit)"),
     cl::init("none"), cl::sub(compileCmd), cl::sub(planCmd));
 cl::opt<double> lossScale(

@@ -1,6 +1,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-autodiff,func.func(weft-recompute{policy=full}))' | FileCheck %s --check-prefix=FULL
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-autodiff,func.func(weft-recompute{policy=selective}))' | FileCheck %s --check-prefix=SEL
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-autodiff,func.func(weft-recompute{policy=none}))' | FileCheck %s --check-prefix=NONE
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-autodiff,func.func(weft-recompute{policy=tensors:2,none}))' | FileCheck %s --check-prefix=TENSORS
 // RUN: not weft-opt %s --pass-pipeline='builtin.module(weft-train{recompute=budget=2})' 2>&1 | FileCheck %s --check-prefix=BUDGET
 
 // Two layers of norm -> matmul -> silu -> matmul -> residual, then a head
@@ -69,5 +70,20 @@ func.func @forward(%x: tensor<4x8xf32> {weft.input = "x"},
 // NONE-SAME: weft.recompute = "none"
 // NONE-COUNT-2: weft.rms_norm %
 // NONE-NOT: weft.rms_norm %
+
+// Per tensor: a layer's candidates are what full recomputes, in program
+// order: n, h, a, d (the residual r is the next layer's input). tensors:2
+// recomputes layer 0's silu alone, from the kept up projection h0; the
+// layer stores x, n0 and h0 (128 + 128 + 256), layer 1 everything.
+// TENSORS-LABEL: func.func @train_step
+// TENSORS-SAME: weft.activation_bytes = array<i64: 512, 768>
+// TENSORS-SAME: weft.recompute = "tensors:2,none"
+// TENSORS: %[[H0:[0-9]+]] = weft.matmul %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>
+// TENSORS: weft.cross_entropy
+// TENSORS-NOT: weft.rms_norm %
+// TENSORS-NOT: weft.matmul %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>
+// TENSORS: weft.silu %[[H0]]
+// TENSORS-NOT: weft.silu %
+// TENSORS: return
 
 // BUDGET: error: weft-train: recompute=budget=2 is resolved by weftc compile

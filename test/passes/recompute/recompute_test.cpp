@@ -86,14 +86,16 @@ Run runCase(const Case &setup) {
 
 /// `setup` with each policy against no recomputation: equal bits. The
 /// policies: full, selective, and a policy per layer (the tiny models
-/// have two), as a budget resolves to.
+/// have two), as a budget resolves to; one per tensor too, which keeps
+/// candidate 1 (GPT-2's first GEMM) that the recomputed candidate 2 reads.
 void checkPolicies(Case setup) {
   setup.adamEps = 1e-4;
   Run none = runCase(setup);
   ASSERT_FALSE(none.traces.empty());
   if (setup.keepGradients)
     EXPECT_GT(none.gradients.size(), 10u);
-  for (const char *policy : {"full", "selective", "full*1,selective*1"}) {
+  for (const char *policy :
+       {"full", "selective", "full*1,selective*1", "tensors:0+2+3,full"}) {
     SCOPED_TRACE(setup.label() + " recompute=" + policy);
     Case recomputed = setup;
     recomputed.recompute = policy;
@@ -288,6 +290,7 @@ TEST(Recompute, AManyLayersBudgetIsWithinOneLayerOfTheModelsBest) {
   ASSERT_EQ(parsed->layers.size(), size_t(kLayers)) << chosen.recompute;
   double modelled = 0;
   for (int64_t l = 0; l < kLayers; ++l) {
+    ASSERT_GE(budgetOption(parsed->layers[l]), 0) << chosen.recompute;
     const Planned &u = uniform[budgetOption(parsed->layers[l])];
     modelled += u.layerFlops[l];
     EXPECT_EQ(chosen.layerBytes[l], u.layerBytes[l]) << "layer " << l;
@@ -389,6 +392,98 @@ TEST(Recompute, AFewLayersBudgetTakesTheFewestExtraFlopsThatFit) {
   EXPECT_GT(fullPlan.flops, selective.flops);
 }
 
+// A layer's candidates spell the policies: `full` is every one, `selective`
+// every one but the GEMM and attention outputs, `none` none. Planned, each
+// policy spelt per tensor gives the policy's arena, FLOPs and stored bytes,
+// and named() gives it its name back. (A candidate the policy's rule
+// treated apart, such as a GEMM output only a recomputed bias add reads,
+// fails it.)
+TEST(Recompute, PerTensorChoicesSpellThePolicies) {
+  auto context = testutil::makeContext();
+  auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
+                                            {4, 64, "f32", true}, 2);
+  ASSERT_TRUE(module);
+  mlir::FailureOr<RecomputeCandidates> candidates =
+      stepRecomputeCandidates(*module, TrainingOptions());
+  ASSERT_TRUE(mlir::succeeded(candidates));
+  ASSERT_EQ(candidates->layers, 2);
+  ASSERT_TRUE(candidates->masksHold());
+  // GPT-2's layer: ln_1; q, k and v (GEMM, bias, heads); attention's output
+  // and log-sum-exp; the merged heads; c_proj (GEMM, bias); the residual;
+  // ln_2; c_fc (GEMM, bias); GELU; the MLP's c_proj (GEMM, bias). The
+  // layer's output is the next one's input, not a candidate.
+  for (int64_t l = 0; l < 2; ++l) {
+    ASSERT_EQ(candidates->heavy[l].size(), 22u);
+    EXPECT_EQ(llvm::count(candidates->heavy[l], true), 8);
+  }
+  for (const char *policy :
+       {"full,none", "selective,full", "none,selective", "selective*2"}) {
+    SCOPED_TRACE(policy);
+    RecomputeChoice tensors =
+        candidates->asTensors(cantFail(parseRecompute(policy)));
+    std::string spelled = tensors.str();
+    EXPECT_NE(spelled.find("tensors:"), std::string::npos) << spelled;
+    Planned want = planStep(policy, 2), have = planStep(spelled, 2);
+    EXPECT_GT(want.arena, 0);
+    EXPECT_EQ(have.arena, want.arena) << spelled;
+    EXPECT_EQ(have.flops, want.flops) << spelled;
+    EXPECT_EQ(have.layerBytes, want.layerBytes) << spelled;
+    EXPECT_EQ(candidates->named(tensors).str(), policy);
+  }
+}
+
+// With one rank and few layers the exact per-layer pick is then refined
+// per tensor: one more of the tensors it recomputes is kept while the plan
+// still fits and adds fewer FLOPs. Two layers at a budget half-way between
+// no recomputation and full: the choice fits, adds fewer FLOPs than the
+// best per-layer choice that fits (all 9 planned), and keeping any one
+// more of the tensors it recomputes misses the budget or saves nothing.
+TEST(Recompute, AFewLayersBudgetKeepsEveryTensorItCan) {
+  constexpr int64_t kLayers = 2;
+  auto context = testutil::makeContext();
+  auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
+                                            {4, 64, "f32", true}, kLayers);
+  ASSERT_TRUE(module);
+  mlir::FailureOr<RecomputeCandidates> candidates =
+      stepRecomputeCandidates(*module, TrainingOptions());
+  ASSERT_TRUE(mlir::succeeded(candidates));
+  int64_t none = stepArena("none", kLayers), full = stepArena("full", kLayers);
+  double gib = double(int64_t(1) << 30);
+  double budget = (none + full) / 2 / gib;
+  Planned chosen = planStep("budget=" + std::to_string(budget), kLayers);
+  EXPECT_GT(chosen.arena, 0);
+  EXPECT_LE(chosen.arena, budget * gib);
+  EXPECT_NE(chosen.recompute.find("tensors:"), std::string::npos)
+      << chosen.recompute;
+  double perLayer = std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < 9; ++i) {
+    RecomputeChoice c;
+    for (int64_t l = 0, rest = i; l < kLayers; ++l, rest /= 3)
+      c.layers.push_back(budgetPolicy(static_cast<int>(rest % 3)));
+    Planned other = planStep(c.str(), kLayers);
+    if (other.arena <= budget * gib)
+      perLayer = std::min(perLayer, other.flops);
+  }
+  EXPECT_LT(chosen.flops, perLayer) << chosen.recompute;
+  RecomputeChoice at =
+      candidates->asTensors(cantFail(parseRecompute(chosen.recompute)));
+  int tried = 0;
+  for (int64_t l = 0; l < kLayers; ++l)
+    for (int64_t i = 0; i < 64; ++i) {
+      if (!(at.tensorsOf(l) >> i & 1))
+        continue;
+      RecomputeChoice more = at;
+      more.tensors[l] &= ~(uint64_t(1) << i);
+      Planned kept = planStep(candidates->named(more).str(), kLayers);
+      EXPECT_TRUE(kept.arena > budget * gib || kept.flops >= chosen.flops)
+          << "keeping layer " << l << "'s candidate " << i << " of "
+          << chosen.recompute << " still fits and adds " << kept.flops
+          << " FLOPs, not " << chosen.flops;
+      ++tried;
+    }
+  EXPECT_GT(tried, 0);
+}
+
 namespace {
 /// A pipelined step of `model` (`layers` layers, batch 8 x 32) on `plan`
 /// under `policy`: each pipeline rank's activations as the report counts
@@ -483,8 +578,14 @@ std::string expectEachRanksFewestFlops(const std::string &model, int64_t layers,
     return "";
   }
   int64_t picked = 0;
-  for (int64_t l = count - 1; l >= 0; --l)
+  for (int64_t l = count - 1; l >= 0; --l) {
+    // A pipeline's ranks are chosen per layer.
+    if (budgetOption(parsed->layers[l]) < 0) {
+      ADD_FAILURE() << chosen.recompute;
+      return "";
+    }
     picked = picked * 3 + budgetOption(parsed->layers[l]);
+  }
   for (int64_t r = 0; r < 2; ++r) {
     EXPECT_LE(chosen.memory[r], budget) << "rank " << r;
     EXPECT_EQ(chosen.memory[r], all[picked].memory[r]) << "rank " << r;
@@ -606,20 +707,29 @@ TEST(Recompute, MicroBatchesRecordTheMarksOnTheBackwardOnly) {
 // of them says what is.
 TEST(Recompute, ChoicesParseAndPrintBack) {
   for (const char *text : {"none", "full", "selective", "full*2,selective*6",
-                           "full,none,selective", "budget=8"}) {
+                           "full,none,selective", "budget=8",
+                           "tensors:0+3+17,none", "tensors:63*2,full"}) {
     llvm::Expected<RecomputeChoice> c = parseRecompute(text);
     ASSERT_TRUE(static_cast<bool>(c)) << text;
     EXPECT_EQ(c->str(), text);
   }
   for (const char *text :
        {"most", "full*0", "full*x", "budget=0", "budget=-1", "budget=nan",
-        "budget=", "budget=1e10", "full,,none"}) {
+        "budget=", "budget=1e10", "full,,none", "tensors:", "tensors:64",
+        "tensors:1+x", "tensors:-1", "tensors:1++2"}) {
     llvm::Expected<RecomputeChoice> c = parseRecompute(text);
     ASSERT_FALSE(static_cast<bool>(c)) << text;
     std::string message = llvm::toString(c.takeError());
     EXPECT_NE(message.find("expected none, full, selective"), std::string::npos)
         << message;
   }
+  // A layer's candidates in any order, each once: the same choice.
+  EXPECT_EQ(cantFail(parseRecompute("tensors:5+0+5,none")).str(),
+            "tensors:0+5,none");
+  // Recomputing no candidate is recomputing nothing.
+  RecomputeChoice nothing = cantFail(parseRecompute("tensors:3,full"));
+  nothing.tensors[0] = 0;
+  EXPECT_EQ(nothing.str(), "none,full");
 }
 
 // What the rewrite is for: the memory plan's peak falls, most with full.

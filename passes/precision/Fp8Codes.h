@@ -22,6 +22,16 @@
 
 namespace weft {
 
+/// Whether a maximum's blocks, `blocks` of them along a dimension of `whole`
+/// elements, straddle the shards of `shard` elements that gathering that
+/// dimension joins. One block spanning the dimension, or blocks that each
+/// lie inside a shard, do not. weft-fp8-gather moves a gather after a
+/// quantization only where no block straddles, and weft-gather-per-step
+/// counts a state as held codes by the same rule.
+inline bool blocksStraddleShards(int64_t whole, int64_t shard, int64_t blocks) {
+  return blocks != 1 && shard % (whole / blocks) != 0;
+}
+
 /// Whether the all-gathers reading quantization `q` move its FP8 codes,
 /// decoded on arrival: only all-gathers read its values, and they are
 /// whole four-byte words (the collectives move words).

@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/precision/Fp8Codes.h"
 #include "passes/precision/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -65,7 +66,8 @@ struct Gathered {
     int64_t blocks = cast<ShapedType>(amax.getType()).getDimSize(dim);
     if (blocks == 1)
       return Cut::Spans;
-    return shard % (whole / blocks) == 0 ? Cut::Inside : Cut::Straddles;
+    return blocksStraddleShards(whole, shard, blocks) ? Cut::Straddles
+                                                      : Cut::Inside;
   }
 
   /// `q`'s backward_block on the shard: a block spanning the gathered

@@ -40,6 +40,7 @@
 #include "passes/sharding/ShardingState.h"
 
 #include "passes/pipeline/Names.h"
+#include "passes/precision/Fp8Codes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -219,8 +220,8 @@ ParamOp declareGathered(OpBuilder &b, Location loc, Type type, StringRef name,
 /// Whether FP8 storage would move and hold quantization `q`'s codes, `q`
 /// reading `whole` (the last of a chain's gathers) or a view of it:
 /// weft-fp8-gather moves the gathers after `q` only where no shard boundary
-/// cuts its blocks (each lies inside a shard, or spans the gathered
-/// dimension), and the collectives move whole four-byte words of a shard
+/// cuts its blocks (blocksStraddleShards), and the collectives move whole
+/// four-byte words of a shard
 /// (weft::gathersFp8Codes). A view's blocks count where it keeps each
 /// gathered dimension whole, after the same elements (a slice of GPT-2's
 /// c_attn reshaped), else only as one scale.
@@ -247,7 +248,7 @@ bool codesMove(Value whole, Fp8QuantizeOp q) {
     if (oneScale)
       continue;
     std::optional<size_t> d = keptDim(static_cast<int64_t>(g.getDim()));
-    if (!d || (grid[*d] != 1 && shape[*d] / n % (shape[*d] / grid[*d]) != 0))
+    if (!d || blocksStraddleShards(shape[*d], shape[*d] / n, grid[*d]))
       return false;
   }
   return shardElements % 4 == 0;

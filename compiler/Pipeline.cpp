@@ -405,6 +405,38 @@ constexpr int64_t kExactCandidates = 81;
 /// The most plannings the per-tensor descent after an exact per-layer pick
 /// makes.
 constexpr int64_t kDescentPlannings = 128;
+/// Up to this many candidates on one rank (2^8 = 256 choices), a budget is
+/// met exactly per tensor, by planning every choice.
+constexpr int64_t kExactTensorCandidates = 8;
+
+/// The per-tensor choice that adds the fewest FLOPs (the smaller arena on
+/// a tie) of those that fit `budget` once planned, trying every one:
+/// exact, where few candidates make that affordable.
+FailureOr<std::string> everyTensorChoice(
+    const RecomputeCandidates &candidates, int64_t budget,
+    function_ref<FailureOr<RecomputeCost>(const RecomputeChoice &)> costOf) {
+  std::vector<int64_t> all;
+  for (int64_t l = 0; l < candidates.layers; ++l)
+    all.push_back(l);
+  std::optional<std::tuple<double, int64_t, std::string>> best;
+  for (uint64_t mask = 0; mask < (uint64_t(1) << candidates.count()); ++mask) {
+    RecomputeChoice choice = candidates.named(candidates.fromMask(mask));
+    FailureOr<RecomputeCost> cost = costOf(choice);
+    if (failed(cost))
+      return failure();
+    int64_t memory = cost->memory.front();
+    if (memory > budget)
+      continue;
+    std::tuple<double, int64_t, std::string> mine{cost->flops(all), memory,
+                                                  choice.str()};
+    if (!best || std::tie(std::get<0>(mine), std::get<1>(mine)) <
+                     std::tie(std::get<0>(*best), std::get<1>(*best)))
+      best = std::move(mine);
+  }
+  // Every layer full was checked to fit.
+  return best ? std::get<2>(*best)
+              : candidates.named(candidates.fromMask(~uint64_t(0))).str();
+}
 
 /// Per tensor, recomputes less than `picked`, a choice that fits `budget`
 /// once planned and adds `flops`: in sweeps over the tensors it recomputes,
@@ -467,6 +499,8 @@ int64_t layersOf(ModuleOp module) {
 /// rank's activations depend on its own layers' choices only (without pp
 /// one rank holds them all), so each rank's layers are chosen on their
 /// own, all ranks in each planning:
+///  - On one rank with at most 8 candidates (`tensors:`), every per-tensor
+///    choice is planned (everyTensorChoice): exact over tensors.
 ///  - With at most 81 choices (3^L, L layers on each rank) every one is
 ///    planned and, per rank, the one adding the fewest FLOPs that fits wins
 ///    (the smaller peak on a tie): exact over per-layer policies. On one
@@ -558,6 +592,18 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     return failure();
   if (fitsAll(*none))
     return uniform(RecomputePolicy::None).str();
+  // On one rank, per tensor: every choice when they are few.
+  std::optional<RecomputeCandidates> tensors;
+  if (ranks == 1) {
+    FailureOr<RecomputeCandidates> read =
+        stepRecomputeCandidates(module, options);
+    if (failed(read))
+      return failure();
+    if (read->masksHold())
+      tensors = std::move(*read);
+    if (tensors && tensors->count() <= kExactTensorCandidates)
+      return everyTensorChoice(*tensors, budget, costOf);
+  }
   std::vector<std::vector<int64_t>> layersOn(ranks);
   for (int64_t l = 0; l < layers; ++l)
     layersOn[full->rankOf[l]].push_back(l);
@@ -660,17 +706,12 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
                      : std::vector<int>(layersOn[r].size(), 2));
     if (ranks > 1)
       return verified(chosen);
-    // One rank: then per tensor.
-    FailureOr<RecomputeCandidates> candidates =
-        stepRecomputeCandidates(module, options);
-    if (failed(candidates))
-      return failure();
-    // Every layer full, checked to fit, is among the choices: best[0] is
-    // set.
-    if (!candidates->masksHold() || !best[0])
+    // One rank: then per tensor. Every layer full, checked to fit, is
+    // among the choices: best[0] is set.
+    if (!tensors || !best[0])
       return choiceOf(chosen).str();
-    return keepWhileItFits(*candidates, choiceOf(chosen), best[0]->flops,
-                           budget, costOf);
+    return keepWhileItFits(*tensors, choiceOf(chosen), best[0]->flops, budget,
+                           costOf);
   }
 
   FailureOr<RecomputeCost> selective =

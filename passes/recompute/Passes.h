@@ -84,6 +84,11 @@ struct RecomputeCandidates {
   bool masksHold() const;
   /// Layer `l`'s candidates as a mask.
   uint64_t all(int64_t l) const;
+  /// How many candidates the layers have together.
+  int64_t count() const;
+  /// The per-tensor choice of `mask` over all the layers' candidates, the
+  /// first layer's lowest (bits past count() ignored).
+  RecomputeChoice fromMask(uint64_t mask) const;
   /// `choice` (a policy per layer or for all) per tensor: every layer
   /// `Tensors`.
   RecomputeChoice asTensors(const RecomputeChoice &choice) const;

@@ -475,6 +475,26 @@ uint64_t RecomputeCandidates::all(int64_t l) const {
   return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
 }
 
+int64_t RecomputeCandidates::count() const {
+  int64_t n = 0;
+  for (const std::vector<bool> &layer : heavy)
+    n += static_cast<int64_t>(layer.size());
+  return n;
+}
+
+RecomputeChoice RecomputeCandidates::fromMask(uint64_t mask) const {
+  assert(masksHold() && "a layer's candidates exceed a mask");
+  RecomputeChoice out;
+  out.layers.assign(layers, RecomputePolicy::Tensors);
+  out.tensors.assign(layers, 0);
+  int64_t at = 0;
+  for (int64_t l = 0; l < layers; ++l)
+    for (size_t i = 0; i < heavy[l].size(); ++i, ++at)
+      if (at < 64 && ((mask >> at) & 1))
+        out.tensors[l] |= uint64_t(1) << i;
+  return out;
+}
+
 RecomputeChoice
 RecomputeCandidates::asTensors(const RecomputeChoice &choice) const {
   assert(masksHold() && "a layer's candidates exceed a mask");

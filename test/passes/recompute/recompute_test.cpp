@@ -21,6 +21,8 @@
 #include "test/passes/recompute/BudgetBruteForce.h"
 #include "test/runtime/TrainingJob.h"
 
+#include "mlir/Parser/Parser.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -225,17 +227,13 @@ struct Planned {
   std::vector<int64_t> layerBytes; // What each layer keeps.
   std::vector<double> layerFlops;  // What each layer computes again.
 };
-Planned planStep(const std::string &policy, int64_t layers) {
-  auto context = testutil::makeContext();
-  auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
-                                            {4, 64, "f32", true}, layers);
-  if (!module)
-    return {};
+/// `module` compiled with `policy`, its planned @step read.
+Planned planModule(mlir::ModuleOp module, const std::string &policy) {
   TrainingOptions options;
   options.recompute = policy;
-  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(*module, options)))
+  EXPECT_TRUE(mlir::succeeded(buildTrainingPrograms(module, options)))
       << policy;
-  auto step = module->lookupSymbol<mlir::func::FuncOp>("step");
+  auto step = module.lookupSymbol<mlir::func::FuncOp>("step");
   if (!step)
     return {};
   Planned planned;
@@ -254,6 +252,14 @@ Planned planStep(const std::string &policy, int64_t layers) {
     planned.layerFlops.assign(flops.asArrayRef().begin(),
                               flops.asArrayRef().end());
   return planned;
+}
+Planned planStep(const std::string &policy, int64_t layers) {
+  auto context = testutil::makeContext();
+  auto module = testutil::buildExampleModel(*context, "gpt2-tiny",
+                                            {4, 64, "f32", true}, layers);
+  if (!module)
+    return {};
+  return planModule(*module, policy);
 }
 int64_t stepArena(const std::string &policy, int64_t layers) {
   return planStep(policy, layers).arena;
@@ -482,6 +488,102 @@ TEST(Recompute, AFewLayersBudgetKeepsEveryTensorItCan) {
       ++tried;
     }
   EXPECT_GT(tried, 0);
+}
+
+namespace {
+/// Two layers of norm, up projection, silu, down projection and residual
+/// (test/passes/recompute/recompute.mlir's), then a head: a step with 8
+/// recomputation candidates.
+constexpr const char *kTwoLayerMlp = R"mlir(
+func.func @forward(%x: tensor<512x32xf32> {weft.input = "x"},
+                   %labels: tensor<512xi32> {weft.input = "labels"})
+    -> (tensor<f32> {weft.output = "loss"}) {
+  %n0w = weft.param "l0.norm" init(ones) {weft.layer = 0 : i64} : tensor<32xf32>
+  %up0 = weft.param "l0.up" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<32x128xf32>
+  %dn0 = weft.param "l0.down" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<128x32xf32>
+  %n0 = weft.rms_norm %x, %n0w {epsilon = 1.0e-05 : f64} : tensor<512x32xf32>, tensor<32xf32>
+  %h0 = weft.matmul %n0, %up0 : tensor<512x32xf32>, tensor<32x128xf32>
+  %a0 = weft.silu %h0 : tensor<512x128xf32>
+  %d0 = weft.matmul %a0, %dn0 : tensor<512x128xf32>, tensor<128x32xf32>
+  %r0 = weft.add %x, %d0 : tensor<512x32xf32>
+  %n1w = weft.param "l1.norm" init(ones) {weft.layer = 1 : i64} : tensor<32xf32>
+  %up1 = weft.param "l1.up" init(normal, 2.0e-02) {weft.layer = 1 : i64} : tensor<32x128xf32>
+  %dn1 = weft.param "l1.down" init(normal, 2.0e-02) {weft.layer = 1 : i64} : tensor<128x32xf32>
+  %n1 = weft.rms_norm %r0, %n1w {epsilon = 1.0e-05 : f64} : tensor<512x32xf32>, tensor<32xf32>
+  %h1 = weft.matmul %n1, %up1 : tensor<512x32xf32>, tensor<32x128xf32>
+  %a1 = weft.silu %h1 : tensor<512x128xf32>
+  %d1 = weft.matmul %a1, %dn1 : tensor<512x128xf32>, tensor<128x32xf32>
+  %r1 = weft.add %r0, %d1 : tensor<512x32xf32>
+  %head = weft.param "head" init(normal, 2.0e-02) : tensor<32x64xf32>
+  %logits = weft.matmul %r1, %head : tensor<512x32xf32>, tensor<32x64xf32>
+  %loss = weft.cross_entropy %logits, %labels : tensor<512x64xf32>, tensor<512xi32>
+  return %loss : tensor<f32>
+}
+)mlir";
+
+/// kTwoLayerMlp's planned step under `policy`.
+Planned planMlp(const std::string &policy) {
+  auto context = testutil::makeContext();
+  auto module =
+      mlir::parseSourceString<mlir::ModuleOp>(kTwoLayerMlp, context.get());
+  EXPECT_TRUE(module);
+  if (!module)
+    return {};
+  return planModule(*module, policy);
+}
+} // namespace
+
+// With few candidates on one rank (at most 8: 256 choices) a budget is met
+// exactly per tensor: every choice is planned, and the one that adds the
+// fewest FLOPs and fits wins. On a two-layer MLP at budgets between no
+// recomputation and full, the choice fits and no choice of all 256 adds
+// fewer FLOPs and fits; at one of them the best per-layer choice adds
+// more.
+TEST(Recompute, FewCandidatesBudgetIsExactOverTensors) {
+  auto context = testutil::makeContext();
+  auto module =
+      mlir::parseSourceString<mlir::ModuleOp>(kTwoLayerMlp, context.get());
+  ASSERT_TRUE(module);
+  mlir::FailureOr<RecomputeCandidates> candidates =
+      stepRecomputeCandidates(*module, TrainingOptions());
+  ASSERT_TRUE(mlir::succeeded(candidates));
+  ASSERT_EQ(candidates->count(), 8);
+  std::vector<Planned> every;
+  for (uint64_t mask = 0; mask < 256; ++mask)
+    every.push_back(
+        planMlp(candidates->named(candidates->fromMask(mask)).str()));
+  Planned none = planMlp("none"), full = planMlp("full");
+  ASSERT_GT(none.arena, full.arena);
+  EXPECT_EQ(every.front().arena, none.arena);
+  EXPECT_EQ(every.back().arena, full.arena);
+  double gib = double(int64_t(1) << 30);
+  int beaten = 0;
+  for (int step = 1; step < 4; ++step) {
+    std::string spec = std::to_string(
+        (none.arena + (full.arena - none.arena) * step / 4.0) / gib);
+    double budget = std::stod(spec) * gib; // As the search reads it.
+    SCOPED_TRACE("budget=" + spec);
+    Planned chosen = planMlp("budget=" + spec);
+    EXPECT_GT(chosen.arena, 0);
+    EXPECT_LE(chosen.arena, budget);
+    double best = std::numeric_limits<double>::infinity();
+    for (const Planned &p : every)
+      if (p.arena <= budget)
+        best = std::min(best, p.flops);
+    EXPECT_EQ(chosen.flops, best) << chosen.recompute;
+    double perLayer = std::numeric_limits<double>::infinity();
+    for (const char *policy :
+         {"none,none", "none,selective", "none,full", "selective,none",
+          "selective*2", "selective,full", "full,none", "full,selective",
+          "full*2"}) {
+      Planned p = planMlp(policy);
+      if (p.arena <= budget)
+        perLayer = std::min(perLayer, p.flops);
+    }
+    EXPECT_LE(chosen.flops, perLayer);
+    beaten += chosen.flops < perLayer;
+  }
+  EXPECT_GT(beaten, 0);
 }
 
 namespace {

@@ -342,6 +342,13 @@ struct RecomputeCost {
   std::vector<int64_t> rankOf;
 
   /// What rank `r`'s layers add (their FLOPs).
+  /// What every layer adds.
+  double totalFlops() const {
+    double total = 0;
+    for (double f : layerFlops)
+      total += f;
+    return total;
+  }
   double flops(llvm::ArrayRef<int64_t> layers) const {
     double total = 0;
     for (int64_t l : layers)
@@ -415,9 +422,6 @@ constexpr int64_t kExactTensorCandidates = 8;
 FailureOr<std::string> everyTensorChoice(
     const RecomputeCandidates &candidates, int64_t budget,
     function_ref<FailureOr<RecomputeCost>(const RecomputeChoice &)> costOf) {
-  std::vector<int64_t> all;
-  for (int64_t l = 0; l < candidates.layers; ++l)
-    all.push_back(l);
   std::optional<std::tuple<double, int64_t, std::string>> best;
   for (uint64_t mask = 0; mask < (uint64_t(1) << candidates.count()); ++mask) {
     RecomputeChoice choice = candidates.named(candidates.fromMask(mask));
@@ -427,7 +431,7 @@ FailureOr<std::string> everyTensorChoice(
     int64_t memory = cost->memory.front();
     if (memory > budget)
       continue;
-    std::tuple<double, int64_t, std::string> mine{cost->flops(all), memory,
+    std::tuple<double, int64_t, std::string> mine{cost->totalFlops(), memory,
                                                   choice.str()};
     if (!best || std::tie(std::get<0>(mine), std::get<1>(mine)) <
                      std::tie(std::get<0>(*best), std::get<1>(*best)))
@@ -450,9 +454,6 @@ FailureOr<std::string> keepWhileItFits(
     double flops, int64_t budget,
     function_ref<FailureOr<RecomputeCost>(const RecomputeChoice &)> costOf) {
   RecomputeChoice at = candidates.asTensors(picked);
-  std::vector<int64_t> all;
-  for (int64_t l = 0; l < candidates.layers; ++l)
-    all.push_back(l);
   int64_t plannings = 0;
   for (bool kept = true; kept;) {
     kept = false;
@@ -471,9 +472,9 @@ FailureOr<std::string> keepWhileItFits(
       FailureOr<RecomputeCost> cost = costOf(candidates.named(next));
       if (failed(cost))
         return failure();
-      if (cost->memory.front() <= budget && cost->flops(all) < flops) {
+      if (cost->memory.front() <= budget && cost->totalFlops() < flops) {
         at = next;
-        flops = cost->flops(all);
+        flops = cost->totalFlops();
         kept = true;
       }
     }
@@ -499,12 +500,12 @@ int64_t layersOf(ModuleOp module) {
 /// rank's activations depend on its own layers' choices only (without pp
 /// one rank holds them all), so each rank's layers are chosen on their
 /// own, all ranks in each planning:
-///  - On one rank with at most 8 candidates (`tensors:`), every per-tensor
-///    choice is planned (everyTensorChoice): exact over tensors.
 ///  - With at most 81 choices (3^L, L layers on each rank) every one is
 ///    planned and, per rank, the one adding the fewest FLOPs that fits wins
 ///    (the smaller peak on a tie): exact over per-layer policies. On one
-///    rank, keepWhileItFits then keeps what it can of the pick's
+///    rank, every per-tensor choice (`tensors:`) is planned instead when
+///    the step has at most 8 candidates (everyTensorChoice: exact over
+///    tensors), else keepWhileItFits keeps what it can of the pick's
 ///    recomputed tensors (a descent, not Checkmate's per-tensor optimum).
 ///  - With more, three uniform plannings (every layer none, selective,
 ///    full) give each rank the model of passes/recompute/Budget.h: what
@@ -592,18 +593,6 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     return failure();
   if (fitsAll(*none))
     return uniform(RecomputePolicy::None).str();
-  // On one rank, per tensor: every choice when they are few.
-  std::optional<RecomputeCandidates> tensors;
-  if (ranks == 1) {
-    FailureOr<RecomputeCandidates> read =
-        stepRecomputeCandidates(module, options);
-    if (failed(read))
-      return failure();
-    if (read->masksHold())
-      tensors = std::move(*read);
-    if (tensors && tensors->count() <= kExactTensorCandidates)
-      return everyTensorChoice(*tensors, budget, costOf);
-  }
   std::vector<std::vector<int64_t>> layersOn(ranks);
   for (int64_t l = 0; l < layers; ++l)
     layersOn[full->rankOf[l]].push_back(l);
@@ -666,6 +655,19 @@ FailureOr<std::string> chooseRecomputation(ModuleOp module,
     candidates = std::max(candidates, mine);
   }
   if (candidates <= kExactCandidates) {
+    // On one rank, per tensor: every choice when they are few, else a
+    // descent from the per-layer pick (below).
+    std::optional<RecomputeCandidates> tensors;
+    if (ranks == 1) {
+      FailureOr<RecomputeCandidates> read =
+          stepRecomputeCandidates(module, options);
+      if (failed(read))
+        return failure();
+      if (read->masksHold())
+        tensors = std::move(*read);
+      if (tensors && tensors->count() <= kExactTensorCandidates)
+        return everyTensorChoice(*tensors, budget, costOf);
+    }
     // Every per-layer choice of each rank: candidate i's low base-3 digits,
     // its first layer the lowest (a rank with fewer layers repeats its
     // choices).

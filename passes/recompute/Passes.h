@@ -27,6 +27,11 @@ enum class RecomputePolicy { None, Full, Selective, Tensors };
 /// The most candidates of one layer a `tensors:` choice can name.
 inline constexpr int64_t kMaxLayerCandidates = 64;
 
+/// The `tensors:` mask naming all of `n` candidates (n at most 64).
+inline uint64_t everyCandidate(int64_t n) {
+  return n >= kMaxLayerCandidates ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+}
+
 /// A recomputation choice as `--recompute` spells it: one policy for every
 /// layer ("none", "full", "selective"), one per layer in order with runs
 /// ("full*2,selective*30"), or a memory budget ("budget=8", GiB) that the
@@ -82,8 +87,10 @@ struct RecomputeCandidates {
   /// Whether every layer's candidates fit a mask (at most 64): the other
   /// members need it.
   bool masksHold() const;
-  /// Layer `l`'s candidates as a mask.
+  /// Layer `l`'s candidates as a mask: all of them, and those `selective`
+  /// recomputes (all but the heavy ones).
   uint64_t all(int64_t l) const;
+  uint64_t light(int64_t l) const;
   /// How many candidates the layers have together.
   int64_t count() const;
   /// The per-tensor choice of `mask` over all the layers' candidates, the

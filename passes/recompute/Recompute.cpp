@@ -225,9 +225,7 @@ private:
       return policy == RecomputePolicy::Full;
     int64_t have = candidateCount[l];
     return have <= kMaxLayerCandidates &&
-           choice.tensorsOf(l) == (have == kMaxLayerCandidates
-                                       ? ~uint64_t(0)
-                                       : (uint64_t(1) << have) - 1);
+           choice.tensorsOf(l) == everyCandidate(have);
   }
 
   /// Sequence parallelism's gather of an activation (a norm's output before
@@ -471,8 +469,15 @@ bool RecomputeCandidates::masksHold() const {
 }
 
 uint64_t RecomputeCandidates::all(int64_t l) const {
-  size_t n = heavy[l].size();
-  return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+  return everyCandidate(static_cast<int64_t>(heavy[l].size()));
+}
+
+uint64_t RecomputeCandidates::light(int64_t l) const {
+  uint64_t mask = 0;
+  for (auto [i, h] : llvm::enumerate(heavy[l]))
+    if (!h)
+      mask |= uint64_t(1) << i;
+  return mask;
 }
 
 int64_t RecomputeCandidates::count() const {
@@ -510,9 +515,7 @@ RecomputeCandidates::asTensors(const RecomputeChoice &choice) const {
       out.tensors[l] = all(l);
       break;
     case RecomputePolicy::Selective:
-      for (auto [i, h] : llvm::enumerate(heavy[l]))
-        if (!h)
-          out.tensors[l] |= uint64_t(1) << i;
+      out.tensors[l] = light(l);
       break;
     case RecomputePolicy::Tensors:
       out.tensors[l] = choice.tensorsOf(l);
@@ -526,9 +529,6 @@ RecomputeChoice
 RecomputeCandidates::named(const RecomputeChoice &tensors) const {
   assert(masksHold() && "a layer's candidates exceed a mask");
   RecomputeChoice out = tensors;
-  RecomputeChoice selective;
-  selective.uniform = RecomputePolicy::Selective;
-  RecomputeChoice light = asTensors(selective);
   for (int64_t l = 0; l < layers; ++l) {
     if (out.of(l) != RecomputePolicy::Tensors)
       continue;
@@ -537,7 +537,7 @@ RecomputeCandidates::named(const RecomputeChoice &tensors) const {
       out.layers[l] = RecomputePolicy::None;
     else if (mask == all(l))
       out.layers[l] = RecomputePolicy::Full;
-    else if (mask == light.tensorsOf(l))
+    else if (mask == light(l))
       out.layers[l] = RecomputePolicy::Selective;
     else
       continue;

@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - named compiler pipelines ----------------------------===//
 
 #include "compiler/Pipeline.h"
+#include "compiler/Passes.h"
 
 #include "codegen/KernelSource.h"
 #include "codegen/Passes.h"
@@ -249,24 +250,17 @@ static llvm::Error addTrainingPasses(OpPassManager &pm,
   FuseElementwiseOptions fuse;
   fuse.singleOps = gpu || options.sched;
   programs.addPass(createFuseElementwise(fuse));
-  if (!options.sched) {
-    programs.addPass(createMemoryPlan());
-    return llvm::Error::success();
-  }
-  LowerToSchedOptions lower;
-  lower.target = options.target;
-  lower.attentionScratchMb = options.attentionScratchMb;
-  lower.fp8Storage = options.fp8Storage;
-  pm.addPass(createLowerToSched(lower));
-  OpPassManager &schedPrograms = pm.nest<sched::ProgramOp>();
-  if (gpu) {
-    if (options.overlapCollectives) {
-      schedPrograms.addPass(createPrefetchGathers());
-      schedPrograms.addPass(createDeferReductionReaders());
-    }
-    schedPrograms.addPass(createAssignStreams());
-  }
-  schedPrograms.addPass(createSchedPlanMemory());
+  SchedArenasOptions lowering;
+  lowering.target = options.target;
+  lowering.attentionScratchMb = options.attentionScratchMb;
+  lowering.fp8Storage = options.fp8Storage;
+  lowering.overlapCollectives = options.overlapCollectives;
+  // The weft programs, planned: each gets the arena its sched program
+  // plans to (the one memory plan; what the runtimes allocate).
+  if (!options.sched)
+    pm.addPass(createSchedArenas(lowering));
+  else
+    addSchedPasses(pm, lowering);
   return llvm::Error::success();
 }
 

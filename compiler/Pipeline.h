@@ -118,14 +118,14 @@ struct TrainingPipelineOptions
       llvm::cl::init(TrainingOptions().keepGradients)};
   Option<bool> fuseAndPlan{
       *this, "fuse-and-plan",
-      llvm::cl::desc("Fuse elementwise ops and plan memory (false: stop "
-                     "before)"),
+      llvm::cl::desc("Fuse elementwise ops and give each program the "
+                     "arena its sched plan needs (false: stop before)"),
       llvm::cl::init(TrainingOptions().fuseAndPlan)};
   Option<bool> sched{
       *this, "sched",
       llvm::cl::desc("Lower the programs to sched and plan their buffers "
-                     "(weft-lower-to-sched, weft-sched-plan-memory) instead "
-                     "of weft-memory-plan"),
+                     "(weft-lower-to-sched, weft-sched-plan-memory) in place "
+                     "of the weft programs"),
       llvm::cl::init(TrainingOptions().sched)};
   Option<int64_t> attentionScratchMb{
       *this, "attention-scratch-mb",
@@ -200,9 +200,10 @@ llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
 /// func.func(weft-reshard-after-forward), weft-optimizer-adamw (@step,
 /// erasing @train_step unless keep-gradients); then on every function
 /// weft-bucket-all-reduce and, with fuse-and-plan, (target=cuda)
-/// weft-gemm-epilogue, weft-fusion-group and weft-memory-plan; with sched,
-/// every elementwise op fused (single-ops), weft-lower-to-sched and
-/// sched.program(weft-sched-plan-memory) instead of weft-memory-plan. A
+/// weft-gemm-epilogue, weft-fusion-group and weft-sched-arenas (each
+/// program's arena from its sched plan); with sched, every elementwise op
+/// fused (single-ops), then weft-lower-to-sched and
+/// sched.program(weft-sched-plan-memory) (addSchedPasses) in their place. A
 /// plan or target that does not parse, or a setting out of range
 /// (checkTrainingSettings), is an error.
 llvm::Error buildTrainingPipeline(mlir::OpPassManager &pm,

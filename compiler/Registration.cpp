@@ -3,6 +3,7 @@
 #include "compiler/Registration.h"
 
 #include "codegen/Passes.h"
+#include "compiler/Passes.h"
 #include "compiler/Pipeline.h"
 #include "dialects/sched/IR/SchedOps.h"
 #include "dialects/weft/IR/WeftOps.h"
@@ -28,6 +29,7 @@ void weft::registerAllDialects(mlir::DialectRegistry &registry) {
 void weft::registerAllPasses() {
   registerWeftAutodiffPasses();
   registerWeftCodegenPasses();
+  registerWeftCompilerPasses();
   registerWeftDecomposePasses();
   registerWeftFusionPasses();
   registerWeftMemoryPasses();

@@ -18,17 +18,14 @@ namespace weft {
 /// Bytes of one element of a weft element type (f8 = 1, bf16/f16 = 2, ...).
 int64_t elementBytes(mlir::Type type);
 
-/// Whether `op`'s result shares its operand's bytes in the memory plan: a
-/// reshape, copy_to_group (an identity whose gradient is a collective) and
-/// fp8_quantize_grad (an identity whose gradient is quantized).
+/// Whether `op`'s result is its operand's value under another type or
+/// role, as the sched lowering makes it a view: a reshape, copy_to_group
+/// (an identity whose gradient is a collective) and fp8_quantize_grad (an
+/// identity whose gradient is quantized). weft-recompute asks.
 inline bool isViewOp(mlir::Operation *op) {
   return mlir::isa<ReshapeOp, CopyToGroupOp, Fp8QuantizeGradOp>(op);
 }
 
-/// Plans `func` (see weft-memory-plan) and returns the arena size in bytes,
-/// or fails with an error at the largest value live when the values live
-/// at once need more than one arena holds (2^62 bytes).
-mlir::FailureOr<int64_t> planMemory(mlir::func::FuncOp func);
 } // namespace weft
 
 #endif // WEFT_PASSES_MEMORY_PASSES_H

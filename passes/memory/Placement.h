@@ -1,8 +1,8 @@
 //===- Placement.h - static offsets for buffers with lifetimes -*- C++ -*-===//
 //
-// The one placement algorithm of Weft's memory plans (weft-memory-plan on
-// weft functions, weft-sched-plan-memory on sched programs): buffers are
-// placed largest first at the lowest aligned offset that overlaps no placed
+// The placement algorithm of Weft's memory plan (weft-sched-plan-memory on
+// sched programs; weft-sched-arenas gives weft functions its arenas): buffers
+// are placed largest first at the lowest aligned offset that overlaps no placed
 // buffer whose lifetime intersects theirs, so two buffers share bytes only
 // if their lifetimes are disjoint.
 //

@@ -268,7 +268,7 @@ bool readsCheckedData(mlir::Operation *func);
 /// so needs no arena: without it every new value is held until the step
 /// ends, 12 bytes a parameter with Adam; nor does weft-gather-per-step's
 /// @gather, which would hold every gathered parameter until its end. Null
-/// otherwise. weft-memory-plan and weft-lower-to-sched both ask.
+/// otherwise. weft-lower-to-sched asks.
 ParamOp inPlaceParam(mlir::OpResult result, bool readsChecked);
 
 } // namespace weft

@@ -1,5 +1,5 @@
 // RUN: weft-opt %s -split-input-file -weft-lower-to-sched | FileCheck %s
-// RUN: weft-opt %s -split-input-file -weft-memory-plan | FileCheck %s --check-prefix=PLAN
+// RUN: weft-opt %s -split-input-file -weft-sched-arenas | FileCheck %s --check-prefix=PLAN
 
 // The optimizer's update of a parameter and its moment, each read by the
 // update alone: computed into their own storage, with no arena buffer and
@@ -11,7 +11,6 @@
 // CHECK-NOT: sched.assign
 // CHECK: sched.return
 // PLAN: func.func @update() attributes {weft.arena_bytes = 0 : i64}
-// PLAN: weft.fused{{.*}}weft.offsets = array<i64: -1, -1>
 func.func @update() {
   %p = weft.param "p" init(zeros) : tensor<1024xf32>
   %m = weft.param "m" init(zeros) state : tensor<1024xf32>

@@ -239,7 +239,12 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     // recipe's rows of 32.
     llvm::DenseMap<std::tuple<Value, Attribute, Attribute, Attribute>, Value>
         quantized;
-    llvm::DenseSet<Value> counted; // Quantizations whose bytes are counted.
+    // Quantizations whose FP8 bytes are counted, and the values they
+    // quantize, whose bf16 bytes are: delayed scaling's separate
+    // quantizations of one input (q, k and v each keep a history) are
+    // three FP8 copies of one bf16 tensor, so the bf16 count is the
+    // model's whatever the recipe.
+    llvm::DenseSet<Value> counted, countedSources;
     std::vector<Gemm> candidates;
     func.walk([&](Operation *op) {
       if (auto m = dyn_cast<MatmulOp>(op)) {
@@ -364,6 +369,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       // A shared quantization's bytes count once.
       bool newLhs = counted.insert(lq).second,
            newRhs = counted.insert(rq).second;
+      bool newLhsSource = countedSources.insert(lhs).second,
+           newRhsSource = countedSources.insert(rhs).second;
 
       // The output gradient is the dgrad's left operand, contracted along
       // its last dimension (n).
@@ -400,15 +407,13 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         }
         return std::pair{elements + scaleBytes * scales, 2 * elements};
       };
-      for (auto [shape, block, fresh] :
-           {std::tuple{ls, ArrayRef<int64_t>(lhsBlock), newLhs},
-            std::tuple{rs, ArrayRef<int64_t>(rhsBlock), newRhs},
-            std::tuple{ys, ArrayRef<int64_t>(gradBlock), true}}) {
-        if (!fresh)
-          continue;
+      for (auto [shape, block, fresh, freshSource] :
+           {std::tuple{ls, ArrayRef<int64_t>(lhsBlock), newLhs, newLhsSource},
+            std::tuple{rs, ArrayRef<int64_t>(rhsBlock), newRhs, newRhsSource},
+            std::tuple{ys, ArrayRef<int64_t>(gradBlock), true, true}}) {
         auto [f, h] = operandBytes(shape, block);
-        fp8Bytes += f;
-        bf16Bytes += h;
+        fp8Bytes += fresh ? f : 0;
+        bf16Bytes += freshSource ? h : 0;
       }
       ++gemms;
     }

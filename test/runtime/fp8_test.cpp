@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,13 +65,12 @@ double referenceRound(double x, bool e4m3) {
   return std::copysign(g[code], x);
 }
 
-/// A finite block's scale from the definition: the largest value over its
-/// maximum (clamped below at 1e-12), or with power-of-two scales the power
-/// of two that puts the maximum's binade at the format's top.
-float referenceScale(const std::vector<float> &x, bool e4m3, bool pow2) {
-  double largest = e4m3 ? 448.0 : 57344.0, amax = 0.0;
-  for (float v : x)
-    amax = std::max(amax, std::fabs(static_cast<double>(v)));
+/// A block's scale from the definition, given the maximum it is scaled by
+/// (its own, or delayed scaling's from earlier steps): the largest value
+/// over that maximum (clamped below at 1e-12), or with power-of-two scales
+/// the power of two that puts the maximum's binade at the format's top.
+float referenceScale(double amax, bool e4m3, bool pow2) {
+  double largest = e4m3 ? 448.0 : 57344.0;
   amax = std::max(amax, static_cast<double>(1e-12f));
   if (!pow2)
     return static_cast<float>(largest / amax);
@@ -78,16 +78,26 @@ float referenceScale(const std::vector<float> &x, bool e4m3, bool pow2) {
   return static_cast<float>(std::ldexp(1.0, std::clamp(shift, -127, 127)));
 }
 
-/// One block's quantize-dequantize from the definition.
+/// The largest magnitude of a block's values.
+double blockMax(const std::vector<float> &x) {
+  double amax = 0.0;
+  for (float v : x)
+    amax = std::max(amax, std::fabs(static_cast<double>(v)));
+  return amax;
+}
+
+/// One block's quantize-dequantize from the definition, scaled by `amax`
+/// (by default the block's own maximum).
 std::vector<float> referenceBlock(const std::vector<float> &x, bool e4m3,
-                                  bool pow2) {
+                                  bool pow2,
+                                  std::optional<double> amax = std::nullopt) {
   std::vector<float> out(x.size());
   if (std::any_of(x.begin(), x.end(),
                   [](float v) { return !std::isfinite(v); })) {
     std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
     return out;
   }
-  float scale = referenceScale(x, e4m3, pow2);
+  float scale = referenceScale(amax ? *amax : blockMax(x), e4m3, pow2);
   for (size_t i = 0; i < x.size(); ++i) {
     auto scaled = static_cast<float>(static_cast<double>(x[i]) * scale);
     out[i] = static_cast<float>(referenceRound(scaled, e4m3) / scale);
@@ -343,7 +353,7 @@ TEST(Fp8Scaling, GroupQuantizeMatchesTheFloat64ReferencePerBlock) {
             float inv = scaleInv[t * cols + c];
             if (std::isnan(want[0]))
               continue; // A NaN block's codes say nothing of a scale.
-            float scale = referenceScale(block, e4m3, pow2);
+            float scale = referenceScale(blockMax(block), e4m3, pow2);
             expectSameBits(inv, 1.0f / scale, "1 / s", t * cols + c);
             for (int64_t v = v0; v < end; ++v) {
               float code = weft::runtime::fp8Value(codes[c * n + first + v],
@@ -390,6 +400,52 @@ TEST(Fp8Scaling, ScalesMapTheAmaxToTheLargestValue) {
   weft::runtime::cpu::fp8Amax(x.data(), amax.data(), {2, 2}, {2, 1});
   EXPECT_EQ(amax[0], INFINITY);
   EXPECT_EQ(amax[1], 3.0f);
+}
+
+// Delayed scaling (Transformer Engine's DelayedScaling, --fp8
+// tensorwise-delayed) quantizes a tensor by the largest maximum of its
+// history times 2^margin (weft-fp8 builds that maximum in the IR and hands
+// it to weft.fp8_quantize), not by its own. Against the definition in
+// float64, bit for bit, in E4M3 (the forward) and E5M2 (gradients), with
+// margins 0 and 2, for histories below the tensor's maximum (a stale scale:
+// the largest values saturate at the format's top) and above it.
+TEST(Fp8Scaling, DelayedScalingQuantizesByTheHistorysMaximum) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(4 * 96);
+  for (float &v : x)
+    v = std::ldexp(normal(rng), 3);
+  double own = 0;
+  for (float v : x)
+    own = std::max(own, std::fabs(double(v)));
+  int saturatedSomewhere = 0;
+  for (bool e4m3 : {true, false})
+    for (int margin : {0, 2})
+      for (double history : {own / 8, own / 2, own * 3}) {
+        SCOPED_TRACE(std::string(e4m3 ? "e4m3" : "e5m2") + " margin " +
+                     std::to_string(margin) + " history " +
+                     std::to_string(history / own) + " x own");
+        // max(history) * 2^margin, in f32 as the IR computes it.
+        float amax = static_cast<float>(history) * std::ldexp(1.0f, margin);
+        std::vector<float> y(x.size());
+        weft::runtime::cpu::fp8Quantize(x.data(), &amax, y.data(), {4, 96},
+                                        {1, 1}, e4m3, /*pow2=*/false);
+        std::vector<float> want = referenceBlock(x, e4m3, false, amax);
+        for (size_t i = 0; i < x.size(); ++i)
+          expectSameBits(y[i], want[i], "quantized", i);
+        // Values past the delayed maximum come out at the format's top
+        // over the scale (rounded to f32): saturated.
+        float top =
+            static_cast<float>((e4m3 ? 448.0 : 57344.0) /
+                               double(referenceScale(amax, e4m3, false)));
+        for (size_t i = 0; i < x.size(); ++i)
+          if (std::fabs(double(x[i])) > double(amax)) {
+            EXPECT_EQ(std::fabs(y[i]), top) << "element " << i;
+            ++saturatedSomewhere;
+          }
+      }
+  // The stale histories do saturate (1/8 and 1/2 of the maximum).
+  EXPECT_GT(saturatedSomewhere, 0);
 }
 
 // Where each block's scale sits, as cuBLASLt's scale modes read them and
@@ -579,6 +635,10 @@ struct GemmRecipe {
   const char *name;
   int64_t xRows, xCols, wRows, wCols; // One block of x, one of w.
   bool pow2;
+  /// Each block is scaled by its maximum times this: 1 for the recipes
+  /// that scale by the current maximum; delayed scaling's history can lag
+  /// the tensor (below 1: its largest values saturate) or lead it.
+  double delayed = 1.0;
 };
 
 /// The stated error of one element quantized by E4M3 in a block whose
@@ -587,13 +647,15 @@ struct GemmRecipe {
 ///    (3 mantissa bits);
 ///  - among subnormals (|a * scale| < 2^-6), half their spacing, 2^-10 /
 ///    scale;
-///  - above the largest finite value (only MXFP8's power-of-two scales put
-///    a block's maximum past 448, up to 512), the saturation |a| - 448 /
-///    scale.
+///  - above the largest finite value (MXFP8's power-of-two scales put a
+///    block's maximum past 448, up to 512, and so does a delayed maximum
+///    below the tensor's), the saturation |a| - 448 / scale, plus half an
+///    f32 ulp of 448 / scale (the stored value, rounded to f32 where the
+///    scale is not a power of two).
 double e4m3Bound(double a, double scale) {
-  double m = std::fabs(a);
-  return std::max(
-      {std::ldexp(m, -4), std::ldexp(1.0, -10) / scale, m - 448.0 / scale});
+  double m = std::fabs(a), top = 448.0 / scale;
+  return std::max({std::ldexp(m, -4), std::ldexp(1.0, -10) / scale,
+                   m - top + std::ldexp(top, -24)});
 }
 
 /// The recipe's scale of a block with largest magnitude `amax`, written
@@ -638,6 +700,9 @@ TEST(Fp8Scaling, GemmsStayWithinTheRecipesStatedError) {
       {"rowwise", 1, k, k, 1, false},
       {"blockwise", 1, 128, 128, 128, false},
       {"mxfp8", 1, 32, 32, 1, true},
+      // Delayed scaling, its history at 3/4 and at twice the maximum.
+      {"tensorwise-delayed (stale)", m, k, k, n, false, 0.75},
+      {"tensorwise-delayed (ahead)", m, k, k, n, false, 2.0},
   };
   for (const GemmRecipe &r : recipes) {
     SCOPED_TRACE(r.name);
@@ -648,6 +713,8 @@ TEST(Fp8Scaling, GemmsStayWithinTheRecipesStatedError) {
                                 grid = {rows / br, cols / bc};
       std::vector<float> amax(grid[0] * grid[1]), q(v.size());
       weft::runtime::cpu::fp8Amax(v.data(), amax.data(), shape, grid);
+      for (float &a : amax)
+        a = static_cast<float>(a * r.delayed);
       weft::runtime::cpu::fp8Quantize(v.data(), amax.data(), q.data(), shape,
                                       grid, /*e4m3=*/true, r.pow2);
       // Each element's stated error, at its block's scale from the
@@ -660,8 +727,10 @@ TEST(Fp8Scaling, GemmsStayWithinTheRecipesStatedError) {
           for (int64_t a = i / br * br; a < (i / br + 1) * br; ++a)
             for (int64_t b = j / bc * bc; b < (j / bc + 1) * bc; ++b)
               blockMax = std::max(blockMax, std::fabs(double(v[a * cols + b])));
-          bound[i * cols + j] =
-              e4m3Bound(v[i * cols + j], recipeScale(blockMax, r.pow2));
+          bound[i * cols + j] = e4m3Bound(
+              v[i * cols + j],
+              recipeScale(double(static_cast<float>(blockMax * r.delayed)),
+                          r.pow2));
           outside += std::fabs(double(q[i * cols + j]) - v[i * cols + j]) >
                      bound[i * cols + j];
         }

@@ -3,7 +3,8 @@
 // Llama-tiny in f16 compiled with a loss scale of 2^40: its gradients
 // overflow f16, so the first steps are skipped (no parameter moves, the
 // scale halves each time) until the scale fits; training then goes on, and
-// after `window` clean steps in a row the scale doubles. The run follows
+// after `window` clean steps in a row the scale doubles, until it overflows
+// again mid-run. The run follows
 // that state machine step by step through the step's loss_scale and
 // skipped outputs, as weft-run's metrics report them.
 //
@@ -72,6 +73,13 @@ TEST(LossScaling, AnOverflowedStepIsSkippedAndTrainingRecovers) {
   EXPECT_TRUE(skipped.front());
   EXPECT_TRUE(moved);
   EXPECT_FALSE(skipped.back());
+  // With a window of 2 the scale doubles back up until it overflows again:
+  // an overflow also comes after clean steps, mid-run, not only at the
+  // start, and training recovers from it too.
+  bool midRun = false;
+  for (size_t s = 1; s + 1 < skipped.size(); ++s)
+    midRun |= skipped[s] && !skipped[s - 1];
+  EXPECT_TRUE(midRun);
   // The state machine: halve after an overflow, double after 2 clean steps
   // in a row, else keep.
   int clean = 0;

@@ -245,10 +245,11 @@ static llvm::Error addTrainingPasses(OpPassManager &pm,
     return llvm::Error::success();
   if (gpu && options.gemmEpilogues)
     programs.addPass(createGemmEpilogue());
-  // GPU bundles, and sched on any target, leave no elementwise op to a
-  // per-op runtime kernel.
+  // The sched lowering runs every elementwise op as a generated kernel:
+  // the weft programs are fused as a bundle's are, so weft-sched-arenas
+  // plans what the bundle holds.
   FuseElementwiseOptions fuse;
-  fuse.singleOps = gpu || options.sched;
+  fuse.singleOps = true;
   programs.addPass(createFuseElementwise(fuse));
   SchedArenasOptions lowering;
   lowering.target = options.target;

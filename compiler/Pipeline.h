@@ -200,10 +200,10 @@ llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
 /// func.func(weft-reshard-after-forward), weft-optimizer-adamw (@step,
 /// erasing @train_step unless keep-gradients); then on every function
 /// weft-bucket-all-reduce and, with fuse-and-plan, (target=cuda)
-/// weft-gemm-epilogue, weft-fusion-group and weft-sched-arenas (each
-/// program's arena from its sched plan); with sched, every elementwise op
-/// fused (single-ops), then weft-lower-to-sched and
-/// sched.program(weft-sched-plan-memory) (addSchedPasses) in their place. A
+/// weft-gemm-epilogue, weft-fusion-group{single-ops} and weft-sched-arenas
+/// (each program's arena from its sched plan); with sched,
+/// weft-lower-to-sched and sched.program(weft-sched-plan-memory)
+/// (addSchedPasses) in place of weft-sched-arenas. A
 /// plan or target that does not parse, or a setting out of range
 /// (checkTrainingSettings), is an error.
 llvm::Error buildTrainingPipeline(mlir::OpPassManager &pm,

@@ -58,9 +58,10 @@ struct SchedArenasPass : weft::impl::SchedArenasBase<SchedArenasPass> {
     // compares buffers pairwise, a second on a Llama-3-8B step, and this
     // is the pipeline a bundle runs, verified there.
     pm.enableVerifier(false);
-    // The sched lowering needs every elementwise op in a kernel: the narrow
-    // ones weft-fusion-group leaves alone on the CPU become kernels of
-    // their own, as a bundle's pipeline fuses them.
+    // The sched lowering needs every elementwise op in a kernel. The
+    // training pipeline has fused them so (single-ops), which leaves
+    // nothing to do here; a module fused otherwise, or not at all, is
+    // fused as a bundle's pipeline fuses it.
     weft::FuseElementwiseOptions fuse;
     fuse.singleOps = true;
     pm.addNestedPass<func::FuncOp>(weft::createFuseElementwise(fuse));

@@ -22,11 +22,11 @@ def FuseElementwise : Pass<"weft-fusion-group", "::mlir::func::FuncOp"> {
     the results used outside it. GEMMs, attention, norms and reductions stay
     outside, as library or hand-written kernels.
 
-    With `single-ops` (what `weftc compile --target cuda` uses), an op that
+    With `single-ops` (what `weftc compile` uses), an op that
     joins no group becomes a group of one, and bf16/f16 elementwise ops
     become groups of one (kernels compute in f32; the runtime widens their
-    operands and rounds their results), so every elementwise op of a GPU
-    bundle is a generated kernel.
+    operands and rounds their results), so every elementwise op of a
+    bundle is a generated kernel (the sched lowering needs them so).
   }];
   let options = [
     Option<"singleOps", "single-ops", "bool", /*default=*/"false",

@@ -1,21 +1,17 @@
 //===- Placement.cpp - static offsets for buffers with lifetimes ----------===//
 
 #include "passes/memory/Placement.h"
-#include "passes/memory/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <numeric>
 #include <tuple>
 #include <vector>
 
 namespace weft {
-
-int64_t elementBytes(mlir::Type type) {
-  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
-}
 
 Placement placeBuffers(llvm::ArrayRef<Lifetime> buffers, int64_t alignment) {
   llvm::SmallVector<size_t> order(buffers.size());
@@ -33,8 +29,10 @@ Placement placeBuffers(llvm::ArrayRef<Lifetime> buffers, int64_t alignment) {
   // Placed buffers by the spans of positions they are live in, so a buffer
   // looks only at those whose spans meet its own, not at every one placed
   // before it (a step of 12,000 buffers otherwise takes a second here).
-  int64_t begin = std::numeric_limits<int64_t>::max(), end = 0;
+  int64_t begin = std::numeric_limits<int64_t>::max(),
+          end = std::numeric_limits<int64_t>::min();
   for (const Lifetime &b : buffers) {
+    assert(0 <= b.first && b.first <= b.last && "a lifetime is a range");
     begin = std::min(begin, b.first);
     end = std::max(end, b.last);
   }
@@ -46,22 +44,35 @@ Placement placeBuffers(llvm::ArrayRef<Lifetime> buffers, int64_t alignment) {
   // the buffers met (as a scan of all placed ones would) and drops the
   // repeats of one met in several spans.
   std::vector<int64_t> turn(buffers.size(), -1), seen(buffers.size(), -1);
-  int64_t placedCount = 0;
+  llvm::SmallVector<size_t> placed; // In the order they were placed.
   for (size_t i : order) {
     const Lifetime &buffer = buffers[i];
     llvm::SmallVector<std::pair<int64_t, int64_t>> taken;
     llvm::SmallVector<size_t> live;
-    for (int64_t s = (buffer.first - begin) / width;
-         s <= (buffer.last - begin) / width; ++s)
-      for (size_t j : bySpan[s]) {
-        const Lifetime &other = buffers[j];
-        if (seen[j] == int64_t(i) || other.first > buffer.last ||
-            buffer.first > other.last)
-          continue;
-        seen[j] = int64_t(i);
-        taken.push_back({plan.offsets[j], plan.offsets[j] + other.bytes});
-        live.push_back(j);
-      }
+    auto meet = [&](size_t j) {
+      const Lifetime &other = buffers[j];
+      if (seen[j] == int64_t(i) || other.first > buffer.last ||
+          buffer.first > other.last)
+        return;
+      seen[j] = int64_t(i);
+      taken.push_back({plan.offsets[j], plan.offsets[j] + other.bytes});
+      live.push_back(j);
+    };
+    int64_t firstSpan = (buffer.first - begin) / width,
+            lastSpan = (buffer.last - begin) / width;
+    // Long-lived buffers sit in many spans: where the spans' lists hold
+    // more entries than there are placed buffers, scan those instead.
+    size_t listed = 0;
+    for (int64_t s = firstSpan; s <= lastSpan; ++s)
+      listed += bySpan[s].size();
+    if (listed > placed.size()) {
+      for (size_t j : placed)
+        meet(j);
+    } else {
+      for (int64_t s = firstSpan; s <= lastSpan; ++s)
+        for (size_t j : bySpan[s])
+          meet(j);
+    }
     llvm::sort(taken);
     // Placed buffers end at most at kMaxArenaBytes and each is at most that
     // big, so these sums stay below 2^63.
@@ -86,9 +97,9 @@ Placement placeBuffers(llvm::ArrayRef<Lifetime> buffers, int64_t alignment) {
     }
     plan.offsets[i] = offset;
     plan.peak = std::max(plan.peak, offset + buffer.bytes);
-    turn[i] = placedCount++;
-    for (int64_t s = (buffer.first - begin) / width;
-         s <= (buffer.last - begin) / width; ++s)
+    turn[i] = static_cast<int64_t>(placed.size());
+    placed.push_back(i);
+    for (int64_t s = firstSpan; s <= lastSpan; ++s)
       bySpan[s].push_back(i);
   }
   return plan;

@@ -22,7 +22,7 @@ namespace weft {
 
 struct Lifetime {
   int64_t bytes = 0;
-  int64_t first = 0, last = 0; // Positions, inclusive.
+  int64_t first = 0, last = 0; // Positions, 0 <= first <= last, inclusive.
 };
 
 /// An arena holds at most 2^62 bytes, as one tensor may (Weft_TensorOf), so

@@ -13,6 +13,10 @@ namespace weft {
 using namespace mlir;
 using namespace weft::sched;
 
+int64_t weft::elementBytes(Type type) {
+  return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
+}
+
 namespace {
 
 /// The alloc whose bytes `v` is (through views), or null.

@@ -109,7 +109,7 @@ LogicalResult WeftDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name != kShardingAttr)
-    return success(); // weft.offsets, weft.kernel, ...: set by passes.
+    return success(); // weft.kernel, weft.grad_of, ...: set by passes.
   auto list = dyn_cast<ArrayAttr>(attr.getValue());
   if (!list || list.size() != op->getNumResults())
     return op->emitOpError(

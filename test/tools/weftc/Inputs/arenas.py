@@ -10,8 +10,10 @@ arena, what the runtime allocates). Prints one line a configuration:
 largest arena (the programs of a rank share one), else "differs"; with
 --recompute budget=G, then "fits" when that arena is at most G GiB, else
 "over". CONFIGS
-replaces the word CONFIGS in FLAGS. Not for pp, where a rank's activations
-also hold its stash of micro-batches in flight.
+replaces the word CONFIGS in FLAGS. Under pp a rank's activations are the
+largest arena of its own programs (rank<r>.*, and stage<s>.* for s mod P =
+r) plus its stash of micro-batches in flight, and "arena" prints the
+largest rank's.
 """
 import json
 import re
@@ -41,6 +43,26 @@ for run in runs:
     largest = max(arenas.values())
     ranks = sorted({r["activation_bytes"] for r in report["ranks"]})
     same = ranks == [largest]
+    pipeline = report.get("pipeline")
+    if pipeline:
+        # Pipeline rank r runs rank<r>.* and the stages s with s mod P = r
+        # (their last micro-batch's copies too); the stashes in flight come
+        # on top, as the report's own table states them.
+        pp, chunks = pipeline["ranks"], pipeline["virtual"]
+        want = []
+        for stage in pipeline["stages"]:
+            r = stage["rank"]
+            mine = [a for name, a in arenas.items()
+                    if re.match(rf"rank{r}\.", name) or
+                    (re.match(r"stage(\d+)\.", name) and
+                     int(re.match(r"stage(\d+)\.", name).group(1)) % pp == r)]
+            want.append(max(mine) + stage["stash_bytes"] * stage["in_flight"]
+                        // chunks + stage["weight_stash_bytes"] *
+                        stage["awaiting_w"])
+        got = [x["activation_bytes"] for x in report["ranks"]]
+        per_stage = len(got) // pp
+        same = got == [want[g // per_stage] for g in range(len(got))]
+        largest = max(want)
     line = (f"{label} report={ranks[0] if len(ranks) == 1 else ranks} "
             f"arena={largest} {'same' if same else 'differs'}")
     budget = [f for f in flags if f.startswith("budget=")]

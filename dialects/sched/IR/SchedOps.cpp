@@ -652,32 +652,46 @@ LogicalResult ProgramOp::verifyRegions() {
              << "] is not inside [0, " << end << "]";
   }
 
-  // No two buffers alive at once share a byte: sweep by offset.
-  SmallVector<std::pair<AllocOp, AllocOp>> sharing; // Disjoint in time.
-  SmallVector<AllocOp> byOffset(allocs);
-  llvm::sort(byOffset, [](AllocOp a, AllocOp b) {
-    return std::make_pair(*a.getOffset(), *a.getFirst()) <
-           std::make_pair(*b.getOffset(), *b.getFirst());
+  // No two buffers alive at once share a byte: sweep by offset. The plan is
+  // read out of the attributes once; a large step has thousands of buffers
+  // and the sweep meets each pair that shares an offset range.
+  struct Placed {
+    mutable AllocOp alloc; // emitOpError is not const.
+    int64_t offset, end, first, last;
+  };
+  SmallVector<Placed> byOffset;
+  for (AllocOp alloc : allocs)
+    byOffset.push_back({alloc, *alloc.getOffset(),
+                        *alloc.getOffset() + alloc.getType().getBytes(),
+                        *alloc.getFirst(), *alloc.getLast()});
+  llvm::sort(byOffset, [](const Placed &a, const Placed &b) {
+    return std::make_pair(a.offset, a.first) <
+           std::make_pair(b.offset, b.first);
   });
+  // With one stream every access is ordered after the one before it, so
+  // the stream-order check below needs no record of the buffers that reuse
+  // each other's bytes.
+  bool oneStream = streams.size() == 1;
+  SmallVector<std::pair<AllocOp, AllocOp>> sharing; // Disjoint in time.
   for (size_t i = 0; i < byOffset.size(); ++i) {
-    AllocOp a = byOffset[i];
-    int64_t aEnd = *a.getOffset() + a.getType().getBytes();
-    for (size_t j = i + 1;
-         j < byOffset.size() && *byOffset[j].getOffset() < aEnd; ++j) {
-      AllocOp b = byOffset[j];
-      if (b.getType().getBytes() == 0 || a.getType().getBytes() == 0)
+    const Placed &a = byOffset[i];
+    for (size_t j = i + 1; j < byOffset.size() && byOffset[j].offset < a.end;
+         ++j) {
+      const Placed &b = byOffset[j];
+      if (b.end == b.offset || a.end == a.offset)
         continue;
-      if (*a.getFirst() <= *b.getLast() && *b.getFirst() <= *a.getLast()) {
+      if (a.first <= b.last && b.first <= a.last) {
         InFlightDiagnostic diag =
-            b.emitOpError("shares bytes with a buffer live at the same time: [")
-            << *b.getOffset() << ", " << *b.getOffset() + b.getType().getBytes()
-            << ") live [" << *b.getFirst() << ", " << *b.getLast()
-            << "] against [" << *a.getOffset() << ", " << aEnd << ") live ["
-            << *a.getFirst() << ", " << *a.getLast() << "]";
-        diag.attachNote(a.getLoc()) << "the other buffer";
+            b.alloc.emitOpError(
+                "shares bytes with a buffer live at the same time: [")
+            << b.offset << ", " << b.end << ") live [" << b.first << ", "
+            << b.last << "] against [" << a.offset << ", " << a.end
+            << ") live [" << a.first << ", " << a.last << "]";
+        diag.attachNote(a.alloc.getLoc()) << "the other buffer";
         return diag;
       }
-      sharing.push_back({a, b});
+      if (!oneStream)
+        sharing.push_back({a.alloc, b.alloc});
     }
   }
   // Buffers that reuse each other's bytes are one storage for stream
@@ -797,6 +811,8 @@ LogicalResult ProgramOp::verifyRegions() {
                     "all_gather or an fp8_decode";
         writtenParams.try_emplace(storage.symbol.getValue(), &op);
       }
+      if (oneStream)
+        continue;
       SmallVector<const void *> keys = {storage.key};
       llvm::append_range(keys, aliases.lookup(storage.key));
       for (const void *key : keys) {

@@ -76,6 +76,18 @@ llvm::Error checkTrainingSettings(const AdamWConfig &adamw, double bucketMb,
   return llvm::Error::success();
 }
 
+/// How the pipeline's programs lower to sched: its target and the
+/// lowering's settings.
+static SchedArenasOptions
+schedLoweringOf(const TrainingPipelineOptions &options) {
+  SchedArenasOptions lowering;
+  lowering.target = options.target;
+  lowering.attentionScratchMb = options.attentionScratchMb;
+  lowering.fp8Storage = options.fp8Storage;
+  lowering.overlapCollectives = options.overlapCollectives;
+  return lowering;
+}
+
 /// The passes of `weft-train`; with `untilRecompute`, only those before
 /// weft-recompute (the step the budget search reads its per-tensor
 /// candidates from).
@@ -251,11 +263,7 @@ static llvm::Error addTrainingPasses(OpPassManager &pm,
   FuseElementwiseOptions fuse;
   fuse.singleOps = true;
   programs.addPass(createFuseElementwise(fuse));
-  SchedArenasOptions lowering;
-  lowering.target = options.target;
-  lowering.attentionScratchMb = options.attentionScratchMb;
-  lowering.fp8Storage = options.fp8Storage;
-  lowering.overlapCollectives = options.overlapCollectives;
+  SchedArenasOptions lowering = schedLoweringOf(options);
   // The weft programs, planned: each gets the arena its sched program
   // plans to (the one memory plan; what the runtimes allocate).
   if (!options.sched)
@@ -852,6 +860,15 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
     return module.emitError(llvm::toString(std::move(e)));
   if (configure && failed(configure(pm)))
     return failure();
+  return pm.run(module);
+}
+
+LogicalResult lowerTrainingPrograms(ModuleOp module,
+                                    const TrainingOptions &options) {
+  TrainingPipelineOptions pipeline;
+  setPipelineOptions(pipeline, options);
+  PassManager pm(module.getContext());
+  addSchedPasses(pm, schedLoweringOf(pipeline));
   return pm.run(module);
 }
 

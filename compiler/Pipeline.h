@@ -222,6 +222,12 @@ mlir::LogicalResult buildTrainingPrograms(
     llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
         {});
 
+/// Lowers programs buildTrainingPrograms made with sched=false (fused and
+/// planned weft programs) to sched as sched=true would have: what a slice
+/// is timed on, without running the training pipeline again.
+mlir::LogicalResult lowerTrainingPrograms(mlir::ModuleOp module,
+                                          const TrainingOptions &options);
+
 /// The recomputation candidates of the training step `options` compile
 /// `module` to (weft-recompute's `tensors:` indices; read from a copy
 /// compiled up to weft-recompute), or an error at `module`.

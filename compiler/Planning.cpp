@@ -161,7 +161,7 @@ compileSlice(MLIRContext &context, const SliceSource &source,
   };
   // The memory report reads the placed weft programs; the times the sched
   // ones.
-  OwningOpRef<ModuleOp> placed = (*built)->clone();
+  OwningOpRef<ModuleOp> placed = std::move(*built);
   options.sched = false;
   if (mlir::failed(buildTrainingPrograms(*placed, options)))
     return failed("placing");
@@ -182,9 +182,10 @@ compileSlice(MLIRContext &context, const SliceSource &source,
     stages->lastArena = arenas(last);
     return PartCost();
   }
-  options.sched = true;
-  OwningOpRef<ModuleOp> lowered = std::move(*built);
-  if (mlir::failed(buildTrainingPrograms(*lowered, options)))
+  // The placed programs lowered as a bundle's are (weft-sched-arenas
+  // lowered a copy of them for their arenas).
+  OwningOpRef<ModuleOp> lowered = placed->clone();
+  if (mlir::failed(lowerTrainingPrograms(*lowered, options)))
     return failed("lowering");
   std::map<std::string, ProgramEstimate> programs;
   for (auto program : lowered->getOps<sched::ProgramOp>()) {

@@ -344,7 +344,6 @@ struct RecomputeCost {
   std::vector<double> layerFlops;
   std::vector<int64_t> rankOf;
 
-  /// What rank `r`'s layers add (their FLOPs).
   /// What every layer adds.
   double totalFlops() const {
     double total = 0;
@@ -352,6 +351,7 @@ struct RecomputeCost {
       total += f;
     return total;
   }
+  /// What `layers` add (their FLOPs).
   double flops(llvm::ArrayRef<int64_t> layers) const {
     double total = 0;
     for (int64_t l : layers)
@@ -863,12 +863,15 @@ buildTrainingPrograms(ModuleOp module, const TrainingOptions &options,
   return pm.run(module);
 }
 
-LogicalResult lowerTrainingPrograms(ModuleOp module,
-                                    const TrainingOptions &options) {
+LogicalResult
+lowerTrainingPrograms(ModuleOp module, const TrainingOptions &options,
+                      function_ref<LogicalResult(PassManager &)> configure) {
   TrainingPipelineOptions pipeline;
   setPipelineOptions(pipeline, options);
   PassManager pm(module.getContext());
   addSchedPasses(pm, schedLoweringOf(pipeline));
+  if (configure && failed(configure(pm)))
+    return failure();
   return pm.run(module);
 }
 

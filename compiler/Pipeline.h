@@ -223,10 +223,14 @@ mlir::LogicalResult buildTrainingPrograms(
         {});
 
 /// Lowers programs buildTrainingPrograms made with sched=false (fused and
-/// planned weft programs) to sched as sched=true would have: what a slice
-/// is timed on, without running the training pipeline again.
-mlir::LogicalResult lowerTrainingPrograms(mlir::ModuleOp module,
-                                          const TrainingOptions &options);
+/// planned weft programs) to sched as sched=true would have, without
+/// running the training pipeline (or a budget's search) again: what a
+/// planner slice and `weftc compile --report` are timed on. `configure` as
+/// for buildTrainingPrograms.
+mlir::LogicalResult lowerTrainingPrograms(
+    mlir::ModuleOp module, const TrainingOptions &options,
+    llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)> configure =
+        {});
 
 /// The recomputation candidates of the training step `options` compile
 /// `module` to (weft-recompute's `tensors:` indices; read from a copy

@@ -1069,11 +1069,15 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   bool placedBuilt = false;
   if (report || !explainPath.empty())
     forReport = module->clone();
-  auto placedStep = [&]() -> FailureOr<ModuleOp> {
+  // `setup` takes the command line's --mlir-* flags where this build is
+  // the only one the command makes.
+  auto placedStep =
+      [&](llvm::function_ref<LogicalResult(PassManager &)> setup = {})
+      -> FailureOr<ModuleOp> {
     if (!forReport)
       forReport = module->clone();
     if (!placedBuilt &&
-        failed(weft::buildTrainingPrograms(*forReport, options)))
+        failed(weft::buildTrainingPrograms(*forReport, options, setup)))
       return failure();
     placedBuilt = true;
     return *forReport;
@@ -1133,12 +1137,16 @@ int compileBundle(MLIRContext &context, const std::string &planText,
   if ((report || !explainPath.empty()) && outputPath == "-" && emit.empty()) {
     if (!*topology)
       return finishReport({});
-    weft::TrainingOptions lowering = options;
-    lowering.sched = true;
-    if (failed(weft::buildTrainingPrograms(*module, lowering, configure)))
+    // The placed programs lowered as a bundle's are: the pipeline, and a
+    // recomputation budget's search, run once.
+    FailureOr<ModuleOp> placed = placedStep(configure);
+    if (failed(placed))
       return 1;
-    int rc = report ? finishReport(*module) : 0;
-    return explain(*module) ? 1 : rc;
+    OwningOpRef<ModuleOp> lowered = placed->clone();
+    if (failed(weft::lowerTrainingPrograms(*lowered, options, configure)))
+      return 1;
+    int rc = report ? finishReport(*lowered) : 0;
+    return explain(*lowered) ? 1 : rc;
   }
   if (!emit.empty()) {
     if (failed(weft::buildTrainingPrograms(*module, options, configure)))

@@ -656,7 +656,7 @@ LogicalResult ProgramOp::verifyRegions() {
   // read out of the attributes once; a large step has thousands of buffers
   // and the sweep meets each pair that shares an offset range.
   struct Placed {
-    mutable AllocOp alloc; // emitOpError is not const.
+    AllocOp alloc;
     int64_t offset, end, first, last;
   };
   SmallVector<Placed> byOffset;
@@ -674,10 +674,10 @@ LogicalResult ProgramOp::verifyRegions() {
   bool oneStream = streams.size() == 1;
   SmallVector<std::pair<AllocOp, AllocOp>> sharing; // Disjoint in time.
   for (size_t i = 0; i < byOffset.size(); ++i) {
-    const Placed &a = byOffset[i];
+    Placed &a = byOffset[i]; // Not const: emitOpError is not.
     for (size_t j = i + 1; j < byOffset.size() && byOffset[j].offset < a.end;
          ++j) {
-      const Placed &b = byOffset[j];
+      Placed &b = byOffset[j];
       if (b.end == b.offset || a.end == a.offset)
         continue;
       if (a.first <= b.last && b.first <= a.last) {

@@ -120,15 +120,16 @@ static llvm::Error addTrainingPasses(OpPassManager &pm,
         "compiles candidates to find it; pass the per-layer choice it made "
         "(the report's recompute=...)");
   // On the whole forward, before partitioning places the quantizations.
-  Fp8Options fp8{options.fp8, options.fp8Keep, options.fp8MinDim,
-                 options.fp8History, options.fp8Margin};
+  Fp8Options fp8{options.fp8,        options.fp8Keep,   options.fp8MinDim,
+                 options.fp8History, options.fp8Margin, options.fp8Device,
+                 options.plan};
   if (llvm::Error e = checkFp8Options(fp8, "fp8"))
     return llvm::createStringError("weft-train: " +
                                    llvm::toString(std::move(e)));
   Fp8Choice fp8Choice = cantFail(parseFp8(options.fp8));
   bool delayedFp8 = fp8Choice.anyDelayed();
   if (fp8Choice.any()) {
-    pm.addNestedPass<func::FuncOp>(createFp8(fp8));
+    pm.addPass(createFp8(fp8));
   }
   bool pipelined = plan.size("pp") > 1;
   llvm::Expected<ProbeChoice> probes = parseProbes(options.probes);
@@ -301,6 +302,7 @@ static void setPipelineOptions(TrainingPipelineOptions &pipeline,
   pipeline.fp8 = options.fp8.recipe;
   pipeline.fp8Keep = options.fp8.keep;
   pipeline.fp8MinDim = options.fp8.minDim;
+  pipeline.fp8Device = options.fp8.device;
   pipeline.fp8History = options.fp8.history;
   pipeline.fp8Margin = options.fp8.margin;
   pipeline.fp8Storage = options.fp8Storage;

@@ -162,6 +162,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("GEMMs with a contraction or output dimension below "
                      "this stay out of FP8"),
       llvm::cl::init(Fp8Options().minDim)};
+  Option<std::string> fp8Device{
+      *this, "fp8-device",
+      llvm::cl::desc("A topology preset or file: GEMMs that would not gain "
+                     "from FP8 on its device at one rank's shapes stay out "
+                     "of FP8 (weft-fp8's device; empty: none judged)"),
+      llvm::cl::init(Fp8Options().device)};
   Option<int64_t> fp8History{
       *this, "fp8-history",
       llvm::cl::desc("tensorwise-delayed: the steps of amax history"),

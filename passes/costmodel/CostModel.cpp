@@ -27,18 +27,6 @@ double elementBytesOf(Value v) {
       cast<sched::BufferType>(v.getType()).getElementBytes());
 }
 
-/// The peak a GEMM or attention with inputs of `type` runs at (one of
-/// kPeakFlopTypes).
-std::string flopTypeOf(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isF64())
-    return "f64";
-  if (isa<Float8E4M3FNType, Float8E5M2Type>(type))
-    return "fp8";
-  return "bf16"; // bf16 and f16 share the tensor-core rate.
-}
-
 /// Every buffer operand whole, once per read and once per write effect.
 double effectBytes(Operation *op) {
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
@@ -107,6 +95,16 @@ GroupShape groupShape(sched::MeshOp mesh, ArrayRef<std::string> axes,
 
 sched::MeshOp meshOf(Operation *op);
 } // namespace
+
+std::string flopTypeOf(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(type))
+    return "fp8";
+  return "bf16"; // bf16 and f16 share the tensor-core rate.
+}
 
 double scheduleFlops(sched::ScheduleOp schedule) {
   auto module = schedule->getParentOfType<ModuleOp>();
@@ -397,9 +395,7 @@ FailureOr<ProgramEstimate> estimateProgram(sched::ProgramOp program,
       peak = found->second;
     }
     auto roofline = [&](double bytes, double flops) {
-      return std::max(bytes / device.memoryBandwidth,
-                      flops > 0 ? flops / (peak * device.gemmShare(flops))
-                                : 0.0);
+      return device.rooflineSeconds(bytes, flops, peak);
     };
     double seconds = 0;
     if (c.passes.empty())

@@ -142,6 +142,10 @@ struct ProgramEstimate {
 /// layers included; weftc writes it into the bundle for the runtime's MFU.
 double scheduleFlops(sched::ScheduleOp schedule);
 
+/// The peak (one of kPeakFlopTypes) a GEMM or attention with inputs of
+/// `type` runs at: bf16 and f16 share the tensor-core rate.
+std::string flopTypeOf(mlir::Type type);
+
 /// Predicts `program` on `topology`; fails (naming the program) when the
 /// module's mesh needs more devices than the topology has, or the device
 /// lacks a figure an instruction needs (no peak for its type, no memory

@@ -345,6 +345,8 @@ void addFp8(ModuleOp module, PlacementReport &report) {
     report.fp8Gemms = gemms.getInt();
     report.fp8Bytes = bytes[0];
     report.fp8Bf16Bytes = bytes[1];
+    if (auto noGain = f->getAttrOfType<IntegerAttr>(kFp8NoGainAttr))
+      report.fp8NoGain = noGain.getInt();
     return;
   }
 }
@@ -416,11 +418,15 @@ llvm::json::Object PlacementReport::toJSON() const {
     out["layer_activation_bytes"] =
         llvm::json::Array(llvm::ArrayRef<int64_t>(layerActivationBytes));
   }
-  if (!fp8.empty())
-    out["fp8"] = llvm::json::Object{{"recipe", fp8},
-                                    {"gemms", fp8Gemms},
-                                    {"fp8_bytes", fp8Bytes},
-                                    {"bf16_bytes", fp8Bf16Bytes}};
+  if (!fp8.empty()) {
+    llvm::json::Object f{{"recipe", fp8},
+                         {"gemms", fp8Gemms},
+                         {"fp8_bytes", fp8Bytes},
+                         {"bf16_bytes", fp8Bf16Bytes}};
+    if (fp8NoGain >= 0)
+      f["no_gain"] = fp8NoGain;
+    out["fp8"] = std::move(f);
+  }
   if (pipeline) {
     llvm::json::Array perRank;
     for (const RankEstimate &r : pipeline->stages)
@@ -476,6 +482,10 @@ std::string PlacementReport::table() const {
     os << "fp8 (" << fp8 << "): " << fp8Gemms << " GEMMs read " << mib(fp8Bytes)
        << " of FP8 operands and scales a step, " << mib(fp8Bf16Bytes)
        << " in bf16 (x, w and output gradient, whole model)\n";
+  if (!fp8.empty() && fp8NoGain >= 0)
+    os << "fp8: " << fp8NoGain
+       << " more GEMMs stay out of FP8, too small to gain on the "
+          "topology's device at one rank's shapes (--fp8-min-dim auto)\n";
   if (pipeline) {
     os << llvm::format("pipeline: %s, pp=%lld, %lld micro-batches",
                        pipeline->schedule.c_str(),

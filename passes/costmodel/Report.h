@@ -84,6 +84,10 @@ struct PlacementReport {
   /// whole model's step.
   std::string fp8;
   int64_t fp8Gemms = 0, fp8Bytes = 0, fp8Bf16Bytes = 0;
+  /// The GEMMs the recipe could take that stayed because FP8 would not
+  /// gain on the device they were judged on (--fp8-min-dim auto with a
+  /// topology); -1: none judged.
+  int64_t fp8NoGain = -1;
 
   /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
   /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...], with a

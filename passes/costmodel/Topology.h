@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -69,6 +70,13 @@ struct DeviceSpec {
   double gemmShare(double flops) const {
     return gemmHalfFlops > 0 ? gemmEfficiency * flops / (flops + gemmHalfFlops)
                              : gemmEfficiency;
+  }
+  /// The roofline time of work moving `bytes` through memory and doing
+  /// `flops` at `peak` FLOP/s (as a matrix product: gemmShare of it): the
+  /// slower of the two. The cost model times each instruction by it.
+  double rooflineSeconds(double bytes, double flops, double peak) const {
+    return std::max(bytes / memoryBandwidth,
+                    flops > 0 ? flops / (peak * gemmShare(flops)) : 0.0);
   }
 };
 

@@ -15,6 +15,9 @@
 #include "passes/precision/Passes.h"
 
 #include "passes/LayerRuns.h"
+#include "passes/costmodel/CostModel.h"
+#include "passes/precision/Fp8Gain.h"
+#include "passes/sharding/Passes.h"
 
 #include "dialects/weft/IR/WeftEmitter.h"
 
@@ -174,19 +177,120 @@ struct Gemm {
   bool grouped = false;
 };
 
+/// Each GEMM's operand and result shapes as one rank holds them: the
+/// shapes of its ranked operands (by operand number) and of its result.
+struct LocalShapes {
+  SmallVector<SmallVector<int64_t>> operands;
+  SmallVector<int64_t> result;
+};
+using PlacedGemms = llvm::DenseMap<Operation *, LocalShapes>;
+
+bool isGemm(Operation *op) { return isa<MatmulOp, GroupedMatmulOp>(op); }
+
+/// Places a copy of `module` by `planText` as the training pipeline places
+/// the forward (weft-apply-plan, then propagation and partitioning of each
+/// function) and reads back every GEMM's local shapes. Partitioning retypes
+/// ops in place, so a GEMM is found again by the index it is tagged with.
+FailureOr<PlacedGemms> placeGemms(ModuleOp module, StringRef planText,
+                                  Operation *anchor) {
+  // No plan: one rank, which holds every GEMM whole.
+  llvm::Expected<Plan> plan = planText.empty() ? Plan() : parsePlan(planText);
+  if (!plan)
+    return anchor->emitError("weft-fp8: ") << llvm::toString(plan.takeError()),
+           failure();
+  SmallVector<Operation *> gemms;
+  module.walk([&](Operation *op) {
+    if (isGemm(op))
+      gemms.push_back(op);
+  });
+  OwningOpRef<ModuleOp> copy = module.clone();
+  StringRef tag = "weft.fp8_gemm_index";
+  int64_t next = 0;
+  Builder b(module.getContext());
+  copy->walk([&](Operation *op) {
+    if (isGemm(op))
+      op->setAttr(tag, b.getI64IntegerAttr(next++));
+  });
+  if (plan->worldSize() > 1) {
+    if (failed(applyPlan(*copy, *plan)))
+      return failure();
+    for (auto f : copy->getOps<func::FuncOp>()) {
+      if (f.isDeclaration())
+        continue;
+      propagateShardings(f);
+      if (failed(partition(f)))
+        return failure();
+    }
+  }
+  PlacedGemms placed;
+  copy->walk([&](Operation *op) {
+    auto index = op->getAttrOfType<IntegerAttr>(tag);
+    if (!index)
+      return;
+    LocalShapes &local = placed[gemms[index.getInt()]];
+    for (Value v : op->getOperands())
+      local.operands.push_back(SmallVector<int64_t>(
+          isa<RankedTensorType>(v.getType()) ? shapeOf(v)
+                                             : ArrayRef<int64_t>()));
+    local.result = SmallVector<int64_t>(shapeOf(op->getResult(0)));
+  });
+  return placed;
+}
+
+int64_t elementsOf(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
 struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
   using Fp8Base::Fp8Base;
 
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    Fp8Options options{recipe, keep, minDim, history, margin};
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isDeclaration())
+        funcs.push_back(f);
+    // Option errors go on the (first) function they were to rewrite.
+    Operation *anchor = funcs.empty() ? module.getOperation() : funcs.front();
+    Fp8Options options{recipe, keep, minDim, history, margin, device, plan};
     if (llvm::Error e = checkFp8Options(options)) {
-      func.emitError("weft-fp8: ") << llvm::toString(std::move(e));
+      anchor->emitError("weft-fp8: ") << llvm::toString(std::move(e));
       return signalPassFailure();
     }
     Fp8Choice choice = *parseFp8(recipe);
     if (!choice.any())
       return;
+    // The device GEMMs are judged on, when it runs FP8 at its own rate.
+    std::optional<Topology> judge;
+    PlacedGemms placed;
+    if (!device.empty()) {
+      llvm::Expected<Topology> topology = Topology::load(device);
+      if (!topology) {
+        anchor->emitError("weft-fp8: device '")
+            << device << "': " << llvm::toString(topology.takeError());
+        return signalPassFailure();
+      }
+      if (topology->device.peakFlops.count("fp8")) {
+        judge = std::move(*topology);
+        FailureOr<PlacedGemms> found = placeGemms(module, plan, anchor);
+        if (failed(found))
+          return signalPassFailure();
+        placed = std::move(*found);
+      }
+    }
+    for (func::FuncOp func : funcs)
+      if (failed(
+              rewrite(func, choice, judge ? &judge->device : nullptr, placed)))
+        return signalPassFailure();
+  }
+
+  /// Quantizes `func`'s weight GEMMs by `choice`; with `device`, only those
+  /// that gain there at their `placed` shapes.
+  LogicalResult rewrite(func::FuncOp func, const Fp8Choice &choice,
+                        const DeviceSpec *device, const PlacedGemms &placed) {
     SmallVector<StringRef> names;
     StringRef(keep).split(names, ',', -1, /*KeepEmpty=*/false);
     auto named = [&](StringRef layer) {
@@ -206,10 +310,9 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     int64_t layers = lastLayer < 0 ? 0 : lastLayer - firstLayer + 1;
     if (!choice.layers.empty() &&
         static_cast<int64_t>(choice.layers.size()) != layers) {
-      func.emitError("weft-fp8: the recipe names ")
-          << choice.layers.size() << " layers, but the model has " << layers
-          << " (e.g. " << choice.layers.front() << "*" << layers << ")";
-      return signalPassFailure();
+      return func.emitError("weft-fp8: the recipe names ")
+             << choice.layers.size() << " layers, but the model has " << layers
+             << " (e.g. " << choice.layers.front() << "*" << layers << ")";
     }
     // The recipe of a GEMM reading parameter `p`.
     auto recipeOf = [&](ParamOp p) -> const std::string & {
@@ -270,14 +373,15 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
                               /*grouped=*/true});
       }
     });
-    for (const Gemm &gemm : candidates) {
+    // The recipe a GEMM is quantized by, or none when it stays as it is.
+    auto eligible = [&](const Gemm &gemm) -> std::optional<Blocks> {
       Value lhs = gemm.lhs->get(), rhs = gemm.rhs->get();
       ParamOp wl = paramBehind(lhs), wr = paramBehind(rhs);
       if ((!wl && !wr) || (wl && kept(wl)) || (wr && kept(wr)))
-        continue;
+        return std::nullopt;
       Blocks blocks{*parseRecipe(recipeOf(wl ? wl : wr))};
       if (blocks.recipe == Recipe::None || (gemm.grouped && blocks.perTensor()))
-        continue;
+        return std::nullopt;
       ArrayRef<int64_t> ls = shapeOf(lhs), rs = shapeOf(rhs),
                         ys = shapeOf(gemm.op->getResult(0));
       auto lr = static_cast<int64_t>(ls.size()),
@@ -285,12 +389,34 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       int64_t lhsK = gemm.lhsK, rhsK = gemm.rhsK;
       int64_t k = ls[lhsK], n = ys.back();
       if (!blocks.fits(k) || !blocks.fits(n) || k < minDim || n < minDim)
-        continue;
+        return std::nullopt;
       // Blockwise weights are tiled along both matrix dimensions.
       if (blocks.tiledWeights() &&
           ((wl && !blocks.fits(ls[lhsK == lr - 1 ? lr - 2 : lr - 1])) ||
            (wr && !blocks.fits(rs[rhsK == rr - 1 ? rr - 2 : rr - 1]))))
-        continue;
+        return std::nullopt;
+      return blocks;
+    };
+    SmallVector<std::pair<const Gemm *, Blocks>> chosen;
+    for (const Gemm &gemm : candidates)
+      if (std::optional<Blocks> blocks = eligible(gemm))
+        chosen.push_back({&gemm, *blocks});
+    int64_t noGain = 0;
+    if (device) {
+      FailureOr<int64_t> dropped =
+          dropWithoutGain(func, chosen, *device, placed);
+      if (failed(dropped))
+        return failure();
+      noGain = *dropped;
+    }
+
+    for (auto [gemmPtr, blocks] : chosen) {
+      const Gemm &gemm = *gemmPtr;
+      Value lhs = gemm.lhs->get(), rhs = gemm.rhs->get();
+      ParamOp wl = paramBehind(lhs), wr = paramBehind(rhs);
+      ArrayRef<int64_t> ls = shapeOf(lhs), rs = shapeOf(rhs),
+                        ys = shapeOf(gemm.op->getResult(0));
+      int64_t lhsK = gemm.lhsK, rhsK = gemm.rhsK;
 
       OpBuilder b(gemm.op);
       Location loc = gemm.op->getLoc();
@@ -421,6 +547,110 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     Builder b(ctx);
     func->setAttr(kFp8GemmsAttr, b.getI64IntegerAttr(gemms));
     func->setAttr(kFp8BytesAttr, b.getDenseI64ArrayAttr({fp8Bytes, bf16Bytes}));
+    if (device)
+      func->setAttr(kFp8NoGainAttr, b.getI64IntegerAttr(noGain));
+    return success();
+  }
+
+  /// Drops from `chosen` the GEMMs that would not gain from FP8 on
+  /// `device` at their `placed` shapes (Fp8Gain.h), until none more would:
+  /// a dropped GEMM leaves a quantization it shared to fewer readers.
+  /// Returns how many it dropped.
+  FailureOr<int64_t>
+  dropWithoutGain(func::FuncOp func,
+                  SmallVector<std::pair<const Gemm *, Blocks>> &chosen,
+                  const DeviceSpec &device, const PlacedGemms &placed) {
+    if (chosen.empty())
+      return 0;
+    // The model's precision: what the GEMMs' operands are stored in.
+    Type element =
+        cast<RankedTensorType>(chosen.front().first->lhs->get().getType())
+            .getElementType();
+    std::string peakName = flopTypeOf(element);
+    auto peak = device.peakFlops.find(peakName);
+    if (peak == device.peakFlops.end())
+      return func.emitError("weft-fp8: device '")
+             << std::string(this->device) << "' has no " << peakName
+             << " peak to judge FP8 against";
+    double modelBytes = element.getIntOrFloatBitWidth() / 8.0;
+
+    // Per GEMM: its operands' local elements and how many times each is
+    // quantized (once, and again where a backward GEMM re-quantizes it
+    // along its own contraction).
+    struct Judged {
+      Value operands[2];
+      double elements[2], passes[2];
+      double output, outputPasses;
+      Fp8GemmShape shape;
+      bool shares;
+    };
+    std::vector<Judged> judged;
+    for (auto [gemm, blocks] : chosen) {
+      auto found = placed.find(gemm->op);
+      if (found == placed.end())
+        return func.emitError("weft-fp8: a GEMM was not found in the placed "
+                              "copy of the module"),
+               failure();
+      const LocalShapes &local = found->second;
+      Judged j;
+      j.shares = !blocks.delayed();
+      Value y = gemm->op->getResult(0);
+      ArrayRef<int64_t> ys = shapeOf(y);
+      OpOperand *operands[2] = {gemm->lhs, gemm->rhs};
+      int64_t contraction[2] = {gemm->lhsK, gemm->rhsK};
+      ArrayRef<int64_t> backward[2] = {gemm->backward.lhs, gemm->backward.rhs};
+      for (int i = 0; i < 2; ++i) {
+        Value v = operands[i]->get();
+        bool weight = paramBehind(v) != nullptr;
+        SmallVector<int64_t> block =
+            blocks.of(shapeOf(v), contraction[i], weight);
+        j.operands[i] = v;
+        j.elements[i] =
+            elementsOf(local.operands[operands[i]->getOperandNumber()]);
+        j.passes[i] = blocks.backward(shapeOf(v), block, backward[i]) ? 2 : 1;
+      }
+      SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);
+      j.output = elementsOf(local.result);
+      j.outputPasses =
+          blocks.backward(ys, gradBlock, gemm->backward.weightGrad) ? 2 : 1;
+      bool lhsWeight = paramBehind(j.operands[0]) != nullptr;
+      j.shape.input = j.elements[lhsWeight ? 1 : 0];
+      j.shape.weight = j.elements[lhsWeight ? 0 : 1];
+      j.shape.output = j.output;
+      j.shape.k = local.operands[gemm->lhs->getOperandNumber()][gemm->lhsK];
+      judged.push_back(j);
+    }
+    std::vector<bool> alive(judged.size(), true);
+    int64_t dropped = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      llvm::DenseMap<Value, int64_t> readers;
+      for (size_t i = 0; i < judged.size(); ++i)
+        for (Value v : judged[i].operands)
+          if (alive[i] && judged[i].shares)
+            ++readers[v];
+      for (size_t i = 0; i < judged.size(); ++i) {
+        if (!alive[i])
+          continue;
+        const Judged &j = judged[i];
+        double quantized = j.output * j.outputPasses;
+        for (int o = 0; o < 2; ++o)
+          quantized += j.elements[o] * j.passes[o] /
+                       (j.shares ? readers.lookup(j.operands[o]) : 1);
+        if (timeFp8Gemm(device, j.shape, peak->second, modelBytes, quantized)
+                .gain() <= 0) {
+          alive[i] = false;
+          changed = true;
+          ++dropped;
+        }
+      }
+    }
+    SmallVector<std::pair<const Gemm *, Blocks>> kept;
+    for (size_t i = 0; i < judged.size(); ++i)
+      if (alive[i])
+        kept.push_back(chosen[i]);
+    chosen = std::move(kept);
+    return dropped;
   }
 };
 } // namespace

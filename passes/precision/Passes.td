@@ -5,10 +5,11 @@
 
 include "mlir/Pass/PassBase.td"
 
-def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
+def Fp8 : Pass<"weft-fp8", "::mlir::ModuleOp"> {
   let summary = "Run the forward's weight GEMMs in FP8 by a scaling recipe";
   let description = [{
-    Runs on the forward (before partitioning and autodiff). Each
+    Runs on the forward (every function of the module, before partitioning
+    and autodiff). Each
     `weft.matmul` that reads a parameter (directly or through a cast,
     reshape or slice of it), and each expert `weft.grouped_matmul` under a
     recipe with per-row activation scales (rowwise, blockwise, mxfp8: the
@@ -38,9 +39,25 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     weft-fp8-record-amax records each step's maximum; rowwise torchao's; blockwise DeepSeek-V3's; mxfp8 the OCP MX
     format as Blackwell runs it.) A GEMM stays as it is when its
     contraction or output dimension is not a multiple of 16 (cuBLASLt's
-    FP8 rule) or of the recipe's block, is below `min-dim`, or reads a
-    parameter of a layer `keep` names: `head` (parameters outside the
-    layers: the LM head), `first`, `last`. A bf16 model's operands are
+    FP8 rule) or of the recipe's block, is below `min-dim`, reads a
+    parameter of a layer `keep` names (`head`: parameters outside the
+    layers, the LM head; `first`, `last`), or would not gain on `device`.
+
+    With `device` (a topology preset or file, as weftc's --topology), each
+    GEMM is judged at the shapes one rank runs it at: a copy of the module
+    is placed by `plan` (weft-apply-plan, weft-sharding-propagate and
+    weft-partition, as the training pipeline places it) and each GEMM's
+    local operands read from it. The GEMM stays in the model's precision
+    unless its three GEMMs (forward, input and weight gradients) at the
+    device's fp8 peak plus the quantizations it adds (each quantized
+    element read twice in the model's precision and written once as a
+    byte; an input several GEMMs share counts its share; a backward
+    re-quantization counts again) take less time than the three at the
+    model's peak, by the cost model's roofline (Fp8Gain.h). Dropping a
+    GEMM can leave a shared quantization to fewer readers, so the judgement
+    repeats until nothing more drops. A device with no fp8 peak (a CPU,
+    which emulates FP8) judges nothing. The function gets
+    `weft.fp8_no_gain`: how many GEMMs stayed for that. A bf16 model's operands are
     quantized as stored (no f32 copy): the maxima read bf16 and the
     dequantized values are bf16, rounded (2^-9 beside FP8's 2^-4; exact
     under mxfp8, whose scales are powers of two). Tiles (blockwise,
@@ -90,7 +107,13 @@ def Fp8 : Pass<"weft-fp8", "::mlir::func::FuncOp"> {
     Option<"history", "history", "int64_t", /*default=*/"16",
            "tensorwise-delayed: the steps of amax history">,
     Option<"margin", "margin", "int64_t", /*default=*/"0",
-           "tensorwise-delayed: scales divided by 2^margin">
+           "tensorwise-delayed: scales divided by 2^margin">,
+    Option<"device", "device", "std::string", /*default=*/"\"\"",
+           "A topology preset or file: GEMMs that would not gain from FP8 "
+           "on its device, at one rank's shapes, stay (empty: none judged)">,
+    Option<"plan", "plan", "std::string", /*default=*/"\"\"",
+           "With device: the plan the forward will be placed by (as "
+           "weft-apply-plan's), for each rank's shapes">
   ];
   let dependentDialects = ["::weft::WeftDialect"];
 }

@@ -244,12 +244,14 @@ cl::opt<std::string>
                      "precision: a comma list of head, first, last, or none "
                      "(default head)"),
             cl::init(weft::Fp8Options().keep), cl::sub(compileCmd));
-cl::opt<int64_t> fp8MinDim(
+cl::opt<std::string> fp8MinDim(
     "fp8-min-dim",
-    cl::desc("With --fp8, GEMMs whose contraction or output dimension is "
-             "below this stay in the model's precision, as too small to gain "
-             "from FP8 (default 0: only the multiple-of-16 rule)"),
-    cl::init(weft::Fp8Options().minDim), cl::sub(compileCmd));
+    cl::desc("With --fp8, which GEMMs are too small to gain from FP8 and "
+             "stay in the model's precision: auto (the default: with "
+             "--topology, those the cost model predicts slower in FP8 on its "
+             "device at one rank's shapes; without, none) or N (those whose "
+             "contraction or output dimension is below N)"),
+    cl::init("auto"), cl::sub(compileCmd));
 cl::opt<int64_t> fp8History(
     "fp8-history",
     cl::desc("With --fp8 tensorwise-delayed, the steps of amax history a "
@@ -795,8 +797,16 @@ elasticVariants(const weft::Plan &plan, int64_t batch, int64_t min) {
 
 /// Sets `options`' FP8 fields from --fp8, --fp8-keep, --fp8-min-dim,
 /// --fp8-history and --fp8-margin, or an error naming the flag at fault.
+/// --fp8-min-dim auto judges each GEMM on --topology's device.
 Error setFp8Options(weft::TrainingOptions &options) {
-  options.fp8 = {fp8Recipe, fp8Keep, fp8MinDim, fp8History, fp8Margin};
+  int64_t minDim = 0;
+  std::string device;
+  if (fp8MinDim == "auto")
+    device = topologySpec;
+  else if (StringRef(fp8MinDim).getAsInteger(10, minDim))
+    return createStringError("--fp8-min-dim: '" + fp8MinDim +
+                             "' is not auto or a whole number");
+  options.fp8 = {fp8Recipe, fp8Keep, minDim, fp8History, fp8Margin, device};
   return weft::checkFp8Options(options.fp8, "--fp8");
 }
 

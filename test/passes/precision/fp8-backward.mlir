@@ -1,7 +1,7 @@
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise}),weft-autodiff)' | FileCheck %s --check-prefix=ROW
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=blockwise}),weft-autodiff)' | FileCheck %s --check-prefix=BLOCK
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=mxfp8}),weft-autodiff)' | FileCheck %s --check-prefix=MX
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise}),weft-autodiff)' | FileCheck %s --check-prefix=TENSOR
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise},weft-autodiff)' | FileCheck %s --check-prefix=ROW
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=blockwise},weft-autodiff)' | FileCheck %s --check-prefix=BLOCK
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=mxfp8},weft-autodiff)' | FileCheck %s --check-prefix=MX
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=tensorwise},weft-autodiff)' | FileCheck %s --check-prefix=TENSOR
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2 fp8=rowwise fuse-and-plan=false keep-gradients=true})' | FileCheck %s --check-prefix=PLACED
 
 // Every FP8 GEMM of the step, backward ones included, has its scales

@@ -1,5 +1,5 @@
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise keep=none}),weft-autodiff)' | FileCheck %s --check-prefix=TENSOR
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=none}),weft-autodiff)' | FileCheck %s --check-prefix=ROW
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=tensorwise keep=none},weft-autodiff)' | FileCheck %s --check-prefix=TENSOR
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise keep=none},weft-autodiff)' | FileCheck %s --check-prefix=ROW
 
 // A bf16 model's FP8 GEMM quantizes its operands and output gradient as
 // stored: the maxima read bf16, the quantize-dequantize yields bf16 (what

@@ -1,11 +1,11 @@
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=blockwise}))' | FileCheck %s --check-prefix=BLOCK
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise keep=head,first}))' | FileCheck %s --check-prefix=TENSOR
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise keep=none}))' | FileCheck %s --check-prefix=ROW
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=mxfp8 min-dim=256}))' | FileCheck %s --check-prefix=MX
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=blockwise}),weft-autodiff)' | FileCheck %s --check-prefix=GRAD
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=blockwise})' | FileCheck %s --check-prefix=BLOCK
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=tensorwise keep=head,first})' | FileCheck %s --check-prefix=TENSOR
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise keep=none})' | FileCheck %s --check-prefix=ROW
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=mxfp8 min-dim=256})' | FileCheck %s --check-prefix=MX
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=blockwise},weft-autodiff)' | FileCheck %s --check-prefix=GRAD
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,tp=2 fp8=tensorwise fuse-and-plan=false keep-gradients=true})' | FileCheck %s --check-prefix=PLACED
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=none}))' | FileCheck %s --check-prefix=NONE
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=tensorwise-delayed history=4 margin=1}))' | FileCheck %s --check-prefix=DELAYED
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=none})' | FileCheck %s --check-prefix=NONE
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=tensorwise-delayed history=4 margin=1})' | FileCheck %s --check-prefix=DELAYED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=RECORD
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed fp8-history=4 fp8-margin=1 fuse-and-plan=false})' | FileCheck %s --check-prefix=DELAYED
 // weft-train checks the FP8 options as it builds the pipeline, naming its
@@ -17,7 +17,7 @@
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=tensorwise-delayed plan=pp=2,microbatches=2 fuse-and-plan=false})' | FileCheck %s --check-prefix=PP
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=ZERO
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{plan=dp=2,zero=3 fp8=blockwise fuse-and-plan=false})' | FileCheck %s --check-prefix=ZBLOCK
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=rowwise,tensorwise keep=none}))' | FileCheck %s --check-prefix=MIXED
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise,tensorwise keep=none})' | FileCheck %s --check-prefix=MIXED
 // RUN: weft-opt %s --pass-pipeline='builtin.module(weft-train{fp8=none,tensorwise-delayed fuse-and-plan=false})' | FileCheck %s --check-prefix=MIXRECORD
 
 // Two layers of norm -> up [128, 256] -> silu -> down [256, 128] ->

@@ -1,4 +1,4 @@
-// RUN: weft-opt %s --pass-pipeline='builtin.module(func.func(weft-fp8{recipe=mxfp8 keep=none}),weft-apply-plan{plan=dp=4,zero=3},func.func(weft-sharding-propagate,weft-partition,weft-fp8-gather{params=false}),weft-autodiff,weft-accumulate-gradients{microbatches=2},weft-gather-per-step{fp8-codes=true},func.func(weft-fp8-gather{func=gather}))' | FileCheck %s
+// RUN: weft-opt %s --pass-pipeline='builtin.module(weft-fp8{recipe=mxfp8 keep=none},weft-apply-plan{plan=dp=4,zero=3},func.func(weft-sharding-propagate,weft-partition,weft-fp8-gather{params=false}),weft-autodiff,weft-accumulate-gradients{microbatches=2},weft-gather-per-step{fp8-codes=true},func.func(weft-fp8-gather{func=gather}))' | FileCheck %s
 
 // MXFP8 under ZeRO-3 over four ranks, gathered once a step, with FP8
 // storage's byte count (fp8-codes). The forward reads each weight [k, n]

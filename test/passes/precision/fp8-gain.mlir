@@ -1,0 +1,61 @@
+// weft-fp8 with a device: a GEMM stays in the model's precision unless FP8
+// gains on it at the shapes one rank runs it at (Fp8Gain.h; dgx-h100 is
+// 989 TFLOP/s bf16, 1979 fp8, 3.35 TB/s, GEMMs on the 0.72 efficiency
+// curve).
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise keep=none device=dgx-h100:1})' | FileCheck %s --check-prefix=ONE
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise keep=none device=dgx-h100:1 plan=tp=8})' | FileCheck %s --check-prefix=TP8
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-fp8{recipe=tensorwise keep=none device=dgx-h100:1})' | FileCheck %s --check-prefix=TENSOR
+// A device without an FP8 rate (a CPU emulates FP8) judges nothing.
+// RUN: weft-opt %s -split-input-file --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise keep=none device=cpu:1})' | FileCheck %s --check-prefix=CPU
+
+// One column-parallel projection, 2048 tokens x 4096 -> 4096. On one
+// rank its three GEMMs take 302 us in bf16 and 151 us in FP8; row-wise
+// quantizes x, w and dy twice each (the backward re-quantizes along the
+// tokens and the output features), 5 bytes an element: 100 us. At tp=8 a
+// rank's 512 columns save 24 us and their quantizations cost 34 us.
+// ONE-LABEL: func.func @forward
+// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 0 : i64
+// ONE: weft.fp8_quantize
+// ONE: weft.fp8_quantize
+// ONE: weft.matmul
+// TP8-LABEL: func.func @forward
+// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 1 : i64
+// TP8-NOT: weft.fp8_quantize
+// TP8: weft.matmul
+// TENSOR-LABEL: func.func @forward
+// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 0 : i64
+// CPU-LABEL: func.func @forward
+// CPU-NOT: weft.fp8_no_gain
+// CPU: weft.fp8_quantize
+func.func @forward(%x: tensor<2048x4096xbf16> {weft.input = "x"})
+    -> (tensor<2048x4096xbf16> {weft.output = "y"}) {
+  %w = weft.param "l0.proj" init(normal, 2.0e-02) {weft.layer = 0 : i64, weft.tp_dim = 1 : i64} : tensor<4096x4096xbf16>
+  %y = weft.matmul %x, %w : tensor<2048x4096xbf16>, tensor<4096x4096xbf16>
+  return %y : tensor<2048x4096xbf16>
+}
+
+// -----
+
+// Two GEMMs share x: a, 4096 -> 768, gains under row-wise only with half
+// of x's quantizations (+7 us; alone -6 us); b, 4096 -> 16, never (-8 us).
+// b drops first, which leaves x to a alone, and then a drops too. Under
+// tensorwise (one quantization each) a gains alone (+14 us) and b still
+// drops.
+// ONE-LABEL: func.func @forward
+// ONE-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 2 : i64
+// ONE-NOT: weft.fp8_quantize
+// ONE: return
+// TENSOR-LABEL: func.func @forward
+// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 1 : i64
+// TENSOR: %[[XA:.*]] = weft.fp8_amax %arg0
+// TENSOR: %[[XQ:.*]] = weft.fp8_quantize %arg0, %[[XA]]
+// TENSOR: weft.matmul %[[XQ]], %{{.*}} : tensor<2048x4096xbf16>, tensor<4096x768xbf16>
+// TENSOR: weft.matmul %arg0, %{{.*}} : tensor<2048x4096xbf16>, tensor<4096x16xbf16>
+func.func @forward(%x: tensor<2048x4096xbf16> {weft.input = "x"})
+    -> (tensor<2048x768xbf16> {weft.output = "a"}, tensor<2048x16xbf16> {weft.output = "b"}) {
+  %wa = weft.param "l0.a" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<4096x768xbf16>
+  %wb = weft.param "l0.b" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<4096x16xbf16>
+  %a = weft.matmul %x, %wa : tensor<2048x4096xbf16>, tensor<4096x768xbf16>
+  %b = weft.matmul %x, %wb : tensor<2048x4096xbf16>, tensor<4096x16xbf16>
+  return %a, %b : tensor<2048x768xbf16>, tensor<2048x16xbf16>
+}

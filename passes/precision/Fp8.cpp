@@ -177,6 +177,21 @@ struct Gemm {
   bool grouped = false;
 };
 
+/// What makes two quantizations one (see `quantized` in Fp8Pass::rewrite):
+/// the value, its blocks, its backward re-quantization's blocks, and the
+/// recipe's power-of-two scaling with the expert rows' tiles (with a recipe
+/// per layer, MXFP8's 32-blocks are another quantization than a row-wise
+/// recipe's rows of 32).
+using QuantizationKey = std::tuple<Value, Attribute, Attribute, Attribute>;
+
+QuantizationKey quantizationKey(Builder &b, Value v, ArrayRef<int64_t> block,
+                                DenseI64ArrayAttr backward, bool pow2,
+                                IntegerAttr rows) {
+  return {v, b.getDenseI64ArrayAttr(block), backward,
+          b.getArrayAttr(
+              {b.getBoolAttr(pow2), rows ? Attribute(rows) : b.getUnitAttr()})};
+}
+
 /// Each GEMM's operand and result shapes as one rank holds them: the
 /// shapes of its ranked operands (by operand number) and of its result.
 struct LocalShapes {
@@ -191,13 +206,10 @@ bool isGemm(Operation *op) { return isa<MatmulOp, GroupedMatmulOp>(op); }
 /// the forward (weft-apply-plan, then propagation and partitioning of each
 /// function) and reads back every GEMM's local shapes. Partitioning retypes
 /// ops in place, so a GEMM is found again by the index it is tagged with.
-FailureOr<PlacedGemms> placeGemms(ModuleOp module, StringRef planText,
-                                  Operation *anchor) {
-  // No plan: one rank, which holds every GEMM whole.
-  llvm::Expected<Plan> plan = planText.empty() ? Plan() : parsePlan(planText);
-  if (!plan)
-    return anchor->emitError("weft-fp8: ") << llvm::toString(plan.takeError()),
-           failure();
+FailureOr<PlacedGemms> placeGemms(ModuleOp module, StringRef planText) {
+  // No plan: one rank, which holds every GEMM whole (checkFp8Options has
+  // read the plan).
+  Plan plan = planText.empty() ? Plan() : cantFail(parsePlan(planText));
   SmallVector<Operation *> gemms;
   module.walk([&](Operation *op) {
     if (isGemm(op))
@@ -211,8 +223,8 @@ FailureOr<PlacedGemms> placeGemms(ModuleOp module, StringRef planText,
     if (isGemm(op))
       op->setAttr(tag, b.getI64IntegerAttr(next++));
   });
-  if (plan->worldSize() > 1) {
-    if (failed(applyPlan(*copy, *plan)))
+  if (plan.worldSize() > 1) {
+    if (failed(applyPlan(*copy, plan)))
       return failure();
     for (auto f : copy->getOps<func::FuncOp>()) {
       if (f.isDeclaration())
@@ -275,7 +287,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       }
       if (topology->device.peakFlops.count("fp8")) {
         judge = std::move(*topology);
-        FailureOr<PlacedGemms> found = placeGemms(module, plan, anchor);
+        FailureOr<PlacedGemms> found = placeGemms(module, plan);
         if (failed(found))
           return signalPassFailure();
         placed = std::move(*found);
@@ -337,11 +349,7 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     // experts' ranks once. Delayed scaling keeps one history per GEMM. The
     // forward is one block, walked in order: a quantization made before
     // the first GEMM that reads it dominates the later ones.
-    // Keyed by the recipe's power-of-two scaling too: with a recipe per
-    // layer, MXFP8's 32-blocks are another quantization than a row-wise
-    // recipe's rows of 32.
-    llvm::DenseMap<std::tuple<Value, Attribute, Attribute, Attribute>, Value>
-        quantized;
+    llvm::DenseMap<QuantizationKey, Value> quantized;
     // Quantizations whose FP8 bytes are counted, and the values they
     // quantize, whose bf16 bytes are: delayed scaling's separate
     // quantizations of one input (q, k and v each keep a history) are
@@ -462,10 +470,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
             backward ? b.getDenseI64ArrayAttr(*backward) : nullptr;
         Value *shared = nullptr;
         if (!blocks.delayed()) {
-          shared = &quantized[{
-              v, b.getDenseI64ArrayAttr(block), backwardAttr,
-              b.getArrayAttr({b.getBoolAttr(blocks.pow2()),
-                              rows ? Attribute(rows) : b.getUnitAttr()})}];
+          shared = &quantized[quantizationKey(b, v, block, backwardAttr,
+                                              blocks.pow2(), rows)];
           if (*shared)
             return *shared;
         }
@@ -560,30 +566,19 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
   dropWithoutGain(func::FuncOp func,
                   SmallVector<std::pair<const Gemm *, Blocks>> &chosen,
                   const DeviceSpec &device, const PlacedGemms &placed) {
-    if (chosen.empty())
-      return 0;
-    // The model's precision: what the GEMMs' operands are stored in.
-    Type element =
-        cast<RankedTensorType>(chosen.front().first->lhs->get().getType())
-            .getElementType();
-    std::string peakName = flopTypeOf(element);
-    auto peak = device.peakFlops.find(peakName);
-    if (peak == device.peakFlops.end())
-      return func.emitError("weft-fp8: device '")
-             << std::string(this->device) << "' has no " << peakName
-             << " peak to judge FP8 against";
-    double modelBytes = element.getIntOrFloatBitWidth() / 8.0;
-
-    // Per GEMM: its operands' local elements and how many times each is
+    // Per GEMM: its operands' local elements, how many times each is
     // quantized (once, and again where a backward GEMM re-quantizes it
-    // along its own contraction).
+    // along its own contraction), and what its quantizations are shared
+    // by (as weft-fp8's `quantized` map shares them).
     struct Judged {
-      Value operands[2];
+      QuantizationKey keys[2];
       double elements[2], passes[2];
       double output, outputPasses;
       Fp8GemmShape shape;
+      double peak, modelBytes;
       bool shares;
     };
+    Builder b(func.getContext());
     std::vector<Judged> judged;
     for (auto [gemm, blocks] : chosen) {
       auto found = placed.find(gemm->op);
@@ -594,41 +589,64 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       const LocalShapes &local = found->second;
       Judged j;
       j.shares = !blocks.delayed();
-      Value y = gemm->op->getResult(0);
-      ArrayRef<int64_t> ys = shapeOf(y);
       OpOperand *operands[2] = {gemm->lhs, gemm->rhs};
       int64_t contraction[2] = {gemm->lhsK, gemm->rhsK};
       ArrayRef<int64_t> backward[2] = {gemm->backward.lhs, gemm->backward.rhs};
+      bool lhsWeight = paramBehind(gemm->lhs->get()) != nullptr;
+      // An expert layer's rows are quantized again in tiles of each
+      // expert's rows for its weight gradient (weft.fp8_group_quantize),
+      // its output gradient too.
+      IntegerAttr groupRows =
+          gemm->grouped ? b.getI64IntegerAttr(blocks.groupRows()) : nullptr;
       for (int i = 0; i < 2; ++i) {
         Value v = operands[i]->get();
         bool weight = paramBehind(v) != nullptr;
         SmallVector<int64_t> block =
             blocks.of(shapeOf(v), contraction[i], weight);
-        j.operands[i] = v;
+        std::optional<SmallVector<int64_t>> again =
+            blocks.backward(shapeOf(v), block, backward[i]);
+        IntegerAttr rows = weight ? nullptr : groupRows;
+        j.keys[i] = quantizationKey(
+            b, v, block, again ? b.getDenseI64ArrayAttr(*again) : nullptr,
+            blocks.pow2(), rows);
         j.elements[i] =
             elementsOf(local.operands[operands[i]->getOperandNumber()]);
-        j.passes[i] = blocks.backward(shapeOf(v), block, backward[i]) ? 2 : 1;
+        j.passes[i] = again || rows ? 2 : 1;
       }
+      ArrayRef<int64_t> ys = shapeOf(gemm->op->getResult(0));
       SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);
       j.output = elementsOf(local.result);
       j.outputPasses =
-          blocks.backward(ys, gradBlock, gemm->backward.weightGrad) ? 2 : 1;
-      bool lhsWeight = paramBehind(j.operands[0]) != nullptr;
+          blocks.backward(ys, gradBlock, gemm->backward.weightGrad) || groupRows
+              ? 2
+              : 1;
       j.shape.input = j.elements[lhsWeight ? 1 : 0];
       j.shape.weight = j.elements[lhsWeight ? 0 : 1];
       j.shape.output = j.output;
       j.shape.k = local.operands[gemm->lhs->getOperandNumber()][gemm->lhsK];
+      // The GEMM's own precision: what its activation is stored in.
+      Type element =
+          cast<RankedTensorType>(operands[lhsWeight ? 1 : 0]->get().getType())
+              .getElementType();
+      std::string peakName = flopTypeOf(element);
+      auto peak = device.peakFlops.find(peakName);
+      if (peak == device.peakFlops.end())
+        return func.emitError("weft-fp8: device '")
+               << std::string(this->device) << "' has no " << peakName
+               << " peak to judge FP8 against";
+      j.peak = peak->second;
+      j.modelBytes = element.getIntOrFloatBitWidth() / 8.0;
       judged.push_back(j);
     }
     std::vector<bool> alive(judged.size(), true);
     int64_t dropped = 0;
     for (bool changed = true; changed;) {
       changed = false;
-      llvm::DenseMap<Value, int64_t> readers;
+      llvm::DenseMap<QuantizationKey, int64_t> readers;
       for (size_t i = 0; i < judged.size(); ++i)
-        for (Value v : judged[i].operands)
+        for (const QuantizationKey &key : judged[i].keys)
           if (alive[i] && judged[i].shares)
-            ++readers[v];
+            ++readers[key];
       for (size_t i = 0; i < judged.size(); ++i) {
         if (!alive[i])
           continue;
@@ -636,8 +654,8 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         double quantized = j.output * j.outputPasses;
         for (int o = 0; o < 2; ++o)
           quantized += j.elements[o] * j.passes[o] /
-                       (j.shares ? readers.lookup(j.operands[o]) : 1);
-        if (timeFp8Gemm(device, j.shape, peak->second, modelBytes, quantized)
+                       (j.shares ? readers.lookup(j.keys[o]) : 1);
+        if (timeFp8Gemm(device, j.shape, j.peak, j.modelBytes, quantized)
                 .gain() <= 0) {
           alive[i] = false;
           changed = true;
@@ -716,5 +734,8 @@ llvm::Error weft::checkFp8Options(const Fp8Options &options, StringRef flag) {
   if (options.margin < 0 || options.margin > 32)
     return bad("-margin", "margin",
                llvm::formatv("must be in [0, 32], not {0}", options.margin));
+  if (!options.plan.empty())
+    if (llvm::Expected<Plan> plan = parsePlan(options.plan); !plan)
+      return bad("-plan", "", llvm::toString(plan.takeError()));
   return llvm::Error::success();
 }

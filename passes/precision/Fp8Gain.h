@@ -7,8 +7,10 @@
 // byte an element. A GEMM too small to gain pays more for those passes
 // than its three GEMMs (forward, input gradient, weight gradient) save.
 // weft-fp8 asks this for each weight GEMM at the shapes one rank runs it
-// at; the times are the cost model's roofline (DeviceSpec::rooflineSeconds),
-// as the report's step is timed. torchao's float8 roofline
+// at; the times are the cost model's roofline (DeviceSpec::rooflineSeconds:
+// the GEMM efficiency curve, the memory bandwidth), without a measured
+// profile's per-kind efficiencies, which the report's step also divides
+// its reductions and norms by. torchao's float8 roofline
 // (benchmarks/float8/float8_roofline.py) reasons the same way for its
 // auto filter.
 //
@@ -40,7 +42,7 @@ struct Fp8GemmTimes {
 };
 
 /// Times `shape`'s forward, input-gradient and weight-gradient GEMMs with
-/// operands of `modelBytes` an element at the device's `modelPeak`, and
+/// operands of `modelBytes` an element at `modelPeak` FLOP/s, and
 /// with FP8 operands (their outputs still `modelBytes`) at its fp8 peak;
 /// `quantized` elements (every quantization this GEMM makes or shares, in
 /// the forward and the backward) each cost 2 * modelBytes + 1 bytes. The

@@ -50,7 +50,9 @@ llvm::Error checkFp8Options(const Fp8Options &options,
                             llvm::StringRef flag = "");
 
 /// weft-fp8 sets kFp8Attr, kFp8GemmsAttr and kFp8BytesAttr (WeftOps.h) on
-/// the function it rewrites.
+/// the function it rewrites, and kFp8NoGainAttr where it judged GEMMs on a
+/// device. Its `plan` is the training pipeline's own (weft-train passes
+/// its `plan`; TrainingOptions' fp8.plan is not read).
 } // namespace weft
 
 #endif // WEFT_PASSES_PRECISION_PASSES_H

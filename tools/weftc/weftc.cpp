@@ -1221,6 +1221,9 @@ weft::TrainingOptions sliceOptions() {
   options.adamw = {beta1, beta2, adamEps, weightDecay, maxGradNorm};
   options.bucketMb = bucketMb;
   options.attentionScratchMb = attentionScratchMb;
+  // A slice's FP8 GEMMs are judged on the device it is planned for, as
+  // --fp8-min-dim auto judges a compiled plan's.
+  options.fp8.device = topologySpec;
   return options;
 }
 

@@ -11,7 +11,7 @@
 // RUN: weft-opt %t/min-dim.mlir -verify-diagnostics --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise min-dim=-1})'
 // RUN: weft-opt %t/device.mlir -verify-diagnostics --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise device=dgx-h200:1})'
 // RUN: cd %t && weft-opt peak.mlir -verify-diagnostics --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise keep=none device=no-f32.json})'
-// RUN: weft-opt %t/plan.mlir -verify-diagnostics --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise device=dgx-h100:1 plan=dp=x})'
+// RUN: weft-opt %t/plan.mlir -verify-diagnostics --pass-pipeline='builtin.module(weft-fp8{recipe=rowwise plan=dp=x})'
 
 //--- recipe.mlir
 // expected-error @+1 {{weft-fp8: FP8 recipe 'delayed': unknown recipe 'delayed' (supported: none, tensorwise, tensorwise-delayed, rowwise, blockwise, mxfp8, or a recipe per layer such as none,tensorwise*30,none)}}
@@ -73,7 +73,8 @@ func.func @forward(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
 }
 
 //--- plan.mlir
-// The plan each rank's shapes are judged by.
+// The plan each rank's shapes are judged by (checked with or without a
+// device).
 // expected-error @+1 {{weft-fp8: plan: mesh axis 'dp' needs a positive size, got 'x'}}
 func.func @forward(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
   return %x : tensor<16x16xf32>

@@ -12,6 +12,7 @@
 #include "passes/memory/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -345,8 +346,29 @@ void addFp8(ModuleOp module, PlacementReport &report) {
     report.fp8Gemms = gemms.getInt();
     report.fp8Bytes = bytes[0];
     report.fp8Bf16Bytes = bytes[1];
-    if (auto noGain = f->getAttrOfType<IntegerAttr>(kFp8NoGainAttr))
-      report.fp8NoGain = noGain.getInt();
+    if (auto noGain = f->getAttrOfType<ArrayAttr>(kFp8NoGainAttr)) {
+      // Per weight with its layer index as `*`: one line for what every
+      // layer keeps.
+      auto &weights = report.fp8NoGain.emplace();
+      for (auto name : noGain.getAsValueRange<StringAttr>()) {
+        SmallVector<StringRef> parts;
+        name.split(parts, '.');
+        std::string pattern;
+        for (StringRef part : parts) {
+          if (!pattern.empty())
+            pattern += '.';
+          pattern += llvm::all_of(part, llvm::isDigit) && !part.empty()
+                         ? "*"
+                         : part.str();
+        }
+        auto found = llvm::find_if(
+            weights, [&](const auto &w) { return w.first == pattern; });
+        if (found == weights.end())
+          weights.push_back({pattern, 1});
+        else
+          ++found->second;
+      }
+    }
     return;
   }
 }
@@ -423,8 +445,17 @@ llvm::json::Object PlacementReport::toJSON() const {
                          {"gemms", fp8Gemms},
                          {"fp8_bytes", fp8Bytes},
                          {"bf16_bytes", fp8Bf16Bytes}};
-    if (fp8NoGain >= 0)
-      f["no_gain"] = fp8NoGain;
+    if (fp8NoGain) {
+      int64_t gemms = 0;
+      llvm::json::Array weights;
+      for (const auto &[pattern, n] : *fp8NoGain) {
+        gemms += n;
+        weights.push_back(
+            llvm::json::Object{{"weight", pattern}, {"gemms", n}});
+      }
+      f["no_gain"] = gemms;
+      f["no_gain_weights"] = std::move(weights);
+    }
     out["fp8"] = std::move(f);
   }
   if (pipeline) {
@@ -482,10 +513,23 @@ std::string PlacementReport::table() const {
     os << "fp8 (" << fp8 << "): " << fp8Gemms << " GEMMs read " << mib(fp8Bytes)
        << " of FP8 operands and scales a step, " << mib(fp8Bf16Bytes)
        << " in bf16 (x, w and output gradient, whole model)\n";
-  if (!fp8.empty() && fp8NoGain >= 0)
-    os << "fp8: " << fp8NoGain
-       << " more GEMMs stay out of FP8, too small to gain on the "
-          "topology's device at one rank's shapes (--fp8-min-dim auto)\n";
+  if (!fp8.empty() && fp8NoGain) {
+    int64_t gemms = 0;
+    for (const auto &w : *fp8NoGain)
+      gemms += w.second;
+    if (gemms == 0)
+      os << "fp8: no GEMM stays out of FP8 for being too small to gain";
+    else
+      os << "fp8: " << gemms
+         << " more GEMMs stay out of FP8, too small to gain";
+    os << " on the topology's device at one rank's shapes (--fp8-min-dim "
+          "auto)";
+    llvm::ListSeparator comma(", ");
+    os << (fp8NoGain->empty() ? "" : ": ");
+    for (const auto &[pattern, n] : *fp8NoGain)
+      os << comma << pattern << " x" << n;
+    os << "\n";
+  }
   if (pipeline) {
     os << llvm::format("pipeline: %s, pp=%lld, %lld micro-batches",
                        pipeline->schedule.c_str(),

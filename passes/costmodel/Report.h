@@ -86,8 +86,10 @@ struct PlacementReport {
   int64_t fp8Gemms = 0, fp8Bytes = 0, fp8Bf16Bytes = 0;
   /// The GEMMs the recipe could take that stayed because FP8 would not
   /// gain on the device they were judged on (--fp8-min-dim auto with a
-  /// topology); -1: none judged.
-  int64_t fp8NoGain = -1;
+  /// topology): the weights they read, each layer index as `*`
+  /// (model.layers.*.self_attn.k_proj.weight), with how many GEMMs each, in
+  /// the model's order; none judged: nullopt.
+  std::optional<std::vector<std::pair<std::string, int64_t>>> fp8NoGain;
 
   /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
   /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...], with a

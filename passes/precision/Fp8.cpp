@@ -409,14 +409,10 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     for (const Gemm &gemm : candidates)
       if (std::optional<Blocks> blocks = eligible(gemm))
         chosen.push_back({&gemm, *blocks});
-    int64_t noGain = 0;
-    if (device) {
-      FailureOr<int64_t> dropped =
-          dropWithoutGain(func, chosen, *device, placed);
-      if (failed(dropped))
-        return failure();
-      noGain = *dropped;
-    }
+    SmallVector<Attribute> noGain;
+    if (device &&
+        failed(dropWithoutGain(func, chosen, *device, placed, noGain)))
+      return failure();
 
     for (auto [gemmPtr, blocks] : chosen) {
       const Gemm &gemm = *gemmPtr;
@@ -554,18 +550,19 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
     func->setAttr(kFp8GemmsAttr, b.getI64IntegerAttr(gemms));
     func->setAttr(kFp8BytesAttr, b.getDenseI64ArrayAttr({fp8Bytes, bf16Bytes}));
     if (device)
-      func->setAttr(kFp8NoGainAttr, b.getI64IntegerAttr(noGain));
+      func->setAttr(kFp8NoGainAttr, b.getArrayAttr(noGain));
     return success();
   }
 
   /// Drops from `chosen` the GEMMs that would not gain from FP8 on
   /// `device` at their `placed` shapes (Fp8Gain.h), until none more would:
   /// a dropped GEMM leaves a quantization it shared to fewer readers.
-  /// Returns how many it dropped.
-  FailureOr<int64_t>
+  /// Appends the weight each dropped GEMM reads to `dropped`.
+  LogicalResult
   dropWithoutGain(func::FuncOp func,
                   SmallVector<std::pair<const Gemm *, Blocks>> &chosen,
-                  const DeviceSpec &device, const PlacedGemms &placed) {
+                  const DeviceSpec &device, const PlacedGemms &placed,
+                  SmallVector<Attribute> &dropped) {
     // Per GEMM: its operands' local elements, how many times each is
     // quantized (once, and again where a backward GEMM re-quantizes it
     // along its own contraction), and what its quantizations are shared
@@ -639,7 +636,6 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
       judged.push_back(j);
     }
     std::vector<bool> alive(judged.size(), true);
-    int64_t dropped = 0;
     for (bool changed = true; changed;) {
       changed = false;
       llvm::DenseMap<QuantizationKey, int64_t> readers;
@@ -659,16 +655,21 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
                 .gain() <= 0) {
           alive[i] = false;
           changed = true;
-          ++dropped;
         }
       }
     }
     SmallVector<std::pair<const Gemm *, Blocks>> kept;
-    for (size_t i = 0; i < judged.size(); ++i)
-      if (alive[i])
+    for (size_t i = 0; i < judged.size(); ++i) {
+      if (alive[i]) {
         kept.push_back(chosen[i]);
+        continue;
+      }
+      const Gemm &gemm = *chosen[i].first;
+      ParamOp w = paramBehind(gemm.lhs->get());
+      dropped.push_back((w ? w : paramBehind(gemm.rhs->get())).getNameAttr());
+    }
     chosen = std::move(kept);
-    return dropped;
+    return success();
   }
 };
 } // namespace

@@ -57,7 +57,7 @@ def Fp8 : Pass<"weft-fp8", "::mlir::ModuleOp"> {
     GEMM can leave a shared quantization to fewer readers, so the judgement
     repeats until nothing more drops. A device with no fp8 peak (a CPU,
     which emulates FP8) judges nothing. The function gets
-    `weft.fp8_no_gain`: how many GEMMs stayed for that. A bf16 model's operands are
+    `weft.fp8_no_gain`: the weights of the GEMMs that stayed for that. A bf16 model's operands are
     quantized as stored (no f32 copy): the maxima read bf16 and the
     dequantized values are bf16, rounded (2^-9 beside FP8's 2^-4; exact
     under mxfp8, whose scales are powers of two). Tiles (blockwise,

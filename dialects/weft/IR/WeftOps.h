@@ -188,8 +188,9 @@ inline constexpr const char *kLossScaleGoodStepsParam = "loss_scale_good_steps";
 inline constexpr const char *kFp8Attr = "weft.fp8";
 inline constexpr const char *kFp8GemmsAttr = "weft.fp8_gemms";
 inline constexpr const char *kFp8BytesAttr = "weft.fp8_bytes";
-/// With a device to judge on: how many GEMMs the recipe could quantize
-/// stayed in the model's precision because FP8 would not gain there.
+/// With a device to judge on: the GEMMs the recipe could quantize that
+/// stayed in the model's precision because FP8 would not gain there, as
+/// the names of the weights they read (one per GEMM).
 inline constexpr const char *kFp8NoGainAttr = "weft.fp8_no_gain";
 /// On a training step (weft-recompute): per layer, the bytes of forward
 /// values the backward reads.

@@ -14,16 +14,16 @@
 // tokens and the output features), 5 bytes an element: 100 us. At tp=8 a
 // rank's 512 columns save 24 us and their quantizations cost 34 us.
 // ONE-LABEL: func.func @forward
-// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 0 : i64
+// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = []
 // ONE: weft.fp8_quantize
 // ONE: weft.fp8_quantize
 // ONE: weft.matmul
 // TP8-LABEL: func.func @forward
-// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 1 : i64
+// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = ["l0.proj"]
 // TP8-NOT: weft.fp8_quantize
 // TP8: weft.matmul
 // TENSOR-LABEL: func.func @forward
-// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 0 : i64
+// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = []
 // CPU-LABEL: func.func @forward
 // CPU-NOT: weft.fp8_no_gain
 // CPU: weft.fp8_quantize
@@ -42,18 +42,18 @@ func.func @forward(%x: tensor<2048x4096xbf16> {weft.input = "x"})
 // tensorwise (one quantization each) a gains alone (+14 us) and b still
 // drops.
 // ONE-LABEL: func.func @forward
-// ONE-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 2 : i64
+// ONE-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = ["l0.a", "l0.b"]
 // ONE-NOT: weft.fp8_quantize
 // ONE: return
 // TENSOR-LABEL: func.func @forward
-// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 1 : i64
+// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = ["l0.b"]
 // TENSOR: %[[XA:.*]] = weft.fp8_amax %arg0
 // TENSOR: %[[XQ:.*]] = weft.fp8_quantize %arg0, %[[XA]]
 // TENSOR: weft.matmul %[[XQ]], %{{.*}} : tensor<2048x4096xbf16>, tensor<4096x768xbf16>
 // TENSOR: weft.matmul %arg0, %{{.*}} : tensor<2048x4096xbf16>, tensor<4096x16xbf16>
 // Neither has a tp_dim: at tp=8 both are whole on every rank, as on one.
 // TP8-LABEL: func.func @forward
-// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 2 : i64
+// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = ["l0.a", "l0.b"]
 func.func @forward(%x: tensor<2048x4096xbf16> {weft.input = "x"})
     -> (tensor<2048x768xbf16> {weft.output = "a"}, tensor<2048x16xbf16> {weft.output = "b"}) {
   %wa = weft.param "l0.a" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<4096x768xbf16>
@@ -71,11 +71,11 @@ func.func @forward(%x: tensor<2048x4096xbf16> {weft.input = "x"})
 // stays (+6.9 us if dy were quantized once). Tensorwise quantizes it once:
 // +13.9 us.
 // ONE-LABEL: func.func @forward
-// ONE-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 1 : i64
+// ONE-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = ["l0.o"]
 // TP8-LABEL: func.func @forward
-// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 1 : i64
+// TP8-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = ["l0.o"]
 // TENSOR-LABEL: func.func @forward
-// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 0 : i64
+// TENSOR-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = []
 func.func @forward(%x: tensor<2048x768xbf16> {weft.input = "x"})
     -> (tensor<2048x4096xbf16> {weft.output = "y"}) {
   %w = weft.param "l0.o" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<768x4096xbf16>
@@ -92,12 +92,12 @@ func.func @forward(%x: tensor<2048x768xbf16> {weft.input = "x"})
 // us, they stay (+12.1 us with the rows and dy counted once); 8192 rows x
 // 2048 -> 4096: +95.7 us. Per-tensor recipes leave expert GEMMs alone.
 // ONE-LABEL: func.func @forward
-// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 1 : i64
+// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = ["l0.experts.w1"]
 // ONE: weft.grouped_matmul %arg0, %{{.*}}, %arg2 : tensor<4096x768xbf16>
 // ONE: %[[Q:.*]] = weft.fp8_quantize %arg1
 // ONE: weft.grouped_matmul %[[Q]], %{{.*}}, %arg2 : tensor<8192x2048xbf16>
 // TENSOR-LABEL: func.func @forward
-// TENSOR-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = 0 : i64
+// TENSOR-SAME: weft.fp8_gemms = 0 : i64, weft.fp8_no_gain = []
 func.func @forward(%x1: tensor<4096x768xbf16> {weft.input = "x1"},
                    %x2: tensor<8192x2048xbf16> {weft.input = "x2"},
                    %counts: tensor<2xi32> {weft.input = "counts"})
@@ -115,7 +115,7 @@ func.func @forward(%x1: tensor<4096x768xbf16> {weft.input = "x1"},
 // its quantizations read 4 bytes an element: 2048 x 4096 -> 16, which
 // loses in bf16 (about -8 us), gains about 150 us.
 // ONE-LABEL: func.func @forward
-// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = 0 : i64
+// ONE-SAME: weft.fp8_gemms = 1 : i64, weft.fp8_no_gain = []
 func.func @forward(%x: tensor<2048x4096xf32> {weft.input = "x"})
     -> (tensor<2048x16xf32> {weft.output = "y"}) {
   %w = weft.param "l0.narrow" init(normal, 2.0e-02) {weft.layer = 0 : i64} : tensor<4096x16xf32>

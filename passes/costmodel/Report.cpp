@@ -424,6 +424,14 @@ FailureOr<PlacementReport> estimatePlacement(ModuleOp module, bool fp8Codes) {
   return report;
 }
 
+int64_t PlacementReport::fp8NoGainGemms() const {
+  int64_t gemms = 0;
+  if (fp8NoGain)
+    for (const auto &w : *fp8NoGain)
+      gemms += w.second;
+  return gemms;
+}
+
 llvm::json::Object PlacementReport::toJSON() const {
   llvm::json::Array list;
   for (const RankEstimate &r : ranks)
@@ -446,14 +454,11 @@ llvm::json::Object PlacementReport::toJSON() const {
                          {"fp8_bytes", fp8Bytes},
                          {"bf16_bytes", fp8Bf16Bytes}};
     if (fp8NoGain) {
-      int64_t gemms = 0;
       llvm::json::Array weights;
-      for (const auto &[pattern, n] : *fp8NoGain) {
-        gemms += n;
+      for (const auto &[pattern, n] : *fp8NoGain)
         weights.push_back(
             llvm::json::Object{{"weight", pattern}, {"gemms", n}});
-      }
-      f["no_gain"] = gemms;
+      f["no_gain"] = fp8NoGainGemms();
       f["no_gain_weights"] = std::move(weights);
     }
     out["fp8"] = std::move(f);
@@ -514,9 +519,7 @@ std::string PlacementReport::table() const {
        << " of FP8 operands and scales a step, " << mib(fp8Bf16Bytes)
        << " in bf16 (x, w and output gradient, whole model)\n";
   if (!fp8.empty() && fp8NoGain) {
-    int64_t gemms = 0;
-    for (const auto &w : *fp8NoGain)
-      gemms += w.second;
+    int64_t gemms = fp8NoGainGemms();
     if (gemms == 0)
       os << "fp8: no GEMM stays out of FP8 for being too small to gain";
     else

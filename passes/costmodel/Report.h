@@ -90,6 +90,8 @@ struct PlacementReport {
   /// (model.layers.*.self_attn.k_proj.weight), with how many GEMMs each, in
   /// the model's order; none judged: nullopt.
   std::optional<std::vector<std::pair<std::string, int64_t>>> fp8NoGain;
+  /// How many GEMMs fp8NoGain counts.
+  int64_t fp8NoGainGemms() const;
 
   /// {"parameters": Ψ, "ranks": [{"rank", "param_bytes", "grad_bytes",
   /// "optimizer_bytes", "activation_bytes", "comm_bytes"}...], with a

@@ -249,13 +249,6 @@ FailureOr<PlacedGemms> placeGemms(ModuleOp module, StringRef planText) {
   return placed;
 }
 
-int64_t elementsOf(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
 struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
   using Fp8Base::Fp8Base;
 
@@ -606,13 +599,13 @@ struct Fp8Pass : public weft::impl::Fp8Base<Fp8Pass> {
         j.keys[i] = quantizationKey(
             b, v, block, again ? b.getDenseI64ArrayAttr(*again) : nullptr,
             blocks.pow2(), rows);
-        j.elements[i] =
-            elementsOf(local.operands[operands[i]->getOperandNumber()]);
+        j.elements[i] = ShapedType::getNumElements(
+            local.operands[operands[i]->getOperandNumber()]);
         j.passes[i] = again || rows ? 2 : 1;
       }
       ArrayRef<int64_t> ys = shapeOf(gemm->op->getResult(0));
       SmallVector<int64_t> gradBlock = blocks.of(ys, ys.size() - 1, false);
-      j.output = elementsOf(local.result);
+      j.output = ShapedType::getNumElements(local.result);
       j.outputPasses =
           blocks.backward(ys, gradBlock, gemm->backward.weightGrad) || groupRows
               ? 2
